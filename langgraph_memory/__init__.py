@@ -1,0 +1,1 @@
+"""Durable, searchable memory for LangGraph agents."""

@@ -1,0 +1,218 @@
+"""DeltaChannel support: the ancestor walk, and what pruning must keep.
+
+A ``DeltaChannel`` stores its value only every ``snapshot_frequency`` steps
+(a ``_DeltaSnapshot`` in ``channel_values``); in between, its value is
+rebuilt by replaying the channel's writes stored under each ancestor back to
+the nearest one that holds a value (the *seed*). Two consequences here:
+
+* :func:`delta_channel_history` answers LangGraph's
+  ``get_delta_channel_history`` with one recursive query over the parent
+  chain plus one query for the writes, instead of a ``get_tuple`` per
+  ancestor.
+* :func:`plan_removal` decides, before ``prune`` or ``delete_for_runs``
+  removes checkpoints, which of them a surviving checkpoint still needs to
+  rebuild its delta channels. Those are kept but *hidden* (never listed, not
+  returned by ``get_tuple``), so what survives reconstructs exactly.
+
+Which channels of a checkpoint need the walk is decided at ``put`` time from
+LangGraph's ``counters_since_delta_snapshot`` metadata (its keys are the
+delta channels) and stored in the ``delta_channels`` column.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    DeltaChannelHistory,
+    PendingWrite,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+__all__ = ["delta_channels_of", "delta_channel_history", "plan_removal", "apply_removal"]
+
+# Target first, then its ancestors nearest first, following
+# parent_checkpoint_id (ids are monotonic only within one process, so an id
+# range scan could miss a parent). CROSS JOIN keeps each step a primary-key
+# lookup. Hidden rows take part: they exist precisely for this walk.
+_ANCESTORS_SQL = (
+    "WITH RECURSIVE ancestors(checkpoint_id, parent_checkpoint_id, type, checkpoint) AS ("
+    "SELECT checkpoint_id, parent_checkpoint_id, type, checkpoint FROM checkpoints "
+    "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? "
+    "UNION ALL "
+    "SELECT c.checkpoint_id, c.parent_checkpoint_id, c.type, c.checkpoint "
+    "FROM ancestors a CROSS JOIN checkpoints c ON c.checkpoint_id = a.parent_checkpoint_id "
+    "WHERE c.thread_id = ? AND c.checkpoint_ns = ?) "
+    "SELECT checkpoint_id, type, checkpoint FROM ancestors"
+)
+
+_CHUNK = 500  # bound on bound parameters per IN (...) list
+
+
+def delta_channels_of(
+    metadata: Mapping[str, Any], channel_versions: ChannelVersions, channel_values: Mapping[str, Any]
+) -> list[str] | None:
+    """Delta channels of a checkpoint that have a version but no stored value."""
+    counters = metadata.get("counters_since_delta_snapshot") or {}
+    missing = sorted(c for c in counters if c in channel_versions and c not in channel_values)
+    return missing or None
+
+
+def _walk(
+    conn: sqlite3.Connection,
+    serde: SerializerProtocol,
+    thread_id: str,
+    checkpoint_ns: str,
+    target_id: str,
+    channels: Iterable[str],
+    *,
+    visited: set[tuple[str, str]] | None = None,
+) -> tuple[dict[str, list[str]], dict[str, Any]]:
+    """Per channel, the ancestors (nearest first, seed ancestor last) and seed.
+
+    With ``visited``, a channel stops as soon as it reaches an ancestor an
+    earlier walk already covered for it: the rest of its chain is known.
+    """
+    active = set(channels)
+    chain_by_ch: dict[str, list[str]] = {c: [] for c in active}
+    seeds: dict[str, Any] = {}
+    walked: set[str] = set()
+    cur = conn.execute(
+        _ANCESTORS_SQL, (thread_id, checkpoint_ns, target_id, thread_id, checkpoint_ns)
+    )
+    try:
+        for index, (cid, type_, blob) in enumerate(cur):
+            if index == 0 or cid in walked:  # the target itself; or a loop
+                if cid in walked:
+                    break
+                walked.add(cid)
+                continue
+            walked.add(cid)
+            if visited is not None:
+                for c in [c for c in active if (cid, c) in visited]:
+                    active.discard(c)
+                visited.update((cid, c) for c in active)
+            if not active:
+                break
+            for c in active:
+                chain_by_ch[c].append(cid)
+            values = serde.loads_typed((type_, blob)).get("channel_values") or {}
+            for c in [c for c in active if c in values]:
+                seeds[c] = values[c]
+                active.discard(c)
+            del values
+            if not active:
+                break
+    finally:
+        cur.close()
+    return chain_by_ch, seeds
+
+
+def delta_channel_history(
+    conn: sqlite3.Connection,
+    serde: SerializerProtocol,
+    thread_id: str,
+    checkpoint_ns: str,
+    target_id: str,
+    channels: Sequence[str],
+) -> dict[str, DeltaChannelHistory]:
+    """Writes (oldest first, ``writes_sort_key`` within a step) and seed per channel."""
+    chain_by_ch, seeds = _walk(conn, serde, thread_id, checkpoint_ns, target_id, channels)
+    wanted_ids = sorted({cid for chain in chain_by_ch.values() for cid in chain})
+    by_key: dict[tuple[str, str], list[tuple[str, str, int, str, bytes]]] = {}
+    wanted_channels = [c for c in channels if chain_by_ch[c]]
+    for start in range(0, len(wanted_ids), _CHUNK):
+        ids = wanted_ids[start : start + _CHUNK]
+        rows = conn.execute(
+            "SELECT checkpoint_id, channel, task_path, task_id, idx, type, value FROM writes "
+            f"WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({','.join('?' * len(ids))}) "
+            f"AND channel IN ({','.join('?' * len(wanted_channels))})",
+            (thread_id, checkpoint_ns, *ids, *wanted_channels),
+        ).fetchall()
+        for cid, ch, task_path, task_id, idx, type_, value in rows:
+            by_key.setdefault((cid, ch), []).append((task_path, task_id, idx, type_, value))
+    result: dict[str, DeltaChannelHistory] = {}
+    for ch in channels:
+        collected: list[PendingWrite] = []
+        for cid in reversed(chain_by_ch[ch]):
+            stored = sorted(by_key.get((cid, ch), ()), key=lambda w: writes_sort_key(w[0], w[1], w[2]))
+            collected.extend((task_id, ch, serde.loads_typed((t, v))) for _, task_id, _, t, v in stored)
+        entry: DeltaChannelHistory = {"writes": collected}
+        if ch in seeds:
+            entry["seed"] = seeds[ch]
+        result[ch] = entry
+    return result
+
+
+def plan_removal(
+    conn: sqlite3.Connection,
+    serde: SerializerProtocol,
+    thread_id: str,
+    checkpoint_ns: str,
+    remove: set[str],
+) -> tuple[list[str], list[str]]:
+    """Split checkpoints to remove from one namespace into (delete, hide).
+
+    Survivors are the visible checkpoints not in ``remove``. Anything a
+    survivor's delta channels need is hidden rather than deleted; hidden rows
+    no survivor needs any more are deleted too.
+    """
+    rows = conn.execute(
+        "SELECT checkpoint_id, delta_channels, hidden FROM checkpoints "
+        "WHERE thread_id = ? AND checkpoint_ns = ?",
+        (thread_id, checkpoint_ns),
+    ).fetchall()
+    needed: set[str] = set()
+    visited: set[tuple[str, str]] = set()
+    # Newest first: a newer survivor's walk covers most of an older one's.
+    for cid, delta_json, hidden in sorted(rows, reverse=True):
+        if hidden or cid in remove or not delta_json:
+            continue
+        chain_by_ch, _ = _walk(
+            conn, serde, thread_id, checkpoint_ns, cid, json.loads(delta_json), visited=visited
+        )
+        for chain in chain_by_ch.values():
+            needed.update(chain)
+    delete: list[str] = []
+    hide: list[str] = []
+    for cid, _delta_json, hidden in rows:
+        if cid in needed:
+            if cid in remove and not hidden:
+                hide.append(cid)
+        elif hidden or cid in remove:
+            delete.append(cid)
+    return delete, hide
+
+
+def apply_removal(
+    conn: sqlite3.Connection,
+    thread_id: str,
+    checkpoint_ns: str,
+    delete: Sequence[str],
+    hide: Sequence[str],
+) -> None:
+    """Delete checkpoints (and their writes) and hide the ones still needed."""
+    for start in range(0, len(delete), _CHUNK):
+        ids = delete[start : start + _CHUNK]
+        marks = ",".join("?" * len(ids))
+        params = (thread_id, checkpoint_ns, *ids)
+        conn.execute(
+            f"DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({marks})",
+            params,
+        )
+        conn.execute(
+            f"DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({marks})",
+            params,
+        )
+    for start in range(0, len(hide), _CHUNK):
+        ids = hide[start : start + _CHUNK]
+        conn.execute(
+            "UPDATE checkpoints SET hidden = 1 WHERE thread_id = ? AND checkpoint_ns = ? "
+            f"AND checkpoint_id IN ({','.join('?' * len(ids))})",
+            (thread_id, checkpoint_ns, *ids),
+        )

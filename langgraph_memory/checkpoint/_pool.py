@@ -1,0 +1,180 @@
+"""Connections to one checkpoint file, shared safely by threads and processes.
+
+SQLite connections are cheap to keep and expensive to open, and one
+connection must not run two statements at once. The pool hands each caller a
+connection of its own for the length of one operation and takes it back
+afterwards, so any number of threads (LangGraph's background executor, our
+async worker) share a handful of connections without a global lock.
+
+Writes take the file's write lock up front (``BEGIN IMMEDIATE``) so two
+writers never deadlock upgrading read locks; a lock that cannot be had is
+retried with back-off until ``busy_timeout`` and then reported as
+:class:`~langgraph_memory.errors.LockTimeoutError`, never as a raw
+``sqlite3.OperationalError: database is locked``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+from langgraph_memory.checkpoint.schema import Durability, configure_connection, ensure_schema
+from langgraph_memory.errors import CheckpointError, LockTimeoutError
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_LOCKED_MARKERS = ("database is locked", "database table is locked", "database is busy")
+
+
+def _is_lock_error(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return any(marker in text for marker in _LOCKED_MARKERS)
+
+
+class _ConnectionPool:
+    """A free list of autocommit connections to one SQLite file."""
+
+    def __init__(self, path: Path, *, durability: Durability, busy_timeout: float) -> None:
+        self.path = path
+        self.durability: Durability = durability
+        self.busy_timeout = busy_timeout
+        self._free: list[sqlite3.Connection] = []
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        # Writers of this process queue here rather than in SQLite's busy
+        # handler, which polls with sleeps; other processes still wait there.
+        self._write_lock = threading.Lock()
+        self._closed = False
+        # The first connection creates or migrates the schema.
+        conn = self._open()
+        try:
+            self.retry(lambda: ensure_schema(conn), what="open the checkpoint file")
+        except BaseException:
+            conn.close()
+            raise
+        with self._lock:
+            self._all.append(conn)
+            self._free.append(conn)
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                str(self.path),
+                isolation_level=None,  # we issue BEGIN/COMMIT ourselves
+                check_same_thread=False,  # a pooled connection moves between threads
+                timeout=self.busy_timeout,
+                cached_statements=256,
+            )
+        except sqlite3.Error as exc:
+            raise CheckpointError(f"cannot open checkpoint file {self.path}: {exc}") from exc
+        self.retry(
+            lambda: configure_connection(
+                conn, durability=self.durability, busy_timeout=self.busy_timeout
+            ),
+            what="configure the checkpoint connection",
+        )
+        return conn
+
+    @contextmanager
+    def connection(self) -> Iterator[sqlite3.Connection]:
+        """Borrow a connection for one operation."""
+        with self._lock:
+            if self._closed:
+                raise CheckpointError(
+                    f"checkpointer for {self.path} is closed; open a new one."
+                )
+            conn = self._free.pop() if self._free else None
+        if conn is None:
+            conn = self._open()
+            with self._lock:
+                self._all.append(conn)
+        try:
+            yield conn
+        finally:
+            if conn.in_transaction:  # an exception escaped mid-transaction
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    logger.debug("rollback after failure failed", exc_info=True)
+            with self._lock:
+                if self._closed:
+                    conn.close()
+                else:
+                    self._free.append(conn)
+
+    def retry(self, fn: Callable[[], T], *, what: str) -> T:
+        """Run ``fn``, retrying while the file is locked, up to ``busy_timeout``.
+
+        SQLite's own busy handler covers most waits; this loop covers the
+        cases where SQLite returns SQLITE_BUSY at once (WAL recovery, a
+        checkpoint in progress, a snapshot that went stale).
+        """
+        deadline = time.monotonic() + self.busy_timeout
+        delay = 0.001
+        while True:
+            try:
+                return fn()
+            except sqlite3.OperationalError as exc:
+                if not _is_lock_error(exc):
+                    raise CheckpointError(f"could not {what} in {self.path}: {exc}") from exc
+                if time.monotonic() >= deadline:
+                    raise LockTimeoutError(
+                        f"could not {what}: {self.path} stayed locked by another "
+                        f"writer for more than {self.busy_timeout:g} s. Raise "
+                        "busy_timeout, or find the process holding a long transaction."
+                    ) from exc
+                logger.debug("checkpoint file busy (%s); retrying in %.3f s", exc, delay)
+                time.sleep(delay * (0.5 + random.random()))
+                delay = min(delay * 2, 0.1)
+            except sqlite3.DatabaseError as exc:
+                raise CheckpointError(f"could not {what} in {self.path}: {exc}") from exc
+
+    def read(self, fn: Callable[[sqlite3.Connection], T], *, what: str) -> T:
+        """Run ``fn(conn)`` on a pooled connection, outside any write lock."""
+        with self.connection() as conn:
+            return self.retry(lambda: fn(conn), what=what)
+
+    def write(self, fn: Callable[[sqlite3.Connection], T], *, what: str) -> T:
+        """Run ``fn(conn)`` in one ``BEGIN IMMEDIATE`` transaction, committed on return."""
+
+        def attempt(conn: sqlite3.Connection) -> T:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            return result
+
+        if not self._write_lock.acquire(timeout=self.busy_timeout):
+            raise LockTimeoutError(
+                f"could not {what}: another thread of this process held the write "
+                f"lock on {self.path} for more than {self.busy_timeout:g} s."
+            )
+        try:
+            with self.connection() as conn:
+                return self.retry(lambda: attempt(conn), what=what)
+        finally:
+            self._write_lock.release()
+
+    def close(self) -> None:
+        """Close every idle connection; busy ones close when handed back."""
+        with self._lock:
+            self._closed = True
+            free, self._free = self._free, []
+        for conn in free:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                logger.debug("closing a checkpoint connection failed", exc_info=True)

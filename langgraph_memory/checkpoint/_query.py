@@ -1,0 +1,146 @@
+"""SQL for reading checkpoints: metadata filters, rows to ``CheckpointTuple``."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Sequence
+from typing import Any, cast
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    CheckpointMetadata,
+    CheckpointTuple,
+    PendingWrite,
+    get_checkpoint_id,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from langgraph_memory.errors import FilterError
+
+_FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+CHECKPOINT_COLUMNS = (
+    "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata"
+)
+CheckpointRow = tuple[str, str, str, "str | None", str, bytes, "str | None"]
+
+WRITES_SQL = (
+    "SELECT checkpoint_id, task_id, channel, type, value, task_path, idx FROM writes "
+    "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({marks})"
+)
+
+
+def _filter_value(value: Any) -> tuple[str, Any]:
+    # Mirrors SqliteSaver: json_extract yields SQL scalars, and JSON text
+    # without whitespace for objects and arrays.
+    if value is None:
+        return "IS ?", None
+    if isinstance(value, bool):
+        return "= ?", 1 if value else 0
+    if isinstance(value, (str, int, float)):
+        return "= ?", value
+    if isinstance(value, (dict, list)):
+        return "= ?", json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return "= ?", str(value)
+
+
+def list_where(
+    config: RunnableConfig | None,
+    filter: dict[str, Any] | None,
+    before: RunnableConfig | None,
+) -> tuple[list[str], list[Any]]:
+    """WHERE predicates and parameters for ``list``; hidden rows never match."""
+    wheres = ["hidden = 0"]
+    params: list[Any] = []
+    if config is not None:
+        configurable = config.get("configurable", {})
+        wheres.append("thread_id = ?")
+        params.append(str(configurable["thread_id"]))
+        checkpoint_ns = configurable.get("checkpoint_ns")
+        if checkpoint_ns is not None:
+            wheres.append("checkpoint_ns = ?")
+            params.append(checkpoint_ns)
+        if checkpoint_id := get_checkpoint_id(config):
+            wheres.append("checkpoint_id = ?")
+            params.append(checkpoint_id)
+    for key, value in (filter or {}).items():
+        if not isinstance(key, str) or not _FILTER_KEY.match(key):
+            raise FilterError(
+                f"metadata filter key {key!r} is not allowed: use letters, digits, "
+                "'_', '.' and '-' only."
+            )
+        operator, param = _filter_value(value)
+        wheres.append(f"json_extract(metadata, '$.{key}') {operator}")
+        params.append(param)
+    if before is not None and (before_id := get_checkpoint_id(before)):
+        wheres.append("checkpoint_id < ?")
+        params.append(before_id)
+    return wheres, params
+
+
+def load_writes(
+    conn: sqlite3.Connection,
+    serde: SerializerProtocol,
+    thread_id: str,
+    checkpoint_ns: str,
+    checkpoint_ids: Sequence[str],
+) -> dict[str, list[PendingWrite]]:
+    """Pending writes of some checkpoints of one namespace, in ``writes_sort_key`` order."""
+    rows = conn.execute(
+        WRITES_SQL.format(marks=",".join("?" * len(checkpoint_ids))),
+        (thread_id, checkpoint_ns, *checkpoint_ids),
+    ).fetchall()
+    rows.sort(key=lambda r: (r[0], *writes_sort_key(r[5], r[1], r[6])))
+    out: dict[str, list[PendingWrite]] = {cid: [] for cid in checkpoint_ids}
+    for cid, task_id, channel, type_, value, _path, _idx in rows:
+        out[cid].append((task_id, channel, serde.loads_typed((type_, value))))
+    return out
+
+
+def to_tuple(
+    row: CheckpointRow, serde: SerializerProtocol, pending_writes: list[PendingWrite]
+) -> CheckpointTuple:
+    """Build a ``CheckpointTuple`` from a row selected with ``CHECKPOINT_COLUMNS``."""
+    thread_id, checkpoint_ns, checkpoint_id, parent_id, type_, blob, metadata = row
+    return CheckpointTuple(
+        config={
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": checkpoint_ns,
+                "checkpoint_id": checkpoint_id,
+            }
+        },
+        checkpoint=serde.loads_typed((type_, blob)),
+        metadata=cast(CheckpointMetadata, json.loads(metadata) if metadata else {}),
+        parent_config=(
+            {
+                "configurable": {
+                    "thread_id": thread_id,
+                    "checkpoint_ns": checkpoint_ns,
+                    "checkpoint_id": parent_id,
+                }
+            }
+            if parent_id
+            else None
+        ),
+        pending_writes=pending_writes,
+    )
+
+
+def fetch_tuples(
+    conn: sqlite3.Connection, serde: SerializerProtocol, rows: Sequence[CheckpointRow]
+) -> list[CheckpointTuple]:
+    """Tuples for rows, loading writes with one query per namespace."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for row in rows:
+        groups.setdefault((row[0], row[1]), []).append(row[2])
+    writes: dict[tuple[str, str, str], list[PendingWrite]] = {}
+    for (thread_id, checkpoint_ns), ids in groups.items():
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            for cid, pending in load_writes(conn, serde, thread_id, checkpoint_ns, chunk).items():
+                writes[(thread_id, checkpoint_ns, cid)] = pending
+    return [to_tuple(row, serde, writes[(row[0], row[1], row[2])]) for row in rows]

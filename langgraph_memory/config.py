@@ -1,0 +1,181 @@
+"""Where the data lives, which model embeds, and the tunable defaults.
+
+Every setting resolves in the same order: explicit argument, then environment
+variable, then the config file, then the built-in default::
+
+    from langgraph_memory.config import Settings
+
+    settings = Settings.resolve(data_dir="/tmp/lgm-demo")
+    print(settings.data_dir, settings.embedding_model)
+    print(settings.chroma_dir)          # /tmp/lgm-demo/chroma
+
+The config file is TOML, found at ``$LANGGRAPH_MEMORY_CONFIG``, else
+``./langgraph-memory.toml``, else ``~/.config/langgraph-memory/config.toml``::
+
+    data_dir = "/var/lib/agent-memory"
+    embedding_model = "sentence-transformers/all-MiniLM-L6-v2"
+    lock_timeout = 30
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langgraph_memory.errors import ConfigError
+
+__all__ = [
+    "Settings",
+    "resolve_embedding_model",
+    "DATA_DIR_ENV",
+    "EMBEDDING_MODEL_ENV",
+    "CONFIG_FILE_ENV",
+    "DEFAULT_DATA_DIR",
+    "DEFAULT_EMBEDDING_MODEL",
+    "LOCK_TIMEOUT_SECONDS",
+    "DEFAULT_K",
+    "MIN_RELEVANCE",
+    "ARCHIVE_AFTER_DAYS",
+    "LOW_CONFIDENCE_THRESHOLD",
+]
+
+DATA_DIR_ENV = "LANGGRAPH_MEMORY_DIR"
+EMBEDDING_MODEL_ENV = "EMBEDDING_MODEL"
+CONFIG_FILE_ENV = "LANGGRAPH_MEMORY_CONFIG"
+
+DEFAULT_DATA_DIR = "./memory"
+DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+# Seed 000: a write lock that cannot be had within 30 s is an error, not a hang.
+LOCK_TIMEOUT_SECONDS = 30.0
+# Seed 004: recall returns five results unless told otherwise.
+DEFAULT_K = 5
+# Seed 002 filters results under 30 % relevance; recall nodes use it when asked.
+MIN_RELEVANCE = 0.3
+# Seed 004: lessons and low-confidence findings are archived after 90 idle days.
+ARCHIVE_AFTER_DAYS = 90
+LOW_CONFIDENCE_THRESHOLD = 0.5
+
+_CONFIG_FILE_CANDIDATES = (
+    Path("langgraph-memory.toml"),
+    Path("~/.config/langgraph-memory/config.toml"),
+)
+
+
+def _config_file() -> Path | None:
+    explicit = os.environ.get(CONFIG_FILE_ENV)
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise ConfigError(
+                f"{CONFIG_FILE_ENV}={explicit!r} does not name a file; "
+                "unset it or point it at a TOML config file."
+            )
+        return path
+    for candidate in _CONFIG_FILE_CANDIDATES:
+        path = candidate.expanduser()
+        if path.is_file():
+            return path
+    return None
+
+
+def _read_config_file() -> dict[str, Any]:
+    path = _config_file()
+    if path is None:
+        return {}
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+    # Allow either a flat file or a [langgraph_memory] table.
+    return dict(data.get("langgraph_memory", data))
+
+
+def resolve_embedding_model(model: str | None = None) -> str:
+    """The embedding model name: argument > ``EMBEDDING_MODEL`` > config file > default."""
+    return str(
+        model
+        or os.environ.get(EMBEDDING_MODEL_ENV)
+        or _read_config_file().get("embedding_model")
+        or DEFAULT_EMBEDDING_MODEL
+    )
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved settings for one data directory.
+
+    Use :meth:`resolve` rather than the constructor so that environment and
+    config file are consulted.
+    """
+
+    data_dir: Path
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    lock_timeout: float = LOCK_TIMEOUT_SECONDS
+
+    @classmethod
+    def resolve(
+        cls,
+        data_dir: str | os.PathLike[str] | None = None,
+        *,
+        embedding_model: str | None = None,
+        lock_timeout: float | None = None,
+    ) -> Settings:
+        """Resolve settings: argument > environment > config file > default."""
+        file_cfg = _read_config_file()
+        raw_dir = (
+            data_dir
+            if data_dir is not None
+            else os.environ.get(DATA_DIR_ENV) or file_cfg.get("data_dir") or DEFAULT_DATA_DIR
+        )
+        model = resolve_embedding_model(embedding_model)
+        timeout = lock_timeout if lock_timeout is not None else file_cfg.get("lock_timeout", LOCK_TIMEOUT_SECONDS)
+        try:
+            timeout = float(timeout)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"lock_timeout must be a number of seconds, got {timeout!r}") from exc
+        if timeout <= 0:
+            raise ConfigError(f"lock_timeout must be positive, got {timeout}")
+        path = Path(raw_dir).expanduser()
+        if path.exists() and not path.is_dir():
+            raise ConfigError(f"data directory {path} exists and is not a directory; choose another path.")
+        return cls(data_dir=path.resolve(), embedding_model=str(model), lock_timeout=timeout)
+
+    @property
+    def chroma_dir(self) -> Path:
+        """Folder of the embedded Chroma ``PersistentClient``."""
+        return self.data_dir / "chroma"
+
+    @property
+    def checkpoints_path(self) -> Path:
+        """SQLite file of the checkpointer."""
+        return self.data_dir / "checkpoints.sqlite"
+
+    @property
+    def embedding_cache_path(self) -> Path:
+        """SQLite file caching embeddings by model and content hash."""
+        return self.data_dir / "embeddings.sqlite"
+
+    @property
+    def raw_dir(self) -> Path:
+        """Folder for original ingested files, stored by content hash."""
+        return self.data_dir / "raw"
+
+    @property
+    def archive_dir(self) -> Path:
+        """Folder of compressed archives and their manifest."""
+        return self.data_dir / "archive"
+
+    @property
+    def lock_path(self) -> Path:
+        """The cross-process write lock of the embedded Chroma folder."""
+        return self.chroma_dir / "LOCK"
+
+    def ensure_dirs(self) -> None:
+        """Create the data directory and its sub-folders if missing."""
+        for path in (self.data_dir, self.chroma_dir, self.raw_dir, self.archive_dir):
+            path.mkdir(parents=True, exist_ok=True)

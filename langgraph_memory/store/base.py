@@ -1,0 +1,932 @@
+"""ChromaStore: LangGraph's ``BaseStore`` over typed Chroma collections."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import os
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    Item,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+    ensure_embeddings,
+    get_text_at_path,
+    tokenize_path,
+)
+
+from langgraph_memory._lock import WriteLock
+from langgraph_memory.collections import COLLECTIONS, GENERAL, CollectionSpec, collection_by_name, collection_for
+from langgraph_memory.config import Settings
+from langgraph_memory.embeddings import (
+    _DEFAULT_ALIASES,
+    DEFAULT_DIMS,
+    CachedEmbeddings,
+    SentenceTransformerEmbeddings,
+)
+from langgraph_memory.errors import ConfigError, EmbeddingModelError, StoreBackendError
+from langgraph_memory.store import filters as _filters
+from langgraph_memory.store.namespaces import (
+    NamespaceRegistry,
+    prefix_clauses,
+    select_namespaces,
+    validate_namespace,
+)
+from langgraph_memory.store.records import (
+    K_EXPIRES,
+    K_EXTRA,
+    K_HAS_VECTOR,
+    K_NS,
+    K_NVEC,
+    StoredItem,
+    decode_metadata,
+    dumps_value,
+    encode_metadata,
+    extra_id,
+    item_uid,
+    removed_keys,
+)
+from langgraph_memory.store.ttl import AccessLog, Sweeper
+
+__all__ = ["ChromaStore"]
+
+logger = logging.getLogger(__name__)
+
+_PAGE = 1000
+
+
+@dataclass
+class _PreparedPut:
+    op: PutOp
+    spec: CollectionSpec
+    uid: str
+    value_json: str | None
+    texts: list[tuple[str, str]] = field(default_factory=list)  # (path, text)
+
+
+@dataclass
+class _Prepared:
+    results: list[Result]
+    gets: list[tuple[int, GetOp]]
+    searches: list[tuple[int, SearchOp]]
+    lists: list[tuple[int, ListNamespacesOp]]
+    puts: list[_PreparedPut]
+    texts: list[str]
+    queries: list[str]
+
+
+def _now() -> float:
+    return time.time()
+
+
+def _dt(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, tz=timezone.utc)
+
+
+def _make_embeddings(embed: Any) -> Embeddings:
+    if isinstance(embed, str) and (
+        embed in _DEFAULT_ALIASES or embed.startswith("sentence-transformers/") or Path(embed).is_dir()
+    ):
+        return SentenceTransformerEmbeddings(embed)
+    return ensure_embeddings(embed)
+
+
+class ChromaStore(BaseStore):
+    """A LangGraph ``BaseStore`` whose items live in typed Chroma collections.
+
+    Put it wherever ``InMemoryStore``, ``SqliteStore`` or ``PostgresStore``
+    was used; ``index=`` and ``ttl=`` take the same configuration. The first
+    namespace label picks the collection (``research``, ``strategies``,
+    ``lessons``, ``regimes``, ``tools``, else the general ``memories``);
+    typed collections validate values and embed their schema's text field.
+
+    Args:
+        client: any ``chromadb`` client. Default: an embedded
+            ``PersistentClient`` at ``<data_dir>/chroma``.
+        index: LangGraph ``IndexConfig`` (``dims``, ``embed``, ``fields``).
+            ``embed`` may be an ``Embeddings``, a function, a LangChain
+            ``"provider:model"`` string, or a sentence-transformers name such as
+            ``"sentence-transformers/all-MiniLM-L6-v2"`` (loaded offline).
+            Without it the store has no semantic search, like LangGraph's.
+        ttl: LangGraph ``TTLConfig`` (minutes).
+        data_dir: the data directory (argument > ``LANGGRAPH_MEMORY_DIR`` >
+            config file > ``./memory``); holds the Chroma folder, its write
+            lock and the embedding cache.
+        lock_timeout: seconds to wait for another process's write before
+            raising ``LockTimeoutError`` (default 30).
+        access_flush_interval: seconds between applying noted reads
+            (access counts, last access, TTL refresh).
+
+    Example:
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> import tempfile
+        >>> store = ChromaStore(data_dir=tempfile.mkdtemp(),
+        ...                     index={"dims": 16, "embed": DeterministicFakeEmbedding(size=16)})
+        >>> store.put(("research",), "f1", {"content": "Momentum fades after earnings", "confidence": 0.8})
+        >>> store.get(("research",), "f1").value["confidence"]
+        0.8
+        >>> [r.key for r in store.search(("research",), query="momentum", limit=1)]
+        ['f1']
+        >>> store.close()
+    """
+
+    supports_ttl: bool = True
+
+    def __init__(
+        self,
+        client: Any | None = None,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
+        lock_timeout: float | None = None,
+        access_flush_interval: float = 2.0,
+    ) -> None:
+        self.settings = Settings.resolve(data_dir, lock_timeout=lock_timeout)
+        owns_dir = client is None or data_dir is not None
+        lock_path: Path | None = None
+        if client is None:
+            self.settings.ensure_dirs()
+            lock_path = self.settings.lock_path
+        else:
+            chroma_settings = client.get_settings() if hasattr(client, "get_settings") else None
+            if chroma_settings is not None and getattr(chroma_settings, "is_persistent", False):
+                lock_path = Path(chroma_settings.persist_directory) / "LOCK"
+        self._lock = WriteLock(lock_path, self.settings.lock_timeout)
+        if client is None:
+            import chromadb
+            from chromadb.config import Settings as ChromaSettings
+
+            with self._lock.hold():
+                client = chromadb.PersistentClient(
+                    path=str(self.settings.chroma_dir),
+                    settings=ChromaSettings(anonymized_telemetry=False),
+                )
+        self.client = client
+        self.ttl_config = ttl
+        self.index_config: dict[str, Any] | None = None
+        self.embeddings: CachedEmbeddings | None = None
+        self._fields: list[tuple[str, Any]] = []
+        self._dims: int | None = None
+        if index:
+            if "embed" not in index:
+                raise ConfigError("index config needs 'embed': an Embeddings, a function, or a model name")
+            self.index_config = dict(index)
+            inner = _make_embeddings(index["embed"])
+            cache_path = self.settings.embedding_cache_path if owns_dir else None
+            if cache_path is not None:
+                cache_path.parent.mkdir(parents=True, exist_ok=True)
+            self.embeddings = CachedEmbeddings(inner, path=cache_path)
+            dims = index.get("dims")
+            if dims is None and isinstance(inner, SentenceTransformerEmbeddings):
+                dims = inner.dims
+            if dims is None:
+                raise ConfigError("index config needs 'dims', the size of the embedding vectors")
+            self._dims = int(dims)
+            self._fields = [(p, tokenize_path(p) if p != "$" else p) for p in (index.get("fields") or ["$"])]
+        self._collections: dict[str, Any] = {}
+        self._coll_dims: dict[str, int] = {}
+        self._registry: NamespaceRegistry | None = None
+        self._access = AccessLog()
+        self._flusher = Sweeper("lgm-access-flush", self.flush_access, access_flush_interval)
+        self._ttl_sweeper: Sweeper | None = None
+        self._closed = False
+
+    # ------------------------------------------------------------------ setup
+
+    @classmethod
+    def default_index(cls, model_name: str | None = None) -> IndexConfig:
+        """An ``IndexConfig`` for the configured offline sentence-transformers model."""
+        from langgraph_memory.embeddings import default_embeddings
+
+        emb = default_embeddings(model_name)
+        return {"dims": emb.dims, "embed": emb}
+
+    def _collection(self, spec: CollectionSpec, *, create: bool = True) -> Any | None:
+        col = self._collections.get(spec.name)
+        if col is not None:
+            return col
+        if not create:
+            try:
+                col = self.client.get_collection(spec.name, embedding_function=None)
+            except Exception:
+                return None
+        else:
+            meta: dict[str, Any] = {"hnsw:space": "cosine", "lgm:dims": self._dims or DEFAULT_DIMS}
+            with self._lock.hold():
+                col = self.client.get_or_create_collection(spec.name, metadata=meta, embedding_function=None)
+        have = int((col.metadata or {}).get("lgm:dims", self._dims or DEFAULT_DIMS))
+        if self._dims is not None and have != self._dims:
+            raise ConfigError(
+                f"collection {spec.name!r} holds {have}-dimensional vectors but this store embeds with "
+                f"dims={self._dims}. Use a model of {have} dimensions, or another data directory."
+            )
+        self._coll_dims[spec.name] = have
+        self._collections[spec.name] = col
+        return col
+
+    def _registry_(self) -> NamespaceRegistry:
+        if self._registry is None:
+            with self._lock.hold():
+                self._registry = NamespaceRegistry(self.client)
+        return self._registry
+
+    def _placeholder(self, spec: CollectionSpec) -> list[float]:
+        d = self._coll_dims.get(spec.name) or self._dims or DEFAULT_DIMS
+        return [1.0 / math.sqrt(d)] * d
+
+    def collection(self, label_or_name: str) -> Any:
+        """The raw Chroma collection for a label (``"research"``) or name (``"research_findings"``)."""
+        return self._collection(collection_by_name(label_or_name))
+
+    def as_vectorstore(self, label_or_name: str) -> Any:
+        """The collection as a LangChain ``langchain_chroma.Chroma`` vector store.
+
+        Use it for retrievers and chains over the memories; write through the
+        store, which keeps timestamps, lineage and namespaces consistent.
+
+        Example:
+            >>> retriever = store.as_vectorstore("research").as_retriever()  # doctest: +SKIP
+        """
+        if self.embeddings is None:
+            raise ConfigError("as_vectorstore needs a store built with index= (an embedding model)")
+        from langchain_chroma import Chroma
+
+        spec = collection_by_name(label_or_name)
+        self._collection(spec)
+        return Chroma(client=self.client, collection_name=spec.name, embedding_function=self.embeddings)
+
+    # --------------------------------------------------------------- batching
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ops in order of their results (LangGraph's batch contract)."""
+        prep = self._prepare(ops)
+        doc_vecs = self.embeddings.embed_documents(prep.texts) if prep.texts and self.embeddings else []
+        query_vecs = self._embed_queries(prep.queries)
+        return self._execute(prep, doc_vecs, query_vecs)
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Async ``batch``: embedding is awaited, Chroma work runs in a worker thread."""
+        prep = await asyncio.to_thread(self._prepare, list(ops))
+        doc_vecs: list[list[float]] = []
+        query_vecs: dict[str, list[float]] = {}
+        if self.embeddings is not None:
+            if prep.texts:
+                doc_vecs = await self.embeddings.aembed_documents(prep.texts)
+            if prep.queries:
+                vecs = await asyncio.gather(*(self.embeddings.aembed_query(q) for q in prep.queries))
+                query_vecs = dict(zip(prep.queries, vecs))
+        return await asyncio.to_thread(self._execute, prep, doc_vecs, query_vecs)
+
+    def _embed_queries(self, queries: list[str]) -> dict[str, list[float]]:
+        if not queries or self.embeddings is None:
+            return {}
+        if len(queries) == 1:
+            return {queries[0]: self.embeddings.embed_query(queries[0])}
+        return {q: self.embeddings.embed_query(q) for q in queries}
+
+    def _prepare(self, ops: Iterable[Op]) -> _Prepared:
+        """Validate everything and collect texts to embed, before anything is written."""
+        if self._closed:
+            raise StoreBackendError("this ChromaStore is closed; open a new one")
+        prep = _Prepared([], [], [], [], [], [], [])
+        last_put: dict[tuple[tuple[str, ...], str], int] = {}
+        puts: list[_PreparedPut] = []
+        queries: dict[str, None] = {}
+        for i, op in enumerate(ops):
+            prep.results.append(None)
+            if isinstance(op, GetOp):
+                validate_namespace(op.namespace, for_write=False)
+                prep.gets.append((i, op))
+            elif isinstance(op, SearchOp):
+                validate_namespace(op.namespace_prefix, for_write=False)
+                _filters.validate_filter(op.filter)
+                prep.searches.append((i, op))
+                if op.query and self.embeddings is not None:
+                    queries[op.query] = None
+            elif isinstance(op, ListNamespacesOp):
+                for cond in op.match_conditions or ():
+                    validate_namespace(tuple(p for p in cond.path if p != "*"), for_write=False)
+                prep.lists.append((i, op))
+            elif isinstance(op, PutOp):
+                validate_namespace(op.namespace, for_write=True)
+                if not isinstance(op.key, str):
+                    raise StoreBackendError(f"keys must be strings, got {type(op.key).__name__}")
+                spec = collection_for(op.namespace)
+                value_json = None
+                if op.value is not None:
+                    if not isinstance(op.value, dict):
+                        from langgraph_memory.errors import ValidationError
+
+                        raise ValidationError(f"store values must be dicts, got {type(op.value).__name__}")
+                    spec.validate(op.value)
+                    value_json = dumps_value(op.value)
+                    if op.ttl is not None and (not isinstance(op.ttl, (int, float)) or op.ttl <= 0):
+                        raise ConfigError(f"ttl must be a positive number of minutes, got {op.ttl!r}")
+                key = (op.namespace, op.key)
+                if key in last_put:  # last put of a key in a batch wins, as in InMemoryStore
+                    puts[last_put[key]] = None  # type: ignore[call-overload]
+                last_put[key] = len(puts)
+                puts.append(_PreparedPut(op, spec, item_uid(op.namespace, op.key), value_json))
+            else:
+                raise StoreBackendError(f"unknown operation type: {type(op).__name__}")
+        prep.puts = [p for p in puts if p is not None]
+        for p in prep.puts:
+            if p.op.value is not None:
+                p.texts = self._texts_for(p)
+                prep.texts.extend(t for _, t in p.texts)
+        prep.queries = list(queries)
+        return prep
+
+    def _texts_for(self, p: _PreparedPut) -> list[tuple[str, str]]:
+        op = p.op
+        if self.embeddings is None or op.index is False:
+            return []
+        if op.index is None:
+            if p.spec.embed_field is not None:
+                paths = [(p.spec.embed_field, tokenize_path(p.spec.embed_field))]
+            else:
+                paths = self._fields
+        else:
+            paths = [(ix, tokenize_path(ix) if ix != "$" else ix) for ix in op.index]
+        out: list[tuple[str, str]] = []
+        for path, tokens in paths:
+            texts = get_text_at_path(op.value, tokens)
+            if len(texts) > 1:
+                out.extend((f"{path}.{i}", t) for i, t in enumerate(texts))
+            elif texts:
+                out.append((path, texts[0]))
+        return out
+
+    def _execute(
+        self, prep: _Prepared, doc_vecs: list[list[float]], query_vecs: dict[str, list[float]]
+    ) -> list[Result]:
+        results = prep.results
+        # Reads see the state before this batch's writes, as in InMemoryStore.
+        for i, value in self._run_gets(prep.gets):
+            results[i] = value
+        for i, op in prep.searches:
+            results[i] = self._run_search(op, query_vecs.get(op.query) if op.query else None)
+        if prep.lists:
+            registered = [ns for ns, _ in self._registry_().all()]
+            for i, op in prep.lists:
+                results[i] = select_namespaces(registered, op)
+        if prep.puts:
+            self._run_puts(prep.puts, doc_vecs)
+        if self._access and not self._flusher.running and not self._closed:
+            self._flusher.start()
+        return results
+
+    # ------------------------------------------------------------------- gets
+
+    def _omit(self, item: StoredItem, now: float) -> bool:
+        return bool(
+            self.ttl_config
+            and self.ttl_config.get("omit_expired")
+            and item.expires_at is not None
+            and item.expires_at < now
+        )
+
+    def _run_gets(self, gets: list[tuple[int, GetOp]]) -> Iterator[tuple[int, Item | None]]:
+        by_spec: dict[str, list[tuple[int, GetOp]]] = defaultdict(list)
+        for i, op in gets:
+            by_spec[collection_for(op.namespace).name].append((i, op))
+        now = _now()
+        for name, group in by_spec.items():
+            col = self._collection(collection_by_name(name), create=False)
+            if col is None:
+                for i, _ in group:
+                    yield i, None
+                continue
+            uids = [item_uid(op.namespace, op.key) for _, op in group]
+            got = col.get(ids=list(dict.fromkeys(uids)), include=["metadatas"])
+            found = {rid: decode_metadata(m) for rid, m in zip(got["ids"], got["metadatas"] or [])}
+            touched: list[str] = []
+            for (i, op), uid in zip(group, uids):
+                item = found.get(uid)
+                if item is None or item.namespace != op.namespace or item.key != op.key or self._omit(item, now):
+                    yield i, None
+                    continue
+                if op.refresh_ttl:
+                    touched.append(uid)
+                yield i, Item(
+                    value=item.value,
+                    key=item.key,
+                    namespace=item.namespace,
+                    created_at=_dt(item.created_at),
+                    updated_at=_dt(item.updated_at),
+                )
+            self._access.note(name, touched, now)
+
+    # ---------------------------------------------------------------- searches
+
+    def _specs_for_prefix(self, prefix: tuple[str, ...]) -> list[CollectionSpec]:
+        if prefix:
+            return [collection_for(prefix)]
+        return [*COLLECTIONS.values(), GENERAL]
+
+    def _run_search(self, op: SearchOp, qvec: list[float] | None) -> list[SearchItem]:
+        now = _now()
+        where_f, exact = _filters.compile_where(op.filter)
+        need = op.offset + op.limit
+        if need <= 0 or op.limit <= 0:
+            return []
+        hits: list[tuple[float | None, StoredItem, str]] = []
+        scoreless: list[tuple[StoredItem, str]] = []
+        for spec in self._specs_for_prefix(op.namespace_prefix):
+            col = self._collection(spec, create=False)
+            if col is None:
+                continue
+            clauses = prefix_clauses(spec, op.namespace_prefix)
+            if where_f:
+                clauses.append(where_f)
+            if qvec is not None:
+                hits.extend(self._query_collection(spec, col, op, qvec, clauses, need, now))
+            else:
+                hits.extend((None, it, spec.name) for it in self._scan_collection(col, op, clauses, exact, need, now))
+        if qvec is not None:
+            hits.sort(key=lambda h: h[0], reverse=True)  # type: ignore[arg-type, return-value]
+            kept = hits[op.offset : need]
+            if len(kept) < op.limit:
+                # Like InMemoryStore: when fewer items have vectors than asked
+                # for, fill up with matching items that have none.
+                for spec in self._specs_for_prefix(op.namespace_prefix):
+                    if len(kept) + len(scoreless) >= op.limit:
+                        break
+                    col = self._collection(spec, create=False)
+                    if col is None:
+                        continue
+                    clauses = prefix_clauses(spec, op.namespace_prefix) + [{K_HAS_VECTOR: False}]
+                    if where_f:
+                        clauses.append(where_f)
+                    for it in self._scan_collection(col, op, clauses, False, op.limit - len(kept) - len(scoreless), now, skip=0):
+                        scoreless.append((it, spec.name))
+                kept = kept + [(None, it, name) for it, name in scoreless[: op.limit - len(kept)]]
+        else:
+            kept = hits[op.offset : need]
+        if op.refresh_ttl:
+            touched: dict[str, list[str]] = defaultdict(list)
+            for _, it, name in kept:
+                touched[name].append(it.uid)
+            for name, uids in touched.items():
+                self._access.note(name, uids, now)
+        return [
+            SearchItem(
+                namespace=it.namespace,
+                key=it.key,
+                value=it.value,
+                created_at=_dt(it.created_at),
+                updated_at=_dt(it.updated_at),
+                score=score,
+            )
+            for score, it, _ in kept
+        ]
+
+    def _query_collection(
+        self,
+        spec: CollectionSpec,
+        col: Any,
+        op: SearchOp,
+        qvec: list[float],
+        clauses: list[dict[str, Any]],
+        need: int,
+        now: float,
+    ) -> list[tuple[float, StoredItem, str]]:
+        where = _filters.combine_where(clauses)
+        n = need
+        while True:
+            res = col.query(query_embeddings=[qvec], n_results=n, where=where, include=["metadatas", "distances"])
+            ids = res["ids"][0]
+            metas = res["metadatas"][0] if res["metadatas"] else []
+            dists = res["distances"][0] if res["distances"] else []
+            best: dict[str, tuple[float, StoredItem]] = {}
+            extras: dict[str, float] = {}
+            for rid, meta, dist in zip(ids, metas, dists):
+                if not meta or not meta.get(K_HAS_VECTOR, True):
+                    continue
+                score = 1.0 - float(dist)
+                if meta.get(K_EXTRA):
+                    uid = rid.rsplit(":", 1)[0]
+                    if uid not in best and uid not in extras:
+                        extras[uid] = score
+                    continue
+                item = decode_metadata(meta)
+                if item is None or rid in best:
+                    continue
+                best[rid] = (score, item)
+            if extras:
+                # An extra vector won: read the primary record, the item's truth.
+                got = col.get(ids=list(extras), include=["metadatas"])
+                for rid, meta in zip(got["ids"], got["metadatas"] or []):
+                    item = decode_metadata(meta)
+                    if item is not None and rid not in best:
+                        best[rid] = (extras[rid], item)
+            out = [
+                (score, item, spec.name)
+                for score, item in best.values()
+                if _filters.matches(item.value, op.filter) and not self._omit(item, now)
+            ]
+            if len(out) >= need or len(ids) < n:
+                return out
+            n *= 4
+
+    def _scan_collection(
+        self,
+        col: Any,
+        op: SearchOp,
+        clauses: list[dict[str, Any]],
+        exact: bool,
+        need: int,
+        now: float,
+        *,
+        skip: int | None = None,
+    ) -> list[StoredItem]:
+        """Items in storage order (primaries only), at most ``need`` of them."""
+        where = _filters.combine_where([*clauses, {K_EXTRA: 0}])
+        omit = bool(self.ttl_config and self.ttl_config.get("omit_expired"))
+        if exact and not omit and skip is None:
+            got = col.get(where=where, limit=need, include=["metadatas"])
+            items = [decode_metadata(m) for m in got["metadatas"] or []]
+            return [it for it in items if it is not None]
+        out: list[StoredItem] = []
+        offset = 0
+        while len(out) < need:
+            got = col.get(where=where, limit=_PAGE, offset=offset, include=["metadatas"])
+            metas = got["metadatas"] or []
+            for meta in metas:
+                it = decode_metadata(meta)
+                if it is not None and _filters.matches(it.value, op.filter) and not self._omit(it, now):
+                    out.append(it)
+                    if len(out) >= need:
+                        break
+            if len(metas) < _PAGE:
+                break
+            offset += _PAGE
+        return out
+
+    # -------------------------------------------------------------------- puts
+
+    def _run_puts(self, puts: list[_PreparedPut], doc_vecs: list[list[float]]) -> None:
+        vec_iter = iter(doc_vecs)
+        vectors: dict[str, list[list[float]]] = {}
+        for p in puts:
+            vecs = [next(vec_iter) for _ in p.texts]
+            for v in vecs:
+                if self._dims is not None and len(v) != self._dims:
+                    raise EmbeddingModelError(
+                        f"the embedding model returned {len(v)}-dimensional vectors but index dims={self._dims}; "
+                        "fix index['dims']"
+                    )
+            vectors[p.uid] = vecs
+        by_spec: dict[str, list[_PreparedPut]] = defaultdict(list)
+        for p in puts:
+            by_spec[p.spec.name].append(p)
+        with self._lock.hold():
+            registry = self._registry_()
+            added: dict[tuple[str, ...], str] = {}
+            emptied: list[tuple[Any, tuple[str, ...]]] = []
+            for name, group in by_spec.items():
+                spec = group[0].spec
+                col = self._collection(spec)
+                self._write_group(spec, col, group, vectors, added, emptied)
+            registry.add(added)
+            gone = [ns for col, ns in emptied if ns not in added and not self._namespace_has_items(col, ns)]
+            registry.remove(gone)
+
+    def _write_group(
+        self,
+        spec: CollectionSpec,
+        col: Any,
+        group: list[_PreparedPut],
+        vectors: dict[str, list[list[float]]],
+        added: dict[tuple[str, ...], str],
+        emptied: list[tuple[Any, tuple[str, ...]]],
+    ) -> None:
+        now = _now()
+        got = col.get(ids=[p.uid for p in group], include=["metadatas"])
+        old_meta = {rid: m for rid, m in zip(got["ids"], got["metadatas"] or [])}
+        ids: list[str] = []
+        embs: list[list[float]] = []
+        metas: list[dict[str, Any]] = []
+        docs: list[str | None] = []
+        to_delete: list[str] = []
+        placeholder = self._placeholder(spec)
+        for p in group:
+            old = old_meta.get(p.uid)
+            old_item = decode_metadata(old) if old else None
+            old_n = old_item.n_vectors if old_item else 0
+            if p.op.value is None:
+                if old_item is not None:
+                    to_delete.append(p.uid)
+                    to_delete.extend(extra_id(p.uid, i) for i in range(1, old_n))
+                    emptied.append((col, old_item.namespace))
+                continue
+            vecs = vectors[p.uid]
+            ttl = p.op.ttl
+            item = StoredItem(
+                namespace=p.op.namespace,
+                key=p.op.key,
+                value=p.op.value,
+                created_at=old_item.created_at if old_item else now,
+                updated_at=now,
+                last_accessed_at=now,
+                access_count=old_item.access_count if old_item else 0,
+                expires_at=(now + ttl * 60.0) if ttl else None,
+                ttl_minutes=float(ttl) if ttl else None,
+                indexed=bool(vecs),
+                n_vectors=max(1, len(vecs)),
+            )
+            # (record id, vector, document, extra index, path); an unindexed
+            # item keeps one record with a placeholder vector.
+            records: list[tuple[str, list[float], str | None, int, str]] = [
+                (p.uid if i == 0 else extra_id(p.uid, i), vecs[i], p.texts[i][1], i, p.texts[i][0])
+                for i in range(len(vecs))
+            ] or [(p.uid, placeholder, None, 0, "")]
+            for rid, vec, doc, x, path in records:
+                meta = encode_metadata(item, value_json=p.value_json, extra=x, path=path)
+                if old:  # upsert merges metadata: drop fields the new value no longer has
+                    meta = {**removed_keys(old, meta), **meta}
+                ids.append(rid)
+                embs.append(vec)
+                metas.append(meta)
+                docs.append(doc)
+            to_delete.extend(extra_id(p.uid, i) for i in range(item.n_vectors, old_n))
+            added[item.namespace] = spec.name
+        try:
+            if ids:
+                col.upsert(ids=ids, embeddings=embs, metadatas=metas, documents=docs)
+            if to_delete:
+                col.delete(ids=to_delete)
+        except Exception as exc:
+            raise StoreBackendError(f"Chroma rejected a write to {spec.name!r}: {exc}") from exc
+
+    @staticmethod
+    def _namespace_has_items(col: Any, namespace: tuple[str, ...]) -> bool:
+        from langgraph_memory.store.records import NS_SEP
+
+        got = col.get(where={K_NS: NS_SEP.join(namespace)}, limit=1, include=[])
+        return bool(got["ids"])
+
+    # ------------------------------------------------------------- reads' log
+
+    def flush_access(self) -> int:
+        """Apply pending reads (access counts, last access, TTL refresh); return items touched."""
+        pending = self._access.take()
+        if not pending:
+            return 0
+        touched = 0
+        try:
+            with self._lock.hold():
+                for name, bucket in pending.items():
+                    col = self._collection(collection_by_name(name), create=False)
+                    if col is None:
+                        continue
+                    got = col.get(ids=list(bucket), include=["metadatas"])
+                    ids: list[str] = []
+                    metas: list[dict[str, Any]] = []
+                    for rid, meta in zip(got["ids"], got["metadatas"] or []):
+                        item = decode_metadata(meta)
+                        if item is None:
+                            continue
+                        acc = bucket[rid]
+                        update: dict[str, Any] = {
+                            "lgm:la": max(item.last_accessed_at, acc.at),
+                            "lgm:ac": item.access_count + acc.count,
+                        }
+                        if item.ttl_minutes:
+                            update[K_EXPIRES] = max(item.expires_at or 0.0, acc.at + item.ttl_minutes * 60.0)
+                        for i in range(item.n_vectors):
+                            ids.append(rid if i == 0 else extra_id(rid, i))
+                            metas.append(update)
+                        touched += 1
+                    if ids:
+                        col.update(ids=ids, metadatas=metas)
+        except BaseException:
+            self._access.give_back(pending)
+            raise
+        return touched
+
+    # --------------------------------------------------------------------- TTL
+
+    def sweep_ttl(self) -> int:
+        """Delete expired items now; return how many were deleted."""
+        self.flush_access()
+        now = _now()
+        deleted = 0
+        with self._lock.hold():
+            registry = self._registry_()
+            emptied: set[tuple[Any, tuple[str, ...]]] = set()
+            for spec in [*COLLECTIONS.values(), GENERAL]:
+                col = self._collection(spec, create=False)
+                if col is None:
+                    continue
+                got = col.get(where={K_EXPIRES: {"$lt": now}}, include=["metadatas"])
+                ids: list[str] = []
+                for rid, meta in zip(got["ids"], got["metadatas"] or []):
+                    item = decode_metadata(meta)
+                    if item is None or meta.get(K_EXTRA):
+                        continue
+                    ids.append(rid)
+                    ids.extend(extra_id(rid, i) for i in range(1, item.n_vectors))
+                    emptied.add((col, item.namespace))
+                    deleted += 1
+                if ids:
+                    col.delete(ids=ids)
+            registry.remove([ns for col, ns in emptied if not self._namespace_has_items(col, ns)])
+        if deleted:
+            logger.info("swept %d expired items", deleted)
+        return deleted
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: int | None = None) -> Any:
+        """Sweep expired items every ``sweep_interval_minutes`` (default from ``ttl``, else 5).
+
+        Returns a ``concurrent.futures.Future``; cancelling it stops the sweeper.
+        """
+        import concurrent.futures
+
+        if not self.ttl_config:
+            done: concurrent.futures.Future[None] = concurrent.futures.Future()
+            done.set_result(None)
+            return done
+        minutes = float(sweep_interval_minutes or self.ttl_config.get("sweep_interval_minutes") or 5)
+        if self._ttl_sweeper is None or not self._ttl_sweeper.running:
+            self._ttl_sweeper = Sweeper("lgm-ttl-sweeper", self.sweep_ttl, minutes * 60.0)
+        return self._ttl_sweeper.start()
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread; True if it stopped (or was not running)."""
+        if self._ttl_sweeper is None:
+            return True
+        return self._ttl_sweeper.stop(timeout)
+
+    # ----------------------------------------------------------------- raw API
+    # Used by the archive and lineage modules; not part of BaseStore.
+
+    def iter_items(
+        self, collection: str, *, with_vectors: bool = False, page_size: int = _PAGE
+    ) -> Iterator[StoredItem]:
+        """Every item of a collection, a page at a time (bounded memory)."""
+        spec = collection_by_name(collection)
+        col = self._collection(spec, create=False)
+        if col is None:
+            return
+        offset = 0
+        include = ["metadatas", "embeddings", "documents"] if with_vectors else ["metadatas"]
+        while True:
+            got = col.get(where={K_EXTRA: 0}, limit=page_size, offset=offset, include=include)
+            metas = got["metadatas"] or []
+            batch: list[StoredItem] = []
+            for idx, meta in enumerate(metas):
+                item = decode_metadata(meta)
+                if item is None:
+                    continue
+                if with_vectors:
+                    self._fill_vectors(col, item, got, idx)
+                batch.append(item)
+            yield from batch
+            if len(metas) < page_size:
+                return
+            offset += page_size
+
+    def _fill_vectors(self, col: Any, item: StoredItem, got: dict[str, Any], idx: int) -> None:
+        embs = got.get("embeddings")
+        docs = got.get("documents")
+        metas = got["metadatas"]
+        if not item.indexed:
+            return
+        item.vectors = [[float(x) for x in embs[idx]]]
+        item.texts = [docs[idx] if docs is not None else None]
+        item.paths = [str(metas[idx].get("lgm:path", ""))]
+        if item.n_vectors > 1:
+            ex = col.get(
+                ids=[extra_id(item.uid, i) for i in range(1, item.n_vectors)],
+                include=["metadatas", "embeddings", "documents"],
+            )
+            order = {rid: k for k, rid in enumerate(ex["ids"])}
+            for i in range(1, item.n_vectors):
+                k = order.get(extra_id(item.uid, i))
+                if k is None:
+                    continue
+                item.vectors.append([float(x) for x in ex["embeddings"][k]])
+                item.texts.append(ex["documents"][k] if ex.get("documents") is not None else None)
+                item.paths.append(str(ex["metadatas"][k].get("lgm:path", "")))
+
+    def get_items(self, collection: str, uids: list[str], *, with_vectors: bool = False) -> list[StoredItem]:
+        """Items of a collection by primary id (missing ids are skipped)."""
+        col = self._collection(collection_by_name(collection), create=False)
+        if col is None or not uids:
+            return []
+        include = ["metadatas", "embeddings", "documents"] if with_vectors else ["metadatas"]
+        got = col.get(ids=list(uids), include=include)
+        out = []
+        for idx, meta in enumerate(got["metadatas"] or []):
+            item = decode_metadata(meta)
+            if item is None or meta.get(K_EXTRA):
+                continue
+            if with_vectors:
+                self._fill_vectors(col, item, got, idx)
+            out.append(item)
+        return out
+
+    def delete_items(self, collection: str, items: list[StoredItem]) -> int:
+        """Delete items (all their records) and unregister emptied namespaces."""
+        spec = collection_by_name(collection)
+        col = self._collection(spec, create=False)
+        if col is None or not items:
+            return 0
+        ids: list[str] = []
+        for it in items:
+            ids.append(it.uid)
+            ids.extend(extra_id(it.uid, i) for i in range(1, it.n_vectors))
+        with self._lock.hold():
+            col.delete(ids=ids)
+            namespaces = {it.namespace for it in items}
+            self._registry_().remove([ns for ns in namespaces if not self._namespace_has_items(col, ns)])
+        return len(items)
+
+    def restore_items(self, items: list[StoredItem]) -> int:
+        """Write items back exactly as they were (timestamps, access data, vectors).
+
+        Items that are already live are left alone, so restoring twice is a no-op.
+        Returns how many were written.
+        """
+        by_spec: dict[str, list[StoredItem]] = defaultdict(list)
+        for it in items:
+            by_spec[collection_for(it.namespace).name].append(it)
+        written = 0
+        with self._lock.hold():
+            added: dict[tuple[str, ...], str] = {}
+            for name, group in by_spec.items():
+                spec = collection_by_name(name)
+                col = self._collection(spec)
+                live = set(col.get(ids=[it.uid for it in group], include=[])["ids"])
+                ids, embs, metas, docs = [], [], [], []
+                for it in group:
+                    if it.uid in live:
+                        continue
+                    vecs = it.vectors if it.indexed and it.vectors else [self._placeholder(spec)]
+                    it.n_vectors = max(1, len(vecs))
+                    for i, vec in enumerate(vecs):
+                        ids.append(it.uid if i == 0 else extra_id(it.uid, i))
+                        embs.append(vec)
+                        path = it.paths[i] if i < len(it.paths) else ""
+                        metas.append(encode_metadata(it, extra=i, path=path))
+                        docs.append(it.texts[i] if it.indexed and i < len(it.texts) else None)
+                    added[it.namespace] = name
+                    written += 1
+                if ids:
+                    col.add(ids=ids, embeddings=embs, metadatas=metas, documents=docs)
+            self._registry_().add(added)
+        return written
+
+    def count(self, collection: str) -> int:
+        """How many items (not vector records) a collection holds."""
+        col = self._collection(collection_by_name(collection), create=False)
+        if col is None:
+            return 0
+        return len(col.get(where={K_EXTRA: 0}, include=[])["ids"])
+
+    # --------------------------------------------------------------- lifecycle
+
+    def close(self) -> None:
+        """Apply pending reads, stop background threads, release the cache file."""
+        if self._closed:
+            return
+        self.stop_ttl_sweeper(timeout=5)
+        self._flusher.stop(timeout=5)
+        try:
+            self.flush_access()
+        finally:
+            self._closed = True
+            if self.embeddings is not None:
+                self.embeddings.close()
+
+    def __enter__(self) -> ChromaStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> ChromaStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await asyncio.to_thread(self.close)

@@ -1,0 +1,198 @@
+"""How one store item is laid out as Chroma records.
+
+An item ``(namespace, key, value)`` becomes one *primary* record whose id is a
+hash of namespace and key, plus one extra record per additional embedded text
+(LangGraph lets an item carry several vectors; search max-pools them). Every
+record carries the item's metadata:
+
+* ``lgm:ns`` (labels joined by ``\\x1f``), ``lgm:nd`` (depth), ``lgm:n0`` ...
+  (one field per label, so a namespace prefix is an equality ``where``),
+* ``lgm:key``, ``lgm:val`` (the value as JSON: the source of truth),
+* ``lgm:ca``/``lgm:ua``/``lgm:la`` (created, updated, last accessed, epoch seconds),
+  ``lgm:ac`` (access count), ``lgm:exp``/``lgm:ttl`` (expiry, TTL minutes),
+* ``lgm:vec`` (false when the vector is a placeholder: the item is not indexed),
+  ``lgm:nv`` (how many records the item has), ``lgm:x`` (index of an extra record),
+* the value's scalar leaves flattened to dotted paths (``metrics.sharpe``), so
+  filters run inside Chroma and LangChain retrievers can filter on them too.
+
+Keys that cannot be flattened without ambiguity (containing ``.``, starting
+with ``lgm:``, ``$`` or ``#``) are left out of the flat fields; filters on them
+are applied in Python instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from langgraph_memory.errors import ValidationError
+
+__all__ = [
+    "StoredItem",
+    "item_uid",
+    "extra_id",
+    "flatten_value",
+    "encode_metadata",
+    "decode_metadata",
+    "NS_SEP",
+    "INTERNAL_PREFIX",
+]
+
+NS_SEP = "\x1f"
+INTERNAL_PREFIX = "lgm:"
+
+K_NS = "lgm:ns"
+K_DEPTH = "lgm:nd"
+K_KEY = "lgm:key"
+K_VALUE = "lgm:val"
+K_CREATED = "lgm:ca"
+K_UPDATED = "lgm:ua"
+K_ACCESSED = "lgm:la"
+K_ACCESS_COUNT = "lgm:ac"
+K_EXPIRES = "lgm:exp"
+K_TTL = "lgm:ttl"
+K_HAS_VECTOR = "lgm:vec"
+K_NVEC = "lgm:nv"
+K_EXTRA = "lgm:x"
+K_PATH = "lgm:path"
+
+
+def level_key(i: int) -> str:
+    return f"lgm:n{i}"
+
+
+def item_uid(namespace: tuple[str, ...], key: str) -> str:
+    """The Chroma id of an item's primary record."""
+    raw = NS_SEP.join(namespace) + "\x1e" + key
+    return hashlib.blake2b(raw.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def extra_id(uid: str, i: int) -> str:
+    """The Chroma id of the item's ``i``-th extra vector record (i >= 1)."""
+    return f"{uid}:{i}"
+
+
+def _flat_key_ok(key: str) -> bool:
+    return bool(key) and "." not in key and not key.startswith(("lgm:", "$", "#"))
+
+
+def flatten_value(value: dict[str, Any], prefix: str = "", out: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Scalar leaves of ``value`` as ``{"a.b": leaf}``; lists and None are skipped."""
+    out = {} if out is None else out
+    for k, v in value.items():
+        if not isinstance(k, str) or not _flat_key_ok(k):
+            continue
+        path = f"{prefix}{k}"
+        if isinstance(v, dict):
+            flatten_value(v, path + ".", out)
+        elif isinstance(v, bool) or isinstance(v, str):
+            out[path] = v
+        elif isinstance(v, int):
+            # Chroma stores 64-bit ints; larger ones stay Python-filtered only.
+            if -(2**63) <= v < 2**63:
+                out[path] = v
+        elif isinstance(v, float):
+            if math.isfinite(v):
+                out[path] = v
+    return out
+
+
+def dumps_value(value: dict[str, Any]) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(
+            f"store values must be JSON-serialisable dicts (str keys; str, number, bool, None, list, dict): {exc}"
+        ) from None
+
+
+@dataclass
+class StoredItem:
+    """Everything the store knows about one item (used by the store, archive and lineage)."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any]
+    created_at: float
+    updated_at: float
+    last_accessed_at: float
+    access_count: int = 0
+    expires_at: float | None = None
+    ttl_minutes: float | None = None
+    indexed: bool = True
+    n_vectors: int = 1
+    # Filled in when vectors are read (archive) or known (put).
+    vectors: list[list[float]] = field(default_factory=list)
+    texts: list[str | None] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+
+    @property
+    def uid(self) -> str:
+        return item_uid(self.namespace, self.key)
+
+    @property
+    def last_activity(self) -> float:
+        return max(self.updated_at, self.last_accessed_at)
+
+    def created_dt(self) -> datetime:
+        return datetime.fromtimestamp(self.created_at, tz=timezone.utc)
+
+    def updated_dt(self) -> datetime:
+        return datetime.fromtimestamp(self.updated_at, tz=timezone.utc)
+
+
+def encode_metadata(item: StoredItem, *, value_json: str | None = None, extra: int = 0, path: str = "") -> dict[str, Any]:
+    """Metadata of one record of ``item`` (``extra`` > 0 for an extra vector record)."""
+    meta: dict[str, Any] = flatten_value(item.value)
+    meta.update(
+        {
+            K_NS: NS_SEP.join(item.namespace),
+            K_DEPTH: len(item.namespace),
+            K_KEY: item.key,
+            K_VALUE: value_json if value_json is not None else dumps_value(item.value),
+            K_CREATED: item.created_at,
+            K_UPDATED: item.updated_at,
+            K_ACCESSED: item.last_accessed_at,
+            K_ACCESS_COUNT: item.access_count,
+            K_HAS_VECTOR: item.indexed,
+            K_NVEC: item.n_vectors,
+            K_EXTRA: extra,
+            K_PATH: path,
+        }
+    )
+    for i, label in enumerate(item.namespace):
+        meta[level_key(i)] = label
+    if item.expires_at is not None:
+        meta[K_EXPIRES] = item.expires_at
+        meta[K_TTL] = item.ttl_minutes
+    return meta
+
+
+def decode_metadata(meta: dict[str, Any] | None) -> StoredItem | None:
+    """The item a record describes, or None for a record we did not write."""
+    if not meta or K_KEY not in meta or K_VALUE not in meta:
+        return None
+    ns_raw = meta[K_NS]
+    namespace = tuple(ns_raw.split(NS_SEP)) if ns_raw else ()
+    return StoredItem(
+        namespace=namespace,
+        key=meta[K_KEY],
+        value=json.loads(meta[K_VALUE]),
+        created_at=float(meta[K_CREATED]),
+        updated_at=float(meta[K_UPDATED]),
+        last_accessed_at=float(meta.get(K_ACCESSED, meta[K_UPDATED])),
+        access_count=int(meta.get(K_ACCESS_COUNT, 0)),
+        expires_at=meta.get(K_EXPIRES),
+        ttl_minutes=meta.get(K_TTL),
+        indexed=bool(meta.get(K_HAS_VECTOR, True)),
+        n_vectors=int(meta.get(K_NVEC, 1)),
+    )
+
+
+def removed_keys(old_meta: dict[str, Any], new_meta: dict[str, Any]) -> dict[str, None]:
+    """Chroma merges metadata on upsert; a key set to None is removed."""
+    return {k: None for k in old_meta if k not in new_meta}
