@@ -20,10 +20,10 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from langgraph_memory.checkpoint.schema import Durability, configure_connection, ensure_schema
 from langgraph_memory.errors import CheckpointError, LockTimeoutError
@@ -143,6 +143,22 @@ class _ConnectionPool:
         with self.connection() as conn:
             return self.retry(lambda: fn(conn), what=what)
 
+    def write_one(self, sql: str, params: Sequence[Any], *, what: str) -> None:
+        """Run one write statement in autocommit mode (atomic by itself)."""
+        self._acquire_write_lock(what)
+        try:
+            with self.connection() as conn:
+                self.retry(lambda: conn.execute(sql, params), what=what)
+        finally:
+            self._write_lock.release()
+
+    def _acquire_write_lock(self, what: str) -> None:
+        if not self._write_lock.acquire(timeout=self.busy_timeout):
+            raise LockTimeoutError(
+                f"could not {what}: another thread of this process held the write "
+                f"lock on {self.path} for more than {self.busy_timeout:g} s."
+            )
+
     def write(self, fn: Callable[[sqlite3.Connection], T], *, what: str) -> T:
         """Run ``fn(conn)`` in one ``BEGIN IMMEDIATE`` transaction, committed on return."""
 
@@ -157,11 +173,7 @@ class _ConnectionPool:
                 raise
             return result
 
-        if not self._write_lock.acquire(timeout=self.busy_timeout):
-            raise LockTimeoutError(
-                f"could not {what}: another thread of this process held the write "
-                f"lock on {self.path} for more than {self.busy_timeout:g} s."
-            )
+        self._acquire_write_lock(what)
         try:
             with self.connection() as conn:
                 return self.retry(lambda: attempt(conn), what=what)

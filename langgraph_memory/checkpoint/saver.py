@@ -11,9 +11,7 @@ import random
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypeVar
@@ -32,8 +30,10 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph_memory.checkpoint import _delta, _query
+from langgraph_memory.checkpoint import _delta, _maintenance, _query
+from langgraph_memory.checkpoint._maintenance import ThreadInfo
 from langgraph_memory.checkpoint._pool import _ConnectionPool
+from langgraph_memory.checkpoint._worker import _Worker
 from langgraph_memory.checkpoint.schema import Durability
 from langgraph_memory.config import LOCK_TIMEOUT_SECONDS, Settings
 from langgraph_memory.errors import ConfigError
@@ -47,19 +47,6 @@ PruneStrategy = Literal["keep_latest", "delete"]
 
 _LIST_PAGE = 100  # rows fetched per round trip when list() has no small limit
 _PageArgs = tuple[list[str], list[Any], "tuple[str, str, str] | None", int]
-
-
-@dataclass(frozen=True)
-class ThreadInfo:
-    """One thread of the checkpoint file and when it was last written.
-
-    ``last_activity`` is the wall-clock UTC time of the newest checkpoint
-    write; ``checkpoints`` counts the checkpoints ``list`` would return.
-    """
-
-    thread_id: str
-    last_activity: datetime
-    checkpoints: int
 
 
 def _json_default(value: Any) -> Any:
@@ -141,8 +128,8 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         resolved.parent.mkdir(parents=True, exist_ok=True)
         self.path: Path = resolved
         self._pool = _ConnectionPool(resolved, durability=durability, busy_timeout=busy_timeout)
-        # Async calls run here; two workers let a read proceed beside a write.
-        self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lgm-checkpoint")
+        # Async calls run their SQLite work on this thread, in call order.
+        self._worker = _Worker(f"lgm-checkpoint:{resolved.name}")
         logger.debug("opened checkpoint file %s", resolved)
 
     @classmethod
@@ -156,7 +143,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
 
     def close(self) -> None:
         """Finish queued async work and close every connection."""
-        self._executor.shutdown(wait=True)
+        self._worker.close()
         self._pool.close()
 
     def __enter__(self) -> SqliteCheckpointer:
@@ -182,8 +169,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         await asyncio.get_running_loop().run_in_executor(None, self.close)
 
     async def _arun(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+        return await self._worker.run(functools.partial(fn, *args, **kwargs))
 
     # -- reading -----------------------------------------------------------
 
@@ -338,15 +324,14 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
             None if delta is None else json.dumps(delta),
         )
 
-        def write(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
-                "parent_checkpoint_id, type, checkpoint, metadata, run_id, created_at, "
-                "delta_channels, hidden) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
-                row,
-            )
-
-        self._pool.write(write, what="save a checkpoint")
+        # One statement is its own atomic transaction: no BEGIN/COMMIT round trips.
+        self._pool.write_one(
+            "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
+            "parent_checkpoint_id, type, checkpoint, metadata, run_id, created_at, "
+            "delta_channels, hidden) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+            row,
+            what="save a checkpoint",
+        )
         return {
             "configurable": {
                 "thread_id": thread_id,
@@ -383,6 +368,16 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
             row = (*key, task_id, task_path, write_idx, channel, *self.serde.dumps_typed(value))
             (special if write_idx < 0 else regular).append(row)
         columns = "(thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value)"
+        if bool(regular) != bool(special) and len(writes) <= 100:
+            # The usual case: one multi-row INSERT, atomic on its own.
+            rows = regular or special
+            verb = "INSERT OR IGNORE" if regular else "INSERT OR REPLACE"
+            marks = ",".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(rows))
+            params = [value for row in rows for value in row]
+            self._pool.write_one(
+                f"{verb} INTO writes {columns} VALUES {marks}", params, what="save pending writes"
+            )
+            return
 
         def write(conn: sqlite3.Connection) -> None:
             if regular:
@@ -471,15 +466,9 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         """Delete every checkpoint and write of a thread, in all namespaces."""
 
         def write(conn: sqlite3.Connection) -> None:
-            self._delete_threads(conn, [str(thread_id)])
+            _maintenance.delete_threads(conn, [str(thread_id)])
 
         self._pool.write(write, what="delete a thread")
-
-    @staticmethod
-    def _delete_threads(conn: sqlite3.Connection, thread_ids: Sequence[str]) -> None:
-        for thread_id in thread_ids:
-            conn.execute("DELETE FROM checkpoints WHERE thread_id = ?", (thread_id,))
-            conn.execute("DELETE FROM writes WHERE thread_id = ?", (thread_id,))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) created by the given runs.
@@ -492,21 +481,10 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         if not run_ids:
             return
 
-        def write(conn: sqlite3.Connection) -> None:
-            targets: dict[tuple[str, str], set[str]] = {}
-            for start in range(0, len(run_ids), 500):
-                chunk = run_ids[start : start + 500]
-                for thread_id, checkpoint_ns, checkpoint_id in conn.execute(
-                    "SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints "
-                    f"WHERE run_id IN ({','.join('?' * len(chunk))}) AND hidden = 0",
-                    chunk,
-                ):
-                    targets.setdefault((thread_id, checkpoint_ns), set()).add(checkpoint_id)
-            for (thread_id, checkpoint_ns), remove in targets.items():
-                delete, hide = _delta.plan_removal(conn, self.serde, thread_id, checkpoint_ns, remove)
-                _delta.apply_removal(conn, thread_id, checkpoint_ns, delete, hide)
-
-        self._pool.write(write, what="delete checkpoints of runs")
+        self._pool.write(
+            lambda conn: _maintenance.delete_for_runs(conn, self.serde, run_ids),
+            what="delete checkpoints of runs",
+        )
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Shrink threads: ``"keep_latest"`` keeps the newest checkpoint per namespace, ``"delete"`` all.
@@ -520,43 +498,13 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         if not thread_ids:
             return
         self._pool.write(
-            lambda conn: self._prune(conn, thread_ids, strategy), what="prune threads"
+            lambda conn: _maintenance.prune(conn, self.serde, thread_ids, strategy), what="prune threads"
         )
 
     @staticmethod
     def _check_strategy(strategy: str) -> None:
         if strategy not in ("keep_latest", "delete"):
             raise ConfigError(f"prune strategy must be 'keep_latest' or 'delete', got {strategy!r}")
-
-    def _prune(self, conn: sqlite3.Connection, thread_ids: Sequence[str], strategy: str) -> None:
-        if strategy == "delete":
-            self._delete_threads(conn, thread_ids)
-            return
-        for thread_id in thread_ids:
-            namespaces = [
-                ns
-                for (ns,) in conn.execute(
-                    "SELECT DISTINCT checkpoint_ns FROM checkpoints WHERE thread_id = ?", (thread_id,)
-                )
-            ]
-            for ns in namespaces:
-                ids = [
-                    cid
-                    for (cid,) in conn.execute(
-                        "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND "
-                        "checkpoint_ns = ? AND hidden = 0 ORDER BY checkpoint_id DESC",
-                        (thread_id, ns),
-                    )
-                ]
-                delete, hide = _delta.plan_removal(conn, self.serde, thread_id, ns, set(ids[1:]))
-                _delta.apply_removal(conn, thread_id, ns, delete, hide)
-            # Writes whose checkpoint no longer exists can never be read.
-            conn.execute(
-                "DELETE FROM writes WHERE thread_id = ? AND NOT EXISTS (SELECT 1 FROM "
-                "checkpoints c WHERE c.thread_id = writes.thread_id AND c.checkpoint_ns = "
-                "writes.checkpoint_ns AND c.checkpoint_id = writes.checkpoint_id)",
-                (thread_id,),
-            )
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread's whole history (all namespaces, writes, hidden ancestors).
@@ -569,23 +517,10 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         if source == target:
             return
 
-        def write(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
-                "parent_checkpoint_id, type, checkpoint, metadata, run_id, created_at, "
-                "delta_channels, hidden) SELECT ?, checkpoint_ns, checkpoint_id, "
-                "parent_checkpoint_id, type, checkpoint, metadata, run_id, ?, delta_channels, "
-                "hidden FROM checkpoints WHERE thread_id = ?",
-                (target, time.time(), source),
-            )
-            conn.execute(
-                "INSERT OR REPLACE INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, "
-                "task_path, idx, channel, type, value) SELECT ?, checkpoint_ns, checkpoint_id, "
-                "task_id, task_path, idx, channel, type, value FROM writes WHERE thread_id = ?",
-                (target, source),
-            )
-
-        self._pool.write(write, what="copy a thread")
+        self._pool.write(
+            lambda conn: _maintenance.copy_thread(conn, source, target, time.time()),
+            what="copy a thread",
+        )
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async ``delete_thread``."""
@@ -608,21 +543,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
     def list_threads(self) -> list[ThreadInfo]:
         """Every thread with its last activity time (UTC), most recently active first."""
 
-        def read(conn: sqlite3.Connection) -> list[ThreadInfo]:
-            rows = conn.execute(
-                "SELECT thread_id, MAX(created_at), SUM(hidden = 0) FROM checkpoints "
-                "GROUP BY thread_id ORDER BY 2 DESC, 1"
-            ).fetchall()
-            return [
-                ThreadInfo(
-                    thread_id=thread_id,
-                    last_activity=datetime.fromtimestamp(last, tz=timezone.utc),
-                    checkpoints=int(count),
-                )
-                for thread_id, last, count in rows
-            ]
-
-        return self._pool.read(read, what="list threads")
+        return self._pool.read(_maintenance.list_threads, what="list threads")
 
     def prune_inactive(
         self, older_than: timedelta, *, strategy: PruneStrategy = "keep_latest"
@@ -647,7 +568,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
                     (cutoff,),
                 )
             ]
-            self._prune(conn, ids, strategy)
+            _maintenance.prune(conn, self.serde, ids, strategy)
             return ids
 
         thread_ids = self._pool.write(write, what="prune inactive threads")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from contextlib import contextmanager
 import logging
 import math
 import os
@@ -17,6 +18,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
+    NOT_PROVIDED,
     BaseStore,
     GetOp,
     IndexConfig,
@@ -33,7 +35,7 @@ from langgraph.store.base import (
     tokenize_path,
 )
 
-from langgraph_memory._lock import WriteLock
+from langgraph_memory._chroma import ChromaHandle
 from langgraph_memory.collections import COLLECTIONS, GENERAL, CollectionSpec, collection_by_name, collection_for
 from langgraph_memory.config import Settings
 from langgraph_memory.embeddings import (
@@ -162,25 +164,12 @@ class ChromaStore(BaseStore):
     ) -> None:
         self.settings = Settings.resolve(data_dir, lock_timeout=lock_timeout)
         owns_dir = client is None or data_dir is not None
-        lock_path: Path | None = None
         if client is None:
             self.settings.ensure_dirs()
-            lock_path = self.settings.lock_path
+            self._handle = ChromaHandle.embedded(self.settings.chroma_dir, self.settings.lock_timeout)
         else:
-            chroma_settings = client.get_settings() if hasattr(client, "get_settings") else None
-            if chroma_settings is not None and getattr(chroma_settings, "is_persistent", False):
-                lock_path = Path(chroma_settings.persist_directory) / "LOCK"
-        self._lock = WriteLock(lock_path, self.settings.lock_timeout)
-        if client is None:
-            import chromadb
-            from chromadb.config import Settings as ChromaSettings
-
-            with self._lock.hold():
-                client = chromadb.PersistentClient(
-                    path=str(self.settings.chroma_dir),
-                    settings=ChromaSettings(anonymized_telemetry=False),
-                )
-        self.client = client
+            self._handle = ChromaHandle.for_client(client, self.settings.lock_timeout)
+        self._epoch = -1
         self.ttl_config = ttl
         self.index_config: dict[str, Any] | None = None
         self.embeddings: CachedEmbeddings | None = None
@@ -220,34 +209,49 @@ class ChromaStore(BaseStore):
         emb = default_embeddings(model_name)
         return {"dims": emb.dims, "embed": emb}
 
+    @property
+    def client(self) -> Any:
+        """The Chroma client in use (it is replaced when another process changed the folder)."""
+        return self._handle.client
+
+    @contextmanager
+    def _using(self, *, write: bool = False) -> Iterator[Any]:
+        """Every Chroma call runs inside this: the folder lock, a current client."""
+        with self._handle.use(write=write) as client:
+            if self._epoch != self._handle.epoch:
+                self._collections.clear()
+                self._registry = None
+                self._epoch = self._handle.epoch
+            yield client
+
     def _collection(self, spec: CollectionSpec, *, create: bool = True) -> Any | None:
-        col = self._collections.get(spec.name)
-        if col is not None:
+        with self._using() as client:
+            col = self._collections.get(spec.name)
+            if col is not None:
+                return col
+            if not create:
+                try:
+                    col = client.get_collection(spec.name, embedding_function=None)
+                except Exception:
+                    return None
+            else:
+                meta: dict[str, Any] = {"hnsw:space": "cosine", "lgm:dims": self._dims or DEFAULT_DIMS}
+                col = client.get_or_create_collection(spec.name, metadata=meta, embedding_function=None)
+            have = int((col.metadata or {}).get("lgm:dims", self._dims or DEFAULT_DIMS))
+            if self._dims is not None and have != self._dims:
+                raise ConfigError(
+                    f"collection {spec.name!r} holds {have}-dimensional vectors but this store embeds with "
+                    f"dims={self._dims}. Use a model of {have} dimensions, or another data directory."
+                )
+            self._coll_dims[spec.name] = have
+            self._collections[spec.name] = col
             return col
-        if not create:
-            try:
-                col = self.client.get_collection(spec.name, embedding_function=None)
-            except Exception:
-                return None
-        else:
-            meta: dict[str, Any] = {"hnsw:space": "cosine", "lgm:dims": self._dims or DEFAULT_DIMS}
-            with self._lock.hold():
-                col = self.client.get_or_create_collection(spec.name, metadata=meta, embedding_function=None)
-        have = int((col.metadata or {}).get("lgm:dims", self._dims or DEFAULT_DIMS))
-        if self._dims is not None and have != self._dims:
-            raise ConfigError(
-                f"collection {spec.name!r} holds {have}-dimensional vectors but this store embeds with "
-                f"dims={self._dims}. Use a model of {have} dimensions, or another data directory."
-            )
-        self._coll_dims[spec.name] = have
-        self._collections[spec.name] = col
-        return col
 
     def _registry_(self) -> NamespaceRegistry:
-        if self._registry is None:
-            with self._lock.hold():
-                self._registry = NamespaceRegistry(self.client)
-        return self._registry
+        with self._using() as client:
+            if self._registry is None:
+                self._registry = NamespaceRegistry(client)
+            return self._registry
 
     def _placeholder(self, spec: CollectionSpec) -> list[float]:
         d = self._coll_dims.get(spec.name) or self._dims or DEFAULT_DIMS
@@ -255,7 +259,8 @@ class ChromaStore(BaseStore):
 
     def collection(self, label_or_name: str) -> Any:
         """The raw Chroma collection for a label (``"research"``) or name (``"research_findings"``)."""
-        return self._collection(collection_by_name(label_or_name))
+        with self._using():
+            return self._collection(collection_by_name(label_or_name))
 
     def as_vectorstore(self, label_or_name: str) -> Any:
         """The collection as a LangChain ``langchain_chroma.Chroma`` vector store.
@@ -273,6 +278,18 @@ class ChromaStore(BaseStore):
         spec = collection_by_name(label_or_name)
         self._collection(spec)
         return Chroma(client=self.client, collection_name=spec.name, embedding_function=self.embeddings)
+
+    # ------------------------------------------------------------ public ops
+
+    def put(self, namespace: tuple[str, ...], key: str, value: dict[str, Any], index: Any = None, *, ttl: Any = NOT_PROVIDED) -> None:  # type: ignore[override]
+        """Store or update an item (see ``BaseStore.put``); ``value=None`` is refused, use ``delete``."""
+        validate_namespace(namespace, for_write=True)
+        super().put(namespace, key, value, index, ttl=ttl)
+
+    async def aput(self, namespace: tuple[str, ...], key: str, value: dict[str, Any], index: Any = None, *, ttl: Any = NOT_PROVIDED) -> None:  # type: ignore[override]
+        """Async ``put``."""
+        validate_namespace(namespace, for_write=True)
+        await super().aput(namespace, key, value, index, ttl=ttl)
 
     # --------------------------------------------------------------- batching
 
@@ -377,6 +394,12 @@ class ChromaStore(BaseStore):
         return out
 
     def _execute(
+        self, prep: _Prepared, doc_vecs: list[list[float]], query_vecs: dict[str, list[float]]
+    ) -> list[Result]:
+        with self._using(write=bool(prep.puts)):
+            return self._execute_locked(prep, doc_vecs, query_vecs)
+
+    def _execute_locked(
         self, prep: _Prepared, doc_vecs: list[list[float]], query_vecs: dict[str, list[float]]
     ) -> list[Result]:
         results = prep.results
@@ -599,7 +622,7 @@ class ChromaStore(BaseStore):
         by_spec: dict[str, list[_PreparedPut]] = defaultdict(list)
         for p in puts:
             by_spec[p.spec.name].append(p)
-        with self._lock.hold():
+        with self._using(write=True):
             registry = self._registry_()
             added: dict[tuple[str, ...], str] = {}
             emptied: list[tuple[Any, tuple[str, ...]]] = []
@@ -694,7 +717,7 @@ class ChromaStore(BaseStore):
             return 0
         touched = 0
         try:
-            with self._lock.hold():
+            with self._using(write=True):
                 for name, bucket in pending.items():
                     col = self._collection(collection_by_name(name), create=False)
                     if col is None:
@@ -731,9 +754,9 @@ class ChromaStore(BaseStore):
         self.flush_access()
         now = _now()
         deleted = 0
-        with self._lock.hold():
+        with self._using(write=True):
             registry = self._registry_()
-            emptied: set[tuple[Any, tuple[str, ...]]] = set()
+            emptied: dict[tuple[str, tuple[str, ...]], Any] = {}
             for spec in [*COLLECTIONS.values(), GENERAL]:
                 col = self._collection(spec, create=False)
                 if col is None:
@@ -746,11 +769,11 @@ class ChromaStore(BaseStore):
                         continue
                     ids.append(rid)
                     ids.extend(extra_id(rid, i) for i in range(1, item.n_vectors))
-                    emptied.add((col, item.namespace))
+                    emptied[(spec.name, item.namespace)] = col
                     deleted += 1
                 if ids:
                     col.delete(ids=ids)
-            registry.remove([ns for col, ns in emptied if not self._namespace_has_items(col, ns)])
+            registry.remove([ns for (_, ns), col in emptied.items() if not self._namespace_has_items(col, ns)])
         if deleted:
             logger.info("swept %d expired items", deleted)
         return deleted
@@ -785,22 +808,24 @@ class ChromaStore(BaseStore):
     ) -> Iterator[StoredItem]:
         """Every item of a collection, a page at a time (bounded memory)."""
         spec = collection_by_name(collection)
-        col = self._collection(spec, create=False)
-        if col is None:
-            return
         offset = 0
         include = ["metadatas", "embeddings", "documents"] if with_vectors else ["metadatas"]
         while True:
-            got = col.get(where={K_EXTRA: 0}, limit=page_size, offset=offset, include=include)
-            metas = got["metadatas"] or []
-            batch: list[StoredItem] = []
-            for idx, meta in enumerate(metas):
-                item = decode_metadata(meta)
-                if item is None:
-                    continue
-                if with_vectors:
-                    self._fill_vectors(col, item, got, idx)
-                batch.append(item)
+            # The lock is held per page, never across a yield.
+            with self._using():
+                col = self._collection(spec, create=False)
+                if col is None:
+                    return
+                got = col.get(where={K_EXTRA: 0}, limit=page_size, offset=offset, include=include)
+                metas = got["metadatas"] or []
+                batch: list[StoredItem] = []
+                for idx, meta in enumerate(metas):
+                    item = decode_metadata(meta)
+                    if item is None:
+                        continue
+                    if with_vectors:
+                        self._fill_vectors(col, item, got, idx)
+                    batch.append(item)
             yield from batch
             if len(metas) < page_size:
                 return
@@ -831,20 +856,21 @@ class ChromaStore(BaseStore):
 
     def get_items(self, collection: str, uids: list[str], *, with_vectors: bool = False) -> list[StoredItem]:
         """Items of a collection by primary id (missing ids are skipped)."""
-        col = self._collection(collection_by_name(collection), create=False)
-        if col is None or not uids:
-            return []
-        include = ["metadatas", "embeddings", "documents"] if with_vectors else ["metadatas"]
-        got = col.get(ids=list(uids), include=include)
-        out = []
-        for idx, meta in enumerate(got["metadatas"] or []):
-            item = decode_metadata(meta)
-            if item is None or meta.get(K_EXTRA):
-                continue
-            if with_vectors:
-                self._fill_vectors(col, item, got, idx)
-            out.append(item)
-        return out
+        with self._using():
+            col = self._collection(collection_by_name(collection), create=False)
+            if col is None or not uids:
+                return []
+            include = ["metadatas", "embeddings", "documents"] if with_vectors else ["metadatas"]
+            got = col.get(ids=list(uids), include=include)
+            out = []
+            for idx, meta in enumerate(got["metadatas"] or []):
+                item = decode_metadata(meta)
+                if item is None or meta.get(K_EXTRA):
+                    continue
+                if with_vectors:
+                    self._fill_vectors(col, item, got, idx)
+                out.append(item)
+            return out
 
     def delete_items(self, collection: str, items: list[StoredItem]) -> int:
         """Delete items (all their records) and unregister emptied namespaces."""
@@ -856,7 +882,7 @@ class ChromaStore(BaseStore):
         for it in items:
             ids.append(it.uid)
             ids.extend(extra_id(it.uid, i) for i in range(1, it.n_vectors))
-        with self._lock.hold():
+        with self._using(write=True):
             col.delete(ids=ids)
             namespaces = {it.namespace for it in items}
             self._registry_().remove([ns for ns in namespaces if not self._namespace_has_items(col, ns)])
@@ -872,7 +898,7 @@ class ChromaStore(BaseStore):
         for it in items:
             by_spec[collection_for(it.namespace).name].append(it)
         written = 0
-        with self._lock.hold():
+        with self._using(write=True):
             added: dict[tuple[str, ...], str] = {}
             for name, group in by_spec.items():
                 spec = collection_by_name(name)
@@ -899,10 +925,11 @@ class ChromaStore(BaseStore):
 
     def count(self, collection: str) -> int:
         """How many items (not vector records) a collection holds."""
-        col = self._collection(collection_by_name(collection), create=False)
-        if col is None:
-            return 0
-        return len(col.get(where={K_EXTRA: 0}, include=[])["ids"])
+        with self._using():
+            col = self._collection(collection_by_name(collection), create=False)
+            if col is None:
+                return 0
+            return len(col.get(where={K_EXTRA: 0}, include=[])["ids"])
 
     # --------------------------------------------------------------- lifecycle
 

@@ -1,0 +1,309 @@
+"""Benchmark: SqliteCheckpointer against LangGraph's own savers.
+
+Prints one table:
+
+* steps per second of the same graph (a two-node chat graph with a
+  ``messages`` channel) with InMemorySaver, SqliteSaver, AsyncSqliteSaver and
+  SqliteCheckpointer (sync ``invoke`` and async ``ainvoke``);
+* ``get_tuple`` and ``list(limit=10)`` latency (median) on a thread with 100
+  and with 10,000 checkpoints;
+* the file size after the run.
+
+Durability is equal across SQLite savers: every SQLite file is in WAL mode
+with the same ``synchronous`` setting (``NORMAL`` by default: an acknowledged
+write survives a process crash; ``--durability full`` also survives power loss).
+
+Run::
+
+    .venv/bin/python bench/checkpoint_bench.py            # full run (about a minute)
+    .venv/bin/python bench/checkpoint_bench.py --quick    # smaller, for a smoke test
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import platform
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import aiosqlite  # noqa: E402
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage  # noqa: E402
+from langgraph.checkpoint.base import BaseCheckpointSaver  # noqa: E402
+from langgraph.checkpoint.base.id import uuid6  # noqa: E402
+from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver  # noqa: E402
+from langgraph.graph import END, START, StateGraph  # noqa: E402
+from langgraph.graph.message import add_messages  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+from typing_extensions import TypedDict  # noqa: E402
+
+from langgraph_memory.checkpoint import SqliteCheckpointer  # noqa: E402
+
+
+class ChatState(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+    turns: int
+
+
+STEPS_PER_INVOKE = 2  # super-steps: think, answer
+TURNS_PER_THREAD = 10  # a new thread every 10 turns keeps state size realistic
+
+
+def build_graph(saver: BaseCheckpointSaver) -> Any:
+    def think(state: ChatState) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"thinking about {state['messages'][-1].content}")],
+                "turns": state.get("turns", 0) + 1}
+
+    def answer(state: ChatState) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"answer #{state['turns']}")]}
+
+    builder = StateGraph(ChatState)
+    builder.add_node("think", think)
+    builder.add_node("answer", answer)
+    builder.add_edge(START, "think")
+    builder.add_edge("think", "answer")
+    builder.add_edge("answer", END)
+    return builder.compile(checkpointer=saver)
+
+
+def _configs(prefix: str, invokes: int) -> list[dict[str, Any]]:
+    return [{"configurable": {"thread_id": f"{prefix}-{i // TURNS_PER_THREAD}"}} for i in range(invokes)]
+
+
+TRIALS = 3  # steps/s is the best of this many rounds, to damp scheduler noise
+
+
+def steps_per_second_sync(saver: BaseCheckpointSaver, invokes: int) -> float:
+    graph = build_graph(saver)
+    for config in _configs("warm", 5):
+        graph.invoke({"messages": [HumanMessage("warm up")]}, config)
+    best = 0.0
+    for trial in range(TRIALS):
+        gc.collect()
+        start = time.perf_counter()
+        for i, config in enumerate(_configs(f"run{trial}", invokes)):
+            graph.invoke({"messages": [HumanMessage(f"message {i}")]}, config)
+        best = max(best, invokes * STEPS_PER_INVOKE / (time.perf_counter() - start))
+    return best
+
+
+async def steps_per_second_async(saver: BaseCheckpointSaver, invokes: int) -> float:
+    graph = build_graph(saver)
+    for config in _configs("warm", 5):
+        await graph.ainvoke({"messages": [HumanMessage("warm up")]}, config)
+    best = 0.0
+    for trial in range(TRIALS):
+        gc.collect()
+        start = time.perf_counter()
+        for i, config in enumerate(_configs(f"run{trial}", invokes)):
+            await graph.ainvoke({"messages": [HumanMessage(f"message {i}")]}, config)
+        best = max(best, invokes * STEPS_PER_INVOKE / (time.perf_counter() - start))
+    return best
+
+
+# -- long threads for read latency -------------------------------------------
+
+
+def _checkpoint(i: int) -> dict[str, Any]:
+    messages = [HumanMessage(f"message {i}"), AIMessage(f"answer {i}")]
+    return {
+        "v": 4, "id": str(uuid6(clock_seq=i)), "ts": "2025-01-01T00:00:00+00:00",
+        "channel_values": {"messages": messages, "turns": i},
+        "channel_versions": {"messages": i + 1, "turns": i + 1},
+        "versions_seen": {"think": {"messages": i}}, "updated_channels": ["messages", "turns"],
+    }
+
+
+def fill_thread(saver: BaseCheckpointSaver, thread_id: str, n: int) -> None:
+    config: dict[str, Any] = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    for i in range(n):
+        config = saver.put(config, _checkpoint(i), {"source": "loop", "step": i}, {"messages": i + 1})
+        if i % 3 == 0:
+            saver.put_writes(config, [("messages", [AIMessage("pending")])], f"task-{i}")
+
+
+def _median_us(samples: list[float]) -> float:
+    return statistics.median(samples) * 1e6
+
+
+def read_latency_sync(saver: BaseCheckpointSaver, thread_id: str, repeats: int) -> tuple[float, float]:
+    config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    gets, lists = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        assert saver.get_tuple(config) is not None
+        t1 = time.perf_counter()
+        assert len(list(saver.list(config, limit=10))) == 10
+        t2 = time.perf_counter()
+        gets.append(t1 - t0)
+        lists.append(t2 - t1)
+    return _median_us(gets), _median_us(lists)
+
+
+async def read_latency_async(saver: BaseCheckpointSaver, thread_id: str, repeats: int) -> tuple[float, float]:
+    config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    gets, lists = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        assert await saver.aget_tuple(config) is not None
+        t1 = time.perf_counter()
+        assert len([t async for t in saver.alist(config, limit=10)]) == 10
+        t2 = time.perf_counter()
+        gets.append(t1 - t0)
+        lists.append(t2 - t1)
+    return _median_us(gets), _median_us(lists)
+
+
+# -- the run -------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    saver: str
+    mode: str
+    steps_per_s: float
+    peer: str | None = None
+    latency: dict[str, float] = field(default_factory=dict)  # "get@100" -> µs
+    file_bytes: int | None = None
+
+
+def _size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+
+
+def _sqlite_conn(path: Path, synchronous: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA synchronous={synchronous}")
+    return conn
+
+
+async def _aio_saver(path: Path, synchronous: str) -> tuple[AsyncSqliteSaver, aiosqlite.Connection]:
+    conn = await aiosqlite.connect(path)
+    await conn.execute("PRAGMA journal_mode=WAL")
+    await conn.execute(f"PRAGMA synchronous={synchronous}")
+    return AsyncSqliteSaver(conn), conn
+
+
+def run(invokes: int, long_thread: int, repeats: int, durability: str, workdir: Path) -> list[Row]:
+    sync_pragma = durability.upper()
+    rows: list[Row] = []
+
+    rows.append(Row("InMemorySaver", "sync", steps_per_second_sync(InMemorySaver(), invokes)))
+
+    # SqliteSaver (sync): graph speed, then long-thread reads on its file.
+    path = workdir / "sqlitesaver.sqlite"
+    conn = _sqlite_conn(path, sync_pragma)
+    lg_sync = SqliteSaver(conn)
+    row = Row("SqliteSaver", "sync", steps_per_second_sync(lg_sync, invokes))
+    fill_thread(lg_sync, "short", 100)
+    fill_thread(lg_sync, "long", long_thread)
+    for label, thread in (("100", "short"), ("long", "long")):
+        row.latency[f"get@{label}"], row.latency[f"list@{label}"] = read_latency_sync(lg_sync, thread, repeats)
+    conn.close()
+    row.file_bytes = _size(path)
+    rows.append(row)
+
+    ours_path = workdir / "ours.sqlite"
+    with SqliteCheckpointer(ours_path, durability=durability) as ours:  # type: ignore[arg-type]
+        row = Row("SqliteCheckpointer", "sync", steps_per_second_sync(ours, invokes), peer="SqliteSaver")
+        fill_thread(ours, "short", 100)
+        fill_thread(ours, "long", long_thread)
+        for label, thread in (("100", "short"), ("long", "long")):
+            row.latency[f"get@{label}"], row.latency[f"list@{label}"] = read_latency_sync(ours, thread, repeats)
+    row.file_bytes = _size(ours_path)  # after close, like the others: WAL folded in
+    rows.append(row)
+
+    async def async_rows() -> list[Row]:
+        out = [Row("InMemorySaver", "async", await steps_per_second_async(InMemorySaver(), invokes))]
+        aio_path = workdir / "asyncsqlitesaver.sqlite"
+        saver, conn = await _aio_saver(aio_path, sync_pragma)
+        row = Row("AsyncSqliteSaver", "async", await steps_per_second_async(saver, invokes))
+        await conn.close()
+        aio_size = _size(aio_path)
+        # Long-thread reads on the file SqliteSaver filled (same schema).
+        saver, conn = await _aio_saver(path, sync_pragma)
+        for label, thread in (("100", "short"), ("long", "long")):
+            row.latency[f"get@{label}"], row.latency[f"list@{label}"] = await read_latency_async(
+                saver, thread, repeats
+            )
+        await conn.close()
+        row.file_bytes = aio_size
+        out.append(row)
+
+        async_path = workdir / "ours-async.sqlite"
+        async with SqliteCheckpointer(async_path, durability=durability) as ours_async:  # type: ignore[arg-type]
+            row = Row("SqliteCheckpointer", "async", await steps_per_second_async(ours_async, invokes),
+                      peer="AsyncSqliteSaver")
+        row.file_bytes = _size(async_path)
+        async with SqliteCheckpointer(ours_path, durability=durability) as ours_reads:  # type: ignore[arg-type]
+            for label, thread in (("100", "short"), ("long", "long")):
+                row.latency[f"get@{label}"], row.latency[f"list@{label}"] = await read_latency_async(
+                    ours_reads, thread, repeats
+                )
+        out.append(row)
+        return out
+
+    rows.extend(asyncio.run(async_rows()))
+    return rows
+
+
+def render(rows: list[Row], args: argparse.Namespace) -> Table:
+    by_name = {(r.saver, r.mode): r for r in rows}
+    long_label = f"{args.long_thread:,}"
+    table = Table(
+        title=f"Checkpointer benchmark — {args.invokes} invokes x {STEPS_PER_INVOKE} steps, "
+        f"(best of {TRIALS}), WAL + synchronous={args.durability.upper()} for every SQLite saver",
+    )
+    for col in ("saver", "mode", "steps/s", "vs peer", "get_tuple µs @100", f"get_tuple µs @{long_label}",
+                "list(10) µs @100", f"list(10) µs @{long_label}", "file size"):
+        table.add_column(col, justify="left" if col in ("saver", "mode") else "right")
+    for r in rows:
+        peer = by_name.get((r.peer, "sync" if r.mode == "sync" else "async")) if r.peer else None
+        ratio = f"{r.steps_per_s / peer.steps_per_s:.2f}x {peer.saver}" if peer else ""
+
+        def lat(key: str, row: Row = r) -> str:
+            return f"{row.latency[key]:,.0f}" if key in row.latency else "-"
+
+        size = f"{r.file_bytes / 1e6:.1f} MB" if r.file_bytes is not None else "(memory)"
+        table.add_row(r.saver, r.mode, f"{r.steps_per_s:,.0f}", ratio, lat("get@100"), lat("get@long"),
+                      lat("list@100"), lat("list@long"), size)
+    table.caption = (
+        f"python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, {os.cpu_count()} CPUs; "
+        f"latency = median of {args.repeats}; file size = the graph run plus threads of 100 and "
+        f"{long_label} checkpoints (sync rows), the graph run only (async rows)"
+    )
+    return table
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small run: 100 invokes, 2,000-checkpoint thread")
+    parser.add_argument("--invokes", type=int, default=None)
+    parser.add_argument("--long-thread", type=int, default=None)
+    parser.add_argument("--repeats", type=int, default=200)
+    parser.add_argument("--durability", choices=("normal", "full"), default="normal")
+    args = parser.parse_args(argv)
+    args.invokes = args.invokes or (100 if args.quick else 500)
+    args.long_thread = args.long_thread or (2_000 if args.quick else 10_000)
+    with tempfile.TemporaryDirectory(prefix="lgm-cp-bench-") as tmp:
+        rows = run(args.invokes, args.long_thread, args.repeats, args.durability, Path(tmp))
+    Console(width=200).print(render(rows, args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""One safe view of a Chroma folder per process, shared by every store that opens it.
+
+Serialising writes is not enough to share an embedded Chroma folder between
+processes: each process keeps the vector index in memory, and a process that
+writes on top of an index another process has since changed corrupts it
+(measured here: ``InternalError: Error getting embedding`` after two writers
+of 2,000 items each, though every write held the lock). So, for an embedded
+folder, every Chroma call runs under the folder's file lock, every write bumps
+a generation counter in the folder, and a process that finds the counter moved
+reopens its client before touching anything. One process alone never reopens.
+
+A Chroma server (``HttpClient``) serialises writers itself: its handle only
+serialises threads and never reopens.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from langgraph_memory._lock import WriteLock
+
+__all__ = ["ChromaHandle"]
+
+logger = logging.getLogger(__name__)
+
+_GENERATION_FILE = "lgm-generation"
+
+
+class ChromaHandle:
+    """Access to one Chroma client: ``with handle.use(write=True) as client: ...``."""
+
+    _embedded: dict[str, ChromaHandle] = {}
+    _registry_lock = threading.Lock()
+
+    def __init__(self, client: Any | None, path: Path | None, lock_timeout: float) -> None:
+        self.path = path
+        self.lock = WriteLock(path / "LOCK" if path is not None else None, lock_timeout)
+        self._client = client
+        self._gen_path = path / _GENERATION_FILE if path is not None else None
+        self._seen: int | None = None
+        #: bumped whenever the client is replaced; holders of collections re-fetch them.
+        self.epoch = 0
+
+    # ------------------------------------------------------------ factories
+
+    @classmethod
+    def embedded(cls, path: Path, lock_timeout: float) -> ChromaHandle:
+        """The process-wide handle of the embedded folder ``path``."""
+        key = str(path.resolve())
+        with cls._registry_lock:
+            handle = cls._embedded.get(key)
+            if handle is None:
+                path.mkdir(parents=True, exist_ok=True)
+                handle = cls(None, path.resolve(), lock_timeout)
+                cls._embedded[key] = handle
+            else:
+                handle.lock.timeout = min(handle.lock.timeout, lock_timeout)
+            return handle
+
+    @classmethod
+    def for_client(cls, client: Any, lock_timeout: float) -> ChromaHandle:
+        """A handle for a client the caller built (embedded folders still get the safe handle)."""
+        settings = client.get_settings() if hasattr(client, "get_settings") else None
+        if settings is not None and getattr(settings, "is_persistent", False) and settings.persist_directory:
+            handle = cls.embedded(Path(settings.persist_directory), lock_timeout)
+            with handle.lock.hold():
+                if handle._client is None:
+                    handle._client = client
+            return handle
+        return cls(client, None, lock_timeout)
+
+    # ---------------------------------------------------------------- access
+
+    @property
+    def client(self) -> Any:
+        """The current client (for read-only helpers outside ``use``, e.g. LangChain views)."""
+        with self.use() as client:
+            return client
+
+    @contextmanager
+    def use(self, *, write: bool = False) -> Iterator[Any]:
+        """Hold the lock, make sure the client is current, yield it; record writes."""
+        with self.lock.hold():
+            if self.path is not None:
+                generation = self._read_generation()
+                if self._client is None or generation != self._seen:
+                    self._reopen(generation)
+            try:
+                yield self._client
+            finally:
+                if write and self.path is not None:
+                    self._seen = self._bump_generation()
+
+    def _read_generation(self) -> int:
+        assert self._gen_path is not None
+        try:
+            return int(self._gen_path.read_text() or 0)
+        except FileNotFoundError:
+            return 0
+        except ValueError:  # a torn write of the counter: treat as changed
+            return -1
+
+    def _bump_generation(self) -> int:
+        assert self._gen_path is not None
+        value = max(self._read_generation(), 0) + 1
+        tmp = self._gen_path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(str(value))
+        os.replace(tmp, self._gen_path)
+        return value
+
+    def _reopen(self, generation: int) -> None:
+        import chromadb
+        from chromadb.api.shared_system_client import SharedSystemClient
+        from chromadb.config import Settings as ChromaSettings
+
+        if self._client is not None:
+            logger.debug("Chroma folder %s changed in another process: reopening", self.path)
+            # Stop the cached system so the new client reads the folder afresh.
+            identifier = getattr(self._client, "_identifier", None)
+            system = SharedSystemClient._identifier_to_system.pop(identifier, None) if identifier else None
+            SharedSystemClient._identifier_to_refcount.pop(identifier, None)
+            if system is not None:
+                try:
+                    system.stop()
+                except Exception:  # pragma: no cover - best effort
+                    logger.debug("stopping the stale Chroma system failed", exc_info=True)
+        self._client = chromadb.PersistentClient(
+            path=str(self.path), settings=ChromaSettings(anonymized_telemetry=False)
+        )
+        self._seen = generation
+        self.epoch += 1

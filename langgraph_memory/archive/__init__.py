@@ -1,0 +1,40 @@
+"""The archive: stale memories move to compressed, verified files that stay searchable and restorable.
+
+    from langgraph_memory.archive import Archiver, schedule_archival
+
+    archiver = Archiver(store)                         # <data_dir>/archive
+    report = archiver.run()                            # or run(dry_run=True)
+    hits = archiver.search_archive("lessons", "overfitting", k=5)
+    archiver.restore(keys=[hits[0].key])
+    job = schedule_archival(archiver, cron="0 3 * * *")
+
+Modules: :mod:`.format` (the file format), :mod:`.manifest` (file states and
+item index), :mod:`.archiver` (run, recovery, search, restore),
+:mod:`.schedule` (APScheduler), :mod:`.reports` (returned records).
+"""
+
+from __future__ import annotations
+
+from langgraph_memory.archive.archiver import Archiver, ProgressCallback, ThreadPruner, default_policies
+from langgraph_memory.archive.format import FORMAT_VERSION, ArchivedItem
+from langgraph_memory.archive.manifest import ArchiveFile
+from langgraph_memory.archive.reports import ArchiveHit, ArchiveReport, CollectionReport, RestoreReport
+from langgraph_memory.archive.schedule import DEFAULT_CRON, schedule_archival
+from langgraph_memory.collections import RetentionPolicy
+
+__all__ = [
+    "Archiver",
+    "ArchivedItem",
+    "ArchiveFile",
+    "ArchiveHit",
+    "ArchiveReport",
+    "CollectionReport",
+    "RestoreReport",
+    "RetentionPolicy",
+    "ThreadPruner",
+    "ProgressCallback",
+    "default_policies",
+    "schedule_archival",
+    "DEFAULT_CRON",
+    "FORMAT_VERSION",
+]

@@ -1,0 +1,353 @@
+"""The archive file format: gzip-compressed JSON Lines, one archived item per line.
+
+Each line is one JSON object holding everything needed to search or restore
+the item without re-embedding it::
+
+    {"v": 1, "uid": "...", "namespace": ["lessons"], "key": "l1", "value": {...},
+     "created_at": 1.7e9, "updated_at": 1.7e9, "last_accessed_at": 1.7e9,
+     "access_count": 3, "expires_at": null, "ttl_minutes": null, "indexed": true,
+     "vectors": {"dtype": "<f4", "dims": 384, "b64": ["..."]},
+     "texts": ["..."], "paths": ["lesson"], "lineage": {"strategy_id": "s1"},
+     "archived_at": 1.7e9, "run_id": "..."}
+
+Vectors are stored as base64 of little-endian float32, which is exactly what
+Chroma holds, so a restored vector is bit-identical to the archived one and a
+line is a quarter of the size of a JSON float list. Values go through
+``json`` unchanged, so they round-trip bit-exactly (floats by ``repr``).
+
+Files are written once (opened with ``"xb"``), fsynced, and identified by the
+SHA-256 of their compressed bytes::
+
+    from langgraph_memory.archive.format import ArchiveWriter, read_lines
+
+    with ArchiveWriter(path) as w:
+        w.write(item, archived_at=now, run_id="r1")
+    digest, count = w.sha256, w.count
+    for line_no, archived in read_lines(path, expected_sha256=digest):
+        ...
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import json
+import os
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from langgraph_memory.errors import ArchiveIntegrityError
+from langgraph_memory.store.records import StoredItem
+
+__all__ = [
+    "FORMAT_VERSION",
+    "ArchivedItem",
+    "ArchiveWriter",
+    "encode_item",
+    "decode_line",
+    "read_lines",
+    "file_digest",
+    "lineage_links",
+    "fsync_dir",
+]
+
+FORMAT_VERSION = 1
+# Value fields that name another item: typed values carry parent_id; lessons
+# name the strategy they are about and the item that resolved them.
+LINEAGE_FIELDS = ("parent_id", "strategy_id", "resolution_id")
+_CHUNK = 1 << 20
+
+
+@dataclass
+class ArchivedItem:
+    """One item as read back from an archive file."""
+
+    item: StoredItem
+    collection: str
+    file: str
+    line: int
+    archived_at: float
+    run_id: str
+    lineage: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def uid(self) -> str:
+        return self.item.uid
+
+    @property
+    def key(self) -> str:
+        return self.item.key
+
+    @property
+    def namespace(self) -> tuple[str, ...]:
+        return self.item.namespace
+
+    @property
+    def value(self) -> dict[str, Any]:
+        return self.item.value
+
+
+def lineage_links(value: dict[str, Any], extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The lineage links of a value: its ``parent_id``/``strategy_id``/``resolution_id`` that are set."""
+    links = {name: value[name] for name in LINEAGE_FIELDS if value.get(name) is not None}
+    if extra:
+        links.update(extra)
+    return links
+
+
+def _encode_vectors(vectors: list[list[float]]) -> dict[str, Any] | None:
+    if not vectors:
+        return None
+    arr = np.asarray(vectors, dtype="<f4")
+    return {
+        "dtype": "<f4",
+        "dims": int(arr.shape[1]),
+        "b64": [base64.b64encode(row.tobytes()).decode("ascii") for row in arr],
+    }
+
+
+def decode_vectors(blob: dict[str, Any] | None) -> np.ndarray | None:
+    """The vectors of a line as an ``(n, dims)`` float32 array, or None if unindexed."""
+    if not blob:
+        return None
+    dims = int(blob["dims"])
+    raw = b"".join(base64.b64decode(s) for s in blob["b64"])
+    return np.frombuffer(raw, dtype=blob.get("dtype", "<f4")).reshape(-1, dims)
+
+
+def encode_item(
+    item: StoredItem, *, archived_at: float, run_id: str, lineage: dict[str, Any] | None = None
+) -> bytes:
+    """One archive line (with the trailing newline) for ``item``."""
+    record = {
+        "v": FORMAT_VERSION,
+        "uid": item.uid,
+        "namespace": list(item.namespace),
+        "key": item.key,
+        "value": item.value,
+        "created_at": item.created_at,
+        "updated_at": item.updated_at,
+        "last_accessed_at": item.last_accessed_at,
+        "access_count": item.access_count,
+        "expires_at": item.expires_at,
+        "ttl_minutes": item.ttl_minutes,
+        "indexed": item.indexed,
+        "n_vectors": item.n_vectors,
+        "vectors": _encode_vectors(item.vectors) if item.indexed else None,
+        "texts": list(item.texts),
+        "paths": list(item.paths),
+        "lineage": lineage_links(item.value, lineage),
+        "archived_at": archived_at,
+        "run_id": run_id,
+    }
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8") + b"\n"
+
+
+def parse_line(line: bytes) -> dict[str, Any]:
+    """The JSON object of one line (no vector decoding); garbage raises ArchiveIntegrityError.
+
+    Damaged gzip data can decompress to garbage before gzip's own CRC check
+    at the end of the stream notices, so a bad line is an integrity error.
+    """
+    try:
+        record = json.loads(line)
+    except ValueError as exc:
+        raise ArchiveIntegrityError(f"an archive line is unreadable ({exc}); the file is damaged") from None
+    if not isinstance(record, dict):
+        raise ArchiveIntegrityError("an archive line is not a JSON object; the file is damaged")
+    return record
+
+
+def decode_line(record: dict[str, Any], *, collection: str, file: str, line: int) -> ArchivedItem:
+    """An :class:`ArchivedItem` from a parsed line, vectors as Python floats."""
+    vecs = decode_vectors(record.get("vectors"))
+    item = StoredItem(
+        namespace=tuple(record["namespace"]),
+        key=record["key"],
+        value=record["value"],
+        created_at=record["created_at"],
+        updated_at=record["updated_at"],
+        last_accessed_at=record["last_accessed_at"],
+        access_count=record["access_count"],
+        expires_at=record.get("expires_at"),
+        ttl_minutes=record.get("ttl_minutes"),
+        indexed=bool(record.get("indexed", True)),
+        n_vectors=int(record.get("n_vectors", 1)),
+        vectors=vecs.astype(np.float64).tolist() if vecs is not None else [],
+        texts=list(record.get("texts") or []),
+        paths=list(record.get("paths") or []),
+    )
+    return ArchivedItem(
+        item=item,
+        collection=collection,
+        file=file,
+        line=line,
+        archived_at=float(record.get("archived_at", 0.0)),
+        run_id=str(record.get("run_id", "")),
+        lineage=dict(record.get("lineage") or {}),
+    )
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a directory entry (a new or renamed file) durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class _HashingWriter:
+    """A file object that hashes and counts what gzip writes through it."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.sha = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        self.sha.update(data)
+        self.size += len(data)
+        return self.raw.write(data)
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+
+class ArchiveWriter:
+    """Writes one new archive file; refuses to overwrite an existing one.
+
+    After ``close()`` the file is flushed and fsynced, and ``sha256``,
+    ``count`` and ``size`` describe it.
+
+    Example:
+        >>> with ArchiveWriter(path) as w:                     # doctest: +SKIP
+        ...     w.write(item, archived_at=time.time(), run_id="r1")
+    """
+
+    def __init__(self, path: Path, *, compresslevel: int = 6) -> None:
+        self.path = Path(path)
+        self._raw = open(self.path, "xb")  # "x": a name is never reused, a file never overwritten
+        self._hash = _HashingWriter(self._raw)
+        # mtime=0 and no file name: the bytes depend only on the items.
+        self._gz = gzip.GzipFile(filename="", mode="wb", fileobj=self._hash, compresslevel=compresslevel, mtime=0)
+        self.count = 0
+        self.sha256: str | None = None
+        self.size = 0
+        self._closed = False
+
+    def write(self, item: StoredItem, *, archived_at: float, run_id: str, lineage: dict[str, Any] | None = None) -> None:
+        self._gz.write(encode_item(item, archived_at=archived_at, run_id=run_id, lineage=lineage))
+        self.count += 1
+
+    def write_line(self, line: bytes) -> None:
+        """Write one already-encoded line (used for thread archives)."""
+        self._gz.write(line)
+        self.count += 1
+
+    def close(self) -> None:
+        """Finish the gzip stream, flush and fsync the file and its directory."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._gz.close()
+            self._raw.flush()
+            os.fsync(self._raw.fileno())
+        finally:
+            self._raw.close()
+        fsync_dir(self.path.parent)
+        self.sha256 = self._hash.sha.hexdigest()
+        self.size = self._hash.size
+
+    def abort(self) -> None:
+        """Close without caring about the content (the caller discards the file)."""
+        self._closed = True
+        try:
+            self._gz.close()
+        except Exception:  # noqa: BLE001 - the file is being thrown away
+            pass
+        self._raw.close()
+
+    def __enter__(self) -> ArchiveWriter:
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+class _HashingReader:
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.sha = hashlib.sha256()
+        self.size = 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.raw.read(n)
+        self.sha.update(data)
+        self.size += len(data)
+        return data
+
+    def drain(self) -> None:
+        while self.read(_CHUNK):
+            pass
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 of a file's bytes."""
+    sha = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            sha.update(chunk)
+    return sha.hexdigest()
+
+
+def read_lines(
+    path: Path, *, expected_sha256: str | None = None, expected_count: int | None = None
+) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(line number, raw line)`` of an archive file, then check it.
+
+    The checksum and count can only be known at the end, so the final check
+    raises :class:`ArchiveIntegrityError` *after* the last line: callers that
+    must not act on a bad file collect first and act once iteration ended.
+    Unreadable gzip data (truncation, flipped bits) raises the same error.
+    """
+    path = Path(path)
+    try:
+        raw = open(path, "rb")
+    except FileNotFoundError:
+        raise ArchiveIntegrityError(f"archive file {path} is missing; it is listed in the manifest") from None
+    count = 0
+    with raw:
+        reader = _HashingReader(raw)
+        try:
+            with gzip.GzipFile(fileobj=reader, mode="rb") as gz:  # type: ignore[arg-type]
+                for line in gz:
+                    if not line.endswith(b"\n"):
+                        raise ArchiveIntegrityError(f"archive file {path} ends in a partial line")
+                    yield count, line
+                    count += 1
+            reader.drain()
+        except (OSError, EOFError, zlib.error) as exc:
+            raise ArchiveIntegrityError(
+                f"archive file {path} is corrupted or truncated ({exc}); its items were not deleted "
+                "from the live store on its account. Restore it from a backup, or drop it with "
+                "`langgraph-memory archive verify`."
+            ) from None
+        digest = reader.sha.hexdigest()
+    if expected_sha256 is not None and digest != expected_sha256:
+        raise ArchiveIntegrityError(
+            f"archive file {path} has SHA-256 {digest}, but the manifest records {expected_sha256}: "
+            "the file was modified or damaged after it was written."
+        )
+    if expected_count is not None and count != expected_count:
+        raise ArchiveIntegrityError(f"archive file {path} holds {count} items, the manifest records {expected_count}")

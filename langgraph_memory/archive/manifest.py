@@ -1,0 +1,272 @@
+"""The archive manifest: which files exist, what state each is in, and where every item is.
+
+The manifest is a SQLite file, ``<archive_dir>/manifest.sqlite``, not a JSON
+file rewritten on each change, because it must hold more than a list of
+files: the status of every archived item (still archived, being restored,
+restored, superseded by a newer copy) and an index by key for lineage
+lookups. Every state change is one SQLite transaction (WAL, ``synchronous
+=FULL``), so a crash leaves the manifest either before or after a step,
+never in between; that is the atomic update a temp-file-and-rename JSON
+manifest would give, with per-item updates that do not rewrite everything.
+
+A file moves through these states (see :mod:`langgraph_memory.archive.archiver`)::
+
+    writing --(written, fsynced, re-read, checksum and count match)--> verified
+    verified --(its items deleted from the live store)--> complete
+    writing --(next run: unverified, items still live)--> discarded
+    verified --(file damaged before its deletes finished)--> corrupt
+
+and an item line moves ``archived -> restoring -> restored`` (restore), or
+``archived -> superseded`` (a newer copy is live or archived).
+
+    from langgraph_memory.archive.manifest import Manifest
+
+    m = Manifest(archive_dir / "manifest.sqlite")
+    for f in m.files():
+        print(f.name, f.state, f.items, f.sha256)
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langgraph_memory.archive.format import FORMAT_VERSION
+from langgraph_memory.errors import ArchiveError
+
+__all__ = ["Manifest", "ArchiveFile", "FILE_STATES", "ITEM_STATES"]
+
+FILE_STATES = ("writing", "verified", "complete", "discarded", "corrupt")
+ITEM_STATES = ("archived", "restoring", "restored", "superseded", "corrupt")
+# Files whose lines count as archived (readable by search, restore, find).
+READABLE = ("verified", "complete")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    name TEXT PRIMARY KEY,
+    kind TEXT NOT NULL DEFAULT 'items',
+    collection TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    format_version INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    changed_at REAL NOT NULL,
+    items INTEGER,
+    bytes INTEGER,
+    sha256 TEXT,
+    min_activity REAL,
+    max_activity REAL,
+    min_created REAL,
+    max_created REAL,
+    note TEXT
+);
+CREATE TABLE IF NOT EXISTS items (
+    file TEXT NOT NULL REFERENCES files(name),
+    line INTEGER NOT NULL,
+    uid TEXT NOT NULL,
+    key TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    status TEXT NOT NULL,
+    changed_at REAL NOT NULL,
+    PRIMARY KEY (file, line)
+);
+CREATE INDEX IF NOT EXISTS items_uid ON items(uid, status);
+CREATE INDEX IF NOT EXISTS items_key ON items(key, status);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    report TEXT
+);
+"""
+
+
+@dataclass(frozen=True)
+class ArchiveFile:
+    """One manifest entry: an archive file and what it holds."""
+
+    name: str
+    kind: str
+    collection: str
+    run_id: str
+    state: str
+    format_version: int
+    created_at: float
+    changed_at: float
+    items: int | None
+    bytes: int | None
+    sha256: str | None
+    min_activity: float | None
+    max_activity: float | None
+    min_created: float | None
+    max_created: float | None
+    note: str | None
+    live_items: int = 0  # lines still archived (not restored or superseded)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+_FILE_COLS = (
+    "name, kind, collection, run_id, state, format_version, created_at, changed_at, items, bytes, "
+    "sha256, min_activity, max_activity, min_created, max_created, note"
+)
+
+
+class Manifest:
+    """The SQLite manifest of one archive directory (thread-safe)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
+        self._lock = threading.RLock()
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=FULL")
+        with self._lock:
+            self._conn.executescript(_SCHEMA)
+        with self.transaction() as c:
+            row = c.execute("SELECT value FROM meta WHERE key='format_version'").fetchone()
+            if row is None:
+                c.execute("INSERT INTO meta VALUES ('format_version', ?)", (str(FORMAT_VERSION),))
+            elif int(row[0]) > FORMAT_VERSION:
+                raise ArchiveError(
+                    f"archive manifest {self.path} has format version {row[0]}, newer than this "
+                    f"langgraph-memory understands ({FORMAT_VERSION}); upgrade the package."
+                )
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic, durable step."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            else:
+                self._conn.execute("COMMIT")
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    # ------------------------------------------------------------------ files
+
+    def reserve(self, name: str, *, kind: str, collection: str, run_id: str) -> None:
+        """Record a file about to be written (state ``writing``), before it exists."""
+        now = time.time()
+        with self.transaction() as c:
+            c.execute(
+                "INSERT INTO files (name, kind, collection, run_id, state, format_version, created_at, changed_at) "
+                "VALUES (?, ?, ?, ?, 'writing', ?, ?, ?)",
+                (name, kind, collection, run_id, FORMAT_VERSION, now, now),
+            )
+
+    def set_state(self, name: str, state: str, *, note: str | None = None, conn: sqlite3.Connection | None = None) -> None:
+        assert state in FILE_STATES
+        sql = "UPDATE files SET state=?, changed_at=?, note=COALESCE(?, note) WHERE name=?"
+        if conn is not None:
+            conn.execute(sql, (state, time.time(), note, name))
+            return
+        with self.transaction() as c:
+            c.execute(sql, (state, time.time(), note, name))
+
+    def file(self, name: str) -> ArchiveFile | None:
+        rows = self._files_where("f.name = ?", (name,))
+        return rows[0] if rows else None
+
+    def files(self, *, collection: str | None = None, states: Iterable[str] | None = None, kind: str | None = None) -> list[ArchiveFile]:
+        """Manifest entries, oldest first."""
+        clauses, params = ["1=1"], []
+        if collection is not None:
+            clauses.append("f.collection = ?")
+            params.append(collection)
+        if states is not None:
+            states = list(states)
+            clauses.append(f"f.state IN ({','.join('?' * len(states))})")
+            params.extend(states)
+        if kind is not None:
+            clauses.append("f.kind = ?")
+            params.append(kind)
+        return self._files_where(" AND ".join(clauses), params)
+
+    def _files_where(self, where: str, params: Sequence[Any]) -> list[ArchiveFile]:
+        rows = self.query(
+            f"SELECT {', '.join('f.' + c.strip() for c in _FILE_COLS.split(','))}, "
+            "(SELECT COUNT(*) FROM items i WHERE i.file = f.name AND i.status = 'archived') "
+            f"FROM files f WHERE {where} ORDER BY f.created_at, f.name",
+            params,
+        )
+        return [ArchiveFile(*row[:-1], live_items=row[-1]) for row in rows]
+
+    # ------------------------------------------------------------------ items
+
+    def excluded_lines(self, name: str) -> set[int]:
+        """Lines of a file that no longer count as archived."""
+        return {
+            line
+            for (line,) in self.query("SELECT line FROM items WHERE file=? AND status != 'archived'", (name,))
+        }
+
+    def archived_rows(
+        self, *, uids: Sequence[str] | None = None, keys: Sequence[str] | None = None, status: str = "archived"
+    ) -> list[tuple[str, int, str, str, str]]:
+        """``(file, line, uid, key, namespace)`` of archived lines matching ``uids`` or ``keys``."""
+        out: list[tuple[str, int, str, str, str]] = []
+        for column, wanted in (("uid", uids), ("key", keys)):
+            if not wanted:
+                continue
+            wanted = list(dict.fromkeys(wanted))
+            for i in range(0, len(wanted), 500):
+                chunk = wanted[i : i + 500]
+                out.extend(
+                    self.query(
+                        "SELECT i.file, i.line, i.uid, i.key, i.namespace FROM items i JOIN files f ON f.name=i.file "
+                        f"WHERE i.{column} IN ({','.join('?' * len(chunk))}) AND i.status=? "
+                        f"AND f.state IN ({','.join('?' * len(READABLE))}) ORDER BY f.created_at, i.line",
+                        (*chunk, status, *READABLE),
+                    )
+                )
+        return sorted(set(out))
+
+    def set_item_status(self, name: str, lines: Iterable[int], status: str, conn: sqlite3.Connection | None = None) -> None:
+        assert status in ITEM_STATES
+        rows = [(status, time.time(), name, line) for line in lines]
+        if not rows:
+            return
+        sql = "UPDATE items SET status=?, changed_at=? WHERE file=? AND line=?"
+        if conn is not None:
+            conn.executemany(sql, rows)
+            return
+        with self.transaction() as c:
+            c.executemany(sql, rows)
+
+    def recently_restored(self, uids: Sequence[str], since: float) -> set[str]:
+        """Which of ``uids`` were restored after ``since`` (they get a grace period)."""
+        if not uids:
+            return set()
+        return {
+            uid
+            for (uid,) in self.query(
+                f"SELECT uid FROM items WHERE status='restored' AND changed_at > ? "
+                f"AND uid IN ({','.join('?' * len(uids))})",
+                (since, *uids),
+            )
+        }
+
+    def record_run(self, run_id: str, started_at: float, finished_at: float, report: str) -> None:
+        with self.transaction() as c:
+            c.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?)", (run_id, started_at, finished_at, report))

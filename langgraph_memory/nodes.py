@@ -1,0 +1,303 @@
+"""Graph nodes that recall and store memories, using whatever store the graph was compiled with.
+
+::
+
+    from langgraph.graph import StateGraph
+    from langgraph_memory.nodes import recall_node, store_node
+
+    builder = StateGraph(State)
+    builder.add_node("recall", recall_node(("lessons",), query="objective", output_key="lessons"))
+    builder.add_node("remember", store_node(("lessons",), values="new_lessons", parent="strategy_id"))
+    graph = builder.compile(store=store)          # InMemoryStore, ChromaStore, ...
+
+Both nodes work with ``invoke`` and ``ainvoke`` (they carry a sync and an
+async implementation). Namespace labels may be templates filled from the
+run's ``config["configurable"]``: ``("memories", "{user_id}")``.
+
+This module deliberately does NOT use ``from __future__ import annotations``:
+LangGraph injects the store only into a parameter whose annotation is the
+real ``BaseStore`` class, and a string annotation would silently get None.
+"""
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any, Optional, Union
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.store.base import BaseStore, SearchItem
+
+from langgraph_memory.collections import collection_for
+from langgraph_memory.config import DEFAULT_K
+from langgraph_memory.errors import ConfigError, ValidationError
+
+__all__ = ["recall_node", "store_node", "format_namespace"]
+
+logger = logging.getLogger(__name__)
+
+Namespace = tuple[str, ...]
+NamespaceSpec = Union[str, Sequence[str]]
+StateGetter = Union[str, Callable[[Any], Any]]
+
+
+def format_namespace(template: NamespaceSpec, config: Optional[RunnableConfig] = None) -> Namespace:
+    """Fill ``{name}`` placeholders of a namespace from ``config["configurable"]``.
+
+    A bare string is a one-label namespace.
+
+    Example:
+        >>> format_namespace(("memories", "{user_id}"), {"configurable": {"user_id": "u1"}})
+        ('memories', 'u1')
+    """
+    labels = (template,) if isinstance(template, str) else tuple(template)
+    configurable = dict((config or {}).get("configurable") or {})
+    out = []
+    for label in labels:
+        if "{" in label:
+            try:
+                label = label.format(**configurable)
+            except KeyError as exc:
+                raise ConfigError(
+                    f"namespace label {label!r} needs config['configurable'][{exc.args[0]!r}]; pass it when "
+                    f"invoking, e.g. graph.invoke(..., {{'configurable': {{{exc.args[0]!r}: ...}}}})"
+                ) from None
+        if not label:
+            raise ConfigError(f"namespace template {labels!r} produced an empty label")
+        out.append(label)
+    return tuple(out)
+
+
+def _namespaces(spec: Union[NamespaceSpec, Sequence[NamespaceSpec]]) -> list[NamespaceSpec]:
+    if isinstance(spec, str):
+        return [spec]
+    if isinstance(spec, tuple) and all(isinstance(x, str) for x in spec):
+        return [spec]  # a tuple of labels is one namespace; a list holds several
+    return list(spec)
+
+
+def _get(state: Any, getter: StateGetter) -> Any:
+    if callable(getter):
+        return getter(state)
+    if isinstance(state, dict):
+        return state.get(getter)
+    return getattr(state, getter, None)
+
+
+def _hit(item: SearchItem) -> dict[str, Any]:
+    return {
+        "namespace": list(item.namespace),
+        "key": item.key,
+        "value": item.value,
+        "score": item.score,
+        "created_at": item.created_at.isoformat(),
+        "updated_at": item.updated_at.isoformat(),
+    }
+
+
+def _merge(results: list[list[SearchItem]], k: int, min_relevance: Optional[float]) -> list[dict[str, Any]]:
+    seen: set[tuple[tuple[str, ...], str]] = set()
+    hits = []
+    for r in (r for rs in results for r in rs):  # overlapping prefixes find an item twice
+        ident = (tuple(r.namespace), r.key)
+        if ident not in seen:
+            seen.add(ident)
+            hits.append(r)
+    if min_relevance is not None:
+        hits = [h for h in hits if h.score is not None and h.score >= min_relevance]
+    hits.sort(key=lambda h: (h.score is not None, h.score or 0.0), reverse=True)
+    return [_hit(h) for h in hits[:k]]
+
+
+def _require_store(store: Optional[BaseStore], node: str) -> BaseStore:
+    if store is None:
+        raise ConfigError(f"node {node!r} needs a store: compile the graph with store=mem.store (or any BaseStore)")
+    return store
+
+
+def recall_node(
+    namespaces: Union[NamespaceSpec, Sequence[NamespaceSpec]],
+    *,
+    query: StateGetter = "query",
+    output_key: str = "memories",
+    filter: Optional[dict[str, Any]] = None,
+    k: int = DEFAULT_K,
+    min_relevance: Optional[float] = None,
+    name: str = "recall",
+) -> Any:
+    """A node that searches memories for a query taken from the state.
+
+    Args:
+        namespaces: one namespace (a tuple ``("lessons", "desk-1")``, or a
+            label ``"lessons"``) or a list of them (``["lessons", "research"]``); each is searched and the results merged by score.
+            Labels may be templates such as ``"{user_id}"`` (from the config).
+        query: the state key holding the query, or a function of the state.
+            An empty query writes an empty list.
+        output_key: the state key that receives the results: a list of dicts
+            ``{"namespace", "key", "value", "score", "created_at", "updated_at"}``,
+            best first, at most ``k``.
+        filter: a LangGraph store filter applied to every namespace.
+        k: how many results (default 5).
+        min_relevance: drop results with a lower cosine score (e.g. ``MIN_RELEVANCE``).
+
+    Example:
+        >>> builder.add_node("recall", recall_node("lessons", query="objective", output_key="lessons"))  # doctest: +SKIP
+    """
+    specs = _namespaces(namespaces)
+    if k <= 0:
+        raise ConfigError(f"k must be positive, got {k}")
+
+    def _plan(state: Any, config: Optional[RunnableConfig]) -> tuple[Optional[str], list[Namespace]]:
+        text = _get(state, query)
+        if text is not None and not isinstance(text, str):
+            raise ValidationError(f"recall query must be a string, got {type(text).__name__}")
+        return (text or None), [format_namespace(s, config) for s in specs]
+
+    def recall(state: Any, config: RunnableConfig, *, store: BaseStore) -> dict[str, Any]:
+        store = _require_store(store, name)
+        text, nss = _plan(state, config)
+        if text is None:
+            return {output_key: []}
+        results = [store.search(ns, query=text, filter=filter, limit=k) for ns in nss]
+        return {output_key: _merge(results, k, min_relevance)}
+
+    async def arecall(state: Any, config: RunnableConfig, *, store: BaseStore) -> dict[str, Any]:
+        store = _require_store(store, name)
+        text, nss = _plan(state, config)
+        if text is None:
+            return {output_key: []}
+        results = await asyncio.gather(*(store.asearch(ns, query=text, filter=filter, limit=k) for ns in nss))
+        return {output_key: _merge(list(results), k, min_relevance)}
+
+    return _runnable(recall, arecall, name)
+
+
+def _as_values(raw: Any, namespace: Namespace) -> list[dict[str, Any]]:
+    """State values to store values: a string fills the collection's embedded field."""
+    if raw is None:
+        return []
+    items = raw if isinstance(raw, list) else [raw]
+    field = collection_for(namespace).embed_field or "content"
+    out = []
+    for item in items:
+        if isinstance(item, str):
+            out.append({field: item})
+        elif isinstance(item, dict):
+            out.append(dict(item))
+        elif hasattr(item, "model_dump"):
+            out.append(item.model_dump(exclude_none=True))
+        else:
+            raise ValidationError(f"store_node can store strings, dicts or pydantic models, got {type(item).__name__}")
+    return out
+
+
+def _lineage_for(store: BaseStore) -> Any:
+    """The lineage file beside a ChromaStore's data, or None for other stores."""
+    from langgraph_memory.store import ChromaStore
+
+    if not isinstance(store, ChromaStore):
+        return None
+    from langgraph_memory.lineage import LineageStore
+
+    return LineageStore.for_data_dir(store.settings.data_dir, busy_timeout=store.settings.lock_timeout)
+
+
+def _prepare_puts(
+    state: Any, config: Optional[RunnableConfig], namespace: NamespaceSpec, values: StateGetter, parent: Optional[StateGetter]
+) -> tuple[Namespace, list[tuple[str, dict[str, Any]]], list[str]]:
+    ns = format_namespace(namespace, config)
+    parents: list[str] = []
+    if parent is not None:
+        got = _get(state, parent)
+        parents = [got] if isinstance(got, str) else [p for p in (got or []) if p]
+    puts = []
+    for value in _as_values(_get(state, values), ns):
+        key = str(value.get("id") or uuid.uuid4())
+        value["id"] = key
+        if parents and not value.get("parent_id"):
+            value["parent_id"] = parents[0]
+        collection_for(ns).validate(value)
+        puts.append((key, value))
+    return ns, puts, parents
+
+
+def _register(store: BaseStore, ns: Namespace, puts: list[tuple[str, dict[str, Any]]], parents: list[str]) -> None:
+    lineage = _lineage_for(store)
+    if lineage is None:
+        return
+    try:
+        coll = collection_for(ns).name
+        for key, value in puts:
+            item_parents = [value["parent_id"]] if value.get("parent_id") else []
+            item_parents += [p for p in parents if p not in item_parents]
+            lineage.register(key, coll, ns, parents=[(p, "derived_from") for p in item_parents])
+    finally:
+        lineage.close()
+
+
+def store_node(
+    namespace: NamespaceSpec,
+    *,
+    values: StateGetter = "memories_to_store",
+    parent: Optional[StateGetter] = None,
+    output_key: Optional[str] = "stored_ids",
+    name: str = "store",
+) -> Any:
+    """A node that stores values from the state as memories (typed when the namespace is).
+
+    Args:
+        namespace: where to store, e.g. ``("lessons",)`` or ``("memories", "{user_id}")``.
+        values: a state key or function giving a string, a dict, a pydantic
+            model, or a list of them. A string fills the collection's
+            embedded field (``lesson`` for lessons, ``content`` for research).
+        parent: a state key or function giving the parent id (or ids): written
+            as ``parent_id`` and, with a ChromaStore, recorded in the lineage
+            file beside its data (the parent must be a known item).
+        output_key: the state key that receives the new keys (ids), or None.
+
+    Each item gets a fresh UUID key (or its own ``id``). Values are validated
+    against the collection's schema before anything is written.
+
+    Example:
+        >>> builder.add_node("remember", store_node(("lessons",), values="lesson_text", parent="strategy_id"))  # doctest: +SKIP
+    """
+
+    def _out(keys: list[str]) -> dict[str, Any]:
+        return {output_key: keys} if output_key else {}
+
+    def store_values(state: Any, config: RunnableConfig, *, store: BaseStore) -> dict[str, Any]:
+        store = _require_store(store, name)
+        ns, puts, parents = _prepare_puts(state, config, namespace, values, parent)
+        if not puts:
+            return _out([])
+        _register(store, ns, puts, parents)
+        for key, value in puts:
+            store.put(ns, key, value)
+        return _out([k for k, _ in puts])
+
+    async def astore_values(state: Any, config: RunnableConfig, *, store: BaseStore) -> dict[str, Any]:
+        store = _require_store(store, name)
+        ns, puts, parents = _prepare_puts(state, config, namespace, values, parent)
+        if not puts:
+            return _out([])
+        await asyncio.to_thread(_register, store, ns, puts, parents)
+        for key, value in puts:
+            await store.aput(ns, key, value)
+        return _out([k for k, _ in puts])
+
+    return _runnable(store_values, astore_values, name)
+
+
+def _runnable(func: Callable[..., Any], afunc: Callable[..., Any], name: str) -> Any:
+    """A node with both a sync and an async body, with LangGraph's store injection.
+
+    ``RunnableCallable`` is what LangGraph itself wraps plain node functions
+    in; it inspects the signature for ``store: BaseStore`` and ``config``.
+    """
+    try:
+        from langgraph._internal._runnable import RunnableCallable
+    except ImportError:  # pragma: no cover - older/newer LangGraph: sync body only
+        logger.debug("RunnableCallable unavailable; node %s runs its sync body in a thread under ainvoke", name)
+        func.__name__ = name
+        return func
+    return RunnableCallable(func, afunc, name=name, trace=False)

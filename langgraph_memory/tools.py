@@ -1,0 +1,150 @@
+"""Agent tools (LangChain ``StructuredTool``) to recall and store memories, for ReAct-style agents.
+
+::
+
+    from langgraph.prebuilt import ToolNode
+    from langgraph_memory.tools import create_recall_tool, create_store_tool
+
+    tools = [create_recall_tool(("memories", "{user_id}")), create_store_tool(("memories", "{user_id}"))]
+    graph = builder.compile(store=mem.store)       # a ToolNode(tools) inside
+    graph.invoke(state, {"configurable": {"user_id": "u1"}})
+
+The namespace is filled from the run's ``config["configurable"]`` at call
+time, so one tool serves every user or desk. The store is the one passed to
+the factory, else the store of the graph the tool runs in (``get_store()``).
+
+No ``from __future__ import annotations`` here: LangChain builds the tool's
+argument schema and finds the injected ``config`` from real annotations.
+"""
+
+import json
+import logging
+import uuid
+from typing import Any, Optional
+
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import StructuredTool
+from langgraph.store.base import BaseStore
+
+from langgraph_memory.collections import collection_for
+from langgraph_memory.config import DEFAULT_K
+from langgraph_memory.errors import ConfigError
+from langgraph_memory.nodes import NamespaceSpec, format_namespace
+
+__all__ = ["create_recall_tool", "create_store_tool"]
+
+logger = logging.getLogger(__name__)
+
+
+def _resolve_store(store: Optional[BaseStore], tool: str) -> BaseStore:
+    if store is not None:
+        return store
+    try:
+        from langgraph.config import get_store
+
+        found = get_store()
+    except RuntimeError:
+        found = None
+    if found is None:
+        raise ConfigError(
+            f"tool {tool!r} has no store: pass store= to the factory, or run it inside a graph compiled with store="
+        )
+    return found
+
+
+def _render(items: list[Any]) -> str:
+    return json.dumps(
+        [
+            {"key": it.key, "namespace": list(it.namespace), "value": it.value, "score": it.score}
+            for it in items
+        ],
+        ensure_ascii=False,
+        default=str,
+    )
+
+
+def create_recall_tool(
+    namespace: NamespaceSpec = ("memories", "{user_id}"),
+    *,
+    k: int = DEFAULT_K,
+    min_relevance: Optional[float] = None,
+    filter: Optional[dict[str, Any]] = None,
+    store: Optional[BaseStore] = None,
+    name: str = "recall_memory",
+    description: Optional[str] = None,
+) -> StructuredTool:
+    """A tool that searches memories; it returns JSON: ``[{key, namespace, value, score}, ...]``.
+
+    Example:
+        >>> tool = create_recall_tool(("memories", "{user_id}"), store=store)                 # doctest: +SKIP
+        >>> tool.invoke({"query": "coffee"}, {"configurable": {"user_id": "u1"}})             # doctest: +SKIP
+    """
+
+    def _keep(items: list[Any]) -> list[Any]:
+        if min_relevance is None:
+            return items
+        return [it for it in items if it.score is not None and it.score >= min_relevance]
+
+    def recall_memory(query: str, limit: Optional[int] = None, *, config: RunnableConfig) -> str:
+        ns = format_namespace(namespace, config)
+        items = _resolve_store(store, name).search(ns, query=query, filter=filter, limit=limit or k)
+        return _render(_keep(items))
+
+    async def arecall_memory(query: str, limit: Optional[int] = None, *, config: RunnableConfig) -> str:
+        ns = format_namespace(namespace, config)
+        items = await _resolve_store(store, name).asearch(ns, query=query, filter=filter, limit=limit or k)
+        return _render(_keep(items))
+
+    return StructuredTool.from_function(
+        func=recall_memory,
+        coroutine=arecall_memory,
+        name=name,
+        description=description
+        or "Search long-term memory for information relevant to a query. Returns the best matches as JSON.",
+    )
+
+
+def create_store_tool(
+    namespace: NamespaceSpec = ("memories", "{user_id}"),
+    *,
+    store: Optional[BaseStore] = None,
+    name: str = "store_memory",
+    description: Optional[str] = None,
+) -> StructuredTool:
+    """A tool that stores (or, given a ``key``, overwrites) one memory; it returns the key.
+
+    In a typed namespace the text goes to the collection's embedded field
+    (``lesson`` in ``("lessons", ...)``, ``content`` in ``("research", ...)``).
+
+    Example:
+        >>> tool = create_store_tool(("memories", "{user_id}"), store=store)                   # doctest: +SKIP
+        >>> key = tool.invoke({"content": "likes espresso"}, {"configurable": {"user_id": "u1"}})  # doctest: +SKIP
+    """
+
+    def _value(ns: tuple[str, ...], content: str, key: Optional[str]) -> tuple[str, dict[str, Any]]:
+        field = collection_for(ns).embed_field or "content"
+        key = key or str(uuid.uuid4())
+        value = {field: content, "id": key}
+        collection_for(ns).validate(value)
+        return key, value
+
+    def store_memory(content: str, key: Optional[str] = None, *, config: RunnableConfig) -> str:
+        ns = format_namespace(namespace, config)
+        key, value = _value(ns, content, key)
+        _resolve_store(store, name).put(ns, key, value)
+        return key
+
+    async def astore_memory(content: str, key: Optional[str] = None, *, config: RunnableConfig) -> str:
+        ns = format_namespace(namespace, config)
+        key, value = _value(ns, content, key)
+        await _resolve_store(store, name).aput(ns, key, value)
+        return key
+
+    return StructuredTool.from_function(
+        func=store_memory,
+        coroutine=astore_memory,
+        name=name,
+        description=description
+        or "Save a fact to long-term memory. Pass `key` to overwrite an existing memory. Returns the memory's key.",
+    )
+

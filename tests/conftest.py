@@ -1,0 +1,47 @@
+"""Shared fixtures: temporary data directories, fast fake embeddings, the real model once."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+FAKE_DIMS = 16
+
+
+@pytest.fixture
+def fake_embeddings() -> DeterministicFakeEmbedding:
+    """Deterministic, meaningless vectors: fast unit tests only."""
+    return DeterministicFakeEmbedding(size=FAKE_DIMS)
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh data directory; the environment points nowhere else."""
+    monkeypatch.delenv("LANGGRAPH_MEMORY_DIR", raising=False)
+    monkeypatch.delenv("EMBEDDING_MODEL", raising=False)
+    return tmp_path / "memory"
+
+
+@pytest.fixture
+def store(data_dir: Path, fake_embeddings: DeterministicFakeEmbedding) -> Iterator:
+    from langgraph_memory.store import ChromaStore
+
+    s = ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings})
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="session")
+def real_embeddings():
+    """The default offline model, loaded once for the whole session."""
+    from langgraph_memory.embeddings import SentenceTransformerEmbeddings
+
+    emb = SentenceTransformerEmbeddings()
+    emb.embed_query("warm up")
+    return emb

@@ -1,0 +1,40 @@
+"""Subprocess writer for tests: put N items into a data directory in small batches.
+
+usage: python store_writer.py DATA_DIR PREFIX N DIMS [START_FLAG]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langgraph.store.base import PutOp
+
+from langgraph_memory.store import ChromaStore
+
+
+def main() -> None:
+    data_dir, prefix, n, dims = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    start_flag = Path(sys.argv[5]) if len(sys.argv) > 5 else None
+    store = ChromaStore(data_dir=data_dir, index={"dims": dims, "embed": DeterministicFakeEmbedding(size=dims)})
+    if start_flag is not None:  # start both writers together
+        deadline = time.time() + 30
+        while not start_flag.exists() and time.time() < deadline:
+            time.sleep(0.01)
+    for start in range(0, n, 10):
+        ops = [
+            PutOp(("research", prefix), f"{prefix}-{i}", {"content": f"{prefix} finding number {i}", "n": i})
+            for i in range(start, min(n, start + 10))
+        ]
+        store.batch(ops)
+        # Searches interleave with the other process's writes.
+        store.search(("research",), query=f"{prefix} finding number {start}", limit=3)
+    store.close()
+    print(f"{prefix} wrote {n} pid={os.getpid()}")
+
+
+if __name__ == "__main__":
+    main()
