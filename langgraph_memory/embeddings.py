@@ -99,6 +99,13 @@ class SentenceTransformerEmbeddings(Embeddings):
             # Never reach for the hub: these machines (and many deployments) are offline.
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            try:
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()
+            except Exception:  # pragma: no cover - older/newer transformers
+                pass
             try:
                 from langchain_huggingface import HuggingFaceEmbeddings
 

@@ -1,0 +1,60 @@
+"""Settings resolve as argument > environment > config file > default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from langgraph_memory.config import Settings, resolve_embedding_model
+from langgraph_memory.errors import ConfigError
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for var in ("LANGGRAPH_MEMORY_DIR", "EMBEDDING_MODEL", "LANGGRAPH_MEMORY_CONFIG"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+def test_default_is_dot_memory(tmp_path: Path) -> None:
+    s = Settings.resolve()
+    assert s.data_dir == (tmp_path / "memory").resolve()
+    assert s.chroma_dir == s.data_dir / "chroma"
+    assert s.checkpoints_path == s.data_dir / "checkpoints.sqlite"
+    assert s.archive_dir == s.data_dir / "archive" and s.raw_dir == s.data_dir / "raw"
+    assert s.embedding_model == "sentence-transformers/all-MiniLM-L6-v2"
+    assert s.lock_timeout == 30.0
+
+
+def test_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "langgraph-memory.toml").write_text('data_dir = "from-file"\nembedding_model = "file-model"\n')
+    assert Settings.resolve().data_dir.name == "from-file"
+    assert resolve_embedding_model() == "file-model"
+    monkeypatch.setenv("LANGGRAPH_MEMORY_DIR", str(tmp_path / "from-env"))
+    monkeypatch.setenv("EMBEDDING_MODEL", "env-model")
+    assert Settings.resolve().data_dir.name == "from-env"
+    assert resolve_embedding_model() == "env-model"
+    assert Settings.resolve(tmp_path / "from-arg").data_dir.name == "from-arg"
+    assert resolve_embedding_model("arg-model") == "arg-model"
+
+
+def test_explicit_config_file_and_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = tmp_path / "conf.toml"
+    cfg.write_text('[langgraph_memory]\ndata_dir = "tabled"\nlock_timeout = 5\n')
+    monkeypatch.setenv("LANGGRAPH_MEMORY_CONFIG", str(cfg))
+    s = Settings.resolve()
+    assert s.data_dir.name == "tabled" and s.lock_timeout == 5.0
+    monkeypatch.setenv("LANGGRAPH_MEMORY_CONFIG", str(tmp_path / "missing.toml"))
+    with pytest.raises(ConfigError, match="does not name a file"):
+        Settings.resolve()
+    monkeypatch.delenv("LANGGRAPH_MEMORY_CONFIG")
+    (tmp_path / "langgraph-memory.toml").write_text("data_dir = [unclosed")
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        Settings.resolve()
+    (tmp_path / "langgraph-memory.toml").unlink()
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(ConfigError, match="not a directory"):
+        Settings.resolve(tmp_path / "a-file")
+    with pytest.raises(ConfigError, match="positive"):
+        Settings.resolve(lock_timeout=0)

