@@ -1,1 +1,52 @@
-"""Durable, searchable memory for LangGraph agents."""
+"""Durable, searchable memory for LangGraph agents.
+
+One line gives a graph both kinds of memory::
+
+    from langgraph_memory import Memory
+
+    with Memory.open("./memory") as mem:
+        graph = builder.compile(checkpointer=mem.checkpointer, store=mem.store)
+
+The pieces, each usable alone:
+
+* :class:`ChromaStore` - a LangGraph ``BaseStore`` over typed Chroma collections;
+* :class:`SqliteCheckpointer` - a ``BaseCheckpointSaver`` for sync and async graphs;
+* :class:`Memory` - one data directory: store, checkpointer, typed research API, lineage, archiver;
+* :func:`recall_node`, :func:`store_node`, :func:`create_recall_tool`, :func:`create_store_tool` - memory in graphs;
+* :class:`Archiver`, :func:`schedule_archival` - stale memories to compressed, searchable archives.
+"""
+
+from __future__ import annotations
+
+from langgraph_memory.archive import Archiver, schedule_archival
+from langgraph_memory.checkpoint import SqliteCheckpointer
+from langgraph_memory.config import Settings
+from langgraph_memory.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings, default_embeddings
+from langgraph_memory.errors import LangGraphMemoryError
+from langgraph_memory.lineage import Lineage
+from langgraph_memory.memory import Hit, Memory, StrategyVersion
+from langgraph_memory.nodes import recall_node, store_node
+from langgraph_memory.store import ChromaStore
+from langgraph_memory.tools import create_recall_tool, create_store_tool
+
+__all__ = [
+    "Memory",
+    "ChromaStore",
+    "SqliteCheckpointer",
+    "Archiver",
+    "schedule_archival",
+    "recall_node",
+    "store_node",
+    "create_recall_tool",
+    "create_store_tool",
+    "Hit",
+    "StrategyVersion",
+    "Lineage",
+    "Settings",
+    "SentenceTransformerEmbeddings",
+    "CachedEmbeddings",
+    "default_embeddings",
+    "LangGraphMemoryError",
+]
+
+__version__ = "0.1.0"

@@ -43,7 +43,7 @@ def _resolve_store(store: Optional[BaseStore], tool: str) -> BaseStore:
         from langgraph.config import get_store
 
         found = get_store()
-    except RuntimeError:
+    except (RuntimeError, KeyError):  # called outside a graph run
         found = None
     if found is None:
         raise ConfigError(

@@ -129,6 +129,9 @@ class Archiver:
         compresslevel: gzip level of new files.
         chunk_size: items fetched, written and deleted per step.
         lock_timeout: seconds to wait for another run (default: the store's lock timeout).
+        lineage: a :class:`~langgraph_memory.lineage.LineageStore` whose parent
+            edges are copied into each archived line; default: the data
+            directory's ``lineage.sqlite`` when it exists.
 
     Example:
         >>> archiver = Archiver(store, policies={"strategies": 365})   # doctest: +SKIP
@@ -148,6 +151,7 @@ class Archiver:
         compresslevel: int = 6,
         chunk_size: int = 500,
         lock_timeout: float | None = None,
+        lineage: Any | None = None,
     ) -> None:
         if thread_strategy not in ("keep_latest", "delete", "archive"):
             raise ConfigError(f"thread_strategy must be 'keep_latest', 'delete' or 'archive', got {thread_strategy!r}")
@@ -172,6 +176,17 @@ class Archiver:
         self._thread_lock = threading.RLock()
         self._lock_timeout = timeout
         self.manifest = Manifest(self.archive_dir / "manifest.sqlite")
+        self._lineage = lineage
+        self._own_lineage = False
+        if lineage is None:
+            path = Path(store.settings.data_dir) / "lineage.sqlite"
+            if path.exists():
+                try:
+                    from langgraph_memory.lineage import LineageStore
+
+                    self._lineage, self._own_lineage = LineageStore(path), True
+                except Exception:  # noqa: BLE001 - lineage is an extra; archiving must not depend on it
+                    logger.warning("could not open %s; archiving without lineage edges", path, exc_info=True)
         # Fault injection for tests: called with a step name at each step boundary.
         self._fault: Callable[[str], None] | None = None
 
@@ -180,6 +195,20 @@ class Archiver:
     def close(self) -> None:
         """Close the manifest (the store and checkpointer are the caller's)."""
         self.manifest.close()
+        if self._own_lineage and self._lineage is not None:
+            self._lineage.close()
+
+    def _lineage_of(self, item: StoredItem) -> dict[str, Any] | None:
+        """Parent edges the lineage store knows for this item (by key), for the archived line."""
+        if self._lineage is None:
+            return None
+        try:
+            edges = self._lineage.parents(item.key)
+        except Exception:  # noqa: BLE001 - e.g. an unregistered id
+            return None
+        if not edges:
+            return None
+        return {"parents": [{"id": e.parent_id, "relation": e.relation, "collection": e.parent_collection} for e in edges]}
 
     def _hook(self, step: str) -> None:
         if self._fault is not None:
@@ -250,8 +279,8 @@ class Archiver:
                 try:
                     self._archive_collection(name, policy, at, report.run_id, cr, dry_run, progress)
                 except ArchiveIntegrityError as exc:
-                    cr.error = str(exc)
-                    report.errors.append(str(exc))
+                    cr.error = f"{name}: {exc}"
+                    report.errors.append(cr.error)
                     logger.error("archive of %s failed verification, nothing deleted: %s", name, exc)
             if wanted is None:
                 self._threads(at, report, dry_run)
@@ -322,7 +351,7 @@ class Archiver:
                         file_name = self._new_name(name, run_id)
                         self.manifest.reserve(file_name, kind="items", collection=name, run_id=run_id)
                         writer = ArchiveWriter(self._path(file_name), compresslevel=self.compresslevel)
-                    writer.write(it, archived_at=archived_at, run_id=run_id)
+                    writer.write(it, archived_at=archived_at, run_id=run_id, lineage=self._lineage_of(it))
                     stats.add(it)
                 if progress:
                     progress("write", name, stats.count, total)
@@ -376,7 +405,7 @@ class Archiver:
                 )
         except ArchiveIntegrityError as exc:
             self.manifest.set_state(file_name, "corrupt", note=f"failed verification after writing: {exc}")
-            raise
+            raise ArchiveIntegrityError(f"{file_name} failed verification after writing: {exc}") from None
 
     def _finish_deletes(
         self, file_name: str, collection: str, *, precheck: bool = False, progress: ProgressCallback | None = None

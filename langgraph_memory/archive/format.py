@@ -62,6 +62,7 @@ FORMAT_VERSION = 1
 # name the strategy they are about and the item that resolved them.
 LINEAGE_FIELDS = ("parent_id", "strategy_id", "resolution_id")
 _CHUNK = 1 << 20
+_REQUIRED = ("uid", "namespace", "key", "value", "created_at", "updated_at", "last_accessed_at")
 
 
 @dataclass
@@ -159,8 +160,8 @@ def parse_line(line: bytes) -> dict[str, Any]:
         record = json.loads(line)
     except ValueError as exc:
         raise ArchiveIntegrityError(f"an archive line is unreadable ({exc}); the file is damaged") from None
-    if not isinstance(record, dict):
-        raise ArchiveIntegrityError("an archive line is not a JSON object; the file is damaged")
+    if not isinstance(record, dict) or not all(k in record for k in _REQUIRED):
+        raise ArchiveIntegrityError("an archive line lacks item fields; the file is damaged")
     return record
 
 

@@ -6,6 +6,11 @@ connection of its own for the length of one operation and takes it back
 afterwards, so any number of threads (LangGraph's background executor, our
 async worker) share a handful of connections without a global lock.
 
+Async callers get two extras (see ``_worker``): a group of writes queued
+together is committed in one transaction (:meth:`_ConnectionPool.write_group`),
+and a short read may run on the caller's thread over a connection that never
+waits for a lock (:meth:`_ConnectionPool.read_nowait`).
+
 Writes take the file's write lock up front (``BEGIN IMMEDIATE``) so two
 writers never deadlock upgrading read locks; a lock that cannot be had is
 retried with back-off until ``busy_timeout`` and then reported as
@@ -32,6 +37,13 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+Statement = tuple[str, Sequence[Any], bool]
+"""``(sql, params, many)``: one write statement; ``many`` means ``executemany``."""
+
+
+class WouldBlock(Exception):
+    """``read_nowait`` could not run without waiting (no idle connection, or a lock)."""
+
 _LOCKED_MARKERS = ("database is locked", "database table is locked", "database is busy")
 
 
@@ -48,6 +60,9 @@ class _ConnectionPool:
         self.durability: Durability = durability
         self.busy_timeout = busy_timeout
         self._free: list[sqlite3.Connection] = []
+        # Connections with busy_timeout 0, for reads run on an event loop.
+        self._free_nowait: list[sqlite3.Connection] = []
+        self._nowait_count = 0
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         # Writers of this process queue here rather than in SQLite's busy
@@ -65,20 +80,21 @@ class _ConnectionPool:
             self._all.append(conn)
             self._free.append(conn)
 
-    def _open(self) -> sqlite3.Connection:
+    def _open(self, *, nowait: bool = False) -> sqlite3.Connection:
+        busy_timeout = 0.0 if nowait else self.busy_timeout
         try:
             conn = sqlite3.connect(
                 str(self.path),
                 isolation_level=None,  # we issue BEGIN/COMMIT ourselves
                 check_same_thread=False,  # a pooled connection moves between threads
-                timeout=self.busy_timeout,
+                timeout=busy_timeout,
                 cached_statements=256,
             )
         except sqlite3.Error as exc:
             raise CheckpointError(f"cannot open checkpoint file {self.path}: {exc}") from exc
         self.retry(
             lambda: configure_connection(
-                conn, durability=self.durability, busy_timeout=self.busy_timeout
+                conn, durability=self.durability, busy_timeout=busy_timeout
             ),
             what="configure the checkpoint connection",
         )
@@ -143,6 +159,59 @@ class _ConnectionPool:
         with self.connection() as conn:
             return self.retry(lambda: fn(conn), what=what)
 
+    def add_nowait_connection(self) -> None:
+        """Open one more connection for :meth:`read_nowait` (opening may touch the disk)."""
+        conn = self._open(nowait=True)
+        with self._lock:
+            if self._closed:
+                conn.close()
+                return
+            self._all.append(conn)
+            self._free_nowait.append(conn)
+            self._nowait_count += 1
+
+    def nowait_idle(self) -> int:
+        """Idle connections :meth:`read_nowait` can use."""
+        return len(self._free_nowait)
+
+    def nowait_count(self) -> int:
+        """Connections opened for :meth:`read_nowait`, idle or not."""
+        return self._nowait_count
+
+    def read_nowait(self, fn: Callable[[sqlite3.Connection], T], *, what: str) -> T:
+        """Run the read ``fn(conn)`` now if that needs no wait, else raise :class:`WouldBlock`.
+
+        The connection has ``busy_timeout`` 0, so SQLite answers "busy" at
+        once instead of sleeping; in WAL mode a reader is never blocked by
+        writers, so that only happens during WAL recovery or on a file that
+        is not in WAL mode. Without an idle connection we do not open one here.
+        """
+        with self._lock:
+            if self._closed:
+                raise CheckpointError(f"checkpointer for {self.path} is closed; open a new one.")
+            if not self._free_nowait:
+                raise WouldBlock
+            conn = self._free_nowait.pop()
+        try:
+            return fn(conn)
+        except sqlite3.OperationalError as exc:
+            if _is_lock_error(exc):
+                raise WouldBlock from exc
+            raise CheckpointError(f"could not {what} in {self.path}: {exc}") from exc
+        except sqlite3.DatabaseError as exc:
+            raise CheckpointError(f"could not {what} in {self.path}: {exc}") from exc
+        finally:
+            if conn.in_transaction:  # fn left a read transaction open (it should not)
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    logger.debug("rollback after failure failed", exc_info=True)
+            with self._lock:
+                if self._closed:
+                    conn.close()
+                else:
+                    self._free_nowait.append(conn)
+
     def write_one(self, sql: str, params: Sequence[Any], *, what: str) -> None:
         """Run one write statement in autocommit mode (atomic by itself)."""
         self._acquire_write_lock(what)
@@ -180,13 +249,52 @@ class _ConnectionPool:
         finally:
             self._write_lock.release()
 
+    def write_group(
+        self, groups: Sequence[Sequence[Statement]], whats: Sequence[str]
+    ) -> list[BaseException | None]:
+        """Commit several callers' statements in one transaction (group commit).
+
+        Returns one outcome per group: None once its statements are committed,
+        or the exception it failed with. When the shared transaction fails for
+        a reason other than a lock timeout, each group is retried on its own,
+        so one bad group does not fail the others.
+        """
+        statements = [stmt for group in groups for stmt in group]
+        try:
+            if len(statements) == 1 and not statements[0][2]:
+                sql, params, _ = statements[0]
+                self.write_one(sql, params, what=whats[0])
+            else:
+                self.write(lambda conn: execute_statements(conn, statements), what=whats[0])
+            return [None] * len(groups)
+        except LockTimeoutError as exc:  # retrying one by one would wait again, per group
+            return [exc] * len(groups)
+        except Exception as exc:
+            if len(groups) == 1:
+                return [exc]
+        except BaseException as exc:  # e.g. KeyboardInterrupt: no retry
+            return [exc] * len(groups)
+        outcomes: list[BaseException | None] = []
+        for group, what in zip(groups, whats):
+            outcomes.extend(self.write_group([group], [what]))
+        return outcomes
+
     def close(self) -> None:
         """Close every idle connection; busy ones close when handed back."""
         with self._lock:
             self._closed = True
-            free, self._free = self._free, []
+            free, self._free = self._free + self._free_nowait, []
+            self._free_nowait = []
         for conn in free:
             try:
                 conn.close()
             except sqlite3.Error:
                 logger.debug("closing a checkpoint connection failed", exc_info=True)
+
+
+def execute_statements(conn: sqlite3.Connection, statements: Sequence[Statement]) -> None:
+    for sql, params, many in statements:
+        if many:
+            conn.executemany(sql, params)
+        else:
+            conn.execute(sql, params)

@@ -7,12 +7,9 @@ from contextlib import contextmanager
 import logging
 import math
 import os
-import threading
-import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +24,6 @@ from langgraph.store.base import (
     Op,
     PutOp,
     Result,
-    SearchItem,
     SearchOp,
     TTLConfig,
     ensure_embeddings,
@@ -36,7 +32,7 @@ from langgraph.store.base import (
 )
 
 from langgraph_memory._chroma import ChromaHandle
-from langgraph_memory.collections import COLLECTIONS, GENERAL, CollectionSpec, collection_by_name, collection_for
+from langgraph_memory.collections import CollectionSpec, collection_by_name, collection_for
 from langgraph_memory.config import Settings
 from langgraph_memory.embeddings import (
     _DEFAULT_ALIASES,
@@ -48,32 +44,28 @@ from langgraph_memory.errors import ConfigError, EmbeddingModelError, StoreBacke
 from langgraph_memory.store import filters as _filters
 from langgraph_memory.store.namespaces import (
     NamespaceRegistry,
-    prefix_clauses,
     select_namespaces,
     validate_namespace,
 )
 from langgraph_memory.store.records import (
-    K_EXPIRES,
-    K_EXTRA,
-    K_HAS_VECTOR,
     K_NS,
-    K_NVEC,
     StoredItem,
     decode_metadata,
+    now as _now,
+    to_datetime as _dt,
     dumps_value,
     encode_metadata,
     extra_id,
     item_uid,
     removed_keys,
 )
+from langgraph_memory.store._maintenance import MaintenanceMixin
+from langgraph_memory.store._search import SearchMixin
 from langgraph_memory.store.ttl import AccessLog, Sweeper
 
 __all__ = ["ChromaStore"]
 
 logger = logging.getLogger(__name__)
-
-_PAGE = 1000
-
 
 @dataclass
 class _PreparedPut:
@@ -95,14 +87,6 @@ class _Prepared:
     queries: list[str]
 
 
-def _now() -> float:
-    return time.time()
-
-
-def _dt(ts: float) -> datetime:
-    return datetime.fromtimestamp(ts, tz=timezone.utc)
-
-
 def _make_embeddings(embed: Any) -> Embeddings:
     if isinstance(embed, str) and (
         embed in _DEFAULT_ALIASES or embed.startswith("sentence-transformers/") or Path(embed).is_dir()
@@ -111,7 +95,7 @@ def _make_embeddings(embed: Any) -> Embeddings:
     return ensure_embeddings(embed)
 
 
-class ChromaStore(BaseStore):
+class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
     """A LangGraph ``BaseStore`` whose items live in typed Chroma collections.
 
     Put it wherever ``InMemoryStore``, ``SqliteStore`` or ``PostgresStore``
@@ -459,152 +443,6 @@ class ChromaStore(BaseStore):
                 )
             self._access.note(name, touched, now)
 
-    # ---------------------------------------------------------------- searches
-
-    def _specs_for_prefix(self, prefix: tuple[str, ...]) -> list[CollectionSpec]:
-        if prefix:
-            return [collection_for(prefix)]
-        return [*COLLECTIONS.values(), GENERAL]
-
-    def _run_search(self, op: SearchOp, qvec: list[float] | None) -> list[SearchItem]:
-        now = _now()
-        where_f, exact = _filters.compile_where(op.filter)
-        need = op.offset + op.limit
-        if need <= 0 or op.limit <= 0:
-            return []
-        hits: list[tuple[float | None, StoredItem, str]] = []
-        scoreless: list[tuple[StoredItem, str]] = []
-        for spec in self._specs_for_prefix(op.namespace_prefix):
-            col = self._collection(spec, create=False)
-            if col is None:
-                continue
-            clauses = prefix_clauses(spec, op.namespace_prefix)
-            if where_f:
-                clauses.append(where_f)
-            if qvec is not None:
-                hits.extend(self._query_collection(spec, col, op, qvec, clauses, need, now))
-            else:
-                hits.extend((None, it, spec.name) for it in self._scan_collection(col, op, clauses, exact, need, now))
-        if qvec is not None:
-            hits.sort(key=lambda h: h[0], reverse=True)  # type: ignore[arg-type, return-value]
-            kept = hits[op.offset : need]
-            if len(kept) < op.limit:
-                # Like InMemoryStore: when fewer items have vectors than asked
-                # for, fill up with matching items that have none.
-                for spec in self._specs_for_prefix(op.namespace_prefix):
-                    if len(kept) + len(scoreless) >= op.limit:
-                        break
-                    col = self._collection(spec, create=False)
-                    if col is None:
-                        continue
-                    clauses = prefix_clauses(spec, op.namespace_prefix) + [{K_HAS_VECTOR: False}]
-                    if where_f:
-                        clauses.append(where_f)
-                    for it in self._scan_collection(col, op, clauses, False, op.limit - len(kept) - len(scoreless), now, skip=0):
-                        scoreless.append((it, spec.name))
-                kept = kept + [(None, it, name) for it, name in scoreless[: op.limit - len(kept)]]
-        else:
-            kept = hits[op.offset : need]
-        if op.refresh_ttl:
-            touched: dict[str, list[str]] = defaultdict(list)
-            for _, it, name in kept:
-                touched[name].append(it.uid)
-            for name, uids in touched.items():
-                self._access.note(name, uids, now)
-        return [
-            SearchItem(
-                namespace=it.namespace,
-                key=it.key,
-                value=it.value,
-                created_at=_dt(it.created_at),
-                updated_at=_dt(it.updated_at),
-                score=score,
-            )
-            for score, it, _ in kept
-        ]
-
-    def _query_collection(
-        self,
-        spec: CollectionSpec,
-        col: Any,
-        op: SearchOp,
-        qvec: list[float],
-        clauses: list[dict[str, Any]],
-        need: int,
-        now: float,
-    ) -> list[tuple[float, StoredItem, str]]:
-        where = _filters.combine_where(clauses)
-        n = need
-        while True:
-            res = col.query(query_embeddings=[qvec], n_results=n, where=where, include=["metadatas", "distances"])
-            ids = res["ids"][0]
-            metas = res["metadatas"][0] if res["metadatas"] else []
-            dists = res["distances"][0] if res["distances"] else []
-            best: dict[str, tuple[float, StoredItem]] = {}
-            extras: dict[str, float] = {}
-            for rid, meta, dist in zip(ids, metas, dists):
-                if not meta or not meta.get(K_HAS_VECTOR, True):
-                    continue
-                score = 1.0 - float(dist)
-                if meta.get(K_EXTRA):
-                    uid = rid.rsplit(":", 1)[0]
-                    if uid not in best and uid not in extras:
-                        extras[uid] = score
-                    continue
-                item = decode_metadata(meta)
-                if item is None or rid in best:
-                    continue
-                best[rid] = (score, item)
-            if extras:
-                # An extra vector won: read the primary record, the item's truth.
-                got = col.get(ids=list(extras), include=["metadatas"])
-                for rid, meta in zip(got["ids"], got["metadatas"] or []):
-                    item = decode_metadata(meta)
-                    if item is not None and rid not in best:
-                        best[rid] = (extras[rid], item)
-            out = [
-                (score, item, spec.name)
-                for score, item in best.values()
-                if _filters.matches(item.value, op.filter) and not self._omit(item, now)
-            ]
-            if len(out) >= need or len(ids) < n:
-                return out
-            n *= 4
-
-    def _scan_collection(
-        self,
-        col: Any,
-        op: SearchOp,
-        clauses: list[dict[str, Any]],
-        exact: bool,
-        need: int,
-        now: float,
-        *,
-        skip: int | None = None,
-    ) -> list[StoredItem]:
-        """Items in storage order (primaries only), at most ``need`` of them."""
-        where = _filters.combine_where([*clauses, {K_EXTRA: 0}])
-        omit = bool(self.ttl_config and self.ttl_config.get("omit_expired"))
-        if exact and not omit and skip is None:
-            got = col.get(where=where, limit=need, include=["metadatas"])
-            items = [decode_metadata(m) for m in got["metadatas"] or []]
-            return [it for it in items if it is not None]
-        out: list[StoredItem] = []
-        offset = 0
-        while len(out) < need:
-            got = col.get(where=where, limit=_PAGE, offset=offset, include=["metadatas"])
-            metas = got["metadatas"] or []
-            for meta in metas:
-                it = decode_metadata(meta)
-                if it is not None and _filters.matches(it.value, op.filter) and not self._omit(it, now):
-                    out.append(it)
-                    if len(out) >= need:
-                        break
-            if len(metas) < _PAGE:
-                break
-            offset += _PAGE
-        return out
-
     # -------------------------------------------------------------------- puts
 
     def _run_puts(self, puts: list[_PreparedPut], doc_vecs: list[list[float]]) -> None:
@@ -707,229 +545,6 @@ class ChromaStore(BaseStore):
 
         got = col.get(where={K_NS: NS_SEP.join(namespace)}, limit=1, include=[])
         return bool(got["ids"])
-
-    # ------------------------------------------------------------- reads' log
-
-    def flush_access(self) -> int:
-        """Apply pending reads (access counts, last access, TTL refresh); return items touched."""
-        pending = self._access.take()
-        if not pending:
-            return 0
-        touched = 0
-        try:
-            with self._using(write=True):
-                for name, bucket in pending.items():
-                    col = self._collection(collection_by_name(name), create=False)
-                    if col is None:
-                        continue
-                    got = col.get(ids=list(bucket), include=["metadatas"])
-                    ids: list[str] = []
-                    metas: list[dict[str, Any]] = []
-                    for rid, meta in zip(got["ids"], got["metadatas"] or []):
-                        item = decode_metadata(meta)
-                        if item is None:
-                            continue
-                        acc = bucket[rid]
-                        update: dict[str, Any] = {
-                            "lgm:la": max(item.last_accessed_at, acc.at),
-                            "lgm:ac": item.access_count + acc.count,
-                        }
-                        if item.ttl_minutes:
-                            update[K_EXPIRES] = max(item.expires_at or 0.0, acc.at + item.ttl_minutes * 60.0)
-                        for i in range(item.n_vectors):
-                            ids.append(rid if i == 0 else extra_id(rid, i))
-                            metas.append(update)
-                        touched += 1
-                    if ids:
-                        col.update(ids=ids, metadatas=metas)
-        except BaseException:
-            self._access.give_back(pending)
-            raise
-        return touched
-
-    # --------------------------------------------------------------------- TTL
-
-    def sweep_ttl(self) -> int:
-        """Delete expired items now; return how many were deleted."""
-        self.flush_access()
-        now = _now()
-        deleted = 0
-        with self._using(write=True):
-            registry = self._registry_()
-            emptied: dict[tuple[str, tuple[str, ...]], Any] = {}
-            for spec in [*COLLECTIONS.values(), GENERAL]:
-                col = self._collection(spec, create=False)
-                if col is None:
-                    continue
-                got = col.get(where={K_EXPIRES: {"$lt": now}}, include=["metadatas"])
-                ids: list[str] = []
-                for rid, meta in zip(got["ids"], got["metadatas"] or []):
-                    item = decode_metadata(meta)
-                    if item is None or meta.get(K_EXTRA):
-                        continue
-                    ids.append(rid)
-                    ids.extend(extra_id(rid, i) for i in range(1, item.n_vectors))
-                    emptied[(spec.name, item.namespace)] = col
-                    deleted += 1
-                if ids:
-                    col.delete(ids=ids)
-            registry.remove([ns for (_, ns), col in emptied.items() if not self._namespace_has_items(col, ns)])
-        if deleted:
-            logger.info("swept %d expired items", deleted)
-        return deleted
-
-    def start_ttl_sweeper(self, sweep_interval_minutes: int | None = None) -> Any:
-        """Sweep expired items every ``sweep_interval_minutes`` (default from ``ttl``, else 5).
-
-        Returns a ``concurrent.futures.Future``; cancelling it stops the sweeper.
-        """
-        import concurrent.futures
-
-        if not self.ttl_config:
-            done: concurrent.futures.Future[None] = concurrent.futures.Future()
-            done.set_result(None)
-            return done
-        minutes = float(sweep_interval_minutes or self.ttl_config.get("sweep_interval_minutes") or 5)
-        if self._ttl_sweeper is None or not self._ttl_sweeper.running:
-            self._ttl_sweeper = Sweeper("lgm-ttl-sweeper", self.sweep_ttl, minutes * 60.0)
-        return self._ttl_sweeper.start()
-
-    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
-        """Stop the sweeper thread; True if it stopped (or was not running)."""
-        if self._ttl_sweeper is None:
-            return True
-        return self._ttl_sweeper.stop(timeout)
-
-    # ----------------------------------------------------------------- raw API
-    # Used by the archive and lineage modules; not part of BaseStore.
-
-    def iter_items(
-        self, collection: str, *, with_vectors: bool = False, page_size: int = _PAGE
-    ) -> Iterator[StoredItem]:
-        """Every item of a collection, a page at a time (bounded memory)."""
-        spec = collection_by_name(collection)
-        offset = 0
-        include = ["metadatas", "embeddings", "documents"] if with_vectors else ["metadatas"]
-        while True:
-            # The lock is held per page, never across a yield.
-            with self._using():
-                col = self._collection(spec, create=False)
-                if col is None:
-                    return
-                got = col.get(where={K_EXTRA: 0}, limit=page_size, offset=offset, include=include)
-                metas = got["metadatas"] or []
-                batch: list[StoredItem] = []
-                for idx, meta in enumerate(metas):
-                    item = decode_metadata(meta)
-                    if item is None:
-                        continue
-                    if with_vectors:
-                        self._fill_vectors(col, item, got, idx)
-                    batch.append(item)
-            yield from batch
-            if len(metas) < page_size:
-                return
-            offset += page_size
-
-    def _fill_vectors(self, col: Any, item: StoredItem, got: dict[str, Any], idx: int) -> None:
-        embs = got.get("embeddings")
-        docs = got.get("documents")
-        metas = got["metadatas"]
-        if not item.indexed:
-            return
-        item.vectors = [[float(x) for x in embs[idx]]]
-        item.texts = [docs[idx] if docs is not None else None]
-        item.paths = [str(metas[idx].get("lgm:path", ""))]
-        if item.n_vectors > 1:
-            ex = col.get(
-                ids=[extra_id(item.uid, i) for i in range(1, item.n_vectors)],
-                include=["metadatas", "embeddings", "documents"],
-            )
-            order = {rid: k for k, rid in enumerate(ex["ids"])}
-            for i in range(1, item.n_vectors):
-                k = order.get(extra_id(item.uid, i))
-                if k is None:
-                    continue
-                item.vectors.append([float(x) for x in ex["embeddings"][k]])
-                item.texts.append(ex["documents"][k] if ex.get("documents") is not None else None)
-                item.paths.append(str(ex["metadatas"][k].get("lgm:path", "")))
-
-    def get_items(self, collection: str, uids: list[str], *, with_vectors: bool = False) -> list[StoredItem]:
-        """Items of a collection by primary id (missing ids are skipped)."""
-        with self._using():
-            col = self._collection(collection_by_name(collection), create=False)
-            if col is None or not uids:
-                return []
-            include = ["metadatas", "embeddings", "documents"] if with_vectors else ["metadatas"]
-            got = col.get(ids=list(uids), include=include)
-            out = []
-            for idx, meta in enumerate(got["metadatas"] or []):
-                item = decode_metadata(meta)
-                if item is None or meta.get(K_EXTRA):
-                    continue
-                if with_vectors:
-                    self._fill_vectors(col, item, got, idx)
-                out.append(item)
-            return out
-
-    def delete_items(self, collection: str, items: list[StoredItem]) -> int:
-        """Delete items (all their records) and unregister emptied namespaces."""
-        spec = collection_by_name(collection)
-        col = self._collection(spec, create=False)
-        if col is None or not items:
-            return 0
-        ids: list[str] = []
-        for it in items:
-            ids.append(it.uid)
-            ids.extend(extra_id(it.uid, i) for i in range(1, it.n_vectors))
-        with self._using(write=True):
-            col.delete(ids=ids)
-            namespaces = {it.namespace for it in items}
-            self._registry_().remove([ns for ns in namespaces if not self._namespace_has_items(col, ns)])
-        return len(items)
-
-    def restore_items(self, items: list[StoredItem]) -> int:
-        """Write items back exactly as they were (timestamps, access data, vectors).
-
-        Items that are already live are left alone, so restoring twice is a no-op.
-        Returns how many were written.
-        """
-        by_spec: dict[str, list[StoredItem]] = defaultdict(list)
-        for it in items:
-            by_spec[collection_for(it.namespace).name].append(it)
-        written = 0
-        with self._using(write=True):
-            added: dict[tuple[str, ...], str] = {}
-            for name, group in by_spec.items():
-                spec = collection_by_name(name)
-                col = self._collection(spec)
-                live = set(col.get(ids=[it.uid for it in group], include=[])["ids"])
-                ids, embs, metas, docs = [], [], [], []
-                for it in group:
-                    if it.uid in live:
-                        continue
-                    vecs = it.vectors if it.indexed and it.vectors else [self._placeholder(spec)]
-                    it.n_vectors = max(1, len(vecs))
-                    for i, vec in enumerate(vecs):
-                        ids.append(it.uid if i == 0 else extra_id(it.uid, i))
-                        embs.append(vec)
-                        path = it.paths[i] if i < len(it.paths) else ""
-                        metas.append(encode_metadata(it, extra=i, path=path))
-                        docs.append(it.texts[i] if it.indexed and i < len(it.texts) else None)
-                    added[it.namespace] = name
-                    written += 1
-                if ids:
-                    col.add(ids=ids, embeddings=embs, metadatas=metas, documents=docs)
-            self._registry_().add(added)
-        return written
-
-    def count(self, collection: str) -> int:
-        """How many items (not vector records) a collection holds."""
-        with self._using():
-            col = self._collection(collection_by_name(collection), create=False)
-            if col is None:
-                return 0
-            return len(col.get(where={K_EXTRA: 0}, include=[])["ids"])
 
     # --------------------------------------------------------------- lifecycle
 

@@ -61,6 +61,22 @@ K_EXTRA = "lgm:x"
 K_PATH = "lgm:path"
 
 
+# Items read from Chroma per page when scanning.
+PAGE_SIZE = 1000
+
+
+def now() -> float:
+    """Wall-clock time as stored in records (epoch seconds)."""
+    import time
+
+    return time.time()
+
+
+def to_datetime(ts: float) -> datetime:
+    """A record timestamp as an aware UTC datetime."""
+    return datetime.fromtimestamp(ts, tz=timezone.utc)
+
+
 def level_key(i: int) -> str:
     return f"lgm:n{i}"
 

@@ -1,6 +1,6 @@
 """Subprocess writer for tests: put N items into a data directory in small batches.
 
-usage: python store_writer.py DATA_DIR PREFIX N DIMS [START_FLAG]
+usage: python store_writer.py DATA_DIR|http://HOST:PORT PREFIX N DIMS [START_FLAG]
 """
 
 from __future__ import annotations
@@ -19,7 +19,14 @@ from langgraph_memory.store import ChromaStore
 def main() -> None:
     data_dir, prefix, n, dims = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     start_flag = Path(sys.argv[5]) if len(sys.argv) > 5 else None
-    store = ChromaStore(data_dir=data_dir, index={"dims": dims, "embed": DeterministicFakeEmbedding(size=dims)})
+    index = {"dims": dims, "embed": DeterministicFakeEmbedding(size=dims)}
+    if data_dir.startswith("http://"):
+        import chromadb
+
+        host, port = data_dir.removeprefix("http://").split(":")
+        store = ChromaStore(chromadb.HttpClient(host=host, port=int(port)), index=index)
+    else:
+        store = ChromaStore(data_dir=data_dir, index=index)
     if start_flag is not None:  # start both writers together
         deadline = time.time() + 30
         while not start_flag.exists() and time.time() < deadline:

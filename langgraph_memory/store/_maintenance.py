@@ -1,0 +1,257 @@
+"""Upkeep and raw access: applying noted reads, TTL sweeps, and the item API for archive and lineage."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any
+
+from langgraph_memory.collections import COLLECTIONS, GENERAL, collection_by_name, collection_for
+from langgraph_memory.store.records import (
+    K_EXPIRES,
+    K_EXTRA,
+    PAGE_SIZE as _PAGE,
+    StoredItem,
+    decode_metadata,
+    encode_metadata,
+    extra_id,
+    now as _now,
+)
+from langgraph_memory.store.ttl import Sweeper
+
+__all__ = ["MaintenanceMixin"]
+
+logger = logging.getLogger(__name__)
+
+
+class MaintenanceMixin:
+    """Access flushing, TTL sweeping and the raw item API of :class:`~langgraph_memory.store.ChromaStore`."""
+
+    ttl_config: Any
+    _access: Any
+    _ttl_sweeper: Sweeper | None
+
+    # ------------------------------------------------------------- reads' log
+
+    def flush_access(self) -> int:
+        """Apply pending reads (access counts, last access, TTL refresh); return items touched."""
+        pending = self._access.take()
+        if not pending:
+            return 0
+        touched = 0
+        try:
+            with self._using(write=True):
+                for name, bucket in pending.items():
+                    col = self._collection(collection_by_name(name), create=False)
+                    if col is None:
+                        continue
+                    got = col.get(ids=list(bucket), include=["metadatas"])
+                    ids: list[str] = []
+                    metas: list[dict[str, Any]] = []
+                    for rid, meta in zip(got["ids"], got["metadatas"] or []):
+                        item = decode_metadata(meta)
+                        if item is None:
+                            continue
+                        acc = bucket[rid]
+                        update: dict[str, Any] = {
+                            "lgm:la": max(item.last_accessed_at, acc.at),
+                            "lgm:ac": item.access_count + acc.count,
+                        }
+                        if item.ttl_minutes:
+                            update[K_EXPIRES] = max(item.expires_at or 0.0, acc.at + item.ttl_minutes * 60.0)
+                        for i in range(item.n_vectors):
+                            ids.append(rid if i == 0 else extra_id(rid, i))
+                            metas.append(update)
+                        touched += 1
+                    if ids:
+                        col.update(ids=ids, metadatas=metas)
+        except BaseException:
+            self._access.give_back(pending)
+            raise
+        return touched
+
+    # --------------------------------------------------------------------- TTL
+
+    def sweep_ttl(self) -> int:
+        """Delete expired items now; return how many were deleted."""
+        self.flush_access()
+        now = _now()
+        deleted = 0
+        with self._using(write=True):
+            registry = self._registry_()
+            emptied: dict[tuple[str, tuple[str, ...]], Any] = {}
+            for spec in [*COLLECTIONS.values(), GENERAL]:
+                col = self._collection(spec, create=False)
+                if col is None:
+                    continue
+                got = col.get(where={K_EXPIRES: {"$lt": now}}, include=["metadatas"])
+                ids: list[str] = []
+                for rid, meta in zip(got["ids"], got["metadatas"] or []):
+                    item = decode_metadata(meta)
+                    if item is None or meta.get(K_EXTRA):
+                        continue
+                    ids.append(rid)
+                    ids.extend(extra_id(rid, i) for i in range(1, item.n_vectors))
+                    emptied[(spec.name, item.namespace)] = col
+                    deleted += 1
+                if ids:
+                    col.delete(ids=ids)
+            registry.remove([ns for (_, ns), col in emptied.items() if not self._namespace_has_items(col, ns)])
+        if deleted:
+            logger.info("swept %d expired items", deleted)
+        return deleted
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: int | None = None) -> Any:
+        """Sweep expired items every ``sweep_interval_minutes`` (default from ``ttl``, else 5).
+
+        Returns a ``concurrent.futures.Future``; cancelling it stops the sweeper.
+        """
+        import concurrent.futures
+
+        if not self.ttl_config:
+            done: concurrent.futures.Future[None] = concurrent.futures.Future()
+            done.set_result(None)
+            return done
+        minutes = float(sweep_interval_minutes or self.ttl_config.get("sweep_interval_minutes") or 5)
+        if self._ttl_sweeper is None or not self._ttl_sweeper.running:
+            self._ttl_sweeper = Sweeper("lgm-ttl-sweeper", self.sweep_ttl, minutes * 60.0)
+        return self._ttl_sweeper.start()
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread; True if it stopped (or was not running)."""
+        if self._ttl_sweeper is None:
+            return True
+        return self._ttl_sweeper.stop(timeout)
+
+    # ----------------------------------------------------------------- raw API
+    # Used by the archive and lineage modules; not part of BaseStore.
+
+    def iter_items(
+        self, collection: str, *, with_vectors: bool = False, page_size: int = _PAGE
+    ) -> Iterator[StoredItem]:
+        """Every item of a collection, a page at a time (bounded memory)."""
+        spec = collection_by_name(collection)
+        offset = 0
+        include = ["metadatas", "embeddings", "documents"] if with_vectors else ["metadatas"]
+        while True:
+            # The lock is held per page, never across a yield.
+            with self._using():
+                col = self._collection(spec, create=False)
+                if col is None:
+                    return
+                got = col.get(where={K_EXTRA: 0}, limit=page_size, offset=offset, include=include)
+                metas = got["metadatas"] or []
+                batch: list[StoredItem] = []
+                for idx, meta in enumerate(metas):
+                    item = decode_metadata(meta)
+                    if item is None:
+                        continue
+                    if with_vectors:
+                        self._fill_vectors(col, item, got, idx)
+                    batch.append(item)
+            yield from batch
+            if len(metas) < page_size:
+                return
+            offset += page_size
+
+    def _fill_vectors(self, col: Any, item: StoredItem, got: dict[str, Any], idx: int) -> None:
+        embs = got.get("embeddings")
+        docs = got.get("documents")
+        metas = got["metadatas"]
+        if not item.indexed:
+            return
+        item.vectors = [[float(x) for x in embs[idx]]]
+        item.texts = [docs[idx] if docs is not None else None]
+        item.paths = [str(metas[idx].get("lgm:path", ""))]
+        if item.n_vectors > 1:
+            ex = col.get(
+                ids=[extra_id(item.uid, i) for i in range(1, item.n_vectors)],
+                include=["metadatas", "embeddings", "documents"],
+            )
+            order = {rid: k for k, rid in enumerate(ex["ids"])}
+            for i in range(1, item.n_vectors):
+                k = order.get(extra_id(item.uid, i))
+                if k is None:
+                    continue
+                item.vectors.append([float(x) for x in ex["embeddings"][k]])
+                item.texts.append(ex["documents"][k] if ex.get("documents") is not None else None)
+                item.paths.append(str(ex["metadatas"][k].get("lgm:path", "")))
+
+    def get_items(self, collection: str, uids: list[str], *, with_vectors: bool = False) -> list[StoredItem]:
+        """Items of a collection by primary id (missing ids are skipped)."""
+        with self._using():
+            col = self._collection(collection_by_name(collection), create=False)
+            if col is None or not uids:
+                return []
+            include = ["metadatas", "embeddings", "documents"] if with_vectors else ["metadatas"]
+            got = col.get(ids=list(uids), include=include)
+            out = []
+            for idx, meta in enumerate(got["metadatas"] or []):
+                item = decode_metadata(meta)
+                if item is None or meta.get(K_EXTRA):
+                    continue
+                if with_vectors:
+                    self._fill_vectors(col, item, got, idx)
+                out.append(item)
+            return out
+
+    def delete_items(self, collection: str, items: list[StoredItem]) -> int:
+        """Delete items (all their records) and unregister emptied namespaces."""
+        spec = collection_by_name(collection)
+        col = self._collection(spec, create=False)
+        if col is None or not items:
+            return 0
+        ids: list[str] = []
+        for it in items:
+            ids.append(it.uid)
+            ids.extend(extra_id(it.uid, i) for i in range(1, it.n_vectors))
+        with self._using(write=True):
+            col.delete(ids=ids)
+            namespaces = {it.namespace for it in items}
+            self._registry_().remove([ns for ns in namespaces if not self._namespace_has_items(col, ns)])
+        return len(items)
+
+    def restore_items(self, items: list[StoredItem]) -> int:
+        """Write items back exactly as they were (timestamps, access data, vectors).
+
+        Items that are already live are left alone, so restoring twice is a no-op.
+        Returns how many were written.
+        """
+        by_spec: dict[str, list[StoredItem]] = defaultdict(list)
+        for it in items:
+            by_spec[collection_for(it.namespace).name].append(it)
+        written = 0
+        with self._using(write=True):
+            added: dict[tuple[str, ...], str] = {}
+            for name, group in by_spec.items():
+                spec = collection_by_name(name)
+                col = self._collection(spec)
+                live = set(col.get(ids=[it.uid for it in group], include=[])["ids"])
+                ids, embs, metas, docs = [], [], [], []
+                for it in group:
+                    if it.uid in live:
+                        continue
+                    vecs = it.vectors if it.indexed and it.vectors else [self._placeholder(spec)]
+                    it.n_vectors = max(1, len(vecs))
+                    for i, vec in enumerate(vecs):
+                        ids.append(it.uid if i == 0 else extra_id(it.uid, i))
+                        embs.append(vec)
+                        path = it.paths[i] if i < len(it.paths) else ""
+                        metas.append(encode_metadata(it, extra=i, path=path))
+                        docs.append(it.texts[i] if it.indexed and i < len(it.texts) else None)
+                    added[it.namespace] = name
+                    written += 1
+                if ids:
+                    col.add(ids=ids, embeddings=embs, metadatas=metas, documents=docs)
+            self._registry_().add(added)
+        return written
+
+    def count(self, collection: str) -> int:
+        """How many items (not vector records) a collection holds."""
+        with self._using():
+            col = self._collection(collection_by_name(collection), create=False)
+            if col is None:
+                return 0
+            return len(col.get(where={K_EXTRA: 0}, include=[])["ids"])
