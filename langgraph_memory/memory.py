@@ -307,7 +307,10 @@ class Memory:
             except ImportError as exc:
                 raise ConfigError(f"the archive module is not available: {exc}") from exc
             self._archiver = _archive.Archiver(
-                self.store, checkpointer=self.checkpointer, archive_dir=self.settings.archive_dir
+                self.store,
+                checkpointer=self.checkpointer,
+                archive_dir=self.settings.archive_dir,
+                lineage=self.lineage_store,
             )
         return self._archiver
 
