@@ -15,7 +15,7 @@ write survives a process crash; ``--durability full`` also survives power loss).
 
 Run::
 
-    .venv/bin/python bench/checkpoint_bench.py            # full run (about a minute)
+    .venv/bin/python bench/checkpoint_bench.py            # full run (a few minutes)
     .venv/bin/python bench/checkpoint_bench.py --quick    # smaller, for a smoke test
 """
 
@@ -84,35 +84,50 @@ def _configs(prefix: str, invokes: int) -> list[dict[str, Any]]:
     return [{"configurable": {"thread_id": f"{prefix}-{i // TURNS_PER_THREAD}"}} for i in range(invokes)]
 
 
-TRIALS = 3  # steps/s is the best of this many rounds, to damp scheduler noise
+ROUNDS = 5  # steps/s is the median of this many rounds per saver
+WARM_UP = 20  # invokes per saver before timing: imports, caches, SQLite page cache
 
 
-def steps_per_second_sync(saver: BaseCheckpointSaver, invokes: int) -> float:
-    graph = build_graph(saver)
-    for config in _configs("warm", 5):
-        graph.invoke({"messages": [HumanMessage("warm up")]}, config)
-    best = 0.0
-    for trial in range(TRIALS):
-        gc.collect()
-        start = time.perf_counter()
-        for i, config in enumerate(_configs(f"run{trial}", invokes)):
-            graph.invoke({"messages": [HumanMessage(f"message {i}")]}, config)
-        best = max(best, invokes * STEPS_PER_INVOKE / (time.perf_counter() - start))
-    return best
+def _sync_round(graph: Any, tag: str, invokes: int) -> float:
+    gc.collect()
+    start = time.perf_counter()
+    for i, config in enumerate(_configs(tag, invokes)):
+        graph.invoke({"messages": [HumanMessage(f"message {i}")]}, config)
+    return invokes * STEPS_PER_INVOKE / (time.perf_counter() - start)
 
 
-async def steps_per_second_async(saver: BaseCheckpointSaver, invokes: int) -> float:
-    graph = build_graph(saver)
-    for config in _configs("warm", 5):
-        await graph.ainvoke({"messages": [HumanMessage("warm up")]}, config)
-    best = 0.0
-    for trial in range(TRIALS):
-        gc.collect()
-        start = time.perf_counter()
-        for i, config in enumerate(_configs(f"run{trial}", invokes)):
-            await graph.ainvoke({"messages": [HumanMessage(f"message {i}")]}, config)
-        best = max(best, invokes * STEPS_PER_INVOKE / (time.perf_counter() - start))
-    return best
+async def _async_round(graph: Any, tag: str, invokes: int) -> float:
+    gc.collect()
+    start = time.perf_counter()
+    for i, config in enumerate(_configs(tag, invokes)):
+        await graph.ainvoke({"messages": [HumanMessage(f"message {i}")]}, config)
+    return invokes * STEPS_PER_INVOKE / (time.perf_counter() - start)
+
+
+def steps_per_second_sync(savers: dict[str, BaseCheckpointSaver], invokes: int) -> dict[str, list[float]]:
+    """Steps/s per saver: rounds interleaved (A, B, C, A, B, C, ...) so load drift hits all alike."""
+    graphs = {name: build_graph(saver) for name, saver in savers.items()}
+    for name, graph in graphs.items():
+        _sync_round(graph, f"warm-{name}", WARM_UP)
+    rates: dict[str, list[float]] = {name: [] for name in graphs}
+    for r in range(ROUNDS):
+        for name, graph in graphs.items():
+            rates[name].append(_sync_round(graph, f"run{r}-{name}", invokes))
+    return rates
+
+
+async def steps_per_second_async(
+    savers: dict[str, BaseCheckpointSaver], invokes: int
+) -> dict[str, list[float]]:
+    """Async twin of :func:`steps_per_second_sync`."""
+    graphs = {name: build_graph(saver) for name, saver in savers.items()}
+    for name, graph in graphs.items():
+        await _async_round(graph, f"warm-{name}", WARM_UP)
+    rates: dict[str, list[float]] = {name: [] for name in graphs}
+    for r in range(ROUNDS):
+        for name, graph in graphs.items():
+            rates[name].append(await _async_round(graph, f"run{r}-{name}", invokes))
+    return rates
 
 
 # -- long threads for read latency -------------------------------------------
@@ -175,10 +190,18 @@ async def read_latency_async(saver: BaseCheckpointSaver, thread_id: str, repeats
 class Row:
     saver: str
     mode: str
-    steps_per_s: float
+    rounds: list[float]  # steps/s of each round
     peer: str | None = None
     latency: dict[str, float] = field(default_factory=dict)  # "get@100" -> µs
     file_bytes: int | None = None
+
+    @property
+    def steps_per_s(self) -> float:
+        return statistics.median(self.rounds)
+
+    def ratio_to(self, peer: Row) -> float:
+        """Median over rounds of this/peer in the same round (rounds are interleaved)."""
+        return statistics.median(a / b for a, b in zip(self.rounds, peer.rounds))
 
 
 def _size(path: Path) -> int:
@@ -203,60 +226,64 @@ def run(invokes: int, long_thread: int, repeats: int, durability: str, workdir: 
     sync_pragma = durability.upper()
     rows: list[Row] = []
 
-    rows.append(Row("InMemorySaver", "sync", steps_per_second_sync(InMemorySaver(), invokes)))
-
-    # SqliteSaver (sync): graph speed, then long-thread reads on its file.
+    # -- sync: the three savers, rounds interleaved --------------------------
     path = workdir / "sqlitesaver.sqlite"
     conn = _sqlite_conn(path, sync_pragma)
     lg_sync = SqliteSaver(conn)
-    row = Row("SqliteSaver", "sync", steps_per_second_sync(lg_sync, invokes))
+    ours_path = workdir / "ours.sqlite"
+    ours = SqliteCheckpointer(ours_path, durability=durability)  # type: ignore[arg-type]
+    rates = steps_per_second_sync(
+        {"InMemorySaver": InMemorySaver(), "SqliteSaver": lg_sync, "SqliteCheckpointer": ours}, invokes
+    )
+    mem_row = Row("InMemorySaver", "sync", rates["InMemorySaver"])
+    lg_row = Row("SqliteSaver", "sync", rates["SqliteSaver"])
+    ours_row = Row("SqliteCheckpointer", "sync", rates["SqliteCheckpointer"], peer="SqliteSaver")
+
+    # Long-thread reads on each file.
     fill_thread(lg_sync, "short", 100)
     fill_thread(lg_sync, "long", long_thread)
     for label, thread in (("100", "short"), ("long", "long")):
-        row.latency[f"get@{label}"], row.latency[f"list@{label}"] = read_latency_sync(lg_sync, thread, repeats)
+        lg_row.latency[f"get@{label}"], lg_row.latency[f"list@{label}"] = read_latency_sync(lg_sync, thread, repeats)
     conn.close()
-    row.file_bytes = _size(path)
-    rows.append(row)
+    lg_row.file_bytes = _size(path)
+    fill_thread(ours, "short", 100)
+    fill_thread(ours, "long", long_thread)
+    for label, thread in (("100", "short"), ("long", "long")):
+        ours_row.latency[f"get@{label}"], ours_row.latency[f"list@{label}"] = read_latency_sync(ours, thread, repeats)
+    ours.close()
+    ours_row.file_bytes = _size(ours_path)  # after close, like the others: WAL folded in
+    rows += [mem_row, lg_row, ours_row]
 
-    ours_path = workdir / "ours.sqlite"
-    with SqliteCheckpointer(ours_path, durability=durability) as ours:  # type: ignore[arg-type]
-        row = Row("SqliteCheckpointer", "sync", steps_per_second_sync(ours, invokes), peer="SqliteSaver")
-        fill_thread(ours, "short", 100)
-        fill_thread(ours, "long", long_thread)
-        for label, thread in (("100", "short"), ("long", "long")):
-            row.latency[f"get@{label}"], row.latency[f"list@{label}"] = read_latency_sync(ours, thread, repeats)
-    row.file_bytes = _size(ours_path)  # after close, like the others: WAL folded in
-    rows.append(row)
-
+    # -- async ---------------------------------------------------------------
     async def async_rows() -> list[Row]:
-        out = [Row("InMemorySaver", "async", await steps_per_second_async(InMemorySaver(), invokes))]
         aio_path = workdir / "asyncsqlitesaver.sqlite"
-        saver, conn = await _aio_saver(aio_path, sync_pragma)
-        row = Row("AsyncSqliteSaver", "async", await steps_per_second_async(saver, invokes))
-        await conn.close()
-        aio_size = _size(aio_path)
-        # Long-thread reads on the file SqliteSaver filled (same schema).
+        aio_saver, aio_conn = await _aio_saver(aio_path, sync_pragma)
+        async_path = workdir / "ours-async.sqlite"
+        ours_async = SqliteCheckpointer(async_path, durability=durability)  # type: ignore[arg-type]
+        rates = await steps_per_second_async(
+            {"InMemorySaver": InMemorySaver(), "AsyncSqliteSaver": aio_saver, "SqliteCheckpointer": ours_async},
+            invokes,
+        )
+        await aio_conn.close()
+        await asyncio.get_running_loop().run_in_executor(None, ours_async.close)
+        mem = Row("InMemorySaver", "async", rates["InMemorySaver"])
+        aio = Row("AsyncSqliteSaver", "async", rates["AsyncSqliteSaver"], file_bytes=_size(aio_path))
+        mine = Row("SqliteCheckpointer", "async", rates["SqliteCheckpointer"], peer="AsyncSqliteSaver",
+                   file_bytes=_size(async_path))
+
+        # Long-thread reads on the files the sync savers filled (same schema each).
         saver, conn = await _aio_saver(path, sync_pragma)
         for label, thread in (("100", "short"), ("long", "long")):
-            row.latency[f"get@{label}"], row.latency[f"list@{label}"] = await read_latency_async(
+            aio.latency[f"get@{label}"], aio.latency[f"list@{label}"] = await read_latency_async(
                 saver, thread, repeats
             )
         await conn.close()
-        row.file_bytes = aio_size
-        out.append(row)
-
-        async_path = workdir / "ours-async.sqlite"
-        async with SqliteCheckpointer(async_path, durability=durability) as ours_async:  # type: ignore[arg-type]
-            row = Row("SqliteCheckpointer", "async", await steps_per_second_async(ours_async, invokes),
-                      peer="AsyncSqliteSaver")
-        row.file_bytes = _size(async_path)
         async with SqliteCheckpointer(ours_path, durability=durability) as ours_reads:  # type: ignore[arg-type]
             for label, thread in (("100", "short"), ("long", "long")):
-                row.latency[f"get@{label}"], row.latency[f"list@{label}"] = await read_latency_async(
+                mine.latency[f"get@{label}"], mine.latency[f"list@{label}"] = await read_latency_async(
                     ours_reads, thread, repeats
                 )
-        out.append(row)
-        return out
+        return [mem, aio, mine]
 
     rows.extend(asyncio.run(async_rows()))
     return rows
@@ -266,43 +293,71 @@ def render(rows: list[Row], args: argparse.Namespace) -> Table:
     by_name = {(r.saver, r.mode): r for r in rows}
     long_label = f"{args.long_thread:,}"
     table = Table(
-        title=f"Checkpointer benchmark — {args.invokes} invokes x {STEPS_PER_INVOKE} steps, "
-        f"(best of {TRIALS}), WAL + synchronous={args.durability.upper()} for every SQLite saver",
+        title=f"Checkpointer benchmark — {args.invokes} invokes x {STEPS_PER_INVOKE} steps per round, "
+        f"median of {ROUNDS} interleaved rounds, WAL + synchronous={args.durability.upper()} "
+        "for every SQLite saver",
     )
-    for col in ("saver", "mode", "steps/s", "vs peer", "get_tuple µs @100", f"get_tuple µs @{long_label}",
+    for col in ("saver", "mode", "steps/s", "min-max", "vs peer", "get_tuple µs @100", f"get_tuple µs @{long_label}",
                 "list(10) µs @100", f"list(10) µs @{long_label}", "file size"):
         table.add_column(col, justify="left" if col in ("saver", "mode") else "right")
     for r in rows:
         peer = by_name.get((r.peer, "sync" if r.mode == "sync" else "async")) if r.peer else None
-        ratio = f"{r.steps_per_s / peer.steps_per_s:.2f}x {peer.saver}" if peer else ""
+        ratio = f"{r.ratio_to(peer):.2f}x {peer.saver}" if peer else ""
 
         def lat(key: str, row: Row = r) -> str:
             return f"{row.latency[key]:,.0f}" if key in row.latency else "-"
 
         size = f"{r.file_bytes / 1e6:.1f} MB" if r.file_bytes is not None else "(memory)"
-        table.add_row(r.saver, r.mode, f"{r.steps_per_s:,.0f}", ratio, lat("get@100"), lat("get@long"),
+        spread = f"{min(r.rounds):,.0f}-{max(r.rounds):,.0f}"
+        table.add_row(r.saver, r.mode, f"{r.steps_per_s:,.0f}", spread, ratio, lat("get@100"), lat("get@long"),
                       lat("list@100"), lat("list@long"), size)
     table.caption = (
         f"python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, {os.cpu_count()} CPUs; "
+        f"vs peer = median over rounds of the per-round ratio; "
         f"latency = median of {args.repeats}; file size = the graph run plus threads of 100 and "
         f"{long_label} checkpoints (sync rows), the graph run only (async rows)"
     )
     return table
 
 
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _load() -> str:
+    return "/".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main(argv: list[str] | None = None) -> None:
+    global ROUNDS
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small run: 100 invokes, 2,000-checkpoint thread")
     parser.add_argument("--invokes", type=int, default=None)
     parser.add_argument("--long-thread", type=int, default=None)
     parser.add_argument("--repeats", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds per saver")
     parser.add_argument("--durability", choices=("normal", "full"), default="normal")
     args = parser.parse_args(argv)
+    ROUNDS = args.rounds
     args.invokes = args.invokes or (100 if args.quick else 500)
     args.long_thread = args.long_thread or (2_000 if args.quick else 10_000)
+    started = time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())
+    load_start = _load()
     with tempfile.TemporaryDirectory(prefix="lgm-cp-bench-") as tmp:
         rows = run(args.invokes, args.long_thread, args.repeats, args.durability, Path(tmp))
-    Console(width=200).print(render(rows, args))
+    console = Console(width=200)
+    console.print(render(rows, args))
+    console.print(
+        f"Machine: nproc={os.cpu_count()}; CPU {_cpu_model()}; Python {platform.python_version()}; "
+        f"SQLite {sqlite3.sqlite_version}; started {started}; load average (1/5/15 min) "
+        f"{load_start} at start, {_load()} at end."
+    )
 
 
 if __name__ == "__main__":

@@ -526,3 +526,93 @@ def test_metadata_is_queryable_json(saver: SqliteCheckpointer) -> None:
     conn.close()
     assert json.loads(raw)["tags"] == {"a": [1, 2]}
     assert len(list(saver.list(None, filter={"tags": {"a": [1, 2]}, "flag": True}))) == 1
+
+
+# -- async path: group commit, reads on the loop -----------------------------------
+
+
+async def test_concurrent_async_writes_are_committed_when_acknowledged(tmp_path: Path) -> None:
+    """Writes queued together share a COMMIT, and each await returns only after it."""
+    import asyncio
+
+    path = tmp_path / "cp.sqlite"
+    with SqliteCheckpointer(path) as saver:
+        configs = [
+            await saver.aput(generate_config(f"t{i}"), generate_checkpoint(), generate_metadata(), {})
+            for i in range(3)
+        ]
+        outside = sqlite3.connect(path)  # another connection sees only committed data
+        try:
+
+            async def put_writes(i: int) -> int:
+                await saver.aput_writes(configs[i % 3], [("ch", i)], f"task-{i}")
+                # Acknowledged: already visible to another connection.
+                (n,) = outside.execute(
+                    "SELECT count(*) FROM writes WHERE task_id = ?", (f"task-{i}",)
+                ).fetchone()
+                return n
+
+            assert await asyncio.gather(*(put_writes(i) for i in range(40))) == [1] * 40
+        finally:
+            outside.close()
+        for i, config in enumerate(configs):
+            saved = await saver.aget_tuple(config)
+            assert saved is not None
+            assert sorted(w[2] for w in saved.pending_writes) == list(range(i, 40, 3))
+
+
+async def test_async_read_does_not_overtake_a_queued_write(saver: SqliteCheckpointer) -> None:
+    import asyncio
+
+    first = await saver.aput(generate_config("t"), generate_checkpoint(), generate_metadata(), {})
+    assert await saver.aget_tuple(generate_config("t")) is not None  # opens the loop connection
+    newer = generate_checkpoint()
+    put = asyncio.ensure_future(saver.aput(first, newer, generate_metadata(), {}))
+    await asyncio.sleep(0)  # the put is queued on the worker, not yet awaited
+    latest = await saver.aget_tuple(generate_config("t"))
+    assert latest is not None and latest.checkpoint["id"] == newer["id"]
+    await put
+
+
+async def test_async_write_group_reports_lock_timeout_to_every_caller(tmp_path: Path) -> None:
+    import asyncio
+
+    path = tmp_path / "cp.sqlite"
+    with SqliteCheckpointer(path, busy_timeout=0.3) as saver:
+        config = await saver.aput(generate_config("t"), generate_checkpoint(), generate_metadata(), {})
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            results = await asyncio.gather(
+                *(saver.aput_writes(config, [("ch", i)], f"task-{i}") for i in range(5)),
+                return_exceptions=True,
+            )
+            assert all(isinstance(r, LockTimeoutError) for r in results)
+            # Reads still answer while another process holds the write lock.
+            assert await saver.aget_tuple(config) is not None
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        await saver.aput_writes(config, [("ch", 0)], "task-0")  # and it recovers
+        saved = await saver.aget_tuple(config)
+        assert saved is not None and [w[2] for w in saved.pending_writes] == [0]
+
+
+def test_write_group_isolates_a_failing_member(tmp_path: Path) -> None:
+    """One bad member of a group fails alone; the others are committed."""
+    with SqliteCheckpointer(tmp_path / "cp.sqlite") as saver:
+        pool = saver._pool
+        good = ("INSERT INTO writes (thread_id, checkpoint_id, task_id, idx, channel) "
+                "VALUES (?, 'c', 't', ?, 'ch')")
+        outcomes = pool.write_group(
+            [[(good, ("a", 0), False)], [("INSERT INTO no_such_table VALUES (1)", (), False)],
+             [(good, ("b", 0), False)]],
+            ["first", "second", "third"],
+        )
+        assert outcomes[0] is None and outcomes[2] is None
+        assert isinstance(outcomes[1], CheckpointError)
+        rows = pool.read(
+            lambda conn: conn.execute("SELECT thread_id FROM writes ORDER BY 1").fetchall(),
+            what="read",
+        )
+        assert rows == [("a",), ("b",)]
