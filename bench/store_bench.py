@@ -295,6 +295,7 @@ class Row:
     p95: float | None = None
     queries: int = 0
     recall: float | None = None
+    top1: float | None = None
     ratio: str = ""
     note: str = ""
     kind: str = ""  # chromastore | peer | floor | model | model-store
@@ -338,6 +339,7 @@ def search_all(live: list[tuple[Backend, Row, int]], data: Dataset, *, warmup: i
             b.search(j % len(data.query_texts))
     lat: list[list[float]] = [[] for _ in live]
     hits = [0] * len(live)
+    firsts = [0] * len(live)
     most = max((q for _, _, q in live), default=0)
     for j in range(most):
         want = {data.keys[i] for i in data.exact_top[j][:k]}
@@ -351,10 +353,13 @@ def search_all(live: list[tuple[Backend, Row, int]], data: Dataset, *, warmup: i
             keys = b.search(j)
             lat[x].append((time.perf_counter() - t0) * 1000.0)
             hits[x] += len(want.intersection(keys))
-    for (b, row, budget), xs, hit in zip(live, lat, hits):
+            firsts[x] += bool(keys) and keys[0] == data.keys[data.exact_top[j][0]]
+    for (b, row, budget), xs, hit, first in zip(live, lat, hits, firsts):
         row.p50, row.p95, row.queries = percentile(xs, 50), percentile(xs, 95), budget
         row.recall = hit / (budget * k) if budget else None
-        log(f"  {b.name}: search p50 {row.p50:.2f} ms, p95 {row.p95:.2f} ms over {budget} queries, recall@{k} {row.recall:.3f}")
+        row.top1 = first / budget if budget else None
+        log(f"  {b.name}: search p50 {row.p50:.2f} ms, p95 {row.p95:.2f} ms over {budget} queries, "
+            f"recall@{k} {row.recall:.3f}, top-1 {row.top1:.3f}")
 
 
 def run_size(n: int, args: argparse.Namespace, log: Callable) -> list[Row]:
@@ -395,19 +400,22 @@ def run_size(n: int, args: argparse.Namespace, log: Callable) -> list[Row]:
     order = {name: i for i, name in enumerate(["bare", "chromastore", "inmemory", "sqlite"])}
     rows.sort(key=lambda r: order.get(_row_backend(r), 9))
     cs = next((r for r in rows if r.kind == "chromastore" and r.p50), None)
+    judged = n == max(args.sizes_list)  # the targets are stated for the largest size
     if cs is not None:
         for r in rows:
             if r.p50 is None or r is cs:
                 continue
             if r.kind == "floor":
                 x = cs.p50 / r.p50
-                r.ratio = f"ChromaStore = {x:.2f}x floor (target <= {MAX_VS_FLOOR}x)"
-                r.extra["ok"] = x <= MAX_VS_FLOOR
+                r.ratio = f"ChromaStore = {x:.2f}x floor" + (f" (target <= {MAX_VS_FLOOR}x)" if judged else "")
+                ok = x <= MAX_VS_FLOOR
             else:
                 x = r.p50 / cs.p50
-                r.ratio = f"ChromaStore {x:,.1f}x faster (target >= {SPEEDUP_VS_PEERS:.0f}x)"
-                r.extra["ok"] = x >= SPEEDUP_VS_PEERS
+                r.ratio = f"ChromaStore {x:,.1f}x faster" + (f" (target >= {SPEEDUP_VS_PEERS:.0f}x)" if judged else "")
+                ok = x >= SPEEDUP_VS_PEERS
             r.extra["x"] = x
+            if judged:
+                r.extra["ok"] = ok
         cs.ratio = "reference"
     return rows
 
@@ -427,18 +435,31 @@ def run_model(args: argparse.Namespace, log: Callable) -> list[Row]:
     log(f"[model] loaded and warmed in {time.perf_counter() - t0:.1f} s; {len(texts)} texts of "
         f"{min(map(len, texts))}-{max(map(len, texts))} chars, batches of {args.model_batch}")
     keys = [f"m{i:06d}" for i in range(len(texts))]
-    model_rates: list[float] = []
-    store_rates: list[float] = []
+    # Time every model call, including the ones ChromaStore makes inside its puts:
+    # the store's own share of a put is then measured directly, free of the
+    # model's run-to-run noise. (An instance attribute, so the object keeps its type.)
+    in_model = Stopwatch()
+    model_call = emb.embed_documents
+
+    def timed_embed(batch_texts: list[str]) -> list[list[float]]:
+        with in_model:
+            return model_call(batch_texts)
+
+    emb.embed_documents = timed_embed  # type: ignore[method-assign]
+    t_model = Stopwatch()
+    t_store = Stopwatch()
+    model_in_store = 0.0
+    first_outside = 0.0  # store time outside the model in each round's first batch (opens Chroma, creates collections)
+    fractions: list[float] = []
     from langgraph.store.base import PutOp
 
     for r in range(args.model_rounds):
         # Model and store alternate batch by batch (and which goes first alternates too),
         # so load drift on a shared machine hits both alike.
         tmp = Path(tempfile.mkdtemp(prefix="store_bench_model_"))
+        m0, s0 = t_model.seconds, t_store.seconds
         try:
             store = ChromaStore(data_dir=tmp, index=index)  # fresh data dir: cold embedding cache
-            t_model = Stopwatch()
-            t_store = Stopwatch()
             for b, s in enumerate(range(0, len(texts), args.model_batch)):
                 idx = range(s, min(len(texts), s + args.model_batch))
                 ops = [PutOp(NAMESPACE, keys[i], {"content": texts[i], "confidence": 0.5}) for i in idx]
@@ -448,35 +469,48 @@ def run_model(args: argparse.Namespace, log: Callable) -> list[Row]:
                         with t_model:
                             emb.embed_documents(chunk)
                     else:
+                        before, t_before = in_model.seconds, t_store.seconds
                         with t_store:
                             store.batch(ops)
+                        model_in_store += in_model.seconds - before
+                        if b == 0:
+                            first_outside += (t_store.seconds - t_before) - (in_model.seconds - before)
             assert store.embeddings is not None and store.embeddings.misses == len(texts), "cache was not cold"
             store.close()
             _release_chroma()
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        model_rates.append(len(texts) / t_model.seconds)
-        store_rates.append(len(texts) / t_store.seconds)
-        log(f"  round {r + 1}: model {model_rates[-1]:.1f} texts/s, ChromaStore put {store_rates[-1]:.1f} items/s "
-            f"({store_rates[-1] / model_rates[-1]:.3f})")
-    fractions = sorted(s / m for s, m in zip(store_rates, model_rates))
-    frac = percentile(fractions, 50)
+        dm, ds = t_model.seconds - m0, t_store.seconds - s0
+        fractions.append(dm / ds)
+        log(f"  round {r + 1}: model {len(texts) / dm:.1f} texts/s, ChromaStore put {len(texts) / ds:.1f} items/s "
+            f"({dm / ds:.3f})")
+    emb.embed_documents = model_call  # type: ignore[method-assign]
     n = len(texts)
-    spread = f"rounds: {', '.join(f'{f:.3f}' for f in fractions)}"
+    total = n * args.model_rounds
+    frac = t_model.seconds / t_store.seconds  # = store throughput / model throughput, pooled over rounds
+    outside = 1.0 - model_in_store / t_store.seconds
+    outside_steady = (t_store.seconds - model_in_store - first_outside) / t_store.seconds
+    log(f"  time outside the model: {100 * outside:.1f}% of ChromaStore's put time; first batches (open Chroma, "
+        f"create collections) {100 * first_outside / t_store.seconds:.1f}%, the rest {100 * outside_steady:.1f}%")
+    note = (f"rounds: {', '.join(f'{f:.3f}' for f in fractions)}; "
+            f"time outside the model: {100 * outside:.1f}% of ChromaStore's put time")
     return [
-        Row(n, "all-MiniLM-L6-v2 embed_documents alone", put_rate=percentile(model_rates, 50),
-            kind="model", note=f"median of {args.model_rounds} rounds"),
-        Row(n, "ChromaStore + all-MiniLM-L6-v2 (cold cache)", put_rate=percentile(store_rates, 50),
+        Row(n, "all-MiniLM-L6-v2 embed_documents alone", put_rate=total / t_model.seconds,
+            kind="model", note=f"{args.model_rounds} rounds pooled"),
+        Row(n, "ChromaStore + all-MiniLM-L6-v2 (cold cache)", put_rate=total / t_store.seconds,
             kind="model-store",
-            ratio=f"{frac:.3f} of model throughput (target >= {MIN_MODEL_FRACTION:.2f})",
-            note=spread, extra={"ok": frac >= MIN_MODEL_FRACTION, "x": frac}),
+            ratio=f"{frac:.3f} of model throughput (target >= {MIN_MODEL_FRACTION:.2f}); "
+                  f"{100 * outside:.1f}% of put time outside the model",
+            note=note, extra={"ok": frac >= MIN_MODEL_FRACTION, "x": frac, "outside": outside,
+                              "first": first_outside / t_store.seconds}),
     ]
 
 
 # ------------------------------------------------------------------ output
 
-HEADER = ["Items", "Backend", "Put (items/s)", "Search p50 (ms)", "Search p95 (ms)", "Queries", "Recall@10", "Ratio"]
-RIGHT = [True, False, True, True, True, True, True, False]
+HEADER = ["Items", "Backend", "Put (items/s)", "Search p50 (ms)", "Search p95 (ms)", "Queries", "Recall@10", "Top-1",
+          "Ratio"]
+RIGHT = [True, False, True, True, True, True, True, True, False]
 
 
 def table_rows(rows: list[Row]) -> list[list[str]]:
@@ -495,6 +529,7 @@ def table_rows(rows: list[Row]) -> list[list[str]]:
             fmt_ms(r.p95),
             str(r.queries) if r.queries else "-",
             f"{r.recall:.3f}" if r.recall is not None else "-",
+            f"{r.top1:.3f}" if r.top1 is not None else "-",
             ratio,
         ])
     return out
@@ -515,17 +550,21 @@ def print_table(rows: list[Row], title: str) -> None:
 
 def summary(rows: list[Row], sizes: list[int]) -> list[str]:
     out = []
-    big = max(sizes) if sizes else None
     for r in rows:
         if "ok" not in r.extra:
             continue
-        if r.kind in ("peer", "floor") and r.items != big:
-            continue
-        what = {
-            "peer": f"search at {r.items:,} items, ChromaStore vs {r.backend.split(' (')[0]}: {r.extra['x']:.1f}x faster (target >= {SPEEDUP_VS_PEERS:.0f}x)",
-            "floor": f"search at {r.items:,} items, ChromaStore / bare Chroma: {r.extra['x']:.2f}x (target <= {MAX_VS_FLOOR}x)",
-            "model-store": f"ChromaStore put with the real model: {r.extra['x']:.3f} of the model's throughput, i.e. {100 * (1 - r.extra['x']):.1f}% overhead (target <= {100 * (1 - MIN_MODEL_FRACTION):.0f}%)",
-        }[r.kind]
+        x = r.extra["x"]
+        if r.kind == "peer":
+            what = (f"search at {r.items:,} items, ChromaStore vs {r.backend.split(' (')[0]}: {x:.1f}x faster "
+                    f"(target >= {SPEEDUP_VS_PEERS:.0f}x)")
+        elif r.kind == "floor":
+            what = f"search at {r.items:,} items, ChromaStore / bare Chroma: {x:.2f}x (target <= {MAX_VS_FLOOR}x)"
+        else:
+            what = (f"ChromaStore put with the real model: {x:.3f} of the model's throughput "
+                    f"(target >= {MIN_MODEL_FRACTION:.2f}, i.e. <= {100 * (1 - MIN_MODEL_FRACTION):.0f}% overhead). "
+                    f"Measured directly: {100 * r.extra['outside']:.1f}% of ChromaStore's put time is spent outside "
+                    f"the model ({100 * r.extra['first']:.1f}% in each round's first batch, which opens Chroma and "
+                    "creates the collections)")
         out.append(f"- {'PASS' if r.extra['ok'] else 'MISS'}: {what}")
     return out
 
@@ -544,7 +583,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backends", default="bare,chromastore,inmemory,sqlite",
                    help="subset/order of bare,chromastore,inmemory,sqlite")
     p.add_argument("--model-texts", type=int, default=None, help="texts for the real-model part (default 1000; --quick 200)")
-    p.add_argument("--model-rounds", type=int, default=None, help="alternating model/store rounds (default 3; --quick 1)")
+    p.add_argument("--model-rounds", type=int, default=None, help="alternating model/store rounds (default 5; --quick 1)")
     p.add_argument("--model-batch", type=int, default=100,
                    help="texts per embed_documents call and ops per store.batch in the model part (default 100)")
     p.add_argument("--skip-model", action="store_true", help="skip the real-model part")
@@ -554,10 +593,11 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     # --quick changes the defaults only; explicit options still win.
     for name, full, quick in (("sizes", "10000,100000", "2000"), ("queries", 200, 50),
-                              ("model_texts", 1000, 200), ("model_rounds", 3, 1)):
+                              ("model_texts", 1000, 200), ("model_rounds", 5, 1)):
         if getattr(args, name) is None:
             setattr(args, name, quick if args.quick else full)
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+    args.sizes_list = sizes
     args.backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     args.batch = max(1, args.batch)
 
@@ -629,7 +669,11 @@ def write_markdown(path: Path, rows: list[Row], lines: list[str], mach: Any, arg
         f"- Real model: {args.model_texts} seeded texts of 100-200 characters; the same `ChromaStore.default_index()` "
         f"model object embeds them alone (`embed_documents`) and inside "
         f"`ChromaStore(index=...)` puts on a fresh data dir (cold embedding cache), {args.model_batch} texts per call/batch on both sides; "
-        f"model and store alternate batch by batch (which goes first alternates too) for {args.model_rounds} round(s) after an untimed warm-up pass over the same texts; the fraction is the median over rounds.",
+        f"model and store alternate batch by batch (which goes first alternates too) for {args.model_rounds} round(s) after an untimed warm-up pass over the same texts; "
+        "the fraction is total model time / total store time over all rounds. On a shared machine that "
+        "difference of two noisy timings can swing either way by more than the overhead itself, so the "
+        "bench also times the model calls ChromaStore makes inside its puts and reports the share of put "
+        "time spent outside the model: the store's own overhead, measured directly.",
         "- SqliteStore's vector search loads the sqlite-vec extension, which needs a `sqlite3` that can load "
         "extensions; this machine's stdlib one cannot (no `enable_load_extension`). The bench opens SqliteStore's "
         f"connection (a file in a temp dir) with: {extension_sqlite()[1]}. Only SqliteStore uses it; Chroma keeps "

@@ -453,3 +453,17 @@ def test_store_without_index_has_no_semantic_search(data_dir: Path) -> None:
     got = s.search(("misc",), query="ignored without an index", limit=10)
     assert {g.key for g in got} == {"a", "b"} and all(g.score is None for g in got)
     s.close()
+
+
+def test_delete_unchanged_keeps_items_written_since(store: ChromaStore) -> None:
+    store.put(("lessons",), "a", {"lesson": "first"})
+    store.put(("lessons",), "b", {"lesson": "second"})
+    snap = {it.key: it for it in store.iter_items("lessons")}
+    expected = {it.uid: (it.updated_at, it.last_accessed_at) for it in snap.values()}
+    time.sleep(0.01)
+    store.put(("lessons",), "b", {"lesson": "second, edited after the snapshot"})
+    deleted, changed = store.delete_unchanged("lessons", expected)
+    assert deleted == [snap["a"].uid] and changed == [snap["b"].uid]
+    assert store.get(("lessons",), "a") is None
+    assert store.get(("lessons",), "b").value["lesson"].endswith("after the snapshot")
+    assert store.delete_unchanged("lessons", expected) == ([], [snap["b"].uid])

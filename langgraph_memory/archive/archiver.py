@@ -434,22 +434,18 @@ class Archiver:
                     yield line_no, parse_line(raw)
 
         for chunk in _chunks(lines(), self.chunk_size):
-            live = {it.uid: it for it in self.store.get_items(collection, [rec["uid"] for _, rec in chunk])}
-            doomed: list[StoredItem] = []
-            changed: list[int] = []
-            for line_no, rec in chunk:
-                it = live.get(rec["uid"])
-                if it is None:
-                    continue  # deleted by an earlier, interrupted attempt (or by the user)
-                if it.updated_at == rec["updated_at"] and it.last_accessed_at == rec["last_accessed_at"]:
-                    doomed.append(it)
-                else:
-                    changed.append(line_no)  # used since it was archived: the live copy wins
+            # The store checks "unchanged since archived" and deletes under one hold
+            # of its lock, so a write from another process can never be deleted unseen.
+            # Items already gone were deleted by an earlier, interrupted attempt (or by
+            # the user); items changed since are used again: the live copy wins.
+            expected = {rec["uid"]: (rec["updated_at"], rec["last_accessed_at"]) for _, rec in chunk}
+            gone_uids, changed_uids = self.store.delete_unchanged(collection, expected)
+            changed_set = set(changed_uids)
+            changed = [line_no for line_no, rec in chunk if rec["uid"] in changed_set]
             if changed:
                 self.manifest.set_item_status(file_name, changed, "superseded")
                 kept += len(changed)
-            if doomed:
-                deleted += self.store.delete_items(collection, doomed)
+            deleted += len(gone_uids)
             if progress:
                 progress("delete", collection, deleted + kept, f.items)
             if first:

@@ -1,4 +1,4 @@
-"""SQL for reading checkpoints: metadata filters, rows to ``CheckpointTuple``."""
+"""SQL for reading checkpoints: metadata filters, rows and blobs to ``CheckpointTuple``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
+    Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
     PendingWrite,
@@ -26,6 +27,15 @@ CHECKPOINT_COLUMNS = (
     "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata"
 )
 CheckpointRow = tuple[str, str, str, "str | None", str, bytes, "str | None"]
+
+# One primary-key lookup per wanted (channel, version): CROSS JOIN keeps
+# SQLite from scanning the thread's blobs instead.
+BLOBS_SQL = (
+    "WITH want(channel, version) AS (VALUES {marks}) "
+    "SELECT w.channel, w.version, b.type, b.blob FROM want w CROSS JOIN blobs b "
+    "ON b.thread_id = ? AND b.checkpoint_ns = ? AND b.channel = w.channel AND b.version = w.version"
+)
+_BLOB_CHUNK = 400  # (channel, version) pairs per query: two bound parameters each
 
 WRITES_SQL = (
     "SELECT checkpoint_id, task_id, channel, type, value, task_path, idx FROM writes "
@@ -100,11 +110,61 @@ def load_writes(
     return out
 
 
+def load_blobs(
+    conn: sqlite3.Connection,
+    thread_id: str,
+    checkpoint_ns: str,
+    wanted: Sequence[tuple[str, str]],
+) -> dict[tuple[str, str], tuple[str, bytes]]:
+    """Serialized values of ``(channel, version)`` pairs of one namespace; absent ones left out."""
+    found: dict[tuple[str, str], tuple[str, bytes]] = {}
+    for start in range(0, len(wanted), _BLOB_CHUNK):
+        chunk = wanted[start : start + _BLOB_CHUNK]
+        rows = conn.execute(
+            BLOBS_SQL.format(marks=",".join(["(?, ?)"] * len(chunk))),
+            (*(part for pair in chunk for part in pair), thread_id, checkpoint_ns),
+        ).fetchall()
+        for channel, version, type_, blob in rows:
+            found[(channel, version)] = (type_, blob)
+    return found
+
+
+def load_checkpoints(
+    conn: sqlite3.Connection, serde: SerializerProtocol, rows: Sequence[CheckpointRow]
+) -> list[Checkpoint]:
+    """The checkpoints of rows, ``channel_values`` reassembled from their versions' blobs.
+
+    Each value is deserialized once per checkpoint, as LangGraph's savers do,
+    so no two returned checkpoints share a mutable value.
+    """
+    checkpoints: list[Checkpoint] = []
+    wanted: dict[tuple[str, str], dict[tuple[str, str], None]] = {}
+    for row in rows:
+        checkpoint: Checkpoint = serde.loads_typed((row[4], row[5]))
+        checkpoints.append(checkpoint)
+        pairs = wanted.setdefault((row[0], row[1]), {})
+        for channel, version in checkpoint["channel_versions"].items():
+            pairs[(channel, str(version))] = None
+    blobs: dict[tuple[str, str], dict[tuple[str, str], tuple[str, bytes]]] = {
+        key: load_blobs(conn, key[0], key[1], list(pairs)) for key, pairs in wanted.items()
+    }
+    for row, checkpoint in zip(rows, checkpoints):
+        found = blobs[(row[0], row[1])]
+        # Values without a channel version were kept in the checkpoint itself.
+        values = checkpoint.get("channel_values") or {}
+        for channel, version in checkpoint["channel_versions"].items():
+            stored = found.get((channel, str(version)))
+            if stored is not None:
+                values[channel] = serde.loads_typed(stored)
+        checkpoint["channel_values"] = values
+    return checkpoints
+
+
 def to_tuple(
-    row: CheckpointRow, serde: SerializerProtocol, pending_writes: list[PendingWrite]
+    row: CheckpointRow, checkpoint: Checkpoint, pending_writes: list[PendingWrite]
 ) -> CheckpointTuple:
     """Build a ``CheckpointTuple`` from a row selected with ``CHECKPOINT_COLUMNS``."""
-    thread_id, checkpoint_ns, checkpoint_id, parent_id, type_, blob, metadata = row
+    thread_id, checkpoint_ns, checkpoint_id, parent_id, _type, _blob, metadata = row
     return CheckpointTuple(
         config={
             "configurable": {
@@ -113,7 +173,7 @@ def to_tuple(
                 "checkpoint_id": checkpoint_id,
             }
         },
-        checkpoint=serde.loads_typed((type_, blob)),
+        checkpoint=checkpoint,
         metadata=cast(CheckpointMetadata, json.loads(metadata) if metadata else {}),
         parent_config=(
             {
@@ -133,7 +193,7 @@ def to_tuple(
 def fetch_tuples(
     conn: sqlite3.Connection, serde: SerializerProtocol, rows: Sequence[CheckpointRow]
 ) -> list[CheckpointTuple]:
-    """Tuples for rows, loading writes with one query per namespace."""
+    """Tuples for rows, loading blobs and writes with one query each per namespace."""
     groups: dict[tuple[str, str], list[str]] = {}
     for row in rows:
         groups.setdefault((row[0], row[1]), []).append(row[2])
@@ -143,4 +203,8 @@ def fetch_tuples(
             chunk = ids[start : start + 500]
             for cid, pending in load_writes(conn, serde, thread_id, checkpoint_ns, chunk).items():
                 writes[(thread_id, checkpoint_ns, cid)] = pending
-    return [to_tuple(row, serde, writes[(row[0], row[1], row[2])]) for row in rows]
+    checkpoints = load_checkpoints(conn, serde, rows)
+    return [
+        to_tuple(row, checkpoint, writes[(row[0], row[1], row[2])])
+        for row, checkpoint in zip(rows, checkpoints)
+    ]

@@ -15,6 +15,12 @@ A file written by a newer release (higher version) is refused with
 :class:`~langgraph_memory.errors.CheckpointError` instead of being guessed at.
 Upgrades run the steps in :data:`MIGRATIONS` in order, inside one write
 transaction, so a file is never left half migrated.
+
+Version 2 stores channel values apart from checkpoints, one row per
+``(thread_id, checkpoint_ns, channel, version)`` in ``blobs``, as LangGraph's
+``InMemorySaver`` and ``PostgresSaver`` do: a ``put`` serializes and writes
+only the channels whose version changed, and a checkpoint row holds the
+small rest (versions, versions seen, and the rare value that has no version).
 """
 
 from __future__ import annotations
@@ -22,7 +28,9 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
+
+from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph_memory.errors import CheckpointError
 
@@ -37,7 +45,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Version written to ``PRAGMA user_version`` by this release."""
 
 Durability = Literal["normal", "full"]
@@ -84,9 +92,105 @@ CREATE TABLE IF NOT EXISTS writes (
 );
 """
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+# Version 2: channel values move to ``blobs``. The checkpoints table is
+# rebuilt WITHOUT ROWID (its rows are now small, and the primary key then is
+# the table: one B-tree less to write per put) and loses the
+# (thread_id, created_at) index: thread activity is read by scanning the
+# primary key, a maintenance query, instead of costing every put an index write.
+_V2 = """
+CREATE TABLE checkpoints_v2 (
+    thread_id TEXT NOT NULL,
+    checkpoint_ns TEXT NOT NULL DEFAULT '',
+    checkpoint_id TEXT NOT NULL,
+    parent_checkpoint_id TEXT,
+    type TEXT,
+    -- the checkpoint without channel_values (values are in blobs), except
+    -- values whose channel has no version, which stay here
+    checkpoint BLOB,
+    metadata TEXT,
+    run_id TEXT,
+    created_at REAL NOT NULL,
+    delta_channels TEXT,
+    hidden INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS blobs (
+    thread_id TEXT NOT NULL,
+    checkpoint_ns TEXT NOT NULL DEFAULT '',
+    channel TEXT NOT NULL,
+    -- str() of the channel version
+    version TEXT NOT NULL,
+    type TEXT NOT NULL,
+    blob BLOB,
+    PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
+)
+"""
+
+_V2_INDEXES = """
+CREATE INDEX checkpoints_run_id ON checkpoints (run_id) WHERE run_id IS NOT NULL
+"""
+
+_CHECKPOINT_COLUMNS = (
+    "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, "
+    "metadata, run_id, created_at, delta_channels, hidden"
+)
+
+
+def _migrate_to_v2(conn: sqlite3.Connection, serde: SerializerProtocol) -> None:
+    """Split each v1 checkpoint into its row and one blob per versioned channel value."""
+    _run_statements(conn, _V2)
+    keys = conn.execute("SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints").fetchall()
+    stored: set[tuple[str, str, str, str]] = set()
+    for key in keys:
+        row = list(
+            conn.execute(
+                f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints WHERE thread_id = ? "
+                "AND checkpoint_ns = ? AND checkpoint_id = ?",
+                key,
+            ).fetchone()
+        )
+        thread_id, checkpoint_ns = row[0], row[1]
+        try:
+            checkpoint: dict[str, Any] = serde.loads_typed((row[4], row[5]))
+        except Exception as exc:
+            raise CheckpointError(
+                f"cannot migrate checkpoint {key}: it does not deserialize ({exc!r}). "
+                "Open the file with the serde (e.g. the EncryptedSerializer key) that wrote it."
+            ) from exc
+        values = checkpoint.pop("channel_values", None) or {}
+        versions = checkpoint.get("channel_versions") or {}
+        inline = {ch: v for ch, v in values.items() if ch not in versions}
+        if inline:
+            checkpoint["channel_values"] = inline
+        for ch, value in values.items():
+            if ch in inline:
+                continue
+            blob_key = (thread_id, checkpoint_ns, ch, str(versions[ch]))
+            if blob_key in stored:  # the same version under an earlier checkpoint
+                continue
+            stored.add(blob_key)
+            conn.execute(
+                "INSERT OR IGNORE INTO blobs (thread_id, checkpoint_ns, channel, version, "
+                "type, blob) VALUES (?, ?, ?, ?, ?, ?)",
+                (*blob_key, *serde.dumps_typed(value)),
+            )
+        row[4], row[5] = serde.dumps_typed(checkpoint)
+        conn.execute(
+            f"INSERT INTO checkpoints_v2 ({_CHECKPOINT_COLUMNS}) VALUES ({', '.join('?' * 11)})",
+            row,
+        )
+    conn.execute("DROP TABLE checkpoints")  # its indexes go with it
+    conn.execute("ALTER TABLE checkpoints_v2 RENAME TO checkpoints")
+    _run_statements(conn, _V2_INDEXES)
+    logger.info("migrated %d checkpoints to schema version 2", len(keys))
+
+
+Migration = Callable[[sqlite3.Connection, SerializerProtocol], None]
+
+MIGRATIONS: dict[int, Migration] = {
     # version reached -> step that brings a file from version - 1 to it
-    1: lambda conn: _run_statements(conn, _V1),
+    1: lambda conn, serde: _run_statements(conn, _V1),
+    2: _migrate_to_v2,
 }
 
 
@@ -117,11 +221,12 @@ def configure_connection(
     conn.execute("PRAGMA temp_store = MEMORY")
 
 
-def ensure_schema(conn: sqlite3.Connection) -> int:
+def ensure_schema(conn: sqlite3.Connection, serde: SerializerProtocol) -> int:
     """Switch the file to WAL, create or migrate the tables; return the version.
 
-    The caller retries on ``database is locked``. The connection must be in
-    autocommit mode (``isolation_level=None``).
+    ``serde`` reads and rewrites stored checkpoints when a migration needs
+    to (v1 to v2 does). The caller retries on ``database is locked``. The
+    connection must be in autocommit mode (``isolation_level=None``).
     """
     mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
     if str(mode).lower() != "wal":  # e.g. a read-only or in-memory file
@@ -141,7 +246,7 @@ def ensure_schema(conn: sqlite3.Connection) -> int:
         version = read_schema_version(conn)
         for target in range(version + 1, SCHEMA_VERSION + 1):
             logger.info("migrating checkpoint schema to version %d", target)
-            MIGRATIONS[target](conn)
+            MIGRATIONS[target](conn, serde)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except BaseException:

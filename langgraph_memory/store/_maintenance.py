@@ -199,19 +199,58 @@ class MaintenanceMixin:
 
     def delete_items(self, collection: str, items: list[StoredItem]) -> int:
         """Delete items (all their records) and unregister emptied namespaces."""
-        spec = collection_by_name(collection)
-        col = self._collection(spec, create=False)
-        if col is None or not items:
+        if not items:
             return 0
+        with self._using(write=True):
+            col = self._collection(collection_by_name(collection), create=False)
+            if col is None:
+                return 0
+            self._delete_locked(col, items)
+        return len(items)
+
+    def delete_unchanged(
+        self, collection: str, expected: dict[str, tuple[float, float]]
+    ) -> tuple[list[str], list[str]]:
+        """Delete items only if still as expected, in one locked step.
+
+        ``expected`` maps an item's uid to the ``(updated_at, last_accessed_at)``
+        it had when it was archived. Items changed since (put again, or read
+        and flushed) are left live. Checking and deleting under one hold of
+        the lock means no write from any process can slip in between and be
+        deleted unseen. Returns ``(deleted uids, changed uids)``; uids no
+        longer live are in neither.
+        """
+        if not expected:
+            return [], []
+        self.flush_access()
+        with self._using(write=True):
+            col = self._collection(collection_by_name(collection), create=False)
+            if col is None:
+                return [], []
+            got = col.get(ids=list(expected), include=["metadatas"])
+            doomed: list[StoredItem] = []
+            changed: list[str] = []
+            for rid, meta in zip(got["ids"], got["metadatas"] or []):
+                it = decode_metadata(meta)
+                if it is None:
+                    continue
+                if (it.updated_at, it.last_accessed_at) == tuple(expected[rid]):
+                    doomed.append(it)
+                else:
+                    changed.append(rid)
+            self._delete_locked(col, doomed)
+        return [it.uid for it in doomed], changed
+
+    def _delete_locked(self, col: Any, items: list[StoredItem]) -> None:
+        if not items:
+            return
         ids: list[str] = []
         for it in items:
             ids.append(it.uid)
             ids.extend(extra_id(it.uid, i) for i in range(1, it.n_vectors))
-        with self._using(write=True):
-            col.delete(ids=ids)
-            namespaces = {it.namespace for it in items}
-            self._registry_().remove([ns for ns in namespaces if not self._namespace_has_items(col, ns)])
-        return len(items)
+        col.delete(ids=ids)
+        namespaces = {it.namespace for it in items}
+        self._registry_().remove([ns for ns in namespaces if not self._namespace_has_items(col, ns)])
 
     def restore_items(self, items: list[StoredItem]) -> int:
         """Write items back exactly as they were (timestamps, access data, vectors).
