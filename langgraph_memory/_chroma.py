@@ -16,7 +16,9 @@ serialises threads and never reopens.
 from __future__ import annotations
 
 import logging
+import mmap
 import os
+import struct
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,6 +32,7 @@ __all__ = ["ChromaHandle"]
 logger = logging.getLogger(__name__)
 
 _GENERATION_FILE = "lgm-generation"
+_COUNTER = struct.Struct("<Q")
 
 
 class ChromaHandle:
@@ -44,6 +47,9 @@ class ChromaHandle:
         self._client = client
         self._gen_path = path / _GENERATION_FILE if path is not None else None
         self._seen: int | None = None
+        self._map: mmap.mmap | None = None
+        self._map_pid = 0
+        self._dirty = False
         #: bumped whenever the client is replaced; holders of collections re-fetch them.
         self.epoch = 0
 
@@ -85,33 +91,47 @@ class ChromaHandle:
 
     @contextmanager
     def use(self, *, write: bool = False) -> Iterator[Any]:
-        """Hold the lock, make sure the client is current, yield it; record writes."""
+        """Hold the lock, make sure the client is current, yield it; record writes.
+
+        Only the outermost ``use`` of a thread checks the generation and, if
+        anything in it wrote, bumps it: nested uses cost a re-entrant lock.
+        """
         with self.lock.hold():
-            if self.path is not None:
-                generation = self._read_generation()
+            outermost = self.lock.depth == 1
+            if outermost and self.path is not None:
+                generation = self._generation()
                 if self._client is None or generation != self._seen:
                     self._reopen(generation)
             try:
                 yield self._client
             finally:
-                if write and self.path is not None:
+                if write:
+                    self._dirty = True
+                if outermost and self._dirty and self.path is not None:
+                    self._dirty = False
                     self._seen = self._bump_generation()
 
-    def _read_generation(self) -> int:
-        assert self._gen_path is not None
-        try:
-            return int(self._gen_path.read_text() or 0)
-        except FileNotFoundError:
-            return 0
-        except ValueError:  # a torn write of the counter: treat as changed
-            return -1
+    def _counter(self) -> mmap.mmap:
+        """The folder's write counter: 8 bytes mapped shared, so reading it costs no system call."""
+        if self._map is None or self._map_pid != os.getpid():
+            assert self._gen_path is not None
+            fd = os.open(str(self._gen_path), os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                if os.fstat(fd).st_size < _COUNTER.size:
+                    os.ftruncate(fd, _COUNTER.size)
+                self._map = mmap.mmap(fd, _COUNTER.size)
+            finally:
+                os.close(fd)
+            self._map_pid = os.getpid()
+        return self._map
+
+    def _generation(self) -> int:
+        # Readers and writers hold the lock, so the 8 bytes are never torn.
+        return _COUNTER.unpack_from(self._counter(), 0)[0]
 
     def _bump_generation(self) -> int:
-        assert self._gen_path is not None
-        value = max(self._read_generation(), 0) + 1
-        tmp = self._gen_path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(str(value))
-        os.replace(tmp, self._gen_path)
+        value = self._generation() + 1
+        _COUNTER.pack_into(self._counter(), 0, value)
         return value
 
     def _reopen(self, generation: int) -> None:

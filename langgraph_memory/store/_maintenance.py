@@ -31,6 +31,7 @@ class MaintenanceMixin:
 
     ttl_config: Any
     _access: Any
+    _access_table: Any
     _ttl_sweeper: Sweeper | None
 
     # ------------------------------------------------------------- reads' log
@@ -40,6 +41,16 @@ class MaintenanceMixin:
         pending = self._access.take()
         if not pending:
             return 0
+        if self._access_table is not None:
+            try:
+                return self._access_table.apply(pending)
+            except BaseException:
+                self._access.give_back(pending)
+                raise
+        return self._flush_to_chroma(pending)
+
+    def _flush_to_chroma(self, pending: Any) -> int:
+        """A server's items carry their access data in Chroma, shared by every machine."""
         touched = 0
         try:
             with self._using(write=True):
@@ -59,8 +70,8 @@ class MaintenanceMixin:
                             "lgm:la": max(item.last_accessed_at, acc.at),
                             "lgm:ac": item.access_count + acc.count,
                         }
-                        if item.ttl_minutes:
-                            update[K_EXPIRES] = max(item.expires_at or 0.0, acc.at + item.ttl_minutes * 60.0)
+                        if item.ttl_minutes and acc.expires_at is not None:
+                            update[K_EXPIRES] = max(item.expires_at or 0.0, acc.expires_at)
                         for i in range(item.n_vectors):
                             ids.append(rid if i == 0 else extra_id(rid, i))
                             metas.append(update)
@@ -86,18 +97,21 @@ class MaintenanceMixin:
                 col = self._collection(spec, create=False)
                 if col is None:
                     continue
-                got = col.get(where={K_EXPIRES: {"$lt": now}}, include=["metadatas"])
+                got = col.get(where={"$and": [{K_EXPIRES: {"$lt": now}}, {K_EXTRA: 0}]}, include=["metadatas"])
+                candidates = [it for it in map(decode_metadata, got["metadatas"] or []) if it is not None]
+                if self._access_table is not None:  # a read may have refreshed the TTL since the last write
+                    self._access_table.merge_into(spec.name, candidates)
+                expired = [it for it in candidates if it.expires_at is not None and it.expires_at < now]
                 ids: list[str] = []
-                for rid, meta in zip(got["ids"], got["metadatas"] or []):
-                    item = decode_metadata(meta)
-                    if item is None or meta.get(K_EXTRA):
-                        continue
-                    ids.append(rid)
-                    ids.extend(extra_id(rid, i) for i in range(1, item.n_vectors))
+                for item in expired:
+                    ids.append(item.uid)
+                    ids.extend(extra_id(item.uid, i) for i in range(1, item.n_vectors))
                     emptied[(spec.name, item.namespace)] = col
-                    deleted += 1
+                deleted += len(expired)
                 if ids:
                     col.delete(ids=ids)
+                    if self._access_table is not None:
+                        self._access_table.forget(spec.name, [it.uid for it in expired])
             registry.remove([ns for (_, ns), col in emptied.items() if not self._namespace_has_items(col, ns)])
         if deleted:
             logger.info("swept %d expired items", deleted)
@@ -151,6 +165,8 @@ class MaintenanceMixin:
                     if with_vectors:
                         self._fill_vectors(col, item, got, idx)
                     batch.append(item)
+                if self._access_table is not None:
+                    self._access_table.merge_into(spec.name, batch)
             yield from batch
             if len(metas) < page_size:
                 return
@@ -195,6 +211,8 @@ class MaintenanceMixin:
                 if with_vectors:
                     self._fill_vectors(col, item, got, idx)
                 out.append(item)
+            if self._access_table is not None:
+                self._access_table.merge_into(collection_by_name(collection).name, out)
             return out
 
     def delete_items(self, collection: str, items: list[StoredItem]) -> int:
@@ -228,16 +246,16 @@ class MaintenanceMixin:
             if col is None:
                 return [], []
             got = col.get(ids=list(expected), include=["metadatas"])
+            live = [it for it in map(decode_metadata, got["metadatas"] or []) if it is not None]
+            if self._access_table is not None:
+                self._access_table.merge_into(col.name, live)
             doomed: list[StoredItem] = []
             changed: list[str] = []
-            for rid, meta in zip(got["ids"], got["metadatas"] or []):
-                it = decode_metadata(meta)
-                if it is None:
-                    continue
-                if (it.updated_at, it.last_accessed_at) == tuple(expected[rid]):
+            for it in live:
+                if (it.updated_at, it.last_accessed_at) == tuple(expected[it.uid]):
                     doomed.append(it)
                 else:
-                    changed.append(rid)
+                    changed.append(it.uid)
             self._delete_locked(col, doomed)
         return [it.uid for it in doomed], changed
 
@@ -249,6 +267,8 @@ class MaintenanceMixin:
             ids.append(it.uid)
             ids.extend(extra_id(it.uid, i) for i in range(1, it.n_vectors))
         col.delete(ids=ids)
+        if self._access_table is not None:
+            self._access_table.forget(col.name, [it.uid for it in items])
         namespaces = {it.namespace for it in items}
         self._registry_().remove([ns for ns in namespaces if not self._namespace_has_items(col, ns)])
 

@@ -76,11 +76,11 @@ class SearchMixin:
         else:
             kept = hits[op.offset : need]
         if op.refresh_ttl:
-            touched: dict[str, list[str]] = defaultdict(list)
+            touched: dict[str, list[StoredItem]] = defaultdict(list)
             for _, it, name in kept:
-                touched[name].append(it.uid)
-            for name, uids in touched.items():
-                self._access.note(name, uids, now)
+                touched[name].append(it)
+            for name, items in touched.items():
+                self._access.note(name, items, now)
         return [
             SearchItem(
                 namespace=it.namespace,
@@ -135,7 +135,7 @@ class SearchMixin:
             out = [
                 (score, item, spec.name)
                 for score, item in best.values()
-                if _filters.matches(item.value, op.filter) and not self._omit(item, now)
+                if _filters.matches(item.value, op.filter) and not self._omit(item, now, spec.name)
             ]
             if len(out) >= need or len(ids) < n:
                 return out
@@ -166,7 +166,7 @@ class SearchMixin:
             metas = got["metadatas"] or []
             for meta in metas:
                 it = decode_metadata(meta)
-                if it is not None and _filters.matches(it.value, op.filter) and not self._omit(it, now):
+                if it is not None and _filters.matches(it.value, op.filter) and not self._omit(it, now, col.name):
                     out.append(it)
                     if len(out) >= need:
                         break

@@ -61,7 +61,8 @@ from langgraph_memory.store.records import (
 )
 from langgraph_memory.store._maintenance import MaintenanceMixin
 from langgraph_memory.store._search import SearchMixin
-from langgraph_memory.store.ttl import AccessLog, Sweeper
+from langgraph_memory.store.access import AccessLog, AccessTable
+from langgraph_memory.store.ttl import Sweeper
 
 __all__ = ["ChromaStore"]
 
@@ -179,6 +180,12 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
         self._coll_dims: dict[str, int] = {}
         self._registry: NamespaceRegistry | None = None
         self._access = AccessLog()
+        # Embedded folders keep applied reads in SQLite beside Chroma; a server keeps them in Chroma.
+        self._access_table = (
+            AccessTable(self._handle.path / "lgm-access.sqlite", timeout=self.settings.lock_timeout)
+            if self._handle.path is not None
+            else None
+        )
         self._flusher = Sweeper("lgm-access-flush", self.flush_access, access_flush_interval)
         self._ttl_sweeper: Sweeper | None = None
         self._closed = False
@@ -404,13 +411,15 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
 
     # ------------------------------------------------------------------- gets
 
-    def _omit(self, item: StoredItem, now: float) -> bool:
-        return bool(
-            self.ttl_config
-            and self.ttl_config.get("omit_expired")
-            and item.expires_at is not None
-            and item.expires_at < now
-        )
+    def _omit(self, item: StoredItem, now: float, collection: str) -> bool:
+        """Whether ``omit_expired`` hides this item (a read may have refreshed its TTL since)."""
+        if not (self.ttl_config and self.ttl_config.get("omit_expired")):
+            return False
+        if item.expires_at is None or item.expires_at >= now:
+            return False
+        if self._access_table is not None:
+            self._access_table.merge_into(collection, [item])
+        return item.expires_at < now
 
     def _run_gets(self, gets: list[tuple[int, GetOp]]) -> Iterator[tuple[int, Item | None]]:
         by_spec: dict[str, list[tuple[int, GetOp]]] = defaultdict(list)
@@ -426,14 +435,14 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
             uids = [item_uid(op.namespace, op.key) for _, op in group]
             got = col.get(ids=list(dict.fromkeys(uids)), include=["metadatas"])
             found = {rid: decode_metadata(m) for rid, m in zip(got["ids"], got["metadatas"] or [])}
-            touched: list[str] = []
+            touched: list[StoredItem] = []
             for (i, op), uid in zip(group, uids):
                 item = found.get(uid)
-                if item is None or item.namespace != op.namespace or item.key != op.key or self._omit(item, now):
+                if item is None or item.namespace != op.namespace or item.key != op.key or self._omit(item, now, name):
                     yield i, None
                     continue
                 if op.refresh_ttl:
-                    touched.append(uid)
+                    touched.append(item)
                 yield i, Item(
                     value=item.value,
                     key=item.key,
@@ -538,6 +547,8 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
                 col.delete(ids=to_delete)
         except Exception as exc:
             raise StoreBackendError(f"Chroma rejected a write to {spec.name!r}: {exc}") from exc
+        if self._access_table is not None:
+            self._access_table.forget(spec.name, [p.uid for p in group if p.op.value is None])
 
     @staticmethod
     def _namespace_has_items(col: Any, namespace: tuple[str, ...]) -> bool:
@@ -560,6 +571,8 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
             self._closed = True
             if self.embeddings is not None:
                 self.embeddings.close()
+            if self._access_table is not None:
+                self._access_table.close()
 
     def __enter__(self) -> ChromaStore:
         return self

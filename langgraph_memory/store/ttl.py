@@ -1,12 +1,4 @@
-"""Reads that refresh: access tracking, TTL refresh, and the background sweeper.
-
-A read (``get``/``search`` with refresh on) must not pay for a Chroma write,
-or search would cost twice a bare Chroma query. Reads therefore note the
-access in an :class:`AccessLog`; the log is applied in one metadata update per
-collection by a background flusher (every ``flush_interval`` seconds), before
-every TTL sweep and archive run, and on ``close()``. A crash can lose at most
-the last interval of access counts and TTL refreshes, never a user's write.
-"""
+"""The background thread behind the TTL sweeper and the access flusher."""
 
 from __future__ import annotations
 
@@ -14,61 +6,10 @@ import concurrent.futures
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 
-__all__ = ["AccessLog", "Sweeper"]
+__all__ = ["Sweeper"]
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class _Access:
-    at: float
-    count: int
-
-
-class AccessLog:
-    """Pending reads per collection: ``{collection: {uid: (last time, count)}}``."""
-
-    def __init__(self) -> None:
-        self._pending: dict[str, dict[str, _Access]] = {}
-        self._lock = threading.Lock()
-
-    def note(self, collection: str, uids: list[str], at: float) -> None:
-        if not uids:
-            return
-        with self._lock:
-            bucket = self._pending.setdefault(collection, {})
-            for uid in uids:
-                seen = bucket.get(uid)
-                if seen is None:
-                    bucket[uid] = _Access(at, 1)
-                else:
-                    seen.at = max(seen.at, at)
-                    seen.count += 1
-
-    def take(self) -> dict[str, dict[str, _Access]]:
-        """Remove and return everything pending."""
-        with self._lock:
-            pending, self._pending = self._pending, {}
-        return pending
-
-    def give_back(self, pending: dict[str, dict[str, _Access]]) -> None:
-        """Re-queue accesses whose flush failed, merging with newer ones."""
-        with self._lock:
-            for collection, bucket in pending.items():
-                mine = self._pending.setdefault(collection, {})
-                for uid, acc in bucket.items():
-                    cur = mine.get(uid)
-                    if cur is None:
-                        mine[uid] = acc
-                    else:
-                        cur.at = max(cur.at, acc.at)
-                        cur.count += acc.count
-
-    def __bool__(self) -> bool:
-        with self._lock:
-            return any(self._pending.values())
 
 
 class Sweeper:
