@@ -146,7 +146,10 @@ def _checkpoint(i: int) -> dict[str, Any]:
 def fill_thread(saver: BaseCheckpointSaver, thread_id: str, n: int) -> None:
     config: dict[str, Any] = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
     for i in range(n):
-        config = saver.put(config, _checkpoint(i), {"source": "loop", "step": i}, {"messages": i + 1})
+        # Both channels change every step, so both versions are new (savers
+        # that store values per version, like ours and InMemorySaver, rely on it).
+        new_versions = {"messages": i + 1, "turns": i + 1}
+        config = saver.put(config, _checkpoint(i), {"source": "loop", "step": i}, new_versions)
         if i % 3 == 0:
             saver.put_writes(config, [("messages", [AIMessage("pending")])], f"task-{i}")
 

@@ -1,22 +1,28 @@
 """DeltaChannel support: the ancestor walk, and what pruning must keep.
 
 A ``DeltaChannel`` stores its value only every ``snapshot_frequency`` steps
-(a ``_DeltaSnapshot`` in ``channel_values``); in between, its value is
+(a ``_DeltaSnapshot`` blob under a new channel version); in between, its
+new versions have no blob and its value is
 rebuilt by replaying the channel's writes stored under each ancestor back to
 the nearest one that holds a value (the *seed*). Two consequences here:
 
 * :func:`delta_channel_history` answers LangGraph's
   ``get_delta_channel_history`` with one recursive query over the parent
-  chain plus one query for the writes, instead of a ``get_tuple`` per
-  ancestor.
+  chain, a primary-key blob lookup per ancestor and channel still walking,
+  and one query for the writes, instead of a ``get_tuple`` per ancestor.
 * :func:`plan_removal` decides, before ``prune`` or ``delete_for_runs``
   removes checkpoints, which of them a surviving checkpoint still needs to
   rebuild its delta channels. Those are kept but *hidden* (never listed, not
   returned by ``get_tuple``), so what survives reconstructs exactly.
 
-Which channels of a checkpoint need the walk is decided at ``put`` time from
-LangGraph's ``counters_since_delta_snapshot`` metadata (its keys are the
-delta channels) and stored in the ``delta_channels`` column.
+Which channels of a checkpoint may need the walk is decided at ``put`` time
+from LangGraph's ``counters_since_delta_snapshot`` metadata (its keys are the
+delta channels) and stored in the ``delta_channels`` column. It is an upper
+bound: a channel whose version has not moved since a snapshot still reads
+that snapshot's blob, which the walk checks at the target first.
+
+After removal, :func:`collect_blobs` deletes the blobs no remaining
+checkpoint reads (hidden ones keep only their delta channels' blobs).
 """
 
 from __future__ import annotations
@@ -34,7 +40,13 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-__all__ = ["delta_channels_of", "delta_channel_history", "plan_removal", "apply_removal"]
+__all__ = [
+    "apply_removal",
+    "collect_blobs",
+    "delta_channel_history",
+    "delta_channels_of",
+    "plan_removal",
+]
 
 # Target first, then its ancestors nearest first, following
 # parent_checkpoint_id (ids are monotonic only within one process, so an id
@@ -51,6 +63,13 @@ _ANCESTORS_SQL = (
     "SELECT checkpoint_id, type, checkpoint FROM ancestors"
 )
 
+_BLOB_EXISTS_SQL = (
+    "SELECT 1 FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?"
+)
+_BLOB_SQL = (
+    "SELECT type, blob FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?"
+)
+
 _CHUNK = 500  # bound on bound parameters per IN (...) list
 
 
@@ -63,6 +82,33 @@ def delta_channels_of(
     return missing or None
 
 
+def _has_value(
+    conn: sqlite3.Connection, thread_id: str, checkpoint_ns: str, checkpoint: Mapping[str, Any], channel: str
+) -> bool:
+    if channel in (checkpoint.get("channel_values") or ()):
+        return True  # kept inline: a value without a channel version
+    version = checkpoint["channel_versions"].get(channel)
+    if version is None:
+        return False
+    return conn.execute(_BLOB_EXISTS_SQL, (thread_id, checkpoint_ns, channel, str(version))).fetchone() is not None
+
+
+def _value(
+    conn: sqlite3.Connection,
+    serde: SerializerProtocol,
+    thread_id: str,
+    checkpoint_ns: str,
+    checkpoint: Mapping[str, Any],
+    channel: str,
+) -> Any:
+    inline = checkpoint.get("channel_values") or {}
+    if channel in inline:
+        return inline[channel]
+    version = str(checkpoint["channel_versions"][channel])
+    type_, blob = conn.execute(_BLOB_SQL, (thread_id, checkpoint_ns, channel, version)).fetchone()
+    return serde.loads_typed((type_, blob))
+
+
 def _walk(
     conn: sqlite3.Connection,
     serde: SerializerProtocol,
@@ -72,45 +118,55 @@ def _walk(
     channels: Iterable[str],
     *,
     visited: set[tuple[str, str]] | None = None,
+    seeds: bool = True,
+    from_target: bool = False,
 ) -> tuple[dict[str, list[str]], dict[str, Any]]:
     """Per channel, the ancestors (nearest first, seed ancestor last) and seed.
 
-    With ``visited``, a channel stops as soon as it reaches an ancestor an
-    earlier walk already covered for it: the rest of its chain is known.
+    A checkpoint holds a channel's value when the blob of its version of the
+    channel is stored. With ``visited``, a channel stops as soon as it
+    reaches an ancestor an earlier walk already covered for it: the rest of
+    its chain is known. With ``from_target``, channels the target itself
+    holds a value for need no walk (LangGraph only asks for the others).
+    Without ``seeds`` the seed values are not deserialized.
     """
     active = set(channels)
     chain_by_ch: dict[str, list[str]] = {c: [] for c in active}
-    seeds: dict[str, Any] = {}
+    seed_values: dict[str, Any] = {}
     walked: set[str] = set()
     cur = conn.execute(
         _ANCESTORS_SQL, (thread_id, checkpoint_ns, target_id, thread_id, checkpoint_ns)
     )
     try:
         for index, (cid, type_, blob) in enumerate(cur):
-            if index == 0 or cid in walked:  # the target itself; or a loop
-                if cid in walked:
-                    break
-                walked.add(cid)
-                continue
+            if cid in walked:  # a loop
+                break
             walked.add(cid)
+            if index == 0 and not from_target:
+                continue
+            checkpoint = serde.loads_typed((type_, blob))
+            holding = [c for c in active if _has_value(conn, thread_id, checkpoint_ns, checkpoint, c)]
+            if index == 0:  # the target, with from_target
+                active.difference_update(holding)
+                if not active:
+                    break
+                continue
             if visited is not None:
                 for c in [c for c in active if (cid, c) in visited]:
                     active.discard(c)
                 visited.update((cid, c) for c in active)
-            if not active:
-                break
             for c in active:
                 chain_by_ch[c].append(cid)
-            values = serde.loads_typed((type_, blob)).get("channel_values") or {}
-            for c in [c for c in active if c in values]:
-                seeds[c] = values[c]
-                active.discard(c)
-            del values
+            for c in holding:
+                if c in active:
+                    if seeds:
+                        seed_values[c] = _value(conn, serde, thread_id, checkpoint_ns, checkpoint, c)
+                    active.discard(c)
             if not active:
                 break
     finally:
         cur.close()
-    return chain_by_ch, seeds
+    return chain_by_ch, seed_values
 
 
 def delta_channel_history(
@@ -174,7 +230,15 @@ def plan_removal(
         if hidden or cid in remove or not delta_json:
             continue
         chain_by_ch, _ = _walk(
-            conn, serde, thread_id, checkpoint_ns, cid, json.loads(delta_json), visited=visited
+            conn,
+            serde,
+            thread_id,
+            checkpoint_ns,
+            cid,
+            json.loads(delta_json),
+            visited=visited,
+            seeds=False,
+            from_target=True,
         )
         for chain in chain_by_ch.values():
             needed.update(chain)
@@ -191,12 +255,13 @@ def plan_removal(
 
 def apply_removal(
     conn: sqlite3.Connection,
+    serde: SerializerProtocol,
     thread_id: str,
     checkpoint_ns: str,
     delete: Sequence[str],
     hide: Sequence[str],
 ) -> None:
-    """Delete checkpoints (and their writes) and hide the ones still needed."""
+    """Delete checkpoints (their writes, and blobs left unreferenced); hide the ones still needed."""
     for start in range(0, len(delete), _CHUNK):
         ids = delete[start : start + _CHUNK]
         marks = ",".join("?" * len(ids))
@@ -216,3 +281,45 @@ def apply_removal(
             f"AND checkpoint_id IN ({','.join('?' * len(ids))})",
             (thread_id, checkpoint_ns, *ids),
         )
+    if delete or hide:
+        collect_blobs(conn, serde, thread_id, checkpoint_ns)
+
+
+def collect_blobs(
+    conn: sqlite3.Connection, serde: SerializerProtocol, thread_id: str, checkpoint_ns: str
+) -> None:
+    """Delete the namespace's blobs no remaining checkpoint can read.
+
+    A visible checkpoint reads the blob of each of its channel versions; a
+    hidden one is only walked through for the delta channels of visible
+    ones, so only those of its blobs are kept.
+    """
+    rows = conn.execute(
+        "SELECT type, checkpoint, hidden, delta_channels FROM checkpoints "
+        "WHERE thread_id = ? AND checkpoint_ns = ?",
+        (thread_id, checkpoint_ns),
+    ).fetchall()
+    walked: set[str] = set()
+    for _type, _blob, hidden, delta_json in rows:
+        if not hidden and delta_json:
+            walked.update(json.loads(delta_json))
+    referenced: set[tuple[str, str]] = set()
+    for type_, blob, hidden, _delta_json in rows:
+        versions = serde.loads_typed((type_, blob)).get("channel_versions") or {}
+        referenced.update(
+            (channel, str(version))
+            for channel, version in versions.items()
+            if not hidden or channel in walked
+        )
+    unused = [
+        (thread_id, checkpoint_ns, channel, version)
+        for channel, version in conn.execute(
+            "SELECT channel, version FROM blobs WHERE thread_id = ? AND checkpoint_ns = ?",
+            (thread_id, checkpoint_ns),
+        ).fetchall()
+        if (channel, version) not in referenced
+    ]
+    conn.executemany(
+        "DELETE FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?",
+        unused,
+    )

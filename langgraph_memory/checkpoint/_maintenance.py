@@ -32,6 +32,7 @@ def delete_threads(conn: sqlite3.Connection, thread_ids: Sequence[str]) -> None:
     for thread_id in thread_ids:
         conn.execute("DELETE FROM checkpoints WHERE thread_id = ?", (thread_id,))
         conn.execute("DELETE FROM writes WHERE thread_id = ?", (thread_id,))
+        conn.execute("DELETE FROM blobs WHERE thread_id = ?", (thread_id,))
 
 
 def delete_for_runs(conn: sqlite3.Connection, serde: SerializerProtocol, run_ids: Sequence[str]) -> None:
@@ -47,7 +48,7 @@ def delete_for_runs(conn: sqlite3.Connection, serde: SerializerProtocol, run_ids
             targets.setdefault((thread_id, checkpoint_ns), set()).add(checkpoint_id)
     for (thread_id, checkpoint_ns), remove in targets.items():
         delete, hide = _delta.plan_removal(conn, serde, thread_id, checkpoint_ns, remove)
-        _delta.apply_removal(conn, thread_id, checkpoint_ns, delete, hide)
+        _delta.apply_removal(conn, serde, thread_id, checkpoint_ns, delete, hide)
 
 
 def prune(
@@ -74,7 +75,7 @@ def prune(
                 )
             ]
             delete, hide = _delta.plan_removal(conn, serde, thread_id, ns, set(ids[1:]))
-            _delta.apply_removal(conn, thread_id, ns, delete, hide)
+            _delta.apply_removal(conn, serde, thread_id, ns, delete, hide)
         # Writes whose checkpoint no longer exists can never be read.
         conn.execute(
             "DELETE FROM writes WHERE thread_id = ? AND NOT EXISTS (SELECT 1 FROM "
@@ -85,7 +86,7 @@ def prune(
 
 
 def copy_thread(conn: sqlite3.Connection, source: str, target: str, now: float) -> None:
-    """Copy every checkpoint (hidden ones too) and write of ``source`` to ``target``."""
+    """Copy every checkpoint (hidden ones too), blob and write of ``source`` to ``target``."""
     conn.execute(
         "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
         "parent_checkpoint_id, type, checkpoint, metadata, run_id, created_at, "
@@ -98,6 +99,11 @@ def copy_thread(conn: sqlite3.Connection, source: str, target: str, now: float) 
         "INSERT OR REPLACE INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, "
         "task_path, idx, channel, type, value) SELECT ?, checkpoint_ns, checkpoint_id, "
         "task_id, task_path, idx, channel, type, value FROM writes WHERE thread_id = ?",
+        (target, source),
+    )
+    conn.execute(
+        "INSERT OR REPLACE INTO blobs (thread_id, checkpoint_ns, channel, version, type, blob) "
+        "SELECT ?, checkpoint_ns, channel, version, type, blob FROM blobs WHERE thread_id = ?",
         (target, source),
     )
 

@@ -30,7 +30,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from langgraph_memory.checkpoint.schema import Durability, configure_connection, ensure_schema
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from langgraph_memory.checkpoint.schema import (
+    Durability,
+    configure_connection,
+    ensure_schema,
+    install_put_rows,
+)
 from langgraph_memory.errors import CheckpointError, LockTimeoutError
 
 logger = logging.getLogger(__name__)
@@ -55,7 +62,14 @@ def _is_lock_error(exc: sqlite3.OperationalError) -> bool:
 class _ConnectionPool:
     """A free list of autocommit connections to one SQLite file."""
 
-    def __init__(self, path: Path, *, durability: Durability, busy_timeout: float) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        durability: Durability,
+        busy_timeout: float,
+        serde: SerializerProtocol,
+    ) -> None:
         self.path = path
         self.durability: Durability = durability
         self.busy_timeout = busy_timeout
@@ -70,9 +84,12 @@ class _ConnectionPool:
         self._write_lock = threading.Lock()
         self._closed = False
         # The first connection creates or migrates the schema.
+        self._schema_ready = False
         conn = self._open()
         try:
-            self.retry(lambda: ensure_schema(conn), what="open the checkpoint file")
+            self.retry(lambda: ensure_schema(conn, serde), what="open the checkpoint file")
+            install_put_rows(conn)
+            self._schema_ready = True
         except BaseException:
             conn.close()
             raise
@@ -98,6 +115,8 @@ class _ConnectionPool:
             ),
             what="configure the checkpoint connection",
         )
+        if self._schema_ready:
+            install_put_rows(conn)
         return conn
 
     @contextmanager

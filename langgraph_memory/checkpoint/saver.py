@@ -10,7 +10,14 @@ import os
 import random
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Generator,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
@@ -32,24 +39,25 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph_memory.checkpoint import _delta, _maintenance, _query
 from langgraph_memory.checkpoint._maintenance import ThreadInfo
-from langgraph_memory.checkpoint._pool import Statement, WouldBlock, _ConnectionPool, execute_statements
+from langgraph_memory.checkpoint._pool import (
+    Statement,
+    WouldBlock,
+    _ConnectionPool,
+    execute_statements,
+)
 from langgraph_memory.checkpoint._worker import _Worker
-from langgraph_memory.checkpoint.schema import Durability
+from langgraph_memory.checkpoint.schema import PUT_ROWS_SQL, Durability
 from langgraph_memory.config import LOCK_TIMEOUT_SECONDS, Settings
 from langgraph_memory.errors import ConfigError
 
-__all__ = ["SqliteCheckpointer", "ThreadInfo", "PruneStrategy"]
+__all__ = ["PruneStrategy", "SqliteCheckpointer", "ThreadInfo"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 PruneStrategy = Literal["keep_latest", "delete"]
 
-_PUT_SQL = (
-    "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
-    "parent_checkpoint_id, type, checkpoint, metadata, run_id, created_at, "
-    "delta_channels, hidden) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)"
-)
+_PUT_ROW_MARKS = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _WRITES_COLUMNS = (
     "(thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value)"
 )
@@ -135,7 +143,9 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
             resolved = Path(path).expanduser()
         resolved.parent.mkdir(parents=True, exist_ok=True)
         self.path: Path = resolved
-        self._pool = _ConnectionPool(resolved, durability=durability, busy_timeout=busy_timeout)
+        self._pool = _ConnectionPool(
+            resolved, durability=durability, busy_timeout=busy_timeout, serde=self.serde
+        )
         # Async calls run their SQLite work on this thread, in call order.
         self._worker = _Worker(f"lgm-checkpoint:{resolved.name}", self._pool)
         # Event-loop threads reading now (aget_tuple), each on a connection of its own.
@@ -211,7 +221,8 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
             if row is None:
                 return None
             writes = _query.load_writes(conn, self.serde, thread_id, checkpoint_ns, [row[2]])
-            return _query.to_tuple(row, self.serde, writes[row[2]])
+            (checkpoint,) = _query.load_checkpoints(conn, self.serde, [row])
+            return _query.to_tuple(row, checkpoint, writes[row[2]])
 
         return read
 
@@ -308,8 +319,8 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         Read on the calling thread when that cannot wait: no async call of
         this saver is queued (so it overtakes nothing), an idle connection
         is open, and SQLite needs no lock (the connection's busy timeout is
-        0). The read is then two primary-key lookups plus deserializing one
-        checkpoint and its pending writes, which LangGraph's own async
+        0). The read is then three indexed queries (the row, its channel
+        blobs, its pending writes) plus deserializing them, which LangGraph's own async
         savers also do on the loop: tens of microseconds for a typical
         state, independent of thread length. Otherwise it goes to the
         worker thread like every other call.
@@ -338,27 +349,56 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """Store a checkpoint as a child of the one ``config`` names; return its config."""
-        (sql, params, _), saved = self._put_statement(config, checkpoint, metadata)
-        # One statement is its own atomic transaction: no BEGIN/COMMIT round trips.
-        self._pool.write_one(sql, params, what="save a checkpoint")
+        """Store a checkpoint as a child of the one ``config`` names; return its config.
+
+        Only the values of channels in ``new_versions`` are serialized and
+        written; the others are already stored under their unchanged version.
+        """
+        statements, saved = self._put_statements(config, checkpoint, metadata, new_versions)
+        if len(statements) == 1 and not statements[0][2]:
+            sql, params, _ = statements[0]
+            # One statement is its own atomic transaction: no BEGIN/COMMIT round trips.
+            self._pool.write_one(sql, params, what="save a checkpoint")
+        else:
+            self._pool.write(
+                lambda conn: execute_statements(conn, statements), what="save a checkpoint"
+            )
         return saved
 
-    def _put_statement(
-        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
-    ) -> tuple[Statement, RunnableConfig]:
-        """The INSERT that stores a checkpoint (serialized here), and the config put returns."""
+    def _put_statements(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> tuple[list[Statement], RunnableConfig]:
+        """The INSERTs that store a checkpoint and its new blobs (serialized here), and put's config."""
         configurable = config["configurable"]
         thread_id = str(configurable["thread_id"])
         checkpoint_ns = configurable.get("checkpoint_ns", "")
         full_metadata = get_checkpoint_metadata(config, metadata)
-        type_, blob = self.serde.dumps_typed(checkpoint)
+        values = checkpoint["channel_values"]
+        versions = checkpoint["channel_versions"]
+        # Rows of the put_rows view (schema.py): blobs first, the checkpoint last.
+        params: list[Any] = []
+        for channel, version in new_versions.items():
+            # A new version without a value (a DeltaChannel between
+            # snapshots, a cleared channel) stores nothing: absent reads as empty.
+            if channel in values:
+                params.extend((thread_id, checkpoint_ns, str(version), None,
+                               *self.serde.dumps_typed(values[channel]),
+                               None, None, None, None, channel))
+        stripped: dict[str, Any] = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+        if any(channel not in versions for channel in values):
+            # A value with no channel version cannot live in blobs; keep it here.
+            stripped["channel_values"] = {k: v for k, v in values.items() if k not in versions}
+        type_, blob = self.serde.dumps_typed(stripped)
         metadata_json = json.dumps(full_metadata, ensure_ascii=False, default=_json_default)
         delta = _delta.delta_channels_of(
             full_metadata, checkpoint["channel_versions"], checkpoint["channel_values"]
         )
         run_id = full_metadata.get("run_id")
-        row = (
+        params.extend((
             thread_id,
             checkpoint_ns,
             checkpoint["id"],
@@ -369,7 +409,8 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
             None if run_id is None else str(run_id),
             time.time(),
             None if delta is None else json.dumps(delta),
-        )
+            None,
+        ))
 
         saved: RunnableConfig = {
             "configurable": {
@@ -378,7 +419,12 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
                 "checkpoint_id": checkpoint["id"],
             }
         }
-        return (_PUT_SQL, row, False), saved
+        rows = len(params) // 11
+        if rows <= 100:  # the usual case: one INSERT, atomic by itself
+            marks = ",".join([_PUT_ROW_MARKS] * rows)
+            return [(PUT_ROWS_SQL.format(marks=marks), params, False)], saved
+        one_row = PUT_ROWS_SQL.format(marks=_PUT_ROW_MARKS)
+        return [(one_row, [params[i : i + 11] for i in range(0, len(params), 11)], True)], saved
 
     def put_writes(
         self,
@@ -447,8 +493,8 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Async ``put``: serialized here, committed on the worker thread before returning."""
-        statement, saved = self._put_statement(config, checkpoint, metadata)
-        await self._worker.write([statement], "save a checkpoint")
+        statements, saved = self._put_statements(config, checkpoint, metadata, new_versions)
+        await self._worker.write(statements, "save a checkpoint")
         return saved
 
     async def aput_writes(

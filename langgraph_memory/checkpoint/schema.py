@@ -35,11 +35,13 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph_memory.errors import CheckpointError
 
 __all__ = [
-    "SCHEMA_VERSION",
     "MIGRATIONS",
+    "PUT_ROWS_SQL",
+    "SCHEMA_VERSION",
     "Durability",
     "configure_connection",
     "ensure_schema",
+    "install_put_rows",
     "read_schema_version",
 ]
 
@@ -199,6 +201,46 @@ def _run_statements(conn: sqlite3.Connection, script: str) -> None:
     for statement in script.split(";"):
         if statement.strip():
             conn.execute(statement)
+
+
+# A put writes one checkpoint row and a blob per new channel version. As two
+# statements they need BEGIN ... COMMIT: four calls into SQLite, each giving
+# up the GIL and waiting to get it back from a thread busy running the graph
+# (up to the 5 ms switch interval each). Inserted through this view they are
+# one statement, atomic by itself: a row with a NULL ``channel`` is the
+# checkpoint, the others are blobs (version in ``checkpoint_id``, type and
+# value in ``type`` and ``checkpoint``). TEMP, per connection: the file's
+# schema stays plain tables.
+_PUT_ROWS = (
+    """CREATE TEMP VIEW IF NOT EXISTS put_rows (thread_id, checkpoint_ns, checkpoint_id,
+        parent_checkpoint_id, type, checkpoint, metadata, run_id, created_at,
+        delta_channels, channel) AS
+        SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL WHERE 0""",
+    """CREATE TEMP TRIGGER IF NOT EXISTS put_rows_checkpoint INSTEAD OF INSERT ON put_rows
+        WHEN NEW.channel IS NULL BEGIN
+        INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id,
+            parent_checkpoint_id, type, checkpoint, metadata, run_id, created_at,
+            delta_channels, hidden)
+        VALUES (NEW.thread_id, NEW.checkpoint_ns, NEW.checkpoint_id, NEW.parent_checkpoint_id,
+            NEW.type, NEW.checkpoint, NEW.metadata, NEW.run_id, NEW.created_at,
+            NEW.delta_channels, 0);
+    END""",
+    """CREATE TEMP TRIGGER IF NOT EXISTS put_rows_blob INSTEAD OF INSERT ON put_rows
+        WHEN NEW.channel IS NOT NULL BEGIN
+        INSERT OR REPLACE INTO blobs (thread_id, checkpoint_ns, channel, version, type, blob)
+        VALUES (NEW.thread_id, NEW.checkpoint_ns, NEW.channel, NEW.checkpoint_id, NEW.type,
+            NEW.checkpoint);
+    END""",
+)
+
+PUT_ROWS_SQL = "INSERT INTO put_rows VALUES {marks}"
+"""Insert checkpoint and blob rows (11 values each, see ``_PUT_ROWS``) in one statement."""
+
+
+def install_put_rows(conn: sqlite3.Connection) -> None:
+    """Create the connection's ``put_rows`` view (after the schema is in place)."""
+    for statement in _PUT_ROWS:
+        conn.execute(statement)
 
 
 def read_schema_version(conn: sqlite3.Connection) -> int:

@@ -99,7 +99,10 @@ def snapshot(saver: Any, thread_id: str) -> dict[str, Any]:
 
 
 def _make(path: Path) -> None:
-    from langgraph.checkpoint.conformance.test_utils import generate_checkpoint, generate_config
+    from langgraph.checkpoint.conformance.test_utils import (
+        generate_checkpoint,
+        generate_config,
+    )
 
     from langgraph_memory.checkpoint import SCHEMA_VERSION, SqliteCheckpointer
 
@@ -148,3 +151,31 @@ def expected(path: Path) -> dict[str, Any]:
 if __name__ == "__main__":
     _make(FIXTURE)
     print(f"wrote {FIXTURE} ({FIXTURE.stat().st_size:,} bytes)")
+
+
+def write_v1_file(path: Path, serde: Any, checkpoints: Sequence[tuple[str, str, dict[str, Any], str | None]]) -> None:
+    """A schema-v1 file from scratch: the v1 DDL, then rows as the v1 ``put`` wrote them.
+
+    ``checkpoints`` are ``(thread_id, checkpoint_ns, checkpoint, parent_id)``;
+    each row holds the whole serialized checkpoint, channel values included.
+    """
+    import json
+    import time
+
+    from langgraph_memory.checkpoint.schema import MIGRATIONS
+
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        MIGRATIONS[1](conn, serde)
+        conn.execute("PRAGMA user_version = 1")
+        for thread_id, checkpoint_ns, checkpoint, parent_id in checkpoints:
+            type_, blob = serde.dumps_typed(checkpoint)
+            conn.execute(
+                "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
+                "parent_checkpoint_id, type, checkpoint, metadata, run_id, created_at, "
+                "delta_channels, hidden) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, NULL, 0)",
+                (thread_id, checkpoint_ns, checkpoint["id"], parent_id, type_, blob,
+                 json.dumps({"source": "loop", "step": 0}), time.time()),
+            )
+    finally:
+        conn.close()
