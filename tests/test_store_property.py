@@ -16,7 +16,6 @@ the generated data or compared accordingly:
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings

@@ -473,7 +473,7 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
             registry = self._registry_()
             added: dict[tuple[str, ...], str] = {}
             emptied: list[tuple[Any, tuple[str, ...]]] = []
-            for name, group in by_spec.items():
+            for group in by_spec.values():
                 spec = group[0].spec
                 col = self._collection(spec)
                 self._write_group(spec, col, group, vectors, added, emptied)
