@@ -167,3 +167,19 @@ def test_each_file_is_valid_gzip_jsonl_after_a_crash_in_the_middle_of_writing(st
     archiver.run()
     (path,) = archiver.archive_dir.glob("*.jsonl.gz")
     assert len(gzip.decompress(path.read_bytes()).splitlines()) == 40
+
+
+@pytest.mark.parametrize("offset", [0.3, 0.45, 0.5, 0.55, 0.7, 0.9])
+def test_a_flipped_byte_anywhere_is_an_integrity_error_never_a_crash(store, fake_embeddings, offset):
+    make_lessons(store, fake_embeddings, 30)
+    archiver = Archiver(store)
+    archiver.run()
+    (f,) = archiver.list_archives()
+    path = archiver.archive_dir / f.name
+    data = bytearray(path.read_bytes())
+    data[int(len(data) * offset)] ^= 0x55
+    path.write_bytes(bytes(data))
+    assert archiver.verify()[f.name] is not None
+    with pytest.raises(ArchiveIntegrityError):
+        archiver.search_archive("lessons", "risk")
+    assert archiver.search_archive("lessons", "risk", strict=False) == []

@@ -117,9 +117,13 @@ def decode_vectors(blob: dict[str, Any] | None) -> np.ndarray | None:
     """The vectors of a line as an ``(n, dims)`` float32 array, or None if unindexed."""
     if not blob:
         return None
-    dims = int(blob["dims"])
-    raw = b"".join(base64.b64decode(s) for s in blob["b64"])
-    return np.frombuffer(raw, dtype=blob.get("dtype", "<f4")).reshape(-1, dims)
+    try:
+        dims = int(blob["dims"])
+        raw = b"".join(base64.b64decode(s, validate=True) for s in blob["b64"])
+        return np.frombuffer(raw, dtype=blob.get("dtype", "<f4")).reshape(-1, dims)
+    except (KeyError, TypeError, ValueError) as exc:  # binascii.Error is a ValueError
+        # Damaged gzip data can decompress to garbage before the stream's CRC is checked.
+        raise ArchiveIntegrityError(f"an archive line holds unreadable vectors ({exc}); the file is damaged") from None
 
 
 def encode_item(

@@ -11,6 +11,7 @@ from typing import Any
 from langgraph_memory.collections import COLLECTIONS, GENERAL, collection_by_name, collection_for
 from langgraph_memory.store.records import (
     K_EXPIRES,
+    K_ITEM,
     K_EXTRA,
     PAGE_SIZE as _PAGE,
     StoredItem,
@@ -18,6 +19,7 @@ from langgraph_memory.store.records import (
     encode_metadata,
     extra_id,
     now as _now,
+    record_path,
 )
 from langgraph_memory.store.ttl import Sweeper
 
@@ -66,15 +68,17 @@ class MaintenanceMixin:
                         if item is None:
                             continue
                         acc = bucket[rid]
-                        update: dict[str, Any] = {
-                            "lgm:la": max(item.last_accessed_at, acc.at),
-                            "lgm:ac": item.access_count + acc.count,
-                        }
+                        item.last_accessed_at = max(item.last_accessed_at, acc.at)
+                        item.access_count += acc.count
                         if item.ttl_minutes and acc.expires_at is not None:
-                            update[K_EXPIRES] = max(item.expires_at or 0.0, acc.expires_at)
-                        for i in range(item.n_vectors):
-                            ids.append(rid if i == 0 else extra_id(rid, i))
-                            metas.append(update)
+                            item.expires_at = max(item.expires_at or 0.0, acc.expires_at)
+                        # Access data lives on the primary record only: sweeps and
+                        # query hits on extra vectors always read the primary.
+                        update = {K_ITEM: encode_metadata(item, path=item.paths[0])[K_ITEM]}
+                        if item.expires_at is not None:
+                            update[K_EXPIRES] = item.expires_at
+                        ids.append(rid)
+                        metas.append(update)
                         touched += 1
                     if ids:
                         col.update(ids=ids, metadatas=metas)
@@ -180,7 +184,7 @@ class MaintenanceMixin:
             return
         item.vectors = [[float(x) for x in embs[idx]]]
         item.texts = [docs[idx] if docs is not None else None]
-        item.paths = [str(metas[idx].get("lgm:path", ""))]
+        item.paths = [record_path(metas[idx])]
         if item.n_vectors > 1:
             ex = col.get(
                 ids=[extra_id(item.uid, i) for i in range(1, item.n_vectors)],
@@ -193,7 +197,7 @@ class MaintenanceMixin:
                     continue
                 item.vectors.append([float(x) for x in ex["embeddings"][k]])
                 item.texts.append(ex["documents"][k] if ex.get("documents") is not None else None)
-                item.paths.append(str(ex["metadatas"][k].get("lgm:path", "")))
+                item.paths.append(record_path(ex["metadatas"][k]))
 
     def get_items(self, collection: str, uids: list[str], *, with_vectors: bool = False) -> list[StoredItem]:
         """Items of a collection by primary id (missing ids are skipped)."""

@@ -24,6 +24,7 @@ import math
 from typing import Any
 
 from langgraph_memory.errors import FilterError
+from langgraph_memory.store.records import FLAT_STR_MAX
 
 __all__ = ["matches", "compile_where", "combine_where", "OPERATORS"]
 
@@ -123,8 +124,12 @@ def validate_filter(filter: dict[str, Any] | None) -> None:
 
 
 def _pushable_scalar(v: Any) -> bool:
-    if isinstance(v, bool) or isinstance(v, str):
+    if isinstance(v, bool):
         return True
+    if isinstance(v, str):
+        # Longer strings are not flattened into Chroma (records.FLAT_STR_MAX), so an
+        # equality on one must be decided in Python.
+        return len(v) <= FLAT_STR_MAX
     if isinstance(v, int):
         return -(2**63) <= v < 2**63
     if isinstance(v, float):

@@ -2,18 +2,23 @@
 
 An item ``(namespace, key, value)`` becomes one *primary* record whose id is a
 hash of namespace and key, plus one extra record per additional embedded text
-(LangGraph lets an item carry several vectors; search max-pools them). Every
-record carries the item's metadata:
+(LangGraph lets an item carry several vectors; search max-pools them).
 
-* ``lgm:ns`` (labels joined by ``\\x1f``), ``lgm:nd`` (depth), ``lgm:n0`` ...
-  (one field per label, so a namespace prefix is an equality ``where``),
-* ``lgm:key``, ``lgm:val`` (the value as JSON: the source of truth),
-* ``lgm:ca``/``lgm:ua``/``lgm:la`` (created, updated, last accessed, epoch seconds),
-  ``lgm:ac`` (access count), ``lgm:exp``/``lgm:ttl`` (expiry, TTL minutes),
-* ``lgm:vec`` (false when the vector is a placeholder: the item is not indexed),
-  ``lgm:nv`` (how many records the item has), ``lgm:x`` (index of an extra record),
-* the value's scalar leaves flattened to dotted paths (``metrics.sharpe``), so
-  filters run inside Chroma and LangChain retrievers can filter on them too.
+Chroma's cost per returned record grows with the number of metadata keys, so
+only what ``where`` clauses need is a key of its own:
+
+* ``lgm:ns`` (labels joined by ``\x1f``) and ``lgm:n0``, ``lgm:n1`` ... (one per
+  label, so a namespace prefix is an equality ``where``);
+* ``lgm:x`` (0 for the primary record, ``i`` for the i-th extra vector),
+  ``lgm:vec`` (false when the vector is a placeholder: the item is not
+  indexed), ``lgm:exp`` (expiry, epoch seconds, when the item has a TTL);
+* the value's scalar leaves flattened to dotted paths (``metrics.sharpe``),
+  strings only up to :data:`FLAT_STR_MAX` characters, so filters run inside
+  Chroma and LangChain retrievers can filter on them too.
+
+Everything else is one JSON document under ``lgm:item``: key, value (the
+source of truth), created/updated/last-accessed times, access count, TTL,
+number of vectors and the index path of this record.
 
 Keys that cannot be flattened without ambiguity (containing ``.``, starting
 with ``lgm:``, ``$`` or ``#``) are left out of the flat fields; filters on them
@@ -46,19 +51,14 @@ NS_SEP = "\x1f"
 INTERNAL_PREFIX = "lgm:"
 
 K_NS = "lgm:ns"
-K_DEPTH = "lgm:nd"
-K_KEY = "lgm:key"
-K_VALUE = "lgm:val"
-K_CREATED = "lgm:ca"
-K_UPDATED = "lgm:ua"
-K_ACCESSED = "lgm:la"
-K_ACCESS_COUNT = "lgm:ac"
+K_ITEM = "lgm:item"
 K_EXPIRES = "lgm:exp"
-K_TTL = "lgm:ttl"
 K_HAS_VECTOR = "lgm:vec"
-K_NVEC = "lgm:nv"
 K_EXTRA = "lgm:x"
-K_PATH = "lgm:path"
+
+# Longer strings are not flattened: nobody filters on a paragraph by equality,
+# and every flattened key costs on every read (filters still apply, in Python).
+FLAT_STR_MAX = 256
 
 
 # Items read from Chroma per page when scanning.
@@ -105,8 +105,11 @@ def flatten_value(value: dict[str, Any], prefix: str = "", out: dict[str, Any] |
         path = f"{prefix}{k}"
         if isinstance(v, dict):
             flatten_value(v, path + ".", out)
-        elif isinstance(v, bool) or isinstance(v, str):
+        elif isinstance(v, bool):
             out[path] = v
+        elif isinstance(v, str):
+            if len(v) <= FLAT_STR_MAX:
+                out[path] = v
         elif isinstance(v, int):
             # Chroma stores 64-bit ints; larger ones stay Python-filtered only.
             if -(2**63) <= v < 2**63:
@@ -164,49 +167,55 @@ class StoredItem:
 def encode_metadata(item: StoredItem, *, value_json: str | None = None, extra: int = 0, path: str = "") -> dict[str, Any]:
     """Metadata of one record of ``item`` (``extra`` > 0 for an extra vector record)."""
     meta: dict[str, Any] = flatten_value(item.value)
-    meta.update(
-        {
-            K_NS: NS_SEP.join(item.namespace),
-            K_DEPTH: len(item.namespace),
-            K_KEY: item.key,
-            K_VALUE: value_json if value_json is not None else dumps_value(item.value),
-            K_CREATED: item.created_at,
-            K_UPDATED: item.updated_at,
-            K_ACCESSED: item.last_accessed_at,
-            K_ACCESS_COUNT: item.access_count,
-            K_HAS_VECTOR: item.indexed,
-            K_NVEC: item.n_vectors,
-            K_EXTRA: extra,
-            K_PATH: path,
-        }
-    )
+    packed = {
+        "k": item.key,
+        "ca": item.created_at,
+        "ua": item.updated_at,
+        "la": item.last_accessed_at,
+        "ac": item.access_count,
+        "nv": item.n_vectors,
+        "p": path,
+    }
+    if item.ttl_minutes is not None:
+        packed["ttl"] = item.ttl_minutes
+    head = json.dumps(packed, ensure_ascii=False, separators=(",", ":"))
+    # The value is spliced in as already-serialised JSON, not encoded twice.
+    meta[K_ITEM] = head[:-1] + ',"v":' + (value_json if value_json is not None else dumps_value(item.value)) + "}"
+    meta[K_NS] = NS_SEP.join(item.namespace)
+    meta[K_HAS_VECTOR] = item.indexed
+    meta[K_EXTRA] = extra
     for i, label in enumerate(item.namespace):
         meta[level_key(i)] = label
     if item.expires_at is not None:
         meta[K_EXPIRES] = item.expires_at
-        meta[K_TTL] = item.ttl_minutes
     return meta
 
 
 def decode_metadata(meta: dict[str, Any] | None) -> StoredItem | None:
     """The item a record describes, or None for a record we did not write."""
-    if not meta or K_KEY not in meta or K_VALUE not in meta:
+    if not meta or K_ITEM not in meta:
         return None
-    ns_raw = meta[K_NS]
-    namespace = tuple(ns_raw.split(NS_SEP)) if ns_raw else ()
+    packed = json.loads(meta[K_ITEM])
+    ns_raw = meta.get(K_NS, "")
     return StoredItem(
-        namespace=namespace,
-        key=meta[K_KEY],
-        value=json.loads(meta[K_VALUE]),
-        created_at=float(meta[K_CREATED]),
-        updated_at=float(meta[K_UPDATED]),
-        last_accessed_at=float(meta.get(K_ACCESSED, meta[K_UPDATED])),
-        access_count=int(meta.get(K_ACCESS_COUNT, 0)),
+        namespace=tuple(ns_raw.split(NS_SEP)) if ns_raw else (),
+        key=packed["k"],
+        value=packed["v"],
+        created_at=packed["ca"],
+        updated_at=packed["ua"],
+        last_accessed_at=packed["la"],
+        access_count=packed["ac"],
         expires_at=meta.get(K_EXPIRES),
-        ttl_minutes=meta.get(K_TTL),
+        ttl_minutes=packed.get("ttl"),
         indexed=bool(meta.get(K_HAS_VECTOR, True)),
-        n_vectors=int(meta.get(K_NVEC, 1)),
+        n_vectors=packed["nv"],
+        paths=[packed.get("p", "")],
     )
+
+
+def record_path(meta: dict[str, Any]) -> str:
+    """The index path (e.g. ``"content"``) whose text a record's vector embeds."""
+    return str(json.loads(meta[K_ITEM]).get("p", "")) if K_ITEM in meta else ""
 
 
 def removed_keys(old_meta: dict[str, Any], new_meta: dict[str, Any]) -> dict[str, None]:
