@@ -13,10 +13,20 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
+from typing import Self
 
-__all__ = ["Machine", "machine", "git_state", "percentile", "Stopwatch", "markdown_table", "fmt_rate", "fmt_ms"]
+__all__ = [
+    "Machine",
+    "Stopwatch",
+    "fmt_ms",
+    "fmt_rate",
+    "git_state",
+    "machine",
+    "markdown_table",
+    "percentile",
+]
 
 
 @dataclass
@@ -36,7 +46,8 @@ class Machine:
         load = "/".join(f"{x:.2f}" for x in self.load_start)
         out = [
             f"- CPU: {self.cpu}, {self.nproc} cores (nproc)",
-            f"- Python {self.python}; " + ", ".join(f"{k} {v}" for k, v in self.versions.items()),
+            f"- Python {self.python}; "
+            + ", ".join(f"{k} {v}" for k, v in self.versions.items()),
             f"- Date: {self.date}" + (f"; code: {self.code}" if self.code else ""),
             f"- Load average (1/5/15 min) at start: {load}",
         ]
@@ -47,7 +58,9 @@ class Machine:
 
 def _cpu_model() -> str:
     try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
+        out = subprocess.run(
+            ["lscpu"], capture_output=True, text=True, timeout=10, check=False
+        ).stdout
         for line in out.splitlines():
             if line.lower().startswith("model name"):
                 return line.split(":", 1)[1].strip()
@@ -70,7 +83,7 @@ def machine(packages: Sequence[str]) -> Machine:
         cpu=_cpu_model(),
         python=sys.version.split()[0],
         versions={p: _version(p) for p in packages},
-        date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        date=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         load_start=os.getloadavg(),
     )
 
@@ -78,10 +91,20 @@ def machine(packages: Sequence[str]) -> Machine:
 def git_state(repo: str | os.PathLike[str], paths: Sequence[str] = ()) -> str:
     """``<short commit>`` plus ``+ uncommitted changes`` when ``paths`` differ from it."""
     try:
-        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--", *paths],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        head = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain", "--", *paths],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return f"{head or 'unknown'}{' + uncommitted changes' if dirty else ''}"
@@ -104,7 +127,7 @@ class Stopwatch:
     def __init__(self) -> None:
         self.seconds = 0.0
 
-    def __enter__(self) -> Stopwatch:
+    def __enter__(self) -> Self:
         self._t0 = time.perf_counter()
         return self
 
@@ -126,7 +149,11 @@ def fmt_ms(x: float | None) -> str:
     return f"{x:.2f}" if x < 10 else f"{x:.1f}"
 
 
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool] | None = None) -> str:
+def markdown_table(
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    right: Sequence[bool] | None = None,
+) -> str:
     """A GitHub-flavoured markdown table (pipes in cells escaped)."""
     right = right or [False] * len(header)
 

@@ -9,9 +9,10 @@ only what ``where`` clauses need is a key of its own:
 
 * ``lgm:ns`` (labels joined by ``\x1f``) and ``lgm:n0``, ``lgm:n1`` ... (one per
   label, so a namespace prefix is an equality ``where``);
+  (a typed collection skips ``lgm:n0``: it holds one first label only);
 * ``lgm:x`` (0 for the primary record, ``i`` for the i-th extra vector),
-  ``lgm:vec`` (false when the vector is a placeholder: the item is not
-  indexed), ``lgm:exp`` (expiry, epoch seconds, when the item has a TTL);
+  ``lgm:vec`` (present, and false, only when the vector is a placeholder: the
+  item is not indexed), ``lgm:exp`` (expiry, epoch seconds, when the item has a TTL);
 * the value's scalar leaves flattened to dotted paths (``metrics.sharpe``),
   strings only up to :data:`FLAT_STR_MAX` characters, so filters run inside
   Chroma and LangChain retrievers can filter on them too.
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from langgraph_memory.collections import COLLECTIONS
 from langgraph_memory.errors import ValidationError
 
 __all__ = [
@@ -59,6 +61,8 @@ K_EXTRA = "lgm:x"
 # Longer strings are not flattened: nobody filters on a paragraph by equality,
 # and every flattened key costs on every read (filters still apply, in Python).
 FLAT_STR_MAX = 256
+
+TYPED_LABELS = frozenset(COLLECTIONS)
 
 
 # Items read from Chroma per page when scanning.
@@ -182,10 +186,13 @@ def encode_metadata(item: StoredItem, *, value_json: str | None = None, extra: i
     # The value is spliced in as already-serialised JSON, not encoded twice.
     meta[K_ITEM] = head[:-1] + ',"v":' + (value_json if value_json is not None else dumps_value(item.value)) + "}"
     meta[K_NS] = NS_SEP.join(item.namespace)
-    meta[K_HAS_VECTOR] = item.indexed
+    if not item.indexed:  # absent means indexed: one key fewer on nearly every record
+        meta[K_HAS_VECTOR] = False
     meta[K_EXTRA] = extra
-    for i, label in enumerate(item.namespace):
-        meta[level_key(i)] = label
+    # A typed collection holds one first label only: it needs no key for it.
+    first = 1 if item.namespace and item.namespace[0] in TYPED_LABELS else 0
+    for i in range(first, len(item.namespace)):
+        meta[level_key(i)] = item.namespace[i]
     if item.expires_at is not None:
         meta[K_EXPIRES] = item.expires_at
     return meta
