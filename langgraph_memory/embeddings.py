@@ -259,11 +259,14 @@ class CachedEmbeddings(Embeddings):
             for h, vec in pairs:
                 self._remember(h, vec)
             if self._conn is not None and pairs:
+                # One float32 matrix for the whole batch, then a row view per vector.
+                matrix = np.asarray([vec for _, vec in pairs], dtype=np.float32)
+                rows = [(self.model_id, h, matrix[i].tobytes()) for i, (h, _) in enumerate(pairs)]
                 self._conn.execute("BEGIN")
                 try:
                     self._conn.executemany(
                         "INSERT OR REPLACE INTO embedding_cache (model, text_hash, vector) VALUES (?, ?, ?)",
-                        [(self.model_id, h, np.asarray(vec, dtype=np.float32).tobytes()) for h, vec in pairs],
+                        rows,
                     )
                     self._conn.execute("COMMIT")
                 except BaseException:
@@ -292,7 +295,8 @@ class CachedEmbeddings(Embeddings):
             raise EmbeddingModelError(
                 f"embedding model {self.model_id} returned {len(vectors)} vectors for {len(todo_hashes)} texts"
             )
-        fresh = [(h, [float(x) for x in v]) for h, v in zip(todo_hashes, vectors)]
+        # Models return lists of floats (LangChain's contract) or arrays: convert only arrays.
+        fresh = [(h, v.tolist() if hasattr(v, "tolist") else list(v)) for h, v in zip(todo_hashes, vectors)]
         self._store(fresh)
         found.update(fresh)
         return [found[h] for h in hashes]
