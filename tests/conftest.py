@@ -37,6 +37,21 @@ def store(data_dir: Path, fake_embeddings: DeterministicFakeEmbedding) -> Iterat
     s.close()
 
 
+@pytest.fixture(params=["memory", "chroma"])
+def any_store(request: pytest.FixtureRequest, data_dir: Path, fake_embeddings: DeterministicFakeEmbedding) -> Iterator:
+    """The same test against LangGraph's InMemoryStore and our ChromaStore."""
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_memory.store import ChromaStore
+
+    if request.param == "memory":
+        yield InMemoryStore(index={"dims": FAKE_DIMS, "embed": fake_embeddings})
+    else:
+        s = ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings})
+        yield s
+        s.close()
+
+
 @pytest.fixture(scope="session")
 def real_embeddings():
     """The default offline model, loaded once for the whole session."""

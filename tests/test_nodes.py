@@ -8,13 +8,10 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 from langgraph.graph import END, START, StateGraph
-from langgraph.store.memory import InMemoryStore
 
 from langgraph_memory.errors import ConfigError, LineageError
 from langgraph_memory.lineage import LineageStore
 from langgraph_memory.nodes import format_namespace, recall_node, store_node
-from langgraph_memory.store import ChromaStore
-from tests.conftest import FAKE_DIMS
 
 
 class State(TypedDict, total=False):
@@ -23,16 +20,6 @@ class State(TypedDict, total=False):
     parent: str
     stored_ids: list[str]
     hits: list[dict[str, Any]]
-
-
-@pytest.fixture(params=["memory", "chroma"])
-def any_store(request, data_dir: Path, fake_embeddings):
-    if request.param == "memory":
-        yield InMemoryStore(index={"dims": FAKE_DIMS, "embed": fake_embeddings})
-    else:
-        s = ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings})
-        yield s
-        s.close()
 
 
 def _graph(store, *nodes):

@@ -3,28 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
-from langgraph.store.memory import InMemoryStore
 
 from langgraph_memory.errors import ConfigError
-from langgraph_memory.store import ChromaStore
 from langgraph_memory.tools import create_recall_tool, create_store_tool
-from tests.conftest import FAKE_DIMS
-
-
-@pytest.fixture(params=["memory", "chroma"])
-def any_store(request, data_dir: Path, fake_embeddings):
-    if request.param == "memory":
-        yield InMemoryStore(index={"dims": FAKE_DIMS, "embed": fake_embeddings})
-    else:
-        s = ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings})
-        yield s
-        s.close()
 
 
 def _scripted_agent(calls: list[dict]):
