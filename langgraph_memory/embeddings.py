@@ -22,6 +22,7 @@ import asyncio
 import hashlib
 import logging
 import os
+import queue
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -200,6 +201,8 @@ class CachedEmbeddings(Embeddings):
         self._lru_size = memory_items
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
+        self._pending: queue.Queue[list[tuple[bytes, list[float]]] | None] = queue.Queue()
+        self._writer: threading.Thread | None = None
         if path is not None:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(str(path), timeout=30.0, check_same_thread=False, isolation_level=None)
@@ -217,7 +220,11 @@ class CachedEmbeddings(Embeddings):
         return self.model_id
 
     def close(self) -> None:
-        """Close the cache file (the wrapped model is left alone)."""
+        """Write what is pending, close the cache file (the wrapped model is left alone)."""
+        if self._writer is not None:
+            self._pending.put(None)
+            self._writer.join()
+            self._writer = None
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
@@ -258,20 +265,47 @@ class CachedEmbeddings(Embeddings):
         with self._lock:
             for h, vec in pairs:
                 self._remember(h, vec)
-            if self._conn is not None and pairs:
-                # One float32 matrix for the whole batch, then a row view per vector.
-                matrix = np.asarray([vec for _, vec in pairs], dtype=np.float32)
-                rows = [(self.model_id, h, matrix[i].tobytes()) for i, (h, _) in enumerate(pairs)]
-                self._conn.execute("BEGIN")
-                try:
-                    self._conn.executemany(
-                        "INSERT OR REPLACE INTO embedding_cache (model, text_hash, vector) VALUES (?, ?, ?)",
-                        rows,
-                    )
-                    self._conn.execute("COMMIT")
-                except BaseException:
-                    self._conn.execute("ROLLBACK")
-                    raise
+        if self._conn is not None and pairs:
+            # The file is a cache: rows are written by a background thread, off the
+            # put path (a crash can only cost a re-embedding, never a memory).
+            self._pending.put(pairs)
+            if self._writer is None:
+                self._writer = threading.Thread(target=self._write_loop, name="lgm-embedding-cache", daemon=True)
+                self._writer.start()
+
+    def _write_loop(self) -> None:
+        while True:
+            pairs = self._pending.get()
+            if pairs is None:
+                return
+            try:
+                self._write(pairs)
+            except Exception:  # a cache write failing must not take anything down
+                logger.warning("could not write %d embeddings to the cache", len(pairs), exc_info=True)
+            finally:
+                self._pending.task_done()
+
+    def _write(self, pairs: list[tuple[bytes, list[float]]]) -> None:
+        # One float32 matrix for the whole batch, then a row view per vector.
+        matrix = np.asarray([vec for _, vec in pairs], dtype=np.float32)
+        rows = [(self.model_id, h, matrix[i].tobytes()) for i, (h, _) in enumerate(pairs)]
+        with self._lock:
+            if self._conn is None:
+                return
+            self._conn.execute("BEGIN")
+            try:
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO embedding_cache (model, text_hash, vector) VALUES (?, ?, ?)", rows
+                )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    def flush(self) -> None:
+        """Wait until every embedded vector is in the cache file."""
+        if self._writer is not None:
+            self._pending.join()
 
     def _split(self, texts: list[str]) -> tuple[list[bytes], dict[bytes, list[float]], list[str], list[bytes]]:
         hashes = [_text_hash(t) for t in texts]

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from contextlib import contextmanager
 import logging
 import math
 import os
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     NOT_PROVIDED,
@@ -32,7 +33,11 @@ from langgraph.store.base import (
 )
 
 from langgraph_memory._chroma import ChromaHandle
-from langgraph_memory.collections import CollectionSpec, collection_by_name, collection_for
+from langgraph_memory.collections import (
+    CollectionSpec,
+    collection_by_name,
+    collection_for,
+)
 from langgraph_memory.config import Settings
 from langgraph_memory.embeddings import (
     _DEFAULT_ALIASES,
@@ -42,6 +47,9 @@ from langgraph_memory.embeddings import (
 )
 from langgraph_memory.errors import ConfigError, EmbeddingModelError, StoreBackendError
 from langgraph_memory.store import filters as _filters
+from langgraph_memory.store._maintenance import MaintenanceMixin
+from langgraph_memory.store._search import SearchMixin
+from langgraph_memory.store.access import AccessLog, AccessTable
 from langgraph_memory.store.namespaces import (
     NamespaceRegistry,
     select_namespaces,
@@ -51,17 +59,18 @@ from langgraph_memory.store.records import (
     K_NS,
     StoredItem,
     decode_metadata,
-    now as _now,
-    to_datetime as _dt,
     dumps_value,
     encode_metadata,
     extra_id,
     item_uid,
     removed_keys,
 )
-from langgraph_memory.store._maintenance import MaintenanceMixin
-from langgraph_memory.store._search import SearchMixin
-from langgraph_memory.store.access import AccessLog, AccessTable
+from langgraph_memory.store.records import (
+    now as _now,
+)
+from langgraph_memory.store.records import (
+    to_datetime as _dt,
+)
 from langgraph_memory.store.ttl import Sweeper
 
 __all__ = ["ChromaStore"]
@@ -542,7 +551,8 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
             added[item.namespace] = spec.name
         try:
             if ids:
-                col.upsert(ids=ids, embeddings=embs, metadatas=metas, documents=docs)
+                # One float32 array, rather than a list Chroma converts row by row.
+                col.upsert(ids=ids, embeddings=np.asarray(embs, dtype=np.float32), metadatas=metas, documents=docs)
             if to_delete:
                 col.delete(ids=to_delete)
         except Exception as exc:
