@@ -566,12 +566,19 @@ async def test_async_read_does_not_overtake_a_queued_write(saver: SqliteCheckpoi
 
     first = await saver.aput(generate_config("t"), generate_checkpoint(), generate_metadata(), {})
     assert await saver.aget_tuple(generate_config("t")) is not None  # opens the loop connection
+    gate = threading.Event()
+    blocker = asyncio.ensure_future(saver._worker.run(lambda: gate.wait(10)))
+    await asyncio.sleep(0)  # the worker is busy, so the put below is queued, not run on the loop
     newer = generate_checkpoint()
     put = asyncio.ensure_future(saver.aput(first, newer, generate_metadata(), {}))
-    await asyncio.sleep(0)  # the put is queued on the worker, not yet awaited
-    latest = await saver.aget_tuple(generate_config("t"))
+    await asyncio.sleep(0)
+    read = asyncio.ensure_future(saver.aget_tuple(generate_config("t")))
+    await asyncio.sleep(0)
+    assert not put.done() and not read.done()
+    gate.set()
+    latest = await read
     assert latest is not None and latest.checkpoint["id"] == newer["id"]
-    await put
+    await asyncio.gather(put, blocker)
 
 
 async def test_async_write_group_reports_lock_timeout_to_every_caller(tmp_path: Path) -> None:

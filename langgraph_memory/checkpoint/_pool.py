@@ -6,10 +6,18 @@ connection of its own for the length of one operation and takes it back
 afterwards, so any number of threads (LangGraph's background executor, our
 async worker) share a handful of connections without a global lock.
 
-Async callers get two extras (see ``_worker``): a group of writes queued
+Async callers get three extras (see ``_worker``): a group of writes queued
 together is committed in one transaction (:meth:`_ConnectionPool.write_group`),
-and a short read may run on the caller's thread over a connection that never
-waits for a lock (:meth:`_ConnectionPool.read_nowait`).
+and a short read or write may run on the caller's thread over a connection
+that never waits for a lock (:meth:`_ConnectionPool.read_nowait`,
+:meth:`_ConnectionPool.write_nowait`).
+
+WAL checkpoints are ours, not SQLite's: every connection has
+``wal_autocheckpoint`` off, and the pool runs a PASSIVE checkpoint every
+``_COMMITS_PER_CHECKPOINT`` commits on a thread that may wait for the disk
+(the writer's own, or the async worker for writes made on an event loop).
+A checkpoint that empties the WAL also makes the next write go through a
+waiting thread: the write that restarts the WAL syncs its new header.
 
 Writes take the file's write lock up front (``BEGIN IMMEDIATE``) so two
 writers never deadlock upgrading read locks; a lock that cannot be had is
@@ -49,7 +57,12 @@ Statement = tuple[str, Sequence[Any], bool]
 
 
 class WouldBlock(Exception):
-    """``read_nowait`` could not run without waiting (no idle connection, or a lock)."""
+    """``read_nowait``/``write_nowait`` could not run without waiting (no connection, or a lock)."""
+
+
+_COMMITS_PER_CHECKPOINT = 200
+"""Commits between WAL checkpoints: ~1,000 WAL pages (SQLite's own default
+trigger) for a chat graph's puts of ~5 pages each."""
 
 _LOCKED_MARKERS = ("database is locked", "database table is locked", "database is busy")
 
@@ -77,6 +90,15 @@ class _ConnectionPool:
         # Connections with busy_timeout 0, for reads run on an event loop.
         self._free_nowait: list[sqlite3.Connection] = []
         self._nowait_count = 0
+        # The one connection event-loop writes use (busy_timeout 0), only
+        # while holding _write_lock; opened on the worker by add_loop_writer.
+        self._loop_writer: sqlite3.Connection | None = None
+        self.loop_commits = 0  # writes committed by write_nowait, for tests and benchmarks
+        self._commits = 0  # by any writer of this pool, for WAL checkpoints; under _write_lock
+        # True when the next frame written restarts the WAL (it is empty or
+        # fully checkpointed): that write syncs the WAL header, so it must not
+        # run on an event loop. Starts True: we cannot tell for a file just opened.
+        self._wal_restart_pending = True
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         # Writers of this process queue here rather than in SQLite's busy
@@ -237,6 +259,7 @@ class _ConnectionPool:
         try:
             with self.connection() as conn:
                 self.retry(lambda: conn.execute(sql, params), what=what)
+                self._after_commit(conn)
         finally:
             self._write_lock.release()
 
@@ -264,9 +287,106 @@ class _ConnectionPool:
         self._acquire_write_lock(what)
         try:
             with self.connection() as conn:
-                return self.retry(lambda: attempt(conn), what=what)
+                result = self.retry(lambda: attempt(conn), what=what)
+                self._after_commit(conn)
+                return result
         finally:
             self._write_lock.release()
+
+    # -- writes on an event loop, and the WAL checkpoints they leave to others --
+
+    def has_loop_writer(self) -> bool:
+        """Whether :meth:`write_nowait` has its connection."""
+        return self._loop_writer is not None
+
+    def add_loop_writer(self) -> None:
+        """Open the connection :meth:`write_nowait` uses (opening may touch the disk).
+
+        Not with ``durability="full"``: every commit then syncs the WAL, a
+        wait no event loop may take, so all writes stay on the worker.
+        """
+        if self._loop_writer is not None or self.durability == "full":
+            return
+        conn = self._open(nowait=True)
+        with self._lock:
+            if self._closed or self._loop_writer is not None:
+                conn.close()
+                return
+            self._all.append(conn)
+            self._loop_writer = conn
+
+    def write_nowait(self, statements: Sequence[Statement], *, what: str) -> bool:
+        """Commit ``statements`` now if that needs no wait, else raise :class:`WouldBlock`.
+
+        No wait means: the loop connection is open, no other thread of this
+        process is writing (``_write_lock`` is free right now), SQLite grants
+        the file's write lock at once (busy_timeout 0: another process
+        writing answers "busy" immediately), and the WAL does not restart
+        (which would sync its header). With ``wal_autocheckpoint`` off the
+        commit is then an append to the WAL, without fsync under
+        ``synchronous=NORMAL``. On :class:`WouldBlock` nothing was written.
+
+        Returns True when a WAL checkpoint is due; the caller runs
+        :meth:`checkpoint_wal` where waiting is allowed.
+        """
+        if self._wal_restart_pending or self._loop_writer is None:
+            raise WouldBlock
+        if not self._write_lock.acquire(blocking=False):
+            raise WouldBlock
+        try:
+            conn = self._loop_writer
+            if self._closed or conn is None:
+                raise CheckpointError(f"checkpointer for {self.path} is closed; open a new one.")
+            try:
+                if len(statements) == 1 and not statements[0][2]:
+                    conn.execute(statements[0][0], statements[0][1])  # atomic by itself
+                else:
+                    conn.execute("BEGIN IMMEDIATE")
+                    try:
+                        execute_statements(conn, statements)
+                        conn.execute("COMMIT")
+                    except BaseException:
+                        if conn.in_transaction:
+                            conn.execute("ROLLBACK")
+                        raise
+            except sqlite3.OperationalError as exc:
+                if _is_lock_error(exc):
+                    raise WouldBlock from exc
+                raise CheckpointError(f"could not {what} in {self.path}: {exc}") from exc
+            except sqlite3.DatabaseError as exc:
+                raise CheckpointError(f"could not {what} in {self.path}: {exc}") from exc
+            self.loop_commits += 1
+            self._commits += 1
+            return self._commits % _COMMITS_PER_CHECKPOINT == 0
+        finally:
+            self._write_lock.release()
+
+    def checkpoint_wal(self) -> None:
+        """Run a PASSIVE WAL checkpoint now; it syncs the database file, so never on a loop."""
+        self._acquire_write_lock("checkpoint the WAL")
+        try:
+            with self.connection() as conn:
+                self._checkpoint(conn)
+        finally:
+            self._write_lock.release()
+
+    def _after_commit(self, conn: sqlite3.Connection) -> None:
+        # Under _write_lock, on a thread that may wait for the disk. This
+        # write restarted the WAL if a checkpoint had emptied it.
+        self._wal_restart_pending = False
+        self._commits += 1
+        if self._commits % _COMMITS_PER_CHECKPOINT == 0:
+            self._checkpoint(conn)
+
+    def _checkpoint(self, conn: sqlite3.Connection) -> None:
+        # Under _write_lock. PASSIVE: copies what no reader still needs, never waits.
+        try:
+            busy, log, done = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        except sqlite3.Error as exc:
+            logger.debug("WAL checkpoint of %s failed: %s", self.path, exc)
+            return
+        if not busy and log == done:  # all copied: the next writer restarts the WAL
+            self._wal_restart_pending = True
 
     def write_group(
         self, groups: Sequence[Sequence[Statement]], whats: Sequence[str]
@@ -304,6 +424,15 @@ class _ConnectionPool:
             self._closed = True
             free, self._free = self._free + self._free_nowait, []
             self._free_nowait = []
+        # The loop writer is only used under _write_lock; a writer holding it
+        # finishes within busy_timeout.
+        if self._write_lock.acquire(timeout=self.busy_timeout):
+            try:
+                if self._loop_writer is not None:
+                    free.append(self._loop_writer)
+                    self._loop_writer = None
+            finally:
+                self._write_lock.release()
         for conn in free:
             try:
                 conn.close()

@@ -1,13 +1,19 @@
 """The thread that runs the async methods' SQLite work off the event loop.
 
-Two kinds of work are queued, and run in submission order:
+Three kinds of work are queued, and run in submission order:
 
 * a call (``run``): any function, run on its own;
 * a write (``write``): statements for one transaction. Writes queued back to
   back (a graph step's ``aput_writes`` and the next ``aput`` usually are)
   are committed together in one transaction, and each caller's future is
   resolved only after that COMMIT returns, so an acknowledged write is as
-  durable as one committed alone: group commit, not write-behind.
+  durable as one committed alone: group commit, not write-behind;
+* housekeeping (``post``): work nobody awaits, such as opening the event
+  loop's connections or checkpointing the WAL that loop writes fill.
+
+Reads and writes that cannot wait skip the queue and run on the event loop
+(see ``SqliteCheckpointer.aget_tuple`` and ``aput``), but only while the
+worker is ``idle``, so they never overtake queued work.
 
 Results go back to each event loop in one ``call_soon_threadsafe`` per group,
 not one per call: every wake-up of a busy loop costs a self-pipe write and
@@ -17,6 +23,7 @@ read, and on a loaded machine a thread switch.
 from __future__ import annotations
 
 import asyncio
+import logging
 import queue
 import threading
 from collections.abc import Callable, Sequence
@@ -26,13 +33,21 @@ from langgraph_memory.checkpoint._pool import Statement, _ConnectionPool
 
 T = TypeVar("T")
 
+logger = logging.getLogger(__name__)
+
 _MAX_GROUP = 64  # writes committed together at most; bounds one transaction's length
 
 
 class _Call:
     __slots__ = ("loop", "fut", "fn")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, fut: asyncio.Future[Any], fn: Callable[[], Any]):
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop | None,
+        fut: asyncio.Future[Any] | None,
+        fn: Callable[[], Any],
+    ):
+        # loop and fut are None for housekeeping posted with ``post``: nobody awaits it.
         self.loop, self.fut, self.fn = loop, fut, fn
 
 
@@ -112,6 +127,15 @@ class _Worker:
         self._submit(_Call(loop, fut, fn))
         return await fut
 
+    def post(self, fn: Callable[[], object]) -> None:
+        """Queue housekeeping ``fn()`` (opening a connection, a WAL checkpoint); nobody awaits it.
+
+        It runs in queue order like any call, so until it has finished the
+        worker is not ``idle`` and no event-loop fast path overtakes it.
+        Errors are logged, not raised.
+        """
+        self._submit(_Call(None, None, fn))
+
     async def write(self, statements: Sequence[Statement], what: str) -> None:
         """Execute ``statements`` in a transaction; return once it is committed."""
         loop = asyncio.get_running_loop()
@@ -145,6 +169,15 @@ class _Worker:
             del items, item
 
     def _call(self, item: _Call) -> None:
+        if item.fut is None:
+            try:
+                item.fn()
+            except Exception:
+                logger.warning("checkpoint housekeeping %r failed", item.fn, exc_info=True)
+            finally:
+                self._finished += 1
+            return
+        assert item.loop is not None
         try:
             outcome: _Outcome = (item.fut, True, item.fn())
         except BaseException as exc:  # handed to the awaiting coroutine

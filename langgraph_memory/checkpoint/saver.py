@@ -77,10 +77,12 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
     """A LangGraph checkpointer on one SQLite file, for sync and async graphs alike.
 
     One instance serves ``invoke``/``stream`` and ``ainvoke``/``astream``: the
-    async methods run the same SQLite work on a worker thread, so they never
-    block the event loop. Many threads and several processes may share the
-    file (WAL mode); a busy file is waited for up to ``busy_timeout`` seconds,
-    then :class:`~langgraph_memory.errors.LockTimeoutError` is raised.
+    async methods run the same SQLite work on a worker thread, or on the
+    event loop itself when that cannot wait (see ``aget_tuple`` and
+    ``aput``), so they never block the event loop on a lock or a disk sync.
+    Many threads and several processes may share the file (WAL mode); a busy
+    file is waited for up to ``busy_timeout`` seconds, then
+    :class:`~langgraph_memory.errors.LockTimeoutError` is raised.
 
     Beyond LangGraph's interface: ``prune``, ``delete_for_runs`` and
     ``copy_thread`` (all DeltaChannel-safe), ``list_threads`` and
@@ -150,6 +152,8 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         self._worker = _Worker(f"lgm-checkpoint:{resolved.name}", self._pool)
         # Event-loop threads reading now (aget_tuple), each on a connection of its own.
         self._max_nowait = 4
+        # Whether the connection for writes on the event loop was asked of the worker.
+        self._loop_writer_requested = False
         logger.debug("opened checkpoint file %s", resolved)
 
     @classmethod
@@ -492,9 +496,41 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """Async ``put``: serialized here, committed on the worker thread before returning."""
+        """Async ``put``: serialized here, committed before the await returns.
+
+        The commit runs on the calling thread (the event loop) when that
+        cannot wait, mirroring ``aget_tuple``:
+
+        * no async call of this saver is queued on the worker, so the write
+          overtakes nothing and every later call sees it;
+        * the loop's write connection is open (it is opened on the worker,
+          never on the loop) and no other thread of this process is writing;
+        * SQLite grants the write lock at once: that connection's busy
+          timeout is 0, so another process (or connection) holding the lock
+          makes SQLite answer "busy" immediately instead of sleeping;
+        * the write does not restart the WAL (see below).
+
+        What then runs on the loop is bounded: one INSERT into B-tree pages
+        (normally in SQLite's page cache) and a COMMIT that appends the
+        changed pages to the WAL. With ``synchronous=NORMAL`` a WAL commit
+        does not fsync; it is a write into the OS page cache, and survives a
+        crash of this process like any other commit. The two steps of SQLite
+        that do sync never run here: WAL checkpoints (automatic checkpoints
+        are off; the worker checkpoints every few hundred commits) and the
+        first write after a checkpoint emptied the WAL (which syncs the new
+        WAL header: that write is left to the worker). A checkpoint by
+        another process can still, rarely, leave that restart to a loop write.
+        With ``durability="full"`` every commit syncs, so writes never run on
+        the loop.
+
+        Otherwise (the worker is busy, the lock is held, or SQLite answers
+        busy) the write is queued on the worker, which waits for the lock up
+        to ``busy_timeout`` and commits it, possibly together with other
+        queued writes. Either way the checkpoint is committed when the await
+        returns.
+        """
         statements, saved = self._put_statements(config, checkpoint, metadata, new_versions)
-        await self._worker.write(statements, "save a checkpoint")
+        await self._awrite(statements, "save a checkpoint")
         return saved
 
     async def aput_writes(
@@ -504,10 +540,28 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """Async ``put_writes``: serialized here, committed on the worker thread before returning."""
+        """Async ``put_writes``: serialized here, committed before the await returns.
+
+        Committed on the event loop when that cannot wait, else on the
+        worker thread, exactly as ``aput`` describes.
+        """
         statements = self._put_writes_statements(config, writes, task_id, task_path)
         if statements:
-            await self._worker.write(statements, "save pending writes")
+            await self._awrite(statements, "save pending writes")
+
+    async def _awrite(self, statements: Sequence[Statement], what: str) -> None:
+        if self._worker.idle:
+            try:
+                if self._pool.write_nowait(statements, what=what):
+                    self._worker.post(self._pool.checkpoint_wal)
+                return
+            except WouldBlock:
+                pass
+        if not self._loop_writer_requested:
+            # Opened on the worker, ahead of this write: the loop never waits for a file to open.
+            self._loop_writer_requested = True
+            self._worker.post(self._pool.add_loop_writer)
+        await self._worker.write(statements, what)
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         """Next channel version: a zero-padded counter plus a random tie-breaker."""

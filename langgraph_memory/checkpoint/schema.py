@@ -258,9 +258,12 @@ def configure_connection(
         raise ConfigError(f"durability must be 'normal' or 'full', got {durability!r}")
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
     conn.execute(f"PRAGMA synchronous = {durability.upper()}")
-    # Keeps checkpoint blobs of a few KiB in memory-mapped pages, and the
-    # WAL from growing without bound under a steady write load.
+    # The TEMP put_rows view and its triggers (and any sort) stay in memory.
     conn.execute("PRAGMA temp_store = MEMORY")
+    # The pool checkpoints the WAL itself, on threads that may wait for the
+    # disk (see _pool): SQLite's automatic checkpoint would run inside
+    # whichever commit crosses the threshold, even one made on an event loop.
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
 
 
 def ensure_schema(conn: sqlite3.Connection, serde: SerializerProtocol) -> int:

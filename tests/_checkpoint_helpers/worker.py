@@ -2,14 +2,17 @@
 
 Usage:
     python worker.py count <db> <thread_id> <target> <sleep>
+    python worker.py acount <db> <thread_id> <target> <sleep>   (ainvoke; prints loop commits)
     python worker.py chat <db> <prefix> <invokes> <go_file>
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
@@ -23,8 +26,12 @@ class CountState(TypedDict):
     trail: list[int]
 
 
-def count_graph(saver: SqliteCheckpointer, target: int, pause: float) -> Any:
+def count_graph(
+    saver: SqliteCheckpointer, target: int, pause: float, on_step: Callable[[], None] | None = None
+) -> Any:
     def inc(state: CountState) -> dict[str, Any]:
+        if on_step is not None:
+            on_step()
         time.sleep(pause)
         n = state["count"] + 1
         return {"count": n, "trail": [*state["trail"], n]}
@@ -45,6 +52,22 @@ def _count(db: str, thread_id: str, target: str, pause: str) -> None:
     )
 
 
+def _acount(db: str, thread_id: str, target: str, pause: str) -> None:
+    async def run() -> None:
+        saver = SqliteCheckpointer(db)
+
+        def report() -> None:  # how many writes were committed on the event loop so far
+            print(saver._pool.loop_commits, flush=True)
+
+        graph = count_graph(saver, int(target), float(pause), report)
+        await graph.ainvoke(
+            {"count": 0, "trail": []},
+            {"configurable": {"thread_id": thread_id}, "recursion_limit": 10_000},
+        )
+
+    asyncio.run(run())
+
+
 def _chat(db: str, prefix: str, invokes: str, go_file: str) -> None:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from test_checkpoint_graphs import _chat_graph  # the same graph as the in-process tests
@@ -63,4 +86,4 @@ def _chat(db: str, prefix: str, invokes: str, go_file: str) -> None:
 
 if __name__ == "__main__":
     mode, *args = sys.argv[1:]
-    {"count": _count, "chat": _chat}[mode](*args)
+    {"count": _count, "acount": _acount, "chat": _chat}[mode](*args)
