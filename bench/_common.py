@@ -56,7 +56,7 @@ class Machine:
         return out
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
     try:
         out = subprocess.run(
             ["lscpu"], capture_output=True, text=True, timeout=10, check=False
@@ -80,7 +80,7 @@ def machine(packages: Sequence[str]) -> Machine:
     """Describe this machine now (load average included)."""
     return Machine(
         nproc=os.cpu_count() or 0,
-        cpu=_cpu_model(),
+        cpu=cpu_model(),
         python=sys.version.split()[0],
         versions={p: _version(p) for p in packages},
         date=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),

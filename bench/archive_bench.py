@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
+from _common import cpu_model
 
 from langgraph_memory.archive import Archiver
 from langgraph_memory.store import ChromaStore
@@ -40,16 +41,6 @@ def _dir_size(path: Path) -> int:
 
 def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def main() -> None:
@@ -159,7 +150,7 @@ def main() -> None:
             ("tracemalloc peak (Python, second run only)", f"{py_peak / 2**20:,.1f} MB"),
         ]
     machine = (
-        f"nproc {os.cpu_count()}, {_cpu_model()}, Python {platform.python_version()}, "
+        f"nproc {os.cpu_count()}, {cpu_model()}, Python {platform.python_version()}, "
         f"{datetime.now(timezone.utc):%Y-%m-%d}"
     )
     table = ["| measure | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]

@@ -38,6 +38,7 @@ from typing import Annotated, Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import aiosqlite  # noqa: E402
+from _common import cpu_model  # noqa: E402
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage  # noqa: E402
 from langgraph.checkpoint.base import BaseCheckpointSaver  # noqa: E402
 from langgraph.checkpoint.base.id import uuid6  # noqa: E402
@@ -322,16 +323,6 @@ def render(rows: list[Row], args: argparse.Namespace) -> Table:
     return table
 
 
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def _load() -> str:
     return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -356,7 +347,7 @@ def main(argv: list[str] | None = None) -> None:
     console = Console(width=200)
     console.print(render(rows, args))
     console.print(
-        f"Machine: nproc={os.cpu_count()}; CPU {_cpu_model()}; Python {platform.python_version()}; "
+        f"Machine: nproc={os.cpu_count()}; CPU {cpu_model()}; Python {platform.python_version()}; "
         f"SQLite {sqlite3.sqlite_version}; started {started}; load average (1/5/15 min) "
         f"{load_start} at start, {_load()} at end."
     )

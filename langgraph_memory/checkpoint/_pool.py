@@ -157,16 +157,20 @@ class _ConnectionPool:
         try:
             yield conn
         finally:
-            if conn.in_transaction:  # an exception escaped mid-transaction
-                try:
-                    conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    logger.debug("rollback after failure failed", exc_info=True)
-            with self._lock:
-                if self._closed:
-                    conn.close()
-                else:
-                    self._free.append(conn)
+            self._release(conn, self._free)
+
+    def _release(self, conn: sqlite3.Connection, free: list[sqlite3.Connection]) -> None:
+        """Return a connection to ``free``, rolling back whatever an exception left open."""
+        if conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                logger.debug("rollback after failure failed", exc_info=True)
+        with self._lock:
+            if self._closed:
+                conn.close()
+            else:
+                free.append(conn)
 
     def retry(self, fn: Callable[[], T], *, what: str) -> T:
         """Run ``fn``, retrying while the file is locked, up to ``busy_timeout``.
@@ -242,16 +246,7 @@ class _ConnectionPool:
         except sqlite3.DatabaseError as exc:
             raise CheckpointError(f"could not {what} in {self.path}: {exc}") from exc
         finally:
-            if conn.in_transaction:  # fn left a read transaction open (it should not)
-                try:
-                    conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    logger.debug("rollback after failure failed", exc_info=True)
-            with self._lock:
-                if self._closed:
-                    conn.close()
-                else:
-                    self._free_nowait.append(conn)
+            self._release(conn, self._free_nowait)
 
     def write_one(self, sql: str, params: Sequence[Any], *, what: str) -> None:
         """Run one write statement in autocommit mode (atomic by itself)."""
