@@ -172,6 +172,18 @@ class _ConnectionPool:
             else:
                 free.append(conn)
 
+    @contextmanager
+    def _nowait_errors(self, what: str) -> Iterator[None]:
+        """On a no-wait connection, "locked" means :class:`WouldBlock`; other errors are ours."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if _is_lock_error(exc):
+                raise WouldBlock from exc
+            raise CheckpointError(f"could not {what} in {self.path}: {exc}") from exc
+        except sqlite3.DatabaseError as exc:
+            raise CheckpointError(f"could not {what} in {self.path}: {exc}") from exc
+
     def retry(self, fn: Callable[[], T], *, what: str) -> T:
         """Run ``fn``, retrying while the file is locked, up to ``busy_timeout``.
 
@@ -238,13 +250,8 @@ class _ConnectionPool:
                 raise WouldBlock
             conn = self._free_nowait.pop()
         try:
-            return fn(conn)
-        except sqlite3.OperationalError as exc:
-            if _is_lock_error(exc):
-                raise WouldBlock from exc
-            raise CheckpointError(f"could not {what} in {self.path}: {exc}") from exc
-        except sqlite3.DatabaseError as exc:
-            raise CheckpointError(f"could not {what} in {self.path}: {exc}") from exc
+            with self._nowait_errors(what):
+                return fn(conn)
         finally:
             self._release(conn, self._free_nowait)
 
@@ -332,7 +339,7 @@ class _ConnectionPool:
             conn = self._loop_writer
             if self._closed or conn is None:
                 raise CheckpointError(f"checkpointer for {self.path} is closed; open a new one.")
-            try:
+            with self._nowait_errors(what):
                 if len(statements) == 1 and not statements[0][2]:
                     conn.execute(statements[0][0], statements[0][1])  # atomic by itself
                 else:
@@ -344,12 +351,6 @@ class _ConnectionPool:
                         if conn.in_transaction:
                             conn.execute("ROLLBACK")
                         raise
-            except sqlite3.OperationalError as exc:
-                if _is_lock_error(exc):
-                    raise WouldBlock from exc
-                raise CheckpointError(f"could not {what} in {self.path}: {exc}") from exc
-            except sqlite3.DatabaseError as exc:
-                raise CheckpointError(f"could not {what} in {self.path}: {exc}") from exc
             self.loop_commits += 1
             self._commits += 1
             return self._commits % _COMMITS_PER_CHECKPOINT == 0
