@@ -122,13 +122,3 @@ class WriteLock:
     def depth(self) -> int:
         """How many times the calling thread holds the lock (call only while holding it)."""
         return self._depth
-
-    @property
-    def held_by_me(self) -> bool:
-        """Whether the calling thread holds the lock (re-entry skips all checks)."""
-        if not self._thread_lock.acquire(blocking=False):
-            return False
-        try:
-            return self._depth > 0
-        finally:
-            self._thread_lock.release()

@@ -95,8 +95,6 @@ class MaintenanceMixin:
         now = _now()
         deleted = 0
         with self._using(write=True):
-            registry = self._registry_()
-            emptied: dict[tuple[str, tuple[str, ...]], Any] = {}
             for spec in [*COLLECTIONS.values(), GENERAL]:
                 col = self._collection(spec, create=False)
                 if col is None:
@@ -106,17 +104,8 @@ class MaintenanceMixin:
                 if self._access_table is not None:  # a read may have refreshed the TTL since the last write
                     self._access_table.merge_into(spec.name, candidates)
                 expired = [it for it in candidates if it.expires_at is not None and it.expires_at < now]
-                ids: list[str] = []
-                for item in expired:
-                    ids.append(item.uid)
-                    ids.extend(extra_id(item.uid, i) for i in range(1, item.n_vectors))
-                    emptied[(spec.name, item.namespace)] = col
+                self._delete_locked(col, expired)
                 deleted += len(expired)
-                if ids:
-                    col.delete(ids=ids)
-                    if self._access_table is not None:
-                        self._access_table.forget(spec.name, [it.uid for it in expired])
-            registry.remove([ns for (_, ns), col in emptied.items() if not self._namespace_has_items(col, ns)])
         if deleted:
             logger.info("swept %d expired items", deleted)
         return deleted

@@ -161,12 +161,6 @@ class StoredItem:
     def last_activity(self) -> float:
         return max(self.updated_at, self.last_accessed_at)
 
-    def created_dt(self) -> datetime:
-        return datetime.fromtimestamp(self.created_at, tz=timezone.utc)
-
-    def updated_dt(self) -> datetime:
-        return datetime.fromtimestamp(self.updated_at, tz=timezone.utc)
-
 
 def encode_metadata(item: StoredItem, *, value_json: str | None = None, extra: int = 0, path: str = "") -> dict[str, Any]:
     """Metadata of one record of ``item`` (``extra`` > 0 for an extra vector record)."""
