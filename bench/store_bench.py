@@ -187,12 +187,12 @@ _WORDS = [
 # ------------------------------------------------------------------ data
 
 
-def make_texts(n: int, seed: int, *, prefix: str = "") -> list[str]:
-    """Seeded, varied pseudo-sentences of 100-200 characters, all distinct."""
+def make_texts(n: int, seed: int, *, prefix: str = "", lo: int = 100, hi: int = 200) -> list[str]:
+    """Seeded, varied pseudo-sentences of ``lo``-``hi`` characters, all distinct."""
     rng = random.Random(seed)
     out = []
     for i in range(n):
-        target = rng.randint(100, 200)
+        target = rng.randint(lo, hi)
         words = [f"{prefix}{i}:"] if prefix else []
         while sum(len(w) + 1 for w in words) < target:
             words.append(rng.choice(_WORDS))
@@ -613,24 +613,38 @@ def run_size(n: int, args: argparse.Namespace, log: Callable) -> list[Row]:
 
 
 def run_model(args: argparse.Namespace, log: Callable) -> list[Row]:
-    """The real model: ChromaStore put (cold cache) vs the model's own embed_documents."""
+    """The real model: ChromaStore put (cold cache) vs the model's own embed_documents, per text length."""
     from langgraph_memory.store import ChromaStore
 
-    texts = make_texts(args.model_texts, args.seed + 1)
-    warm = make_texts(64, args.seed + 2, prefix="warm")
     index = ChromaStore.default_index()
     emb = index["embed"]  # one model object for both sides
     t0 = time.perf_counter()
-    emb.embed_documents(warm)  # loads torch and the weights
-    for s in range(
-        0, len(texts), args.model_batch
-    ):  # one untimed pass: torch warms up on these very shapes
-        emb.embed_documents(texts[s : s + args.model_batch])
+    emb.embed_documents(make_texts(64, args.seed + 2, prefix="warm"))  # loads torch and the weights
+    log(f"[model] loaded in {time.perf_counter() - t0:.1f} s")
+    rows: list[Row] = []
+    for k, (lo, hi) in enumerate(args.model_lengths):
+        rows.extend(_run_model_lengths(args, log, index, lo, hi, seed=args.seed + 10 * (k + 1)))
+    return rows
+
+
+def _run_model_lengths(
+    args: argparse.Namespace, log: Callable, index: Any, lo: int, hi: int, *, seed: int
+) -> list[Row]:
+    """One text length: ``model_rounds`` rounds of ``model_texts`` new texts each, one store throughout."""
+    from langgraph.store.base import PutOp
+
+    from langgraph_memory.store import ChromaStore
+
+    emb = index["embed"]
+    n = args.model_texts
+    rounds = [make_texts(n, seed + r, lo=lo, hi=hi, prefix=f"r{r}.") for r in range(args.model_rounds)]
+    t0 = time.perf_counter()
+    for s in range(0, n, args.model_batch):  # untimed: torch warms up on texts of this length
+        emb.embed_documents(make_texts(args.model_batch, seed - 1, lo=lo, hi=hi, prefix=f"w{s}."))
     log(
-        f"[model] loaded and warmed in {time.perf_counter() - t0:.1f} s; {len(texts)} texts of "
-        f"{min(map(len, texts))}-{max(map(len, texts))} chars, batches of {args.model_batch}"
+        f"[model] {lo}-{hi} chars: warmed in {time.perf_counter() - t0:.1f} s; {args.model_rounds} rounds of "
+        f"{n} new texts, batches of {args.model_batch}"
     )
-    keys = [f"m{i:06d}" for i in range(len(texts))]
     # Time every model call, including the ones ChromaStore makes inside its puts:
     # the store's own share of a put is then measured directly, free of the
     # model's run-to-run noise. (An instance attribute, so the object keeps its type.)
@@ -645,26 +659,23 @@ def run_model(args: argparse.Namespace, log: Callable) -> list[Row]:
     t_model = Stopwatch()
     t_store = Stopwatch()
     model_in_store = 0.0
-    first_outside = 0.0  # store time outside the model in each round's first batch (opens Chroma, creates collections)
+    first_outside = 0.0  # store time outside the model in the first batch (opens Chroma, creates collections)
     fractions: list[float] = []
-    from langgraph.store.base import PutOp
-
-    for r in range(args.model_rounds):
-        # Model and store alternate batch by batch (and which goes first alternates too),
-        # so load drift on a shared machine hits both alike.
-        tmp = Path(tempfile.mkdtemp(prefix="store_bench_model_"))
-        m0, s0 = t_model.seconds, t_store.seconds
-        try:
-            store = ChromaStore(
-                data_dir=tmp, index=index
-            )  # fresh data dir: cold embedding cache
-            for b, s in enumerate(range(0, len(texts), args.model_batch)):
-                idx = range(s, min(len(texts), s + args.model_batch))
+    tmp = Path(tempfile.mkdtemp(prefix="store_bench_model_"))
+    try:
+        # One store for all rounds, as an agent keeps its store open; every text
+        # is new to it, so the embedding cache never hits.
+        store = ChromaStore(data_dir=tmp, index=index)
+        for r, texts in enumerate(rounds):
+            # Model and store alternate batch by batch (and which goes first alternates too),
+            # so load drift on a shared machine hits both alike.
+            m0, s0 = t_model.seconds, t_store.seconds
+            for b, s in enumerate(range(0, n, args.model_batch)):
+                chunk = texts[s : s + args.model_batch]
                 ops = [
-                    PutOp(NAMESPACE, keys[i], {"content": texts[i], "confidence": 0.5})
-                    for i in idx
+                    PutOp(NAMESPACE, f"m{r}.{s + i:06d}", {"content": t, "confidence": 0.5})
+                    for i, t in enumerate(chunk)
                 ]
-                chunk = texts[idx.start : idx.stop]
                 for which in (0, 1) if (b + r) % 2 == 0 else (1, 0):
                     if which == 0:
                         with t_model:
@@ -674,52 +685,45 @@ def run_model(args: argparse.Namespace, log: Callable) -> list[Row]:
                         with t_store:
                             store.batch(ops)
                         model_in_store += in_model.seconds - before
-                        if b == 0:
-                            first_outside += (t_store.seconds - t_before) - (
-                                in_model.seconds - before
-                            )
-            assert store.embeddings is not None and store.embeddings.misses == len(
-                texts
-            ), "cache was not cold"
-            store.close()
-            _release_chroma()
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        dm, ds = t_model.seconds - m0, t_store.seconds - s0
-        fractions.append(dm / ds)
-        log(
-            f"  round {r + 1}: model {len(texts) / dm:.1f} texts/s, ChromaStore put {len(texts) / ds:.1f} items/s "
-            f"({dm / ds:.3f})"
-        )
-    emb.embed_documents = model_call  # type: ignore[method-assign]
-    n = len(texts)
-    total = n * args.model_rounds
-    frac = (
-        t_model.seconds / t_store.seconds
-    )  # = store throughput / model throughput, pooled over rounds
+                        if b == 0 and r == 0:
+                            first_outside = (t_store.seconds - t_before) - (in_model.seconds - before)
+            dm, ds = t_model.seconds - m0, t_store.seconds - s0
+            fractions.append(dm / ds)
+            log(
+                f"  round {r + 1}: model {n / dm:.1f} texts/s, ChromaStore put {n / ds:.1f} items/s "
+                f"({dm / ds:.3f})"
+            )
+        assert store.embeddings is not None and store.embeddings.misses == n * len(rounds), "cache was not cold"
+        store.close()
+        _release_chroma()
+    finally:
+        emb.embed_documents = model_call  # type: ignore[method-assign]
+        shutil.rmtree(tmp, ignore_errors=True)
+    total = n * len(rounds)
+    frac = t_model.seconds / t_store.seconds  # = store throughput / model throughput, pooled over rounds
     outside = 1.0 - model_in_store / t_store.seconds
-    outside_steady = (
-        t_store.seconds - model_in_store - first_outside
-    ) / t_store.seconds
+    outside_steady = (t_store.seconds - model_in_store - first_outside) / t_store.seconds
     log(
-        f"  time outside the model: {100 * outside:.1f}% of ChromaStore's put time; first batches (open Chroma, "
-        f"create collections) {100 * first_outside / t_store.seconds:.1f}%, the rest {100 * outside_steady:.1f}%"
+        f"  time outside the model: {100 * outside:.1f}% of ChromaStore's put time; first batch (opens Chroma, "
+        f"creates collections) {100 * first_outside / t_store.seconds:.1f}%, the rest {100 * outside_steady:.1f}%"
     )
+    ms_model = 1000 * model_in_store / total
+    ms_outside = 1000 * (t_store.seconds - model_in_store) / total
     note = (
-        f"rounds: {', '.join(f'{f:.3f}' for f in fractions)}; "
-        f"time outside the model: {100 * outside:.1f}% of ChromaStore's put time"
+        f"{lo}-{hi} chars; rounds: {', '.join(f'{f:.3f}' for f in fractions)}; per item: model {ms_model:.2f} ms, "
+        f"store outside the model {ms_outside:.2f} ms"
     )
     return [
         Row(
-            n,
-            "all-MiniLM-L6-v2 embed_documents alone",
+            total,
+            f"all-MiniLM-L6-v2 embed_documents alone, {lo}-{hi} chars",
             put_rate=total / t_model.seconds,
             kind="model",
-            note=f"{args.model_rounds} rounds pooled",
+            note=f"{len(rounds)} rounds pooled",
         ),
         Row(
-            n,
-            "ChromaStore + all-MiniLM-L6-v2 (cold cache)",
+            total,
+            f"ChromaStore + all-MiniLM-L6-v2 (cold cache), {lo}-{hi} chars",
             put_rate=total / t_store.seconds,
             kind="model-store",
             ratio=f"{frac:.3f} of model throughput; {100 * outside:.1f}% of put time outside the model "
@@ -730,6 +734,9 @@ def run_model(args: argparse.Namespace, log: Callable) -> list[Row]:
                 "x": frac,
                 "outside": outside,
                 "first": first_outside / t_store.seconds,
+                "chars": f"{lo}-{hi}",
+                "ms_model": ms_model,
+                "ms_outside": ms_outside,
             },
         ),
     ]
@@ -803,11 +810,12 @@ def summary(rows: list[Row], sizes: list[int]) -> list[str]:
             what = f"search at {r.items:,} items, ChromaStore / bare Chroma: {x:.2f}x (target <= {MAX_VS_FLOOR}x)"
         else:
             what = (
-                f"store overhead on top of the model: {100 * r.extra['outside']:.1f}% of ChromaStore's put time "
-                f"is spent outside the model (target <= {100 * (1 - MIN_MODEL_FRACTION):.0f}%; "
-                f"{100 * r.extra['first']:.1f}% is each round's first batch, which opens Chroma and creates the "
-                f"collections). Put throughput vs the model alone: {x:.3f} (a ratio of two separately timed runs, "
-                "so load noise moves it more than the overhead does)"
+                f"store overhead on top of the model, {r.extra['chars']}-character texts: "
+                f"{100 * r.extra['outside']:.1f}% of ChromaStore's put time is spent outside the model "
+                f"(target <= {100 * (1 - MIN_MODEL_FRACTION):.0f}%; {r.extra['ms_outside']:.2f} ms per item "
+                f"against {r.extra['ms_model']:.2f} ms in the model; {100 * r.extra['first']:.1f}% is the first "
+                f"batch, which opens Chroma and creates the collections). Put throughput vs the model alone: "
+                f"{x:.3f} (a ratio of two separately timed runs, so load noise moves it more than the overhead does)"
             )
         out.append(f"- {'PASS' if r.extra['ok'] else 'MISS'}: {what}")
     return out
@@ -867,6 +875,11 @@ def main(argv: list[str] | None = None) -> int:
         default=100,
         help="texts per embed_documents call and ops per store.batch in the model part (default 100)",
     )
+    p.add_argument(
+        "--model-lengths",
+        default="100-200,400-600",
+        help="text lengths in characters for the real-model part, comma separated ranges (default 100-200,400-600)",
+    )
     p.add_argument("--skip-model", action="store_true", help="skip the real-model part")
     p.add_argument(
         "--quick",
@@ -891,6 +904,12 @@ def main(argv: list[str] | None = None) -> int:
     ):
         if getattr(args, name) is None:
             setattr(args, name, quick if args.quick else full)
+    try:
+        args.model_lengths = [
+            tuple(int(x) for x in part.split("-", 1)) for part in args.model_lengths.split(",") if part.strip()
+        ]
+    except ValueError:
+        p.error("--model-lengths takes ranges like 100-200,400-600")
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     args.sizes_list = sizes
     args.backends = [b.strip() for b in args.backends.split(",") if b.strip()]
@@ -1010,14 +1029,18 @@ def write_markdown(
         ),
         "- Ratio: for peers, their search p50 / ChromaStore's; for the floor, ChromaStore's p50 / bare Chroma's.",
         (
-            f"- Real model: {args.model_texts} seeded texts of 100-200 characters; the same `ChromaStore.default_index()` "
-            f"model object embeds them alone (`embed_documents`) and inside "
-            f"`ChromaStore(index=...)` puts on a fresh data dir (cold embedding cache), {args.model_batch} texts per call/batch on both sides; "
-            f"model and store alternate batch by batch (which goes first alternates too) for {args.model_rounds} round(s) after an untimed warm-up pass over the same texts; "
-            "the fraction is total model time / total store time over all rounds. On a shared machine that "
+            f"- Real model, for each text length ({', '.join(f'{lo}-{hi}' for lo, hi in args.model_lengths)} characters): "
+            f"{args.model_rounds} round(s) of {args.model_texts} new seeded texts; the same `ChromaStore.default_index()` "
+            "model object embeds them alone (`embed_documents`) and inside `ChromaStore(index=...)` puts "
+            "(`{\"content\": text, \"confidence\": 0.5}` in `('research',)`), one store on a fresh data dir for all rounds, "
+            "as an agent keeps its store open; every text is new to it, so the embedding cache never hits (checked). "
+            f"{args.model_batch} texts per call/batch on both sides; model and store alternate batch by batch (which goes "
+            "first alternates too) after an untimed warm-up on other texts of the same length; the fraction is total "
+            "model time / total store time over all rounds. On a shared machine that "
             "difference of two noisy timings can swing either way by more than the overhead itself, so the "
             "bench also times the model calls ChromaStore makes inside its puts and reports the share of put "
-            "time spent outside the model: the store's own overhead, measured directly."
+            "time spent outside the model: the store's own overhead, measured directly. The first batch, which "
+            "opens Chroma and creates the collections, is included and also reported on its own."
         ),
         (
             "- SqliteStore's vector search loads the sqlite-vec extension, which needs a `sqlite3` that can load "

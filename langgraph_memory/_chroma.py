@@ -52,6 +52,9 @@ class ChromaHandle:
         self._dirty = False
         #: bumped whenever the client is replaced; holders of collections re-fetch them.
         self.epoch = 0
+        #: namespaces this process knows are registered (embedded folders only:
+        #: any foreign write clears it, see ``_reopen``); None on a server.
+        self.registered: dict[tuple[str, ...], str] | None = {} if path is not None else None
 
     # ------------------------------------------------------------ factories
 
@@ -155,3 +158,5 @@ class ChromaHandle:
         )
         self._seen = generation
         self.epoch += 1
+        if self.registered is not None:
+            self.registered.clear()

@@ -20,6 +20,9 @@ from langgraph_memory.store.records import (
     extra_id,
     now as _now,
     record_path,
+    record_text,
+    text_index,
+    with_access,
 )
 from langgraph_memory.store.ttl import Sweeper
 
@@ -74,7 +77,7 @@ class MaintenanceMixin:
                             item.expires_at = max(item.expires_at or 0.0, acc.expires_at)
                         # Access data lives on the primary record only: sweeps and
                         # query hits on extra vectors always read the primary.
-                        update = {K_ITEM: encode_metadata(item, path=item.paths[0])[K_ITEM]}
+                        update = {K_ITEM: with_access(meta, item.last_accessed_at, item.access_count)}
                         if item.expires_at is not None:
                             update[K_EXPIRES] = item.expires_at
                         ids.append(rid)
@@ -141,7 +144,7 @@ class MaintenanceMixin:
         """Every item of a collection, a page at a time (bounded memory)."""
         spec = collection_by_name(collection)
         offset = 0
-        include = ["metadatas", "embeddings", "documents"] if with_vectors else ["metadatas"]
+        include = ["metadatas", "embeddings"] if with_vectors else ["metadatas"]
         while True:
             # The lock is held per page, never across a yield.
             with self._using():
@@ -167,17 +170,16 @@ class MaintenanceMixin:
 
     def _fill_vectors(self, col: Any, item: StoredItem, got: dict[str, Any], idx: int) -> None:
         embs = got.get("embeddings")
-        docs = got.get("documents")
         metas = got["metadatas"]
         if not item.indexed:
             return
         item.vectors = [[float(x) for x in embs[idx]]]
-        item.texts = [docs[idx] if docs is not None else None]
+        item.texts = [record_text(metas[idx])]
         item.paths = [record_path(metas[idx])]
         if item.n_vectors > 1:
             ex = col.get(
                 ids=[extra_id(item.uid, i) for i in range(1, item.n_vectors)],
-                include=["metadatas", "embeddings", "documents"],
+                include=["metadatas", "embeddings"],
             )
             order = {rid: k for k, rid in enumerate(ex["ids"])}
             for i in range(1, item.n_vectors):
@@ -185,7 +187,7 @@ class MaintenanceMixin:
                 if k is None:
                     continue
                 item.vectors.append([float(x) for x in ex["embeddings"][k]])
-                item.texts.append(ex["documents"][k] if ex.get("documents") is not None else None)
+                item.texts.append(record_text(ex["metadatas"][k]))
                 item.paths.append(record_path(ex["metadatas"][k]))
 
     def get_items(self, collection: str, uids: list[str], *, with_vectors: bool = False) -> list[StoredItem]:
@@ -194,7 +196,7 @@ class MaintenanceMixin:
             col = self._collection(collection_by_name(collection), create=False)
             if col is None or not uids:
                 return []
-            include = ["metadatas", "embeddings", "documents"] if with_vectors else ["metadatas"]
+            include = ["metadatas", "embeddings"] if with_vectors else ["metadatas"]
             got = col.get(ids=list(uids), include=include)
             out = []
             for idx, meta in enumerate(got["metadatas"] or []):
@@ -281,7 +283,7 @@ class MaintenanceMixin:
                 spec = collection_by_name(name)
                 col = self._collection(spec)
                 live = set(col.get(ids=[it.uid for it in group], include=[])["ids"])
-                ids, embs, metas, docs = [], [], [], []
+                ids, embs, metas = [], [], []
                 for it in group:
                     if it.uid in live:
                         continue
@@ -291,12 +293,13 @@ class MaintenanceMixin:
                         ids.append(it.uid if i == 0 else extra_id(it.uid, i))
                         embs.append(vec)
                         path = it.paths[i] if i < len(it.paths) else ""
-                        metas.append(encode_metadata(it, extra=i, path=path))
-                        docs.append(it.texts[i] if it.indexed and i < len(it.texts) else None)
+                        text = it.texts[i] if i < len(it.texts) else None
+                        index = text_index(it.value, path, text)
+                        metas.append(encode_metadata(it, extra=i, path=path, text_index=index))
                     added[it.namespace] = name
                     written += 1
                 if ids:
-                    col.add(ids=ids, embeddings=embs, metadatas=metas, documents=docs)
+                    col.add(ids=ids, embeddings=embs, metadatas=metas)
             self._registry_().add(added)
         return written
 

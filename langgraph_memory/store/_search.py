@@ -38,7 +38,6 @@ class SearchMixin:
 
     def _run_search(self, op: SearchOp, qvec: list[float] | None) -> list[SearchItem]:
         now = _now()
-        where_f, exact = _filters.compile_where(op.filter)
         need = op.offset + op.limit
         if need <= 0 or op.limit <= 0:
             return []
@@ -49,6 +48,7 @@ class SearchMixin:
             if col is None:
                 continue
             clauses = prefix_clauses(spec, op.namespace_prefix)
+            where_f, exact = _filters.compile_where(op.filter, unflattened=spec.embed_field)
             if where_f:
                 clauses.append(where_f)
             if qvec is not None:
@@ -68,6 +68,7 @@ class SearchMixin:
                     if col is None:
                         continue
                     clauses = prefix_clauses(spec, op.namespace_prefix) + [{K_HAS_VECTOR: False}]
+                    where_f, _ = _filters.compile_where(op.filter, unflattened=spec.embed_field)
                     if where_f:
                         clauses.append(where_f)
                     for it in self._scan_collection(col, op, clauses, False, op.limit - len(kept) - len(scoreless), now, skip=0):

@@ -72,6 +72,7 @@ from langgraph_memory.store.records import (
     to_datetime as _dt,
 )
 from langgraph_memory.store.ttl import Sweeper
+from langgraph_memory.store.view import RecordView
 
 __all__ = ["ChromaStore"]
 
@@ -83,7 +84,8 @@ class _PreparedPut:
     spec: CollectionSpec
     uid: str
     value_json: str | None
-    texts: list[tuple[str, str]] = field(default_factory=list)  # (path, text)
+    # (path, text, index of the text when the path yields several)
+    texts: list[tuple[str, str, int | None]] = field(default_factory=list)
 
 
 @dataclass
@@ -250,17 +252,25 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
     def _registry_(self) -> NamespaceRegistry:
         with self._using() as client:
             if self._registry is None:
-                self._registry = NamespaceRegistry(client)
+                self._registry = NamespaceRegistry(client, known=self._handle.registered)
             return self._registry
 
     def _placeholder(self, spec: CollectionSpec) -> list[float]:
         d = self._coll_dims.get(spec.name) or self._dims or DEFAULT_DIMS
         return [1.0 / math.sqrt(d)] * d
 
-    def collection(self, label_or_name: str) -> Any:
-        """The raw Chroma collection for a label (``"research"``) or name (``"research_findings"``)."""
+    def collection(self, label_or_name: str) -> RecordView:
+        """The Chroma collection for a label (``"research"``) or name (``"research_findings"``).
+
+        Reads return each record's embedded text as its document (the store
+        itself writes none); everything else is the plain Chroma collection.
+
+        Example:
+            >>> store.collection("lessons").get(include=["documents"])["documents"]  # doctest: +SKIP
+            ['Short lookbacks whipsaw in volatile regimes']
+        """
         with self._using():
-            return self._collection(collection_by_name(label_or_name))
+            return RecordView(self._collection(collection_by_name(label_or_name)))
 
     def as_vectorstore(self, label_or_name: str) -> Any:
         """The collection as a LangChain ``langchain_chroma.Chroma`` vector store.
@@ -276,8 +286,10 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
         from langchain_chroma import Chroma
 
         spec = collection_by_name(label_or_name)
-        self._collection(spec)
-        return Chroma(client=self.client, collection_name=spec.name, embedding_function=self.embeddings)
+        view = self.collection(spec.name)
+        vs = Chroma(client=self.client, collection_name=spec.name, embedding_function=self.embeddings)
+        vs._chroma_collection = view  # page_content comes from the records' values
+        return vs
 
     # ------------------------------------------------------------ public ops
 
@@ -369,11 +381,11 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
         for p in prep.puts:
             if p.op.value is not None:
                 p.texts = self._texts_for(p)
-                prep.texts.extend(t for _, t in p.texts)
+                prep.texts.extend(t for _, t, _ in p.texts)
         prep.queries = list(queries)
         return prep
 
-    def _texts_for(self, p: _PreparedPut) -> list[tuple[str, str]]:
+    def _texts_for(self, p: _PreparedPut) -> list[tuple[str, str, int | None]]:
         op = p.op
         if self.embeddings is None or op.index is False:
             return []
@@ -384,13 +396,13 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
                 paths = self._fields
         else:
             paths = [(ix, tokenize_path(ix) if ix != "$" else ix) for ix in op.index]
-        out: list[tuple[str, str]] = []
+        out: list[tuple[str, str, int | None]] = []
         for path, tokens in paths:
             texts = get_text_at_path(op.value, tokens)
             if len(texts) > 1:
-                out.extend((f"{path}.{i}", t) for i, t in enumerate(texts))
+                out.extend((f"{path}.{i}", t, i) for i, t in enumerate(texts))
             elif texts:
-                out.append((path, texts[0]))
+                out.append((path, texts[0], None))
         return out
 
     def _execute(
@@ -505,7 +517,6 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
         ids: list[str] = []
         embs: list[list[float]] = []
         metas: list[dict[str, Any]] = []
-        docs: list[str | None] = []
         to_delete: list[str] = []
         placeholder = self._placeholder(spec)
         for p in group:
@@ -533,26 +544,25 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
                 indexed=bool(vecs),
                 n_vectors=max(1, len(vecs)),
             )
-            # (record id, vector, document, extra index, path); an unindexed
+            # (record id, vector, extra index, path, text index); an unindexed
             # item keeps one record with a placeholder vector.
-            records: list[tuple[str, list[float], str | None, int, str]] = [
-                (p.uid if i == 0 else extra_id(p.uid, i), vecs[i], p.texts[i][1], i, p.texts[i][0])
+            records: list[tuple[str, list[float], int, str, int | None]] = [
+                (p.uid if i == 0 else extra_id(p.uid, i), vecs[i], i, p.texts[i][0], p.texts[i][2])
                 for i in range(len(vecs))
-            ] or [(p.uid, placeholder, None, 0, "")]
-            for rid, vec, doc, x, path in records:
-                meta = encode_metadata(item, value_json=p.value_json, extra=x, path=path)
+            ] or [(p.uid, placeholder, 0, "", None)]
+            for rid, vec, x, path, text_index in records:
+                meta = encode_metadata(item, value_json=p.value_json, extra=x, path=path, text_index=text_index)
                 if old:  # upsert merges metadata: drop fields the new value no longer has
                     meta = {**removed_keys(old, meta), **meta}
                 ids.append(rid)
                 embs.append(vec)
                 metas.append(meta)
-                docs.append(doc)
             to_delete.extend(extra_id(p.uid, i) for i in range(item.n_vectors, old_n))
             added[item.namespace] = spec.name
         try:
             if ids:
                 # One float32 array, rather than a list Chroma converts row by row.
-                col.upsert(ids=ids, embeddings=np.asarray(embs, dtype=np.float32), metadatas=metas, documents=docs)
+                col.upsert(ids=ids, embeddings=np.asarray(embs, dtype=np.float32), metadatas=metas)
             if to_delete:
                 col.delete(ids=to_delete)
         except Exception as exc:

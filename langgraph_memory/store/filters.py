@@ -169,14 +169,18 @@ def _compile(path: str, cond: Any, out: list[dict[str, Any]]) -> bool:
     return False
 
 
-def compile_where(filter: dict[str, Any] | None) -> tuple[dict[str, Any] | None, bool]:
-    """Chroma ``where`` for ``filter`` and whether it is exact (no Python pass needed)."""
+def compile_where(filter: dict[str, Any] | None, *, unflattened: str | None = None) -> tuple[dict[str, Any] | None, bool]:
+    """Chroma ``where`` for ``filter`` and whether it is exact (no Python pass needed).
+
+    ``unflattened`` names a top-level field the collection does not flatten
+    (a typed collection's embedded text): conditions on it run in Python.
+    """
     if not filter:
         return None, True
     clauses: list[dict[str, Any]] = []
     exact = True
     for key, cond in filter.items():
-        if not _flat_key_ok(key):
+        if not _flat_key_ok(key) or key == unflattened:
             exact = False
             continue
         exact = _compile(key, cond, clauses) and exact

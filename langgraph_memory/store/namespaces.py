@@ -60,25 +60,41 @@ def _ns_id(namespace: tuple[str, ...]) -> str:
 
 
 class NamespaceRegistry:
-    """The set of namespaces holding items, kept in a Chroma collection."""
+    """The set of namespaces holding items, kept in a Chroma collection.
 
-    def __init__(self, client: Any) -> None:
+    ``known`` (optional) remembers what this process has seen registered, so
+    a put into a known namespace costs no registry write. It must be dropped
+    whenever another process may have changed the registry: the embedded
+    store's handle clears it when it reopens the folder after a foreign
+    write; a server store passes none.
+    """
+
+    def __init__(self, client: Any, known: dict[tuple[str, ...], str] | None = None) -> None:
         self._col = client.get_or_create_collection(
             REGISTRY_NAME, metadata={"hnsw:space": "cosine"}, embedding_function=None
         )
+        self._known = known
 
     def add(self, namespaces: dict[tuple[str, ...], str]) -> None:
         """Record namespaces (mapping namespace -> collection name)."""
-        if not namespaces:
+        known = self._known
+        items = [(ns, col) for ns, col in namespaces.items() if known is None or known.get(ns) != col]
+        if not items:
             return
-        items = list(namespaces.items())
         self._col.upsert(
             ids=[_ns_id(ns) for ns, _ in items],
             embeddings=[[1.0] for _ in items],
             metadatas=[{K_NS: NS_SEP.join(ns), _K_COLLECTION: col} for ns, col in items],
         )
+        if known is not None:
+            known.update(items)
 
     def remove(self, namespaces: Iterable[tuple[str, ...]]) -> None:
+        """Forget namespaces that hold no items any more."""
+        namespaces = list(namespaces)
+        if self._known is not None:
+            for ns in namespaces:
+                self._known.pop(ns, None)
         ids = [_ns_id(ns) for ns in namespaces]
         if ids:
             self._col.delete(ids=ids)

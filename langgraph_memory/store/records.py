@@ -21,6 +21,14 @@ Everything else is one JSON document under ``lgm:item``: key, value (the
 source of truth), created/updated/last-accessed times, access count, TTL,
 number of vectors and the index path of this record.
 
+Records carry no Chroma ``documents``: the text a record embeds is read back
+from the value at the record's index path (:func:`record_text`). Chroma
+indexes every document for full-text search, which here cost more than the
+vector itself (about 0.3 ms per item), and the text is in the value anyway.
+For the same reason the field a typed collection embeds (``content``,
+``lesson``...) is not flattened: it is prose, found by meaning; a filter on it
+runs in Python.
+
 Keys that cannot be flattened without ambiguity (containing ``.``, starting
 with ``lgm:``, ``$`` or ``#``) are left out of the flat fields; filters on them
 are applied in Python instead.
@@ -35,6 +43,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from langgraph.store.base.embed import get_text_at_path
+
 from langgraph_memory.collections import COLLECTIONS
 from langgraph_memory.errors import ValidationError
 
@@ -45,6 +55,9 @@ __all__ = [
     "flatten_value",
     "encode_metadata",
     "decode_metadata",
+    "record_text",
+    "text_index",
+    "prose_field",
     "NS_SEP",
     "INTERNAL_PREFIX",
 ]
@@ -162,9 +175,29 @@ class StoredItem:
         return max(self.updated_at, self.last_accessed_at)
 
 
-def encode_metadata(item: StoredItem, *, value_json: str | None = None, extra: int = 0, path: str = "") -> dict[str, Any]:
-    """Metadata of one record of ``item`` (``extra`` > 0 for an extra vector record)."""
+def prose_field(namespace: tuple[str, ...]) -> str | None:
+    """The top-level field a typed collection embeds, which is not flattened (None elsewhere)."""
+    spec = COLLECTIONS.get(namespace[0]) if namespace else None
+    return spec.embed_field if spec is not None else None
+
+
+def encode_metadata(
+    item: StoredItem,
+    *,
+    value_json: str | None = None,
+    extra: int = 0,
+    path: str = "",
+    text_index: int | None = None,
+) -> dict[str, Any]:
+    """Metadata of one record of ``item`` (``extra`` > 0 for an extra vector record).
+
+    ``path`` is the index path whose text the record embeds; when that path
+    yields several texts, the record's path is ``f"{path}.{text_index}"``.
+    """
     meta: dict[str, Any] = flatten_value(item.value)
+    prose = prose_field(item.namespace)
+    if prose is not None:
+        meta.pop(prose, None)
     packed = {
         "k": item.key,
         "ca": item.created_at,
@@ -174,6 +207,8 @@ def encode_metadata(item: StoredItem, *, value_json: str | None = None, extra: i
         "nv": item.n_vectors,
         "p": path,
     }
+    if text_index is not None:
+        packed["t"] = text_index
     if item.ttl_minutes is not None:
         packed["ttl"] = item.ttl_minutes
     head = json.dumps(packed, ensure_ascii=False, separators=(",", ":"))
@@ -212,6 +247,51 @@ def decode_metadata(meta: dict[str, Any] | None) -> StoredItem | None:
         n_vectors=packed["nv"],
         paths=[packed.get("p", "")],
     )
+
+
+def record_text(meta: dict[str, Any] | None) -> str | None:
+    """The text a record's vector embeds, read from the value (None for an unindexed item).
+
+    Example:
+        >>> item = StoredItem(("research",), "k", {"content": "Carry unwinds"}, 0.0, 0.0, 0.0)
+        >>> record_text(encode_metadata(item, path="content"))
+        'Carry unwinds'
+    """
+    if not meta or K_ITEM not in meta or meta.get(K_HAS_VECTOR, True) is False:
+        return None
+    packed = json.loads(meta[K_ITEM])
+    path: str = packed.get("p", "")
+    if not path:
+        return None
+    index = packed.get("t")
+    if index is not None:
+        path = path[: -len(f".{index}")]
+    texts = get_text_at_path(packed["v"], path)
+    i = index or 0
+    return texts[i] if i < len(texts) else None
+
+
+def text_index(value: dict[str, Any], path: str, text: str | None) -> int | None:
+    """Which of the texts at a path ``path`` names, for a record known by path and text.
+
+    A path that yields several texts gives each record the path
+    ``f"{path}.{i}"``; this recovers ``i`` (None for a plain path), e.g. when
+    restoring archived records.
+    """
+    base, dot, tail = path.rpartition(".")
+    if not dot or not tail.isdigit() or text is None:
+        return None
+    texts = get_text_at_path(value, base)
+    i = int(tail)
+    return i if len(texts) > 1 and i < len(texts) and texts[i] == text else None
+
+
+def with_access(meta: dict[str, Any], last_accessed_at: float, access_count: int) -> str:
+    """The record's ``lgm:item`` JSON with new access data (everything else kept as written)."""
+    packed = json.loads(meta[K_ITEM])
+    packed["la"] = last_accessed_at
+    packed["ac"] = access_count
+    return json.dumps(packed, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def record_path(meta: dict[str, Any]) -> str:
