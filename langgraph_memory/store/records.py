@@ -45,7 +45,7 @@ from typing import Any
 
 from langgraph.store.base.embed import get_text_at_path
 
-from langgraph_memory.collections import COLLECTIONS
+from langgraph_memory.collections import collection_for
 from langgraph_memory.errors import ValidationError
 
 __all__ = [
@@ -57,7 +57,6 @@ __all__ = [
     "decode_metadata",
     "record_text",
     "text_index",
-    "prose_field",
     "NS_SEP",
     "INTERNAL_PREFIX",
 ]
@@ -74,8 +73,6 @@ K_EXTRA = "lgm:x"
 # Longer strings are not flattened: nobody filters on a paragraph by equality,
 # and every flattened key costs on every read (filters still apply, in Python).
 FLAT_STR_MAX = 256
-
-TYPED_LABELS = frozenset(COLLECTIONS)
 
 
 # Items read from Chroma per page when scanning.
@@ -175,12 +172,6 @@ class StoredItem:
         return max(self.updated_at, self.last_accessed_at)
 
 
-def prose_field(namespace: tuple[str, ...]) -> str | None:
-    """The top-level field a typed collection embeds, which is not flattened (None elsewhere)."""
-    spec = COLLECTIONS.get(namespace[0]) if namespace else None
-    return spec.embed_field if spec is not None else None
-
-
 def encode_metadata(
     item: StoredItem,
     *,
@@ -195,9 +186,9 @@ def encode_metadata(
     yields several texts, the record's path is ``f"{path}.{text_index}"``.
     """
     meta: dict[str, Any] = flatten_value(item.value)
-    prose = prose_field(item.namespace)
-    if prose is not None:
-        meta.pop(prose, None)
+    spec = collection_for(item.namespace)
+    if spec.embed_field is not None:  # a typed collection's prose field: kept in the JSON only
+        meta.pop(spec.embed_field, None)
     packed = {
         "k": item.key,
         "ca": item.created_at,
@@ -219,7 +210,7 @@ def encode_metadata(
         meta[K_HAS_VECTOR] = False
     meta[K_EXTRA] = extra
     # A typed collection holds one first label only: it needs no key for it.
-    first = 1 if item.namespace and item.namespace[0] in TYPED_LABELS else 0
+    first = 1 if spec.typed else 0
     for i in range(first, len(item.namespace)):
         meta[level_key(i)] = item.namespace[i]
     if item.expires_at is not None:
