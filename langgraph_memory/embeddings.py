@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from langgraph_memory import _sqlite
 from langgraph_memory.config import DEFAULT_EMBEDDING_MODEL, resolve_embedding_model
 from langgraph_memory.errors import EmbeddingModelError
 
@@ -205,9 +206,7 @@ class CachedEmbeddings(Embeddings):
         self._writer: threading.Thread | None = None
         if path is not None:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(str(path), timeout=30.0, check_same_thread=False, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
+            conn = _sqlite.connect(path)
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS embedding_cache ("
                 " model TEXT NOT NULL, text_hash BLOB NOT NULL, vector BLOB NOT NULL,"

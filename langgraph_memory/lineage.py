@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from langgraph_memory import _sqlite
 from langgraph_memory.config import LOCK_TIMEOUT_SECONDS
 from langgraph_memory.errors import LineageCycleError, LineageError, LockTimeoutError, NotFoundError
 
@@ -228,15 +229,7 @@ class LineageStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.busy_timeout = float(busy_timeout)
         self._mutex = threading.RLock()
-        self._conn: sqlite3.Connection | None = sqlite3.connect(
-            str(self.path), timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
-        )
-        self._conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-        try:
-            self._conn.execute("PRAGMA journal_mode = WAL")
-        except sqlite3.OperationalError as exc:  # another process is converting it right now
-            logger.debug("journal_mode=WAL not set on %s: %s", self.path, exc)
-        self._conn.execute("PRAGMA synchronous = NORMAL")
+        self._conn: sqlite3.Connection | None = _sqlite.connect(self.path, timeout=self.busy_timeout)
         with self._write() as conn:
             # executescript would COMMIT on its own; run the statements inside our transaction.
             for stmt in _SCHEMA.split(";"):

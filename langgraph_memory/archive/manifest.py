@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from langgraph_memory import _sqlite
 from langgraph_memory.archive.format import FORMAT_VERSION
 from langgraph_memory.errors import ArchiveError
 
@@ -126,10 +127,8 @@ class Manifest:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
+        self._conn = _sqlite.connect(self.path, synchronous="FULL")
         self._lock = threading.RLock()
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=FULL")
         with self._lock:
             self._conn.executescript(_SCHEMA)
         with self.transaction() as c:

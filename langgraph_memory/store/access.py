@@ -19,12 +19,12 @@ a user's write.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from langgraph_memory import _sqlite
 from langgraph_memory.store.records import StoredItem
 
 __all__ = ["AccessLog", "AccessTable", "Access"]
@@ -94,9 +94,7 @@ class AccessTable:
 
     def __init__(self, path: Path, *, timeout: float = 30.0) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(str(path), timeout=timeout, check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn = _sqlite.connect(path, timeout=timeout)
         self._conn.execute(
             "CREATE TABLE IF NOT EXISTS access ("
             " collection TEXT NOT NULL, uid TEXT NOT NULL, last_accessed REAL NOT NULL,"
