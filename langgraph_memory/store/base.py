@@ -64,6 +64,7 @@ from langgraph_memory.store.records import (
     extra_id,
     item_uid,
     removed_keys,
+    text_path,
 )
 from langgraph_memory.store.records import (
     now as _now,
@@ -400,7 +401,7 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
         for path, tokens in paths:
             texts = get_text_at_path(op.value, tokens)
             if len(texts) > 1:
-                out.extend((f"{path}.{i}", t, i) for i, t in enumerate(texts))
+                out.extend((text_path(path, i), t, i) for i, t in enumerate(texts))
             elif texts:
                 out.append((path, texts[0], None))
         return out

@@ -57,6 +57,8 @@ __all__ = [
     "decode_metadata",
     "record_text",
     "text_index",
+    "text_path",
+    "split_text_path",
     "NS_SEP",
     "INTERNAL_PREFIX",
 ]
@@ -183,7 +185,7 @@ def encode_metadata(
     """Metadata of one record of ``item`` (``extra`` > 0 for an extra vector record).
 
     ``path`` is the index path whose text the record embeds; when that path
-    yields several texts, the record's path is ``f"{path}.{text_index}"``.
+    yields several texts, the record's path is ``text_path(path, text_index)``.
     """
     meta: dict[str, Any] = flatten_value(item.value)
     spec = collection_for(item.namespace)
@@ -240,6 +242,31 @@ def decode_metadata(meta: dict[str, Any] | None) -> StoredItem | None:
     )
 
 
+def text_path(path: str, index: int) -> str:
+    """The record path of the ``index``-th text at an index path that yields several.
+
+    Example:
+        >>> text_path("notes[*]", 2)
+        'notes[*].2'
+    """
+    return f"{path}.{index}"
+
+
+def split_text_path(record_path: str) -> tuple[str, int | None]:
+    """The index path and text number a record path names (the inverse of :func:`text_path`).
+
+    A path that does not end in ``.<digits>`` is a plain index path.
+
+    Example:
+        >>> split_text_path("notes[*].2"), split_text_path("content")
+        (('notes[*]', 2), ('content', None))
+    """
+    base, dot, tail = record_path.rpartition(".")
+    if not dot or not tail.isdigit():
+        return record_path, None
+    return base, int(tail)
+
+
 def record_text(meta: dict[str, Any] | None) -> str | None:
     """The text a record's vector embeds, read from the value (None for an unindexed item).
 
@@ -256,7 +283,7 @@ def record_text(meta: dict[str, Any] | None) -> str | None:
         return None
     index = packed.get("t")
     if index is not None:
-        path = path[: -len(f".{index}")]
+        path, _ = split_text_path(path)
     texts = get_text_at_path(packed["v"], path)
     i = index or 0
     return texts[i] if i < len(texts) else None
@@ -266,14 +293,13 @@ def text_index(value: dict[str, Any], path: str, text: str | None) -> int | None
     """Which of the texts at a path ``path`` names, for a record known by path and text.
 
     A path that yields several texts gives each record the path
-    ``f"{path}.{i}"``; this recovers ``i`` (None for a plain path), e.g. when
+    ``text_path(path, i)``; this recovers ``i`` (None for a plain path), e.g. when
     restoring archived records.
     """
-    base, dot, tail = path.rpartition(".")
-    if not dot or not tail.isdigit() or text is None:
+    base, i = split_text_path(path)
+    if i is None or text is None:
         return None
     texts = get_text_at_path(value, base)
-    i = int(tail)
     return i if len(texts) > 1 and i < len(texts) and texts[i] == text else None
 
 
