@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import logging
 import os
 import random
@@ -25,7 +24,6 @@ from typing import Any, Literal, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
     BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
@@ -33,11 +31,10 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
     get_checkpoint_id,
-    get_checkpoint_metadata,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph_memory.checkpoint import _delta, _maintenance, _query
+from langgraph_memory.checkpoint import _delta, _maintenance, _query, _writes
 from langgraph_memory.checkpoint._maintenance import ThreadInfo
 from langgraph_memory.checkpoint._pool import (
     Statement,
@@ -46,7 +43,7 @@ from langgraph_memory.checkpoint._pool import (
     execute_statements,
 )
 from langgraph_memory.checkpoint._worker import _Worker
-from langgraph_memory.checkpoint.schema import PUT_ROWS_SQL, Durability
+from langgraph_memory.checkpoint.schema import Durability
 from langgraph_memory.config import LOCK_TIMEOUT_SECONDS, Settings
 from langgraph_memory.errors import ConfigError
 
@@ -57,20 +54,8 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 PruneStrategy = Literal["keep_latest", "delete"]
 
-_PUT_ROW_MARKS = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-_WRITES_COLUMNS = (
-    "(thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value)"
-)
 _LIST_PAGE = 100  # rows fetched per round trip when list() has no small limit
 _PageArgs = tuple[list[str], list[Any], "tuple[str, str, str] | None", int]
-
-
-def _json_default(value: Any) -> Any:
-    # Metadata is stored as JSON so list(filter=...) can query it; values
-    # JSON cannot hold (rare: LangGraph writes str/int/float/bool) become text.
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    return str(value)
 
 
 class SqliteCheckpointer(BaseCheckpointSaver[str]):
@@ -358,7 +343,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         Only the values of channels in ``new_versions`` are serialized and
         written; the others are already stored under their unchanged version.
         """
-        statements, saved = self._put_statements(config, checkpoint, metadata, new_versions)
+        statements, saved = _writes.put_statements(self.serde, config, checkpoint, metadata, new_versions)
         if len(statements) == 1 and not statements[0][2]:
             sql, params, _ = statements[0]
             # One statement is its own atomic transaction: no BEGIN/COMMIT round trips.
@@ -368,67 +353,6 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
                 lambda conn: execute_statements(conn, statements), what="save a checkpoint"
             )
         return saved
-
-    def _put_statements(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> tuple[list[Statement], RunnableConfig]:
-        """The INSERTs that store a checkpoint and its new blobs (serialized here), and put's config."""
-        configurable = config["configurable"]
-        thread_id = str(configurable["thread_id"])
-        checkpoint_ns = configurable.get("checkpoint_ns", "")
-        full_metadata = get_checkpoint_metadata(config, metadata)
-        values = checkpoint["channel_values"]
-        versions = checkpoint["channel_versions"]
-        # Rows of the put_rows view (schema.py): blobs first, the checkpoint last.
-        params: list[Any] = []
-        for channel, version in new_versions.items():
-            # A new version without a value (a DeltaChannel between
-            # snapshots, a cleared channel) stores nothing: absent reads as empty.
-            if channel in values:
-                params.extend((thread_id, checkpoint_ns, str(version), None,
-                               *self.serde.dumps_typed(values[channel]),
-                               None, None, None, None, channel))
-        stripped: dict[str, Any] = {k: v for k, v in checkpoint.items() if k != "channel_values"}
-        if any(channel not in versions for channel in values):
-            # A value with no channel version cannot live in blobs; keep it here.
-            stripped["channel_values"] = {k: v for k, v in values.items() if k not in versions}
-        type_, blob = self.serde.dumps_typed(stripped)
-        metadata_json = json.dumps(full_metadata, ensure_ascii=False, default=_json_default)
-        delta = _delta.delta_channels_of(
-            full_metadata, checkpoint["channel_versions"], checkpoint["channel_values"]
-        )
-        run_id = full_metadata.get("run_id")
-        params.extend((
-            thread_id,
-            checkpoint_ns,
-            checkpoint["id"],
-            configurable.get("checkpoint_id"),
-            type_,
-            blob,
-            metadata_json,
-            None if run_id is None else str(run_id),
-            time.time(),
-            None if delta is None else json.dumps(delta),
-            None,
-        ))
-
-        saved: RunnableConfig = {
-            "configurable": {
-                "thread_id": thread_id,
-                "checkpoint_ns": checkpoint_ns,
-                "checkpoint_id": checkpoint["id"],
-            }
-        }
-        rows = len(params) // 11
-        if rows <= 100:  # the usual case: one INSERT, atomic by itself
-            marks = ",".join([_PUT_ROW_MARKS] * rows)
-            return [(PUT_ROWS_SQL.format(marks=marks), params, False)], saved
-        one_row = PUT_ROWS_SQL.format(marks=_PUT_ROW_MARKS)
-        return [(one_row, [params[i : i + 11] for i in range(0, len(params), 11)], True)], saved
 
     def put_writes(
         self,
@@ -443,7 +367,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         as is; special writes (error, interrupt, resume, scheduled) use fixed
         negative indices and replace the previous one, as in LangGraph's savers.
         """
-        statements = self._put_writes_statements(config, writes, task_id, task_path)
+        statements = _writes.put_writes_statements(self.serde, config, writes, task_id, task_path)
         if len(statements) == 1 and not statements[0][2]:
             sql, params, _ = statements[0]
             self._pool.write_one(sql, params, what="save pending writes")  # atomic by itself
@@ -451,43 +375,6 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
             self._pool.write(
                 lambda conn: execute_statements(conn, statements), what="save pending writes"
             )
-
-    def _put_writes_statements(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str,
-    ) -> list[Statement]:
-        """The INSERTs that store a task's writes (serialized here); none if no writes."""
-        if not writes:
-            return []
-        configurable = config["configurable"]
-        key = (
-            str(configurable["thread_id"]),
-            configurable.get("checkpoint_ns", ""),
-            str(configurable["checkpoint_id"]),
-        )
-        regular: list[tuple[Any, ...]] = []
-        special: list[tuple[Any, ...]] = []
-        for idx, (channel, value) in enumerate(writes):
-            write_idx = WRITES_IDX_MAP.get(channel, idx)
-            row = (*key, task_id, task_path, write_idx, channel, *self.serde.dumps_typed(value))
-            (special if write_idx < 0 else regular).append(row)
-        if bool(regular) != bool(special) and len(writes) <= 100:
-            # The usual case: one multi-row INSERT, atomic on its own.
-            rows = regular or special
-            verb = "INSERT OR IGNORE" if regular else "INSERT OR REPLACE"
-            marks = ",".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(rows))
-            params = [value for row in rows for value in row]
-            return [(f"{verb} INTO writes {_WRITES_COLUMNS} VALUES {marks}", params, False)]
-        one_row = f"INTO writes {_WRITES_COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        statements: list[Statement] = []
-        if regular:
-            statements.append((f"INSERT OR IGNORE {one_row}", regular, True))
-        if special:
-            statements.append((f"INSERT OR REPLACE {one_row}", special, True))
-        return statements
 
     async def aput(
         self,
@@ -529,7 +416,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         queued writes. Either way the checkpoint is committed when the await
         returns.
         """
-        statements, saved = self._put_statements(config, checkpoint, metadata, new_versions)
+        statements, saved = _writes.put_statements(self.serde, config, checkpoint, metadata, new_versions)
         await self._awrite(statements, "save a checkpoint")
         return saved
 
@@ -545,7 +432,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         Committed on the event loop when that cannot wait, else on the
         worker thread, exactly as ``aput`` describes.
         """
-        statements = self._put_writes_statements(config, writes, task_id, task_path)
+        statements = _writes.put_writes_statements(self.serde, config, writes, task_id, task_path)
         if statements:
             await self._awrite(statements, "save pending writes")
 
