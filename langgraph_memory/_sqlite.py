@@ -37,11 +37,17 @@ def is_lock_error(exc: sqlite3.OperationalError) -> bool:
     return any(marker in text for marker in _LOCKED_MARKERS)
 
 
-def retry_locked(fn: Callable[[], T], *, timeout: float, what: str) -> T:
+def retry_locked(
+    fn: Callable[[], T],
+    *,
+    timeout: float,
+    what: str,
+    advice: str = "Find the process holding a long transaction, or raise the timeout.",
+) -> T:
     """Run ``fn``, retrying while SQLite says the file is locked, for up to ``timeout`` seconds.
 
     Past the timeout a :class:`~langgraph_memory.errors.LockTimeoutError`
-    names ``what``; any other error goes through unchanged.
+    names ``what`` and ends with ``advice``; any other error goes through unchanged.
 
     Example:
         >>> import sqlite3
@@ -60,7 +66,7 @@ def retry_locked(fn: Callable[[], T], *, timeout: float, what: str) -> T:
             if time.monotonic() >= deadline:
                 raise LockTimeoutError(
                     f"could not {what}: the file stayed locked by another process for more than "
-                    f"{timeout:g} s. Find the process holding a long transaction, or raise the timeout."
+                    f"{timeout:g} s. {advice}"
                 ) from exc
             logger.debug("could not %s yet (%s); retrying in %.3f s", what, exc, delay)
             time.sleep(delay * (0.5 + random.random()))

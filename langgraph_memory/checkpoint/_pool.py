@@ -29,10 +29,8 @@ retried with back-off until ``busy_timeout`` and then reported as
 from __future__ import annotations
 
 import logging
-import random
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,6 +38,7 @@ from typing import Any, TypeVar
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from langgraph_memory._sqlite import is_lock_error, retry_locked
 from langgraph_memory.checkpoint.schema import (
     Durability,
     configure_connection,
@@ -63,14 +62,6 @@ class WouldBlock(Exception):
 _COMMITS_PER_CHECKPOINT = 200
 """Commits between WAL checkpoints: ~1,000 WAL pages (SQLite's own default
 trigger) for a chat graph's puts of ~5 pages each."""
-
-_LOCKED_MARKERS = ("database is locked", "database table is locked", "database is busy")
-
-
-def _is_lock_error(exc: sqlite3.OperationalError) -> bool:
-    text = str(exc).lower()
-    return any(marker in text for marker in _LOCKED_MARKERS)
-
 
 class _ConnectionPool:
     """A free list of autocommit connections to one SQLite file."""
@@ -178,7 +169,7 @@ class _ConnectionPool:
         try:
             yield
         except sqlite3.OperationalError as exc:
-            if _is_lock_error(exc):
+            if is_lock_error(exc):
                 raise WouldBlock from exc
             raise CheckpointError(f"could not {what} in {self.path}: {exc}") from exc
         except sqlite3.DatabaseError as exc:
@@ -191,25 +182,15 @@ class _ConnectionPool:
         cases where SQLite returns SQLITE_BUSY at once (WAL recovery, a
         checkpoint in progress, a snapshot that went stale).
         """
-        deadline = time.monotonic() + self.busy_timeout
-        delay = 0.001
-        while True:
-            try:
-                return fn()
-            except sqlite3.OperationalError as exc:
-                if not _is_lock_error(exc):
-                    raise CheckpointError(f"could not {what} in {self.path}: {exc}") from exc
-                if time.monotonic() >= deadline:
-                    raise LockTimeoutError(
-                        f"could not {what}: {self.path} stayed locked by another "
-                        f"writer for more than {self.busy_timeout:g} s. Raise "
-                        "busy_timeout, or find the process holding a long transaction."
-                    ) from exc
-                logger.debug("checkpoint file busy (%s); retrying in %.3f s", exc, delay)
-                time.sleep(delay * (0.5 + random.random()))
-                delay = min(delay * 2, 0.1)
-            except sqlite3.DatabaseError as exc:
-                raise CheckpointError(f"could not {what} in {self.path}: {exc}") from exc
+        try:
+            return retry_locked(
+                fn,
+                timeout=self.busy_timeout,
+                what=f"{what} in {self.path}",
+                advice="Raise busy_timeout, or find the process holding a long transaction.",
+            )
+        except sqlite3.DatabaseError as exc:  # not a lock: a broken file, a bad statement
+            raise CheckpointError(f"could not {what} in {self.path}: {exc}") from exc
 
     def read(self, fn: Callable[[sqlite3.Connection], T], *, what: str) -> T:
         """Run ``fn(conn)`` on a pooled connection, outside any write lock."""
