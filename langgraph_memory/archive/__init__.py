@@ -10,7 +10,9 @@
 
 Modules: :mod:`.format` (the file format), :mod:`.manifest` (file states and
 item index), :mod:`.archiver` (run, recovery, search, restore),
-:mod:`.schedule` (APScheduler), :mod:`.reports` (returned records).
+:mod:`.schedule` (APScheduler), :mod:`.reports` (returned records). Behind
+the archiver, private modules hold its steps (:mod:`._steps`), the read side
+(:mod:`._reading`) and the thread file format (:mod:`._thread_files`).
 """
 
 from __future__ import annotations

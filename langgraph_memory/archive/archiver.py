@@ -17,6 +17,10 @@ both; the next run first *recovers*: unverified files are discarded (their
 items are still live), verified files get their deletes finished, and
 restores cut short are settled. So every item ends up in exactly one place.
 
+This module holds the :class:`Archiver` (configuration, the lock, and the
+order of the steps); each step itself is in :mod:`._steps`, reading archives
+back in :mod:`._reading`, and the thread file format in :mod:`._thread_files`.
+
     from langgraph_memory.archive import Archiver
 
     archiver = Archiver(store)                     # archive dir: <data_dir>/archive
@@ -28,8 +32,6 @@ restores cut short are settled. So every item ends up in exactly one place.
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import json
 import logging
 import threading
@@ -43,23 +45,16 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import filelock
-import numpy as np
 
-from langgraph_memory.archive.format import (
-    ArchivedItem,
-    ArchiveWriter,
-    decode_line,
-    decode_vectors,
-    parse_line,
-    read_lines,
-)
+from langgraph_memory.archive import _reading, _steps, _thread_files
+from langgraph_memory.archive.format import ArchivedItem, ArchiveWriter
 from langgraph_memory.archive.manifest import READABLE, ArchiveFile, Manifest
 from langgraph_memory.archive.reports import ArchiveHit, ArchiveReport, CollectionReport, RestoreReport
 from langgraph_memory.collections import COLLECTIONS, GENERAL, RetentionPolicy, collection_by_name
 from langgraph_memory.config import ARCHIVE_AFTER_DAYS
 from langgraph_memory.errors import ArchiveError, ArchiveIntegrityError, ConfigError, LockTimeoutError
-from langgraph_memory.store.filters import matches, validate_filter
-from langgraph_memory.store.records import NS_SEP, StoredItem
+from langgraph_memory.store.filters import validate_filter
+from langgraph_memory.store.records import StoredItem
 
 __all__ = ["Archiver", "ThreadPruner", "ProgressCallback", "default_policies"]
 
@@ -104,12 +99,6 @@ def _ts(value: Any) -> float:
             value = value.replace(tzinfo=timezone.utc)
         return value.timestamp()
     return float(value)
-
-
-def _chunks(it: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    it = iter(it)
-    while batch := list(itertools.islice(it, size)):
-        yield batch
 
 
 class Archiver:
@@ -269,7 +258,7 @@ class Archiver:
         wanted = None if collections is None else {collection_by_name(c).name for c in collections}
         with self._exclusive():
             report.recovered = self._pending_recovery() if dry_run else self._recover()
-            report.ttl_swept = self._count_expired() if dry_run else int(self.store.sweep_ttl())
+            report.ttl_swept = _steps.count_expired(self.store) if dry_run else int(self.store.sweep_ttl())
             self.store.flush_access()
             for name, policy in self.policies.items():
                 if policy is None or (wanted is not None and name not in wanted):
@@ -300,26 +289,6 @@ class Archiver:
         )
         return report
 
-    def _count_expired(self) -> int:
-        now = time.time()
-        n = 0
-        for spec in (*COLLECTIONS.values(), GENERAL):
-            n += sum(1 for it in self.store.iter_items(spec.name) if it.expires_at is not None and it.expires_at < now)
-        return n
-
-    def _stale_chunks(self, name: str, policy: RetentionPolicy, cutoff: float) -> Iterator[list[StoredItem]]:
-        """Stale items (without vectors), a chunk at a time, minus recently restored ones."""
-
-        def stale() -> Iterator[StoredItem]:
-            for it in self.store.iter_items(name, page_size=max(self.chunk_size, 1000)):
-                if it.last_activity < cutoff and policy.applies_to(it.value):
-                    yield it
-
-        for chunk in _chunks(stale(), self.chunk_size):
-            # A restored item keeps its old timestamps; give it one policy period of grace.
-            graced = self.manifest.recently_restored([it.uid for it in chunk], since=cutoff)
-            yield [it for it in chunk if it.uid not in graced]
-
     def _archive_collection(
         self,
         name: str,
@@ -333,15 +302,15 @@ class Archiver:
         cutoff = now - policy.after_days * _DAY
         total = self.store.count(name) if progress else None
         if dry_run:
-            for chunk in self._stale_chunks(name, policy, cutoff):
+            for chunk in _steps.stale_chunks(self.store, self.manifest, name, policy, cutoff, self.chunk_size):
                 cr.selected += len(chunk)
             return
         writer: ArchiveWriter | None = None
         file_name = ""
-        stats = _Stats()
+        stats = _steps.FileStats()
         archived_at = time.time()
         try:
-            for chunk in self._stale_chunks(name, policy, cutoff):
+            for chunk in _steps.stale_chunks(self.store, self.manifest, name, policy, cutoff, self.chunk_size):
                 cr.selected += len(chunk)
                 # Re-read with vectors: the item may have changed since the scan.
                 for it in self.store.get_items(name, [c.uid for c in chunk], with_vectors=True):
@@ -366,7 +335,7 @@ class Archiver:
             raise
         cr.file = file_name
         self._hook("after_write")
-        self._verify_new(file_name, writer, stats, progress)
+        _steps.verify_new(self.manifest, self._path(file_name), writer, stats, progress)
         cr.archived = writer.count
         self._hook("after_verify")
         deleted, kept = self._finish_deletes(file_name, name, progress=progress)
@@ -374,92 +343,17 @@ class Archiver:
         self.manifest.set_state(file_name, "complete")
         logger.info("archived %d items of %s to %s (%d kept live)", cr.archived, name, file_name, kept)
 
-    def _verify_new(self, file_name: str, writer: ArchiveWriter, stats: _Stats, progress: ProgressCallback | None) -> None:
-        """Re-read the new file; in one transaction, index its lines and mark it verified."""
-        path = self._path(file_name)
-        collection = self.manifest.file(file_name).collection  # type: ignore[union-attr]
-        try:
-            with self.manifest.transaction() as c:
-                rows = []
-                for line_no, raw in read_lines(path, expected_sha256=writer.sha256, expected_count=writer.count):
-                    rec = parse_line(raw)
-                    rows.append((file_name, line_no, rec["uid"], rec["key"], NS_SEP.join(rec["namespace"]), "archived", time.time()))
-                    if len(rows) >= 1000:
-                        c.executemany("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-                        rows.clear()
-                        if progress:
-                            progress("verify", collection, line_no + 1, writer.count)
-                c.executemany("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-                # An older archived copy of the same item (archived, restored or
-                # re-put, then archived again) is superseded by this one.
-                c.execute(
-                    "UPDATE items SET status='superseded', changed_at=? WHERE status IN ('archived','restored') "
-                    "AND file != ? AND uid IN (SELECT uid FROM items WHERE file = ?)",
-                    (time.time(), file_name, file_name),
-                )
-                c.execute(
-                    "UPDATE files SET state='verified', changed_at=?, items=?, bytes=?, sha256=?, min_activity=?, "
-                    "max_activity=?, min_created=?, max_created=? WHERE name=?",
-                    (time.time(), writer.count, writer.size, writer.sha256, stats.min_act, stats.max_act,
-                     stats.min_created, stats.max_created, file_name),
-                )
-        except ArchiveIntegrityError as exc:
-            self.manifest.set_state(file_name, "corrupt", note=f"failed verification after writing: {exc}")
-            raise ArchiveIntegrityError(f"{file_name} failed verification after writing: {exc}") from None
-
     def _finish_deletes(
         self, file_name: str, collection: str, *, precheck: bool = False, progress: ProgressCallback | None = None
     ) -> tuple[int, int]:
         """Delete a verified file's items that are still live and unchanged; return (deleted, kept live)."""
-        f = self.manifest.file(file_name)
-        assert f is not None and f.state == "verified"
-        path = self._path(file_name)
-        if precheck:
-            try:
-                for _ in read_lines(path, expected_sha256=f.sha256, expected_count=f.items):
-                    pass
-            except ArchiveIntegrityError as exc:
-                with self.manifest.transaction() as c:
-                    self.manifest.set_state(file_name, "corrupt", note=str(exc), conn=c)
-                    c.execute("UPDATE items SET status='corrupt' WHERE file=? AND status='archived'", (file_name,))
-                raise
-        self.store.flush_access()
-        excluded = self.manifest.excluded_lines(file_name)
-        deleted = kept = 0
-        first = True
-
-        def lines() -> Iterator[tuple[int, dict[str, Any]]]:
-            for line_no, raw in read_lines(path, expected_sha256=f.sha256, expected_count=f.items):
-                if line_no not in excluded:
-                    yield line_no, parse_line(raw)
-
-        for chunk in _chunks(lines(), self.chunk_size):
-            # The store checks "unchanged since archived" and deletes under one hold
-            # of its lock, so a write from another process can never be deleted unseen.
-            # Items already gone were deleted by an earlier, interrupted attempt (or by
-            # the user); items changed since are used again: the live copy wins.
-            expected = {rec["uid"]: (rec["updated_at"], rec["last_accessed_at"]) for _, rec in chunk}
-            gone_uids, changed_uids = self.store.delete_unchanged(collection, expected)
-            changed_set = set(changed_uids)
-            changed = [line_no for line_no, rec in chunk if rec["uid"] in changed_set]
-            if changed:
-                self.manifest.set_item_status(file_name, changed, "superseded")
-                kept += len(changed)
-            deleted += len(gone_uids)
-            if progress:
-                progress("delete", collection, deleted + kept, f.items)
-            if first:
-                first = False
-                self._hook("during_delete")
-        return deleted, kept
+        return _steps.finish_deletes(
+            self.store, self.manifest, self._path(file_name), collection,
+            chunk_size=self.chunk_size, hook=self._hook, precheck=precheck, progress=progress,
+        )
 
     def _discard(self, file_name: str, why: str) -> None:
-        path = self._path(file_name)
-        path.unlink(missing_ok=True)
-        with self.manifest.transaction() as c:
-            c.execute("DELETE FROM items WHERE file=?", (file_name,))
-            self.manifest.set_state(file_name, "discarded", note=why, conn=c)
-        logger.warning("discarded unverified archive file %s (%s); its items are still live", file_name, why)
+        _steps.discard(self.manifest, self._path(file_name), why)
 
     # ---------------------------------------------------------------- recovery
 
@@ -497,7 +391,7 @@ class Archiver:
                 continue
             self.manifest.set_state(f.name, "complete")
             done.append(f"finished deletes of {f.name} ({deleted} deleted, {kept} kept live)")
-        settled = self._settle_restores()
+        settled = _steps.settle_restores(self.store, self.manifest)
         if settled:
             done.append(f"settled {settled} interrupted restores")
         for msg in done:
@@ -507,22 +401,6 @@ class Archiver:
             if path.name not in known:
                 logger.warning("archive file %s is not in the manifest; ignored", path)
         return done
-
-    def _settle_restores(self) -> int:
-        rows = self.manifest.query(
-            "SELECT i.file, i.line, i.uid, f.collection FROM items i JOIN files f ON f.name = i.file "
-            "WHERE i.status = 'restoring'"
-        )
-        by_coll: dict[str, list[tuple[str, int, str]]] = defaultdict(list)
-        for file, line, uid, coll in rows:
-            by_coll[coll].append((file, line, uid))
-        for coll, entries in by_coll.items():
-            live = {it.uid for it in self.store.get_items(coll, [uid for _, _, uid in entries])}
-            with self.manifest.transaction() as c:
-                for file, line, uid in entries:
-                    status = "restored" if uid in live else "archived"
-                    c.execute("UPDATE items SET status=?, changed_at=? WHERE file=? AND line=?", (status, time.time(), file, line))
-        return len(rows)
 
     # ----------------------------------------------------------------- threads
 
@@ -546,61 +424,24 @@ class Archiver:
         report.threads = list(cp.prune_inactive(older_than, strategy=self.thread_strategy))
 
     def _archive_threads(self, cutoff: float, run_id: str) -> list[str]:
-        import base64
-
         cp = self.checkpointer
         if not (hasattr(cp, "list") and hasattr(cp, "prune") and hasattr(cp, "serde")):
             raise ConfigError("thread_strategy='archive' needs a checkpointer with list, prune and serde")
         idle = [t for t in cp.list_threads() if _ts(t.last_activity) < cutoff]
         if not idle:
             return []
-
-        def typed(obj: Any) -> list[str]:
-            kind, data = cp.serde.dumps_typed(obj)
-            return [kind, base64.b64encode(data).decode("ascii")]
-
         name = self._new_name("threads", run_id)
         self.manifest.reserve(name, kind="threads", collection="threads", run_id=run_id)
         archived_at = time.time()
-        rows: list[tuple[str, str]] = []
         acts = [_ts(t.last_activity) for t in idle]
         try:
             with ArchiveWriter(self._path(name), compresslevel=self.compresslevel) as w:
-                for t in idle:
-                    for tup in cp.list({"configurable": {"thread_id": t.thread_id}}):
-                        line = {
-                            "v": 1,
-                            "thread_id": t.thread_id,
-                            "last_activity": _ts(t.last_activity),
-                            "config": tup.config,
-                            "parent_config": tup.parent_config,
-                            "checkpoint": typed(tup.checkpoint),
-                            "metadata": typed(tup.metadata),
-                            "pending_writes": [[tid, ch, typed(v)] for tid, ch, v in (tup.pending_writes or [])],
-                            "archived_at": archived_at,
-                            "run_id": run_id,
-                        }
-                        w.write_line(json.dumps(line, default=str).encode("utf-8") + b"\n")
-                        rows.append((t.thread_id, tup.config["configurable"].get("checkpoint_id", "")))
+                rows = _thread_files.write_threads(cp, idle, acts, w, archived_at=archived_at, run_id=run_id)
         except Exception:
             self._discard(name, "the run failed while writing it")
             raise
         self._hook("after_write")
-        try:
-            with self.manifest.transaction() as c:
-                n = 0
-                for line_no, _ in read_lines(self._path(name), expected_sha256=w.sha256, expected_count=w.count):
-                    tid, cid = rows[line_no]
-                    c.execute("INSERT INTO items VALUES (?, ?, ?, ?, ?, 'archived', ?)", (name, line_no, f"{tid}:{cid}", tid, "", time.time()))
-                    n += 1
-                c.execute(
-                    "UPDATE files SET state='verified', changed_at=?, items=?, bytes=?, sha256=?, min_activity=?, "
-                    "max_activity=? WHERE name=?",
-                    (time.time(), w.count, w.size, w.sha256, min(acts), max(acts), name),
-                )
-        except ArchiveIntegrityError as exc:
-            self.manifest.set_state(name, "corrupt", note=str(exc))
-            raise
+        _thread_files.index_threads(self.manifest, self._path(name), w, rows, acts)
         self._hook("after_verify")
         f = self.manifest.file(name)
         assert f is not None
@@ -636,33 +477,11 @@ class Archiver:
     def iter_archived(self, collection: str | None = None, *, filter: dict[str, Any] | None = None) -> Iterator[ArchivedItem]:
         """Every archived item, file by file, each checked against its checksum first (bounded memory)."""
         validate_filter(filter)
-        for f in self.list_archives(collection):
-            if f.kind != "items":
-                continue
-            self._check_file(f)
-            excluded = self.manifest.excluded_lines(f.name)
-            for line_no, raw in read_lines(self._path(f.name), expected_sha256=f.sha256, expected_count=f.items):
-                if line_no in excluded:
-                    continue
-                rec = parse_line(raw)
-                if matches(rec["value"], filter):
-                    yield decode_line(rec, collection=f.collection, file=f.name, line=line_no)
-
-    def _check_file(self, f: ArchiveFile) -> None:
-        for _ in read_lines(self._path(f.name), expected_sha256=f.sha256, expected_count=f.items):
-            pass
+        yield from _reading.iter_items(self.manifest, self.archive_dir, self.list_archives(collection), filter)
 
     def verify(self) -> dict[str, str | None]:
         """Check every readable file against its manifest checksum and count: ``{name: None or problem}``."""
-        out: dict[str, str | None] = {}
-        for f in self.list_archives():
-            try:
-                self._check_file(f)
-                out[f.name] = None
-            except ArchiveIntegrityError as exc:
-                out[f.name] = str(exc)
-                logger.error("%s", exc)
-        return out
+        return _reading.verify_files(self.archive_dir, self.list_archives())
 
     def search_archive(
         self,
@@ -686,57 +505,10 @@ class Archiver:
             >>> hits[0].key, round(hits[0].score, 2)   # doctest: +SKIP
             ('l-17', 0.83)
         """
-        validate_filter(filter)
-        spec = collection_by_name(collection)
-        qv: np.ndarray | None = None
-        if query:
-            if self.store.embeddings is None:
-                raise ConfigError("search_archive with a query needs a store built with index= (an embedding model)")
-            qv = np.asarray(self.store.embeddings.embed_query(query), dtype=np.float32)
-            qv = qv / (np.linalg.norm(qv) or 1.0)
-        prefix = tuple(namespace_prefix or ())
-        best: list[tuple[float, int, str, int, dict[str, Any], str]] = []  # min-heap of (rank, tiebreak, ...)
-        counter = itertools.count()
-        for f in self.manifest.files(collection=spec.name, states=READABLE, kind="items"):
-            excluded = self.manifest.excluded_lines(f.name)
-            local: list[tuple[float, int, str, int, dict[str, Any], str]] = []
-            try:
-                for line_no, raw in read_lines(self._path(f.name), expected_sha256=f.sha256, expected_count=f.items):
-                    if line_no in excluded:
-                        continue
-                    rec = parse_line(raw)
-                    if prefix and tuple(rec["namespace"][: len(prefix)]) != prefix:
-                        continue
-                    if not matches(rec["value"], filter):
-                        continue
-                    if qv is not None:
-                        vecs = decode_vectors(rec.get("vectors"))
-                        if vecs is None:
-                            continue
-                        norms = np.linalg.norm(vecs, axis=1)
-                        norms[norms == 0] = 1.0
-                        rank = float(np.max(vecs @ qv / norms))
-                    else:
-                        rank = max(rec["updated_at"], rec["last_accessed_at"])
-                    entry = (rank, -next(counter), f.name, line_no, rec, f.collection)
-                    if len(local) < k:
-                        heapq.heappush(local, entry)
-                    elif entry > local[0]:
-                        heapq.heapreplace(local, entry)
-            except ArchiveIntegrityError:
-                if strict:
-                    raise
-                logger.error("skipping damaged archive file %s in search", f.name, exc_info=True)
-                continue
-            for entry in local:  # only a file that verified contributes
-                if len(best) < k:
-                    heapq.heappush(best, entry)
-                elif entry > best[0]:
-                    heapq.heapreplace(best, entry)
-        hits = []
-        for rank, _, fname, line_no, rec, coll in sorted(best, reverse=True):
-            hits.append(ArchiveHit(decode_line(rec, collection=coll, file=fname, line=line_no), rank if qv is not None else None))
-        return hits
+        return _reading.search(
+            self.manifest, self.archive_dir, self.store, collection, query, filter, k,
+            namespace_prefix=namespace_prefix, strict=strict,
+        )
 
     def get_archived(
         self, keys: Iterable[str] | None = None, *, uids: Iterable[str] | None = None
@@ -746,21 +518,7 @@ class Archiver:
         Example:
             >>> [a.value["lesson"] for a in archiver.get_archived(["l-17"])]   # doctest: +SKIP
         """
-        rows = self.manifest.archived_rows(uids=list(uids or ()), keys=list(keys or ()))
-        wanted: dict[str, set[int]] = defaultdict(set)
-        for file, line, *_ in rows:
-            wanted[file].add(line)
-        out: list[ArchivedItem] = []
-        for name, lines in wanted.items():
-            f = self.manifest.file(name)
-            assert f is not None
-            found = [
-                (line_no, parse_line(raw))
-                for line_no, raw in read_lines(self._path(name), expected_sha256=f.sha256, expected_count=f.items)
-                if line_no in lines
-            ]
-            out.extend(decode_line(rec, collection=f.collection, file=name, line=ln) for ln, rec in found)
-        return out
+        return _reading.get_items(self.manifest, self.archive_dir, keys, uids)
 
     def find(self, key: str, *, namespace: tuple[str, ...] | None = None) -> ArchivedItem | None:
         """The archived item with this key (and namespace, if given), or None.
@@ -807,7 +565,7 @@ class Archiver:
         report = RestoreReport(dry_run=dry_run)
         with self._exclusive():
             if not dry_run:
-                self._settle_restores()
+                _steps.settle_restores(self.store, self.manifest)
             wanted: dict[str, set[int]] | None = None
             if keys or uids:
                 wanted = defaultdict(set)
@@ -816,59 +574,9 @@ class Archiver:
             for f in self.manifest.files(collection=coll, states=READABLE, kind="items"):
                 if wanted is not None and f.name not in wanted:
                     continue
-                self._restore_file(f, wanted[f.name] if wanted is not None else None, filter, prefix, report)
+                _steps.restore_file(
+                    self.store, self.manifest, f, self._path(f.name), wanted[f.name] if wanted is not None else None,
+                    filter, prefix, report, chunk_size=self.chunk_size, hook=self._hook,
+                )
         logger.info("restored %d archived items (%d already live)", report.restored, report.already_live)
         return report
-
-    def _restore_file(
-        self, f: ArchiveFile, lines: set[int] | None, filter: dict[str, Any] | None, prefix: tuple[str, ...], report: RestoreReport
-    ) -> None:
-        excluded = self.manifest.excluded_lines(f.name)
-        path = self._path(f.name)
-        selected: list[int] = []
-        # Pass 1 checks the whole file before anything is written from it.
-        for line_no, raw in read_lines(path, expected_sha256=f.sha256, expected_count=f.items):
-            if line_no in excluded or (lines is not None and line_no not in lines):
-                continue
-            rec = parse_line(raw)
-            if prefix and tuple(rec["namespace"][: len(prefix)]) != prefix:
-                continue
-            if matches(rec["value"], filter):
-                selected.append(line_no)
-        if not selected:
-            return
-        chosen = set(selected)
-
-        def items() -> Iterator[ArchivedItem]:
-            for line_no, raw in read_lines(path, expected_sha256=f.sha256, expected_count=f.items):
-                if line_no in chosen:
-                    yield decode_line(parse_line(raw), collection=f.collection, file=f.name, line=line_no)
-
-        for chunk in _chunks(items(), self.chunk_size):
-            report.keys.extend(a.key for a in chunk)
-            if report.dry_run:
-                report.restored += len(chunk)
-                continue
-            line_nos = [a.line for a in chunk]
-            self.manifest.set_item_status(f.name, line_nos, "restoring")
-            written = self.store.restore_items([a.item for a in chunk])
-            self._hook("restore_chunk")
-            self.manifest.set_item_status(f.name, line_nos, "restored")
-            report.restored += written
-            report.already_live += len(chunk) - written
-
-
-class _Stats:
-    """Count and time ranges of the items written to one file."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.min_act = self.max_act = self.min_created = self.max_created = None  # type: float | None
-
-    def add(self, it: StoredItem) -> None:
-        self.count += 1
-        act = it.last_activity
-        self.min_act = act if self.min_act is None else min(self.min_act, act)
-        self.max_act = act if self.max_act is None else max(self.max_act, act)
-        self.min_created = it.created_at if self.min_created is None else min(self.min_created, it.created_at)
-        self.max_created = it.created_at if self.max_created is None else max(self.max_created, it.created_at)

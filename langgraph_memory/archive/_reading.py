@@ -1,0 +1,158 @@
+"""Reading archives back: iterate, check, search and look up archived items.
+
+Everything here only reads archive files (each checked against its manifest
+checksum and line count) and the manifest's item index: no lock is taken and
+neither the live store nor the manifest is changed. It is kept apart from the
+archiver so the read side can be followed without the run's crash-safety
+machinery. :class:`~langgraph_memory.archive.archiver.Archiver` methods of the
+same names are the public way in.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from langgraph_memory.archive.format import ArchivedItem, decode_line, decode_vectors, parse_line, read_lines
+from langgraph_memory.archive.manifest import READABLE, ArchiveFile, Manifest
+from langgraph_memory.archive.reports import ArchiveHit
+from langgraph_memory.collections import collection_by_name
+from langgraph_memory.errors import ArchiveIntegrityError, ConfigError
+from langgraph_memory.store.filters import matches, validate_filter
+
+__all__ = ["check_file", "get_items", "iter_items", "search", "verify_files"]
+
+logger = logging.getLogger(__name__)
+
+
+def iter_items(
+    manifest: Manifest, archive_dir: Path, files: Iterable[ArchiveFile], filter: dict[str, Any] | None
+) -> Iterator[ArchivedItem]:
+    """The live lines of ``files`` (item files only) matching ``filter``, each file checked before its first line."""
+    for f in files:
+        if f.kind != "items":
+            continue
+        check_file(archive_dir, f)
+        excluded = manifest.excluded_lines(f.name)
+        for line_no, raw in read_lines(archive_dir / f.name, expected_sha256=f.sha256, expected_count=f.items):
+            if line_no in excluded:
+                continue
+            rec = parse_line(raw)
+            if matches(rec["value"], filter):
+                yield decode_line(rec, collection=f.collection, file=f.name, line=line_no)
+
+
+def check_file(archive_dir: Path, f: ArchiveFile) -> None:
+    """Read ``f`` through; raises :class:`ArchiveIntegrityError` if its checksum or count is off."""
+    for _ in read_lines(archive_dir / f.name, expected_sha256=f.sha256, expected_count=f.items):
+        pass
+
+
+def verify_files(archive_dir: Path, files: Iterable[ArchiveFile]) -> dict[str, str | None]:
+    """``{name: None or problem}`` for each of ``files``; problems are also logged."""
+    out: dict[str, str | None] = {}
+    for f in files:
+        try:
+            check_file(archive_dir, f)
+            out[f.name] = None
+        except ArchiveIntegrityError as exc:
+            out[f.name] = str(exc)
+            logger.error("%s", exc)
+    return out
+
+
+def search(
+    manifest: Manifest,
+    archive_dir: Path,
+    store: Any,
+    collection: str,
+    query: str | None,
+    filter: dict[str, Any] | None,
+    k: int,
+    *,
+    namespace_prefix: tuple[str, ...] | None,
+    strict: bool,
+) -> list[ArchiveHit]:
+    """The ``k`` best archived matches in one collection; see ``Archiver.search_archive``.
+
+    ``store`` is only asked for its embedding model, and only when there is a query.
+    """
+    validate_filter(filter)
+    spec = collection_by_name(collection)
+    qv: np.ndarray | None = None
+    if query:
+        if store.embeddings is None:
+            raise ConfigError("search_archive with a query needs a store built with index= (an embedding model)")
+        qv = np.asarray(store.embeddings.embed_query(query), dtype=np.float32)
+        qv = qv / (np.linalg.norm(qv) or 1.0)
+    prefix = tuple(namespace_prefix or ())
+    best: list[tuple[float, int, str, int, dict[str, Any], str]] = []  # min-heap of (rank, tiebreak, ...)
+    counter = itertools.count()
+    for f in manifest.files(collection=spec.name, states=READABLE, kind="items"):
+        excluded = manifest.excluded_lines(f.name)
+        local: list[tuple[float, int, str, int, dict[str, Any], str]] = []
+        try:
+            for line_no, raw in read_lines(archive_dir / f.name, expected_sha256=f.sha256, expected_count=f.items):
+                if line_no in excluded:
+                    continue
+                rec = parse_line(raw)
+                if prefix and tuple(rec["namespace"][: len(prefix)]) != prefix:
+                    continue
+                if not matches(rec["value"], filter):
+                    continue
+                if qv is not None:
+                    vecs = decode_vectors(rec.get("vectors"))
+                    if vecs is None:
+                        continue
+                    norms = np.linalg.norm(vecs, axis=1)
+                    norms[norms == 0] = 1.0
+                    rank = float(np.max(vecs @ qv / norms))
+                else:
+                    rank = max(rec["updated_at"], rec["last_accessed_at"])
+                entry = (rank, -next(counter), f.name, line_no, rec, f.collection)
+                if len(local) < k:
+                    heapq.heappush(local, entry)
+                elif entry > local[0]:
+                    heapq.heapreplace(local, entry)
+        except ArchiveIntegrityError:
+            if strict:
+                raise
+            logger.error("skipping damaged archive file %s in search", f.name, exc_info=True)
+            continue
+        for entry in local:  # only a file that verified contributes
+            if len(best) < k:
+                heapq.heappush(best, entry)
+            elif entry > best[0]:
+                heapq.heapreplace(best, entry)
+    hits = []
+    for rank, _, fname, line_no, rec, coll in sorted(best, reverse=True):
+        hits.append(ArchiveHit(decode_line(rec, collection=coll, file=fname, line=line_no), rank if qv is not None else None))
+    return hits
+
+
+def get_items(
+    manifest: Manifest, archive_dir: Path, keys: Iterable[str] | None, uids: Iterable[str] | None
+) -> list[ArchivedItem]:
+    """Archived items by key (any namespace) or uid, found through the manifest's item index."""
+    rows = manifest.archived_rows(uids=list(uids or ()), keys=list(keys or ()))
+    wanted: dict[str, set[int]] = defaultdict(set)
+    for file, line, *_ in rows:
+        wanted[file].add(line)
+    out: list[ArchivedItem] = []
+    for name, lines in wanted.items():
+        f = manifest.file(name)
+        assert f is not None
+        found = [
+            (line_no, parse_line(raw))
+            for line_no, raw in read_lines(archive_dir / name, expected_sha256=f.sha256, expected_count=f.items)
+            if line_no in lines
+        ]
+        out.extend(decode_line(rec, collection=f.collection, file=name, line=ln) for ln, rec in found)
+    return out

@@ -1,0 +1,270 @@
+"""The steps that move memories between the live store and archive files.
+
+:class:`~langgraph_memory.archive.archiver.Archiver` decides what moves and
+when: it holds the lock, applies the policies, writes the file and puts the
+steps in order (see :mod:`langgraph_memory.archive.archiver`). Each function
+here does one step and records it in the manifest: finding stale items,
+verifying and indexing a written file, deleting its items from the live store,
+discarding a file that never verified, restoring items, and settling restores
+a crash cut short. They live apart from the archiver so its module shows the
+order of the run, and this one how each step stays safe to interrupt.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langgraph_memory.archive.format import ArchivedItem, ArchiveWriter, decode_line, parse_line, read_lines
+from langgraph_memory.archive.manifest import ArchiveFile, Manifest
+from langgraph_memory.archive.reports import RestoreReport
+from langgraph_memory.collections import COLLECTIONS, GENERAL, RetentionPolicy
+from langgraph_memory.errors import ArchiveIntegrityError
+from langgraph_memory.store.filters import matches
+from langgraph_memory.store.records import NS_SEP, StoredItem
+
+if TYPE_CHECKING:
+    from langgraph_memory.archive.archiver import ProgressCallback
+
+__all__ = [
+    "FileStats",
+    "chunks",
+    "count_expired",
+    "discard",
+    "finish_deletes",
+    "restore_file",
+    "settle_restores",
+    "stale_chunks",
+    "verify_new",
+]
+
+logger = logging.getLogger(__name__)
+
+
+def chunks(it: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """``it`` in lists of ``size`` (the last one shorter)."""
+    it = iter(it)
+    while batch := list(itertools.islice(it, size)):
+        yield batch
+
+
+class FileStats:
+    """Count and time ranges of the items written to one file."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.min_act = self.max_act = self.min_created = self.max_created = None  # type: float | None
+
+    def add(self, it: StoredItem) -> None:
+        self.count += 1
+        act = it.last_activity
+        self.min_act = act if self.min_act is None else min(self.min_act, act)
+        self.max_act = act if self.max_act is None else max(self.max_act, act)
+        self.min_created = it.created_at if self.min_created is None else min(self.min_created, it.created_at)
+        self.max_created = it.created_at if self.max_created is None else max(self.max_created, it.created_at)
+
+
+# ------------------------------------------------------------------- scan
+
+
+def count_expired(store: Any) -> int:
+    """How many live items are past their TTL (what a sweep would remove)."""
+    now = time.time()
+    n = 0
+    for spec in (*COLLECTIONS.values(), GENERAL):
+        n += sum(1 for it in store.iter_items(spec.name) if it.expires_at is not None and it.expires_at < now)
+    return n
+
+
+def stale_chunks(
+    store: Any, manifest: Manifest, name: str, policy: RetentionPolicy, cutoff: float, chunk_size: int
+) -> Iterator[list[StoredItem]]:
+    """Stale items (without vectors), a chunk at a time, minus recently restored ones."""
+
+    def stale() -> Iterator[StoredItem]:
+        for it in store.iter_items(name, page_size=max(chunk_size, 1000)):
+            if it.last_activity < cutoff and policy.applies_to(it.value):
+                yield it
+
+    for chunk in chunks(stale(), chunk_size):
+        # A restored item keeps its old timestamps; give it one policy period of grace.
+        graced = manifest.recently_restored([it.uid for it in chunk], since=cutoff)
+        yield [it for it in chunk if it.uid not in graced]
+
+
+# -------------------------------------------------------- verify, delete
+
+
+def verify_new(
+    manifest: Manifest, path: Path, writer: ArchiveWriter, stats: FileStats, progress: ProgressCallback | None
+) -> None:
+    """Re-read the new file; in one transaction, index its lines and mark it verified."""
+    file_name = path.name
+    collection = manifest.file(file_name).collection  # type: ignore[union-attr]
+    try:
+        with manifest.transaction() as c:
+            rows = []
+            for line_no, raw in read_lines(path, expected_sha256=writer.sha256, expected_count=writer.count):
+                rec = parse_line(raw)
+                rows.append((file_name, line_no, rec["uid"], rec["key"], NS_SEP.join(rec["namespace"]), "archived", time.time()))
+                if len(rows) >= 1000:
+                    c.executemany("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+                    rows.clear()
+                    if progress:
+                        progress("verify", collection, line_no + 1, writer.count)
+            c.executemany("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            # An older archived copy of the same item (archived, restored or
+            # re-put, then archived again) is superseded by this one.
+            c.execute(
+                "UPDATE items SET status='superseded', changed_at=? WHERE status IN ('archived','restored') "
+                "AND file != ? AND uid IN (SELECT uid FROM items WHERE file = ?)",
+                (time.time(), file_name, file_name),
+            )
+            c.execute(
+                "UPDATE files SET state='verified', changed_at=?, items=?, bytes=?, sha256=?, min_activity=?, "
+                "max_activity=?, min_created=?, max_created=? WHERE name=?",
+                (time.time(), writer.count, writer.size, writer.sha256, stats.min_act, stats.max_act,
+                 stats.min_created, stats.max_created, file_name),
+            )
+    except ArchiveIntegrityError as exc:
+        manifest.set_state(file_name, "corrupt", note=f"failed verification after writing: {exc}")
+        raise ArchiveIntegrityError(f"{file_name} failed verification after writing: {exc}") from None
+
+
+def finish_deletes(
+    store: Any,
+    manifest: Manifest,
+    path: Path,
+    collection: str,
+    *,
+    chunk_size: int,
+    hook: Callable[[str], None],
+    precheck: bool = False,
+    progress: ProgressCallback | None = None,
+) -> tuple[int, int]:
+    """Delete a verified file's items that are still live and unchanged; return (deleted, kept live)."""
+    file_name = path.name
+    f = manifest.file(file_name)
+    assert f is not None and f.state == "verified"
+    if precheck:
+        try:
+            for _ in read_lines(path, expected_sha256=f.sha256, expected_count=f.items):
+                pass
+        except ArchiveIntegrityError as exc:
+            with manifest.transaction() as c:
+                manifest.set_state(file_name, "corrupt", note=str(exc), conn=c)
+                c.execute("UPDATE items SET status='corrupt' WHERE file=? AND status='archived'", (file_name,))
+            raise
+    store.flush_access()
+    excluded = manifest.excluded_lines(file_name)
+    deleted = kept = 0
+    first = True
+
+    def lines() -> Iterator[tuple[int, dict[str, Any]]]:
+        for line_no, raw in read_lines(path, expected_sha256=f.sha256, expected_count=f.items):
+            if line_no not in excluded:
+                yield line_no, parse_line(raw)
+
+    for chunk in chunks(lines(), chunk_size):
+        # The store checks "unchanged since archived" and deletes under one hold
+        # of its lock, so a write from another process can never be deleted unseen.
+        # Items already gone were deleted by an earlier, interrupted attempt (or by
+        # the user); items changed since are used again: the live copy wins.
+        expected = {rec["uid"]: (rec["updated_at"], rec["last_accessed_at"]) for _, rec in chunk}
+        gone_uids, changed_uids = store.delete_unchanged(collection, expected)
+        changed_set = set(changed_uids)
+        changed = [line_no for line_no, rec in chunk if rec["uid"] in changed_set]
+        if changed:
+            manifest.set_item_status(file_name, changed, "superseded")
+            kept += len(changed)
+        deleted += len(gone_uids)
+        if progress:
+            progress("delete", collection, deleted + kept, f.items)
+        if first:
+            first = False
+            hook("during_delete")
+    return deleted, kept
+
+
+def discard(manifest: Manifest, path: Path, why: str) -> None:
+    """Remove an unverified file and its manifest rows; its items were never deleted, so they are still live."""
+    file_name = path.name
+    path.unlink(missing_ok=True)
+    with manifest.transaction() as c:
+        c.execute("DELETE FROM items WHERE file=?", (file_name,))
+        manifest.set_state(file_name, "discarded", note=why, conn=c)
+    logger.warning("discarded unverified archive file %s (%s); its items are still live", file_name, why)
+
+
+# ---------------------------------------------------------------- restore
+
+
+def restore_file(
+    store: Any,
+    manifest: Manifest,
+    f: ArchiveFile,
+    path: Path,
+    lines: set[int] | None,
+    filter: dict[str, Any] | None,
+    prefix: tuple[str, ...],
+    report: RestoreReport,
+    *,
+    chunk_size: int,
+    hook: Callable[[str], None],
+) -> None:
+    """Restore the selected live lines of one file (all of them if ``lines`` is None), adding to ``report``."""
+    excluded = manifest.excluded_lines(f.name)
+    selected: list[int] = []
+    # Pass 1 checks the whole file before anything is written from it.
+    for line_no, raw in read_lines(path, expected_sha256=f.sha256, expected_count=f.items):
+        if line_no in excluded or (lines is not None and line_no not in lines):
+            continue
+        rec = parse_line(raw)
+        if prefix and tuple(rec["namespace"][: len(prefix)]) != prefix:
+            continue
+        if matches(rec["value"], filter):
+            selected.append(line_no)
+    if not selected:
+        return
+    chosen = set(selected)
+
+    def items() -> Iterator[ArchivedItem]:
+        for line_no, raw in read_lines(path, expected_sha256=f.sha256, expected_count=f.items):
+            if line_no in chosen:
+                yield decode_line(parse_line(raw), collection=f.collection, file=f.name, line=line_no)
+
+    for chunk in chunks(items(), chunk_size):
+        report.keys.extend(a.key for a in chunk)
+        if report.dry_run:
+            report.restored += len(chunk)
+            continue
+        line_nos = [a.line for a in chunk]
+        manifest.set_item_status(f.name, line_nos, "restoring")
+        written = store.restore_items([a.item for a in chunk])
+        hook("restore_chunk")
+        manifest.set_item_status(f.name, line_nos, "restored")
+        report.restored += written
+        report.already_live += len(chunk) - written
+
+
+def settle_restores(store: Any, manifest: Manifest) -> int:
+    """Mark each item a restore left ``restoring`` as restored or archived, by whether it is live; return how many."""
+    rows = manifest.query(
+        "SELECT i.file, i.line, i.uid, f.collection FROM items i JOIN files f ON f.name = i.file "
+        "WHERE i.status = 'restoring'"
+    )
+    by_coll: dict[str, list[tuple[str, int, str]]] = defaultdict(list)
+    for file, line, uid, coll in rows:
+        by_coll[coll].append((file, line, uid))
+    for coll, entries in by_coll.items():
+        live = {it.uid for it in store.get_items(coll, [uid for _, _, uid in entries])}
+        with manifest.transaction() as c:
+            for file, line, uid in entries:
+                status = "restored" if uid in live else "archived"
+                c.execute("UPDATE items SET status=?, changed_at=? WHERE file=? AND line=?", (status, time.time(), file, line))
+    return len(rows)
