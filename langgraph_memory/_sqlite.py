@@ -18,6 +18,7 @@ import random
 import sqlite3
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Literal, TypeVar
 
 from langgraph_memory.errors import LockTimeoutError
@@ -81,8 +82,9 @@ def connect(
 ) -> sqlite3.Connection:
     """An autocommit connection to ``path`` in WAL mode, usable from any thread.
 
-    Waits up to ``timeout`` seconds for other processes, both in SQLite's busy
-    handler and while switching the file to WAL.
+    Creates the file's folder when missing. Waits up to ``timeout`` seconds
+    for other processes, both in SQLite's busy handler and while switching
+    the file to WAL.
 
     Example:
         >>> import tempfile, pathlib
@@ -90,6 +92,7 @@ def connect(
         >>> conn.execute("PRAGMA journal_mode").fetchone()[0]
         'wal'
     """
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(path), timeout=timeout, check_same_thread=False, isolation_level=None)
     try:
         retry_locked(

@@ -27,7 +27,6 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -205,7 +204,6 @@ class CachedEmbeddings(Embeddings):
         self._pending: queue.Queue[list[tuple[bytes, list[float]]] | None] = queue.Queue()
         self._writer: threading.Thread | None = None
         if path is not None:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
             conn = _sqlite.connect(path)
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS embedding_cache ("

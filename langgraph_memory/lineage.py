@@ -226,7 +226,6 @@ class LineageStore:
 
     def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = LOCK_TIMEOUT_SECONDS) -> None:
         self.path = Path(path).expanduser()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.busy_timeout = float(busy_timeout)
         self._mutex = threading.RLock()
         self._conn: sqlite3.Connection | None = _sqlite.connect(self.path, timeout=self.busy_timeout)

@@ -126,7 +126,6 @@ class Manifest:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = _sqlite.connect(self.path, synchronous="FULL")
         self._lock = threading.RLock()
         with self._lock:

@@ -93,7 +93,6 @@ class AccessTable:
     """Applied reads of an embedded data directory, in SQLite (WAL; safe across processes)."""
 
     def __init__(self, path: Path, *, timeout: float = 30.0) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = _sqlite.connect(path, timeout=timeout)
         self._conn.execute(
             "CREATE TABLE IF NOT EXISTS access ("
