@@ -23,7 +23,6 @@ when they are archived, so the lineage of an archived ancestor stays intact.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import sqlite3
 import threading
@@ -49,8 +48,6 @@ __all__ = [
     "LINEAGE_FILE",
     "build_lineage",
 ]
-
-logger = logging.getLogger(__name__)
 
 LINEAGE_FILE = "lineage.sqlite"
 
