@@ -123,9 +123,7 @@ class _ConnectionPool:
         except sqlite3.Error as exc:
             raise CheckpointError(f"cannot open checkpoint file {self.path}: {exc}") from exc
         self.retry(
-            lambda: configure_connection(
-                conn, durability=self.durability, busy_timeout=busy_timeout
-            ),
+            lambda: configure_connection(conn, durability=self.durability),
             what="configure the checkpoint connection",
         )
         if self._schema_ready:
@@ -276,11 +274,16 @@ class _ConnectionPool:
         finally:
             self._write_lock.release()
 
-    # -- writes on an event loop, and the WAL checkpoints they leave to others --
+    def write_statements(self, statements: Sequence[Statement], *, what: str) -> None:
+        """Commit ``statements``: a lone statement by itself (atomic on its own, no
+        BEGIN/COMMIT round trips), several in one transaction, none not at all."""
+        if len(statements) == 1 and not statements[0][2]:
+            sql, params, _ = statements[0]
+            self.write_one(sql, params, what=what)
+        elif statements:
+            self.write(lambda conn: execute_statements(conn, statements), what=what)
 
-    def has_loop_writer(self) -> bool:
-        """Whether :meth:`write_nowait` has its connection."""
-        return self._loop_writer is not None
+    # -- writes on an event loop, and the WAL checkpoints they leave to others --
 
     def add_loop_writer(self) -> None:
         """Open the connection :meth:`write_nowait` uses (opening may touch the disk).
@@ -377,11 +380,7 @@ class _ConnectionPool:
         """
         statements = [stmt for group in groups for stmt in group]
         try:
-            if len(statements) == 1 and not statements[0][2]:
-                sql, params, _ = statements[0]
-                self.write_one(sql, params, what=whats[0])
-            else:
-                self.write(lambda conn: execute_statements(conn, statements), what=whats[0])
+            self.write_statements(statements, what=whats[0])
             return [None] * len(groups)
         except LockTimeoutError as exc:  # retrying one by one would wait again, per group
             return [exc] * len(groups)

@@ -70,9 +70,7 @@ def put_statements(
         stripped["channel_values"] = {k: v for k, v in values.items() if k not in versions}
     type_, blob = serde.dumps_typed(stripped)
     metadata_json = json.dumps(full_metadata, ensure_ascii=False, default=_json_default)
-    delta = _delta.delta_channels_of(
-        full_metadata, checkpoint["channel_versions"], checkpoint["channel_values"]
-    )
+    delta = _delta.delta_channels_of(full_metadata, versions, values)
     run_id = full_metadata.get("run_id")
     params.extend((
         thread_id,

@@ -40,7 +40,6 @@ from langgraph_memory.checkpoint._pool import (
     Statement,
     WouldBlock,
     _ConnectionPool,
-    execute_statements,
 )
 from langgraph_memory.checkpoint._worker import _Worker
 from langgraph_memory.checkpoint.schema import Durability
@@ -344,14 +343,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         written; the others are already stored under their unchanged version.
         """
         statements, saved = _writes.put_statements(self.serde, config, checkpoint, metadata, new_versions)
-        if len(statements) == 1 and not statements[0][2]:
-            sql, params, _ = statements[0]
-            # One statement is its own atomic transaction: no BEGIN/COMMIT round trips.
-            self._pool.write_one(sql, params, what="save a checkpoint")
-        else:
-            self._pool.write(
-                lambda conn: execute_statements(conn, statements), what="save a checkpoint"
-            )
+        self._pool.write_statements(statements, what="save a checkpoint")
         return saved
 
     def put_writes(
@@ -368,13 +360,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         negative indices and replace the previous one, as in LangGraph's savers.
         """
         statements = _writes.put_writes_statements(self.serde, config, writes, task_id, task_path)
-        if len(statements) == 1 and not statements[0][2]:
-            sql, params, _ = statements[0]
-            self._pool.write_one(sql, params, what="save pending writes")  # atomic by itself
-        elif statements:
-            self._pool.write(
-                lambda conn: execute_statements(conn, statements), what="save pending writes"
-            )
+        self._pool.write_statements(statements, what="save pending writes")
 
     async def aput(
         self,

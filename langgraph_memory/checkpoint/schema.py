@@ -248,15 +248,15 @@ def read_schema_version(conn: sqlite3.Connection) -> int:
     return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
-def configure_connection(
-    conn: sqlite3.Connection, *, durability: Durability, busy_timeout: float
-) -> None:
-    """Apply the per-connection pragmas every connection of the saver needs."""
+def configure_connection(conn: sqlite3.Connection, *, durability: Durability) -> None:
+    """Apply the per-connection pragmas every connection of the saver needs.
+
+    The busy timeout is not among them: ``sqlite3.connect(timeout=...)`` sets it.
+    """
     if durability not in ("normal", "full"):
         from langgraph_memory.errors import ConfigError
 
         raise ConfigError(f"durability must be 'normal' or 'full', got {durability!r}")
-    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
     conn.execute(f"PRAGMA synchronous = {durability.upper()}")
     # The TEMP put_rows view and its triggers (and any sort) stay in memory.
     conn.execute("PRAGMA temp_store = MEMORY")
