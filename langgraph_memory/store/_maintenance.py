@@ -118,8 +118,6 @@ class MaintenanceMixin:
 
         Returns a ``concurrent.futures.Future``; cancelling it stops the sweeper.
         """
-        import concurrent.futures
-
         if not self.ttl_config:
             done: concurrent.futures.Future[None] = concurrent.futures.Future()
             done.set_result(None)
@@ -174,8 +172,7 @@ class MaintenanceMixin:
         if not item.indexed:
             return
         item.vectors = [[float(x) for x in embs[idx]]]
-        item.texts = [record_text(metas[idx])]
-        item.paths = [record_path(metas[idx])]
+        item.texts = [record_text(metas[idx])]  # item.paths: set by decode_metadata from the same record
         if item.n_vectors > 1:
             ex = col.get(
                 ids=[extra_id(item.uid, i) for i in range(1, item.n_vectors)],
@@ -257,13 +254,14 @@ class MaintenanceMixin:
     def _delete_locked(self, col: Any, items: list[StoredItem]) -> None:
         if not items:
             return
+        uids = [it.uid for it in items]
         ids: list[str] = []
-        for it in items:
-            ids.append(it.uid)
-            ids.extend(extra_id(it.uid, i) for i in range(1, it.n_vectors))
+        for uid, it in zip(uids, items):
+            ids.append(uid)
+            ids.extend(extra_id(uid, i) for i in range(1, it.n_vectors))
         col.delete(ids=ids)
         if self._access_table is not None:
-            self._access_table.forget(col.name, [it.uid for it in items])
+            self._access_table.forget(col.name, uids)
         namespaces = {it.namespace for it in items}
         self._registry_().remove([ns for ns in namespaces if not self._namespace_has_items(col, ns)])
 

@@ -43,6 +43,7 @@ class SearchMixin:
             return []
         hits: list[tuple[float | None, StoredItem, str]] = []
         scoreless: list[tuple[StoredItem, str]] = []
+        searched: list[tuple[CollectionSpec, Any, list[dict[str, Any]]]] = []  # reused by the fill-up
         for spec in self._specs_for_prefix(op.namespace_prefix):
             col = self._collection(spec, create=False)
             if col is None:
@@ -51,6 +52,7 @@ class SearchMixin:
             where_f, exact = _filters.compile_where(op.filter, unflattened=spec.embed_field)
             if where_f:
                 clauses.append(where_f)
+            searched.append((spec, col, clauses))
             if qvec is not None:
                 hits.extend(self._query_collection(spec, col, op, qvec, clauses, need, now))
             else:
@@ -61,17 +63,11 @@ class SearchMixin:
             if len(kept) < op.limit:
                 # Like InMemoryStore: when fewer items have vectors than asked
                 # for, fill up with matching items that have none.
-                for spec in self._specs_for_prefix(op.namespace_prefix):
+                for spec, col, clauses in searched:
                     if len(kept) + len(scoreless) >= op.limit:
                         break
-                    col = self._collection(spec, create=False)
-                    if col is None:
-                        continue
-                    clauses = prefix_clauses(spec, op.namespace_prefix) + [{K_HAS_VECTOR: False}]
-                    where_f, _ = _filters.compile_where(op.filter, unflattened=spec.embed_field)
-                    if where_f:
-                        clauses.append(where_f)
-                    for it in self._scan_collection(col, op, clauses, False, op.limit - len(kept) - len(scoreless), now, skip=0):
+                    unindexed = [*clauses, {K_HAS_VECTOR: False}]
+                    for it in self._scan_collection(col, op, unindexed, False, op.limit - len(kept) - len(scoreless), now):
                         scoreless.append((it, spec.name))
                 kept = kept + [(None, it, name) for it, name in scoreless[: op.limit - len(kept)]]
         else:
@@ -150,13 +146,11 @@ class SearchMixin:
         exact: bool,
         need: int,
         now: float,
-        *,
-        skip: int | None = None,
     ) -> list[StoredItem]:
         """Items in storage order (primaries only), at most ``need`` of them."""
         where = _filters.combine_where([*clauses, {K_EXTRA: 0}])
         omit = bool(self.ttl_config and self.ttl_config.get("omit_expired"))
-        if exact and not omit and skip is None:
+        if exact and not omit:
             got = col.get(where=where, limit=need, include=["metadatas"])
             items = [decode_metadata(m) for m in got["metadatas"] or []]
             return [it for it in items if it is not None]

@@ -61,9 +61,10 @@ class AccessLog:
             bucket = self._pending.setdefault(collection, {})
             for it in items:
                 acc = Access(at, 1, at + it.ttl_minutes * 60.0 if it.ttl_minutes else None)
-                seen = bucket.get(it.uid)
+                uid = it.uid  # a hash, computed on each access of the property
+                seen = bucket.get(uid)
                 if seen is None:
-                    bucket[it.uid] = acc
+                    bucket[uid] = acc
                 else:
                     seen.merge(acc)
 

@@ -57,6 +57,7 @@ from langgraph_memory.store.namespaces import (
 )
 from langgraph_memory.store.records import (
     K_NS,
+    NS_SEP,
     StoredItem,
     decode_metadata,
     dumps_value,
@@ -178,8 +179,6 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
             self.index_config = dict(index)
             inner = _make_embeddings(index["embed"])
             cache_path = self.settings.embedding_cache_path if owns_dir else None
-            if cache_path is not None:
-                cache_path.parent.mkdir(parents=True, exist_ok=True)
             self.embeddings = CachedEmbeddings(inner, path=cache_path)
             dims = index.get("dims")
             if dims is None and isinstance(inner, SentenceTransformerEmbeddings):
@@ -329,8 +328,6 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
     def _embed_queries(self, queries: list[str]) -> dict[str, list[float]]:
         if not queries or self.embeddings is None:
             return {}
-        if len(queries) == 1:
-            return {queries[0]: self.embeddings.embed_query(queries[0])}
         return {q: self.embeddings.embed_query(q) for q in queries}
 
     def _prepare(self, ops: Iterable[Op]) -> _Prepared:
@@ -573,8 +570,6 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
 
     @staticmethod
     def _namespace_has_items(col: Any, namespace: tuple[str, ...]) -> bool:
-        from langgraph_memory.store.records import NS_SEP
-
         got = col.get(where={K_NS: NS_SEP.join(namespace)}, limit=1, include=[])
         return bool(got["ids"])
 

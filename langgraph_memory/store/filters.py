@@ -20,11 +20,10 @@ strings, and anything else (a missing field included) does not match.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from langgraph_memory.errors import FilterError
-from langgraph_memory.store.records import FLAT_STR_MAX
+from langgraph_memory.store.records import flat_key_ok, flattenable
 
 __all__ = ["matches", "compile_where", "combine_where", "OPERATORS"]
 
@@ -123,33 +122,15 @@ def validate_filter(filter: dict[str, Any] | None) -> None:
     walk(filter)
 
 
-def _pushable_scalar(v: Any) -> bool:
-    if isinstance(v, bool):
-        return True
-    if isinstance(v, str):
-        # Longer strings are not flattened into Chroma (records.FLAT_STR_MAX), so an
-        # equality on one must be decided in Python.
-        return len(v) <= FLAT_STR_MAX
-    if isinstance(v, int):
-        return -(2**63) <= v < 2**63
-    if isinstance(v, float):
-        return math.isfinite(v)
-    return False
-
-
-def _flat_key_ok(key: Any) -> bool:
-    return isinstance(key, str) and bool(key) and "." not in key and not key.startswith(("lgm:", "$", "#"))
-
-
 def _compile(path: str, cond: Any, out: list[dict[str, Any]]) -> bool:
     """Append clauses for ``cond`` at ``path``; return whether they are exact."""
     if isinstance(cond, dict):
         if any(isinstance(k, str) and k.startswith("$") for k in cond):
             exact = True
             for op, operand in cond.items():
-                if op in ("$eq", "$ne") and _pushable_scalar(operand):
+                if op in ("$eq", "$ne") and flattenable(operand):
                     out.append({path: {op: operand}})
-                elif op in _RANGE and _is_number(operand) and _pushable_scalar(operand):
+                elif op in _RANGE and _is_number(operand) and flattenable(operand):
                     out.append({path: {op: operand}})
                 else:
                     exact = False
@@ -158,12 +139,12 @@ def _compile(path: str, cond: Any, out: list[dict[str, Any]]) -> bool:
             return False
         exact = True
         for k, v in cond.items():
-            if not _flat_key_ok(k):
+            if not flat_key_ok(k):
                 exact = False
                 continue
             exact = _compile(f"{path}.{k}", v, out) and exact
         return exact
-    if _pushable_scalar(cond):
+    if flattenable(cond):
         out.append({path: {"$eq": cond}})
         return True
     return False
@@ -180,7 +161,7 @@ def compile_where(filter: dict[str, Any] | None, *, unflattened: str | None = No
     clauses: list[dict[str, Any]] = []
     exact = True
     for key, cond in filter.items():
-        if not _flat_key_ok(key) or key == unflattened:
+        if not flat_key_ok(key) or key == unflattened:
             exact = False
             continue
         exact = _compile(key, cond, clauses) and exact

@@ -53,6 +53,8 @@ __all__ = [
     "item_uid",
     "extra_id",
     "flatten_value",
+    "flat_key_ok",
+    "flattenable",
     "encode_metadata",
     "decode_metadata",
     "record_text",
@@ -108,31 +110,39 @@ def extra_id(uid: str, i: int) -> str:
     return f"{uid}:{i}"
 
 
-def _flat_key_ok(key: str) -> bool:
-    return bool(key) and "." not in key and not key.startswith(("lgm:", "$", "#"))
+def flat_key_ok(key: Any) -> bool:
+    """Whether a value's key can name a flattened metadata key (filters rely on the same rule)."""
+    return isinstance(key, str) and bool(key) and "." not in key and not key.startswith((INTERNAL_PREFIX, "$", "#"))
+
+
+def flattenable(v: Any) -> bool:
+    """Whether a leaf is copied into Chroma metadata, so a filter on it can run inside Chroma.
+
+    Booleans, strings up to :data:`FLAT_STR_MAX` characters, 64-bit ints and
+    finite floats; lists, None and longer strings stay in the value only.
+    """
+    if isinstance(v, bool):
+        return True
+    if isinstance(v, str):
+        return len(v) <= FLAT_STR_MAX
+    if isinstance(v, int):  # Chroma stores 64-bit ints; larger ones stay Python-filtered only
+        return -(2**63) <= v < 2**63
+    if isinstance(v, float):
+        return math.isfinite(v)
+    return False
 
 
 def flatten_value(value: dict[str, Any], prefix: str = "", out: dict[str, Any] | None = None) -> dict[str, Any]:
     """Scalar leaves of ``value`` as ``{"a.b": leaf}``; lists and None are skipped."""
     out = {} if out is None else out
     for k, v in value.items():
-        if not isinstance(k, str) or not _flat_key_ok(k):
+        if not flat_key_ok(k):
             continue
         path = f"{prefix}{k}"
         if isinstance(v, dict):
             flatten_value(v, path + ".", out)
-        elif isinstance(v, bool):
+        elif flattenable(v):
             out[path] = v
-        elif isinstance(v, str):
-            if len(v) <= FLAT_STR_MAX:
-                out[path] = v
-        elif isinstance(v, int):
-            # Chroma stores 64-bit ints; larger ones stay Python-filtered only.
-            if -(2**63) <= v < 2**63:
-                out[path] = v
-        elif isinstance(v, float):
-            if math.isfinite(v):
-                out[path] = v
     return out
 
 
