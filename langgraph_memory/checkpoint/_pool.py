@@ -130,14 +130,15 @@ class _ConnectionPool:
             install_put_rows(conn)
         return conn
 
+    def _closed_error(self) -> CheckpointError:
+        return CheckpointError(f"checkpointer for {self.path} is closed; open a new one.")
+
     @contextmanager
     def connection(self) -> Iterator[sqlite3.Connection]:
         """Borrow a connection for one operation."""
         with self._lock:
             if self._closed:
-                raise CheckpointError(
-                    f"checkpointer for {self.path} is closed; open a new one."
-                )
+                raise self._closed_error()
             conn = self._free.pop() if self._free else None
         if conn is None:
             conn = self._open()
@@ -224,7 +225,7 @@ class _ConnectionPool:
         """
         with self._lock:
             if self._closed:
-                raise CheckpointError(f"checkpointer for {self.path} is closed; open a new one.")
+                raise self._closed_error()
             if not self._free_nowait:
                 raise WouldBlock
             conn = self._free_nowait.pop()
@@ -322,7 +323,7 @@ class _ConnectionPool:
         try:
             conn = self._loop_writer
             if self._closed or conn is None:
-                raise CheckpointError(f"checkpointer for {self.path} is closed; open a new one.")
+                raise self._closed_error()
             with self._nowait_errors(what):
                 if len(statements) == 1 and not statements[0][2]:
                     conn.execute(statements[0][0], statements[0][1])  # atomic by itself

@@ -36,6 +36,7 @@ BLOBS_SQL = (
     "ON b.thread_id = ? AND b.checkpoint_ns = ? AND b.channel = w.channel AND b.version = w.version"
 )
 _BLOB_CHUNK = 400  # (channel, version) pairs per query: two bound parameters each
+_WRITES_CHUNK = 500  # checkpoint ids per query
 
 WRITES_SQL = (
     "SELECT checkpoint_id, task_id, channel, type, value, task_path, idx FROM writes "
@@ -99,10 +100,12 @@ def load_writes(
     checkpoint_ids: Sequence[str],
 ) -> dict[str, list[PendingWrite]]:
     """Pending writes of some checkpoints of one namespace, in ``writes_sort_key`` order."""
-    rows = conn.execute(
-        WRITES_SQL.format(marks=",".join("?" * len(checkpoint_ids))),
-        (thread_id, checkpoint_ns, *checkpoint_ids),
-    ).fetchall()
+    rows: list[Any] = []
+    for start in range(0, len(checkpoint_ids), _WRITES_CHUNK):
+        chunk = checkpoint_ids[start : start + _WRITES_CHUNK]
+        rows += conn.execute(
+            WRITES_SQL.format(marks=",".join("?" * len(chunk))), (thread_id, checkpoint_ns, *chunk)
+        ).fetchall()
     rows.sort(key=lambda r: (r[0], *writes_sort_key(r[5], r[1], r[6])))
     out: dict[str, list[PendingWrite]] = {cid: [] for cid in checkpoint_ids}
     for cid, task_id, channel, type_, value, _path, _idx in rows:
@@ -199,10 +202,8 @@ def fetch_tuples(
         groups.setdefault((row[0], row[1]), []).append(row[2])
     writes: dict[tuple[str, str, str], list[PendingWrite]] = {}
     for (thread_id, checkpoint_ns), ids in groups.items():
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            for cid, pending in load_writes(conn, serde, thread_id, checkpoint_ns, chunk).items():
-                writes[(thread_id, checkpoint_ns, cid)] = pending
+        for cid, pending in load_writes(conn, serde, thread_id, checkpoint_ns, ids).items():
+            writes[(thread_id, checkpoint_ns, cid)] = pending
     checkpoints = load_checkpoints(conn, serde, rows)
     return [
         to_tuple(row, checkpoint, writes[(row[0], row[1], row[2])])
