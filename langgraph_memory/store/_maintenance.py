@@ -16,6 +16,7 @@ from langgraph_memory.store.records import (
     PAGE_SIZE as _PAGE,
     StoredItem,
     decode_metadata,
+    dumps_value,
     encode_metadata,
     extra_id,
     now as _now,
@@ -283,17 +284,21 @@ class MaintenanceMixin:
                 live = set(col.get(ids=[it.uid for it in group], include=[])["ids"])
                 ids, embs, metas = [], [], []
                 for it in group:
-                    if it.uid in live:
+                    uid = it.uid
+                    if uid in live:
                         continue
                     vecs = it.vectors if it.indexed and it.vectors else [self._placeholder(spec)]
                     it.n_vectors = max(1, len(vecs))
+                    value_json = dumps_value(it.value)  # once per item, not once per vector record
                     for i, vec in enumerate(vecs):
-                        ids.append(it.uid if i == 0 else extra_id(it.uid, i))
+                        ids.append(uid if i == 0 else extra_id(uid, i))
                         embs.append(vec)
                         path = it.paths[i] if i < len(it.paths) else ""
                         text = it.texts[i] if i < len(it.texts) else None
                         index = text_index(it.value, path, text)
-                        metas.append(encode_metadata(it, extra=i, path=path, text_index=index))
+                        metas.append(
+                            encode_metadata(it, value_json=value_json, extra=i, path=path, text_index=index)
+                        )
                     added[it.namespace] = name
                     written += 1
                 if ids:
