@@ -28,6 +28,7 @@ class SearchMixin:
 
     ttl_config: Any
     _access: Any
+    _omits_expired: bool
 
     # ---------------------------------------------------------------- searches
 
@@ -149,7 +150,7 @@ class SearchMixin:
     ) -> list[StoredItem]:
         """Items in storage order (primaries only), at most ``need`` of them."""
         where = _filters.combine_where([*clauses, {K_EXTRA: 0}])
-        omit = bool(self.ttl_config and self.ttl_config.get("omit_expired"))
+        omit = self._omits_expired
         if exact and not omit:
             got = col.get(where=where, limit=need, include=["metadatas"])
             items = [decode_metadata(m) for m in got["metadatas"] or []]

@@ -7,7 +7,7 @@ import logging
 import math
 import os
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,6 +109,11 @@ def _make_embeddings(embed: Any) -> Embeddings:
     return ensure_embeddings(embed)
 
 
+def _index_paths(paths: Sequence[str]) -> list[tuple[str, Any]]:
+    """Each index path with its tokens (``"$"``, the whole value, stays as is)."""
+    return [(p, tokenize_path(p) if p != "$" else p) for p in paths]
+
+
 class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
     """A LangGraph ``BaseStore`` whose items live in typed Chroma collections.
 
@@ -186,7 +191,7 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
             if dims is None:
                 raise ConfigError("index config needs 'dims', the size of the embedding vectors")
             self._dims = int(dims)
-            self._fields = [(p, tokenize_path(p) if p != "$" else p) for p in (index.get("fields") or ["$"])]
+            self._fields = _index_paths(index.get("fields") or ["$"])
         self._collections: dict[str, Any] = {}
         self._coll_dims: dict[str, int] = {}
         self._registry: NamespaceRegistry | None = None
@@ -393,7 +398,7 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
             else:
                 paths = self._fields
         else:
-            paths = [(ix, tokenize_path(ix) if ix != "$" else ix) for ix in op.index]
+            paths = _index_paths(op.index)
         out: list[tuple[str, str, int | None]] = []
         for path, tokens in paths:
             texts = get_text_at_path(op.value, tokens)
@@ -430,9 +435,14 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
 
     # ------------------------------------------------------------------- gets
 
+    @property
+    def _omits_expired(self) -> bool:
+        """Whether ``ttl={"omit_expired": True}``: reads hide expired items before any sweep."""
+        return bool(self.ttl_config and self.ttl_config.get("omit_expired"))
+
     def _omit(self, item: StoredItem, now: float, collection: str) -> bool:
         """Whether ``omit_expired`` hides this item (a read may have refreshed its TTL since)."""
-        if not (self.ttl_config and self.ttl_config.get("omit_expired")):
+        if not self._omits_expired:
             return False
         if item.expires_at is None or item.expires_at >= now:
             return False
