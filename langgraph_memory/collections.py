@@ -28,7 +28,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from langgraph_memory.config import ARCHIVE_AFTER_DAYS, LOW_CONFIDENCE_THRESHOLD
-from langgraph_memory.errors import ValidationError
+from langgraph_memory.errors import NotFoundError, ValidationError
 
 __all__ = [
     "CollectionSpec",
@@ -202,6 +202,11 @@ class CollectionSpec:
     def typed(self) -> bool:
         return self.schema is not None
 
+    @property
+    def text_field(self) -> str:
+        """The field a plain string fills (nodes, tools): the embedded field, else ``content``."""
+        return self.embed_field or "content"
+
     def validate(self, value: dict[str, Any]) -> None:
         """Raise :class:`~langgraph_memory.errors.ValidationError` naming the bad field."""
         if self.schema is None:
@@ -254,8 +259,6 @@ def collection_by_name(name: str) -> CollectionSpec:
         return _BY_NAME[name]
     if name in COLLECTIONS:
         return COLLECTIONS[name]
-    from langgraph_memory.errors import NotFoundError
-
     raise NotFoundError(
         f"no collection named {name!r}; known: {', '.join(sorted(_BY_NAME))} "
         f"(or labels {', '.join(sorted(COLLECTIONS))})"

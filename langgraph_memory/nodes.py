@@ -21,8 +21,10 @@ real ``BaseStore`` class, and a string annotation would silently get None.
 
 import asyncio
 import logging
+import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Optional, Union
 
 from langchain_core.runnables import RunnableConfig
@@ -31,6 +33,7 @@ from langgraph.store.base import BaseStore, SearchItem
 from langgraph_memory.collections import collection_for
 from langgraph_memory.config import DEFAULT_K
 from langgraph_memory.errors import ConfigError, ValidationError
+from langgraph_memory.ranking import keep_relevant
 
 __all__ = ["recall_node", "store_node", "format_namespace"]
 
@@ -103,8 +106,7 @@ def _merge(results: list[list[SearchItem]], k: int, min_relevance: Optional[floa
         if ident not in seen:
             seen.add(ident)
             hits.append(r)
-    if min_relevance is not None:
-        hits = [h for h in hits if h.score is not None and h.score >= min_relevance]
+    hits = keep_relevant(hits, min_relevance)
     hits.sort(key=lambda h: (h.score is not None, h.score or 0.0), reverse=True)
     return [_hit(h) for h in hits[:k]]
 
@@ -177,7 +179,7 @@ def _as_values(raw: Any, namespace: Namespace) -> list[dict[str, Any]]:
     if raw is None:
         return []
     items = raw if isinstance(raw, list) else [raw]
-    field = collection_for(namespace).embed_field or "content"
+    field = collection_for(namespace).text_field
     out = []
     for item in items:
         if isinstance(item, str):
@@ -191,15 +193,38 @@ def _as_values(raw: Any, namespace: Namespace) -> list[dict[str, Any]]:
     return out
 
 
-def _lineage_for(store: BaseStore) -> Any:
-    """The lineage file beside a ChromaStore's data, or None for other stores."""
+# Guards opening a store's lineage file, so that concurrent nodes open it only once.
+_LINEAGE_OPEN = threading.Lock()
+
+
+@contextmanager
+def _lineage_for(store: BaseStore) -> Iterator[Any]:
+    """The lineage file beside a ChromaStore's data, or None for other stores.
+
+    Opened on first use and kept on the store, which closes it in ``close()``
+    (``LineageStore`` serialises its threads itself, and SQLite its processes).
+    A store already closed gets a file opened for this one call.
+    """
     from langgraph_memory.store import ChromaStore
 
     if not isinstance(store, ChromaStore):
-        return None
-    from langgraph_memory.lineage import LineageStore
+        yield None
+        return
+    once = False
+    with _LINEAGE_OPEN:
+        lineage = store._lineage
+        if lineage is None or lineage.closed:
+            from langgraph_memory.lineage import LineageStore
 
-    return LineageStore.for_data_dir(store.settings.data_dir, busy_timeout=store.settings.lock_timeout)
+            lineage = LineageStore.for_data_dir(store.settings.data_dir, busy_timeout=store.settings.lock_timeout)
+            once = store._closed  # nothing would close it later
+            if not once:
+                store._lineage = lineage
+    try:
+        yield lineage
+    finally:
+        if once:
+            lineage.close()
 
 
 def _prepare_puts(
@@ -222,17 +247,14 @@ def _prepare_puts(
 
 
 def _register(store: BaseStore, ns: Namespace, puts: list[tuple[str, dict[str, Any]]], parents: list[str]) -> None:
-    lineage = _lineage_for(store)
-    if lineage is None:
-        return
-    try:
+    with _lineage_for(store) as lineage:
+        if lineage is None:
+            return
         coll = collection_for(ns).name
         for key, value in puts:
             item_parents = [value["parent_id"]] if value.get("parent_id") else []
             item_parents += [p for p in parents if p not in item_parents]
             lineage.register(key, coll, ns, parents=[(p, "derived_from") for p in item_parents])
-    finally:
-        lineage.close()
 
 
 def store_node(

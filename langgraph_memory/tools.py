@@ -30,6 +30,7 @@ from langgraph_memory.collections import collection_for
 from langgraph_memory.config import DEFAULT_K
 from langgraph_memory.errors import ConfigError
 from langgraph_memory.nodes import NamespaceSpec, format_namespace
+from langgraph_memory.ranking import keep_relevant
 
 __all__ = ["create_recall_tool", "create_store_tool"]
 
@@ -80,20 +81,15 @@ def create_recall_tool(
         >>> tool.invoke({"query": "coffee"}, {"configurable": {"user_id": "u1"}})             # doctest: +SKIP
     """
 
-    def _keep(items: list[Any]) -> list[Any]:
-        if min_relevance is None:
-            return items
-        return [it for it in items if it.score is not None and it.score >= min_relevance]
-
     def recall_memory(query: str, limit: Optional[int] = None, *, config: RunnableConfig) -> str:
         ns = format_namespace(namespace, config)
         items = _resolve_store(store, name).search(ns, query=query, filter=filter, limit=limit or k)
-        return _render(_keep(items))
+        return _render(keep_relevant(items, min_relevance))
 
     async def arecall_memory(query: str, limit: Optional[int] = None, *, config: RunnableConfig) -> str:
         ns = format_namespace(namespace, config)
         items = await _resolve_store(store, name).asearch(ns, query=query, filter=filter, limit=limit or k)
-        return _render(_keep(items))
+        return _render(keep_relevant(items, min_relevance))
 
     return StructuredTool.from_function(
         func=recall_memory,
@@ -122,10 +118,10 @@ def create_store_tool(
     """
 
     def _value(ns: tuple[str, ...], content: str, key: Optional[str]) -> tuple[str, dict[str, Any]]:
-        field = collection_for(ns).embed_field or "content"
+        spec = collection_for(ns)
         key = key or str(uuid.uuid4())
-        value = {field: content, "id": key}
-        collection_for(ns).validate(value)
+        value = {spec.text_field: content, "id": key}
+        spec.validate(value)
         return key, value
 
     def store_memory(content: str, key: Optional[str] = None, *, config: RunnableConfig) -> str:

@@ -204,6 +204,8 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
         )
         self._flusher = Sweeper("lgm-access-flush", self.flush_access, access_flush_interval)
         self._ttl_sweeper: Sweeper | None = None
+        # The lineage file store_node registers into: opened on first use, closed with the store.
+        self._lineage: Any | None = None
         self._closed = False
 
     # ------------------------------------------------------------------ setup
@@ -599,6 +601,8 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
                 self.embeddings.close()
             if self._access_table is not None:
                 self._access_table.close()
+            if self._lineage is not None:
+                self._lineage.close()
 
     def __enter__(self) -> ChromaStore:
         return self
