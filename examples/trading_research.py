@@ -42,7 +42,8 @@ from langchain_core.embeddings import Embeddings
 from langgraph.graph import END, START, StateGraph
 
 from langgraph_memory.collections import Strategy
-from langgraph_memory.lineage import Lineage, LineageTree
+from langgraph_memory.config import MIN_RELEVANCE
+from langgraph_memory.lineage import LINEAGE_FILE, Lineage, LineageTree
 from langgraph_memory.memory import Memory
 from langgraph_memory.nodes import recall_node
 
@@ -54,7 +55,7 @@ ASSET = "SYNTH"
 GATES = {"max_trades_per_year": 20.0, "max_drawdown": 0.20, "min_sharpe": 0.8}
 # The naive starting point, before any lesson.
 BASE_PARAMS: dict[str, Any] = {"lookback": 10, "vol_target": None, "vol_window": 20}
-RECALL_MIN_RELEVANCE = 0.3
+RECALL_MIN_RELEVANCE = MIN_RELEVANCE
 
 
 # --------------------------------------------------------------------- market
@@ -148,19 +149,17 @@ def _diagnose(metrics: dict[str, float], params: dict[str, Any], regime: str) ->
 
 
 def apply_lessons(params: dict[str, Any], lessons: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
-    """Apply each lesson's adjustment; return new parameters and the ids of lessons that changed them."""
+    """Apply each lesson's adjustment; return new parameters and the ids of lessons that carry one."""
     out = dict(params)
     used: list[str] = []
     for lesson in lessons:
-        changed = False
         for name, rule in (lesson.get("adjust") or {}).items():
             before = out.get(name)
             if "min" in rule:
                 out[name] = max(before or 0, rule["min"])
             elif "set" in rule:
                 out[name] = rule["set"] if before is None else min(before, rule["set"])
-            changed = changed or out.get(name) != before
-        if changed or lesson.get("adjust"):
+        if lesson.get("adjust"):
             used.append(lesson["id"])
     return out, used
 
@@ -399,7 +398,7 @@ def thread_id_for(objective: str) -> str:
 def _reset(data_dir: Path) -> None:
     if not data_dir.exists():
         return
-    markers = ("chroma", "lineage.sqlite", "checkpoints.sqlite")
+    markers = ("chroma", LINEAGE_FILE, "checkpoints.sqlite")
     if any(data_dir.iterdir()) and not any((data_dir / m).exists() for m in markers):
         raise SystemExit(f"--reset refuses to delete {data_dir}: it does not look like a memory directory")
     shutil.rmtree(data_dir)

@@ -24,10 +24,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, get_args
 
 from pydantic import BaseModel
 
@@ -37,19 +37,21 @@ from langgraph_memory.collections import (
     MarketRegime,
     ResearchFinding,
     Strategy,
+    StrategyStatus,
     collection_by_name,
 )
 from langgraph_memory.config import DEFAULT_K
 from langgraph_memory.errors import ConfigError, NotFoundError, ValidationError
 from langgraph_memory.lineage import ItemRef, LineageStore
+from langgraph_memory.ranking import keep_relevant
 from langgraph_memory.store import ChromaStore
-from langgraph_memory.store.records import item_uid
+from langgraph_memory.store.records import StoredItem, item_uid
 
 __all__ = ["STRATEGY_STATUSES", "Hit", "ResearchAPI", "StrategyVersion"]
 
 R = TypeVar("R", bound=BaseModel)
 
-STRATEGY_STATUSES = ("draft", "tested", "approved", "deprecated")
+STRATEGY_STATUSES: tuple[str, ...] = get_args(StrategyStatus)
 
 # The record model of each typed collection, by namespace label.
 _MODELS: dict[str, type[BaseModel]] = {
@@ -92,6 +94,11 @@ class StrategyVersion:
 
 def _now_iso() -> str:
     return datetime.now(timezone.utc).isoformat()
+
+
+def _check_status(status: str) -> None:
+    if status not in STRATEGY_STATUSES:
+        raise ValidationError(f"status must be one of {', '.join(STRATEGY_STATUSES)}, got {status!r}")
 
 
 def _parents(parent_id: ParentIds) -> list[str]:
@@ -180,6 +187,13 @@ class ResearchAPI:
             )
         return ref, dict(item.value)
 
+    def _live_items(self, refs: Iterable[ItemRef]) -> dict[str, StoredItem]:
+        """The items of ``refs`` still in the store, by id (one read per collection)."""
+        uids: dict[str, dict[str, None]] = {}
+        for ref in refs:
+            uids.setdefault(ref.collection, {})[item_uid(ref.namespace, ref.id)] = None
+        return {it.key: it for coll, group in uids.items() for it in self.store.get_items(coll, list(group))}
+
     def _search(
         self,
         label: str,
@@ -194,12 +208,10 @@ class ResearchAPI:
             return []
         model = _MODELS[label]
         results = self.store.search(self.namespace(label), query=query, filter=filter or None, limit=k)
-        hits: list[Hit[Any]] = []
-        for r in results:
-            if min_relevance is not None and (r.score is None or r.score < min_relevance):
-                continue
-            hits.append(Hit(record=model.model_validate(r.value), score=r.score, namespace=tuple(r.namespace)))
-        return hits
+        return [
+            Hit(record=model.model_validate(r.value), score=r.score, namespace=tuple(r.namespace))
+            for r in keep_relevant(results, min_relevance)
+        ]
 
     def get(self, item_id: str) -> BaseModel:
         """The typed record stored under ``item_id`` (any typed collection).
@@ -304,8 +316,7 @@ class ResearchAPI:
         """
         if not isinstance(name, str) or not name.strip():
             raise ValidationError("a strategy needs a non-empty name; versions are counted per name")
-        if status not in STRATEGY_STATUSES:
-            raise ValidationError(f"status must be one of {', '.join(STRATEGY_STATUSES)}, got {status!r}")
+        _check_status(status)
         parameters = dict(parameters or {})
         metrics = {k: (float(v) if isinstance(v, float) else v) for k, v in (metrics or {}).items()}
         parents = _parents(parent_id)
@@ -343,8 +354,7 @@ class ResearchAPI:
         """Strategies whose description is most similar, optionally of one ``status`` or ``name``."""
         flt: dict[str, Any] = {}
         if status is not None:
-            if status not in STRATEGY_STATUSES:
-                raise ValidationError(f"status must be one of {', '.join(STRATEGY_STATUSES)}, got {status!r}")
+            _check_status(status)
             flt["status"] = status
         if name is not None:
             flt["name"] = name
@@ -352,8 +362,7 @@ class ResearchAPI:
 
     def set_strategy_status(self, strategy_id: str, status: str) -> Strategy:
         """Move a strategy to ``status``; ``approved`` stamps ``approved_at``."""
-        if status not in STRATEGY_STATUSES:
-            raise ValidationError(f"status must be one of {', '.join(STRATEGY_STATUSES)}, got {status!r}")
+        _check_status(status)
         ref, value = self._load(strategy_id, "strategies")
         value["status"] = status
         if status == "approved":
@@ -370,15 +379,12 @@ class ResearchAPI:
         self._check_open()
         rows = self.lineage_store.versions(name)
         refs = self.lineage_store.items(r.id for r in rows)
-        by_ns: dict[tuple[str, ...], list[str]] = {}
-        for r in rows:
-            ns = refs[r.id].namespace if r.id in refs else self.namespace("strategies")
-            by_ns.setdefault(ns, []).append(r.id)
-        records: dict[str, Strategy] = {}
-        for ns, ids in by_ns.items():
-            uids = {item_uid(ns, i): i for i in ids}
-            for it in self.store.get_items("strategy_library", list(uids)):
-                records[it.key] = Strategy.model_validate(it.value)
+        # Versions are strategies: look each up in the strategy collection, where its lineage says.
+        coll, fallback = COLLECTIONS["strategies"].name, self.namespace("strategies")
+        live = self._live_items(
+            ItemRef(r.id, coll, refs[r.id].namespace if r.id in refs else fallback) for r in rows
+        )
+        records = {key: Strategy.model_validate(it.value) for key, it in live.items()}
         return [
             StrategyVersion(
                 name=r.name,

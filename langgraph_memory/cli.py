@@ -20,7 +20,7 @@ import argparse
 import json
 import logging
 import sys
-import threading
+import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -157,7 +157,7 @@ def _cmd_list(args: argparse.Namespace, console: Any) -> int:
     from langgraph_memory.config import Settings
 
     settings = Settings.resolve(args.data_dir)
-    path = settings.archive_dir / "manifest.sqlite"
+    path = settings.manifest_path
     if not path.exists():
         console.print("No archives yet.")
         return 0
@@ -255,14 +255,13 @@ def _cmd_scheduler(args: argparse.Namespace, console: Any) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     store, archiver = _open(args.data_dir)
     scheduler = BackgroundScheduler()
-    stop = threading.Event()
     try:
         job = schedule_archival(archiver, cron=args.cron, interval=args.interval, scheduler=scheduler, start=True)
         console.print(f"Archive scheduler running (next run {job.next_run_time}); Ctrl-C to stop.")
         if args.run_now:
             run_archive_job(archiver)
-        while not stop.wait(1.0):
-            pass
+        while True:  # until Ctrl-C
+            time.sleep(1.0)
     except KeyboardInterrupt:
         console.print("Stopping the scheduler...")
     finally:

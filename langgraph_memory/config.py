@@ -37,6 +37,8 @@ __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
     "LOCK_TIMEOUT_SECONDS",
     "DEFAULT_K",
+    "LINEAGE_FILE",
+    "MANIFEST_FILE",
     "MIN_RELEVANCE",
     "ARCHIVE_AFTER_DAYS",
     "LOW_CONFIDENCE_THRESHOLD",
@@ -48,6 +50,10 @@ CONFIG_FILE_ENV = "LANGGRAPH_MEMORY_CONFIG"
 
 DEFAULT_DATA_DIR = "./memory"
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+# File names inside the data directory (the lineage file) and its archive folder (the manifest).
+LINEAGE_FILE = "lineage.sqlite"
+MANIFEST_FILE = "manifest.sqlite"
 
 # Seed 000: a write lock that cannot be had within 30 s is an error, not a hang.
 LOCK_TIMEOUT_SECONDS = 30.0
@@ -97,12 +103,15 @@ def _read_config_file() -> dict[str, Any]:
 
 def resolve_embedding_model(model: str | None = None) -> str:
     """The embedding model name: argument > ``EMBEDDING_MODEL`` > config file > default."""
-    return str(
-        model
-        or os.environ.get(EMBEDDING_MODEL_ENV)
-        or _read_config_file().get("embedding_model")
-        or DEFAULT_EMBEDDING_MODEL
-    )
+    return _resolve_embedding_model(model, None)
+
+
+def _resolve_embedding_model(model: str | None, file_cfg: dict[str, Any] | None) -> str:
+    """:func:`resolve_embedding_model` given the config file's contents, or None to read it if needed."""
+    chosen = model or os.environ.get(EMBEDDING_MODEL_ENV)
+    if not chosen:
+        chosen = (_read_config_file() if file_cfg is None else file_cfg).get("embedding_model")
+    return str(chosen or DEFAULT_EMBEDDING_MODEL)
 
 
 @dataclass(frozen=True)
@@ -132,7 +141,7 @@ class Settings:
             if data_dir is not None
             else os.environ.get(DATA_DIR_ENV) or file_cfg.get("data_dir") or DEFAULT_DATA_DIR
         )
-        model = resolve_embedding_model(embedding_model)
+        model = _resolve_embedding_model(embedding_model, file_cfg)
         timeout = lock_timeout if lock_timeout is not None else file_cfg.get("lock_timeout", LOCK_TIMEOUT_SECONDS)
         try:
             timeout = float(timeout)
@@ -156,6 +165,11 @@ class Settings:
         return self.data_dir / "checkpoints.sqlite"
 
     @property
+    def lineage_path(self) -> Path:
+        """SQLite file of the lineage (parents, children, strategy versions)."""
+        return self.data_dir / LINEAGE_FILE
+
+    @property
     def embedding_cache_path(self) -> Path:
         """SQLite file caching embeddings by model and content hash."""
         return self.data_dir / "embeddings.sqlite"
@@ -169,6 +183,11 @@ class Settings:
     def archive_dir(self) -> Path:
         """Folder of compressed archives and their manifest."""
         return self.data_dir / "archive"
+
+    @property
+    def manifest_path(self) -> Path:
+        """SQLite manifest of the archive files, in :attr:`archive_dir`."""
+        return self.archive_dir / MANIFEST_FILE
 
     @property
     def lock_path(self) -> Path:

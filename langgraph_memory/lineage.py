@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langgraph_memory import _sqlite
-from langgraph_memory.config import LOCK_TIMEOUT_SECONDS
+from langgraph_memory.config import LINEAGE_FILE, LOCK_TIMEOUT_SECONDS
 from langgraph_memory.errors import LineageCycleError, LineageError, LockTimeoutError, NotFoundError
 
 __all__ = [
@@ -48,8 +48,6 @@ __all__ = [
     "LINEAGE_FILE",
     "build_lineage",
 ]
-
-LINEAGE_FILE = "lineage.sqlite"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS items (
@@ -256,7 +254,11 @@ class LineageStore:
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
-                if "locked" in str(exc) or "busy" in str(exc):
+                # Another connection's lock. Besides is_lock_error's messages, SQLITE_LOCKED also reads
+                # "database schema is locked: main" when the process turned on shared-cache mode
+                # (sqlite3.enable_shared_cache) and another connection holds an uncommitted schema change.
+                code = exc.sqlite_errorcode or 0
+                if _sqlite.is_lock_error(exc) or code & 0xFF == sqlite3.SQLITE_LOCKED:
                     raise LockTimeoutError(
                         f"the lineage file {self.path} stayed locked by another process for "
                         f"{self.busy_timeout:.0f} s; retry, or raise busy_timeout"
@@ -452,7 +454,10 @@ class LineageStore:
 
     def ancestors(self, item_id: str) -> list[ItemRef]:
         """Ancestors root first: the farthest first, then by creation time."""
-        depths = self.ancestor_depths(item_id)
+        return self._ordered_ancestors(self.ancestor_depths(item_id))
+
+    def _ordered_ancestors(self, depths: dict[str, int]) -> list[ItemRef]:
+        """The refs of ``ancestor_depths`` root first: the farthest first, then by creation time."""
         refs = self.items(depths)
         order = sorted(depths, key=lambda i: (-depths[i], refs[i].created_at if i in refs else 0.0, i))
         return [refs.get(i) or ItemRef(i, "", ()) for i in order]
@@ -482,7 +487,7 @@ def build_lineage(lineage: LineageStore, item_id: str, summarize: Summarizer, *,
     """
     me = lineage.require(item_id)
     depths = lineage.ancestor_depths(item_id)
-    anc_refs = lineage.ancestors(item_id)
+    anc_refs = lineage._ordered_ancestors(depths)
     # Breadth-first over children, collecting edges, before summarising in one go.
     child_edges: dict[str, list[Edge]] = {}
     frontier = [item_id]

@@ -46,14 +46,12 @@ from langgraph_memory.collections import COLLECTIONS, collection_by_name
 from langgraph_memory.config import Settings
 from langgraph_memory.errors import ConfigError
 from langgraph_memory.lineage import (
-    LINEAGE_FILE,
     ItemRef,
     Lineage,
     LineageStore,
     build_lineage,
 )
 from langgraph_memory.store import ChromaStore
-from langgraph_memory.store.records import item_uid
 
 __all__ = ["Memory", "Hit", "StrategyVersion", "STRATEGY_STATUSES"]
 
@@ -83,6 +81,11 @@ def _scope(scope: str | Sequence[str] | None) -> tuple[str, ...]:
 def _clip(text: str, n: int = _SUMMARY_CHARS) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _label(collection: str) -> str:
+    """The namespace label of a collection (its name for the general one)."""
+    return collection_by_name(collection).label or collection
 
 
 def _summary(label: str, value: dict[str, Any]) -> str:
@@ -125,7 +128,6 @@ class Memory(ResearchAPI):
         settings: Settings,
         scope: str | Sequence[str] | None = None,
         owns_checkpointer: bool = True,
-        archive_lookup: Callable[[list[str]], dict[str, dict[str, Any]]] | None = None,
     ) -> None:
         self.store = store
         self.checkpointer = checkpointer
@@ -133,7 +135,8 @@ class Memory(ResearchAPI):
         self.settings = settings
         self.scope = _scope(scope)
         self._owns_checkpointer = owns_checkpointer
-        self._archive_lookup = archive_lookup
+        # The archive's lookup by key; found on first use (see _find_archive_lookup) unless set.
+        self._archive_lookup: Callable[[list[str]], dict[str, dict[str, Any]]] | None = None
         self._archiver: Any | None = None
         self._scheduler: Any | None = None
         self._closed = False
@@ -180,7 +183,7 @@ class Memory(ResearchAPI):
         try:
             store = ChromaStore(chroma_client, index=index, data_dir=settings.data_dir, lock_timeout=lock_timeout)
             opened.append(store.close)
-            lineage = LineageStore(settings.data_dir / LINEAGE_FILE, busy_timeout=settings.lock_timeout)
+            lineage = LineageStore(settings.lineage_path, busy_timeout=settings.lock_timeout)
             opened.append(lineage.close)
             owns = checkpointer is None
             if checkpointer is None:
@@ -248,10 +251,8 @@ class Memory(ResearchAPI):
     def archiver(self) -> Any:
         """The archiver of this data directory (``langgraph_memory.archive``), built on first use."""
         if self._archiver is None:
-            try:
-                from langgraph_memory import archive as _archive
-            except ImportError as exc:
-                raise ConfigError(f"the archive module is not available: {exc}") from exc
+            from langgraph_memory import archive as _archive
+
             self._archiver = _archive.Archiver(
                 self.store,
                 checkpointer=self.checkpointer,
@@ -317,20 +318,17 @@ class Memory(ResearchAPI):
 
     def _summarize(self, refs: list[ItemRef]) -> dict[str, tuple[str, str]]:
         out: dict[str, tuple[str, str]] = {}
-        by_coll: dict[str, dict[str, ItemRef]] = {}
+        live = self._live_items(refs)
         for ref in refs:
-            by_coll.setdefault(ref.collection, {})[item_uid(ref.namespace, ref.id)] = ref
-        for coll, uids in by_coll.items():
-            label = collection_by_name(coll).label or coll
-            for it in self.store.get_items(coll, list(uids)):
-                out[it.key] = (_summary(label, it.value), "live")
+            it = live.get(ref.id)
+            if it is not None:
+                out[ref.id] = (_summary(_label(ref.collection), it.value), "live")
         missing = [r for r in refs if r.id not in out]
         archived = self._archived_values([r.id for r in missing])
         for ref in missing:
             value = archived.get(ref.id)
             if value is not None:
-                label = collection_by_name(ref.collection).label or ref.collection
-                out[ref.id] = (_summary(label, value), "archived")
+                out[ref.id] = (_summary(_label(ref.collection), value), "archived")
             else:
                 out[ref.id] = (f"{ref.id} (archived/unknown)", "unknown")
         return out
@@ -347,7 +345,7 @@ class Memory(ResearchAPI):
 
 def _find_archive_lookup(mem: Memory) -> Callable[[list[str]], dict[str, dict[str, Any]]] | None:
     """The archive's lookup by key, when this data directory has an archive."""
-    if mem._archiver is None and not (mem.settings.archive_dir / "manifest.sqlite").exists():
+    if mem._archiver is None and not mem.settings.manifest_path.exists():
         return None
 
     def lookup(ids: list[str]) -> dict[str, dict[str, Any]]:
