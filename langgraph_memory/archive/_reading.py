@@ -13,7 +13,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from langgraph_memory.collections import collection_by_name
 from langgraph_memory.errors import ArchiveIntegrityError, ConfigError
 from langgraph_memory.store.filters import matches, validate_filter
 
-__all__ = ["check_file", "get_items", "iter_items", "search", "verify_files"]
+__all__ = ["check_file", "get_items", "iter_items", "live_records", "search", "verify_files"]
 
 logger = logging.getLogger(__name__)
 
@@ -39,19 +38,42 @@ def iter_items(
     for f in files:
         if f.kind != "items":
             continue
-        check_file(archive_dir, f)
-        excluded = manifest.excluded_lines(f.name)
-        for line_no, raw in read_lines(archive_dir / f.name, expected_sha256=f.sha256, expected_count=f.items):
-            if line_no in excluded:
-                continue
-            rec = parse_line(raw)
-            if matches(rec["value"], filter):
-                yield decode_line(rec, collection=f.collection, file=f.name, line=line_no)
+        path = archive_dir / f.name
+        check_file(path, f)
+        for line_no, rec in live_records(manifest, path, f, filter=filter):
+            yield decode_line(rec, collection=f.collection, file=f.name, line=line_no)
 
 
-def check_file(archive_dir: Path, f: ArchiveFile) -> None:
-    """Read ``f`` through; raises :class:`ArchiveIntegrityError` if its checksum or count is off."""
-    for _ in read_lines(archive_dir / f.name, expected_sha256=f.sha256, expected_count=f.items):
+def live_records(
+    manifest: Manifest,
+    path: Path,
+    f: ArchiveFile,
+    *,
+    lines: set[int] | None = None,
+    prefix: tuple[str, ...] = (),
+    filter: dict[str, Any] | None = None,
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, parsed line)`` of the lines of ``f`` (at ``path``) that still count as archived.
+
+    Only ``lines`` (if given), only namespaces under ``prefix`` (if any) and
+    only values matching ``filter``. The manifest's excluded lines are read
+    when iteration starts. As with :func:`read_lines`, a checksum or count
+    mismatch raises :class:`ArchiveIntegrityError` after the last line.
+    """
+    excluded = manifest.excluded_lines(f.name)
+    for line_no, raw in read_lines(path, expected_sha256=f.sha256, expected_count=f.items):
+        if line_no in excluded or (lines is not None and line_no not in lines):
+            continue
+        rec = parse_line(raw)
+        if prefix and tuple(rec["namespace"][: len(prefix)]) != prefix:
+            continue
+        if matches(rec["value"], filter):
+            yield line_no, rec
+
+
+def check_file(path: Path, f: ArchiveFile) -> None:
+    """Read ``f`` (at ``path``) through; raises :class:`ArchiveIntegrityError` if its checksum or count is off."""
+    for _ in read_lines(path, expected_sha256=f.sha256, expected_count=f.items):
         pass
 
 
@@ -60,7 +82,7 @@ def verify_files(archive_dir: Path, files: Iterable[ArchiveFile]) -> dict[str, s
     out: dict[str, str | None] = {}
     for f in files:
         try:
-            check_file(archive_dir, f)
+            check_file(archive_dir / f.name, f)
             out[f.name] = None
         except ArchiveIntegrityError as exc:
             out[f.name] = str(exc)
@@ -96,17 +118,9 @@ def search(
     best: list[tuple[float, int, str, int, dict[str, Any], str]] = []  # min-heap of (rank, tiebreak, ...)
     counter = itertools.count()
     for f in manifest.files(collection=spec.name, states=READABLE, kind="items"):
-        excluded = manifest.excluded_lines(f.name)
         local: list[tuple[float, int, str, int, dict[str, Any], str]] = []
         try:
-            for line_no, raw in read_lines(archive_dir / f.name, expected_sha256=f.sha256, expected_count=f.items):
-                if line_no in excluded:
-                    continue
-                rec = parse_line(raw)
-                if prefix and tuple(rec["namespace"][: len(prefix)]) != prefix:
-                    continue
-                if not matches(rec["value"], filter):
-                    continue
+            for line_no, rec in live_records(manifest, archive_dir / f.name, f, prefix=prefix, filter=filter):
                 if qv is not None:
                     vecs = decode_vectors(rec.get("vectors"))
                     if vecs is None:
@@ -116,35 +130,33 @@ def search(
                     rank = float(np.max(vecs @ qv / norms))
                 else:
                     rank = max(rec["updated_at"], rec["last_accessed_at"])
-                entry = (rank, -next(counter), f.name, line_no, rec, f.collection)
-                if len(local) < k:
-                    heapq.heappush(local, entry)
-                elif entry > local[0]:
-                    heapq.heapreplace(local, entry)
+                _push_bounded(local, (rank, -next(counter), f.name, line_no, rec, f.collection), k)
         except ArchiveIntegrityError:
             if strict:
                 raise
             logger.error("skipping damaged archive file %s in search", f.name, exc_info=True)
             continue
         for entry in local:  # only a file that verified contributes
-            if len(best) < k:
-                heapq.heappush(best, entry)
-            elif entry > best[0]:
-                heapq.heapreplace(best, entry)
+            _push_bounded(best, entry, k)
     hits = []
     for rank, _, fname, line_no, rec, coll in sorted(best, reverse=True):
         hits.append(ArchiveHit(decode_line(rec, collection=coll, file=fname, line=line_no), rank if qv is not None else None))
     return hits
 
 
+def _push_bounded(heap: list[Any], entry: Any, k: int) -> None:
+    """Add ``entry`` to the min-heap ``heap`` of the ``k`` largest entries seen."""
+    if len(heap) < k:
+        heapq.heappush(heap, entry)
+    elif entry > heap[0]:
+        heapq.heapreplace(heap, entry)
+
+
 def get_items(
     manifest: Manifest, archive_dir: Path, keys: Iterable[str] | None, uids: Iterable[str] | None
 ) -> list[ArchivedItem]:
     """Archived items by key (any namespace) or uid, found through the manifest's item index."""
-    rows = manifest.archived_rows(uids=list(uids or ()), keys=list(keys or ()))
-    wanted: dict[str, set[int]] = defaultdict(set)
-    for file, line, *_ in rows:
-        wanted[file].add(line)
+    wanted = manifest.archived_lines(uids=list(uids or ()), keys=list(keys or ()))
     out: list[ArchivedItem] = []
     for name, lines in wanted.items():
         f = manifest.file(name)

@@ -20,13 +20,13 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from langgraph_memory.archive._reading import check_file, live_records
 from langgraph_memory.archive.format import ArchivedItem, ArchiveWriter, decode_line, parse_line, read_lines
 from langgraph_memory.archive.manifest import ArchiveFile, Manifest
 from langgraph_memory.archive.reports import RestoreReport
-from langgraph_memory.collections import COLLECTIONS, GENERAL, RetentionPolicy
+from langgraph_memory.collections import RetentionPolicy
 from langgraph_memory.errors import ArchiveIntegrityError
-from langgraph_memory.store.filters import matches
-from langgraph_memory.store.records import NS_SEP, StoredItem
+from langgraph_memory.store.records import NS_SEP, PAGE_SIZE, StoredItem
 
 if TYPE_CHECKING:
     from langgraph_memory.archive.archiver import ProgressCallback
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 __all__ = [
     "FileStats",
     "chunks",
-    "count_expired",
     "discard",
     "finish_deletes",
     "restore_file",
@@ -72,22 +71,13 @@ class FileStats:
 # ------------------------------------------------------------------- scan
 
 
-def count_expired(store: Any) -> int:
-    """How many live items are past their TTL (what a sweep would remove)."""
-    now = time.time()
-    n = 0
-    for spec in (*COLLECTIONS.values(), GENERAL):
-        n += sum(1 for it in store.iter_items(spec.name) if it.expires_at is not None and it.expires_at < now)
-    return n
-
-
 def stale_chunks(
     store: Any, manifest: Manifest, name: str, policy: RetentionPolicy, cutoff: float, chunk_size: int
 ) -> Iterator[list[StoredItem]]:
     """Stale items (without vectors), a chunk at a time, minus recently restored ones."""
 
     def stale() -> Iterator[StoredItem]:
-        for it in store.iter_items(name, page_size=max(chunk_size, 1000)):
+        for it in store.iter_items(name, page_size=max(chunk_size, PAGE_SIZE)):
             if it.last_activity < cutoff and policy.applies_to(it.value):
                 yield it
 
@@ -101,17 +91,22 @@ def stale_chunks(
 
 
 def verify_new(
-    manifest: Manifest, path: Path, writer: ArchiveWriter, stats: FileStats, progress: ProgressCallback | None
+    manifest: Manifest,
+    path: Path,
+    collection: str,
+    writer: ArchiveWriter,
+    stats: FileStats,
+    progress: ProgressCallback | None,
 ) -> None:
-    """Re-read the new file; in one transaction, index its lines and mark it verified."""
+    """Re-read the new file of ``collection``; in one transaction, index its lines and mark it verified."""
     file_name = path.name
-    collection = manifest.file(file_name).collection  # type: ignore[union-attr]
     try:
         with manifest.transaction() as c:
             rows = []
+            now = time.time()  # the rows are committed together
             for line_no, raw in read_lines(path, expected_sha256=writer.sha256, expected_count=writer.count):
                 rec = parse_line(raw)
-                rows.append((file_name, line_no, rec["uid"], rec["key"], NS_SEP.join(rec["namespace"]), "archived", time.time()))
+                rows.append((file_name, line_no, rec["uid"], rec["key"], NS_SEP.join(rec["namespace"]), "archived", now))
                 if len(rows) >= 1000:
                     c.executemany("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
                     rows.clear()
@@ -125,11 +120,10 @@ def verify_new(
                 "AND file != ? AND uid IN (SELECT uid FROM items WHERE file = ?)",
                 (time.time(), file_name, file_name),
             )
-            c.execute(
-                "UPDATE files SET state='verified', changed_at=?, items=?, bytes=?, sha256=?, min_activity=?, "
-                "max_activity=?, min_created=?, max_created=? WHERE name=?",
-                (time.time(), writer.count, writer.size, writer.sha256, stats.min_act, stats.max_act,
-                 stats.min_created, stats.max_created, file_name),
+            manifest.mark_verified(
+                c, file_name, items=writer.count, size=writer.size, sha256=writer.sha256,
+                min_activity=stats.min_act, max_activity=stats.max_act,
+                min_created=stats.min_created, max_created=stats.max_created,
             )
     except ArchiveIntegrityError as exc:
         manifest.set_state(file_name, "corrupt", note=f"failed verification after writing: {exc}")
@@ -139,38 +133,29 @@ def verify_new(
 def finish_deletes(
     store: Any,
     manifest: Manifest,
+    f: ArchiveFile,
     path: Path,
-    collection: str,
     *,
     chunk_size: int,
     hook: Callable[[str], None],
     precheck: bool = False,
     progress: ProgressCallback | None = None,
 ) -> tuple[int, int]:
-    """Delete a verified file's items that are still live and unchanged; return (deleted, kept live)."""
-    file_name = path.name
-    f = manifest.file(file_name)
-    assert f is not None and f.state == "verified"
+    """Delete the verified file ``f``'s items (read from ``path``) still live and unchanged; return (deleted, kept live)."""
+    file_name, collection = f.name, f.collection
+    assert f.state == "verified"
     if precheck:
         try:
-            for _ in read_lines(path, expected_sha256=f.sha256, expected_count=f.items):
-                pass
+            check_file(path, f)
         except ArchiveIntegrityError as exc:
             with manifest.transaction() as c:
                 manifest.set_state(file_name, "corrupt", note=str(exc), conn=c)
                 c.execute("UPDATE items SET status='corrupt' WHERE file=? AND status='archived'", (file_name,))
             raise
     store.flush_access()
-    excluded = manifest.excluded_lines(file_name)
     deleted = kept = 0
     first = True
-
-    def lines() -> Iterator[tuple[int, dict[str, Any]]]:
-        for line_no, raw in read_lines(path, expected_sha256=f.sha256, expected_count=f.items):
-            if line_no not in excluded:
-                yield line_no, parse_line(raw)
-
-    for chunk in chunks(lines(), chunk_size):
+    for chunk in chunks(live_records(manifest, path, f), chunk_size):
         # The store checks "unchanged since archived" and deletes under one hold
         # of its lock, so a write from another process can never be deleted unseen.
         # Items already gone were deleted by an earlier, interrupted attempt (or by
@@ -218,17 +203,8 @@ def restore_file(
     hook: Callable[[str], None],
 ) -> None:
     """Restore the selected live lines of one file (all of them if ``lines`` is None), adding to ``report``."""
-    excluded = manifest.excluded_lines(f.name)
-    selected: list[int] = []
     # Pass 1 checks the whole file before anything is written from it.
-    for line_no, raw in read_lines(path, expected_sha256=f.sha256, expected_count=f.items):
-        if line_no in excluded or (lines is not None and line_no not in lines):
-            continue
-        rec = parse_line(raw)
-        if prefix and tuple(rec["namespace"][: len(prefix)]) != prefix:
-            continue
-        if matches(rec["value"], filter):
-            selected.append(line_no)
+    selected = [line_no for line_no, _ in live_records(manifest, path, f, lines=lines, prefix=prefix, filter=filter)]
     if not selected:
         return
     chosen = set(selected)

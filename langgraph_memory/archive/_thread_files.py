@@ -32,11 +32,11 @@ __all__ = ["index_threads", "write_threads"]
 
 
 def write_threads(
-    cp: Any, idle: Sequence[Any], acts: Sequence[float], writer: ArchiveWriter, *, archived_at: float, run_id: str
+    cp: Any, idle: Sequence[tuple[Any, float]], writer: ArchiveWriter, *, archived_at: float, run_id: str
 ) -> list[tuple[str, str]]:
     """Write every checkpoint of each idle thread as one line; return ``(thread_id, checkpoint_id)`` per line.
 
-    ``acts`` holds each idle thread's last activity in epoch seconds, in the order of ``idle``.
+    ``idle`` holds ``(thread, last activity in epoch seconds)`` pairs.
     """
 
     def typed(obj: Any) -> list[str]:
@@ -44,7 +44,7 @@ def write_threads(
         return [kind, base64.b64encode(data).decode("ascii")]
 
     rows: list[tuple[str, str]] = []
-    for t, act in zip(idle, acts):
+    for t, act in idle:
         for tup in cp.list({"configurable": {"thread_id": t.thread_id}}):
             line = {
                 "v": 1,
@@ -77,10 +77,9 @@ def index_threads(
             for line_no, _ in read_lines(path, expected_sha256=writer.sha256, expected_count=writer.count):
                 tid, cid = rows[line_no]
                 c.execute("INSERT INTO items VALUES (?, ?, ?, ?, ?, 'archived', ?)", (name, line_no, f"{tid}:{cid}", tid, "", time.time()))
-            c.execute(
-                "UPDATE files SET state='verified', changed_at=?, items=?, bytes=?, sha256=?, min_activity=?, "
-                "max_activity=? WHERE name=?",
-                (time.time(), writer.count, writer.size, writer.sha256, min(acts), max(acts), name),
+            manifest.mark_verified(
+                c, name, items=writer.count, size=writer.size, sha256=writer.sha256,
+                min_activity=min(acts), max_activity=max(acts),
             )
     except ArchiveIntegrityError as exc:
         manifest.set_state(name, "corrupt", note=str(exc))

@@ -37,7 +37,6 @@ import logging
 import threading
 import time
 import uuid
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
@@ -51,7 +50,7 @@ from langgraph_memory.archive.format import ArchivedItem, ArchiveWriter
 from langgraph_memory.archive.manifest import READABLE, ArchiveFile, Manifest
 from langgraph_memory.archive.reports import ArchiveHit, ArchiveReport, CollectionReport, RestoreReport
 from langgraph_memory.collections import COLLECTIONS, GENERAL, RetentionPolicy, collection_by_name
-from langgraph_memory.config import ARCHIVE_AFTER_DAYS
+from langgraph_memory.config import ARCHIVE_AFTER_DAYS, MANIFEST_FILE
 from langgraph_memory.errors import ArchiveError, ArchiveIntegrityError, ConfigError, LockTimeoutError
 from langgraph_memory.store.filters import validate_filter
 from langgraph_memory.store.records import StoredItem
@@ -164,7 +163,7 @@ class Archiver:
         self._run_lock_file = filelock.FileLock(str(self.archive_dir / "run.lock"), timeout=timeout, thread_local=False)
         self._thread_lock = threading.RLock()
         self._lock_timeout = timeout
-        self.manifest = Manifest(self.archive_dir / "manifest.sqlite")
+        self.manifest = Manifest(self.archive_dir / MANIFEST_FILE)
         self._lineage = lineage
         self._own_lineage = False
         if lineage is None:
@@ -258,7 +257,7 @@ class Archiver:
         wanted = None if collections is None else {collection_by_name(c).name for c in collections}
         with self._exclusive():
             report.recovered = self._pending_recovery() if dry_run else self._recover()
-            report.ttl_swept = _steps.count_expired(self.store) if dry_run else int(self.store.sweep_ttl())
+            report.ttl_swept = self.store.count_expired() if dry_run else int(self.store.sweep_ttl())
             self.store.flush_access()
             for name, policy in self.policies.items():
                 if policy is None or (wanted is not None and name not in wanted):
@@ -335,20 +334,22 @@ class Archiver:
             raise
         cr.file = file_name
         self._hook("after_write")
-        _steps.verify_new(self.manifest, self._path(file_name), writer, stats, progress)
+        _steps.verify_new(self.manifest, self._path(file_name), name, writer, stats, progress)
         cr.archived = writer.count
         self._hook("after_verify")
-        deleted, kept = self._finish_deletes(file_name, name, progress=progress)
+        f = self.manifest.file(file_name)
+        assert f is not None
+        deleted, kept = self._finish_deletes(f, progress=progress)
         cr.deleted, cr.kept_live = deleted, kept
         self.manifest.set_state(file_name, "complete")
         logger.info("archived %d items of %s to %s (%d kept live)", cr.archived, name, file_name, kept)
 
     def _finish_deletes(
-        self, file_name: str, collection: str, *, precheck: bool = False, progress: ProgressCallback | None = None
+        self, f: ArchiveFile, *, precheck: bool = False, progress: ProgressCallback | None = None
     ) -> tuple[int, int]:
         """Delete a verified file's items that are still live and unchanged; return (deleted, kept live)."""
         return _steps.finish_deletes(
-            self.store, self.manifest, self._path(file_name), collection,
+            self.store, self.manifest, f, self._path(f.name),
             chunk_size=self.chunk_size, hook=self._hook, precheck=precheck, progress=progress,
         )
 
@@ -384,7 +385,7 @@ class Archiver:
                     self._finish_thread_deletes(f)
                     deleted, kept = f.items or 0, 0
                 else:
-                    deleted, kept = self._finish_deletes(f.name, f.collection, precheck=True)
+                    deleted, kept = self._finish_deletes(f, precheck=True)
             except ArchiveIntegrityError as exc:
                 logger.error("archive file %s is damaged; its live items were left alone: %s", f.name, exc)
                 done.append(f"found {f.name} damaged; left its live items alone")
@@ -414,7 +415,7 @@ class Archiver:
         report.thread_strategy = self.thread_strategy
         cutoff = now - self.thread_after_days * _DAY
         if dry_run:
-            report.threads = [t.thread_id for t in cp.list_threads() if _ts(t.last_activity) < cutoff]
+            report.threads = [t.thread_id for t, _ in self._idle_threads(cutoff)]
             return
         if self.thread_strategy == "archive":
             report.threads = self._archive_threads(cutoff, report.run_id)
@@ -427,16 +428,16 @@ class Archiver:
         cp = self.checkpointer
         if not (hasattr(cp, "list") and hasattr(cp, "prune") and hasattr(cp, "serde")):
             raise ConfigError("thread_strategy='archive' needs a checkpointer with list, prune and serde")
-        idle = [t for t in cp.list_threads() if _ts(t.last_activity) < cutoff]
+        idle = self._idle_threads(cutoff)
         if not idle:
             return []
         name = self._new_name("threads", run_id)
         self.manifest.reserve(name, kind="threads", collection="threads", run_id=run_id)
         archived_at = time.time()
-        acts = [_ts(t.last_activity) for t in idle]
+        acts = [act for _, act in idle]
         try:
             with ArchiveWriter(self._path(name), compresslevel=self.compresslevel) as w:
-                rows = _thread_files.write_threads(cp, idle, acts, w, archived_at=archived_at, run_id=run_id)
+                rows = _thread_files.write_threads(cp, idle, w, archived_at=archived_at, run_id=run_id)
         except Exception:
             self._discard(name, "the run failed while writing it")
             raise
@@ -447,7 +448,12 @@ class Archiver:
         assert f is not None
         self._finish_thread_deletes(f)
         self.manifest.set_state(name, "complete")
-        return [t.thread_id for t in idle]
+        return [t.thread_id for t, _ in idle]
+
+    def _idle_threads(self, cutoff: float) -> list[tuple[Any, float]]:
+        """``(thread, last activity in epoch seconds)`` of the checkpointer's threads idle since before ``cutoff``."""
+        pairs = ((t, _ts(t.last_activity)) for t in self.checkpointer.list_threads())
+        return [(t, act) for t, act in pairs if act < cutoff]
 
     def _finish_thread_deletes(self, f: ArchiveFile) -> None:
         cp = self.checkpointer
@@ -566,11 +572,7 @@ class Archiver:
         with self._exclusive():
             if not dry_run:
                 _steps.settle_restores(self.store, self.manifest)
-            wanted: dict[str, set[int]] | None = None
-            if keys or uids:
-                wanted = defaultdict(set)
-                for file, line, *_ in self.manifest.archived_rows(uids=uids, keys=keys):
-                    wanted[file].add(line)
+            wanted = self.manifest.archived_lines(uids=uids, keys=keys) if keys or uids else None
             for f in self.manifest.files(collection=coll, states=READABLE, kind="items"):
                 if wanted is not None and f.name not in wanted:
                     continue

@@ -52,7 +52,6 @@ __all__ = [
     "encode_item",
     "decode_line",
     "read_lines",
-    "file_digest",
     "lineage_links",
     "fsync_dir",
 ]
@@ -294,26 +293,15 @@ class _HashingReader:
     def __init__(self, raw: BinaryIO) -> None:
         self.raw = raw
         self.sha = hashlib.sha256()
-        self.size = 0
 
     def read(self, n: int = -1) -> bytes:
         data = self.raw.read(n)
         self.sha.update(data)
-        self.size += len(data)
         return data
 
     def drain(self) -> None:
         while self.read(_CHUNK):
             pass
-
-
-def file_digest(path: Path) -> str:
-    """SHA-256 of a file's bytes."""
-    sha = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            sha.update(chunk)
-    return sha.hexdigest()
 
 
 def read_lines(

@@ -182,6 +182,26 @@ class Manifest:
         with self.transaction() as c:
             c.execute(sql, (state, time.time(), note, name))
 
+    def mark_verified(
+        self,
+        conn: sqlite3.Connection,
+        name: str,
+        *,
+        items: int,
+        size: int,
+        sha256: str | None,
+        min_activity: float | None,
+        max_activity: float | None,
+        min_created: float | None = None,
+        max_created: float | None = None,
+    ) -> None:
+        """Record a written file as ``verified`` with what it holds, inside the caller's transaction ``conn``."""
+        conn.execute(
+            "UPDATE files SET state='verified', changed_at=?, items=?, bytes=?, sha256=?, min_activity=?, "
+            "max_activity=?, min_created=?, max_created=? WHERE name=?",
+            (time.time(), items, size, sha256, min_activity, max_activity, min_created, max_created, name),
+        )
+
     def file(self, name: str) -> ArchiveFile | None:
         rows = self._files_where("f.name = ?", (name,))
         return rows[0] if rows else None
@@ -219,26 +239,29 @@ class Manifest:
             for (line,) in self.query("SELECT line FROM items WHERE file=? AND status != 'archived'", (name,))
         }
 
-    def archived_rows(
-        self, *, uids: Sequence[str] | None = None, keys: Sequence[str] | None = None, status: str = "archived"
-    ) -> list[tuple[str, int, str, str, str]]:
-        """``(file, line, uid, key, namespace)`` of archived lines matching ``uids`` or ``keys``."""
-        out: list[tuple[str, int, str, str, str]] = []
+    def archived_lines(
+        self, *, uids: Sequence[str] | None = None, keys: Sequence[str] | None = None
+    ) -> dict[str, set[int]]:
+        """``{file: lines}`` of the archived lines (in readable files) matching ``uids`` or ``keys``, files by name."""
+        found: set[tuple[str, int]] = set()
         for column, wanted in (("uid", uids), ("key", keys)):
             if not wanted:
                 continue
             wanted = list(dict.fromkeys(wanted))
             for i in range(0, len(wanted), 500):
                 chunk = wanted[i : i + 500]
-                out.extend(
+                found.update(
                     self.query(
-                        "SELECT i.file, i.line, i.uid, i.key, i.namespace FROM items i JOIN files f ON f.name=i.file "
-                        f"WHERE i.{column} IN ({','.join('?' * len(chunk))}) AND i.status=? "
-                        f"AND f.state IN ({','.join('?' * len(READABLE))}) ORDER BY f.created_at, i.line",
-                        (*chunk, status, *READABLE),
+                        "SELECT i.file, i.line FROM items i JOIN files f ON f.name=i.file "
+                        f"WHERE i.{column} IN ({','.join('?' * len(chunk))}) AND i.status='archived' "
+                        f"AND f.state IN ({','.join('?' * len(READABLE))})",
+                        (*chunk, *READABLE),
                     )
                 )
-        return sorted(set(out))
+        out: dict[str, set[int]] = {}
+        for file, line in sorted(found):
+            out.setdefault(file, set()).add(line)
+        return out
 
     def set_item_status(self, name: str, lines: Iterable[int], status: str, conn: sqlite3.Connection | None = None) -> None:
         assert status in ITEM_STATES

@@ -103,16 +103,31 @@ class MaintenanceMixin:
                 col = self._collection(spec, create=False)
                 if col is None:
                     continue
-                got = col.get(where={"$and": [{K_EXPIRES: {"$lt": now}}, {K_EXTRA: 0}]}, include=["metadatas"])
-                candidates = [it for it in map(decode_metadata, got["metadatas"] or []) if it is not None]
-                if self._access_table is not None:  # a read may have refreshed the TTL since the last write
-                    self._access_table.merge_into(spec.name, candidates)
-                expired = [it for it in candidates if it.expires_at is not None and it.expires_at < now]
+                expired = self._expired_locked(col, spec.name, now)
                 self._delete_locked(col, expired)
                 deleted += len(expired)
         if deleted:
             logger.info("swept %d expired items", deleted)
         return deleted
+
+    def count_expired(self) -> int:
+        """How many items :meth:`sweep_ttl` would delete now; flushes and deletes nothing (a dry run)."""
+        now = _now()
+        n = 0
+        with self._using():
+            for spec in [*COLLECTIONS.values(), GENERAL]:
+                col = self._collection(spec, create=False)
+                if col is not None:
+                    n += len(self._expired_locked(col, spec.name, now))
+        return n
+
+    def _expired_locked(self, col: Any, name: str, now: float) -> list[StoredItem]:
+        """The items of ``col`` (collection ``name``) past their TTL at ``now``; call with the lock held."""
+        got = col.get(where={"$and": [{K_EXPIRES: {"$lt": now}}, {K_EXTRA: 0}]}, include=["metadatas"])
+        candidates = [it for it in map(decode_metadata, got["metadatas"] or []) if it is not None]
+        if self._access_table is not None:  # a read may have refreshed the TTL since the last write
+            self._access_table.merge_into(name, candidates)
+        return [it for it in candidates if it.expires_at is not None and it.expires_at < now]
 
     def start_ttl_sweeper(self, sweep_interval_minutes: int | None = None) -> Any:
         """Sweep expired items every ``sweep_interval_minutes`` (default from ``ttl``, else 5).
