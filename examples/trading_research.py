@@ -43,7 +43,8 @@ from langgraph.graph import END, START, StateGraph
 
 from langgraph_memory.collections import Strategy
 from langgraph_memory.config import MIN_RELEVANCE
-from langgraph_memory.lineage import LINEAGE_FILE, Lineage, LineageTree
+from langgraph_memory.config import CATALOG_FILE
+from langgraph_memory.lineage import Lineage, LineageTree
 from langgraph_memory.memory import Memory
 from langgraph_memory.nodes import recall_node
 
@@ -398,7 +399,7 @@ def thread_id_for(objective: str) -> str:
 def _reset(data_dir: Path) -> None:
     if not data_dir.exists():
         return
-    markers = ("chroma", LINEAGE_FILE, "checkpoints.sqlite")
+    markers = ("chroma", CATALOG_FILE, "checkpoints.sqlite")
     if any(data_dir.iterdir()) and not any((data_dir / m).exists() for m in markers):
         raise SystemExit(f"--reset refuses to delete {data_dir}: it does not look like a memory directory")
     shutil.rmtree(data_dir)

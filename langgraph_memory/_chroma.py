@@ -11,6 +11,10 @@ reopens its client before touching anything. One process alone never reopens.
 
 A Chroma server (``HttpClient``) serialises writers itself: its handle only
 serialises threads and never reopens.
+
+The folder ``path`` holds the lock and the counter; the Chroma files live in
+the sub-folder that ``locate()`` names (the index can be rebuilt into a new
+sub-folder and switched over, see :mod:`langgraph_memory.store.index`).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import mmap
 import os
 import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -41,10 +45,20 @@ class ChromaHandle:
     _embedded: dict[str, ChromaHandle] = {}
     _registry_lock = threading.Lock()
 
-    def __init__(self, client: Any | None, path: Path | None, lock_timeout: float) -> None:
+    def __init__(
+        self,
+        client: Any | None,
+        path: Path | None,
+        lock_timeout: float,
+        locate: Callable[[], Path] | None = None,
+    ) -> None:
         self.path = path
         self.lock = WriteLock(path / "LOCK" if path is not None else None, lock_timeout)
         self._client = client
+        #: the folder the embedded client opens (default: ``path`` itself).
+        self.locate: Callable[[], Path] = locate or (lambda: path)  # type: ignore[assignment,return-value]
+        #: the folder the current client has open.
+        self.folder: Path | None = None
         self._gen_path = path / _GENERATION_FILE if path is not None else None
         self._seen: int | None = None
         self._map: mmap.mmap | None = None
@@ -52,24 +66,27 @@ class ChromaHandle:
         self._dirty = False
         #: bumped whenever the client is replaced; holders of collections re-fetch them.
         self.epoch = 0
-        #: namespaces this process knows are registered (embedded folders only:
-        #: any foreign write clears it, see ``_reopen``); None on a server.
-        self.registered: dict[tuple[str, ...], str] | None = {} if path is not None else None
 
     # ------------------------------------------------------------ factories
 
     @classmethod
-    def embedded(cls, path: Path, lock_timeout: float) -> ChromaHandle:
-        """The process-wide handle of the embedded folder ``path``."""
+    def embedded(cls, path: Path, lock_timeout: float, locate: Callable[[], Path] | None = None) -> ChromaHandle:
+        """The process-wide handle of the embedded folder ``path``.
+
+        ``locate`` names the sub-folder the client opens (read again at every
+        reopen); the first store of a process to open ``path`` sets it.
+        """
         key = str(path.resolve())
         with cls._registry_lock:
             handle = cls._embedded.get(key)
             if handle is None:
                 path.mkdir(parents=True, exist_ok=True)
-                handle = cls(None, path.resolve(), lock_timeout)
+                handle = cls(None, path.resolve(), lock_timeout, locate)
                 cls._embedded[key] = handle
             else:
                 handle.lock.timeout = min(handle.lock.timeout, lock_timeout)
+                if locate is not None:
+                    handle.locate = locate
             return handle
 
     @classmethod
@@ -137,26 +154,63 @@ class ChromaHandle:
         _COUNTER.pack_into(self._counter(), 0, value)
         return value
 
-    def _reopen(self, generation: int) -> None:
+    @staticmethod
+    def open_persistent(folder: Path) -> Any:
+        """An embedded client of ``folder``; a failed start leaves no broken client cached.
+
+        Chroma caches one system per folder before starting it, so after a
+        failed start (a full disk, a damaged file) every later client of the
+        folder in this process would get the broken one and fail with a
+        misleading ``AttributeError``.
+        """
         import chromadb
         from chromadb.api.shared_system_client import SharedSystemClient
         from chromadb.config import Settings as ChromaSettings
 
+        try:
+            return chromadb.PersistentClient(path=str(folder), settings=ChromaSettings(anonymized_telemetry=False))
+        except BaseException:
+            SharedSystemClient._identifier_to_system.pop(str(folder), None)
+            SharedSystemClient._identifier_to_refcount.pop(str(folder), None)
+            raise
+
+    @staticmethod
+    def stop_client(client: Any) -> None:
+        """Stop an embedded client's cached system, so a new client of its folder reads it afresh."""
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        identifier = getattr(client, "_identifier", None)
+        system = SharedSystemClient._identifier_to_system.pop(identifier, None) if identifier else None
+        SharedSystemClient._identifier_to_refcount.pop(identifier, None)
+        if system is not None:
+            try:
+                system.stop()
+            except Exception:  # pragma: no cover - best effort
+                logger.debug("stopping a Chroma system failed", exc_info=True)
+
+    def drop_client(self) -> None:
+        """Stop and forget the embedded client (call holding the lock); the next ``use`` reopens."""
+        if self._client is None or self.path is None:
+            return
+        self.stop_client(self._client)
+        self._client = None
+        self.folder = None
+        self.epoch += 1
+
+    def switched(self) -> None:
+        """The folder ``locate()`` names changed: every process (this one too) reopens before its next call."""
+        with self.lock.hold():
+            self.drop_client()
+            if self.path is not None:
+                self._seen = self._bump_generation()
+
+    def _reopen(self, generation: int) -> None:
         if self._client is not None:
             logger.debug("Chroma folder %s changed in another process: reopening", self.path)
-            # Stop the cached system so the new client reads the folder afresh.
-            identifier = getattr(self._client, "_identifier", None)
-            system = SharedSystemClient._identifier_to_system.pop(identifier, None) if identifier else None
-            SharedSystemClient._identifier_to_refcount.pop(identifier, None)
-            if system is not None:
-                try:
-                    system.stop()
-                except Exception:  # pragma: no cover - best effort
-                    logger.debug("stopping the stale Chroma system failed", exc_info=True)
-        self._client = chromadb.PersistentClient(
-            path=str(self.path), settings=ChromaSettings(anonymized_telemetry=False)
-        )
+            self.drop_client()
+        folder = Path(self.locate())
+        folder.mkdir(parents=True, exist_ok=True)
+        self._client = self.open_persistent(folder)
+        self.folder = folder
         self._seen = generation
         self.epoch += 1
-        if self.registered is not None:
-            self.registered.clear()

@@ -45,7 +45,7 @@ from langgraph_memory.errors import ConfigError, NotFoundError, ValidationError
 from langgraph_memory.lineage import ItemRef, LineageStore
 from langgraph_memory.ranking import keep_relevant
 from langgraph_memory.store import ChromaStore
-from langgraph_memory.store.records import StoredItem, item_uid
+from langgraph_memory.catalog import StoredItem, item_uid
 
 __all__ = ["STRATEGY_STATUSES", "Hit", "ResearchAPI", "StrategyVersion"]
 
@@ -146,7 +146,7 @@ class ResearchAPI:
         *,
         version_name: str | None = None,
     ) -> BaseModel:
-        """Validate, register lineage (and version) atomically, then write the item."""
+        """Validate, then write the item with its lineage (and version) in one transaction."""
         self._check_open()
         spec = COLLECTIONS[label]
         model = _MODELS[label]
@@ -158,16 +158,19 @@ class ResearchAPI:
             value["version"] = 1  # validated now; the real number is allocated below
         spec.validate(value)
         namespace = self.namespace(label)
-        version = self.lineage_store.register(
-            item_id, spec.name, namespace, parents=parents, name=version_name, version_name=version_name
-        )
-        if version is not None:
+        lineage = self.lineage_store
+
+        def register(conn: Any) -> dict[int, dict[str, Any]]:
+            # Inside the item's own transaction: the item, its lineage and its version commit together.
+            version = lineage.register_in(
+                conn, item_id, spec.name, namespace, parents=parents, name=version_name, version_name=version_name
+            )
+            if version is None:
+                return {}
             value["version"] = version
-        try:
-            self.store.put(namespace, item_id, value)
-        except BaseException:
-            self.lineage_store.forget(item_id)
-            raise
+            return {0: value}
+
+        self.store.items.put(namespace, item_id, value, before=register)
         return model.model_validate(value)
 
     def _ref(self, item_id: str, label: str | None = None) -> ItemRef:
@@ -192,7 +195,7 @@ class ResearchAPI:
         uids: dict[str, dict[str, None]] = {}
         for ref in refs:
             uids.setdefault(ref.collection, {})[item_uid(ref.namespace, ref.id)] = None
-        return {it.key: it for coll, group in uids.items() for it in self.store.get_items(coll, list(group))}
+        return {it.key: it for coll, group in uids.items() for it in self.store.items.get_items(coll, list(group))}
 
     def _search(
         self,

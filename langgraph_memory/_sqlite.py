@@ -21,9 +21,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from langgraph_memory.errors import LockTimeoutError
+from contextlib import contextmanager
+from collections.abc import Iterator
 
-__all__ = ["connect", "is_lock_error", "retry_locked"]
+from langgraph_memory.errors import (
+    CorruptFileError,
+    DiskFullError,
+    LangGraphMemoryError,
+    LockTimeoutError,
+    ReadOnlyError,
+    StorageError,
+)
+
+__all__ = ["connect", "is_lock_error", "retry_locked", "translate", "guarded"]
 
 logger = logging.getLogger(__name__)
 
@@ -92,16 +102,124 @@ def connect(
         >>> conn.execute("PRAGMA journal_mode").fetchone()[0]
         'wal'
     """
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(str(path), timeout=timeout, check_same_thread=False, isolation_level=None)
-    try:
-        retry_locked(
-            lambda: conn.execute("PRAGMA journal_mode=WAL").fetchone(),
-            timeout=timeout,
-            what=f"switch {path} to WAL",
-        )
-        conn.execute(f"PRAGMA synchronous={synchronous}")
-    except BaseException:
-        conn.close()
-        raise
+    with guarded(path, "open"):
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise translate(exc, path, "create the folder of") from exc
+        conn = sqlite3.connect(str(path), timeout=timeout, check_same_thread=False, isolation_level=None)
+        try:
+            retry_locked(
+                lambda: conn.execute("PRAGMA journal_mode=WAL").fetchone(),
+                timeout=timeout,
+                what=f"switch {path} to WAL",
+            )
+            conn.execute(f"PRAGMA synchronous={synchronous}")
+        except BaseException:
+            conn.close()
+            raise
     return conn
+
+
+# SQLite's primary result codes (the low byte of an extended code).
+_CORRUPT = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
+_FULL = {sqlite3.SQLITE_FULL}
+_READONLY = {sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_AUTH}
+_IOERR = {sqlite3.SQLITE_IOERR}
+# errno values that mean "no room": the disk is full, or a quota or file size limit was hit.
+_NO_ROOM_ERRNO = {28, 27, 122}  # ENOSPC, EFBIG, EDQUOT
+_NO_PERMISSION_ERRNO = {1, 13, 30}  # EPERM, EACCES, EROFS
+
+
+def translate(exc: BaseException, path: str | os.PathLike[str], what: str = "use") -> LangGraphMemoryError:
+    """The typed error for an exception raised while using the file ``path``.
+
+    SQLite's and the operating system's codes for a full disk, a read-only
+    file and a damaged file become :class:`~langgraph_memory.errors.DiskFullError`,
+    :class:`~langgraph_memory.errors.ReadOnlyError` and
+    :class:`~langgraph_memory.errors.CorruptFileError`, each naming the file
+    and what to do. A lock that outlasted the timeout is already typed and is
+    returned as it is; anything else becomes a plain
+    :class:`~langgraph_memory.errors.StorageError`.
+
+    Example:
+        >>> import sqlite3
+        >>> err = sqlite3.DatabaseError("file is not a database")
+        >>> err.sqlite_errorcode = sqlite3.SQLITE_NOTADB
+        >>> type(translate(err, "/tmp/x.sqlite")).__name__
+        'CorruptFileError'
+    """
+    if isinstance(exc, LangGraphMemoryError):
+        return exc
+    where = str(path)
+    if isinstance(exc, sqlite3.Error):
+        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+        text = str(exc)
+        low = text.lower()
+        if code in _CORRUPT or "malformed" in low or "not a database" in low:
+            return CorruptFileError(
+                f"{where} is damaged ({text}); could not {what} it. Restore it from a backup, or move it "
+                "aside to start afresh (see the README, 'Damaged files').",
+                path,
+            )
+        if code in _FULL or "disk is full" in low:
+            return DiskFullError(
+                f"the disk holding {where} is full; could not {what} it and nothing of this call was "
+                "stored. Free some space and retry.",
+                path,
+            )
+        if code in _READONLY or "readonly" in low or "unable to open" in low:
+            return ReadOnlyError(
+                f"{where} cannot be written ({text}); could not {what} it. Check the permissions of the "
+                "data directory, or give the store a writable data_dir.",
+                path,
+            )
+        if code in _IOERR or "disk i/o error" in low:
+            return StorageError(
+                f"I/O error on {where} ({text}); could not {what} it and nothing of this call was stored. "
+                "The disk may be full (or a file size limit reached) or failing: free space, check the disk, "
+                "and retry.",
+                path,
+            )
+        return StorageError(f"could not {what} {where}: {text}", path)
+    if isinstance(exc, OSError):
+        if exc.errno in _NO_ROOM_ERRNO:
+            return DiskFullError(
+                f"no room to write {where} ({exc.strerror or exc}); nothing of this call was stored. "
+                "Free some space (or raise the file size limit) and retry.",
+                path,
+            )
+        if exc.errno in _NO_PERMISSION_ERRNO:
+            return ReadOnlyError(
+                f"{where} cannot be written ({exc.strerror or exc}); check the permissions of the data "
+                "directory, or choose a writable one.",
+                path,
+            )
+        return StorageError(f"could not {what} {where}: {exc}", path)
+    return StorageError(f"could not {what} {where}: {exc}", path)
+
+
+@contextmanager
+def guarded(path: str | os.PathLike[str], what: str = "use") -> Iterator[None]:
+    """Raise SQLite and OS errors met inside the block as typed errors naming ``path``.
+
+    Errors the package already typed (a lock timeout, a validation error)
+    pass through unchanged.
+
+    Example:
+        >>> import sqlite3, tempfile, pathlib
+        >>> bad = pathlib.Path(tempfile.mkdtemp()) / "bad.sqlite"
+        >>> _ = bad.write_bytes(b"not a database, just text" * 100)
+        >>> try:
+        ...     with guarded(bad, "read"):
+        ...         sqlite3.connect(bad).execute("SELECT 1 FROM sqlite_master").fetchall()
+        ... except CorruptFileError as exc:
+        ...     print(type(exc).__name__)
+        CorruptFileError
+    """
+    try:
+        yield
+    except LangGraphMemoryError:
+        raise
+    except (sqlite3.Error, OSError) as exc:
+        raise translate(exc, path, what) from exc

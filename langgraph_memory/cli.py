@@ -9,6 +9,8 @@
     langgraph-memory archive restore --key l-17 --key l-18
     langgraph-memory archive verify
     langgraph-memory scheduler --cron "0 3 * * *"
+    langgraph-memory index check                  # catalog and Chroma agree?
+    langgraph-memory index rebuild                # rebuild Chroma from the catalog (progress bar)
 
 Exit status: 0 on success, 1 when a command ran but reported errors (for
 example a damaged archive file), 2 on bad usage.
@@ -64,6 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
     rest.add_argument("--all", action="store_true", help="restore every archived item selected by --collection")
     rest.add_argument("--dry-run", action="store_true")
     asub.add_parser("verify", help="check every archive file against its manifest checksum")
+
+    idx = sub.add_parser("index", help="the Chroma index: check it against the catalog, or rebuild it")
+    isub = idx.add_subparsers(dest="action", required=True)
+    chk = isub.add_parser("check", help="compare Chroma with the catalog, repair what differs, print the counts")
+    chk.add_argument("--json", action="store_true")
+    reb = isub.add_parser("rebuild", help="rebuild the index from the catalog's vectors (no re-embedding)")
+    reb.add_argument("--json", action="store_true")
 
     sch = sub.add_parser("scheduler", help="run the archive schedule in the foreground until interrupted")
     group = sch.add_mutually_exclusive_group()
@@ -246,6 +255,57 @@ def _cmd_verify(args: argparse.Namespace, console: Any) -> int:
     return 1 if bad else 0
 
 
+def _cmd_index_check(args: argparse.Namespace, console: Any) -> int:
+    from langgraph_memory.store import ChromaStore
+    from langgraph_memory.store.index import all_collections
+
+    store = ChromaStore(data_dir=args.data_dir)
+    try:
+        index = store.vector_index
+        repaired = index.reconcile()
+        rows = [
+            {"collection": name, "items": store.items.count(name), "vectors": index.count(name),
+             "repaired": repaired.get(name, 0)}
+            for name in all_collections()
+        ]
+        probe = index.probe_seconds
+        rebuilt = index.last_rebuild
+    finally:
+        store.close()
+    if args.json:
+        console.print_json(json.dumps({"collections": rows, "probe_seconds": probe,
+                                       "rebuilt": rebuilt.total if rebuilt else None}))
+        return 0
+    from rich.table import Table
+
+    table = Table(title="Chroma index against the catalog")
+    for col in ("collection", "items", "vectors in Chroma", "repaired"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["collection"], str(r["items"]), str(r["vectors"]), str(r["repaired"]))
+    console.print(table)
+    if probe is not None:
+        console.print(f"The index was not sealed (a crash, or files changed): probed it in {probe:.2f} s.")
+    if rebuilt is not None:
+        console.print(f"[yellow]Rebuilt[/] {rebuilt.total} vectors: {rebuilt.reason}")
+    return 0
+
+
+def _cmd_index_rebuild(args: argparse.Namespace, console: Any) -> int:
+    from langgraph_memory.store import ChromaStore
+
+    store = ChromaStore(data_dir=args.data_dir)
+    try:
+        report = store.rebuild_index(progress=not args.json)
+    finally:
+        store.close()
+    if args.json:
+        console.print_json(json.dumps({"vectors": report.vectors, "seconds": report.seconds}))
+    else:
+        console.print(f"Rebuilt the index: {report.total} vectors in {report.seconds:.1f} s.")
+    return 0
+
+
 def _cmd_scheduler(args: argparse.Namespace, console: Any) -> int:
     from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -277,6 +337,8 @@ _COMMANDS = {
     ("archive", "search"): _cmd_search,
     ("archive", "restore"): _cmd_restore,
     ("archive", "verify"): _cmd_verify,
+    ("index", "check"): _cmd_index_check,
+    ("index", "rebuild"): _cmd_index_rebuild,
 }
 
 

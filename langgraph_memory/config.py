@@ -37,6 +37,7 @@ __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
     "LOCK_TIMEOUT_SECONDS",
     "DEFAULT_K",
+    "CATALOG_FILE",
     "LINEAGE_FILE",
     "MANIFEST_FILE",
     "MIN_RELEVANCE",
@@ -51,7 +52,9 @@ CONFIG_FILE_ENV = "LANGGRAPH_MEMORY_CONFIG"
 DEFAULT_DATA_DIR = "./memory"
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
-# File names inside the data directory (the lineage file) and its archive folder (the manifest).
+# File names inside the data directory (the catalog; the lineage file of older versions) and its
+# archive folder (the manifest).
+CATALOG_FILE = "catalog.sqlite"
 LINEAGE_FILE = "lineage.sqlite"
 MANIFEST_FILE = "manifest.sqlite"
 
@@ -158,6 +161,11 @@ class Settings:
     def chroma_dir(self) -> Path:
         """Folder of the embedded Chroma ``PersistentClient``."""
         return self.data_dir / "chroma"
+
+    @property
+    def catalog_path(self) -> Path:
+        """SQLite file of the catalog: the truth of every item, vector, lineage link and version."""
+        return self.data_dir / CATALOG_FILE
 
     @property
     def checkpoints_path(self) -> Path:

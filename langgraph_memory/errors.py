@@ -32,6 +32,12 @@ __all__ = [
     "NotFoundError",
     "ArchiveError",
     "ArchiveIntegrityError",
+    "InvalidArgumentError",
+    "StorageError",
+    "DiskFullError",
+    "ReadOnlyError",
+    "CorruptFileError",
+    "ModelMismatchError",
 ]
 
 
@@ -96,3 +102,42 @@ class ArchiveError(LangGraphMemoryError, RuntimeError):
 
 class ArchiveIntegrityError(ArchiveError):
     """An archive file does not match the checksum or count in its manifest."""
+
+
+class InvalidArgumentError(LangGraphMemoryError, ValueError, TypeError):
+    """An argument has the wrong type or an impossible value (``limit="5"``, ``offset=-1``).
+
+    A ``ValueError`` and a ``TypeError`` at once, so code that catches either
+    of Python's usual errors for bad arguments catches it too.
+    """
+
+
+class StorageError(LangGraphMemoryError, OSError):
+    """A file of the data directory could not be read or written.
+
+    ``path`` names the file. The message says what happened and what to do;
+    whatever the failed call was writing was not stored.
+    """
+
+    def __init__(self, message: str, path: object = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class DiskFullError(StorageError):
+    """The disk (or a file size limit) left no room to write; free space and retry."""
+
+
+class ReadOnlyError(StorageError):
+    """The data directory or one of its files cannot be written (permissions, read-only mount)."""
+
+
+class CorruptFileError(StorageError):
+    """A file of the data directory is damaged: not the format it should be, or truncated."""
+
+
+class ModelMismatchError(ConfigError):
+    """The stored vectors were made by another embedding model than the one configured."""

@@ -15,9 +15,10 @@ Besides the LangGraph pieces, ``Memory`` carries the typed research API of
 seed 004 (findings, strategies with versions, lessons, market regimes). Its
 records are ordinary store items in the typed namespaces (``("research",)``,
 ``("strategies",)``, ``("lessons",)``, ``("regimes",)``, plus the optional
-``scope`` labels), keyed by UUID; their lineage lives in
-``<data_dir>/lineage.sqlite`` (see :mod:`langgraph_memory.lineage`). Every
-method has an async twin with an ``a`` prefix.
+``scope`` labels), keyed by UUID; their lineage lives in the store's catalog
+(``<data_dir>/catalog.sqlite``, see :mod:`langgraph_memory.lineage`), written
+in the same transaction as the item. Every method has an async twin with an
+``a`` prefix.
 
 This module holds the lifecycle (open, close, compile), the archive hooks and
 the lineage view; the typed research API and its result types (:class:`Hit`,
@@ -183,8 +184,7 @@ class Memory(ResearchAPI):
         try:
             store = ChromaStore(chroma_client, index=index, data_dir=settings.data_dir, lock_timeout=lock_timeout)
             opened.append(store.close)
-            lineage = LineageStore(settings.lineage_path, busy_timeout=settings.lock_timeout)
-            opened.append(lineage.close)
+            lineage = store.lineage
             owns = checkpointer is None
             if checkpointer is None:
                 from langgraph_memory.checkpoint import SqliteCheckpointer
@@ -215,7 +215,6 @@ class Memory(ResearchAPI):
         if self._archiver is not None and hasattr(self._archiver, "close"):
             steps.append(self._archiver.close)
         steps.append(self.store.close)
-        steps.append(self.lineage_store.close)
         if self._owns_checkpointer and hasattr(self.checkpointer, "close"):
             steps.append(self.checkpointer.close)  # type: ignore[attr-defined]
         errors: list[BaseException] = []

@@ -21,10 +21,8 @@ real ``BaseStore`` class, and a string annotation would silently get None.
 
 import asyncio
 import logging
-import threading
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any, Optional, Union
 
 from langchain_core.runnables import RunnableConfig
@@ -193,40 +191,6 @@ def _as_values(raw: Any, namespace: Namespace) -> list[dict[str, Any]]:
     return out
 
 
-# Guards opening a store's lineage file, so that concurrent nodes open it only once.
-_LINEAGE_OPEN = threading.Lock()
-
-
-@contextmanager
-def _lineage_for(store: BaseStore) -> Iterator[Any]:
-    """The lineage file beside a ChromaStore's data, or None for other stores.
-
-    Opened on first use and kept on the store, which closes it in ``close()``
-    (``LineageStore`` serialises its threads itself, and SQLite its processes).
-    A store already closed gets a file opened for this one call.
-    """
-    from langgraph_memory.store import ChromaStore
-
-    if not isinstance(store, ChromaStore):
-        yield None
-        return
-    once = False
-    with _LINEAGE_OPEN:
-        lineage = store._lineage
-        if lineage is None or lineage.closed:
-            from langgraph_memory.lineage import LineageStore
-
-            lineage = LineageStore.for_data_dir(store.settings.data_dir, busy_timeout=store.settings.lock_timeout)
-            once = store._closed  # nothing would close it later
-            if not once:
-                store._lineage = lineage
-    try:
-        yield lineage
-    finally:
-        if once:
-            lineage.close()
-
-
 def _prepare_puts(
     state: Any, config: Optional[RunnableConfig], namespace: NamespaceSpec, values: StateGetter, parent: Optional[StateGetter]
 ) -> tuple[Namespace, list[tuple[str, dict[str, Any]]], list[str]]:
@@ -246,15 +210,25 @@ def _prepare_puts(
     return ns, puts, parents
 
 
-def _register(store: BaseStore, ns: Namespace, puts: list[tuple[str, dict[str, Any]]], parents: list[str]) -> None:
-    with _lineage_for(store) as lineage:
-        if lineage is None:
-            return
-        coll = collection_for(ns).name
+def _write(store: BaseStore, ns: Namespace, puts: list[tuple[str, dict[str, Any]]], parents: list[str]) -> None:
+    """Put each value; a ChromaStore records its lineage in the same transaction as the item."""
+    from langgraph_memory.store import ChromaStore
+
+    if not isinstance(store, ChromaStore):
         for key, value in puts:
-            item_parents = [value["parent_id"]] if value.get("parent_id") else []
-            item_parents += [p for p in parents if p not in item_parents]
-            lineage.register(key, coll, ns, parents=[(p, "derived_from") for p in item_parents])
+            store.put(ns, key, value)
+        return
+    coll = collection_for(ns).name
+    lineage = store.lineage
+    for key, value in puts:
+        item_parents = [value["parent_id"]] if value.get("parent_id") else []
+        item_parents += [p for p in parents if p not in item_parents]
+        links = [(p, "derived_from") for p in item_parents]
+
+        def register(conn: Any, key: str = key, links: list[tuple[str, str]] = links) -> None:
+            lineage.register_in(conn, key, coll, ns, parents=links)
+
+        store.items.put(ns, key, value, before=register)
 
 
 def store_node(
@@ -273,8 +247,8 @@ def store_node(
             model, or a list of them. A string fills the collection's
             embedded field (``lesson`` for lessons, ``content`` for research).
         parent: a state key or function giving the parent id (or ids): written
-            as ``parent_id`` and, with a ChromaStore, recorded in the lineage
-            file beside its data (the parent must be a known item).
+            as ``parent_id`` and, with a ChromaStore, recorded in its lineage
+            in the same transaction as the item (the parent must be a known item).
         output_key: the state key that receives the new keys (ids), or None.
 
     Each item gets a fresh UUID key (or its own ``id``). Values are validated
@@ -292,9 +266,7 @@ def store_node(
         ns, puts, parents = _prepare_puts(state, config, namespace, values, parent)
         if not puts:
             return _out([])
-        _register(store, ns, puts, parents)
-        for key, value in puts:
-            store.put(ns, key, value)
+        _write(store, ns, puts, parents)
         return _out([k for k, _ in puts])
 
     async def astore_values(state: Any, config: RunnableConfig, *, store: BaseStore) -> dict[str, Any]:
@@ -302,9 +274,13 @@ def store_node(
         ns, puts, parents = _prepare_puts(state, config, namespace, values, parent)
         if not puts:
             return _out([])
-        await asyncio.to_thread(_register, store, ns, puts, parents)
-        for key, value in puts:
-            await store.aput(ns, key, value)
+        from langgraph_memory.store import ChromaStore
+
+        if isinstance(store, ChromaStore):
+            await asyncio.to_thread(_write, store, ns, puts, parents)
+        else:
+            for key, value in puts:
+                await store.aput(ns, key, value)
         return _out([k for k, _ in puts])
 
     return _runnable(store_values, astore_values, name)

@@ -24,12 +24,12 @@ def archiver(store):
 
 
 def _live_keys(store, collection: str) -> set[str]:
-    return {it.key for it in store.iter_items(collection)}
+    return {it.key for it in store.items.iter_items(collection)}
 
 
 def test_default_policies_select_by_idle_time_and_confidence(store, archiver, fake_embeddings):
     e = fake_embeddings
-    store.restore_items(
+    store.items.restore_items(
         [
             old_item(e, ("lessons",), "old-lesson", {"lesson": "cut losses early"}, days=120),
             old_item(e, ("lessons",), "new-lesson", {"lesson": "size positions small"}, days=10),
@@ -55,7 +55,7 @@ def test_default_policies_select_by_idle_time_and_confidence(store, archiver, fa
 
 def test_configured_policies_override_defaults(store, fake_embeddings):
     e = fake_embeddings
-    store.restore_items(
+    store.items.restore_items(
         [
             old_item(e, ("strategies",), "s-old", {"description": "momentum"}, days=40),
             old_item(e, ("strategies",), "s-new", {"description": "carry"}, days=20),
@@ -74,7 +74,7 @@ def test_configured_policies_override_defaults(store, fake_embeddings):
 
 def test_recall_keeps_an_old_memory_live(store, archiver, fake_embeddings):
     e = fake_embeddings
-    store.restore_items(
+    store.items.restore_items(
         [
             old_item(e, ("lessons",), "recalled", {"lesson": "hedge tail risk"}, days=200),
             old_item(e, ("lessons",), "forgotten", {"lesson": "hedge nothing"}, days=200),
@@ -90,7 +90,7 @@ def test_recall_keeps_an_old_memory_live(store, archiver, fake_embeddings):
 
 def test_expired_ttl_items_are_swept_in_the_same_pass(store, archiver, fake_embeddings):
     e = fake_embeddings
-    store.restore_items(
+    store.items.restore_items(
         [
             old_item(e, ("notes",), "expired", {"text": "gone"}, days=1, expires_at=time.time() - 60),
             old_item(e, ("notes",), "alive", {"text": "stays"}, days=1, expires_at=time.time() + 3600),
@@ -107,7 +107,7 @@ def test_dry_run_reports_and_changes_nothing(store, archiver, fake_embeddings):
     make_lessons(store, fake_embeddings, 20)
     report = archiver.run(dry_run=True)
     assert report.dry_run and report.collections["lessons_learned"].selected == 20
-    assert store.count("lessons") == 20
+    assert store.items.count("lessons") == 20
     assert archiver.list_archives(all_states=True) == []
     assert list(archiver.archive_dir.glob("*.jsonl.gz")) == []
 
@@ -162,17 +162,17 @@ def test_round_trip_is_bit_exact(store, archiver, fake_embeddings):
         "resolved": False,
     }
     item = old_item(fake_embeddings, ("lessons", "desk"), "exact", value, days=150, access_count=4)
-    store.restore_items([item])
-    (before,) = store.get_items("lessons", [item.uid], with_vectors=True)
+    store.items.restore_items([item])
+    (before,) = store.items.get_items("lessons", [item.uid], with_vectors=True)
     archiver.run()
-    assert store.get_items("lessons", [item.uid]) == []
+    assert store.items.get_items("lessons", [item.uid]) == []
     assert archiver.find("exact").item.vectors == before.vectors  # bit for bit
     (hit,) = archiver.search_archive("lessons", value["lesson"], k=1)
     assert json.dumps(hit.value, sort_keys=True) == json.dumps(value, sort_keys=True)
     assert hit.score == pytest.approx(1.0, abs=1e-6)
     rep = archiver.restore(keys=["exact"])
     assert rep.restored == 1
-    (after,) = store.get_items("lessons", [item.uid], with_vectors=True)
+    (after,) = store.items.get_items("lessons", [item.uid], with_vectors=True)
     assert json.dumps(after.value, sort_keys=True) == json.dumps(before.value, sort_keys=True)
     assert after.value["feedback"]["sharpe"] == 0.1 + 0.2
     assert str(after.value["feedback"]["neg"]) == "-0.0"
@@ -185,14 +185,14 @@ def test_round_trip_is_bit_exact(store, archiver, fake_embeddings):
     np.testing.assert_allclose(after.vectors, before.vectors, rtol=1e-6)
     # restoring twice does not duplicate, and the item is gone from the archive view
     assert archiver.restore(keys=["exact"]).matched == 0
-    assert store.count("lessons") == 1 and archiver.count_archived() == 0
+    assert store.items.count("lessons") == 1 and archiver.count_archived() == 0
     assert archiver.search_archive("lessons", value["lesson"], k=5) == []
     # a restored item keeps its old timestamps but is not re-archived at once
     assert archiver.run().collections["lessons_learned"].archived == 0
-    assert store.count("lessons") == 1
+    assert store.items.count("lessons") == 1
     # ... only after a policy period without use
     archiver.run(now=time.time() + 91 * DAY)
-    assert store.count("lessons") == 0 and archiver.count_archived() == 1
+    assert store.items.count("lessons") == 0 and archiver.count_archived() == 1
     live, archived = all_uids(store, archiver, "lessons")
     assert archived == [item.uid]
 
@@ -220,7 +220,7 @@ def test_restore_by_filter_and_namespace(store, archiver, fake_embeddings):
     assert rep.restored == 6 and sorted(rep.keys) == sorted(f"l{i}" for i in range(0, 30, 5))
     rep = archiver.restore(namespace_prefix=("lessons", "desk2"))
     assert rep.restored == 10 - 2  # desk2 holds i % 3 == 2; two of them (l5, l20) came back already
-    assert store.count("lessons") == 14 and archiver.count_archived() == 16
+    assert store.items.count("lessons") == 14 and archiver.count_archived() == 16
     live, archived = all_uids(store, archiver, "lessons")
     assert not set(live) & set(archived) and len(set(live) | set(archived)) == 30
     with pytest.raises(ArchiveError):
@@ -229,7 +229,7 @@ def test_restore_by_filter_and_namespace(store, archiver, fake_embeddings):
 
 def test_find_and_get_archived_answer_for_archived_ancestors(store, archiver, fake_embeddings):
     e = fake_embeddings
-    store.restore_items(
+    store.items.restore_items(
         [
             old_item(e, ("research",), "finding-1", {"content": "root finding", "confidence": 0.2}, days=100),
             old_item(e, ("lessons",), "lesson-1", {"lesson": "child", "parent_id": "finding-1",
@@ -249,9 +249,9 @@ def test_find_and_get_archived_answer_for_archived_ancestors(store, archiver, fa
 
 def test_rearchiving_a_reput_item_supersedes_the_older_copy(store, archiver, fake_embeddings):
     e = fake_embeddings
-    store.restore_items([old_item(e, ("lessons",), "k", {"lesson": "version one"}, days=100)])
+    store.items.restore_items([old_item(e, ("lessons",), "k", {"lesson": "version one"}, days=100)])
     archiver.run()
-    store.restore_items([old_item(e, ("lessons",), "k", {"lesson": "version two"}, days=95)])
+    store.items.restore_items([old_item(e, ("lessons",), "k", {"lesson": "version two"}, days=95)])
     archiver.run()
     assert archiver.count_archived() == 1
     (only,) = list(archiver.iter_archived())
@@ -283,16 +283,16 @@ def test_unindexed_and_multi_vector_items_round_trip(data_dir, fake_embeddings):
     try:
         store.put(("notes",), "two", {"a": "first text", "b": "second text"})
         store.put(("notes",), "none", {"c": "nothing to embed"}, index=False)
-        (before_two,) = store.get_items("memories", [StoredItem(("notes",), "two", {}, 0, 0, 0).uid], with_vectors=True)
+        (before_two,) = store.items.get_items("memories", [StoredItem(("notes",), "two", {}, 0, 0, 0).uid], with_vectors=True)
         assert before_two.n_vectors == 2
         a = Archiver(store, policies={"memories": 1})
         a.run(now=time.time() + 2 * DAY)
         assert a.find("two").item.vectors == before_two.vectors
-        assert store.count("memories") == 0
+        assert store.items.count("memories") == 0
         hits = a.search_archive("memories", "second text", k=5)
         assert [h.key for h in hits] == ["two"] and hits[0].score == pytest.approx(1.0, abs=1e-6)
         assert a.restore(collection="memories", all_items=True).restored == 2
-        (after_two,) = store.get_items("memories", [before_two.uid], with_vectors=True)
+        (after_two,) = store.items.get_items("memories", [before_two.uid], with_vectors=True)
         np.testing.assert_allclose(after_two.vectors, before_two.vectors, rtol=1e-6)
         assert after_two.paths == before_two.paths and after_two.texts == before_two.texts
         assert store.get(("notes",), "none").value == {"c": "nothing to embed"}
@@ -314,7 +314,7 @@ def test_lineage_store_edges_are_carried_into_the_archive(store, fake_embeddings
     lin.register("f-root", "research_findings", ("research",))
     lin.register("l-child", "lessons_learned", ("lessons",), parents=[("f-root", "derived_from")])
     lin.close()
-    store.restore_items([old_item(fake_embeddings, ("lessons",), "l-child", {"lesson": "from a finding"}, days=100)])
+    store.items.restore_items([old_item(fake_embeddings, ("lessons",), "l-child", {"lesson": "from a finding"}, days=100)])
     archiver = Archiver(store)  # picks up <data_dir>/lineage.sqlite
     archiver.run()
     got = archiver.find("l-child")

@@ -50,7 +50,7 @@ def test_sigkill_mid_run_then_next_run_settles(data_dir, fake_embeddings, tmp_pa
     store = ChromaStore(data_dir=data_dir, index={"dims": 16, "embed": fake_embeddings})
     archiver = Archiver(store)
     try:
-        live_before = store.count("lessons")
+        live_before = store.items.count("lessons")
         if step == "during_delete":
             assert 0 < live_before < N
         report = archiver.run()

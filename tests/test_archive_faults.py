@@ -49,7 +49,7 @@ def test_interrupted_run_is_settled_by_the_next(store, fake_embeddings, step, ti
     with pytest.raises(Boom):
         archiver.run()
     # Right after the crash nothing is lost: each item is live, or in a verified file.
-    live = {it.uid for it in store.iter_items("lessons")}
+    live = {it.uid for it in store.items.iter_items("lessons")}
     assert len(live) + archiver.count_archived() >= N
     assert live | {a.uid for a in archiver.iter_archived()} == original
     if step == "during_delete":
@@ -110,7 +110,7 @@ def test_file_damaged_before_verification_deletes_nothing(store, fake_embeddings
     report = archiver.run()
     assert not report.ok and "lessons_learned" in report.errors[0]
     assert report.collections["lessons_learned"].deleted == 0
-    assert {it.uid for it in store.iter_items("lessons")} == original
+    assert {it.uid for it in store.items.iter_items("lessons")} == original
     (f,) = archiver.list_archives(all_states=True)
     assert f.state == "corrupt" and archiver.count_archived() == 0
     # the next run archives everything into a fresh, good file
@@ -152,7 +152,7 @@ def test_damaged_complete_file_is_reported_by_verify_search_and_restore(store, f
     assert archiver.search_archive("lessons", "risk", strict=False) == []
     with pytest.raises(ArchiveIntegrityError):
         archiver.restore(collection="lessons", all_items=True)
-    assert store.count("lessons") == 0  # nothing restored from a damaged file
+    assert store.items.count("lessons") == 0  # nothing restored from a damaged file
 
 
 def test_each_file_is_valid_gzip_jsonl_after_a_crash_in_the_middle_of_writing(store, fake_embeddings):

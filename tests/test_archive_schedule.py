@@ -109,9 +109,9 @@ def test_background_scheduler_really_fires_the_job(store, fake_embeddings):
     try:
         assert job.max_instances == 1 and job.coalesce is True and job.misfire_grace_time == 3600
         deadline = time.monotonic() + 30
-        while store.count("lessons") and time.monotonic() < deadline:
+        while store.items.count("lessons") and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert store.count("lessons") == 0
+        assert store.items.count("lessons") == 0
         # several firings, but the items were archived once
         deadline = time.monotonic() + 30
         while len(archiver.manifest.query("SELECT run_id FROM runs")) < 3 and time.monotonic() < deadline:
@@ -148,9 +148,9 @@ async def test_asyncio_scheduler_in_an_event_loop(store, fake_embeddings):
     try:
         assert isinstance(scheduler, AsyncIOScheduler) and scheduler.running
         deadline = time.monotonic() + 30
-        while store.count("lessons") and time.monotonic() < deadline:
+        while store.items.count("lessons") and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
     finally:
         scheduler.shutdown(wait=False)
-    assert store.count("lessons") == 0 and archiver.count_archived() == 5
+    assert store.items.count("lessons") == 0 and archiver.count_archived() == 5
     archiver.close()

@@ -41,7 +41,7 @@ def test_archive_run_dry_run_then_run_list_restore_verify(seeded, capsys, fake_e
     code, out = _run(capsys, "--data-dir", d, "archive", "verify")
     assert code == 0 and "0 damaged" in out
     store = ChromaStore(data_dir=seeded, index={"dims": 16, "embed": fake_embeddings})
-    assert {it.key for it in store.iter_items("lessons")} == {"l3", "l4"}
+    assert {it.key for it in store.items.iter_items("lessons")} == {"l3", "l4"}
     store.close()
 
 
@@ -75,3 +75,21 @@ def test_list_without_archives_and_bad_usage(data_dir, capsys):
     assert exc.value.code == 2
     code, out = _run(capsys, "--data-dir", str(data_dir), "archive", "restore")
     assert code == 1 and "restore needs" in out
+
+
+def test_index_check_and_rebuild(data_dir, fake_embeddings, capsys):
+    store = ChromaStore(data_dir=data_dir, index={"dims": 16, "embed": fake_embeddings})
+    store.put(("research",), "f1", {"content": "Carry unwinds"})
+    store.put(("notes",), "n1", {"text": "a note"})
+    store.close()
+    code, out = _run(capsys, "--data-dir", str(data_dir), "index", "check", "--json")
+    rows = {r["collection"]: r for r in json.loads(out)["collections"]}
+    assert code == 0 and rows["research_findings"]["items"] == 1 and rows["research_findings"]["vectors"] == 1
+    assert rows["memories"]["vectors"] == 1 and all(r["repaired"] == 0 for r in rows.values())
+    code, out = _run(capsys, "--data-dir", str(data_dir), "index", "rebuild", "--json")
+    assert code == 0 and json.loads(out)["vectors"] == {"research_findings": 1, "memories": 1}
+    code, out = _run(capsys, "--data-dir", str(data_dir), "index", "check")
+    assert code == 0 and "research_findings" in out
+    store = ChromaStore(data_dir=data_dir, index={"dims": 16, "embed": fake_embeddings})
+    assert store.search(("research",), query="Carry unwinds", limit=1)[0].key == "f1"
+    store.close()

@@ -191,7 +191,7 @@ def test_two_processes_cannot_jointly_create_a_cycle(tmp_path: Path) -> None:
     conn = sqlite3.connect(path)
     for i in range(pairs):
         n = conn.execute(
-            "SELECT COUNT(*) FROM edges WHERE child_id IN (?, ?) AND parent_id IN (?, ?)",
+            "SELECT COUNT(*) FROM lineage_edges WHERE child_id IN (?, ?) AND parent_id IN (?, ?)",
             (f"p{i}a", f"p{i}b", f"p{i}a", f"p{i}b"),
         ).fetchone()[0]
         assert n == 1

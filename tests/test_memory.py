@@ -41,7 +41,7 @@ def test_open_hands_out_store_checkpointer_and_files(data_dir: Path, fake_embedd
         assert isinstance(mem.checkpointer, SqliteCheckpointer)
         assert Path(mem.checkpointer.path) == data_dir.resolve() / "checkpoints.sqlite"
         mem.store_research_finding("x")
-        assert (data_dir / "lineage.sqlite").exists()
+        assert (data_dir / "catalog.sqlite").exists()
     with pytest.raises(ConfigError, match="closed"):
         mem.store_research_finding("after close")
     mem.close()  # idempotent
@@ -120,7 +120,7 @@ def test_research_finding_validation(mem: Memory) -> None:
         mem.store_research_finding("bad", confidence=1.5)
     with pytest.raises(ValidationError):
         mem.store_research_finding("")
-    assert mem.store.count("research_findings") == 0
+    assert mem.store.items.count("research_findings") == 0
 
 
 # ---------------------------------------------------------------- strategies
@@ -216,7 +216,7 @@ def test_resolving_with_an_ancestor_is_a_cycle(mem: Memory) -> None:
 def test_unknown_parent_is_refused_and_nothing_written(mem: Memory) -> None:
     with pytest.raises(LineageError, match="unknown parent"):
         mem.store_strategy("mom", "x", parent_id=str(uuid.uuid4()))
-    assert mem.store.count("strategy_library") == 0
+    assert mem.store.items.count("strategy_library") == 0
     assert mem.versions("mom") == []  # the version number was not consumed
     assert mem.store_strategy("mom", "x").version == 1
 

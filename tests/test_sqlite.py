@@ -17,7 +17,7 @@ from langgraph_memory.errors import LockTimeoutError
 HELPER = Path(__file__).parent / "helpers" / "sqlite_open_race.py"
 
 
-@pytest.mark.parametrize("kind", ["embedding-cache", "access", "lineage", "manifest"])
+@pytest.mark.parametrize("kind", ["embedding-cache", "catalog", "manifest"])
 def test_processes_opening_a_new_side_file_together_all_succeed_and_leave_it_in_wal(
     kind: str, tmp_path: Path
 ) -> None:

@@ -410,14 +410,14 @@ def test_embedding_cache_hits_within_and_across_instances(data_dir: Path) -> Non
 
 def test_reads_record_access(store: ChromaStore) -> None:
     store.put(("research",), "f", {"content": "read me"})
-    before = next(store.iter_items("research"))
+    before = next(store.items.iter_items("research"))
     assert before.access_count == 0
     time.sleep(0.01)
     store.get(("research",), "f")
     store.search(("research",), query="read me", limit=1)
     store.get(("research",), "f", refresh_ttl=False)
     assert store.flush_access() == 1
-    after = next(store.iter_items("research"))
+    after = next(store.items.iter_items("research"))
     assert after.access_count == 2
     assert after.last_accessed_at > before.last_accessed_at
     assert after.updated_at == before.updated_at
@@ -440,10 +440,9 @@ def test_dims_mismatch_is_a_config_error(data_dir: Path, fake_embeddings: Determ
     s = ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings})
     s.put(("research",), "f", {"content": "x"})
     s.close()
-    s2 = ChromaStore(data_dir=data_dir, index={"dims": 8, "embed": DeterministicFakeEmbedding(size=8)})
-    with pytest.raises(ConfigError, match="dimensional"):
-        s2.put(("research",), "g", {"content": "y"})
-    s2.close()
+    # Refused when the store opens, before anything could be mixed.
+    with pytest.raises(ConfigError, match="8 dimensions"):
+        ChromaStore(data_dir=data_dir, index={"dims": 8, "embed": DeterministicFakeEmbedding(size=8)})
 
 
 def test_store_without_index_has_no_semantic_search(data_dir: Path) -> None:
@@ -458,12 +457,12 @@ def test_store_without_index_has_no_semantic_search(data_dir: Path) -> None:
 def test_delete_unchanged_keeps_items_written_since(store: ChromaStore) -> None:
     store.put(("lessons",), "a", {"lesson": "first"})
     store.put(("lessons",), "b", {"lesson": "second"})
-    snap = {it.key: it for it in store.iter_items("lessons")}
+    snap = {it.key: it for it in store.items.iter_items("lessons")}
     expected = {it.uid: (it.updated_at, it.last_accessed_at) for it in snap.values()}
     time.sleep(0.01)
     store.put(("lessons",), "b", {"lesson": "second, edited after the snapshot"})
-    deleted, changed = store.delete_unchanged("lessons", expected)
+    deleted, changed = store.items.delete_unchanged("lessons", expected)
     assert deleted == [snap["a"].uid] and changed == [snap["b"].uid]
     assert store.get(("lessons",), "a") is None
     assert store.get(("lessons",), "b").value["lesson"].endswith("after the snapshot")
-    assert store.delete_unchanged("lessons", expected) == ([], [snap["b"].uid])
+    assert store.items.delete_unchanged("lessons", expected) == ([], [snap["b"].uid])

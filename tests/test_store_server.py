@@ -52,16 +52,19 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
     proc.wait(timeout=30)
 
 
-def _server_store(server: tuple[str, int]) -> ChromaStore:
+def _server_store(server: tuple[str, int], data_dir: Path) -> ChromaStore:
     import chromadb
 
     host, port = server
-    return ChromaStore(chromadb.HttpClient(host=host, port=port), index={"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS)})
+    return ChromaStore(
+        chromadb.HttpClient(host=host, port=port),
+        data_dir=data_dir,
+        index={"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS)},
+    )
 
 
-def test_store_ops_on_a_chroma_server(chroma_server: tuple[str, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    store = _server_store(chroma_server)
+def test_store_ops_on_a_chroma_server(chroma_server: tuple[str, int], data_dir: Path) -> None:
+    store = _server_store(chroma_server, data_dir)
     store.put(("research", "srv"), "f1", {"content": "served finding", "confidence": 0.9})
     store.put(("notes", "srv"), "n1", {"text": "a note", "n": 3})
     assert store.get(("research", "srv"), "f1").value["confidence"] == 0.9
@@ -70,23 +73,31 @@ def test_store_ops_on_a_chroma_server(chroma_server: tuple[str, int], tmp_path: 
     assert ("notes", "srv") in store.list_namespaces()
     store.delete(("notes", "srv"), "n1")
     assert store.get(("notes", "srv"), "n1") is None
+    # The server holds the vectors only, in collections named for this catalog.
+    raw = store.vector_index.chroma_collection("research_findings")
+    assert raw is not None and raw.name.startswith("lgm-") and raw.count() == 1
+    assert raw.get(include=["metadatas"])["metadatas"] == [None]
     store.close()
-    # Nothing was written to a local data directory: the server holds it all.
-    assert not (tmp_path / "memory").exists()
-    again = _server_store(chroma_server)
+    again = _server_store(chroma_server, data_dir)
     assert again.get(("research", "srv"), "f1") is not None
+    assert again.search(("research",), query="served finding", limit=1)[0].key == "f1"
+    # A rebuild makes new server collections and drops the old ones.
+    report = again.rebuild_index(progress=False)
+    assert report.total == 1
+    assert again.vector_index.chroma_collection("research_findings").name != raw.name
+    assert again.search(("research",), query="served finding", limit=1)[0].key == "f1"
     again.close()
 
 
 @pytest.mark.slow
-def test_two_processes_through_one_server(chroma_server: tuple[str, int]) -> None:
+def test_two_processes_through_one_server(chroma_server: tuple[str, int], data_dir: Path) -> None:
     host, port = chroma_server
     n = 300
     env = dict(os.environ)
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
     procs = [
         subprocess.Popen(
-            [sys.executable, str(HELPER), f"http://{host}:{port}", name, str(n), str(DIMS)],
+            [sys.executable, str(HELPER), f"http://{host}:{port}@{data_dir}", name, str(n), str(DIMS)],
             env=env,
             stderr=subprocess.PIPE,
             text=True,
@@ -96,10 +107,12 @@ def test_two_processes_through_one_server(chroma_server: tuple[str, int]) -> Non
     for p in procs:
         _, err = p.communicate(timeout=300)
         assert p.returncode == 0, err[-3000:]
-    store = _server_store(chroma_server)
-    col = store.collection("research")
-    got = col.get(where={"lgm:n1": {"$in": ["srv-a", "srv-b"]}}, include=["embeddings"])
+    store = _server_store(chroma_server, data_dir)
+    assert store.items.count("research") == 2 * n
+    raw = store.vector_index.chroma_collection("research_findings")
+    got = raw.get(include=["embeddings"])
     assert len(got["ids"]) == 2 * n
-    res = col.query(query_embeddings=[list(v) for v in got["embeddings"]], n_results=1, include=[])
+    # Index integrity: every stored vector finds its own record first.
+    res = raw.query(query_embeddings=[list(v) for v in got["embeddings"]], n_results=1, include=[])
     assert [r[0] for r in res["ids"]] == got["ids"]
     store.close()

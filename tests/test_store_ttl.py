@@ -132,8 +132,8 @@ def test_sweeper_without_ttl_config_is_a_finished_future(store: ChromaStore) -> 
 
 
 def test_invalid_ttl_is_refused(store: ChromaStore) -> None:
-    from langgraph_memory.errors import ConfigError
+    from langgraph_memory.errors import InvalidArgumentError
 
-    with pytest.raises(ConfigError):
+    with pytest.raises(InvalidArgumentError, match="positive number of minutes"):
         store.put(("notes",), "k", {"v": 1}, ttl=-1)
     assert store.get(("notes",), "k") is None

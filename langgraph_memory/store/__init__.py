@@ -1,13 +1,20 @@
-"""ChromaStore: a LangGraph ``BaseStore`` over typed Chroma collections.
+"""ChromaStore: a LangGraph ``BaseStore`` over a crash-safe catalog, with Chroma as its vector index.
 
     from langgraph_memory.store import ChromaStore
 
     store = ChromaStore(index=ChromaStore.default_index())   # ./memory, offline model
     store.put(("research",), "f1", {"content": "Carry trades unwind when volatility spikes"})
     print(store.search(("research",), query="currency crash risk", limit=3))
+
+The pieces: :mod:`.base` (the store), :mod:`.planner` (how a search runs),
+:mod:`.index` (Chroma, derived from the catalog and rebuilt from it),
+:mod:`.items` (raw item access for the archive), :mod:`.view` (a read-only
+Chroma/LangChain view), :mod:`.access` (reads that count).
 """
 
+from langgraph_memory.catalog import StoredItem
 from langgraph_memory.store.base import ChromaStore
-from langgraph_memory.store.records import StoredItem
+from langgraph_memory.store.index import RebuildReport
+from langgraph_memory.store.planner import Plan
 
-__all__ = ["ChromaStore", "StoredItem"]
+__all__ = ["ChromaStore", "StoredItem", "Plan", "RebuildReport"]

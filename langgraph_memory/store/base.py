@@ -1,17 +1,19 @@
-"""ChromaStore: LangGraph's ``BaseStore`` over typed Chroma collections."""
+"""ChromaStore: LangGraph's ``BaseStore`` over a catalog of record, with Chroma as its vector index."""
 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import concurrent.futures
 import logging
-import math
 import os
-from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+import threading
+import time
+import weakref
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -25,80 +27,65 @@ from langgraph.store.base import (
     Op,
     PutOp,
     Result,
+    SearchItem,
     SearchOp,
     TTLConfig,
     ensure_embeddings,
-    get_text_at_path,
-    tokenize_path,
 )
 
-from langgraph_memory._chroma import ChromaHandle
-from langgraph_memory.collections import (
-    CollectionSpec,
-    collection_by_name,
-    collection_for,
-)
+from langgraph_memory.catalog import Catalog, StoredItem
+from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog.legacy import has_legacy, import_legacy
+from langgraph_memory.collections import collection_by_name, collection_for
 from langgraph_memory.config import Settings
-from langgraph_memory.embeddings import (
-    _DEFAULT_ALIASES,
-    DEFAULT_DIMS,
-    CachedEmbeddings,
-    SentenceTransformerEmbeddings,
+from langgraph_memory.embeddings import _DEFAULT_ALIASES, CachedEmbeddings, SentenceTransformerEmbeddings
+from langgraph_memory.errors import (
+    ConfigError,
+    EmbeddingModelError,
+    InvalidArgumentError,
+    LangGraphMemoryError,
+    StoreBackendError,
+    ValidationError,
 )
-from langgraph_memory.errors import ConfigError, EmbeddingModelError, StoreBackendError
 from langgraph_memory.store import filters as _filters
-from langgraph_memory.store._maintenance import MaintenanceMixin
-from langgraph_memory.store._search import SearchMixin
-from langgraph_memory.store.access import AccessLog, AccessTable
-from langgraph_memory.store.namespaces import (
-    NamespaceRegistry,
-    select_namespaces,
-    validate_namespace,
-)
-from langgraph_memory.store.records import (
-    K_NS,
-    NS_SEP,
-    StoredItem,
-    decode_metadata,
-    dumps_value,
-    encode_metadata,
-    extra_id,
-    item_uid,
-    removed_keys,
-    text_path,
-)
-from langgraph_memory.store.records import (
-    now as _now,
-)
-from langgraph_memory.store.records import (
-    to_datetime as _dt,
-)
+from langgraph_memory.store._writer import PreparedPut, Writer, check_vectors, dumps_value, index_paths
+from langgraph_memory.store.access import AccessLog
+from langgraph_memory.store.index import ChromaIndex, RebuildReport
+from langgraph_memory.lineage import LineageStore
+from langgraph_memory.store.items import Before, StoreItems
+from langgraph_memory.store.namespaces import list_namespaces, validate_namespace
+from langgraph_memory.store.planner import Plan, Planner
 from langgraph_memory.store.ttl import Sweeper
-from langgraph_memory.store.view import RecordView
+from langgraph_memory.store.view import RecordView, ViewClient
 
 __all__ = ["ChromaStore"]
 
 logger = logging.getLogger(__name__)
 
-@dataclass
-class _PreparedPut:
-    op: PutOp
-    spec: CollectionSpec
-    uid: str
-    value_json: str | None
-    # (path, text, index of the text when the path yields several)
-    texts: list[tuple[str, str, int | None]] = field(default_factory=list)
+T = TypeVar("T")
+
+# Stores still open, closed at interpreter exit: pending reads and queued index changes land.
+_OPEN_STORES: weakref.WeakSet[ChromaStore] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_stores() -> None:
+    for store in list(_OPEN_STORES):
+        try:
+            store.close()
+        except Exception:  # noqa: BLE001 - exiting anyway
+            logger.debug("closing a store at exit failed", exc_info=True)
 
 
 @dataclass
 class _Prepared:
     results: list[Result]
-    gets: list[tuple[int, GetOp]]
-    searches: list[tuple[int, SearchOp]]
-    lists: list[tuple[int, ListNamespacesOp]]
-    puts: list[_PreparedPut]
-    texts: list[str]
-    queries: list[str]
+    gets: list[tuple[int, GetOp]] = field(default_factory=list)
+    searches: list[tuple[int, SearchOp]] = field(default_factory=list)
+    lists: list[tuple[int, ListNamespacesOp]] = field(default_factory=list)
+    puts: list[PreparedPut] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    queries: list[str] = field(default_factory=list)
 
 
 def _make_embeddings(embed: Any) -> Embeddings:
@@ -109,13 +96,35 @@ def _make_embeddings(embed: Any) -> Embeddings:
     return ensure_embeddings(embed)
 
 
-def _index_paths(paths: Sequence[str]) -> list[tuple[str, Any]]:
-    """Each index path with its tokens (``"$"``, the whole value, stays as is)."""
-    return [(p, tokenize_path(p) if p != "$" else p) for p in paths]
+def _embedded(fn: Callable[[], T], what: str) -> T:
+    """Run an embedding call; the model's own exception comes out as :class:`EmbeddingModelError`."""
+    try:
+        return fn()
+    except LangGraphMemoryError:
+        raise
+    except Exception as exc:
+        raise EmbeddingModelError(f"the embedding model failed on {what}: {type(exc).__name__}: {exc}") from exc
 
 
-class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
-    """A LangGraph ``BaseStore`` whose items live in typed Chroma collections.
+async def _aembedded(coro: Awaitable[T], what: str) -> T:
+    try:
+        return await coro
+    except LangGraphMemoryError:
+        raise
+    except Exception as exc:
+        raise EmbeddingModelError(f"the embedding model failed on {what}: {type(exc).__name__}: {exc}") from exc
+
+
+def _count(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgumentError(f"{name} must be a whole number, got {value!r} ({type(value).__name__})")
+    if value < 0:
+        raise InvalidArgumentError(f"{name} cannot be negative, got {value}")
+    return value
+
+
+class ChromaStore(BaseStore):
+    """A LangGraph ``BaseStore`` whose items live in a crash-safe catalog, indexed by Chroma.
 
     Put it wherever ``InMemoryStore``, ``SqliteStore`` or ``PostgresStore``
     was used; ``index=`` and ``ttl=`` take the same configuration. The first
@@ -123,9 +132,17 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
     ``lessons``, ``regimes``, ``tools``, else the general ``memories``);
     typed collections validate values and embed their schema's text field.
 
+    Every item, vector, timestamp and access count lives in the catalog
+    (``<data_dir>/catalog.sqlite``, SQLite in WAL mode): a put is acknowledged
+    once the catalog committed it, and survives the process being killed at
+    any instant. Chroma is an index derived from the catalog: checked on
+    open, repaired or rebuilt from the catalog's vectors when it disagrees or
+    is damaged (:meth:`rebuild_index`), never the only copy of anything.
+    Searches are planned from the catalog's counts (:meth:`explain`).
+
     Args:
-        client: any ``chromadb`` client. Default: an embedded
-            ``PersistentClient`` at ``<data_dir>/chroma``.
+        client: any ``chromadb`` client to hold the index (a server's
+            ``HttpClient``). Default: an embedded Chroma under ``<data_dir>/chroma``.
         index: LangGraph ``IndexConfig`` (``dims``, ``embed``, ``fields``).
             ``embed`` may be an ``Embeddings``, a function, a LangChain
             ``"provider:model"`` string, or a sentence-transformers name such as
@@ -133,12 +150,13 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
             Without it the store has no semantic search, like LangGraph's.
         ttl: LangGraph ``TTLConfig`` (minutes).
         data_dir: the data directory (argument > ``LANGGRAPH_MEMORY_DIR`` >
-            config file > ``./memory``); holds the Chroma folder, its write
-            lock and the embedding cache.
-        lock_timeout: seconds to wait for another process's write before
-            raising ``LockTimeoutError`` (default 30).
+            config file > ``./memory``).
+        lock_timeout: seconds to wait for another process before raising
+            ``LockTimeoutError`` (default 30).
         access_flush_interval: seconds between applying noted reads
             (access counts, last access, TTL refresh).
+        durability: ``"normal"`` (a put survives a crash of the process) or
+            ``"full"`` (also a power loss; an fsync per write).
 
     Example:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -164,49 +182,69 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
         data_dir: str | os.PathLike[str] | None = None,
         lock_timeout: float | None = None,
         access_flush_interval: float = 2.0,
+        durability: Literal["normal", "full"] = "normal",
     ) -> None:
         self.settings = Settings.resolve(data_dir, lock_timeout=lock_timeout)
-        owns_dir = client is None or data_dir is not None
-        if client is None:
-            self.settings.ensure_dirs()
-            self._handle = ChromaHandle.embedded(self.settings.chroma_dir, self.settings.lock_timeout)
-        else:
-            self._handle = ChromaHandle.for_client(client, self.settings.lock_timeout)
-        self._epoch = -1
         self.ttl_config = ttl
         self.index_config: dict[str, Any] | None = None
         self.embeddings: CachedEmbeddings | None = None
-        self._fields: list[tuple[str, Any]] = []
-        self._dims: int | None = None
+        fields: list[tuple[str, Any]] = []
+        dims: int | None = None
         if index:
+            if not isinstance(index, dict):
+                raise ConfigError(f"index must be a dict like {{'dims': 384, 'embed': ...}}, got {index!r}")
             if "embed" not in index:
                 raise ConfigError("index config needs 'embed': an Embeddings, a function, or a model name")
             self.index_config = dict(index)
             inner = _make_embeddings(index["embed"])
-            cache_path = self.settings.embedding_cache_path if owns_dir else None
-            self.embeddings = CachedEmbeddings(inner, path=cache_path)
+            self.embeddings = CachedEmbeddings(inner, path=self.settings.embedding_cache_path)
             dims = index.get("dims")
             if dims is None and isinstance(inner, SentenceTransformerEmbeddings):
                 dims = inner.dims
             if dims is None:
                 raise ConfigError("index config needs 'dims', the size of the embedding vectors")
-            self._dims = int(dims)
-            self._fields = _index_paths(index.get("fields") or ["$"])
-        self._collections: dict[str, Any] = {}
-        self._coll_dims: dict[str, int] = {}
-        self._registry: NamespaceRegistry | None = None
+            if isinstance(dims, bool) or not isinstance(dims, int) or dims <= 0:
+                raise ConfigError(f"index['dims'] must be a positive whole number, got {dims!r}")
+            fields = index_paths(index.get("fields") or ["$"])
+        self._closed = False
+        opened: list[Callable[[], Any]] = []
+        try:
+            self.settings.ensure_dirs()
+            self.catalog = Catalog(self.settings.catalog_path, timeout=self.settings.lock_timeout, durability=durability)
+            opened.append(self.catalog.close)
+            model = self.embeddings.model_id if self.embeddings is not None else None
+            if client is None and has_legacy(self.settings.chroma_dir, self.catalog):
+                import_legacy(self.settings.chroma_dir, self.settings.data_dir, self.catalog, model, dims)
+            self.vector_index = ChromaIndex(
+                self.catalog,
+                root=self.settings.chroma_dir if client is None else None,
+                client=client,
+                lock_timeout=self.settings.lock_timeout,
+            )
+            self._writer = Writer(self.catalog, self.vector_index, fields=fields, model=model, dims=dims)
+            self._writer.check_model()
+            self.vector_index.open()
+            opened.append(self.vector_index.close)
+        except BaseException:
+            for close in reversed(opened):
+                try:
+                    close()
+                except Exception:  # noqa: BLE001 - the first error is the one to report
+                    logger.debug("cleanup after a failed open failed", exc_info=True)
+            if self.embeddings is not None:
+                self.embeddings.close()
+            raise
+        self._fields = fields
+        self._dims = dims
         self._access = AccessLog()
-        # Embedded folders keep applied reads in SQLite beside Chroma; a server keeps them in Chroma.
-        self._access_table = (
-            AccessTable(self._handle.path / "lgm-access.sqlite", timeout=self.settings.lock_timeout)
-            if self._handle.path is not None
-            else None
-        )
+        self.planner = Planner(self.catalog, self.vector_index)
+        #: Raw item access for the archive and the typed API (not part of ``BaseStore``).
+        self.items = StoreItems(self.catalog, self._writer, self.flush_access, self._put_many)
         self._flusher = Sweeper("lgm-access-flush", self.flush_access, access_flush_interval)
         self._ttl_sweeper: Sweeper | None = None
-        # The lineage file store_node registers into: opened on first use, closed with the store.
-        self._lineage: Any | None = None
-        self._closed = False
+        self._close_lock = threading.Lock()
+        self._lineage: LineageStore | None = None
+        _OPEN_STORES.add(self)
 
     # ------------------------------------------------------------------ setup
 
@@ -219,71 +257,32 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
         return {"dims": emb.dims, "embed": emb}
 
     @property
+    def lineage(self) -> LineageStore:
+        """The lineage (edges, versions) of this data directory, kept in the store's catalog."""
+        if self._lineage is None:
+            self._lineage = LineageStore(self.catalog)
+        return self._lineage
+
+    @property
     def client(self) -> Any:
-        """The Chroma client in use (it is replaced when another process changed the folder)."""
-        return self._handle.client
-
-    @contextmanager
-    def _using(self, *, write: bool = False) -> Iterator[Any]:
-        """Every Chroma call runs inside this: the folder lock, a current client."""
-        with self._handle.use(write=write) as client:
-            if self._epoch != self._handle.epoch:
-                self._collections.clear()
-                self._registry = None
-                self._epoch = self._handle.epoch
-            yield client
-
-    def _collection(self, spec: CollectionSpec, *, create: bool = True) -> Any | None:
-        with self._using() as client:
-            col = self._collections.get(spec.name)
-            if col is not None:
-                return col
-            if not create:
-                try:
-                    col = client.get_collection(spec.name, embedding_function=None)
-                except Exception:
-                    return None
-            else:
-                meta: dict[str, Any] = {"hnsw:space": "cosine", "lgm:dims": self._dims or DEFAULT_DIMS}
-                col = client.get_or_create_collection(spec.name, metadata=meta, embedding_function=None)
-            have = int((col.metadata or {}).get("lgm:dims", self._dims or DEFAULT_DIMS))
-            if self._dims is not None and have != self._dims:
-                raise ConfigError(
-                    f"collection {spec.name!r} holds {have}-dimensional vectors but this store embeds with "
-                    f"dims={self._dims}. Use a model of {have} dimensions, or another data directory."
-                )
-            self._coll_dims[spec.name] = have
-            self._collections[spec.name] = col
-            return col
-
-    def _registry_(self) -> NamespaceRegistry:
-        with self._using() as client:
-            if self._registry is None:
-                self._registry = NamespaceRegistry(client, known=self._handle.registered)
-            return self._registry
-
-    def _placeholder(self, spec: CollectionSpec) -> list[float]:
-        d = self._coll_dims.get(spec.name) or self._dims or DEFAULT_DIMS
-        return [1.0 / math.sqrt(d)] * d
+        """The Chroma client holding the index."""
+        return self.vector_index.handle.client
 
     def collection(self, label_or_name: str) -> RecordView:
-        """The Chroma collection for a label (``"research"``) or name (``"research_findings"``).
-
-        Reads return each record's embedded text as its document (the store
-        itself writes none); everything else is the plain Chroma collection.
+        """A read-only view of one collection, as Chroma's collection API reads it.
 
         Example:
             >>> store.collection("lessons").get(include=["documents"])["documents"]  # doctest: +SKIP
             ['Short lookbacks whipsaw in volatile regimes']
         """
-        with self._using():
-            return RecordView(self._collection(collection_by_name(label_or_name)))
+        embed = self._embed_query if self.embeddings is not None else None
+        return RecordView(self.catalog, self.vector_index, collection_by_name(label_or_name).name, embed)
 
     def as_vectorstore(self, label_or_name: str) -> Any:
-        """The collection as a LangChain ``langchain_chroma.Chroma`` vector store.
+        """One collection as a read-only LangChain ``langchain_chroma.Chroma`` vector store.
 
         Use it for retrievers and chains over the memories; write through the
-        store, which keeps timestamps, lineage and namespaces consistent.
+        store, which keeps the catalog, timestamps and lineage consistent.
 
         Example:
             >>> retriever = store.as_vectorstore("research").as_retriever()  # doctest: +SKIP
@@ -292,317 +291,320 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
             raise ConfigError("as_vectorstore needs a store built with index= (an embedding model)")
         from langchain_chroma import Chroma
 
-        spec = collection_by_name(label_or_name)
-        view = self.collection(spec.name)
-        vs = Chroma(client=self.client, collection_name=spec.name, embedding_function=self.embeddings)
-        vs._chroma_collection = view  # page_content comes from the records' values
-        return vs
+        view = self.collection(label_or_name)
+        return Chroma(client=ViewClient(view), collection_name=view.name, embedding_function=self.embeddings,
+                      create_collection_if_not_exists=False)
 
     # ------------------------------------------------------------ public ops
 
     def put(self, namespace: tuple[str, ...], key: str, value: dict[str, Any], index: Any = None, *, ttl: Any = NOT_PROVIDED) -> None:  # type: ignore[override]
         """Store or update an item (see ``BaseStore.put``); ``value=None`` is refused, use ``delete``."""
-        validate_namespace(namespace, for_write=True)
+        namespace = validate_namespace(namespace, for_write=True)
         super().put(namespace, key, value, index, ttl=ttl)
 
     async def aput(self, namespace: tuple[str, ...], key: str, value: dict[str, Any], index: Any = None, *, ttl: Any = NOT_PROVIDED) -> None:  # type: ignore[override]
         """Async ``put``."""
-        validate_namespace(namespace, for_write=True)
+        namespace = validate_namespace(namespace, for_write=True)
         await super().aput(namespace, key, value, index, ttl=ttl)
+
+    def explain(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+    ) -> Plan:
+        """The plan a :meth:`search` with these arguments gets (nothing is run or embedded).
+
+        Example:
+            >>> print(store.explain(("memories", "u3"), query="risk"))          # doctest: +SKIP
+            exact over memories; 100 items in scope; ~100 candidates
+        """
+        op = self._check_search(SearchOp(namespace_prefix, filter, limit, offset, query))
+        return self.planner.explain(op, has_query=bool(query) and self.embeddings is not None)
+
+    def rebuild_index(self, *, progress: bool | Callable[[str, int, int], None] = True) -> RebuildReport:
+        """Rebuild the Chroma index from the catalog's vectors (no re-embedding), and switch to it.
+
+        Shows a progress bar on a terminal (or calls ``progress(collection,
+        done, total)``); the old index serves searches until the new one is
+        complete.
+
+        Example:
+            >>> store.rebuild_index().total      # doctest: +SKIP
+            1200
+        """
+        self._check_open()
+        return self.vector_index.rebuild(progress=progress)
 
     # --------------------------------------------------------------- batching
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run ops in order of their results (LangGraph's batch contract)."""
+        """Run ops; results in op order (LangGraph's batch contract)."""
         prep = self._prepare(ops)
-        doc_vecs = self.embeddings.embed_documents(prep.texts) if prep.texts and self.embeddings else []
-        query_vecs = self._embed_queries(prep.queries)
+        doc_vecs = self._embed_documents(prep.texts)
+        query_vecs = {q: self._embed_query(q) for q in prep.queries}
         return self._execute(prep, doc_vecs, query_vecs)
 
+    def _embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if not texts or self.embeddings is None:
+            return []
+        emb = self.embeddings
+        return _embedded(lambda: emb.embed_documents(texts), f"{len(texts)} texts")
+
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Async ``batch``: embedding is awaited, Chroma work runs in a worker thread."""
+        """Async ``batch``: embedding is awaited, catalog and Chroma work runs in a worker thread."""
         prep = await asyncio.to_thread(self._prepare, list(ops))
         doc_vecs: list[list[float]] = []
-        query_vecs: dict[str, list[float]] = {}
+        query_vecs: dict[str, np.ndarray] = {}
         if self.embeddings is not None:
+            emb = self.embeddings
             if prep.texts:
-                doc_vecs = await self.embeddings.aembed_documents(prep.texts)
+                doc_vecs = await _aembedded(emb.aembed_documents(prep.texts), f"{len(prep.texts)} texts")
             if prep.queries:
-                vecs = await asyncio.gather(*(self.embeddings.aembed_query(q) for q in prep.queries))
-                query_vecs = dict(zip(prep.queries, vecs))
+                vecs = await asyncio.gather(*(_aembedded(emb.aembed_query(q), "a query") for q in prep.queries))
+                query_vecs = {q: check_vectors([v], self._dims, "a query")[0] for q, v in zip(prep.queries, vecs)}
         return await asyncio.to_thread(self._execute, prep, doc_vecs, query_vecs)
 
-    def _embed_queries(self, queries: list[str]) -> dict[str, list[float]]:
-        if not queries or self.embeddings is None:
-            return {}
-        return {q: self.embeddings.embed_query(q) for q in queries}
+    def _put_many(self, ops: list[PutOp], before: Before | None) -> list[int | None]:
+        prep = self._prepare(ops)
+        return self._writer.write(prep.puts, self._embed_documents(prep.texts), now=time.time(), before=before)
+
+    def _embed_query(self, query: str) -> np.ndarray:
+        assert self.embeddings is not None
+        emb = self.embeddings
+        vec = _embedded(lambda: emb.embed_query(query), "a query")
+        return check_vectors([vec], self._dims, "a query")[0]
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreBackendError("this ChromaStore is closed; open a new one")
+
+    def _check_search(self, op: SearchOp) -> SearchOp:
+        prefix = validate_namespace(op.namespace_prefix, for_write=False)
+        _filters.validate_filter(op.filter)
+        limit = _count(op.limit, "limit")
+        offset = _count(op.offset, "offset")
+        if op.query is not None and not isinstance(op.query, str):
+            raise InvalidArgumentError(f"query must be a string, got {type(op.query).__name__}")
+        return op._replace(namespace_prefix=prefix, limit=limit, offset=offset)
 
     def _prepare(self, ops: Iterable[Op]) -> _Prepared:
         """Validate everything and collect texts to embed, before anything is written."""
-        if self._closed:
-            raise StoreBackendError("this ChromaStore is closed; open a new one")
-        prep = _Prepared([], [], [], [], [], [], [])
+        self._check_open()
+        prep = _Prepared([])
         last_put: dict[tuple[tuple[str, ...], str], int] = {}
-        puts: list[_PreparedPut] = []
+        puts: list[PreparedPut | None] = []
         queries: dict[str, None] = {}
         for i, op in enumerate(ops):
             prep.results.append(None)
             if isinstance(op, GetOp):
-                validate_namespace(op.namespace, for_write=False)
-                prep.gets.append((i, op))
+                ns = validate_namespace(op.namespace, for_write=False)
+                prep.gets.append((i, op._replace(namespace=ns)))
             elif isinstance(op, SearchOp):
-                validate_namespace(op.namespace_prefix, for_write=False)
-                _filters.validate_filter(op.filter)
+                op = self._check_search(op)
                 prep.searches.append((i, op))
                 if op.query and self.embeddings is not None:
                     queries[op.query] = None
             elif isinstance(op, ListNamespacesOp):
                 for cond in op.match_conditions or ():
                     validate_namespace(tuple(p for p in cond.path if p != "*"), for_write=False)
+                _count(op.limit, "limit")
+                _count(op.offset, "offset")
                 prep.lists.append((i, op))
             elif isinstance(op, PutOp):
-                validate_namespace(op.namespace, for_write=True)
-                if not isinstance(op.key, str):
-                    raise StoreBackendError(f"keys must be strings, got {type(op.key).__name__}")
-                spec = collection_for(op.namespace)
-                value_json = None
-                if op.value is not None:
-                    if not isinstance(op.value, dict):
-                        from langgraph_memory.errors import ValidationError
-
-                        raise ValidationError(f"store values must be dicts, got {type(op.value).__name__}")
-                    spec.validate(op.value)
-                    value_json = dumps_value(op.value)
-                    if op.ttl is not None and (not isinstance(op.ttl, (int, float)) or op.ttl <= 0):
-                        raise ConfigError(f"ttl must be a positive number of minutes, got {op.ttl!r}")
-                key = (op.namespace, op.key)
-                if key in last_put:  # last put of a key in a batch wins, as in InMemoryStore
-                    puts[last_put[key]] = None  # type: ignore[call-overload]
+                p = self._prepare_put(op)
+                key = (p.op.namespace, p.op.key)
+                if key in last_put:  # the last put of a key in a batch wins, as in InMemoryStore
+                    puts[last_put[key]] = None
                 last_put[key] = len(puts)
-                puts.append(_PreparedPut(op, spec, item_uid(op.namespace, op.key), value_json))
+                puts.append(p)
             else:
-                raise StoreBackendError(f"unknown operation type: {type(op).__name__}")
+                raise InvalidArgumentError(f"unknown operation type: {type(op).__name__}")
         prep.puts = [p for p in puts if p is not None]
         for p in prep.puts:
-            if p.op.value is not None:
-                p.texts = self._texts_for(p)
-                prep.texts.extend(t for _, t, _ in p.texts)
+            if p.value_json is not None:
+                p.texts = self._writer.texts_for(p.op, p.spec)
+                prep.texts.extend(t for _, t in p.texts)
         prep.queries = list(queries)
         return prep
 
-    def _texts_for(self, p: _PreparedPut) -> list[tuple[str, str, int | None]]:
-        op = p.op
-        if self.embeddings is None or op.index is False:
-            return []
-        if op.index is None:
-            if p.spec.embed_field is not None:
-                paths = [(p.spec.embed_field, tokenize_path(p.spec.embed_field))]
-            else:
-                paths = self._fields
-        else:
-            paths = _index_paths(op.index)
-        out: list[tuple[str, str, int | None]] = []
-        for path, tokens in paths:
-            texts = get_text_at_path(op.value, tokens)
-            if len(texts) > 1:
-                out.extend((text_path(path, i), t, i) for i, t in enumerate(texts))
-            elif texts:
-                out.append((path, texts[0], None))
-        return out
+    def _prepare_put(self, op: PutOp) -> PreparedPut:
+        ns = validate_namespace(op.namespace, for_write=True)
+        if not isinstance(op.key, str) or not op.key:
+            raise InvalidArgumentError(f"keys must be non-empty strings, got {op.key!r}")
+        op = op._replace(namespace=ns)
+        spec = collection_for(ns)
+        if op.value is None:
+            return PreparedPut(op, spec, None)
+        if not isinstance(op.value, dict):
+            raise ValidationError(f"store values must be dicts, got {type(op.value).__name__}")
+        if op.index is not None and op.index is not False:
+            index_paths(op.index)
+        ttl = op.ttl
+        if ttl is not None and (
+            isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0 or ttl == float("inf")
+        ):
+            raise InvalidArgumentError(f"ttl must be a positive number of minutes, got {ttl!r}")
+        spec.validate(op.value)
+        return PreparedPut(op, spec, dumps_value(op.value))
 
     def _execute(
-        self, prep: _Prepared, doc_vecs: list[list[float]], query_vecs: dict[str, list[float]]
-    ) -> list[Result]:
-        with self._using(write=bool(prep.puts)):
-            return self._execute_locked(prep, doc_vecs, query_vecs)
-
-    def _execute_locked(
-        self, prep: _Prepared, doc_vecs: list[list[float]], query_vecs: dict[str, list[float]]
+        self, prep: _Prepared, doc_vecs: list[list[float]], query_vecs: dict[str, np.ndarray]
     ) -> list[Result]:
         results = prep.results
+        now = time.time()
         # Reads see the state before this batch's writes, as in InMemoryStore.
-        for i, value in self._run_gets(prep.gets):
-            results[i] = value
+        if prep.gets:
+            for i, item in self._run_gets(prep.gets, now):
+                results[i] = item
         for i, op in prep.searches:
-            results[i] = self._run_search(op, query_vecs.get(op.query) if op.query else None)
+            results[i] = self._run_search(op, query_vecs.get(op.query) if op.query else None, now)
         if prep.lists:
-            registered = [ns for ns, _ in self._registry_().all()]
-            for i, op in prep.lists:
-                results[i] = select_namespaces(registered, op)
+            with self.catalog.read() as conn:
+                for i, op in prep.lists:
+                    results[i] = list_namespaces(conn, op)
         if prep.puts:
-            self._run_puts(prep.puts, doc_vecs)
+            self._writer.write(prep.puts, doc_vecs, now=now)
         if self._access and not self._flusher.running and not self._closed:
             self._flusher.start()
         return results
 
-    # ------------------------------------------------------------------- gets
+    # ------------------------------------------------------------ reads
 
     @property
     def _omits_expired(self) -> bool:
         """Whether ``ttl={"omit_expired": True}``: reads hide expired items before any sweep."""
         return bool(self.ttl_config and self.ttl_config.get("omit_expired"))
 
-    def _omit(self, item: StoredItem, now: float, collection: str) -> bool:
-        """Whether ``omit_expired`` hides this item (a read may have refreshed its TTL since)."""
+    def _omitter(self, now: float) -> Callable[[StoredItem], bool]:
         if not self._omits_expired:
-            return False
-        if item.expires_at is None or item.expires_at >= now:
-            return False
-        if self._access_table is not None:
-            self._access_table.merge_into(collection, [item])
-        return item.expires_at < now
+            return lambda _it: False
 
-    def _run_gets(self, gets: list[tuple[int, GetOp]]) -> Iterator[tuple[int, Item | None]]:
-        by_spec: dict[str, list[tuple[int, GetOp]]] = defaultdict(list)
+        def omit(it: StoredItem) -> bool:
+            if it.expires_at is None or it.expires_at >= now:
+                return False
+            refreshed = self._access.expiry(it.id) if it.id is not None else None
+            return refreshed is None or refreshed < now
+
+        return omit
+
+    def _run_gets(self, gets: list[tuple[int, GetOp]], now: float) -> list[tuple[int, Item | None]]:
+        with self.catalog.read() as conn:
+            found = _items.get_items(conn, [(op.namespace, op.key) for _, op in gets])
+        omit = self._omitter(now)
+        out: list[tuple[int, Item | None]] = []
+        touched: list[tuple[int, float | None]] = []
         for i, op in gets:
-            by_spec[collection_for(op.namespace).name].append((i, op))
-        now = _now()
-        for name, group in by_spec.items():
-            col = self._collection(collection_by_name(name), create=False)
-            if col is None:
-                for i, _ in group:
-                    yield i, None
+            it = found.get((op.namespace, op.key))
+            if it is None or omit(it):
+                out.append((i, None))
                 continue
-            uids = [item_uid(op.namespace, op.key) for _, op in group]
-            got = col.get(ids=list(dict.fromkeys(uids)), include=["metadatas"])
-            found = {rid: decode_metadata(m) for rid, m in zip(got["ids"], got["metadatas"] or [])}
-            touched: list[StoredItem] = []
-            for (i, op), uid in zip(group, uids):
-                item = found.get(uid)
-                if item is None or item.namespace != op.namespace or item.key != op.key or self._omit(item, now, name):
-                    yield i, None
-                    continue
-                if op.refresh_ttl:
-                    touched.append(item)
-                yield i, Item(
-                    value=item.value,
-                    key=item.key,
-                    namespace=item.namespace,
-                    created_at=_dt(item.created_at),
-                    updated_at=_dt(item.updated_at),
-                )
-            self._access.note(name, touched, now)
+            if op.refresh_ttl and it.id is not None:
+                touched.append((it.id, it.ttl_minutes))
+            out.append((i, Item(value=it.value, key=it.key, namespace=it.namespace,
+                                created_at=_items_dt(it.created_at), updated_at=_items_dt(it.updated_at))))
+        self._access.note(touched, now)
+        return out
 
-    # -------------------------------------------------------------------- puts
+    def _run_search(self, op: SearchOp, qvec: np.ndarray | None, now: float) -> list[SearchItem]:
+        hits, plan = self.planner.run(op, qvec, omit=self._omitter(now))
+        logger.debug("search %s: %s", op.namespace_prefix, plan)
+        if op.refresh_ttl:
+            self._access.note([(it.id, it.ttl_minutes) for _, it in hits if it.id is not None], now)
+        return [
+            SearchItem(namespace=it.namespace, key=it.key, value=it.value, created_at=_items_dt(it.created_at),
+                       updated_at=_items_dt(it.updated_at), score=score)
+            for score, it in hits
+        ]
 
-    def _run_puts(self, puts: list[_PreparedPut], doc_vecs: list[list[float]]) -> None:
-        vec_iter = iter(doc_vecs)
-        vectors: dict[str, list[list[float]]] = {}
-        for p in puts:
-            vecs = [next(vec_iter) for _ in p.texts]
-            for v in vecs:
-                if self._dims is not None and len(v) != self._dims:
-                    raise EmbeddingModelError(
-                        f"the embedding model returned {len(v)}-dimensional vectors but index dims={self._dims}; "
-                        "fix index['dims']"
-                    )
-            vectors[p.uid] = vecs
-        by_spec: dict[str, list[_PreparedPut]] = defaultdict(list)
-        for p in puts:
-            by_spec[p.spec.name].append(p)
-        with self._using(write=True):
-            registry = self._registry_()
-            added: dict[tuple[str, ...], str] = {}
-            emptied: list[tuple[Any, tuple[str, ...]]] = []
-            for group in by_spec.values():
-                spec = group[0].spec
-                col = self._collection(spec)
-                self._write_group(spec, col, group, vectors, added, emptied)
-            registry.add(added)
-            gone = [ns for col, ns in emptied if ns not in added and not self._namespace_has_items(col, ns)]
-            registry.remove(gone)
+    # ---------------------------------------------------------- upkeep
 
-    def _write_group(
-        self,
-        spec: CollectionSpec,
-        col: Any,
-        group: list[_PreparedPut],
-        vectors: dict[str, list[list[float]]],
-        added: dict[tuple[str, ...], str],
-        emptied: list[tuple[Any, tuple[str, ...]]],
-    ) -> None:
-        now = _now()
-        got = col.get(ids=[p.uid for p in group], include=["metadatas"])
-        old_meta = {rid: m for rid, m in zip(got["ids"], got["metadatas"] or [])}
-        ids: list[str] = []
-        embs: list[list[float]] = []
-        metas: list[dict[str, Any]] = []
-        to_delete: list[str] = []
-        placeholder = self._placeholder(spec)
-        for p in group:
-            old = old_meta.get(p.uid)
-            old_item = decode_metadata(old) if old else None
-            old_n = old_item.n_vectors if old_item else 0
-            if p.op.value is None:
-                if old_item is not None:
-                    to_delete.append(p.uid)
-                    to_delete.extend(extra_id(p.uid, i) for i in range(1, old_n))
-                    emptied.append((col, old_item.namespace))
-                continue
-            vecs = vectors[p.uid]
-            ttl = p.op.ttl
-            item = StoredItem(
-                namespace=p.op.namespace,
-                key=p.op.key,
-                value=p.op.value,
-                created_at=old_item.created_at if old_item else now,
-                updated_at=now,
-                last_accessed_at=now,
-                access_count=old_item.access_count if old_item else 0,
-                expires_at=(now + ttl * 60.0) if ttl else None,
-                ttl_minutes=float(ttl) if ttl else None,
-                indexed=bool(vecs),
-                n_vectors=max(1, len(vecs)),
-            )
-            # (record id, vector, extra index, path, text index); an unindexed
-            # item keeps one record with a placeholder vector.
-            records: list[tuple[str, list[float], int, str, int | None]] = [
-                (p.uid if i == 0 else extra_id(p.uid, i), vecs[i], i, p.texts[i][0], p.texts[i][2])
-                for i in range(len(vecs))
-            ] or [(p.uid, placeholder, 0, "", None)]
-            for rid, vec, x, path, text_index in records:
-                meta = encode_metadata(item, value_json=p.value_json, extra=x, path=path, text_index=text_index)
-                if old:  # upsert merges metadata: drop fields the new value no longer has
-                    meta = {**removed_keys(old, meta), **meta}
-                ids.append(rid)
-                embs.append(vec)
-                metas.append(meta)
-            to_delete.extend(extra_id(p.uid, i) for i in range(item.n_vectors, old_n))
-            added[item.namespace] = spec.name
+    def flush_access(self) -> int:
+        """Apply pending reads (access counts, last access, TTL refresh) to the catalog; return items touched."""
+        pending = self._access.take()
+        if not pending:
+            return 0
+        rows = [(acc.at, acc.count, acc.expires_at, item_id) for item_id, acc in pending.items()]
         try:
-            if ids:
-                # One float32 array, rather than a list Chroma converts row by row.
-                col.upsert(ids=ids, embeddings=np.asarray(embs, dtype=np.float32), metadatas=metas)
-            if to_delete:
-                col.delete(ids=to_delete)
-        except Exception as exc:
-            raise StoreBackendError(f"Chroma rejected a write to {spec.name!r}: {exc}") from exc
-        if self._access_table is not None:
-            self._access_table.forget(spec.name, [p.uid for p in group if p.op.value is None])
+            with self.catalog.write() as conn:
+                return _items.apply_access(conn, rows)
+        except BaseException:
+            self._access.give_back(pending)
+            raise
 
-    @staticmethod
-    def _namespace_has_items(col: Any, namespace: tuple[str, ...]) -> bool:
-        got = col.get(where={K_NS: NS_SEP.join(namespace)}, limit=1, include=[])
-        return bool(got["ids"])
+    def sweep_ttl(self) -> int:
+        """Delete expired items now; return how many were deleted."""
+        self._check_open()
+        self.flush_access()
+        now = time.time()
+        with self.catalog.write() as conn:
+            doomed = _items.expired(conn, now)
+            by_coll: dict[str, list[StoredItem]] = {}
+            for it in doomed:
+                by_coll.setdefault(collection_for(it.namespace).name, []).append(it)
+            for name, group in by_coll.items():
+                _items.delete_items(conn, group, name)
+        if doomed:
+            self._writer.sync(set(by_coll))
+            logger.info("swept %d expired items", len(doomed))
+        return len(doomed)
+
+    def count_expired(self) -> int:
+        """How many items :meth:`sweep_ttl` would delete now (a dry run; nothing is flushed or deleted)."""
+        now = time.time()
+        with self.catalog.read() as conn:
+            return sum(
+                1 for it in _items.expired(conn, now)
+                if (refreshed := self._access.expiry(it.id or -1)) is None or refreshed < now
+            )
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: int | None = None) -> concurrent.futures.Future[None]:
+        """Sweep expired items every ``sweep_interval_minutes`` (default from ``ttl``, else 5).
+
+        Returns a ``concurrent.futures.Future``; cancelling it stops the sweeper.
+        """
+        if not self.ttl_config:
+            done: concurrent.futures.Future[None] = concurrent.futures.Future()
+            done.set_result(None)
+            return done
+        minutes = float(sweep_interval_minutes or self.ttl_config.get("sweep_interval_minutes") or 5)
+        if self._ttl_sweeper is None or not self._ttl_sweeper.running:
+            self._ttl_sweeper = Sweeper("lgm-ttl-sweeper", self.sweep_ttl, minutes * 60.0)
+        return self._ttl_sweeper.start()
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread; True if it stopped (or was not running)."""
+        if self._ttl_sweeper is None:
+            return True
+        return self._ttl_sweeper.stop(timeout)
 
     # --------------------------------------------------------------- lifecycle
 
     def close(self) -> None:
-        """Apply pending reads, stop background threads, release the cache file."""
-        if self._closed:
-            return
+        """Apply pending reads and queued index changes, stop background threads, release the files."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        _OPEN_STORES.discard(self)
         self.stop_ttl_sweeper(timeout=5)
         self._flusher.stop(timeout=5)
-        try:
-            self.flush_access()
-        finally:
-            self._closed = True
-            if self.embeddings is not None:
-                self.embeddings.close()
-            if self._access_table is not None:
-                self._access_table.close()
-            if self._lineage is not None:
-                self._lineage.close()
+        steps: list[Callable[[], Any]] = [self.flush_access, self.vector_index.close]
+        if self.embeddings is not None:
+            steps.append(self.embeddings.close)
+        steps.append(self.catalog.close)
+        errors: list[BaseException] = []
+        for step in steps:
+            try:
+                step()
+            except Exception as exc:  # close everything, then report the first failure
+                errors.append(exc)
+        if errors:
+            raise errors[0]
 
     def __enter__(self) -> ChromaStore:
         return self
@@ -615,3 +617,9 @@ class ChromaStore(SearchMixin, MaintenanceMixin, BaseStore):
 
     async def __aexit__(self, *exc: object) -> None:
         await asyncio.to_thread(self.close)
+
+
+def _items_dt(ts: float) -> Any:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ts, tz=timezone.utc)

@@ -1,11 +1,9 @@
-"""LangGraph search filters: matching in Python and translation to Chroma ``where``.
+"""LangGraph search filters: validation, and the exact match on a value.
 
 LangGraph filters look like ``{"status": "approved", "metrics": {"sharpe": {"$gt": 1}}}``
 with the operators ``$eq $ne $gt $gte $lt $lte`` and nested dicts for nested
-values. :func:`compile_where` turns the part Chroma can evaluate into a
-``where`` clause (one operator per level, several conditions under ``$and``)
-whose matches are always a superset of the true matches; :func:`matches`
-then decides exactly, so anything Chroma cannot express is applied afterwards.
+values. The catalog's filter index (:mod:`langgraph_memory.catalog.fields`)
+narrows the candidates; :func:`matches` decides exactly.
 
 Comparison rules (those of PostgreSQL's JSONB, which LangGraph's stores follow):
 booleans equal only booleans (``True`` is not ``1``); ``1`` equals ``1.0``;
@@ -14,8 +12,8 @@ strings, and anything else (a missing field included) does not match.
 
     >>> matches({"a": {"b": 2}}, {"a": {"b": {"$gte": 2}}})
     True
-    >>> compile_where({"a": {"b": {"$gte": 2}}, "s": "x"})
-    ({'$and': [{'a.b': {'$gte': 2}}, {'s': {'$eq': 'x'}}]}, True)
+    >>> matches({"access-level": "public"}, {"access-level": "public"})
+    True
 """
 
 from __future__ import annotations
@@ -23,9 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph_memory.errors import FilterError
-from langgraph_memory.store.records import flat_key_ok, flattenable
 
-__all__ = ["matches", "compile_where", "combine_where", "OPERATORS"]
+__all__ = ["matches", "validate_filter", "OPERATORS"]
 
 OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"})
 _RANGE = {"$gt", "$gte", "$lt", "$lte"}
@@ -106,73 +103,36 @@ def validate_filter(filter: dict[str, Any] | None) -> None:
     if not isinstance(filter, dict):
         raise FilterError(f"a filter must be a dict, got {type(filter).__name__}")
 
-    def walk(cond: Any) -> None:
+    def has_operator(v: Any) -> bool:
+        if isinstance(v, dict):
+            return any(isinstance(k, str) and k.startswith("$") or has_operator(x) for k, x in v.items())
+        if isinstance(v, (list, tuple)):
+            return any(has_operator(x) for x in v)
+        return False
+
+    def walk(cond: Any, path: str) -> None:
         if isinstance(cond, dict):
             for k, v in cond.items():
-                if isinstance(k, str) and k.startswith("$"):
+                if not isinstance(k, str):
+                    raise FilterError(f"filter keys must be strings, got {k!r} at {path or 'the top'}")
+                if k.startswith("$"):
                     if k not in OPERATORS:
                         raise FilterError(
-                            f"unsupported filter operator {k!r}; use one of {', '.join(sorted(OPERATORS))}"
+                            f"unsupported filter operator {k!r} at {path or 'the top'}; use one of "
+                            f"{', '.join(sorted(OPERATORS))}"
                         )
+                    if not path:
+                        raise FilterError(f"operator {k} needs a field: write {{'field': {{{k!r}: ...}}}}")
                     if k in _RANGE and not (_is_number(v) or isinstance(v, str)):
-                        raise FilterError(f"operator {k} needs a number or a string, got {v!r}")
+                        raise FilterError(f"operator {k} at {path!r} needs a number or a string, got {v!r}")
+                    if has_operator(v):
+                        raise FilterError(
+                            f"the operand of {k} at {path!r} holds another operator ({v!r}); operators do not "
+                            "nest: write {'field': {'$gt': 1}} rather than {'field': {'$eq': {'$gt': 1}}}"
+                        )
                 else:
-                    walk(v)
+                    walk(v, f"{path}.{k}" if path else k)
+        elif isinstance(cond, float) and cond != cond:
+            raise FilterError(f"the filter compares {path!r} with NaN, which equals nothing; give a number")
 
-    walk(filter)
-
-
-def _compile(path: str, cond: Any, out: list[dict[str, Any]]) -> bool:
-    """Append clauses for ``cond`` at ``path``; return whether they are exact."""
-    if isinstance(cond, dict):
-        if any(isinstance(k, str) and k.startswith("$") for k in cond):
-            exact = True
-            for op, operand in cond.items():
-                if op in ("$eq", "$ne") and flattenable(operand):
-                    out.append({path: {op: operand}})
-                elif op in _RANGE and _is_number(operand) and flattenable(operand):
-                    out.append({path: {op: operand}})
-                else:
-                    exact = False
-            return exact
-        if not cond:
-            return False
-        exact = True
-        for k, v in cond.items():
-            if not flat_key_ok(k):
-                exact = False
-                continue
-            exact = _compile(f"{path}.{k}", v, out) and exact
-        return exact
-    if flattenable(cond):
-        out.append({path: {"$eq": cond}})
-        return True
-    return False
-
-
-def compile_where(filter: dict[str, Any] | None, *, unflattened: str | None = None) -> tuple[dict[str, Any] | None, bool]:
-    """Chroma ``where`` for ``filter`` and whether it is exact (no Python pass needed).
-
-    ``unflattened`` names a top-level field the collection does not flatten
-    (a typed collection's embedded text): conditions on it run in Python.
-    """
-    if not filter:
-        return None, True
-    clauses: list[dict[str, Any]] = []
-    exact = True
-    for key, cond in filter.items():
-        if not flat_key_ok(key) or key == unflattened:
-            exact = False
-            continue
-        exact = _compile(key, cond, clauses) and exact
-    return combine_where(clauses), exact
-
-
-def combine_where(clauses: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """One ``where`` from several single-condition clauses."""
-    clauses = [c for c in clauses if c]
-    if not clauses:
-        return None
-    if len(clauses) == 1:
-        return clauses[0]
-    return {"$and": clauses}
+    walk(filter, "")

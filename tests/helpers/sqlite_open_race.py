@@ -16,14 +16,12 @@ from pathlib import Path
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langgraph_memory.archive.manifest import Manifest
+from langgraph_memory.catalog import Catalog
 from langgraph_memory.embeddings import CachedEmbeddings
-from langgraph_memory.lineage import LineageStore
-from langgraph_memory.store.access import AccessTable
 
 OPENERS = {
     "embedding-cache": lambda p: CachedEmbeddings(DeterministicFakeEmbedding(size=4), path=p).close(),
-    "access": lambda p: AccessTable(p),
-    "lineage": lambda p: LineageStore(p).close(),
+    "catalog": lambda p: Catalog(p).close(),
     "manifest": lambda p: Manifest(p),
 }
 

@@ -1,6 +1,6 @@
 """Subprocess writer for tests: put N items into a data directory in small batches.
 
-usage: python store_writer.py DATA_DIR|http://HOST:PORT PREFIX N DIMS [START_FLAG]
+usage: python store_writer.py DATA_DIR|http://HOST:PORT@DATA_DIR PREFIX N DIMS [START_FLAG]
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ def main() -> None:
     if data_dir.startswith("http://"):
         import chromadb
 
-        host, port = data_dir.removeprefix("http://").split(":")
-        store = ChromaStore(chromadb.HttpClient(host=host, port=int(port)), index=index)
+        server, data_dir = data_dir.removeprefix("http://").split("@", 1)
+        host, port = server.split(":")
+        store = ChromaStore(chromadb.HttpClient(host=host, port=int(port)), data_dir=data_dir, index=index)
     else:
         store = ChromaStore(data_dir=data_dir, index=index)
     if start_flag is not None:  # start both writers together

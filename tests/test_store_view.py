@@ -1,4 +1,4 @@
-"""The record layout: texts read back from values, unflattened prose fields, the namespace registry cache."""
+"""The read-only collection view, texts read back from values, and namespace listing across stores."""
 
 from __future__ import annotations
 
@@ -12,23 +12,21 @@ from typing import Any
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from langgraph_memory.collections import collection_for
+from langgraph_memory.errors import ReadOnlyError
 from langgraph_memory.store import ChromaStore
-from langgraph_memory.store.filters import compile_where
-from langgraph_memory.store.records import record_text
 from tests.conftest import FAKE_DIMS
 
 
-def _raw(store: ChromaStore, label: str) -> Any:
-    """The plain Chroma collection, without the document-filling view."""
-    return store._collection(collection_for((label,)))
+def _raw(store: ChromaStore, name: str) -> Any:
+    """The plain Chroma collection behind the index."""
+    return store.client.get_collection(name, embedding_function=None)
 
 
-def test_records_carry_no_documents_but_every_view_reads_the_text(store: ChromaStore) -> None:
+def test_chroma_holds_only_vectors_and_the_view_reads_everything_from_the_catalog(store: ChromaStore) -> None:
     store.put(("research",), "f1", {"content": "Carry trades unwind when volatility spikes", "source": "macro"})
-    raw = _raw(store, "research").get(include=["documents", "metadatas"])
-    assert raw["documents"] == [None]  # Chroma holds no copy of the text
-    assert record_text(raw["metadatas"][0]) == "Carry trades unwind when volatility spikes"
+    raw = _raw(store, "research_findings").get(include=["documents", "metadatas", "embeddings"])
+    assert raw["documents"] == [None] and raw["metadatas"] == [None]  # the catalog holds the rest
+    assert len(raw["embeddings"][0]) == FAKE_DIMS
     view = store.collection("research")
     assert view.get(include=["documents"])["documents"] == ["Carry trades unwind when volatility spikes"]
     assert view.get(include=["documents"])["metadatas"] is None  # not asked for, not returned
@@ -36,6 +34,34 @@ def test_records_carry_no_documents_but_every_view_reads_the_text(store: ChromaS
     q = view.query(query_embeddings=[store.embeddings.embed_query("x")], n_results=1)
     assert q["documents"] == [["Carry trades unwind when volatility spikes"]]
     assert q["distances"] is not None and q["metadatas"][0][0]["source"] == "macro"
+    meta = q["metadatas"][0][0]
+    assert meta["namespace"] == ["research"] and meta["key"] == "f1"
+    assert not any(k.startswith("lgm:") for k in meta)  # no internal keys handed out
+
+
+def test_the_view_and_langchain_store_are_read_only(store: ChromaStore) -> None:
+    store.put(("research",), "f1", {"content": "Momentum fades"})
+    view = store.collection("research")
+    for call in (lambda: view.add(ids=["x"], embeddings=[[0.0] * FAKE_DIMS]), lambda: view.delete(ids=["1"])):
+        with pytest.raises(ReadOnlyError, match="read-only"):
+            call()
+    vs = store.as_vectorstore("research")
+    with pytest.raises(ReadOnlyError):
+        vs.add_texts(["sneaking past the catalog"])
+    assert [d.page_content for d in vs.similarity_search("Momentum fades", k=1)] == ["Momentum fades"]
+    assert store.search(("research",)) and len(store.search(("research",))) == 1
+
+
+def test_view_where_filters_like_chroma(store: ChromaStore) -> None:
+    store.put(("research",), "a", {"content": "one", "source": "macro", "confidence": 0.9})
+    store.put(("research",), "b", {"content": "two", "source": "technical", "confidence": 0.4})
+    view = store.collection("research")
+    assert view.get(where={"source": "macro"})["documents"] == ["one"]
+    assert view.get(where={"confidence": {"$lt": 0.5}})["documents"] == ["two"]
+    assert sorted(view.get(where={"$or": [{"source": "macro"}, {"confidence": {"$lt": 0.5}}]})["documents"]) == ["one", "two"]
+    assert view.get(where_document={"$contains": "tw"})["documents"] == ["two"]
+    vs = store.as_vectorstore("research")
+    assert [d.page_content for d in vs.similarity_search("one", k=2, filter={"source": "technical"})] == ["two"]
 
 
 def test_wildcard_paths_give_each_record_its_own_text(data_dir: Path, fake_embeddings: DeterministicFakeEmbedding) -> None:
@@ -47,7 +73,7 @@ def test_wildcard_paths_give_each_record_its_own_text(data_dir: Path, fake_embed
     vs = s.as_vectorstore("memories")
     top = vs.similarity_search("carry", k=1)[0]
     assert top.page_content == "carry"  # an extra vector record reads its own element
-    # Reads are flushed into the primary record's JSON: the text index must survive it.
+    # Reads are applied to the item's row: the texts must survive it.
     s.get(("docs",), "d")
     assert s.flush_access() == 1
     assert sorted(view.get(include=["documents"])["documents"]) == ["A title", "carry", "momentum", "value"]
@@ -58,35 +84,28 @@ def test_archive_style_restore_keeps_texts(data_dir: Path, fake_embeddings: Dete
     s = ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings, "fields": ["tags[*]"]})
     s.put(("docs",), "d", {"tags": ["alpha", "beta"]})
     s.put(("lessons",), "l", {"lesson": "Cut losers early"})
-    items = {name: list(s.iter_items(name, with_vectors=True)) for name in ("memories", "lessons_learned")}
+    items = {name: list(s.items.iter_items(name, with_vectors=True)) for name in ("memories", "lessons_learned")}
     assert items["memories"][0].texts == ["alpha", "beta"]
     assert items["lessons_learned"][0].texts == ["Cut losers early"]
     for name, group in items.items():
-        s.delete_items(name, group)
+        s.items.delete_items(name, group)
     assert s.collection("memories").count() == 0
-    assert s.restore_items(items["memories"] + items["lessons_learned"]) == 2
+    assert s.items.restore_items(items["memories"] + items["lessons_learned"]) == 2
     assert sorted(s.collection("memories").get(include=["documents"])["documents"]) == ["alpha", "beta"]
-    again = next(iter(s.iter_items("memories", with_vectors=True)))
+    again = next(iter(s.items.iter_items("memories", with_vectors=True)))
     assert again.texts == ["alpha", "beta"] and again.paths == ["tags[*].0", "tags[*].1"]
     assert s.collection("lessons").get(include=["documents"])["documents"] == ["Cut losers early"]
     s.close()
 
 
-def test_prose_field_is_not_flattened_yet_filters_on_it_work(store: ChromaStore) -> None:
+def test_filters_on_the_prose_field_work(store: ChromaStore) -> None:
     store.put(("research",), "a", {"content": "Momentum fades after earnings", "confidence": 0.9})
     store.put(("research",), "b", {"content": "Carry unwinds in crises", "confidence": 0.4})
-    meta = _raw(store, "research").get(ids=None, include=["metadatas"])["metadatas"]
-    assert all("content" not in m and "confidence" in m for m in meta)
-    where, exact = compile_where({"content": "Carry unwinds in crises"}, unflattened="content")
-    assert where is None and exact is False
     flt = {"content": "Carry unwinds in crises"}
     assert [i.key for i in store.search(("research",), filter=flt)] == ["b"]
     assert [i.key for i in store.search(("research",), query="anything", filter=flt)] == ["b"]
     both = {"content": {"$ne": "Carry unwinds in crises"}, "confidence": {"$gt": 0.5}}
     assert [i.key for i in store.search(("research",), filter=both)] == ["a"]
-    # The general collection still flattens short strings into Chroma.
-    store.put(("misc",), "m", {"content": "short"})
-    assert "content" in _raw(store, "misc").get(include=["metadatas"])["metadatas"][0]
 
 
 def test_namespace_cache_sees_deletes_by_another_store_in_this_process(

@@ -1,0 +1,218 @@
+"""Crash benchmark: SIGKILL a writing process 200 times; count what was lost; time the open after a crash.
+
+    python bench/crash_bench.py                   # 200 kills, then the open time at 100,000 items
+    python bench/crash_bench.py --kills 20 --items 10000     # quick
+    python bench/crash_bench.py --write           # also write bench/RESULTS_crash.md
+
+Part 1 runs the SIGKILL suite's worker (``tests/helpers/crash_worker.py``:
+put, update and delete batches, typed-API calls with lineage and versions,
+``rebuild_index``) against one data directory, kills it with SIGKILL at a
+random moment (uniform 0.05-1.5 s after it is ready), reopens the directory
+and checks every acknowledged write (``tests/helpers/crash_check.py``):
+value, vector, Chroma record, listing, filter, lineage and version; and the
+reverse, nothing present that was never acknowledged. A batch cut short by
+the kill must have happened entirely or not at all (a "torn" batch counts
+against it). Every 25th kill it kills during ``rebuild_index`` instead.
+
+Part 2 builds a data directory of ``--items`` items with 384-d vectors,
+kills a writer into it, and times the next open (the probe subprocess, the
+count comparison, applying queued changes), against a clean open.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import git_state, machine, markdown_table  # noqa: E402
+
+from tests.helpers.crash_check import check  # noqa: E402
+
+WORKER = ROOT / "tests" / "helpers" / "crash_worker.py"
+RESULTS_PATH = Path(__file__).resolve().parent / "RESULTS_crash.md"
+DIMS = 384
+
+_BIG_WRITER = textwrap.dedent(
+    """
+    import sys
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langgraph.store.base import PutOp
+    from langgraph_memory.store import ChromaStore
+    store = ChromaStore(data_dir=sys.argv[1], index={"dims": 384, "embed": DeterministicFakeEmbedding(size=384)})
+    print("ready", flush=True)
+    i = 0
+    while True:
+        store.batch([PutOp(("notes", "live"), f"w{i + j}", {"text": f"written while killed {i + j}"}) for j in range(50)])
+        i += 50
+    """
+)
+
+
+def _env() -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1")
+
+
+def _kill(cmd: list[str], delay: float) -> None:
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        if line.strip() != "ready":
+            raise RuntimeError(f"the worker did not start: {proc.stderr.read()[-2000:] if proc.stderr else ''}")
+        time.sleep(delay)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+
+
+def kills(n: int, seed: int, log: Callable[[str], None]) -> list[list[str]]:
+    tmp = Path(tempfile.mkdtemp(prefix="lgm-crash-bench-"))
+    data_dir, log_path = tmp / "memory", tmp / "log.jsonl"
+    rng = random.Random(seed)
+    totals = {"lost": 0, "orphaned": 0, "torn": 0, "probed": 0, "rebuilt": 0}
+    opens: list[float] = []
+    failures: list[str] = []
+    last = None
+    started = time.perf_counter()
+    try:
+        for k in range(n):
+            mode = "rebuild" if k % 25 == 24 else "mix"
+            delay = rng.uniform(0.02, 0.4) if mode == "rebuild" else rng.uniform(0.05, 1.5)
+            _kill([sys.executable, str(WORKER), str(data_dir), str(log_path), str(rng.randrange(10**6)), mode], delay)
+            last = check(data_dir, log_path)
+            opens.append(last.open_seconds)
+            totals["lost"] += len(last.lost)
+            totals["orphaned"] += len(last.orphaned)
+            totals["torn"] += len(last.torn)
+            totals["probed"] += last.probed
+            totals["rebuilt"] += last.rebuilt
+            if not last.ok:
+                failures.append(f"kill {k + 1}: {last.summary()}")
+            if (k + 1) % 10 == 0:
+                log(f"  {k + 1}/{n} kills, {last.acknowledged} acknowledged items live, problems so far: "
+                    f"{totals['lost'] + totals['orphaned'] + totals['torn']}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    assert last is not None
+    minutes = (time.perf_counter() - started) / 60
+    rows = [
+        ["kills (SIGKILL at a random moment; every 25th during rebuild_index)", f"{n} in {minutes:.1f} min"],
+        ["acknowledged writes checked after the last kill (items live, typed items)", f"{last.acknowledged:,}"],
+        ["lost: acknowledged, then missing or wrong (value, vector, listing, filter, lineage, version)", str(totals["lost"])],
+        ["orphaned: present without acknowledgement or counterpart (item, Chroma record, lineage, version)", str(totals["orphaned"])],
+        ["torn: an interrupted batch applied in part", str(totals["torn"])],
+        ["opens that found no seal and probed the index in a subprocess", f"{totals['probed']} of {n}"],
+        ["opens that rebuilt the index from the catalog", f"{totals['rebuilt']} of {n}"],
+        ["open after a crash, small directory: median / max", f"{statistics.median(opens):.2f} s / {max(opens):.2f} s"],
+    ]
+    for f in failures[:10]:
+        log("FAIL " + f)
+    return rows
+
+
+def open_after_crash(items: int, repeats: int, log: Callable[[str], None]) -> list[list[str]]:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langgraph.store.base import PutOp
+
+    from langgraph_memory.store import ChromaStore
+
+    tmp = Path(tempfile.mkdtemp(prefix="lgm-crash-open-"))
+    data_dir = tmp / "memory"
+    rows: list[list[str]] = []
+    try:
+        log(f"building {items:,} items (384-d)...")
+        t = time.perf_counter()
+        store = ChromaStore(data_dir=data_dir, index={"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS)})
+        for start in range(0, items, 1000):
+            store.batch([PutOp(("notes", f"u{i % 100}"), f"k{i}", {"text": f"note {i}"})
+                         for i in range(start, min(items, start + 1000))])
+        store.close()
+        log(f"  built in {time.perf_counter() - t:.0f} s")
+        clean: list[float] = []
+        crashed: list[float] = []
+        probes: list[float] = []
+        for r in range(repeats):
+            t = time.perf_counter()
+            s = ChromaStore(data_dir=data_dir, index={"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS)})
+            clean.append(time.perf_counter() - t)
+            s.close()
+            _kill([sys.executable, "-c", _BIG_WRITER, str(data_dir)], 0.5 + r * 0.37)
+            t = time.perf_counter()
+            s = ChromaStore(data_dir=data_dir, index={"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS)})
+            crashed.append(time.perf_counter() - t)
+            probes.append(s.vector_index.probe_seconds or 0.0)
+            rebuilt = s.vector_index.last_rebuild
+            n = s.items.count("memories")
+            s.close()
+            log(f"  crash {r + 1}: open {crashed[-1]:.2f} s (probe {probes[-1]:.2f} s), {n:,} items"
+                + (f", rebuilt {rebuilt.total:,} vectors" if rebuilt else ""))
+        rows = [
+            [f"open after a crash, {items:,} items (384-d): median / max of {repeats}",
+             f"{statistics.median(crashed):.2f} s / {max(crashed):.2f} s"],
+            ["  of which the probe subprocess (import chromadb, open, count, 16 self-queries per collection)",
+             f"{statistics.median(probes):.2f} s"],
+            [f"clean open, {items:,} items (sealed: no probe)", f"{statistics.median(clean) * 1000:.0f} ms"],
+        ]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kills", type=int, default=200)
+    ap.add_argument("--items", type=int, default=100_000)
+    ap.add_argument("--repeats", type=int, default=5, help="crashes at --items to time the open after")
+    ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--write", action="store_true", help="write bench/RESULTS_crash.md")
+    args = ap.parse_args(argv)
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    started = time.time()
+    log(f"part 1: {args.kills} kills")
+    rows = kills(args.kills, args.seed, log)
+    log(f"part 2: open after a crash at {args.items:,} items")
+    rows += open_after_crash(args.items, args.repeats, log)
+    table = markdown_table(["measure", "result"], rows)
+    print(table)
+    if args.write:
+        m = machine(["chromadb", "langgraph"])
+        text = "\n".join(
+            [
+                "# Crash benchmark (bench/crash_bench.py)",
+                "",
+                f"Command: `python bench/crash_bench.py --write` (whole run {(time.time() - started) / 60:.1f} min)",
+                "",
+                *m.lines(),
+                f"- Code: library at {git_state(ROOT, ['langgraph_memory'])}",
+                "",
+                table,
+                "",
+                "How it was measured: see the docstring of `bench/crash_bench.py`. A lost, orphaned or torn count",
+                "above zero is a failure; the SIGKILL suite in the tests (`tests/test_crash.py`) runs 27 kills.",
+                "",
+            ]
+        )
+        RESULTS_PATH.write_text(text)
+        log(f"wrote {RESULTS_PATH}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

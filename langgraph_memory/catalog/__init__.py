@@ -1,0 +1,23 @@
+"""The catalog: the source of truth of a data directory, in SQLite (WAL).
+
+It holds every item (namespace, key, value, timestamps, TTL, access data),
+its vectors and the model that made them, an index of the values' scalar
+fields for filters, lineage edges and strategy versions, and the queue of
+changes the Chroma index has still to apply. Chroma is derived from it and
+can be rebuilt from it at any time (:mod:`langgraph_memory.store.index`).
+
+    from langgraph_memory.catalog import Catalog
+
+    with Catalog("/tmp/lgm-demo/catalog.sqlite") as cat:
+        with cat.read() as conn:
+            print(conn.execute("SELECT count(*) FROM items").fetchone())
+
+The modules: :mod:`.catalog` (the file, transactions, settings),
+:mod:`.items` (items, vectors, namespaces), :mod:`.fields` (the filter
+index), :mod:`.queue` (Chroma's outbox), :mod:`.lineage` (edges and versions).
+"""
+
+from langgraph_memory.catalog.catalog import Catalog, read_meta
+from langgraph_memory.catalog.items import StoredItem, item_uid
+
+__all__ = ["Catalog", "StoredItem", "item_uid", "read_meta"]

@@ -1,0 +1,150 @@
+"""The catalog's tables, and the migrations that bring an older file up to date.
+
+Plain SQL that runs on SQLite today and maps one to one onto PostgreSQL
+later (``INTEGER PRIMARY KEY AUTOINCREMENT`` becomes ``BIGSERIAL``, ``BLOB``
+becomes ``BYTEA``, ``REAL`` becomes ``DOUBLE PRECISION``; the one
+SQLite-only table is the keyword index, which PostgreSQL does with a
+``tsvector`` column).
+
+* ``meta``: the catalog's own settings (its id, the embedding model and
+  dimensions of its vectors, the current Chroma folder, the index seal).
+* ``namespaces``: one row per namespace ever used, with its collection and
+  how many items it holds now. Rows are never deleted, so a namespace id
+  cached by any process stays valid; ``list_namespaces`` shows those with
+  items.
+* ``items``: the truth of every item: value (JSON), timestamps, access data,
+  TTL and how many vectors it has.
+* ``vectors``: each item's vectors (float32 bytes), the index path whose text
+  they embed, and the model that made them.
+* ``fields``: one row per scalar leaf of each value (path, kind, value), so a
+  filter finds its items through an index instead of reading every value.
+* ``index_queue`` and ``index_state``: the changes Chroma has not applied yet,
+  and how far each Chroma collection got (see :mod:`langgraph_memory.store.index`).
+* ``lineage_nodes``, ``lineage_edges``, ``versions``: where items came from,
+  and the versions of named strategies, written in the same transaction as
+  the items themselves.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+__all__ = ["SCHEMA_VERSION", "migrate"]
+
+SCHEMA_VERSION = 1
+
+_V1 = """
+CREATE TABLE IF NOT EXISTS meta (
+    key    TEXT PRIMARY KEY,
+    value  TEXT
+);
+CREATE TABLE IF NOT EXISTS namespaces (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    ns          TEXT NOT NULL UNIQUE,
+    collection  TEXT NOT NULL,
+    depth       INTEGER NOT NULL,
+    n_items     INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS namespaces_collection ON namespaces(collection, ns);
+CREATE TABLE IF NOT EXISTS items (
+    id                INTEGER PRIMARY KEY AUTOINCREMENT,
+    ns_id             INTEGER NOT NULL,
+    key               TEXT NOT NULL,
+    uid               TEXT NOT NULL UNIQUE,
+    value             TEXT NOT NULL,
+    created_at        REAL NOT NULL,
+    updated_at        REAL NOT NULL,
+    last_accessed_at  REAL NOT NULL,
+    access_count      INTEGER NOT NULL DEFAULT 0,
+    expires_at        REAL,
+    ttl_minutes       REAL,
+    n_vectors         INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (ns_id, key)
+);
+CREATE INDEX IF NOT EXISTS items_recent ON items(ns_id, updated_at);
+CREATE INDEX IF NOT EXISTS items_expiry ON items(expires_at) WHERE expires_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS models (
+    id    INTEGER PRIMARY KEY AUTOINCREMENT,
+    name  TEXT NOT NULL UNIQUE,
+    dims  INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS vectors (
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    item_id   INTEGER NOT NULL,
+    idx       INTEGER NOT NULL,
+    path      TEXT NOT NULL,
+    model_id  INTEGER NOT NULL,
+    vec       BLOB NOT NULL,
+    UNIQUE (item_id, idx)
+);
+CREATE TABLE IF NOT EXISTS fields (
+    path     TEXT NOT NULL,
+    kind     INTEGER NOT NULL,
+    val,
+    item_id  INTEGER NOT NULL,
+    PRIMARY KEY (path, kind, val, item_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS fields_item ON fields(item_id);
+CREATE TABLE IF NOT EXISTS index_queue (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    collection  TEXT NOT NULL,
+    item_id     INTEGER NOT NULL,
+    n_old       INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS index_queue_collection ON index_queue(collection, seq);
+CREATE TABLE IF NOT EXISTS index_state (
+    collection   TEXT PRIMARY KEY,
+    chroma_name  TEXT NOT NULL,
+    applied_seq  INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS lineage_nodes (
+    id          TEXT PRIMARY KEY,
+    collection  TEXT NOT NULL,
+    namespace   TEXT NOT NULL,
+    name        TEXT,
+    version     INTEGER,
+    created_at  REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS lineage_edges (
+    child_id           TEXT NOT NULL,
+    parent_id          TEXT NOT NULL,
+    relation           TEXT NOT NULL,
+    child_collection   TEXT,
+    parent_collection  TEXT,
+    created_at         REAL NOT NULL,
+    PRIMARY KEY (child_id, parent_id, relation)
+);
+CREATE INDEX IF NOT EXISTS lineage_edges_parent ON lineage_edges(parent_id);
+CREATE TABLE IF NOT EXISTS versions (
+    name        TEXT NOT NULL,
+    version     INTEGER NOT NULL,
+    id          TEXT NOT NULL UNIQUE,
+    created_at  REAL NOT NULL,
+    PRIMARY KEY (name, version)
+);
+"""
+
+_MIGRATIONS: dict[int, str] = {1: _V1}
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring the schema to :data:`SCHEMA_VERSION`; call inside a write transaction.
+
+    Returns the version the file had before (0 for a new file).
+
+    Raises:
+        RuntimeError: the file was written by a newer version of the package.
+    """
+    found = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if found > SCHEMA_VERSION:
+        raise RuntimeError(
+            f"the catalog has schema version {found}, newer than this package's {SCHEMA_VERSION}; "
+            "upgrade langgraph-chroma-memory"
+        )
+    for version in range(found + 1, SCHEMA_VERSION + 1):
+        for stmt in _MIGRATIONS[version].split(";"):
+            if stmt.strip():
+                conn.execute(stmt)
+    if found != SCHEMA_VERSION:
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    return found

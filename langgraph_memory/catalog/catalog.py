@@ -1,0 +1,202 @@
+"""The catalog file: one SQLite database in WAL mode, the truth of a data directory.
+
+A :class:`Catalog` owns one connection and hands it out for a read
+(:meth:`Catalog.read`) or a write transaction (:meth:`Catalog.write`,
+``BEGIN IMMEDIATE``): other processes wait up to ``timeout`` seconds for the
+write lock, then get :class:`~langgraph_memory.errors.LockTimeoutError`. The
+commit of a write transaction is the acknowledgement of every put: with WAL
+and ``synchronous=NORMAL`` a committed transaction survives the process
+being killed at any instant (``durability="full"`` also survives power loss,
+at an ``fsync`` per commit). Every SQLite or OS error comes out typed and
+naming the file (:func:`langgraph_memory._sqlite.guarded`).
+
+The tables and what they hold are described in :mod:`langgraph_memory.catalog._schema`;
+the operations on them live beside this module (:mod:`.items`, :mod:`.lineage`,
+:mod:`.fields`, :mod:`.queue`), each a set of functions over a connection
+so that one transaction can span several of them.
+
+Example:
+    >>> import tempfile, pathlib
+    >>> cat = Catalog(pathlib.Path(tempfile.mkdtemp()) / "catalog.sqlite")
+    >>> with cat.write() as conn:
+    ...     cat.set_meta(conn, "greeting", "hello")
+    >>> with cat.read() as conn:
+    ...     cat.get_meta(conn, "greeting")
+    'hello'
+    >>> cat.close()
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Literal
+
+from langgraph_memory import _sqlite
+from langgraph_memory.catalog._schema import migrate
+from langgraph_memory.catalog.items import NamespaceIds
+from langgraph_memory.errors import ConfigError, LangGraphMemoryError, StoreBackendError
+
+__all__ = ["Catalog", "read_meta"]
+
+logger = logging.getLogger(__name__)
+
+
+class Catalog:
+    """One catalog file, safe to share between threads (one connection behind a lock) and processes.
+
+    Args:
+        path: the SQLite file (created with its folder if missing).
+        timeout: seconds to wait for another process's write transaction.
+        durability: ``"normal"`` (survives a process crash) or ``"full"``
+            (also survives power loss; an fsync per commit).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        timeout: float = 30.0,
+        durability: Literal["normal", "full"] = "normal",
+    ) -> None:
+        if durability not in ("normal", "full"):
+            raise ConfigError(f"durability must be 'normal' or 'full', got {durability!r}")
+        self.path = Path(path)
+        self.timeout = float(timeout)
+        self._lock = threading.RLock()
+        self._depth = 0
+        #: namespace ids, cached for every writer of this catalog object.
+        self.names = NamespaceIds()
+        self._conn: sqlite3.Connection | None = _sqlite.connect(
+            self.path, timeout=self.timeout, synchronous="FULL" if durability == "full" else "NORMAL"
+        )
+        try:
+            with _sqlite.guarded(self.path, "open"):
+                self._conn.execute("PRAGMA foreign_keys = OFF")
+                self._conn.execute("PRAGMA cache_size = -32768")  # 32 MB: vectors are read in bulk
+            with self.write() as conn:
+                migrate(conn)
+                if self.get_meta(conn, "catalog_id") is None:
+                    self.set_meta(conn, "catalog_id", uuid.uuid4().hex)
+            with self.read() as conn:
+                self.catalog_id: str = str(self.get_meta(conn, "catalog_id"))
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------ plumbing
+
+    @property
+    def closed(self) -> bool:
+        return self._conn is None
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreBackendError(f"the catalog {self.path} is closed; open the store again")
+        return self._conn
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """The connection, for reads (inside a write transaction of this thread, that transaction's view)."""
+        with self._lock:
+            conn = self._connection()
+            with _sqlite.guarded(self.path, "read"):
+                yield conn
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction: committed when the block ends, rolled back on an error.
+
+        Nested use in the same thread joins the outer transaction.
+        """
+        with self._lock:
+            conn = self._connection()
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield conn
+                finally:
+                    self._depth -= 1
+                return
+            with _sqlite.guarded(self.path, "write"):
+                _sqlite.retry_locked(
+                    lambda: conn.execute("BEGIN IMMEDIATE"),
+                    timeout=self.timeout,
+                    what=f"write to the catalog {self.path}",
+                    advice="Another process is writing a large batch; retry, or raise lock_timeout.",
+                )
+            self._depth = 1
+            try:
+                yield conn
+                with _sqlite.guarded(self.path, "write"):
+                    conn.execute("COMMIT")
+            except BaseException as exc:
+                self.names.forget_uncommitted()
+                try:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                except sqlite3.Error:  # the original error is the one to report
+                    logger.debug("rollback after a failed write to %s failed", self.path, exc_info=True)
+                if isinstance(exc, (sqlite3.Error, OSError)) and not isinstance(exc, LangGraphMemoryError):
+                    raise _sqlite.translate(exc, self.path, "write") from exc
+                raise
+            finally:
+                self._depth = 0
+
+    def close(self) -> None:
+        """Close the file; further calls raise :class:`~langgraph_memory.errors.StoreBackendError`."""
+        with self._lock:
+            if self._conn is not None:
+                try:
+                    self._conn.close()
+                finally:
+                    self._conn = None
+
+    def __enter__(self) -> Catalog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---------------------------------------------------------------- meta
+
+    @staticmethod
+    def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    @staticmethod
+    def set_meta(conn: sqlite3.Connection, key: str, value: str | None) -> None:
+        if value is None:
+            conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+        else:
+            conn.execute(
+                "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    def meta(self, key: str) -> str | None:
+        """One setting, read in its own statement."""
+        with self.read() as conn:
+            return self.get_meta(conn, key)
+
+
+def read_meta(path: str | os.PathLike[str], key: str, *, timeout: float = 30.0) -> str | None:
+    """One setting of the catalog file ``path``, through a short-lived connection (None if absent)."""
+    with _sqlite.guarded(path, "read"):
+        conn = sqlite3.connect(str(path), timeout=timeout)
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return None
+            raise
+        finally:
+            conn.close()
+    return None if row is None else row[0]

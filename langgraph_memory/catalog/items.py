@@ -1,0 +1,456 @@
+"""Items in the catalog: rows, vectors, namespaces, and the writes that keep them in step.
+
+Every function takes an open connection, so a caller composes several of
+them in one :meth:`~langgraph_memory.catalog.Catalog.write` transaction (an
+item, its lineage and its version commit together). :func:`write_items`
+does everything a put needs: the namespace row and its item count, the item
+row (``created_at`` kept on update), its vectors, its filter-index rows and
+the change Chroma has to apply (:mod:`langgraph_memory.catalog.queue`).
+
+    >>> import tempfile, pathlib
+    >>> from langgraph_memory.catalog import Catalog
+    >>> cat = Catalog(pathlib.Path(tempfile.mkdtemp()) / "catalog.sqlite")
+    >>> names = NamespaceIds()
+    >>> with cat.write() as conn:
+    ...     _ = write_items(conn, [ItemWrite(("notes",), "k1", "memories", '{"text": "hi"}')], names, now=1.0)
+    >>> with cat.read() as conn:
+    ...     get_items(conn, [(("notes",), "k1")])[(("notes",), "k1")].value
+    {'text': 'hi'}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from langgraph_memory.catalog import queue as _queue
+from langgraph_memory.catalog.fields import field_rows
+
+__all__ = [
+    "NS_SEP",
+    "StoredItem",
+    "ItemWrite",
+    "NamespaceIds",
+    "join_ns",
+    "split_ns",
+    "item_uid",
+    "write_items",
+    "delete_items",
+    "restore_items",
+    "get_items",
+    "get_by_ids",
+    "get_by_uids",
+    "iter_collection",
+    "load_vectors",
+    "apply_access",
+    "expired",
+    "count_items",
+    "ITEM_COLUMNS",
+    "item_from_row",
+    "chunked",
+]
+
+NS_SEP = "\x1f"
+_KEY_SEP = "\x1e"
+# SQLite's default limit on host parameters is 32766; stay well under it.
+_CHUNK = 900
+
+ITEM_COLUMNS = (
+    "i.id, n.ns, i.key, i.value, i.created_at, i.updated_at, i.last_accessed_at, i.access_count, "
+    "i.expires_at, i.ttl_minutes, i.n_vectors"
+)
+_FROM = "FROM items i JOIN namespaces n ON n.id = i.ns_id"
+
+
+def join_ns(namespace: Sequence[str]) -> str:
+    """A namespace as one string (labels joined by ``\\x1f``; labels never contain it)."""
+    return NS_SEP.join(namespace)
+
+
+def split_ns(joined: str) -> tuple[str, ...]:
+    return tuple(joined.split(NS_SEP)) if joined else ()
+
+
+def item_uid(namespace: Sequence[str], key: str) -> str:
+    """A stable id of ``(namespace, key)``: the archive's name for an item across deletes and restores."""
+    raw = join_ns(namespace) + _KEY_SEP + key
+    return hashlib.blake2b(raw.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def chunked(seq: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(seq), size):
+        yield seq[start : start + size]
+
+
+@dataclass
+class StoredItem:
+    """Everything the catalog knows about one item (the store, the archive and lineage read these)."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any]
+    created_at: float
+    updated_at: float
+    last_accessed_at: float
+    access_count: int = 0
+    expires_at: float | None = None
+    ttl_minutes: float | None = None
+    indexed: bool = True
+    n_vectors: int = 1
+    #: the catalog's row id (None for an item not read from the catalog, e.g. from an archive).
+    id: int | None = None
+    # Filled in when vectors are read (archive) or known (put).
+    vectors: list[list[float]] = field(default_factory=list)
+    texts: list[str | None] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+
+    @property
+    def uid(self) -> str:
+        return item_uid(self.namespace, self.key)
+
+    @property
+    def last_activity(self) -> float:
+        return max(self.updated_at, self.last_accessed_at)
+
+
+def item_from_row(row: Sequence[Any]) -> StoredItem:
+    """A :class:`StoredItem` from a row of :data:`ITEM_COLUMNS`."""
+    n_vectors = int(row[10])
+    return StoredItem(
+        namespace=split_ns(row[1]),
+        key=row[2],
+        value=json.loads(row[3]),
+        created_at=row[4],
+        updated_at=row[5],
+        last_accessed_at=row[6],
+        access_count=row[7],
+        expires_at=row[8],
+        ttl_minutes=row[9],
+        indexed=n_vectors > 0,
+        n_vectors=n_vectors,
+        id=row[0],
+    )
+
+
+class NamespaceIds:
+    """Namespace ids by namespace, cached: rows are never deleted, so a cached id never goes stale."""
+
+    def __init__(self) -> None:
+        self._ids: dict[tuple[str, ...], int] = {}
+        self._lock = threading.Lock()
+
+    def get(self, conn: sqlite3.Connection, namespace: tuple[str, ...]) -> int | None:
+        nid = self._ids.get(namespace)
+        if nid is not None:
+            return nid
+        row = conn.execute("SELECT id FROM namespaces WHERE ns = ?", (join_ns(namespace),)).fetchone()
+        if row is None:
+            return None
+        with self._lock:
+            self._ids[namespace] = int(row[0])
+        return int(row[0])
+
+    def ensure(self, conn: sqlite3.Connection, namespace: tuple[str, ...], collection: str) -> int:
+        """The id of ``namespace``, creating its row (inside the caller's write transaction)."""
+        nid = self.get(conn, namespace)
+        if nid is not None:
+            return nid
+        cur = conn.execute(
+            "INSERT INTO namespaces(ns, collection, depth) VALUES (?, ?, ?)",
+            (join_ns(namespace), collection, len(namespace)),
+        )
+        # Not cached until the transaction commits: a rollback would leave a dangling id.
+        return int(cur.lastrowid or 0)
+
+    def forget_uncommitted(self) -> None:
+        """Drop everything (after a rollback the cache may name rows that were never committed)."""
+        with self._lock:
+            self._ids.clear()
+
+
+@dataclass
+class ItemWrite:
+    """One put (``value_json`` set) or delete (``value_json`` None) of the item ``(namespace, key)``.
+
+    ``vectors`` are ``(record path, float32 bytes)`` made by the model
+    ``model_id`` (:func:`model_id`); ``ttl_minutes`` sets a TTL from ``now``.
+    """
+
+    namespace: tuple[str, ...]
+    key: str
+    collection: str
+    value_json: str | None
+    ttl_minutes: float | None = None
+    vectors: list[tuple[str, bytes]] = field(default_factory=list)
+    model_id: int | None = None
+
+
+def write_items(
+    conn: sqlite3.Connection, writes: Iterable[ItemWrite], names: NamespaceIds, *, now: float
+) -> list[int | None]:
+    """Apply puts and deletes inside the caller's transaction; return each item's row id (None if deleted).
+
+    On update the item keeps its row id, ``created_at`` and access data;
+    ``updated_at`` and ``last_accessed_at`` move to ``now``.
+    """
+    out: list[int | None] = []
+    queued: dict[str, list[tuple[int, int]]] = {}
+    counts: dict[int, int] = {}
+    for w in writes:
+        nid = names.get(conn, w.namespace) if w.value_json is None else names.ensure(conn, w.namespace, w.collection)
+        old = (
+            conn.execute(
+                "SELECT id, n_vectors FROM items WHERE ns_id = ? AND key = ?", (nid, w.key)
+            ).fetchone()
+            if nid is not None
+            else None
+        )
+        if w.value_json is None:
+            if old is not None:
+                item_id, n_old = int(old[0]), int(old[1])
+                _delete_rows(conn, [item_id])
+                counts[nid] = counts.get(nid, 0) - 1  # type: ignore[index]
+                if n_old:
+                    queued.setdefault(w.collection, []).append((item_id, n_old))
+            out.append(None)
+            continue
+        assert nid is not None
+        expires = now + w.ttl_minutes * 60.0 if w.ttl_minutes else None
+        if old is None:
+            cur = conn.execute(
+                "INSERT INTO items(ns_id, key, uid, value, created_at, updated_at, last_accessed_at, access_count,"
+                " expires_at, ttl_minutes, n_vectors) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
+                (nid, w.key, item_uid(w.namespace, w.key), w.value_json, now, now, now, expires,
+                 w.ttl_minutes, len(w.vectors)),
+            )
+            item_id, n_old = int(cur.lastrowid or 0), 0
+            counts[nid] = counts.get(nid, 0) + 1
+        else:
+            item_id, n_old = int(old[0]), int(old[1])
+            conn.execute(
+                "UPDATE items SET value = ?, updated_at = ?, last_accessed_at = ?, expires_at = ?, ttl_minutes = ?,"
+                " n_vectors = ? WHERE id = ?",
+                (w.value_json, now, now, expires, w.ttl_minutes, len(w.vectors), item_id),
+            )
+            conn.execute("DELETE FROM fields WHERE item_id = ?", (item_id,))
+            if n_old:
+                conn.execute("DELETE FROM vectors WHERE item_id = ?", (item_id,))
+        _insert_fields(conn, item_id, json.loads(w.value_json))
+        if w.vectors:
+            conn.executemany(
+                "INSERT INTO vectors(item_id, idx, path, model_id, vec) VALUES (?, ?, ?, ?, ?)",
+                [(item_id, i, path, w.model_id or 0, vec) for i, (path, vec) in enumerate(w.vectors)],
+            )
+        if n_old or w.vectors:
+            queued.setdefault(w.collection, []).append((item_id, max(n_old, len(w.vectors))))
+        out.append(item_id)
+    _bump_counts(conn, counts)
+    for collection, entries in queued.items():
+        _queue.enqueue(conn, collection, entries)
+    return out
+
+
+def _insert_fields(conn: sqlite3.Connection, item_id: int, value: dict[str, Any]) -> None:
+    rows = field_rows(value)
+    if rows:
+        conn.executemany(
+            "INSERT OR IGNORE INTO fields(path, kind, val, item_id) VALUES (?, ?, ?, ?)",
+            [(p, k, v, item_id) for p, k, v in rows],
+        )
+
+
+def _bump_counts(conn: sqlite3.Connection, counts: dict[int, int]) -> None:
+    changed = [(delta, nid) for nid, delta in counts.items() if delta]
+    if changed:
+        conn.executemany("UPDATE namespaces SET n_items = n_items + ? WHERE id = ?", changed)
+
+
+def _delete_rows(conn: sqlite3.Connection, item_ids: Sequence[int]) -> None:
+    for chunk in chunked(list(item_ids)):
+        marks = ",".join("?" * len(chunk))
+        conn.execute(f"DELETE FROM fields WHERE item_id IN ({marks})", tuple(chunk))
+        conn.execute(f"DELETE FROM vectors WHERE item_id IN ({marks})", tuple(chunk))
+        conn.execute(f"DELETE FROM items WHERE id IN ({marks})", tuple(chunk))
+
+
+def delete_items(conn: sqlite3.Connection, items: Sequence[StoredItem], collection: str) -> int:
+    """Delete items read from the catalog (they carry their row id); return how many rows went."""
+    ids = [it.id for it in items if it.id is not None]
+    if not ids:
+        return 0
+    rows: list[tuple[int, int, int]] = []
+    for chunk in chunked(ids):
+        marks = ",".join("?" * len(chunk))
+        rows.extend(conn.execute(f"SELECT id, ns_id, n_vectors FROM items WHERE id IN ({marks})", tuple(chunk)))
+    _delete_rows(conn, [r[0] for r in rows])
+    counts: dict[int, int] = {}
+    for _, nid, _n in rows:
+        counts[nid] = counts.get(nid, 0) - 1
+    _bump_counts(conn, counts)
+    _queue.enqueue(conn, collection, [(r[0], r[2]) for r in rows if r[2]])
+    return len(rows)
+
+
+def restore_items(
+    conn: sqlite3.Connection,
+    items: Sequence[StoredItem],
+    collection: str,
+    names: NamespaceIds,
+    *,
+    model_id: int,
+) -> list[StoredItem]:
+    """Write items back exactly as they were (timestamps, access data, vectors); skip live ones.
+
+    Returns the items written.
+    """
+    written: list[StoredItem] = []
+    counts: dict[int, int] = {}
+    queued: list[tuple[int, int]] = []
+    for it in items:
+        nid = names.ensure(conn, it.namespace, collection)
+        if conn.execute("SELECT 1 FROM items WHERE ns_id = ? AND key = ?", (nid, it.key)).fetchone():
+            continue
+        vecs = it.vectors if it.indexed else []
+        value_json = json.dumps(it.value, ensure_ascii=False, separators=(",", ":"))
+        cur = conn.execute(
+            "INSERT INTO items(ns_id, key, uid, value, created_at, updated_at, last_accessed_at, access_count,"
+            " expires_at, ttl_minutes, n_vectors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (nid, it.key, it.uid, value_json, it.created_at, it.updated_at, it.last_accessed_at,
+             it.access_count, it.expires_at, it.ttl_minutes, len(vecs)),
+        )
+        item_id = int(cur.lastrowid or 0)
+        _insert_fields(conn, item_id, it.value)
+        if vecs:
+            conn.executemany(
+                "INSERT INTO vectors(item_id, idx, path, model_id, vec) VALUES (?, ?, ?, ?, ?)",
+                [
+                    (item_id, i, it.paths[i] if i < len(it.paths) else "", model_id,
+                     np.asarray(v, dtype=np.float32).tobytes())
+                    for i, v in enumerate(vecs)
+                ],
+            )
+            queued.append((item_id, len(vecs)))
+        counts[nid] = counts.get(nid, 0) + 1
+        it.id = item_id
+        it.n_vectors = len(vecs)
+        written.append(it)
+    _bump_counts(conn, counts)
+    _queue.enqueue(conn, collection, queued)
+    return written
+
+
+# ----------------------------------------------------------------------- reads
+
+
+def get_items(
+    conn: sqlite3.Connection, keys: Sequence[tuple[tuple[str, ...], str]]
+) -> dict[tuple[tuple[str, ...], str], StoredItem]:
+    """Items by ``(namespace, key)``; missing ones are left out."""
+    by_ns: dict[str, list[str]] = {}
+    for ns, key in keys:
+        by_ns.setdefault(join_ns(ns), []).append(key)
+    out: dict[tuple[tuple[str, ...], str], StoredItem] = {}
+    for ns, ks in by_ns.items():
+        for chunk in chunked(list(dict.fromkeys(ks))):
+            marks = ",".join("?" * len(chunk))
+            for row in conn.execute(
+                f"SELECT {ITEM_COLUMNS} {_FROM} WHERE n.ns = ? AND i.key IN ({marks})", (ns, *chunk)
+            ):
+                it = item_from_row(row)
+                out[(it.namespace, it.key)] = it
+    return out
+
+
+def get_by_ids(conn: sqlite3.Connection, item_ids: Sequence[int]) -> dict[int, StoredItem]:
+    """Items by catalog row id; missing ones are left out."""
+    out: dict[int, StoredItem] = {}
+    for chunk in chunked(list(dict.fromkeys(item_ids))):
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(f"SELECT {ITEM_COLUMNS} {_FROM} WHERE i.id IN ({marks})", tuple(chunk)):
+            out[int(row[0])] = item_from_row(row)
+    return out
+
+
+def get_by_uids(conn: sqlite3.Connection, collection: str, uids: Sequence[str]) -> list[StoredItem]:
+    """Items of ``collection`` by :func:`item_uid`; missing ones are left out."""
+    out: list[StoredItem] = []
+    for chunk in chunked(list(dict.fromkeys(uids))):
+        marks = ",".join("?" * len(chunk))
+        out.extend(
+            item_from_row(row)
+            for row in conn.execute(
+                f"SELECT {ITEM_COLUMNS} {_FROM} WHERE i.uid IN ({marks}) AND n.collection = ?",
+                (*chunk, collection),
+            )
+        )
+    return out
+
+
+def iter_collection(
+    conn: sqlite3.Connection, collection: str, *, after_id: int = 0, limit: int = 1000
+) -> list[StoredItem]:
+    """Up to ``limit`` items of ``collection`` with row id above ``after_id``, in id order (a page)."""
+    return [
+        item_from_row(row)
+        for row in conn.execute(
+            f"SELECT {ITEM_COLUMNS} {_FROM} WHERE n.collection = ? AND i.id > ? ORDER BY i.id LIMIT ?",
+            (collection, after_id, limit),
+        )
+    ]
+
+
+def load_vectors(conn: sqlite3.Connection, item_ids: Sequence[int]) -> dict[int, list[tuple[int, str, bytes]]]:
+    """Each item's vectors as ``(idx, record path, float32 bytes)``, in idx order."""
+    out: dict[int, list[tuple[int, str, bytes]]] = {}
+    for chunk in chunked(list(item_ids)):
+        marks = ",".join("?" * len(chunk))
+        for item_id, idx, path, vec in conn.execute(
+            f"SELECT item_id, idx, path, vec FROM vectors WHERE item_id IN ({marks}) ORDER BY item_id, idx",
+            tuple(chunk),
+        ):
+            out.setdefault(int(item_id), []).append((int(idx), path, vec))
+    return out
+
+
+def apply_access(
+    conn: sqlite3.Connection, rows: Sequence[tuple[float, int, float | None, int]]
+) -> int:
+    """Add noted reads ``(at, count, expires_at, item id)`` to their items; return how many items exist."""
+    touched = 0
+    for at, count, expires, item_id in rows:
+        cur = conn.execute(
+            "UPDATE items SET last_accessed_at = max(last_accessed_at, ?), access_count = access_count + ?,"
+            " expires_at = CASE WHEN ? IS NULL OR expires_at IS NULL THEN expires_at ELSE max(expires_at, ?) END"
+            " WHERE id = ?",
+            (at, count, expires, expires, item_id),
+        )
+        touched += cur.rowcount
+    return touched
+
+
+def expired(conn: sqlite3.Connection, now: float, *, collection: str | None = None) -> list[StoredItem]:
+    """Items whose TTL ran out before ``now``."""
+    sql = f"SELECT {ITEM_COLUMNS} {_FROM} WHERE i.expires_at IS NOT NULL AND i.expires_at < ?"
+    params: tuple[Any, ...] = (now,)
+    if collection is not None:
+        sql += " AND n.collection = ?"
+        params = (now, collection)
+    return [item_from_row(row) for row in conn.execute(sql, params)]
+
+
+def count_items(conn: sqlite3.Connection, collection: str | None = None) -> int:
+    """How many items a collection (or the whole catalog) holds."""
+    if collection is None:
+        row = conn.execute("SELECT coalesce(sum(n_items), 0) FROM namespaces").fetchone()
+    else:
+        row = conn.execute(
+            "SELECT coalesce(sum(n_items), 0) FROM namespaces WHERE collection = ?", (collection,)
+        ).fetchone()
+    return int(row[0])

@@ -1,0 +1,298 @@
+"""Lineage rows in the catalog: nodes, edges and strategy versions.
+
+Functions over a connection, so the typed API registers an item's lineage
+and version in the same transaction as the item itself: either all of it
+commits or none of it does. The cycle check (an iterative walk over the
+parent's ancestors) and the next version number are decided inside that
+transaction, so two processes can neither jointly create a cycle nor hand
+out one version twice. Nodes outlive their items: the lineage of an archived
+ancestor stays whole.
+
+    >>> import tempfile, pathlib
+    >>> from langgraph_memory.catalog import Catalog
+    >>> cat = Catalog(pathlib.Path(tempfile.mkdtemp()) / "catalog.sqlite")
+    >>> with cat.write() as conn:
+    ...     _ = register(conn, "f1", "research_findings", ("research",))
+    ...     register(conn, "s1", "strategy_library", ("strategies",), parents=[("f1", "derived_from")],
+    ...              version_name="momentum")
+    1
+    >>> with cat.read() as conn:
+    ...     [e.parent_id for e in parents(conn, "s1")], ancestor_depths(conn, "s1")
+    (['f1'], {'f1': 1})
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph_memory.catalog.items import chunked
+from langgraph_memory.errors import LineageCycleError, LineageError
+
+__all__ = [
+    "Edge",
+    "ItemRef",
+    "VersionRow",
+    "register",
+    "link",
+    "forget",
+    "node",
+    "nodes",
+    "parents",
+    "children",
+    "ancestor_depths",
+    "versions",
+    "edge_count",
+    "check_id",
+]
+
+_EDGE_COLS = "child_id, parent_id, relation, child_collection, parent_collection, created_at"
+_NODE_COLS = "id, collection, namespace, name, version, created_at"
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One link: ``child_id`` came from ``parent_id`` (``relation`` says how)."""
+
+    child_id: str
+    parent_id: str
+    relation: str
+    child_collection: str | None
+    parent_collection: str | None
+    created_at: float
+
+
+@dataclass(frozen=True)
+class ItemRef:
+    """Where a registered item lives: its collection and namespace."""
+
+    id: str
+    collection: str
+    namespace: tuple[str, ...]
+    name: str | None = None
+    version: int | None = None
+    created_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class VersionRow:
+    """One version of a named strategy."""
+
+    name: str
+    version: int
+    id: str
+    created_at: float
+
+
+def check_id(value: Any, what: str) -> str:
+    """``value`` if it is a non-empty string id, else :class:`LineageError`."""
+    if not isinstance(value, str) or not value.strip():
+        raise LineageError(f"{what} must be a non-empty string id, got {value!r}")
+    return value
+
+
+def _ref(row: Sequence[Any]) -> ItemRef:
+    return ItemRef(
+        id=row[0], collection=row[1], namespace=tuple(json.loads(row[2])), name=row[3], version=row[4],
+        created_at=float(row[5]),
+    )
+
+
+# ---------------------------------------------------------------------- writes
+
+
+def register(
+    conn: sqlite3.Connection,
+    item_id: str,
+    collection: str,
+    namespace: Sequence[str],
+    *,
+    parents: Iterable[tuple[str, str]] = (),
+    name: str | None = None,
+    version_name: str | None = None,
+    link_previous_version: bool = True,
+) -> int | None:
+    """Record a node, its parents and (``version_name``) its version; inside a write transaction.
+
+    Returns the version number, or None without ``version_name``.
+
+    Raises:
+        LineageError: a parent is unknown or an id is empty.
+        LineageCycleError: a link would make an item its own ancestor.
+    """
+    item_id = check_id(item_id, "item id")
+    parent_list = [(check_id(p, "parent id"), str(rel)) for p, rel in parents]
+    now = time.time()
+    version: int | None = None
+    if version_name is not None:
+        existing = conn.execute("SELECT version FROM versions WHERE id = ?", (item_id,)).fetchone()
+        if existing is not None:
+            version = int(existing[0])
+        else:
+            row = conn.execute(
+                "SELECT version, id FROM versions WHERE name = ? ORDER BY version DESC LIMIT 1", (version_name,)
+            ).fetchone()
+            version = (int(row[0]) + 1) if row else 1
+            conn.execute(
+                "INSERT INTO versions(name, version, id, created_at) VALUES (?, ?, ?, ?)",
+                (version_name, version, item_id, now),
+            )
+            if row is not None and link_previous_version and row[1] != item_id:
+                parent_list.append((row[1], "previous_version"))
+    conn.execute(
+        "INSERT INTO lineage_nodes(id, collection, namespace, name, version, created_at) VALUES (?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT(id) DO UPDATE SET collection = excluded.collection, namespace = excluded.namespace, "
+        "name = COALESCE(excluded.name, lineage_nodes.name), version = COALESCE(excluded.version, lineage_nodes.version)",
+        (item_id, collection, json.dumps(list(namespace)), name or version_name, version, now),
+    )
+    for parent_id, relation in parent_list:
+        _link(conn, item_id, parent_id, relation, collection, now)
+    return version
+
+
+def link(conn: sqlite3.Connection, child_id: str, parent_id: str, relation: str = "derived_from") -> Edge:
+    """Record that ``child_id`` came from ``parent_id`` (both registered); inside a write transaction."""
+    child_id = check_id(child_id, "child id")
+    parent_id = check_id(parent_id, "parent id")
+    row = conn.execute("SELECT collection FROM lineage_nodes WHERE id = ?", (child_id,)).fetchone()
+    if row is None:
+        raise LineageError(
+            f"unknown item {child_id!r}: only items stored through Memory (or registered) can be linked"
+        )
+    return _link(conn, child_id, parent_id, relation, row[0], time.time())
+
+
+def _is_ancestor(conn: sqlite3.Connection, start: str, target: str) -> bool:
+    """Whether ``target`` is ``start`` or one of its ancestors (an iterative walk, any depth)."""
+    seen = {start}
+    frontier = [start]
+    while frontier:
+        if target in seen:
+            return True
+        nxt: list[str] = []
+        for chunk in chunked(frontier):
+            marks = ",".join("?" * len(chunk))
+            for (pid,) in conn.execute(
+                f"SELECT DISTINCT parent_id FROM lineage_edges WHERE child_id IN ({marks})", tuple(chunk)
+            ):
+                if pid not in seen:
+                    seen.add(pid)
+                    nxt.append(pid)
+        frontier = nxt
+    return target in seen
+
+
+def _link(
+    conn: sqlite3.Connection, child_id: str, parent_id: str, relation: str, child_collection: str, now: float
+) -> Edge:
+    prow = conn.execute("SELECT collection FROM lineage_nodes WHERE id = ?", (parent_id,)).fetchone()
+    if prow is None:
+        raise LineageError(f"unknown parent {parent_id!r}: store the parent through Memory first, or check the id")
+    if child_id == parent_id:
+        raise LineageCycleError(f"item {child_id!r} cannot be its own parent")
+    if _is_ancestor(conn, parent_id, child_id):
+        raise LineageCycleError(
+            f"linking {child_id!r} under {parent_id!r} would make a cycle: {child_id!r} is already an "
+            f"ancestor of {parent_id!r}"
+        )
+    conn.execute(
+        f"INSERT OR IGNORE INTO lineage_edges({_EDGE_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
+        (child_id, parent_id, relation, child_collection, prow[0], now),
+    )
+    return Edge(child_id, parent_id, relation, child_collection, prow[0], now)
+
+
+def forget(conn: sqlite3.Connection, item_ids: Iterable[str]) -> None:
+    """Remove nodes, their edges and their version rows (a hard delete of the items)."""
+    for chunk in chunked(list(item_ids)):
+        marks = ",".join("?" * len(chunk))
+        conn.execute(
+            f"DELETE FROM lineage_edges WHERE child_id IN ({marks}) OR parent_id IN ({marks})", (*chunk, *chunk)
+        )
+        conn.execute(f"DELETE FROM versions WHERE id IN ({marks})", tuple(chunk))
+        conn.execute(f"DELETE FROM lineage_nodes WHERE id IN ({marks})", tuple(chunk))
+
+
+# ----------------------------------------------------------------------- reads
+
+
+def node(conn: sqlite3.Connection, item_id: str) -> ItemRef | None:
+    row = conn.execute(f"SELECT {_NODE_COLS} FROM lineage_nodes WHERE id = ?", (item_id,)).fetchone()
+    return _ref(row) if row else None
+
+
+def nodes(conn: sqlite3.Connection, item_ids: Iterable[str]) -> dict[str, ItemRef]:
+    out: dict[str, ItemRef] = {}
+    for chunk in chunked(list(dict.fromkeys(item_ids))):
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(f"SELECT {_NODE_COLS} FROM lineage_nodes WHERE id IN ({marks})", tuple(chunk)):
+            out[row[0]] = _ref(row)
+    return out
+
+
+def parents(conn: sqlite3.Connection, item_id: str) -> list[Edge]:
+    return [
+        Edge(*row)
+        for row in conn.execute(
+            f"SELECT {_EDGE_COLS} FROM lineage_edges WHERE child_id = ? ORDER BY created_at, parent_id", (item_id,)
+        )
+    ]
+
+
+def children(conn: sqlite3.Connection, item_ids: Sequence[str]) -> dict[str, list[Edge]]:
+    """Direct children of each id (oldest link first)."""
+    out: dict[str, list[Edge]] = {i: [] for i in item_ids}
+    for chunk in chunked(list(item_ids)):
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(
+            f"SELECT {_EDGE_COLS} FROM lineage_edges WHERE parent_id IN ({marks}) ORDER BY created_at, child_id",
+            tuple(chunk),
+        ):
+            e = Edge(*row)
+            out[e.parent_id].append(e)
+    return out
+
+
+def ancestor_depths(conn: sqlite3.Connection, item_id: str, *, max_depth: int = 100_000) -> dict[str, int]:
+    """Every ancestor of ``item_id`` and its longest distance (1 = parent); iterative, any depth.
+
+    Longest distance orders a diamond's root before both branches. Computed
+    by relaxing depths breadth first; each edge is followed at most once per
+    improvement, and ``max_depth`` stops a damaged file with a cycle.
+    """
+    depths: dict[str, int] = {}
+    frontier = {item_id: 0}
+    while frontier:
+        nxt: dict[str, int] = {}
+        ids = list(frontier)
+        for chunk in chunked(ids):
+            marks = ",".join("?" * len(chunk))
+            for child, parent in conn.execute(
+                f"SELECT child_id, parent_id FROM lineage_edges WHERE child_id IN ({marks})", tuple(chunk)
+            ):
+                d = frontier[child] + 1
+                if d > max_depth or parent == item_id:
+                    continue
+                if d > depths.get(parent, 0):
+                    depths[parent] = d
+                    nxt[parent] = max(nxt.get(parent, 0), d)
+        frontier = nxt
+    return depths
+
+
+def versions(conn: sqlite3.Connection, name: str) -> list[VersionRow]:
+    """Versions of ``name``, oldest first (empty for an unknown name)."""
+    return [
+        VersionRow(*row)
+        for row in conn.execute(
+            "SELECT name, version, id, created_at FROM versions WHERE name = ? ORDER BY version", (name,)
+        )
+    ]
+
+
+def edge_count(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT COUNT(*) FROM lineage_edges").fetchone()[0])

@@ -1,0 +1,91 @@
+"""What Chroma still has to apply: the catalog's outbox of index changes.
+
+Every put or delete that changes an item's vectors adds ``(collection,
+item_id, n_old)`` to ``index_queue`` in the same transaction as the item
+(``n_old``: how many vector records the item may have in Chroma, so extra
+ones can be deleted). :class:`~langgraph_memory.store.index.ChromaIndex`
+applies the queue after the commit, idempotently (it upserts what the
+catalog holds now and deletes what it no longer holds), then records how far
+it got in ``index_state``. A crash between the commit and Chroma leaves the
+rows for the next writer or the next open.
+
+    >>> import tempfile, pathlib
+    >>> from langgraph_memory.catalog import Catalog
+    >>> cat = Catalog(pathlib.Path(tempfile.mkdtemp()) / "catalog.sqlite")
+    >>> with cat.write() as conn:
+    ...     enqueue(conn, "memories", [(1, 1), (2, 1)])
+    ...     [(item, n) for _, item, n in pending(conn, "memories")]
+    [(1, 1), (2, 1)]
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+__all__ = ["enqueue", "pending", "last_seq", "applied", "mark_applied", "chroma_name", "set_chroma_name", "model_id"]
+
+
+def enqueue(conn: sqlite3.Connection, collection: str, entries: Sequence[tuple[int, int]]) -> None:
+    """Record that the items ``(item_id, n_old)`` of ``collection`` changed their vectors."""
+    if entries:
+        conn.executemany(
+            "INSERT INTO index_queue(collection, item_id, n_old) VALUES (?, ?, ?)",
+            [(collection, item_id, n_old) for item_id, n_old in entries],
+        )
+
+
+def pending(conn: sqlite3.Connection, collection: str, limit: int | None = None) -> list[tuple[int, int, int]]:
+    """Queued changes of ``collection`` not applied yet: ``(seq, item_id, n_old)``, oldest first."""
+    after = applied(conn, collection)
+    sql = "SELECT seq, item_id, n_old FROM index_queue WHERE collection = ? AND seq > ? ORDER BY seq"
+    params: tuple[object, ...] = (collection, after)
+    if limit is not None:
+        sql += " LIMIT ?"
+        params = (collection, after, limit)
+    return [(int(s), int(i), int(n)) for s, i, n in conn.execute(sql, params)]
+
+
+def last_seq(conn: sqlite3.Connection) -> int:
+    """The newest queue position handed out (0 when nothing was ever queued)."""
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'index_queue'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def applied(conn: sqlite3.Connection, collection: str) -> int:
+    """How far Chroma applied the queue of ``collection``."""
+    row = conn.execute("SELECT applied_seq FROM index_state WHERE collection = ?", (collection,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def mark_applied(conn: sqlite3.Connection, collection: str, seq: int) -> None:
+    """Chroma applied every change of ``collection`` up to ``seq``: forget them (in a write transaction)."""
+    conn.execute(
+        "UPDATE index_state SET applied_seq = max(applied_seq, ?) WHERE collection = ?", (seq, collection)
+    )
+    conn.execute("DELETE FROM index_queue WHERE collection = ? AND seq <= ?", (collection, seq))
+
+
+def chroma_name(conn: sqlite3.Connection, collection: str) -> str | None:
+    """The Chroma collection that indexes ``collection`` now, if there is one."""
+    row = conn.execute("SELECT chroma_name FROM index_state WHERE collection = ?", (collection,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def set_chroma_name(conn: sqlite3.Connection, collection: str, name: str, applied_seq: int) -> None:
+    """Switch ``collection`` to the Chroma collection ``name``, which holds the queue up to ``applied_seq``."""
+    conn.execute(
+        "INSERT INTO index_state(collection, chroma_name, applied_seq) VALUES (?, ?, ?) "
+        "ON CONFLICT(collection) DO UPDATE SET chroma_name = excluded.chroma_name, applied_seq = excluded.applied_seq",
+        (collection, name, applied_seq),
+    )
+    conn.execute("DELETE FROM index_queue WHERE collection = ? AND seq <= ?", (collection, applied_seq))
+
+
+def model_id(conn: sqlite3.Connection, name: str, dims: int) -> int:
+    """The id of the embedding model ``name`` (registered on first use, in a write transaction)."""
+    row = conn.execute("SELECT id FROM models WHERE name = ?", (name,)).fetchone()
+    if row is not None:
+        return int(row[0])
+    cur = conn.execute("INSERT INTO models(name, dims) VALUES (?, ?)", (name, dims))
+    return int(cur.lastrowid or 0)

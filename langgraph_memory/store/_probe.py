@@ -1,0 +1,119 @@
+"""Open a Chroma folder in a throw-away process and say whether it is whole.
+
+A damaged HNSW segment can make Chroma crash the process that opens it
+(SIGSEGV in the first ``count()`` or query), raise errors, or answer wrongly
+without a word (a truncated ``data_level0.bin`` silently misses half of its
+items). :func:`probe` runs this file as a script in a subprocess: it opens the
+folder, counts each collection and queries it with sample vectors from the
+catalog, each of which must find its own record. A crash, a hang, an error or
+wrong answers mark the folder for a rebuild; the store's own process never
+touched it.
+
+This file imports nothing from the package, so the subprocess starts in
+about half a second (mostly ``import chromadb``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ProbeResult", "probe"]
+
+# Share of sample queries that may miss their own record before a collection
+# counts as damaged: HNSW is approximate, a damaged segment misses about half.
+MAX_MISS_RATE = 0.25
+
+
+@dataclass
+class ProbeResult:
+    """What the probe found: ``ok`` for the whole folder, and per collection ``problems``."""
+
+    ok: bool
+    crashed: bool = False
+    problems: dict[str, str] = field(default_factory=dict)
+    detail: str = ""
+
+
+def probe(folder: Path, collections: list[dict[str, Any]], *, timeout: float = 120.0) -> ProbeResult:
+    """Check ``folder`` in a subprocess.
+
+    ``collections`` lists ``{"name": chroma name, "samples": [[record id,
+    [floats]], ...]}``: vectors the collection must hold (a collection with
+    samples must exist; counts are compared later, in process, once queued
+    changes are applied).
+    """
+    payload = json.dumps({"folder": str(folder), "collections": collections})
+    try:
+        proc = subprocess.run(
+            [sys.executable, str(Path(__file__).resolve())],
+            input=payload,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return ProbeResult(False, crashed=True, detail=f"the probe did not finish within {timeout:g} s")
+    if proc.returncode != 0:
+        tail = (proc.stderr or "").strip().splitlines()[-1:] or [""]
+        return ProbeResult(
+            False, crashed=proc.returncode < 0, detail=f"the probe exited with status {proc.returncode} {tail[0]}"
+        )
+    try:
+        report = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return ProbeResult(False, detail=f"the probe printed no report: {proc.stdout[-200:]!r}")
+    problems = {name: why for name, why in report.items() if why}
+    return ProbeResult(not problems, problems=problems)
+
+
+def _check(client: Any, spec: dict[str, Any]) -> str:
+    """Empty when the collection is whole, else what is wrong with it."""
+    import numpy as np
+
+    samples = spec["samples"]
+    try:
+        col = client.get_collection(spec["name"], embedding_function=None)
+    except Exception as exc:  # noqa: BLE001 - any failure is the answer
+        return f"cannot open: {type(exc).__name__}: {exc}" if samples else ""
+    try:
+        n = col.count()
+        if not samples:
+            return ""
+        if n == 0:
+            return "holds no vectors"
+        missed = 0
+        for rid, vec in samples:
+            res = col.query(
+                query_embeddings=np.asarray([vec], dtype=np.float32), n_results=min(5, n), include=["distances"]
+            )
+            ids, dists = res["ids"][0], res["distances"][0]
+            if rid not in ids and not (dists and dists[0] < 1e-6):
+                missed += 1
+        if missed > MAX_MISS_RATE * len(samples):
+            return f"{missed} of {len(samples)} sample vectors did not find their own record"
+    except Exception as exc:  # noqa: BLE001
+        return f"{type(exc).__name__}: {exc}"
+    return ""
+
+
+def _main() -> None:
+    spec = json.loads(sys.stdin.read())
+    import chromadb
+    from chromadb.config import Settings
+
+    try:
+        client = chromadb.PersistentClient(path=spec["folder"], settings=Settings(anonymized_telemetry=False))
+    except Exception as exc:  # noqa: BLE001
+        print(json.dumps({c["name"]: f"cannot open the folder: {type(exc).__name__}: {exc}" for c in spec["collections"]}
+                         or {"*": f"cannot open the folder: {exc}"}))
+        return
+    print(json.dumps({c["name"]: _check(client, c) for c in spec["collections"]}))
+
+
+if __name__ == "__main__":
+    _main()

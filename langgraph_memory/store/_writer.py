@@ -1,0 +1,232 @@
+"""The write path of a put: validate, pick the texts to embed, check the vectors, commit, index.
+
+:class:`Writer` holds what a put needs to know about the store (the index
+fields, the model and its dimensions) and turns validated puts plus their
+vectors into one catalog transaction, then asks the Chroma index to apply
+it. The commit is the acknowledgement: once it returns the put survives a
+crash; Chroma catching up is a recorded, repeatable step
+(:meth:`~langgraph_memory.store.index.ChromaIndex.sync`), so a Chroma failure
+after the commit is logged and repaired later, never reported as a failed put.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from langgraph.store.base import PutOp, get_text_at_path, tokenize_path
+
+from langgraph_memory.catalog import Catalog
+from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog import queue as _queue
+from langgraph_memory.collections import CollectionSpec
+from langgraph_memory.errors import EmbeddingModelError, InvalidArgumentError, ModelMismatchError, ValidationError
+from langgraph_memory.store.index import ChromaIndex, IndexUnavailable
+from langgraph_memory.store.records import text_path
+
+__all__ = ["PreparedPut", "Writer", "index_paths", "dumps_value", "check_vectors"]
+
+logger = logging.getLogger(__name__)
+
+_MODEL_KEY = "embedding_model"
+_DIMS_KEY = "embedding_dims"
+
+
+def dumps_value(value: dict[str, Any]) -> str:
+    """A value as compact JSON, or :class:`ValidationError` when it is not JSON (NaN included)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(
+            f"store values must be JSON-serialisable dicts (str keys; str, finite number, bool, None, list, dict): {exc}"
+        ) from None
+
+
+def index_paths(paths: Any) -> list[tuple[str, Any]]:
+    """Each index path with its tokens (``"$"``, the whole value, stays as is).
+
+    Raises:
+        InvalidArgumentError: ``paths`` is not a list of strings (``index="text"`` is a common slip).
+    """
+    if isinstance(paths, str) or not isinstance(paths, (list, tuple)):
+        raise InvalidArgumentError(
+            f"index must be False or a list of field paths such as ['text'], got {paths!r}"
+        )
+    out = []
+    for p in paths:
+        if not isinstance(p, str) or not p:
+            raise InvalidArgumentError(f"index paths must be non-empty strings, got {p!r}")
+        out.append((p, tokenize_path(p) if p != "$" else p))
+    return out
+
+
+def check_vectors(vectors: Sequence[Sequence[float]], dims: int | None, what: str) -> np.ndarray:
+    """Vectors as a float32 matrix, or :class:`EmbeddingModelError` for a wrong size, NaN or zero vector."""
+    if not vectors:
+        return np.zeros((0, dims or 0), dtype=np.float32)
+    try:
+        matrix = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise EmbeddingModelError(f"the embedding model returned something that is not vectors for {what}: {exc}") from exc
+    if matrix.ndim != 2:
+        raise EmbeddingModelError(f"the embedding model returned vectors of unequal length for {what}")
+    if dims is not None and matrix.shape[1] != dims:
+        raise EmbeddingModelError(
+            f"the embedding model returned {matrix.shape[1]}-dimensional vectors for {what} but index dims={dims}; "
+            "fix index['dims'] or use the model the store was built with"
+        )
+    if not np.isfinite(matrix).all():
+        raise EmbeddingModelError(f"the embedding model returned NaN or infinite values for {what}; check the model")
+    if (np.abs(matrix).sum(axis=1) == 0).any():
+        raise EmbeddingModelError(f"the embedding model returned an all-zero vector for {what}; it has no direction")
+    return matrix
+
+
+@dataclass
+class PreparedPut:
+    """A validated put or delete, with the texts to embed: ``(record path, text)``."""
+
+    op: PutOp
+    spec: CollectionSpec
+    value_json: str | None
+    texts: list[tuple[str, str]] = field(default_factory=list)
+
+
+class Writer:
+    """Turns prepared puts and their vectors into one catalog transaction and an index update.
+
+    Args:
+        catalog: where the truth goes.
+        index: the Chroma index to bring up to date after the commit.
+        fields: the store's default index paths (tokenized).
+        model: the embedding model's id, or None for a store without one.
+        dims: the model's vector size.
+    """
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        index: ChromaIndex,
+        *,
+        fields: list[tuple[str, Any]],
+        model: str | None,
+        dims: int | None,
+    ) -> None:
+        self.catalog = catalog
+        self.index = index
+        self.fields = fields
+        self.model = model
+        self.dims = dims
+        self._model_id: int | None = None
+
+    def check_model(self) -> None:
+        """Refuse a model other than the one that made the stored vectors (same dims or not).
+
+        Raises:
+            ModelMismatchError: the catalog's vectors came from another model.
+        """
+        if self.model is None:
+            return
+        with self.catalog.read() as conn:
+            have = self.catalog.get_meta(conn, _MODEL_KEY)
+            dims = self.catalog.get_meta(conn, _DIMS_KEY)
+            if have is None:
+                return
+            if have == self.model and (dims is None or int(dims) == self.dims):
+                return
+            (n,) = conn.execute("SELECT count(*) FROM (SELECT 1 FROM vectors LIMIT 1)").fetchone()
+        if n == 0:
+            return
+        raise ModelMismatchError(
+            f"the vectors in {self.catalog.path.parent} were made by {have} ({dims} dimensions), but this store "
+            f"embeds with {self.model} ({self.dims} dimensions): their scores would not compare. Open it with "
+            "the same model, or re-embed everything with store.reindex() (or `langgraph-memory reindex`)."
+        )
+
+    def texts_for(self, op: PutOp, spec: CollectionSpec) -> list[tuple[str, str]]:
+        """The ``(record path, text)`` pairs a put embeds (none with ``index=False`` or no model)."""
+        if self.model is None or op.index is False:
+            return []
+        if op.index is None:
+            paths = [(spec.embed_field, tokenize_path(spec.embed_field))] if spec.embed_field else self.fields
+        else:
+            paths = index_paths(op.index)
+        out: list[tuple[str, str]] = []
+        for path, tokens in paths:
+            texts = get_text_at_path(op.value, tokens)
+            if len(texts) > 1:
+                out.extend((text_path(path, i), t) for i, t in enumerate(texts))
+            elif texts:
+                out.append((path, texts[0]))
+        return out
+
+    def model_id(self, conn: sqlite3.Connection) -> int:
+        """The catalog's id of this store's model (registered, with the catalog's model, on first use)."""
+        if self._model_id is None:
+            assert self.model is not None and self.dims is not None
+            self._model_id = _queue.model_id(conn, self.model, self.dims)
+            if self.catalog.get_meta(conn, _MODEL_KEY) is None:
+                self.catalog.set_meta(conn, _MODEL_KEY, self.model)
+                self.catalog.set_meta(conn, _DIMS_KEY, str(self.dims))
+        return self._model_id
+
+    def write(
+        self,
+        puts: list[PreparedPut],
+        vectors: Sequence[Sequence[float]],
+        *,
+        now: float,
+        before: Callable[[sqlite3.Connection], Mapping[int, dict[str, Any]] | None] | None = None,
+    ) -> list[int | None]:
+        """Commit ``puts`` (vectors in the order of their texts), then bring Chroma up to date.
+
+        ``before`` runs first inside the same transaction (the typed API
+        registers lineage and allocates a version there); it may return new
+        values for some puts, by position (their embedded text must not
+        change: the vectors were made before). Returns each put's item id
+        (None for a delete).
+        """
+        matrix = check_vectors(vectors, self.dims, f"{len(puts)} puts")
+        pos = 0
+        writes: list[_items.ItemWrite] = []
+        for p in puts:
+            vecs = [(path, matrix[pos + i].tobytes()) for i, (path, _t) in enumerate(p.texts)]
+            pos += len(p.texts)
+            ttl = p.op.ttl if p.value_json is not None else None
+            writes.append(
+                _items.ItemWrite(
+                    p.op.namespace, p.op.key, p.spec.name, p.value_json,
+                    ttl_minutes=float(ttl) if ttl else None, vectors=vecs,
+                )
+            )
+        with self.catalog.write() as conn:
+            if before is not None:
+                for i, value in (before(conn) or {}).items():
+                    puts[i].spec.validate(value)
+                    writes[i].value_json = dumps_value(value)
+            if any(w.vectors for w in writes):
+                mid = self.model_id(conn)
+                for w in writes:
+                    w.model_id = mid
+            ids = _items.write_items(conn, writes, self.catalog.names, now=now)
+        self.sync({p.spec.name for p in puts})
+        return ids
+
+    def sync(self, collections: set[str] | None = None) -> None:
+        """Apply queued changes to Chroma after a commit; a failure is logged, never raised.
+
+        The commit already acknowledged the write: reporting it failed now
+        would be false. The changes stay queued (the next write, close or
+        open applies them) and searches score queued items exactly meanwhile.
+        """
+        try:
+            self.index.sync(sorted(collections) if collections else None)
+        except IndexUnavailable:
+            pass  # logged by the index; searches of that collection run exactly until it is rebuilt
+        except Exception:  # noqa: BLE001 - e.g. a lock timeout or a full disk under Chroma
+            logger.warning("could not apply committed changes to the Chroma index yet; they stay queued", exc_info=True)

@@ -1,0 +1,637 @@
+"""Chroma as a derived index: fed from the catalog, checked on open, rebuilt when damaged.
+
+The catalog (:mod:`langgraph_memory.catalog`) holds every item and vector;
+Chroma holds only vectors, one collection per store collection, with ids
+``"<item id>"`` and ``"<item id>:<n>"`` for an item's further vectors. Every
+change reaches Chroma after the catalog committed it, through the catalog's
+queue (:meth:`ChromaIndex.sync`): applying a queued change upserts what the
+catalog holds now and deletes what it no longer holds, so applying twice, or
+after a crash, is harmless.
+
+Opening checks that Chroma agrees with the catalog, as cheaply as the
+situation allows (:meth:`ChromaIndex.open`):
+
+* after a clean close, when the folder's files are exactly as sealed, nothing
+  more than applying what is queued;
+* after a crash, or when the files changed since, a probe subprocess opens
+  the folder first (a damaged segment can crash the process that opens it),
+  then counts and an id-set comparison repair what differs;
+* a folder that crashes, fails or answers wrongly is rebuilt from the
+  catalog's vectors into a new folder (or, on a Chroma server, new
+  collections), and the store switches over; nothing is re-embedded.
+
+:meth:`ChromaIndex.rebuild` does the same on request, with a progress bar.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from langgraph_memory._chroma import ChromaHandle
+from langgraph_memory.catalog import Catalog, read_meta
+from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog import queue as _queue
+from langgraph_memory.collections import COLLECTIONS, GENERAL
+from langgraph_memory.errors import DiskFullError, LangGraphMemoryError, StoreBackendError
+from langgraph_memory.store._probe import probe
+from langgraph_memory.store._session import SessionLock, fingerprint
+
+__all__ = ["ChromaIndex", "IndexUnavailable", "RebuildReport", "record_id", "parse_record_id"]
+
+logger = logging.getLogger(__name__)
+
+_GEN_KEY = "index_generation"
+_SEAL_KEY = "index_seal"
+_BROKEN_KEY = "index_broken"
+_BATCH = 1000
+_SAMPLES = 16
+
+ProgressFn = Callable[[str, int, int], None]
+
+
+class IndexUnavailable(StoreBackendError):
+    """Chroma failed on a collection; searches of it run exactly from the catalog until it is rebuilt."""
+
+
+def _no_room(exc: BaseException) -> bool:
+    """Whether a Chroma (or OS) error means the disk is full."""
+    text = str(exc).lower()
+    return "disk is full" in text or "no space" in text or "(code: 13)" in text or getattr(exc, "errno", None) == 28
+
+
+def record_id(item_id: int, idx: int) -> str:
+    """The Chroma id of an item's ``idx``-th vector."""
+    return str(item_id) if idx == 0 else f"{item_id}:{idx}"
+
+
+def parse_record_id(rid: str) -> tuple[int, int]:
+    """``(item id, vector number)`` of a Chroma id made by :func:`record_id`."""
+    head, _, tail = rid.partition(":")
+    return int(head), int(tail) if tail else 0
+
+
+def all_collections() -> list[str]:
+    return [spec.name for spec in (*COLLECTIONS.values(), GENERAL)]
+
+
+@dataclass
+class RebuildReport:
+    """What a rebuild did: vectors per collection, the reason, and how long it took."""
+
+    reason: str
+    vectors: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def total(self) -> int:
+        return sum(self.vectors.values())
+
+
+class ChromaIndex:
+    """The Chroma collections that index a catalog's vectors.
+
+    Args:
+        catalog: the data directory's catalog (the truth).
+        root: for the embedded default, the folder holding the lock and the
+            index sub-folders (``<data_dir>/chroma``); None with ``client``.
+        client: a Chroma client of the caller's (a server's ``HttpClient``);
+            its collections get names unique to this catalog.
+        lock_timeout: seconds to wait for another process.
+
+    Example:
+        >>> index = store.index                        # doctest: +SKIP
+        >>> index.rebuild().total                      # doctest: +SKIP
+        1200
+    """
+
+    def __init__(
+        self, catalog: Catalog, *, root: Path | None, client: Any | None = None, lock_timeout: float = 30.0
+    ) -> None:
+        self.catalog = catalog
+        self.lock_timeout = lock_timeout
+        self.embedded = client is None
+        self.root = root
+        if client is None:
+            assert root is not None
+            catalog_path = catalog.path
+            self.handle = ChromaHandle.embedded(
+                root, lock_timeout, locate=lambda: self._folder_of(read_meta(catalog_path, _GEN_KEY))
+            )
+            self.session: SessionLock | None = SessionLock(root)
+        else:
+            self.handle = ChromaHandle.for_client(client, lock_timeout)
+            self.session = None
+        self._collections: dict[str, Any] = {}
+        self._epoch = -1
+        #: collections Chroma failed on since the last rebuild (searched exactly meanwhile).
+        self.broken: set[str] = set()
+        #: how long the open-time probe took (None: the folder was sealed, no probe ran).
+        self.probe_seconds: float | None = None
+        #: the last rebuild this object did (at open or on request).
+        self.last_rebuild: RebuildReport | None = None
+
+    # ------------------------------------------------------------- naming
+
+    def _folder_of(self, generation: str | None) -> Path:
+        assert self.root is not None
+        return self.root / f"index-{int(generation or 1)}"
+
+    def folder(self) -> Path | None:
+        """The folder the embedded index lives in now (None on a server)."""
+        if not self.embedded:
+            return None
+        return self._folder_of(self.catalog.meta(_GEN_KEY))
+
+    def _default_name(self, collection: str, generation: int = 1) -> str:
+        if self.embedded:
+            return collection
+        return f"lgm-{self.catalog.catalog_id[:12]}-{collection}-g{generation}"
+
+    def _chroma_name(self, collection: str) -> str:
+        with self.catalog.read() as conn:
+            name = _queue.chroma_name(conn, collection)
+        return name or self._default_name(collection)
+
+    # ------------------------------------------------------------- access
+
+    @contextmanager
+    def _use(self, *, write: bool = False) -> Iterator[Any]:
+        with self.handle.use(write=write) as client:
+            if self._epoch != self.handle.epoch:
+                self._collections.clear()
+                self._epoch = self.handle.epoch
+            yield client
+
+    def _collection(self, client: Any, collection: str, *, create: bool) -> Any | None:
+        col = self._collections.get(collection)
+        if col is not None:
+            return col
+        name = self._chroma_name(collection)
+        if create:
+            col = client.get_or_create_collection(name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
+            with self.catalog.write() as conn:
+                if _queue.chroma_name(conn, collection) is None:
+                    _queue.set_chroma_name(conn, collection, name, 0)
+        else:
+            try:
+                col = client.get_collection(name, embedding_function=None)
+            except Exception:  # noqa: BLE001 - Chroma raises several types for "missing"
+                return None
+        self._collections[collection] = col
+        return col
+
+    def _failed(self, collection: str, exc: BaseException, what: str) -> LangGraphMemoryError:
+        if _no_room(exc):
+            # A full disk is not damage: the changes stay queued and apply once there is room.
+            where = self.handle.folder or self.root or "the Chroma server"
+            return DiskFullError(
+                f"the disk holding the Chroma index ({where}) is full while {what}; the catalog holds every "
+                "acknowledged write, and the index catches up once space is freed", where,
+            )
+        self.broken.add(collection)
+        try:
+            with self.catalog.write() as conn:
+                self.catalog.set_meta(conn, _BROKEN_KEY, "1")
+        except LangGraphMemoryError:  # the catalog's own trouble is reported where it happens
+            logger.debug("could not record the broken index", exc_info=True)
+        logger.error(
+            "the Chroma index of %r failed while %s (%s: %s); its searches now run exactly from the catalog. "
+            "Call store.rebuild_index() (or `langgraph-memory index rebuild`) or reopen the store to rebuild it.",
+            collection, what, type(exc).__name__, exc,
+        )
+        return IndexUnavailable(f"the Chroma index of {collection!r} failed while {what}: {exc}")
+
+    # -------------------------------------------------------------- writes
+
+    def sync(self, collections: list[str] | None = None) -> int:
+        """Apply the catalog's queued changes to Chroma; return how many items were applied.
+
+        Raises:
+            IndexUnavailable: Chroma failed (the changes stay queued).
+        """
+        names = collections or all_collections()
+        with self.catalog.read() as conn:
+            names = [n for n in names if n not in self.broken and _queue.pending(conn, n, limit=1)]
+        if not names:
+            return 0
+        applied = 0
+        with self._use(write=True) as client:
+            for name in names:
+                while True:
+                    with self.catalog.read() as conn:
+                        rows = _queue.pending(conn, name, limit=5000)
+                        if not rows:
+                            break
+                        n_old: dict[int, int] = {}
+                        for _seq, item_id, n in rows:
+                            n_old[item_id] = max(n_old.get(item_id, 0), n)
+                        vectors = _items.load_vectors(conn, list(n_old))
+                    try:
+                        col = self._collection(client, name, create=True)
+                        self._apply(col, n_old, vectors)
+                    except LangGraphMemoryError:
+                        raise
+                    except Exception as exc:  # noqa: BLE001 - Chroma's errors are many and untyped
+                        raise self._failed(name, exc, "applying changes") from exc
+                    with self.catalog.write() as conn:
+                        _queue.mark_applied(conn, name, rows[-1][0])
+                    applied += len(n_old)
+        return applied
+
+    @staticmethod
+    def _apply(col: Any, n_old: dict[int, int], vectors: dict[int, list[tuple[int, str, bytes]]]) -> None:
+        ids: list[str] = []
+        blobs: list[bytes] = []
+        doomed: list[str] = []
+        for item_id, n in n_old.items():
+            have = vectors.get(item_id, [])
+            for idx, _path, vec in have:
+                ids.append(record_id(item_id, idx))
+                blobs.append(vec)
+            doomed.extend(record_id(item_id, i) for i in range(len(have), max(n, len(have))))
+        if ids:
+            dims = len(blobs[0]) // 4
+            matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dims)
+            for start in range(0, len(ids), 5000):
+                col.upsert(ids=ids[start : start + 5000], embeddings=matrix[start : start + 5000])
+        if doomed:
+            for start in range(0, len(doomed), 5000):
+                col.delete(ids=doomed[start : start + 5000])
+
+    # --------------------------------------------------------------- reads
+
+    def query(self, collection: str, vector: np.ndarray, n: int) -> list[tuple[int, int, float]]:
+        """The ``n`` nearest records: ``(item id, vector number, cosine distance)``, nearest first.
+
+        Raises:
+            IndexUnavailable: Chroma failed on this collection.
+        """
+        if collection in self.broken:
+            raise IndexUnavailable(f"the Chroma index of {collection!r} is waiting for a rebuild")
+        with self._use() as client:
+            try:
+                col = self._collection(client, collection, create=False)
+                if col is None:
+                    return []
+                res = col.query(query_embeddings=vector.reshape(1, -1), n_results=n, include=["distances"])
+            except Exception as exc:  # noqa: BLE001
+                raise self._failed(collection, exc, "searching") from exc
+        out = []
+        for rid, dist in zip(res["ids"][0], res["distances"][0]):
+            item_id, idx = parse_record_id(rid)
+            out.append((item_id, idx, float(dist)))
+        return out
+
+    def chroma_collection(self, collection: str) -> Any | None:
+        """The raw Chroma collection indexing ``collection`` (None before its first vector), to look at."""
+        with self._use() as client:
+            return self._collection(client, collection, create=False)
+
+    def count(self, collection: str) -> int:
+        """How many vectors Chroma holds for ``collection``."""
+        with self._use() as client:
+            col = self._collection(client, collection, create=False)
+            return 0 if col is None else int(col.count())
+
+    def _catalog_counts(self) -> dict[str, int]:
+        with self.catalog.read() as conn:
+            rows = conn.execute(
+                "SELECT n.collection, count(*) FROM vectors v JOIN items i ON i.id = v.item_id "
+                "JOIN namespaces n ON n.id = i.ns_id GROUP BY n.collection"
+            ).fetchall()
+        return {name: int(c) for name, c in rows}
+
+    # -------------------------------------------------------- check, repair
+
+    def open(self, *, progress: bool | ProgressFn = True) -> None:
+        """Check the index against the catalog and repair or rebuild it (see the module docstring)."""
+        if self.session is None:
+            self._reconcile_or_rebuild(progress)
+            return
+        first = self.session.enter()
+        try:
+            if first:
+                self._first_open(progress)
+        except BaseException:
+            self.session.leave()
+            raise
+        self.session.share(self.lock_timeout)
+
+    def _first_open(self, progress: bool | ProgressFn) -> None:
+        assert self.root is not None
+        folder = self.folder()
+        assert folder is not None
+        self._remove_stale_folders(folder)
+        with self.catalog.read() as conn:
+            seal = self.catalog.get_meta(conn, _SEAL_KEY)
+            broken = self.catalog.get_meta(conn, _BROKEN_KEY)
+        counts = self._catalog_counts()
+        if broken:
+            self._rebuild_or_degrade("the index failed in an earlier session", progress)
+        elif not folder.exists():
+            if sum(counts.values()):
+                self._rebuild_or_degrade(f"the index folder {folder} is missing", progress)
+        elif seal != fingerprint(folder):
+            started = time.perf_counter()
+            result = probe(folder, self._probe_specs(counts))
+            self.probe_seconds = time.perf_counter() - started
+            if not result.ok:
+                why = result.detail or "; ".join(f"{k}: {v}" for k, v in result.problems.items())
+                self._rebuild_or_degrade(f"the index did not pass its check ({why})", progress)
+            else:
+                logger.info("checked the Chroma index in %s after an unclean shutdown (%.2f s)", folder,
+                            self.probe_seconds)
+                self._reconcile_or_rebuild(progress, counts)
+        with self.catalog.write() as conn:
+            self.catalog.set_meta(conn, _SEAL_KEY, None)
+
+    def _remove_stale_folders(self, current: Path) -> None:
+        assert self.root is not None
+        for old in self.root.glob("index-*"):
+            if old != current and old.is_dir():
+                logger.info("removing the old index folder %s", old)
+                shutil.rmtree(old, ignore_errors=True)
+
+    def _probe_specs(self, counts: dict[str, int]) -> list[dict[str, Any]]:
+        specs = []
+        with self.catalog.read() as conn:
+            for name in all_collections():
+                expected = counts.get(name, 0)
+                chroma = _queue.chroma_name(conn, name)
+                if chroma is None and not expected:
+                    continue
+                specs.append({"name": chroma or self._default_name(name), "samples": self._samples(conn, name, expected)})
+        return specs
+
+    @staticmethod
+    def _samples(conn: Any, collection: str, n_vectors: int) -> list[list[Any]]:
+        """Up to :data:`_SAMPLES` vectors of ``collection`` Chroma must hold (none still queued)."""
+        if not n_vectors:
+            return []
+        lo, hi = conn.execute("SELECT min(id), max(id) FROM vectors").fetchone()
+        if lo is None:
+            return []
+        queued = {int(r[0]) for r in conn.execute("SELECT item_id FROM index_queue WHERE collection = ?", (collection,))}
+        out: list[list[Any]] = []
+        rng = random.Random(n_vectors)
+        for _ in range(_SAMPLES * 4):
+            if len(out) >= _SAMPLES:
+                break
+            row = conn.execute(
+                "SELECT v.item_id, v.idx, v.vec FROM vectors v JOIN items i ON i.id = v.item_id "
+                "JOIN namespaces n ON n.id = i.ns_id WHERE v.id >= ? AND n.collection = ? ORDER BY v.id LIMIT 1",
+                (rng.randint(lo, hi), collection),
+            ).fetchone()
+            if row is None or row[0] in queued:
+                continue
+            vec = np.frombuffer(row[2], dtype=np.float32).tolist()
+            out.append([record_id(row[0], row[1]), vec])
+        return out
+
+    def _reconcile_or_rebuild(self, progress: bool | ProgressFn, counts: dict[str, int] | None = None) -> None:
+        try:
+            self.reconcile(counts)
+        except IndexUnavailable as exc:
+            self._rebuild_or_degrade(str(exc), progress)
+        except DiskFullError:
+            logger.warning("the Chroma index could not catch up on open (disk full); it will on a later write", exc_info=True)
+
+    def _rebuild_or_degrade(self, reason: str, progress: bool | ProgressFn) -> None:
+        """Rebuild at open; if even that fails (a full disk), search exactly from the catalog meanwhile."""
+        try:
+            self.rebuild(reason=reason, progress=progress)
+        except LangGraphMemoryError as exc:
+            self.broken.update(all_collections())
+            logger.error(
+                "could not rebuild the Chroma index (%s); searches run exactly from the catalog until a rebuild "
+                "succeeds (store.rebuild_index(), or reopen)", exc,
+            )
+
+    def reconcile(self, counts: dict[str, int] | None = None) -> dict[str, int]:
+        """Apply queued changes, then make each collection hold exactly the catalog's vector ids.
+
+        Compares counts first and ids only where counts differ. Returns how
+        many records were added or removed per collection.
+        """
+        self.sync()
+        counts = self._catalog_counts() if counts is None else counts
+        repaired: dict[str, int] = {}
+        for name in all_collections():
+            expected = counts.get(name, 0)
+            try:
+                have = self.count(name)
+            except Exception as exc:  # noqa: BLE001
+                raise self._failed(name, exc, "counting") from exc
+            if have != expected:
+                repaired[name] = self._repair_ids(name)
+        if repaired:
+            logger.warning("repaired the Chroma index from the catalog: %s", repaired)
+        return repaired
+
+    def _repair_ids(self, collection: str) -> int:
+        with self.catalog.read() as conn:
+            want: dict[str, tuple[int, int]] = {}
+            for item_id, idx in conn.execute(
+                "SELECT v.item_id, v.idx FROM vectors v JOIN items i ON i.id = v.item_id "
+                "JOIN namespaces n ON n.id = i.ns_id WHERE n.collection = ?",
+                (collection,),
+            ):
+                want[record_id(item_id, idx)] = (item_id, idx)
+        with self._use(write=True) as client:
+            try:
+                col = self._collection(client, collection, create=True)
+                have: set[str] = set()
+                offset = 0
+                while True:
+                    got = col.get(include=[], limit=10_000, offset=offset)
+                    have.update(got["ids"])
+                    if len(got["ids"]) < 10_000:
+                        break
+                    offset += 10_000
+                extra = [rid for rid in have if rid not in want]
+                missing = sorted({want[rid][0] for rid in want if rid not in have})
+                for start in range(0, len(extra), 5000):
+                    col.delete(ids=extra[start : start + 5000])
+                with self.catalog.read() as conn:
+                    vectors = _items.load_vectors(conn, missing)
+                self._apply(col, {i: 0 for i in missing}, vectors)
+            except LangGraphMemoryError:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                raise self._failed(collection, exc, "repairing") from exc
+        return len(extra) + len(missing)
+
+    # ------------------------------------------------------------- rebuild
+
+    def rebuild(self, *, reason: str = "asked for", progress: bool | ProgressFn = True) -> RebuildReport:
+        """Rebuild every collection from the catalog's vectors into a new folder (or new collections).
+
+        The old index keeps serving until the new one is complete; a crash
+        midway leaves the old one in place (and the next open removes the
+        half-built folder). Shows a progress bar on a terminal (``progress``
+        may also be a callback ``(collection, done, total)``), and logs what
+        it did.
+        """
+        started = time.perf_counter()
+        report = RebuildReport(reason=reason)
+        logger.warning("rebuilding the Chroma index from the catalog: %s", reason)
+        counts = self._catalog_counts()
+        total = sum(counts.values())
+        with self.catalog.read() as conn:
+            generation = int(self.catalog.get_meta(conn, _GEN_KEY) or 1)
+            snapshot = _queue.last_seq(conn)
+        new_gen = generation + 1
+        with _progress(progress, total) as tick:
+            try:
+                if self.embedded:
+                    self._rebuild_embedded(new_gen, counts, report, tick)
+                else:
+                    self._rebuild_server(new_gen, counts, report, tick)
+            except LangGraphMemoryError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - Chroma's errors are untyped
+                err = self._failed("*", exc, "rebuilding")
+                self.broken.discard("*")
+                raise err from exc
+            with self.catalog.write() as conn:
+                self.catalog.set_meta(conn, _GEN_KEY, str(new_gen))
+                self.catalog.set_meta(conn, _BROKEN_KEY, None)
+                for name in all_collections():
+                    _queue.set_chroma_name(conn, name, self._default_name(name, new_gen), snapshot)
+        old_names = {name: self._default_name(name, generation) for name in all_collections()}
+        self.handle.switched()
+        self._collections.clear()
+        self.broken.clear()
+        if self.embedded:
+            self._remove_stale_folders(self._folder_of(str(new_gen)))
+        else:
+            self._drop_server_collections(old_names)
+        self.sync()
+        report.seconds = time.perf_counter() - started
+        self.last_rebuild = report
+        logger.warning(
+            "rebuilt the Chroma index: %d vectors in %d collections in %.1f s",
+            report.total, len([c for c in report.vectors.values() if c]), report.seconds,
+        )
+        return report
+
+    def _fill(self, col: Any, collection: str, report: RebuildReport, tick: ProgressFn) -> None:
+        after = 0
+        done = 0
+        while True:
+            with self.catalog.read() as conn:
+                rows = conn.execute(
+                    "SELECT v.id, v.item_id, v.idx, v.vec FROM vectors v JOIN items i ON i.id = v.item_id "
+                    "JOIN namespaces n ON n.id = i.ns_id WHERE n.collection = ? AND v.id > ? ORDER BY v.id LIMIT ?",
+                    (collection, after, _BATCH),
+                ).fetchall()
+            if not rows:
+                break
+            after = rows[-1][0]
+            dims = len(rows[0][3]) // 4
+            matrix = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), dims)
+            col.upsert(ids=[record_id(r[1], r[2]) for r in rows], embeddings=matrix)
+            done += len(rows)
+            tick(collection, len(rows), 0)
+        report.vectors[collection] = done
+
+    def _rebuild_embedded(self, new_gen: int, counts: dict[str, int], report: RebuildReport, tick: ProgressFn) -> None:
+        folder = self._folder_of(str(new_gen))
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        client = None
+        try:
+            client = ChromaHandle.open_persistent(folder)
+            for name in all_collections():
+                if not counts.get(name):
+                    continue
+                col = client.get_or_create_collection(name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
+                self._fill(col, name, report, tick)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)  # a half-built folder is of no use
+            raise
+        finally:
+            if client is not None:
+                ChromaHandle.stop_client(client)
+
+    def _rebuild_server(self, new_gen: int, counts: dict[str, int], report: RebuildReport, tick: ProgressFn) -> None:
+        with self._use(write=True) as client:
+            for name in all_collections():
+                chroma = self._default_name(name, new_gen)
+                try:
+                    client.delete_collection(chroma)
+                except Exception:  # noqa: BLE001 - not there: the usual case
+                    pass
+                if not counts.get(name):
+                    continue
+                col = client.get_or_create_collection(chroma, metadata={"hnsw:space": "cosine"}, embedding_function=None)
+                self._fill(col, name, report, tick)
+
+    def _drop_server_collections(self, names: dict[str, str]) -> None:
+        with self._use(write=True) as client:
+            for old in names.values():
+                try:
+                    client.delete_collection(old)
+                except Exception:  # noqa: BLE001 - already gone
+                    pass
+
+    # ------------------------------------------------------------- closing
+
+    def close(self) -> None:
+        """Apply what is queued; the last session of the folder seals it."""
+        try:
+            if not self.broken:
+                self.sync()
+        except LangGraphMemoryError:
+            logger.warning("could not apply queued changes to Chroma on close; the next open will", exc_info=True)
+        if self.session is None or not self.session.held:
+            return
+        try:
+            if not self.broken and self.session.try_last():
+                with self.handle.lock.hold():
+                    self.handle.drop_client()
+                    folder = self.folder()
+                    assert folder is not None
+                    seal = fingerprint(folder)
+                with self.catalog.write() as conn:
+                    if not any(_queue.pending(conn, name, limit=1) for name in all_collections()):
+                        self.catalog.set_meta(conn, _SEAL_KEY, seal)
+        except LangGraphMemoryError:
+            logger.warning("could not seal the Chroma index on close; the next open checks it", exc_info=True)
+        finally:
+            self.session.leave()
+
+
+@contextmanager
+def _progress(progress: bool | ProgressFn, total: int) -> Iterator[ProgressFn]:
+    """A ``tick(collection, done, total)`` that drives a rich bar on a terminal, a callback, or nothing."""
+    if callable(progress):
+        yield progress
+        return
+    if not progress or not sys.stderr.isatty() or total == 0:
+        yield lambda _name, _done, _total: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(
+        TextColumn("rebuilding the index: {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+    ) as bar:
+        task = bar.add_task("vectors", total=total)
+        yield lambda name, done, _total: bar.update(task, advance=done, description=name)

@@ -1,0 +1,163 @@
+"""Raw item access for the archive and the typed API: not part of LangGraph's ``BaseStore``.
+
+``store.items`` reads whole items (timestamps, access data, vectors and the
+texts they embed), deletes items only if unchanged since they were read, and
+restores archived items exactly as they were. Every write goes through the
+catalog's transactions and then the Chroma index, as puts do.
+
+    >>> store.items.count("lessons_learned")                       # doctest: +SKIP
+    12
+    >>> for item in store.items.iter_items("lessons_learned"):     # doctest: +SKIP
+    ...     print(item.key, item.last_activity)
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+import numpy as np
+from langgraph.store.base import PutOp
+
+from langgraph_memory.catalog import Catalog, StoredItem
+from langgraph_memory.catalog import items as _items
+from langgraph_memory.collections import collection_by_name, collection_for
+from langgraph_memory.store._writer import Writer
+from langgraph_memory.store.records import PAGE_SIZE, record_text
+
+__all__ = ["StoreItems", "Before"]
+
+#: Runs inside a put's catalog transaction; may return replacement values by put position.
+Before = Callable[[sqlite3.Connection], Mapping[int, dict[str, Any]] | None]
+
+
+class StoreItems:
+    """The item API over one catalog, used by the archive and the typed research API.
+
+    Args:
+        catalog: the store's catalog.
+        writer: the store's write path (for the Chroma update after a write, and the model id).
+        flush_access: applies the store's pending reads (deletes check
+            ``last_accessed_at``, so pending reads must land first).
+    """
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        writer: Writer,
+        flush_access: Callable[[], int],
+        put_many: Callable[[list[PutOp], Before | None], list[int | None]],
+    ) -> None:
+        self.catalog = catalog
+        self.writer = writer
+        self.flush_access = flush_access
+        self._put_many = put_many
+
+    def put(
+        self, namespace: tuple[str, ...], key: str, value: dict[str, Any], *, before: Before | None = None
+    ) -> None:
+        """``store.put``, with ``before(conn)`` run inside the same catalog transaction.
+
+        The typed API registers an item's lineage and version this way, so
+        the item, its lineage and its version commit together or not at all.
+        ``before`` may return ``{0: new_value}`` to replace the value (not its
+        embedded text) once it knows, say, the version number.
+        """
+        self._put_many([PutOp(namespace, key, value)], before)
+
+    def _fill_vectors(self, items: list[StoredItem]) -> None:
+        ids = [it.id for it in items if it.id is not None and it.n_vectors]
+        if not ids:
+            return
+        with self.catalog.read() as conn:
+            vectors = _items.load_vectors(conn, ids)
+        for it in items:
+            rows = vectors.get(it.id or -1, [])
+            it.vectors = [np.frombuffer(vec, dtype=np.float32).tolist() for _i, _p, vec in rows]
+            it.paths = [path for _i, path, _v in rows]
+            it.texts = [record_text(it.value, path) for path in it.paths]
+
+    def iter_items(self, collection: str, *, with_vectors: bool = False, page_size: int = PAGE_SIZE) -> Iterator[StoredItem]:
+        """Every item of a collection, a page at a time (bounded memory; no lock held across a yield)."""
+        name = collection_by_name(collection).name
+        after = 0
+        while True:
+            with self.catalog.read() as conn:
+                page = _items.iter_collection(conn, name, after_id=after, limit=page_size)
+            if not page:
+                return
+            if with_vectors:
+                self._fill_vectors(page)
+            yield from page
+            after = page[-1].id or after
+            if len(page) < page_size:
+                return
+
+    def get_items(self, collection: str, uids: list[str], *, with_vectors: bool = False) -> list[StoredItem]:
+        """Items of a collection by uid (:func:`~langgraph_memory.catalog.item_uid`); missing ones are skipped."""
+        with self.catalog.read() as conn:
+            found = _items.get_by_uids(conn, collection_by_name(collection).name, uids)
+        if with_vectors:
+            self._fill_vectors(found)
+        return found
+
+    def get(self, namespace: tuple[str, ...], key: str) -> StoredItem | None:
+        """One item with its access data, or None."""
+        with self.catalog.read() as conn:
+            return _items.get_items(conn, [(namespace, key)]).get((namespace, key))
+
+    def count(self, collection: str) -> int:
+        """How many items a collection holds."""
+        with self.catalog.read() as conn:
+            return _items.count_items(conn, collection_by_name(collection).name)
+
+    def delete_items(self, collection: str, items: list[StoredItem]) -> int:
+        """Delete items read from this store (all their vectors); return how many were deleted."""
+        name = collection_by_name(collection).name
+        with self.catalog.write() as conn:
+            current = _items.get_by_uids(conn, name, [it.uid for it in items])
+            n = _items.delete_items(conn, current, name)
+        self.writer.sync({name})
+        return n
+
+    def delete_unchanged(
+        self, collection: str, expected: dict[str, tuple[float, float]]
+    ) -> tuple[list[str], list[str]]:
+        """Delete items only if still as expected, in one transaction.
+
+        ``expected`` maps an item's uid to the ``(updated_at, last_accessed_at)``
+        it had when it was archived. Items changed since (put again, or read
+        and flushed) are left live. Checking and deleting in one catalog
+        transaction means no write from any process can slip in between and
+        be deleted unseen. Returns ``(deleted uids, changed uids)``; uids no
+        longer live are in neither.
+        """
+        if not expected:
+            return [], []
+        self.flush_access()
+        name = collection_by_name(collection).name
+        with self.catalog.write() as conn:
+            live = _items.get_by_uids(conn, name, list(expected))
+            doomed = [it for it in live if (it.updated_at, it.last_accessed_at) == tuple(expected[it.uid])]
+            changed = [it.uid for it in live if (it.updated_at, it.last_accessed_at) != tuple(expected[it.uid])]
+            _items.delete_items(conn, doomed, name)
+        self.writer.sync({name})
+        return [it.uid for it in doomed], changed
+
+    def restore_items(self, items: list[StoredItem]) -> int:
+        """Write items back exactly as they were (timestamps, access data, vectors).
+
+        Items that are already live are left alone, so restoring twice is a
+        no-op. Returns how many were written.
+        """
+        by_spec: dict[str, list[StoredItem]] = defaultdict(list)
+        for it in items:
+            by_spec[collection_for(it.namespace).name].append(it)
+        written = 0
+        with self.catalog.write() as conn:
+            model_id = self.writer.model_id(conn) if self.writer.model and any(it.vectors for it in items) else 0
+            for name, group in by_spec.items():
+                written += len(_items.restore_items(conn, group, name, self.catalog.names, model_id=model_id))
+        self.writer.sync(set(by_spec))
+        return written

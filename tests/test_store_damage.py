@@ -1,0 +1,175 @@
+"""Damaged files: the store opens without crashing, rebuilds Chroma from the catalog, answers as before.
+
+Each HNSW file and ``chroma.sqlite3`` is truncated, zeroed or garbled, and
+``link_lists.bin`` is made a 1.9 TB sparse file (as a real crash left it).
+Some of these crash the process that opens the folder (SIGSEGV, measured
+here), some raise, some answer wrongly without a word; in every case the
+store must open, rebuild what needs rebuilding, and answer every search as
+it did before the damage. A damaged catalog, the one file that is not
+derived, gives a typed error naming it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langgraph.store.base import PutOp
+
+from langgraph_memory.errors import CorruptFileError
+from langgraph_memory.store import ChromaStore
+
+DIMS = 16
+N = 1500  # above Chroma's sync threshold (1,000): every HNSW file holds data
+PROBES = list(range(0, N, 50))
+
+
+def _open(data_dir: Path) -> ChromaStore:
+    return ChromaStore(data_dir=data_dir, index={"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS)})
+
+
+def _top1(store: ChromaStore) -> dict[int, str]:
+    """The first hit of a query per probe, through Chroma (the planner is told to use HNSW)."""
+    store.planner.exact_max = 0
+    return {i: store.search(("research",), query=f"finding number {i}", limit=1)[0].key for i in PROBES}
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[int, str]]:
+    data_dir = tmp_path_factory.mktemp("pristine") / "memory"
+    store = _open(data_dir)
+    for start in range(0, N, 500):
+        store.batch(
+            [PutOp(("research",), f"k{i}", {"content": f"finding number {i}", "n": i}) for i in range(start, start + 500)]
+        )
+    before = _top1(store)
+    assert all(before[i] == f"k{i}" for i in PROBES)
+    store.close()
+    return data_dir, before
+
+
+def _segment(data_dir: Path) -> Path:
+    (seg,) = [p for p in (data_dir / "chroma" / "index-1").iterdir() if p.is_dir()]
+    return seg
+
+
+def _truncate(frac: float) -> Callable[[Path], None]:
+    return lambda f: os.truncate(f, int(f.stat().st_size * frac))
+
+
+def _zero(f: Path) -> None:
+    f.write_bytes(b"\0" * f.stat().st_size)
+
+
+def _garble(f: Path) -> None:
+    size = f.stat().st_size
+    with open(f, "r+b") as fh:
+        fh.seek(size // 4)
+        fh.write(os.urandom(max(1, size // 2)))
+
+
+def _sparse(f: Path) -> None:
+    os.truncate(f, 1_900_000_000_000)
+
+
+HNSW_FILES = ["header.bin", "data_level0.bin", "length.bin", "link_lists.bin", "index_metadata.pickle"]
+DAMAGE = {"truncated to nothing": _truncate(0.0), "truncated to half": _truncate(0.5), "zeroed": _zero, "garbled": _garble}
+CASES = [(f, d) for f in HNSW_FILES for d in DAMAGE] + [("link_lists.bin", "sparse 1.9 TB"), ("chroma.sqlite3", "truncated to half"),
+         ("chroma.sqlite3", "garbled"), ("chroma.sqlite3", "truncated to nothing"), ("segment folder", "deleted")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("target", "damage"), CASES, ids=[f"{t}-{d}" for t, d in CASES])
+def test_damaged_index_is_rebuilt_and_answers_as_before(
+    pristine: tuple[Path, dict[int, str]], tmp_path: Path, target: str, damage: str
+) -> None:
+    source, before = pristine
+    data_dir = tmp_path / "memory"
+    shutil.copytree(source, data_dir)
+    if target == "segment folder":
+        shutil.rmtree(_segment(data_dir))
+    elif target == "chroma.sqlite3":
+        DAMAGE[damage](data_dir / "chroma" / "index-1" / "chroma.sqlite3")
+    else:
+        f = _segment(data_dir) / target
+        (_sparse if damage.startswith("sparse") else DAMAGE[damage])(f)
+    store = _open(data_dir)  # must not crash this process, whatever the damage
+    try:
+        assert store.vector_index.probe_seconds is not None  # the changed files were noticed
+        assert _top1(store) == before
+        assert store.items.count("research") == N
+        # The rebuilt (or vetted) index holds exactly the catalog's vectors.
+        assert store.vector_index.count("research_findings") == N
+    finally:
+        store.close()
+    again = _open(data_dir)  # sealed by the clean close: no probe this time
+    try:
+        assert again.vector_index.probe_seconds is None
+        assert _top1(again) == before
+    finally:
+        again.close()
+
+
+def test_index_folder_deleted_while_closed_is_rebuilt(pristine: tuple[Path, dict[int, str]], tmp_path: Path) -> None:
+    source, before = pristine
+    data_dir = tmp_path / "memory"
+    shutil.copytree(source, data_dir)
+    shutil.rmtree(data_dir / "chroma")
+    store = _open(data_dir)
+    try:
+        assert store.vector_index.last_rebuild is not None and store.vector_index.last_rebuild.total == N
+        assert _top1(store) == before
+    finally:
+        store.close()
+
+
+def test_rebuild_index_on_request(pristine: tuple[Path, dict[int, str]], tmp_path: Path) -> None:
+    source, before = pristine
+    data_dir = tmp_path / "memory"
+    shutil.copytree(source, data_dir)
+    store = _open(data_dir)
+    try:
+        seen: list[tuple[str, int]] = []
+        report = store.rebuild_index(progress=lambda name, done, _total: seen.append((name, done)))
+        assert report.total == N and report.vectors == {"research_findings": N}
+        assert sum(done for _, done in seen) == N
+        assert sorted(p.name for p in (data_dir / "chroma").glob("index-*")) == ["index-2"]
+        assert _top1(store) == before
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("damage", ["garbled", "truncated to half", "zeroed"])
+def test_damaged_catalog_is_a_typed_error_naming_it(pristine: tuple[Path, dict[int, str]], tmp_path: Path, damage: str) -> None:
+    source, _ = pristine
+    data_dir = tmp_path / "memory"
+    shutil.copytree(source, data_dir)
+    catalog = data_dir / "catalog.sqlite"
+    for suffix in ("-wal", "-shm"):
+        Path(str(catalog) + suffix).unlink(missing_ok=True)
+    if damage == "garbled":
+        with open(catalog, "r+b") as fh:
+            fh.write(os.urandom(4096))
+    else:
+        DAMAGE[damage](catalog)
+    with pytest.raises(CorruptFileError) as info:
+        store = _open(data_dir)
+        # A file cut in half may still open; the first read of a lost page must still say so.
+        for i in range(N):
+            store.get(("research",), f"k{i}")
+        store.close()
+    assert "catalog.sqlite" in str(info.value) and info.value.path == catalog
+
+
+def test_a_sqlite_error_is_never_raw(tmp_path: Path) -> None:
+    bad = tmp_path / "memory"
+    bad.mkdir()
+    (bad / "catalog.sqlite").write_bytes(b"SQLite format 3\0" + os.urandom(5000))
+    with pytest.raises(CorruptFileError):
+        _open(bad)
+    assert not isinstance(CorruptFileError("x"), sqlite3.Error)
