@@ -29,7 +29,7 @@ from _common import cpu_model
 
 from langgraph_memory.archive import Archiver
 from langgraph_memory.store import ChromaStore
-from langgraph_memory.store.records import StoredItem
+from langgraph_memory.catalog import StoredItem
 
 DIMS = 384
 DAY = 86400.0
@@ -78,7 +78,7 @@ def main() -> None:
                 created_at=t - 3600, updated_at=t, last_accessed_at=t, access_count=i % 5,
                 vectors=[vecs[j].tolist()], texts=[text], paths=["lesson"],
             ))
-        store.restore_items(items)
+        store.items.restore_items(items)
     load_s = time.perf_counter() - t0
     print(f"loaded in {load_s:.1f} s; archiving ...", file=sys.stderr, flush=True)
     live_bytes = _dir_size(data_dir / "chroma")
@@ -103,7 +103,7 @@ def main() -> None:
     rss_after = _rss_mb()
     print(f"archive run took {run_s:.1f} s", file=sys.stderr, flush=True)
     cr = report.collections["lessons_learned"]
-    assert cr.archived == args.items and cr.deleted == args.items and store.count("lessons") == 0, report
+    assert cr.archived == args.items and cr.deleted == args.items and store.items.count("lessons") == 0, report
 
     archive_bytes = sum((archiver.archive_dir / f.name).stat().st_size for f in archiver.list_archives())
     t0 = time.perf_counter()
@@ -122,7 +122,7 @@ def main() -> None:
         t0 = time.perf_counter()
         restored = archiver.restore(collection="lessons", all_items=True)
         restore_s = time.perf_counter() - t0
-        assert restored.restored == args.items and store.count("lessons") == args.items
+        assert restored.restored == args.items and store.items.count("lessons") == args.items
         tracemalloc.start()
         again = archiver.run(now=time.time() + 200 * DAY)  # past the restore grace period
         _, py_peak = tracemalloc.get_traced_memory()

@@ -27,13 +27,21 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from langgraph_memory import _sqlite
 from langgraph_memory.config import DEFAULT_EMBEDDING_MODEL, resolve_embedding_model
-from langgraph_memory.errors import EmbeddingModelError
+from langgraph_memory.errors import (
+    CorruptFileError,
+    EmbeddingModelError,
+    LockTimeoutError,
+    ReadOnlyError,
+    StorageError,
+)
 
 __all__ = [
     "SentenceTransformerEmbeddings",
@@ -153,10 +161,13 @@ def default_embeddings(model_name: str | None = None) -> SentenceTransformerEmbe
 
 
 def embeddings_model_id(embeddings: Embeddings) -> str:
-    """A stable name for the model behind ``embeddings``, used as the cache key."""
-    inner = getattr(embeddings, "inner", None)
-    if isinstance(inner, Embeddings):
-        return embeddings_model_id(inner)
+    """A stable name for the model behind ``embeddings``, used as the cache key and recorded in the catalog.
+
+    A :class:`CachedEmbeddings` is seen through; any other wrapper is a model
+    of its own (it may change the vectors), so it is named by its own class.
+    """
+    if isinstance(embeddings, CachedEmbeddings):
+        return embeddings.model_id
     name = getattr(embeddings, "model_name", None) or getattr(embeddings, "model", None)
     cls = type(embeddings)
     base = f"{cls.__module__}.{cls.__qualname__}"
@@ -164,6 +175,41 @@ def embeddings_model_id(embeddings: Embeddings) -> str:
     if func is not None and name is None:
         name = f"{getattr(func, '__module__', '')}.{getattr(func, '__qualname__', repr(func))}"
     return f"{base}:{name}" if name else base
+
+
+_CACHE_TABLE = (
+    "CREATE TABLE IF NOT EXISTS embedding_cache ("
+    " model TEXT NOT NULL, text_hash BLOB NOT NULL, vector BLOB NOT NULL,"
+    " PRIMARY KEY (model, text_hash)) WITHOUT ROWID"
+)
+
+
+def _inode(path: Path) -> int | None:
+    """The inode of ``path``, to tell a file from the one that replaced it; None if missing."""
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+def _reason(exc: BaseException) -> str:
+    """What SQLite or the OS said, without our advice around it (the log line gives its own)."""
+    cause = exc.__cause__ if isinstance(exc, StorageError) and exc.__cause__ is not None else exc
+    return str(cause)
+
+
+def _insert(conn: sqlite3.Connection, rows: list[tuple[str, bytes, bytes]]) -> None:
+    conn.execute("BEGIN")
+    try:
+        conn.executemany("INSERT OR REPLACE INTO embedding_cache (model, text_hash, vector) VALUES (?, ?, ?)", rows)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:  # SQLite may have rolled back itself (disk full); keep the first error
+                pass
+        raise
 
 
 def _text_hash(text: str) -> bytes:
@@ -176,6 +222,23 @@ class CachedEmbeddings(Embeddings):
     Vectors are kept in a small in-process LRU and, when ``path`` is given, in
     a SQLite file keyed by ``(model id, SHA-256 of the text)``, so the cache
     survives restarts and is shared by processes using one data directory.
+
+    The file is only a cache, so its problems never fail an embedding call:
+
+    * **damaged** (not a database, truncated, malformed), found when opening
+      it or while using it: it is moved aside, with its ``-wal`` and ``-shm``
+      files, to ``<name>.damaged-<UTC time>`` (kept for inspection; delete it
+      when you like), a WARNING names both files, and a fresh cache file
+      takes its place. Nothing but re-embedding is lost.
+    * **read-only** (permissions, a read-only mount): no ``ReadOnlyError``,
+      since nothing depends on the cache. If the file cannot be opened, a
+      WARNING names it and the cache runs without it (in memory only); if it
+      opens but cannot be written, a WARNING, then reads go on and writes stop.
+    * **disk full** or another I/O error while writing: a WARNING (once until
+      writing works again); the vectors stay in the in-memory LRU. The same
+      at open, or a lock held past the timeout: the cache runs without the file.
+
+    :attr:`file_in_use` says whether the file is being used.
 
     Example:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -195,26 +258,30 @@ class CachedEmbeddings(Embeddings):
     ) -> None:
         self.inner = inner
         self.model_id = model_id or embeddings_model_id(inner)
+        self.path = Path(path) if path is not None else None
         self.hits = 0
         self.misses = 0
         self._lru: OrderedDict[bytes, list[float]] = OrderedDict()
         self._lru_size = memory_items
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
+        self._inode: int | None = None  # of the file self._conn has open
+        self._read_only = False  # writing failed for good: reads go on
+        self._failing = False  # the last write failed: warn once per streak
         self._pending: queue.Queue[list[tuple[bytes, list[float]]] | None] = queue.Queue()
         self._writer: threading.Thread | None = None
-        if path is not None:
-            conn = _sqlite.connect(path)
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS embedding_cache ("
-                " model TEXT NOT NULL, text_hash BLOB NOT NULL, vector BLOB NOT NULL,"
-                " PRIMARY KEY (model, text_hash)) WITHOUT ROWID"
-            )
-            self._conn = conn
+        if self.path is not None:
+            with self._lock:
+                self._open_file()
 
     @property
     def model_name(self) -> str:
         return self.model_id
+
+    @property
+    def file_in_use(self) -> bool:
+        """Whether vectors are read from (and written to) the cache file, not only kept in memory."""
+        return self._conn is not None
 
     def close(self) -> None:
         """Write what is pending, close the cache file (the wrapped model is left alone)."""
@@ -223,9 +290,106 @@ class CachedEmbeddings(Embeddings):
             self._writer.join()
             self._writer = None
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            self._close_conn()
+
+    # ------------------------------------------------------------ the file
+
+    def _open_file(self) -> None:
+        """Open the cache file (under ``_lock``); a damaged one is replaced, an unusable one skipped."""
+        assert self.path is not None
+        for attempt in range(3):
+            inode = _inode(self.path)
+            try:
+                conn = _sqlite.connect(self.path)
+                try:
+                    with _sqlite.guarded(self.path, "open"):
+                        conn.execute(_CACHE_TABLE)
+                        # Reading the schema is lazy: make a damaged first page show now.
+                        conn.execute("SELECT 1 FROM embedding_cache LIMIT 1").fetchall()
+                except BaseException:
+                    conn.close()
+                    raise
+            except CorruptFileError as exc:
+                if attempt < 2 and self._move_aside(exc, inode):
+                    continue
+                logger.warning(
+                    "embedding cache %s is damaged and could not be replaced (%s); embedding without "
+                    "the cache file (vectors are kept in memory only)", self.path, _reason(exc),
+                )
+                return
+            except (StorageError, LockTimeoutError) as exc:  # read-only, disk full, I/O error, locked
+                logger.warning(
+                    "embedding cache %s cannot be used (%s); embedding without the cache file "
+                    "(vectors are kept in memory only)", self.path, _reason(exc),
+                )
+                return
+            self._conn, self._inode = conn, _inode(self.path)
+            return
+
+    def _close_conn(self) -> None:
+        if self._conn is None:
+            return
+        try:
+            self._conn.close()
+        except sqlite3.Error:  # e.g. a final WAL checkpoint on a full disk: the WAL stays
+            logger.debug("closing the embedding cache %s failed", self.path, exc_info=True)
+        self._conn = None
+
+    def _move_aside(self, exc: BaseException, inode: int | None) -> bool:
+        """Rename the damaged cache file (and its -wal, -shm) out of the way; True if it is gone."""
+        assert self.path is not None
+        if inode is None or _inode(self.path) != inode:
+            # Already replaced (another process moved it aside first) or gone: just reopen.
+            return True
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        target = self.path.with_name(f"{self.path.name}.damaged-{stamp}")
+        n = 1
+        while target.exists():
+            target = self.path.with_name(f"{self.path.name}.damaged-{stamp}-{n}")
+            n += 1
+        try:
+            # Side files first: an opener that comes between finds the damaged
+            # file alone, fails and retries, never a fresh file with an old WAL.
+            for suffix in ("-wal", "-shm"):
+                side = self.path.with_name(self.path.name + suffix)
+                if side.exists():
+                    os.replace(side, target.with_name(target.name + suffix))
+            os.replace(self.path, target)
+        except FileNotFoundError:
+            pass  # another process got there first
+        except OSError as err:
+            logger.warning("could not move the damaged embedding cache %s aside: %s", self.path, err)
+            return False
+        logger.warning(
+            "embedding cache %s is damaged (%s); moved it aside to %s and started a fresh cache "
+            "(texts will be embedded again as needed; delete the old file when you like)",
+            self.path, _reason(exc), target,
+        )
+        return True
+
+    def _file_failed(self, exc: BaseException, what: str) -> bool:
+        """Handle an error of the cache file (under ``_lock``); True if a fresh file was opened to retry on."""
+        err = _sqlite.translate(exc, self.path or "", what)
+        if isinstance(err, CorruptFileError):
+            self._close_conn()
+            if self._move_aside(exc, self._inode):
+                self._open_file()
+            return self._conn is not None
+        if isinstance(err, ReadOnlyError):
+            self._read_only = True
+            logger.warning(
+                "embedding cache %s cannot be written (%s); new vectors are kept in memory only",
+                self.path, _reason(exc),
+            )
+        elif not self._failing:
+            self._failing = True
+            logger.warning(
+                "could not %s the embedding cache %s (%s); vectors are kept in memory only until it works again",
+                what, self.path, _reason(exc),
+            )
+        return False
+
+    # ---------------------------------------------------------- read, write
 
     def _lookup(self, hashes: Sequence[bytes]) -> dict[bytes, list[float]]:
         found: dict[bytes, list[float]] = {}
@@ -239,18 +403,27 @@ class CachedEmbeddings(Embeddings):
                 else:
                     missing.append(h)
             if missing and self._conn is not None:
-                for start in range(0, len(missing), 500):
-                    chunk = missing[start : start + 500]
-                    marks = ",".join("?" * len(chunk))
-                    rows = self._conn.execute(
-                        f"SELECT text_hash, vector FROM embedding_cache WHERE model = ? AND text_hash IN ({marks})",
-                        (self.model_id, *chunk),
-                    ).fetchall()
-                    for h, blob in rows:
-                        vec = np.frombuffer(blob, dtype=np.float32).tolist()
-                        found[bytes(h)] = vec
-                        self._remember(bytes(h), vec)
+                try:
+                    rows = self._select(self._conn, missing)
+                except sqlite3.Error as exc:  # the texts are embedded anew instead
+                    self._file_failed(exc, "read")
+                    rows = []
+                for h, blob in rows:
+                    vec = np.frombuffer(blob, dtype=np.float32).tolist()
+                    found[bytes(h)] = vec
+                    self._remember(bytes(h), vec)
         return found
+
+    def _select(self, conn: sqlite3.Connection, hashes: list[bytes]) -> list[tuple[bytes, bytes]]:
+        rows: list[tuple[bytes, bytes]] = []
+        for start in range(0, len(hashes), 500):
+            chunk = hashes[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows += conn.execute(
+                f"SELECT text_hash, vector FROM embedding_cache WHERE model = ? AND text_hash IN ({marks})",
+                (self.model_id, *chunk),
+            ).fetchall()
+        return rows
 
     def _remember(self, h: bytes, vec: list[float]) -> None:
         self._lru[h] = vec
@@ -262,7 +435,7 @@ class CachedEmbeddings(Embeddings):
         with self._lock:
             for h, vec in pairs:
                 self._remember(h, vec)
-        if self._conn is not None and pairs:
+        if self._conn is not None and not self._read_only and pairs:
             # The file is a cache: rows are written by a background thread, off the
             # put path (a crash can only cost a re-embedding, never a memory).
             self._pending.put(pairs)
@@ -287,20 +460,22 @@ class CachedEmbeddings(Embeddings):
         matrix = np.asarray([vec for _, vec in pairs], dtype=np.float32)
         rows = [(self.model_id, h, matrix[i].tobytes()) for i, (h, _) in enumerate(pairs)]
         with self._lock:
-            if self._conn is None:
+            for _ in range(2):  # once more into a fresh file if this one turns out damaged
+                if self._conn is None or self._read_only:
+                    return
+                try:
+                    _insert(self._conn, rows)
+                except sqlite3.Error as exc:
+                    if self._file_failed(exc, "write"):
+                        continue
+                    return
+                if self._failing:
+                    self._failing = False
+                    logger.info("writing to the embedding cache %s works again", self.path)
                 return
-            self._conn.execute("BEGIN")
-            try:
-                self._conn.executemany(
-                    "INSERT OR REPLACE INTO embedding_cache (model, text_hash, vector) VALUES (?, ?, ?)", rows
-                )
-                self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
 
     def flush(self) -> None:
-        """Wait until every embedded vector is in the cache file."""
+        """Wait until every embedded vector is in the cache file (or was given up on, see the class doc)."""
         if self._writer is not None:
             self._pending.join()
 

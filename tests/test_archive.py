@@ -12,7 +12,7 @@ import pytest
 
 from langgraph_memory.archive import Archiver, RetentionPolicy
 from langgraph_memory.errors import ArchiveError
-from langgraph_memory.store.records import StoredItem
+from langgraph_memory.catalog import StoredItem
 from tests.helpers.archive_data import DAY, all_uids, make_lessons, old_item
 
 

@@ -52,5 +52,5 @@ def test_quickstart_notebook_executes(tmp_path: Path, kernel_for_this_python: st
     assert str(data_dir.resolve()) in outputs  # the notebook used the directory we gave it
     assert "versions: [(1, 'tested'), (2, 'approved')]" in outputs
     assert "iterations: 3 then 1" in outputs  # the second run learnt from the first
-    assert (data_dir / "lineage.sqlite").exists()
-    assert (data_dir / "trading" / "lineage.sqlite").exists()
+    assert (data_dir / "catalog.sqlite").exists()
+    assert (data_dir / "trading" / "catalog.sqlite").exists()

@@ -20,13 +20,16 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from langgraph_memory import _sqlite
 from langgraph_memory.archive._reading import check_file, live_records
 from langgraph_memory.archive.format import ArchivedItem, ArchiveWriter, decode_line, parse_line, read_lines
 from langgraph_memory.archive.manifest import ArchiveFile, Manifest
 from langgraph_memory.archive.reports import RestoreReport
 from langgraph_memory.collections import RetentionPolicy
 from langgraph_memory.errors import ArchiveIntegrityError
-from langgraph_memory.store.records import NS_SEP, PAGE_SIZE, StoredItem
+from langgraph_memory.catalog import StoredItem
+from langgraph_memory.catalog.items import NS_SEP
+from langgraph_memory.store.records import PAGE_SIZE
 
 if TYPE_CHECKING:
     from langgraph_memory.archive.archiver import ProgressCallback
@@ -35,6 +38,7 @@ __all__ = [
     "FileStats",
     "chunks",
     "discard",
+    "discard_after_failure",
     "finish_deletes",
     "restore_file",
     "settle_restores",
@@ -77,7 +81,7 @@ def stale_chunks(
     """Stale items (without vectors), a chunk at a time, minus recently restored ones."""
 
     def stale() -> Iterator[StoredItem]:
-        for it in store.iter_items(name, page_size=max(chunk_size, PAGE_SIZE)):
+        for it in store.items.iter_items(name, page_size=max(chunk_size, PAGE_SIZE)):
             if it.last_activity < cutoff and policy.applies_to(it.value):
                 yield it
 
@@ -161,7 +165,7 @@ def finish_deletes(
         # Items already gone were deleted by an earlier, interrupted attempt (or by
         # the user); items changed since are used again: the live copy wins.
         expected = {rec["uid"]: (rec["updated_at"], rec["last_accessed_at"]) for _, rec in chunk}
-        gone_uids, changed_uids = store.delete_unchanged(collection, expected)
+        gone_uids, changed_uids = store.items.delete_unchanged(collection, expected)
         changed_set = set(changed_uids)
         changed = [line_no for line_no, rec in chunk if rec["uid"] in changed_set]
         if changed:
@@ -179,11 +183,29 @@ def finish_deletes(
 def discard(manifest: Manifest, path: Path, why: str) -> None:
     """Remove an unverified file and its manifest rows; its items were never deleted, so they are still live."""
     file_name = path.name
-    path.unlink(missing_ok=True)
+    try:
+        path.unlink(missing_ok=True)
+    except OSError as exc:  # the row stays "writing": the next run tries again
+        raise _sqlite.translate(exc, path, "remove the unverified archive file") from exc
     with manifest.transaction() as c:
         c.execute("DELETE FROM items WHERE file=?", (file_name,))
         manifest.set_state(file_name, "discarded", note=why, conn=c)
     logger.warning("discarded unverified archive file %s (%s); its items are still live", file_name, why)
+
+
+def discard_after_failure(manifest: Manifest, path: Path, exc: BaseException) -> None:
+    """Discard a file whose writing failed with ``exc``; never raises, so ``exc`` is what the caller sees.
+
+    On a full disk the manifest may refuse the change too: the file's row
+    then stays ``writing`` and the next run's recovery discards it.
+    """
+    try:
+        discard(manifest, path, f"the run failed while writing it: {exc}")
+    except Exception as cleanup:  # noqa: BLE001
+        logger.warning(
+            "could not discard the partial archive file %s after the run failed (%s); the next run will: %s",
+            path.name, exc, cleanup,
+        )
 
 
 # ---------------------------------------------------------------- restore
@@ -221,7 +243,7 @@ def restore_file(
             continue
         line_nos = [a.line for a in chunk]
         manifest.set_item_status(f.name, line_nos, "restoring")
-        written = store.restore_items([a.item for a in chunk])
+        written = store.items.restore_items([a.item for a in chunk])
         hook("restore_chunk")
         manifest.set_item_status(f.name, line_nos, "restored")
         report.restored += written
@@ -238,7 +260,7 @@ def settle_restores(store: Any, manifest: Manifest) -> int:
     for file, line, uid, coll in rows:
         by_coll[coll].append((file, line, uid))
     for coll, entries in by_coll.items():
-        live = {it.uid for it in store.get_items(coll, [uid for _, _, uid in entries])}
+        live = {it.uid for it in store.items.get_items(coll, [uid for _, _, uid in entries])}
         with manifest.transaction() as c:
             for file, line, uid in entries:
                 status = "restored" if uid in live else "archived"

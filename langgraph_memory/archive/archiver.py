@@ -45,15 +45,22 @@ from typing import Any, Protocol, runtime_checkable
 
 import filelock
 
+from langgraph_memory import _sqlite
 from langgraph_memory.archive import _reading, _steps, _thread_files
 from langgraph_memory.archive.format import ArchivedItem, ArchiveWriter
 from langgraph_memory.archive.manifest import READABLE, ArchiveFile, Manifest
 from langgraph_memory.archive.reports import ArchiveHit, ArchiveReport, CollectionReport, RestoreReport
 from langgraph_memory.collections import COLLECTIONS, GENERAL, RetentionPolicy, collection_by_name
 from langgraph_memory.config import ARCHIVE_AFTER_DAYS, MANIFEST_FILE
-from langgraph_memory.errors import ArchiveError, ArchiveIntegrityError, ConfigError, LockTimeoutError
+from langgraph_memory.errors import (
+    ArchiveError,
+    ArchiveIntegrityError,
+    ConfigError,
+    LockTimeoutError,
+    StorageError,
+)
 from langgraph_memory.store.filters import validate_filter
-from langgraph_memory.store.records import StoredItem
+from langgraph_memory.catalog import StoredItem
 
 __all__ = ["Archiver", "ThreadPruner", "ProgressCallback", "default_policies"]
 
@@ -118,8 +125,8 @@ class Archiver:
         chunk_size: items fetched, written and deleted per step.
         lock_timeout: seconds to wait for another run (default: the store's lock timeout).
         lineage: a :class:`~langgraph_memory.lineage.LineageStore` whose parent
-            edges are copied into each archived line; default: the data
-            directory's ``lineage.sqlite`` when it exists.
+            edges are copied into each archived line; default: the store's
+            own (``store.lineage``, in its catalog).
 
     Example:
         >>> archiver = Archiver(store, policies={"strategies": 365})   # doctest: +SKIP
@@ -146,7 +153,10 @@ class Archiver:
         self.store = store
         self.checkpointer = checkpointer
         self.archive_dir = Path(archive_dir) if archive_dir is not None else Path(store.settings.archive_dir)
-        self.archive_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.archive_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _sqlite.translate(exc, self.archive_dir, "create the archive folder") from exc
         self.policies: dict[str, RetentionPolicy | None] = default_policies()
         for name, pol in (policies or {}).items():
             spec = collection_by_name(name)
@@ -164,17 +174,8 @@ class Archiver:
         self._thread_lock = threading.RLock()
         self._lock_timeout = timeout
         self.manifest = Manifest(self.archive_dir / MANIFEST_FILE)
-        self._lineage = lineage
-        self._own_lineage = False
-        if lineage is None:
-            path = Path(store.settings.data_dir) / "lineage.sqlite"
-            if path.exists():
-                try:
-                    from langgraph_memory.lineage import LineageStore
-
-                    self._lineage, self._own_lineage = LineageStore(path), True
-                except Exception:  # noqa: BLE001 - lineage is an extra; archiving must not depend on it
-                    logger.warning("could not open %s; archiving without lineage edges", path, exc_info=True)
+        # The store's own lineage (its catalog) unless one is given: one lineage per data directory.
+        self._lineage = lineage if lineage is not None else getattr(store, "lineage", None)
         # Fault injection for tests: called with a step name at each step boundary.
         self._fault: Callable[[str], None] | None = None
 
@@ -183,8 +184,6 @@ class Archiver:
     def close(self) -> None:
         """Close the manifest (the store and checkpointer are the caller's)."""
         self.manifest.close()
-        if self._own_lineage and self._lineage is not None:
-            self._lineage.close()
 
     def _lineage_of(self, item: StoredItem) -> dict[str, Any] | None:
         """Parent edges the lineage store knows for this item (by key), for the archived line."""
@@ -215,6 +214,8 @@ class Archiver:
                     f"another process held the archive lock {self._run_lock_file.lock_file} for more than "
                     f"{self._lock_timeout:.0f}s; an archive run is probably in progress. Retry later."
                 ) from None
+            except OSError as exc:  # e.g. a read-only archive folder
+                raise _sqlite.translate(exc, self._run_lock_file.lock_file, "lock") from exc
             try:
                 yield
             finally:
@@ -299,7 +300,7 @@ class Archiver:
         progress: ProgressCallback | None,
     ) -> None:
         cutoff = now - policy.after_days * _DAY
-        total = self.store.count(name) if progress else None
+        total = self.store.items.count(name) if progress else None
         if dry_run:
             for chunk in _steps.stale_chunks(self.store, self.manifest, name, policy, cutoff, self.chunk_size):
                 cr.selected += len(chunk)
@@ -312,7 +313,7 @@ class Archiver:
             for chunk in _steps.stale_chunks(self.store, self.manifest, name, policy, cutoff, self.chunk_size):
                 cr.selected += len(chunk)
                 # Re-read with vectors: the item may have changed since the scan.
-                for it in self.store.get_items(name, [c.uid for c in chunk], with_vectors=True):
+                for it in self.store.items.get_items(name, [c.uid for c in chunk], with_vectors=True):
                     if not (it.last_activity < cutoff and policy.applies_to(it.value)):
                         continue
                     if writer is None:
@@ -327,14 +328,18 @@ class Archiver:
             if writer is None:
                 return
             writer.close()
-        except Exception:
+        except Exception as exc:
             if writer is not None:
-                writer.abort()
-                self._discard(file_name, "the run failed while writing it")
+                writer.abort()  # never raises, nor does the discard: exc is what the caller gets
+                _steps.discard_after_failure(self.manifest, self._path(file_name), exc)
             raise
         cr.file = file_name
         self._hook("after_write")
-        _steps.verify_new(self.manifest, self._path(file_name), name, writer, stats, progress)
+        try:
+            _steps.verify_new(self.manifest, self._path(file_name), name, writer, stats, progress)
+        except StorageError as exc:  # e.g. no room to index it: nothing was deleted, so drop the file
+            _steps.discard_after_failure(self.manifest, self._path(file_name), exc)
+            raise
         cr.archived = writer.count
         self._hook("after_verify")
         f = self.manifest.file(file_name)
@@ -438,8 +443,8 @@ class Archiver:
         try:
             with ArchiveWriter(self._path(name), compresslevel=self.compresslevel) as w:
                 rows = _thread_files.write_threads(cp, idle, w, archived_at=archived_at, run_id=run_id)
-        except Exception:
-            self._discard(name, "the run failed while writing it")
+        except Exception as exc:
+            _steps.discard_after_failure(self.manifest, self._path(name), exc)
             raise
         self._hook("after_write")
         _thread_files.index_threads(self.manifest, self._path(name), w, rows, acts)
@@ -486,7 +491,12 @@ class Archiver:
         yield from _reading.iter_items(self.manifest, self.archive_dir, self.list_archives(collection), filter)
 
     def verify(self) -> dict[str, str | None]:
-        """Check every readable file against its manifest checksum and count: ``{name: None or problem}``."""
+        """Check every readable file against its manifest checksum and count: ``{name: None or problem}``.
+
+        The manifest itself is read through first; a damaged one raises
+        :class:`~langgraph_memory.errors.CorruptFileError` naming it and what to do.
+        """
+        self.manifest.check()
         return _reading.verify_files(self.archive_dir, self.list_archives())
 
     def search_archive(

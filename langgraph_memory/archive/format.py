@@ -42,8 +42,9 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from langgraph_memory.errors import ArchiveIntegrityError
-from langgraph_memory.store.records import StoredItem
+from langgraph_memory import _sqlite
+from langgraph_memory.errors import ArchiveIntegrityError, DiskFullError, StorageError
+from langgraph_memory.catalog import StoredItem
 
 __all__ = [
     "FORMAT_VERSION",
@@ -228,7 +229,12 @@ class ArchiveWriter:
     """Writes one new archive file; refuses to overwrite an existing one.
 
     After ``close()`` the file is flushed and fsynced, and ``sha256``,
-    ``count`` and ``size`` describe it.
+    ``count`` and ``size`` describe it. A write that finds no room (a full
+    disk, ``ENOSPC``, or a file size limit, ``EFBIG``) raises
+    :class:`~langgraph_memory.errors.DiskFullError`; other OS errors raise
+    :class:`~langgraph_memory.errors.ReadOnlyError` or
+    :class:`~langgraph_memory.errors.StorageError`, each naming the file.
+    :meth:`abort` never raises, so a caller's cleanup cannot hide the error.
 
     Example:
         >>> with ArchiveWriter(path) as w:                     # doctest: +SKIP
@@ -237,7 +243,10 @@ class ArchiveWriter:
 
     def __init__(self, path: Path, *, compresslevel: int = 6) -> None:
         self.path = Path(path)
-        self._raw = open(self.path, "xb")  # "x": a name is never reused, a file never overwritten
+        try:
+            self._raw = open(self.path, "xb")  # "x": a name is never reused, a file never overwritten
+        except OSError as exc:
+            raise self._error(exc, "create") from exc
         self._hash = _HashingWriter(self._raw)
         # mtime=0 and no file name: the bytes depend only on the items.
         self._gz = gzip.GzipFile(filename="", mode="wb", fileobj=self._hash, compresslevel=compresslevel, mtime=0)
@@ -246,13 +255,27 @@ class ArchiveWriter:
         self.size = 0
         self._closed = False
 
+    def _error(self, exc: OSError, what: str) -> StorageError:
+        err = _sqlite.translate(exc, self.path, f"{what} the archive file")
+        if isinstance(err, DiskFullError):
+            return DiskFullError(
+                f"no room to write the archive file {self.path} ({exc.strerror or exc}): the disk is full "
+                "or a file size limit was reached. Nothing was deleted from the live store on its account. "
+                "Free some space (or raise the limit) and run the archive again.",
+                self.path,
+            )
+        assert isinstance(err, StorageError)
+        return err
+
     def write(self, item: StoredItem, *, archived_at: float, run_id: str, lineage: dict[str, Any] | None = None) -> None:
-        self._gz.write(encode_item(item, archived_at=archived_at, run_id=run_id, lineage=lineage))
-        self.count += 1
+        self.write_line(encode_item(item, archived_at=archived_at, run_id=run_id, lineage=lineage))
 
     def write_line(self, line: bytes) -> None:
         """Write one already-encoded line (used for thread archives)."""
-        self._gz.write(line)
+        try:
+            self._gz.write(line)
+        except OSError as exc:
+            raise self._error(exc, "write") from exc
         self.count += 1
 
     def close(self) -> None:
@@ -264,20 +287,27 @@ class ArchiveWriter:
             self._gz.close()
             self._raw.flush()
             os.fsync(self._raw.fileno())
-        finally:
             self._raw.close()
-        fsync_dir(self.path.parent)
+            fsync_dir(self.path.parent)
+        except OSError as exc:
+            self._close_quietly()
+            raise self._error(exc, "finish") from exc
         self.sha256 = self._hash.sha.hexdigest()
         self.size = self._hash.size
 
     def abort(self) -> None:
-        """Close without caring about the content (the caller discards the file)."""
+        """Close without caring about the content (the caller discards the file); never raises."""
         self._closed = True
-        try:
-            self._gz.close()
-        except Exception:  # noqa: BLE001 - the file is being thrown away
-            pass
-        self._raw.close()
+        self._close_quietly()
+
+    def _close_quietly(self) -> None:
+        # On a full disk closing flushes, and fails, again: the file is thrown
+        # away, and the caller is already raising the first error.
+        for close in (self._gz.close, self._raw.close):
+            try:
+                close()
+            except Exception:  # noqa: BLE001, S110
+                pass
 
     def __enter__(self) -> ArchiveWriter:
         return self
@@ -319,6 +349,8 @@ def read_lines(
         raw = open(path, "rb")
     except FileNotFoundError:
         raise ArchiveIntegrityError(f"archive file {path} is missing; it is listed in the manifest") from None
+    except OSError as exc:
+        raise StorageError(f"could not read archive file {path}: {exc}", path) from exc
     count = 0
     with raw:
         reader = _HashingReader(raw)

@@ -19,6 +19,15 @@ A file moves through these states (see :mod:`langgraph_memory.archive.archiver`)
 and an item line moves ``archived -> restoring -> restored`` (restore), or
 ``archived -> superseded`` (a newer copy is live or archived).
 
+The manifest is not a cache: it is the only index of the archive files and of
+the state of every archived item, so it is never rebuilt behind the user's
+back. Every operation runs inside :meth:`Manifest._guard`, so a SQLite error
+never escapes raw: a damaged file raises
+:class:`~langgraph_memory.errors.CorruptFileError` (restore it from a backup,
+or move it aside: the archive files stay on disk, but a new manifest lists
+none of them), a full disk :class:`~langgraph_memory.errors.DiskFullError`,
+a read-only one :class:`~langgraph_memory.errors.ReadOnlyError`.
+
     from langgraph_memory.archive.manifest import Manifest
 
     m = Manifest(archive_dir / "manifest.sqlite")
@@ -39,7 +48,12 @@ from typing import Any
 
 from langgraph_memory import _sqlite
 from langgraph_memory.archive.format import FORMAT_VERSION
-from langgraph_memory.errors import ArchiveError
+from langgraph_memory.errors import (
+    ArchiveError,
+    CorruptFileError,
+    LangGraphMemoryError,
+    LockTimeoutError,
+)
 
 __all__ = ["Manifest", "ArchiveFile", "FILE_STATES", "ITEM_STATES"]
 
@@ -122,44 +136,106 @@ _FILE_COLS = (
 
 
 class Manifest:
-    """The SQLite manifest of one archive directory (thread-safe)."""
+    """The SQLite manifest of one archive directory (thread-safe).
+
+    Raises :class:`~langgraph_memory.errors.CorruptFileError` (damaged file),
+    :class:`~langgraph_memory.errors.DiskFullError`,
+    :class:`~langgraph_memory.errors.ReadOnlyError` or
+    :class:`~langgraph_memory.errors.StorageError` naming the file, never a
+    raw ``sqlite3`` error.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self._conn = _sqlite.connect(self.path, synchronous="FULL")
         self._lock = threading.RLock()
-        with self._lock:
-            self._conn.executescript(_SCHEMA)
-        with self.transaction() as c:
-            row = c.execute("SELECT value FROM meta WHERE key='format_version'").fetchone()
-            if row is None:
-                c.execute("INSERT INTO meta VALUES ('format_version', ?)", (str(FORMAT_VERSION),))
-            elif int(row[0]) > FORMAT_VERSION:
-                raise ArchiveError(
-                    f"archive manifest {self.path} has format version {row[0]}, newer than this "
-                    f"langgraph-memory understands ({FORMAT_VERSION}); upgrade the package."
-                )
+        with self._guard("open"):
+            self._conn = _sqlite.connect(self.path, synchronous="FULL")
+        try:
+            with self._lock, self._guard("open"):
+                self._conn.executescript(_SCHEMA)
+            with self.transaction("open") as c:
+                row = c.execute("SELECT value FROM meta WHERE key='format_version'").fetchone()
+                if row is None:
+                    c.execute("INSERT INTO meta VALUES ('format_version', ?)", (str(FORMAT_VERSION),))
+                elif int(row[0]) > FORMAT_VERSION:
+                    raise ArchiveError(
+                        f"archive manifest {self.path} has format version {row[0]}, newer than this "
+                        f"langgraph-memory understands ({FORMAT_VERSION}); upgrade the package."
+                    )
+        except BaseException:
+            self._conn.close()
+            raise
 
     def close(self) -> None:
         with self._lock:
-            self._conn.close()
+            try:
+                self._conn.close()
+            except sqlite3.Error:  # a last WAL checkpoint failing (disk full) leaves the WAL to the next open
+                pass
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One atomic, durable step."""
-        with self._lock:
+    def _guard(self, what: str) -> Iterator[None]:
+        """Raise SQLite errors met inside the block as typed errors naming the manifest."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise self._error(exc, what) from exc
+        except CorruptFileError as exc:  # from _sqlite.connect: give the manifest's own advice
+            if exc.path is not None and Path(exc.path) != self.path:
+                raise
+            raise self._error(exc, what) from (exc.__cause__ or exc)
+
+    def _error(self, exc: BaseException, what: str) -> LangGraphMemoryError:
+        cause = exc.__cause__ if isinstance(exc, LangGraphMemoryError) and exc.__cause__ else exc
+        if isinstance(exc, sqlite3.OperationalError) and _sqlite.is_lock_error(exc):
+            return LockTimeoutError(
+                f"could not {what} the archive manifest {self.path}: another process kept it locked "
+                f"({exc}). Another archive run or restore is probably in progress; retry later."
+            )
+        err = _sqlite.translate(exc, self.path, what)
+        if isinstance(err, CorruptFileError):
+            return CorruptFileError(
+                f"the archive manifest {self.path} is damaged ({cause}); could not {what} it. The archive "
+                f"files in {self.path.parent} are not affected. Restore {self.path.name} from a backup; or "
+                "move it aside (with its -wal and -shm files) to start a new, empty manifest: the archive "
+                "files then stay on disk but are no longer listed, searched or restored (`archive list` "
+                "and `archive verify` report no archives).",
+                self.path,
+            )
+        return err
+
+    @contextmanager
+    def transaction(self, what: str = "update") -> Iterator[sqlite3.Connection]:
+        """One atomic, durable step; run only manifest statements inside it.
+
+        On any error the step is rolled back (the first error is the one
+        raised, even when the rollback fails too, as it can on a full disk).
+        """
+        with self._lock, self._guard(what):
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            else:
                 self._conn.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:
+                    try:
+                        self._conn.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass  # SQLite rolls back by itself when it cannot (disk full, I/O error)
+                raise
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
+        with self._lock, self._guard("read"):
             return self._conn.execute(sql, params).fetchall()
+
+    def check(self) -> None:
+        """Read the whole manifest (SQLite's ``quick_check``); :class:`CorruptFileError` if damaged."""
+        rows = self.query("PRAGMA quick_check")
+        problems = [str(r[0]) for r in rows if str(r[0]).lower() != "ok"]
+        if problems:
+            exc = sqlite3.DatabaseError(f"integrity check failed: {'; '.join(problems[:3])}")
+            exc.sqlite_errorcode = sqlite3.SQLITE_CORRUPT  # type: ignore[attr-defined]
+            raise self._error(exc, "check")
 
     # ------------------------------------------------------------------ files
 

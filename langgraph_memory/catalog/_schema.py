@@ -65,8 +65,9 @@ CREATE INDEX IF NOT EXISTS items_recent ON items(ns_id, updated_at);
 CREATE INDEX IF NOT EXISTS items_expiry ON items(expires_at) WHERE expires_at IS NOT NULL;
 CREATE TABLE IF NOT EXISTS models (
     id    INTEGER PRIMARY KEY AUTOINCREMENT,
-    name  TEXT NOT NULL UNIQUE,
-    dims  INTEGER NOT NULL
+    name  TEXT NOT NULL,
+    dims  INTEGER NOT NULL,
+    UNIQUE (name, dims)
 );
 CREATE TABLE IF NOT EXISTS vectors (
     id        INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -83,8 +83,8 @@ def set_chroma_name(conn: sqlite3.Connection, collection: str, name: str, applie
 
 
 def model_id(conn: sqlite3.Connection, name: str, dims: int) -> int:
-    """The id of the embedding model ``name`` (registered on first use, in a write transaction)."""
-    row = conn.execute("SELECT id FROM models WHERE name = ?", (name,)).fetchone()
+    """The id of the embedding model ``name`` at ``dims`` (registered on first use, in a write transaction)."""
+    row = conn.execute("SELECT id FROM models WHERE name = ? AND dims = ?", (name, dims)).fetchone()
     if row is not None:
         return int(row[0])
     cur = conn.execute("INSERT INTO models(name, dims) VALUES (?, ?)", (name, dims))

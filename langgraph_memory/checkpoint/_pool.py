@@ -24,6 +24,15 @@ writers never deadlock upgrading read locks; a lock that cannot be had is
 retried with back-off until ``busy_timeout`` and then reported as
 :class:`~langgraph_memory.errors.LockTimeoutError`, never as a raw
 ``sqlite3.OperationalError: database is locked``.
+
+No SQLite error leaves the pool raw (:meth:`_ConnectionPool.error`): a
+problem of the file itself raises the data directory's storage errors, as
+every file of it does (:class:`~langgraph_memory.errors.CorruptFileError`,
+:class:`~langgraph_memory.errors.ReadOnlyError`,
+:class:`~langgraph_memory.errors.DiskFullError`, or a plain
+:class:`~langgraph_memory.errors.StorageError` for another I/O error), each
+naming the file and the fix; anything else (a statement SQLite rejects) is a
+:class:`~langgraph_memory.errors.CheckpointError`.
 """
 
 from __future__ import annotations
@@ -38,14 +47,22 @@ from typing import Any, TypeVar
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph_memory._sqlite import is_lock_error, retry_locked
+from langgraph_memory._sqlite import is_lock_error, retry_locked, translate
 from langgraph_memory.checkpoint.schema import (
     Durability,
     configure_connection,
     ensure_schema,
     install_put_rows,
 )
-from langgraph_memory.errors import CheckpointError, LockTimeoutError
+from langgraph_memory.errors import (
+    CheckpointError,
+    CorruptFileError,
+    DiskFullError,
+    LangGraphMemoryError,
+    LockTimeoutError,
+    ReadOnlyError,
+    StorageError,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -121,14 +138,52 @@ class _ConnectionPool:
                 cached_statements=256,
             )
         except sqlite3.Error as exc:
-            raise CheckpointError(f"cannot open checkpoint file {self.path}: {exc}") from exc
-        self.retry(
-            lambda: configure_connection(conn, durability=self.durability),
-            what="configure the checkpoint connection",
-        )
-        if self._schema_ready:
-            install_put_rows(conn)
+            raise self.error(exc, "open the checkpoint file") from exc
+        try:
+            self.retry(
+                lambda: configure_connection(conn, durability=self.durability),
+                what="configure the checkpoint connection",
+            )
+            if self._schema_ready:
+                self.retry(lambda: install_put_rows(conn), what="open the checkpoint file")
+        except BaseException:
+            conn.close()
+            raise
         return conn
+
+    def error(self, exc: sqlite3.Error, what: str) -> LangGraphMemoryError:
+        """The typed error for a SQLite error met while trying to ``what`` (see the module doc)."""
+        kind = translate(exc, self.path, what)
+        text = str(exc)
+        where = f"checkpoint file {self.path}"
+        if isinstance(kind, CorruptFileError):
+            return CorruptFileError(
+                f"{where} is damaged ({text}); could not {what}. Restore it from a backup; or move it "
+                "aside (with its -wal and -shm files) to start with an empty file, in which every "
+                "thread starts afresh.",
+                self.path,
+            )
+        if isinstance(kind, DiskFullError):
+            return DiskFullError(
+                f"the disk holding {where} is full (or a file size limit was reached); could not {what} "
+                "and nothing of this call was saved. Free some space and retry.",
+                self.path,
+            )
+        if isinstance(kind, ReadOnlyError):
+            return ReadOnlyError(
+                f"{where} cannot be written ({text}); could not {what}. Check the permissions of the "
+                "file and its folder (SQLite creates -wal and -shm files beside it) and that the disk "
+                "is not mounted read-only, or pass a writable path or data_dir.",
+                self.path,
+            )
+        if (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF == sqlite3.SQLITE_IOERR:
+            return StorageError(
+                f"I/O error on {where} ({text}); could not {what} and nothing of this call was saved. "
+                "The disk may be full (or a file size limit reached) or failing: free space, check "
+                "the disk, and retry.",
+                self.path,
+            )
+        return CheckpointError(f"could not {what} in {self.path}: {exc}")
 
     def _closed_error(self) -> CheckpointError:
         return CheckpointError(f"checkpointer for {self.path} is closed; open a new one.")
@@ -151,11 +206,7 @@ class _ConnectionPool:
 
     def _release(self, conn: sqlite3.Connection, free: list[sqlite3.Connection]) -> None:
         """Return a connection to ``free``, rolling back whatever an exception left open."""
-        if conn.in_transaction:
-            try:
-                conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                logger.debug("rollback after failure failed", exc_info=True)
+        rollback(conn)
         with self._lock:
             if self._closed:
                 conn.close()
@@ -170,9 +221,9 @@ class _ConnectionPool:
         except sqlite3.OperationalError as exc:
             if is_lock_error(exc):
                 raise WouldBlock from exc
-            raise CheckpointError(f"could not {what} in {self.path}: {exc}") from exc
-        except sqlite3.DatabaseError as exc:
-            raise CheckpointError(f"could not {what} in {self.path}: {exc}") from exc
+            raise self.error(exc, what) from exc
+        except sqlite3.Error as exc:
+            raise self.error(exc, what) from exc
 
     def retry(self, fn: Callable[[], T], *, what: str) -> T:
         """Run ``fn``, retrying while the file is locked, up to ``busy_timeout``.
@@ -188,8 +239,8 @@ class _ConnectionPool:
                 what=f"{what} in {self.path}",
                 advice="Raise busy_timeout, or find the process holding a long transaction.",
             )
-        except sqlite3.DatabaseError as exc:  # not a lock: a broken file, a bad statement
-            raise CheckpointError(f"could not {what} in {self.path}: {exc}") from exc
+        except sqlite3.Error as exc:  # not a lock: a broken file, a full disk, a bad statement
+            raise self.error(exc, what) from exc
 
     def read(self, fn: Callable[[sqlite3.Connection], T], *, what: str) -> T:
         """Run ``fn(conn)`` on a pooled connection, outside any write lock."""
@@ -261,8 +312,7 @@ class _ConnectionPool:
                 result = fn(conn)
                 conn.execute("COMMIT")
             except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                rollback(conn)
                 raise
             return result
 
@@ -333,8 +383,7 @@ class _ConnectionPool:
                         execute_statements(conn, statements)
                         conn.execute("COMMIT")
                     except BaseException:
-                        if conn.in_transaction:
-                            conn.execute("ROLLBACK")
+                        rollback(conn)
                         raise
             self.loop_commits += 1
             self._commits += 1
@@ -415,6 +464,17 @@ class _ConnectionPool:
                 conn.close()
             except sqlite3.Error:
                 logger.debug("closing a checkpoint connection failed", exc_info=True)
+
+
+def rollback(conn: sqlite3.Connection) -> None:
+    """Roll back what an error left open, keeping that error: on a full disk or an
+    I/O error SQLite may have rolled back already, and a failing ROLLBACK must not
+    replace the first error."""
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            logger.debug("rollback after failure failed", exc_info=True)
 
 
 def execute_statements(conn: sqlite3.Connection, statements: Sequence[Statement]) -> None:

@@ -34,6 +34,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from langgraph_memory._sqlite import translate
 from langgraph_memory.checkpoint import _delta, _maintenance, _query, _writes
 from langgraph_memory.checkpoint._maintenance import ThreadInfo
 from langgraph_memory.checkpoint._pool import (
@@ -67,6 +68,12 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
     Many threads and several processes may share the file (WAL mode); a busy
     file is waited for up to ``busy_timeout`` seconds, then
     :class:`~langgraph_memory.errors.LockTimeoutError` is raised.
+
+    No method, sync or async, raises a raw ``sqlite3`` error: a damaged file,
+    a read-only file or folder, a full disk raise ``CorruptFileError``,
+    ``ReadOnlyError``, ``DiskFullError`` (or ``StorageError``) from
+    :mod:`langgraph_memory.errors`, naming the file and the fix; anything
+    else, such as using a closed saver, ``CheckpointError``.
 
     Beyond LangGraph's interface: ``prune``, ``delete_for_runs`` and
     ``copy_thread`` (all DeltaChannel-safe), ``list_threads`` and
@@ -127,7 +134,10 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
             )
         else:
             resolved = Path(path).expanduser()
-        resolved.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            resolved.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise translate(exc, resolved, "create the folder of") from exc
         self.path: Path = resolved
         self._pool = _ConnectionPool(
             resolved, durability=durability, busy_timeout=busy_timeout, serde=self.serde

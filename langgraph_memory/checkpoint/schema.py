@@ -295,6 +295,10 @@ def ensure_schema(conn: sqlite3.Connection, serde: SerializerProtocol) -> int:
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:  # SQLite rolled back itself (disk full): keep the first error
+                pass
         raise
     return SCHEMA_VERSION

@@ -33,8 +33,10 @@ __all__ = ["PreparedPut", "Writer", "index_paths", "dumps_value", "check_vectors
 
 logger = logging.getLogger(__name__)
 
-_MODEL_KEY = "embedding_model"
-_DIMS_KEY = "embedding_dims"
+MODEL_KEY = "embedding_model"
+DIMS_KEY = "embedding_dims"
+#: set while a re-embedding runs (to the target model): a crash leaves it, and opening says so.
+REINDEX_KEY = "reindex_to"
 
 
 def dumps_value(value: dict[str, Any]) -> str:
@@ -124,28 +126,48 @@ class Writer:
         self.dims = dims
         self._model_id: int | None = None
 
+    def needs_reembedding(self) -> bool:
+        """Whether stored vectors come from another model than this one (or a re-embedding was cut short).
+
+        Raises:
+            ModelMismatchError: with ``self.model`` None there is nothing to re-embed with.
+        """
+        if self.model is None:
+            return False
+        with self.catalog.read() as conn:
+            have = self.catalog.get_meta(conn, MODEL_KEY)
+            dims = self.catalog.get_meta(conn, DIMS_KEY)
+            unfinished = self.catalog.get_meta(conn, REINDEX_KEY)
+            if unfinished is not None:
+                return True
+            if have is None or (have == self.model and (dims is None or int(dims) == self.dims)):
+                return False
+            (n,) = conn.execute("SELECT count(*) FROM (SELECT 1 FROM vectors LIMIT 1)").fetchone()
+        return bool(n)
+
     def check_model(self) -> None:
         """Refuse a model other than the one that made the stored vectors (same dims or not).
 
         Raises:
-            ModelMismatchError: the catalog's vectors came from another model.
+            ModelMismatchError: the catalog's vectors came from another model, or a
+                re-embedding was cut short.
         """
-        if self.model is None:
+        if not self.needs_reembedding():
             return
         with self.catalog.read() as conn:
-            have = self.catalog.get_meta(conn, _MODEL_KEY)
-            dims = self.catalog.get_meta(conn, _DIMS_KEY)
-            if have is None:
-                return
-            if have == self.model and (dims is None or int(dims) == self.dims):
-                return
-            (n,) = conn.execute("SELECT count(*) FROM (SELECT 1 FROM vectors LIMIT 1)").fetchone()
-        if n == 0:
-            return
+            have = self.catalog.get_meta(conn, MODEL_KEY)
+            dims = self.catalog.get_meta(conn, DIMS_KEY)
+            unfinished = self.catalog.get_meta(conn, REINDEX_KEY)
+        if unfinished is not None:
+            raise ModelMismatchError(
+                f"a re-embedding of {self.catalog.path.parent} with {unfinished} was cut short; finish it: "
+                "ChromaStore(data_dir=..., index=<that model>, reindex=True), or `langgraph-memory reindex`."
+            )
         raise ModelMismatchError(
             f"the vectors in {self.catalog.path.parent} were made by {have} ({dims} dimensions), but this store "
             f"embeds with {self.model} ({self.dims} dimensions): their scores would not compare. Open it with "
-            "the same model, or re-embed everything with store.reindex() (or `langgraph-memory reindex`)."
+            "the same model, or re-embed everything with the new one: ChromaStore(data_dir=..., index=..., "
+            "reindex=True), or `langgraph-memory reindex --model NAME`."
         )
 
     def texts_for(self, op: PutOp, spec: CollectionSpec) -> list[tuple[str, str]]:
@@ -170,9 +192,9 @@ class Writer:
         if self._model_id is None:
             assert self.model is not None and self.dims is not None
             self._model_id = _queue.model_id(conn, self.model, self.dims)
-            if self.catalog.get_meta(conn, _MODEL_KEY) is None:
-                self.catalog.set_meta(conn, _MODEL_KEY, self.model)
-                self.catalog.set_meta(conn, _DIMS_KEY, str(self.dims))
+            if self.catalog.get_meta(conn, MODEL_KEY) is None:
+                self.catalog.set_meta(conn, MODEL_KEY, self.model)
+                self.catalog.set_meta(conn, DIMS_KEY, str(self.dims))
         return self._model_id
 
     def write(

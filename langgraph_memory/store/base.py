@@ -48,6 +48,7 @@ from langgraph_memory.errors import (
     ValidationError,
 )
 from langgraph_memory.store import filters as _filters
+from langgraph_memory.store._reindex import reembed
 from langgraph_memory.store._writer import PreparedPut, Writer, check_vectors, dumps_value, index_paths
 from langgraph_memory.store.access import AccessLog
 from langgraph_memory.store.index import ChromaIndex, RebuildReport
@@ -157,6 +158,9 @@ class ChromaStore(BaseStore):
             (access counts, last access, TTL refresh).
         durability: ``"normal"`` (a put survives a crash of the process) or
             ``"full"`` (also a power loss; an fsync per write).
+        reindex: when the stored vectors were made by another model than
+            ``index``'s, re-embed them all with this one while opening (with
+            a progress bar), instead of refusing with ``ModelMismatchError``.
 
     Example:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -183,6 +187,7 @@ class ChromaStore(BaseStore):
         lock_timeout: float | None = None,
         access_flush_interval: float = 2.0,
         durability: Literal["normal", "full"] = "normal",
+        reindex: bool = False,
     ) -> None:
         self.settings = Settings.resolve(data_dir, lock_timeout=lock_timeout)
         self.ttl_config = ttl
@@ -206,6 +211,8 @@ class ChromaStore(BaseStore):
             if isinstance(dims, bool) or not isinstance(dims, int) or dims <= 0:
                 raise ConfigError(f"index['dims'] must be a positive whole number, got {dims!r}")
             fields = index_paths(index.get("fields") or ["$"])
+        self._fields = fields
+        self._dims = dims
         self._closed = False
         opened: list[Callable[[], Any]] = []
         try:
@@ -222,9 +229,13 @@ class ChromaStore(BaseStore):
                 lock_timeout=self.settings.lock_timeout,
             )
             self._writer = Writer(self.catalog, self.vector_index, fields=fields, model=model, dims=dims)
-            self._writer.check_model()
+            if not (reindex and self._writer.needs_reembedding()):
+                self._writer.check_model()
+                reindex = False
             self.vector_index.open()
             opened.append(self.vector_index.close)
+            if reindex:
+                self._reembed(everything=False, progress=True)
         except BaseException:
             for close in reversed(opened):
                 try:
@@ -234,8 +245,6 @@ class ChromaStore(BaseStore):
             if self.embeddings is not None:
                 self.embeddings.close()
             raise
-        self._fields = fields
-        self._dims = dims
         self._access = AccessLog()
         self.planner = Planner(self.catalog, self.vector_index)
         #: Raw item access for the archive and the typed API (not part of ``BaseStore``).
@@ -339,6 +348,36 @@ class ChromaStore(BaseStore):
         """
         self._check_open()
         return self.vector_index.rebuild(progress=progress)
+
+    def reindex(self, *, progress: bool | Callable[[int, int], None] = True) -> int:
+        """Re-embed every stored vector with this store's model, then rebuild the index; return how many.
+
+        For a model that changed under the same name, or to finish a
+        re-embedding cut short. To move to another model, open the store
+        with it and ``reindex=True``.
+
+        Example:
+            >>> store.reindex(progress=False)     # doctest: +SKIP
+            1200
+        """
+        self._check_open()
+        return self._reembed(everything=True, progress=progress)
+
+    def _reembed(self, *, everything: bool, progress: bool | Callable[[int, int], None]) -> int:
+        if self.embeddings is None or self._dims is None:
+            raise ConfigError("re-embedding needs a store built with index= (an embedding model)")
+        emb = self.embeddings
+        n = reembed(
+            self.catalog,
+            lambda texts: _embedded(lambda: emb.inner.embed_documents(texts), f"{len(texts)} texts"),
+            model=emb.model_id,
+            dims=self._dims,
+            everything=everything,
+            progress=progress,
+        )
+        self._writer._model_id = None
+        self.vector_index.rebuild(reason=f"re-embedded {n} vectors with {emb.model_id}", progress=bool(progress))
+        return n
 
     # --------------------------------------------------------------- batching
 

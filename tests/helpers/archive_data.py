@@ -7,7 +7,7 @@ from typing import Any
 
 from langgraph_memory.archive import Archiver
 from langgraph_memory.collections import collection_for
-from langgraph_memory.store.records import StoredItem
+from langgraph_memory.catalog import StoredItem
 
 DAY = 86400.0
 
@@ -59,12 +59,12 @@ def make_lessons(store: Any, emb: Any, n: int, *, days: float = 120.0, prefix: s
         for i in range(n)
     ]
     for start in range(0, n, 1000):
-        store.restore_items(items[start : start + 1000])
+        store.items.restore_items(items[start : start + 1000])
     return items
 
 
 def all_uids(store: Any, archiver: Archiver, collection: str) -> tuple[list[str], list[str]]:
     """(live uids, archived uids) of a collection; archived read from the files themselves."""
-    live = [it.uid for it in store.iter_items(collection)]
+    live = [it.uid for it in store.items.iter_items(collection)]
     archived = [a.uid for a in archiver.iter_archived(collection)]
     return live, archived

@@ -1,0 +1,110 @@
+"""Re-embedding: every stored vector made again by another model, then the index rebuilt.
+
+Vectors made by two models do not compare, so a store refuses to open with
+a model other than the one the catalog records
+(:class:`~langgraph_memory.errors.ModelMismatchError`). :func:`reembed`
+replaces each vector by the new model's vector of the same text (read back
+from the item's value at the vector's record path), a batch per transaction,
+then records the new model. It is resumable: the catalog marks the run as
+under way, each vector row records its model, and a run cut short by a crash
+continues where it stopped the next time it is asked for (a store refuses
+to open until then).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import numpy as np
+
+from langgraph_memory.catalog import Catalog
+from langgraph_memory.catalog import queue as _queue
+from langgraph_memory.store._writer import MODEL_KEY, DIMS_KEY, REINDEX_KEY, check_vectors
+from langgraph_memory.store.records import record_text
+
+__all__ = ["reembed"]
+
+logger = logging.getLogger(__name__)
+
+_BATCH = 256
+
+Progress = Callable[[int, int], None]
+
+
+def reembed(
+    catalog: Catalog,
+    embed: Callable[[list[str]], list[list[float]]],
+    *,
+    model: str,
+    dims: int,
+    everything: bool = False,
+    progress: bool | Progress = True,
+) -> int:
+    """Re-embed the vectors of ``catalog`` not made by ``model`` (all of them with ``everything``).
+
+    Returns how many were re-embedded. The caller rebuilds the Chroma index
+    afterwards (the dimensions may have changed).
+    """
+    with catalog.write() as conn:
+        catalog.set_meta(conn, REINDEX_KEY, model)
+        new_id = _queue.model_id(conn, model, dims)
+        if everything:
+            conn.execute("UPDATE vectors SET model_id = -1 WHERE model_id = ?", (new_id,))
+        (total,) = conn.execute("SELECT count(*) FROM vectors WHERE model_id != ?", (new_id,)).fetchone()
+    done = 0
+    logger.info("re-embedding %d vectors with %s", total, model)
+    with _bar(progress, total) as tick:
+        after = 0
+        while True:
+            with catalog.read() as conn:
+                rows = conn.execute(
+                    "SELECT v.id, v.path, i.value FROM vectors v JOIN items i ON i.id = v.item_id "
+                    "WHERE v.model_id != ? AND v.id > ? ORDER BY v.id LIMIT ?",
+                    (new_id, after, _BATCH),
+                ).fetchall()
+            if not rows:
+                break
+            after = rows[-1][0]
+            texts = [record_text(json.loads(value), path) or "" for _vid, path, value in rows]
+            matrix = check_vectors(embed(texts), dims, f"{len(texts)} texts being re-embedded")
+            with catalog.write() as conn:
+                conn.executemany(
+                    "UPDATE vectors SET vec = ?, model_id = ? WHERE id = ?",
+                    [(matrix[k].astype(np.float32).tobytes(), new_id, rows[k][0]) for k in range(len(rows))],
+                )
+            done += len(rows)
+            tick(len(rows))
+    with catalog.write() as conn:
+        catalog.set_meta(conn, MODEL_KEY, model)
+        catalog.set_meta(conn, DIMS_KEY, str(dims))
+        catalog.set_meta(conn, REINDEX_KEY, None)
+    logger.info("re-embedded %d vectors with %s", done, model)
+    return done
+
+
+@contextmanager
+def _bar(progress: bool | Progress, total: int) -> Iterator[Callable[[int], None]]:
+    if callable(progress):
+        count = 0
+
+        def tick(n: int) -> None:
+            nonlocal count
+            count += n
+            progress(count, total)  # type: ignore[operator]
+
+        yield tick
+        return
+    if not progress or not sys.stderr.isatty() or total == 0:
+        yield lambda _n: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeRemainingColumn
+
+    with Bar(TextColumn("re-embedding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+             console=Console(stderr=True)) as bar:
+        task = bar.add_task("vectors", total=total)
+        yield lambda n: bar.update(task, advance=n)
