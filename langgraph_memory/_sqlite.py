@@ -159,7 +159,7 @@ def translate(exc: BaseException, path: str | os.PathLike[str], what: str = "use
         if code in _CORRUPT or "malformed" in low or "not a database" in low:
             return CorruptFileError(
                 f"{where} is damaged ({text}); could not {what} it. Restore it from a backup, or move it "
-                "aside to start afresh (see the README, 'Damaged files').",
+                "aside to start afresh (see the README, 'Damaged files, full disks').",
                 path,
             )
         if code in _FULL or "disk is full" in low:

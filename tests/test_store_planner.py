@@ -1,0 +1,111 @@
+"""The search planner: the plan each candidate-set size gets, and the same answers whichever plan runs."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langgraph.store.base import PutOp
+
+from langgraph_memory.store import ChromaStore
+
+DIMS = 16
+EXACT_MAX = 50
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> ChromaStore:
+    """600 notes in 30 namespaces of 20 (two groups), 1% of them 'rare', plus 40 typed findings."""
+    store = ChromaStore(
+        data_dir=tmp_path_factory.mktemp("planner") / "memory",
+        index={"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS), "fields": ["text"]},
+    )
+    store.planner.exact_max = EXACT_MAX
+    ops = []
+    for i in range(600):
+        kind = "rare" if i % 100 == 0 else ("common" if i % 2 else "half")
+        ops.append(PutOp(("notes", f"g{i % 2}", f"u{i % 30}"), f"n{i}", {"text": f"note {i}", "kind": kind, "i": i}))
+    ops += [PutOp(("research",), f"f{i}", {"content": f"finding {i}"}) for i in range(40)]
+    store.batch(ops)
+    yield store
+    store.close()
+
+
+def _exact_answer(store: ChromaStore, prefix: tuple[str, ...], query: str, keep, k: int = 5) -> list[str]:
+    """The true top k by cosine, computed here from each item's text."""
+    emb = DeterministicFakeEmbedding(size=DIMS)
+    q = np.asarray(emb.embed_query(query))
+    scored = []
+    for item in store.search(prefix, limit=10_000):
+        if keep(item.value):
+            v = np.asarray(emb.embed_query(item.value["text"]))
+            scored.append((-(v @ q) / (np.linalg.norm(v) * np.linalg.norm(q)), item.key))
+    return [key for _, key in sorted(scored)[:k]]
+
+
+@pytest.mark.parametrize(
+    ("prefix", "flt", "strategy"),
+    [
+        (("notes", "g0", "u4"), None, "exact"),  # one namespace: 20 candidates
+        (("notes", "g1"), None, "hnsw"),  # half the notes: 300
+        (("notes",), None, "hnsw"),  # every note
+        (("notes",), {"kind": "rare"}, "exact"),  # 1% of 600, found through the filter index
+        (("notes",), {"kind": {"$ne": "half"}}, "hnsw"),  # not selective, checked on the values
+        (("notes",), {"i": {"$lt": 30}}, "exact"),  # a range through the filter index
+        (("research",), None, "exact"),  # a typed collection of 40
+    ],
+)
+def test_the_plan_fits_the_candidate_set_and_answers_exactly(
+    big: ChromaStore, prefix: tuple[str, ...], flt: dict | None, strategy: str
+) -> None:
+    plan = big.explain(prefix, query="note 123", filter=flt)
+    assert plan.strategy == strategy, str(plan)
+    if prefix == ("research",):
+        return
+    got = [h.key for h in big.search(prefix, query="note 123", filter=flt, limit=5)]
+    keep = (lambda v: True) if flt is None else (lambda v: _matches(v, flt))
+    assert got == _exact_answer(big, prefix, "note 123", keep)
+
+
+def _matches(value: dict, flt: dict) -> bool:
+    from langgraph_memory.store.filters import matches
+
+    return matches(value, flt)
+
+
+def test_listing_plans_and_the_empty_plan(big: ChromaStore) -> None:
+    assert big.explain(("notes", "g0")).strategy == "scan"
+    assert big.explain(("nothing", "here"), query="x").strategy == "empty"
+    assert big.explain(("notes",), query="x", filter={"kind": "absent"}).strategy == "empty"
+    assert big.search(("notes",), query="x", filter={"kind": "absent"}) == []
+    text = str(big.explain(("notes",), query="x", filter={"kind": {"$ne": "half"}}))
+    assert "hnsw over memories" in text and "600 items in scope" in text and "filter checked on values" in text
+
+
+def test_every_search_logs_its_plan(big: ChromaStore, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG, logger="langgraph_memory.store.base"):
+        big.search(("notes", "g0", "u4"), query="note 4")
+    assert any("exact over memories" in r.getMessage() for r in caplog.records)
+
+
+def test_paging_through_the_hnsw_plan_is_consistent(big: ChromaStore) -> None:
+    whole = [h.key for h in big.search(("notes",), query="note 77", limit=30)]
+    pages = [h.key for o in range(0, 30, 10) for h in big.search(("notes",), query="note 77", limit=10, offset=o)]
+    assert pages == whole and len(set(whole)) == 30
+
+
+def test_a_broken_index_is_searched_exactly(data_dir: Path) -> None:
+    store = ChromaStore(data_dir=data_dir, index={"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS)})
+    store.planner.exact_max = 0
+    try:
+        store.batch([PutOp(("notes",), f"n{i}", {"text": f"note {i}"}) for i in range(100)])
+        store.vector_index.broken.add("memories")
+        plan = store.explain(("notes",), query="x")
+        assert plan.strategy == "exact" and "waiting for a rebuild" in str(plan)
+        assert store.search(("notes",), query='{"text": "note 42"}', limit=1)[0].key == "n42"
+    finally:
+        store.vector_index.broken.clear()
+        store.close()
