@@ -190,6 +190,8 @@ class ItemWrite:
     ttl_minutes: float | None = None
     vectors: list[tuple[str, bytes]] = field(default_factory=list)
     model_id: int | None = None
+    #: the value ``value_json`` encodes, when the caller has it (saves parsing it again).
+    value: dict[str, Any] | None = None
 
 
 def write_items(
@@ -203,6 +205,8 @@ def write_items(
     out: list[int | None] = []
     queued: dict[str, list[tuple[int, int]]] = {}
     counts: dict[int, int] = {}
+    field_batch: list[tuple[str, int, Any, int]] = []
+    vector_batch: list[tuple[int, int, str, int, bytes]] = []
     for w in writes:
         nid = names.get(conn, w.namespace) if w.value_json is None else names.ensure(conn, w.namespace, w.collection)
         old = (
@@ -242,15 +246,17 @@ def write_items(
             conn.execute("DELETE FROM fields WHERE item_id = ?", (item_id,))
             if n_old:
                 conn.execute("DELETE FROM vectors WHERE item_id = ?", (item_id,))
-        _insert_fields(conn, item_id, json.loads(w.value_json))
-        if w.vectors:
-            conn.executemany(
-                "INSERT INTO vectors(item_id, idx, path, model_id, vec) VALUES (?, ?, ?, ?, ?)",
-                [(item_id, i, path, w.model_id or 0, vec) for i, (path, vec) in enumerate(w.vectors)],
-            )
+        value = w.value if w.value is not None else json.loads(w.value_json)
+        field_batch.extend((p, k, v, item_id) for p, k, v in field_rows(value))
+        vector_batch.extend((item_id, i, path, w.model_id or 0, vec) for i, (path, vec) in enumerate(w.vectors))
         if n_old or w.vectors:
             queued.setdefault(w.collection, []).append((item_id, max(n_old, len(w.vectors))))
         out.append(item_id)
+    # One statement each for the whole batch: the per-item rows were deleted above, so order does not matter.
+    if field_batch:
+        conn.executemany("INSERT OR IGNORE INTO fields(path, kind, val, item_id) VALUES (?, ?, ?, ?)", field_batch)
+    if vector_batch:
+        conn.executemany("INSERT INTO vectors(item_id, idx, path, model_id, vec) VALUES (?, ?, ?, ?, ?)", vector_batch)
     _bump_counts(conn, counts)
     for collection, entries in queued.items():
         _queue.enqueue(conn, collection, entries)

@@ -223,7 +223,7 @@ class Writer:
             writes.append(
                 _items.ItemWrite(
                     p.op.namespace, p.op.key, p.spec.name, p.value_json,
-                    ttl_minutes=float(ttl) if ttl else None, vectors=vecs,
+                    ttl_minutes=float(ttl) if ttl else None, vectors=vecs, value=p.op.value,
                 )
             )
         with self.catalog.write() as conn:
@@ -231,6 +231,7 @@ class Writer:
                 for i, value in (before(conn) or {}).items():
                     puts[i].spec.validate(value)
                     writes[i].value_json = dumps_value(value)
+                    writes[i].value = value
             if any(w.vectors for w in writes):
                 mid = self.model_id(conn)
                 for w in writes:
