@@ -327,11 +327,13 @@ class Planner:
             n = max(need, MIN_FETCH)
         else:
             n = max(MIN_FETCH, math.ceil(need / share * OVERFETCH))
-        limit = max(scope.n_collection * 2, need)  # vector records can outnumber items
+        # No cap on ``n`` but the index's own size: items can have many vector
+        # records each, so a collection of N items can hold far more than N
+        # records, and a round that asked for more than Chroma holds ends it.
         while True:
             plan.fetch = max(plan.fetch, n)
             plan.rounds += 1
-            found = self.index.query(scope.collection, qvec, min(n, limit))
+            found = self.index.query(scope.collection, qvec, n)
             best: dict[int, float] = {}
             for item_id, _idx, dist in found:
                 if item_id in pending:
@@ -344,8 +346,8 @@ class Planner:
                 hits = self._materialize(conn, ranked, filter, scope, need, omit, check_scope=not scope.whole)
                 if pending:
                     hits.extend(self._exact(conn, scope, conds, filter, plan, qvec, need, omit, only=sorted(pending)))
-            exhausted = len(found) < min(n, limit)
-            if len([h for h in hits if h[1].id not in pending]) >= need or exhausted or n >= limit:
+            exhausted = len(found) < n
+            if len([h for h in hits if h[1].id not in pending]) >= need or exhausted:
                 return hits
             if n * 4 > max(self.exact_max * 4, scope.n_collection // 2):
                 plan.notes.append(f"{scope.collection}: widening would read most of the index; scored exactly")
