@@ -13,7 +13,7 @@ from langgraph.store.base import PutOp
 from langgraph_memory.store import ChromaStore
 
 DIMS = 16
-EXACT_MAX = 50
+EXACT_MAX = 40
 
 
 @pytest.fixture(scope="module")

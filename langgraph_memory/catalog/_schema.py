@@ -9,9 +9,11 @@ SQLite-only table is the keyword index, which PostgreSQL does with a
 * ``meta``: the catalog's own settings (its id, the embedding model and
   dimensions of its vectors, the current Chroma folder, the index seal).
 * ``namespaces``: one row per namespace ever used, with its collection and
-  how many items it holds now. Rows are never deleted, so a namespace id
-  cached by any process stays valid; ``list_namespaces`` shows those with
-  items.
+  how many items and vectors it holds now. Rows are never deleted, so a
+  namespace id cached by any process stays valid; ``list_namespaces`` shows
+  those with items.
+* ``collection_counts``: the same counts per collection (the planner reads
+  them for every search).
 * ``items``: the truth of every item: value (JSON), timestamps, access data,
   TTL and how many vectors it has.
 * ``vectors``: each item's vectors (float32 bytes), the index path whose text
@@ -31,7 +33,7 @@ import sqlite3
 
 __all__ = ["SCHEMA_VERSION", "migrate"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -125,7 +127,21 @@ CREATE TABLE IF NOT EXISTS versions (
 );
 """
 
-_MIGRATIONS: dict[int, str] = {1: _V1}
+# Item and vector counts per namespace and per collection, kept by every write, so
+# that planning a search reads a few rows whatever the number of namespaces.
+_V2_COUNTS = """
+ALTER TABLE namespaces ADD COLUMN n_vectors INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE IF NOT EXISTS collection_counts (
+    collection  TEXT PRIMARY KEY,
+    n_items     INTEGER NOT NULL DEFAULT 0,
+    n_vectors   INTEGER NOT NULL DEFAULT 0
+);
+UPDATE namespaces SET n_vectors = (SELECT coalesce(sum(i.n_vectors), 0) FROM items i WHERE i.ns_id = namespaces.id);
+INSERT INTO collection_counts(collection, n_items, n_vectors)
+    SELECT collection, sum(n_items), sum(n_vectors) FROM namespaces GROUP BY collection;
+"""
+
+_MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2_COUNTS}
 
 
 def migrate(conn: sqlite3.Connection) -> int:

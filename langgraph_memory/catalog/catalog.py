@@ -71,6 +71,7 @@ class Catalog:
         self.timeout = float(timeout)
         self._lock = threading.RLock()
         self._depth = 0
+        self._in_snapshot = False
         #: namespace ids, cached for every writer of this catalog object.
         self.names = NamespaceIds()
         self._conn: sqlite3.Connection | None = _sqlite.connect(
@@ -110,6 +111,31 @@ class Catalog:
                 yield conn
 
     @contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """The connection inside one read transaction: every statement of the block sees the same commit.
+
+        Inside a write transaction of this thread, that transaction's view.
+        """
+        with self._lock:
+            conn = self._connection()
+            if self._depth or self._in_snapshot or conn.in_transaction:
+                with _sqlite.guarded(self.path, "read"):
+                    yield conn
+                return
+            with _sqlite.guarded(self.path, "read"):
+                conn.execute("BEGIN")
+            self._in_snapshot = True
+            try:
+                with _sqlite.guarded(self.path, "read"):
+                    yield conn
+            finally:
+                self._in_snapshot = False
+                try:
+                    conn.execute("COMMIT")
+                except sqlite3.Error:  # a read transaction has nothing to lose
+                    logger.debug("ending a read snapshot of %s failed", self.path, exc_info=True)
+
+    @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """One ``BEGIN IMMEDIATE`` transaction: committed when the block ends, rolled back on an error.
 
@@ -117,6 +143,8 @@ class Catalog:
         """
         with self._lock:
             conn = self._connection()
+            if self._in_snapshot:
+                raise RuntimeError("a catalog write cannot start inside a read snapshot")
             if self._depth:
                 self._depth += 1
                 try:

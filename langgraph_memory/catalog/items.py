@@ -204,7 +204,7 @@ def write_items(
     """
     out: list[int | None] = []
     queued: dict[str, list[tuple[int, int]]] = {}
-    counts: dict[int, int] = {}
+    counts = _Counts()
     field_batch: list[tuple[str, int, Any, int]] = []
     vector_batch: list[tuple[int, int, str, int, bytes]] = []
     for w in writes:
@@ -220,7 +220,7 @@ def write_items(
             if old is not None:
                 item_id, n_old = int(old[0]), int(old[1])
                 _delete_rows(conn, [item_id])
-                counts[nid] = counts.get(nid, 0) - 1  # type: ignore[index]
+                counts.add(nid, w.collection, -1, -n_old)  # type: ignore[arg-type]
                 if n_old:
                     queued.setdefault(w.collection, []).append((item_id, n_old))
             out.append(None)
@@ -235,7 +235,7 @@ def write_items(
                  w.ttl_minutes, len(w.vectors)),
             )
             item_id, n_old = int(cur.lastrowid or 0), 0
-            counts[nid] = counts.get(nid, 0) + 1
+            counts.add(nid, w.collection, 1, len(w.vectors))
         else:
             item_id, n_old = int(old[0]), int(old[1])
             conn.execute(
@@ -246,6 +246,7 @@ def write_items(
             conn.execute("DELETE FROM fields WHERE item_id = ?", (item_id,))
             if n_old:
                 conn.execute("DELETE FROM vectors WHERE item_id = ?", (item_id,))
+            counts.add(nid, w.collection, 0, len(w.vectors) - n_old)
         value = w.value if w.value is not None else json.loads(w.value_json)
         field_batch.extend((p, k, v, item_id) for p, k, v in field_rows(value))
         vector_batch.extend((item_id, i, path, w.model_id or 0, vec) for i, (path, vec) in enumerate(w.vectors))
@@ -257,7 +258,7 @@ def write_items(
         conn.executemany("INSERT OR IGNORE INTO fields(path, kind, val, item_id) VALUES (?, ?, ?, ?)", field_batch)
     if vector_batch:
         conn.executemany("INSERT INTO vectors(item_id, idx, path, model_id, vec) VALUES (?, ?, ?, ?, ?)", vector_batch)
-    _bump_counts(conn, counts)
+    counts.apply(conn)
     for collection, entries in queued.items():
         _queue.enqueue(conn, collection, entries)
     return out
@@ -272,10 +273,32 @@ def _insert_fields(conn: sqlite3.Connection, item_id: int, value: dict[str, Any]
         )
 
 
-def _bump_counts(conn: sqlite3.Connection, counts: dict[int, int]) -> None:
-    changed = [(delta, nid) for nid, delta in counts.items() if delta]
-    if changed:
-        conn.executemany("UPDATE namespaces SET n_items = n_items + ? WHERE id = ?", changed)
+class _Counts:
+    """Changes to the item and vector counts of namespaces and collections, applied in one go."""
+
+    def __init__(self) -> None:
+        self.by_ns: dict[int, list[int]] = {}
+        self.by_collection: dict[str, list[int]] = {}
+
+    def add(self, ns_id: int, collection: str, items: int, vectors: int) -> None:
+        for key, table in ((ns_id, self.by_ns), (collection, self.by_collection)):
+            d = table.setdefault(key, [0, 0])  # type: ignore[arg-type]
+            d[0] += items
+            d[1] += vectors
+
+    def apply(self, conn: sqlite3.Connection) -> None:
+        ns_rows = [(d[0], d[1], nid) for nid, d in self.by_ns.items() if d[0] or d[1]]
+        if ns_rows:
+            conn.executemany("UPDATE namespaces SET n_items = n_items + ?, n_vectors = n_vectors + ? WHERE id = ?",
+                             ns_rows)
+        coll_rows = [(name, d[0], d[1]) for name, d in self.by_collection.items() if d[0] or d[1]]
+        if coll_rows:
+            conn.executemany(
+                "INSERT INTO collection_counts(collection, n_items, n_vectors) VALUES (?, ?, ?) "
+                "ON CONFLICT(collection) DO UPDATE SET n_items = n_items + excluded.n_items,"
+                " n_vectors = n_vectors + excluded.n_vectors",
+                coll_rows,
+            )
 
 
 def _delete_rows(conn: sqlite3.Connection, item_ids: Sequence[int]) -> None:
@@ -296,10 +319,10 @@ def delete_items(conn: sqlite3.Connection, items: Sequence[StoredItem], collecti
         marks = ",".join("?" * len(chunk))
         rows.extend(conn.execute(f"SELECT id, ns_id, n_vectors FROM items WHERE id IN ({marks})", tuple(chunk)))
     _delete_rows(conn, [r[0] for r in rows])
-    counts: dict[int, int] = {}
-    for _, nid, _n in rows:
-        counts[nid] = counts.get(nid, 0) - 1
-    _bump_counts(conn, counts)
+    counts = _Counts()
+    for _, nid, n_vectors in rows:
+        counts.add(nid, collection, -1, -n_vectors)
+    counts.apply(conn)
     _queue.enqueue(conn, collection, [(r[0], r[2]) for r in rows if r[2]])
     return len(rows)
 
@@ -317,7 +340,7 @@ def restore_items(
     Returns the items written.
     """
     written: list[StoredItem] = []
-    counts: dict[int, int] = {}
+    counts = _Counts()
     queued: list[tuple[int, int]] = []
     for it in items:
         nid = names.ensure(conn, it.namespace, collection)
@@ -343,11 +366,11 @@ def restore_items(
                 ],
             )
             queued.append((item_id, len(vecs)))
-        counts[nid] = counts.get(nid, 0) + 1
+        counts.add(nid, collection, 1, len(vecs))
         it.id = item_id
         it.n_vectors = len(vecs)
         written.append(it)
-    _bump_counts(conn, counts)
+    counts.apply(conn)
     _queue.enqueue(conn, collection, queued)
     return written
 
@@ -454,9 +477,8 @@ def expired(conn: sqlite3.Connection, now: float, *, collection: str | None = No
 def count_items(conn: sqlite3.Connection, collection: str | None = None) -> int:
     """How many items a collection (or the whole catalog) holds."""
     if collection is None:
-        row = conn.execute("SELECT coalesce(sum(n_items), 0) FROM namespaces").fetchone()
+        row = conn.execute("SELECT coalesce(sum(n_items), 0) FROM collection_counts").fetchone()
     else:
-        row = conn.execute(
-            "SELECT coalesce(sum(n_items), 0) FROM namespaces WHERE collection = ?", (collection,)
-        ).fetchone()
+        row = conn.execute("SELECT coalesce(sum(n_items), 0) FROM collection_counts WHERE collection = ?",
+                           (collection,)).fetchone()
     return int(row[0])

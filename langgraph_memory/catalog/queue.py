@@ -1,4 +1,4 @@
-"""What Chroma still has to apply: the catalog's outbox of index changes.
+"""The catalog's log of vector changes: Chroma's outbox, and the feed of in-memory vector caches.
 
 Every put or delete that changes an item's vectors adds ``(collection,
 item_id, n_old)`` to ``index_queue`` in the same transaction as the item
@@ -8,6 +8,13 @@ applies the queue after the commit, idempotently (it upserts what the
 catalog holds now and deletes what it no longer holds), then records how far
 it got in ``index_state``. A crash between the commit and Chroma leaves the
 rows for the next writer or the next open.
+
+Applied rows stay a while (the last :data:`RETAIN` positions): a process's
+:class:`~langgraph_memory.store.vectors.VectorCache` reads the items changed
+since it last looked from them, whichever process changed them. A cache
+further behind than the log reaches (:func:`pruned_upto`), or one that saw
+an older :func:`vectors_epoch` (vectors rewritten in place by a
+re-embedding), loads its collection again.
 
     >>> import tempfile, pathlib
     >>> from langgraph_memory.catalog import Catalog
@@ -23,7 +30,27 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-__all__ = ["enqueue", "pending", "last_seq", "applied", "mark_applied", "chroma_name", "set_chroma_name", "model_id"]
+__all__ = [
+    "RETAIN",
+    "enqueue",
+    "pending",
+    "last_seq",
+    "applied",
+    "mark_applied",
+    "chroma_name",
+    "set_chroma_name",
+    "model_id",
+    "pruned_upto",
+    "log_head",
+    "pending_items",
+    "vectors_epoch",
+    "bump_vectors_epoch",
+]
+
+#: Applied log positions kept for vector caches to catch up from.
+RETAIN = 100_000
+_EPOCH_KEY = "vectors_epoch"
+_PRUNED_KEY = "queue_pruned:"
 
 
 def enqueue(conn: sqlite3.Connection, collection: str, entries: Sequence[tuple[int, int]]) -> None:
@@ -59,11 +86,65 @@ def applied(conn: sqlite3.Connection, collection: str) -> int:
 
 
 def mark_applied(conn: sqlite3.Connection, collection: str, seq: int) -> None:
-    """Chroma applied every change of ``collection`` up to ``seq``: forget them (in a write transaction)."""
+    """Chroma applied every change of ``collection`` up to ``seq`` (in a write transaction)."""
     conn.execute(
         "UPDATE index_state SET applied_seq = max(applied_seq, ?) WHERE collection = ?", (seq, collection)
     )
-    conn.execute("DELETE FROM index_queue WHERE collection = ? AND seq <= ?", (collection, seq))
+    _prune(conn, collection, seq)
+
+
+def _prune(conn: sqlite3.Connection, collection: str, applied_seq: int) -> None:
+    """Drop applied rows of ``collection`` older than the last :data:`RETAIN` positions."""
+    upto = min(applied_seq, last_seq(conn) - RETAIN)
+    if upto <= pruned_upto(conn, collection):
+        return
+    conn.execute("DELETE FROM index_queue WHERE collection = ? AND seq <= ?", (collection, upto))
+    conn.execute(
+        "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (_PRUNED_KEY + collection, str(upto)),
+    )
+
+
+def log_head(conn: sqlite3.Connection) -> tuple[int, str | None]:
+    """``(last_seq, vectors_epoch)`` in one statement: what a vector cache compares with what it saw."""
+    seq, epoch = conn.execute(
+        "SELECT (SELECT seq FROM sqlite_sequence WHERE name = 'index_queue'),"
+        " (SELECT value FROM meta WHERE key = ?)",
+        (_EPOCH_KEY,),
+    ).fetchone()
+    return int(seq or 0), None if epoch is None else str(epoch)
+
+
+def pending_items(conn: sqlite3.Connection, collection: str) -> list[int]:
+    """The items of ``collection`` with changes Chroma has not applied yet (one statement)."""
+    return [
+        int(r[0])
+        for r in conn.execute(
+            "SELECT DISTINCT item_id FROM index_queue WHERE collection = ? AND seq > "
+            "coalesce((SELECT applied_seq FROM index_state WHERE collection = ?), 0)",
+            (collection, collection),
+        )
+    ]
+
+
+def pruned_upto(conn: sqlite3.Connection, collection: str) -> int:
+    """The log of ``collection`` holds every change after this position."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (_PRUNED_KEY + collection,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def vectors_epoch(conn: sqlite3.Connection) -> str | None:
+    """Changes whenever vectors are rewritten without the log (a re-embedding)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (_EPOCH_KEY,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def bump_vectors_epoch(conn: sqlite3.Connection) -> None:
+    """Tell every vector cache to reload (in the write transaction that rewrote vectors)."""
+    conn.execute(
+        "INSERT INTO meta(key, value) VALUES (?, '1') ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+        (_EPOCH_KEY,),
+    )
 
 
 def chroma_name(conn: sqlite3.Connection, collection: str) -> str | None:
@@ -79,7 +160,7 @@ def set_chroma_name(conn: sqlite3.Connection, collection: str, name: str, applie
         "ON CONFLICT(collection) DO UPDATE SET chroma_name = excluded.chroma_name, applied_seq = excluded.applied_seq",
         (collection, name, applied_seq),
     )
-    conn.execute("DELETE FROM index_queue WHERE collection = ? AND seq <= ?", (collection, applied_seq))
+    _prune(conn, collection, applied_seq)
 
 
 def model_id(conn: sqlite3.Connection, name: str, dims: int) -> int:

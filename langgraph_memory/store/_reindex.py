@@ -72,6 +72,7 @@ def reembed(
             texts = [record_text(json.loads(value), path) or "" for _vid, path, value in rows]
             matrix = check_vectors(embed(texts), dims, f"{len(texts)} texts being re-embedded")
             with catalog.write() as conn:
+                _queue.bump_vectors_epoch(conn)
                 conn.executemany(
                     "UPDATE vectors SET vec = ?, model_id = ? WHERE id = ?",
                     [(matrix[k].astype(np.float32).tobytes(), new_id, rows[k][0]) for k in range(len(rows))],

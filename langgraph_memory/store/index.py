@@ -382,7 +382,7 @@ class ChromaIndex:
         lo, hi = conn.execute("SELECT min(id), max(id) FROM vectors").fetchone()
         if lo is None:
             return []
-        queued = {int(r[0]) for r in conn.execute("SELECT item_id FROM index_queue WHERE collection = ?", (collection,))}
+        queued = {item_id for _seq, item_id, _n in _queue.pending(conn, collection)}
         out: list[list[Any]] = []
         rng = random.Random(n_vectors)
         for _ in range(_SAMPLES * 4):

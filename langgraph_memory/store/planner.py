@@ -3,30 +3,41 @@
 A search names a namespace prefix, maybe a filter and maybe a query. The
 planner estimates the candidate set from the catalog (items per namespace,
 kept by every write; filter matches from the filter index, counted with a
-cap) and picks one of:
+cap) and picks, per collection, one of:
 
 ``exact``
-    few candidates (at most :data:`EXACT_MAX`): their vectors are read from
-    the catalog and scored with numpy. No Chroma call, and the true top results.
+    up to ``exact_max`` candidate vectors (or a whole collection of up to
+    ``exact_max * FULL_SCAN_FACTOR`` vectors, scored in place), against
+    their vectors held in memory
+    (:class:`~langgraph_memory.store.vectors.VectorCache`, loaded from the
+    catalog by the first search that needs it and kept in step after); up
+    to :data:`UNCACHED_MAX` read from the catalog instead when the collection
+    does not fit in the cache's budget (or is not loaded and the search is
+    that small). No Chroma call, and the true top results.
 ``hnsw``
     many candidates: an unfiltered Chroma query over-fetched by the inverse of
-    the candidates' share of the collection, each hit checked against the
-    scope and the filter in the catalog, widened until ``offset + limit``
-    matches are found (or the plan turns ``exact`` when widening would read
-    most of the collection). Items whose latest vectors Chroma has not applied
-    yet are scored exactly and merged in.
+    the candidates' share of the collection; each hit is checked against the
+    scope (by its namespace) and the filter (through the filter index) before
+    its value is read, and the search widens until ``offset + limit`` matches
+    are found (or turns ``exact`` when widening would read most of the
+    collection). Hits are rescored from the catalog's vectors when they are in
+    memory, and items whose latest vectors Chroma has not applied yet are
+    scored exactly and merged in.
 ``scan``
     no query: items in the catalog, newest first (``updated_at``), through
     the namespace and filter indexes.
 
+Every search reads one snapshot of the catalog (one read transaction).
 Chroma's ``where`` is never used: measured here, its cost grows with the
 whole collection, not with the matches (see PITFALLS). :meth:`Planner.explain`
 tells which plan a search gets, as a database's ``EXPLAIN`` does; the store
-logs every plan at debug level.
+logs every plan at debug level. The thresholds were chosen by measurement
+(``bench/store_bench.py``; see ``bench/RESULTS.md``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import sqlite3
@@ -45,19 +56,29 @@ from langgraph_memory.collections import COLLECTIONS, GENERAL, collection_for
 from langgraph_memory.errors import StorageError
 from langgraph_memory.store import filters as _filters
 from langgraph_memory.store.index import ChromaIndex, IndexUnavailable
+from langgraph_memory.store.vectors import CollectionVectors, Segments, VectorCache, dot_rows
 
 __all__ = ["Plan", "Planner", "EXACT_MAX", "OVERFETCH"]
 
 logger = logging.getLogger(__name__)
 
-#: At most this many candidate items are scored exactly from the catalog.
+#: At most this many candidate vectors are gathered and scored exactly (in memory). Measured here:
+#: finding, gathering and scoring a candidate costs about 1 us, an over-fetched HNSW round at
+#: 100,000 vectors 2-4 ms; past about 2,000 candidates HNSW is cheaper.
 EXACT_MAX = 2000
+#: A namespace prefix (or a whole collection) of at most ``exact_max`` times this many vectors is
+#: scored in place: a run of rows, about 0.15 us each, with no lookup and no gather.
+FULL_SCAN_FACTOR = 6
+#: At most this many candidates are scored from vectors read out of the catalog (no cache).
+UNCACHED_MAX = 400
 #: The first HNSW round fetches this many times what the candidates' share predicts.
-OVERFETCH = 3.0
+OVERFETCH = 2.0
 #: Fewest records an HNSW round asks for (a larger ``n_results`` also widens HNSW's beam: better recall).
 MIN_FETCH = 50
-#: Filter matches are counted up to this many per condition when planning.
-COUNT_CAP = 20_000
+#: Filter matches are counted up to this many per condition when planning; past it, their share is sampled.
+COUNT_CAP = 4000
+#: Items drawn to estimate the share of a collection that a common filter matches.
+SAMPLE = 256
 
 Omit = Callable[[StoredItem], bool]
 Hit = tuple[float | None, StoredItem]
@@ -69,8 +90,15 @@ class _Scope:
     whole: bool  # every item of the collection is in the namespace scope
     n_items: int  # items in scope
     n_collection: int  # items in the collection
+    n_vectors: int  # vectors of the items in scope
+    n_collection_vectors: int  # vectors of the collection
+    ns_ids: np.ndarray  # the namespaces in scope that hold items (empty when whole)
     sql: str  # condition on i.ns_id
     params: tuple[Any, ...]
+    bounds: tuple[str, str, str] | None = None  # the prefix's name range (None when whole): exact, lo, hi
+    candidates: int = 0  # estimated items in scope matching the filter
+    matches: int | None = None  # items anywhere matching the filter index (capped), None without a filter
+    strategy: str = "exact"
 
 
 @dataclass
@@ -105,8 +133,47 @@ def _prefix_range(prefix: Sequence[str]) -> tuple[str, str, str]:
     return joined, joined + _items.NS_SEP, joined + chr(ord(_items.NS_SEP) + 1)
 
 
+_NO_IDS = np.zeros(0, dtype=np.int64)
+
+
+def _parse_ids(joined: str | None) -> np.ndarray:
+    """Integers joined by spaces (SQLite's ``group_concat(x, ' ')``), as an array."""
+    if not joined:
+        return _NO_IDS
+    return np.fromstring(joined, dtype=np.int64, sep=" ")
+
+
+def _id_array(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> np.ndarray:
+    """The integers of a one-column query, as an array.
+
+    Joined by SQLite and parsed by numpy: 3-6x faster than iterating rows in
+    Python (14,000 ids: 2.1 ms against 14 ms, measured here).
+    """
+    (joined,) = conn.execute(f"WITH t(x) AS ({sql}) SELECT group_concat(x, ' ') FROM t", tuple(params)).fetchone()
+    return _parse_ids(joined)
+
+
+def _namespaces_of(conn: sqlite3.Connection, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(item ids, their namespace ids)`` of the items among ``ids`` that exist, aligned."""
+    got, ns = conn.execute(
+        f"SELECT group_concat(id, ' '), group_concat(ns_id, ' ') FROM items WHERE id IN ({_ids_sql(ids)})"
+    ).fetchone()
+    return _parse_ids(got), _parse_ids(ns)
+
+
+def _ids_sql(ids: Sequence[int]) -> str:
+    """Integer ids inlined into SQL (they come from the catalog, never from a user)."""
+    return ",".join(str(int(i)) for i in ids)
+
+
 class Planner:
-    """Plans and runs searches over one catalog and its Chroma index.
+    """Plans and runs searches over one catalog, its vectors in memory and its Chroma index.
+
+    Args:
+        catalog: the data directory's catalog.
+        index: the Chroma index of the catalog's vectors.
+        vectors: the in-memory copy of the catalog's vectors (None: read them from the catalog).
+        exact_max: the most candidate items scored exactly (0: always through Chroma).
 
     Example:
         >>> plan = store.explain(("memories", "u3"), query="risk", filter={"kind": "note"})  # doctest: +SKIP
@@ -114,9 +181,12 @@ class Planner:
         'exact'
     """
 
-    def __init__(self, catalog: Catalog, index: ChromaIndex, *, exact_max: int = EXACT_MAX) -> None:
+    def __init__(
+        self, catalog: Catalog, index: ChromaIndex, vectors: VectorCache | None = None, *, exact_max: int = EXACT_MAX
+    ) -> None:
         self.catalog = catalog
         self.index = index
+        self.vectors = vectors
         self.exact_max = exact_max
 
     # ----------------------------------------------------------- estimates
@@ -124,25 +194,32 @@ class Planner:
     def _scopes(self, conn: sqlite3.Connection, prefix: tuple[str, ...]) -> list[_Scope]:
         specs = [collection_for(prefix)] if prefix else [*COLLECTIONS.values(), GENERAL]
         out: list[_Scope] = []
+        counts = {
+            name: (int(i), int(v))
+            for name, i, v in conn.execute("SELECT collection, n_items, n_vectors FROM collection_counts")
+        }
         for spec in specs:
-            (n_coll,) = conn.execute(
-                "SELECT coalesce(sum(n_items), 0) FROM namespaces WHERE collection = ?", (spec.name,)
-            ).fetchone()
+            n_coll, v_coll = counts.get(spec.name, (0, 0))
             if not n_coll:
                 continue
             if not prefix or (spec.typed and len(prefix) == 1):
-                out.append(_Scope(spec.name, True, n_coll, n_coll,
+                out.append(_Scope(spec.name, True, n_coll, n_coll, v_coll, v_coll, _NO_IDS,
                                   "i.ns_id IN (SELECT id FROM namespaces WHERE collection = ?)", (spec.name,)))
                 continue
             exact, lo, hi = _prefix_range(prefix)
-            cond = "collection = ? AND (ns = ? OR (ns >= ? AND ns < ?))"
+            cond = "collection = ? AND (ns = ? OR (ns >= ? AND ns < ?)) AND n_items > 0"
             params = (spec.name, exact, lo, hi)
-            (n_scope,) = conn.execute(
-                f"SELECT coalesce(sum(n_items), 0) FROM namespaces WHERE {cond}", params
+            n_scope, v_scope, ids = conn.execute(
+                "SELECT coalesce(sum(n_items), 0), coalesce(sum(n_vectors), 0), group_concat(id, ' ') "
+                f"FROM namespaces WHERE {cond}",
+                params,
             ).fetchone()
             if n_scope:
-                out.append(_Scope(spec.name, n_scope == n_coll, n_scope, n_coll,
-                                  f"i.ns_id IN (SELECT id FROM namespaces WHERE {cond})", params))
+                whole = n_scope == n_coll
+                out.append(_Scope(spec.name, whole, n_scope, n_coll, v_scope, v_coll,
+                                  _NO_IDS if whole else _parse_ids(ids),
+                                  f"i.ns_id IN (SELECT id FROM namespaces WHERE {cond})", params,
+                                  None if whole else (exact, lo, hi)))
         return out
 
     @staticmethod
@@ -166,61 +243,136 @@ class Planner:
             params.extend(p)
         return " INTERSECT ".join(parts), tuple(params)
 
+    def _sampled_candidates(self, conn: sqlite3.Connection, scope: _Scope, conds: list[Condition]) -> int:
+        """Items in scope matching ``conds``, estimated from :data:`SAMPLE` random items of the collection.
+
+        For filters too common to count cheaply (the estimate sets how far an
+        HNSW round over-fetches): drawn from the vectors in memory when the
+        collection is loaded (a 14% filter at 100,000 items: about 0.3 ms
+        against 2.5 ms to count), else from random item ids in the catalog.
+        The draw is seeded, so a search gets the same plan every time.
+        """
+        col = self.vectors.resident(scope.collection) if self.vectors is not None else None
+        rng = np.random.default_rng(0)
+        if col is not None and col.n_alive:
+            rows = rng.integers(0, col.n, size=min(SAMPLE, col.n))
+            rows = rows[col.alive[rows]]
+            ids, ns = col.item_ids[rows], col.ns_ids[rows]
+        else:
+            # Two statements: min and max together defeat SQLite's min/max optimisation (a full scan).
+            (lo,) = conn.execute("SELECT min(id) FROM items").fetchone()
+            (hi,) = conn.execute("SELECT max(id) FROM items").fetchone()
+            if lo is None:
+                return 0
+            draw = np.unique(rng.integers(lo, hi + 1, size=SAMPLE * 2))
+            got, coll_ns = conn.execute(
+                # CROSS JOIN keeps items the outer loop: the drawn ids are the few rows to read.
+                "SELECT group_concat(i.id, ' '), group_concat(i.ns_id, ' ') FROM items i "
+                f"CROSS JOIN namespaces n ON n.id = i.ns_id WHERE i.id IN ({_ids_sql(draw)}) AND n.collection = ?",
+                (scope.collection,),
+            ).fetchone()
+            ids, ns = _parse_ids(got), _parse_ids(coll_ns)
+        if not len(ids):
+            return 0
+        drawn = len(ids)
+        if not scope.whole:
+            ids = ids[np.isin(ns, scope.ns_ids)]
+        hits = len(self._passing(conn, conds, np.unique(ids)))
+        return min(scope.n_items, int(max(hits, 1) / drawn * scope.n_collection))
+
+    def _choose(self, scope: _Scope, conds: list[Condition]) -> str:
+        """``exact`` or ``hnsw``, by the work each would do (see the module's docstring)."""
+        if scope.collection in self.index.broken:
+            return "exact"
+        if self.exact_max <= 0:
+            return "hnsw"
+        # The work of an exact plan is the candidates' vectors, not their items.
+        vectors = scope.candidates * scope.n_vectors / max(scope.n_items, 1)
+        if self.vectors is None or not self.vectors.fits(scope.collection, scope.n_collection_vectors):
+            return "exact" if vectors <= min(self.exact_max, UNCACHED_MAX) else "hnsw"
+        if not conds or scope.candidates == scope.n_items:
+            # A namespace prefix is a run of rows, scored in place.
+            return "exact" if scope.n_vectors <= self.exact_max * FULL_SCAN_FACTOR else "hnsw"
+        return "exact" if vectors <= self.exact_max else "hnsw"
+
     # --------------------------------------------------------------- entry
 
     def explain(self, op: SearchOp, *, has_query: bool) -> Plan:
-        """The plan ``op`` would get, without running it."""
-        with self.catalog.read() as conn:
+        """The plan ``op`` would get, without running it (nothing is loaded into memory)."""
+        with self._vectors_lock(), self.catalog.snapshot() as conn:
             return self._plan(conn, op, has_query)[0]
 
-    def _plan(self, conn: sqlite3.Connection, op: SearchOp, has_query: bool) -> tuple[Plan, list[_Scope], list[Condition]]:
+    def _vectors_lock(self) -> Any:
+        return self.vectors.lock if self.vectors is not None else contextlib.nullcontext()
+
+    def _plan(
+        self, conn: sqlite3.Connection, op: SearchOp, has_query: bool, *, load: bool = False
+    ) -> tuple[Plan, list[_Scope], list[Condition]]:
         scopes = self._scopes(conn, op.namespace_prefix)
         conds, exact = compile_filter(op.filter)
-        fcount = self._filter_count(conn, conds) if conds and scopes else None
-        scope_items = sum(s.n_items for s in scopes)
-        candidates = scope_items if fcount is None else min(scope_items, fcount)
-        plan = Plan("scan", [s.collection for s in scopes], scope_items, candidates, exact)
-        if not scopes or candidates == 0:
+        fcount: int | None = None
+        for s in scopes:
+            s.candidates = s.n_items
+            if load and has_query:
+                self._load_for(conn, s)
+            if not conds:
+                continue
+            # In memory, a sample costs less than a count; a count only for filters it finds rare.
+            sampled = self._sampled_candidates(conn, s, conds) if self._is_resident(s) else None
+            if sampled is None or sampled < COUNT_CAP:
+                if fcount is None:
+                    fcount = self._filter_count(conn, conds)
+                s.matches = fcount
+                s.candidates = min(s.n_items, fcount)
+                if fcount >= COUNT_CAP:
+                    estimate = sampled if sampled is not None else self._sampled_candidates(conn, s, conds)
+                    s.candidates = max(estimate, min(s.n_items, COUNT_CAP))
+            else:
+                s.matches = sampled
+                s.candidates = sampled
+        scopes = [s for s in scopes if s.candidates]
+        plan = Plan("scan", [s.collection for s in scopes], sum(s.n_items for s in scopes),
+                    sum(s.candidates for s in scopes), exact)
+        if not scopes:
             plan.strategy = "empty"
         elif has_query:
-            plan.strategy = "exact" if candidates <= self.exact_max else "hnsw"
+            for s in scopes:
+                s.strategy = self._choose(s, conds)
+            strategies = {s.strategy for s in scopes}
+            plan.strategy = strategies.pop() if len(strategies) == 1 else "mixed"
             broken = [s.collection for s in scopes if s.collection in self.index.broken]
             if broken:
-                plan.strategy = "exact"
                 plan.notes.append(f"index of {', '.join(broken)} waiting for a rebuild")
         return plan, scopes, conds
 
     def run(self, op: SearchOp, qvec: np.ndarray | None, *, omit: Omit) -> tuple[list[Hit], Plan]:
         """Run ``op`` (``qvec``: the embedded query, or None for a listing); return hits and the plan."""
         need = op.offset + op.limit
-        with self.catalog.read() as conn:
-            plan, scopes, conds = self._plan(conn, op, qvec is not None)
+        with self._vectors_lock(), self.catalog.snapshot() as conn:
+            plan, scopes, conds = self._plan(conn, op, qvec is not None, load=True)
             if plan.strategy == "empty" or need <= 0:
                 return [], plan
             if qvec is None:
                 hits: list[Hit] = [(None, it) for it in self._scan(conn, scopes, conds, op, need, omit)]
                 return hits[op.offset : need], plan
-        if plan.strategy == "exact":
-            with self.catalog.read() as conn:
-                scored = [h for s in scopes for h in self._exact(conn, s, conds, op.filter, plan, qvec, need, omit)]
-        else:
-            scored = []
+            scored: list[Hit] = []
             for s in scopes:
+                if s.strategy == "exact":
+                    scored.extend(self._exact(conn, s, conds, op.filter, qvec, need, omit))
+                    continue
                 try:
-                    scored.extend(self._hnsw(s, conds, op.filter, plan, qvec, need, omit))
+                    scored.extend(self._hnsw(conn, s, conds, op.filter, plan, qvec, need, omit))
                 except (IndexUnavailable, StorageError):
                     plan.notes.append(f"{s.collection}: index failed, searched exactly")
-                    with self.catalog.read() as conn:
-                        scored.extend(self._exact(conn, s, conds, op.filter, plan, qvec, need, omit, force=True))
-        scored.sort(key=lambda h: (-(h[0] or 0.0), h[1].id or 0))
-        hits = scored[:need]
-        if len(hits) < need:
-            # Like InMemoryStore: fewer items with vectors than asked for are
-            # followed by matching items that have none, unscored.
-            with self.catalog.read() as conn:
+                    scored.extend(self._exact(conn, s, conds, op.filter, qvec, need, omit))
+            scored.sort(key=lambda h: (-(h[0] or 0.0), h[1].id or 0))
+            hits = scored[:need]
+            if len(hits) < need:
+                # Like InMemoryStore: fewer items with vectors than asked for are
+                # followed by matching items that have none, unscored.
                 unindexed = self._scan(conn, scopes, conds, op, need - len(hits), omit, unindexed_only=True)
-            hits.extend((None, it) for it in unindexed)
-        return hits[op.offset : need], plan
+                hits.extend((None, it) for it in unindexed)
+            return hits[op.offset : need], plan
 
     # --------------------------------------------------------------- plans
 
@@ -265,48 +417,98 @@ class Planner:
             page *= 4
         return out
 
+    def _is_resident(self, scope: _Scope) -> bool:
+        return self.vectors is not None and self.vectors.cached(scope.collection)
+
+    def _resident(self, conn: sqlite3.Connection, scope: _Scope) -> CollectionVectors | None:
+        """The scope's collection in memory, brought up to date, or None when it is not loaded."""
+        if self.vectors is None or not self.vectors.cached(scope.collection):
+            return None
+        return self.vectors.get(conn, scope.collection)
+
+    def _load_for(self, conn: sqlite3.Connection, scope: _Scope) -> None:
+        """Load the scope's collection into memory when the search is big enough to gain from it.
+
+        Not for a small search: a process that only ever searches small
+        namespaces never pays for the load (about 1 s per 100,000 vectors).
+        """
+        if (
+            self.vectors is not None
+            and not self.vectors.cached(scope.collection)
+            and scope.n_items > min(self.exact_max, UNCACHED_MAX)
+            and self.vectors.fits(scope.collection, scope.n_collection_vectors)
+        ):
+            self.vectors.get(conn, scope.collection)
+
     def _exact(
         self,
         conn: sqlite3.Connection,
         scope: _Scope,
         conds: list[Condition],
         filter: dict[str, Any] | None,
-        plan: Plan,
         qvec: np.ndarray,
         need: int,
         omit: Omit,
-        *,
-        force: bool = False,
-        only: Sequence[int] | None = None,
     ) -> list[Hit]:
-        """Score every candidate's vectors from the catalog; the best ``need`` that match."""
+        """Score every candidate's vectors; the best ``need`` that match."""
+        col = self._resident(conn, scope)
+        if col is None:
+            ranked = self._exact_from_catalog(conn, scope, conds, qvec)
+            return self._materialize(conn, ranked, filter, need, omit)
+        segments = self._candidates(conn, col, scope, conds)
+        top = need
+        while True:
+            ranked = col.rank(segments, qvec, top)
+            hits = self._materialize(conn, ranked, filter, need, omit)
+            if len(hits) >= need or len(ranked) < top:
+                return hits
+            top *= 4  # the filter or TTL dropped some: rank further down
+
+    def _candidates(
+        self, conn: sqlite3.Connection, col: CollectionVectors, scope: _Scope, conds: list[Condition]
+    ) -> Segments:
+        """The rows of the scope's items that match the filter index.
+
+        From the smaller side: the scope's rows checked against the filter
+        index, or the filter's items checked against the scope.
+        """
+        if scope.bounds is None:  # the whole collection
+            in_scope = col.everything()
+        else:
+            in_scope = col.namespace_rows(*scope.bounds, scope.ns_ids)
+        if not conds:
+            return in_scope
+        if scope.matches is not None and len(in_scope) <= scope.matches:
+            rows = in_scope.rows
+            if in_scope.runs:
+                rows = np.concatenate([np.arange(a, b) for a, b in in_scope.runs] + [rows])
+            ids = np.unique(col.item_ids[rows[col.alive[rows]]])
+            return Segments(rows=col.rows_of_items(self._passing(conn, conds, ids)))
+        fsql, fparams = self._filter_sql(conds)
+        rows = col.rows_of_items(_id_array(conn, fsql, fparams))
+        if not scope.whole:
+            rows = rows[np.isin(col.ns_ids[rows], scope.ns_ids)]
+        return Segments(rows=rows)
+
+    def _exact_from_catalog(
+        self, conn: sqlite3.Connection, scope: _Scope, conds: list[Condition], qvec: np.ndarray
+    ) -> list[tuple[int, float]]:
+        """Every candidate scored from the vectors read out of the catalog, best first."""
         where = [scope.sql]
         params: list[Any] = list(scope.params)
         if conds:
             fsql, fparams = self._filter_sql(conds)
             where.append(f"v.item_id IN ({fsql})")
             params.extend(fparams)
-        if only is not None:
-            if not only:
-                return []
-            where.append(f"v.item_id IN ({','.join(str(int(i)) for i in only)})")
         rows = conn.execute(
             f"SELECT v.item_id, v.vec FROM vectors v JOIN items i ON i.id = v.item_id WHERE {' AND '.join(where)}",
             tuple(params),
         ).fetchall()
-        if not rows:
-            return []
-        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        scores = _cosine(rows, qvec)
-        best: dict[int, float] = {}
-        for item_id, score in zip(ids.tolist(), scores.tolist()):
-            if score > best.get(item_id, -2.0):
-                best[item_id] = score
-        ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
-        return self._materialize(conn, ranked, filter, scope, need, omit, check_scope=False)
+        return _rank_rows(rows, qvec)
 
     def _hnsw(
         self,
+        conn: sqlite3.Connection,
         scope: _Scope,
         conds: list[Condition],
         filter: dict[str, Any] | None,
@@ -316,78 +518,118 @@ class Planner:
         omit: Omit,
     ) -> list[Hit]:
         """An unfiltered Chroma query, over-fetched and widened, each hit checked in the catalog."""
-        with self.catalog.read() as conn:
-            pending = {
-                item_id for _seq, item_id, _n in _queue.pending(conn, scope.collection)
-            }
-            fcount = self._filter_count(conn, conds) if conds else None
-        candidates = scope.n_items if fcount is None else min(scope.n_items, fcount)
-        share = max(candidates / max(scope.n_collection, 1), 1e-6)
-        if plan.fetch == 0 and scope.whole and not filter:
+        pending = sorted(_queue.pending_items(conn, scope.collection))
+        col = self._resident(conn, scope)
+        # The candidates' share of the index's records (items can have several vectors each).
+        share = max(scope.candidates * scope.n_vectors / max(scope.n_items, 1) / max(scope.n_collection_vectors, 1),
+                    1e-6)
+        if plan.fetch == 0 and scope.whole and not conds and not filter:
             n = max(need, MIN_FETCH)
         else:
             n = max(MIN_FETCH, math.ceil(need / share * OVERFETCH))
-        # No cap on ``n`` but the index's own size: items can have many vector
-        # records each, so a collection of N items can hold far more than N
-        # records, and a round that asked for more than Chroma holds ends it.
+        scope_ns = scope.ns_ids
+        pending_set = set(pending)
         while True:
             plan.fetch = max(plan.fetch, n)
             plan.rounds += 1
             found = self.index.query(scope.collection, qvec, n)
             best: dict[int, float] = {}
             for item_id, _idx, dist in found:
-                if item_id in pending:
+                if item_id in pending_set:
                     continue
                 score = 1.0 - dist
                 if score > best.get(item_id, -2.0):
                     best[item_id] = score
-            ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
-            with self.catalog.read() as conn:
-                hits = self._materialize(conn, ranked, filter, scope, need, omit, check_scope=not scope.whole)
-                if pending:
-                    hits.extend(self._exact(conn, scope, conds, filter, plan, qvec, need, omit, only=sorted(pending)))
+            ids = np.fromiter(best, dtype=np.int64, count=len(best))
+            ids = self._in_scope(conn, col, scope, scope_ns, ids)
+            ids = self._passing(conn, conds, ids)
+            if col is not None:
+                ranked = col.rank(Segments(rows=col.rows_of_items(ids)), qvec, len(ids))  # exact, from memory
+            else:
+                ranked = sorted(((int(i), best[int(i)]) for i in ids), key=lambda kv: (-kv[1], kv[0]))
+            hits = self._materialize(conn, ranked, filter, need, omit)
+            if pending:
+                hits.extend(self._exact_items(conn, col, pending, scope, conds, filter, qvec, need, omit))
             exhausted = len(found) < n
-            if len([h for h in hits if h[1].id not in pending]) >= need or exhausted:
+            if sum(1 for h in hits if h[1].id not in pending_set) >= need or exhausted:
                 return hits
             if n * 4 > max(self.exact_max * 4, scope.n_collection // 2):
                 plan.notes.append(f"{scope.collection}: widening would read most of the index; scored exactly")
-                with self.catalog.read() as conn:
-                    return self._exact(conn, scope, conds, filter, plan, qvec, need, omit, force=True)
+                return self._exact(conn, scope, conds, filter, qvec, need, omit)
             n *= 4
+
+    def _in_scope(
+        self, conn: sqlite3.Connection, col: CollectionVectors | None, scope: _Scope, scope_ns: np.ndarray,
+        ids: np.ndarray,
+    ) -> np.ndarray:
+        """The ids (in their order) of items in the scope's namespaces."""
+        if scope.whole or not len(ids):
+            return ids
+        if col is not None:
+            rows = col.rows_of_items(ids)
+            have, ns = col.item_ids[rows], col.ns_ids[rows]
+        else:
+            have, ns = _namespaces_of(conn, ids)
+        return ids[np.isin(ids, have[np.isin(ns, scope_ns)])]
+
+    @staticmethod
+    def _passing(conn: sqlite3.Connection, conds: list[Condition], ids: np.ndarray) -> np.ndarray:
+        """The ids (in their order) whose index rows meet every condition (each is checked on its value later)."""
+        if not conds or not len(ids):
+            return ids
+        marks = _ids_sql(ids)
+        mask = np.ones(len(ids), dtype=bool)
+        for cond in conds:
+            sql, params = cond.sql()
+            sql = sql.replace("FROM fields WHERE", f"FROM fields INDEXED BY fields_item WHERE item_id IN ({marks}) AND")
+            mask &= np.isin(ids, _id_array(conn, sql, params))
+            if not mask.any():
+                break
+        return ids[mask]
+
+    def _exact_items(
+        self,
+        conn: sqlite3.Connection,
+        col: CollectionVectors | None,
+        item_ids: Sequence[int],
+        scope: _Scope,
+        conds: list[Condition],
+        filter: dict[str, Any] | None,
+        qvec: np.ndarray,
+        need: int,
+        omit: Omit,
+    ) -> list[Hit]:
+        """These items (Chroma has not applied them yet) scored exactly, if in scope and matching."""
+        ids = self._passing(conn, conds, np.asarray(item_ids, dtype=np.int64))
+        ids = self._in_scope(conn, col, scope, scope.ns_ids, ids)
+        if not len(ids):
+            return []
+        if col is not None:
+            ranked = col.rank(Segments(rows=col.rows_of_items(ids)), qvec, len(ids))
+        else:
+            rows = conn.execute(f"SELECT item_id, vec FROM vectors WHERE item_id IN ({_ids_sql(ids)})").fetchall()
+            ranked = _rank_rows(rows, qvec)
+        return self._materialize(conn, ranked, filter, need, omit)
 
     def _materialize(
         self,
         conn: sqlite3.Connection,
         ranked: list[tuple[int, float]],
         filter: dict[str, Any] | None,
-        scope: _Scope,
         need: int,
         omit: Omit,
-        *,
-        check_scope: bool,
     ) -> list[Hit]:
-        """Read ranked items in order, keep those in scope that match, until ``need``."""
-        in_scope: set[int] | None = None
+        """Read ranked items in order, keep those that match, until ``need``."""
         out: list[Hit] = []
         pos = 0
-        batch = max(need * 2, 32)
+        batch = max(need, 16)
         while pos < len(ranked) and len(out) < need:
             chunk = ranked[pos : pos + batch]
             pos += batch
-            ids = [i for i, _ in chunk]
-            if check_scope:
-                marks = ",".join("?" * len(ids))
-                in_scope = {
-                    r[0]
-                    for r in conn.execute(f"SELECT i.id FROM items i WHERE i.id IN ({marks}) AND {scope.sql}",
-                                          (*ids, *scope.params))
-                }
-            items = _items.get_by_ids(conn, ids)
+            items = _items.get_by_ids(conn, [i for i, _ in chunk])
             for item_id, score in chunk:
                 it = items.get(item_id)
-                if it is None or (in_scope is not None and item_id not in in_scope):
-                    continue
-                if not _filters.matches(it.value, filter) or omit(it):
+                if it is None or not _filters.matches(it.value, filter) or omit(it):
                     continue
                 out.append((score, it))
                 if len(out) >= need:
@@ -396,12 +638,20 @@ class Planner:
         return out
 
 
-def _cosine(rows: list[tuple[int, bytes]], qvec: np.ndarray) -> np.ndarray:
-    """Cosine similarity of ``qvec`` with each row's float32 vector."""
+def _rank_rows(rows: list[tuple[int, bytes]], qvec: np.ndarray) -> list[tuple[int, float]]:
+    """``(item id, best cosine)`` for each item among ``rows`` of ``(item id, float32 bytes)``, best first."""
+    if not rows:
+        return []
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     dims = len(rows[0][1]) // 4
     matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dims)
     q = qvec.astype(np.float32)
     qn = float(np.linalg.norm(q)) or 1.0
     norms = np.linalg.norm(matrix, axis=1)
     norms[norms == 0] = 1.0
-    return (matrix @ q) / (norms * qn)
+    scores = dot_rows(matrix, q) / (norms * qn)
+    best: dict[int, float] = {}
+    for item_id, score in zip(ids.tolist(), scores.tolist()):
+        if score > best.get(item_id, -2.0):
+            best[item_id] = score
+    return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))

@@ -100,6 +100,7 @@ def check(data_dir: Path, log_path: Path) -> CheckResult:
         applied = _check_plain(store, emb, state, pending, result)
         made = _check_typed(mem, typed, pending, result)
         _check_index(store, result)
+        _check_counts(store, result)
     finally:
         mem.close()
     if pending is not None:
@@ -218,6 +219,24 @@ def _check_typed(mem: Any, typed: list[dict[str, Any]], pending: dict | None, re
     for vid in version_ids - typed_items:
         result.orphaned.append(f"version row {vid} without its item")
     return made
+
+
+def _check_counts(store: Any, result: CheckResult) -> None:
+    """The item and vector counts the planner reads agree with the items themselves."""
+    with store.catalog.read() as conn:
+        wrong = conn.execute(
+            "SELECT n.ns, n.n_items, n.n_vectors, count(i.id), coalesce(sum(i.n_vectors), 0) "
+            "FROM namespaces n LEFT JOIN items i ON i.ns_id = n.id GROUP BY n.id "
+            "HAVING n.n_items != count(i.id) OR n.n_vectors != coalesce(sum(i.n_vectors), 0)"
+        ).fetchall()
+        wrong += conn.execute(
+            "SELECT c.collection, c.n_items, c.n_vectors, t.items, t.vectors FROM collection_counts c "
+            "JOIN (SELECT collection, sum(n_items) AS items, sum(n_vectors) AS vectors FROM namespaces "
+            "GROUP BY collection) t ON t.collection = c.collection "
+            "WHERE c.n_items != t.items OR c.n_vectors != t.vectors"
+        ).fetchall()
+    for row in wrong:
+        result.orphaned.append(f"counts of {row[0]!r}: recorded {row[1]}/{row[2]}, actual {row[3]}/{row[4]}")
 
 
 def _check_index(store: Any, result: CheckResult) -> None:

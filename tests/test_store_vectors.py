@@ -1,0 +1,180 @@
+"""The in-memory vector cache: namespace runs, staying in step with other processes, reloads, budget, load policy.
+
+Every check compares a search with the exact answer computed here from the
+catalog's own vectors, so a stale or misordered cache shows as a wrong answer.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langgraph.store.base import PutOp
+
+from langgraph_memory.catalog import queue as _queue
+from langgraph_memory.store import ChromaStore
+from langgraph_memory.store import planner as _planner
+
+DIMS = 16
+EMB = DeterministicFakeEmbedding(size=DIMS)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _open(data_dir: Path, **kwargs) -> ChromaStore:
+    return ChromaStore(data_dir=data_dir, index={"dims": DIMS, "embed": EMB, "fields": ["text"]}, **kwargs)
+
+
+def _exact(store: ChromaStore, prefix: tuple[str, ...], query: str, k: int = 5) -> list[tuple[tuple[str, ...], str]]:
+    """The true top k under ``prefix`` by cosine, from every item's text."""
+    q = np.asarray(EMB.embed_query(query))
+    scored = []
+    for item in store.search(prefix, limit=100_000):
+        v = np.asarray(EMB.embed_query(item.value["text"]))
+        scored.append((-(v @ q) / (np.linalg.norm(v) * np.linalg.norm(q)), tuple(item.namespace), item.key))
+    return [(ns, key) for _, ns, key in sorted(scored)[:k]]
+
+
+def _got(store: ChromaStore, prefix: tuple[str, ...], query: str, k: int = 5) -> list[tuple[tuple[str, ...], str]]:
+    return [(tuple(h.namespace), h.key) for h in store.search(prefix, query=query, limit=k)]
+
+
+def _fill(store: ChromaStore, namespaces: list[tuple[str, ...]], per_ns: int) -> None:
+    store.batch([
+        PutOp(ns, f"k{i}", {"text": f"{'/'.join(ns)} note {i}"}) for ns in namespaces for i in range(per_ns)
+    ])
+
+
+@pytest.fixture
+def small_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Thresholds low enough that a few hundred items take the in-memory path."""
+    monkeypatch.setattr(_planner, "UNCACHED_MAX", 10)
+
+
+def test_a_prefix_is_a_run_of_rows_and_never_a_lookalike(data_dir: Path, small_limits: None) -> None:
+    """("a",) holds ("a",) and ("a", "b") but not ("ab",) nor ("a-",): names that sort close by."""
+    with _open(data_dir) as store:
+        _fill(store, [("a",), ("a", "b"), ("ab",), ("a-",), ("b",), ("a", "b", "c")], 30)
+        for prefix in [("a",), ("a", "b"), ("ab",), ("b",), ("a", "b", "c")]:
+            assert store.explain(prefix, query="x").strategy == "exact"
+            for query in ["a note 3", "ab note 7", "b note 1", "a/b/c note 2"]:
+                got = _got(store, prefix, query)
+                assert got == _exact(store, prefix, query), (prefix, query)
+                assert all(ns[: len(prefix)] == prefix for ns, _ in got)
+        assert store.vectors is not None and store.vectors.cached("memories")
+
+
+def test_small_searches_do_not_load_the_cache_and_large_ones_do(data_dir: Path) -> None:
+    with _open(data_dir) as store:
+        _fill(store, [("u", f"{i}") for i in range(6)], 100)
+        assert store.vectors is not None
+        store.search(("u", "1"), query="note")  # 100 candidates: read from the catalog
+        assert not store.vectors.cached("memories")
+        store.search(("u",), query="note")  # 600: worth holding in memory
+        assert store.vectors.cached("memories")
+        assert _got(store, ("u", "2"), "u/2 note 5") == _exact(store, ("u", "2"), "u/2 note 5")
+
+
+_WRITER = textwrap.dedent(
+    """
+    import sys
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langgraph.store.base import PutOp
+    from langgraph_memory.store import ChromaStore
+    store = ChromaStore(data_dir=sys.argv[1],
+                        index={"dims": 16, "embed": DeterministicFakeEmbedding(size=16), "fields": ["text"]})
+    store.batch([
+        PutOp(("u", "0"), "k1", {"text": "rewritten by another process"}),
+        PutOp(("u", "0"), "k2", None),
+        PutOp(("u", "9"), "fresh", {"text": "a brand new namespace"}),
+    ] + [PutOp(("u", "1"), f"n{i}", {"text": f"another process note {i}"}) for i in range(int(sys.argv[2]))])
+    store.close()
+    """
+)
+
+
+def _write_elsewhere(data_dir: Path, extra: int) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    subprocess.run([sys.executable, "-c", _WRITER, str(data_dir), str(extra)], check=True, env=env, timeout=120)
+
+
+@pytest.mark.parametrize("extra", [5, 400], ids=["few-changes", "tail-sorted-in"])
+def test_writes_of_another_process_are_seen(data_dir: Path, small_limits: None, extra: int) -> None:
+    """Updates, deletes, new items and new namespaces written elsewhere reach a loaded cache."""
+    with _open(data_dir) as store:
+        _fill(store, [("u", f"{i}") for i in range(4)], 100)
+        store.search(("u",), query="note")
+        assert store.vectors is not None and store.vectors.cached("memories")
+        _write_elsewhere(data_dir, extra)
+        assert store.search(("u",), query="rewritten by another process", limit=1)[0].key == "k1"
+        assert "k2" not in {h.key for h in store.search(("u", "0"), query="u/0 note 2", limit=100)}
+        assert tuple(store.search(("u",), query="a brand new namespace", limit=1)[0].namespace) == ("u", "9")
+        for prefix, query in [(("u",), "another process note 3"), (("u", "1"), "u/1 note 4"), (("u", "0"), "x")]:
+            assert _got(store, prefix, query) == _exact(store, prefix, query)
+
+
+def test_a_cache_behind_the_pruned_log_reloads(data_dir: Path, small_limits: None,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the log's reach, a cache is loaded afresh rather than patched."""
+    monkeypatch.setattr(_queue, "RETAIN", 10)
+    with _open(data_dir) as store:
+        _fill(store, [("u", "a"), ("u", "b")], 100)
+        store.search(("u",), query="note")
+        assert store.vectors is not None
+        seen = store.vectors._versions["memories"].seq
+        before = store.vectors.resident("memories")
+        store.batch([PutOp(("u", "c"), f"n{i}", {"text": f"later note {i}"}) for i in range(50)])
+        with store.catalog.read() as conn:
+            assert _queue.pruned_upto(conn, "memories") > seen
+        assert _got(store, ("u",), "later note 7") == _exact(store, ("u",), "later note 7")
+        assert store.vectors.resident("memories") is not before
+
+
+def test_vectors_rewritten_in_place_reload_the_cache(data_dir: Path, small_limits: None) -> None:
+    with _open(data_dir) as store:
+        _fill(store, [("u", "a"), ("u", "b")], 100)
+        store.search(("u",), query="note")
+        assert store.vectors is not None
+        before = store.vectors.resident("memories")
+        with store.catalog.write() as conn:
+            _queue.bump_vectors_epoch(conn)
+        store.search(("u",), query="note")
+        assert store.vectors.resident("memories") is not before
+
+
+def test_a_collection_over_the_budget_is_searched_without_the_cache(data_dir: Path) -> None:
+    with _open(data_dir, vector_cache_mb=0.01) as store:  # 10 KB: 600 vectors of 16 dims do not fit
+        _fill(store, [("u", f"{i}") for i in range(6)], 100)
+        for prefix, query in [(("u",), "u/3 note 9"), (("u", "4"), "u/4 note 1")]:
+            assert _got(store, prefix, query) == _exact(store, prefix, query)
+        assert store.vectors is not None and not store.vectors.cached("memories")
+    with _open(data_dir, vector_cache_mb=0) as store:
+        assert store.vectors is None
+        assert _got(store, ("u",), "u/5 note 5") == _exact(store, ("u",), "u/5 note 5")
+    with pytest.raises(Exception, match="vector_cache_mb"):
+        _open(data_dir, vector_cache_mb=-1)
+
+
+def test_many_updates_sort_the_tail_in_and_stay_exact(data_dir: Path, small_limits: None) -> None:
+    with _open(data_dir) as store:
+        _fill(store, [("u", f"{i}") for i in range(3)], 100)
+        store.search(("u",), query="note")
+        col = store.vectors.resident("memories") if store.vectors is not None else None
+        assert col is not None and col.base == col.n
+        rng = np.random.default_rng(3)
+        for round_ in range(5):
+            store.batch([
+                PutOp(("u", str(int(rng.integers(0, 4)))), f"k{int(rng.integers(0, 120))}",
+                      {"text": f"round {round_} rewrite {j}"})
+                for j in range(40)
+            ] + [PutOp(("u", "1"), f"k{int(rng.integers(0, 100))}", None) for _ in range(10)])
+            for prefix, query in [(("u",), f"round {round_} rewrite 3"), (("u", "3"), "u/3 note 2"),
+                                  (("u", "1"), "round 2 rewrite 7")]:
+                assert _got(store, prefix, query) == _exact(store, prefix, query), (round_, prefix, query)
+        col = store.vectors.resident("memories")
+        assert col is not None and col.n_dead < col.n  # dead rows were compacted away along the way
