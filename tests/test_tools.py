@@ -93,4 +93,4 @@ def test_tool_errors_are_clear(any_store) -> None:
 
 def test_tool_schemas_hide_config() -> None:
     assert set(create_recall_tool().args) == {"query", "limit"}
-    assert set(create_store_tool().args) == {"content", "key"}
+    assert set(create_store_tool().args) == {"content", "key", "tags"}
