@@ -51,6 +51,8 @@ __all__ = [
     "ArchivedItem",
     "ArchiveWriter",
     "encode_item",
+    "encode_vectors",
+    "decode_vectors",
     "decode_line",
     "read_lines",
     "lineage_links",
@@ -102,7 +104,8 @@ def lineage_links(value: dict[str, Any], extra: dict[str, Any] | None = None) ->
     return links
 
 
-def _encode_vectors(vectors: list[list[float]]) -> dict[str, Any] | None:
+def encode_vectors(vectors: Any) -> dict[str, Any] | None:
+    """Vectors as ``{"dtype": "<f4", "dims": n, "b64": [...]}`` (bit-exact float32), or None for none."""
     if not vectors:
         return None
     arr = np.asarray(vectors, dtype="<f4")
@@ -144,7 +147,7 @@ def encode_item(
         "ttl_minutes": item.ttl_minutes,
         "indexed": item.indexed,
         "n_vectors": item.n_vectors,
-        "vectors": _encode_vectors(item.vectors) if item.indexed else None,
+        "vectors": encode_vectors(item.vectors) if item.indexed else None,
         "texts": list(item.texts),
         "paths": list(item.paths),
         "lineage": lineage_links(item.value, lineage),
