@@ -1,266 +1,189 @@
-"""The ``langgraph-memory`` command line: a thin layer over the library.
-
-::
-
-    langgraph-memory --data-dir ./memory archive run --dry-run
-    langgraph-memory archive run
-    langgraph-memory archive list
-    langgraph-memory archive search "position sizing" --collection lessons -k 3
-    langgraph-memory archive restore --key l-17 --key l-18
-    langgraph-memory archive verify
-    langgraph-memory scheduler --cron "0 3 * * *"
-    langgraph-memory index check                  # catalog and Chroma agree?
-    langgraph-memory index rebuild                # rebuild Chroma from the catalog (progress bar)
-
-Exit status: 0 on success, 1 when a command ran but reported errors (for
-example a damaged archive file), 2 on bad usage.
-"""
+"""Commands for the archive (run, list, search, restore, verify), its scheduler, and the Chroma index."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import logging
-import sys
 import time
-from collections.abc import Sequence
-from datetime import datetime, timezone
 from typing import Any
 
-from langgraph_memory.errors import LangGraphMemoryError
+from langgraph_memory.cli._common import EXIT_ERROR, EXIT_NOTHING, EXIT_OK, Ctx, positive_int, preview, stamp
 
-__all__ = ["main", "build_parser"]
-
-logger = logging.getLogger(__name__)
+__all__ = ["register"]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (exposed for documentation and tests)."""
-    p = argparse.ArgumentParser(prog="langgraph-memory", description="Durable, searchable memory for LangGraph agents.")
-    p.add_argument("--data-dir", default=None, help="data directory (default: $LANGGRAPH_MEMORY_DIR, config file, ./memory)")
-    p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
-    sub = p.add_subparsers(dest="command", required=True)
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    arch = sub.add_parser("archive", parents=[common], help="archive stale memories; search, list and restore archives")
+    asub = arch.add_subparsers(dest="action", required=True, metavar="ACTION")
+    p = asub.add_parser("run", parents=[common], help="archive stale items now")
+    p.add_argument("--dry-run", action="store_true", help="report what would move; change nothing")
+    p.add_argument("--collection", action="append", help="only this collection (repeatable)")
+    p.set_defaults(func=_run)
+    p = asub.add_parser("list", parents=[common], help="list archive files from the manifest")
+    p.add_argument("--collection")
+    p.add_argument("--all", action="store_true", help="include discarded and corrupt files")
+    p.set_defaults(func=_list)
+    p = asub.add_parser("search", parents=[common], help="search archived items by meaning (every collection)")
+    p.add_argument("query")
+    p.add_argument("--collection", default=None, help="only this collection (name or label); default: all")
+    p.add_argument("-k", "--limit", dest="k", type=positive_int, default=5)
+    p.add_argument("--filter", type=json.loads, default=None, help='JSON filter, e.g. \'{"severity": "major"}\'')
+    p.set_defaults(func=_search)
+    p = asub.add_parser("restore", parents=[common], help="bring archived items back to the live store")
+    p.add_argument("--key", action="append", default=[], help="item key (repeatable)")
+    p.add_argument("--uid", action="append", default=[], help="item uid (repeatable)")
+    p.add_argument("--collection")
+    p.add_argument("--filter", type=json.loads, default=None)
+    p.add_argument("--namespace", help="namespace prefix, labels joined by '/'")
+    p.add_argument("--all", action="store_true", help="restore every archived item selected by --collection")
+    p.add_argument("--dry-run", action="store_true")
+    p.set_defaults(func=_restore)
+    p = asub.add_parser("verify", parents=[common], help="check every archive file against its manifest checksum")
+    p.set_defaults(func=_verify)
 
-    arch = sub.add_parser("archive", help="archive stale memories; search, list and restore archives")
-    asub = arch.add_subparsers(dest="action", required=True)
-    run = asub.add_parser("run", help="archive stale items now")
-    run.add_argument("--dry-run", action="store_true", help="report what would move; change nothing")
-    run.add_argument("--collection", action="append", help="only this collection (repeatable)")
-    run.add_argument("--json", action="store_true", help="print the report as JSON")
-    lst = asub.add_parser("list", help="list archive files from the manifest")
-    lst.add_argument("--collection")
-    lst.add_argument("--all", action="store_true", help="include discarded and corrupt files")
-    lst.add_argument("--json", action="store_true")
-    srch = asub.add_parser("search", help="semantic search over archived items")
-    srch.add_argument("query")
-    srch.add_argument("--collection", default="memories", help="collection name or label (default: memories)")
-    srch.add_argument("-k", type=int, default=5)
-    srch.add_argument("--filter", type=json.loads, default=None, help='JSON filter, e.g. \'{"severity": "major"}\'')
-    srch.add_argument("--json", action="store_true")
-    rest = asub.add_parser("restore", help="bring archived items back to the live store")
-    rest.add_argument("--key", action="append", default=[], help="item key (repeatable)")
-    rest.add_argument("--uid", action="append", default=[], help="item uid (repeatable)")
-    rest.add_argument("--collection")
-    rest.add_argument("--filter", type=json.loads, default=None)
-    rest.add_argument("--namespace", help="namespace prefix, labels joined by '/'")
-    rest.add_argument("--all", action="store_true", help="restore every archived item selected by --collection")
-    rest.add_argument("--dry-run", action="store_true")
-    asub.add_parser("verify", help="check every archive file against its manifest checksum")
+    idx = sub.add_parser("index", parents=[common], help="the Chroma index: check it against the catalog, or rebuild it")
+    isub = idx.add_subparsers(dest="action", required=True, metavar="ACTION")
+    p = isub.add_parser("check", parents=[common], help="compare Chroma with the catalog, repair what differs")
+    p.set_defaults(func=_index_check)
+    p = isub.add_parser("rebuild", parents=[common], help="rebuild the index from the catalog's vectors (no re-embedding)")
+    p.set_defaults(func=_index_rebuild)
 
-    idx = sub.add_parser("index", help="the Chroma index: check it against the catalog, or rebuild it")
-    isub = idx.add_subparsers(dest="action", required=True)
-    chk = isub.add_parser("check", help="compare Chroma with the catalog, repair what differs, print the counts")
-    chk.add_argument("--json", action="store_true")
-    reb = isub.add_parser("rebuild", help="rebuild the index from the catalog's vectors (no re-embedding)")
-    reb.add_argument("--json", action="store_true")
-
-    sch = sub.add_parser("scheduler", help="run the archive schedule in the foreground until interrupted")
+    sch = sub.add_parser("scheduler", parents=[common], help="run the archive schedule in the foreground until interrupted")
     group = sch.add_mutually_exclusive_group()
     group.add_argument("--cron", help='crontab expression (default "0 3 * * *")')
     group.add_argument("--interval", type=float, help="seconds between runs")
     sch.add_argument("--run-now", action="store_true", help="also run once at start")
-    return p
+    sch.set_defaults(func=_scheduler)
 
 
-def _console() -> Any:
-    from rich.console import Console
-
-    return Console()
+# ---------------------------------------------------------------- archive
 
 
-def _stamp(ts: float | None) -> str:
-    if ts is None:
-        return "-"
-    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
-
-
-def _open(data_dir: str | None, *, embed: bool = False) -> tuple[Any, Any]:
-    from langgraph_memory.archive import Archiver
-    from langgraph_memory.store import ChromaStore
-
-    # Only search embeds; everything else must not load the model.
-    store = ChromaStore(data_dir=data_dir, index=ChromaStore.default_index()) if embed else ChromaStore(data_dir=data_dir)
-    checkpointer = None
-    if store.settings.checkpoints_path.exists():
-        from langgraph_memory.checkpoint import SqliteCheckpointer
-
-        checkpointer = SqliteCheckpointer(store.settings.checkpoints_path)
-    return store, Archiver(store, checkpointer=checkpointer, archive_dir=store.settings.archive_dir)
-
-
-def _close(store: Any, archiver: Any) -> None:
-    archiver.close()
-    if archiver.checkpointer is not None:
-        archiver.checkpointer.close()
-    store.close()
-
-
-def _cmd_run(args: argparse.Namespace, console: Any) -> int:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    store, archiver = _open(args.data_dir)
-    try:
-        with Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=console, transient=True, disable=args.json,
-        ) as bar:
-            tasks: dict[tuple[str, str], Any] = {}
-
-            def progress(phase: str, collection: str, done: int, total: int | None) -> None:
-                key = (phase, collection)
-                if key not in tasks:
-                    tasks[key] = bar.add_task(f"{phase} {collection}", total=total)
-                bar.update(tasks[key], completed=done, total=total)
-
-            report = archiver.run(dry_run=args.dry_run, collections=args.collection, progress=progress)
-    finally:
-        _close(store, archiver)
-    if args.json:
-        console.print_json(json.dumps(report.as_dict(), default=str))
-        return 0 if report.ok else 1
-    from rich.table import Table
-
-    title = "Archive run (dry run: nothing changed)" if report.dry_run else f"Archive run {report.run_id}"
-    table = Table(title=title)
-    for col in ("collection", "policy", "would move" if report.dry_run else "archived", "deleted", "kept live", "file"):
-        table.add_column(col)
-    for cr in report.collections.values():
-        table.add_row(
-            cr.collection, cr.policy, str(cr.selected if report.dry_run else cr.archived),
-            "-" if report.dry_run else str(cr.deleted), str(cr.kept_live), cr.error and "[red]FAILED[/]" or (cr.file or "-"),
+def _run(ctx: Ctx) -> int:
+    a = ctx.args
+    with ctx.open_memory() as mem, ctx.progress() as update:
+        report = mem.archiver.run(
+            dry_run=a.dry_run, collections=a.collection,
+            progress=lambda phase, coll, done, total: update(f"{phase} {coll}", done, total),
         )
-    console.print(table)
+    if ctx.json:
+        ctx.emit(report.as_dict())
+        return EXIT_OK if report.ok else EXIT_ERROR
+    title = "Archive run (dry run: nothing changed)" if report.dry_run else f"Archive run {report.run_id}"
+    ctx.table(title, ("collection", "policy", "would move" if report.dry_run else "archived", "deleted", "kept live",
+                      "file"),
+              [(cr.collection, cr.policy, cr.selected if report.dry_run else cr.archived,
+                "-" if report.dry_run else cr.deleted, cr.kept_live, "FAILED" if cr.error else (cr.file or "-"))
+               for cr in report.collections.values()], ids=("file",))
     verb = "would sweep" if report.dry_run else "swept"
-    console.print(f"TTL: {verb} {report.ttl_swept} expired items.")
+    ctx.say(f"TTL: {verb} {report.ttl_swept} expired items.")
     if report.thread_strategy:
-        console.print(f"Threads ({report.thread_strategy}): {len(report.threads)} {'would be ' if report.dry_run else ''}pruned.")
+        ctx.say(f"Threads ({report.thread_strategy}): {len(report.threads)} {'would be ' if report.dry_run else ''}pruned.")
     for msg in report.recovered:
-        console.print(f"[yellow]recovery:[/] {msg}")
+        ctx.say(f"recovery: {msg}")
     for err in report.errors:
-        console.print(f"[red]error:[/] {err}")
-    return 0 if report.ok else 1
+        ctx.err.print(f"error: {err}", markup=False)
+    return EXIT_OK if report.ok else EXIT_ERROR
 
 
-def _cmd_list(args: argparse.Namespace, console: Any) -> int:
+def _list(ctx: Ctx) -> int:
     from langgraph_memory.archive.manifest import Manifest
-    from langgraph_memory.config import Settings
-
-    settings = Settings.resolve(args.data_dir)
-    path = settings.manifest_path
-    if not path.exists():
-        console.print("No archives yet.")
-        return 0
     from langgraph_memory.collections import collection_by_name
 
-    m = Manifest(path)
-    try:
-        coll = collection_by_name(args.collection).name if args.collection else None
-        files = m.files(collection=coll, states=None if args.all else ("verified", "complete"))
-    finally:
-        m.close()
-    if args.json:
-        console.print_json(json.dumps([f.as_dict() for f in files]))
-        return 0
-    from rich.table import Table
+    a = ctx.args
+    settings = ctx.settings()
+    files: list[Any] = []
+    if settings.manifest_path.exists():
+        m = Manifest(settings.manifest_path)
+        try:
+            coll = collection_by_name(a.collection).name if a.collection else None
+            files = m.files(collection=coll, states=None if a.all else ("verified", "complete"))
+        finally:
+            m.close()
+    if ctx.json:
+        ctx.emit([f.as_dict() for f in files])
+    elif files:
+        ctx.table(f"Archives in {settings.archive_dir}",
+                  ("file", "collection", "state", "items", "archived now", "activity range", "size", "sha256"),
+                  [(f.name, f.collection, f.state, f.items if f.items is not None else "-", f.live_items,
+                    f"{stamp(f.min_activity)} .. {stamp(f.max_activity)}", f"{(f.bytes or 0) / 1024:.1f} KiB",
+                    (f.sha256 or "-")[:12]) for f in files], ids=("file",))
+    else:
+        ctx.say(f"No archives yet in {settings.archive_dir}.")
+    return EXIT_OK if files else EXIT_NOTHING
 
-    table = Table(title=f"Archives in {settings.archive_dir}")
-    for col in ("file", "collection", "state", "items", "archived now", "activity range", "size", "sha256"):
-        table.add_column(col)
-    for f in files:
-        table.add_row(
-            f.name, f.collection, f.state, str(f.items if f.items is not None else "-"), str(f.live_items),
-            f"{_stamp(f.min_activity)} .. {_stamp(f.max_activity)}",
-            f"{(f.bytes or 0) / 1024:.1f} KiB", (f.sha256 or "-")[:12],
+
+def _search(ctx: Ctx) -> int:
+    a = ctx.args
+    with ctx.open_memory(embed=True) as mem:
+        archiver = mem.archiver
+        names = [a.collection] if a.collection else sorted({f.collection for f in archiver.list_archives()})
+        hits: list[Any] = []
+        if names:
+            ctx.load_model(mem)
+        for name in names:  # every collection unless one is named; merged by score
+            hits.extend(archiver.search_archive(name, a.query, filter=a.filter, k=a.k))
+    hits.sort(key=lambda h: h.score if h.score is not None else float("-inf"), reverse=True)
+    hits = hits[: a.k]
+    if ctx.json:
+        ctx.emit([{"key": h.key, "namespace": list(h.namespace), "score": h.score, "value": h.value,
+                   "file": h.archived.file, "collection": h.archived.collection} for h in hits])
+    elif hits:
+        ctx.table(f"Archive search: {a.query!r}", ("score", "namespace", "key", "text"),
+                  [(f"{h.score:.3f}" if h.score is not None else "-", "/".join(h.namespace), h.key, preview(h.value))
+                   for h in hits], ids=("key",))
+    else:
+        ctx.say("No archived matches.")
+    return EXIT_OK if hits else EXIT_NOTHING
+
+
+def _restore(ctx: Ctx) -> int:
+    from langgraph_memory.errors import InvalidArgumentError
+
+    a = ctx.args
+    if not (a.key or a.uid or a.filter or a.namespace or a.all):
+        raise InvalidArgumentError("restore needs --key, --uid, --filter, --namespace, or --all (with --collection)")
+    with ctx.open_memory() as mem:
+        report = mem.archiver.restore(
+            collection=a.collection, keys=a.key, uids=a.uid, filter=a.filter,
+            namespace_prefix=tuple(a.namespace.split("/")) if a.namespace else None,
+            all_items=a.all, dry_run=a.dry_run,
         )
-    console.print(table)
-    return 0
+    if ctx.json:
+        ctx.emit({"dry_run": report.dry_run, "restored": report.restored, "already_live": report.already_live,
+                  "matched": report.matched})
+    else:
+        verb = "would restore" if report.dry_run else "restored"
+        ctx.say(f"{verb} {report.restored} items; {report.already_live} were already live.")
+        if not report.matched:
+            ctx.say("Nothing in the archive matched.")
+    return EXIT_OK if report.matched else EXIT_NOTHING
 
 
-def _cmd_search(args: argparse.Namespace, console: Any) -> int:
-    store, archiver = _open(args.data_dir, embed=True)
-    try:
-        hits = archiver.search_archive(args.collection, args.query, filter=args.filter, k=args.k)
-    finally:
-        _close(store, archiver)
-    if args.json:
-        console.print_json(json.dumps([
-            {"key": h.key, "namespace": list(h.namespace), "score": h.score, "value": h.value, "file": h.archived.file}
-            for h in hits
-        ]))
-        return 0
-    if not hits:
-        console.print("No archived matches.")
-        return 0
-    from rich.table import Table
+def _verify(ctx: Ctx) -> int:
+    with ctx.open_memory() as mem:
+        results = mem.archiver.verify()
+    from rich.markup import escape
 
-    table = Table(title=f"Archive search: {args.query!r}")
-    for col in ("score", "namespace", "key", "value"):
-        table.add_column(col)
-    for h in hits:
-        table.add_row(f"{h.score:.3f}" if h.score is not None else "-", "/".join(h.namespace), h.key,
-                      json.dumps(h.value, ensure_ascii=False)[:120])
-    console.print(table)
-    return 0
+    bad = {name: problem for name, problem in results.items() if problem is not None}
+    if ctx.json:
+        ctx.emit({"files": len(results), "damaged": bad})
+    else:
+        for name, problem in results.items():
+            ctx.say(f"[red]DAMAGED[/] {escape(name)}: {escape(problem)}" if problem else f"[green]ok[/]      {escape(name)}")
+        ctx.say(f"{len(results)} files checked, {len(bad)} damaged.")
+    return EXIT_ERROR if bad else EXIT_OK
 
 
-def _cmd_restore(args: argparse.Namespace, console: Any) -> int:
-    store, archiver = _open(args.data_dir)
-    try:
-        report = archiver.restore(
-            collection=args.collection, keys=args.key, uids=args.uid, filter=args.filter,
-            namespace_prefix=tuple(args.namespace.split("/")) if args.namespace else None,
-            all_items=args.all, dry_run=args.dry_run,
-        )
-    finally:
-        _close(store, archiver)
-    verb = "would restore" if report.dry_run else "restored"
-    console.print(f"{verb} {report.restored} items; {report.already_live} were already live.")
-    return 0
+# ------------------------------------------------------------------ index
 
 
-def _cmd_verify(args: argparse.Namespace, console: Any) -> int:
-    store, archiver = _open(args.data_dir)
-    try:
-        results = archiver.verify()
-    finally:
-        _close(store, archiver)
-    bad = 0
-    for name, problem in results.items():
-        if problem is None:
-            console.print(f"[green]ok[/]      {name}")
-        else:
-            bad += 1
-            console.print(f"[red]DAMAGED[/] {name}: {problem}")
-    console.print(f"{len(results)} files checked, {bad} damaged.")
-    return 1 if bad else 0
-
-
-def _cmd_index_check(args: argparse.Namespace, console: Any) -> int:
-    from langgraph_memory.store import ChromaStore
+def _index_check(ctx: Ctx) -> int:
     from langgraph_memory.store.index import all_collections
 
-    store = ChromaStore(data_dir=args.data_dir)
-    try:
+    with ctx.open_memory() as mem:
+        store = mem.store
         index = store.vector_index
         repaired = index.reconcile()
         rows = [
@@ -268,100 +191,55 @@ def _cmd_index_check(args: argparse.Namespace, console: Any) -> int:
              "repaired": repaired.get(name, 0)}
             for name in all_collections()
         ]
-        probe = index.probe_seconds
-        rebuilt = index.last_rebuild
-    finally:
-        store.close()
-    if args.json:
-        console.print_json(json.dumps({"collections": rows, "probe_seconds": probe,
-                                       "rebuilt": rebuilt.total if rebuilt else None}))
-        return 0
-    from rich.table import Table
-
-    table = Table(title="Chroma index against the catalog")
-    for col in ("collection", "items", "vectors in Chroma", "repaired"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(r["collection"], str(r["items"]), str(r["vectors"]), str(r["repaired"]))
-    console.print(table)
+        probe, rebuilt = index.probe_seconds, index.last_rebuild
+    if ctx.json:
+        ctx.emit({"collections": rows, "probe_seconds": probe, "rebuilt": rebuilt.total if rebuilt else None})
+        return EXIT_OK
+    ctx.table("Chroma index against the catalog", ("collection", "items", "vectors in Chroma", "repaired"),
+              [(r["collection"], r["items"], r["vectors"], r["repaired"]) for r in rows])
     if probe is not None:
-        console.print(f"The index was not sealed (a crash, or files changed): probed it in {probe:.2f} s.")
+        ctx.say(f"The index was not sealed (a crash, or files changed): probed it in {probe:.2f} s.")
     if rebuilt is not None:
-        console.print(f"[yellow]Rebuilt[/] {rebuilt.total} vectors: {rebuilt.reason}")
-    return 0
+        ctx.say(f"Rebuilt {rebuilt.total} vectors: {rebuilt.reason}")
+    return EXIT_OK
 
 
-def _cmd_index_rebuild(args: argparse.Namespace, console: Any) -> int:
-    from langgraph_memory.store import ChromaStore
-
-    store = ChromaStore(data_dir=args.data_dir)
-    try:
-        report = store.rebuild_index(progress=not args.json)
-    finally:
-        store.close()
-    if args.json:
-        console.print_json(json.dumps({"vectors": report.vectors, "seconds": report.seconds}))
+def _index_rebuild(ctx: Ctx) -> int:
+    with ctx.open_memory() as mem, ctx.progress() as update:
+        report = mem.store.rebuild_index(progress=lambda coll, done, total: update(f"rebuild {coll}", done, total))
+    if ctx.json:
+        ctx.emit({"vectors": report.vectors, "seconds": report.seconds})
     else:
-        console.print(f"Rebuilt the index: {report.total} vectors in {report.seconds:.1f} s.")
-    return 0
+        ctx.say(f"Rebuilt the index: {report.total} vectors in {report.seconds:.1f} s.")
+    return EXIT_OK
 
 
-def _cmd_scheduler(args: argparse.Namespace, console: Any) -> int:
+# -------------------------------------------------------------- scheduler
+
+
+def _scheduler(ctx: Ctx) -> int:
     from apscheduler.schedulers.background import BackgroundScheduler
 
     from langgraph_memory.archive import schedule_archival
     from langgraph_memory.archive.schedule import run_archive_job
 
+    a = ctx.args
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    store, archiver = _open(args.data_dir)
     scheduler = BackgroundScheduler()
-    try:
-        job = schedule_archival(archiver, cron=args.cron, interval=args.interval, scheduler=scheduler, start=True)
-        console.print(f"Archive scheduler running (next run {job.next_run_time}); Ctrl-C to stop.")
-        if args.run_now:
-            run_archive_job(archiver)
-        while True:  # until Ctrl-C
-            time.sleep(1.0)
-    except KeyboardInterrupt:
-        console.print("Stopping the scheduler...")
-    finally:
-        if scheduler.running:
-            scheduler.shutdown(wait=True)
-        _close(store, archiver)
-    return 0
-
-
-_COMMANDS = {
-    ("archive", "run"): _cmd_run,
-    ("archive", "list"): _cmd_list,
-    ("archive", "search"): _cmd_search,
-    ("archive", "restore"): _cmd_restore,
-    ("archive", "verify"): _cmd_verify,
-    ("index", "check"): _cmd_index_check,
-    ("index", "rebuild"): _cmd_index_rebuild,
-}
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit status.
-
-    Example:
-        >>> main(["--data-dir", "/tmp/lgm", "archive", "run", "--dry-run"])   # doctest: +SKIP
-        0
-    """
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.verbose:
-        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    console = _console()
-    try:
-        if args.command == "scheduler":
-            return _cmd_scheduler(args, console)
-        return _COMMANDS[(args.command, args.action)](args, console)
-    except LangGraphMemoryError as exc:
-        console.print(f"[red]error:[/] {exc}")
-        return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    with ctx.open_memory() as mem:
+        try:
+            job = schedule_archival(mem.archiver, cron=a.cron, interval=a.interval, scheduler=scheduler, start=True)
+            if ctx.json:
+                ctx.emit({"running": True, "next_run": str(job.next_run_time)})
+            else:
+                ctx.say(f"Archive scheduler running (next run {job.next_run_time}); Ctrl-C to stop.")
+            if a.run_now:
+                run_archive_job(mem.archiver)
+            while True:  # until Ctrl-C
+                time.sleep(1.0)
+        except KeyboardInterrupt:
+            ctx.err.print("Stopping the scheduler...")
+        finally:
+            if scheduler.running:
+                scheduler.shutdown(wait=True)
+    return EXIT_OK
