@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 from langgraph_memory.errors import ConfigError
 
-__all__ = ["conn_string_path", "MEMORY"]
+__all__ = ["conn_string_path", "open_conn_string", "MEMORY"]
 
 MEMORY = ":memory:"
+
+T = TypeVar("T")
 
 
 def conn_string_path(
@@ -49,3 +53,17 @@ def conn_string_path(
                 "(give a path, or ':memory:' for a temporary folder)"
             )
     return Path(raw).expanduser(), None
+
+
+def open_conn_string(conn_string: str | os.PathLike[str], opener: Callable[[Path, bool], T]) -> tuple[T, Any]:
+    """``opener(path, temporary)`` on the path ``conn_string`` names; returns it and the temporary folder to remove.
+
+    The temporary folder (``":memory:"``) is removed at once if opening fails.
+    """
+    path, tmp = conn_string_path(conn_string)
+    try:
+        return opener(path, tmp is not None), tmp
+    except BaseException:
+        if tmp is not None:
+            tmp.cleanup()
+        raise

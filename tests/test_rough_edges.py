@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode
+from langchain_core.messages import HumanMessage, ToolMessage
+from langgraph.graph import END, START, StateGraph
 
 from langgraph_memory.checkpoint import SqliteCheckpointer
 from langgraph_memory.config import MIN_RELEVANCE
@@ -31,26 +30,9 @@ from langgraph_memory.nodes import format_namespace, recall_node, store_node
 from langgraph_memory.store import ChromaStore
 from langgraph_memory.tools import create_recall_tool, create_store_tool
 from tests.conftest import FAKE_DIMS
+from tests.helpers.graphs import react_graph
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _react(store: Any, tools: list[Any], calls: list[dict[str, Any]], **graph_kwargs: Any) -> Any:
-    """A ReAct graph whose 'LLM' emits the given tool calls, one per turn."""
-
-    def agent(state: MessagesState) -> dict[str, Any]:
-        turn = sum(isinstance(m, AIMessage) for m in state["messages"])
-        if turn < len(calls):
-            return {"messages": [AIMessage("", tool_calls=[{**calls[turn], "id": f"c{turn}"}])]}
-        return {"messages": [AIMessage("done")]}
-
-    b = StateGraph(MessagesState, **graph_kwargs)
-    b.add_node("agent", agent)
-    b.add_node("tools", ToolNode(tools))
-    b.add_edge(START, "agent")
-    b.add_conditional_edges("agent", lambda s: "tools" if s["messages"][-1].tool_calls else END, ["tools", END])
-    b.add_edge("tools", "agent")
-    return b.compile(store=store)
 
 
 # ---------------------------------------------------------------------- 1
@@ -65,7 +47,7 @@ def test_1_store_tool_stores_the_text_alone_and_it_scores_like_langmems_copy(dat
         cfg = {"configurable": {"user_id": "ours"}}
         key = create_store_tool(store=store).invoke({"content": text}, cfg)
         assert store.get(("memories", "ours"), key).value == {"content": text}  # no "id" beside the text
-        g = _react(store, [langmem.create_manage_memory_tool(namespace=("memories", "{user_id}"))],
+        g = react_graph(store, [langmem.create_manage_memory_tool(namespace=("memories", "{user_id}"))],
                    [{"name": "manage_memory", "args": {"content": text, "action": "create"}}])
         g.invoke({"messages": [HumanMessage("remember")]}, {"configurable": {"user_id": "langmem"}})
         query = "what format does the user like for briefings?"
@@ -106,7 +88,7 @@ def test_2_namespace_templates_read_the_runtime_context_and_langmems_placeholder
 
     # Tools in a ToolNode read it too, and a dict context works as well as a dataclass.
     tools = [create_store_tool(("memories", "{langgraph_user_id}")), create_recall_tool(("memories", "{user_id}"))]
-    g = _react(store, tools, [{"name": "store_memory", "args": {"content": "trades the Nikkei"}},
+    g = react_graph(store, tools, [{"name": "store_memory", "args": {"content": "trades the Nikkei"}},
                               {"name": "recall_memory", "args": {"query": "Nikkei"}}], context_schema=dict)
     msgs = g.invoke({"messages": [HumanMessage("hi")]}, context={"user_id": "bob"})["messages"]
     key, recalled = [m.content for m in msgs if isinstance(m, ToolMessage)]

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from langgraph_memory.archive.format import decode_vectors, encode_vectors
+from langgraph_memory.archive.format import decode_vectors, item_record
 from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog.lineage import Edge, ItemRef, VersionRow
@@ -135,18 +135,7 @@ def item_line(item: StoredItem, node: ItemRef | None, parents: list[Edge], versi
     """An item (with its vectors, lineage node, parent links and version) as a line."""
     return {
         "kind": "item",
-        "namespace": list(item.namespace),
-        "key": item.key,
-        "value": item.value,
-        "created_at": item.created_at,
-        "updated_at": item.updated_at,
-        "last_accessed_at": item.last_accessed_at,
-        "access_count": item.access_count,
-        "expires_at": item.expires_at,
-        "ttl_minutes": item.ttl_minutes,
-        "indexed": item.indexed,
-        "vectors": encode_vectors(item.vectors) if item.indexed else None,
-        "paths": list(item.paths),
+        **item_record(item),
         "lineage": {
             "node": _node_dict(node) if node is not None else None,
             "parents": _edge_dicts(parents),

@@ -167,16 +167,11 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
             ...     saver.list_threads()
             []
         """
-        from langgraph_memory._conn_string import conn_string_path
+        from langgraph_memory._conn_string import open_conn_string
 
-        path, tmp = conn_string_path(conn_string)
-        try:
-            saver = cls(path / "checkpoints.sqlite" if tmp is not None else path, **kwargs)
-        except BaseException:
-            if tmp is not None:
-                tmp.cleanup()
-            raise
-        saver._tempdir = tmp
+        saver, saver._tempdir = open_conn_string(
+            conn_string, lambda path, tmp: cls(path / "checkpoints.sqlite" if tmp else path, **kwargs)
+        )
         return saver
 
     def setup(self) -> None:

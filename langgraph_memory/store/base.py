@@ -283,16 +283,9 @@ class ChromaStore(BaseStore):
             ...     store.get(("users", "u1"), "prefs").value
             {'text': 'short reports'}
         """
-        from langgraph_memory._conn_string import conn_string_path
+        from langgraph_memory._conn_string import open_conn_string
 
-        path, tmp = conn_string_path(conn_string)
-        try:
-            store = cls(data_dir=path, **kwargs)
-        except BaseException:
-            if tmp is not None:
-                tmp.cleanup()
-            raise
-        store._tempdir = tmp
+        store, store._tempdir = open_conn_string(conn_string, lambda path, _tmp: cls(data_dir=path, **kwargs))
         return store
 
     def setup(self) -> None:
