@@ -181,6 +181,15 @@ def test_lineage(live, capsys):
     assert main(["--data-dir", d, "lineage", "unknown-id"]) == 1
 
 
+def test_text_in_brackets_is_shown_not_taken_for_markup(data_dir, fake_embeddings, capsys):
+    with Memory.open(data_dir, embeddings=fake_embeddings) as mem:
+        mem.store.put(("notes",), "n1", {"text": "[resolved] stops were [bold]too tight[/bold]"})
+    code, out = _run(capsys, "--data-dir", str(data_dir), "list", "notes")
+    assert code == 0 and "[resolved] stops were [bold]too tight[/bold]" in out
+    code, out = _run(capsys, "--data-dir", str(data_dir), "versions", "[draft]")
+    assert code == 1 and "No strategy named '[draft]'." in out
+
+
 def test_versions(live, capsys):
     d = live["dir"]
     code, rows = _json(capsys, "--data-dir", d, "versions", "mom")

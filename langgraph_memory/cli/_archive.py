@@ -171,7 +171,8 @@ def _verify(ctx: Ctx) -> int:
         ctx.emit({"files": len(results), "damaged": bad})
     else:
         for name, problem in results.items():
-            ctx.say(f"[red]DAMAGED[/] {escape(name)}: {escape(problem)}" if problem else f"[green]ok[/]      {escape(name)}")
+            ctx.say(f"[red]DAMAGED[/] {escape(name)}: {escape(problem)}" if problem else f"[green]ok[/]      {escape(name)}",
+                    markup=True)
         ctx.say(f"{len(results)} files checked, {len(bad)} damaged.")
     return EXIT_ERROR if bad else EXIT_OK
 

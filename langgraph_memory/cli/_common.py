@@ -169,19 +169,21 @@ class Ctx:
         self.out.file.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
         self.out.file.flush()
 
-    def say(self, message: str) -> None:
-        """A human message on stdout (never with ``--json``, whose stdout is the JSON alone)."""
-        if self.json:
-            self.err.print(message)
-        else:
-            self.out.print(message)
+    def say(self, message: str, *, markup: bool = False) -> None:
+        """A human message on stdout (never with ``--json``, whose stdout is the JSON alone).
+
+        Not read as rich markup unless ``markup``: messages quote user text, and ``[...]`` in it must show.
+        """
+        console = self.err if self.json else self.out
+        console.print(message, markup=markup, highlight=False)
 
     def table(self, title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]], *,
               ids: Sequence[str] = ()) -> None:
         """A table; the columns named in ``ids`` are never wrapped or cut (users copy them)."""
         from rich.table import Table
+        from rich.text import Text
 
-        table = Table(title=title)
+        table = Table(title=Text(title) if title else None)
         for i, col in enumerate(columns):
             if col in ids:
                 width = max([len(col), *(len(str(r[i])) for r in rows)])
@@ -189,7 +191,7 @@ class Ctx:
             else:
                 table.add_column(col, overflow="ellipsis")
         for row in rows:
-            table.add_row(*(str(c) for c in row))
+            table.add_row(*(Text(str(c)) for c in row))  # cells are data, never markup
         self.out.print(table)
 
     @contextmanager

@@ -35,7 +35,7 @@ def _serve(ctx: Ctx) -> int:
         check_bind(a.host, token, a.allow_remote)  # before opening anything
     # Seed 001: a server pointed at a new folder creates it. Nothing goes to stdout: on stdio it is the protocol.
     with ctx.open_memory(embed=True, create=True) as mem:
-        ctx.err.print(f"langgraph-memory MCP server on {mem.data_dir} ({a.transport})")
+        ctx.err.print(f"langgraph-memory MCP server on {mem.data_dir} ({a.transport})", markup=False)
         serve(mem, transport=a.transport, host=a.host, port=a.port, token=token, allow_remote=a.allow_remote,
-              namespace=a.namespace, on_listening=lambda url: ctx.err.print(f"listening on {url}", soft_wrap=True))
+              namespace=a.namespace, on_listening=lambda url: ctx.err.print(f"listening on {url}", soft_wrap=True, markup=False))
     return EXIT_OK
