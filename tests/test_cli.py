@@ -276,8 +276,9 @@ def test_export_then_import_and_a_damaged_bundle(live, tmp_path, capsys, fake_em
     (bundle / "memories.jsonl").write_bytes(bytes(data))
     assert main(["--data-dir", str(other), "import", str(bundle)]) == 3
     assert "damaged" in capsys.readouterr().err
-    with Memory.open(other, embeddings=fake_embeddings) as mem:
-        assert mem.store.search(()) == []
+    assert not other.exists()  # refused before the data directory was created
+    assert main(["--data-dir", str(other), "import", str(tmp_path / "no-such-bundle")]) == 2
+    assert not other.exists()
     code, _ = _run(capsys, "--data-dir", live["dir"], "export", str(bundle))
     assert code == 2  # the folder exists: refused without --overwrite
     assert main(["--data-dir", live["dir"], "export", str(bundle), "--overwrite", "--namespace", "nobody"]) == 1

@@ -59,7 +59,7 @@ class ImportReport:
 
 def import_bundle(
     store: Any,
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | Bundle,
     *,
     on_conflict: ConflictRule = "newer",
     dry_run: bool = False,
@@ -67,7 +67,8 @@ def import_bundle(
 ) -> ImportReport:
     """Merge the bundle at ``path`` into ``store``'s data directory (the rules: :mod:`langgraph_memory.bundle`).
 
-    The bundle is checked whole first; then, when its model is not the
+    ``path`` is the bundle folder, or a :class:`Bundle` already checked by
+    :func:`read_bundle`. The bundle is checked whole first; then, when its model is not the
     store's, its texts are re-embedded; then everything is written in one
     catalog transaction and the Chroma index catches up. With ``dry_run``
     nothing is embedded or written: the report says what would happen.
@@ -85,7 +86,7 @@ def import_bundle(
     if on_conflict not in CONFLICT_RULES:
         raise InvalidArgumentError(f"on_conflict must be one of {', '.join(CONFLICT_RULES)}, got {on_conflict!r}")
     replace = CONFLICT_RULES[on_conflict]
-    bundle = read_bundle(path, progress=progress)
+    bundle = path if isinstance(path, Bundle) else read_bundle(path, progress=progress)
     writer = store.items.writer
     report = ImportReport(items=len(bundle.items), dry_run=dry_run, on_conflict=on_conflict)
     has_vectors = any(it.vectors for it in bundle.items)

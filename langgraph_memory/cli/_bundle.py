@@ -46,13 +46,17 @@ def _export(ctx: Ctx) -> int:
 
 
 def _import(ctx: Ctx) -> int:
-    from langgraph_memory.bundle import import_bundle
+    from langgraph_memory.bundle import import_bundle, read_bundle
+    from langgraph_memory.errors import InvalidArgumentError
 
     a = ctx.args
-    # Importing into a new data directory is how a teammate starts: it may be created.
-    with ctx.open_memory(embed=True, create=True) as mem:
-        with ctx.progress() as update:
-            report = import_bundle(mem.store, a.path, on_conflict=a.on_conflict, dry_run=a.dry_run, progress=update)
+    if not a.path.is_dir():
+        raise InvalidArgumentError(f"no bundle folder at {a.path}; give the folder `langgraph-memory export` wrote")
+    with ctx.progress() as update:
+        bundle = read_bundle(a.path, progress=update)  # a damaged bundle stops here, before anything is created
+        # Importing into a new data directory is how a teammate starts: it may be created.
+        with ctx.open_memory(embed=True, create=True) as mem:
+            report = import_bundle(mem.store, bundle, on_conflict=a.on_conflict, dry_run=a.dry_run, progress=update)
     if ctx.json:
         ctx.emit(report.as_dict())
         return EXIT_OK if report.items else EXIT_NOTHING
