@@ -131,7 +131,9 @@ def node_line(ref: ItemRef, parents: list[Edge]) -> dict[str, Any]:
     return {"kind": "node", **_node_dict(ref), "parents": _edge_dicts(parents)}
 
 
-def item_line(item: StoredItem, node: ItemRef | None, parents: list[Edge], version: VersionRow | None) -> dict[str, Any]:
+def item_line(
+    item: StoredItem, node: ItemRef | None, parents: list[Edge], version: VersionRow | None
+) -> dict[str, Any]:
     """An item (with its vectors, lineage node, parent links and version) as a line."""
     return {
         "kind": "item",
@@ -191,7 +193,9 @@ or lineage node per line), this `README.md`.
 
 
 def _damaged(path: Path, why: str) -> BundleError:
-    return BundleError(f"the bundle {path} is damaged or incomplete: {why}. Nothing was imported; export it again.", path)
+    return BundleError(
+        f"the bundle {path} is damaged or incomplete: {why}. Nothing was imported; export it again.", path
+    )
 
 
 def _manifest(folder: Path) -> BundleManifest:
@@ -328,5 +332,6 @@ def read_bundle(path: str | os.PathLike[str], *, progress: Progress | None = Non
     if lines != total:
         raise _damaged(folder, f"{MEMORIES} has {lines} lines, {MANIFEST} says {total}")
     if len(out.items) != int(manifest.counts.get("items", len(out.items))):
-        raise _damaged(folder, f"{MEMORIES} holds {len(out.items)} memories, {MANIFEST} says {manifest.counts['items']}")
+        said = manifest.counts["items"]
+        raise _damaged(folder, f"{MEMORIES} holds {len(out.items)} memories, {MANIFEST} says {said}")
     return out

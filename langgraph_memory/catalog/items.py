@@ -480,4 +480,5 @@ def namespace_counts(conn: sqlite3.Connection, prefix: Sequence[str] = ()) -> li
 
 def items_by_key(conn: sqlite3.Connection, key: str) -> list[StoredItem]:
     """Every item with this key, whatever its namespace (a scan: for tools, not for hot paths)."""
-    return [item_from_row(row) for row in conn.execute(f"SELECT {ITEM_COLUMNS} {_FROM} WHERE i.key = ? ORDER BY n.ns", (key,))]
+    rows = conn.execute(f"SELECT {ITEM_COLUMNS} {_FROM} WHERE i.key = ? ORDER BY n.ns", (key,))
+    return [item_from_row(row) for row in rows]

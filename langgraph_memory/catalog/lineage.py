@@ -378,7 +378,8 @@ def import_rows(
         )
         out.versions += 1
     for e in edges:
-        known = {r[0] for r in conn.execute("SELECT id FROM lineage_nodes WHERE id IN (?, ?)", (e.child_id, e.parent_id))}
+        ends = (e.child_id, e.parent_id)
+        known = {r[0] for r in conn.execute("SELECT id FROM lineage_nodes WHERE id IN (?, ?)", ends)}
         if known != {e.child_id, e.parent_id}:
             continue
         if conn.execute(
