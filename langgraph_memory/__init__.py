@@ -13,12 +13,17 @@ The pieces, each usable alone:
 * :class:`SqliteCheckpointer` - a ``BaseCheckpointSaver`` for sync and async graphs;
 * :class:`Memory` - one data directory: store, checkpointer, typed research API, lineage, archiver;
 * :func:`recall_node`, :func:`store_node`, :func:`create_recall_tool`, :func:`create_store_tool` - memory in graphs;
-* :class:`Archiver`, :func:`schedule_archival` - stale memories to compressed, searchable archives.
+* :class:`Archiver`, :func:`schedule_archival` - stale memories to compressed, searchable archives;
+* :func:`export_bundle`, :func:`import_bundle` - share bundles between data directories and teammates.
+
+From outside a graph: the ``langgraph-memory`` command line (:mod:`langgraph_memory.cli`) and the MCP
+server (:mod:`langgraph_memory.mcp_server`, ``langgraph-memory mcp``).
 """
 
 from __future__ import annotations
 
 from langgraph_memory.archive import Archiver, schedule_archival
+from langgraph_memory.bundle import export_bundle, import_bundle
 from langgraph_memory.checkpoint import SqliteCheckpointer
 from langgraph_memory.config import Settings
 from langgraph_memory.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings, default_embeddings
@@ -35,6 +40,8 @@ __all__ = [
     "SqliteCheckpointer",
     "Archiver",
     "schedule_archival",
+    "export_bundle",
+    "import_bundle",
     "recall_node",
     "store_node",
     "create_recall_tool",

@@ -43,6 +43,11 @@ __all__ = [
     "MIN_RELEVANCE",
     "ARCHIVE_AFTER_DAYS",
     "LOW_CONFIDENCE_THRESHOLD",
+    "MAX_TAGS",
+    "MAX_TAG_CHARS",
+    "MAX_SEARCH_LIMIT",
+    "MCP_PORT",
+    "MCP_TOKEN_ENV",
 ]
 
 DATA_DIR_ENV = "LANGGRAPH_MEMORY_DIR"
@@ -67,6 +72,14 @@ MIN_RELEVANCE = 0.3
 # Seed 004: lessons and low-confidence findings are archived after 90 idle days.
 ARCHIVE_AFTER_DAYS = 90
 LOW_CONFIDENCE_THRESHOLD = 0.5
+# Seed 001: what agent-facing tools (the MCP server, create_store_tool) accept: at most 10 tags of at
+# most 50 characters each, and between 1 and 20 search results.
+MAX_TAGS = 10
+MAX_TAG_CHARS = 50
+MAX_SEARCH_LIMIT = 20
+# The MCP server's HTTP port, and the environment variable holding its bearer token.
+MCP_PORT = 8765
+MCP_TOKEN_ENV = "LANGGRAPH_MEMORY_MCP_TOKEN"
 
 _CONFIG_FILE_CANDIDATES = (
     Path("langgraph-memory.toml"),

@@ -25,6 +25,7 @@ import os
 import queue
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -98,6 +99,23 @@ class SentenceTransformerEmbeddings(Embeddings):
         self._model = None
         self._load_lock = threading.Lock()
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory (the first ``embed_*`` call, or :meth:`load`, loads it)."""
+        return self._model is not None
+
+    def load(self) -> None:
+        """Load the model now rather than on the first ``embed_*`` call (a CLI shows a spinner meanwhile).
+
+        Loading logs at INFO when it starts and when it ends, with the time it took.
+
+        Example:
+            >>> emb = SentenceTransformerEmbeddings()       # doctest: +SKIP
+            >>> emb.load(); emb.loaded                      # doctest: +SKIP
+            True
+        """
+        self._load()
+
     def _load(self):  # -> HuggingFaceEmbeddings
         if self._model is not None:
             return self._model
@@ -105,6 +123,9 @@ class SentenceTransformerEmbeddings(Embeddings):
             if self._model is not None:
                 return self._model
             location = _resolve_model_location(self.model_name)
+            # The first embedding waits seconds for torch and the weights: say so before, not only after.
+            logger.info("loading embedding model %s (first use; this takes a few seconds)", self.model_name)
+            started = time.perf_counter()
             # Never reach for the hub: these machines (and many deployments) are offline.
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -129,7 +150,9 @@ class SentenceTransformerEmbeddings(Embeddings):
                     "Pass a local model folder, set EMBEDDING_MODEL to one, or use the default "
                     f"{DEFAULT_EMBEDDING_MODEL!r}."
                 ) from exc
-            logger.info("loaded embedding model %s from %s", self.model_name, location)
+            logger.info(
+                "loaded embedding model %s from %s in %.1f s", self.model_name, location, time.perf_counter() - started
+            )
             self._model = model
             return model
 

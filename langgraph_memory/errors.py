@@ -38,6 +38,7 @@ __all__ = [
     "ReadOnlyError",
     "CorruptFileError",
     "ModelMismatchError",
+    "BundleError",
 ]
 
 
@@ -141,3 +142,7 @@ class CorruptFileError(StorageError):
 
 class ModelMismatchError(ConfigError):
     """The stored vectors were made by another embedding model than the one configured."""
+
+
+class BundleError(CorruptFileError):
+    """A share bundle is damaged, incomplete, or of an unknown format; nothing of it was imported."""

@@ -71,6 +71,15 @@ class LineageNode:
     name: str | None = None
     version: int | None = None
 
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for JSON (the CLI's ``--json``, the MCP server)."""
+        return {
+            "id": self.id, "collection": self.collection,
+            "namespace": list(self.namespace) if self.namespace is not None else None,
+            "summary": self.summary, "status": self.status, "relation": self.relation, "depth": self.depth,
+            "name": self.name, "version": self.version,
+        }
+
 
 @dataclass
 class LineageTree:
@@ -78,6 +87,18 @@ class LineageTree:
 
     node: LineageNode
     children: list[LineageTree] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The tree as nested plain data: ``{**node.as_dict(), "children": [...]}`` (iterative, any depth)."""
+        root: dict[str, Any] = {**self.node.as_dict(), "children": []}
+        stack: list[tuple[LineageTree, dict[str, Any]]] = [(self, root)]
+        while stack:
+            tree, out = stack.pop()
+            for child in tree.children:
+                entry: dict[str, Any] = {**child.node.as_dict(), "children": []}
+                out["children"].append(entry)
+                stack.append((child, entry))
+        return root
 
     def walk(self) -> Iterator[LineageNode]:
         """Every node of the tree, depth first (the root first); iterative, any depth."""
@@ -100,6 +121,16 @@ class Lineage:
     ancestors: list[LineageNode]
     parents: list[Edge]
     descendants: LineageTree
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for JSON: the item, its ancestors (root first), direct parents and descendant tree."""
+        return {
+            "item": self.item.as_dict(),
+            "ancestors": [a.as_dict() for a in self.ancestors],
+            "parents": [{"id": e.parent_id, "relation": e.relation, "collection": e.parent_collection}
+                        for e in self.parents],
+            "descendants": self.descendants.as_dict(),
+        }
 
     @property
     def ancestor_ids(self) -> list[str]:

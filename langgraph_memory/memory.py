@@ -32,7 +32,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.embeddings import Embeddings
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -149,7 +149,7 @@ class Memory(ResearchAPI):
         cls,
         data_dir: str | os.PathLike[str] | None = None,
         *,
-        embeddings: Embeddings | None = None,
+        embeddings: Embeddings | Literal[False] | None = None,
         chroma_client: Any | None = None,
         checkpointer: BaseCheckpointSaver | None = None,
         scope: str | Sequence[str] | None = None,
@@ -160,7 +160,9 @@ class Memory(ResearchAPI):
         Args:
             data_dir: argument > ``LANGGRAPH_MEMORY_DIR`` > config file > ``./memory``.
             embeddings: a LangChain ``Embeddings``; default the offline
-                all-MiniLM-L6-v2 model (loaded on first use).
+                all-MiniLM-L6-v2 model (loaded on first use). ``False``: no
+                model at all, for tools that only read, list or delete
+                (searches by meaning then raise; nothing is ever embedded).
             chroma_client: any ``chromadb`` client (e.g. an ``HttpClient``);
                 default an embedded client in ``<data_dir>/chroma``.
             checkpointer: any LangGraph checkpointer; default our
@@ -176,8 +178,10 @@ class Memory(ResearchAPI):
         """
         settings = Settings.resolve(data_dir, lock_timeout=lock_timeout)
         settings.ensure_dirs()
-        if embeddings is not None:
-            index: Any = {"dims": _embedding_dims(embeddings), "embed": embeddings}
+        if embeddings is False:
+            index: Any = None
+        elif embeddings is not None:
+            index = {"dims": _embedding_dims(embeddings), "embed": embeddings}
         else:
             index = ChromaStore.default_index(settings.embedding_model)
         opened: list[Callable[[], None]] = []

@@ -11,8 +11,11 @@
     graph = builder.compile(store=store)          # InMemoryStore, ChromaStore, ...
 
 Both nodes work with ``invoke`` and ``ainvoke`` (they carry a sync and an
-async implementation). Namespace labels may be templates filled from the
-run's ``config["configurable"]``: ``("memories", "{user_id}")``.
+async implementation). Namespace labels may be templates filled at run time
+from LangGraph's runtime ``context=`` or the run's ``config["configurable"]``:
+``("memories", "{user_id}")``. ``{user_id}`` and LangMem's
+``{langgraph_user_id}`` name the same value, so either spelling works with
+either key.
 
 This module deliberately does NOT use ``from __future__ import annotations``:
 LangGraph injects the store only into a parameter whose annotation is the
@@ -22,7 +25,7 @@ real ``BaseStore`` class, and a string annotation would silently get None.
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional, Union
 
 from langchain_core.runnables import RunnableConfig
@@ -42,26 +45,81 @@ NamespaceSpec = Union[str, Sequence[str]]
 StateGetter = Union[str, Callable[[Any], Any]]
 
 
-def format_namespace(template: NamespaceSpec, config: Optional[RunnableConfig] = None) -> Namespace:
-    """Fill ``{name}`` placeholders of a namespace from ``config["configurable"]``.
+# Where LangGraph keeps the run's Runtime (and so its ``context=``) inside config["configurable"].
+try:
+    from langgraph._internal._constants import CONFIG_KEY_RUNTIME as _RUNTIME_KEY
+except ImportError:  # pragma: no cover - LangGraph moved it
+    _RUNTIME_KEY = "__pregel_runtime"
 
-    A bare string is a one-label namespace.
+# Placeholders that name the same value: ours, and LangMem's default namespace's.
+_ALIASES = {"user_id": "langgraph_user_id", "langgraph_user_id": "user_id"}
+_MISSING = object()
+
+
+def _from_context(context: Any, name: str) -> Any:
+    if context is None:
+        return _MISSING
+    if isinstance(context, Mapping):
+        return context.get(name, _MISSING)
+    return getattr(context, name, _MISSING)
+
+
+class _TemplateValues(Mapping):  # type: ignore[type-arg]
+    """The values a namespace template may use: the runtime context first, then ``configurable``."""
+
+    def __init__(self, config: Optional[RunnableConfig]) -> None:
+        self.configurable = dict((config or {}).get("configurable") or {})
+        runtime = self.configurable.get(_RUNTIME_KEY)
+        self.context = getattr(runtime, "context", None)
+
+    def _lookup(self, name: str) -> Any:
+        value = _from_context(self.context, name)
+        if value is _MISSING or value is None:
+            value = self.configurable.get(name, _MISSING)
+        return value
+
+    def __getitem__(self, name: str) -> Any:
+        value = self._lookup(name)
+        if (value is _MISSING or value is None) and name in _ALIASES:
+            value = self._lookup(_ALIASES[name])
+        if value is _MISSING or value is None:
+            raise KeyError(name)
+        return value
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.configurable)
+
+    def __len__(self) -> int:
+        return len(self.configurable)
+
+
+def format_namespace(template: NamespaceSpec, config: Optional[RunnableConfig] = None) -> Namespace:
+    """Fill ``{name}`` placeholders of a namespace from the run's ``context=`` or ``config["configurable"]``.
+
+    A bare string is a one-label namespace. The runtime context (LangGraph's
+    ``graph.invoke(..., context=...)``: a dict, dataclass or pydantic model)
+    is read first, then ``configurable``; ``{user_id}`` and
+    ``{langgraph_user_id}`` (LangMem's placeholder) stand in for each other.
 
     Example:
         >>> format_namespace(("memories", "{user_id}"), {"configurable": {"user_id": "u1"}})
         ('memories', 'u1')
+        >>> format_namespace(("memories", "{langgraph_user_id}"), {"configurable": {"user_id": "u1"}})
+        ('memories', 'u1')
     """
     labels = (template,) if isinstance(template, str) else tuple(template)
-    configurable = dict((config or {}).get("configurable") or {})
+    values = _TemplateValues(config)
     out = []
     for label in labels:
         if "{" in label:
             try:
-                label = label.format(**configurable)
+                label = label.format_map(values)
             except KeyError as exc:
+                name = exc.args[0]
                 raise ConfigError(
-                    f"namespace label {label!r} needs config['configurable'][{exc.args[0]!r}]; pass it when "
-                    f"invoking, e.g. graph.invoke(..., {{'configurable': {{{exc.args[0]!r}: ...}}}})"
+                    f"namespace label {label!r} needs a value for {name!r}: pass it in the run's context "
+                    f"(graph.invoke(..., context={{{name!r}: ...}})) or config "
+                    f"(graph.invoke(..., {{'configurable': {{{name!r}: ...}}}}))"
                 ) from None
         if not label:
             raise ConfigError(f"namespace template {labels!r} produced an empty label")

@@ -9,9 +9,17 @@
     graph = builder.compile(store=mem.store)       # a ToolNode(tools) inside
     graph.invoke(state, {"configurable": {"user_id": "u1"}})
 
-The namespace is filled from the run's ``config["configurable"]`` at call
-time, so one tool serves every user or desk. The store is the one passed to
-the factory, else the store of the graph the tool runs in (``get_store()``).
+The namespace is filled at call time from the run's ``context=`` or
+``config["configurable"]`` (``{user_id}`` and LangMem's ``{langgraph_user_id}``
+both work), so one tool serves every user or desk. The store is the one passed
+to the factory, else the store of the graph the tool runs in (``get_store()``).
+
+Arguments are checked as the MCP server checks them
+(:mod:`langgraph_memory.validation`): content must not be empty, at most 10
+tags of at most 50 characters, a limit from 1 to 20. A stored value is
+exactly ``{<text field>: content}`` (plus ``tags`` when given), the same
+value LangMem's tools store, so the text scores against queries as LangMem's
+copy does.
 
 No ``from __future__ import annotations`` here: LangChain builds the tool's
 argument schema and finds the injected ``config`` from real annotations.
@@ -20,6 +28,7 @@ argument schema and finds the injected ``config`` from real annotations.
 import json
 import logging
 import uuid
+from collections.abc import Sequence
 from typing import Any, Optional
 
 from langchain_core.runnables import RunnableConfig
@@ -31,6 +40,7 @@ from langgraph_memory.config import DEFAULT_K
 from langgraph_memory.errors import ConfigError
 from langgraph_memory.nodes import NamespaceSpec, format_namespace
 from langgraph_memory.ranking import keep_relevant
+from langgraph_memory.validation import check_content, check_limit, check_tags
 
 __all__ = ["create_recall_tool", "create_store_tool"]
 
@@ -81,14 +91,19 @@ def create_recall_tool(
         >>> tool.invoke({"query": "coffee"}, {"configurable": {"user_id": "u1"}})             # doctest: +SKIP
     """
 
+    def _args(query: str, limit: Optional[int]) -> tuple[str, int]:
+        return check_content(query, field="query"), check_limit(k if limit is None else limit)
+
     def recall_memory(query: str, limit: Optional[int] = None, *, config: RunnableConfig) -> str:
         ns = format_namespace(namespace, config)
-        items = _resolve_store(store, name).search(ns, query=query, filter=filter, limit=limit or k)
+        query, limit = _args(query, limit)
+        items = _resolve_store(store, name).search(ns, query=query, filter=filter, limit=limit)
         return _render(keep_relevant(items, min_relevance))
 
     async def arecall_memory(query: str, limit: Optional[int] = None, *, config: RunnableConfig) -> str:
         ns = format_namespace(namespace, config)
-        items = await _resolve_store(store, name).asearch(ns, query=query, filter=filter, limit=limit or k)
+        query, limit = _args(query, limit)
+        items = await _resolve_store(store, name).asearch(ns, query=query, filter=filter, limit=limit)
         return _render(keep_relevant(items, min_relevance))
 
     return StructuredTool.from_function(
@@ -96,7 +111,8 @@ def create_recall_tool(
         coroutine=arecall_memory,
         name=name,
         description=description
-        or "Search long-term memory for information relevant to a query. Returns the best matches as JSON.",
+        or "Search long-term memory for information relevant to a query (limit: 1-20 results). "
+        "Returns the best matches as JSON.",
     )
 
 
@@ -117,22 +133,32 @@ def create_store_tool(
         >>> key = tool.invoke({"content": "likes espresso"}, {"configurable": {"user_id": "u1"}})  # doctest: +SKIP
     """
 
-    def _value(ns: tuple[str, ...], content: str, key: Optional[str]) -> tuple[str, dict[str, Any]]:
+    def _value(
+        ns: tuple[str, ...], content: str, key: Optional[str], tags: Optional[Sequence[str]]
+    ) -> tuple[str, dict[str, Any]]:
         spec = collection_for(ns)
         key = key or str(uuid.uuid4())
-        value = {spec.text_field: content, "id": key}
+        # The key is not copied into the value: with an index over the whole value, a UUID in it
+        # would be embedded with the text and pull its score down (LangMem stores the text alone).
+        value: dict[str, Any] = {spec.text_field: check_content(content)}
+        if tags:
+            value["tags"] = check_tags(tags)
         spec.validate(value)
         return key, value
 
-    def store_memory(content: str, key: Optional[str] = None, *, config: RunnableConfig) -> str:
+    def store_memory(
+        content: str, key: Optional[str] = None, tags: Optional[list[str]] = None, *, config: RunnableConfig
+    ) -> str:
         ns = format_namespace(namespace, config)
-        key, value = _value(ns, content, key)
+        key, value = _value(ns, content, key, tags)
         _resolve_store(store, name).put(ns, key, value)
         return key
 
-    async def astore_memory(content: str, key: Optional[str] = None, *, config: RunnableConfig) -> str:
+    async def astore_memory(
+        content: str, key: Optional[str] = None, tags: Optional[list[str]] = None, *, config: RunnableConfig
+    ) -> str:
         ns = format_namespace(namespace, config)
-        key, value = _value(ns, content, key)
+        key, value = _value(ns, content, key, tags)
         await _resolve_store(store, name).aput(ns, key, value)
         return key
 
@@ -141,6 +167,7 @@ def create_store_tool(
         coroutine=astore_memory,
         name=name,
         description=description
-        or "Save a fact to long-term memory. Pass `key` to overwrite an existing memory. Returns the memory's key.",
+        or "Save a fact to long-term memory, with up to 10 short tags. Pass `key` to overwrite an existing memory. "
+        "Returns the memory's key.",
     )
 

@@ -1,22 +1,40 @@
-"""The command line, run in-process through ``main(argv)`` against a real data directory."""
+"""The command line, run in-process through ``main(argv)`` against real data directories.
+
+Every command is run; ``--json`` output is parsed back; exit codes are checked:
+0 done, 1 nothing matched, 2 bad usage, 3 failed.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
 
 import pytest
+from langchain_core.embeddings import Embeddings
+from langgraph.graph import END, START, StateGraph
 
+from langgraph_memory.checkpoint import SqliteCheckpointer
 from langgraph_memory.cli import main
+from langgraph_memory.memory import Memory
 from langgraph_memory.store import ChromaStore
+from tests.conftest import FAKE_DIMS
 from tests.helpers.archive_data import make_lessons
 
+ROOT = Path(__file__).resolve().parents[1]
 
-@pytest.fixture
-def seeded(data_dir, fake_embeddings):
-    store = ChromaStore(data_dir=data_dir, index={"dims": 16, "embed": fake_embeddings})
-    make_lessons(store, fake_embeddings, 12)
-    store.close()
-    return data_dir
+
+@pytest.fixture(autouse=True)
+def fake_default_model(monkeypatch, fake_embeddings):
+    """The CLI embeds with the configured model; a fake one keeps these tests fast (the MCP tests run the real one)."""
+    monkeypatch.setattr(
+        ChromaStore, "default_index", classmethod(lambda cls, model_name=None: {"dims": FAKE_DIMS, "embed": fake_embeddings})
+    )
 
 
 def _run(capsys, *argv: str) -> tuple[int, str]:
@@ -24,37 +42,335 @@ def _run(capsys, *argv: str) -> tuple[int, str]:
     return code, capsys.readouterr().out
 
 
+def _json(capsys, *argv: str) -> tuple[int, Any]:
+    code, out = _run(capsys, *argv, "--json")
+    return code, json.loads(out)
+
+
+@pytest.fixture
+def seeded(data_dir, fake_embeddings):
+    store = ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings})
+    make_lessons(store, fake_embeddings, 12)
+    store.close()
+    return data_dir
+
+
+@pytest.fixture
+def live(data_dir, fake_embeddings) -> dict[str, Any]:
+    """A data directory with typed records, their lineage, two strategy versions and plain memories."""
+    with Memory.open(data_dir, embeddings=fake_embeddings) as mem:
+        f = mem.store_research_finding("Momentum decays after earnings", source="technical", confidence=0.8)
+        s1 = mem.store_strategy("mom", "Buy 20-day winners", parent_id=f.id)
+        s2 = mem.store_strategy("mom", "Buy 60-day winners")
+        lesson = mem.store_lesson("A 20-day lookback whipsaws", strategy_id=s1.id)
+        for i in range(5):
+            mem.store.put(("memories", "u1"), f"m{i}", {"content": f"note {i} about coffee"}, index=["content"])
+        mem.store.put(("memories", "u2"), "m0", {"content": "another user's note"}, index=["content"])
+    return {"dir": str(data_dir), "finding": f.id, "s1": s1.id, "s2": s2.id, "lesson": lesson.id}
+
+
+# ------------------------------------------------------------- the basics
+
+
+def test_version(capsys):
+    from langgraph_memory import __version__
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out.strip() == f"langgraph-memory {__version__}"
+
+
+def test_data_dir_and_json_go_before_or_after_the_command(live, capsys):
+    d = live["dir"]
+    first = _json(capsys, "--data-dir", d, "list")
+    after = _json(capsys, "list", "--data-dir", d)
+    code, out = _run(capsys, "--json", "--data-dir", d, "list")
+    assert first == after == (0, json.loads(out)) and code == 0
+    # A subcommand's own option wins over the top-level one.
+    code, out = _run(capsys, "--data-dir", "/nonexistent", "list", "--data-dir", d, "--json")
+    assert code == 0 and json.loads(out) == first[1]
+
+
+@pytest.mark.parametrize("argv", [
+    ["list"], ["search", "x"], ["get", "k"], ["lineage", "x"], ["versions", "x"], ["delete", "k"],
+    ["threads", "list"], ["export", "bundle"], ["archive", "list"], ["archive", "run"], ["index", "check"],
+])
+def test_a_missing_data_directory_is_named_and_not_created(argv, tmp_path, capsys):
+    missing = tmp_path / "no-such-memory"
+    code = main(["--data-dir", str(missing), *argv])
+    err = capsys.readouterr().err
+    assert code == 2 and "does not exist" in err and str(missing) in err.replace("\n", "")
+    assert not missing.exists()
+
+
+def test_bad_usage_exits_2(live, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["archive"])
+    assert exc.value.code == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["--data-dir", live["dir"], "search", "x", "--filter", "{not json"])
+    assert exc.value.code == 2
+    assert main(["--data-dir", live["dir"], "list", "--offset", "-1"]) == 2
+    assert main(["--data-dir", live["dir"], "delete"]) == 2
+    assert "needs keys" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------ live memory
+
+
+def test_search(live, capsys):
+    d = live["dir"]
+    code, hits = _json(capsys, "--data-dir", d, "search", "note 3 about coffee", "-k", "2")
+    assert code == 0 and len(hits) == 2 and hits[0]["key"] == "m3" and hits[0]["score"] > 0.99
+    code, hits = _json(capsys, "--data-dir", d, "search", "whipsaws", "--collection", "lessons")
+    assert code == 0 and [h["key"] for h in hits] == [live["lesson"]]
+    code, hits = _json(capsys, "--data-dir", d, "search", "coffee", "--collection", "memories", "-k", "20")
+    assert code == 0 and {tuple(h["namespace"]) for h in hits} == {("memories", "u1"), ("memories", "u2")}
+    code, hits = _json(capsys, "--data-dir", d, "search", "coffee", "--namespace", "memories/u2")
+    assert code == 0 and [h["key"] for h in hits] == ["m0"]
+    code, out = _run(capsys, "--data-dir", d, "search", "anything", "--namespace", "nobody/here")
+    assert code == 1 and "No matches" in out
+    code, out = _run(capsys, "--data-dir", d, "search", "Buy 20-day winners", "--collection", "strategies")
+    assert code == 0 and live["s1"] in out  # the whole id, not an ellipsis
+
+
+def test_get(live, capsys):
+    d = live["dir"]
+    code, item = _json(capsys, "--data-dir", d, "get", live["finding"])
+    assert code == 0 and item["namespace"] == ["research"] and item["value"]["confidence"] == 0.8
+    assert item["created_at"].endswith("+00:00") and item["access_count"] == 0
+    code, out = _run(capsys, "--data-dir", d, "get", live["s1"])
+    assert code == 0 and live["s1"] in out and "Buy 20-day winners" in out
+    assert main(["--data-dir", d, "get", "m0"]) == 2  # in memories/u1 and memories/u2
+    assert "2 namespaces" in capsys.readouterr().err
+    code, item = _json(capsys, "--data-dir", d, "get", "m0", "--namespace", "memories/u2")
+    assert code == 0 and item["value"]["content"] == "another user's note"
+    assert main(["--data-dir", d, "get", "no-such-key"]) == 1
+
+
+def test_list_namespaces_and_pages_of_items(live, capsys, monkeypatch):
+    d = live["dir"]
+    code, listing = _json(capsys, "--data-dir", d, "list")
+    spaces = {"/".join(n["namespace"]): n["items"] for n in listing["namespaces"]}
+    assert code == 0 and spaces == {"research": 1, "strategies": 2, "lessons": 1, "memories/u1": 5, "memories/u2": 1}
+    code, page1 = _json(capsys, "--data-dir", d, "list", "memories/u1", "--limit", "2")
+    code2, page3 = _json(capsys, "--data-dir", d, "list", "memories/u1", "--limit", "2", "--offset", "4")
+    assert code == code2 == 0 and page1["total"] == 5 and len(page1["items"]) == 2 and len(page3["items"]) == 1
+    seen = {it["key"] for it in page1["items"]} | {it["key"] for it in page3["items"]}
+    code, page2 = _json(capsys, "--data-dir", d, "list", "memories/u1", "--limit", "2", "--offset", "2")
+    assert seen | {it["key"] for it in page2["items"]} == {f"m{i}" for i in range(5)}
+    code, out = _run(capsys, "--data-dir", d, "list", "memories/u1", "--limit", "2")
+    assert code == 0 and "Rows 1-2 of 5; next page: --offset 2" in out
+    assert main(["--data-dir", d, "list", "nobody"]) == 1
+    # A narrow terminal squeezes the text column, never the ids users copy.
+    monkeypatch.setenv("COLUMNS", "60")
+    code, out = _run(capsys, "--data-dir", d, "list", "strategies")
+    assert code == 0 and live["s1"] in out and live["s2"] in out
+
+
+def test_lineage(live, capsys):
+    d = live["dir"]
+    code, lin = _json(capsys, "--data-dir", d, "lineage", live["lesson"])
+    assert code == 0 and [a["id"] for a in lin["ancestors"]] == [live["finding"], live["s1"]]
+    assert lin["item"]["collection"] == "lessons_learned" and lin["parents"][0]["relation"] == "produced"
+    code, lin = _json(capsys, "--data-dir", d, "lineage", live["finding"])
+    child = lin["descendants"]["children"][0]
+    assert child["id"] == live["s1"] and {c["id"] for c in child["children"]} == {live["lesson"], live["s2"]}
+    code, out = _run(capsys, "--data-dir", d, "lineage", live["s2"])
+    assert code == 0 and "Ancestors" in out and live["finding"] in out
+    assert main(["--data-dir", d, "lineage", "unknown-id"]) == 1
+
+
+def test_text_in_brackets_is_shown_not_taken_for_markup(data_dir, fake_embeddings, capsys):
+    with Memory.open(data_dir, embeddings=fake_embeddings) as mem:
+        mem.store.put(("notes",), "n1", {"text": "[resolved] stops were [bold]too tight[/bold]"})
+    code, out = _run(capsys, "--data-dir", str(data_dir), "list", "notes")
+    assert code == 0 and "[resolved] stops were [bold]too tight[/bold]" in out
+    code, out = _run(capsys, "--data-dir", str(data_dir), "versions", "[draft]")
+    assert code == 1 and "No strategy named '[draft]'." in out
+
+
+def test_versions(live, capsys):
+    d = live["dir"]
+    code, rows = _json(capsys, "--data-dir", d, "versions", "mom")
+    assert code == 0 and [(r["version"], r["id"], r["live"]) for r in rows] == [(1, live["s1"], True), (2, live["s2"], True)]
+    code, out = _run(capsys, "--data-dir", d, "versions", "mom")
+    assert live["s2"] in out
+    assert main(["--data-dir", d, "versions", "no-such-strategy"]) == 1
+
+
+def test_delete_is_a_dry_run_until_yes(live, capsys, fake_embeddings):
+    d = live["dir"]
+    code, plan = _json(capsys, "--data-dir", d, "delete", "--namespace", "memories/u1", "--filter",
+                       '{"content": "note 2 about coffee"}')
+    assert code == 0 and plan["dry_run"] and plan["matched"] == 1 and plan["deleted"] == 0
+    code, out = _run(capsys, "--data-dir", d, "delete", "--namespace", "memories/u1")
+    assert code == 0 and "Dry run: nothing deleted" in out and "m4" in out
+    with Memory.open(d, embeddings=fake_embeddings) as mem:
+        assert len(mem.store.search(("memories", "u1"), limit=10)) == 5
+    code, done = _json(capsys, "--data-dir", d, "delete", "--namespace", "memories/u1", "--yes")
+    assert code == 0 and done["deleted"] == 5 and not done["dry_run"]
+    code, done = _json(capsys, "--data-dir", d, "delete", live["s1"], "--yes")
+    assert code == 0 and done["deleted"] == 1
+    with Memory.open(d, embeddings=fake_embeddings) as mem:
+        assert mem.store.search(("memories", "u1")) == []
+        assert mem.store.get(("memories", "u2"), "m0") is not None
+        assert [h.key for h in mem.store.search(("strategies",), query="Buy 20-day winners")] == [live["s2"]]
+    assert main(["--data-dir", d, "delete", "--namespace", "memories/u1"]) == 1
+
+
+def _checkpoint_threads(data_dir: Path, n: int) -> None:
+    builder = StateGraph(int)
+    builder.add_node("inc", lambda x: x + 1)
+    builder.add_edge(START, "inc")
+    builder.add_edge("inc", END)
+    with SqliteCheckpointer.from_data_dir(data_dir) as saver:
+        graph = builder.compile(checkpointer=saver)
+        for i in range(n):
+            graph.invoke(i, {"configurable": {"thread_id": f"t{i}"}})
+
+
+def test_threads_list_and_prune(live, capsys):
+    d = live["dir"]
+    _checkpoint_threads(Path(d), 3)
+    code, threads = _json(capsys, "--data-dir", d, "threads", "list")
+    assert code == 0 and {t["thread_id"] for t in threads} == {"t0", "t1", "t2"}
+    assert all(t["checkpoints"] >= 2 for t in threads)
+    assert main(["--data-dir", d, "threads", "prune", "--older-than", "30"]) == 1  # nothing that old
+    assert "No thread has been idle for 30 days" in capsys.readouterr().out
+    time.sleep(0.05)
+    code, plan = _json(capsys, "--data-dir", d, "threads", "prune", "--older-than", "0")
+    assert code == 0 and plan["dry_run"] and sorted(plan["threads"]) == ["t0", "t1", "t2"]
+    code, done = _json(capsys, "--data-dir", d, "threads", "prune", "--older-than", "0", "--yes")
+    assert code == 0 and sorted(done["threads"]) == ["t0", "t1", "t2"]
+    code, threads = _json(capsys, "--data-dir", d, "threads", "list")
+    assert all(t["checkpoints"] == 1 for t in threads)  # keep_latest
+    code, done = _json(capsys, "--data-dir", d, "threads", "prune", "--older-than", "0", "--strategy", "delete",
+                       "--yes")
+    assert code == 0 and main(["--data-dir", d, "threads", "list"]) == 1
+
+
+def test_threads_in_a_directory_never_checkpointed(live, capsys):
+    code, out = _run(capsys, "--data-dir", live["dir"], "threads", "list")
+    assert code == 1 and "No threads" in out
+
+
+def test_export_then_import_and_a_damaged_bundle(live, tmp_path, capsys, fake_embeddings):
+    bundle, target = tmp_path / "share", tmp_path / "teammate"
+    code, manifest = _json(capsys, "--data-dir", live["dir"], "export", str(bundle), "--namespace", "research",
+                           "--namespace", "strategies")
+    assert code == 0 and manifest["counts"]["items"] == 3 and manifest["counts"]["lineage_edges"] == 2
+    assert sorted(p.name for p in bundle.iterdir()) == ["README.md", "manifest.json", "memories.jsonl"]
+    code, plan = _json(capsys, "--data-dir", str(target), "import", str(bundle), "--dry-run")
+    assert code == 0 and plan["added"] == 3 and plan["dry_run"]
+    code, report = _json(capsys, "--data-dir", str(target), "import", str(bundle))  # creates the directory
+    assert code == 0 and report["added"] == 3 and report["vectors_reused"] and report["lineage_edges"] == 2
+    code, out = _run(capsys, "--data-dir", str(target), "import", str(bundle))
+    assert code == 0 and "0 added, 0 replaced, 3 kept" in out
+    code, rows = _json(capsys, "--data-dir", str(target), "versions", "mom")
+    assert [r["id"] for r in rows] == [live["s1"], live["s2"]]
+    # One flipped byte: refused whole, nothing written.
+    other = tmp_path / "other"
+    data = bytearray((bundle / "memories.jsonl").read_bytes())
+    data[len(data) // 2] ^= 0x01
+    (bundle / "memories.jsonl").write_bytes(bytes(data))
+    assert main(["--data-dir", str(other), "import", str(bundle)]) == 3
+    assert "damaged" in capsys.readouterr().err
+    assert not other.exists()  # refused before the data directory was created
+    assert main(["--data-dir", str(other), "import", str(tmp_path / "no-such-bundle")]) == 2
+    assert not other.exists()
+    code, _ = _run(capsys, "--data-dir", live["dir"], "export", str(bundle))
+    assert code == 2  # the folder exists: refused without --overwrite
+    assert main(["--data-dir", live["dir"], "export", str(bundle), "--overwrite", "--namespace", "nobody"]) == 1
+
+
+def test_long_commands_show_progress_on_stderr(live, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")  # rich renders live displays as on a terminal
+    monkeypatch.setenv("TTY_INTERACTIVE", "1")
+    code = main(["--data-dir", live["dir"], "export", str(tmp_path / "b"), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0 and json.loads(out)["counts"]["items"] == 10  # stdout: the JSON alone
+    assert main(["--data-dir", str(tmp_path / "t"), "import", str(tmp_path / "b")]) == 0
+    err += capsys.readouterr().err
+    assert "export research_findings" in err and "write" in err
+
+
+class _SlowModel(Embeddings):
+    """A model that must be loaded first, like the default sentence-transformers one."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.loaded = inner, False
+
+    def load(self) -> None:
+        time.sleep(0.3)
+        self.loaded = True
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        assert self.loaded, "the CLI loads the model (behind its spinner) before embedding"
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+def test_search_shows_a_spinner_while_the_model_loads(data_dir, capsys, monkeypatch, fake_embeddings):
+    writer = _SlowModel(fake_embeddings)
+    writer.loaded = True
+    with Memory.open(data_dir, embeddings=writer) as mem:
+        mem.store.put(("memories", "u1"), "m1", {"content": "coffee"})
+    model = _SlowModel(fake_embeddings)  # the same model, not loaded yet, as in a fresh process
+    monkeypatch.setattr(ChromaStore, "default_index", classmethod(lambda cls, m=None: {"dims": FAKE_DIMS, "embed": model}))
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")
+    monkeypatch.setenv("TTY_INTERACTIVE", "1")
+    code = main(["--data-dir", str(data_dir), "search", "coffee"])
+    out, err = capsys.readouterr()
+    assert code == 0 and model.loaded and "Loading the embedding model" in err and "m1" in out
+
+
+# ----------------------------------------------------------------- archive
+
+
 def test_archive_run_dry_run_then_run_list_restore_verify(seeded, capsys, fake_embeddings):
     d = str(seeded)
     code, out = _run(capsys, "--data-dir", d, "archive", "run", "--dry-run")
     assert code == 0 and "dry run" in out and "12" in out
-    code, out = _run(capsys, "--data-dir", d, "archive", "run", "--json")
-    report = json.loads(out)
+    code, report = _json(capsys, "--data-dir", d, "archive", "run")
     assert code == 0 and report["collections"]["lessons_learned"]["archived"] == 12
-    code, out = _run(capsys, "--data-dir", d, "archive", "list", "--json")
-    (entry,) = json.loads(out)
+    code, (entry,) = _json(capsys, "--data-dir", d, "archive", "list")
     assert entry["items"] == 12 and entry["state"] == "complete" and len(entry["sha256"]) == 64
     code, out = _run(capsys, "--data-dir", d, "archive", "list")
-    assert code == 0 and "Archives in" in out
-    code, out = _run(capsys, "--data-dir", d, "archive", "restore", "--key", "l3", "--key", "l4")
-    assert code == 0 and "restored 2" in out
-    code, out = _run(capsys, "--data-dir", d, "archive", "verify")
-    assert code == 0 and "0 damaged" in out
-    store = ChromaStore(data_dir=seeded, index={"dims": 16, "embed": fake_embeddings})
+    assert code == 0 and "Archives in" in out and entry["name"] in out
+    code, done = _json(capsys, "--data-dir", d, "archive", "restore", "--key", "l3", "--key", "l4")
+    assert code == 0 and done["restored"] == 2
+    # Restored items leave the archive: asking again, or for a key never archived, matches nothing.
+    for key in ("l3", "no-such-key"):
+        code, out = _run(capsys, "--data-dir", d, "archive", "restore", "--key", key)
+        assert code == 1 and "Nothing in the archive matched" in out
+    code, checked = _json(capsys, "--data-dir", d, "archive", "verify")
+    assert code == 0 and checked == {"files": 1, "damaged": {}}
+    store = ChromaStore(data_dir=seeded, index={"dims": FAKE_DIMS, "embed": fake_embeddings})
     assert {it.key for it in store.items.iter_items("lessons")} == {"l3", "l4"}
     store.close()
 
 
-def test_archive_search_prints_hits(seeded, capsys, monkeypatch, fake_embeddings):
+def test_archive_search_covers_every_collection_unless_one_is_named(seeded, capsys, fake_embeddings):
     d = str(seeded)
+    with Memory.open(d, embeddings=fake_embeddings) as mem:
+        from tests.helpers.archive_data import old_item
+
+        mem.store.items.restore_items([old_item(fake_embeddings, ("research",), "f-old",
+                                                {"content": "lesson number 7 about risk", "confidence": 0.1},
+                                                days=120)])
     assert main(["--data-dir", d, "archive", "run"]) == 0
     capsys.readouterr()
-    # The CLI's default index loads the real model; a fake one keeps this test fast.
-    monkeypatch.setattr(ChromaStore, "default_index", classmethod(lambda cls, model_name=None: {"dims": 16, "embed": fake_embeddings}))
-    code, out = _run(capsys, "--data-dir", d, "archive", "search", "lesson number 7 about risk",
-                     "--collection", "lessons", "-k", "2", "--json")
-    hits = json.loads(out)
+    code, hits = _json(capsys, "--data-dir", d, "archive", "search", "lesson number 7 about risk", "-k", "2")
+    assert code == 0 and {h["key"] for h in hits} == {"l7", "f-old"}
+    assert {h["collection"] for h in hits} == {"lessons_learned", "research_findings"}
+    code, hits = _json(capsys, "--data-dir", d, "archive", "search", "lesson number 7 about risk",
+                       "--collection", "lessons", "-k", "2")
     assert code == 0 and hits[0]["key"] == "l7" and len(hits) == 2
+    code, out = _run(capsys, "--data-dir", d, "archive", "search", "x", "--collection", "regimes")
+    assert code == 1 and "No archived matches" in out
 
 
 def test_damaged_archive_makes_verify_fail(seeded, capsys):
@@ -64,32 +380,53 @@ def test_damaged_archive_makes_verify_fail(seeded, capsys):
     path.write_bytes(path.read_bytes()[:-20])
     capsys.readouterr()
     code, out = _run(capsys, "--data-dir", d, "archive", "verify")
-    assert code == 1 and "DAMAGED" in out
+    assert code == 3 and "DAMAGED" in out
 
 
-def test_list_without_archives_and_bad_usage(data_dir, capsys):
+def test_archive_list_without_archives_and_restore_without_selection(data_dir, capsys, fake_embeddings):
+    Memory.open(data_dir, embeddings=fake_embeddings).close()
     code, out = _run(capsys, "--data-dir", str(data_dir), "archive", "list")
-    assert code == 0 and "No archives" in out
-    with pytest.raises(SystemExit) as exc:
-        main(["archive"])
-    assert exc.value.code == 2
-    code, out = _run(capsys, "--data-dir", str(data_dir), "archive", "restore")
-    assert code == 1 and "restore needs" in out
+    assert code == 1 and "No archives yet" in out
+    assert main(["--data-dir", str(data_dir), "archive", "restore"]) == 2
+    assert "restore needs" in capsys.readouterr().err
 
 
 def test_index_check_and_rebuild(data_dir, fake_embeddings, capsys):
-    store = ChromaStore(data_dir=data_dir, index={"dims": 16, "embed": fake_embeddings})
+    store = ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings})
     store.put(("research",), "f1", {"content": "Carry unwinds"})
     store.put(("notes",), "n1", {"text": "a note"})
     store.close()
-    code, out = _run(capsys, "--data-dir", str(data_dir), "index", "check", "--json")
-    rows = {r["collection"]: r for r in json.loads(out)["collections"]}
+    code, report = _json(capsys, "--data-dir", str(data_dir), "index", "check")
+    rows = {r["collection"]: r for r in report["collections"]}
     assert code == 0 and rows["research_findings"]["items"] == 1 and rows["research_findings"]["vectors"] == 1
     assert rows["memories"]["vectors"] == 1 and all(r["repaired"] == 0 for r in rows.values())
-    code, out = _run(capsys, "--data-dir", str(data_dir), "index", "rebuild", "--json")
-    assert code == 0 and json.loads(out)["vectors"] == {"research_findings": 1, "memories": 1}
+    code, report = _json(capsys, "--data-dir", str(data_dir), "index", "rebuild")
+    assert code == 0 and report["vectors"] == {"research_findings": 1, "memories": 1}
     code, out = _run(capsys, "--data-dir", str(data_dir), "index", "check")
     assert code == 0 and "research_findings" in out
-    store = ChromaStore(data_dir=data_dir, index={"dims": 16, "embed": fake_embeddings})
+    store = ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings})
     assert store.search(("research",), query="Carry unwinds", limit=1)[0].key == "f1"
     store.close()
+
+
+@pytest.mark.slow
+def test_scheduler_runs_until_interrupted(seeded):
+    """The real console script, in its own process: it prints that it runs (JSON), then stops on Ctrl-C."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).with_name("langgraph-memory")), "--data-dir", str(seeded), "scheduler",
+         "--interval", "3600", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    try:
+        first = ""
+        while "}" not in first:
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read()
+            first += line
+        assert json.loads(first)["running"] is True
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -6,12 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode
+from langchain_core.messages import HumanMessage, ToolMessage
 
 from langgraph_memory.store import ChromaStore
 from tests.conftest import FAKE_DIMS
+from tests.helpers.graphs import react_graph
 
 langmem = pytest.importorskip("langmem")
 
@@ -21,23 +20,6 @@ def chroma(data_dir: Path, fake_embeddings):
     s = ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings})
     yield s
     s.close()
-
-
-def _graph(store, tools, calls):
-    def agent(state: MessagesState) -> dict:
-        turn = sum(isinstance(m, AIMessage) for m in state["messages"])
-        if turn < len(calls):
-            call = calls[turn](state) if callable(calls[turn]) else calls[turn]
-            return {"messages": [AIMessage("", tool_calls=[{**call, "id": f"c{turn}"}])]}
-        return {"messages": [AIMessage("done")]}
-
-    b = StateGraph(MessagesState)
-    b.add_node("agent", agent)
-    b.add_node("tools", ToolNode(tools))
-    b.add_edge(START, "agent")
-    b.add_conditional_edges("agent", lambda s: "tools" if s["messages"][-1].tool_calls else END, ["tools", END])
-    b.add_edge("tools", "agent")
-    return b.compile(store=store)
 
 
 def _last_tool(state) -> str:
@@ -61,7 +43,7 @@ async def test_manage_and_search_memory_tools_against_chroma(chroma: ChromaStore
         },
         {"name": "search_memory", "args": {"query": "display preference"}},
     ]
-    g = _graph(chroma, [manage, search], calls)
+    g = react_graph(chroma, [manage, search], calls)
     cfg = {"configurable": {"user_id": "u1"}}
     out = g.invoke({"messages": [HumanMessage("remember")]}, cfg)
     items = chroma.search(("memories", "u1"))
@@ -72,7 +54,7 @@ async def test_manage_and_search_memory_tools_against_chroma(chroma: ChromaStore
 
     # delete through the tool, asynchronously
     key = items[0].key
-    g = _graph(chroma, [manage], [{"name": "manage_memory", "args": {"action": "delete", "id": key}}])
+    g = react_graph(chroma, [manage], [{"name": "manage_memory", "args": {"action": "delete", "id": key}}])
     await g.ainvoke({"messages": [HumanMessage("forget")]}, cfg)
     assert chroma.get(("memories", "u1"), key) is None
     assert chroma.search(("memories", "u1")) == []

@@ -1,4 +1,4 @@
-"""notebooks/quickstart.ipynb runs top to bottom on the venv's Python, against a temporary data directory."""
+"""notebooks/quickstart.ipynb: saved with its outputs, and runs top to bottom from any working directory."""
 
 from __future__ import annotations
 
@@ -33,6 +33,13 @@ def kernel_for_this_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> s
     return KERNEL
 
 
+def test_the_notebook_is_saved_with_its_outputs() -> None:
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code and all(c.get("outputs") for c in code)  # it reads well without being run
+    assert not any(o.get("output_type") == "error" for c in code for o in c["outputs"])
+
+
 @pytest.mark.slow
 def test_quickstart_notebook_executes(tmp_path: Path, kernel_for_this_python: str, monkeypatch) -> None:
     data_dir = tmp_path / "memory"
@@ -43,7 +50,7 @@ def test_quickstart_notebook_executes(tmp_path: Path, kernel_for_this_python: st
         nb,
         kernel_name=kernel_for_this_python,
         timeout=300,
-        resources={"metadata": {"path": str(NOTEBOOK.parent)}},
+        resources={"metadata": {"path": str(tmp_path)}},  # any working directory, not the notebook's
     )
     client.execute()
     outputs = "".join(
@@ -52,5 +59,7 @@ def test_quickstart_notebook_executes(tmp_path: Path, kernel_for_this_python: st
     assert str(data_dir.resolve()) in outputs  # the notebook used the directory we gave it
     assert "versions: [(1, 'tested'), (2, 'approved')]" in outputs
     assert "iterations: 3 then 1" in outputs  # the second run learnt from the first
+    assert "recall_memory ->" in outputs and "created memory" in outputs  # the agent's tools, LangMem's
+    assert "('research_findings', 'unknown'), ('strategy_library', 'unknown')" in outputs  # the bundle's lineage
     assert (data_dir / "catalog.sqlite").exists()
     assert (data_dir / "trading" / "catalog.sqlite").exists()

@@ -5,34 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode
+from langchain_core.messages import HumanMessage, ToolMessage
 
 from langgraph_memory.errors import ConfigError
 from langgraph_memory.tools import create_recall_tool, create_store_tool
-
-
-def _scripted_agent(calls: list[dict]):
-    """A stand-in for an LLM: emits the given tool calls, one per turn, then stops."""
-
-    def agent(state: MessagesState) -> dict:
-        turn = sum(isinstance(m, AIMessage) for m in state["messages"])
-        if turn < len(calls):
-            return {"messages": [AIMessage("", tool_calls=[{**calls[turn], "id": f"c{turn}"}])]}
-        return {"messages": [AIMessage("done")]}
-
-    return agent
-
-
-def _react_graph(store, tools, calls):
-    b = StateGraph(MessagesState)
-    b.add_node("agent", _scripted_agent(calls))
-    b.add_node("tools", ToolNode(tools))
-    b.add_edge(START, "agent")
-    b.add_conditional_edges("agent", lambda s: "tools" if s["messages"][-1].tool_calls else END, ["tools", END])
-    b.add_edge("tools", "agent")
-    return b.compile(store=store)
+from tests.helpers.graphs import react_graph
 
 
 CALLS = [
@@ -48,7 +25,7 @@ def _tool_outputs(messages) -> list[str]:
 
 def test_tools_in_a_react_graph_invoke(any_store) -> None:
     tools = [create_recall_tool(("memories", "{user_id}")), create_store_tool(("memories", "{user_id}"))]
-    g = _react_graph(any_store, tools, CALLS)
+    g = react_graph(any_store, tools, CALLS)
     out = g.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"user_id": "u1"}})
     key1, key2, recalled = _tool_outputs(out["messages"])
     assert any_store.get(("memories", "u1"), key1).value["content"] == "prefers espresso"
@@ -60,7 +37,7 @@ def test_tools_in_a_react_graph_invoke(any_store) -> None:
 
 async def test_tools_in_a_react_graph_ainvoke(any_store) -> None:
     tools = [create_recall_tool(("memories", "{user_id}")), create_store_tool(("memories", "{user_id}"))]
-    g = _react_graph(any_store, tools, CALLS)
+    g = react_graph(any_store, tools, CALLS)
     out = await g.ainvoke({"messages": [HumanMessage("hi")]}, {"configurable": {"user_id": "u9"}})
     key1, key2, recalled = _tool_outputs(out["messages"])
     assert {h["key"] for h in json.loads(recalled)} == {key1, key2}
@@ -93,4 +70,4 @@ def test_tool_errors_are_clear(any_store) -> None:
 
 def test_tool_schemas_hide_config() -> None:
     assert set(create_recall_tool().args) == {"query", "limit"}
-    assert set(create_store_tool().args) == {"content", "key"}
+    assert set(create_store_tool().args) == {"content", "key", "tags"}

@@ -51,6 +51,9 @@ __all__ = [
     "ArchivedItem",
     "ArchiveWriter",
     "encode_item",
+    "item_record",
+    "encode_vectors",
+    "decode_vectors",
     "decode_line",
     "read_lines",
     "lineage_links",
@@ -102,7 +105,8 @@ def lineage_links(value: dict[str, Any], extra: dict[str, Any] | None = None) ->
     return links
 
 
-def _encode_vectors(vectors: list[list[float]]) -> dict[str, Any] | None:
+def encode_vectors(vectors: Any) -> dict[str, Any] | None:
+    """Vectors as ``{"dtype": "<f4", "dims": n, "b64": [...]}`` (bit-exact float32), or None for none."""
     if not vectors:
         return None
     arr = np.asarray(vectors, dtype="<f4")
@@ -126,13 +130,9 @@ def decode_vectors(blob: dict[str, Any] | None) -> np.ndarray | None:
         raise ArchiveIntegrityError(f"an archive line holds unreadable vectors ({exc}); the file is damaged") from None
 
 
-def encode_item(
-    item: StoredItem, *, archived_at: float, run_id: str, lineage: dict[str, Any] | None = None
-) -> bytes:
-    """One archive line (with the trailing newline) for ``item``."""
-    record = {
-        "v": FORMAT_VERSION,
-        "uid": item.uid,
+def item_record(item: StoredItem) -> dict[str, Any]:
+    """An item's own fields as JSON-ready data, vectors as base64 float32 (archive lines and share bundles)."""
+    return {
         "namespace": list(item.namespace),
         "key": item.key,
         "value": item.value,
@@ -144,9 +144,20 @@ def encode_item(
         "ttl_minutes": item.ttl_minutes,
         "indexed": item.indexed,
         "n_vectors": item.n_vectors,
-        "vectors": _encode_vectors(item.vectors) if item.indexed else None,
-        "texts": list(item.texts),
+        "vectors": encode_vectors(item.vectors) if item.indexed else None,
         "paths": list(item.paths),
+    }
+
+
+def encode_item(
+    item: StoredItem, *, archived_at: float, run_id: str, lineage: dict[str, Any] | None = None
+) -> bytes:
+    """One archive line (with the trailing newline) for ``item``."""
+    record = {
+        "v": FORMAT_VERSION,
+        "uid": item.uid,
+        **item_record(item),
+        "texts": list(item.texts),
         "lineage": lineage_links(item.value, lineage),
         "archived_at": archived_at,
         "run_id": run_id,

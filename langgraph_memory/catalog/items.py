@@ -52,6 +52,8 @@ __all__ = [
     "apply_access",
     "expired",
     "count_items",
+    "namespace_counts",
+    "items_by_key",
     "ITEM_COLUMNS",
     "item_from_row",
     "chunked",
@@ -482,3 +484,23 @@ def count_items(conn: sqlite3.Connection, collection: str | None = None) -> int:
         row = conn.execute("SELECT coalesce(sum(n_items), 0) FROM collection_counts WHERE collection = ?",
                            (collection,)).fetchone()
     return int(row[0])
+
+
+def namespace_counts(conn: sqlite3.Connection, prefix: Sequence[str] = ()) -> list[tuple[tuple[str, ...], str, int]]:
+    """Namespaces holding items, at or under ``prefix``: ``(namespace, collection, items)``, sorted."""
+    if prefix:
+        joined = join_ns(prefix)
+        rows = conn.execute(
+            "SELECT ns, collection, n_items FROM namespaces WHERE n_items > 0 AND (ns = ? OR (ns >= ? AND ns < ?))"
+            " ORDER BY ns",
+            (joined, joined + NS_SEP, joined + chr(ord(NS_SEP) + 1)),
+        )
+    else:
+        rows = conn.execute("SELECT ns, collection, n_items FROM namespaces WHERE n_items > 0 ORDER BY ns")
+    return [(split_ns(ns), coll, int(n)) for ns, coll, n in rows]
+
+
+def items_by_key(conn: sqlite3.Connection, key: str) -> list[StoredItem]:
+    """Every item with this key, whatever its namespace (a scan: for tools, not for hot paths)."""
+    rows = conn.execute(f"SELECT {ITEM_COLUMNS} {_FROM} WHERE i.key = ? ORDER BY n.ns", (key,))
+    return [item_from_row(row) for row in rows]

@@ -27,7 +27,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph_memory.catalog.items import chunked
@@ -48,6 +48,10 @@ __all__ = [
     "versions",
     "edge_count",
     "check_id",
+    "parents_of",
+    "versions_of",
+    "LineageImport",
+    "import_rows",
 ]
 
 _EDGE_COLS = "child_id, parent_id, relation, child_collection, parent_collection, created_at"
@@ -296,3 +300,99 @@ def versions(conn: sqlite3.Connection, name: str) -> list[VersionRow]:
 
 def edge_count(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT COUNT(*) FROM lineage_edges").fetchone()[0])
+
+
+# ---------------------------------------------------------------- bundles
+
+
+def parents_of(conn: sqlite3.Connection, item_ids: Sequence[str]) -> list[Edge]:
+    """The parent edges of several items (oldest link first), for a share bundle."""
+    out: list[Edge] = []
+    for chunk in chunked(list(dict.fromkeys(item_ids))):
+        marks = ",".join("?" * len(chunk))
+        out.extend(
+            Edge(*row)
+            for row in conn.execute(
+                f"SELECT {_EDGE_COLS} FROM lineage_edges WHERE child_id IN ({marks}) ORDER BY created_at, parent_id",
+                tuple(chunk),
+            )
+        )
+    return out
+
+
+def versions_of(conn: sqlite3.Connection, item_ids: Sequence[str]) -> dict[str, VersionRow]:
+    """The version rows of several items, by item id (items without a version are left out)."""
+    out: dict[str, VersionRow] = {}
+    for chunk in chunked(list(dict.fromkeys(item_ids))):
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(
+            f"SELECT name, version, id, created_at FROM versions WHERE id IN ({marks})", tuple(chunk)
+        ):
+            out[row[2]] = VersionRow(*row)
+    return out
+
+
+@dataclass
+class LineageImport:
+    """What :func:`import_rows` added, and what it could not add as it was."""
+
+    nodes: int = 0
+    edges: int = 0
+    versions: int = 0
+    #: edges left out because they would have closed a cycle with the lineage already here.
+    cycles: list[Edge] = field(default_factory=list)
+    #: item id -> (version in the bundle, version given here): the bundle's number was taken.
+    renumbered: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+def import_rows(
+    conn: sqlite3.Connection, nodes: Iterable[ItemRef], edges: Iterable[Edge], versions: Iterable[VersionRow]
+) -> LineageImport:
+    """Merge another catalog's lineage rows, times kept; inside a write transaction.
+
+    Nodes and edges already here are kept as they are (lineage only grows).
+    A version row whose item already has one is skipped; one whose
+    ``(name, version)`` is taken by another item here is given the next free
+    number (reported in ``renumbered``). An edge whose ends are unknown, or
+    that would make an item its own ancestor, is left out (``cycles``).
+    """
+    out = LineageImport()
+    for n in nodes:
+        cur = conn.execute(
+            f"INSERT OR IGNORE INTO lineage_nodes({_NODE_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
+            (n.id, n.collection, json.dumps(list(n.namespace)), n.name, n.version, n.created_at),
+        )
+        out.nodes += cur.rowcount
+    for v in versions:
+        if conn.execute("SELECT 1 FROM versions WHERE id = ?", (v.id,)).fetchone():
+            continue
+        number = v.version
+        if conn.execute("SELECT 1 FROM versions WHERE name = ? AND version = ?", (v.name, number)).fetchone():
+            (top,) = conn.execute("SELECT max(version) FROM versions WHERE name = ?", (v.name,)).fetchone()
+            number = int(top) + 1
+            out.renumbered[v.id] = (v.version, number)
+            conn.execute("UPDATE lineage_nodes SET version = ? WHERE id = ?", (number, v.id))
+        conn.execute(
+            "INSERT INTO versions(name, version, id, created_at) VALUES (?, ?, ?, ?)",
+            (v.name, number, v.id, v.created_at),
+        )
+        out.versions += 1
+    for e in edges:
+        ends = (e.child_id, e.parent_id)
+        known = {r[0] for r in conn.execute("SELECT id FROM lineage_nodes WHERE id IN (?, ?)", ends)}
+        if known != {e.child_id, e.parent_id}:
+            continue
+        if conn.execute(
+            "SELECT 1 FROM lineage_edges WHERE child_id = ? AND parent_id = ? AND relation = ?",
+            (e.child_id, e.parent_id, e.relation),
+        ).fetchone():
+            continue
+        if e.child_id == e.parent_id or _is_ancestor(conn, e.parent_id, e.child_id):
+            out.cycles.append(e)
+            continue
+        conn.execute(
+            f"INSERT INTO lineage_edges({_EDGE_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
+            (e.child_id, e.parent_id, e.relation, e.child_collection, e.parent_collection, e.created_at),
+        )
+        out.edges += 1
+    return out

@@ -148,7 +148,41 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         self._max_nowait = 4
         # Whether the connection for writes on the event loop was asked of the worker.
         self._loop_writer_requested = False
+        # The temporary folder of from_conn_string(":memory:"), removed on close.
+        self._tempdir: Any = None
         logger.debug("opened checkpoint file %s", resolved)
+
+    @classmethod
+    def from_conn_string(cls, conn_string: str | os.PathLike[str], **kwargs: Any) -> SqliteCheckpointer:
+        """Open the SQLite file ``conn_string`` names, as ``SqliteSaver.from_conn_string`` does.
+
+        ``":memory:"`` gives a file in a temporary folder, removed on close.
+        The result is the checkpointer itself, a context manager for ``with``
+        and ``async with``, so code written for ``SqliteSaver`` and
+        ``AsyncSqliteSaver`` runs unchanged.
+
+        Example:
+            >>> with SqliteCheckpointer.from_conn_string(":memory:") as saver:
+            ...     saver.setup()
+            ...     saver.list_threads()
+            []
+        """
+        from langgraph_memory._conn_string import open_conn_string
+
+        saver, saver._tempdir = open_conn_string(
+            conn_string, lambda path, tmp: cls(path / "checkpoints.sqlite" if tmp else path, **kwargs)
+        )
+        return saver
+
+    def setup(self) -> None:
+        """Nothing left to do: opening created (or migrated) the tables.
+
+        Kept so code written for ``SqliteSaver`` and ``PostgresSaver``, which
+        call ``saver.setup()`` first, runs unchanged.
+        """
+
+    async def asetup(self) -> None:
+        """Async :meth:`setup` (``AsyncPostgresSaver`` and ``AsyncSqliteSaver`` code calls it)."""
 
     @classmethod
     def from_data_dir(
@@ -163,6 +197,9 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         """Finish queued async work and close every connection."""
         self._worker.close()
         self._pool.close()
+        if self._tempdir is not None:
+            self._tempdir.cleanup()
+            self._tempdir = None
 
     def __enter__(self) -> SqliteCheckpointer:
         return self

@@ -223,6 +223,8 @@ class ChromaStore(BaseStore):
         self._fields = fields
         self._dims = dims
         self._closed = False
+        #: the temporary data directory of ``from_conn_string(":memory:")``, removed on close.
+        self._tempdir: Any = None
         opened: list[Callable[[], Any]] = []
         try:
             self.settings.ensure_dirs()
@@ -277,6 +279,40 @@ class ChromaStore(BaseStore):
 
         emb = default_embeddings(model_name)
         return {"dims": emb.dims, "embed": emb}
+
+    @classmethod
+    def from_conn_string(cls, conn_string: str | os.PathLike[str], **kwargs: Any) -> ChromaStore:
+        """Open the data directory ``conn_string`` names, as ``SqliteStore.from_conn_string`` opens a file.
+
+        ``":memory:"`` gives a temporary data directory, removed on close. The
+        result is the store itself, which is a context manager (``with`` and
+        ``async with``), so code written for LangGraph's stores runs unchanged.
+        Other arguments are the constructor's (``index=``, ``ttl=``...).
+
+        Example:
+            >>> with ChromaStore.from_conn_string(":memory:") as store:
+            ...     store.setup()
+            ...     store.put(("users", "u1"), "prefs", {"text": "short reports"})
+            ...     store.get(("users", "u1"), "prefs").value
+            {'text': 'short reports'}
+        """
+        from langgraph_memory._conn_string import open_conn_string
+
+        store, store._tempdir = open_conn_string(conn_string, lambda path, _tmp: cls(data_dir=path, **kwargs))
+        return store
+
+    def setup(self) -> None:
+        """Nothing left to do: opening created (or migrated) the catalog and the index.
+
+        Kept so code written for ``SqliteStore`` and ``PostgresStore``, which
+        call ``store.setup()`` before use, runs unchanged. Raises
+        ``StoreBackendError`` on a closed store.
+        """
+        self._check_open()
+
+    async def asetup(self) -> None:
+        """Async :meth:`setup`."""
+        self._check_open()
 
     @property
     def lineage(self) -> LineageStore:
@@ -649,6 +685,8 @@ class ChromaStore(BaseStore):
         if self.embeddings is not None:
             steps.append(self.embeddings.close)
         steps.append(self.catalog.close)
+        if self._tempdir is not None:
+            steps.append(self._tempdir.cleanup)
         errors: list[BaseException] = []
         for step in steps:
             try:

@@ -145,6 +145,45 @@ class StoreItems:
         self.writer.sync({name})
         return [it.uid for it in doomed], changed
 
+    def merge_items(
+        self,
+        items: list[StoredItem],
+        *,
+        replace: Callable[[StoredItem, StoredItem], bool],
+        before: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> tuple[int, int, int]:
+        """Write items from elsewhere exactly as they are (timestamps, access data, vectors), in one transaction.
+
+        An item whose ``(namespace, key)`` is already here replaces the one
+        here only when ``replace(incoming, current)`` says so. ``before(conn)``
+        runs first in the same transaction (a bundle's lineage goes in there).
+        Vectors are taken to come from this store's model. Returns ``(added,
+        replaced, kept)``: new items, items replaced, and incoming items left
+        out because the one here was kept.
+        """
+        by_spec: dict[str, list[StoredItem]] = defaultdict(list)
+        for it in items:
+            by_spec[collection_for(it.namespace).name].append(it)
+        added = replaced = kept = 0
+        with self.catalog.write() as conn:
+            if before is not None:
+                before(conn)
+            model_id = self.writer.model_id(conn) if self.writer.model and any(it.vectors for it in items) else 0
+            for name, group in by_spec.items():
+                current = _items.get_items(conn, [(it.namespace, it.key) for it in group])
+                doomed = [
+                    current[(it.namespace, it.key)]
+                    for it in group
+                    if (it.namespace, it.key) in current and replace(it, current[(it.namespace, it.key)])
+                ]
+                _items.delete_items(conn, doomed, name)
+                written = _items.restore_items(conn, group, name, self.catalog.names, model_id=model_id)
+                replaced += len(doomed)
+                added += len(written) - len(doomed)
+                kept += len(group) - len(written)
+        self.writer.sync(set(by_spec))
+        return added, replaced, kept
+
     def restore_items(self, items: list[StoredItem]) -> int:
         """Write items back exactly as they were (timestamps, access data, vectors).
 

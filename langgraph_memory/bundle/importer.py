@@ -1,0 +1,163 @@
+"""Merging a share bundle into a store: the conflict rule, re-embedding, one transaction."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from langgraph_memory.bundle.format import Bundle, Progress, read_bundle
+from langgraph_memory.catalog import StoredItem
+from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog import lineage as _lin
+from langgraph_memory.errors import BundleError, ConfigError, InvalidArgumentError
+from langgraph_memory.store._writer import check_vectors
+from langgraph_memory.store.records import record_text
+
+__all__ = ["ConflictRule", "CONFLICT_RULES", "ImportReport", "import_bundle"]
+
+logger = logging.getLogger(__name__)
+
+ConflictRule = Literal["newer", "keep", "replace"]
+
+#: For an item already in the target: does the bundle's copy replace it?
+CONFLICT_RULES: dict[str, Callable[[StoredItem, StoredItem], bool]] = {
+    "newer": lambda incoming, current: incoming.updated_at > current.updated_at,
+    "keep": lambda incoming, current: False,
+    "replace": lambda incoming, current: True,
+}
+
+# Texts re-embedded per model call when the target's model is not the bundle's.
+EMBED_BATCH = 64
+
+
+@dataclass
+class ImportReport:
+    """What :func:`import_bundle` did (or, with ``dry_run``, would do)."""
+
+    items: int = 0
+    added: int = 0
+    replaced: int = 0
+    kept: int = 0
+    #: True when the bundle's vectors were written as they are; False when its texts were re-embedded.
+    vectors_reused: bool = True
+    reembedded: int = 0
+    lineage_nodes: int = 0
+    lineage_edges: int = 0
+    versions: int = 0
+    #: item id -> (version in the bundle, version given here), when the bundle's number was taken here.
+    renumbered: dict[str, tuple[int, int]] = field(default_factory=dict)
+    cycles_skipped: int = 0
+    dry_run: bool = False
+    on_conflict: str = "newer"
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def import_bundle(
+    store: Any,
+    path: str | os.PathLike[str] | Bundle,
+    *,
+    on_conflict: ConflictRule = "newer",
+    dry_run: bool = False,
+    progress: Progress | None = None,
+) -> ImportReport:
+    """Merge the bundle at ``path`` into ``store``'s data directory (the rules: :mod:`langgraph_memory.bundle`).
+
+    ``path`` is the bundle folder, or a :class:`Bundle` already checked by
+    :func:`read_bundle`. The bundle is checked whole first; then, when its model is not the
+    store's, its texts are re-embedded; then everything is written in one
+    catalog transaction and the Chroma index catches up. With ``dry_run``
+    nothing is embedded or written: the report says what would happen.
+
+    Raises:
+        BundleError: the bundle is damaged, incomplete, or of a newer format (nothing written).
+        InvalidArgumentError: an unknown ``on_conflict``.
+        ConfigError: the bundle has vectors and the store has no embedding model.
+
+    Example:
+        >>> report = import_bundle(mem.store, "./share")                          # doctest: +SKIP
+        >>> report.added, report.replaced, report.kept, report.vectors_reused      # doctest: +SKIP
+        (40, 0, 2, True)
+    """
+    if on_conflict not in CONFLICT_RULES:
+        raise InvalidArgumentError(f"on_conflict must be one of {', '.join(CONFLICT_RULES)}, got {on_conflict!r}")
+    replace = CONFLICT_RULES[on_conflict]
+    bundle = path if isinstance(path, Bundle) else read_bundle(path, progress=progress)
+    writer = store.items.writer
+    report = ImportReport(items=len(bundle.items), dry_run=dry_run, on_conflict=on_conflict)
+    has_vectors = any(it.vectors for it in bundle.items)
+    if has_vectors and writer.model is None:
+        raise ConfigError("importing a bundle with vectors needs a store with an embedding model (index=...)")
+    model = bundle.manifest.model
+    report.vectors_reused = not has_vectors or (
+        model is not None and model.get("name") == writer.model and int(model.get("dims", 0)) == writer.dims
+    )
+    if dry_run:
+        _plan(store, bundle, replace, report)
+        return report
+    if not report.vectors_reused:
+        report.reembedded = _reembed(store, bundle.items, progress)
+        logger.info("re-embedded %d texts of %s with %s", report.reembedded, path, writer.model)
+
+    def lineage(conn: Any) -> None:
+        done = _lin.import_rows(conn, bundle.nodes, bundle.edges, bundle.versions)
+        report.lineage_nodes, report.lineage_edges, report.versions = done.nodes, done.edges, done.versions
+        report.cycles_skipped = len(done.cycles)
+        report.renumbered = done.renumbered
+        for it in bundle.items:  # a renumbered strategy's value says its new number
+            if it.key in done.renumbered and it.value.get("version") is not None:
+                it.value = {**it.value, "version": done.renumbered[it.key][1]}
+
+    if progress is not None:
+        progress("write", 0, len(bundle.items))
+    report.added, report.replaced, report.kept = store.items.merge_items(bundle.items, replace=replace, before=lineage)
+    if progress is not None:
+        progress("write", len(bundle.items), len(bundle.items))
+    logger.info(
+        "imported %s: %d added, %d replaced, %d kept (%s)", path, report.added, report.replaced, report.kept,
+        "vectors reused" if report.vectors_reused else f"{report.reembedded} texts re-embedded",
+    )
+    return report
+
+
+def _reembed(store: Any, items: list[StoredItem], progress: Progress | None) -> int:
+    """Give each item the target model's vectors for the same text paths; return how many texts."""
+    jobs: list[tuple[StoredItem, int, str]] = []
+    for it in items:
+        for i, path in enumerate(it.paths):
+            text = record_text(it.value, path)
+            if text is None:
+                raise BundleError(f"item {it.key!r} has no text at {path!r} to re-embed; the bundle is damaged", None)
+            jobs.append((it, i, text))
+    for start in range(0, len(jobs), EMBED_BATCH):
+        batch = jobs[start : start + EMBED_BATCH]
+        matrix = check_vectors(
+            store.embeddings.embed_documents([t for _, _, t in batch]), store.items.writer.dims,
+            f"{len(batch)} bundle texts",
+        )
+        for (it, i, _), vec in zip(batch, matrix):
+            it.vectors[i] = vec
+        if progress is not None:
+            progress("re-embed", start + len(batch), len(jobs))
+    return len(jobs)
+
+
+def _plan(store: Any, bundle: Bundle, replace: Callable[[StoredItem, StoredItem], bool], report: ImportReport) -> None:
+    """Fill ``report`` with what an import would do, reading the target only."""
+    with store.catalog.read() as conn:
+        current = _items.get_items(conn, [(it.namespace, it.key) for it in bundle.items])
+        known = _lin.nodes(conn, [n.id for n in bundle.nodes])
+    for it in bundle.items:
+        here = current.get((it.namespace, it.key))
+        if here is None:
+            report.added += 1
+        elif replace(it, here):
+            report.replaced += 1
+        else:
+            report.kept += 1
+    report.lineage_nodes = len({n.id for n in bundle.nodes} - set(known))
+    report.reembedded = 0 if report.vectors_reused else sum(len(it.paths) for it in bundle.items)

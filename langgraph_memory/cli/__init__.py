@@ -1,0 +1,117 @@
+"""The ``langgraph-memory`` command line: a thin layer over the library.
+
+Live memory::
+
+    langgraph-memory search "position sizing" --collection lessons -k 5
+    langgraph-memory get <id>                          # a memory by key or id, any namespace
+    langgraph-memory list                              # namespaces and how many items each holds
+    langgraph-memory list memories/u1 --limit 20 --offset 20
+    langgraph-memory lineage <id>                      # ancestors and descendants
+    langgraph-memory versions trend                    # the versions of a strategy
+    langgraph-memory delete --namespace memories/u1    # shows what would go; --yes deletes
+    langgraph-memory threads list
+    langgraph-memory threads prune --older-than 90     # shows what would go; --yes prunes
+    langgraph-memory export ./share --namespace research
+    langgraph-memory import ./share                    # merge a teammate's bundle
+    langgraph-memory mcp                               # the MCP server on stdio (--transport http)
+
+Archives and the index::
+
+    langgraph-memory archive run --dry-run
+    langgraph-memory archive list
+    langgraph-memory archive search "stops hit by noise"     # every collection unless --collection
+    langgraph-memory archive restore --key <id>
+    langgraph-memory archive verify
+    langgraph-memory scheduler --cron "0 3 * * *"
+    langgraph-memory index check
+    langgraph-memory index rebuild
+
+``--data-dir``, ``--json`` and ``-v`` go before or after the command. With
+``--json`` stdout holds one JSON document and nothing else; progress bars
+and spinners go to stderr. Exit status: 0 done; 1 nothing matched what was
+asked (no hit, unknown id or name, nothing to restore or delete); 2 bad
+usage (arguments, a data directory that does not exist); 3 the command
+failed or found problems (a damaged file, a lock held too long).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from langgraph_memory.cli._common import EXIT_ERROR, EXIT_NOTHING, EXIT_USAGE, Ctx
+from langgraph_memory.errors import (
+    ConfigError,
+    FilterError,
+    InvalidArgumentError,
+    LangGraphMemoryError,
+    NamespaceError,
+    NotFoundError,
+)
+
+__all__ = ["main", "build_parser"]
+
+
+def _common() -> argparse.ArgumentParser:
+    """Options every command takes, before or after its name (SUPPRESS: a later mention wins, none is None)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", default=argparse.SUPPRESS,
+                        help="data directory (default: $LANGGRAPH_MEMORY_DIR, config file, ./memory)")
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="print one JSON document on stdout")
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log at INFO level")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for documentation and tests)."""
+    from langgraph_memory import __version__
+    from langgraph_memory.cli import _archive, _bundle, _live, _mcp, _threads
+
+    common = _common()
+    p = argparse.ArgumentParser(
+        prog="langgraph-memory", description="Durable, searchable memory for LangGraph agents.", parents=[common],
+        epilog="Exit status: 0 done, 1 nothing matched, 2 bad usage, 3 failed.",
+    )
+    p.add_argument("--version", action="version", version=f"langgraph-memory {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in (_live, _threads, _bundle, _archive, _mcp):
+        module.register(sub, common)
+    return p
+
+
+def _exit_code(exc: LangGraphMemoryError) -> int:
+    if isinstance(exc, NotFoundError):
+        return EXIT_NOTHING
+    if isinstance(exc, (InvalidArgumentError, FilterError, NamespaceError, ConfigError)):
+        return EXIT_USAGE
+    return EXIT_ERROR
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status.
+
+    Example:
+        >>> main(["--data-dir", "/tmp/lgm", "list", "--json"])     # doctest: +SKIP
+        0
+    """
+    args = build_parser().parse_args(argv)
+    if getattr(args, "verbose", False):
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    ctx = Ctx.create(args)
+    try:
+        return int(args.func(ctx))
+    except LangGraphMemoryError as exc:
+        from rich.markup import escape
+
+        ctx.err.print(f"[red]error:[/] {escape(str(exc))}")
+        return _exit_code(exc)
+    except KeyboardInterrupt:
+        ctx.err.print("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,246 @@
+"""Commands for the archive (run, list, search, restore, verify), its scheduler, and the Chroma index."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import time
+from typing import Any
+
+from langgraph_memory.cli._common import EXIT_ERROR, EXIT_NOTHING, EXIT_OK, Ctx, positive_int, preview, stamp
+
+__all__ = ["register"]
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    arch = sub.add_parser("archive", parents=[common], help="archive stale memories; search, list and restore archives")
+    asub = arch.add_subparsers(dest="action", required=True, metavar="ACTION")
+    p = asub.add_parser("run", parents=[common], help="archive stale items now")
+    p.add_argument("--dry-run", action="store_true", help="report what would move; change nothing")
+    p.add_argument("--collection", action="append", help="only this collection (repeatable)")
+    p.set_defaults(func=_run)
+    p = asub.add_parser("list", parents=[common], help="list archive files from the manifest")
+    p.add_argument("--collection")
+    p.add_argument("--all", action="store_true", help="include discarded and corrupt files")
+    p.set_defaults(func=_list)
+    p = asub.add_parser("search", parents=[common], help="search archived items by meaning (every collection)")
+    p.add_argument("query")
+    p.add_argument("--collection", default=None, help="only this collection (name or label); default: all")
+    p.add_argument("-k", "--limit", dest="k", type=positive_int, default=5)
+    p.add_argument("--filter", type=json.loads, default=None, help='JSON filter, e.g. \'{"severity": "major"}\'')
+    p.set_defaults(func=_search)
+    p = asub.add_parser("restore", parents=[common], help="bring archived items back to the live store")
+    p.add_argument("--key", action="append", default=[], help="item key (repeatable)")
+    p.add_argument("--uid", action="append", default=[], help="item uid (repeatable)")
+    p.add_argument("--collection")
+    p.add_argument("--filter", type=json.loads, default=None)
+    p.add_argument("--namespace", help="namespace prefix, labels joined by '/'")
+    p.add_argument("--all", action="store_true", help="restore every archived item selected by --collection")
+    p.add_argument("--dry-run", action="store_true")
+    p.set_defaults(func=_restore)
+    p = asub.add_parser("verify", parents=[common], help="check every archive file against its manifest checksum")
+    p.set_defaults(func=_verify)
+
+    idx = sub.add_parser("index", parents=[common], help="the Chroma index: check it against the catalog, or rebuild it")
+    isub = idx.add_subparsers(dest="action", required=True, metavar="ACTION")
+    p = isub.add_parser("check", parents=[common], help="compare Chroma with the catalog, repair what differs")
+    p.set_defaults(func=_index_check)
+    p = isub.add_parser("rebuild", parents=[common], help="rebuild the index from the catalog's vectors (no re-embedding)")
+    p.set_defaults(func=_index_rebuild)
+
+    sch = sub.add_parser("scheduler", parents=[common], help="run the archive schedule in the foreground until interrupted")
+    group = sch.add_mutually_exclusive_group()
+    group.add_argument("--cron", help='crontab expression (default "0 3 * * *")')
+    group.add_argument("--interval", type=float, help="seconds between runs")
+    sch.add_argument("--run-now", action="store_true", help="also run once at start")
+    sch.set_defaults(func=_scheduler)
+
+
+# ---------------------------------------------------------------- archive
+
+
+def _run(ctx: Ctx) -> int:
+    a = ctx.args
+    with ctx.open_memory() as mem, ctx.progress() as update:
+        report = mem.archiver.run(
+            dry_run=a.dry_run, collections=a.collection,
+            progress=lambda phase, coll, done, total: update(f"{phase} {coll}", done, total),
+        )
+    if ctx.json:
+        ctx.emit(report.as_dict())
+        return EXIT_OK if report.ok else EXIT_ERROR
+    title = "Archive run (dry run: nothing changed)" if report.dry_run else f"Archive run {report.run_id}"
+    ctx.table(title, ("collection", "policy", "would move" if report.dry_run else "archived", "deleted", "kept live",
+                      "file"),
+              [(cr.collection, cr.policy, cr.selected if report.dry_run else cr.archived,
+                "-" if report.dry_run else cr.deleted, cr.kept_live, "FAILED" if cr.error else (cr.file or "-"))
+               for cr in report.collections.values()], ids=("file",))
+    verb = "would sweep" if report.dry_run else "swept"
+    ctx.say(f"TTL: {verb} {report.ttl_swept} expired items.")
+    if report.thread_strategy:
+        ctx.say(f"Threads ({report.thread_strategy}): {len(report.threads)} {'would be ' if report.dry_run else ''}pruned.")
+    for msg in report.recovered:
+        ctx.say(f"recovery: {msg}")
+    for err in report.errors:
+        ctx.err.print(f"error: {err}", markup=False)
+    return EXIT_OK if report.ok else EXIT_ERROR
+
+
+def _list(ctx: Ctx) -> int:
+    from langgraph_memory.archive.manifest import Manifest
+    from langgraph_memory.collections import collection_by_name
+
+    a = ctx.args
+    settings = ctx.settings()
+    files: list[Any] = []
+    if settings.manifest_path.exists():
+        m = Manifest(settings.manifest_path)
+        try:
+            coll = collection_by_name(a.collection).name if a.collection else None
+            files = m.files(collection=coll, states=None if a.all else ("verified", "complete"))
+        finally:
+            m.close()
+    if ctx.json:
+        ctx.emit([f.as_dict() for f in files])
+    elif files:
+        ctx.table(f"Archives in {settings.archive_dir}",
+                  ("file", "collection", "state", "items", "archived now", "activity range", "size", "sha256"),
+                  [(f.name, f.collection, f.state, f.items if f.items is not None else "-", f.live_items,
+                    f"{stamp(f.min_activity)} .. {stamp(f.max_activity)}", f"{(f.bytes or 0) / 1024:.1f} KiB",
+                    (f.sha256 or "-")[:12]) for f in files], ids=("file",))
+    else:
+        ctx.say(f"No archives yet in {settings.archive_dir}.")
+    return EXIT_OK if files else EXIT_NOTHING
+
+
+def _search(ctx: Ctx) -> int:
+    a = ctx.args
+    with ctx.open_memory(embed=True) as mem:
+        archiver = mem.archiver
+        names = [a.collection] if a.collection else sorted({f.collection for f in archiver.list_archives()})
+        hits: list[Any] = []
+        if names:
+            ctx.load_model(mem)
+        for name in names:  # every collection unless one is named; merged by score
+            hits.extend(archiver.search_archive(name, a.query, filter=a.filter, k=a.k))
+    hits.sort(key=lambda h: h.score if h.score is not None else float("-inf"), reverse=True)
+    hits = hits[: a.k]
+    if ctx.json:
+        ctx.emit([{"key": h.key, "namespace": list(h.namespace), "score": h.score, "value": h.value,
+                   "file": h.archived.file, "collection": h.archived.collection} for h in hits])
+    elif hits:
+        ctx.table(f"Archive search: {a.query!r}", ("score", "namespace", "key", "text"),
+                  [(f"{h.score:.3f}" if h.score is not None else "-", "/".join(h.namespace), h.key, preview(h.value))
+                   for h in hits], ids=("key",))
+    else:
+        ctx.say("No archived matches.")
+    return EXIT_OK if hits else EXIT_NOTHING
+
+
+def _restore(ctx: Ctx) -> int:
+    from langgraph_memory.errors import InvalidArgumentError
+
+    a = ctx.args
+    if not (a.key or a.uid or a.filter or a.namespace or a.all):
+        raise InvalidArgumentError("restore needs --key, --uid, --filter, --namespace, or --all (with --collection)")
+    with ctx.open_memory() as mem:
+        report = mem.archiver.restore(
+            collection=a.collection, keys=a.key, uids=a.uid, filter=a.filter,
+            namespace_prefix=tuple(a.namespace.split("/")) if a.namespace else None,
+            all_items=a.all, dry_run=a.dry_run,
+        )
+    if ctx.json:
+        ctx.emit({"dry_run": report.dry_run, "restored": report.restored, "already_live": report.already_live,
+                  "matched": report.matched})
+    else:
+        verb = "would restore" if report.dry_run else "restored"
+        ctx.say(f"{verb} {report.restored} items; {report.already_live} were already live.")
+        if not report.matched:
+            ctx.say("Nothing in the archive matched.")
+    return EXIT_OK if report.matched else EXIT_NOTHING
+
+
+def _verify(ctx: Ctx) -> int:
+    with ctx.open_memory() as mem:
+        results = mem.archiver.verify()
+    from rich.markup import escape
+
+    bad = {name: problem for name, problem in results.items() if problem is not None}
+    if ctx.json:
+        ctx.emit({"files": len(results), "damaged": bad})
+    else:
+        for name, problem in results.items():
+            ctx.say(f"[red]DAMAGED[/] {escape(name)}: {escape(problem)}" if problem else f"[green]ok[/]      {escape(name)}",
+                    markup=True)
+        ctx.say(f"{len(results)} files checked, {len(bad)} damaged.")
+    return EXIT_ERROR if bad else EXIT_OK
+
+
+# ------------------------------------------------------------------ index
+
+
+def _index_check(ctx: Ctx) -> int:
+    from langgraph_memory.store.index import all_collections
+
+    with ctx.open_memory() as mem:
+        store = mem.store
+        index = store.vector_index
+        repaired = index.reconcile()
+        rows = [
+            {"collection": name, "items": store.items.count(name), "vectors": index.count(name),
+             "repaired": repaired.get(name, 0)}
+            for name in all_collections()
+        ]
+        probe, rebuilt = index.probe_seconds, index.last_rebuild
+    if ctx.json:
+        ctx.emit({"collections": rows, "probe_seconds": probe, "rebuilt": rebuilt.total if rebuilt else None})
+        return EXIT_OK
+    ctx.table("Chroma index against the catalog", ("collection", "items", "vectors in Chroma", "repaired"),
+              [(r["collection"], r["items"], r["vectors"], r["repaired"]) for r in rows])
+    if probe is not None:
+        ctx.say(f"The index was not sealed (a crash, or files changed): probed it in {probe:.2f} s.")
+    if rebuilt is not None:
+        ctx.say(f"Rebuilt {rebuilt.total} vectors: {rebuilt.reason}")
+    return EXIT_OK
+
+
+def _index_rebuild(ctx: Ctx) -> int:
+    with ctx.open_memory() as mem, ctx.progress() as update:
+        report = mem.store.rebuild_index(progress=lambda coll, done, total: update(f"rebuild {coll}", done, total))
+    if ctx.json:
+        ctx.emit({"vectors": report.vectors, "seconds": report.seconds})
+    else:
+        ctx.say(f"Rebuilt the index: {report.total} vectors in {report.seconds:.1f} s.")
+    return EXIT_OK
+
+
+# -------------------------------------------------------------- scheduler
+
+
+def _scheduler(ctx: Ctx) -> int:
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    from langgraph_memory.archive import schedule_archival
+    from langgraph_memory.archive.schedule import run_archive_job
+
+    a = ctx.args
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    scheduler = BackgroundScheduler()
+    with ctx.open_memory() as mem:
+        try:
+            job = schedule_archival(mem.archiver, cron=a.cron, interval=a.interval, scheduler=scheduler, start=True)
+            if ctx.json:
+                ctx.emit({"running": True, "next_run": str(job.next_run_time)})
+            else:
+                ctx.say(f"Archive scheduler running (next run {job.next_run_time}); Ctrl-C to stop.")
+            if a.run_now:
+                run_archive_job(mem.archiver)
+            while True:  # until Ctrl-C
+                time.sleep(1.0)
+        except KeyboardInterrupt:
+            ctx.err.print("Stopping the scheduler...")
+        finally:
+            if scheduler.running:
+                scheduler.shutdown(wait=True)
+    return EXIT_OK

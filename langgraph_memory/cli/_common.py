@@ -1,0 +1,213 @@
+"""What every command shares: the context, opening the data directory, output, tables, progress, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from langgraph_memory.config import Settings
+from langgraph_memory.errors import ConfigError, InvalidArgumentError
+
+__all__ = [
+    "EXIT_OK",
+    "EXIT_NOTHING",
+    "EXIT_USAGE",
+    "EXIT_ERROR",
+    "Ctx",
+    "MissingDataDir",
+    "namespace_arg",
+    "positive_int",
+    "stamp",
+    "iso",
+    "item_dict",
+    "preview",
+]
+
+#: The command did what was asked.
+EXIT_OK = 0
+#: The command ran, but nothing matched what was asked (no hit, unknown id, nothing to restore).
+EXIT_NOTHING = 1
+#: Bad usage: arguments, a missing data directory, a bad filter.
+EXIT_USAGE = 2
+#: The command failed (a damaged file, a lock held too long, a full disk) or found problems (verify).
+EXIT_ERROR = 3
+
+# Tables on a pipe or in a file get this width, so nothing is squeezed (ids least of all).
+_PIPE_WIDTH = 200
+
+
+class MissingDataDir(ConfigError):
+    """The data directory a command should read does not exist."""
+
+
+def namespace_arg(text: str) -> tuple[str, ...]:
+    """``"memories/u1"`` as ``("memories", "u1")`` (labels joined by ``/``)."""
+    labels = tuple(label for label in text.split("/") if label)
+    if not labels:
+        raise InvalidArgumentError(f"a namespace needs at least one label, like 'memories/u1', got {text!r}")
+    return labels
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of at least 1, got {value}")
+    return value
+
+
+def stamp(ts: float | None) -> str:
+    """A timestamp for a table: ``2026-01-31 10:00`` (UTC)."""
+    if ts is None:
+        return "-"
+    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+def iso(value: Any) -> str | None:
+    """A datetime or epoch seconds as ISO 8601 (UTC), for JSON."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        value = datetime.fromtimestamp(value, tz=timezone.utc)
+    return value.isoformat()
+
+
+def item_dict(item: Any, score: float | None = None) -> dict[str, Any]:
+    """An item (``Item``, ``SearchItem`` or ``StoredItem``) as JSON-ready data."""
+    out: dict[str, Any] = {"namespace": list(item.namespace), "key": item.key, "value": item.value,
+                           "created_at": iso(item.created_at), "updated_at": iso(item.updated_at)}
+    for name in ("last_accessed_at", "expires_at"):
+        if getattr(item, name, None) is not None:
+            out[name] = iso(getattr(item, name))
+    if hasattr(item, "access_count"):
+        out["access_count"] = item.access_count
+    if score is not None or hasattr(item, "score"):
+        out["score"] = score if score is not None else item.score
+    return out
+
+
+def preview(value: dict[str, Any], n: int = 100) -> str:
+    """The text of a value for a table: its prose field if it has one, else its JSON."""
+    from langgraph_memory.collections import COLLECTIONS
+
+    for field in ("content", "text", "lesson", "description", *(s.embed_field for s in COLLECTIONS.values())):
+        if field and isinstance(value.get(field), str):
+            text = value[field]
+            break
+    else:
+        text = json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+@dataclass
+class Ctx:
+    """One command's run: its arguments, where results go (stdout) and where progress goes (stderr)."""
+
+    args: Any
+    out: Any
+    err: Any
+
+    @classmethod
+    def create(cls, args: Any) -> Ctx:
+        from rich.console import Console
+
+        width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else _PIPE_WIDTH
+        return cls(args, Console(width=width, highlight=False), Console(stderr=True, highlight=False))
+
+    @property
+    def json(self) -> bool:
+        return bool(getattr(self.args, "json", False))
+
+    @property
+    def data_dir(self) -> str | None:
+        return getattr(self.args, "data_dir", None)
+
+    # ------------------------------------------------------------ opening
+
+    def settings(self, *, must_exist: bool = True) -> Settings:
+        """The resolved settings; a missing data directory is :class:`MissingDataDir` unless it may be created."""
+        settings = Settings.resolve(self.data_dir)
+        if must_exist and not settings.data_dir.is_dir():
+            raise MissingDataDir(
+                f"no memory at {settings.data_dir}: the data directory does not exist. Check --data-dir, "
+                "$LANGGRAPH_MEMORY_DIR or the config file (a program that calls Memory.open, or "
+                "`langgraph-memory import`, creates it)."
+            )
+        return settings
+
+    def open_memory(self, *, embed: bool = False, create: bool = False) -> Any:
+        """``Memory.open`` on the data directory; with ``embed`` the configured model (loaded on first use)."""
+        from langgraph_memory.memory import Memory
+
+        settings = self.settings(must_exist=not create)
+        return Memory.open(settings.data_dir, embeddings=None if embed else False)
+
+    def load_model(self, mem: Any) -> None:
+        """Load the embedding model now, behind a spinner (it takes seconds, once)."""
+        inner = getattr(mem.store.embeddings, "inner", None)
+        if inner is None or getattr(inner, "loaded", True) or not hasattr(inner, "load"):
+            return
+        with self.err.status("Loading the embedding model (first use takes a few seconds)..."):
+            inner.load()
+
+    # ------------------------------------------------------------ output
+
+    def emit(self, data: Any) -> None:
+        """JSON on stdout, one document (parse it back with ``json.loads``)."""
+        self.out.file.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+        self.out.file.flush()
+
+    def say(self, message: str, *, markup: bool = False) -> None:
+        """A human message on stdout (never with ``--json``, whose stdout is the JSON alone).
+
+        Not read as rich markup unless ``markup``: messages quote user text, and ``[...]`` in it must show.
+        """
+        console = self.err if self.json else self.out
+        console.print(message, markup=markup, highlight=False)
+
+    def table(self, title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]], *,
+              ids: Sequence[str] = ()) -> None:
+        """A table; the columns named in ``ids`` are never wrapped or cut (users copy them)."""
+        from rich.table import Table
+        from rich.text import Text
+
+        table = Table(title=Text(title) if title else None)
+        for i, col in enumerate(columns):
+            if col in ids:
+                width = max([len(col), *(len(str(r[i])) for r in rows)])
+                table.add_column(col, no_wrap=True, min_width=width, overflow="ignore")
+            else:
+                table.add_column(col, overflow="ellipsis")
+        for row in rows:
+            table.add_row(*(Text(str(c)) for c in row))  # cells are data, never markup
+        self.out.print(table)
+
+    @contextmanager
+    def progress(self) -> Iterator[Callable[[str, int, int | None], None]]:
+        """A progress bar on stderr; yields ``update(phase, done, total)``, one bar per phase."""
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=self.err, transient=True,
+        ) as bar:
+            tasks: dict[str, Any] = {}
+
+            def update(phase: str, done: int, total: int | None) -> None:
+                if phase not in tasks:
+                    tasks[phase] = bar.add_task(phase, total=total)
+                bar.update(tasks[phase], completed=done, total=total)
+
+            yield update
