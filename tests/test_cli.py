@@ -430,3 +430,28 @@ def test_scheduler_runs_until_interrupted(seeded):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_index_reindex_moves_to_another_model(data_dir, fake_embeddings, capsys, monkeypatch):
+    """`index reindex --model` re-embeds every stored text with that model; the old one is then refused."""
+    from langgraph_memory.errors import ModelMismatchError
+    from tests.test_store_model import Shifted
+
+    store = ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings})
+    for i in range(5):
+        store.put(("research",), f"f{i}", {"content": f"finding number {i}"})
+    store.close()
+    models = {None: fake_embeddings, "shifted": Shifted()}
+    monkeypatch.setattr(
+        ChromaStore, "default_index",
+        classmethod(lambda cls, model_name=None: {"dims": FAKE_DIMS, "embed": models[model_name]}),
+    )
+    code, report = _json(capsys, "--data-dir", str(data_dir), "index", "reindex", "--model", "shifted")
+    assert code == 0 and report["vectors"] == 5 and "shifted" in report["model"]
+    with ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": Shifted()}) as moved:
+        hit = moved.search(("research",), query="finding number 3", limit=1)[0]
+        assert hit.key == "f3" and hit.score == pytest.approx(1.0, abs=1e-5)
+    with pytest.raises(ModelMismatchError):
+        ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings})
+    code, out = _run(capsys, "--data-dir", str(data_dir), "index", "reindex", "--model", "shifted")
+    assert code == 0 and "Re-embedded 5 vectors" in out

@@ -25,6 +25,7 @@ Archives and the index::
     langgraph-memory scheduler --cron "0 3 * * *"
     langgraph-memory index check
     langgraph-memory index rebuild
+    langgraph-memory index reindex [--model NAME]
 
 ``--data-dir``, ``--json`` and ``-v`` go before or after the command. With
 ``--json`` stdout holds one JSON document and nothing else; progress bars

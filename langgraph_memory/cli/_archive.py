@@ -48,6 +48,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(func=_index_check)
     p = isub.add_parser("rebuild", parents=[common], help="rebuild the index from the catalog's vectors (no re-embedding)")
     p.set_defaults(func=_index_rebuild)
+    p = isub.add_parser("reindex", parents=[common],
+                        help="re-embed every stored text with the configured model (or --model), then rebuild")
+    p.add_argument("--model", default=None,
+                   help="move the data directory to this sentence-transformers model (name or folder)")
+    p.set_defaults(func=_index_reindex)
 
     sch = sub.add_parser("scheduler", parents=[common], help="run the archive schedule in the foreground until interrupted")
     group = sch.add_mutually_exclusive_group()
@@ -212,6 +217,23 @@ def _index_rebuild(ctx: Ctx) -> int:
         ctx.emit({"vectors": report.vectors, "seconds": report.seconds})
     else:
         ctx.say(f"Rebuilt the index: {report.total} vectors in {report.seconds:.1f} s.")
+    return EXIT_OK
+
+
+def _index_reindex(ctx: Ctx) -> int:
+    from langgraph_memory.store import ChromaStore
+
+    settings = ctx.settings()
+    index = ChromaStore.default_index(ctx.args.model)
+    # Opening with reindex=True moves vectors made by another model to this one (its own progress bar);
+    # then every vector left is re-embedded, for a model that changed under the same name.
+    with ChromaStore(data_dir=settings.data_dir, index=index, reindex=True) as store, ctx.progress() as update:
+        n = store.reindex(progress=lambda done, total: update("re-embed", done, total))
+        model = store.embeddings.model_id if store.embeddings is not None else None
+    if ctx.json:
+        ctx.emit({"vectors": n, "model": model})
+    else:
+        ctx.say(f"Re-embedded {n} vectors with {model} and rebuilt the index.")
     return EXIT_OK
 
 
