@@ -23,6 +23,11 @@ SQLite-only table is the keyword index, which PostgreSQL does with a
 * ``lineage_nodes``, ``lineage_edges``, ``versions``: where items came from,
   and the versions of named strategies, written in the same transaction as
   the items themselves.
+* ``item_status`` (version 2): items retired or superseded (seed 003's
+  ``deleted_at`` and ``superseded_by``), keyed by the item's uid and its
+  ``created_at``, so the status outlives an archive-and-restore round trip
+  but not a delete and re-put of the same key. ``meta.status_version``
+  counts changes, so a process can cache the set of hidden items.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import sqlite3
 
 __all__ = ["SCHEMA_VERSION", "migrate"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -125,7 +130,25 @@ CREATE TABLE IF NOT EXISTS versions (
 );
 """
 
-_MIGRATIONS: dict[int, str] = {1: _V1}
+# Retired and superseded items. A row applies to the item with this uid *and* this created_at: a
+# restored item keeps its created_at (still retired), a key deleted and put again gets a new one.
+_V2_STATUS = """
+CREATE TABLE IF NOT EXISTS item_status (
+    uid               TEXT PRIMARY KEY,
+    collection        TEXT NOT NULL,
+    ns                TEXT NOT NULL,
+    key               TEXT NOT NULL,
+    item_created_at   REAL NOT NULL,
+    status            TEXT NOT NULL CHECK (status IN ('retired', 'superseded')),
+    reason            TEXT,
+    superseded_by     TEXT,
+    superseded_by_ns  TEXT,
+    changed_at        REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS item_status_collection ON item_status(collection, status);
+"""
+
+_MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2_STATUS}
 
 
 def migrate(conn: sqlite3.Connection) -> int:
