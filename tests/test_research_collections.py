@@ -251,6 +251,12 @@ async def test_async_twins_of_the_new_calls(mem: Memory) -> None:
     assert await mem.areinstate(b.id) is True
     assert (await mem.astats()).collections["backtest_results"].items == 1
     assert (await mem.acleanup_decayed()).dry_run
+    h2 = await mem.astore_hypothesis("async hypothesis, restated")
+    assert (await mem.asupersede(h.id, h2.id, "restated")).superseded_by == h2.id
+    assert [x.id for x in await mem.aquery_hypotheses("x")] == [h2.id]
+    dry = await mem.adelete(h2.id, dry_run=True)
+    assert dry.live and mem.store.get(("hypotheses",), h2.id) is not None
+    assert (await mem.adelete(h2.id)).live and mem.store.get(("hypotheses",), h2.id) is None
 
 
 def test_async_twins_have_real_signatures() -> None:
