@@ -19,6 +19,7 @@ The pieces, each usable alone:
 
 from __future__ import annotations
 
+from langgraph_memory._procedural_api import ProceduralAPI
 from langgraph_memory._research_api import ResearchAPI
 from langgraph_memory.archive import Archiver, schedule_archival
 from langgraph_memory.catalog.status import ItemStatus
@@ -48,6 +49,7 @@ __all__ = [
     "Hit",
     "StrategyVersion",
     "ResearchAPI",
+    "ProceduralAPI",
     "Lineage",
     "ItemStatus",
     "DeleteReport",

@@ -1,11 +1,12 @@
-"""The typed research API: seed 004's seven collections as typed calls, each with an async twin.
+"""The typed research API: seed 004's semantic and episodic collections as typed calls, each with an async twin.
 
-Findings, hypotheses, strategies (versions, status), backtests, lessons,
-market regimes and tool definitions are written, searched and read back as
-typed models. They are ordinary store items in the typed namespaces
-(``("research",)``, ``("hypotheses",)``, ``("strategies",)``,
-``("backtests",)``, ``("lessons",)``, ``("regimes",)``, ``("tools",)``, plus
-the optional ``scope`` labels), keyed by UUID. Each record is written with
+Findings, hypotheses, strategies (versions, status), backtests, lessons and
+market regimes are written, searched and read back as typed models (tool
+definitions, the procedural memory, are in :mod:`._procedural_api`). They are
+ordinary store items in the typed namespaces (``("research",)``,
+``("hypotheses",)``, ``("strategies",)``, ``("backtests",)``,
+``("lessons",)``, ``("regimes",)``, plus the optional ``scope`` labels),
+keyed by UUID. Each record is written with
 its lineage in one catalog transaction; a research iteration chains
 
     finding -> hypothesis -(tests)-> strategy -(backtest_of)-> backtest -(learned_from)-> lesson
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, get_args
 
+from langgraph_memory._procedural_api import TOOL_VERSION_PREFIX
 from langgraph_memory._typed import Hit, ParentIds, TypedItems, athread, now_iso, parent_list
 from langgraph_memory.collections import (
     BacktestCosts,
@@ -40,19 +42,16 @@ from langgraph_memory.collections import (
     ResearchFinding,
     Strategy,
     StrategyStatus,
-    ToolDefinition,
 )
 from langgraph_memory.collections import parameter_hash as _hash_parameters
 from langgraph_memory.config import DEFAULT_K
-from langgraph_memory.errors import NotFoundError, ValidationError
+from langgraph_memory.errors import ValidationError
 from langgraph_memory.lineage import ItemRef
 
 __all__ = ["STRATEGY_STATUSES", "HYPOTHESIS_STATUSES", "Hit", "ResearchAPI", "StrategyVersion"]
 
 STRATEGY_STATUSES: tuple[str, ...] = get_args(StrategyStatus)
 HYPOTHESIS_STATUSES: tuple[str, ...] = get_args(HypothesisStatus)
-# Tool versions share the versions table with strategies; the prefix keeps their names apart.
-_TOOL_VERSION_PREFIX = "tool:"
 
 
 @dataclass(frozen=True)
@@ -107,7 +106,7 @@ def _backtest_summary(name: str | None, version: int | None, value: dict[str, An
 
 
 class ResearchAPI:
-    """Typed calls for the seven research collections, over :class:`~langgraph_memory._typed.TypedItems`.
+    """Typed calls for six research collections, over :class:`~langgraph_memory._typed.TypedItems`.
 
     Example:
         >>> from langgraph_memory.memory import Memory
@@ -326,8 +325,8 @@ class ResearchAPI:
         """
         if not isinstance(name, str) or not name.strip():
             raise ValidationError("a strategy needs a non-empty name; versions are counted per name")
-        if name.startswith(_TOOL_VERSION_PREFIX):
-            raise ValidationError(f"strategy names cannot start with {_TOOL_VERSION_PREFIX!r} (tool versions use it)")
+        if name.startswith(TOOL_VERSION_PREFIX):
+            raise ValidationError(f"strategy names cannot start with {TOOL_VERSION_PREFIX!r} (tool versions use it)")
         _check_choice(status, STRATEGY_STATUSES, "status")
         if hypothesis_id is not None:
             self.typed.ref(hypothesis_id, "hypotheses")
@@ -672,83 +671,6 @@ class ResearchAPI:
             "regimes", query, k=k, filter=flt, min_relevance=min_relevance, include_retired=include_retired
         )
 
-    # ------------------------------------------------------ tool definitions
-
-    def store_tool_definition(
-        self,
-        name: str,
-        description: str,
-        *,
-        kind: str = "tool",
-        parameters: dict[str, Any] | None = None,
-        steps: Sequence[dict[str, Any]] = (),
-        definition: dict[str, Any] | None = None,
-        parent_id: ParentIds = None,
-        tags: Sequence[str] = (),
-        **extra: Any,
-    ) -> ToolDefinition:
-        """Store a tool (its argument JSON Schema in ``parameters``) or a workflow (its ``steps``), as JSON.
-
-        Procedural memory (seed 004). Storing a ``name`` again makes the next
-        ``version``, and the previous version is superseded in the same
-        transaction: searches find the current definition only.
-
-        Example:
-            >>> mem.store_tool_definition("fetch_prices", "Daily closes for a ticker",  # doctest: +SKIP
-            ...     parameters={"type": "object", "properties": {"ticker": {"type": "string"}}, "required": ["ticker"]})
-        """
-        if not isinstance(name, str) or not name.strip():
-            raise ValidationError("a tool definition needs a non-empty name; versions are counted per name")
-        _check_choice(kind, ("tool", "workflow"), "kind")
-        parents = parent_list(parent_id)
-        value = {
-            **extra,
-            "name": name,
-            "description": description,
-            "kind": kind,
-            "parameters": dict(parameters or {}),
-            "steps": [dict(s) for s in steps],
-            "definition": dict(definition or {}),
-            "parent_id": parents[0] if parents else None,
-            "tags": list(tags),
-        }
-        return self.typed.put(  # type: ignore[return-value]
-            "tools", value, [(p, "derived_from") for p in parents],
-            version_name=_TOOL_VERSION_PREFIX + name, supersede_previous=True,
-        )
-
-    def get_tool_definition(self, name: str, version: int | None = None) -> ToolDefinition:
-        """The current definition of the tool or workflow ``name`` (or its ``version``).
-
-        Raises:
-            NotFoundError: no such name or version, or it left the store.
-        """
-        self.typed.check_open()
-        rows = self.typed.lineage.versions(_TOOL_VERSION_PREFIX + name)
-        if version is not None:
-            rows = [r for r in rows if r.version == version]
-        if not rows:
-            raise NotFoundError(f"no tool definition named {name!r}" + (f" with version {version}" if version else ""))
-        return self.typed.get(rows[-1].id)  # type: ignore[return-value]
-
-    def query_tool_definitions(
-        self,
-        query: str,
-        *,
-        k: int = DEFAULT_K,
-        kind: str | None = None,
-        min_relevance: float | None = None,
-        include_retired: bool = False,
-    ) -> list[Hit[ToolDefinition]]:
-        """Current tool and workflow definitions most similar to ``query`` (older versions with ``include_retired``)."""
-        flt = None
-        if kind is not None:
-            _check_choice(kind, ("tool", "workflow"), "kind")
-            flt = {"kind": kind}
-        return self.typed.search(
-            "tools", query, k=k, filter=flt, min_relevance=min_relevance, include_retired=include_retired
-        )
-
     # --------------------------------------------------------- async twins
 
     aget = athread(get)
@@ -769,6 +691,3 @@ class ResearchAPI:
     aresolve_lesson = athread(resolve_lesson)
     astore_market_regime = athread(store_market_regime)
     aquery_market_regimes = athread(query_market_regimes)
-    astore_tool_definition = athread(store_tool_definition)
-    aget_tool_definition = athread(get_tool_definition)
-    aquery_tool_definitions = athread(query_tool_definitions)

@@ -22,8 +22,10 @@ do the graph nodes that write through ``mem.store``.
 explicitly, and it offers their calls directly:
 
 * ``mem.research`` (:class:`~langgraph_memory._research_api.ResearchAPI`):
-  the typed calls of the seven collections (``store_backtest``,
-  ``query_hypotheses``, ``store_tool_definition``, ...);
+  the typed calls of six collections (``store_backtest``,
+  ``query_hypotheses``, ``store_lesson``, ...), and ``mem.procedures``
+  (:class:`~langgraph_memory._procedural_api.ProceduralAPI`) those of the
+  seventh, tool and workflow definitions;
 * ``mem.lifecycle`` (:class:`~langgraph_memory.lifecycle.ItemLifecycle`):
   ``retire``, ``supersede``, ``reinstate``, ``status`` and the hard ``delete``;
 * :meth:`Memory.stats` (:mod:`langgraph_memory.stats`) and
@@ -46,6 +48,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import IndexConfig, TTLConfig
 
+from langgraph_memory._procedural_api import ProceduralAPI
 from langgraph_memory._research_api import (
     HYPOTHESIS_STATUSES,
     STRATEGY_STATUSES,
@@ -148,6 +151,10 @@ def _research(fn: Callable[Concatenate[Any, P], T]) -> Callable[Concatenate[Memo
     return _forward("research", fn)
 
 
+def _procedures(fn: Callable[Concatenate[Any, P], T]) -> Callable[Concatenate[Memory, P], T]:
+    return _forward("procedures", fn)
+
+
 def _lifecycle(fn: Callable[Concatenate[Any, P], T]) -> Callable[Concatenate[Memory, P], T]:
     return _forward("lifecycle", fn)
 
@@ -189,8 +196,10 @@ class Memory:
         self._owns_checkpointer = owns_checkpointer
         self._closed = False
         typed = TypedItems(store, self.lineage_store, scope=self.scope, guard=self._check_open)
-        #: The typed research API of the seven collections; its calls are also Memory's own.
+        #: The typed research API (findings to lessons); its calls are also Memory's own.
         self.research = ResearchAPI(typed)
+        #: Tool and workflow definitions (procedural memory); its calls are also Memory's own.
+        self.procedures = ProceduralAPI(typed)
         #: Retire, supersede, reinstate and hard-delete items.
         self.lifecycle = ItemLifecycle(store, self.lineage_store, self._existing_archiver, guard=self._check_open)
         # The archive's lookup by key; found on first use (see _archived_values) unless set.
@@ -493,9 +502,9 @@ class Memory:
     resolve_lesson = _research(ResearchAPI.resolve_lesson)
     store_market_regime = _research(ResearchAPI.store_market_regime)
     query_market_regimes = _research(ResearchAPI.query_market_regimes)
-    store_tool_definition = _research(ResearchAPI.store_tool_definition)
-    get_tool_definition = _research(ResearchAPI.get_tool_definition)
-    query_tool_definitions = _research(ResearchAPI.query_tool_definitions)
+    store_tool_definition = _procedures(ProceduralAPI.store_tool_definition)
+    get_tool_definition = _procedures(ProceduralAPI.get_tool_definition)
+    query_tool_definitions = _procedures(ProceduralAPI.query_tool_definitions)
 
     aget = _research(ResearchAPI.aget)
     astore_research_finding = _research(ResearchAPI.astore_research_finding)
@@ -515,9 +524,9 @@ class Memory:
     aresolve_lesson = _research(ResearchAPI.aresolve_lesson)
     astore_market_regime = _research(ResearchAPI.astore_market_regime)
     aquery_market_regimes = _research(ResearchAPI.aquery_market_regimes)
-    astore_tool_definition = _research(ResearchAPI.astore_tool_definition)
-    aget_tool_definition = _research(ResearchAPI.aget_tool_definition)
-    aquery_tool_definitions = _research(ResearchAPI.aquery_tool_definitions)
+    astore_tool_definition = _procedures(ProceduralAPI.astore_tool_definition)
+    aget_tool_definition = _procedures(ProceduralAPI.aget_tool_definition)
+    aquery_tool_definitions = _procedures(ProceduralAPI.aquery_tool_definitions)
 
     # ------------------------------------------- async twins of Memory's own
 
