@@ -14,12 +14,20 @@ The graph (LangGraph, checkpointed, one thread per objective):
   graph was compiled with (lessons and past research for the objective).
 * ``research`` measures a seeded synthetic price series (numpy) and stores
   findings and the market regime (reusing identical findings from memory).
-* ``propose`` starts from naive parameters and applies the adjustment each
-  lesson carries (recalled from earlier runs, or learnt in this one).
+* ``propose`` starts from naive parameters, applies the adjustment each
+  lesson carries (recalled from earlier runs, or learnt in this one) and
+  states the hypothesis it will test, derived from the findings and lessons.
 * ``backtest`` runs a momentum strategy; ``record`` stores it as the next
-  version of the strategy with its metrics, linked to what informed it.
-* ``learn`` turns the first failed gate into a lesson tied to the strategy.
-* ``approve`` marks the strategy approved and resolves this run's lessons.
+  version of the strategy (testing the hypothesis) and stores the backtest
+  itself: period, Sharpe, Sortino, drawdown, CAGR, trades, turnover, costs,
+  parameter hash and equity curve.
+* ``learn`` turns the first failed gate into a lesson learnt from that
+  backtest, and marks the hypothesis rejected with the backtest as evidence.
+* ``approve`` marks the strategy approved, the hypothesis confirmed,
+  supersedes an earlier approved version, and resolves this run's lessons.
+
+Lineage runs finding -> hypothesis -> strategy -> backtest -> lesson, and the
+next run's hypothesis derives from those lessons.
 
 The first run fails a few iterations and stores lessons ("lookback too short
 in a volatile regime: whipsaw", ...). The second run recalls them, proposes
@@ -54,6 +62,9 @@ DEFAULT_OBJECTIVE = "Trend-following momentum strategy for a volatile equity ind
 ASSET = "SYNTH"
 # Quality gates a strategy must pass to be proposed for approval.
 GATES = {"max_trades_per_year": 20.0, "max_drawdown": 0.20, "min_sharpe": 0.8}
+# Costs every backtest assumes, per unit of turnover.
+COSTS_BPS = {"commission_bps": 1.0, "slippage_bps": 2.0}
+FIRST_DAY = "2019-01-02"
 # The naive starting point, before any lesson.
 BASE_PARAMS: dict[str, Any] = {"lookback": 10, "vol_target": None, "vol_window": 20}
 RECALL_MIN_RELEVANCE = MIN_RELEVANCE
@@ -83,7 +94,7 @@ def make_prices(seed: int = 7, n: int = 1500) -> np.ndarray:
     return 100.0 * np.exp(np.cumsum(rets))
 
 
-def backtest(prices: np.ndarray, params: dict[str, Any]) -> dict[str, float]:
+def _positions(prices: np.ndarray, params: dict[str, Any]) -> np.ndarray:
     """Long/short on the sign of ``lookback``-day momentum, optionally volatility-targeted."""
     lookback = int(params["lookback"])
     r = np.diff(np.log(prices))
@@ -97,19 +108,48 @@ def backtest(prices: np.ndarray, params: dict[str, Any]) -> dict[str, float]:
         for t in range(window, n):
             vol[t] = r[t - window : t].std() * np.sqrt(252)
         pos = pos * np.where(np.isnan(vol), 0.0, np.minimum(2.0, params["vol_target"] / np.maximum(vol, 1e-6)))
+    return pos
+
+
+def equity_curve(prices: np.ndarray, params: dict[str, Any]) -> np.ndarray:
+    """The strategy's equity (starting at 1.0), after costs."""
+    pos = _positions(prices, params)
+    cost = (COSTS_BPS["commission_bps"] + COSTS_BPS["slippage_bps"]) / 1e4
+    pnl = pos[:-1] * np.diff(np.log(prices)) - cost * np.abs(np.diff(pos, prepend=0.0))[:-1]
+    return np.exp(np.concatenate([[0.0], np.cumsum(pnl)]))
+
+
+def backtest(prices: np.ndarray, params: dict[str, Any]) -> dict[str, float]:
+    """The momentum strategy's metrics on ``prices`` (annualised where it says so)."""
+    pos = _positions(prices, params)
+    r = np.diff(np.log(prices))
     pnl = pos[:-1] * r
     ann_ret, ann_vol = pnl.mean() * 252, pnl.std() * np.sqrt(252)
+    downside = pnl[pnl < 0].std() * np.sqrt(252) if np.any(pnl < 0) else 0.0
     equity = np.exp(np.cumsum(pnl))
+    years = len(r) / 252
     drawdown = float(np.max(1.0 - equity / np.maximum.accumulate(equity)))
     sign = np.sign(pos)
     active = pnl[pos[:-1] != 0]
+    trades = int(np.sum(sign[1:] != sign[:-1]))
     return {
         "sharpe_ratio": round(float(ann_ret / ann_vol) if ann_vol > 0 else 0.0, 3),
+        "sortino_ratio": round(float(ann_ret / downside) if downside > 0 else 0.0, 3),
         "max_drawdown": round(drawdown, 3),
-        "trades_per_year": round(float(np.sum(sign[1:] != sign[:-1])) / (len(r) / 252), 1),
+        "trades": trades,
+        "trades_per_year": round(trades / years, 1),
         "win_rate": round(float(np.mean(active > 0)) if len(active) else 0.0, 3),
         "annual_return": round(float(ann_ret), 3),
+        "cagr": round(float(equity[-1] ** (1 / years) - 1.0), 4),
+        "volatility": round(float(ann_vol), 3),
+        "turnover": round(float(np.abs(np.diff(pos)).sum() / years), 2),
     }
+
+
+def period(prices: np.ndarray) -> tuple[str, str]:
+    """First and last business day of the synthetic series (it starts on ``FIRST_DAY``)."""
+    end = np.busday_offset(FIRST_DAY, len(prices) - 1, roll="forward")
+    return FIRST_DAY, str(end)
 
 
 def _diagnose(metrics: dict[str, float], params: dict[str, Any], regime: str) -> dict[str, Any] | None:
@@ -181,10 +221,12 @@ class ResearchState(TypedDict, total=False):
     regime: dict[str, Any]
     params: dict[str, Any]
     informed_by: list[str]
+    hypothesis_id: str
     metrics: dict[str, float]
     passed: bool
     strategy_id: str
     strategy_version: int
+    backtest_id: str
     new_lesson_ids: list[str]
     history: list[dict[str, Any]]
     status: str
@@ -248,7 +290,23 @@ def build_graph(mem: Memory, *, recall_k: int = 5) -> StateGraph:
 
     def propose(state: ResearchState) -> dict[str, Any]:
         params, used = apply_lessons(BASE_PARAMS, state.get("lessons") or [])
-        return {"params": params, "informed_by": used, "iteration": state.get("iteration", 0) + 1}
+        vt = f", scaled to {params['vol_target']:.0%} volatility," if params.get("vol_target") else ""
+        applied = [lesson["lesson"] for lesson in state.get("lessons") or [] if lesson["id"] in used]
+        hypothesis = mem.store_hypothesis(
+            f"{params['lookback']}-day momentum on {ASSET}{vt} passes the quality gates "
+            f"in a {state['regime']['name']} regime",
+            rationale=" ".join(["Multi-month momentum persists (research findings).", *applied]),
+            confidence=round(min(0.9, 0.4 + 0.15 * len(used)), 2),
+            status="testing",
+            parent_id=list(dict.fromkeys([*state["finding_ids"], *used])),
+            tags=[ASSET],
+        )
+        return {
+            "params": params,
+            "informed_by": used,
+            "hypothesis_id": hypothesis.id,
+            "iteration": state.get("iteration", 0) + 1,
+        }
 
     def run_backtest(state: ResearchState) -> dict[str, Any]:
         metrics = backtest(make_prices(state["seed"]), state["params"])
@@ -256,43 +314,69 @@ def build_graph(mem: Memory, *, recall_k: int = 5) -> StateGraph:
         return {"metrics": metrics, "passed": passed}
 
     def record(state: ResearchState) -> dict[str, Any]:
-        p = state["params"]
+        p, m = state["params"], state["metrics"]
         vt = f", positions scaled to {p['vol_target']:.0%} volatility" if p.get("vol_target") else ""
-        parents = list(dict.fromkeys([*state["finding_ids"], *state.get("informed_by", [])]))
         s = mem.store_strategy(
             strategy_name(state["objective"]),
             f"Momentum on {ASSET}: long/short the sign of {p['lookback']}-day returns{vt}.",
             code="position = sign(price / price.shift(lookback) - 1) * min(2, vol_target / realised_vol)",
             parameters=p,
-            metrics=state["metrics"],
+            metrics=m,
             status="tested",
-            parent_id=parents,
+            hypothesis_id=state["hypothesis_id"],
             asset_class="equity_index",
             time_horizon="swing",
+        )
+        prices = make_prices(state["seed"])
+        start, end = period(prices)
+        b = mem.store_backtest(
+            s.id,
+            period_start=start,
+            period_end=end,
+            universe=[ASSET],
+            sharpe=m["sharpe_ratio"],
+            sortino=m["sortino_ratio"],
+            max_drawdown=m["max_drawdown"],
+            cagr=m["cagr"],
+            volatility=m["volatility"],
+            trades=m["trades"],
+            win_rate=m["win_rate"],
+            turnover=m["turnover"],
+            costs=COSTS_BPS,
+            equity_curve=equity_curve(prices, p).tolist(),
+            passed=state["passed"],
         )
         row = {
             "iteration": state["iteration"],
             "version": s.version,
             "strategy_id": s.id,
+            "backtest_id": b.id,
+            "hypothesis_id": state["hypothesis_id"],
             "params": p,
-            "metrics": state["metrics"],
+            "metrics": m,
             "passed": state["passed"],
             "lesson": None,
         }
-        return {"strategy_id": s.id, "strategy_version": s.version, "history": [*state.get("history", []), row]}
+        return {
+            "strategy_id": s.id,
+            "strategy_version": s.version,
+            "backtest_id": b.id,
+            "history": [*state.get("history", []), row],
+        }
 
     def learn(state: ResearchState) -> dict[str, Any]:
         d = _diagnose(state["metrics"], state["params"], state["regime"]["name"])
         assert d is not None  # routed here only on failure
         lesson = mem.store_lesson(
             d["lesson"],
-            strategy_id=state["strategy_id"],
+            backtest_id=state["backtest_id"],
             iteration=state["iteration"],
             failure_type=d["failure_type"],
             feedback={"metrics": state["metrics"], "gates": GATES, "adjust": d["adjust"]},
             severity="major",
             improvement_applied=", ".join(d["adjust"]),
         )
+        mem.update_hypothesis(state["hypothesis_id"], status="rejected", add_evidence=[state["backtest_id"]])
         history = [dict(r) for r in state["history"]]
         history[-1]["lesson"] = d["lesson"]
         entry = {"id": lesson.id, "lesson": d["lesson"], "adjust": d["adjust"], "source": "this run"}
@@ -314,6 +398,11 @@ def build_graph(mem: Memory, *, recall_k: int = 5) -> StateGraph:
 
     def approve(state: ResearchState) -> dict[str, Any]:
         mem.approve_strategy(state["strategy_id"])
+        mem.update_hypothesis(state["hypothesis_id"], status="confirmed", add_evidence=[state["backtest_id"]])
+        # One approved version per strategy: an earlier approval is superseded (searches stop returning it).
+        for v in mem.versions(strategy_name(state["objective"])):
+            if v.status == "approved" and v.id != state["strategy_id"] and mem.status(v.id) is None:
+                mem.supersede(v.id, state["strategy_id"], "a newer version was approved")
         for lesson_id in state.get("new_lesson_ids") or []:
             mem.resolve_lesson(lesson_id, state["strategy_id"])
         return {"status": "approved"}
@@ -513,8 +602,8 @@ def print_report(report: Report, console: Any | None = None) -> None:
         tree = Tree("[bold]Lineage of the approved strategy[/] (ancestors, root first)")
         for node in report.lineage.ancestors:
             rel = f" [dim]({node.relation})[/]" if node.relation else ""
-            tree.add(f"[magenta]{node.collection}[/] {escape(node.summary)}{rel}")
-        here = tree.add(f"[bold green]this strategy[/] {escape(report.lineage.item.summary)}")
+            tree.add(f"[magenta]{node.collection}[/] {escape(node.label)}{rel}")
+        here = tree.add(f"[bold green]this strategy[/] {escape(report.lineage.item.label)}")
         _add_children(here, report.lineage.descendants)
         console.print(tree)
     if report.versions:
@@ -526,7 +615,7 @@ def _add_children(branch: Any, node: LineageTree) -> None:
         from rich.markup import escape
 
         sub = branch.add(
-            f"[magenta]{child.node.collection}[/] {escape(child.node.summary)} [dim]({child.node.relation})[/]"
+            f"[magenta]{child.node.collection}[/] {escape(child.node.label)} [dim]({child.node.relation})[/]"
         )
         _add_children(sub, child)
 

@@ -11,7 +11,8 @@ The pieces, each usable alone:
 
 * :class:`ChromaStore` - a LangGraph ``BaseStore`` over typed Chroma collections;
 * :class:`SqliteCheckpointer` - a ``BaseCheckpointSaver`` for sync and async graphs;
-* :class:`Memory` - one data directory: store, checkpointer, typed research API, lineage, archiver;
+* :class:`Memory` - one data directory: store, checkpointer, typed research API (seven collections), lineage,
+  retire/supersede/delete, stats, decay cleanup, archiver;
 * :func:`recall_node`, :func:`store_node`, :func:`create_recall_tool`, :func:`create_store_tool` - memory in graphs;
 * :class:`Archiver`, :func:`schedule_archival` - stale memories to compressed, searchable archives;
 * :func:`export_bundle`, :func:`import_bundle` - share bundles between data directories and teammates.
@@ -22,15 +23,21 @@ server (:mod:`langgraph_memory.mcp_server`, ``langgraph-memory mcp``).
 
 from __future__ import annotations
 
+from langgraph_memory._procedural_api import ProceduralAPI
+from langgraph_memory._research_api import ResearchAPI
 from langgraph_memory.archive import Archiver, schedule_archival
 from langgraph_memory.bundle import export_bundle, import_bundle
+from langgraph_memory.catalog.status import ItemStatus
 from langgraph_memory.checkpoint import SqliteCheckpointer
 from langgraph_memory.config import Settings
+from langgraph_memory.decay import DecayReport
 from langgraph_memory.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings, default_embeddings
 from langgraph_memory.errors import LangGraphMemoryError
+from langgraph_memory.lifecycle import DeleteReport
 from langgraph_memory.lineage import Lineage
 from langgraph_memory.memory import Hit, Memory, StrategyVersion
 from langgraph_memory.nodes import recall_node, store_node
+from langgraph_memory.stats import CollectionStats, MemoryStats
 from langgraph_memory.store import ChromaStore
 from langgraph_memory.tools import create_recall_tool, create_store_tool
 
@@ -48,7 +55,14 @@ __all__ = [
     "create_store_tool",
     "Hit",
     "StrategyVersion",
+    "ResearchAPI",
+    "ProceduralAPI",
     "Lineage",
+    "ItemStatus",
+    "DeleteReport",
+    "MemoryStats",
+    "CollectionStats",
+    "DecayReport",
     "Settings",
     "SentenceTransformerEmbeddings",
     "CachedEmbeddings",

@@ -3,11 +3,16 @@
 The first label of a namespace picks the Chroma collection an item lives in::
 
     ("research", ...)   -> research_findings   (embeds "content")
+    ("hypotheses", ...) -> hypotheses          (embeds "statement")
     ("strategies", ...) -> strategy_library    (embeds "description")
+    ("backtests", ...)  -> backtest_results    (embeds "summary")
     ("lessons", ...)    -> lessons_learned     (embeds "lesson")
     ("regimes", ...)    -> market_regimes      (embeds "description")
     ("tools", ...)      -> tool_definitions    (embeds "description")
     anything else       -> memories            (embeds the store's index fields)
+
+These are seed 004's seven collections; a trading-research graph writes
+hypothesis -> strategy -> backtest -> lesson on every iteration.
 
 Values written to a typed collection are checked against its pydantic
 schema (built from seed 004); unknown fields are kept as they are::
@@ -20,24 +25,35 @@ schema (built from seed 004); unknown fields are kept as they are::
 
 from __future__ import annotations
 
+import hashlib
+import json
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Literal
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from langgraph_memory.config import ARCHIVE_AFTER_DAYS, LOW_CONFIDENCE_THRESHOLD
+from langgraph_memory.config import ARCHIVE_AFTER_DAYS, EQUITY_CURVE_POINTS, LOW_CONFIDENCE_THRESHOLD
 from langgraph_memory.errors import NotFoundError, ValidationError
 
 __all__ = [
     "CollectionSpec",
     "RetentionPolicy",
     "ResearchFinding",
+    "Hypothesis",
+    "HypothesisStatus",
     "Strategy",
+    "StrategyStatus",
+    "BacktestResult",
+    "BacktestCosts",
+    "EquityCurve",
     "Lesson",
     "MarketRegime",
     "ToolDefinition",
+    "parameter_hash",
     "COLLECTIONS",
     "GENERAL",
     "collection_for",
@@ -90,6 +106,32 @@ class ResearchFinding(_Schema):
     _check_dates = field_validator("created_at", "updated_at")(_iso_datetime)
 
 
+HypothesisStatus = Literal["proposed", "testing", "confirmed", "rejected"]
+
+
+class Hypothesis(_Schema):
+    """A testable claim about a market (collection ``hypotheses``); ``statement`` is embedded.
+
+    It moves ``proposed`` -> ``testing`` -> ``confirmed`` or ``rejected`` as
+    evidence comes in; ``evidence_ids`` name the findings and backtests that
+    bear on it (any items, older or newer: they are not lineage edges).
+    """
+
+    statement: str = Field(min_length=1)
+    rationale: str | None = None
+    status: HypothesisStatus = "proposed"
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    evidence_ids: list[str] = Field(default_factory=list)
+    id: str | None = None
+    parent_id: str | None = None
+    session_id: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    created_at: str | None = None
+    updated_at: str | None = None
+
+    _check_dates = field_validator("created_at", "updated_at")(_iso_datetime)
+
+
 StrategyStatus = Literal["draft", "tested", "approved", "deprecated"]
 
 
@@ -102,6 +144,7 @@ class Strategy(_Schema):
     parent_id: str | None = None
     version: int | None = Field(default=None, ge=1)
     status: StrategyStatus = "draft"
+    hypothesis_id: str | None = None
     asset_class: str | None = None
     time_horizon: str | None = None
     sharpe_ratio: float | None = None
@@ -117,6 +160,102 @@ class Strategy(_Schema):
     _check_dates = field_validator("created_at", "approved_at")(_iso_datetime)
 
 
+def parameter_hash(parameters: dict[str, Any]) -> str:
+    """A short, stable hash of strategy parameters (key order does not matter): finds identical runs.
+
+    Example:
+        >>> parameter_hash({"lookback": 60, "vol_target": 0.1}) == parameter_hash({"vol_target": 0.1, "lookback": 60})
+        True
+    """
+    canonical = json.dumps(parameters, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+class BacktestCosts(_Schema):
+    """Trading costs a backtest assumed and paid."""
+
+    commission_bps: float | None = Field(default=None, ge=0.0)
+    slippage_bps: float | None = Field(default=None, ge=0.0)
+    #: costs paid over the whole backtest, as a fraction of starting capital.
+    total: float | None = Field(default=None, ge=0.0)
+
+
+class EquityCurve(_Schema):
+    """An equity curve kept small: its statistics and ``points`` evenly spaced values (start = 1.0)."""
+
+    start: float
+    end: float
+    peak: float
+    trough: float
+    length: int = Field(ge=1)
+    points: list[float] = Field(default_factory=list)
+
+    @classmethod
+    def from_values(cls, values: Sequence[float], *, points: int = EQUITY_CURVE_POINTS) -> EquityCurve:
+        """Summarise a full equity curve (values are rescaled so it starts at 1.0).
+
+        Example:
+            >>> curve = EquityCurve.from_values([100, 110, 90, 105, 120], points=3)
+            >>> curve.points, curve.trough, curve.length
+            ([1.0, 0.9, 1.2], 0.9, 5)
+        """
+        vals = [float(v) for v in values]
+        if not vals or any(not math.isfinite(v) for v in vals) or vals[0] == 0:
+            raise ValueError("an equity curve needs finite values and a non-zero start")
+        base = vals[0]
+        scaled = [v / base for v in vals]
+        n = max(2, int(points))
+        idx = sorted({round(i * (len(scaled) - 1) / (n - 1)) for i in range(n)}) if len(scaled) > 1 else [0]
+        return cls(
+            start=1.0, end=round(scaled[-1], 6), peak=round(max(scaled), 6), trough=round(min(scaled), 6),
+            length=len(scaled), points=[round(scaled[i], 6) for i in idx],
+        )
+
+
+class BacktestResult(_Schema):
+    """One backtest of one strategy version (collection ``backtest_results``); ``summary`` is embedded.
+
+    Performance is annualised where it says so; ``max_drawdown`` is a
+    positive fraction (0.18 = 18 %), ``turnover`` the annual one-way turnover
+    as a multiple of capital. ``parameter_hash`` identifies the parameter set
+    (:func:`parameter_hash`), so identical runs can be found.
+    """
+
+    summary: str = Field(min_length=1)
+    strategy_id: str | None = None
+    strategy_name: str | None = None
+    strategy_version: int | None = Field(default=None, ge=1)
+    period_start: str | None = None
+    period_end: str | None = None
+    universe: list[str] = Field(default_factory=list)
+    sharpe: float | None = None
+    sortino: float | None = None
+    max_drawdown: float | None = Field(default=None, ge=0.0)
+    cagr: float | None = None
+    volatility: float | None = Field(default=None, ge=0.0)
+    trades: int | None = Field(default=None, ge=0)
+    win_rate: float | None = Field(default=None, ge=0.0, le=1.0)
+    turnover: float | None = Field(default=None, ge=0.0)
+    costs: BacktestCosts | None = None
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    parameter_hash: str | None = None
+    equity_curve: EquityCurve | None = None
+    passed: bool | None = None
+    id: str | None = None
+    parent_id: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    created_at: str | None = None
+
+    _check_dates = field_validator("created_at")(_iso_datetime)
+    _check_period = field_validator("period_start", "period_end")(_iso_date)
+
+    @model_validator(mode="after")
+    def _period_in_order(self) -> BacktestResult:
+        if self.period_start and self.period_end and self.period_end[:10] < self.period_start[:10]:
+            raise ValueError(f"period_end {self.period_end} is before period_start {self.period_start}")
+        return self
+
+
 class Lesson(_Schema):
     """A lesson learned (collection ``lessons_learned``); ``lesson`` is embedded."""
 
@@ -124,6 +263,7 @@ class Lesson(_Schema):
     id: str | None = None
     parent_id: str | None = None
     strategy_id: str | None = None
+    backtest_id: str | None = None
     iteration: int | None = Field(default=None, ge=0)
     failure_type: str | None = None
     severity: Literal["minor", "major", "critical"] = "major"
@@ -155,14 +295,28 @@ class MarketRegime(_Schema):
 
 
 class ToolDefinition(_Schema):
-    """A tool or workflow definition (collection ``tool_definitions``); ``description`` is embedded."""
+    """A tool or workflow definition (collection ``tool_definitions``); ``description`` is embedded.
+
+    Procedural memory, stored as JSON (seed 004): a ``tool`` has its argument
+    schema in ``parameters`` (JSON Schema, as LLM tool calling takes it); a
+    ``workflow`` lists its ``steps`` (each a dict, e.g. ``{"tool": ..., "args":
+    {...}}``). ``definition`` holds anything else verbatim. Storing a name
+    again makes the next ``version`` and supersedes the previous one.
+    """
 
     description: str = Field(min_length=1)
     name: str | None = Field(default=None, min_length=1)
+    kind: Literal["tool", "workflow"] = "tool"
+    version: int | None = Field(default=None, ge=1)
     id: str | None = None
     parent_id: str | None = None
     parameters: dict[str, Any] = Field(default_factory=dict)
+    steps: list[dict[str, Any]] = Field(default_factory=list)
+    definition: dict[str, Any] = Field(default_factory=dict)
     tags: list[str] = Field(default_factory=list)
+    created_at: str | None = None
+
+    _check_dates = field_validator("created_at")(_iso_datetime)
 
 
 @dataclass(frozen=True)
@@ -236,7 +390,9 @@ COLLECTIONS: dict[str, CollectionSpec] = {
             "content",
             RetentionPolicy(ARCHIVE_AFTER_DAYS, field="confidence", below=LOW_CONFIDENCE_THRESHOLD),
         ),
+        CollectionSpec("hypotheses", "hypotheses", Hypothesis, "statement"),
         CollectionSpec("strategy_library", "strategies", Strategy, "description"),
+        CollectionSpec("backtest_results", "backtests", BacktestResult, "summary"),
         CollectionSpec("lessons_learned", "lessons", Lesson, "lesson", RetentionPolicy(ARCHIVE_AFTER_DAYS)),
         CollectionSpec("market_regimes", "regimes", MarketRegime, "description"),
         CollectionSpec("tool_definitions", "tools", ToolDefinition, "description"),

@@ -15,6 +15,10 @@ The config file is TOML, found at ``$LANGGRAPH_MEMORY_CONFIG``, else
     data_dir = "/var/lib/agent-memory"
     embedding_model = "sentence-transformers/all-MiniLM-L6-v2"
     lock_timeout = 30
+
+``lock_timeout`` is the one name, everywhere (store, checkpointer, lineage,
+archive), for how long to wait for another process's write before raising
+:class:`~langgraph_memory.errors.LockTimeoutError`.
 """
 
 from __future__ import annotations
@@ -30,8 +34,10 @@ from langgraph_memory.errors import ConfigError
 __all__ = [
     "Settings",
     "resolve_embedding_model",
+    "resolve_lock_timeout",
     "DATA_DIR_ENV",
     "EMBEDDING_MODEL_ENV",
+    "LOCK_TIMEOUT_ENV",
     "CONFIG_FILE_ENV",
     "DEFAULT_DATA_DIR",
     "DEFAULT_EMBEDDING_MODEL",
@@ -48,17 +54,21 @@ __all__ = [
     "MAX_SEARCH_LIMIT",
     "MCP_PORT",
     "MCP_TOKEN_ENV",
+    "RETIRED_ARCHIVE_AFTER_DAYS",
+    "SUPERSEDED_ARCHIVE_AFTER_DAYS",
+    "EQUITY_CURVE_POINTS",
 ]
 
 DATA_DIR_ENV = "LANGGRAPH_MEMORY_DIR"
 EMBEDDING_MODEL_ENV = "EMBEDDING_MODEL"
+LOCK_TIMEOUT_ENV = "LANGGRAPH_MEMORY_LOCK_TIMEOUT"
 CONFIG_FILE_ENV = "LANGGRAPH_MEMORY_CONFIG"
 
 DEFAULT_DATA_DIR = "./memory"
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
-# File names inside the data directory (the catalog; the lineage file of older versions) and its
-# archive folder (the manifest).
+# File names inside the data directory (the catalog; the lineage file of version 0.1, imported into
+# the catalog on first open) and its archive folder (the manifest).
 CATALOG_FILE = "catalog.sqlite"
 LINEAGE_FILE = "lineage.sqlite"
 MANIFEST_FILE = "manifest.sqlite"
@@ -80,6 +90,12 @@ MAX_SEARCH_LIMIT = 20
 # The MCP server's HTTP port, and the environment variable holding its bearer token.
 MCP_PORT = 8765
 MCP_TOKEN_ENV = "LANGGRAPH_MEMORY_MCP_TOKEN"
+# Issue 11: a retired item (soft-deleted) is archivable at once; a superseded one after the seed's
+# 90 idle days, in every collection (also those kept forever otherwise: strategies, regimes, tools).
+RETIRED_ARCHIVE_AFTER_DAYS = 0.0
+SUPERSEDED_ARCHIVE_AFTER_DAYS = 90.0
+# A backtest's equity curve is kept as this many evenly spaced points (plus its statistics).
+EQUITY_CURVE_POINTS = 20
 
 _CONFIG_FILE_CANDIDATES = (
     Path("langgraph-memory.toml"),
@@ -117,6 +133,29 @@ def _read_config_file() -> dict[str, Any]:
     return dict(data.get("langgraph_memory", data))
 
 
+def resolve_lock_timeout(lock_timeout: float | None = None) -> float:
+    """The lock timeout in seconds: argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT`` > config file > 30.
+
+    Example:
+        >>> resolve_lock_timeout(5)
+        5.0
+    """
+    return _resolve_lock_timeout(lock_timeout, None)
+
+
+def _resolve_lock_timeout(lock_timeout: Any, file_cfg: dict[str, Any] | None) -> float:
+    value = lock_timeout if lock_timeout is not None else os.environ.get(LOCK_TIMEOUT_ENV)
+    if value is None or value == "":
+        value = (_read_config_file() if file_cfg is None else file_cfg).get("lock_timeout", LOCK_TIMEOUT_SECONDS)
+    try:
+        timeout = float(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"lock_timeout must be a number of seconds, got {value!r}") from exc
+    if not timeout > 0:
+        raise ConfigError(f"lock_timeout must be positive, got {timeout}")
+    return timeout
+
+
 def resolve_embedding_model(model: str | None = None) -> str:
     """The embedding model name: argument > ``EMBEDDING_MODEL`` > config file > default."""
     return _resolve_embedding_model(model, None)
@@ -135,7 +174,9 @@ class Settings:
     """Resolved settings for one data directory.
 
     Use :meth:`resolve` rather than the constructor so that environment and
-    config file are consulted.
+    config file are consulted. :class:`~langgraph_memory.memory.Memory`
+    resolves them once and hands the same object to the store, the
+    checkpointer and the archiver (``mem.settings is mem.store.settings``).
     """
 
     data_dir: Path
@@ -158,13 +199,7 @@ class Settings:
             else os.environ.get(DATA_DIR_ENV) or file_cfg.get("data_dir") or DEFAULT_DATA_DIR
         )
         model = _resolve_embedding_model(embedding_model, file_cfg)
-        timeout = lock_timeout if lock_timeout is not None else file_cfg.get("lock_timeout", LOCK_TIMEOUT_SECONDS)
-        try:
-            timeout = float(timeout)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"lock_timeout must be a number of seconds, got {timeout!r}") from exc
-        if timeout <= 0:
-            raise ConfigError(f"lock_timeout must be positive, got {timeout}")
+        timeout = _resolve_lock_timeout(lock_timeout, file_cfg)
         path = Path(raw_dir).expanduser()
         if path.exists() and not path.is_dir():
             raise ConfigError(f"data directory {path} exists and is not a directory; choose another path.")
@@ -187,7 +222,7 @@ class Settings:
 
     @property
     def lineage_path(self) -> Path:
-        """SQLite file of the lineage (parents, children, strategy versions)."""
+        """The lineage file of version 0.1; lineage now lives in :attr:`catalog_path` (imported on first open)."""
         return self.data_dir / LINEAGE_FILE
 
     @property

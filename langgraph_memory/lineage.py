@@ -35,7 +35,8 @@ from typing import Any, Literal
 from langgraph_memory.catalog import Catalog
 from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog.lineage import Edge, ItemRef, VersionRow
-from langgraph_memory.config import CATALOG_FILE, LOCK_TIMEOUT_SECONDS
+from langgraph_memory.catalog.status import ItemStatus
+from langgraph_memory.config import CATALOG_FILE, resolve_lock_timeout
 from langgraph_memory.errors import LineageError, NotFoundError
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "ItemRef",
     "VersionRow",
     "LineageNode",
+    "NodeSummary",
     "LineageTree",
     "Lineage",
     "build_lineage",
@@ -56,9 +58,12 @@ class LineageNode:
 
     ``status`` is ``"live"`` (in the store), ``"archived"`` (found in the
     archive) or ``"unknown"`` (neither: deleted, or archived with no archive
-    lookup available). ``relation`` is how this node relates to the one it
-    was reached from (for ancestors: set on direct parents only); ``depth``
-    counts hops from the item asked about (negative for ancestors).
+    lookup available). ``lifecycle`` is ``"active"``, ``"retired"`` or
+    ``"superseded"`` (then ``superseded_by`` names the replacement), with
+    the ``reason`` given; retired and superseded items stay in lineage.
+    ``relation`` is how this node relates to the one it was reached from
+    (for ancestors: set on direct parents only); ``depth`` counts hops from
+    the item asked about (negative for ancestors).
     """
 
     id: str
@@ -70,6 +75,9 @@ class LineageNode:
     depth: int = 0
     name: str | None = None
     version: int | None = None
+    lifecycle: Literal["active", "retired", "superseded"] = "active"
+    reason: str | None = None
+    superseded_by: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for JSON (the CLI's ``--json``, the MCP server)."""
@@ -77,8 +85,27 @@ class LineageNode:
             "id": self.id, "collection": self.collection,
             "namespace": list(self.namespace) if self.namespace is not None else None,
             "summary": self.summary, "status": self.status, "relation": self.relation, "depth": self.depth,
-            "name": self.name, "version": self.version,
+            "name": self.name, "version": self.version, "lifecycle": self.lifecycle, "reason": self.reason,
+            "superseded_by": self.superseded_by,
         }
+
+    @property
+    def label(self) -> str:
+        """The summary with its state: ``"... [retired: reason]"``, ``"... [superseded by <id>]"``."""
+        if self.lifecycle == "retired":
+            return f"{self.summary} [retired{': ' + self.reason if self.reason else ''}]"
+        if self.lifecycle == "superseded":
+            return f"{self.summary} [superseded by {self.superseded_by}]"
+        return self.summary
+
+
+@dataclass(frozen=True)
+class NodeSummary:
+    """What a summariser says about one item: its summary, where it is, and its retired/superseded state."""
+
+    summary: str
+    status: Literal["live", "archived", "unknown"]
+    standing: ItemStatus | None = None
 
 
 @dataclass
@@ -150,7 +177,8 @@ class LineageStore:
 
     Args:
         catalog: a ``Catalog``, or the path of a catalog file.
-        busy_timeout: seconds to wait for another writer (when opening a path).
+        lock_timeout: seconds to wait for another writer when opening a path
+            (argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT`` > config file > 30).
 
     Example:
         >>> import tempfile, os
@@ -162,12 +190,12 @@ class LineageStore:
         >>> lin.close()
     """
 
-    def __init__(self, catalog: Catalog | str | os.PathLike[str], *, busy_timeout: float = LOCK_TIMEOUT_SECONDS) -> None:
+    def __init__(self, catalog: Catalog | str | os.PathLike[str], *, lock_timeout: float | None = None) -> None:
         if isinstance(catalog, Catalog):
             self.catalog = catalog
             self._owns = False
         else:
-            self.catalog = Catalog(Path(catalog).expanduser(), timeout=busy_timeout)
+            self.catalog = Catalog(Path(catalog).expanduser(), timeout=resolve_lock_timeout(lock_timeout))
             self._owns = True
         self.path = self.catalog.path
 
@@ -243,6 +271,22 @@ class LineageStore:
     def register_in(conn: sqlite3.Connection, item_id: str, collection: str, namespace: Sequence[str], **kwargs: Any) -> int | None:
         """:meth:`register` inside the caller's write transaction on the same catalog."""
         return _lin.register(conn, item_id, collection, namespace, **kwargs)
+
+    @staticmethod
+    def link_in(conn: sqlite3.Connection, child_id: str, parent_id: str, relation: str = "derived_from") -> Edge:
+        """:meth:`link` inside the caller's write transaction (raises before writing anything)."""
+        return _lin.link(conn, child_id, parent_id, relation)
+
+    @staticmethod
+    def forget_in(conn: sqlite3.Connection, item_ids: Sequence[str]) -> None:
+        """:meth:`forget` inside the caller's write transaction (a hard delete of the items)."""
+        _lin.forget(conn, item_ids)
+
+    @staticmethod
+    def version_in(conn: sqlite3.Connection, name: str, version: int) -> ItemRef | None:
+        """The item that is version ``version`` of ``name``, read inside the caller's transaction."""
+        item_id = _lin.version_id(conn, name, version)
+        return _lin.node(conn, item_id) if item_id is not None else None
 
     def link(self, child_id: str, parent_id: str, relation: str = "derived_from") -> Edge:
         """Record that ``child_id`` came from ``parent_id``; both must be registered.
@@ -320,8 +364,8 @@ class LineageStore:
             return _lin.edge_count(conn)
 
 
-# A summariser gets the refs of items and returns, per id it knows, (summary, status).
-Summarizer = Callable[[list[ItemRef]], dict[str, tuple[str, str]]]
+# A summariser gets the refs of items and returns, per id it knows, its summary and states.
+Summarizer = Callable[[list[ItemRef]], dict[str, NodeSummary]]
 
 
 def build_lineage(lineage: LineageStore, item_id: str, summarize: Summarizer, *, max_nodes: int = 2000) -> Lineage:
@@ -356,17 +400,21 @@ def build_lineage(lineage: LineageStore, item_id: str, summarize: Summarizer, *,
 
     def node(ref_id: str, relation: str | None, depth: int) -> LineageNode:
         ref = refs.get(ref_id)
-        summary, status = summaries.get(ref_id, (ref_id, "unknown"))
+        info = summaries.get(ref_id) or NodeSummary(ref_id, "unknown")
+        st = info.standing
         return LineageNode(
             id=ref_id,
             collection=ref.collection if ref else None,
             namespace=ref.namespace if ref else None,
-            summary=summary,
-            status=status,  # type: ignore[arg-type]
+            summary=info.summary,
+            status=info.status,
             relation=relation,
             depth=depth,
             name=ref.name if ref else None,
             version=ref.version if ref else None,
+            lifecycle=st.status if st is not None else "active",
+            reason=st.reason if st is not None else None,
+            superseded_by=st.superseded_by if st is not None else None,
         )
 
     parents = lineage.parents(item_id)

@@ -1,4 +1,4 @@
-"""Memory: one data directory, handing out the store, the checkpointer and the archiver.
+"""Memory: the one owner of a data directory, handing out the store, the checkpointer and the archiver.
 
 ::
 
@@ -11,52 +11,68 @@
                                       parameters={"lookback": 20}, parent_id=finding.id)
         print(mem.lineage(strategy.id).ancestor_ids)          # [finding.id]
 
-Besides the LangGraph pieces, ``Memory`` carries the typed research API of
-seed 004 (findings, strategies with versions, lessons, market regimes). Its
-records are ordinary store items in the typed namespaces (``("research",)``,
-``("strategies",)``, ``("lessons",)``, ``("regimes",)``, plus the optional
-``scope`` labels), keyed by UUID; their lineage lives in the store's catalog
-(``<data_dir>/catalog.sqlite``, see :mod:`langgraph_memory.lineage`), written
-in the same transaction as the item. Every method has an async twin with an
-``a`` prefix.
+``Memory.open`` resolves the :class:`~langgraph_memory.config.Settings`
+once and builds everything from them: the store (and its catalog, which
+holds the lineage), the checkpointer, and on first use the archiver. All of
+them share that one settings object and the store's one
+:class:`~langgraph_memory.lineage.LineageStore` (``mem.lineage_store``), as
+do the graph nodes that write through ``mem.store``.
 
-This module holds the lifecycle (open, close, compile), the archive hooks and
-the lineage view; the typed research API and its result types (:class:`Hit`,
-:class:`StrategyVersion`) are defined in :mod:`langgraph_memory._research_api`,
-which ``Memory`` inherits from, and are re-exported here.
+``Memory`` is composed of parts that each take their collaborators
+explicitly, and it offers their calls directly:
+
+* ``mem.research`` (:class:`~langgraph_memory._research_api.ResearchAPI`):
+  the typed calls of six collections (``store_backtest``,
+  ``query_hypotheses``, ``store_lesson``, ...), and ``mem.procedures``
+  (:class:`~langgraph_memory._procedural_api.ProceduralAPI`) those of the
+  seventh, tool and workflow definitions;
+* ``mem.lifecycle`` (:class:`~langgraph_memory.lifecycle.ItemLifecycle`):
+  ``retire``, ``supersede``, ``reinstate``, ``status`` and the hard ``delete``;
+* :meth:`Memory.stats` (:mod:`langgraph_memory.stats`) and
+  :meth:`Memory.cleanup_decayed` (:mod:`langgraph_memory.decay`);
+* :meth:`Memory.lineage`, with each item's summary and state.
+
+Every call has an async twin with an ``a`` prefix and the same arguments.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
-from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from langchain_core.embeddings import Embeddings
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import IndexConfig, TTLConfig
 
+from langgraph_memory._procedural_api import ProceduralAPI
 from langgraph_memory._research_api import (
+    HYPOTHESIS_STATUSES,
     STRATEGY_STATUSES,
     Hit,
     ResearchAPI,
     StrategyVersion,
 )
+from langgraph_memory._typed import TypedItems, athread
 from langgraph_memory.collections import COLLECTIONS, collection_by_name
 from langgraph_memory.config import Settings
+from langgraph_memory.decay import DecayReport, cleanup_decayed
 from langgraph_memory.errors import ConfigError
-from langgraph_memory.lineage import (
-    ItemRef,
-    Lineage,
-    LineageStore,
-    build_lineage,
-)
+from langgraph_memory.lifecycle import ItemLifecycle
+from langgraph_memory.lineage import ItemRef, Lineage, LineageStore, NodeSummary, build_lineage
+from langgraph_memory.ranking import TemporalConfig
+from langgraph_memory.stats import MemoryStats, collect_stats
 from langgraph_memory.store import ChromaStore
 
-__all__ = ["Memory", "Hit", "StrategyVersion", "STRATEGY_STATUSES"]
+__all__ = ["Memory", "Hit", "StrategyVersion", "STRATEGY_STATUSES", "HYPOTHESIS_STATUSES"]
 
 logger = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 _SUMMARY_CHARS = 100
 
@@ -84,11 +100,6 @@ def _clip(text: str, n: int = _SUMMARY_CHARS) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _label(collection: str) -> str:
-    """The namespace label of a collection (its name for the general one)."""
-    return collection_by_name(collection).label or collection
-
-
 def _summary(label: str, value: dict[str, Any]) -> str:
     spec = COLLECTIONS.get(label)
     text = str(value.get(spec.embed_field, "")) if spec and spec.embed_field else ""
@@ -98,17 +109,62 @@ def _summary(label: str, value: dict[str, Any]) -> str:
     if label == "lessons":
         state = "resolved" if value.get("resolved") else "open"
         return _clip(f"[{state}] {text}")
+    if label == "hypotheses":
+        return _clip(f"[{value.get('status', 'proposed')}] {text}")
+    if label == "backtests":
+        head = f"v{value.get('strategy_version') or '?'} backtest"
+        if value.get("passed") is not None:
+            head += " [passed]" if value["passed"] else " [failed]"
+        stats = [
+            f"{name} {fmt.format(value[field])}"
+            for field, name, fmt in (("sharpe", "Sharpe", "{:.2f}"), ("max_drawdown", "max DD", "{:.0%}"),
+                                     ("cagr", "CAGR", "{:.1%}"), ("trades", "trades", "{}"))
+            if isinstance(value.get(field), (int, float))
+        ]
+        return _clip(f"{head}: {', '.join(stats)}" if stats else f"{head}: {text}")
+    if label == "tools":
+        return _clip(f"{value.get('name') or 'tool'} v{value.get('version') or '?'} [{value.get('kind', 'tool')}]: {text}")
     if not text:
         text = str(value.get("content") or value.get("text") or value)
     return _clip(text)
 
 
-class Memory(ResearchAPI):
-    """One data directory: the store, the checkpointer, lineage, and the typed research API.
+def _forward(part: str, fn: Callable[Concatenate[Any, P], T]) -> Callable[Concatenate[Memory, P], T]:
+    """A Memory method calling the same-named method of its part ``part`` (signature and docstring kept)."""
+    name = fn.__name__
+    if asyncio.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def acall(self: Memory, *args: P.args, **kwargs: P.kwargs) -> Any:
+            return await getattr(getattr(self, part), name)(*args, **kwargs)
+
+        return acall  # type: ignore[return-value]
+
+    @functools.wraps(fn)
+    def call(self: Memory, *args: P.args, **kwargs: P.kwargs) -> T:
+        return getattr(getattr(self, part), name)(*args, **kwargs)  # type: ignore[no-any-return]
+
+    return call
+
+
+def _research(fn: Callable[Concatenate[Any, P], T]) -> Callable[Concatenate[Memory, P], T]:
+    return _forward("research", fn)
+
+
+def _procedures(fn: Callable[Concatenate[Any, P], T]) -> Callable[Concatenate[Memory, P], T]:
+    return _forward("procedures", fn)
+
+
+def _lifecycle(fn: Callable[Concatenate[Any, P], T]) -> Callable[Concatenate[Memory, P], T]:
+    return _forward("lifecycle", fn)
+
+
+class Memory:
+    """One data directory: the store, the checkpointer, lineage, the typed research API, stats and cleanup.
 
     Build it with :meth:`open`. Closing it (or leaving its ``with`` block)
-    flushes and closes the store, the checkpointer if Memory opened it, the
-    lineage file and any archival scheduler.
+    flushes and closes the store and the checkpointer if Memory opened them,
+    the archiver and any archival scheduler.
 
     Example:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -116,31 +172,40 @@ class Memory(ResearchAPI):
         >>> with Memory.open(tempfile.mkdtemp(), embeddings=DeterministicFakeEmbedding(size=16)) as mem:
         ...     f = mem.store_research_finding("Volatility clusters", source="technical", confidence=0.9)
         ...     s = mem.store_strategy("vol-breakout", "Trade breakouts after calm weeks", parent_id=f.id)
-        ...     mem.lineage(s.id).ancestor_ids == [f.id]
-        True
+        ...     mem.lineage(s.id).ancestor_ids == [f.id], mem.settings is mem.store.settings
+        (True, True)
     """
 
     def __init__(
         self,
         store: ChromaStore,
         checkpointer: BaseCheckpointSaver,
-        lineage: LineageStore,
         *,
-        settings: Settings,
         scope: str | Sequence[str] | None = None,
+        owns_store: bool = True,
         owns_checkpointer: bool = True,
     ) -> None:
         self.store = store
         self.checkpointer = checkpointer
-        self.lineage_store = lineage
-        self.settings = settings
+        #: The settings every part was built from (the store's: one object per data directory).
+        self.settings: Settings = store.settings
+        #: The one lineage of the data directory (in the store's catalog), shared with nodes and the archiver.
+        self.lineage_store: LineageStore = store.lineage
         self.scope = _scope(scope)
+        self._owns_store = owns_store
         self._owns_checkpointer = owns_checkpointer
-        # The archive's lookup by key; found on first use (see _find_archive_lookup) unless set.
+        self._closed = False
+        typed = TypedItems(store, self.lineage_store, scope=self.scope, guard=self._check_open)
+        #: The typed research API (findings to lessons); its calls are also Memory's own.
+        self.research = ResearchAPI(typed)
+        #: Tool and workflow definitions (procedural memory); its calls are also Memory's own.
+        self.procedures = ProceduralAPI(typed)
+        #: Retire, supersede, reinstate and hard-delete items.
+        self.lifecycle = ItemLifecycle(store, self.lineage_store, self._existing_archiver, guard=self._check_open)
+        # The archive's lookup by key; found on first use (see _archived_values) unless set.
         self._archive_lookup: Callable[[list[str]], dict[str, dict[str, Any]]] | None = None
         self._archiver: Any | None = None
         self._scheduler: Any | None = None
-        self._closed = False
 
     # ----------------------------------------------------------- lifecycle
 
@@ -150,8 +215,11 @@ class Memory(ResearchAPI):
         data_dir: str | os.PathLike[str] | None = None,
         *,
         embeddings: Embeddings | Literal[False] | None = None,
-        chroma_client: Any | None = None,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        store: ChromaStore | None = None,
         checkpointer: BaseCheckpointSaver | None = None,
+        chroma_client: Any | None = None,
         scope: str | Sequence[str] | None = None,
         lock_timeout: float | None = None,
     ) -> Memory:
@@ -159,41 +227,58 @@ class Memory(ResearchAPI):
 
         Args:
             data_dir: argument > ``LANGGRAPH_MEMORY_DIR`` > config file > ``./memory``.
-            embeddings: a LangChain ``Embeddings``; default the offline
-                all-MiniLM-L6-v2 model (loaded on first use). ``False``: no
-                model at all, for tools that only read, list or delete
-                (searches by meaning then raise; nothing is ever embedded).
-            chroma_client: any ``chromadb`` client (e.g. an ``HttpClient``);
-                default an embedded client in ``<data_dir>/chroma``.
+            embeddings: a LangChain ``Embeddings`` (short for ``index={"dims": ..., "embed": embeddings}``).
+                ``False``: no model at all, for tools that only read, list or
+                delete (searches by meaning then raise; nothing is ever embedded).
+            index: the store's ``IndexConfig``, as ``ChromaStore`` takes it
+                (``dims``, ``embed``, ``fields``). Default: the offline
+                all-MiniLM-L6-v2 model (loaded on first use).
+            ttl: the store's ``TTLConfig`` (minutes), as ``ChromaStore`` takes it.
+            store: an open ``ChromaStore`` to use instead of opening one (its
+                data directory and settings are used; it is not closed by
+                :meth:`close`). Leave the store options above unset.
             checkpointer: any LangGraph checkpointer; default our
                 ``SqliteCheckpointer`` at ``<data_dir>/checkpoints.sqlite``.
                 A checkpointer passed in is not closed by :meth:`close`.
+            chroma_client: any ``chromadb`` client (e.g. an ``HttpClient``);
+                default an embedded client in ``<data_dir>/chroma``.
             scope: extra namespace labels for the typed API (e.g. a desk id):
                 findings go to ``("research", *scope)``.
-            lock_timeout: seconds to wait for another process's write.
+            lock_timeout: seconds to wait for another process's write
+                (argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT`` > config file > 30).
 
         Example:
-            >>> mem = Memory.open("./memory")                       # doctest: +SKIP
+            >>> mem = Memory.open("./memory", ttl={"default_ttl": 60 * 24 * 30})   # doctest: +SKIP
             >>> graph = builder.compile(checkpointer=mem.checkpointer, store=mem.store)  # doctest: +SKIP
         """
-        settings = Settings.resolve(data_dir, lock_timeout=lock_timeout)
-        settings.ensure_dirs()
-        if embeddings is False:
-            index: Any = None
-        elif embeddings is not None:
-            index = {"dims": _embedding_dims(embeddings), "embed": embeddings}
-        else:
-            index = ChromaStore.default_index(settings.embedding_model)
+        if embeddings is not None and index is not None:
+            raise ConfigError("pass embeddings= or index=, not both (index={'dims': ..., 'embed': embeddings})")
+        owns_store = store is None
+        if store is not None:
+            given = {"data_dir": data_dir, "embeddings": embeddings, "index": index, "ttl": ttl,
+                     "chroma_client": chroma_client, "lock_timeout": lock_timeout}
+            clash = [k for k, v in given.items() if v is not None]
+            if clash:
+                raise ConfigError(f"store= is already configured; drop {', '.join(clash)} (set them on the store)")
+            if not isinstance(store, ChromaStore):
+                raise ConfigError(f"store must be a ChromaStore (Memory needs its catalog), got {type(store).__name__}")
         opened: list[Callable[[], None]] = []
         try:
-            store = ChromaStore(chroma_client, index=index, data_dir=settings.data_dir, lock_timeout=lock_timeout)
-            opened.append(store.close)
-            lineage = store.lineage
-            owns = checkpointer is None
+            if store is None:
+                settings = Settings.resolve(data_dir, lock_timeout=lock_timeout)
+                if embeddings is False:
+                    index = None
+                elif embeddings is not None:
+                    index = {"dims": _embedding_dims(embeddings), "embed": embeddings}
+                elif index is None:
+                    index = ChromaStore.default_index(settings.embedding_model)
+                store = ChromaStore(chroma_client, index=index, ttl=ttl, settings=settings)
+                opened.append(store.close)
+            owns_checkpointer = checkpointer is None
             if checkpointer is None:
                 from langgraph_memory.checkpoint import SqliteCheckpointer
 
-                checkpointer = SqliteCheckpointer(settings.checkpoints_path, busy_timeout=settings.lock_timeout)
+                checkpointer = SqliteCheckpointer(store.settings.checkpoints_path, lock_timeout=store.settings.lock_timeout)
         except BaseException:
             for close in reversed(opened):
                 try:
@@ -201,15 +286,19 @@ class Memory(ResearchAPI):
                 except Exception:  # pragma: no cover - best effort on a failed open
                     logger.exception("error while closing after a failed Memory.open")
             raise
-        logger.debug("opened memory at %s", settings.data_dir)
-        return cls(store, checkpointer, lineage, settings=settings, scope=scope, owns_checkpointer=owns)
+        logger.debug("opened memory at %s", store.settings.data_dir)
+        return cls(store, checkpointer, scope=scope, owns_store=owns_store, owns_checkpointer=owns_checkpointer)
 
     @property
     def data_dir(self) -> os.PathLike[str]:
         return self.settings.data_dir
 
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ConfigError("this Memory is closed; open it again with Memory.open()")
+
     def close(self) -> None:
-        """Stop the scheduler, close the store, lineage file and our checkpointer. Idempotent."""
+        """Stop the scheduler, close the archiver and what Memory opened (store, checkpointer). Idempotent."""
         if self._closed:
             return
         self._closed = True
@@ -218,7 +307,8 @@ class Memory(ResearchAPI):
             steps.append(self._stop_scheduler)
         if self._archiver is not None and hasattr(self._archiver, "close"):
             steps.append(self._archiver.close)
-        steps.append(self.store.close)
+        if self._owns_store:
+            steps.append(self.store.close)
         if self._owns_checkpointer and hasattr(self.checkpointer, "close"):
             steps.append(self.checkpointer.close)  # type: ignore[attr-defined]
         errors: list[BaseException] = []
@@ -264,6 +354,12 @@ class Memory(ResearchAPI):
             )
         return self._archiver
 
+    def _existing_archiver(self) -> Any | None:
+        """The archiver if this data directory has an archive (no manifest is created just to look)."""
+        if self._archiver is None and not self.settings.manifest_path.exists():
+            return None
+        return self.archiver
+
     def schedule_archival(self, **kwargs: Any) -> Any:
         """Start the archive job in the background (see ``archive.schedule_archival``); stopped by :meth:`close`.
 
@@ -290,9 +386,10 @@ class Memory(ResearchAPI):
             return {}
         lookup = self._archive_lookup
         if lookup is None:
-            lookup = _find_archive_lookup(self)
-        if lookup is None:
-            return {}
+            archiver = self._existing_archiver()
+            if archiver is None:
+                return {}
+            lookup = functools.partial(_latest_archived, archiver)
         try:
             return lookup(ids)
         except Exception:  # the lineage view must not fail because the archive did
@@ -307,55 +404,156 @@ class Memory(ResearchAPI):
         self.lineage_store.link(child_id, parent_id, relation)
 
     def lineage(self, item_id: str) -> Lineage:
-        """Ancestors (root first) and the descendant tree of ``item_id``, with summaries.
+        """Ancestors (root first) and the descendant tree of ``item_id``, with summaries and states.
 
         Items that left the store are looked up in the archive when it offers
-        a lookup, else shown by id with status ``"unknown"``.
+        a lookup, else shown by id with status ``"unknown"``; retired and
+        superseded items are shown with ``lifecycle`` set (``node.label``
+        adds it to the summary).
 
         Example:
             >>> lin = mem.lineage(strategy.id)                          # doctest: +SKIP
-            >>> [(a.collection, a.summary) for a in lin.ancestors]      # doctest: +SKIP
+            >>> [(a.collection, a.label) for a in lin.ancestors]        # doctest: +SKIP
         """
         self._check_open()
         return build_lineage(self.lineage_store, item_id, self._summarize)
 
-    def _summarize(self, refs: list[ItemRef]) -> dict[str, tuple[str, str]]:
-        out: dict[str, tuple[str, str]] = {}
-        live = self._live_items(refs)
+    def _summarize(self, refs: list[ItemRef]) -> dict[str, NodeSummary]:
+        standing = self.store.items.statuses([(r.namespace, r.id) for r in refs])
+        live = self.research.typed.live_items(refs)
+        out: dict[str, NodeSummary] = {}
+        missing: list[ItemRef] = []
         for ref in refs:
             it = live.get(ref.id)
-            if it is not None:
-                out[ref.id] = (_summary(_label(ref.collection), it.value), "live")
-        missing = [r for r in refs if r.id not in out]
+            if it is None:
+                missing.append(ref)
+                continue
+            out[ref.id] = NodeSummary(_summary(_label(ref.collection), it.value), "live", standing.get((ref.namespace, ref.id)))
         archived = self._archived_values([r.id for r in missing])
         for ref in missing:
             value = archived.get(ref.id)
+            st = standing.get((ref.namespace, ref.id))
             if value is not None:
-                out[ref.id] = (_summary(_label(ref.collection), value), "archived")
+                out[ref.id] = NodeSummary(_summary(_label(ref.collection), value), "archived", st)
             else:
-                out[ref.id] = (f"{ref.id} (archived/unknown)", "unknown")
+                out[ref.id] = NodeSummary(f"{ref.id} (archived/unknown)", "unknown", st)
         return out
 
-    # --------------------------------------------------------- async twins
-    # (those of the typed research API are defined with it, in ResearchAPI)
+    # ------------------------------------------- retire, supersede, delete
+    # (mem.retire is mem.lifecycle.retire; see ItemLifecycle for each call)
 
-    async def alink(self, child_id: str, parent_id: str, relation: str = "derived_from") -> None:
-        await asyncio.to_thread(self.link, child_id, parent_id, relation)
+    retire = _lifecycle(ItemLifecycle.retire)
+    supersede = _lifecycle(ItemLifecycle.supersede)
+    reinstate = _lifecycle(ItemLifecycle.reinstate)
+    status = _lifecycle(ItemLifecycle.status)
+    delete = _lifecycle(ItemLifecycle.delete)
 
-    async def alineage(self, item_id: str) -> Lineage:
-        return await asyncio.to_thread(self.lineage, item_id)
+    # ------------------------------------------------------ stats, cleanup
+
+    def stats(self) -> MemoryStats:
+        """Per collection: items, items with vectors, bytes, oldest and newest, archived, retired, superseded;
+        plus namespaces, lineage links, sessions, the checkpointer's threads and the files' sizes.
+
+        Example:
+            >>> s = mem.stats()                                                 # doctest: +SKIP
+            >>> s.collections["backtest_results"].items, s.threads              # doctest: +SKIP
+            (14, 2)
+        """
+        self._check_open()
+        self.store.flush_access()
+        return collect_stats(self.store, archiver=self._existing_archiver(), checkpointer=self.checkpointer)
+
+    def cleanup_decayed(
+        self,
+        *,
+        dry_run: bool = True,
+        config: TemporalConfig | None = None,
+        now: float | None = None,
+        collections: Iterable[str] | None = None,
+    ) -> DecayReport:
+        """Find the memories whose decayed weight fell under the forgetting threshold; retire them unless ``dry_run``.
+
+        See :mod:`langgraph_memory.decay`: a dry run (the default) reports,
+        a real run retires (nothing is deleted; the next archive run moves
+        them to the archive).
+
+        Example:
+            >>> report = mem.cleanup_decayed()                   # what would go   # doctest: +SKIP
+            >>> mem.cleanup_decayed(dry_run=False).retired       # doctest: +SKIP
+        """
+        self._check_open()
+        return cleanup_decayed(self.store.items, config=config, now=now, collections=collections, dry_run=dry_run)
+
+    # ---------------------------------------- the typed research API, flat
+    # (mem.store_backtest is mem.research.store_backtest; see ResearchAPI for each call)
+
+    namespace = _research(ResearchAPI.namespace)
+    get = _research(ResearchAPI.get)
+    store_research_finding = _research(ResearchAPI.store_research_finding)
+    query_research_findings = _research(ResearchAPI.query_research_findings)
+    store_hypothesis = _research(ResearchAPI.store_hypothesis)
+    update_hypothesis = _research(ResearchAPI.update_hypothesis)
+    query_hypotheses = _research(ResearchAPI.query_hypotheses)
+    store_strategy = _research(ResearchAPI.store_strategy)
+    get_similar_strategies = _research(ResearchAPI.get_similar_strategies)
+    set_strategy_status = _research(ResearchAPI.set_strategy_status)
+    approve_strategy = _research(ResearchAPI.approve_strategy)
+    versions = _research(ResearchAPI.versions)
+    store_backtest = _research(ResearchAPI.store_backtest)
+    query_backtests = _research(ResearchAPI.query_backtests)
+    store_lesson = _research(ResearchAPI.store_lesson)
+    get_relevant_lessons = _research(ResearchAPI.get_relevant_lessons)
+    resolve_lesson = _research(ResearchAPI.resolve_lesson)
+    store_market_regime = _research(ResearchAPI.store_market_regime)
+    query_market_regimes = _research(ResearchAPI.query_market_regimes)
+    store_tool_definition = _procedures(ProceduralAPI.store_tool_definition)
+    get_tool_definition = _procedures(ProceduralAPI.get_tool_definition)
+    query_tool_definitions = _procedures(ProceduralAPI.query_tool_definitions)
+
+    aget = _research(ResearchAPI.aget)
+    astore_research_finding = _research(ResearchAPI.astore_research_finding)
+    aquery_research_findings = _research(ResearchAPI.aquery_research_findings)
+    astore_hypothesis = _research(ResearchAPI.astore_hypothesis)
+    aupdate_hypothesis = _research(ResearchAPI.aupdate_hypothesis)
+    aquery_hypotheses = _research(ResearchAPI.aquery_hypotheses)
+    astore_strategy = _research(ResearchAPI.astore_strategy)
+    aget_similar_strategies = _research(ResearchAPI.aget_similar_strategies)
+    aset_strategy_status = _research(ResearchAPI.aset_strategy_status)
+    aapprove_strategy = _research(ResearchAPI.aapprove_strategy)
+    aversions = _research(ResearchAPI.aversions)
+    astore_backtest = _research(ResearchAPI.astore_backtest)
+    aquery_backtests = _research(ResearchAPI.aquery_backtests)
+    astore_lesson = _research(ResearchAPI.astore_lesson)
+    aget_relevant_lessons = _research(ResearchAPI.aget_relevant_lessons)
+    aresolve_lesson = _research(ResearchAPI.aresolve_lesson)
+    astore_market_regime = _research(ResearchAPI.astore_market_regime)
+    aquery_market_regimes = _research(ResearchAPI.aquery_market_regimes)
+    astore_tool_definition = _procedures(ProceduralAPI.astore_tool_definition)
+    aget_tool_definition = _procedures(ProceduralAPI.aget_tool_definition)
+    aquery_tool_definitions = _procedures(ProceduralAPI.aquery_tool_definitions)
+
+    # ------------------------------------------- async twins of Memory's own
+
+    alink = athread(link)
+    alineage = athread(lineage)
+    aretire = athread(retire)
+    asupersede = athread(supersede)
+    areinstate = athread(reinstate)
+    astatus = athread(status)
+    adelete = athread(delete)
+    astats = athread(stats)
+    acleanup_decayed = athread(cleanup_decayed)
 
 
-def _find_archive_lookup(mem: Memory) -> Callable[[list[str]], dict[str, dict[str, Any]]] | None:
-    """The archive's lookup by key, when this data directory has an archive."""
-    if mem._archiver is None and not mem.settings.manifest_path.exists():
-        return None
+def _label(collection: str) -> str:
+    """The namespace label of a collection (its name for the general one)."""
+    return collection_by_name(collection).label or collection
 
-    def lookup(ids: list[str]) -> dict[str, dict[str, Any]]:
-        found: dict[str, Any] = {}
-        for a in mem.archiver.get_archived(keys=ids):
-            if a.key not in found or a.archived_at > found[a.key].archived_at:
-                found[a.key] = a
-        return {k: a.value for k, a in found.items()}
 
-    return lookup
+def _latest_archived(archiver: Any, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """The value of the latest archived copy of each key in ``ids``."""
+    found: dict[str, Any] = {}
+    for a in archiver.get_archived(keys=ids):
+        if a.key not in found or a.archived_at > found[a.key].archived_at:
+            found[a.key] = a
+    return {k: a.value for k, a in found.items()}

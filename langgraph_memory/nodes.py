@@ -11,11 +11,14 @@
     graph = builder.compile(store=store)          # InMemoryStore, ChromaStore, ...
 
 Both nodes work with ``invoke`` and ``ainvoke`` (they carry a sync and an
-async implementation). Namespace labels may be templates filled at run time
-from LangGraph's runtime ``context=`` or the run's ``config["configurable"]``:
-``("memories", "{user_id}")``. ``{user_id}`` and LangMem's
-``{langgraph_user_id}`` name the same value, so either spelling works with
-either key.
+async implementation). With a ``ChromaStore``, recall leaves out retired and
+superseded items unless ``include_retired=True``; a ``ChromaStore`` node
+records lineage in the store's one lineage (``store.lineage``), the same
+``Memory`` and the archiver use. Namespace labels may be templates filled at
+run time from LangGraph's runtime ``context=`` or the run's
+``config["configurable"]``: ``("memories", "{user_id}")``. ``{user_id}`` and
+LangMem's ``{langgraph_user_id}`` name the same value, so either spelling
+works with either key.
 
 This module deliberately does NOT use ``from __future__ import annotations``:
 LangGraph injects the store only into a parameter whose annotation is the
@@ -36,7 +39,7 @@ from langgraph_memory.config import DEFAULT_K
 from langgraph_memory.errors import ConfigError, ValidationError
 from langgraph_memory.ranking import keep_relevant
 
-__all__ = ["recall_node", "store_node", "format_namespace"]
+__all__ = ["recall_node", "store_node", "format_namespace", "search_options"]
 
 logger = logging.getLogger(__name__)
 
@@ -167,6 +170,13 @@ def _merge(results: list[list[SearchItem]], k: int, min_relevance: Optional[floa
     return [_hit(h) for h in hits[:k]]
 
 
+def search_options(store: BaseStore, include_retired: bool) -> dict[str, Any]:
+    """Extra ``search`` arguments: a ChromaStore hides retired and superseded items unless asked; others have none."""
+    from langgraph_memory.store import ChromaStore
+
+    return {"include_retired": True} if include_retired and isinstance(store, ChromaStore) else {}
+
+
 def _require_store(store: Optional[BaseStore], node: str) -> BaseStore:
     if store is None:
         raise ConfigError(f"node {node!r} needs a store: compile the graph with store=mem.store (or any BaseStore)")
@@ -181,6 +191,7 @@ def recall_node(
     filter: Optional[dict[str, Any]] = None,
     k: int = DEFAULT_K,
     min_relevance: Optional[float] = None,
+    include_retired: bool = False,
     name: str = "recall",
 ) -> Any:
     """A node that searches memories for a query taken from the state.
@@ -197,6 +208,8 @@ def recall_node(
         filter: a LangGraph store filter applied to every namespace.
         k: how many results (default 5).
         min_relevance: drop results with a lower cosine score (e.g. ``MIN_RELEVANCE``).
+        include_retired: also recall retired and superseded items (a
+            ``ChromaStore`` leaves them out by default).
 
     Example:
         >>> builder.add_node("recall", recall_node("lessons", query="objective", output_key="lessons"))  # doctest: +SKIP
@@ -216,7 +229,8 @@ def recall_node(
         text, nss = _plan(state, config)
         if text is None:
             return {output_key: []}
-        results = [store.search(ns, query=text, filter=filter, limit=k) for ns in nss]
+        opts = search_options(store, include_retired)
+        results = [store.search(ns, query=text, filter=filter, limit=k, **opts) for ns in nss]
         return {output_key: _merge(results, k, min_relevance)}
 
     async def arecall(state: Any, config: RunnableConfig, *, store: BaseStore) -> dict[str, Any]:
@@ -224,7 +238,8 @@ def recall_node(
         text, nss = _plan(state, config)
         if text is None:
             return {output_key: []}
-        results = await asyncio.gather(*(store.asearch(ns, query=text, filter=filter, limit=k) for ns in nss))
+        opts = search_options(store, include_retired)
+        results = await asyncio.gather(*(store.asearch(ns, query=text, filter=filter, limit=k, **opts) for ns in nss))
         return {output_key: _merge(list(results), k, min_relevance)}
 
     return _runnable(recall, arecall, name)

@@ -50,6 +50,10 @@ MEMORY_TYPES: dict[str, MemoryType] = {
     "research_findings": "semantic",
     "strategy_library": "semantic",
     "tool_definitions": "semantic",
+    # A hypothesis is a claim held until evidence confirms or rejects it (then it is updated or superseded).
+    "hypotheses": "semantic",
+    # A backtest is a measurement that stays true for its strategy version and period; it leaves with them.
+    "backtest_results": "semantic",
     "lessons_learned": "episodic",
     "market_regimes": "episodic",
     "memories": "episodic",

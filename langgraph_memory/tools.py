@@ -13,6 +13,8 @@ The namespace is filled at call time from the run's ``context=`` or
 ``config["configurable"]`` (``{user_id}`` and LangMem's ``{langgraph_user_id}``
 both work), so one tool serves every user or desk. The store is the one passed
 to the factory, else the store of the graph the tool runs in (``get_store()``).
+With a ``ChromaStore`` the recall tool leaves out retired and superseded
+items unless built with ``include_retired=True``.
 
 Arguments are checked as the MCP server checks them
 (:mod:`langgraph_memory.validation`): content must not be empty, at most 10
@@ -38,7 +40,7 @@ from langgraph.store.base import BaseStore
 from langgraph_memory.collections import collection_for
 from langgraph_memory.config import DEFAULT_K
 from langgraph_memory.errors import ConfigError
-from langgraph_memory.nodes import NamespaceSpec, format_namespace
+from langgraph_memory.nodes import NamespaceSpec, format_namespace, search_options
 from langgraph_memory.ranking import keep_relevant
 from langgraph_memory.validation import check_content, check_limit, check_tags
 
@@ -83,8 +85,12 @@ def create_recall_tool(
     store: Optional[BaseStore] = None,
     name: str = "recall_memory",
     description: Optional[str] = None,
+    include_retired: bool = False,
 ) -> StructuredTool:
     """A tool that searches memories; it returns JSON: ``[{key, namespace, value, score}, ...]``.
+
+    ``include_retired`` makes it return retired and superseded items too
+    (a ``ChromaStore`` leaves them out by default).
 
     Example:
         >>> tool = create_recall_tool(("memories", "{user_id}"), store=store)                 # doctest: +SKIP
@@ -97,13 +103,16 @@ def create_recall_tool(
     def recall_memory(query: str, limit: Optional[int] = None, *, config: RunnableConfig) -> str:
         ns = format_namespace(namespace, config)
         query, limit = _args(query, limit)
-        items = _resolve_store(store, name).search(ns, query=query, filter=filter, limit=limit)
+        found = _resolve_store(store, name)
+        items = found.search(ns, query=query, filter=filter, limit=limit, **search_options(found, include_retired))
         return _render(keep_relevant(items, min_relevance))
 
     async def arecall_memory(query: str, limit: Optional[int] = None, *, config: RunnableConfig) -> str:
         ns = format_namespace(namespace, config)
         query, limit = _args(query, limit)
-        items = await _resolve_store(store, name).asearch(ns, query=query, filter=filter, limit=limit)
+        found = _resolve_store(store, name)
+        opts = search_options(found, include_retired)
+        items = await found.asearch(ns, query=query, filter=filter, limit=limit, **opts)
         return _render(keep_relevant(items, min_relevance))
 
     return StructuredTool.from_function(

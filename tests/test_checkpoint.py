@@ -181,7 +181,7 @@ def test_rejects_in_memory_paths(bad: str) -> None:
 
 def test_rejects_bad_settings(tmp_path: Path) -> None:
     with pytest.raises(ConfigError):
-        SqliteCheckpointer(tmp_path / "a.sqlite", busy_timeout=0)
+        SqliteCheckpointer(tmp_path / "a.sqlite", lock_timeout=0)
     with pytest.raises(ConfigError):
         SqliteCheckpointer(tmp_path / "b.sqlite", durability="sometimes")  # type: ignore[arg-type]
 
@@ -504,7 +504,7 @@ def test_many_threads_share_one_saver(saver: SqliteCheckpointer) -> None:
 
 def test_lock_held_elsewhere_raises_lock_timeout(tmp_path: Path) -> None:
     path = tmp_path / "cp.sqlite"
-    with SqliteCheckpointer(path, busy_timeout=0.3) as saver:
+    with SqliteCheckpointer(path, lock_timeout=0.3) as saver:
         other = sqlite3.connect(path, isolation_level=None)
         other.execute("BEGIN IMMEDIATE")  # another writer holds the lock
         try:
@@ -585,7 +585,7 @@ async def test_async_write_group_reports_lock_timeout_to_every_caller(tmp_path: 
     import asyncio
 
     path = tmp_path / "cp.sqlite"
-    with SqliteCheckpointer(path, busy_timeout=0.3) as saver:
+    with SqliteCheckpointer(path, lock_timeout=0.3) as saver:
         config = await saver.aput(generate_config("t"), generate_checkpoint(), generate_metadata(), {})
         other = sqlite3.connect(path, isolation_level=None)
         other.execute("BEGIN IMMEDIATE")

@@ -173,7 +173,7 @@ async def test_subgraph_state_is_checkpointed(saver: SqliteCheckpointer) -> None
 
 async def test_async_calls_do_not_block_the_event_loop(tmp_path: Path) -> None:
     path = tmp_path / "busy.sqlite"
-    with SqliteCheckpointer(path, busy_timeout=5) as saver:
+    with SqliteCheckpointer(path, lock_timeout=5) as saver:
         graph = _chat_graph(saver)
         blocker = sqlite3.connect(path, isolation_level=None)
         blocker.execute("BEGIN IMMEDIATE")  # another writer holds the file

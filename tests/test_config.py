@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from langgraph_memory.config import Settings, resolve_embedding_model
+from langgraph_memory.config import Settings, resolve_embedding_model, resolve_lock_timeout
 from langgraph_memory.errors import ConfigError
 
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for var in ("LANGGRAPH_MEMORY_DIR", "EMBEDDING_MODEL", "LANGGRAPH_MEMORY_CONFIG"):
+    for var in ("LANGGRAPH_MEMORY_DIR", "EMBEDDING_MODEL", "LANGGRAPH_MEMORY_CONFIG", "LANGGRAPH_MEMORY_LOCK_TIMEOUT"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.chdir(tmp_path)
 
@@ -58,3 +58,29 @@ def test_explicit_config_file_and_errors(tmp_path: Path, monkeypatch: pytest.Mon
         Settings.resolve(tmp_path / "a-file")
     with pytest.raises(ConfigError, match="positive"):
         Settings.resolve(lock_timeout=0)
+
+
+def test_lock_timeout_is_one_setting_everywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_embeddings) -> None:
+    from langgraph_memory.checkpoint import SqliteCheckpointer
+    from langgraph_memory.lineage import LineageStore
+    from langgraph_memory.memory import Memory
+
+    (tmp_path / "langgraph-memory.toml").write_text("lock_timeout = 7\n")
+    assert resolve_lock_timeout() == 7.0 and Settings.resolve().lock_timeout == 7.0
+    with Memory.open(tmp_path / "m", embeddings=fake_embeddings) as mem:
+        assert mem.settings.lock_timeout == 7.0
+        assert mem.store.catalog.timeout == 7.0
+        assert mem.checkpointer._pool.busy_timeout == 7.0
+        assert mem.archiver._lock_timeout == 7.0
+    with SqliteCheckpointer(tmp_path / "cp.sqlite") as saver:  # a bare path honours the config file too
+        assert saver._pool.busy_timeout == 7.0
+    with LineageStore(tmp_path / "lin.sqlite") as lin:
+        assert lin.catalog.timeout == 7.0
+    monkeypatch.setenv("LANGGRAPH_MEMORY_LOCK_TIMEOUT", "3")
+    assert resolve_lock_timeout() == 3.0 and resolve_lock_timeout(1) == 1.0
+    monkeypatch.setenv("LANGGRAPH_MEMORY_LOCK_TIMEOUT", "soon")
+    with pytest.raises(ConfigError, match="lock_timeout"):
+        resolve_lock_timeout()
+    with pytest.deprecated_call():
+        with SqliteCheckpointer(tmp_path / "old.sqlite", busy_timeout=2) as saver:
+            assert saver._pool.busy_timeout == 2.0

@@ -51,16 +51,17 @@ def test_random_sigkills_lose_nothing(tmp_path: Path) -> None:
     data_dir, log = tmp_path / "memory", tmp_path / "log.jsonl"
     rng = random.Random(20261123)
     rebuilt = kill = 0
+    result = None
     # At least 22 kills, and enough acknowledged writes to mean something: on a
     # loaded machine the worker writes less between kills, so it gets more kills.
-    while kill < 22 or (result.acknowledged <= 500 and kill < 40):
+    while kill < 22 or (result is not None and result.acknowledged <= 500 and kill < 40):
         _kill_after(data_dir, log, rng.randrange(10**6), rng.uniform(0.05, 1.2))
         kill += 1
         result = check(data_dir, log)
         assert result.ok, f"after kill {kill}: {result.summary()}"
         assert result.probed  # no clean close: the index was checked before use
         rebuilt += result.rebuilt
-    assert result.acknowledged > 500, f"only {result.acknowledged} writes acknowledged in {kill} kills"
+    assert result is not None and result.acknowledged > 500, f"only {result.acknowledged} writes acknowledged in {kill} kills"
 
 
 @pytest.mark.slow

@@ -68,6 +68,31 @@ def test_second_run_benefits_from_the_first(example, tmp_path: Path, real_embedd
     example.print_report(second, Console(file=out, width=120))
     text = out.getvalue()
     assert "Lessons recalled from memory" in text and "whipsaw" in text and "Lineage" in text
+    # the lineage tree shows hypotheses and backtests, and the earlier approval, superseded
+    lineage_text = text[text.index("Lineage of the approved strategy"):]
+    assert "hypotheses [rejected]" in lineage_text and "hypotheses [confirmed]" in lineage_text
+    assert "backtest_results v1 backtest [failed]: Sharpe" in lineage_text
+    assert "backtest [passed]" in lineage_text
+    assert f"[superseded by {second.strategy.id}]" in lineage_text
+
+    # every backtest is stored, each proposal stated a hypothesis, and lineage runs through them
+    from langgraph_memory.memory import Memory
+
+    rows = [*first.iterations, *second.iterations]
+    with Memory.open(data_dir, embeddings=real_embeddings) as mem:
+        stats = mem.stats()
+        assert stats.collections["backtest_results"].items == len(rows)
+        assert stats.collections["hypotheses"].items == len(rows)
+        assert stats.collections["strategy_library"].superseded == 1  # run 1's approval
+        for row in rows:
+            backtest = mem.get(row["backtest_id"])
+            assert backtest.strategy_id == row["strategy_id"] and backtest.passed == row["passed"]
+            assert backtest.sharpe == row["metrics"]["sharpe_ratio"] and backtest.equity_curve.length > 1000
+            assert backtest.period_start == "2019-01-02" and backtest.costs.slippage_bps == 2.0
+            assert mem.get(row["hypothesis_id"]).status == ("confirmed" if row["passed"] else "rejected")
+        lesson = first.new_lesson_ids[0]
+        chain = [a.collection for a in mem.lineage(lesson).ancestors][-3:]
+        assert chain == ["hypotheses", "strategy_library", "backtest_results"]
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from langgraph_memory.errors import LineageCycleError, LineageError, NotFoundError
-from langgraph_memory.lineage import LineageStore, build_lineage
+from langgraph_memory.lineage import LineageStore, NodeSummary, build_lineage
 
 
 @pytest.fixture
@@ -113,7 +113,7 @@ def test_build_lineage_tree_merges_relations_and_marks_unknown(lin: LineageStore
     lin.register("s2", "strategy_library", ("strategies",), parents=[("l1", "derived_from")])
     lin.link("s2", "l1", "resolves")
     known = {"f": "finding", "s1": "strategy one", "s2": "strategy two"}  # l1 is "archived"
-    result = build_lineage(lin, "s1", lambda refs: {r.id: (known[r.id], "live") for r in refs if r.id in known})
+    result = build_lineage(lin, "s1", lambda refs: {r.id: NodeSummary(known[r.id], "live") for r in refs if r.id in known})
     assert [a.id for a in result.ancestors] == ["f"]
     assert result.ancestors[0].summary == "finding"
     lesson = result.descendants.children[0]
@@ -127,7 +127,7 @@ def test_build_lineage_tree_merges_relations_and_marks_unknown(lin: LineageStore
 
 
 def _allocate(path: str, worker: int, n: int, barrier) -> None:
-    lin = LineageStore(path, busy_timeout=60)
+    lin = LineageStore(path, lock_timeout=60)
     barrier.wait()
     for i in range(n):
         lin.register(f"w{worker}-{i}", "strategy_library", ("strategies",), version_name="shared")
@@ -135,7 +135,7 @@ def _allocate(path: str, worker: int, n: int, barrier) -> None:
 
 
 def _link_both_ways(path: str, worker: int, pairs: int, barrier, out) -> None:
-    lin = LineageStore(path, busy_timeout=60)
+    lin = LineageStore(path, lock_timeout=60)
     barrier.wait()
     made = 0
     for i in range(pairs):

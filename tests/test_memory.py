@@ -352,3 +352,86 @@ def test_archiver_is_lazy_and_closed(data_dir: Path, fake_embeddings) -> None:
         archiver = mem.archiver
         assert archiver is mem.archiver
         assert Path(archiver.archive_dir) == data_dir.resolve() / "archive"
+
+
+# ------------------------------------------------------- one owner of the data directory
+
+
+def test_open_takes_the_store_configuration(data_dir: Path, fake_embeddings) -> None:
+    index = {"dims": 16, "embed": fake_embeddings, "fields": ["text"]}
+    with Memory.open(data_dir, index=index, ttl={"default_ttl": 60, "omit_expired": True}) as mem:
+        assert mem.store.index_config is not None and mem.store.index_config["fields"] == ["text"]
+        assert mem.store.ttl_config == {"default_ttl": 60, "omit_expired": True}
+        mem.store.put(("memories",), "k", {"text": "with a ttl"})
+        assert mem.store.items.get(("memories",), "k").ttl_minutes == 60  # type: ignore[union-attr]
+    with pytest.raises(ConfigError, match="not both"):
+        Memory.open(data_dir, embeddings=fake_embeddings, index=index)
+
+
+def test_open_on_a_given_store_uses_its_settings_and_leaves_it_open(data_dir: Path, fake_embeddings) -> None:
+    store = ChromaStore(data_dir=data_dir, index={"dims": 16, "embed": fake_embeddings})
+    try:
+        with Memory.open(store=store) as mem:
+            assert mem.store is store and mem.settings is store.settings
+            assert Path(mem.checkpointer.path) == data_dir.resolve() / "checkpoints.sqlite"
+            f = mem.store_research_finding("through the given store")
+        assert store.get(("research",), f.id) is not None  # Memory did not close what it did not open
+        with pytest.raises(ConfigError, match="data_dir"):
+            Memory.open(data_dir, store=store)
+        with pytest.raises(ConfigError, match="ChromaStore"):
+            from langgraph.store.memory import InMemoryStore
+
+            Memory.open(store=InMemoryStore())  # type: ignore[arg-type]
+    finally:
+        store.close()
+
+
+def test_memory_node_and_archiver_share_one_lineage_store_and_one_settings(
+    data_dir: Path, fake_embeddings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    from langgraph_memory.config import Settings
+    from langgraph_memory.lineage import LineageStore
+    from langgraph_memory.nodes import store_node
+
+    made: list[LineageStore] = []
+    resolved: list[Settings] = []
+    real_init, real_resolve = LineageStore.__init__, Settings.resolve.__func__  # type: ignore[attr-defined]
+
+    def counting_init(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        made.append(self)
+        real_init(self, *args, **kwargs)
+
+    def counting_resolve(cls, *args, **kwargs):  # type: ignore[no-untyped-def]
+        resolved.append(real_resolve(cls, *args, **kwargs))
+        return resolved[-1]
+
+    monkeypatch.setattr(LineageStore, "__init__", counting_init)
+    monkeypatch.setattr(Settings, "resolve", classmethod(counting_resolve))
+
+    class S(TypedDict, total=False):
+        finding: str
+        stored_ids: list
+
+    with Memory.open(data_dir, embeddings=fake_embeddings) as mem:
+        parent = mem.store_research_finding("parent finding")
+        b = StateGraph(S)
+        b.add_node("remember", store_node(("research",), values="finding", parent=lambda s: parent.id))
+        b.add_edge(START, "remember")
+        b.add_edge("remember", END)
+        out = mem.compile(b).invoke({"finding": "child finding"}, {"configurable": {"thread_id": "t"}})
+        child = out["stored_ids"][0]
+        mem.retire(child, "checked the archiver sees it")
+        report = mem.archiver.run()
+        assert report.collections["research_findings"].archived == 1
+
+        assert len(resolved) == 1 and len(made) == 1
+        assert mem.settings is resolved[0] is mem.store.settings is mem.archiver.settings
+        assert mem.lineage_store is made[0] is mem.store.lineage is mem.archiver.lineage
+        assert mem.lineage(child).ancestor_ids == [parent.id]  # written by the node, read through Memory
+        archived = mem.archiver.get_archived(keys=[child])[0]
+        assert archived.lineage["parents"][0]["id"] == parent.id  # read by the archiver from the same lineage
+        assert mem.checkpointer._pool.busy_timeout == mem.settings.lock_timeout  # type: ignore[attr-defined]

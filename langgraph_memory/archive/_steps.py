@@ -17,6 +17,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ from langgraph_memory.collections import RetentionPolicy
 from langgraph_memory.errors import ArchiveIntegrityError
 from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog.items import NS_SEP
+from langgraph_memory.catalog.status import ItemStatus
 from langgraph_memory.store.records import PAGE_SIZE
 
 if TYPE_CHECKING:
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FileStats",
+    "Selection",
     "chunks",
     "discard",
     "discard_after_failure",
@@ -75,19 +78,73 @@ class FileStats:
 # ------------------------------------------------------------------- scan
 
 
-def stale_chunks(
-    store: Any, manifest: Manifest, name: str, policy: RetentionPolicy, cutoff: float, chunk_size: int
-) -> Iterator[list[StoredItem]]:
-    """Stale items (without vectors), a chunk at a time, minus recently restored ones."""
+@dataclass
+class Selection:
+    """Which items of one collection a run moves, and why.
 
-    def stale() -> Iterator[StoredItem]:
+    An item goes when the collection's ``policy`` selects it (idle since
+    before ``cutoff``, and the value test), when it is retired and idle
+    since before ``retired_cutoff``, or superseded and idle since before
+    ``superseded_cutoff`` (None: never for that reason). ``statuses`` are
+    the collection's status rows by uid; a row applies to the item only
+    if the ``created_at`` matches.
+    """
+
+    policy: RetentionPolicy | None
+    cutoff: float
+    statuses: dict[str, ItemStatus] = field(default_factory=dict)
+    retired_cutoff: float | None = None
+    superseded_cutoff: float | None = None
+    #: items restored after this get a grace period (they keep their old timestamps).
+    grace_since: float = 0.0
+
+    def status_of(self, it: StoredItem) -> ItemStatus | None:
+        st = self.statuses.get(it.uid)
+        return st if st is not None and st.item_created_at == it.created_at else None
+
+    def reason(self, it: StoredItem) -> str | None:
+        """``"policy"``, ``"retired"`` or ``"superseded"`` if ``it`` goes, else None."""
+        st = self.status_of(it)
+        if st is not None:
+            bound = self.retired_cutoff if st.status == "retired" else self.superseded_cutoff
+            if bound is not None and it.last_activity <= bound:
+                return st.status
+        if self.policy is not None and it.last_activity < self.cutoff and self.policy.applies_to(it.value):
+            return "policy"
+        return None
+
+    @property
+    def by_status(self) -> bool:
+        """Whether any item may go because of its status (so the status rows are worth reading)."""
+        return bool(self.statuses) and (self.retired_cutoff is not None or self.superseded_cutoff is not None)
+
+
+def stale_chunks(
+    store: Any, manifest: Manifest, name: str, rule: Selection, chunk_size: int
+) -> Iterator[list[StoredItem]]:
+    """Items ``rule`` selects (without vectors), a chunk at a time, minus recently restored ones.
+
+    Retired and superseded items are read by uid from their status rows; the
+    collection is scanned only when it has a policy.
+    """
+
+    def selected() -> Iterator[StoredItem]:
+        seen: set[str] = set()
+        if rule.by_status:
+            for uids in chunks(rule.statuses, max(chunk_size, PAGE_SIZE)):
+                for it in store.items.get_items(name, uids):
+                    if rule.reason(it) is not None:
+                        seen.add(it.uid)
+                        yield it
+        if rule.policy is None:
+            return
         for it in store.items.iter_items(name, page_size=max(chunk_size, PAGE_SIZE)):
-            if it.last_activity < cutoff and policy.applies_to(it.value):
+            if it.uid not in seen and rule.reason(it) is not None:
                 yield it
 
-    for chunk in chunks(stale(), chunk_size):
+    for chunk in chunks(selected(), chunk_size):
         # A restored item keeps its old timestamps; give it one policy period of grace.
-        graced = manifest.recently_restored([it.uid for it in chunk], since=cutoff)
+        graced = manifest.recently_restored([it.uid for it in chunk], since=rule.grace_since)
         yield [it for it in chunk if it.uid not in graced]
 
 
@@ -243,7 +300,7 @@ def restore_file(
             continue
         line_nos = [a.line for a in chunk]
         manifest.set_item_status(f.name, line_nos, "restoring")
-        written = store.items.restore_items([a.item for a in chunk])
+        written = store.items.restore_items([a.item for a in chunk], [a.status for a in chunk if a.status])
         hook("restore_chunk")
         manifest.set_item_status(f.name, line_nos, "restored")
         report.restored += written

@@ -1,9 +1,12 @@
 """The archiver: stale memories move to compressed files that stay searchable and restorable.
 
-A run, per collection with a retention policy:
+A run, per collection:
 
 1. *scan* the live collection a page at a time and pick items whose last
-   activity (``max(updated_at, last_accessed_at)``) is older than the policy;
+   activity (``max(updated_at, last_accessed_at)``) is older than its
+   retention policy, plus retired items at once and superseded items idle
+   for ``superseded_after_days`` (in every collection, with or without a
+   policy; see :mod:`langgraph_memory.catalog.status`);
 2. *write* them, with their vectors, to a new file reserved in the manifest
    as ``writing``; flush and fsync it;
 3. *verify*: re-read the file, check SHA-256 and count, index its lines and
@@ -51,7 +54,12 @@ from langgraph_memory.archive.format import ArchivedItem, ArchiveWriter
 from langgraph_memory.archive.manifest import READABLE, ArchiveFile, Manifest
 from langgraph_memory.archive.reports import ArchiveHit, ArchiveReport, CollectionReport, RestoreReport
 from langgraph_memory.collections import COLLECTIONS, GENERAL, RetentionPolicy, collection_by_name
-from langgraph_memory.config import ARCHIVE_AFTER_DAYS, MANIFEST_FILE
+from langgraph_memory.config import (
+    ARCHIVE_AFTER_DAYS,
+    MANIFEST_FILE,
+    RETIRED_ARCHIVE_AFTER_DAYS,
+    SUPERSEDED_ARCHIVE_AFTER_DAYS,
+)
 from langgraph_memory.errors import (
     ArchiveError,
     ArchiveIntegrityError,
@@ -92,11 +100,18 @@ def default_policies() -> dict[str, RetentionPolicy | None]:
     return {spec.name: spec.retention for spec in (*COLLECTIONS.values(), GENERAL)}
 
 
-def _policy_text(p: RetentionPolicy) -> str:
-    text = f"idle > {p.after_days:g} days"
-    if p.field is not None and p.below is not None:
-        text += f" and {p.field} < {p.below:g}"
-    return text
+def _policy_text(p: RetentionPolicy | None, retired_days: float | None, superseded_days: float | None) -> str:
+    parts = []
+    if p is not None:
+        text = f"idle > {p.after_days:g} days"
+        if p.field is not None and p.below is not None:
+            text += f" and {p.field} < {p.below:g}"
+        parts.append(text)
+    if retired_days is not None:
+        parts.append("retired at once" if retired_days == 0 else f"retired and idle > {retired_days:g} days")
+    if superseded_days is not None:
+        parts.append(f"superseded and idle > {superseded_days:g} days")
+    return "; ".join(parts) or "never"
 
 
 def _ts(value: Any) -> float:
@@ -127,6 +142,11 @@ class Archiver:
         lineage: a :class:`~langgraph_memory.lineage.LineageStore` whose parent
             edges are copied into each archived line; default: the store's
             own (``store.lineage``, in its catalog).
+        retired_after_days: retired items are archived once idle this long
+            (default 0: at once), in every collection; None: never for that reason.
+        superseded_after_days: likewise for superseded items (default 90).
+
+    ``settings`` and ``lineage`` are the store's: one data directory, one of each.
 
     Example:
         >>> archiver = Archiver(store, policies={"strategies": 365})   # doctest: +SKIP
@@ -147,12 +167,15 @@ class Archiver:
         chunk_size: int = 500,
         lock_timeout: float | None = None,
         lineage: Any | None = None,
+        retired_after_days: float | None = RETIRED_ARCHIVE_AFTER_DAYS,
+        superseded_after_days: float | None = SUPERSEDED_ARCHIVE_AFTER_DAYS,
     ) -> None:
         if thread_strategy not in ("keep_latest", "delete", "archive"):
             raise ConfigError(f"thread_strategy must be 'keep_latest', 'delete' or 'archive', got {thread_strategy!r}")
         self.store = store
+        self.settings = store.settings
         self.checkpointer = checkpointer
-        self.archive_dir = Path(archive_dir) if archive_dir is not None else Path(store.settings.archive_dir)
+        self.archive_dir = Path(archive_dir) if archive_dir is not None else Path(self.settings.archive_dir)
         try:
             self.archive_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -166,16 +189,18 @@ class Archiver:
                 raise ConfigError(f"policy for {name!r} must be a RetentionPolicy, a number of days or None")
             self.policies[spec.name] = pol
         self.thread_after_days = thread_after_days
+        self.retired_after_days = retired_after_days
+        self.superseded_after_days = superseded_after_days
         self.thread_strategy = thread_strategy
         self.compresslevel = compresslevel
         self.chunk_size = max(1, int(chunk_size))
-        timeout = lock_timeout if lock_timeout is not None else float(store.settings.lock_timeout)
+        timeout = lock_timeout if lock_timeout is not None else float(self.settings.lock_timeout)
         self._run_lock_file = filelock.FileLock(str(self.archive_dir / "run.lock"), timeout=timeout, thread_local=False)
         self._thread_lock = threading.RLock()
         self._lock_timeout = timeout
         self.manifest = Manifest(self.archive_dir / MANIFEST_FILE)
-        # The store's own lineage (its catalog) unless one is given: one lineage per data directory.
-        self._lineage = lineage if lineage is not None else getattr(store, "lineage", None)
+        #: The store's own lineage (its catalog) unless one is given: one lineage per data directory.
+        self.lineage = lineage if lineage is not None else getattr(store, "lineage", None)
         # Fault injection for tests: called with a step name at each step boundary.
         self._fault: Callable[[str], None] | None = None
 
@@ -187,10 +212,10 @@ class Archiver:
 
     def _lineage_of(self, item: StoredItem) -> dict[str, Any] | None:
         """Parent edges the lineage store knows for this item (by key), for the archived line."""
-        if self._lineage is None:
+        if self.lineage is None:
             return None
         try:
-            edges = self._lineage.parents(item.key)
+            edges = self.lineage.parents(item.key)
         except Exception:  # noqa: BLE001 - e.g. an unregistered id
             return None
         if not edges:
@@ -261,12 +286,18 @@ class Archiver:
             report.ttl_swept = self.store.count_expired() if dry_run else int(self.store.sweep_ttl())
             self.store.flush_access()
             for name, policy in self.policies.items():
-                if policy is None or (wanted is not None and name not in wanted):
+                if wanted is not None and name not in wanted:
                     continue
-                cr = CollectionReport(collection=name, policy=_policy_text(policy))
+                rule = self._selection(name, policy, at)
+                if policy is None and not rule.by_status:
+                    continue
+                cr = CollectionReport(
+                    collection=name,
+                    policy=_policy_text(policy, self.retired_after_days, self.superseded_after_days),
+                )
                 report.collections[name] = cr
                 try:
-                    self._archive_collection(name, policy, at, report.run_id, cr, dry_run, progress)
+                    self._archive_collection(name, rule, report.run_id, cr, dry_run, progress)
                 except ArchiveIntegrityError as exc:
                     cr.error = f"{name}: {exc}"
                     report.errors.append(cr.error)
@@ -289,38 +320,59 @@ class Archiver:
         )
         return report
 
+    def _selection(self, name: str, policy: RetentionPolicy | None, now: float) -> _steps.Selection:
+        """What a run at ``now`` takes from collection ``name``."""
+
+        def cutoff(days: float | None) -> float | None:
+            return None if days is None else now - days * _DAY
+
+        by_status = self.retired_after_days is not None or self.superseded_after_days is not None
+        return _steps.Selection(
+            policy=policy,
+            cutoff=now - (policy.after_days if policy is not None else 0.0) * _DAY,
+            statuses=self.store.items.collection_statuses(name) if by_status else {},
+            retired_cutoff=cutoff(self.retired_after_days),
+            superseded_cutoff=cutoff(self.superseded_after_days),
+            # A restored item is left alone for one policy period (the default one without a policy).
+            grace_since=now - (policy.after_days if policy is not None else ARCHIVE_AFTER_DAYS) * _DAY,
+        )
+
     def _archive_collection(
         self,
         name: str,
-        policy: RetentionPolicy,
-        now: float,
+        rule: _steps.Selection,
         run_id: str,
         cr: CollectionReport,
         dry_run: bool,
         progress: ProgressCallback | None,
     ) -> None:
-        cutoff = now - policy.after_days * _DAY
         total = self.store.items.count(name) if progress else None
         if dry_run:
-            for chunk in _steps.stale_chunks(self.store, self.manifest, name, policy, cutoff, self.chunk_size):
+            for chunk in _steps.stale_chunks(self.store, self.manifest, name, rule, self.chunk_size):
                 cr.selected += len(chunk)
+                cr.count_reasons(rule.reason(it) for it in chunk)
             return
         writer: ArchiveWriter | None = None
         file_name = ""
         stats = _steps.FileStats()
         archived_at = time.time()
         try:
-            for chunk in _steps.stale_chunks(self.store, self.manifest, name, policy, cutoff, self.chunk_size):
+            for chunk in _steps.stale_chunks(self.store, self.manifest, name, rule, self.chunk_size):
                 cr.selected += len(chunk)
                 # Re-read with vectors: the item may have changed since the scan.
                 for it in self.store.items.get_items(name, [c.uid for c in chunk], with_vectors=True):
-                    if not (it.last_activity < cutoff and policy.applies_to(it.value)):
+                    why = rule.reason(it)
+                    if why is None:
                         continue
+                    cr.count_reasons([why])
                     if writer is None:
                         file_name = self._new_name(name, run_id)
                         self.manifest.reserve(file_name, kind="items", collection=name, run_id=run_id)
                         writer = ArchiveWriter(self._path(file_name), compresslevel=self.compresslevel)
-                    writer.write(it, archived_at=archived_at, run_id=run_id, lineage=self._lineage_of(it))
+                    writer.write(
+                        it, archived_at=archived_at, run_id=run_id, lineage=self._lineage_of(it),
+                        status=rule.status_of(it),
+                    )
                     stats.add(it)
                 if progress:
                     progress("write", name, stats.count, total)
@@ -484,6 +536,24 @@ class Archiver:
     def count_archived(self, collection: str | None = None) -> int:
         """How many items are archived (not restored or superseded), in one or all collections."""
         return sum(f.live_items for f in self.list_archives(collection) if f.kind == "items")
+
+    def archived_counts(self) -> dict[str, int]:
+        """:meth:`count_archived` of every collection at once: ``{collection name: items}``."""
+        out: dict[str, int] = {}
+        for f in self.list_archives():
+            if f.kind == "items":
+                out[f.collection] = out.get(f.collection, 0) + f.live_items
+        return out
+
+    def forget(self, uids: Sequence[str]) -> int:
+        """Delete archived copies for good (a hard delete of the items); return how many lines were dropped.
+
+        Archive files are immutable: the lines stay in their file, marked
+        ``deleted`` in the manifest, and no search, lookup or restore returns
+        them again.
+        """
+        with self._exclusive():
+            return self.manifest.mark_deleted(list(uids))
 
     def iter_archived(self, collection: str | None = None, *, filter: dict[str, Any] | None = None) -> Iterator[ArchivedItem]:
         """Every archived item, file by file, each checked against its checksum first (bounded memory)."""

@@ -8,7 +8,11 @@ the item without re-embedding it::
      "access_count": 3, "expires_at": null, "ttl_minutes": null, "indexed": true,
      "vectors": {"dtype": "<f4", "dims": 384, "b64": ["..."]},
      "texts": ["..."], "paths": ["lesson"], "lineage": {"strategy_id": "s1"},
+     "status": {"status": "retired", "reason": "...", ...},
      "archived_at": 1.7e9, "run_id": "..."}
+
+``status`` is present only for a retired or superseded item (see
+:mod:`langgraph_memory.catalog.status`); a restore brings it back with the item.
 
 Vectors are stored as base64 of little-endian float32, which is exactly what
 Chroma holds, so a restored vector is bit-identical to the archived one and a
@@ -45,6 +49,7 @@ import numpy as np
 from langgraph_memory import _sqlite
 from langgraph_memory.errors import ArchiveIntegrityError, DiskFullError, StorageError
 from langgraph_memory.catalog import StoredItem
+from langgraph_memory.catalog.status import ItemStatus
 
 __all__ = [
     "FORMAT_VERSION",
@@ -79,6 +84,8 @@ class ArchivedItem:
     archived_at: float
     run_id: str
     lineage: dict[str, Any] = field(default_factory=dict)
+    #: set when the item was retired or superseded when it was archived.
+    status: ItemStatus | None = None
 
     @property
     def uid(self) -> str:
@@ -150,9 +157,14 @@ def item_record(item: StoredItem) -> dict[str, Any]:
 
 
 def encode_item(
-    item: StoredItem, *, archived_at: float, run_id: str, lineage: dict[str, Any] | None = None
+    item: StoredItem,
+    *,
+    archived_at: float,
+    run_id: str,
+    lineage: dict[str, Any] | None = None,
+    status: ItemStatus | None = None,
 ) -> bytes:
-    """One archive line (with the trailing newline) for ``item``."""
+    """One archive line (with the trailing newline) for ``item`` (``status``: its retired/superseded state)."""
     record = {
         "v": FORMAT_VERSION,
         "uid": item.uid,
@@ -162,6 +174,8 @@ def encode_item(
         "archived_at": archived_at,
         "run_id": run_id,
     }
+    if status is not None:
+        record["status"] = status.as_dict()
     return json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8") + b"\n"
 
 
@@ -199,6 +213,7 @@ def decode_line(record: dict[str, Any], *, collection: str, file: str, line: int
         texts=list(record.get("texts") or []),
         paths=list(record.get("paths") or []),
     )
+    status = record.get("status")
     return ArchivedItem(
         item=item,
         collection=collection,
@@ -207,6 +222,7 @@ def decode_line(record: dict[str, Any], *, collection: str, file: str, line: int
         archived_at=float(record.get("archived_at", 0.0)),
         run_id=str(record.get("run_id", "")),
         lineage=dict(record.get("lineage") or {}),
+        status=ItemStatus.from_dict(status, item.namespace, item.key, collection) if isinstance(status, dict) else None,
     )
 
 
@@ -278,8 +294,16 @@ class ArchiveWriter:
         assert isinstance(err, StorageError)
         return err
 
-    def write(self, item: StoredItem, *, archived_at: float, run_id: str, lineage: dict[str, Any] | None = None) -> None:
-        self.write_line(encode_item(item, archived_at=archived_at, run_id=run_id, lineage=lineage))
+    def write(
+        self,
+        item: StoredItem,
+        *,
+        archived_at: float,
+        run_id: str,
+        lineage: dict[str, Any] | None = None,
+        status: ItemStatus | None = None,
+    ) -> None:
+        self.write_line(encode_item(item, archived_at=archived_at, run_id=run_id, lineage=lineage, status=status))
 
     def write_line(self, line: bytes) -> None:
         """Write one already-encoded line (used for thread archives)."""

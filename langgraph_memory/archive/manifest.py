@@ -16,8 +16,10 @@ A file moves through these states (see :mod:`langgraph_memory.archive.archiver`)
     writing --(next run: unverified, items still live)--> discarded
     verified --(file damaged before its deletes finished)--> corrupt
 
-and an item line moves ``archived -> restoring -> restored`` (restore), or
-``archived -> superseded`` (a newer copy is live or archived).
+and an item line moves ``archived -> restoring -> restored`` (restore),
+``archived -> superseded`` (a newer copy is live or archived), or
+``archived -> deleted`` (the item was deleted for good: the line stays in the
+immutable file but no search, lookup or restore returns it).
 
 The manifest is not a cache: it is the only index of the archive files and of
 the state of every archived item, so it is never rebuilt behind the user's
@@ -58,7 +60,7 @@ from langgraph_memory.errors import (
 __all__ = ["Manifest", "ArchiveFile", "FILE_STATES", "ITEM_STATES"]
 
 FILE_STATES = ("writing", "verified", "complete", "discarded", "corrupt")
-ITEM_STATES = ("archived", "restoring", "restored", "superseded", "corrupt")
+ITEM_STATES = ("archived", "restoring", "restored", "superseded", "corrupt", "deleted")
 # Files whose lines count as archived (readable by search, restore, find).
 READABLE = ("verified", "complete")
 
@@ -350,6 +352,19 @@ class Manifest:
             return
         with self.transaction() as c:
             c.executemany(sql, rows)
+
+    def mark_deleted(self, uids: Sequence[str]) -> int:
+        """Mark the archived lines of ``uids`` deleted (a hard delete); return how many lines changed."""
+        changed = 0
+        with self.transaction() as c:
+            for i in range(0, len(uids), 500):
+                chunk = list(uids[i : i + 500])
+                changed += c.execute(
+                    f"UPDATE items SET status='deleted', changed_at=? WHERE status='archived' "
+                    f"AND uid IN ({','.join('?' * len(chunk))})",
+                    (time.time(), *chunk),
+                ).rowcount
+        return changed
 
     def recently_restored(self, uids: Sequence[str], since: float) -> set[str]:
         """Which of ``uids`` were restored after ``since`` (they get a grace period)."""

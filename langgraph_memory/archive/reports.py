@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -17,6 +18,8 @@ class CollectionReport:
     ``selected`` items matched the policy (in a dry run: would move);
     ``archived`` were written to ``file``; ``deleted`` left the live store;
     ``kept_live`` changed while the run was archiving them and stay live.
+    Of those archived (in a dry run: selected), ``retired`` and
+    ``superseded`` went because of their status rather than the policy.
     """
 
     collection: str
@@ -25,8 +28,18 @@ class CollectionReport:
     archived: int = 0
     deleted: int = 0
     kept_live: int = 0
+    retired: int = 0
+    superseded: int = 0
     file: str | None = None
     error: str | None = None
+
+    def count_reasons(self, reasons: Iterable[str | None]) -> None:
+        """Add items that go because they are retired or superseded (other reasons are the policy's)."""
+        for why in reasons:
+            if why == "retired":
+                self.retired += 1
+            elif why == "superseded":
+                self.superseded += 1
 
 
 @dataclass

@@ -12,7 +12,7 @@ SQLite-only table is the keyword index, which PostgreSQL does with a
   how many items and vectors it holds now. Rows are never deleted, so a
   namespace id cached by any process stays valid; ``list_namespaces`` shows
   those with items.
-* ``collection_counts``: the same counts per collection (the planner reads
+* ``collection_counts`` (version 2): the same counts per collection (the planner reads
   them for every search).
 * ``items``: the truth of every item: value (JSON), timestamps, access data,
   TTL and how many vectors it has.
@@ -25,6 +25,11 @@ SQLite-only table is the keyword index, which PostgreSQL does with a
 * ``lineage_nodes``, ``lineage_edges``, ``versions``: where items came from,
   and the versions of named strategies, written in the same transaction as
   the items themselves.
+* ``item_status`` (version 3): items retired or superseded (seed 003's
+  ``deleted_at`` and ``superseded_by``), keyed by the item's uid and its
+  ``created_at``, so the status outlives an archive-and-restore round trip
+  but not a delete and re-put of the same key. ``meta.status_version``
+  counts changes, so a process can cache the set of hidden items.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import sqlite3
 
 __all__ = ["SCHEMA_VERSION", "migrate"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -141,7 +146,25 @@ INSERT INTO collection_counts(collection, n_items, n_vectors)
     SELECT collection, sum(n_items), sum(n_vectors) FROM namespaces GROUP BY collection;
 """
 
-_MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2_COUNTS}
+# Retired and superseded items. A row applies to the item with this uid *and* this created_at: a
+# restored item keeps its created_at (still retired), a key deleted and put again gets a new one.
+_V3_STATUS = """
+CREATE TABLE IF NOT EXISTS item_status (
+    uid               TEXT PRIMARY KEY,
+    collection        TEXT NOT NULL,
+    ns                TEXT NOT NULL,
+    key               TEXT NOT NULL,
+    item_created_at   REAL NOT NULL,
+    status            TEXT NOT NULL CHECK (status IN ('retired', 'superseded')),
+    reason            TEXT,
+    superseded_by     TEXT,
+    superseded_by_ns  TEXT,
+    changed_at        REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS item_status_collection ON item_status(collection, status);
+"""
+
+_MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2_COUNTS, 3: _V3_STATUS}
 
 
 def migrate(conn: sqlite3.Connection) -> int:

@@ -57,6 +57,7 @@ __all__ = [
     "ITEM_COLUMNS",
     "item_from_row",
     "chunked",
+    "rows_in",
 ]
 
 NS_SEP = "\x1f"
@@ -89,6 +90,12 @@ def item_uid(namespace: Sequence[str], key: str) -> str:
 def chunked(seq: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
     for start in range(0, len(seq), size):
         yield seq[start : start + size]
+
+
+def rows_in(conn: sqlite3.Connection, sql: str, ids: Iterable[Any]) -> Iterator[Any]:
+    """The rows of ``sql``, whose ``{marks}`` is an ``IN`` list, over ``ids`` (each once, in chunks under SQLite's limit)."""
+    for chunk in chunked(list(dict.fromkeys(ids))):
+        yield from conn.execute(sql.format(marks=",".join("?" * len(chunk))), tuple(chunk))
 
 
 @dataclass

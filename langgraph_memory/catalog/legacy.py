@@ -23,6 +23,7 @@ from langgraph_memory._chroma import ChromaHandle
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog.catalog import Catalog
 from langgraph_memory.collections import COLLECTIONS, GENERAL
+from langgraph_memory.config import LINEAGE_FILE
 
 __all__ = ["has_legacy", "import_legacy"]
 
@@ -93,7 +94,7 @@ def import_legacy(chroma_root: Path, data_dir: Path, catalog: Catalog, model_nam
 
                 model_id = _queue.model_id(conn, model_name, dims)
             total += len(_items.restore_items(conn, items, spec.name, catalog.names, model_id=model_id))
-    _import_lineage(data_dir / "lineage.sqlite", catalog)
+    _import_lineage(data_dir / LINEAGE_FILE, catalog)
     ChromaHandle.stop_client(client)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     legacy_dir = chroma_root / f"legacy-{stamp}"

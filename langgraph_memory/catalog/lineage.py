@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph_memory.catalog.items import chunked
+from langgraph_memory.catalog.items import chunked, rows_in
 from langgraph_memory.errors import LineageCycleError, LineageError
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "children",
     "ancestor_depths",
     "versions",
+    "version_id",
     "edge_count",
     "check_id",
     "parents_of",
@@ -230,12 +231,7 @@ def node(conn: sqlite3.Connection, item_id: str) -> ItemRef | None:
 
 
 def nodes(conn: sqlite3.Connection, item_ids: Iterable[str]) -> dict[str, ItemRef]:
-    out: dict[str, ItemRef] = {}
-    for chunk in chunked(list(dict.fromkeys(item_ids))):
-        marks = ",".join("?" * len(chunk))
-        for row in conn.execute(f"SELECT {_NODE_COLS} FROM lineage_nodes WHERE id IN ({marks})", tuple(chunk)):
-            out[row[0]] = _ref(row)
-    return out
+    return {row[0]: _ref(row) for row in rows_in(conn, f"SELECT {_NODE_COLS} FROM lineage_nodes WHERE id IN ({{marks}})", item_ids)}
 
 
 def parents(conn: sqlite3.Connection, item_id: str) -> list[Edge]:
@@ -296,6 +292,12 @@ def versions(conn: sqlite3.Connection, name: str) -> list[VersionRow]:
             "SELECT name, version, id, created_at FROM versions WHERE name = ? ORDER BY version", (name,)
         )
     ]
+
+
+def version_id(conn: sqlite3.Connection, name: str, version: int) -> str | None:
+    """The id of version ``version`` of ``name``, or None."""
+    row = conn.execute("SELECT id FROM versions WHERE name = ? AND version = ?", (name, version)).fetchone()
+    return None if row is None else str(row[0])
 
 
 def edge_count(conn: sqlite3.Connection) -> int:

@@ -237,7 +237,7 @@ class _ConnectionPool:
                 fn,
                 timeout=self.busy_timeout,
                 what=f"{what} in {self.path}",
-                advice="Raise busy_timeout, or find the process holding a long transaction.",
+                advice="Raise lock_timeout, or find the process holding a long transaction.",
             )
         except sqlite3.Error as exc:  # not a lock: a broken file, a full disk, a bad statement
             raise self.error(exc, what) from exc

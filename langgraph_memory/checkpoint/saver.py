@@ -9,6 +9,7 @@ import os
 import random
 import sqlite3
 import time
+import warnings
 from collections.abc import (
     AsyncIterator,
     Callable,
@@ -44,7 +45,7 @@ from langgraph_memory.checkpoint._pool import (
 )
 from langgraph_memory.checkpoint._worker import _Worker
 from langgraph_memory.checkpoint.schema import Durability
-from langgraph_memory.config import LOCK_TIMEOUT_SECONDS, Settings
+from langgraph_memory.config import Settings, resolve_lock_timeout
 from langgraph_memory.errors import ConfigError
 
 __all__ = ["PruneStrategy", "SqliteCheckpointer", "ThreadInfo"]
@@ -66,7 +67,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
     event loop itself when that cannot wait (see ``aget_tuple`` and
     ``aput``), so they never block the event loop on a lock or a disk sync.
     Many threads and several processes may share the file (WAL mode); a busy
-    file is waited for up to ``busy_timeout`` seconds, then
+    file is waited for up to ``lock_timeout`` seconds, then
     :class:`~langgraph_memory.errors.LockTimeoutError` is raised.
 
     No method, sync or async, raises a raw ``sqlite3`` error: a damaged file,
@@ -87,7 +88,9 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         serde: Serializer; default LangGraph's ``JsonPlusSerializer``. Pass an
             ``EncryptedSerializer`` to encrypt checkpoints and writes at rest
             (metadata stays plain JSON so it can be filtered).
-        busy_timeout: Seconds to wait for another writer before giving up.
+        lock_timeout: Seconds to wait for another writer before giving up
+            (argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT`` > config file > 30;
+            ``busy_timeout=`` is its deprecated old name).
         durability: ``"normal"`` (default): a committed checkpoint survives
             any process crash. ``"full"``: it also survives power loss, at
             the cost of an fsync per write.
@@ -119,28 +122,34 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         *,
         data_dir: str | os.PathLike[str] | None = None,
         serde: SerializerProtocol | None = None,
-        busy_timeout: float = LOCK_TIMEOUT_SECONDS,
+        lock_timeout: float | None = None,
         durability: Durability = "normal",
+        busy_timeout: float | None = None,
     ) -> None:
         super().__init__(serde=serde)
-        if busy_timeout <= 0:
-            raise ConfigError(f"busy_timeout must be positive seconds, got {busy_timeout!r}")
+        if busy_timeout is not None:
+            warnings.warn(
+                "SqliteCheckpointer(busy_timeout=) is now lock_timeout=, the name every part of "
+                "langgraph_memory uses", DeprecationWarning, stacklevel=2,
+            )
+            lock_timeout = busy_timeout if lock_timeout is None else lock_timeout
         if path is None:
-            resolved = Settings.resolve(data_dir).checkpoints_path
+            settings = Settings.resolve(data_dir, lock_timeout=lock_timeout)
+            resolved, busy = settings.checkpoints_path, settings.lock_timeout
         elif str(path) == ":memory:" or str(path).startswith("file:"):
             raise ConfigError(
                 "SqliteCheckpointer needs a file path; use a temporary file, or "
                 "langgraph's InMemorySaver for throwaway state."
             )
         else:
-            resolved = Path(path).expanduser()
+            resolved, busy = Path(path).expanduser(), resolve_lock_timeout(lock_timeout)
         try:
             resolved.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise translate(exc, resolved, "create the folder of") from exc
         self.path: Path = resolved
         self._pool = _ConnectionPool(
-            resolved, durability=durability, busy_timeout=busy_timeout, serde=self.serde
+            resolved, durability=durability, busy_timeout=busy, serde=self.serde
         )
         # Async calls run their SQLite work on this thread, in call order.
         self._worker = _Worker(f"lgm-checkpoint:{resolved.name}", self._pool)

@@ -35,7 +35,7 @@ def _saver(ctx: Ctx) -> Any:
         return None
     from langgraph_memory.checkpoint import SqliteCheckpointer
 
-    return SqliteCheckpointer(settings.checkpoints_path, busy_timeout=settings.lock_timeout)
+    return SqliteCheckpointer(settings.checkpoints_path, lock_timeout=settings.lock_timeout)
 
 
 def _rows(threads: list[Any]) -> list[dict[str, Any]]:

@@ -13,8 +13,8 @@ Chroma/LangChain view), :mod:`.access` (reads that count).
 """
 
 from langgraph_memory.catalog import StoredItem
-from langgraph_memory.store.base import ChromaStore
+from langgraph_memory.store.base import ChromaStore, SearchAllOp
 from langgraph_memory.store.index import RebuildReport
 from langgraph_memory.store.planner import Plan
 
-__all__ = ["ChromaStore", "StoredItem", "Plan", "RebuildReport"]
+__all__ = ["ChromaStore", "SearchAllOp", "StoredItem", "Plan", "RebuildReport"]

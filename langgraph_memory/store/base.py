@@ -35,6 +35,7 @@ from langgraph.store.base import (
 
 from langgraph_memory.catalog import Catalog, StoredItem
 from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.legacy import has_legacy, import_legacy
 from langgraph_memory.collections import collection_by_name, collection_for
 from langgraph_memory.config import Settings
@@ -60,7 +61,7 @@ from langgraph_memory.store.ttl import Sweeper
 from langgraph_memory.store.vectors import DEFAULT_BUDGET_BYTES, VectorCache
 from langgraph_memory.store.view import RecordView, ViewClient
 
-__all__ = ["ChromaStore"]
+__all__ = ["ChromaStore", "SearchAllOp"]
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +78,16 @@ def _close_open_stores() -> None:
             store.close()
         except Exception:  # noqa: BLE001 - exiting anyway
             logger.debug("closing a store at exit failed", exc_info=True)
+
+
+class SearchAllOp(SearchOp):
+    """A ``SearchOp`` that also returns retired and superseded items (hidden from a plain ``SearchOp``).
+
+    ``store.search(..., include_retired=True)`` sends one; pass it to
+    ``batch``/``abatch`` directly to mix it with other ops.
+    """
+
+    __slots__ = ()
 
 
 @dataclass
@@ -154,7 +165,11 @@ class ChromaStore(BaseStore):
         data_dir: the data directory (argument > ``LANGGRAPH_MEMORY_DIR`` >
             config file > ``./memory``).
         lock_timeout: seconds to wait for another process before raising
-            ``LockTimeoutError`` (default 30).
+            ``LockTimeoutError`` (argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT``
+            > config file > 30).
+        settings: already resolved :class:`~langgraph_memory.config.Settings`
+            (``Memory.open`` passes its own); instead of ``data_dir`` and
+            ``lock_timeout``.
         access_flush_interval: seconds between applying noted reads
             (access counts, last access, TTL refresh).
         durability: ``"normal"`` (a put survives a crash of the process) or
@@ -197,8 +212,11 @@ class ChromaStore(BaseStore):
         durability: Literal["normal", "full"] = "normal",
         reindex: bool = False,
         vector_cache_mb: float = DEFAULT_BUDGET_BYTES / 2**20,
+        settings: Settings | None = None,
     ) -> None:
-        self.settings = Settings.resolve(data_dir, lock_timeout=lock_timeout)
+        if settings is not None and (data_dir is not None or lock_timeout is not None):
+            raise ConfigError("pass either settings= or data_dir=/lock_timeout=, not both")
+        self.settings = settings if settings is not None else Settings.resolve(data_dir, lock_timeout=lock_timeout)
         self.ttl_config = ttl
         self.index_config: dict[str, Any] | None = None
         self.embeddings: CachedEmbeddings | None = None
@@ -268,6 +286,8 @@ class ChromaStore(BaseStore):
         self._ttl_sweeper: Sweeper | None = None
         self._close_lock = threading.Lock()
         self._lineage: LineageStore | None = None
+        # Retired and superseded items, hidden from searches (cached until a status changes).
+        self._hidden = _status.HiddenItems()
         _OPEN_STORES.add(self)
 
     # ------------------------------------------------------------------ setup
@@ -364,6 +384,56 @@ class ChromaStore(BaseStore):
         """Async ``put``."""
         namespace = validate_namespace(namespace, for_write=True)
         await super().aput(namespace, key, value, index, ttl=ttl)
+
+    def search(  # type: ignore[override]
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool | None = None,
+        include_retired: bool = False,
+    ) -> list[SearchItem]:
+        """``BaseStore.search``; retired and superseded items are left out unless ``include_retired``.
+
+        Example:
+            >>> store.search(("research",), query="momentum", include_retired=True)   # doctest: +SKIP
+        """
+        return self.batch([self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl, include_retired)])[0]  # type: ignore[return-value]
+
+    async def asearch(  # type: ignore[override]
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool | None = None,
+        include_retired: bool = False,
+    ) -> list[SearchItem]:
+        """Async :meth:`search`."""
+        op = self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl, include_retired)
+        return (await self.abatch([op]))[0]  # type: ignore[return-value]
+
+    def _search_op(
+        self,
+        prefix: tuple[str, ...],
+        query: str | None,
+        filter: dict[str, Any] | None,
+        limit: int,
+        offset: int,
+        refresh_ttl: bool | None,
+        include_retired: bool,
+    ) -> SearchOp:
+        if refresh_ttl is None:  # LangGraph's default: refresh on read unless the TTL config says not to
+            refresh_ttl = bool(self.ttl_config.get("refresh_on_read", True)) if self.ttl_config else True
+        op_type = SearchAllOp if include_retired else SearchOp
+        return op_type(prefix, filter, limit, offset, query, refresh_ttl)
 
     def explain(
         self,
@@ -568,17 +638,22 @@ class ChromaStore(BaseStore):
         """Whether ``ttl={"omit_expired": True}``: reads hide expired items before any sweep."""
         return bool(self.ttl_config and self.ttl_config.get("omit_expired"))
 
-    def _omitter(self, now: float) -> Callable[[StoredItem], bool]:
-        if not self._omits_expired:
+    def _omitter(self, now: float, hidden: dict[str, float] | None = None) -> Callable[[StoredItem], bool]:
+        """What reads leave out: expired items (with ``omit_expired``) and the ``hidden`` (retired, superseded)."""
+        if not self._omits_expired and not hidden:
             return lambda _it: False
 
-        def omit(it: StoredItem) -> bool:
+        def expired(it: StoredItem) -> bool:
             if it.expires_at is None or it.expires_at >= now:
                 return False
             refreshed = self._access.expiry(it.id) if it.id is not None else None
             return refreshed is None or refreshed < now
 
-        return omit
+        if not hidden:
+            return expired
+        if not self._omits_expired:
+            return lambda it: hidden.get(it.uid) == it.created_at
+        return lambda it: hidden.get(it.uid) == it.created_at or expired(it)
 
     def _run_gets(self, gets: list[tuple[int, GetOp]], now: float) -> list[tuple[int, Item | None]]:
         with self.catalog.read() as conn:
@@ -599,7 +674,11 @@ class ChromaStore(BaseStore):
         return out
 
     def _run_search(self, op: SearchOp, qvec: np.ndarray | None, now: float) -> list[SearchItem]:
-        hits, plan = self.planner.run(op, qvec, omit=self._omitter(now))
+        hidden = None
+        if not isinstance(op, SearchAllOp):
+            with self.catalog.read() as conn:
+                hidden = self._hidden.snapshot(conn)
+        hits, plan = self.planner.run(op, qvec, omit=self._omitter(now, hidden))
         logger.debug("search %s: %s", op.namespace_prefix, plan)
         if op.refresh_ttl:
             self._access.note([(it.id, it.ttl_minutes) for _, it in hits if it.id is not None], now)

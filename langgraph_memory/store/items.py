@@ -14,22 +14,29 @@ catalog's transactions and then the Chroma index, as puts do.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
+
 import numpy as np
 from langgraph.store.base import PutOp
 
 from langgraph_memory.catalog import Catalog, StoredItem
 from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog import status as _status
+from langgraph_memory.catalog.status import ItemStatus, Status
 from langgraph_memory.collections import collection_by_name, collection_for
+from langgraph_memory.errors import NotFoundError
 from langgraph_memory.store._writer import Writer
 from langgraph_memory.store.records import PAGE_SIZE, record_text
 
-__all__ = ["StoreItems", "Before"]
+__all__ = ["StoreItems", "Before", "ItemKey"]
 
 #: Runs inside a put's catalog transaction; may return replacement values by put position.
 Before = Callable[[sqlite3.Connection], Mapping[int, dict[str, Any]] | None]
+#: An item by namespace and key.
+ItemKey = tuple[tuple[str, ...], str]
 
 
 class StoreItems:
@@ -65,6 +72,97 @@ class StoreItems:
         embedded text) once it knows, say, the version number.
         """
         self._put_many([PutOp(namespace, key, value)], before)
+
+    def delete(
+        self, namespace: tuple[str, ...], key: str, *, before: Callable[[sqlite3.Connection], None] | None = None
+    ) -> None:
+        """Delete an item for good with its retired/superseded status; ``before(conn)`` runs in the same transaction."""
+        uid = _items.item_uid(namespace, key)
+
+        def forget(conn: sqlite3.Connection) -> None:
+            _status.clear(conn, [uid])
+            if before is not None:
+                before(conn)
+
+        self._put_many([PutOp(namespace, key, None)], forget)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------ status
+
+    def set_status(
+        self,
+        keys: Sequence[ItemKey],
+        status: Status,
+        *,
+        reason: str | None = None,
+        superseded_by: ItemKey | None = None,
+        before: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> list[ItemStatus]:
+        """Retire or supersede live items in one transaction (with ``before(conn)`` run inside it).
+
+        Searches leave them out from the commit on, in every process.
+
+        Raises:
+            NotFoundError: a key (or ``superseded_by``) is not a live item; nothing changes.
+        """
+        with self.catalog.write() as conn:
+            wanted = [*keys, *([superseded_by] if superseded_by else [])]
+            missing = [k for k in wanted if k not in _status.targets(conn, wanted)]
+            if missing:
+                ns, key = missing[0]
+                raise NotFoundError(
+                    f"no live item {key!r} in namespace {ns!r}; it was never stored, deleted, or archived "
+                    "(restore it from the archive first)"
+                )
+            if before is not None:
+                before(conn)
+            return self.set_status_in(conn, keys, status, reason=reason, superseded_by=superseded_by)
+
+    def retire_where(
+        self, keys: Sequence[ItemKey], still: Callable[[StoredItem], bool], *, reason: str
+    ) -> list[ItemStatus]:
+        """Retire the live items of ``keys`` for which ``still(item)`` holds, judged on the item as it is
+        inside the retiring transaction (so a read or write from any process in between is seen)."""
+        self.flush_access()
+        with self.catalog.write() as conn:
+            current = _items.get_items(conn, keys)
+            chosen = [k for k, it in current.items() if still(it)]
+            return self.set_status_in(conn, chosen, "retired", reason=reason)
+
+    @staticmethod
+    def set_status_in(
+        conn: sqlite3.Connection,
+        keys: Sequence[ItemKey],
+        status: Status,
+        *,
+        reason: str | None = None,
+        superseded_by: ItemKey | None = None,
+    ) -> list[ItemStatus]:
+        """:meth:`set_status` inside the caller's write transaction; keys not live are skipped."""
+        found = _status.targets(conn, keys)
+        return _status.mark(conn, found.values(), status, reason=reason, now=time.time(), superseded_by=superseded_by)
+
+    def clear_status(self, keys: Sequence[ItemKey]) -> int:
+        """Make items plain again (searches find them); return how many had a status."""
+        with self.catalog.write() as conn:
+            return _status.clear(conn, [_items.item_uid(ns, key) for ns, key in keys])
+
+    def statuses(self, keys: Sequence[ItemKey]) -> dict[ItemKey, ItemStatus]:
+        """The status of each key that has one: of the live item, or of its archived copy when not live."""
+        uids = {_items.item_uid(ns, key): (tuple(ns), key) for ns, key in keys}
+        with self.catalog.read() as conn:
+            rows = _status.get(conn, list(uids))
+            live = _items.get_items(conn, [uids[u] for u in rows])
+        out: dict[ItemKey, ItemStatus] = {}
+        for uid, st in rows.items():
+            it = live.get(uids[uid])
+            if it is None or it.created_at == st.item_created_at:
+                out[uids[uid]] = st
+        return out
+
+    def collection_statuses(self, collection: str) -> dict[str, ItemStatus]:
+        """Statuses of one collection's live items, by uid (the archive job and the decay cleanup read them)."""
+        with self.catalog.read() as conn:
+            return _status.of_collection(conn, collection_by_name(collection).name)
 
     def _fill_vectors(self, items: list[StoredItem]) -> None:
         ids = [it.id for it in items if it.id is not None and it.n_vectors]
@@ -184,11 +282,13 @@ class StoreItems:
         self.writer.sync(set(by_spec))
         return added, replaced, kept
 
-    def restore_items(self, items: list[StoredItem]) -> int:
+    def restore_items(self, items: list[StoredItem], statuses: Sequence[ItemStatus] = ()) -> int:
         """Write items back exactly as they were (timestamps, access data, vectors).
 
         Items that are already live are left alone, so restoring twice is a
-        no-op. Returns how many were written.
+        no-op. ``statuses`` (from the archived lines) are written where the
+        catalog lost them, so a retired item comes back retired. Returns how
+        many items were written.
         """
         by_spec: dict[str, list[StoredItem]] = defaultdict(list)
         for it in items:
@@ -198,5 +298,6 @@ class StoreItems:
             model_id = self.writer.model_id(conn) if self.writer.model and any(it.vectors for it in items) else 0
             for name, group in by_spec.items():
                 written += len(_items.restore_items(conn, group, name, self.catalog.names, model_id=model_id))
+            _status.ensure(conn, statuses)
         self.writer.sync(set(by_spec))
         return written
