@@ -11,6 +11,7 @@
     langgraph-memory scheduler --cron "0 3 * * *"
     langgraph-memory index check                  # catalog and Chroma agree?
     langgraph-memory index rebuild                # rebuild Chroma from the catalog (progress bar)
+    langgraph-memory ingest papers/ notes.md --episode-id DS-25-002
 
 Exit status: 0 on success, 1 when a command ran but reported errors (for
 example a damaged archive file), 2 on bad usage.
@@ -28,6 +29,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from langgraph_memory.errors import LangGraphMemoryError
+from langgraph_memory.ingest.cli import add_ingest_command, run_ingest
 
 __all__ = ["main", "build_parser"]
 
@@ -79,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--cron", help='crontab expression (default "0 3 * * *")')
     group.add_argument("--interval", type=float, help="seconds between runs")
     sch.add_argument("--run-now", action="store_true", help="also run once at start")
+    add_ingest_command(sub)
     return p
 
 
@@ -357,6 +360,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "scheduler":
             return _cmd_scheduler(args, console)
+        if args.command == "ingest":
+            return run_ingest(args, console)
         return _COMMANDS[(args.command, args.action)](args, console)
     except LangGraphMemoryError as exc:
         console.print(f"[red]error:[/] {exc}")
