@@ -15,7 +15,7 @@ BENCH = Path(__file__).resolve().parents[1] / "bench" / "ingest_bench.py"
 @pytest.mark.slow
 def test_ingest_bench_runs_and_prints_its_table() -> None:
     out = subprocess.run(
-        [sys.executable, str(BENCH), "--files", "8", "--queries", "10", "--fake"],
+        [sys.executable, str(BENCH), "--queries", "10", "--text-files", "2", "--files", "2", "--fake"],
         capture_output=True, text=True, timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
     assert out.returncode == 0, out.stderr[-3000:]
@@ -23,5 +23,5 @@ def test_ingest_bench_runs_and_prints_its_table() -> None:
     assert len(rows) == 2
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
-        assert cells[1].startswith("8 (0 failed)") or "failed" in cells[1]
+        assert "failed" in cells[1] and int(cells[1].split()[0]) >= 3
         assert int(cells[2].replace(",", "")) > 0  # chunks stored
