@@ -13,7 +13,8 @@ The pieces, each usable alone:
 * :class:`SqliteCheckpointer` - a ``BaseCheckpointSaver`` for sync and async graphs;
 * :class:`Memory` - one data directory: store, checkpointer, typed research API, lineage, archiver;
 * :func:`recall_node`, :func:`store_node`, :func:`create_recall_tool`, :func:`create_store_tool` - memory in graphs;
-* :class:`Archiver`, :func:`schedule_archival` - stale memories to compressed, searchable archives.
+* :class:`Archiver`, :func:`schedule_archival` - stale memories to compressed, searchable archives;
+* ``Memory.ingest`` / :class:`IngestConfig` - files and folders into memory, chunked and deduplicated.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from langgraph_memory.checkpoint import SqliteCheckpointer
 from langgraph_memory.config import Settings
 from langgraph_memory.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings, default_embeddings
 from langgraph_memory.errors import LangGraphMemoryError
+from langgraph_memory.ingest import ChunkHit, IngestConfig, IngestReport
 from langgraph_memory.lineage import Lineage
 from langgraph_memory.memory import Hit, Memory, StrategyVersion
 from langgraph_memory.nodes import recall_node, store_node
@@ -47,6 +49,9 @@ __all__ = [
     "CachedEmbeddings",
     "default_embeddings",
     "LangGraphMemoryError",
+    "IngestConfig",
+    "IngestReport",
+    "ChunkHit",
 ]
 
 __version__ = "0.1.0"

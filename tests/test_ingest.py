@@ -364,6 +364,11 @@ def test_a_changed_file_at_the_same_path_is_recognised_with_the_old_keys(mem: Me
     )
     # Not superseded yet (issue 11's mechanism): both versions are live for now.
     assert {it.value["content_hash"] for it in _items(mem, kind="chunk")} == {old.sha256, new.sha256}
+    # Back to the first bytes: nothing to store, and the version it replaces is the second.
+    notes.write_text("# Notes\n\nVersion one of the note.\n")
+    back = mem.ingest(notes).files[0]
+    assert back.status == "duplicate" and back.sha256 == old.sha256 and back.replaces == new.sha256
+    assert mem.ingest(notes).files[0].replaces is None  # unchanged since
 
 
 def test_namespaces_must_be_in_the_general_collection(mem: Memory, tmp_path: Path) -> None:

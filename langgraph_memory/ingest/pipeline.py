@@ -229,11 +229,11 @@ class Ingestor:
         with self.catalog.read() as conn:
             stored = _files.get_file(conn, ns, sha)
             before_sha = _files.path_hash(conn, ns, uri)
-        if stored is not None and stored.complete:
-            return self._duplicate(result, ns, uri, stored)
         previous = self._previous(ns, uri, before_sha, sha)
         if previous is not None:
             result.replaces, result.replaced_keys = previous.sha256, previous.keys
+        if stored is not None and stored.complete:
+            return self._duplicate(result, ns, uri, stored, previous)
         raw = copy_verbatim(path, self.raw_dir, sha, check=self._decode_check(path, kind))
         now = time.time()
         with self.catalog.write() as conn:
@@ -244,7 +244,7 @@ class Ingestor:
             )
         if state == "complete":
             assert row is not None
-            return self._duplicate(result, ns, uri, row)
+            return self._duplicate(result, ns, uri, row, previous)
         if state == "busy":
             assert row is not None
             result.status, result.reason = "busy", f"being ingested by another process ({row.owner})"
@@ -259,9 +259,18 @@ class Ingestor:
             raise
         return result
 
-    def _duplicate(self, result: FileResult, ns: tuple[str, ...], uri: str, stored: _files.IngestedFile) -> FileResult:
+    def _duplicate(
+        self,
+        result: FileResult,
+        ns: tuple[str, ...],
+        uri: str,
+        stored: _files.IngestedFile,
+        previous: PreviousVersion | None,
+    ) -> FileResult:
         with self.catalog.write() as conn:
             _files.record_path(conn, ns, uri, stored.sha256, now=time.time())
+            if previous is not None:  # the path went back to bytes stored before
+                self._supersede_previous(conn, ns, uri, previous)
         result.status = "duplicate"
         result.reason = "same bytes as " + stored.source_uri if stored.source_uri != uri else "unchanged"
         logger.info("skipping %s: already ingested (%s)", result.path, result.reason)
@@ -353,7 +362,9 @@ class Ingestor:
         self.store.items.put_many(ops, before=before)
 
     def _supersede_previous(self, conn: Any, ns: tuple[str, ...], uri: str, previous: PreviousVersion) -> None:
-        """Here, in the transaction that stores the new version, the old version's chunks are to be superseded.
+        """Here, in the transaction that makes the path's new bytes current (the new version's last
+        batch, or the path's record when the new bytes were stored before), the old version's chunks
+        and parents are to be superseded.
 
         Not done yet: it needs the supersede mechanism of issue 11. The old
         chunks stay live (and recallable) until then; their keys are
