@@ -306,6 +306,7 @@ def test_a_large_file_goes_in_several_batches_and_is_complete_only_at_the_end(da
         assert len(_items(m, kind="chunk")) == result.chunks
         (row,) = _file_rows(m)
         assert row.complete and (row.n_chunks, row.n_parents) == (result.chunks, result.parents)
+        assert '"chunker": "contextual"' in row.chunker and '"size": 400' in row.chunker
 
 
 def test_a_failure_part_way_through_a_file_rolls_back_what_was_stored(data_dir: Path, tmp_path: Path) -> None:

@@ -132,7 +132,8 @@ CREATE TABLE IF NOT EXISTS versions (
 # Version 2: files into memory (langgraph_memory.ingest). A file is one row per
 # namespace it went to, keyed by the hash of its bytes: "ingesting" while its
 # chunks are being stored (``owner`` is the process, ``heartbeat_at`` its last
-# progress), "complete" once the transaction holding its last chunks committed.
+# progress), "complete" once the transaction holding its last chunks committed;
+# ``chunker`` holds the chunking settings (JSON) its chunks were cut with.
 _V2_FILES = """
 CREATE TABLE IF NOT EXISTS ingested_files (
     namespace     TEXT NOT NULL,

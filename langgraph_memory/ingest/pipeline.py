@@ -36,6 +36,7 @@ range, and is not embedded.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import stat
@@ -240,7 +241,7 @@ class Ingestor:
             state, row = _files.claim(
                 conn, ns, sha, owner=self.owner, now=now, stale_after=self.config.stale_claim_seconds,
                 file_type=kind, size=found.size, source_uri=uri, episode_id=episode_id,
-                chunker=self.config.chunker,
+                chunker=json.dumps(self.config.describe(), sort_keys=True),
             )
         if state == "complete":
             assert row is not None
