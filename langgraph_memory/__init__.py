@@ -15,7 +15,8 @@ The pieces, each usable alone:
   retire/supersede/delete, stats, decay cleanup, archiver;
 * :func:`recall_node`, :func:`store_node`, :func:`create_recall_tool`, :func:`create_store_tool` - memory in graphs;
 * :class:`Archiver`, :func:`schedule_archival` - stale memories to compressed, searchable archives;
-* :func:`export_bundle`, :func:`import_bundle` - share bundles between data directories and teammates.
+* :func:`export_bundle`, :func:`import_bundle` - share bundles between data directories and teammates;
+* ``Memory.ingest`` / :class:`IngestConfig` - files and folders into memory, chunked and deduplicated.
 
 From outside a graph: the ``langgraph-memory`` command line (:mod:`langgraph_memory.cli`) and the MCP
 server (:mod:`langgraph_memory.mcp_server`, ``langgraph-memory mcp``).
@@ -34,6 +35,7 @@ from langgraph_memory.decay import DecayReport
 from langgraph_memory.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings, default_embeddings
 from langgraph_memory.errors import LangGraphMemoryError
 from langgraph_memory.lifecycle import DeleteReport
+from langgraph_memory.ingest import ChunkHit, IngestConfig, IngestReport
 from langgraph_memory.lineage import Lineage
 from langgraph_memory.memory import Hit, Memory, StrategyVersion
 from langgraph_memory.nodes import recall_node, store_node
@@ -68,6 +70,9 @@ __all__ = [
     "CachedEmbeddings",
     "default_embeddings",
     "LangGraphMemoryError",
+    "IngestConfig",
+    "IngestReport",
+    "ChunkHit",
 ]
 
 __version__ = "0.1.0"

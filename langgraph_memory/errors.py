@@ -39,6 +39,15 @@ __all__ = [
     "CorruptFileError",
     "ModelMismatchError",
     "BundleError",
+    "IngestError",
+    "MissingPathError",
+    "UnsupportedFileTypeError",
+    "EmptyFileError",
+    "FileEncodingError",
+    "SymlinkLoopError",
+    "UnreadableFileError",
+    "DamagedDocumentError",
+    "FileChangedError",
 ]
 
 
@@ -146,3 +155,59 @@ class ModelMismatchError(ConfigError):
 
 class BundleError(CorruptFileError):
     """A share bundle is damaged, incomplete, or of an unknown format; nothing of it was imported."""
+
+
+class IngestError(LangGraphMemoryError):
+    """A file or folder given to ``Memory.ingest`` could not be ingested; ``path`` names it.
+
+    Nothing of that file was stored: a file's chunks are written only after
+    it was read, checked and chunked without error.
+    """
+
+    def __init__(self, message: str, path: object = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class MissingPathError(IngestError, FileNotFoundError):
+    """A path given to ingest does not exist (or is a symlink to nothing)."""
+
+
+class UnsupportedFileTypeError(IngestError, ValueError):
+    """A file given by name has a type ingest does not read (see ``langgraph_memory.ingest.SUPPORTED_TYPES``)."""
+
+
+class EmptyFileError(IngestError, ValueError):
+    """A file given by name is empty, or holds no text (a PDF of scanned images, say)."""
+
+
+class FileEncodingError(IngestError, ValueError):
+    """A text file is not valid in its encoding (UTF-8, or a Python file's declared coding).
+
+    ``offset`` is the byte offset of the first bad byte, ``encoding`` the
+    encoding it was read with.
+    """
+
+    def __init__(self, message: str, path: object = None, *, offset: int, encoding: str) -> None:
+        super().__init__(message, path)
+        self.offset = offset
+        self.encoding = encoding
+
+
+class SymlinkLoopError(IngestError, OSError):
+    """A symbolic link leads back to itself (or to a folder above it)."""
+
+
+class UnreadableFileError(IngestError, OSError):
+    """A file or folder could not be read: permissions, an I/O error, or not a regular file."""
+
+
+class DamagedDocumentError(IngestError, ValueError):
+    """A document's format is damaged or locked (a truncated or encrypted PDF)."""
+
+
+class FileChangedError(IngestError, RuntimeError):
+    """A file changed while it was being ingested; retry once it is no longer being written."""

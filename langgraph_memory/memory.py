@@ -58,9 +58,11 @@ from langgraph_memory._research_api import (
 )
 from langgraph_memory._typed import TypedItems, athread
 from langgraph_memory.collections import COLLECTIONS, collection_by_name
-from langgraph_memory.config import Settings
+from langgraph_memory.config import DEFAULT_K, Settings
 from langgraph_memory.decay import DecayReport, cleanup_decayed
 from langgraph_memory.errors import ConfigError
+from langgraph_memory.ingest import DOCUMENTS_NAMESPACE, ChunkHit, IngestConfig, IngestProgress, IngestReport, Ingestor
+from langgraph_memory.ingest import recall as _recall_chunks
 from langgraph_memory.lifecycle import ItemLifecycle
 from langgraph_memory.lineage import ItemRef, Lineage, LineageStore, NodeSummary, build_lineage
 from langgraph_memory.ranking import TemporalConfig
@@ -438,6 +440,99 @@ class Memory:
             else:
                 out[ref.id] = NodeSummary(f"{ref.id} (archived/unknown)", "unknown", st)
         return out
+
+    # --------------------------------------------------------------- ingest
+
+    def ingest(
+        self,
+        path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+        *,
+        episode_id: str | None = None,
+        namespace: Sequence[str] = DOCUMENTS_NAMESPACE,
+        chunker: Literal["contextual", "fixed"] | None = None,
+        config: IngestConfig | None = None,
+        errors: Literal["raise", "report"] = "raise",
+        progress: Callable[[IngestProgress], None] | None = None,
+    ) -> IngestReport:
+        """Read files and folders (recursively) into memory: chunked, embedded, deduplicated by content.
+
+        Reads ``.md .txt .py .csv .pdf .yaml .yml``. Each file is hashed
+        (SHA-256) and copied to ``raw/{hash}{ext}``; bytes already ingested
+        into ``namespace`` are skipped without a model call, whatever their
+        name, across restarts and processes. Chunks (seed 002's contextual
+        chunker by default, or ``chunker="fixed"``: seed 000's window) and
+        their parent records are stored in ``namespace`` of the general
+        collection; see :mod:`langgraph_memory.ingest.pipeline` for the keys
+        and fields.
+
+        Raises (for a path given by name; inside a folder such files are
+        reported and skipped): ``MissingPathError``, ``SymlinkLoopError``,
+        ``UnreadableFileError``, ``UnsupportedFileTypeError``,
+        ``EmptyFileError``, and while reading (unless ``errors="report"``)
+        ``FileEncodingError`` (with the byte offset) or ``DamagedDocumentError``.
+        Nothing of a file that fails is left stored.
+
+        Example:
+            >>> report = mem.ingest("papers/", episode_id="DS-25-002")      # doctest: +SKIP
+            >>> report.counts()                                              # doctest: +SKIP
+            {'ingested': 3, 'duplicate': 0, 'busy': 0, 'skipped': 1, 'failed': 0}
+        """
+        self._check_open()
+        cfg = config or IngestConfig()
+        if chunker is not None:
+            cfg = cfg.replace(chunker=chunker)
+        ingestor = Ingestor(self.store, raw_dir=self.settings.raw_dir, config=cfg)
+        return ingestor.ingest(path, namespace=namespace, episode_id=episode_id, errors=errors, progress=progress)
+
+    def recall(
+        self,
+        query: str,
+        *,
+        k: int = DEFAULT_K,
+        namespace: Sequence[str] = DOCUMENTS_NAMESPACE,
+        include_parents: bool = False,
+        filter: dict[str, Any] | None = None,
+    ) -> list[ChunkHit]:
+        """The ``k`` ingested chunks nearest ``query``, with score and source; ``include_parents`` adds context.
+
+        Example:
+            >>> hit = mem.recall("signup success metric", k=3, include_parents=True)[0]  # doctest: +SKIP
+            >>> hit.source_uri, hit.score, hit.full_context[:60]                        # doctest: +SKIP
+        """
+        self._check_open()
+        return _recall_chunks(self.store, query, k=k, namespace=namespace, include_parents=include_parents,
+                              filter=filter)
+
+    async def aingest(
+        self,
+        path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+        *,
+        episode_id: str | None = None,
+        namespace: Sequence[str] = DOCUMENTS_NAMESPACE,
+        chunker: Literal["contextual", "fixed"] | None = None,
+        config: IngestConfig | None = None,
+        errors: Literal["raise", "report"] = "raise",
+        progress: Callable[[IngestProgress], None] | None = None,
+    ) -> IngestReport:
+        """Async :meth:`ingest` (the reading, embedding and writing run in a worker thread)."""
+        return await asyncio.to_thread(
+            self.ingest, path, episode_id=episode_id, namespace=namespace, chunker=chunker, config=config,
+            errors=errors, progress=progress,
+        )
+
+    async def arecall(
+        self,
+        query: str,
+        *,
+        k: int = DEFAULT_K,
+        namespace: Sequence[str] = DOCUMENTS_NAMESPACE,
+        include_parents: bool = False,
+        filter: dict[str, Any] | None = None,
+    ) -> list[ChunkHit]:
+        """Async :meth:`recall`."""
+        return await asyncio.to_thread(
+            self.recall, query, k=k, namespace=namespace, include_parents=include_parents, filter=filter
+        )
 
     # ------------------------------------------- retire, supersede, delete
     # (mem.retire is mem.lifecycle.retire; see ItemLifecycle for each call)

@@ -30,6 +30,10 @@ SQLite-only table is the keyword index, which PostgreSQL does with a
   ``created_at``, so the status outlives an archive-and-restore round trip
   but not a delete and re-put of the same key. ``meta.status_version``
   counts changes, so a process can cache the set of hidden items.
+* ``ingested_files``, ``ingested_paths`` (version 4): the files ingested into
+  each namespace by the SHA-256 of their bytes, whether their chunks are all
+  stored, which process is storing them; and the hash each path had when it
+  was last ingested (see :mod:`langgraph_memory.catalog.files`).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ import sqlite3
 
 __all__ = ["SCHEMA_VERSION", "migrate"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -164,7 +168,41 @@ CREATE TABLE IF NOT EXISTS item_status (
 CREATE INDEX IF NOT EXISTS item_status_collection ON item_status(collection, status);
 """
 
-_MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2_COUNTS, 3: _V3_STATUS}
+
+# Version 4: files into memory (langgraph_memory.ingest). A file is one row per
+# namespace it went to, keyed by the hash of its bytes: "ingesting" while its
+# chunks are being stored (``owner`` is the process, ``heartbeat_at`` its last
+# progress), "complete" once the transaction holding its last chunks committed;
+# ``chunker`` holds the chunking settings (JSON) its chunks were cut with.
+_V4_FILES = """
+CREATE TABLE IF NOT EXISTS ingested_files (
+    namespace     TEXT NOT NULL,
+    sha256        TEXT NOT NULL,
+    state         TEXT NOT NULL,
+    file_type     TEXT NOT NULL,
+    size          INTEGER NOT NULL,
+    source_uri    TEXT NOT NULL,
+    episode_id    TEXT,
+    chunker       TEXT,
+    n_chunks      INTEGER NOT NULL DEFAULT 0,
+    n_parents     INTEGER NOT NULL DEFAULT 0,
+    owner         TEXT,
+    started_at    REAL NOT NULL,
+    heartbeat_at  REAL NOT NULL,
+    completed_at  REAL,
+    PRIMARY KEY (namespace, sha256)
+);
+CREATE TABLE IF NOT EXISTS ingested_paths (
+    namespace   TEXT NOT NULL,
+    source_uri  TEXT NOT NULL,
+    sha256      TEXT NOT NULL,
+    seen_at     REAL NOT NULL,
+    PRIMARY KEY (namespace, source_uri)
+);
+CREATE INDEX IF NOT EXISTS ingested_paths_sha ON ingested_paths(namespace, sha256);
+"""
+
+_MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2_COUNTS, 3: _V3_STATUS, 4: _V4_FILES}
 
 
 def migrate(conn: sqlite3.Connection) -> int:

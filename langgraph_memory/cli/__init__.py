@@ -13,6 +13,7 @@ Live memory::
     langgraph-memory threads prune --older-than 90     # shows what would go; --yes prunes
     langgraph-memory export ./share --namespace research
     langgraph-memory import ./share                    # merge a teammate's bundle
+    langgraph-memory ingest papers/ notes.md           # files into memory, deduplicated
     langgraph-memory mcp                               # the MCP server on stdio (--transport http)
 
 Archives and the index::
@@ -48,8 +49,10 @@ from langgraph_memory.errors import (
     FilterError,
     InvalidArgumentError,
     LangGraphMemoryError,
+    MissingPathError,
     NamespaceError,
     NotFoundError,
+    UnsupportedFileTypeError,
 )
 
 __all__ = ["main", "build_parser"]
@@ -69,7 +72,7 @@ def _common() -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
     from langgraph_memory import __version__
-    from langgraph_memory.cli import _archive, _bundle, _live, _mcp, _threads
+    from langgraph_memory.cli import _archive, _bundle, _ingest, _live, _mcp, _threads
 
     common = _common()
     p = argparse.ArgumentParser(
@@ -78,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"langgraph-memory {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (_live, _threads, _bundle, _archive, _mcp):
+    for module in (_live, _threads, _bundle, _ingest, _archive, _mcp):
         module.register(sub, common)
     return p
 
@@ -86,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _exit_code(exc: LangGraphMemoryError) -> int:
     if isinstance(exc, NotFoundError):
         return EXIT_NOTHING
-    if isinstance(exc, (InvalidArgumentError, FilterError, NamespaceError, ConfigError)):
+    if isinstance(exc, (InvalidArgumentError, FilterError, NamespaceError, ConfigError, MissingPathError,
+                        UnsupportedFileTypeError)):
         return EXIT_USAGE
     return EXIT_ERROR
 

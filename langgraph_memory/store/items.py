@@ -163,6 +163,19 @@ class StoreItems:
         """Statuses of one collection's live items, by uid (the archive job and the decay cleanup read them)."""
         with self.catalog.read() as conn:
             return _status.of_collection(conn, collection_by_name(collection).name)
+    def put_many(self, ops: list[PutOp], *, before: Before | None = None) -> list[int | None]:
+        """``store.batch`` of puts and deletes, with ``before(conn)`` run inside the same catalog transaction.
+
+        All of ``ops`` commit together or not at all, with whatever
+        ``before`` writes (ingest marks a file complete this way, in the
+        transaction of its last chunks). Returns each put's item id (None
+        for a delete).
+
+        Example:
+            >>> store.items.put_many([PutOp(("documents",), "c1", {"content": "..."}, index=["content"])])  # doctest: +SKIP
+            [1]
+        """
+        return self._put_many(list(ops), before)
 
     def _fill_vectors(self, items: list[StoredItem]) -> None:
         ids = [it.id for it in items if it.id is not None and it.n_vectors]

@@ -1,0 +1,436 @@
+"""The ingest pipeline: paths in, chunks and parent records stored through the store, exactly once.
+
+For each file found (:mod:`~langgraph_memory.ingest.files`):
+
+1. hash its bytes (SHA-256, streamed). The same bytes already stored in the
+   namespace (any name, any process, before a restart or not) are skipped
+   here: nothing else is read and the model is not called;
+2. copy it to ``raw/{sha256}{ext}`` atomically, checking on the way that
+   text decodes (a bad byte fails the file here, before anything is stored,
+   with its byte offset) and that the bytes still hash the same;
+3. claim it in the catalog (:mod:`langgraph_memory.catalog.files`): a second
+   process meeting the same bytes now skips them as ``busy``; a claim left by
+   a dead process is taken over and its chunks rolled back;
+4. read the verbatim copy (:mod:`~langgraph_memory.ingest.readers`), chunk it
+   (:mod:`~langgraph_memory.ingest.chunkers`) and store chunks and parents
+   through the store's write path, which embeds the chunks. The file is
+   marked complete in the transaction of its last chunks: a file that fits
+   one batch (``IngestConfig.batch_max_chunks``) is stored in one
+   transaction; a larger one in several, and if it fails part-way the chunks
+   already stored are deleted again (by the next ingest, after a crash).
+
+Chunks and parents live in the namespace given (``("documents",)`` by
+default, in the general collection), keyed by the file's hash:
+``{sha256}:c{index}`` and ``{sha256}:p{index}``. A chunk's value holds its
+``content`` (the only field embedded) and ``kind="chunk"``, ``source_uri``,
+``chunk_index``, ``episode_id``, ``content_hash``, ``file_type``,
+``start_char``, ``end_char``, ``overlap_start``, ``overlap_end``,
+``semantic_boundary``, ``parent_key``, ``title`` and ``page``; a parent's
+holds ``kind="parent"``, the full text of its section(s) and its chunks'
+range, and is not embedded.
+
+    >>> ingestor = Ingestor(store, raw_dir=settings.raw_dir)        # doctest: +SKIP
+    >>> ingestor.ingest(["notes/"], namespace=("documents",)).counts()  # doctest: +SKIP
+    {'ingested': 4, 'duplicate': 0, 'busy': 0, 'skipped': 1, 'failed': 0}
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import stat
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from langgraph.store.base import PutOp
+
+from langgraph_memory.catalog import files as _files
+from langgraph_memory.collections import COLLECTIONS
+from langgraph_memory.errors import EmptyFileError, IngestError, InvalidArgumentError, UnsupportedFileTypeError
+from langgraph_memory.ingest.chunkers import make_chunker
+from langgraph_memory.ingest.config import DOCUMENTS_NAMESPACE, IngestConfig
+from langgraph_memory.ingest.encoding import Decoder, file_encoding
+from langgraph_memory.ingest.files import (
+    SUPPORTED_TYPES,
+    Found,
+    Skipped,
+    check_path,
+    copy_verbatim,
+    file_type_of,
+    sha256_file,
+    walk,
+)
+from langgraph_memory.ingest.readers import read_blocks
+from langgraph_memory.ingest.records import Parent
+from langgraph_memory.ingest.report import FileResult, IngestProgress, IngestReport
+from langgraph_memory.store.namespaces import validate_namespace
+
+__all__ = ["Ingestor", "chunk_key", "parent_key", "PreviousVersion"]
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[[IngestProgress], None]
+_TEXT_TYPES = frozenset(SUPPORTED_TYPES.values()) - {"pdf"}
+
+
+def chunk_key(sha256: str, index: int) -> str:
+    """The store key of a file's chunk."""
+    return f"{sha256}:c{index:06d}"
+
+
+def parent_key(sha256: str, index: int) -> str:
+    """The store key of a file's parent record."""
+    return f"{sha256}:p{index:05d}"
+
+
+@dataclass(frozen=True)
+class PreviousVersion:
+    """The version a changed file replaces: what a supersede needs.
+
+    Attributes:
+        sha256: the hash the path had when last ingested.
+        keys: the keys of that version's chunks and parents (in the same namespace).
+        other_paths: other paths whose latest ingest had those same bytes; while
+            there are any, that version is still current for them.
+    """
+
+    sha256: str
+    keys: list[str]
+    other_paths: list[str]
+
+
+def check_namespace(namespace: Sequence[str]) -> tuple[str, ...]:
+    """A namespace for documents: valid for a put, and in the general collection."""
+    if isinstance(namespace, str):
+        raise InvalidArgumentError(f"namespace must be a tuple of labels such as ('documents',), got {namespace!r}")
+    ns = validate_namespace(tuple(namespace), for_write=True)
+    if ns[0] in COLLECTIONS:
+        raise InvalidArgumentError(
+            f"documents go to the general collection; the namespace {ns!r} starts with the typed label {ns[0]!r}. "
+            "Use another first label, such as ('documents', ...)."
+        )
+    return ns
+
+
+class Ingestor:
+    """Files and folders into one store's general collection.
+
+    Args:
+        store: a ``ChromaStore`` with an embedding model (``index=``).
+        raw_dir: where verbatim copies go (``<data_dir>/raw``).
+        config: chunking and batching settings (default :class:`IngestConfig`).
+    """
+
+    def __init__(self, store: Any, *, raw_dir: Path, config: IngestConfig | None = None) -> None:
+        if getattr(store, "embeddings", None) is None:
+            raise InvalidArgumentError("ingest needs a store with an embedding model (ChromaStore(index=...))")
+        self.store = store
+        self.catalog = store.catalog
+        self.raw_dir = Path(raw_dir)
+        self.config = config or IngestConfig()
+        self.owner = _files.new_owner()
+
+    # ----------------------------------------------------------------- entry
+
+    def ingest(
+        self,
+        paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+        *,
+        namespace: Sequence[str] = DOCUMENTS_NAMESPACE,
+        episode_id: str | None = None,
+        errors: Literal["raise", "report"] = "raise",
+        progress: Progress | None = None,
+    ) -> IngestReport:
+        """Ingest files and folders (recursively); see the module docstring.
+
+        Problems with a path given by name (missing, a link loop, unreadable,
+        an unsupported type, empty) raise before anything is stored. A file
+        found in a folder that cannot be ingested is reported (``failed`` or
+        ``skipped``) and the others go on; with ``errors="raise"`` a file
+        given by name that fails while being read raises.
+        """
+        if errors not in ("raise", "report"):
+            raise InvalidArgumentError(f"errors must be 'raise' or 'report', got {errors!r}")
+        if episode_id is not None and not isinstance(episode_id, str):
+            raise InvalidArgumentError(f"episode_id must be a string, got {type(episode_id).__name__}")
+        ns = check_namespace(namespace)
+        if isinstance(paths, (str, os.PathLike)):
+            paths = [paths]
+        paths = list(paths)
+        if not paths:
+            raise InvalidArgumentError("nothing to ingest: give at least one file or folder")
+        started = time.monotonic()
+        for p in paths:  # every named path is checked before anything is stored
+            root, st = check_path(p)
+            if stat.S_ISREG(st.st_mode):
+                self._check_named(Found(root, file_type_of(root), st.st_size, explicit=True))
+        data_dir = [self.store.settings.data_dir]  # never ingest the memory's own files
+        entries: list[Found | Skipped] = [
+            e for p in paths for e in walk(p, include_hidden=self.config.include_hidden, exclude=data_dir)
+        ]
+        if progress is not None:
+            progress(IngestProgress("found", files=len(entries)))
+        report = IngestReport()
+        for entry in entries:
+            result = self._entry(entry, ns, episode_id, errors, progress)
+            report.files.append(result)
+            if progress is not None:
+                progress(IngestProgress("done", path=result.path, result=result))
+        report.seconds = time.monotonic() - started
+        logger.info("ingest into %s: %s in %.1f s", "/".join(ns), report.counts(), report.seconds)
+        return report
+
+    def _check_named(self, found: Found) -> None:
+        if found.file_type is None:
+            raise UnsupportedFileTypeError(
+                f"{found.path} is not a type ingest reads ({found.path.suffix or 'no extension'}); "
+                f"supported: {', '.join(sorted(SUPPORTED_TYPES))}",
+                found.path,
+            )
+        if found.size == 0:
+            raise EmptyFileError(f"{found.path} is empty; there is nothing to ingest", found.path)
+
+    def _entry(
+        self, entry: Found | Skipped, ns: tuple[str, ...], episode_id: str | None, errors: str, progress: Progress | None
+    ) -> FileResult:
+        if isinstance(entry, Skipped):
+            return FileResult(entry.path, "skipped", reason=entry.reason, error=entry.error)
+        if entry.file_type is None:
+            return FileResult(entry.path, "skipped", size=entry.size, reason=f"unsupported type ({entry.path.suffix or 'none'})")
+        if entry.size == 0:
+            logger.info("skipping %s: empty file", entry.path)
+            return FileResult(entry.path, "skipped", file_type=entry.file_type, reason="empty file")
+        if progress is not None:
+            progress(IngestProgress("file", path=entry.path))
+        started = time.monotonic()
+        try:
+            result = self._file(entry, ns, episode_id, progress)
+        except IngestError as exc:
+            if entry.explicit and errors == "raise":
+                raise
+            logger.warning("could not ingest %s: %s", entry.path, exc)
+            status = "skipped" if isinstance(exc, EmptyFileError) else "failed"
+            result = FileResult(entry.path, status, file_type=entry.file_type, size=entry.size,
+                                reason=str(exc), error=exc)
+        result.seconds = time.monotonic() - started
+        return result
+
+    # ------------------------------------------------------------- one file
+
+    def _file(self, found: Found, ns: tuple[str, ...], episode_id: str | None, progress: Progress | None) -> FileResult:
+        path, kind = found.path, found.file_type
+        assert kind is not None
+        uri = path.as_uri()
+        sha = sha256_file(path)
+        result = FileResult(path, "ingested", sha256=sha, file_type=kind, size=found.size)
+        with self.catalog.read() as conn:
+            stored = _files.get_file(conn, ns, sha)
+            before_sha = _files.path_hash(conn, ns, uri)
+        previous = self._previous(ns, uri, before_sha, sha)
+        if previous is not None:
+            result.replaces, result.replaced_keys = previous.sha256, previous.keys
+        if stored is not None and stored.complete:
+            return self._duplicate(result, ns, uri, stored, previous)
+        raw = copy_verbatim(path, self.raw_dir, sha, check=self._decode_check(path, kind))
+        now = time.time()
+        with self.catalog.write() as conn:
+            state, row = _files.claim(
+                conn, ns, sha, owner=self.owner, now=now, stale_after=self.config.stale_claim_seconds,
+                file_type=kind, size=found.size, source_uri=uri, episode_id=episode_id,
+                chunker=json.dumps(self.config.describe(), sort_keys=True),
+            )
+        if state == "complete":
+            assert row is not None
+            return self._duplicate(result, ns, uri, row, previous)
+        if state == "busy":
+            assert row is not None
+            result.status, result.reason = "busy", f"being ingested by another process ({row.owner})"
+            return result
+        if row is not None:
+            logger.warning("taking over %s from %s, which is gone; rolling its chunks back", path, row.owner)
+            self._rollback(ns, sha)
+        try:
+            result.chunks, result.parents = self._store(raw, kind, ns, sha, uri, episode_id, previous, progress, path)
+        except BaseException:
+            self._abandon(ns, sha)
+            raise
+        return result
+
+    def _duplicate(
+        self,
+        result: FileResult,
+        ns: tuple[str, ...],
+        uri: str,
+        stored: _files.IngestedFile,
+        previous: PreviousVersion | None,
+    ) -> FileResult:
+        with self.catalog.write() as conn:
+            _files.record_path(conn, ns, uri, stored.sha256, now=time.time())
+            if previous is not None:  # the path went back to bytes stored before
+                self._supersede_previous(conn, ns, uri, previous)
+        result.status = "duplicate"
+        result.reason = "same bytes as " + stored.source_uri if stored.source_uri != uri else "unchanged"
+        logger.info("skipping %s: already ingested (%s)", result.path, result.reason)
+        return result
+
+    def _previous(self, ns: tuple[str, ...], uri: str, before_sha: str | None, sha: str) -> PreviousVersion | None:
+        """The version this path had, when it held other bytes (a changed file)."""
+        if before_sha is None or before_sha == sha:
+            return None
+        with self.catalog.read() as conn:
+            old = _files.get_file(conn, ns, before_sha)
+            others = [p for p in _files.paths_of(conn, ns, before_sha) if p != uri]
+        if old is None or not old.complete:
+            return None
+        keys = [chunk_key(before_sha, i) for i in range(old.n_chunks)]
+        keys += [parent_key(before_sha, i) for i in range(old.n_parents)]
+        return PreviousVersion(before_sha, keys, others)
+
+    @staticmethod
+    def _decode_check(path: Path, kind: str) -> Callable[[bytes, bool], object] | None:
+        """For a text file, a check that each block decodes (raising with the bad byte's offset)."""
+        if kind not in _TEXT_TYPES:
+            return None
+        return Decoder(path, *file_encoding(path, kind)).feed
+
+    # -------------------------------------------------------------- storing
+
+    def _store(
+        self,
+        raw: Path,
+        kind: str,
+        ns: tuple[str, ...],
+        sha: str,
+        uri: str,
+        episode_id: str | None,
+        previous: PreviousVersion | None,
+        progress: Progress | None,
+        path: Path,
+    ) -> tuple[int, int]:
+        cfg = self.config
+        chunker = make_chunker(cfg)
+        meta = {"source_uri": uri, "episode_id": episode_id, "content_hash": sha, "file_type": kind,
+                "chunker": cfg.chunker}
+        batch: list[PutOp] = []
+        n_batch_chunks = n_batch_chars = 0
+        n_chunks = n_parents = 0
+        for parent in chunker.chunk_blocks(read_blocks(raw, kind, block_chars=cfg.read_block_chars), kind):
+            size = sum(len(c.content) for c in parent.chunks)
+            if batch and (n_batch_chunks + len(parent.chunks) > cfg.batch_max_chunks
+                          or n_batch_chars + size > cfg.batch_max_chars):
+                self._put(batch, ns, sha, final=None)
+                if progress is not None:
+                    progress(IngestProgress("stored", path=path, chunks=n_batch_chunks))
+                batch, n_batch_chunks, n_batch_chars = [], 0, 0
+            batch.extend(_ops(parent, ns, sha, meta))
+            n_batch_chunks += len(parent.chunks)
+            n_batch_chars += size
+            n_chunks += len(parent.chunks)
+            n_parents += 1
+        if not n_chunks:
+            raise EmptyFileError(
+                f"{path} holds no text to ingest (only blank space{', or a PDF without a text layer' if kind == 'pdf' else ''})",
+                path,
+            )
+        self._put(batch, ns, sha, final=(uri, n_chunks, n_parents, previous))
+        if progress is not None:
+            progress(IngestProgress("stored", path=path, chunks=n_batch_chunks))
+        return n_chunks, n_parents
+
+    def _put(
+        self,
+        ops: list[PutOp],
+        ns: tuple[str, ...],
+        sha: str,
+        *,
+        final: tuple[str, int, int, PreviousVersion | None] | None,
+    ) -> None:
+        def before(conn: Any) -> None:
+            now = time.time()
+            if final is None:
+                _files.heartbeat(conn, ns, sha, self.owner, now=now)
+                return
+            uri, n_chunks, n_parents, previous = final
+            _files.complete(conn, ns, sha, self.owner, n_chunks=n_chunks, n_parents=n_parents, now=now)
+            _files.record_path(conn, ns, uri, sha, now=now)
+            if previous is not None:
+                self._supersede_previous(conn, ns, uri, previous)
+
+        self.store.items.put_many(ops, before=before)
+
+    def _supersede_previous(self, conn: Any, ns: tuple[str, ...], uri: str, previous: PreviousVersion) -> None:
+        """Here, in the transaction that makes the path's new bytes current (the new version's last
+        batch, or the path's record when the new bytes were stored before), the old version's chunks
+        and parents are to be superseded.
+
+        Not done yet: it needs the supersede mechanism of issue 11. The old
+        chunks stay live (and recallable) until then; their keys are
+        ``previous.keys``. When ``previous.other_paths`` is not empty another
+        path still holds those bytes and they must stay current.
+        """
+        logger.info(
+            "%s changed (was %s): %d chunks and parents of the old version stay live until supersede exists",
+            uri, previous.sha256[:12], len(previous.keys),
+        )
+
+    def _rollback(self, ns: tuple[str, ...], sha: str) -> int:
+        """Delete every chunk and parent of ``sha`` in ``ns`` (an unfinished ingest's); return how many."""
+        deleted = 0
+        skip = 0
+        while True:
+            hits = self.store.search(ns, filter={"content_hash": sha}, limit=500, offset=skip)
+            if not hits:
+                return deleted
+            mine = [h for h in hits if tuple(h.namespace) == ns]
+            skip += len(hits) - len(mine)
+            if mine:
+                self.store.batch([PutOp(ns, h.key, None) for h in mine])
+                deleted += len(mine)
+
+    def _abandon(self, ns: tuple[str, ...], sha: str) -> None:
+        """After a failure: roll back what this file stored, and give up the claim."""
+        try:
+            self._rollback(ns, sha)
+            with self.catalog.write() as conn:
+                _files.release(conn, ns, sha, self.owner)
+        except Exception:  # noqa: BLE001 - the original error is the one to report; the next ingest cleans up
+            logger.warning("could not roll back the unfinished ingest of %s; the next ingest will", sha[:12],
+                           exc_info=True)
+
+
+def _ops(parent: Parent, ns: tuple[str, ...], sha: str, meta: dict[str, Any]) -> list[PutOp]:
+    pkey = parent_key(sha, parent.index)
+    ops = [
+        PutOp(ns, chunk_key(sha, c.index), {
+            "kind": "chunk",
+            "content": c.content,
+            "chunk_index": c.index,
+            **meta,
+            "start_char": c.metadata.start_char,
+            "end_char": c.metadata.end_char,
+            "overlap_start": c.metadata.overlap_start,
+            "overlap_end": c.metadata.overlap_end,
+            "semantic_boundary": c.metadata.semantic_boundary,
+            "parent_key": pkey,
+            "title": c.title,
+            "page": c.page,
+        }, index=["content"])
+        for c in parent.chunks
+    ]
+    ops.append(PutOp(ns, pkey, {
+        "kind": "parent",
+        "content": parent.content,
+        "parent_index": parent.index,
+        **meta,
+        "start_char": parent.start_char,
+        "end_char": parent.end_char,
+        "first_chunk": parent.chunks[0].index,
+        "n_chunks": len(parent.chunks),
+        "title": parent.title,
+        "page": parent.page,
+    }, index=False))
+    return ops
