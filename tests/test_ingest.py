@@ -363,13 +363,36 @@ def test_a_changed_file_at_the_same_path_is_recognised_with_the_old_keys(mem: Me
     assert sorted(new.replaced_keys) == sorted(
         [chunk_key(old.sha256, i) for i in range(old.chunks)] + [parent_key(old.sha256, i) for i in range(old.parents)]
     )
-    # Not superseded yet (issue 11's mechanism): both versions are live for now.
-    assert {it.value["content_hash"] for it in _items(mem, kind="chunk")} == {old.sha256, new.sha256}
-    # Back to the first bytes: nothing to store, and the version it replaces is the second.
+    # The old version is superseded: no longer recalled or listed, kept and listable on request.
+    assert {it.value["content_hash"] for it in _items(mem, kind="chunk")} == {new.sha256}
+    assert {h.key for h in mem.recall("Version one of the note", k=10)} <= {chunk_key(new.sha256, 0)}
+    every = mem.store.search(NS, filter={"kind": "chunk"}, limit=100, include_retired=True)
+    assert {it.value["content_hash"] for it in every} == {old.sha256, new.sha256}
+    status = mem.status(chunk_key(old.sha256, 0), namespace=NS)
+    assert status is not None and status.status == "superseded" and status.superseded_by == parent_key(new.sha256, 0)
+    assert "changed" in (status.reason or "")
+    # Back to the first bytes: nothing to store, the first version is current again, the second superseded.
     notes.write_text("# Notes\n\nVersion one of the note.\n")
     back = mem.ingest(notes).files[0]
     assert back.status == "duplicate" and back.sha256 == old.sha256 and back.replaces == new.sha256
+    assert {it.value["content_hash"] for it in _items(mem, kind="chunk")} == {old.sha256}
+    assert mem.recall("Version one of the note", k=1)[0].key == chunk_key(old.sha256, 0)
     assert mem.ingest(notes).files[0].replaces is None  # unchanged since
+
+
+def test_a_changed_file_leaves_the_old_bytes_current_while_another_path_holds_them(
+    mem: Memory, tmp_path: Path
+) -> None:
+    a, b = tmp_path / "a.md", tmp_path / "b.md"
+    a.write_text("# Shared\n\nThe same words in two files.\n")
+    b.write_text("# Shared\n\nThe same words in two files.\n")
+    first = mem.ingest([a, b])
+    shared = first.files[0].sha256
+    a.write_text("# Shared\n\nOnly a.md says this now.\n")
+    changed = mem.ingest(a).ingested[0]
+    assert changed.replaces == shared
+    # b.md still holds the first bytes: they stay current beside a.md's new ones.
+    assert {it.value["content_hash"] for it in _items(mem, kind="chunk")} == {shared, changed.sha256}
 
 
 def test_namespaces_must_be_in_the_general_collection(mem: Memory, tmp_path: Path) -> None:

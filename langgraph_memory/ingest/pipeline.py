@@ -49,6 +49,8 @@ from typing import Any, Literal
 from langgraph.store.base import PutOp
 
 from langgraph_memory.catalog import files as _files
+from langgraph_memory.catalog import status as _status
+from langgraph_memory.catalog.items import item_uid
 from langgraph_memory.collections import COLLECTIONS
 from langgraph_memory.errors import EmptyFileError, IngestError, InvalidArgumentError, UnsupportedFileTypeError
 from langgraph_memory.ingest.chunkers import make_chunker
@@ -67,6 +69,7 @@ from langgraph_memory.ingest.files import (
 from langgraph_memory.ingest.readers import read_blocks
 from langgraph_memory.ingest.records import Parent
 from langgraph_memory.ingest.report import FileResult, IngestProgress, IngestReport
+from langgraph_memory.store.items import StoreItems
 from langgraph_memory.store.namespaces import validate_namespace
 
 __all__ = ["Ingestor", "chunk_key", "parent_key", "PreviousVersion"]
@@ -271,7 +274,7 @@ class Ingestor:
         with self.catalog.write() as conn:
             _files.record_path(conn, ns, uri, stored.sha256, now=time.time())
             if previous is not None:  # the path went back to bytes stored before
-                self._supersede_previous(conn, ns, uri, previous)
+                self._supersede_previous(conn, ns, uri, previous, stored.sha256)
         result.status = "duplicate"
         result.reason = "same bytes as " + stored.source_uri if stored.source_uri != uri else "unchanged"
         logger.info("skipping %s: already ingested (%s)", result.path, result.reason)
@@ -358,24 +361,39 @@ class Ingestor:
             _files.complete(conn, ns, sha, self.owner, n_chunks=n_chunks, n_parents=n_parents, now=now)
             _files.record_path(conn, ns, uri, sha, now=now)
             if previous is not None:
-                self._supersede_previous(conn, ns, uri, previous)
+                self._supersede_previous(conn, ns, uri, previous, sha)
 
         self.store.items.put_many(ops, before=before)
 
-    def _supersede_previous(self, conn: Any, ns: tuple[str, ...], uri: str, previous: PreviousVersion) -> None:
-        """Here, in the transaction that makes the path's new bytes current (the new version's last
-        batch, or the path's record when the new bytes were stored before), the old version's chunks
-        and parents are to be superseded.
+    @staticmethod
+    def _supersede_previous(
+        conn: Any, ns: tuple[str, ...], uri: str, previous: PreviousVersion, current_sha: str
+    ) -> None:
+        """Make ``current_sha`` the version of ``uri``, in the transaction that records it.
 
-        Not done yet: it needs the supersede mechanism of issue 11. The old
-        chunks stay live (and recallable) until then; their keys are
-        ``previous.keys``. When ``previous.other_paths`` is not empty another
-        path still holds those bytes and they must stay current.
+        The old version's chunks and parents are superseded by the new
+        version's first parent record (they stop being recalled, keep their
+        lineage and stay listable with ``include_retired=True``), unless
+        another path still holds the old bytes. A version coming back (the
+        file went back to bytes stored before) is made current again: the
+        supersede an earlier change put on it is lifted (a retire is not).
         """
-        logger.info(
-            "%s changed (was %s): %d chunks and parents of the old version stay live until supersede exists",
-            uri, previous.sha256[:12], len(previous.keys),
+        current = _files.get_file(conn, ns, current_sha)
+        if current is not None:
+            keys = [chunk_key(current_sha, i) for i in range(current.n_chunks)]
+            keys += [parent_key(current_sha, i) for i in range(current.n_parents)]
+            uids = [item_uid(ns, k) for k in keys]
+            _status.clear(conn, [u for u, st in _status.get(conn, uids).items() if st.status == "superseded"])
+        if previous.other_paths:
+            logger.info("%s changed (was %s); %s still holds the old bytes, which stay current",
+                        uri, previous.sha256[:12], previous.other_paths[0])
+            return
+        StoreItems.set_status_in(
+            conn, [(ns, k) for k in previous.keys], "superseded",
+            reason=f"{uri} changed", superseded_by=(ns, parent_key(current_sha, 0)),
         )
+        logger.info("%s changed (was %s): its %d chunks and parents are superseded",
+                    uri, previous.sha256[:12], len(previous.keys))
 
     def _rollback(self, ns: tuple[str, ...], sha: str) -> int:
         """Delete every chunk and parent of ``sha`` in ``ns`` (an unfinished ingest's); return how many."""

@@ -39,7 +39,7 @@ class FileResult:
         reason: a short why, for everything but ``ingested``.
         replaces: the hash this path had when last ingested, when it changed since.
         replaced_keys: the keys of that older version's chunks and parents
-            (still live: superseding them is not done yet).
+            (superseded by this version, unless another path holds those bytes).
         seconds: time spent on the file.
     """
 
