@@ -23,15 +23,22 @@ SQLite-only table is the keyword index, which PostgreSQL does with a
 * ``lineage_nodes``, ``lineage_edges``, ``versions``: where items came from,
   and the versions of named strategies, written in the same transaction as
   the items themselves.
+* ``keywords`` (FTS5, ``porter unicode61``) and ``keyword_stats``: each
+  item's indexed text for keyword search, and the totals BM25 needs (version
+  2; see :mod:`langgraph_memory.catalog.keywords`). A file from version 1
+  gets its keyword index built from its items when it is migrated.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
+
+from langgraph_memory.catalog import keywords as _keywords
 
 __all__ = ["SCHEMA_VERSION", "migrate"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -125,7 +132,20 @@ CREATE TABLE IF NOT EXISTS versions (
 );
 """
 
-_MIGRATIONS: dict[int, str] = {1: _V1}
+# The keyword index (issue 13): one FTS5 row per item with indexed text, rowid = items.id.
+_V2_KEYWORDS = """
+CREATE VIRTUAL TABLE IF NOT EXISTS keywords USING fts5(text, n_tokens UNINDEXED, tokenize = 'porter unicode61');
+CREATE TABLE IF NOT EXISTS keyword_stats (
+    id      INTEGER PRIMARY KEY CHECK (id = 1),
+    docs    INTEGER NOT NULL,
+    tokens  INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO keyword_stats(id, docs, tokens) VALUES (1, 0, 0)
+"""
+
+_MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2_KEYWORDS}
+#: Data steps after a version's DDL, for files that had rows before it (not run on a new file).
+_BACKFILLS: dict[int, Callable[[sqlite3.Connection], object]] = {2: _keywords.rebuild}
 
 
 def migrate(conn: sqlite3.Connection) -> int:
@@ -146,6 +166,8 @@ def migrate(conn: sqlite3.Connection) -> int:
         for stmt in _MIGRATIONS[version].split(";"):
             if stmt.strip():
                 conn.execute(stmt)
+        if found and version in _BACKFILLS:
+            _BACKFILLS[version](conn)
     if found != SCHEMA_VERSION:
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     return found

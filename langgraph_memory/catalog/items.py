@@ -4,8 +4,9 @@ Every function takes an open connection, so a caller composes several of
 them in one :meth:`~langgraph_memory.catalog.Catalog.write` transaction (an
 item, its lineage and its version commit together). :func:`write_items`
 does everything a put needs: the namespace row and its item count, the item
-row (``created_at`` kept on update), its vectors, its filter-index rows and
-the change Chroma has to apply (:mod:`langgraph_memory.catalog.queue`).
+row (``created_at`` kept on update), its vectors, its filter-index rows, its
+keyword-index row (:mod:`langgraph_memory.catalog.keywords`) and the change
+Chroma has to apply (:mod:`langgraph_memory.catalog.queue`).
 
     >>> import tempfile, pathlib
     >>> from langgraph_memory.catalog import Catalog
@@ -30,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from langgraph_memory.catalog import keywords as _keywords
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog.fields import field_rows
 
@@ -207,6 +209,8 @@ def write_items(
     counts: dict[int, int] = {}
     field_batch: list[tuple[str, int, Any, int]] = []
     vector_batch: list[tuple[int, int, str, int, bytes]] = []
+    updated: list[int] = []
+    keyword_batch: dict[int, str | None] = {}
     for w in writes:
         nid = names.get(conn, w.namespace) if w.value_json is None else names.ensure(conn, w.namespace, w.collection)
         old = (
@@ -246,8 +250,11 @@ def write_items(
             conn.execute("DELETE FROM fields WHERE item_id = ?", (item_id,))
             if n_old:
                 conn.execute("DELETE FROM vectors WHERE item_id = ?", (item_id,))
+                updated.append(item_id)
         value = w.value if w.value is not None else json.loads(w.value_json)
         field_batch.extend((p, k, v, item_id) for p, k, v in field_rows(value))
+        if w.vectors:
+            keyword_batch[item_id] = _keywords.indexed_text(value, (path for path, _ in w.vectors))
         vector_batch.extend((item_id, i, path, w.model_id or 0, vec) for i, (path, vec) in enumerate(w.vectors))
         if n_old or w.vectors:
             queued.setdefault(w.collection, []).append((item_id, max(n_old, len(w.vectors))))
@@ -257,6 +264,9 @@ def write_items(
         conn.executemany("INSERT OR IGNORE INTO fields(path, kind, val, item_id) VALUES (?, ?, ?, ?)", field_batch)
     if vector_batch:
         conn.executemany("INSERT INTO vectors(item_id, idx, path, model_id, vec) VALUES (?, ?, ?, ?, ?)", vector_batch)
+    # An item with no vectors before had no keyword row, so only updates of indexed items unindex.
+    _keywords.unindex_items(conn, updated)
+    _keywords.index_items(conn, keyword_batch.items())
     _bump_counts(conn, counts)
     for collection, entries in queued.items():
         _queue.enqueue(conn, collection, entries)
@@ -284,6 +294,7 @@ def _delete_rows(conn: sqlite3.Connection, item_ids: Sequence[int]) -> None:
         conn.execute(f"DELETE FROM fields WHERE item_id IN ({marks})", tuple(chunk))
         conn.execute(f"DELETE FROM vectors WHERE item_id IN ({marks})", tuple(chunk))
         conn.execute(f"DELETE FROM items WHERE id IN ({marks})", tuple(chunk))
+    _keywords.unindex_items(conn, item_ids)
 
 
 def delete_items(conn: sqlite3.Connection, items: Sequence[StoredItem], collection: str) -> int:
@@ -343,6 +354,8 @@ def restore_items(
                 ],
             )
             queued.append((item_id, len(vecs)))
+            paths = [it.paths[i] if i < len(it.paths) else "" for i in range(len(vecs))]
+            _keywords.index_items(conn, [(item_id, _keywords.indexed_text(it.value, paths))])
         counts[nid] = counts.get(nid, 0) + 1
         it.id = item_id
         it.n_vectors = len(vecs)
