@@ -52,6 +52,7 @@ from langgraph_memory.lineage import (
     LineageStore,
     build_lineage,
 )
+from langgraph_memory.ranking import HybridRanking
 from langgraph_memory.store import ChromaStore
 
 __all__ = ["Memory", "Hit", "StrategyVersion", "STRATEGY_STATUSES"]
@@ -182,7 +183,8 @@ class Memory(ResearchAPI):
             index = ChromaStore.default_index(settings.embedding_model)
         opened: list[Callable[[], None]] = []
         try:
-            store = ChromaStore(chroma_client, index=index, data_dir=settings.data_dir, lock_timeout=lock_timeout)
+            store = ChromaStore(chroma_client, index=index, data_dir=settings.data_dir, lock_timeout=lock_timeout,
+                                ranking=HybridRanking())
             opened.append(store.close)
             lineage = store.lineage
             owns = checkpointer is None

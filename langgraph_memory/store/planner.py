@@ -166,6 +166,29 @@ class Planner:
             params.extend(p)
         return " INTERSECT ".join(parts), tuple(params)
 
+    def _where(self, scopes: list[_Scope], conds: list[Condition]) -> tuple[list[str], list[Any]]:
+        """SQL conditions on items ``i``: in one of ``scopes`` and in the filter index's matches of ``conds``."""
+        where = [f"({' OR '.join(s.sql for s in scopes)})"]
+        params: list[Any] = [p for s in scopes for p in s.params]
+        if conds:
+            fsql, fparams = self._filter_sql(conds)
+            where.append(f"i.id IN ({fsql})")
+            params.extend(fparams)
+        return where, params
+
+    def candidate_sql(self, conn: sqlite3.Connection, op: SearchOp) -> tuple[str, tuple[Any, ...]] | None:
+        """An SQL condition on items ``i`` selecting the items ``op`` may return (None: nothing in scope).
+
+        The namespace scope and the indexed part of the filter: candidates it
+        selects are still checked with :func:`~langgraph_memory.store.filters.matches`.
+        Hybrid search scopes its keyword candidates with it.
+        """
+        scopes = self._scopes(conn, op.namespace_prefix)
+        if not scopes:
+            return None
+        where, params = self._where(scopes, compile_filter(op.filter)[0])
+        return " AND ".join(where), tuple(params)
+
     # --------------------------------------------------------------- entry
 
     def explain(self, op: SearchOp, *, has_query: bool) -> Plan:
@@ -236,12 +259,7 @@ class Planner:
         unindexed_only: bool = False,
     ) -> list[StoredItem]:
         """Items in scope matching the filter, newest first, at most ``need``."""
-        where = [f"({' OR '.join(s.sql for s in scopes)})"]
-        params: list[Any] = [p for s in scopes for p in s.params]
-        if conds:
-            fsql, fparams = self._filter_sql(conds)
-            where.append(f"i.id IN ({fsql})")
-            params.extend(fparams)
+        where, params = self._where(scopes, conds)
         if unindexed_only:
             where.append("i.n_vectors = 0")
         sql = (
