@@ -40,7 +40,7 @@ from langgraph_memory.collections import (
     StrategyStatus,
     collection_by_name,
 )
-from langgraph_memory.config import DEFAULT_K
+from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
 from langgraph_memory.errors import ConfigError, NotFoundError, ValidationError
 from langgraph_memory.lineage import ItemRef, LineageStore
 from langgraph_memory.ranking import keep_relevant
@@ -272,13 +272,14 @@ class ResearchAPI:
         k: int = DEFAULT_K,
         source: str | None = None,
         min_confidence: float = 0.0,
-        min_relevance: float | None = None,
+        min_relevance: float | None = MIN_RELEVANCE,
     ) -> list[Hit[ResearchFinding]]:
         """Findings most similar to ``query``, best first.
 
         ``source`` keeps one source only; ``min_confidence`` drops findings
         below it (and those without a confidence); ``min_relevance`` drops
-        results whose cosine score is lower.
+        results scoring lower (default 0.3, seed 001's 30 %; None keeps them all;
+        see :mod:`langgraph_memory.ranking` for what a score means).
         """
         flt: dict[str, Any] = {}
         if source is not None:
@@ -352,7 +353,7 @@ class ResearchAPI:
         k: int = DEFAULT_K,
         status: str | None = None,
         name: str | None = None,
-        min_relevance: float | None = None,
+        min_relevance: float | None = MIN_RELEVANCE,
     ) -> list[Hit[Strategy]]:
         """Strategies whose description is most similar, optionally of one ``status`` or ``name``."""
         flt: dict[str, Any] = {}
@@ -445,7 +446,7 @@ class ResearchAPI:
         k: int = DEFAULT_K,
         include_resolved: bool = False,
         failure_type: str | None = None,
-        min_relevance: float | None = None,
+        min_relevance: float | None = MIN_RELEVANCE,
     ) -> list[Hit[Lesson]]:
         """Lessons most relevant to ``context``: unresolved ones unless ``include_resolved``."""
         flt: dict[str, Any] = {}
@@ -508,7 +509,7 @@ class ResearchAPI:
         *,
         k: int = DEFAULT_K,
         regime_type: str | None = None,
-        min_relevance: float | None = None,
+        min_relevance: float | None = MIN_RELEVANCE,
     ) -> list[Hit[MarketRegime]]:
         """Regimes most similar to ``query``, optionally of one ``regime_type``."""
         flt = {"regime_type": regime_type} if regime_type is not None else None

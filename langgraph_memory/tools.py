@@ -27,7 +27,7 @@ from langchain_core.tools import StructuredTool
 from langgraph.store.base import BaseStore
 
 from langgraph_memory.collections import collection_for
-from langgraph_memory.config import DEFAULT_K
+from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
 from langgraph_memory.errors import ConfigError
 from langgraph_memory.nodes import NamespaceSpec, format_namespace
 from langgraph_memory.ranking import keep_relevant
@@ -68,13 +68,16 @@ def create_recall_tool(
     namespace: NamespaceSpec = ("memories", "{user_id}"),
     *,
     k: int = DEFAULT_K,
-    min_relevance: Optional[float] = None,
+    min_relevance: Optional[float] = MIN_RELEVANCE,
     filter: Optional[dict[str, Any]] = None,
     store: Optional[BaseStore] = None,
     name: str = "recall_memory",
     description: Optional[str] = None,
 ) -> StructuredTool:
     """A tool that searches memories; it returns JSON: ``[{key, namespace, value, score}, ...]``.
+
+    Results scoring under ``min_relevance`` (default 0.3, seed 001's 30 %
+    relevance; None keeps them all) are left out.
 
     Example:
         >>> tool = create_recall_tool(("memories", "{user_id}"), store=store)                 # doctest: +SKIP
