@@ -28,8 +28,12 @@ _counter = itertools.count()
 
 
 def _keyword_rows(store: ChromaStore) -> dict[int, str]:
+    """The keyword index's rows by item id (each rowid also carrying the text's length)."""
     with store.catalog.read() as conn:
-        return {int(r[0]): r[1] for r in conn.execute("SELECT rowid, text FROM keywords")}
+        rows = conn.execute("SELECT rowid, text FROM keywords").fetchall()
+    for rowid, text in rows:
+        assert rowid == _keywords.fts_rowid(rowid >> 10, _keywords.count_tokens(text))
+    return {int(rowid) >> 10: text for rowid, text in rows}
 
 
 def _expected_rows(store: ChromaStore) -> dict[int, str]:
@@ -50,8 +54,10 @@ def _check_in_step(store: ChromaStore, root: tuple[str, ...]) -> None:
     assert _keyword_rows(store) == _expected_rows(store)
     with store.catalog.read() as conn:
         docs, tokens = conn.execute("SELECT docs, tokens FROM keyword_stats").fetchone()
-        n, total = conn.execute("SELECT count(*), coalesce(sum(n_tokens), 0) FROM keywords").fetchone()
+        n, total = conn.execute("SELECT count(*), coalesce(sum(n_tokens), 0) FROM keyword_lengths").fetchone()
         assert (docs, tokens) == (n, total)
+        lengths = dict(conn.execute("SELECT item_id, n_tokens FROM keyword_lengths"))
+        assert lengths == {i: _keywords.count_tokens(t) for i, t in _expected_rows(store).items()}
         scope = store.planner.candidate_sql(conn, SearchOp(root, None, 10, 0, None))
         live = {
             it.id: it.value.get("lesson", "")
@@ -170,7 +176,7 @@ def test_a_version_1_data_directory_gets_its_keyword_index_on_open(data_dir: Pat
         want = _keyword_rows(s)
     # Make the file what version 1 wrote: no keyword tables.
     conn = sqlite3.connect(data_dir / "catalog.sqlite")
-    conn.executescript("DROP TABLE keywords; DROP TABLE keyword_stats; PRAGMA user_version = 1;")
+    conn.executescript("DROP TABLE keywords; DROP TABLE keyword_lengths; DROP TABLE keyword_stats; PRAGMA user_version = 1;")
     conn.close()
     with ChromaStore(data_dir=data_dir, index=index) as s:
         assert _keyword_rows(s) == want and len(want) == 2

@@ -23,9 +23,10 @@ SQLite-only table is the keyword index, which PostgreSQL does with a
 * ``lineage_nodes``, ``lineage_edges``, ``versions``: where items came from,
   and the versions of named strategies, written in the same transaction as
   the items themselves.
-* ``keywords`` (FTS5, ``porter unicode61``) and ``keyword_stats``: each
-  item's indexed text for keyword search, and the totals BM25 needs (version
-  2; see :mod:`langgraph_memory.catalog.keywords`). A file from version 1
+* ``keywords`` (FTS5, ``porter unicode61``), ``keyword_lengths`` and
+  ``keyword_stats``: each item's indexed text for keyword search, its length
+  in words, and the totals BM25 needs (version 2; see
+  :mod:`langgraph_memory.catalog.keywords`). A file from version 1
   gets its keyword index built from its items when it is migrated.
 """
 
@@ -132,9 +133,13 @@ CREATE TABLE IF NOT EXISTS versions (
 );
 """
 
-# The keyword index (issue 13): one FTS5 row per item with indexed text, rowid = items.id.
+# The keyword index (issue 13): one FTS5 row per item with indexed text, rowid = items.id << 10 | length.
 _V2_KEYWORDS = """
-CREATE VIRTUAL TABLE IF NOT EXISTS keywords USING fts5(text, n_tokens UNINDEXED, tokenize = 'porter unicode61');
+CREATE VIRTUAL TABLE IF NOT EXISTS keywords USING fts5(text, tokenize = 'porter unicode61');
+CREATE TABLE IF NOT EXISTS keyword_lengths (
+    item_id   INTEGER PRIMARY KEY,
+    n_tokens  INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS keyword_stats (
     id      INTEGER PRIMARY KEY CHECK (id = 1),
     docs    INTEGER NOT NULL,

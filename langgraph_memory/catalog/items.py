@@ -48,6 +48,7 @@ __all__ = [
     "restore_items",
     "get_items",
     "get_by_ids",
+    "get_in_scope",
     "get_by_uids",
     "iter_collection",
     "load_vectors",
@@ -393,6 +394,23 @@ def get_by_ids(conn: sqlite3.Connection, item_ids: Sequence[int]) -> dict[int, S
     for chunk in chunked(list(dict.fromkeys(item_ids))):
         marks = ",".join("?" * len(chunk))
         for row in conn.execute(f"SELECT {ITEM_COLUMNS} {_FROM} WHERE i.id IN ({marks})", tuple(chunk)):
+            out[int(row[0])] = item_from_row(row)
+    return out
+
+
+def get_in_scope(
+    conn: sqlite3.Connection, item_ids: Sequence[int], where: str, params: Sequence[Any]
+) -> dict[int, StoredItem]:
+    """Items by catalog row id that satisfy ``where`` (an SQL condition on items ``i``); others are left out."""
+    # The ids drive the join (CROSS JOIN keeps that order): with "i.id IN (...)" SQLite may prefer an index
+    # on ns_id for a scope condition and walk every item in scope (measured: 55 ms instead of 1 ms at 100,000).
+    out: dict[int, StoredItem] = {}
+    for chunk in chunked(list(dict.fromkeys(item_ids))):
+        for row in conn.execute(
+            f"SELECT {ITEM_COLUMNS} FROM json_each(?) c CROSS JOIN items i ON i.id = c.value"
+            f" JOIN namespaces n ON n.id = i.ns_id WHERE ({where})",
+            (json.dumps(list(chunk)), *params),
+        ):
             out[int(row[0])] = item_from_row(row)
     return out
 

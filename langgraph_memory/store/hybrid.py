@@ -12,8 +12,8 @@ same scope and filter and ranks their union:
   (:meth:`~.planner.Planner.candidate_sql`), each checked against the whole
   filter as vector hits are.
 
-Each candidate then has both scores: a vector candidate's keyword score comes
-from the keyword index restricted to it, a keyword candidate's cosine from its
+Each candidate then has both scores: the keyword index scores every item
+holding a query word at once, and a keyword candidate's cosine comes from its
 vectors in the catalog. The ranking functions of :mod:`langgraph_memory.ranking`
 turn them into the final score.
 
@@ -35,7 +35,7 @@ from langgraph_memory.catalog import Catalog, StoredItem
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import keywords as _keywords
 from langgraph_memory.collections import collection_for
-from langgraph_memory.ranking import HybridRanking, calculate_final_score, fuse, memory_type_for
+from langgraph_memory.ranking import HybridRanking, MemoryType, calculate_final_score, fuse, memory_type_for
 from langgraph_memory.store import filters as _filters
 from langgraph_memory.store.planner import Plan, Planner
 
@@ -85,22 +85,22 @@ class HybridSearch:
             if scope is None:
                 return list(found.values()), unscored, plan
             where, params = scope
-            top = _keywords.search(conn, op.query, where=where, params=params, limit=depth,
-                                   length_norm=ranking.length_norm)
-            scores = dict(top)
-            rest = [i for i in found if i not in scores]
-            scores.update(_keywords.search(conn, op.query, where=where, params=params, limit=len(rest),
-                                           only=rest, length_norm=ranking.length_norm))
-            new = [i for i, _ in top if i not in found]
-            items = _items.get_by_ids(conn, new)
-            vectors = _items.load_vectors(conn, list(items))
-        for item_id in new:
-            it = items.get(item_id)
-            if it is None or not _filters.matches(it.value, op.filter) or omit(it):
-                continue
-            found[item_id] = Candidate(it, _best_cosine(vectors.get(item_id, []), qvec))
+            matches = _keywords.match(conn, op.query, length_norm=ranking.length_norm)
+            items: dict[int, StoredItem] = {}
+
+            def fetch(chunk: list[int]) -> dict[int, StoredItem]:
+                got = _items.get_in_scope(conn, chunk, where, params)
+                items.update(got)
+                return got
+
+            top = matches.walk(fetch, depth, known=found)
+            new = [i for i in top if i not in found]
+            vectors = _items.load_vectors(conn, new)
+        kept = [it for it in (items[i] for i in new) if _filters.matches(it.value, op.filter) and not omit(it)]
+        for it, sim in zip(kept, _best_cosines([vectors.get(it.id or -1, []) for it in kept], qvec)):
+            found[it.id] = Candidate(it, sim)  # type: ignore[index]
         for item_id, cand in found.items():
-            cand.keyword = scores.get(item_id, 0.0)
+            cand.keyword = matches.score(item_id)
         plan.notes.append(f"hybrid: {len(top)} keyword candidates, {len(new)} not among the vector candidates")
         return list(found.values()), unscored, plan
 
@@ -119,15 +119,19 @@ class HybridSearch:
 def score_candidates(cands: list[Candidate], ranking: HybridRanking, *, now: float) -> list[tuple[float, Candidate]]:
     """Each candidate's final score (see :mod:`langgraph_memory.ranking`), best first."""
     top_keyword = max((c.keyword for c in cands), default=0.0)
+    types: dict[tuple[str, ...], MemoryType] = {}
     out: list[tuple[float, Candidate]] = []
     for c in cands:
         score = fuse(c.similarity, c.keyword / top_keyword if top_keyword > 0 else 0.0, ranking.keyword_weight)
         if ranking.temporal is not None:
+            ns = c.item.namespace
+            if ns not in types:
+                types[ns] = memory_type_for(collection_for(ns).name)
             score = calculate_final_score(
                 score,
                 age_hours=(now - c.item.updated_at) / 3600.0,
                 access_count=c.item.access_count,
-                memory_type=memory_type_for(collection_for(c.item.namespace).name),
+                memory_type=types[ns],
                 config=ranking.temporal,
                 temporal_share=ranking.temporal_share,
             )
@@ -138,12 +142,18 @@ def score_candidates(cands: list[Candidate], ranking: HybridRanking, *, now: flo
     return out
 
 
-def _best_cosine(rows: list[tuple[int, str, bytes]], qvec: np.ndarray) -> float:
-    """The best cosine similarity of ``qvec`` with an item's vectors (0.0 for an item with none)."""
-    if not rows:
-        return 0.0
-    matrix = np.frombuffer(b"".join(vec for _i, _p, vec in rows), dtype=np.float32).reshape(len(rows), -1)
+def _best_cosines(per_item: list[list[tuple[int, str, bytes]]], qvec: np.ndarray) -> list[float]:
+    """Each item's best cosine similarity with ``qvec`` over its vectors (0.0 for an item with none)."""
+    blobs = [vec for rows in per_item for _i, _p, vec in rows]
+    if not blobs:
+        return [0.0] * len(per_item)
+    matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
     q = qvec.astype(np.float32)
     norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(q)) or 1.0)
     norms[norms == 0] = 1.0
-    return float(((matrix @ q) / norms).max())
+    sims = ((matrix @ q) / norms).tolist()
+    out, pos = [], 0
+    for rows in per_item:
+        out.append(max(sims[pos : pos + len(rows)], default=0.0))
+        pos += len(rows)
+    return out
