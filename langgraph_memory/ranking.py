@@ -258,7 +258,7 @@ class HybridRanking:
     #: BM25 length normalisation ``b`` of keyword scores (0: none; FTS5's own is 0.75).
     length_norm: float = 0.3
     #: Candidates taken from each of the vector and the keyword search (at least ``offset + limit``).
-    candidates: int = 50
+    candidates: int = 20
     #: Decay and reinforcement rates; None: no temporal weighting.
     temporal: TemporalConfig | None = field(default_factory=TemporalConfig)
     #: The share of a score that age and use may take away (see :func:`calculate_final_score`).

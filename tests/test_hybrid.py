@@ -154,9 +154,11 @@ def test_without_keywords_and_decay_the_ranking_is_the_dense_ranking(store: Chro
         assert 0.0 <= h.score <= 1.0
 
 
-def test_keyword_candidates_respect_prefix_filter_and_expiry(data_dir: Path, fake_embeddings) -> None:
+@pytest.mark.parametrize("exact_max", [2000, 5], ids=["exact", "hnsw"])
+def test_keyword_candidates_respect_prefix_filter_and_expiry(data_dir: Path, fake_embeddings, exact_max: int) -> None:
     store = ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings},
                         ttl={"omit_expired": True}, ranking=NO_DECAY)
+    store.planner.exact_max = exact_max
     try:
         store.put(("notes", "a"), "in", {"text": "zebra crossing", "kind": "x"})
         store.put(("notes", "b"), "other-ns", {"text": "zebra crossing", "kind": "x"})
@@ -169,6 +171,7 @@ def test_keyword_candidates_respect_prefix_filter_and_expiry(data_dir: Path, fak
         assert _keys(store, ("notes", "a"), "zebra", filter={"kind": {"$ne": "y"}}, limit=1) == ["in"]
         assert set(_keys(store, ("notes",), "zebra", limit=3)) == {"in", "other-ns", "other-kind"}
         assert "hybrid" in str(store.explain(("notes",), query="zebra"))
+        assert store.explain(("notes",), query="zebra").strategy == ("hnsw" if exact_max == 5 else "exact")
     finally:
         store.close()
 

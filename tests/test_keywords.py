@@ -58,7 +58,7 @@ def _check_in_step(store: ChromaStore, root: tuple[str, ...]) -> None:
         assert (docs, tokens) == (n, total)
         lengths = dict(conn.execute("SELECT item_id, n_tokens FROM keyword_lengths"))
         assert lengths == {i: _keywords.count_tokens(t) for i, t in _expected_rows(store).items()}
-        scope = store.planner.candidate_sql(conn, SearchOp(root, None, 10, 0, None))
+        scope = store.planner.explain(SearchOp(root, None, 10, 0, None), has_query=True).scope_sql
         live = {
             it.id: it.value.get("lesson", "")
             for it in store.items.iter_items("lessons")
@@ -140,16 +140,27 @@ def test_search_is_scoped_by_prefix_and_filter_like_vector_search(store: ChromaS
     store.put(("lessons", "b"), "2", {"lesson": "gold drifts", "kind": "y"})
     store.put(("notes", "a"), "3", {"text": "gold in notes"})
     with store.catalog.read() as conn:
-        def keys(prefix: tuple[str, ...], flt: dict | None = None) -> set[str]:
-            where, params = store.planner.candidate_sql(conn, SearchOp(prefix, flt, 10, 0, "gold"))
-            ids = [i for i, _ in _keywords.search(conn, "gold", where=where, params=params)]
+        def keys(ids: list[int]) -> set[str]:
             return {row[0] for row in conn.execute(f"SELECT key FROM items WHERE id IN ({','.join(map(str, ids))})")}
 
-        assert keys(("lessons",)) == {"1", "2"}
-        assert keys(("lessons", "a")) == {"1"}
-        assert keys(("lessons",), {"kind": "y"}) == {"2"}
-        assert keys(()) == {"1", "2", "3"}
-        assert store.planner.candidate_sql(conn, SearchOp(("nothing",), None, 10, 0, "gold")) is None
+        def plan(prefix: tuple[str, ...]):
+            return store.planner.explain(SearchOp(prefix, None, 10, 0, "gold"), has_query=True)
+
+        def in_scope(prefix: tuple[str, ...]) -> set[str]:  # many candidates: the scope's SQL
+            where, params = plan(prefix).scope_sql
+            return keys([i for i, _ in _keywords.search(conn, "gold", where=where, params=params)])
+
+        def listed(prefix: tuple[str, ...], flt: dict | None = None) -> set[str]:  # few: the candidates' ids
+            allowed = set(store.planner.candidate_ids(conn, plan(prefix), flt))
+            return keys([i for i in _keywords.match(conn, "gold").ids.tolist() if i in allowed])
+
+        for scoped in (in_scope, listed):
+            assert scoped(("lessons",)) == {"1", "2"}
+            assert scoped(("lessons", "a")) == {"1"}
+            assert scoped(()) == {"1", "2", "3"}
+        assert listed(("lessons",), {"kind": "y"}) == {"2"}
+        assert plan(("nothing",)).scope_sql is None
+        assert store.planner.candidate_ids(conn, plan(("nothing",)), None) == []
 
 
 def test_query_terms_drop_stop_words_and_quote_safely(store: ChromaStore) -> None:

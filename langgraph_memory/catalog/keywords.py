@@ -48,7 +48,7 @@ import json
 import math
 import re
 import sqlite3
-from collections.abc import Callable, Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +69,7 @@ __all__ = [
     "unindex_items",
     "rebuild",
     "KeywordMatches",
+    "in_scope",
     "match",
     "search",
 ]
@@ -219,15 +220,9 @@ class KeywordMatches:
         self, conn: sqlite3.Connection, *, where: str, params: Sequence[Any], limit: int
     ) -> list[tuple[int, float]]:
         """The best ``limit`` matches among the items ``where`` selects (an SQL condition on items ``i``)."""
-        def inside(chunk: list[int]) -> dict[int, None]:
-            # The ids drive the join (see catalog.items.get_in_scope for why).
-            return dict.fromkeys(r[0] for r in conn.execute(
-                f"SELECT i.id FROM json_each(?) c CROSS JOIN items i ON i.id = c.value WHERE ({where})",
-                (json.dumps(chunk), *params)))
+        return [(i, self.score(i)) for i in self.walk(lambda chunk: in_scope(conn, chunk, where, params), limit)]
 
-        return [(i, self.score(i)) for i in self.walk(inside, limit)]
-
-    def walk(self, fetch: Callable[[list[int]], Mapping[int, Any]], limit: int, *, known: Container[int] = ()) -> list[int]:
+    def walk(self, fetch: Callable[[list[int]], Container[int]], limit: int, *, known: Container[int] = ()) -> list[int]:
         """The best ``limit`` matches that are in ``known`` or that ``fetch`` returns, in order.
 
         ``fetch`` takes a batch of ids (best first) and returns those it keeps
@@ -236,7 +231,7 @@ class KeywordMatches:
         """
         out: list[int] = []
         ids = self.ids.tolist()
-        pos, batch = 0, max(2 * limit, 64)
+        pos, batch = 0, max(limit, 16)
         while pos < len(ids) and len(out) < limit:
             chunk = ids[pos : pos + batch]
             kept = fetch([i for i in chunk if i not in known])
@@ -244,6 +239,15 @@ class KeywordMatches:
             pos += len(chunk)
             batch *= 4
         return out[:limit]
+
+
+def in_scope(conn: sqlite3.Connection, item_ids: Sequence[int], where: str, params: Sequence[Any]) -> set[int]:
+    """Which of ``item_ids`` satisfy ``where``, an SQL condition on items ``i``."""
+    # The ids drive the join (CROSS JOIN keeps that order): with "i.id IN (...) AND <scope>" SQLite may
+    # prefer an index on ns_id and walk every item in scope (measured: 55 ms instead of 1 ms at 100,000).
+    return {r[0] for r in conn.execute(
+        f"SELECT i.id FROM json_each(?) c CROSS JOIN items i ON i.id = c.value WHERE ({where})",
+        (json.dumps(list(item_ids)), *params))}
 
 
 def match(

@@ -9,8 +9,9 @@ same scope and filter and ranks their union:
 * **keyword candidates**: the catalog's keyword index
   (:mod:`langgraph_memory.catalog.keywords`), scoped by the same SQL the
   planner builds for the namespace prefix and the filter index
-  (:meth:`~.planner.Planner.candidate_sql`), each checked against the whole
-  filter as vector hits are.
+  (:meth:`~.planner.Planner.candidate_ids` when the vector plan is ``exact``,
+  else the plan's ``scope_sql``), each checked against the whole filter as
+  vector hits are.
 
 Each candidate then has both scores: the keyword index scores every item
 holding a query word at once, and a keyword candidate's cosine comes from its
@@ -39,7 +40,7 @@ from langgraph_memory.ranking import HybridRanking, MemoryType, calculate_final_
 from langgraph_memory.store import filters as _filters
 from langgraph_memory.store.planner import Plan, Planner
 
-__all__ = ["Candidate", "HybridSearch"]
+__all__ = ["Candidate", "Candidates", "HybridSearch", "score_candidates"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +59,18 @@ class Candidate:
     keyword: float = 0.0
 
 
+@dataclass
+class Candidates:
+    """What both searches found for one query."""
+
+    items: list[Candidate]
+    #: Matching items without vectors (they follow the scored ones when too few are scored, as in vector search).
+    unscored: list[StoredItem]
+    plan: Plan
+    #: The best keyword score among the candidates (keyword scores are divided by it).
+    top_keyword: float = 0.0
+
+
 class HybridSearch:
     """Runs hybrid searches over one catalog, through its planner.
 
@@ -70,55 +83,63 @@ class HybridSearch:
         self.catalog = catalog
         self.planner = planner
 
-    def candidates(
-        self, op: SearchOp, qvec: np.ndarray, ranking: HybridRanking, *, omit: Omit
-    ) -> tuple[list[Candidate], list[StoredItem], Plan]:
-        """Both searches' candidates with both scores, the matching items that have no vectors, and the plan."""
+    def candidates(self, op: SearchOp, qvec: np.ndarray, ranking: HybridRanking, *, omit: Omit) -> Candidates:
+        """Both searches' candidates with both scores (and the matching items that have no vectors)."""
         depth = max(ranking.candidates, op.offset + op.limit)
         dense, plan = self.planner.run(op._replace(limit=depth, offset=0), qvec, omit=omit)
         found = {it.id: Candidate(it, float(score)) for score, it in dense if score is not None and it.id is not None}
-        unscored = [it for score, it in dense if score is None]
-        if not op.query or ranking.keyword_weight == 0.0:
-            return list(found.values()), unscored, plan
+        out = Candidates(list(found.values()), [it for score, it in dense if score is None], plan)
+        if not op.query or ranking.keyword_weight == 0.0 or plan.strategy == "empty" or plan.scope_sql is None:
+            return out
+        read: dict[int, tuple[StoredItem, list[bytes]]] = {}
         with self.catalog.read() as conn:
-            scope = self.planner.candidate_sql(conn, op)
-            if scope is None:
-                return list(found.values()), unscored, plan
-            where, params = scope
             matches = _keywords.match(conn, op.query, length_norm=ranking.length_norm)
-            items: dict[int, StoredItem] = {}
+            if plan.strategy == "exact":
+                # Few candidates: list them, as the exact vector plan does, and keep the matches among them.
+                allowed = set(self.planner.candidate_ids(conn, plan, op.filter))
+                top = matches.walk(lambda chunk: allowed, depth, known=found)
+                read = _items.get_with_vectors(conn, [i for i in top if i not in found])
+            else:
+                # Many: read the best matches in batches, each checked against the scope (in SQL) and the filter.
+                where, params = plan.scope_sql
 
-            def fetch(chunk: list[int]) -> dict[int, StoredItem]:
-                got = _items.get_in_scope(conn, chunk, where, params)
-                items.update(got)
-                return got
+                def fetch(chunk: list[int]) -> dict[int, tuple[StoredItem, list[bytes]]]:
+                    got = {i: r for i, r in _items.get_with_vectors(conn, chunk, where, params).items()
+                           if _filters.matches(r[0].value, op.filter) and not omit(r[0])}
+                    read.update(got)
+                    return got
 
-            top = matches.walk(fetch, depth, known=found)
-            new = [i for i in top if i not in found]
-            vectors = _items.load_vectors(conn, new)
-        kept = [it for it in (items[i] for i in new) if _filters.matches(it.value, op.filter) and not omit(it)]
-        for it, sim in zip(kept, _best_cosines([vectors.get(it.id or -1, []) for it in kept], qvec)):
-            found[it.id] = Candidate(it, sim)  # type: ignore[index]
+                top = matches.walk(fetch, depth, known=found)
         for item_id, cand in found.items():
             cand.keyword = matches.score(item_id)
+        new = [read[i] for i in top if i not in found and i in read]
+        new = [(it, vecs) for it, vecs in new if _filters.matches(it.value, op.filter) and not omit(it)]
+        for (it, _vecs), sim in zip(new, _best_cosines([vecs for _it, vecs in new], qvec)):
+            out.items.append(Candidate(it, sim, matches.score(it.id or -1)))
+        out.top_keyword = max((c.keyword for c in out.items), default=0.0)
         plan.notes.append(f"hybrid: {len(top)} keyword candidates, {len(new)} not among the vector candidates")
-        return list(found.values()), unscored, plan
+        return out
 
     def run(self, op: SearchOp, qvec: np.ndarray, ranking: HybridRanking, *, omit: Omit) -> tuple[list[Hit], Plan]:
         """Run ``op`` with hybrid ranking; return hits (best first, ``offset`` applied) and the plan."""
-        cands, unscored, plan = self.candidates(op, qvec, ranking, omit=omit)
+        found = self.candidates(op, qvec, ranking, omit=omit)
         need = op.offset + op.limit
-        now = ranking.clock()
-        scored = score_candidates(cands, ranking, now=now)
+        scored = score_candidates(found.items, ranking, now=ranking.clock(), top_keyword=found.top_keyword)
         hits: list[Hit] = [(score, c.item) for score, c in scored[:need]]
         if len(hits) < need:  # like the vector search: then the matching items without vectors, unscored
-            hits.extend((None, it) for it in unscored[: need - len(hits)])
-        return hits[op.offset : need], plan
+            hits.extend((None, it) for it in found.unscored[: need - len(hits)])
+        return hits[op.offset : need], found.plan
 
 
-def score_candidates(cands: list[Candidate], ranking: HybridRanking, *, now: float) -> list[tuple[float, Candidate]]:
-    """Each candidate's final score (see :mod:`langgraph_memory.ranking`), best first."""
-    top_keyword = max((c.keyword for c in cands), default=0.0)
+def score_candidates(
+    cands: list[Candidate], ranking: HybridRanking, *, now: float, top_keyword: float | None = None
+) -> list[tuple[float, Candidate]]:
+    """Each candidate's final score (see :mod:`langgraph_memory.ranking`), best first.
+
+    Keyword scores are divided by ``top_keyword`` (default: the best among ``cands``).
+    """
+    if top_keyword is None:
+        top_keyword = max((c.keyword for c in cands), default=0.0)
     types: dict[tuple[str, ...], MemoryType] = {}
     out: list[tuple[float, Candidate]] = []
     for c in cands:
@@ -142,9 +163,9 @@ def score_candidates(cands: list[Candidate], ranking: HybridRanking, *, now: flo
     return out
 
 
-def _best_cosines(per_item: list[list[tuple[int, str, bytes]]], qvec: np.ndarray) -> list[float]:
-    """Each item's best cosine similarity with ``qvec`` over its vectors (0.0 for an item with none)."""
-    blobs = [vec for rows in per_item for _i, _p, vec in rows]
+def _best_cosines(per_item: list[list[bytes]], qvec: np.ndarray) -> list[float]:
+    """Each item's best cosine similarity with ``qvec`` over its float32 vectors (0.0 for an item with none)."""
+    blobs = [vec for vecs in per_item for vec in vecs]
     if not blobs:
         return [0.0] * len(per_item)
     matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
@@ -153,7 +174,7 @@ def _best_cosines(per_item: list[list[tuple[int, str, bytes]]], qvec: np.ndarray
     norms[norms == 0] = 1.0
     sims = ((matrix @ q) / norms).tolist()
     out, pos = [], 0
-    for rows in per_item:
-        out.append(max(sims[pos : pos + len(rows)], default=0.0))
-        pos += len(rows)
+    for vecs in per_item:
+        out.append(max(sims[pos : pos + len(vecs)], default=0.0))
+        pos += len(vecs)
     return out

@@ -85,6 +85,9 @@ class Plan:
     fetch: int = 0
     rounds: int = 0
     notes: list[str] = field(default_factory=list)
+    #: An SQL condition on items ``i`` selecting the namespace scope (not the filter), with its parameters;
+    #: hybrid search scopes keyword candidates with it. None when nothing is in scope.
+    scope_sql: tuple[str, tuple[Any, ...]] | None = field(default=None, repr=False)
 
     def __str__(self) -> str:
         parts = [
@@ -176,18 +179,21 @@ class Planner:
             params.extend(fparams)
         return where, params
 
-    def candidate_sql(self, conn: sqlite3.Connection, op: SearchOp) -> tuple[str, tuple[Any, ...]] | None:
-        """An SQL condition on items ``i`` selecting the items ``op`` may return (None: nothing in scope).
+    def candidate_ids(self, conn: sqlite3.Connection, plan: Plan, filter: dict[str, Any] | None) -> list[int]:
+        """Ids of the items in ``plan``'s scope matching the indexed part of ``filter`` (for few candidates).
 
-        The namespace scope and the indexed part of the filter: candidates it
-        selects are still checked with :func:`~langgraph_memory.store.filters.matches`.
-        Hybrid search scopes its keyword candidates with it.
+        Hybrid search intersects keyword matches with them when the plan is ``exact``.
         """
-        scopes = self._scopes(conn, op.namespace_prefix)
-        if not scopes:
-            return None
-        where, params = self._where(scopes, compile_filter(op.filter)[0])
-        return " AND ".join(where), tuple(params)
+        if plan.scope_sql is None:
+            return []
+        where, params = plan.scope_sql
+        conds = compile_filter(filter)[0]
+        if not conds:
+            return [r[0] for r in conn.execute(f"SELECT i.id FROM items i WHERE {where}", params)]
+        # The filter's matches drive the join: few of them, each checked against the scope by primary key.
+        fsql, fparams = self._filter_sql(conds)
+        return [r[0] for r in conn.execute(
+            f"SELECT i.id FROM ({fsql}) f CROSS JOIN items i ON i.id = f.item_id WHERE {where}", (*fparams, *params))]
 
     # --------------------------------------------------------------- entry
 
@@ -203,6 +209,9 @@ class Planner:
         scope_items = sum(s.n_items for s in scopes)
         candidates = scope_items if fcount is None else min(scope_items, fcount)
         plan = Plan("scan", [s.collection for s in scopes], scope_items, candidates, exact)
+        if scopes:
+            where, params = self._where(scopes, [])
+            plan.scope_sql = " AND ".join(where), tuple(params)
         if not scopes or candidates == 0:
             plan.strategy = "empty"
         elif has_query:
