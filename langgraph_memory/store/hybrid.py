@@ -110,12 +110,13 @@ class HybridSearch:
                     return got
 
                 top = matches.walk(fetch, depth, known=found)
-        for item_id, cand in found.items():
-            cand.keyword = matches.score(item_id)
+        for cand, score in zip(found.values(), matches.scores_of(list(found))):
+            cand.keyword = score
         new = [read[i] for i in top if i not in found and i in read]
         new = [(it, vecs) for it, vecs in new if _filters.matches(it.value, op.filter) and not omit(it)]
-        for (it, _vecs), sim in zip(new, _best_cosines([vecs for _it, vecs in new], qvec)):
-            out.items.append(Candidate(it, sim, matches.score(it.id or -1)))
+        sims = _best_cosines([vecs for _it, vecs in new], qvec)
+        scores = matches.scores_of([it.id or -1 for it, _vecs in new])
+        out.items.extend(Candidate(it, sim, score) for (it, _vecs), sim, score in zip(new, sims, scores))
         out.top_keyword = max((c.keyword for c in out.items), default=0.0)
         plan.notes.append(f"hybrid: {len(top)} keyword candidates, {len(new)} not among the vector candidates")
         return out
