@@ -67,8 +67,6 @@ class Candidates:
     #: Matching items without vectors (they follow the scored ones when too few are scored, as in vector search).
     unscored: list[StoredItem]
     plan: Plan
-    #: The best keyword score among the candidates (keyword scores are divided by it).
-    top_keyword: float = 0.0
 
 
 class HybridSearch:
@@ -117,7 +115,6 @@ class HybridSearch:
         sims = _best_cosines([vecs for _it, vecs in new], qvec)
         scores = matches.scores_of([it.id or -1 for it, _vecs in new])
         out.items.extend(Candidate(it, sim, score) for (it, _vecs), sim, score in zip(new, sims, scores))
-        out.top_keyword = max((c.keyword for c in out.items), default=0.0)
         plan.notes.append(f"hybrid: {len(top)} keyword candidates, {len(new)} not among the vector candidates")
         return out
 
@@ -125,22 +122,16 @@ class HybridSearch:
         """Run ``op`` with hybrid ranking; return hits (best first, ``offset`` applied) and the plan."""
         found = self.candidates(op, qvec, ranking, omit=omit)
         need = op.offset + op.limit
-        scored = score_candidates(found.items, ranking, now=ranking.clock(), top_keyword=found.top_keyword)
+        scored = score_candidates(found.items, ranking, now=ranking.clock())
         hits: list[Hit] = [(score, c.item) for score, c in scored[:need]]
         if len(hits) < need:  # like the vector search: then the matching items without vectors, unscored
             hits.extend((None, it) for it in found.unscored[: need - len(hits)])
         return hits[op.offset : need], found.plan
 
 
-def score_candidates(
-    cands: list[Candidate], ranking: HybridRanking, *, now: float, top_keyword: float | None = None
-) -> list[tuple[float, Candidate]]:
-    """Each candidate's final score (see :mod:`langgraph_memory.ranking`), best first.
-
-    Keyword scores are divided by ``top_keyword`` (default: the best among ``cands``).
-    """
-    if top_keyword is None:
-        top_keyword = max((c.keyword for c in cands), default=0.0)
+def score_candidates(cands: list[Candidate], ranking: HybridRanking, *, now: float) -> list[tuple[float, Candidate]]:
+    """Each candidate's final score (see :mod:`langgraph_memory.ranking`), best first."""
+    top_keyword = max((c.keyword for c in cands), default=0.0)
     types: dict[tuple[str, ...], MemoryType] = {}
     out: list[tuple[float, Candidate]] = []
     for c in cands:

@@ -169,16 +169,6 @@ class Planner:
             params.extend(p)
         return " INTERSECT ".join(parts), tuple(params)
 
-    def _where(self, scopes: list[_Scope], conds: list[Condition]) -> tuple[list[str], list[Any]]:
-        """SQL conditions on items ``i``: in one of ``scopes`` and in the filter index's matches of ``conds``."""
-        where = [f"({' OR '.join(s.sql for s in scopes)})"]
-        params: list[Any] = [p for s in scopes for p in s.params]
-        if conds:
-            fsql, fparams = self._filter_sql(conds)
-            where.append(f"i.id IN ({fsql})")
-            params.extend(fparams)
-        return where, params
-
     def candidate_ids(self, conn: sqlite3.Connection, plan: Plan, filter: dict[str, Any] | None) -> list[int]:
         """Ids of the items in ``plan``'s scope matching the indexed part of ``filter`` (for few candidates).
 
@@ -210,8 +200,7 @@ class Planner:
         candidates = scope_items if fcount is None else min(scope_items, fcount)
         plan = Plan("scan", [s.collection for s in scopes], scope_items, candidates, exact)
         if scopes:
-            where, params = self._where(scopes, [])
-            plan.scope_sql = " AND ".join(where), tuple(params)
+            plan.scope_sql = f"({' OR '.join(s.sql for s in scopes)})", tuple(p for s in scopes for p in s.params)
         if not scopes or candidates == 0:
             plan.strategy = "empty"
         elif has_query:
@@ -268,7 +257,12 @@ class Planner:
         unindexed_only: bool = False,
     ) -> list[StoredItem]:
         """Items in scope matching the filter, newest first, at most ``need``."""
-        where, params = self._where(scopes, conds)
+        where = [f"({' OR '.join(s.sql for s in scopes)})"]
+        params: list[Any] = [p for s in scopes for p in s.params]
+        if conds:
+            fsql, fparams = self._filter_sql(conds)
+            where.append(f"i.id IN ({fsql})")
+            params.extend(fparams)
         if unindexed_only:
             where.append("i.n_vectors = 0")
         sql = (
