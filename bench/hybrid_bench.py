@@ -42,6 +42,7 @@ from langgraph_memory.ranking import HybridRanking  # noqa: E402
 from langgraph_memory.store import ChromaStore  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS_hybrid.md"
+MARKER = "<!-- tables -->\n"
 MAX_RATIO = 2.0  # issue 13: hybrid p50 / dense p50 at 100,000 items
 NS_ITEMS = 100
 _SYLLABLES = ["ka", "lo", "mi", "tren", "sa", "vo", "ri", "dun", "pel", "ta", "gor", "ne", "bi", "qua", "ster", "xi"]
@@ -177,12 +178,11 @@ def main() -> None:
                f"{MAX_RATIO:.0f}x dense: {'met' if verdict else 'NOT met'}")
     print(table)
     print(summary)
-    if args.write:
-        RESULTS.write_text("\n".join([
-            "## Hybrid vs dense search latency (`bench/hybrid_bench.py`)", "", summary, "",
-            load_note, "",
-            table, "", "Machine:", *mach.lines(), "",
-        ]))
+    if args.write:  # the notes above the marker are kept; the measured part below it is replaced
+        head, sep, _old = RESULTS.read_text().partition(MARKER) if RESULTS.exists() else ("", "", "")
+        if not sep:
+            head = "# Hybrid vs dense search latency (`bench/hybrid_bench.py`)\n\n"
+        RESULTS.write_text(head + "\n".join([MARKER, summary, "", load_note, "", table, "", "Machine:", *mach.lines(), ""]))
 
 
 if __name__ == "__main__":

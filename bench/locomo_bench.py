@@ -346,16 +346,16 @@ def main() -> None:
 def write_results(title: str, main_table: str, variants_table: str, machine_lines: list[str]) -> None:
     head, sep, _old = RESULTS.read_text().partition("<!-- tables -->") if RESULTS.exists() else ("", "", "")
     if not sep:
-        head = "## LoCoMo retrieval quality (`bench/locomo_bench.py`)\n\n"
+        head = "# LoCoMo retrieval quality (`bench/locomo_bench.py`)\n\n"
     body = "\n".join([
         "<!-- tables -->",
-        f"### {title}",
+        f"## {title}",
         "",
         "recall@k = share of a question's evidence turns in the top k; hit@k = any of them in the top k.",
         "",
         main_table,
         "",
-        "### Fusions tried (same candidates for all; r@k = recall@k)",
+        "## Fusions tried (same candidates for all; r@k = recall@k)",
         "",
         variants_table,
         "",
