@@ -10,6 +10,7 @@ One line gives a graph both kinds of memory::
 The pieces, each usable alone:
 
 * :class:`ChromaStore` - a LangGraph ``BaseStore`` over typed Chroma collections;
+* :class:`HybridRanking`, :class:`TemporalConfig` - hybrid keyword + vector recall with decay and reinforcement;
 * :class:`SqliteCheckpointer` - a ``BaseCheckpointSaver`` for sync and async graphs;
 * :class:`Memory` - one data directory: store, checkpointer, typed research API (seven collections), lineage,
   retire/supersede/delete, stats, decay cleanup, archiver;
@@ -40,12 +41,15 @@ from langgraph_memory.lineage import Lineage
 from langgraph_memory.memory import Hit, Memory, StrategyVersion
 from langgraph_memory.nodes import recall_node, store_node
 from langgraph_memory.stats import CollectionStats, MemoryStats
+from langgraph_memory.ranking import HybridRanking, TemporalConfig
 from langgraph_memory.store import ChromaStore
 from langgraph_memory.tools import create_recall_tool, create_store_tool
 
 __all__ = [
     "Memory",
     "ChromaStore",
+    "HybridRanking",
+    "TemporalConfig",
     "SqliteCheckpointer",
     "Archiver",
     "schedule_archival",

@@ -20,7 +20,7 @@ from typing import Any
 
 from langgraph_memory._typed import Hit, ParentIds, TypedItems, athread, parent_list
 from langgraph_memory.collections import ToolDefinition
-from langgraph_memory.config import DEFAULT_K
+from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
 from langgraph_memory.errors import NotFoundError, ValidationError
 
 __all__ = ["ProceduralAPI", "TOOL_VERSION_PREFIX", "TOOL_KINDS"]
@@ -114,7 +114,7 @@ class ProceduralAPI:
         *,
         k: int = DEFAULT_K,
         kind: str | None = None,
-        min_relevance: float | None = None,
+        min_relevance: float | None = MIN_RELEVANCE,
         include_retired: bool = False,
     ) -> list[Hit[ToolDefinition]]:
         """Current tool and workflow definitions most similar to ``query`` (older versions with ``include_retired``)."""

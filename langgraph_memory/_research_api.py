@@ -44,7 +44,7 @@ from langgraph_memory.collections import (
     StrategyStatus,
 )
 from langgraph_memory.collections import parameter_hash as _hash_parameters
-from langgraph_memory.config import DEFAULT_K
+from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
 from langgraph_memory.errors import ValidationError
 from langgraph_memory.lineage import ItemRef
 
@@ -179,14 +179,15 @@ class ResearchAPI:
         k: int = DEFAULT_K,
         source: str | None = None,
         min_confidence: float = 0.0,
-        min_relevance: float | None = None,
+        min_relevance: float | None = MIN_RELEVANCE,
         include_retired: bool = False,
     ) -> list[Hit[ResearchFinding]]:
         """Findings most similar to ``query``, best first.
 
         ``source`` keeps one source only; ``min_confidence`` drops findings
         below it (and those without a confidence); ``min_relevance`` drops
-        results whose cosine score is lower; retired and superseded findings
+        results scoring lower (default 0.3, seed 001's 30 %; None keeps them all; see
+        :mod:`langgraph_memory.ranking` for what a score means); retired and superseded findings
         come back only with ``include_retired`` (their ``Hit.status`` says which).
         """
         flt: dict[str, Any] = {}
@@ -277,7 +278,7 @@ class ResearchAPI:
         k: int = DEFAULT_K,
         status: str | None = None,
         min_confidence: float = 0.0,
-        min_relevance: float | None = None,
+        min_relevance: float | None = MIN_RELEVANCE,
         include_retired: bool = False,
     ) -> list[Hit[Hypothesis]]:
         """Hypotheses most similar to ``query``, optionally of one ``status`` and at least ``min_confidence``."""
@@ -364,7 +365,7 @@ class ResearchAPI:
         k: int = DEFAULT_K,
         status: str | None = None,
         name: str | None = None,
-        min_relevance: float | None = None,
+        min_relevance: float | None = MIN_RELEVANCE,
         include_retired: bool = False,
     ) -> list[Hit[Strategy]]:
         """Strategies whose description is most similar, optionally of one ``status`` or ``name``."""
@@ -509,7 +510,7 @@ class ResearchAPI:
         max_drawdown: float | None = None,
         passed: bool | None = None,
         parameter_hash: str | None = None,
-        min_relevance: float | None = None,
+        min_relevance: float | None = MIN_RELEVANCE,
         include_retired: bool = False,
     ) -> list[Hit[BacktestResult]]:
         """Backtests most similar to ``query`` (newest first without one), filtered by strategy and numbers.
@@ -598,7 +599,7 @@ class ResearchAPI:
         k: int = DEFAULT_K,
         include_resolved: bool = False,
         failure_type: str | None = None,
-        min_relevance: float | None = None,
+        min_relevance: float | None = MIN_RELEVANCE,
         include_retired: bool = False,
     ) -> list[Hit[Lesson]]:
         """Lessons most relevant to ``context``: unresolved ones unless ``include_resolved``."""
@@ -662,7 +663,7 @@ class ResearchAPI:
         *,
         k: int = DEFAULT_K,
         regime_type: str | None = None,
-        min_relevance: float | None = None,
+        min_relevance: float | None = MIN_RELEVANCE,
         include_retired: bool = False,
     ) -> list[Hit[MarketRegime]]:
         """Regimes most similar to ``query``, optionally of one ``regime_type``."""

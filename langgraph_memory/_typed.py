@@ -258,7 +258,8 @@ class TypedItems:
         results = self.store.search(
             self.namespace(label), query=query, filter=filter or None, limit=k, include_retired=include_retired
         )
-        results = keep_relevant(results, min_relevance)
+        if query:  # a listing without a query has no scores to hold to a threshold
+            results = keep_relevant(results, min_relevance)
         statuses = (
             self.store.items.statuses([(tuple(r.namespace), r.key) for r in results]) if include_retired else {}
         )

@@ -77,7 +77,7 @@ MANIFEST_FILE = "manifest.sqlite"
 LOCK_TIMEOUT_SECONDS = 30.0
 # Seed 004: recall returns five results unless told otherwise.
 DEFAULT_K = 5
-# Seed 002 filters results under 30 % relevance; recall nodes use it when asked.
+# Seed 001 drops results under 30 % relevance; recall nodes, tools and the typed research API do by default.
 MIN_RELEVANCE = 0.3
 # Seed 004: lessons and low-confidence findings are archived after 90 idle days.
 ARCHIVE_AFTER_DAYS = 90

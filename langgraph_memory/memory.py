@@ -65,13 +65,16 @@ from langgraph_memory.ingest import DOCUMENTS_NAMESPACE, ChunkHit, IngestConfig,
 from langgraph_memory.ingest import recall as _recall_chunks
 from langgraph_memory.lifecycle import ItemLifecycle
 from langgraph_memory.lineage import ItemRef, Lineage, LineageStore, NodeSummary, build_lineage
-from langgraph_memory.ranking import TemporalConfig
+from langgraph_memory.ranking import HybridRanking, TemporalConfig
 from langgraph_memory.stats import MemoryStats, collect_stats
 from langgraph_memory.store import ChromaStore
 
 __all__ = ["Memory", "Hit", "StrategyVersion", "STRATEGY_STATUSES", "HYPOTHESIS_STATUSES"]
 
 logger = logging.getLogger(__name__)
+
+#: Memory.open's default ranking (HybridRanking is frozen: one instance serves every store).
+_HYBRID = HybridRanking()
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -219,6 +222,7 @@ class Memory:
         embeddings: Embeddings | Literal[False] | None = None,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        ranking: HybridRanking | None = _HYBRID,
         store: ChromaStore | None = None,
         checkpointer: BaseCheckpointSaver | None = None,
         chroma_client: Any | None = None,
@@ -236,6 +240,10 @@ class Memory:
                 (``dims``, ``embed``, ``fields``). Default: the offline
                 all-MiniLM-L6-v2 model (loaded on first use).
             ttl: the store's ``TTLConfig`` (minutes), as ``ChromaStore`` takes it.
+            ranking: how the store ranks searches with a query: hybrid keyword +
+                vector search with temporal weighting (``HybridRanking()``, the
+                default here) or ``None`` for plain cosine, as ``InMemoryStore``
+                (with ``store=``, the store keeps its own).
             store: an open ``ChromaStore`` to use instead of opening one (its
                 data directory and settings are used; it is not closed by
                 :meth:`close`). Leave the store options above unset.
@@ -274,7 +282,7 @@ class Memory:
                     index = {"dims": _embedding_dims(embeddings), "embed": embeddings}
                 elif index is None:
                     index = ChromaStore.default_index(settings.embedding_model)
-                store = ChromaStore(chroma_client, index=index, ttl=ttl, settings=settings)
+                store = ChromaStore(chroma_client, index=index, ttl=ttl, settings=settings, ranking=ranking)
                 opened.append(store.close)
             owns_checkpointer = checkpointer is None
             if checkpointer is None:

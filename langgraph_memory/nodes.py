@@ -35,7 +35,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore, SearchItem
 
 from langgraph_memory.collections import collection_for
-from langgraph_memory.config import DEFAULT_K
+from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
 from langgraph_memory.errors import ConfigError, ValidationError
 from langgraph_memory.ranking import keep_relevant
 
@@ -190,7 +190,7 @@ def recall_node(
     output_key: str = "memories",
     filter: Optional[dict[str, Any]] = None,
     k: int = DEFAULT_K,
-    min_relevance: Optional[float] = None,
+    min_relevance: Optional[float] = MIN_RELEVANCE,
     include_retired: bool = False,
     name: str = "recall",
 ) -> Any:
@@ -207,7 +207,8 @@ def recall_node(
             best first, at most ``k``.
         filter: a LangGraph store filter applied to every namespace.
         k: how many results (default 5).
-        min_relevance: drop results with a lower cosine score (e.g. ``MIN_RELEVANCE``).
+        min_relevance: drop results scoring lower (default ``MIN_RELEVANCE``, 0.3: seed 001's 30 %
+            relevance; None keeps them all; see :mod:`langgraph_memory.ranking`).
         include_retired: also recall retired and superseded items (a
             ``ChromaStore`` leaves them out by default).
 

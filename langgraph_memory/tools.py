@@ -38,7 +38,7 @@ from langchain_core.tools import StructuredTool
 from langgraph.store.base import BaseStore
 
 from langgraph_memory.collections import collection_for
-from langgraph_memory.config import DEFAULT_K
+from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
 from langgraph_memory.errors import ConfigError
 from langgraph_memory.nodes import NamespaceSpec, format_namespace, search_options
 from langgraph_memory.ranking import keep_relevant
@@ -80,7 +80,7 @@ def create_recall_tool(
     namespace: NamespaceSpec = ("memories", "{user_id}"),
     *,
     k: int = DEFAULT_K,
-    min_relevance: Optional[float] = None,
+    min_relevance: Optional[float] = MIN_RELEVANCE,
     filter: Optional[dict[str, Any]] = None,
     store: Optional[BaseStore] = None,
     name: str = "recall_memory",
@@ -89,6 +89,8 @@ def create_recall_tool(
 ) -> StructuredTool:
     """A tool that searches memories; it returns JSON: ``[{key, namespace, value, score}, ...]``.
 
+    Results scoring under ``min_relevance`` (default 0.3, seed 001's 30 %
+    relevance; None keeps them all) are left out.
     ``include_retired`` makes it return retired and superseded items too
     (a ``ChromaStore`` leaves them out by default).
 

@@ -11,6 +11,7 @@ from langgraph.store.base import SearchOp
 from typing_extensions import TypedDict
 
 from langgraph_memory.catalog._schema import SCHEMA_VERSION
+from tests.helpers.catalog_versions import make_version_1
 from langgraph_memory.errors import NotFoundError, ValidationError
 from langgraph_memory.memory import Memory
 from langgraph_memory.nodes import recall_node
@@ -103,22 +104,22 @@ def test_retire_supersede_reinstate_typed_items(mem: Memory) -> None:
     assert (st.status, st.superseded_by, st.reason, st.collection) == ("superseded", f2.id, "corrected the sample",
                                                                       "research_findings")
     assert ("supersedes" in {e.relation for e in mem.lineage_store.parents(f2.id)})
-    assert {h.id for h in mem.query_research_findings("momentum", k=10)} == {f2.id, f3.id}
-    hits = {h.id: h.status for h in mem.query_research_findings("momentum", k=10, include_retired=True)}
+    assert {h.id for h in mem.query_research_findings("momentum", k=10, min_relevance=None)} == {f2.id, f3.id}
+    hits = {h.id: h.status for h in mem.query_research_findings("momentum", k=10, include_retired=True, min_relevance=None)}
     assert hits[f1.id] is not None and hits[f1.id].status == "superseded" and hits[f2.id] is None
 
     retired = mem.retire(f1.id, "the vendor restated the prices")
     assert retired.status == "retired" and retired.superseded_by == f2.id  # retiring keeps the replacement
     assert mem.reinstate(f1.id) is True and mem.status(f1.id) is None
     assert mem.reinstate(f1.id) is False
-    assert f1.id in {h.id for h in mem.query_research_findings("momentum", k=10)}
+    assert f1.id in {h.id for h in mem.query_research_findings("momentum", k=10, min_relevance=None)}
 
     # superseding with an ancestor sets the status without a lineage cycle
     s1 = mem.store_strategy("mom", "v1")
     s2 = mem.store_strategy("mom", "v2")
     assert mem.supersede(s2.id, s1.id, "rolled back").superseded_by == s1.id
     assert [e.relation for e in mem.lineage_store.parents(s1.id)] == []
-    assert {h.id for h in mem.get_similar_strategies("x", k=5)} == {s1.id}
+    assert {h.id for h in mem.get_similar_strategies("x", k=5, min_relevance=None)} == {s1.id}
 
 
 def test_lifecycle_errors_change_nothing(mem: Memory) -> None:
@@ -149,7 +150,7 @@ class _S(TypedDict, total=False):
 
 def _recall_graph(mem: Memory, **kwargs):
     b = StateGraph(_S)
-    b.add_node("recall", recall_node(("lessons",), query="query", output_key="found", k=10, **kwargs))
+    b.add_node("recall", recall_node(("lessons",), query="query", output_key="found", k=10, **kwargs, min_relevance=None))
     b.add_edge(START, "recall")
     b.add_edge("recall", END)
     return b.compile(store=mem.store)
@@ -170,12 +171,12 @@ async def test_nodes_and_tools_hide_retired_unless_asked(mem: Memory) -> None:
     graph = _recall_graph(mem, include_retired=True)
     assert {h["key"] for h in graph.invoke({"query": "stops"})["found"]} == everything
 
-    tool = create_recall_tool(("lessons",), store=mem.store, k=10)
+    tool = create_recall_tool(("lessons",), store=mem.store, k=10, min_relevance=None)
     import json
 
     assert {h["key"] for h in json.loads(tool.invoke({"query": "stops"}, {"configurable": {}}))} == visible
     assert {h["key"] for h in json.loads(await tool.ainvoke({"query": "stops"}, {"configurable": {}}))} == visible
-    tool_all = create_recall_tool(("lessons",), store=mem.store, k=10, include_retired=True)
+    tool_all = create_recall_tool(("lessons",), store=mem.store, k=10, include_retired=True, min_relevance=None)
     assert {h["key"] for h in json.loads(tool_all.invoke({"query": "stops"}, {"configurable": {}}))} == everything
 
 
@@ -185,7 +186,7 @@ def test_include_retired_is_harmless_with_other_stores(fake_embeddings) -> None:
     store = InMemoryStore(index={"dims": 16, "embed": fake_embeddings})
     store.put(("lessons",), "a", {"lesson": "x"})
     b = StateGraph(_S)
-    b.add_node("recall", recall_node(("lessons",), query="query", output_key="found", include_retired=True))
+    b.add_node("recall", recall_node(("lessons",), query="query", output_key="found", include_retired=True, min_relevance=None))
     b.add_edge(START, "recall")
     b.add_edge("recall", END)
     assert [h["key"] for h in b.compile(store=store).invoke({"query": "x"})["found"]] == ["a"]
@@ -250,7 +251,7 @@ def test_archive_takes_retired_at_once_and_superseded_after_90_idle_days(mem: Me
     assert archiver.restore(keys=[s3.id]).restored == 1
     assert mem.store.get(("strategies",), s3.id) is not None
     assert mem.status(s3.id) is not None and mem.status(s3.id).status == "retired"  # type: ignore[union-attr]
-    assert s3.id not in {h.id for h in mem.get_similar_strategies("carry", k=10)}
+    assert s3.id not in {h.id for h in mem.get_similar_strategies("carry", k=10, min_relevance=None)}
     assert archiver.run().collections["strategy_library"].archived == 0
 
 
@@ -264,7 +265,7 @@ def test_restore_brings_back_a_status_the_catalog_lost(mem: Memory) -> None:
     archiver.restore(keys=[f.id])
     st = mem.status(f.id)
     assert st is not None and (st.status, st.reason) == ("retired", "stale")
-    assert mem.query_research_findings("archived", k=5) == []
+    assert mem.query_research_findings("archived", k=5, min_relevance=None) == []
 
 
 def test_archive_can_leave_retired_items_alone(mem: Memory) -> None:
@@ -336,17 +337,11 @@ def test_hard_delete_drops_archived_copies(mem: Memory) -> None:
 def test_a_version_1_catalog_migrates(data_dir: Path, fake_embeddings) -> None:
     with Memory.open(data_dir, embeddings=fake_embeddings) as mem:
         f = mem.store_research_finding("from before the upgrade")
-    conn = sqlite3.connect(data_dir / "catalog.sqlite")
-    conn.execute("DROP TABLE item_status")  # version 3
-    conn.execute("DROP TABLE collection_counts")  # version 2
-    conn.execute("ALTER TABLE namespaces DROP COLUMN n_vectors")
-    conn.execute("PRAGMA user_version = 1")
-    conn.commit()
-    conn.close()
+    make_version_1(data_dir / "catalog.sqlite")
     with Memory.open(data_dir, embeddings=fake_embeddings) as mem:
         assert mem.get(f.id).content == "from before the upgrade"  # type: ignore[attr-defined]
         mem.retire(f.id, "after the upgrade")
-        assert mem.query_research_findings("upgrade") == []
+        assert mem.query_research_findings("upgrade", min_relevance=None) == []
     conn = sqlite3.connect(data_dir / "catalog.sqlite")
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     # Version 2 counted what the catalog held: the finding and its vector.

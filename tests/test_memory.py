@@ -103,13 +103,13 @@ def test_research_findings_store_and_query_filters(mem: Memory) -> None:
     item = mem.store.get(("research",), f1.id)
     assert item is not None and item.value["confidence"] == 0.9
 
-    all_ids = {h.id for h in mem.query_research_findings("anything", k=10)}
+    all_ids = {h.id for h in mem.query_research_findings("anything", k=10, min_relevance=None)}
     assert all_ids == {f1.id, f2.id, f3.id}
-    assert {h.id for h in mem.query_research_findings("x", k=10, source="technical")} == {f1.id, f3.id}
+    assert {h.id for h in mem.query_research_findings("x", k=10, source="technical", min_relevance=None)} == {f1.id, f3.id}
     # findings without a confidence do not pass a minimum
-    assert {h.id for h in mem.query_research_findings("x", k=10, min_confidence=0.5)} == {f1.id}
-    assert {h.id for h in mem.query_research_findings("x", k=10, min_confidence=0.3)} == {f1.id, f2.id}
-    hits = mem.query_research_findings("x", k=2)
+    assert {h.id for h in mem.query_research_findings("x", k=10, min_confidence=0.5, min_relevance=None)} == {f1.id}
+    assert {h.id for h in mem.query_research_findings("x", k=10, min_confidence=0.3, min_relevance=None)} == {f1.id, f2.id}
+    hits = mem.query_research_findings("x", k=2, min_relevance=None)
     assert len(hits) == 2 and all(isinstance(h.score, float) for h in hits)
     assert hits[0].score >= hits[1].score
     assert mem.query_research_findings("x", k=10, min_relevance=1.01) == []
@@ -168,12 +168,12 @@ def test_similar_strategies_status_filter(mem: Memory) -> None:
     a = mem.store_strategy("a", "momentum on equities", status="approved")
     b = mem.store_strategy("b", "momentum on bonds", status="tested")
     mem.store_strategy("c", "carry on FX", status="draft")
-    assert {h.id for h in mem.get_similar_strategies("momentum", k=10, status="approved")} == {a.id}
-    assert {h.id for h in mem.get_similar_strategies("momentum", k=10, status="tested")} == {b.id}
-    assert len(mem.get_similar_strategies("momentum", k=10)) == 3
-    assert {h.id for h in mem.get_similar_strategies("x", k=10, name="b")} == {b.id}
+    assert {h.id for h in mem.get_similar_strategies("momentum", k=10, status="approved", min_relevance=None)} == {a.id}
+    assert {h.id for h in mem.get_similar_strategies("momentum", k=10, status="tested", min_relevance=None)} == {b.id}
+    assert len(mem.get_similar_strategies("momentum", k=10, min_relevance=None)) == 3
+    assert {h.id for h in mem.get_similar_strategies("x", k=10, name="b", min_relevance=None)} == {b.id}
     with pytest.raises(ValidationError):
-        mem.get_similar_strategies("x", status="nonsense")
+        mem.get_similar_strategies("x", status="nonsense", min_relevance=None)
 
 
 # ------------------------------------------------------------------- lessons
@@ -191,14 +191,14 @@ def test_lessons_store_relevant_unresolved_and_resolve(mem: Memory) -> None:
     l2 = mem.store_lesson("Drawdown too deep", strategy_id=s1.id, iteration=2, failure_type="quality_gate")
     assert isinstance(l1, Lesson) and not l1.resolved and l1.feedback == {"trades": 140}
     assert [(e.parent_id, e.relation) for e in mem.lineage_store.parents(l1.id)] == [(s1.id, "produced")]
-    assert {h.id for h in mem.get_relevant_lessons("momentum", k=10)} == {l1.id, l2.id}
-    assert {h.id for h in mem.get_relevant_lessons("x", k=10, failure_type="backtest")} == {l1.id}
+    assert {h.id for h in mem.get_relevant_lessons("momentum", k=10, min_relevance=None)} == {l1.id, l2.id}
+    assert {h.id for h in mem.get_relevant_lessons("x", k=10, failure_type="backtest", min_relevance=None)} == {l1.id}
 
     s2 = mem.store_strategy("mom", "60-day momentum", parent_id=l1.id)
     resolved = mem.resolve_lesson(l1.id, s2.id)
     assert resolved.resolved and resolved.resolution_id == s2.id
-    assert {h.id for h in mem.get_relevant_lessons("momentum", k=10)} == {l2.id}
-    assert {h.id for h in mem.get_relevant_lessons("momentum", k=10, include_resolved=True)} == {l1.id, l2.id}
+    assert {h.id for h in mem.get_relevant_lessons("momentum", k=10, min_relevance=None)} == {l2.id}
+    assert {h.id for h in mem.get_relevant_lessons("momentum", k=10, include_resolved=True, min_relevance=None)} == {l1.id, l2.id}
     assert ("resolves" in {e.relation for e in mem.lineage_store.parents(s2.id)})
 
 
@@ -230,8 +230,8 @@ def test_market_regimes(mem: Memory) -> None:
     )
     mem.store_market_regime("Quiet uptrend", regime_type="bull", volatility=0.1, trend_strength=0.8)
     assert _is_uuid(r1.id) and r1.volatility == 0.35
-    assert {h.id for h in mem.query_market_regimes("selloff", k=10, regime_type="volatile")} == {r1.id}
-    assert len(mem.query_market_regimes("market", k=10)) == 2
+    assert {h.id for h in mem.query_market_regimes("selloff", k=10, regime_type="volatile", min_relevance=None)} == {r1.id}
+    assert len(mem.query_market_regimes("market", k=10, min_relevance=None)) == 2
     with pytest.raises(ValidationError):
         mem.store_market_regime("x", regime_type="crab")
 
@@ -294,7 +294,7 @@ def test_scope_adds_labels(data_dir: Path, fake_embeddings) -> None:
     with Memory.open(data_dir, embeddings=fake_embeddings, scope="desk-1") as mem:
         f = mem.store_research_finding("scoped")
         assert mem.store.get(("research", "desk-1"), f.id) is not None
-        assert mem.query_research_findings("scoped")[0].namespace == ("research", "desk-1")
+        assert mem.query_research_findings("scoped", min_relevance=None)[0].namespace == ("research", "desk-1")
     with pytest.raises(ConfigError):
         Memory.open(data_dir, embeddings=fake_embeddings, scope="bad.label")
 
@@ -308,10 +308,10 @@ async def test_async_twins(mem: Memory) -> None:
     s2 = await mem.astore_strategy("as", "async strategy 2")
     lesson = await mem.astore_lesson("async lesson", strategy_id=s1.id, iteration=1)
     r = await mem.astore_market_regime("async regime", regime_type="bear")
-    assert [h.id for h in await mem.aquery_research_findings("x", min_confidence=0.5)] == [f.id]
-    assert {h.id for h in await mem.aget_similar_strategies("x", k=5)} == {s1.id, s2.id}
-    assert [h.id for h in await mem.aget_relevant_lessons("x")] == [lesson.id]
-    assert [h.id for h in await mem.aquery_market_regimes("x", regime_type="bear")] == [r.id]
+    assert [h.id for h in await mem.aquery_research_findings("x", min_confidence=0.5, min_relevance=None)] == [f.id]
+    assert {h.id for h in await mem.aget_similar_strategies("x", k=5, min_relevance=None)} == {s1.id, s2.id}
+    assert [h.id for h in await mem.aget_relevant_lessons("x", min_relevance=None)] == [lesson.id]
+    assert [h.id for h in await mem.aquery_market_regimes("x", regime_type="bear", min_relevance=None)] == [r.id]
     assert (await mem.aresolve_lesson(lesson.id, s2.id)).resolved
     assert (await mem.aapprove_strategy(s2.id)).status == "approved"
     assert (await mem.aset_strategy_status(s1.id, "deprecated")).status == "deprecated"
@@ -326,7 +326,7 @@ async def test_async_context_manager(data_dir: Path, fake_embeddings) -> None:
     async with Memory.open(data_dir, embeddings=fake_embeddings) as mem:
         await mem.astore_lesson("inside")
     with pytest.raises(ConfigError):
-        mem.get_relevant_lessons("x")
+        mem.get_relevant_lessons("x", min_relevance=None)
 
 
 # ------------------------------------------------------------ real semantics
@@ -338,7 +338,8 @@ def test_semantic_recall_with_the_default_model(data_dir: Path, real_embeddings)
         whipsaw = mem.store_lesson("Short lookback momentum gets whipsawed in choppy volatile markets")
         mem.store_lesson("The office coffee machine needs descaling every month")
         mem.store_lesson("Bond auctions settle two days after the trade date")
-        hits = mem.get_relevant_lessons("trend following strategy losing money in a volatile market", k=3)
+        hits = mem.get_relevant_lessons("trend following strategy losing money in a volatile market", k=3,
+                                         min_relevance=None)
         assert hits[0].id == whipsaw.id
         assert hits[0].score > hits[1].score
         relevant = mem.get_relevant_lessons("momentum whipsaw", min_relevance=0.3)

@@ -37,7 +37,7 @@ def test_store_then_recall_invoke(any_store) -> None:
     g = _graph(
         any_store,
         ("store", store_node(("lessons", "{desk}"), values="texts")),
-        ("recall", recall_node(("lessons", "{desk}"), query="query", output_key="hits", k=5)),
+        ("recall", recall_node(("lessons", "{desk}"), query="query", output_key="hits", k=5, min_relevance=None)),
     )
     cfg = {"configurable": {"desk": "d1"}}
     out = g.invoke({"query": "whipsaw", "texts": ["whipsaw in chop", "drawdown too deep"]}, cfg)
@@ -58,7 +58,8 @@ async def test_store_then_recall_ainvoke(any_store) -> None:
     g = _graph(
         any_store,
         ("store", store_node("lessons", values="texts")),
-        ("recall", recall_node(["lessons", "research"], query=lambda s: s["query"].upper(), output_key="hits")),
+        ("recall", recall_node(["lessons", "research"], query=lambda s: s["query"].upper(), output_key="hits",
+                               min_relevance=None)),
     )
     out = await g.ainvoke({"query": "chop", "texts": {"lesson": "dict value", "severity": "minor"}})
     assert len(out["stored_ids"]) == 1
@@ -70,10 +71,13 @@ async def test_store_then_recall_ainvoke(any_store) -> None:
 def test_recall_k_min_relevance_filter_and_dedup(any_store) -> None:
     for i in range(8):
         any_store.put(("research", "a"), f"k{i}", {"content": f"finding {i}", "source": "x" if i % 2 else "y"})
-    g = _graph(any_store, ("recall", recall_node(["research", ("research", "a")], output_key="hits", k=3)))
+    # Fake vectors have no meaning: the 30 % relevance default is tested with real scores in test_hybrid.py.
+    g = _graph(any_store, ("recall", recall_node(["research", ("research", "a")], output_key="hits", k=3,
+                                                 min_relevance=None)))
     hits = g.invoke({"query": "finding"})["hits"]
     assert len(hits) == 3 and len({h["key"] for h in hits}) == 3  # overlapping prefixes, no duplicates
-    g = _graph(any_store, ("recall", recall_node("research", output_key="hits", k=10, filter={"source": "x"})))
+    g = _graph(any_store, ("recall", recall_node("research", output_key="hits", k=10, filter={"source": "x"},
+                                                 min_relevance=None)))
     assert {h["value"]["source"] for h in g.invoke({"query": "finding"})["hits"]} == {"x"}
     g = _graph(any_store, ("recall", recall_node("research", output_key="hits", min_relevance=1.01)))
     assert g.invoke({"query": "finding"})["hits"] == []
@@ -131,7 +135,7 @@ def test_checkpointed_graph_with_reducer(data_dir: Path, fake_embeddings) -> Non
     with Memory.open(data_dir, embeddings=fake_embeddings) as mem:
         mem.store_lesson("checkpoint me")
         b = StateGraph(S)
-        b.add_node("recall", recall_node("lessons", output_key="hits"))
+        b.add_node("recall", recall_node("lessons", output_key="hits", min_relevance=None))
         b.add_edge(START, "recall")
         g = mem.compile(b)
         cfg = {"configurable": {"thread_id": "t"}}

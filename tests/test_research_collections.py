@@ -68,9 +68,9 @@ def test_hypotheses_store_update_query(mem: Memory) -> None:
     other = mem.store_hypothesis("Carry pays in calm markets", status="testing", confidence=0.3)
     assert isinstance(h, Hypothesis) and h.status == "proposed" and h.evidence_ids == [f.id]
     assert [(e.parent_id, e.relation) for e in mem.lineage_store.parents(h.id)] == [(f.id, "derived_from")]
-    assert {x.id for x in mem.query_hypotheses("anything", k=10)} == {h.id, other.id}
-    assert {x.id for x in mem.query_hypotheses("x", k=10, status="testing")} == {other.id}
-    assert {x.id for x in mem.query_hypotheses("x", k=10, min_confidence=0.5)} == {h.id}
+    assert {x.id for x in mem.query_hypotheses("anything", k=10, min_relevance=None)} == {h.id, other.id}
+    assert {x.id for x in mem.query_hypotheses("x", k=10, status="testing", min_relevance=None)} == {other.id}
+    assert {x.id for x in mem.query_hypotheses("x", k=10, min_confidence=0.5, min_relevance=None)} == {h.id}
 
     b_strategy = mem.store_strategy("mom", "60-day momentum", hypothesis_id=h.id)
     b = mem.store_backtest(b_strategy.id, sharpe=1.2)
@@ -133,7 +133,7 @@ def test_backtests_store_every_field_and_fill_from_the_strategy(mem: Memory) -> 
     assert [h.id for h in mem.query_backtests(max_drawdown=0.2)] == [b.id]
     assert [h.id for h in mem.query_backtests(passed=False)] == [b2.id]
     assert [h.id for h in mem.query_backtests(parameter_hash=b.parameter_hash)] == [b.id]
-    assert [h.id for h in mem.query_backtests("momentum", k=1)] != []
+    assert [h.id for h in mem.query_backtests("momentum", k=1, min_relevance=None)] != []
     assert mem.query_backtests()[0].id == b2.id  # no query: newest first
 
     with pytest.raises(ValidationError, match="collection"):
@@ -177,12 +177,12 @@ def test_tool_definitions_version_and_supersede(mem: Memory) -> None:
     # the previous version is superseded (in the same transaction as the new one) and no longer found
     st = mem.status(t1.id)
     assert st is not None and st.status == "superseded" and st.superseded_by == t2.id
-    assert {h.id for h in mem.query_tool_definitions("prices", k=10)} == {t2.id, wf.id}
-    everything = mem.query_tool_definitions("prices", k=10, include_retired=True)
+    assert {h.id for h in mem.query_tool_definitions("prices", k=10, min_relevance=None)} == {t2.id, wf.id}
+    everything = mem.query_tool_definitions("prices", k=10, include_retired=True, min_relevance=None)
     assert {h.id: (h.status.status if h.status else None) for h in everything} == {
         t1.id: "superseded", t2.id: None, wf.id: None
     }
-    assert [h.id for h in mem.query_tool_definitions("x", k=10, kind="workflow")] == [wf.id]
+    assert [h.id for h in mem.query_tool_definitions("x", k=10, kind="workflow", min_relevance=None)] == [wf.id]
     assert mem.get_tool_definition("fetch_prices").id == t2.id
     assert mem.get_tool_definition("fetch_prices", version=1).id == t1.id
     assert mem.versions("fetch_prices") == []  # tool versions do not mix with strategy names
@@ -239,10 +239,10 @@ async def test_async_twins_of_the_new_calls(mem: Memory) -> None:
     b = await mem.astore_backtest(s.id, sharpe=1.3, max_drawdown=0.1, trades=12)
     lesson = await mem.astore_lesson("async lesson", backtest_id=b.id)
     t = await mem.astore_tool_definition("atool", "an async tool")
-    assert [x.id for x in await mem.aquery_hypotheses("x")] == [h.id]
+    assert [x.id for x in await mem.aquery_hypotheses("x", min_relevance=None)] == [h.id]
     assert (await mem.aupdate_hypothesis(h.id, status="testing")).status == "testing"
     assert [x.id for x in await mem.aquery_backtests(strategy_id=s.id)] == [b.id]
-    assert [x.id for x in await mem.aquery_tool_definitions("tool")] == [t.id]
+    assert [x.id for x in await mem.aquery_tool_definitions("tool", min_relevance=None)] == [t.id]
     assert (await mem.aget_tool_definition("atool")).id == t.id
     assert (await mem.alineage(lesson.id)).ancestor_ids == [h.id, s.id, b.id]
     assert (await mem.aretire(b.id, "bad data")).status == "retired"
@@ -253,7 +253,7 @@ async def test_async_twins_of_the_new_calls(mem: Memory) -> None:
     assert (await mem.acleanup_decayed()).dry_run
     h2 = await mem.astore_hypothesis("async hypothesis, restated")
     assert (await mem.asupersede(h.id, h2.id, "restated")).superseded_by == h2.id
-    assert [x.id for x in await mem.aquery_hypotheses("x")] == [h2.id]
+    assert [x.id for x in await mem.aquery_hypotheses("x", min_relevance=None)] == [h2.id]
     dry = await mem.adelete(h2.id, dry_run=True)
     assert dry.live and mem.store.get(("hypotheses",), h2.id) is not None
     assert (await mem.adelete(h2.id)).live and mem.store.get(("hypotheses",), h2.id) is None

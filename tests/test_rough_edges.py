@@ -77,7 +77,9 @@ class NodeState(TypedDict, total=False):
 def test_2_namespace_templates_read_the_runtime_context_and_langmems_placeholder(store: ChromaStore) -> None:
     b = StateGraph(NodeState, context_schema=UserContext)
     b.add_node("remember", store_node(("memories", "{user_id}"), values="texts"))
-    b.add_node("recall", recall_node(("memories", "{langgraph_user_id}"), query="query", output_key="hits"))
+    # Fake vectors: no relevance threshold (the 30 % rule is tested with real scores in test_hybrid.py).
+    b.add_node("recall", recall_node(("memories", "{langgraph_user_id}"), query="query", output_key="hits",
+                                     min_relevance=None))
     b.add_edge(START, "remember")
     b.add_edge("remember", "recall")
     b.add_edge("recall", END)
@@ -87,7 +89,8 @@ def test_2_namespace_templates_read_the_runtime_context_and_langmems_placeholder
     assert store.search(("memories", "alice"))[0].value["content"] == "likes espresso"
 
     # Tools in a ToolNode read it too, and a dict context works as well as a dataclass.
-    tools = [create_store_tool(("memories", "{langgraph_user_id}")), create_recall_tool(("memories", "{user_id}"))]
+    tools = [create_store_tool(("memories", "{langgraph_user_id}")),
+             create_recall_tool(("memories", "{user_id}"), min_relevance=None)]
     g = react_graph(store, tools, [{"name": "store_memory", "args": {"content": "trades the Nikkei"}},
                               {"name": "recall_memory", "args": {"query": "Nikkei"}}], context_schema=dict)
     msgs = g.invoke({"messages": [HumanMessage("hi")]}, context={"user_id": "bob"})["messages"]

@@ -24,7 +24,9 @@ def _tool_outputs(messages) -> list[str]:
 
 
 def test_tools_in_a_react_graph_invoke(any_store) -> None:
-    tools = [create_recall_tool(("memories", "{user_id}")), create_store_tool(("memories", "{user_id}"))]
+    # Fake vectors have no meaning: the 30 % relevance default is tested with real scores in test_hybrid.py.
+    tools = [create_recall_tool(("memories", "{user_id}"), min_relevance=None),
+             create_store_tool(("memories", "{user_id}"))]
     g = react_graph(any_store, tools, CALLS)
     out = g.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"user_id": "u1"}})
     key1, key2, recalled = _tool_outputs(out["messages"])
@@ -36,7 +38,9 @@ def test_tools_in_a_react_graph_invoke(any_store) -> None:
 
 
 async def test_tools_in_a_react_graph_ainvoke(any_store) -> None:
-    tools = [create_recall_tool(("memories", "{user_id}")), create_store_tool(("memories", "{user_id}"))]
+    # Fake vectors have no meaning: the 30 % relevance default is tested with real scores in test_hybrid.py.
+    tools = [create_recall_tool(("memories", "{user_id}"), min_relevance=None),
+             create_store_tool(("memories", "{user_id}"))]
     g = react_graph(any_store, tools, CALLS)
     out = await g.ainvoke({"messages": [HumanMessage("hi")]}, {"configurable": {"user_id": "u9"}})
     key1, key2, recalled = _tool_outputs(out["messages"])
@@ -48,7 +52,7 @@ async def test_tools_in_a_react_graph_ainvoke(any_store) -> None:
 
 def test_tools_with_an_explicit_store_and_typed_namespace(any_store) -> None:
     store_tool = create_store_tool(("lessons", "{desk}"), store=any_store)
-    recall_tool = create_recall_tool(("lessons", "{desk}"), store=any_store, k=1)
+    recall_tool = create_recall_tool(("lessons", "{desk}"), store=any_store, k=1, min_relevance=None)
     cfg = {"configurable": {"desk": "rates"}}
     key = store_tool.invoke({"content": "auctions move the curve"}, cfg)
     assert any_store.get(("lessons", "rates"), key).value["lesson"] == "auctions move the curve"

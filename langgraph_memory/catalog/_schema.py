@@ -34,15 +34,23 @@ SQLite-only table is the keyword index, which PostgreSQL does with a
   each namespace by the SHA-256 of their bytes, whether their chunks are all
   stored, which process is storing them; and the hash each path had when it
   was last ingested (see :mod:`langgraph_memory.catalog.files`).
+* ``keywords`` (FTS5, ``porter unicode61``), ``keyword_lengths`` and
+  ``keyword_stats``: each item's indexed text for keyword search, its length
+  in words, and the totals BM25 needs (version 5; see
+  :mod:`langgraph_memory.catalog.keywords`). A file from an earlier version
+  gets its keyword index built from its items when it is migrated.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
+
+from langgraph_memory.catalog import keywords as _keywords
 
 __all__ = ["SCHEMA_VERSION", "migrate"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -202,7 +210,24 @@ CREATE TABLE IF NOT EXISTS ingested_paths (
 CREATE INDEX IF NOT EXISTS ingested_paths_sha ON ingested_paths(namespace, sha256);
 """
 
-_MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2_COUNTS, 3: _V3_STATUS, 4: _V4_FILES}
+# The keyword index (issue 13): one FTS5 row per item with indexed text, rowid = items.id << 10 | length.
+_V5_KEYWORDS = """
+CREATE VIRTUAL TABLE IF NOT EXISTS keywords USING fts5(text, tokenize = 'porter unicode61', detail = none);
+CREATE TABLE IF NOT EXISTS keyword_lengths (
+    item_id   INTEGER PRIMARY KEY,
+    n_tokens  INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS keyword_stats (
+    id      INTEGER PRIMARY KEY CHECK (id = 1),
+    docs    INTEGER NOT NULL,
+    tokens  INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO keyword_stats(id, docs, tokens) VALUES (1, 0, 0)
+"""
+
+_MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2_COUNTS, 3: _V3_STATUS, 4: _V4_FILES, 5: _V5_KEYWORDS}
+#: Data steps after a version's DDL, for files that had rows before it (not run on a new file).
+_BACKFILLS: dict[int, Callable[[sqlite3.Connection], object]] = {5: _keywords.rebuild}
 
 
 def migrate(conn: sqlite3.Connection) -> int:
@@ -223,6 +248,8 @@ def migrate(conn: sqlite3.Connection) -> int:
         for stmt in _MIGRATIONS[version].split(";"):
             if stmt.strip():
                 conn.execute(stmt)
+        if found and version in _BACKFILLS:
+            _BACKFILLS[version](conn)
     if found != SCHEMA_VERSION:
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     return found

@@ -4,8 +4,9 @@ Every function takes an open connection, so a caller composes several of
 them in one :meth:`~langgraph_memory.catalog.Catalog.write` transaction (an
 item, its lineage and its version commit together). :func:`write_items`
 does everything a put needs: the namespace row and its item count, the item
-row (``created_at`` kept on update), its vectors, its filter-index rows and
-the change Chroma has to apply (:mod:`langgraph_memory.catalog.queue`).
+row (``created_at`` kept on update), its vectors, its filter-index rows, its
+keyword-index row (:mod:`langgraph_memory.catalog.keywords`) and the change
+Chroma has to apply (:mod:`langgraph_memory.catalog.queue`).
 
     >>> import tempfile, pathlib
     >>> from langgraph_memory.catalog import Catalog
@@ -30,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from langgraph_memory.catalog import keywords as _keywords
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog.fields import field_rows
 
@@ -46,6 +48,7 @@ __all__ = [
     "restore_items",
     "get_items",
     "get_by_ids",
+    "get_with_vectors",
     "get_by_uids",
     "iter_collection",
     "load_vectors",
@@ -216,6 +219,8 @@ def write_items(
     counts = _Counts()
     field_batch: list[tuple[str, int, Any, int]] = []
     vector_batch: list[tuple[int, int, str, int, bytes]] = []
+    updated: list[int] = []
+    keyword_batch: dict[int, str | None] = {}
     for w in writes:
         nid = names.get(conn, w.namespace) if w.value_json is None else names.ensure(conn, w.namespace, w.collection)
         old = (
@@ -255,9 +260,12 @@ def write_items(
             conn.execute("DELETE FROM fields WHERE item_id = ?", (item_id,))
             if n_old:
                 conn.execute("DELETE FROM vectors WHERE item_id = ?", (item_id,))
+                updated.append(item_id)
             counts.add(nid, w.collection, 0, len(w.vectors) - n_old)
         value = w.value if w.value is not None else json.loads(w.value_json)
         field_batch.extend((p, k, v, item_id) for p, k, v in field_rows(value))
+        if w.vectors:
+            keyword_batch[item_id] = _keywords.indexed_text(value, (path for path, _ in w.vectors))
         vector_batch.extend((item_id, i, path, w.model_id or 0, vec) for i, (path, vec) in enumerate(w.vectors))
         if n_old or w.vectors:
             queued.setdefault(w.collection, []).append((item_id, max(n_old, len(w.vectors))))
@@ -267,6 +275,9 @@ def write_items(
         conn.executemany("INSERT OR IGNORE INTO fields(path, kind, val, item_id) VALUES (?, ?, ?, ?)", field_batch)
     if vector_batch:
         conn.executemany("INSERT INTO vectors(item_id, idx, path, model_id, vec) VALUES (?, ?, ?, ?, ?)", vector_batch)
+    # An item with no vectors before had no keyword row, so only updates of indexed items unindex.
+    _keywords.unindex_items(conn, updated)
+    _keywords.index_items(conn, keyword_batch.items())
     counts.apply(conn)
     for collection, entries in queued.items():
         _queue.enqueue(conn, collection, entries)
@@ -316,6 +327,7 @@ def _delete_rows(conn: sqlite3.Connection, item_ids: Sequence[int]) -> None:
         conn.execute(f"DELETE FROM fields WHERE item_id IN ({marks})", tuple(chunk))
         conn.execute(f"DELETE FROM vectors WHERE item_id IN ({marks})", tuple(chunk))
         conn.execute(f"DELETE FROM items WHERE id IN ({marks})", tuple(chunk))
+    _keywords.unindex_items(conn, item_ids)
 
 
 def delete_items(conn: sqlite3.Connection, items: Sequence[StoredItem], collection: str) -> int:
@@ -375,6 +387,8 @@ def restore_items(
                 ],
             )
             queued.append((item_id, len(vecs)))
+            paths = [it.paths[i] if i < len(it.paths) else "" for i in range(len(vecs))]
+            _keywords.index_items(conn, [(item_id, _keywords.indexed_text(it.value, paths))])
         counts.add(nid, collection, 1, len(vecs))
         it.id = item_id
         it.n_vectors = len(vecs)
@@ -413,6 +427,27 @@ def get_by_ids(conn: sqlite3.Connection, item_ids: Sequence[int]) -> dict[int, S
         marks = ",".join("?" * len(chunk))
         for row in conn.execute(f"SELECT {ITEM_COLUMNS} {_FROM} WHERE i.id IN ({marks})", tuple(chunk)):
             out[int(row[0])] = item_from_row(row)
+    return out
+
+
+def get_with_vectors(
+    conn: sqlite3.Connection, item_ids: Sequence[int], where: str = "1", params: Sequence[Any] = ()
+) -> dict[int, tuple[StoredItem, list[bytes]]]:
+    """Items by row id that satisfy ``where`` (an SQL condition on items ``i``), each with its vectors' bytes."""
+    out: dict[int, tuple[StoredItem, list[bytes]]] = {}
+    for chunk in chunked(list(dict.fromkeys(item_ids))):
+        # The ids drive the join (CROSS JOIN keeps that order): with "i.id IN (...) AND <scope>" SQLite may
+        # prefer an index on ns_id and walk every item in scope (measured: 55 ms instead of 1 ms at 100,000).
+        for row in conn.execute(
+            f"SELECT {ITEM_COLUMNS}, v.vec FROM json_each(?) c CROSS JOIN items i ON i.id = c.value"
+            f" JOIN namespaces n ON n.id = i.ns_id LEFT JOIN vectors v ON v.item_id = i.id WHERE ({where})",
+            (json.dumps(list(chunk)), *params),
+        ):
+            entry = out.get(row[0])
+            if entry is None:
+                entry = out[row[0]] = (item_from_row(row), [])
+            if row[-1] is not None:
+                entry[1].append(row[-1])
     return out
 
 

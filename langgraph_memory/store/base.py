@@ -40,6 +40,7 @@ from langgraph_memory.catalog.legacy import has_legacy, import_legacy
 from langgraph_memory.collections import collection_by_name, collection_for
 from langgraph_memory.config import Settings
 from langgraph_memory.embeddings import _DEFAULT_ALIASES, CachedEmbeddings, SentenceTransformerEmbeddings
+from langgraph_memory.ranking import HybridRanking
 from langgraph_memory.errors import (
     ConfigError,
     EmbeddingModelError,
@@ -56,6 +57,7 @@ from langgraph_memory.store.index import ChromaIndex, RebuildReport
 from langgraph_memory.lineage import LineageStore
 from langgraph_memory.store.items import Before, StoreItems
 from langgraph_memory.store.namespaces import list_namespaces, validate_namespace
+from langgraph_memory.store.hybrid import HybridSearch
 from langgraph_memory.store.planner import Plan, Planner
 from langgraph_memory.store.ttl import Sweeper
 from langgraph_memory.store.vectors import DEFAULT_BUDGET_BYTES, VectorCache
@@ -153,6 +155,12 @@ class ChromaStore(BaseStore):
     is damaged (:meth:`rebuild_index`), never the only copy of anything.
     Searches are planned from the catalog's counts (:meth:`explain`).
 
+    A search with a query ranks by cosine similarity, as ``InMemoryStore``
+    does, unless ``ranking`` is a :class:`~langgraph_memory.ranking.HybridRanking`:
+    then keyword and vector candidates are fused and weighted by age and use
+    (``Memory.open`` turns this on). The catalog keeps a keyword index (SQLite
+    FTS5) of every item's embedded text either way.
+
     Args:
         client: any ``chromadb`` client to hold the index (a server's
             ``HttpClient``). Default: an embedded Chroma under ``<data_dir>/chroma``.
@@ -184,6 +192,10 @@ class ChromaStore(BaseStore):
             than are cheap to read from disk, and kept in step after).
             Collections that do not fit are searched from the catalog and
             Chroma; 0 turns the cache off.
+        ranking: ``None`` (plain cosine, scores identical to ``InMemoryStore``'s)
+            or a :class:`~langgraph_memory.ranking.HybridRanking` (hybrid keyword
+            + vector search with temporal decay and reinforcement; scores in
+            [0, 1]). Kept in the attribute ``ranking``, which may be changed.
 
     Example:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -213,7 +225,12 @@ class ChromaStore(BaseStore):
         reindex: bool = False,
         vector_cache_mb: float = DEFAULT_BUDGET_BYTES / 2**20,
         settings: Settings | None = None,
+        ranking: HybridRanking | None = None,
     ) -> None:
+        if ranking is not None and not isinstance(ranking, HybridRanking):
+            raise ConfigError(f"ranking must be a HybridRanking or None (plain cosine), got {ranking!r}")
+        #: How searches with a query rank: None (cosine) or a HybridRanking.
+        self.ranking = ranking
         if settings is not None and (data_dir is not None or lock_timeout is not None):
             raise ConfigError("pass either settings= or data_dir=/lock_timeout=, not both")
         self.settings = settings if settings is not None else Settings.resolve(data_dir, lock_timeout=lock_timeout)
@@ -280,6 +297,7 @@ class ChromaStore(BaseStore):
         #: The catalog's vectors in memory, for exact scoring (None when ``vector_cache_mb=0``).
         self.vectors = VectorCache(self.catalog, budget_bytes=int(vector_cache_mb * 2**20)) if vector_cache_mb else None
         self.planner = Planner(self.catalog, self.vector_index, self.vectors)
+        self.hybrid = HybridSearch(self.catalog, self.planner)
         #: Raw item access for the archive and the typed API (not part of ``BaseStore``).
         self.items = StoreItems(self.catalog, self._writer, self.flush_access, self._put_many)
         self._flusher = Sweeper("lgm-access-flush", self.flush_access, access_flush_interval)
@@ -452,7 +470,10 @@ class ChromaStore(BaseStore):
             exact over memories; 100 items in scope; ~100 candidates
         """
         op = self._check_search(SearchOp(namespace_prefix, filter, limit, offset, query))
-        return self.planner.explain(op, has_query=bool(query) and self.embeddings is not None)
+        plan = self.planner.explain(op, has_query=bool(query) and self.embeddings is not None)
+        if self.ranking is not None and query and self.embeddings is not None and plan.strategy != "empty":
+            plan.notes.append("hybrid: fused with keyword candidates from the catalog's keyword index")
+        return plan
 
     def rebuild_index(self, *, progress: bool | Callable[[str, int, int], None] = True) -> RebuildReport:
         """Rebuild the Chroma index from the catalog's vectors (no re-embedding), and switch to it.
@@ -678,7 +699,12 @@ class ChromaStore(BaseStore):
         if not isinstance(op, SearchAllOp):
             with self.catalog.read() as conn:
                 hidden = self._hidden.snapshot(conn)
-        hits, plan = self.planner.run(op, qvec, omit=self._omitter(now, hidden))
+        omit = self._omitter(now, hidden)
+        ranking = self.ranking
+        if ranking is not None and qvec is not None and op.query:
+            hits, plan = self.hybrid.run(op, qvec, ranking, omit=omit)
+        else:
+            hits, plan = self.planner.run(op, qvec, omit=omit)
         logger.debug("search %s: %s", op.namespace_prefix, plan)
         if op.refresh_ttl:
             self._access.note([(it.id, it.ttl_minutes) for _, it in hits if it.id is not None], now)

@@ -113,6 +113,9 @@ class Plan:
     fetch: int = 0
     rounds: int = 0
     notes: list[str] = field(default_factory=list)
+    #: An SQL condition on items ``i`` selecting the namespace scope (not the filter), with its parameters;
+    #: hybrid search scopes keyword candidates with it. None when nothing is in scope.
+    scope_sql: tuple[str, tuple[Any, ...]] | None = field(default=None, repr=False)
 
     def __str__(self) -> str:
         parts = [
@@ -243,6 +246,24 @@ class Planner:
             params.extend(p)
         return " INTERSECT ".join(parts), tuple(params)
 
+    def candidate_ids(self, conn: sqlite3.Connection, plan: Plan, filter: dict[str, Any] | None) -> list[int]:
+        """Ids of the items in ``plan``'s scope matching the indexed part of ``filter`` (for few candidates).
+
+        Hybrid search intersects keyword matches with them when the plan is ``exact``.
+        """
+        if plan.scope_sql is None:
+            return []
+        where, params = plan.scope_sql
+        conds = compile_filter(filter)[0]
+        if not conds:
+            return _id_array(conn, f"SELECT i.id FROM items i WHERE {where}", params).tolist()
+        # The filter's matches drive the join: few of them, each checked against the scope by primary key.
+        fsql, fparams = self._filter_sql(conds)
+        return _id_array(
+            conn, f"SELECT i.id FROM ({fsql}) f CROSS JOIN items i ON i.id = f.item_id WHERE {where}",
+            (*fparams, *params),
+        ).tolist()
+
     def _sampled_candidates(self, conn: sqlite3.Connection, scope: _Scope, conds: list[Condition]) -> int:
         """Items in scope matching ``conds``, estimated from :data:`SAMPLE` random items of the collection.
 
@@ -333,6 +354,8 @@ class Planner:
         scopes = [s for s in scopes if s.candidates]
         plan = Plan("scan", [s.collection for s in scopes], sum(s.n_items for s in scopes),
                     sum(s.candidates for s in scopes), exact)
+        if scopes:
+            plan.scope_sql = f"({' OR '.join(s.sql for s in scopes)})", tuple(p for s in scopes for p in s.params)
         if not scopes:
             plan.strategy = "empty"
         elif has_query:

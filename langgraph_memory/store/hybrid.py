@@ -1,0 +1,172 @@
+"""Hybrid search: keyword and vector candidates, fused, then weighted by age and use.
+
+A search with a query, when the store's ``ranking`` is a
+:class:`~langgraph_memory.ranking.HybridRanking`, runs two searches over the
+same scope and filter and ranks their union:
+
+* **vector candidates**: the planner's own search (``exact`` or ``hnsw``,
+  :mod:`.planner`), asked for ``ranking.candidates`` results;
+* **keyword candidates**: the catalog's keyword index
+  (:mod:`langgraph_memory.catalog.keywords`), scoped by the same SQL the
+  planner builds for the namespace prefix and the filter index
+  (:meth:`~.planner.Planner.candidate_ids` when the vector plan is ``exact``,
+  else the plan's ``scope_sql``), each checked against the whole filter as
+  vector hits are.
+
+Each candidate then has both scores: the keyword index scores every item
+holding a query word at once, and a keyword candidate's cosine comes from its
+vectors in the catalog. The ranking functions of :mod:`langgraph_memory.ranking`
+turn them into the final score.
+
+    >>> from langgraph_memory.ranking import HybridRanking
+    >>> store = ChromaStore(data_dir="/tmp/m", index=..., ranking=HybridRanking())    # doctest: +SKIP
+    >>> store.search(("research",), query="SPY RSI(14) lookback 60")                   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from langgraph.store.base import SearchOp
+
+from langgraph_memory.catalog import Catalog, StoredItem
+from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog import keywords as _keywords
+from langgraph_memory.collections import collection_for
+from langgraph_memory.ranking import HybridRanking, MemoryType, calculate_final_score, fuse, memory_type_for
+from langgraph_memory.store import filters as _filters
+from langgraph_memory.store.planner import Plan, Planner
+
+__all__ = ["Candidate", "Candidates", "HybridSearch", "score_candidates"]
+
+logger = logging.getLogger(__name__)
+
+Omit = Callable[[StoredItem], bool]
+Hit = tuple[float | None, StoredItem]
+
+
+@dataclass
+class Candidate:
+    """One item found by either search, with both of its scores."""
+
+    item: StoredItem
+    #: Cosine similarity of the query and the item's best vector.
+    similarity: float
+    #: BM25 score of the item for the query's words (0: no word in common).
+    keyword: float = 0.0
+
+
+@dataclass
+class Candidates:
+    """What both searches found for one query."""
+
+    items: list[Candidate]
+    #: Matching items without vectors (they follow the scored ones when too few are scored, as in vector search).
+    unscored: list[StoredItem]
+    plan: Plan
+
+
+class HybridSearch:
+    """Runs hybrid searches over one catalog, through its planner.
+
+    Args:
+        catalog: the store's catalog (items, vectors, keyword index).
+        planner: the store's planner (vector candidates and the scope SQL).
+    """
+
+    def __init__(self, catalog: Catalog, planner: Planner) -> None:
+        self.catalog = catalog
+        self.planner = planner
+
+    def candidates(self, op: SearchOp, qvec: np.ndarray, ranking: HybridRanking, *, omit: Omit) -> Candidates:
+        """Both searches' candidates with both scores (and the matching items that have no vectors)."""
+        depth = max(ranking.candidates, op.offset + op.limit)
+        dense, plan = self.planner.run(op._replace(limit=depth, offset=0), qvec, omit=omit)
+        found = {it.id: Candidate(it, float(score)) for score, it in dense if score is not None and it.id is not None}
+        out = Candidates(list(found.values()), [it for score, it in dense if score is None], plan)
+        if not op.query or ranking.keyword_weight == 0.0 or plan.strategy == "empty" or plan.scope_sql is None:
+            return out
+        read: dict[int, tuple[StoredItem, list[bytes]]] = {}
+        with self.catalog.read() as conn:
+            matches = _keywords.match(conn, op.query, length_norm=ranking.length_norm)
+            if plan.strategy == "exact":
+                # Few candidates: list them, as the exact vector plan does, and keep the matches among them.
+                allowed = set(self.planner.candidate_ids(conn, plan, op.filter))
+                top = matches.walk(lambda chunk: allowed, depth, known=found)
+                read = _items.get_with_vectors(conn, [i for i in top if i not in found])
+            else:
+                # Many: read the best matches in batches, each checked against the scope (in SQL) and the filter.
+                where, params = plan.scope_sql
+
+                def fetch(chunk: list[int]) -> dict[int, tuple[StoredItem, list[bytes]]]:
+                    got = {i: r for i, r in _items.get_with_vectors(conn, chunk, where, params).items()
+                           if _filters.matches(r[0].value, op.filter) and not omit(r[0])}
+                    read.update(got)
+                    return got
+
+                top = matches.walk(fetch, depth, known=found)
+        for cand, score in zip(found.values(), matches.scores_of(list(found))):
+            cand.keyword = score
+        new = [read[i] for i in top if i not in found and i in read]
+        new = [(it, vecs) for it, vecs in new if _filters.matches(it.value, op.filter) and not omit(it)]
+        sims = _best_cosines([vecs for _it, vecs in new], qvec)
+        scores = matches.scores_of([it.id or -1 for it, _vecs in new])
+        out.items.extend(Candidate(it, sim, score) for (it, _vecs), sim, score in zip(new, sims, scores))
+        plan.notes.append(f"hybrid: {len(top)} keyword candidates, {len(new)} not among the vector candidates")
+        return out
+
+    def run(self, op: SearchOp, qvec: np.ndarray, ranking: HybridRanking, *, omit: Omit) -> tuple[list[Hit], Plan]:
+        """Run ``op`` with hybrid ranking; return hits (best first, ``offset`` applied) and the plan."""
+        found = self.candidates(op, qvec, ranking, omit=omit)
+        need = op.offset + op.limit
+        scored = score_candidates(found.items, ranking, now=ranking.clock())
+        hits: list[Hit] = [(score, c.item) for score, c in scored[:need]]
+        if len(hits) < need:  # like the vector search: then the matching items without vectors, unscored
+            hits.extend((None, it) for it in found.unscored[: need - len(hits)])
+        return hits[op.offset : need], found.plan
+
+
+def score_candidates(cands: list[Candidate], ranking: HybridRanking, *, now: float) -> list[tuple[float, Candidate]]:
+    """Each candidate's final score (see :mod:`langgraph_memory.ranking`), best first."""
+    top_keyword = max((c.keyword for c in cands), default=0.0)
+    types: dict[tuple[str, ...], MemoryType] = {}
+    out: list[tuple[float, Candidate]] = []
+    for c in cands:
+        score = fuse(c.similarity, c.keyword / top_keyword if top_keyword > 0 else 0.0, ranking.keyword_weight)
+        if ranking.temporal is not None:
+            ns = c.item.namespace
+            if ns not in types:
+                types[ns] = memory_type_for(collection_for(ns).name)
+            score = calculate_final_score(
+                score,
+                age_hours=(now - c.item.updated_at) / 3600.0,
+                access_count=c.item.access_count,
+                memory_type=types[ns],
+                config=ranking.temporal,
+                temporal_share=ranking.temporal_share,
+            )
+        out.append((score, c))
+    # Ties (e.g. negative cosines, all clipped to 0) fall back to the similarity, then the item id, as in
+    # the vector search: with keywords and decay off the order is the vector search's.
+    out.sort(key=lambda sc: (-sc[0], -sc[1].similarity, sc[1].item.id or 0))
+    return out
+
+
+def _best_cosines(per_item: list[list[bytes]], qvec: np.ndarray) -> list[float]:
+    """Each item's best cosine similarity with ``qvec`` over its float32 vectors (0.0 for an item with none)."""
+    blobs = [vec for vecs in per_item for vec in vecs]
+    if not blobs:
+        return [0.0] * len(per_item)
+    matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
+    q = qvec.astype(np.float32)
+    norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(q)) or 1.0)
+    norms[norms == 0] = 1.0
+    sims = ((matrix @ q) / norms).tolist()
+    out, pos = [], 0
+    for vecs in per_item:
+        out.append(max(sims[pos : pos + len(vecs)], default=0.0))
+        pos += len(vecs)
+    return out
