@@ -17,7 +17,9 @@ The pieces, each usable alone:
 * :func:`recall_node`, :func:`store_node`, :func:`create_recall_tool`, :func:`create_store_tool` - memory in graphs;
 * :class:`Archiver`, :func:`schedule_archival` - stale memories to compressed, searchable archives;
 * :func:`export_bundle`, :func:`import_bundle` - share bundles between data directories and teammates;
-* ``Memory.ingest`` / :class:`IngestConfig` - files and folders into memory, chunked and deduplicated.
+* ``Memory.ingest`` / :class:`IngestConfig` - files and folders into memory, chunked and deduplicated;
+* :class:`SessionMemory` (``mem.sessions``), :class:`SessionConfig`, :func:`conversation_node` - conversation
+  sessions as short-term memory, their important turns promoted to episodic memory.
 
 From outside a graph: the ``langgraph-memory`` command line (:mod:`langgraph_memory.cli`) and the MCP
 server (:mod:`langgraph_memory.mcp_server`, ``langgraph-memory mcp``).
@@ -27,11 +29,12 @@ from __future__ import annotations
 
 from langgraph_memory._procedural_api import ProceduralAPI
 from langgraph_memory._research_api import ResearchAPI
-from langgraph_memory.archive import Archiver, schedule_archival
+from langgraph_memory.archive import Archiver, schedule_archival, schedule_session_cleanup
 from langgraph_memory.bundle import export_bundle, import_bundle
 from langgraph_memory.catalog.status import ItemStatus
 from langgraph_memory.checkpoint import SqliteCheckpointer
 from langgraph_memory.config import Settings
+from langgraph_memory.conversation import conversation_node, last_human_text
 from langgraph_memory.decay import DecayReport
 from langgraph_memory.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings, default_embeddings
 from langgraph_memory.errors import LangGraphMemoryError
@@ -42,6 +45,7 @@ from langgraph_memory.memory import Hit, Memory, StrategyVersion
 from langgraph_memory.nodes import recall_node, store_node
 from langgraph_memory.stats import CollectionStats, MemoryStats
 from langgraph_memory.ranking import HybridRanking, TemporalConfig
+from langgraph_memory.sessions import CleanupReport, Session, SessionConfig, SessionMemory, SessionTurn
 from langgraph_memory.store import ChromaStore
 from langgraph_memory.tools import create_recall_tool, create_store_tool
 
@@ -53,6 +57,7 @@ __all__ = [
     "SqliteCheckpointer",
     "Archiver",
     "schedule_archival",
+    "schedule_session_cleanup",
     "export_bundle",
     "import_bundle",
     "recall_node",
@@ -77,6 +82,13 @@ __all__ = [
     "IngestConfig",
     "IngestReport",
     "ChunkHit",
+    "SessionMemory",
+    "SessionConfig",
+    "Session",
+    "SessionTurn",
+    "CleanupReport",
+    "conversation_node",
+    "last_human_text",
 ]
 
 __version__ = "0.1.0"

@@ -28,6 +28,10 @@ explicitly, and it offers their calls directly:
   seventh, tool and workflow definitions;
 * ``mem.lifecycle`` (:class:`~langgraph_memory.lifecycle.ItemLifecycle`):
   ``retire``, ``supersede``, ``reinstate``, ``status`` and the hard ``delete``;
+* ``mem.sessions`` (:class:`~langgraph_memory.sessions.SessionMemory`):
+  conversation turns by session, promoted to episodic memory in
+  ``("episodes", *scope)`` when a session ends (:meth:`Memory.schedule_session_cleanup`
+  runs its cleanup on the archive job's scheduler);
 * :meth:`Memory.stats` (:mod:`langgraph_memory.stats`) and
   :meth:`Memory.cleanup_decayed` (:mod:`langgraph_memory.decay`);
 * :meth:`Memory.lineage`, with each item's summary and state.
@@ -66,6 +70,8 @@ from langgraph_memory.ingest import recall as _recall_chunks
 from langgraph_memory.lifecycle import ItemLifecycle
 from langgraph_memory.lineage import ItemRef, Lineage, LineageStore, NodeSummary, build_lineage
 from langgraph_memory.ranking import HybridRanking, TemporalConfig
+from langgraph_memory.sessions import EPISODES_NAMESPACE, SESSIONS_COLLECTION, THREADS_COLLECTION, SessionConfig, SessionMemory
+from langgraph_memory.sessions.promotion import session_summaries
 from langgraph_memory.stats import MemoryStats, collect_stats
 from langgraph_memory.store import ChromaStore
 
@@ -189,6 +195,7 @@ class Memory:
         scope: str | Sequence[str] | None = None,
         owns_store: bool = True,
         owns_checkpointer: bool = True,
+        session_config: SessionConfig | None = None,
     ) -> None:
         self.store = store
         self.checkpointer = checkpointer
@@ -207,9 +214,13 @@ class Memory:
         self.procedures = ProceduralAPI(typed)
         #: Retire, supersede, reinstate and hard-delete items.
         self.lifecycle = ItemLifecycle(store, self.lineage_store, self._existing_archiver, guard=self._check_open)
+        #: Session memory (short-term), promoted to episodic memory in ``("episodes", *scope)``.
+        self.sessions = SessionMemory(store, session_config, namespace=(*EPISODES_NAMESPACE, *self.scope),
+                                      guard=self._check_open)
         # The archive's lookup by key; found on first use (see _archived_values) unless set.
         self._archive_lookup: Callable[[list[str]], dict[str, dict[str, Any]]] | None = None
         self._archiver: Any | None = None
+        # The APScheduler scheduler of the archive and session jobs (one for both), once one is scheduled.
         self._scheduler: Any | None = None
 
     # ----------------------------------------------------------- lifecycle
@@ -228,6 +239,7 @@ class Memory:
         chroma_client: Any | None = None,
         scope: str | Sequence[str] | None = None,
         lock_timeout: float | None = None,
+        session_config: SessionConfig | None = None,
     ) -> Memory:
         """Open (creating if needed) a data directory.
 
@@ -256,6 +268,8 @@ class Memory:
                 findings go to ``("research", *scope)``.
             lock_timeout: seconds to wait for another process's write
                 (argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT`` > config file > 30).
+            session_config: session boundaries, promotion and cleanup for
+                ``mem.sessions`` (seed 002's ``SessionConfig`` defaults).
 
         Example:
             >>> mem = Memory.open("./memory", ttl={"default_ttl": 60 * 24 * 30})   # doctest: +SKIP
@@ -297,7 +311,8 @@ class Memory:
                     logger.exception("error while closing after a failed Memory.open")
             raise
         logger.debug("opened memory at %s", store.settings.data_dir)
-        return cls(store, checkpointer, scope=scope, owns_store=owns_store, owns_checkpointer=owns_checkpointer)
+        return cls(store, checkpointer, scope=scope, owns_store=owns_store, owns_checkpointer=owns_checkpointer,
+                   session_config=session_config)
 
     @property
     def data_dir(self) -> os.PathLike[str]:
@@ -373,19 +388,39 @@ class Memory:
     def schedule_archival(self, **kwargs: Any) -> Any:
         """Start the archive job in the background (see ``archive.schedule_archival``); stopped by :meth:`close`.
 
+        It shares one scheduler with :meth:`schedule_session_cleanup`.
+
         Example:
             >>> job = mem.schedule_archival(cron="0 3 * * *")     # doctest: +SKIP
         """
         from langgraph_memory import archive as _archive
 
-        self._scheduler = _archive.schedule_archival(self.archiver, **kwargs)
-        return self._scheduler
+        return self._on_scheduler(_archive.schedule_archival, self.archiver, kwargs)
+
+    def schedule_session_cleanup(self, **kwargs: Any) -> Any:
+        """Run ``mem.sessions.cleanup()`` every 15 minutes (``cleanup_interval_minutes``) beside the archive job.
+
+        See ``archive.schedule_session_cleanup``; both jobs run on one
+        scheduler, stopped by :meth:`close`.
+
+        Example:
+            >>> job = mem.schedule_session_cleanup()                # doctest: +SKIP
+        """
+        from langgraph_memory import archive as _archive
+
+        self._check_open()
+        return self._on_scheduler(_archive.schedule_session_cleanup, self.sessions, kwargs)
+
+    def _on_scheduler(self, schedule: Callable[..., Any], target: Any, kwargs: dict[str, Any]) -> Any:
+        if self._scheduler is not None and "scheduler" not in kwargs:
+            kwargs = {**kwargs, "scheduler": self._scheduler, "start": True}
+        job = schedule(target, **kwargs)
+        self._scheduler = job._scheduler
+        return job
 
     def _stop_scheduler(self) -> None:
-        job = self._scheduler
+        sched = self._scheduler
         self._scheduler = None
-        # schedule_archival returns an APScheduler Job; its scheduler is job._scheduler.
-        sched = getattr(job, "_scheduler", job)
         shutdown = getattr(sched, "shutdown", None)
         if callable(shutdown) and getattr(sched, "running", True):
             shutdown(wait=False)
@@ -429,6 +464,26 @@ class Memory:
         return build_lineage(self.lineage_store, item_id, self._summarize)
 
     def _summarize(self, refs: list[ItemRef]) -> dict[str, NodeSummary]:
+        nodes = [r for r in refs if r.collection in (SESSIONS_COLLECTION, THREADS_COLLECTION)]
+        refs = [r for r in refs if r.collection not in (SESSIONS_COLLECTION, THREADS_COLLECTION)]
+        with self.store.catalog.read() as conn:
+            out = session_summaries(conn, nodes)
+        for ref in nodes:
+            if ref.collection == THREADS_COLLECTION:
+                thread = ref.name or ref.id
+                out[ref.id] = NodeSummary(f"thread {thread}", "live" if self._thread_exists(thread) else "unknown")
+        out.update(self._summarize_items(refs))
+        return out
+
+    def _thread_exists(self, thread_id: str) -> bool:
+        """Whether the checkpointer still holds ``thread_id`` (the archive job may have pruned it)."""
+        try:
+            return self.checkpointer.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}) is not None
+        except Exception:  # noqa: BLE001 - the lineage view must not fail because the checkpointer did
+            logger.debug("could not look thread %s up", thread_id, exc_info=True)
+            return False
+
+    def _summarize_items(self, refs: list[ItemRef]) -> dict[str, NodeSummary]:
         standing = self.store.items.statuses([(r.namespace, r.id) for r in refs])
         live = self.research.typed.live_items(refs)
         out: dict[str, NodeSummary] = {}

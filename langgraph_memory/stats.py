@@ -4,9 +4,10 @@
 general one: items, items with vectors, vectors, storage bytes (values and
 vectors), oldest and newest item, archived items, and live items that are
 retired or superseded (hidden from searches). For the data directory: the
-namespaces and lineage links, distinct ``session_id`` values recorded on
-items, the checkpointer's threads and checkpoints (when it can list them),
-and the bytes each file or folder takes on disk. ``Memory.stats()`` calls it::
+namespaces and lineage links; sessions (those of session memory, and any other
+``session_id`` recorded on items), the active ones, the turns recorded and the
+turns promoted to episodic memory; the checkpointer's threads and checkpoints
+(when it can list them), and the bytes each file or folder takes on disk. ``Memory.stats()`` calls it::
 
     stats = mem.stats()
     print(stats.items, stats.collections["backtest_results"].with_vectors)
@@ -21,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from langgraph_memory.catalog import sessions as _sessions
 from langgraph_memory.catalog import stats as _stats
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.collections import COLLECTIONS, GENERAL
@@ -65,7 +67,13 @@ class MemoryStats:
     collections: dict[str, CollectionStats]
     namespaces: int = 0
     lineage_edges: int = 0
+    #: distinct sessions: session memory's, and other ``session_id`` values recorded on items.
     sessions: int = 0
+    #: sessions of session memory still taking turns.
+    active_sessions: int = 0
+    #: turns recorded in session memory (all time), and those promoted to episodic memories.
+    session_turns: int = 0
+    promoted_turns: int = 0
     threads: int | None = None
     checkpoints: int | None = None
     disk_bytes: dict[str, int] = field(default_factory=dict)
@@ -130,7 +138,7 @@ def collect_stats(store: Any, *, archiver: Any | None = None, checkpointer: Any 
         totals = _stats.collection_totals(conn)
         hidden = _status.live_counts(conn)
         namespaces = _stats.namespace_count(conn)
-        sessions = _stats.distinct_strings(conn, "session_id")
+        sessions = _sessions.counts(conn)
     archived = archiver.archived_counts() if archiver is not None else {}
     collections: dict[str, CollectionStats] = {}
     for spec in (*COLLECTIONS.values(), GENERAL):
@@ -168,7 +176,10 @@ def collect_stats(store: Any, *, archiver: Any | None = None, checkpointer: Any 
         collections=collections,
         namespaces=namespaces,
         lineage_edges=store.lineage.edge_count(),
-        sessions=sessions,
+        sessions=sessions.known_session_ids,
+        active_sessions=sessions.active,
+        session_turns=sessions.turns,
+        promoted_turns=sessions.promoted_turns,
         threads=threads,
         checkpoints=checkpoints,
         disk_bytes=disk,

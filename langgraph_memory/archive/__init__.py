@@ -21,7 +21,7 @@ from langgraph_memory.archive.archiver import Archiver, ProgressCallback, Thread
 from langgraph_memory.archive.format import FORMAT_VERSION, ArchivedItem
 from langgraph_memory.archive.manifest import ArchiveFile
 from langgraph_memory.archive.reports import ArchiveHit, ArchiveReport, CollectionReport, RestoreReport
-from langgraph_memory.archive.schedule import DEFAULT_CRON, schedule_archival
+from langgraph_memory.archive.schedule import DEFAULT_CRON, schedule_archival, schedule_session_cleanup
 from langgraph_memory.collections import RetentionPolicy
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "ProgressCallback",
     "default_policies",
     "schedule_archival",
+    "schedule_session_cleanup",
     "DEFAULT_CRON",
     "FORMAT_VERSION",
 ]

@@ -39,6 +39,10 @@ SQLite-only table is the keyword index, which PostgreSQL does with a
   in words, and the totals BM25 needs (version 5; see
   :mod:`langgraph_memory.catalog.keywords`). A file from an earlier version
   gets its keyword index built from its items when it is migrated.
+* ``sessions``, ``session_turns`` (version 6): session memory (short-term):
+  each conversation session (its thread, state, why it ended, how many of
+  its turns were promoted) and the turns it holds, with their embeddings,
+  until cleanup forgets them (see :mod:`langgraph_memory.catalog.sessions`).
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ from langgraph_memory.catalog import keywords as _keywords
 
 __all__ = ["SCHEMA_VERSION", "migrate"]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -225,7 +229,51 @@ CREATE TABLE IF NOT EXISTS keyword_stats (
 INSERT OR IGNORE INTO keyword_stats(id, docs, tokens) VALUES (1, 0, 0)
 """
 
-_MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2_COUNTS, 3: _V3_STATUS, 4: _V4_FILES, 5: _V5_KEYWORDS}
+# Version 6: session memory (langgraph_memory.sessions). A session is "active" while turns arrive,
+# "ended" once a boundary closed it, "promoted" once the transaction holding its episodic memories
+# committed. ``channel`` is the namespace its memories go to and its thread ("" for none), joined:
+# the current session of a channel is its one active session. A turn keeps its embedding (float32)
+# for the topic-change rule and novelty; ``source`` (unique when set) makes recording a turn
+# idempotent (the conversation node passes the message ids); ``memory_key`` is set by promotion.
+_V6_SESSIONS = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id            TEXT PRIMARY KEY,
+    channel       TEXT NOT NULL,
+    namespace     TEXT NOT NULL,
+    thread_id     TEXT,
+    state         TEXT NOT NULL CHECK (state IN ('active', 'ended', 'promoted')),
+    started_at    REAL NOT NULL,
+    last_turn_at  REAL NOT NULL,
+    n_turns       INTEGER NOT NULL DEFAULT 0,
+    end_reason    TEXT,
+    ended_at      REAL,
+    promoted_at   REAL,
+    n_promoted    INTEGER NOT NULL DEFAULT 0,
+    purged_at     REAL
+);
+CREATE INDEX IF NOT EXISTS sessions_channel ON sessions(channel, state, last_turn_at);
+CREATE INDEX IF NOT EXISTS sessions_state ON sessions(namespace, state, last_turn_at);
+CREATE TABLE IF NOT EXISTS session_turns (
+    session_id  TEXT NOT NULL,
+    idx         INTEGER NOT NULL,
+    user_text   TEXT NOT NULL,
+    assistant   TEXT NOT NULL,
+    at          REAL NOT NULL,
+    vec         BLOB,
+    source      TEXT,
+    pinned      REAL,
+    importance  REAL,
+    signals     TEXT,
+    memory_key  TEXT,
+    PRIMARY KEY (session_id, idx)
+);
+CREATE INDEX IF NOT EXISTS session_turns_at ON session_turns(at);
+CREATE UNIQUE INDEX IF NOT EXISTS session_turns_source ON session_turns(source) WHERE source IS NOT NULL
+"""
+
+_MIGRATIONS: dict[int, str] = {
+    1: _V1, 2: _V2_COUNTS, 3: _V3_STATUS, 4: _V4_FILES, 5: _V5_KEYWORDS, 6: _V6_SESSIONS,
+}
 #: Data steps after a version's DDL, for files that had rows before it (not run on a new file).
 _BACKFILLS: dict[int, Callable[[sqlite3.Connection], object]] = {5: _keywords.rebuild}
 
