@@ -15,7 +15,7 @@ from langgraph_memory.cli._common import (
     preview,
     stamp,
 )
-from langgraph_memory.errors import InvalidArgumentError, NotFoundError
+from langgraph_memory.errors import InvalidArgumentError
 
 __all__ = ["register"]
 
