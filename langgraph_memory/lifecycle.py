@@ -93,8 +93,8 @@ class DeleteReport:
             "archived_copies": self.archived_copies,
         }
 
-    def __str__(self) -> str:
-        verb = "would delete" if self.dry_run else "deleted"
+    def removes(self) -> list[str]:
+        """What goes, in words: ``["the item (1 vector)", "its lineage node and 2 links", ...]``."""
         parts = []
         if self.live:
             parts.append(f"the item ({self.vectors} vector{'s' if self.vectors != 1 else ''})")
@@ -106,7 +106,11 @@ class DeleteReport:
             parts.append(f"its {self.status.status} status")
         if self.archived_copies:
             parts.append(f"{self.archived_copies} archived cop{'ies' if self.archived_copies != 1 else 'y'}")
-        what = ", ".join(parts) if parts else "nothing (no such item)"
+        return parts
+
+    def __str__(self) -> str:
+        verb = "would delete" if self.dry_run else "deleted"
+        what = ", ".join(self.removes()) or "nothing (no such item)"
         return f"{verb} {self.id} in {self.collection} {self.namespace}: {what}"
 
 

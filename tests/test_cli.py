@@ -238,7 +238,7 @@ def test_delete_says_what_a_hard_delete_removes_archived_copies_included(live, c
     assert (plan["live"], plan["vectors"], plan["lineage_edges"], plan["statuses"], plan["archived_copies"]) == (
         1, 1, 3, 1, 1)  # the lesson's link to s1 is counted once
     code, out = _run(capsys, "--data-dir", d, "delete", live["lesson"])
-    assert code == 0 and "1 archived copy" in out and "retired status" in out and "Dry run" in out
+    assert code == 0 and "1 archived copy" in out and "its retired status" in out and "Dry run" in out
     # --namespace takes retired items too (searches hide them; a delete must not)
     code, plan = _json(capsys, "--data-dir", d, "delete", "--namespace", "memories/u1")
     assert plan["matched"] == 5 and "m1" in {it["id"] for it in plan["items"]}

@@ -150,22 +150,6 @@ def _under_namespace(mem: Any, a: Any) -> tuple[list[ItemKey], dict[ItemKey, Any
     return list(values), values
 
 
-def _removes(r: Any) -> str:
-    """What deleting this item takes with it, in a few words."""
-    parts = []
-    if r.live:
-        parts.append(f"item, {r.vectors} vector{'s' if r.vectors != 1 else ''}")
-    if r.lineage_node:
-        parts.append(f"lineage node, {len(r.edges)} link{'s' if len(r.edges) != 1 else ''}")
-    if r.version is not None:
-        parts.append(f"v{r.version[1]} of {r.version[0]}")
-    if r.status is not None:
-        parts.append(f"{r.status.status} status")
-    if r.archived_copies:
-        parts.append(f"{r.archived_copies} archived cop{'ies' if r.archived_copies != 1 else 'y'}")
-    return "; ".join(parts)
-
-
 def _delete(ctx: Ctx) -> int:
     a = ctx.args
     if not a.keys and a.namespace is None:
@@ -202,7 +186,7 @@ def _delete(ctx: Ctx) -> int:
         return stamp(it.updated_at) if it is not None else "-"
 
     ctx.table("Deleted" if a.yes else "Would delete (dry run)", ("namespace", "key", "removes", "updated", "text"),
-              [("/".join(r.namespace), r.id, _removes(r), updated(r), text(r)) for r in reports[:_SHOWN]],
+              [("/".join(r.namespace), r.id, ", ".join(r.removes()), updated(r), text(r)) for r in reports[:_SHOWN]],
               ids=("key",))
     if len(reports) > _SHOWN:
         ctx.say(f"... and {len(reports) - _SHOWN} more.")
