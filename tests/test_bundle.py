@@ -37,7 +37,7 @@ def _fields(it: StoredItem) -> tuple[Any, ...]:
 
 @pytest.fixture
 def source(tmp_path: Path, fake_embeddings) -> dict[str, Any]:
-    """A data directory with typed records, lineage, two versions, TTL, reads, multi-vector and unindexed items."""
+    """Typed records, lineage, two versions, TTL, reads, multi-vector and unindexed items, a superseded and a retired one."""
     d = tmp_path / "source"
     with Memory.open(d, embeddings=fake_embeddings) as mem:
         f = mem.store_research_finding("Momentum decays after earnings", source="technical", confidence=0.1 + 0.2)
@@ -52,6 +52,8 @@ def source(tmp_path: Path, fake_embeddings) -> dict[str, Any]:
         for _ in range(3):
             store.get(("memories", "u1"), "prefs")
         store.search(("research",), query="Momentum decays after earnings")
+        mem.supersede(s1.id, s2.id, "the longer lookback whipsaws less")
+        mem.retire("notes", "a duplicate of the desk wiki", namespace=("memories", "u1"))
     return {"dir": d, "finding": f.id, "s1": s1.id, "s2": s2.id, "lesson": lesson.id}
 
 
@@ -61,7 +63,9 @@ def test_round_trip_between_two_data_directories_is_bit_exact(source, tmp_path: 
         manifest = export_bundle(mem.store, bundle)
         before = _all_items(mem.store)
         lineage_before = mem.lineage(source["lesson"]).as_dict()
+        statuses_before = {k: st.as_dict() for k, st in mem.store.items.statuses(list(before)).items()}
     assert manifest.counts["items"] == len(before) == 7
+    assert (manifest.counts["retired"], manifest.counts["superseded"]) == (1, 1) and len(statuses_before) == 2
     assert manifest.model == {"name": "langchain_core.embeddings.fake.DeterministicFakeEmbedding", "dims": 16}
     assert manifest.schema_version == BUNDLE_VERSION and manifest.source["data_dir"] == str(source["dir"].resolve())
     assert "import" in (bundle / "README.md").read_text()
@@ -73,15 +77,28 @@ def test_round_trip_between_two_data_directories_is_bit_exact(source, tmp_path: 
         for ident, it in before.items():
             assert _fields(after[ident]) == _fields(it), ident
         assert mem.lineage(source["lesson"]).as_dict() == lineage_before
+        # Statuses travel: the superseded strategy and the retired note arrive hidden, with their reasons.
+        assert report.statuses == 2
+        assert {k: st.as_dict() for k, st in mem.store.items.statuses(list(after)).items()} == statuses_before
+        old = mem.status(source["s1"])
+        assert (old.status, old.reason, old.superseded_by) == (
+            "superseded", "the longer lookback whipsaws less", source["s2"])
+        notes = mem.status("notes", namespace=("memories", "u1"))
+        assert (notes.status, notes.reason) == ("retired", "a duplicate of the desk wiki")
+        hits = mem.store.search(("strategies",), query="Buy 20-day winners", limit=5, refresh_ttl=False)
+        assert [h.key for h in hits] == [source["s2"]]
+        assert {h.key for h in mem.store.search(("memories",), limit=10, refresh_ttl=False)} == {"prefs", "raw"}
+        # hidden from searches, still readable by key
+        assert mem.store.get(("memories", "u1"), "notes", refresh_ttl=False) is not None
         assert [(v.version, v.id) for v in mem.versions("mom")] == [(1, source["s1"]), (2, source["s2"])]
         # The Chroma index caught up: every vector finds its own item first.
         for (ns, key), it in after.items():
             if it.paths and it.paths[0] != "$":
-                hit = mem.store.search(ns, query=it.texts[0], limit=1, refresh_ttl=False)[0]
+                hit = mem.store.search(ns, query=it.texts[0], limit=1, refresh_ttl=False, include_retired=True)[0]
                 assert hit.key == key
         # The same bundle again changes nothing (the tie keeps the target's copy).
         again = import_bundle(mem.store, bundle)
-        assert (again.added, again.replaced, again.kept, again.lineage_edges) == (0, 0, 7, 0)
+        assert (again.added, again.replaced, again.kept, again.lineage_edges, again.statuses) == (0, 0, 7, 0, 0)
         export_bundle(mem.store, tmp_path / "share2")
     assert (tmp_path / "share2" / "memories.jsonl").read_bytes() == (bundle / "memories.jsonl").read_bytes()
 
@@ -154,6 +171,56 @@ def test_across_a_model_change_the_texts_are_re_embedded(source, tmp_path: Path,
         assert hit.key == source["finding"] and hit.score == pytest.approx(1.0, abs=1e-5)
 
 
+def test_statuses_follow_the_item_they_were_set_on(source, tmp_path: Path, fake_embeddings) -> None:
+    bundle = tmp_path / "share"
+    with Memory.open(source["dir"], embeddings=fake_embeddings) as mem:
+        export_bundle(mem.store, bundle, namespaces=[("memories",), ("strategies",)])
+    with Memory.open(tmp_path / "target", embeddings=fake_embeddings) as mem:
+        # "notes" here is another item under the same key, written after the source's: "newer" keeps it.
+        mem.store.put(("memories", "u1"), "notes", {"notes": ["our own notes"]}, index=["notes[*]"])
+        plan = import_bundle(mem.store, bundle, dry_run=True)
+        assert plan.statuses == 1  # the strategy's; the retired note is not the note kept here
+        report = import_bundle(mem.store, bundle)
+        assert (report.statuses, report.kept) == (1, 1)
+        assert mem.status("notes", namespace=("memories", "u1")) is None
+        assert "notes" in {h.key for h in mem.store.search(("memories",), limit=10)}
+        # The target's own word on an item stands: a status set here is never changed by an import.
+        mem.reinstate(source["s1"])
+        mem.retire(source["s1"], "wrong universe")
+        again = import_bundle(mem.store, bundle)
+        assert again.statuses == 0 and mem.status(source["s1"]).reason == "wrong universe"
+        # Taking the bundle's copy of the note brings the status set on that copy.
+        taken = import_bundle(mem.store, bundle, on_conflict="replace")
+        assert taken.statuses == 1 and mem.status("notes", namespace=("memories", "u1")).status == "retired"
+        assert "notes" not in {h.key for h in mem.store.search(("memories",), limit=10)}
+
+
+def test_a_version_1_bundle_still_imports(source, tmp_path: Path, fake_embeddings) -> None:
+    """A bundle written before statuses travelled (format 1: no "status" in its lines) imports as before."""
+    bundle = tmp_path / "share"
+    with Memory.open(source["dir"], embeddings=fake_embeddings) as mem:
+        export_bundle(mem.store, bundle)
+
+    def drop_statuses(lines: list[bytes]) -> list[bytes]:
+        out = []
+        for line in lines:
+            rec = json.loads(line)
+            rec.pop("status", None)
+            out.append(json.dumps(rec, separators=(",", ":")).encode() + b"\n")
+        return out
+
+    _rewrite(bundle, drop_statuses)
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    for name in ("retired", "superseded"):
+        del manifest["counts"][name]
+    (bundle / "manifest.json").write_text(json.dumps({**manifest, "schema_version": 1}))
+    assert b'"status":{' not in (bundle / "memories.jsonl").read_bytes()
+    with Memory.open(tmp_path / "target", embeddings=fake_embeddings) as mem:
+        report = import_bundle(mem.store, bundle)
+        assert (report.added, report.statuses) == (7, 0)
+        assert mem.status(source["s1"]) is None and mem.get(source["s1"]).version == 1
+
+
 def _rewrite(bundle: Path, edit: Any) -> None:
     """Edit memories.jsonl and fix the manifest's checksum, so only the line checks can catch the edit."""
     lines = (bundle / "memories.jsonl").read_bytes().splitlines(keepends=True)
@@ -192,6 +259,11 @@ DAMAGE = {
     "a line dropped": lambda b: _rewrite(b, lambda ls: ls[1:]),
     "an item twice": lambda b: _rewrite(b, lambda ls: [ls[0], *ls]),
     "garbage": lambda b: _rewrite(b, lambda ls: [b"not json\n", *ls[1:]]),
+    "an unknown status": lambda b: _rewrite(b, lambda ls: _edit_first_item(
+        ls, lambda r: r.__setitem__("status", {"status": "forgotten", "reason": "?"}))),
+    "a status set on another item": lambda b: _rewrite(b, lambda ls: _edit_first_item(
+        ls, lambda r: r.__setitem__("status", {"status": "retired", "reason": "old", "changed_at": 1.0,
+                                               "item_created_at": r["created_at"] - 1}))),
 }
 
 
@@ -210,6 +282,7 @@ def test_a_damaged_bundle_is_refused_with_nothing_written(damage, source, tmp_pa
             assert conn.execute("SELECT count(*) FROM items").fetchone()[0] == 1
             assert conn.execute("SELECT count(*) FROM lineage_nodes").fetchone()[0] == 0
             assert conn.execute("SELECT count(*) FROM versions").fetchone()[0] == 0
+            assert conn.execute("SELECT count(*) FROM item_status").fetchone()[0] == 0
         with pytest.raises(BundleError):
             read_bundle(bundle)
 

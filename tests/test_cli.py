@@ -92,7 +92,8 @@ def test_data_dir_and_json_go_before_or_after_the_command(live, capsys):
 
 
 @pytest.mark.parametrize("argv", [
-    ["list"], ["search", "x"], ["get", "k"], ["lineage", "x"], ["versions", "x"], ["delete", "k"],
+    ["list"], ["search", "x"], ["get", "k"], ["lineage", "x"], ["versions", "x"], ["delete", "k"], ["stats"],
+    ["retire", "k", "--reason", "r"], ["supersede", "a", "b"], ["reinstate", "k"],
     ["threads", "list"], ["export", "bundle"], ["archive", "list"], ["archive", "run"], ["index", "check"],
 ])
 def test_a_missing_data_directory_is_named_and_not_created(argv, tmp_path, capsys):
@@ -219,6 +220,81 @@ def test_delete_is_a_dry_run_until_yes(live, capsys, fake_embeddings):
     assert main(["--data-dir", d, "delete", "--namespace", "memories/u1"]) == 1
 
 
+def test_delete_says_what_a_hard_delete_removes_archived_copies_included(live, capsys, fake_embeddings):
+    d = live["dir"]
+    with Memory.open(d, embeddings=fake_embeddings) as mem:
+        mem.retire(live["lesson"], "noise")
+        mem.archiver.run()  # a retired item is archived at once: the lesson is now in the archive only
+        mem.retire("m1", "outdated", namespace=("memories", "u1"))
+    code, plan = _json(capsys, "--data-dir", d, "delete", live["lesson"], live["s1"])
+    assert code == 0 and plan["dry_run"] and plan["matched"] == 2 and plan["deleted"] == 0
+    lesson, s1 = plan["items"]
+    assert (lesson["live"], lesson["lineage_node"], lesson["archived_copies"]) == (False, True, 1)
+    assert lesson["status"]["status"] == "retired" and lesson["status"]["reason"] == "noise"
+    assert [e["parent_id"] for e in lesson["edges"]] == [live["s1"]]
+    assert (s1["live"], s1["vectors"], s1["version"]) == (True, 1, {"name": "mom", "version": 1})
+    assert {(e["child_id"], e["relation"]) for e in s1["edges"]} == {
+        (live["s1"], "derived_from"), (live["s2"], "previous_version"), (live["lesson"], "produced")}
+    assert (plan["live"], plan["vectors"], plan["lineage_edges"], plan["statuses"], plan["archived_copies"]) == (
+        1, 1, 3, 1, 1)  # the lesson's link to s1 is counted once
+    code, out = _run(capsys, "--data-dir", d, "delete", live["lesson"])
+    assert code == 0 and "1 archived copy" in out and "its retired status" in out and "Dry run" in out
+    # --namespace takes retired items too (searches hide them; a delete must not)
+    code, plan = _json(capsys, "--data-dir", d, "delete", "--namespace", "memories/u1")
+    assert plan["matched"] == 5 and "m1" in {it["id"] for it in plan["items"]}
+
+    code, done = _json(capsys, "--data-dir", d, "delete", live["lesson"], live["s1"], "--yes")
+    assert code == 0 and done["deleted"] == 2 and not done["dry_run"] and done["archived_copies"] == 1
+    with Memory.open(d, embeddings=fake_embeddings) as mem:
+        assert mem.archiver.get_archived(keys=[live["lesson"]]) == []
+        assert mem.lineage_store.items([live["lesson"], live["s1"]]) == {}
+        assert [v.version for v in mem.versions("mom")] == [2]
+        assert mem.lineage(live["s2"]).ancestors == []  # s2 lost its previous version
+    assert main(["--data-dir", d, "delete", live["lesson"]]) == 1  # nothing left of it anywhere
+    assert "Nothing matched" in capsys.readouterr().out
+
+
+def test_retire_supersede_reinstate(live, capsys, fake_embeddings):
+    d = live["dir"]
+    code, st = _json(capsys, "--data-dir", d, "retire", live["finding"], "--reason", "the vendor restated prices")
+    assert code == 0 and (st["status"], st["reason"], st["namespace"]) == (
+        "retired", "the vendor restated prices", ["research"])
+    code, hits = _json(capsys, "--data-dir", d, "search", "Momentum decays after earnings", "--collection", "research")
+    assert code == 1 and hits == []
+    code, hits = _json(capsys, "--data-dir", d, "search", "Momentum decays after earnings", "--collection", "research",
+                       "--include-retired")
+    assert code == 0 and [h["key"] for h in hits] == [live["finding"]]
+    code, item = _json(capsys, "--data-dir", d, "get", live["finding"])
+    assert code == 0 and item["status"]["status"] == "retired"
+    code, out = _run(capsys, "--data-dir", d, "get", live["finding"])
+    assert "retired" in out and "the vendor restated prices" in out
+    code, listing = _json(capsys, "--data-dir", d, "list", "research")
+    assert listing["total"] == 1 and listing["items"][0]["status"]["status"] == "retired"  # listed, marked
+
+    code, st = _json(capsys, "--data-dir", d, "supersede", live["s1"], live["s2"], "--reason", "longer lookback")
+    assert code == 0 and (st["status"], st["superseded_by"]) == ("superseded", live["s2"])
+    code, out = _run(capsys, "--data-dir", d, "list", "strategies")
+    assert code == 0 and "superseded" in out and "Rows 1-2 of 2" in out
+    code, st = _json(capsys, "--data-dir", d, "retire", "m0", "--namespace", "memories/u2", "--reason", "duplicate")
+    assert code == 0 and st["namespace"] == ["memories", "u2"]
+
+    code, out = _run(capsys, "--data-dir", d, "reinstate", live["finding"])
+    assert code == 0 and "searches find it again" in out
+    code, again = _json(capsys, "--data-dir", d, "reinstate", live["finding"])
+    assert code == 1 and again == {"id": live["finding"], "reinstated": False}
+    with Memory.open(d, embeddings=fake_embeddings) as mem:
+        assert mem.status(live["finding"]) is None and mem.status(live["s1"]).reason == "longer lookback"
+        assert mem.store.search(("memories", "u2")) == []
+
+    assert main(["--data-dir", d, "retire", "no-such-id", "--reason", "x"]) == 1
+    assert main(["--data-dir", d, "retire", live["s2"], "--reason", "  "]) == 2
+    assert main(["--data-dir", d, "supersede", live["s2"], live["s2"]]) == 2
+    assert main(["--data-dir", d, "supersede", live["s2"], "no-such-id"]) == 1
+    with pytest.raises(SystemExit) as exc:
+        main(["--data-dir", d, "retire", live["s2"]])  # --reason is required
+    assert exc.value.code == 2
+
+
 def _checkpoint_threads(data_dir: Path, n: int) -> None:
     builder = StateGraph(int)
     builder.add_node("inc", lambda x: x + 1)
@@ -248,6 +324,31 @@ def test_threads_list_and_prune(live, capsys):
     code, done = _json(capsys, "--data-dir", d, "threads", "prune", "--older-than", "0", "--strategy", "delete",
                        "--yes")
     assert code == 0 and main(["--data-dir", d, "threads", "list"]) == 1
+
+
+def test_stats_against_a_known_fixture(live, capsys, fake_embeddings):
+    d = live["dir"]
+    with Memory.open(d, embeddings=fake_embeddings) as mem:
+        mem.supersede(live["s1"], live["s2"], "longer lookback")
+        mem.retire(live["lesson"], "noise")
+        mem.archiver.run()  # archives the retired lesson at once
+        mem.retire("m1", "outdated", namespace=("memories", "u1"))
+        mem.store.put(("memories", "u1"), "raw", {"content": "no vector"}, index=False)
+    _checkpoint_threads(Path(d), 2)
+    code, stats = _json(capsys, "--data-dir", d, "stats")
+    c = stats["collections"]
+    assert code == 0 and {name: v["items"] for name, v in c.items() if v["items"]} == {
+        "research_findings": 1, "strategy_library": 2, "memories": 7}
+    assert (c["memories"]["with_vectors"], c["memories"]["retired"]) == (6, 1)
+    assert (c["strategy_library"]["superseded"], c["lessons_learned"]["archived"]) == (1, 1)
+    assert (stats["items"], stats["archived"], stats["retired"], stats["superseded"]) == (10, 1, 1, 1)
+    assert (stats["threads"], stats["namespaces"], stats["lineage_edges"]) == (2, 4, 4)
+    assert c["research_findings"]["storage_bytes"] > 0 and c["research_findings"]["oldest"].endswith("+00:00")
+    assert c["market_regimes"] == {**c["market_regimes"], "items": 0, "oldest": None, "storage_bytes": 0}
+    code, out = _run(capsys, "--data-dir", d, "stats")
+    assert code == 0 and "strategy_library" in out and "2 threads" in out and "4 lineage links" in out
+    row = next(line for line in out.splitlines() if "memories" in line)
+    assert [cell.strip() for cell in row.split("│")[1:4]] == ["memories", "7", "6"]
 
 
 def test_threads_in_a_directory_never_checkpointed(live, capsys):

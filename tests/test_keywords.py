@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import sqlite3
 import time
 from pathlib import Path
 

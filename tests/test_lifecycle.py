@@ -331,6 +331,34 @@ def test_hard_delete_drops_archived_copies(mem: Memory) -> None:
     assert archiver.restore(keys=[lesson.id]).restored == 0
 
 
+def test_delete_many_removes_everything_each_item_had_in_one_go(mem: Memory) -> None:
+    f = mem.store_research_finding("parent")
+    s = mem.store_strategy("mom", "v1", parent_id=f.id)
+    archived = mem.store_lesson("archived, then deleted", strategy_id=s.id)
+    mem.retire(archived.id, "old")
+    mem.archiver.run()
+    ns = ("memories", "u1")
+    mem.store.put(ns, "note", {"text": "plain item"})
+    mem.retire("note", "noise", namespace=ns)
+    keys = [(("strategies",), s.id), (("lessons",), archived.id), (ns, "note"), (ns, "never-stored")]
+    dry = mem.lifecycle.delete_many(keys, dry_run=True)
+    assert [r.id for r in dry] == [s.id, archived.id, "note", "never-stored"]
+    assert [(r.live, r.lineage_node, len(r.edges), r.archived_copies) for r in dry] == [
+        (True, True, 2, 0), (False, True, 1, 1), (True, False, 0, 0), (False, False, 0, 0)]
+    assert dry[2].status is not None and dry[2].status.reason == "noise" and not dry[3].removed_anything
+    assert dry[0].version == ("mom", 1) and dry[1].as_dict()["archived_copies"] == 1
+    assert mem.store.get(ns, "note") is not None and mem.lineage_store.item(s.id) is not None  # a dry run
+
+    done = mem.lifecycle.delete_many(keys)
+    assert [r.as_dict() | {"dry_run": True} for r in done] == [r.as_dict() for r in dry]
+    assert mem.store.get(ns, "note") is None and mem.store.get(("strategies",), s.id) is None
+    assert mem.lineage_store.items([s.id, archived.id]) == {} and mem.lineage_store.children(f.id) == []
+    assert mem.archiver.get_archived(keys=[archived.id]) == [] and mem.versions("mom") == []
+    with mem.store.catalog.read() as conn:
+        assert conn.execute("SELECT count(*) FROM item_status").fetchone()[0] == 0
+    assert not any(r.removed_anything for r in mem.lifecycle.delete_many(keys, dry_run=True))
+
+
 # ------------------------------------------------------------ migration
 
 

@@ -161,6 +161,91 @@ async def test_typed_research_tools_and_lineage(server) -> None:
     assert record["record"]["parameters"] == {"lookback": 20}
 
 
+async def test_hypotheses_backtests_tool_definitions_and_stats(server) -> None:
+    async with _client(server["url"]) as client:
+        h = await _call(client, "store_hypothesis", statement="Momentum persists in trending regimes",
+                        rationale="trends last months", confidence=0.6, tags=["momentum"])
+        s = await _call(client, "store_strategy", name="mcp-trend", description="60-day momentum",
+                        parameters={"lookback": 60})
+        b = await _call(client, "store_backtest", strategy_id=s["id"], period_start="2015-01-02",
+                        period_end="2024-12-31", universe=["SPY"], sharpe=1.1, max_drawdown=0.18, trades=42,
+                        win_rate=0.55, costs={"commission_bps": 1.0, "slippage_bps": 2.0},
+                        equity_curve=[100, 110, 90, 120], passed=True)
+        updated = await _call(client, "update_hypothesis", hypothesis_id=h["id"], status="confirmed",
+                              add_evidence=[b["id"]])
+        hyps = await _call(client, "query_hypotheses", query="Momentum persists in trending regimes",
+                           status="confirmed")
+        by_strategy = await _call(client, "query_backtests", strategy_id=s["id"], min_sharpe=1.0)
+        none_passing = await _call(client, "query_backtests", strategy_id=s["id"], passed=False)
+        t1 = await _call(client, "store_tool_definition", name="mcp-fetch", description="Daily closes for a ticker",
+                         parameters={"type": "object", "properties": {"ticker": {"type": "string"}}})
+        t2 = await _call(client, "store_tool_definition", name="mcp-fetch", description="Daily closes, adjusted",
+                         parameters={"type": "object", "properties": {"ticker": {"type": "string"}}})
+        current = await _call(client, "get_tool_definition", name="mcp-fetch")
+        first = await _call(client, "get_tool_definition", name="mcp-fetch", version=1)
+        tools = await _call(client, "query_tool_definitions", query="Daily closes, adjusted", kind="tool")
+        record = await _call(client, "get_memory", memory_id=b["id"])
+        lineage = await _call(client, "get_lineage", item_id=b["id"])
+        stats = await _call(client, "get_memory_stats")
+    assert (b["strategy_name"], b["strategy_version"], b["parameters"]) == ("mcp-trend", 1, {"lookback": 60})
+    assert b["costs"] == {"commission_bps": 1.0, "slippage_bps": 2.0, "total": None}
+    assert b["equity_curve"]["trough"] == 0.9 and "Sharpe 1.10" in b["summary"]
+    assert updated["status"] == "confirmed" and updated["evidence_ids"] == [b["id"]]
+    assert hyps["results"][0]["id"] == h["id"] and hyps["results"][0]["relevance_score"] >= 30.0
+    assert [r["id"] for r in by_strategy["results"]] == [b["id"]] and none_passing["results"] == []
+    assert by_strategy["results"][0]["relevance_score"] is None  # no query: newest first, nothing to score
+    assert (t2["version"], current["id"], first["id"]) == (2, t2["id"], t1["id"])
+    assert [r["id"] for r in tools["results"]] == [t2["id"]]  # version 1 was superseded by version 2
+    assert record["record"]["sharpe"] == 1.1 and record["status"] is None
+    assert [a["id"] for a in lineage["ancestors"]] == [s["id"]]
+    with _local(server) as mem:
+        assert mem.status(t1["id"]).superseded_by == t2["id"]
+        local = mem.stats().as_dict()
+    assert {n: c["items"] for n, c in stats["collections"].items()} == {
+        n: c["items"] for n, c in local["collections"].items()}
+    assert stats["collections"]["backtest_results"]["items"] >= 1 and stats["collections"]["hypotheses"]["items"] >= 1
+    assert stats["collections"]["tool_definitions"]["superseded"] >= 1 and stats["lineage_edges"] == local["lineage_edges"]
+
+
+async def test_an_agent_can_retire_supersede_and_reinstate_a_memory(server) -> None:
+    async with _client(server["url"]) as client:
+        wrong = await _call(client, "store_memory", content="The desk rebalances on Mondays")
+        right = await _call(client, "store_memory", content="The desk rebalances on Fridays")
+        f_old = await _call(client, "store_research_finding", content="Carry pays 4% a year (2010-2019 sample)")
+        f_new = await _call(client, "store_research_finding", content="Carry pays 3% a year (2010-2024 sample)")
+
+        async def found(query: str) -> set[str]:
+            return {r["memory_id"] for r in (await _call(client, "search_memory", query=query, limit=20))["results"]}
+
+        assert wrong["memory_id"] in await found("The desk rebalances on Mondays")
+        retired = await _call(client, "retire_memory", memory_id=wrong["memory_id"], reason="it is Fridays")
+        assert (retired["status"], retired["reason"], retired["namespace"]) == ("retired", "it is Fridays", ["memories"])
+        assert wrong["memory_id"] not in await found("The desk rebalances on Mondays")
+        assert right["memory_id"] in await found("The desk rebalances on Fridays")
+        got = await _call(client, "get_memory", memory_id=wrong["memory_id"])  # still readable by id, marked
+        assert got["status"]["status"] == "retired" and got["value"]["content"] == "The desk rebalances on Mondays"
+
+        sup = await _call(client, "supersede_memory", old_id=f_old["id"], new_id=f_new["id"], reason="longer sample")
+        assert (sup["status"], sup["superseded_by"], sup["namespace"]) == ("superseded", f_new["id"], ["research"])
+        hits = await _call(client, "query_research_findings", query="Carry pays 4% a year (2010-2019 sample)", limit=20)
+        assert f_old["id"] not in {r["id"] for r in hits["results"]}
+        assert (await _call(client, "get_lineage", item_id=f_new["id"]))["ancestors"][0]["id"] == f_old["id"]
+
+        back = await _call(client, "reinstate_memory", memory_id=wrong["memory_id"])
+        assert back == {"memory_id": wrong["memory_id"], "reinstated": True}
+        assert wrong["memory_id"] in await found("The desk rebalances on Mondays")
+        again = await _call(client, "reinstate_memory", memory_id=wrong["memory_id"])
+        assert again["reinstated"] is False
+    # A graph's memory under ("memories", "<user>") is named by its namespace.
+    with _local(server) as mem:
+        mem.store.put(("memories", "u9"), "pref", {"content": "User u9 likes long reports"})
+    async with _client(server["url"]) as client:
+        done = await _call(client, "retire_memory", memory_id="pref", reason="changed", namespace=["memories", "u9"])
+        assert done["namespace"] == ["memories", "u9"]
+        assert "pref" not in {r["memory_id"] for r in (await _call(client, "search_memory",
+                                                                      query="User u9 likes long reports"))["results"]}
+
+
 BAD_INPUT = [
     ("store_memory", {"content": ""}, "ValidationError"),
     ("store_memory", {"content": "x", "tags": ["t"] * 11}, "at most 10"),
@@ -186,6 +271,25 @@ BAD_INPUT = [
     ("store_market_regime", {"description": "x", "regime_type": "crab"}, "regime_type"),
     ("query_market_regimes", {"query": ""}, "ValidationError"),
     ("get_lineage", {"item_id": "no-such-id"}, "NotFoundError"),
+    ("store_hypothesis", {"statement": " "}, "statement must not be empty"),
+    ("store_hypothesis", {"statement": "x", "confidence": 2.0}, "confidence"),
+    ("store_hypothesis", {"statement": "x", "parent_id": "no-such-parent"}, "LineageError"),
+    ("update_hypothesis", {"hypothesis_id": "no-such-id", "status": "confirmed"}, "NotFoundError"),
+    ("update_hypothesis", {"hypothesis_id": "x", "status": "proven"}, "status"),
+    ("query_hypotheses", {"query": "x", "status": "maybe"}, "status"),
+    ("store_backtest", {"strategy_id": "no-such-id", "sharpe": 1.0}, "NotFoundError"),
+    ("store_backtest", {"strategy_id": "x", "trades": "many"}, "trades"),
+    ("store_backtest", {"strategy_id": "x", "costs": {"commission_bps": -1}}, "commission_bps"),
+    ("query_backtests", {"limit": 0}, "from 1 to 20"),
+    ("query_backtests", {"query": " "}, "query must not be empty"),
+    ("store_tool_definition", {"name": "t", "description": "d", "kind": "macro"}, "kind"),
+    ("store_tool_definition", {"name": " ", "description": "d"}, "name must not be empty"),
+    ("get_tool_definition", {"name": "no-such-tool"}, "NotFoundError"),
+    ("query_tool_definitions", {"query": "x", "limit": 21}, "from 1 to 20"),
+    ("retire_memory", {"memory_id": "no-such-id", "reason": "wrong"}, "NotFoundError"),
+    ("retire_memory", {"memory_id": "x", "reason": " "}, "reason must not be empty"),
+    ("supersede_memory", {"old_id": "no-such-id", "new_id": "no-such-either"}, "NotFoundError"),
+    ("reinstate_memory", {"memory_id": ""}, "ValidationError"),
 ]
 
 

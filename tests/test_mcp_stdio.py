@@ -17,6 +17,7 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from mcp import Client, StdioServerParameters
 
+from langgraph_memory.mcp_server import MemoryTools
 from langgraph_memory.memory import Memory
 
 CLI = Path(sys.executable).with_name("langgraph-memory")
@@ -35,7 +36,7 @@ async def test_the_installed_command_serves_memory_over_stdio_with_the_default_m
     data_dir = tmp_path / "memory"  # does not exist yet: the server creates it (seed 001)
     params = StdioServerParameters(command=str(CLI), args=["--data-dir", str(data_dir), "mcp"], env=ENV)
     async with Client(params, read_timeout_seconds=180) as client:
-        assert len((await client.list_tools()).tools) == 15
+        assert [t.name for t in (await client.list_tools()).tools] == list(MemoryTools.TOOLS)
         ts = await _call(client, "store_memory", content="User prefers TypeScript over JavaScript",
                          tags=["preference", "language"])
         await _call(client, "store_memory", content="The office plants are watered on Fridays", tags=["office"])

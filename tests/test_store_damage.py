@@ -173,3 +173,22 @@ def test_a_sqlite_error_is_never_raw(tmp_path: Path) -> None:
     with pytest.raises(CorruptFileError):
         _open(bad)
     assert not isinstance(CorruptFileError("x"), sqlite3.Error)
+
+
+def test_a_record_counts_as_unreachable_only_if_a_wide_search_misses_it_too(tmp_path: Path) -> None:
+    import chromadb
+    import numpy as np
+    from chromadb.config import Settings
+
+    from langgraph_memory.store._probe import unreachable
+
+    client = chromadb.PersistentClient(path=str(tmp_path / "chroma"), settings=Settings(anonymized_telemetry=False))
+    col = client.create_collection("probe-test", embedding_function=None, metadata={"hnsw:space": "cosine"})
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(300, 16)).astype(np.float32)
+    col.add(ids=[f"r{i}" for i in range(300)], embeddings=vectors)
+    records = [[f"r{i}", vectors[i].tolist()] for i in range(300)]
+    assert unreachable(col, records, 300) == []
+    # What the catalog holds for r7 is not what Chroma holds (a lost update): no search finds r7 with it.
+    stale = [["r7", (-vectors[7]).tolist()], ["r8", vectors[8].tolist()]]
+    assert unreachable(col, stale, 300) == ["r7"]

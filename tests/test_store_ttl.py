@@ -28,18 +28,19 @@ def test_supports_ttl_flag(store: ChromaStore) -> None:
 
 def test_expired_items_are_swept(data_dir: Path) -> None:
     s = _store(data_dir)
-    s.put(("notes",), "short", {"v": 1}, ttl=0.3 * ONE_SECOND)
-    s.put(("notes",), "long", {"v": 2}, ttl=60.0)
+    # The first put creates the index's collection (a second or more on a busy machine): not under a TTL.
     s.put(("other",), "forever", {"v": 3})
+    s.put(("notes",), "short", {"v": 1}, ttl=1.0 * ONE_SECOND)
+    s.put(("notes",), "long", {"v": 2}, ttl=60.0)
     assert s.sweep_ttl() == 0
-    time.sleep(0.5)
+    time.sleep(1.2)
     assert s.sweep_ttl() == 1
     assert s.get(("notes",), "short") is None
     assert s.get(("notes",), "long").value == {"v": 2}
     assert s.get(("other",), "forever").value == {"v": 3}
     assert s.list_namespaces() == [("notes",), ("other",)]
-    s.put(("gone",), "x", {"v": 1}, ttl=0.2 * ONE_SECOND)
-    time.sleep(0.4)
+    s.put(("gone",), "x", {"v": 1}, ttl=0.5 * ONE_SECOND)
+    time.sleep(0.7)
     s.sweep_ttl()
     assert ("gone",) not in s.list_namespaces()  # an emptied namespace is no longer listed
     s.close()

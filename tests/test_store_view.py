@@ -147,3 +147,33 @@ def test_namespace_cache_sees_deletes_by_another_process(data_dir: Path, fake_em
     a.put(("users", "u1"), "k", {"v": 2})
     assert a.list_namespaces() == [("users", "u1")]
     a.close()
+
+
+def test_the_view_and_langchain_store_hide_retired_and_superseded_items(store: ChromaStore) -> None:
+    texts = {"a": "Carry pays in calm markets", "b": "Carry pays 3% a year", "c": "Carry unwinds in crises"}
+    for key, text in texts.items():
+        store.put(("research",), key, {"content": text})
+    store.items.set_status([(("research",), "a")], "retired", reason="wrong data")
+    store.items.set_status([(("research",), "b")], "superseded", reason="longer sample",
+                           superseded_by=(("research",), "c"))
+    view, every = store.collection("research"), store.collection("research", include_retired=True)
+    assert (view.count(), every.count()) == (1, 3)
+    assert view.get(include=["documents"])["documents"] == [texts["c"]]
+    assert sorted(every.get(include=["documents"])["documents"]) == sorted(texts.values())
+    assert view.peek()["documents"] == [texts["c"]]
+    ids = every.get()["ids"]
+    assert len(view.get(ids=ids)["ids"]) == 1 and len(every.get(ids=ids)["ids"]) == 3
+    q = store.embeddings.embed_query(texts["a"])
+    assert view.query(query_embeddings=[q], n_results=3)["documents"] == [[texts["c"]]]
+    assert every.query(query_embeddings=[q], n_results=3)["documents"][0][0] == texts["a"]
+    assert view.query(query_texts=[texts["b"]], n_results=1)["documents"] == [[texts["c"]]]
+
+    retriever = store.as_vectorstore("research").as_retriever(search_kwargs={"k": 3})
+    assert [d.page_content for d in retriever.invoke(texts["a"])] == [texts["c"]]
+    everything = store.as_vectorstore("research", include_retired=True).as_retriever(search_kwargs={"k": 3})
+    found = everything.invoke(texts["a"])
+    assert found[0].page_content == texts["a"] and len(found) == 3
+    assert found[0].metadata["key"] == "a"
+    # Reinstated, it is back in the view at once (the hidden set follows the catalog's status version).
+    store.items.clear_status([(("research",), "a")])
+    assert view.count() == 2 and texts["a"] in [d.page_content for d in retriever.invoke(texts["a"])]

@@ -9,7 +9,8 @@ A bundle is a folder of three files:
 * ``memories.jsonl``: one JSON object per line. An ``"item"`` line is a
   whole item (namespace, key, value, timestamps, access data, TTL, its
   vectors as base64 float32 with the text path of each, its lineage node,
-  parent links and strategy version); a ``"node"`` line is an ancestor that
+  parent links and strategy version, and its retired or superseded status
+  with the reason); a ``"node"`` line is an ancestor that
   was not exported itself, so the lineage of what was exported stays whole;
 * ``README.md``: what the bundle is and how to import it.
 
@@ -37,6 +38,14 @@ Lineage only grows: nodes and links the target lacks are added; a link that
 would close a cycle with the target's lineage is left out and reported. A
 strategy version whose number is taken in the target by another strategy of
 the same name gets the next free number (its value's ``version`` follows).
+
+Statuses travel: a retired or superseded item arrives retired or
+superseded (hidden from searches), with its reason and replacement. A
+status applies to the item it was set on (same key and ``created_at``): it
+is written when the item the target holds after the merge is that item,
+unless the target already holds a status for it (an import never clears or
+changes a status here). Bundles of format version 1, which had no statuses,
+still import.
 
 Vectors are reused, bit for bit, when the bundle's model is the target's;
 otherwise every text is re-embedded with the target's model first. The whole

@@ -1,4 +1,4 @@
-"""Writing a share bundle from a store: every item whole, with its lineage, atomically in place."""
+"""Writing a share bundle from a store: every item whole, with its lineage and status, atomically in place."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from langgraph_memory.bundle.format import (
 from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog.lineage import Edge
+from langgraph_memory.catalog.status import STATUSES
 from langgraph_memory.collections import COLLECTIONS, GENERAL, collection_by_name, collection_for
 from langgraph_memory.errors import InvalidArgumentError, StorageError
 from langgraph_memory.store.namespaces import validate_namespace
@@ -105,6 +106,7 @@ def _write(
     exported: set[str] = set()
     referenced: set[str] = set()
     n_edges = n_versions = 0
+    by_status = dict.fromkeys(STATUSES, 0)
     try:
         fh = open(folder / MEMORIES, "xb")
     except OSError as exc:
@@ -119,6 +121,8 @@ def _write(
                     lineage = record["lineage"]
                     n_edges += len(lineage["parents"])
                     n_versions += lineage["version"] is not None
+                    if "status" in record:
+                        by_status[record["status"]["status"]] += 1
                     referenced.update(p["id"] for p in lineage["parents"])
                     exported.add(record["key"])
                     by_coll[name] = by_coll.get(name, 0) + 1
@@ -150,6 +154,7 @@ def _write(
             "lineage_nodes": n_nodes,
             "lineage_edges": n_edges,
             "versions": n_versions,
+            **by_status,
         },
         model={"name": model_name, "dims": int(dims)} if model_name and dims else None,
         files={MEMORIES: out.summary()},
@@ -205,13 +210,15 @@ def _lines(store: Any, items: list[StoredItem]) -> Iterator[dict[str, Any]]:
         for e in _lin.parents_of(conn, keys):
             edges.setdefault(e.child_id, []).append(e)
         versions = _lin.versions_of(conn, keys)
+    statuses = store.items.statuses([(it.namespace, it.key) for it in items])
     for it in items:
         node = nodes.get(it.key)
+        status = statuses.get((it.namespace, it.key))
         # A lineage node names one item: only the item in the node's namespace carries it.
         if node is None or tuple(node.namespace) != it.namespace:
-            yield item_line(it, None, [], None)
+            yield item_line(it, None, [], None, status)
         else:
-            yield item_line(it, node, edges.get(it.key, []), versions.get(it.key))
+            yield item_line(it, node, edges.get(it.key, []), versions.get(it.key), status)
 
 
 def _write_text(path: Path, text: str) -> None:

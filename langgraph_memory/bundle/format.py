@@ -8,7 +8,13 @@ An ``"item"`` line of ``memories.jsonl``::
      "vectors": {"dtype": "<f4", "dims": 384, "b64": ["..."]}, "paths": ["description"],
      "lineage": {"node": {"id": "6f1c...", "collection": "strategy_library", ...},
                  "parents": [{"id": "a2e0...", "relation": "derived_from", "created_at": 1.7e9, ...}],
-                 "version": {"name": "trend", "version": 2, "created_at": 1.7e9}}}
+                 "version": {"name": "trend", "version": 2, "created_at": 1.7e9}},
+     "status": {"status": "superseded", "reason": "longer sample", "superseded_by": "9b0d...",
+                "superseded_by_namespace": ["strategies"], "changed_at": 1.7e9, "item_created_at": 1.7e9}}
+
+``"status"`` is there only for a retired or superseded item
+(:meth:`~langgraph_memory.catalog.status.ItemStatus.as_dict`); it names the
+item's ``created_at``, so it applies to this item only.
 
 A ``"node"`` line is a lineage node without its item (an ancestor of an
 exported item that was not exported itself), with its own parent links, so
@@ -19,6 +25,10 @@ the importer sees every ancestor by id: ``{"kind": "node", "id": ...,
 Vectors are base64 float32 as in the archive format
 (:mod:`langgraph_memory.archive.format`); values and timestamps go through
 ``json`` unchanged, so they come back bit-exactly.
+
+Format versions: 1, the first; 2 adds the items' ``"status"``. A version 1
+bundle reads as a version 2 one whose items have no status; a package that
+knows only version 1 refuses a version 2 bundle rather than drop its statuses.
 """
 
 from __future__ import annotations
@@ -27,7 +37,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -35,6 +45,7 @@ from langgraph_memory.archive.format import decode_vectors, item_record
 from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog.lineage import Edge, ItemRef, VersionRow
+from langgraph_memory.catalog.status import STATUSES, ItemStatus
 from langgraph_memory.collections import collection_for
 from langgraph_memory.errors import ArchiveIntegrityError, BundleError, LangGraphMemoryError, ValidationError
 from langgraph_memory.store.namespaces import validate_namespace
@@ -56,7 +67,8 @@ __all__ = [
 ]
 
 BUNDLE_FORMAT = "langgraph-memory-bundle"
-BUNDLE_VERSION = 1
+#: 2: items carry their retired/superseded status (version 1 bundles still import).
+BUNDLE_VERSION = 2
 MANIFEST = "manifest.json"
 MEMORIES = "memories.jsonl"
 README = "README.md"
@@ -84,13 +96,15 @@ class BundleManifest:
 
 @dataclass
 class Bundle:
-    """A checked bundle, parsed (:func:`read_bundle`): its items, the lineage rows it carries, its manifest."""
+    """A checked bundle, parsed (:func:`read_bundle`): its items, the lineage rows and statuses it carries, its manifest."""
 
     manifest: BundleManifest
     items: list[StoredItem]
     nodes: list[ItemRef]
     edges: list[Edge]
     versions: list[VersionRow]
+    #: the retired and superseded items' statuses (each names its item by namespace, key and created_at).
+    statuses: list[ItemStatus] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------- writing
@@ -132,10 +146,14 @@ def node_line(ref: ItemRef, parents: list[Edge]) -> dict[str, Any]:
 
 
 def item_line(
-    item: StoredItem, node: ItemRef | None, parents: list[Edge], version: VersionRow | None
+    item: StoredItem,
+    node: ItemRef | None,
+    parents: list[Edge],
+    version: VersionRow | None,
+    status: ItemStatus | None = None,
 ) -> dict[str, Any]:
-    """An item (with its vectors, lineage node, parent links and version) as a line."""
-    return {
+    """An item (with its vectors, lineage node, parent links, version and retired/superseded status) as a line."""
+    line = {
         "kind": "item",
         **item_record(item),
         "lineage": {
@@ -145,6 +163,9 @@ def item_line(
             if version is not None else None,
         },
     }
+    if status is not None:
+        line["status"] = status.as_dict()
+    return line
 
 
 def readme_text(manifest: BundleManifest) -> str:
@@ -160,6 +181,7 @@ Exported {src.get("exported_at")} from `{src.get("data_dir")}` on `{src.get("hos
 
 - {counts.get("items", 0)} memories: {by_coll}
 - {counts.get("lineage_edges", 0)} lineage links, {counts.get("versions", 0)} strategy versions
+- {counts.get("retired", 0)} retired and {counts.get("superseded", 0)} superseded (hidden from searches, here and once imported)
 - vectors made by `{model}`
 
 ## Import it
@@ -181,7 +203,8 @@ with Memory.open("./memory") as mem:
 Ids, timestamps and lineage are kept. An item already in the target (same namespace and key) is
 replaced only if this bundle's copy was updated later (`--on-conflict newer`, the default; `keep`
 and `replace` are the alternatives). Vectors are reused when the target embeds with the same
-model, and re-embedded otherwise. The bundle is checked against `manifest.json` (SHA-256, line
+model, and re-embedded otherwise. Retired and superseded items arrive retired and superseded, with their
+reasons, unless the target already holds a status for that item. The bundle is checked against `manifest.json` (SHA-256, line
 count, every line) before anything is written: a damaged bundle is refused whole.
 
 Files: `manifest.json` (format, source, counts, model, checksums), `memories.jsonl` (one memory
@@ -270,6 +293,8 @@ def _parse_item(rec: dict[str, Any], dims: int | None, out: Bundle) -> None:
         ttl_minutes=rec.get("ttl_minutes"), indexed=bool(vectors), n_vectors=len(vectors), vectors=vectors,
         paths=paths if vectors else [],
     ))
+    if rec.get("status") is not None:
+        out.statuses.append(_status(rec["status"], out.items[-1]))
     lineage = rec.get("lineage") or {}
     if not lineage.get("node"):
         return
@@ -277,6 +302,22 @@ def _parse_item(rec: dict[str, Any], dims: int | None, out: Bundle) -> None:
     if lineage.get("version"):
         v = lineage["version"]
         out.versions.append(VersionRow(str(v["name"]), int(v["version"]), node.id, float(v["created_at"])))
+
+
+def _status(raw: Any, item: StoredItem) -> ItemStatus:
+    """An item line's ``"status"``, checked: a known status, for this very item (its ``created_at``)."""
+    if not isinstance(raw, dict) or raw.get("status") not in STATUSES:
+        raise ValueError(f"the item's status must be one of {', '.join(STATUSES)}")
+    for name in ("reason", "superseded_by"):
+        if raw.get(name) is not None and not isinstance(raw[name], str):
+            raise ValueError(f"the status's {name} is not text")
+    by_ns = raw.get("superseded_by_namespace")
+    if by_ns is not None and (not isinstance(by_ns, list) or not all(isinstance(x, str) and x for x in by_ns)):
+        raise ValueError("the status's superseded_by_namespace is not a list of labels")
+    st = ItemStatus.from_dict(raw, item.namespace, item.key, collection_for(item.namespace).name)
+    if st.item_created_at != item.created_at:
+        raise ValueError("the item's status names another item (its created_at differs)")
+    return st
 
 
 def read_bundle(path: str | os.PathLike[str], *, progress: Progress | None = None) -> Bundle:

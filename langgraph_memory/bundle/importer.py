@@ -1,4 +1,4 @@
-"""Merging a share bundle into a store: the conflict rule, re-embedding, one transaction."""
+"""Merging a share bundle into a store: the conflict rule, re-embedding, statuses, one transaction."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from langgraph_memory.bundle.format import Bundle, Progress, read_bundle
 from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import lineage as _lin
+from langgraph_memory.catalog import status as _status
+from langgraph_memory.catalog.status import ItemStatus
 from langgraph_memory.errors import BundleError, ConfigError, InvalidArgumentError
 from langgraph_memory.store._writer import check_vectors
 from langgraph_memory.store.records import record_text
@@ -50,6 +52,8 @@ class ImportReport:
     #: item id -> (version in the bundle, version given here), when the bundle's number was taken here.
     renumbered: dict[str, tuple[int, int]] = field(default_factory=dict)
     cycles_skipped: int = 0
+    #: retired and superseded statuses written here (items arriving hidden from searches).
+    statuses: int = 0
     dry_run: bool = False
     on_conflict: str = "newer"
 
@@ -104,6 +108,8 @@ def import_bundle(
         logger.info("re-embedded %d texts of %s with %s", report.reembedded, path, writer.model)
 
     def lineage(conn: Any) -> None:
+        # Statuses first: which items they apply to is judged on the target as it was before the merge.
+        report.statuses = len(_adopt_statuses(conn, bundle, replace, dry_run=False))
         done = _lin.import_rows(conn, bundle.nodes, bundle.edges, bundle.versions)
         report.lineage_nodes, report.lineage_edges, report.versions = done.nodes, done.edges, done.versions
         report.cycles_skipped = len(done.cycles)
@@ -122,6 +128,30 @@ def import_bundle(
         "vectors reused" if report.vectors_reused else f"{report.reembedded} texts re-embedded",
     )
     return report
+
+
+def _adopt_statuses(
+    conn: Any, bundle: Bundle, replace: Callable[[StoredItem, StoredItem], bool], *, dry_run: bool
+) -> list[ItemStatus]:
+    """Write the bundle's statuses that apply to the items the target will hold (run before the merge).
+
+    A status applies when the item left in the target after the merge is the
+    one it was set on (same key and ``created_at``): the bundle's copy, added
+    or replacing, or the target's copy of that same item, kept by the conflict
+    rule. A status the target already holds for that item stands.
+    """
+    if not bundle.statuses:
+        return []
+    incoming = {(it.namespace, it.key): it for it in bundle.items}
+    current = _items.get_items(conn, [(st.namespace, st.key) for st in bundle.statuses])
+    applying = []
+    for st in bundle.statuses:
+        ident = (st.namespace, st.key)
+        here = current.get(ident)
+        created = incoming[ident].created_at if here is None or replace(incoming[ident], here) else here.created_at
+        if created == st.item_created_at:
+            applying.append(st)
+    return _status.adopt(conn, applying, dry_run=dry_run)
 
 
 def _reembed(store: Any, items: list[StoredItem], progress: Progress | None) -> int:
@@ -151,6 +181,7 @@ def _plan(store: Any, bundle: Bundle, replace: Callable[[StoredItem, StoredItem]
     with store.catalog.read() as conn:
         current = _items.get_items(conn, [(it.namespace, it.key) for it in bundle.items])
         known = _lin.nodes(conn, [n.id for n in bundle.nodes])
+        report.statuses = len(_adopt_statuses(conn, bundle, replace, dry_run=True))
     for it in bundle.items:
         here = current.get((it.namespace, it.key))
         if here is None:

@@ -44,6 +44,7 @@ __all__ = [
     "clear",
     "get",
     "ensure",
+    "adopt",
     "hidden",
     "of_collection",
     "live_counts",
@@ -197,15 +198,19 @@ def mark(
     return [_row(r) for r in rows]
 
 
-def ensure(conn: sqlite3.Connection, statuses: Iterable[ItemStatus]) -> int:
-    """Write statuses the catalog does not hold yet (restoring an archive into another catalog); return how many."""
-    rows = [
+def _rows(statuses: Iterable[ItemStatus]) -> list[tuple[Any, ...]]:
+    return [
         (item_uid(s.namespace, s.key), s.collection, join_ns(s.namespace), s.key, s.item_created_at, s.status,
          s.reason, s.superseded_by,
          join_ns(s.superseded_by_namespace) if s.superseded_by_namespace is not None else None,
          s.changed_at.timestamp())
         for s in statuses
     ]
+
+
+def ensure(conn: sqlite3.Connection, statuses: Iterable[ItemStatus]) -> int:
+    """Write statuses the catalog does not hold yet (restoring an archive into another catalog); return how many."""
+    rows = _rows(statuses)
     if not rows:
         return 0
     before = conn.total_changes
@@ -214,6 +219,29 @@ def ensure(conn: sqlite3.Connection, statuses: Iterable[ItemStatus]) -> int:
     if added:
         _bump(conn)
     return added
+
+
+def adopt(conn: sqlite3.Connection, statuses: Iterable[ItemStatus], *, dry_run: bool = False) -> list[ItemStatus]:
+    """Write statuses brought from another catalog (a share bundle); return those written (or, ``dry_run``, to write).
+
+    Each status names the item it applies to (uid and ``created_at``). It is
+    written unless this catalog already holds a status for that same item:
+    the catalog's own word stands, so adopting never clears or changes a
+    status here. A row left by an earlier item under the key (another
+    ``created_at``) is replaced.
+    """
+    statuses = list(statuses)
+    held = get(conn, [item_uid(s.namespace, s.key) for s in statuses])
+    fresh = []
+    for s in statuses:
+        here = held.get(item_uid(s.namespace, s.key))
+        if here is None or here.item_created_at != s.item_created_at:
+            fresh.append(s)
+    if fresh and not dry_run:
+        conn.executemany(f"INSERT OR REPLACE INTO item_status({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         _rows(fresh))
+        _bump(conn)
+    return fresh
 
 
 def clear(conn: sqlite3.Connection, uids: Sequence[str]) -> int:

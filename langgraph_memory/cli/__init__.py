@@ -6,9 +6,13 @@ Live memory::
     langgraph-memory get <id>                          # a memory by key or id, any namespace
     langgraph-memory list                              # namespaces and how many items each holds
     langgraph-memory list memories/u1 --limit 20 --offset 20
+    langgraph-memory stats                             # per collection: items, vectors, bytes, dates, hidden
     langgraph-memory lineage <id>                      # ancestors and descendants
     langgraph-memory versions trend                    # the versions of a strategy
-    langgraph-memory delete --namespace memories/u1    # shows what would go; --yes deletes
+    langgraph-memory retire <id> --reason "bad data"   # hidden from searches; reinstate <id> undoes it
+    langgraph-memory supersede <old> <new> --reason "longer sample"
+    langgraph-memory delete <id>                       # shows what a hard delete removes; --yes deletes
+    langgraph-memory delete --namespace memories/u1    # every item under it, likewise
     langgraph-memory threads list
     langgraph-memory threads prune --older-than 90     # shows what would go; --yes prunes
     langgraph-memory export ./share --namespace research
@@ -53,6 +57,7 @@ from langgraph_memory.errors import (
     NamespaceError,
     NotFoundError,
     UnsupportedFileTypeError,
+    ValidationError,
 )
 
 __all__ = ["main", "build_parser"]
@@ -72,7 +77,7 @@ def _common() -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
     from langgraph_memory import __version__
-    from langgraph_memory.cli import _archive, _bundle, _ingest, _live, _mcp, _threads
+    from langgraph_memory.cli import _archive, _bundle, _ingest, _lifecycle, _live, _mcp, _threads
 
     common = _common()
     p = argparse.ArgumentParser(
@@ -81,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"langgraph-memory {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (_live, _threads, _bundle, _ingest, _archive, _mcp):
+    for module in (_live, _lifecycle, _threads, _bundle, _ingest, _archive, _mcp):
         module.register(sub, common)
     return p
 
@@ -90,7 +95,7 @@ def _exit_code(exc: LangGraphMemoryError) -> int:
     if isinstance(exc, NotFoundError):
         return EXIT_NOTHING
     if isinstance(exc, (InvalidArgumentError, FilterError, NamespaceError, ConfigError, MissingPathError,
-                        UnsupportedFileTypeError)):
+                        UnsupportedFileTypeError, ValidationError)):
         return EXIT_USAGE
     return EXIT_ERROR
 

@@ -40,7 +40,8 @@ def _export(ctx: Ctx) -> int:
         ctx.emit({"path": str(a.path.resolve()), **manifest.as_dict()})
     else:
         by = ", ".join(f"{n} {c}" for c, n in counts["by_collection"].items()) or "nothing"
-        ctx.say(f"Exported {counts['items']} memories ({by}), {counts['lineage_edges']} lineage links, "
+        hidden = f"; {counts.get('retired', 0)} retired, {counts.get('superseded', 0)} superseded"
+        ctx.say(f"Exported {counts['items']} memories ({by}{hidden}), {counts['lineage_edges']} lineage links, "
                 f"{counts['versions']} strategy versions to {a.path}")
     return EXIT_OK if counts["items"] else EXIT_NOTHING
 
@@ -66,7 +67,8 @@ def _import(ctx: Ctx) -> int:
             f"{report.kept} kept as they were here (--on-conflict {report.on_conflict}); {vectors}.")
     if not report.dry_run:
         ctx.say(f"Lineage: {report.lineage_nodes} nodes, {report.lineage_edges} links, {report.versions} "
-                f"versions added" + (f"; {report.cycles_skipped} links left out (cycles)" if report.cycles_skipped else ""))
+                f"versions added" + (f"; {report.cycles_skipped} links left out (cycles)" if report.cycles_skipped else "")
+                + f". {report.statuses} retired or superseded statuses added.")
     for item_id, (old, new) in report.renumbered.items():
         ctx.say(f"strategy {item_id}: version {old} was taken here; it is version {new}")
     return EXIT_OK if report.items else EXIT_NOTHING

@@ -26,6 +26,7 @@ __all__ = [
     "stamp",
     "iso",
     "item_dict",
+    "find_items",
     "preview",
 ]
 
@@ -67,10 +68,12 @@ def positive_int(text: str) -> int:
     return value
 
 
-def stamp(ts: float | None) -> str:
-    """A timestamp for a table: ``2026-01-31 10:00`` (UTC)."""
+def stamp(ts: float | datetime | None) -> str:
+    """A timestamp (epoch seconds or a datetime) for a table: ``2026-01-31 10:00`` (UTC)."""
     if ts is None:
         return "-"
+    if isinstance(ts, datetime):
+        ts = ts.timestamp()
     return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
@@ -95,6 +98,16 @@ def item_dict(item: Any, score: float | None = None) -> dict[str, Any]:
     if score is not None or hasattr(item, "score"):
         out["score"] = score if score is not None else item.score
     return out
+
+
+def find_items(mem: Any, key: str, namespace: tuple[str, ...] | None) -> list[Any]:
+    """The live items (``StoredItem``) with this key: in ``namespace`` if given, else in any namespace."""
+    from langgraph_memory.catalog import items as _items
+
+    with mem.store.catalog.read() as conn:
+        if namespace is not None:
+            return list(_items.get_items(conn, [(namespace, key)]).values())
+        return _items.items_by_key(conn, key)
 
 
 def preview(value: dict[str, Any], n: int = 100) -> str:

@@ -1,4 +1,4 @@
-"""Commands over live memory: search, get, list, lineage, versions, delete."""
+"""Commands that read live memory: search, get, list, stats, lineage, versions."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import argparse
 import json
 from typing import Any
 
-from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.cli._common import (
     EXIT_NOTHING,
     EXIT_OK,
     Ctx,
+    find_items,
     item_dict,
     namespace_arg,
     positive_int,
@@ -23,9 +23,6 @@ from langgraph_memory.errors import InvalidArgumentError, NotFoundError
 
 __all__ = ["register"]
 
-# Items deleted per catalog transaction (one progress step each).
-_DELETE_BATCH = 500
-
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("search", parents=[common], help="search live memory by meaning")
@@ -35,6 +32,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("-k", "--limit", type=positive_int, default=5, help="how many results (default 5)")
     p.add_argument("--filter", type=json.loads, default=None, help='JSON filter, e.g. \'{"severity": "major"}\'')
     p.add_argument("--min-relevance", type=float, default=None, help="drop results under this cosine score")
+    p.add_argument("--include-retired", action="store_true", help="also return retired and superseded memories")
     p.set_defaults(func=_search)
 
     p = sub.add_parser("get", parents=[common], help="show one memory by its key (or id)")
@@ -48,6 +46,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--offset", type=int, default=0, help="rows to skip (the next page: --offset <limit>)")
     p.set_defaults(func=_list)
 
+    p = sub.add_parser("stats", parents=[common], help="what is in memory, per collection, and the data directory")
+    p.set_defaults(func=_stats)
+
     p = sub.add_parser("lineage", parents=[common], help="where an item came from and what came from it")
     p.add_argument("id")
     p.set_defaults(func=_lineage)
@@ -56,12 +57,6 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("name")
     p.set_defaults(func=_versions)
 
-    p = sub.add_parser("delete", parents=[common], help="delete memories: shows what would go; --yes deletes")
-    p.add_argument("keys", nargs="*", metavar="KEY", help="keys (ids) to delete")
-    p.add_argument("--namespace", type=namespace_arg, help="everything under this namespace (or the keys' namespace)")
-    p.add_argument("--filter", type=json.loads, default=None, help="only items matching this JSON filter")
-    p.add_argument("--yes", action="store_true", help="really delete (without it: a dry run)")
-    p.set_defaults(func=_delete)
 
 
 # ----------------------------------------------------------------- search
@@ -78,7 +73,8 @@ def _search(ctx: Ctx) -> int:
             prefix = (spec.label,)
     with ctx.open_memory(embed=True) as mem:
         ctx.load_model(mem)
-        hits = mem.store.search(prefix, query=a.query, filter=a.filter, limit=a.limit, refresh_ttl=False)
+        hits = mem.store.search(prefix, query=a.query, filter=a.filter, limit=a.limit, refresh_ttl=False,
+                                include_retired=a.include_retired)
     if general:  # the general collection has no label of its own: keep its items
         hits = [h for h in hits if collection_for(tuple(h.namespace)) is GENERAL]
     if a.min_relevance is not None:
@@ -97,33 +93,30 @@ def _search(ctx: Ctx) -> int:
 # -------------------------------------------------------------------- get
 
 
-def _find(mem: Any, key: str, namespace: tuple[str, ...] | None) -> list[StoredItem]:
-    """Items with this key: in ``namespace`` if given, else in any namespace."""
-    with mem.store.catalog.read() as conn:
-        if namespace is not None:
-            found = _items.get_items(conn, [(namespace, key)])
-            return list(found.values())
-        return _items.items_by_key(conn, key)
-
-
 def _get(ctx: Ctx) -> int:
     a = ctx.args
     with ctx.open_memory() as mem:
-        found = _find(mem, a.key, a.namespace)
+        found = find_items(mem, a.key, a.namespace)
+        statuses = mem.store.items.statuses([(it.namespace, it.key) for it in found])
     if not found:
         raise NotFoundError(f"no memory with key {a.key!r}" + (f" in {'/'.join(a.namespace)}" if a.namespace else ""))
     if len(found) > 1:
         spaces = ", ".join("/".join(it.namespace) for it in found)
         raise InvalidArgumentError(f"the key {a.key!r} is in {len(found)} namespaces ({spaces}); pass --namespace")
     it = found[0]
+    st = statuses.get((it.namespace, it.key))
     if ctx.json:
-        ctx.emit(item_dict(it))
+        ctx.emit({**item_dict(it), "status": st.as_dict() if st is not None else None})
         return EXIT_OK
-    ctx.table(None, ("field", "value"), [
+    rows: list[tuple[str, Any]] = [
         ("namespace", "/".join(it.namespace)), ("key", it.key), ("collection", collection_for(it.namespace).name),
         ("created", stamp(it.created_at)), ("updated", stamp(it.updated_at)),
         ("last read", stamp(it.last_accessed_at)), ("reads", it.access_count),
-    ], ids=("value",))
+    ]
+    if st is not None:  # hidden from searches: say so, and why
+        by = f" by {st.superseded_by}" if st.superseded_by and st.status == "superseded" else ""
+        rows.append(("status", f"{st.status}{by} ({stamp(st.changed_at)}): {st.reason or 'no reason given'}"))
+    ctx.table(None, ("field", "value"), rows, ids=("value",))
     ctx.out.print_json(json.dumps(it.value, ensure_ascii=False))
     return EXIT_OK
 
@@ -143,14 +136,18 @@ def _list(ctx: Ctx) -> int:
             page: list[Any] = spaces[a.offset : a.offset + a.limit]
             shown = len(spaces)
         else:
-            page = mem.store.search(a.namespace, limit=a.limit, offset=a.offset, refresh_ttl=False)
+            # Every item, retired and superseded ones too (marked): the counts above include them.
+            page = mem.store.search(a.namespace, limit=a.limit, offset=a.offset, refresh_ttl=False,
+                                    include_retired=True)
             shown = total
+            statuses = mem.store.items.statuses([(tuple(it.namespace), it.key) for it in page])
     if ctx.json:
         if a.namespace is None:
             ctx.emit({"namespaces": [{"namespace": list(ns), "collection": c, "items": n} for ns, c, n in page],
                       "total": shown, "offset": a.offset, "limit": a.limit})
         else:
-            ctx.emit({"items": [item_dict(it) for it in page], "total": shown, "offset": a.offset, "limit": a.limit})
+            ctx.emit({"items": [{**item_dict(it), "status": _status_of(statuses, it)} for it in page],
+                      "total": shown, "offset": a.offset, "limit": a.limit})
         return EXIT_OK if page else EXIT_NOTHING
     if not page:
         ctx.say("Nothing here." if not shown else f"Nothing past --offset {a.offset} ({shown} in all).")
@@ -159,12 +156,53 @@ def _list(ctx: Ctx) -> int:
         ctx.table(f"Namespaces ({total} items)", ("namespace", "collection", "items"),
                   [("/".join(ns), c, n) for ns, c, n in page], ids=("namespace",))
     else:
-        ctx.table(f"Items under {'/'.join(a.namespace)}", ("key", "namespace", "updated", "text"),
-                  [(it.key, "/".join(it.namespace), stamp(it.updated_at.timestamp()), preview(it.value))
-                   for it in page], ids=("key",))
+        ctx.table(f"Items under {'/'.join(a.namespace)}", ("key", "namespace", "updated", "status", "text"),
+                  [(it.key, "/".join(it.namespace), stamp(it.updated_at), (_status_of(statuses, it) or {}).get("status", ""),
+                    preview(it.value)) for it in page], ids=("key",))
     end = a.offset + len(page)
     more = f"; next page: --offset {end}" if end < shown else ""
     ctx.say(f"Rows {a.offset + 1}-{end} of {shown}{more}")
+    return EXIT_OK
+
+
+def _status_of(statuses: dict[Any, Any], it: Any) -> dict[str, Any] | None:
+    st = statuses.get((tuple(it.namespace), it.key))
+    return st.as_dict() if st is not None else None
+
+
+# ------------------------------------------------------------------ stats
+
+
+def _size(n: int) -> str:
+    """Bytes for a table: ``812 B``, ``4.2 KB``, ``1.3 MB``."""
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def _stats(ctx: Ctx) -> int:
+    with ctx.open_memory() as mem:
+        stats = mem.stats()
+    if ctx.json:
+        ctx.emit(stats.as_dict())
+        return EXIT_OK
+    rows = [
+        (c.name, c.items, c.with_vectors, _size(c.storage_bytes), stamp(c.oldest), stamp(c.newest), c.archived,
+         c.retired, c.superseded)
+        for c in stats.collections.values()
+    ]
+    rows.append(("total", stats.items, sum(c.with_vectors for c in stats.collections.values()),
+                 _size(sum(c.storage_bytes for c in stats.collections.values())), "", "", stats.archived,
+                 stats.retired, stats.superseded))
+    ctx.table(f"Memory in {stats.data_dir}",
+              ("collection", "items", "with vectors", "storage", "oldest", "newest", "archived", "retired",
+               "superseded"), rows, ids=("collection",))
+    threads = "no checkpointer threads" if not stats.threads else f"{stats.threads} threads ({stats.checkpoints} checkpoints)"
+    ctx.say(f"{stats.namespaces} namespaces, {stats.lineage_edges} lineage links, {stats.sessions} sessions, {threads}.")
+    ctx.say("On disk: " + ", ".join(f"{name} {_size(n)}" for name, n in stats.disk_bytes.items()))
     return EXIT_OK
 
 
@@ -212,60 +250,3 @@ def _versions(ctx: Ctx) -> int:
     else:
         ctx.say(f"No strategy named {ctx.args.name!r}.")
     return EXIT_OK if rows else EXIT_NOTHING
-
-
-# ----------------------------------------------------------------- delete
-
-
-def _doomed(mem: Any, a: Any) -> list[StoredItem]:
-    if a.keys:
-        found = [it for key in dict.fromkeys(a.keys) for it in _find(mem, key, a.namespace)]
-    elif a.namespace is None:
-        raise InvalidArgumentError("delete needs keys, or --namespace (with --filter to narrow it down)")
-    else:
-        keys: list[tuple[tuple[str, ...], str]] = []
-        while True:  # every match, a page at a time (searching with no query reads no vectors)
-            page = mem.store.search(a.namespace, filter=a.filter, limit=1000, offset=len(keys), refresh_ttl=False)
-            keys.extend((tuple(it.namespace), it.key) for it in page)
-            if len(page) < 1000:
-                break
-        with mem.store.catalog.read() as conn:
-            found = list(_items.get_items(conn, keys).values())
-    if a.keys and a.filter:
-        from langgraph_memory.store.filters import matches
-
-        found = [it for it in found if matches(it.value, a.filter)]
-    return found
-
-
-def _delete(ctx: Ctx) -> int:
-    a = ctx.args
-    with ctx.open_memory() as mem:
-        doomed = _doomed(mem, a)
-        deleted = 0
-        if doomed and a.yes:
-            by_coll: dict[str, list[StoredItem]] = {}
-            for it in doomed:
-                by_coll.setdefault(collection_for(it.namespace).name, []).append(it)
-            with ctx.progress() as update:
-                for name, group in by_coll.items():
-                    for start in range(0, len(group), _DELETE_BATCH):
-                        deleted += mem.store.items.delete_items(name, group[start : start + _DELETE_BATCH])
-                        update(f"delete {name}", min(start + _DELETE_BATCH, len(group)), len(group))
-    if ctx.json:
-        ctx.emit({"dry_run": not a.yes, "matched": len(doomed), "deleted": deleted,
-                  "items": [{"namespace": list(it.namespace), "key": it.key} for it in doomed]})
-        return EXIT_OK if doomed else EXIT_NOTHING
-    if not doomed:
-        ctx.say("Nothing matched; nothing deleted.")
-        return EXIT_NOTHING
-    ctx.table("Deleted" if a.yes else "Would delete (dry run)", ("namespace", "key", "updated", "text"),
-              [("/".join(it.namespace), it.key, stamp(it.updated_at), preview(it.value)) for it in doomed[:200]],
-              ids=("key",))
-    if len(doomed) > 200:
-        ctx.say(f"... and {len(doomed) - 200} more.")
-    if a.yes:
-        ctx.say(f"Deleted {deleted} items.")
-    else:
-        ctx.say(f"Dry run: nothing deleted. Run again with --yes to delete these {len(doomed)} items.")
-    return EXIT_OK

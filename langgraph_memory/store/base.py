@@ -364,21 +364,26 @@ class ChromaStore(BaseStore):
         """The Chroma client holding the index."""
         return self.vector_index.handle.client
 
-    def collection(self, label_or_name: str) -> RecordView:
+    def collection(self, label_or_name: str, *, include_retired: bool = False) -> RecordView:
         """A read-only view of one collection, as Chroma's collection API reads it.
+
+        Retired and superseded items are left out, as searches leave them
+        out, unless ``include_retired``.
 
         Example:
             >>> store.collection("lessons").get(include=["documents"])["documents"]  # doctest: +SKIP
             ['Short lookbacks whipsaw in volatile regimes']
         """
         embed = self._embed_query if self.embeddings is not None else None
-        return RecordView(self.catalog, self.vector_index, collection_by_name(label_or_name).name, embed)
+        hidden = None if include_retired else self._hidden.snapshot
+        return RecordView(self.catalog, self.vector_index, collection_by_name(label_or_name).name, embed, hidden=hidden)
 
-    def as_vectorstore(self, label_or_name: str) -> Any:
+    def as_vectorstore(self, label_or_name: str, *, include_retired: bool = False) -> Any:
         """One collection as a read-only LangChain ``langchain_chroma.Chroma`` vector store.
 
         Use it for retrievers and chains over the memories; write through the
         store, which keeps the catalog, timestamps and lineage consistent.
+        Retired and superseded items are left out unless ``include_retired``.
 
         Example:
             >>> retriever = store.as_vectorstore("research").as_retriever()  # doctest: +SKIP
@@ -387,7 +392,7 @@ class ChromaStore(BaseStore):
             raise ConfigError("as_vectorstore needs a store built with index= (an embedding model)")
         from langchain_chroma import Chroma
 
-        view = self.collection(label_or_name)
+        view = self.collection(label_or_name, include_retired=include_retired)
         return Chroma(client=ViewClient(view), collection_name=view.name, embedding_function=self.embeddings,
                       create_collection_if_not_exists=False)
 

@@ -11,6 +11,11 @@ item's value flattened to dotted keys (scalars only) plus ``namespace`` and
 ``$not_contains``). Writes raise :class:`~langgraph_memory.errors.ReadOnlyError`:
 write through the store, which keeps the catalog, lineage and index in step.
 
+Retired and superseded items are left out, as the store's searches leave
+them out: ``get``, ``query``, ``peek`` and ``count`` answer without them, and
+so does a LangChain retriever over ``store.as_vectorstore(...)``. A view made
+with ``include_retired=True`` shows them too.
+
     >>> view = store.collection("research")              # doctest: +SKIP
     >>> view.get(where={"source": "technical"}, limit=2)["documents"]   # doctest: +SKIP
     ['Realised vol is 24% with clustering', ...]
@@ -18,7 +23,8 @@ write through the store, which keeps the catalog, lineage and index in step.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import sqlite3
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -122,23 +128,39 @@ class RecordView:
         index: the store's Chroma index.
         collection: the collection name (``"research_findings"``...).
         embed_query: turns ``query_texts`` into a vector (None: only ``query_embeddings``).
+        hidden: ``hidden(conn)`` gives the retired and superseded items to
+            leave out, as ``{uid: created_at}`` (the store's cached set); None
+            shows every item.
     """
 
-    def __init__(self, catalog: Catalog, index: ChromaIndex, collection: str, embed_query: Any = None) -> None:
+    def __init__(
+        self,
+        catalog: Catalog,
+        index: ChromaIndex,
+        collection: str,
+        embed_query: Any = None,
+        *,
+        hidden: Callable[[sqlite3.Connection], dict[str, float]] | None = None,
+    ) -> None:
         self._catalog = catalog
         self._index = index
         self.name = collection
         self.metadata = {"hnsw:space": "cosine"}
         self.configuration = {"hnsw": {"space": "cosine"}}
         self._embed_query = embed_query
+        self._hidden = hidden
 
     def __repr__(self) -> str:
-        return f"RecordView({self.name!r}, read-only)"
+        shows = ", retired included" if self._hidden is None else ""
+        return f"RecordView({self.name!r}, read-only{shows})"
 
     # ------------------------------------------------------------- records
 
     def _records(self, items: dict[int, StoredItem]) -> dict[str, tuple[StoredItem, str, np.ndarray]]:
         with self._catalog.read() as conn:
+            if self._hidden is not None:  # a retired or superseded item has no records in the view
+                hidden = self._hidden(conn)
+                items = {i: it for i, it in items.items() if hidden.get(it.uid) != it.created_at}
             vectors = _items.load_vectors(conn, list(items))
         out = {}
         for item_id, rows in vectors.items():
@@ -170,13 +192,20 @@ class RecordView:
     # ---------------------------------------------------------------- reads
 
     def count(self) -> int:
-        """How many vector records the collection holds."""
+        """How many vector records the collection holds (those of retired and superseded items left out)."""
+        return self._count(shown_only=True)
+
+    def _count(self, *, shown_only: bool) -> int:
+        sql = (
+            "SELECT count(*) FROM vectors v JOIN items i ON i.id = v.item_id JOIN namespaces n ON n.id = i.ns_id "
+            "WHERE n.collection = ?"
+        )
+        if shown_only and self._hidden is not None:
+            # A status row hides the item it was set on (same uid and created_at), as in searches.
+            sql += (" AND NOT EXISTS (SELECT 1 FROM item_status s "
+                    "WHERE s.uid = i.uid AND s.item_created_at = i.created_at)")
         with self._catalog.read() as conn:
-            (n,) = conn.execute(
-                "SELECT count(*) FROM vectors v JOIN items i ON i.id = v.item_id JOIN namespaces n ON n.id = i.ns_id "
-                "WHERE n.collection = ?",
-                (self.name,),
-            ).fetchone()
+            (n,) = conn.execute(sql, (self.name,)).fetchone()
         return int(n)
 
     def get(
@@ -249,7 +278,7 @@ class RecordView:
     def _nearest(
         self, q: np.ndarray, k: int, where: dict[str, Any] | None, where_document: dict[str, Any] | None
     ) -> tuple[list[tuple[str, StoredItem, str, np.ndarray]], list[float]]:
-        total = self.count()
+        total = self._count(shown_only=False)  # the index holds hidden items' vectors too
         n = max(k * 4, 50)
         while True:
             try:

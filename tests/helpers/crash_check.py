@@ -22,6 +22,7 @@ from langgraph.store.base import get_text_at_path
 
 from langgraph_memory import Memory
 from langgraph_memory.catalog import items as _items
+from langgraph_memory.store._probe import WIDE, unreachable
 from langgraph_memory.store.index import all_collections, parse_record_id, record_id
 
 DIMS = 16
@@ -257,9 +258,7 @@ def _check_index(store: Any, result: CheckResult) -> None:
             result.orphaned.append(f"{name}: Chroma record {rid} ({parse_record_id(rid)}) without its item")
         if not rows or col is None:
             continue
-        matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-        for start in range(0, len(rows), 100):
-            res = col.query(query_embeddings=matrix[start : start + 100], n_results=1, include=["distances"])
-            for r, ids, dists in zip(rows[start : start + 100], res["ids"], res["distances"]):
-                if ids[:1] != [record_id(r[0], r[1])] and not (dists and dists[0] < 1e-6):
-                    result.lost.append(f"{name}: vector of {record_id(r[0], r[1])} finds {ids[:1]}")
+        records = [[record_id(r[0], r[1]), np.frombuffer(r[2], dtype=np.float32).tolist()] for r in rows]
+        # First place, or (HNSW being approximate) within a wide search: see _probe.unreachable.
+        for rid in unreachable(col, records, len(have)):
+            result.lost.append(f"{name}: vector of {rid} does not find it, even among {WIDE} results")
