@@ -7,7 +7,7 @@ cd "$(dirname "$0")"
   echo
   echo "Each section is the table its script printed and wrote to \`bench/RESULTS_<name>.md\`, with the machine it ran on."
   echo "Re-run a script (\`.venv/bin/python bench/<name>_bench.py\`), then \`bash bench/collect_results.sh\`."
-  for name in store checkpoint archive locomo hybrid ingest crash; do
+  for name in store checkpoint archive locomo hybrid ingest session crash; do
     if [ -f "RESULTS_${name}.md" ]; then
       echo
       echo "---"

@@ -505,7 +505,8 @@ def main() -> None:
 def write_results(lines: list[str]) -> None:
     head, sep, _old = RESULTS.read_text().partition(MARKER) if RESULTS.exists() else ("", "", "")
     if not sep:
-        head = "# Session memory (`bench/session_bench.py`)\n\n"
+        head = ("# Session memory (`bench/session_bench.py`)\n\nCommand: `.venv/bin/python bench/session_bench.py --write` "
+                "(about 15 minutes). How it was measured: the script's docstring.\n\n")
     RESULTS.write_text(head + MARKER + "\n" + "\n".join(lines))
 
 

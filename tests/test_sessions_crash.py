@@ -20,10 +20,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from langgraph_memory import Memory
+from langgraph_memory.catalog import items as _items
 from langgraph_memory.sessions import SessionConfig
+from tests.helpers.crash_check import index_problems
 from tests.helpers.session_data import Clock, TopicEmbeddings
 from tests.helpers.session_kill import promote_in_order
 
@@ -142,12 +145,22 @@ def test_sigkill_mid_promotion_loses_no_turn_and_promotes_none_twice(tmp_path: P
             assert mem.sessions.promote_to_longterm(sid) == []
         got = snapshot(mem)
         assert got == expected
-        # Each memory's vector: a search with its own text finds it first; listing and filters agree.
-        for key, (content, *_rest, session_id, _parents) in got["memories"].items():
-            (first,) = mem.store.search(("episodes",), query=content, limit=1)
-            assert first.key == key or first.value["content"] == content
+        # Each memory's vectors are its chunks' embeddings, Chroma holds exactly those and each finds
+        # itself; listing and filters agree.
+        emb = TopicEmbeddings()
+        with mem.store.catalog.read() as conn:
+            ids = dict(conn.execute("SELECT key, id FROM items"))
+            vectors = _items.load_vectors(conn, list(ids.values()))
+        for key, (content, _importance, chunks, session_id, _parents) in got["memories"].items():
+            stored = np.stack([np.frombuffer(v, dtype=np.float32) for _i, _p, v in vectors[ids[key]]])
+            want = np.asarray(emb.embed_documents(chunks), dtype=np.float32)
+            assert stored.shape == want.shape and np.allclose(
+                stored / np.linalg.norm(stored, axis=1, keepdims=True), want / np.linalg.norm(want, axis=1, keepdims=True),
+                atol=1e-5,
+            )
             by_session = mem.store.search(("episodes",), filter={"session_id": session_id}, limit=100)
             assert key in {it.key for it in by_session}
+        assert index_problems(mem.store) == []
         stats = mem.stats()
         assert stats.promoted_turns == len(expected["memories"])
         assert stats.session_turns == sum(v[1] for v in expected["sessions"].values())

@@ -240,6 +240,14 @@ def _check_counts(store: Any, result: CheckResult) -> None:
         result.orphaned.append(f"counts of {row[0]!r}: recorded {row[1]}/{row[2]}, actual {row[3]}/{row[4]}")
 
 
+def index_problems(store: Any) -> list[str]:
+    """What is wrong with the Chroma index of ``store``: counts, records missing or extra, records not found."""
+    result = CheckResult()
+    _check_counts(store, result)
+    _check_index(store, result)
+    return result.lost + result.orphaned
+
+
 def _check_index(store: Any, result: CheckResult) -> None:
     """Chroma holds exactly the catalog's vector records, and each finds itself."""
     for name in all_collections():
