@@ -192,3 +192,24 @@ def test_a_record_counts_as_unreachable_only_if_a_wide_search_misses_it_too(tmp_
     # What the catalog holds for r7 is not what Chroma holds (a lost update): no search finds r7 with it.
     stale = [["r7", (-vectors[7]).tolist()], ["r8", vectors[8].tolist()]]
     assert unreachable(col, stale, 300) == ["r7"]
+
+
+def test_changes_applied_after_an_unclean_shutdown_are_checked(pristine: tuple[Path, dict[int, str]], tmp_path: Path) -> None:
+    import sqlite3
+
+    data_dir = tmp_path / "memory"
+    shutil.copytree(pristine[0], data_dir)
+    # As after a crash between Chroma's write and the queue's mark: the last batch is queued again, no seal.
+    conn = sqlite3.connect(data_dir / "catalog.sqlite")
+    (seq,) = conn.execute("SELECT max(seq) FROM index_queue WHERE collection = 'research_findings'").fetchone()
+    conn.execute("UPDATE index_state SET applied_seq = ? WHERE collection = 'research_findings'", (seq - 200,))
+    conn.execute("DELETE FROM meta WHERE key = 'index_seal'")
+    conn.commit()
+    conn.close()
+    store = _open(data_dir)
+    try:
+        assert store.vector_index.probe_seconds is not None and store.vector_index.last_rebuild is None
+        assert store.vector_index.caught_up_checked == 200  # re-applied, then each found itself
+        assert _top1(store) == pristine[1]
+    finally:
+        store.close()
