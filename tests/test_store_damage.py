@@ -39,6 +39,15 @@ def _top1(store: ChromaStore) -> dict[int, str]:
     return {i: store.search(("research",), query=f"finding number {i}", limit=1)[0].key for i in PROBES}
 
 
+@pytest.fixture(autouse=True)
+def _probe_at_any_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    # These tests are about the probe: it runs for indexes of more than REBUILD_MAX vectors; smaller ones
+    # are rebuilt after an unclean shutdown without being opened (test_a_small_index_is_rebuilt_...).
+    from langgraph_memory.store import index as _index
+
+    monkeypatch.setattr(_index, "REBUILD_MAX", 0)
+
+
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[int, str]]:
     data_dir = tmp_path_factory.mktemp("pristine") / "memory"
@@ -211,5 +220,39 @@ def test_changes_applied_after_an_unclean_shutdown_are_checked(pristine: tuple[P
         assert store.vector_index.probe_seconds is not None and store.vector_index.last_rebuild is None
         assert store.vector_index.caught_up_checked == 200  # re-applied, then each found itself
         assert _top1(store) == pristine[1]
+    finally:
+        store.close()
+
+
+def test_a_small_index_is_rebuilt_after_an_unclean_shutdown_without_being_opened(
+    pristine: tuple[Path, dict[int, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langgraph_memory.store import index as _index
+
+    monkeypatch.setattr(_index, "REBUILD_MAX", N)
+    data_dir = tmp_path / "memory"
+    shutil.copytree(pristine[0], data_dir)
+    seg = _segment(data_dir)
+    (seg / "link_lists.bin").write_bytes(b"\xff" * 4096)  # damage that would crash or mislead a reader
+    store = _open(data_dir)
+    try:
+        index = store.vector_index
+        assert index.probe_seconds is None and index.last_rebuild is not None and index.last_rebuild.total == N
+        assert _top1(store) == pristine[1]
+        assert not seg.exists()  # the old folder is gone
+    finally:
+        store.close()
+    monkeypatch.setattr(_index, "REBUILD_MAX", N - 1)  # one vector more than the limit: probed, not rebuilt
+    data_dir2 = tmp_path / "memory2"
+    shutil.copytree(pristine[0], data_dir2)
+    import sqlite3
+
+    conn = sqlite3.connect(data_dir2 / "catalog.sqlite")
+    conn.execute("DELETE FROM meta WHERE key = 'index_seal'")
+    conn.commit()
+    conn.close()
+    store = _open(data_dir2)
+    try:
+        assert store.vector_index.probe_seconds is not None and store.vector_index.last_rebuild is None
     finally:
         store.close()

@@ -60,6 +60,11 @@ _SAMPLES = 32
 #: checked per collection (the newest), besides :data:`_SAMPLES` random ones.
 _RECENT_MAX = 2000
 _VERIFIED_KEY = "index_verified:"
+#: After an unclean shutdown an index of at most this many vectors is rebuilt from the catalog rather than
+#: probed: measured here, a rebuild applies ~6,600 vectors/s (10,603 in 1.6 s), so 25,000 take about as
+#: long as the probe takes at 100,000 (3.7 s), and no record a torn write damaged can survive it. The
+#: probe checks the records written since the index was last verified and a sample of the others.
+REBUILD_MAX = 25_000
 
 ProgressFn = Callable[[str, int, int], None]
 
@@ -348,6 +353,11 @@ class ChromaIndex:
         elif not folder.exists():
             if sum(counts.values()):
                 self._rebuild_or_degrade(f"the index folder {folder} is missing", progress)
+        elif seal != fingerprint(folder) and sum(counts.values()) <= REBUILD_MAX:
+            self._rebuild_or_degrade(
+                f"the index was not closed cleanly; {sum(counts.values()):,} vectors are rebuilt faster than checked",
+                progress,
+            )
         elif seal != fingerprint(folder):
             started = time.perf_counter()
             result = probe(folder, self._probe_specs(counts))

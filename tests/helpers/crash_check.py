@@ -84,14 +84,27 @@ def replay(log_path: Path) -> tuple[dict[tuple[tuple[str, ...], str], dict[str, 
     return state, pending, typed
 
 
-def check(data_dir: Path, log_path: Path) -> CheckResult:
-    """Reopen ``data_dir`` and compare it with what ``log_path`` says was acknowledged."""
+def check(data_dir: Path, log_path: Path, *, probe: bool = False) -> CheckResult:
+    """Reopen ``data_dir`` and compare it with what ``log_path`` says was acknowledged.
+
+    With ``probe`` the open after a crash probes the index whatever its size
+    (``REBUILD_MAX`` set to 0), as it does for an index of more than
+    ``REBUILD_MAX`` vectors; without, a small index is rebuilt (the default).
+    """
     import time
+
+    from langgraph_memory.store import index as _index
 
     result = CheckResult()
     emb = DeterministicFakeEmbedding(size=DIMS)
     started = time.perf_counter()
-    mem = Memory.open(data_dir, embeddings=emb)
+    saved = _index.REBUILD_MAX
+    if probe:
+        _index.REBUILD_MAX = 0
+    try:
+        mem = Memory.open(data_dir, embeddings=emb)
+    finally:
+        _index.REBUILD_MAX = saved
     result.open_seconds = time.perf_counter() - started
     store = mem.store
     result.probed = store.vector_index.probe_seconds is not None
