@@ -264,6 +264,10 @@ def test_retire_supersede_reinstate(live, capsys, fake_embeddings):
     code, hits = _json(capsys, "--data-dir", d, "search", "Momentum decays after earnings", "--collection", "research",
                        "--include-retired")
     assert code == 0 and [h["key"] for h in hits] == [live["finding"]]
+    assert hits[0]["status"]["status"] == "retired" and hits[0]["status"]["reason"] == "the vendor restated prices"
+    code, out = _run(capsys, "--data-dir", d, "search", "Momentum decays after earnings", "--collection", "research",
+                     "--include-retired")
+    assert code == 0 and "retired" in out
     code, item = _json(capsys, "--data-dir", d, "get", live["finding"])
     assert code == 0 and item["status"]["status"] == "retired"
     code, out = _run(capsys, "--data-dir", d, "get", live["finding"])

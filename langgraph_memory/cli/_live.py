@@ -75,12 +75,18 @@ def _search(ctx: Ctx) -> int:
         ctx.load_model(mem)
         hits = mem.store.search(prefix, query=a.query, filter=a.filter, limit=a.limit, refresh_ttl=False,
                                 include_retired=a.include_retired)
+        statuses = mem.store.items.statuses([(tuple(h.namespace), h.key) for h in hits]) if a.include_retired else {}
     if general:  # the general collection has no label of its own: keep its items
         hits = [h for h in hits if collection_for(tuple(h.namespace)) is GENERAL]
     if a.min_relevance is not None:
         hits = [h for h in hits if h.score is not None and h.score >= a.min_relevance]
     if ctx.json:
-        ctx.emit([item_dict(h) for h in hits])
+        ctx.emit([{**item_dict(h), "status": _status_of(statuses, h)} if a.include_retired else item_dict(h)
+                  for h in hits])
+    elif hits and a.include_retired:
+        ctx.table(f"Search: {a.query!r}", ("score", "namespace", "key", "status", "text"),
+                  [(f"{h.score:.3f}" if h.score is not None else "-", "/".join(h.namespace), h.key,
+                    (_status_of(statuses, h) or {}).get("status", ""), preview(h.value)) for h in hits], ids=("key",))
     elif hits:
         ctx.table(f"Search: {a.query!r}", ("score", "namespace", "key", "text"),
                   [(f"{h.score:.3f}" if h.score is not None else "-", "/".join(h.namespace), h.key,
