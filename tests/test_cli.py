@@ -338,21 +338,27 @@ def test_stats_against_a_known_fixture(live, capsys, fake_embeddings):
         mem.archiver.run()  # archives the retired lesson at once
         mem.retire("m1", "outdated", namespace=("memories", "u1"))
         mem.store.put(("memories", "u1"), "raw", {"content": "no vector"}, index=False)
+        # A session promoted (its one turn to ("episodes",), with lineage to the session and its thread), another active.
+        done = mem.sessions.add_turn("I size positions at 2% risk per trade", "Noted.", thread_id="t1", importance=1.0)
+        mem.sessions.promote_to_longterm(done)
+        mem.sessions.add_turn("what about stops?", "", thread_id="t2")
     _checkpoint_threads(Path(d), 2)
     code, stats = _json(capsys, "--data-dir", d, "stats")
+    assert (stats["sessions"], stats["active_sessions"], stats["session_turns"], stats["promoted_turns"]) == (2, 1, 2, 1)
     c = stats["collections"]
     assert code == 0 and {name: v["items"] for name, v in c.items() if v["items"]} == {
-        "research_findings": 1, "strategy_library": 2, "memories": 7}
-    assert (c["memories"]["with_vectors"], c["memories"]["retired"]) == (6, 1)
+        "research_findings": 1, "strategy_library": 2, "memories": 8}
+    assert (c["memories"]["with_vectors"], c["memories"]["retired"]) == (7, 1)
     assert (c["strategy_library"]["superseded"], c["lessons_learned"]["archived"]) == (1, 1)
-    assert (stats["items"], stats["archived"], stats["retired"], stats["superseded"]) == (10, 1, 1, 1)
-    assert (stats["threads"], stats["namespaces"], stats["lineage_edges"]) == (2, 4, 4)
+    assert (stats["items"], stats["archived"], stats["retired"], stats["superseded"]) == (11, 1, 1, 1)
+    assert (stats["threads"], stats["namespaces"], stats["lineage_edges"]) == (2, 5, 6)
     assert c["research_findings"]["storage_bytes"] > 0 and c["research_findings"]["oldest"].endswith("+00:00")
     assert c["market_regimes"] == {**c["market_regimes"], "items": 0, "oldest": None, "storage_bytes": 0}
     code, out = _run(capsys, "--data-dir", d, "stats")
-    assert code == 0 and "strategy_library" in out and "2 threads" in out and "4 lineage links" in out
+    assert code == 0 and "strategy_library" in out and "2 threads" in out
+    assert "6 lineage links, 2 sessions (1 active; 2 turns recorded, 1 promoted)" in out
     row = next(line for line in out.splitlines() if "memories" in line)
-    assert [cell.strip() for cell in row.split("│")[1:4]] == ["memories", "7", "6"]
+    assert [cell.strip() for cell in row.split("│")[1:4]] == ["memories", "8", "7"]
 
 
 def test_threads_in_a_directory_never_checkpointed(live, capsys):

@@ -207,7 +207,9 @@ def _stats(ctx: Ctx) -> int:
               ("collection", "items", "with vectors", "storage", "oldest", "newest", "archived", "retired",
                "superseded"), rows, ids=("collection",))
     threads = "no checkpointer threads" if not stats.threads else f"{stats.threads} threads ({stats.checkpoints} checkpoints)"
-    ctx.say(f"{stats.namespaces} namespaces, {stats.lineage_edges} lineage links, {stats.sessions} sessions, {threads}.")
+    ctx.say(f"{stats.namespaces} namespaces, {stats.lineage_edges} lineage links, {stats.sessions} sessions "
+            f"({stats.active_sessions} active; {stats.session_turns} turns recorded, {stats.promoted_turns} promoted), "
+            f"{threads}.")
     ctx.say("On disk: " + ", ".join(f"{name} {_size(n)}" for name, n in stats.disk_bytes.items()))
     return EXIT_OK
 
