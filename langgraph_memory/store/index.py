@@ -348,32 +348,36 @@ class ChromaIndex:
             seal = self.catalog.get_meta(conn, _SEAL_KEY)
             broken = self.catalog.get_meta(conn, _BROKEN_KEY)
         counts = self._catalog_counts()
+        total = sum(counts.values())
         if broken:
             self._rebuild_or_degrade("the index failed in an earlier session", progress)
         elif not folder.exists():
-            if sum(counts.values()):
+            if total:
                 self._rebuild_or_degrade(f"the index folder {folder} is missing", progress)
-        elif seal != fingerprint(folder) and sum(counts.values()) <= REBUILD_MAX:
-            self._rebuild_or_degrade(
-                f"the index was not closed cleanly; {sum(counts.values()):,} vectors are rebuilt faster than checked",
-                progress,
-            )
         elif seal != fingerprint(folder):
-            started = time.perf_counter()
-            result = probe(folder, self._probe_specs(counts))
-            self.probe_seconds = time.perf_counter() - started
-            if not result.ok:
-                why = result.detail or "; ".join(f"{k}: {v}" for k, v in result.problems.items())
-                self._rebuild_or_degrade(f"the index did not pass its check ({why})", progress)
+            if total <= REBUILD_MAX:
+                self._rebuild_or_degrade(
+                    f"the index was not closed cleanly; {total:,} vectors are rebuilt faster than checked", progress
+                )
             else:
-                logger.info("checked the Chroma index in %s after an unclean shutdown (%.2f s)", folder,
-                            self.probe_seconds)
-                before = self._applied_marks()
-                self._mark_verified()
-                self._reconcile_or_rebuild(progress, counts)
-                self._check_caught_up(before, progress)
+                self._probe_and_catch_up(folder, counts, progress)
         with self.catalog.write() as conn:
             self.catalog.set_meta(conn, _SEAL_KEY, None)
+
+    def _probe_and_catch_up(self, folder: Path, counts: dict[str, int], progress: bool | ProgressFn) -> None:
+        """After an unclean shutdown: probe ``folder`` in a subprocess, apply what was queued, check that too."""
+        started = time.perf_counter()
+        result = probe(folder, self._probe_specs(counts))
+        self.probe_seconds = time.perf_counter() - started
+        if not result.ok:
+            why = result.detail or "; ".join(f"{k}: {v}" for k, v in result.problems.items())
+            self._rebuild_or_degrade(f"the index did not pass its check ({why})", progress)
+            return
+        logger.info("checked the Chroma index in %s after an unclean shutdown (%.2f s)", folder, self.probe_seconds)
+        before = self._applied_marks()
+        self._mark_verified()
+        self._reconcile_or_rebuild(progress, counts)
+        self._check_caught_up(before, progress)
 
     def _remove_stale_folders(self, current: Path) -> None:
         assert self.root is not None
