@@ -121,10 +121,11 @@ def unreachable(col: Any, records: list[list[Any]], n_vectors: int) -> list[str]
                 out.append([rid, vec])
         return out
 
-    first = [m for start in range(0, len(records), _BATCH) for m in misses(records[start : start + _BATCH], 1)]
-    if not first:
-        return []
-    return [rid for rid, _vec in misses(first, max(1, min(WIDE, n_vectors)))]
+    def batched(recs: list[list[Any]], k: int) -> list[list[Any]]:
+        return [m for start in range(0, len(recs), _BATCH) for m in misses(recs[start : start + _BATCH], k)]
+
+    first = batched(records, 1)
+    return [rid for rid, _vec in batched(first, max(1, min(WIDE, n_vectors)))] if first else []
 
 
 def _main() -> None:
