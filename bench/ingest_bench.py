@@ -290,7 +290,7 @@ def main() -> None:
 
         model = DeterministicFakeEmbedding(size=32)
     else:
-        from langgraph_memory.embeddings import SentenceTransformerEmbeddings
+        from langgraph_memory.store.embeddings import SentenceTransformerEmbeddings
 
         model = SentenceTransformerEmbeddings()
         model.embed_query("warm up")

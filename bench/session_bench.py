@@ -61,8 +61,8 @@ from langgraph.store.base import PutOp  # noqa: E402
 from locomo_bench import CATEGORIES, questions, session_time  # noqa: E402
 
 from langgraph_memory.catalog.items import join_ns  # noqa: E402
-from langgraph_memory.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings  # noqa: E402
-from langgraph_memory.ranking import HybridRanking  # noqa: E402
+from langgraph_memory.store.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings  # noqa: E402
+from langgraph_memory.store.ranking import HybridRanking  # noqa: E402
 from langgraph_memory.sessions import SessionConfig, SessionMemory  # noqa: E402
 from langgraph_memory.sessions.importance import novelty  # noqa: E402
 from langgraph_memory.sessions.promotion import chunk_turn  # noqa: E402

@@ -27,31 +27,40 @@ server (:mod:`langgraph_memory.mcp_server`, ``langgraph-memory mcp``).
 
 from __future__ import annotations
 
-from langgraph_memory._procedural_api import ProceduralAPI
-from langgraph_memory._research_api import ResearchAPI
+from langgraph_memory import _compat
+
+_compat.install()
+
+from langgraph_memory.research.procedures import ProceduralAPI
+from langgraph_memory.research.api import ResearchAPI
 from langgraph_memory.archive import Archiver, schedule_archival, schedule_session_cleanup
 from langgraph_memory.bundle import export_bundle, import_bundle
 from langgraph_memory.catalog.status import ItemStatus
 from langgraph_memory.checkpoint import SqliteCheckpointer
 from langgraph_memory.config import Settings
-from langgraph_memory.conversation import conversation_node, last_human_text
-from langgraph_memory.decay import DecayReport
-from langgraph_memory.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings, default_embeddings
+from langgraph_memory.graph.conversation import conversation_node, last_human_text
+from langgraph_memory.lifecycle.decay import DecayReport
+from langgraph_memory.store.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings, default_embeddings
 from langgraph_memory.errors import LangGraphMemoryError
-from langgraph_memory.lifecycle import DeleteReport
+from langgraph_memory.lifecycle.items import DeleteReport
 from langgraph_memory.ingest import ChunkHit, IngestConfig, IngestReport
-from langgraph_memory.lineage import Lineage
+from langgraph_memory.research.lineage import Lineage
 from langgraph_memory.memory import Hit, Memory, StrategyVersion
-from langgraph_memory.nodes import recall_node, store_node
-from langgraph_memory.stats import CollectionStats, MemoryStats
-from langgraph_memory.ranking import HybridRanking, TemporalConfig
+from langgraph_memory.graph.nodes import recall_node, store_node
+from langgraph_memory.lifecycle.stats import CollectionStats, MemoryStats
+from langgraph_memory.store.ranking import HybridRanking, TemporalConfig
 from langgraph_memory.sessions import CleanupReport, Session, SessionConfig, SessionMemory, SessionTurn
 from langgraph_memory.store import ChromaStore
-from langgraph_memory.tools import create_recall_tool, create_store_tool
+from langgraph_memory.store.registry import CollectionRegistry, CollectionSpec, set_default_collections
+from langgraph_memory.research.collections import RESEARCH
+from langgraph_memory.graph.tools import create_recall_tool, create_store_tool
 
 __all__ = [
     "Memory",
     "ChromaStore",
+    "CollectionRegistry",
+    "CollectionSpec",
+    "RESEARCH",
     "HybridRanking",
     "TemporalConfig",
     "SqliteCheckpointer",
@@ -91,4 +100,8 @@ __all__ = [
     "last_human_text",
 ]
 
-__version__ = "0.1.0"
+# The product's default: a store opened without ``collections=`` keeps the research collections.
+# The store itself only knows the registry interface; the façade decides which one.
+set_default_collections(RESEARCH)
+
+from langgraph_memory._version import __version__ as __version__

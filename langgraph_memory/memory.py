@@ -52,27 +52,27 @@ from langchain_core.embeddings import Embeddings
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import IndexConfig, TTLConfig
 
-from langgraph_memory._procedural_api import ProceduralAPI
-from langgraph_memory._research_api import (
+from langgraph_memory.research.procedures import ProceduralAPI
+from langgraph_memory.research.api import (
     HYPOTHESIS_STATUSES,
     STRATEGY_STATUSES,
     Hit,
     ResearchAPI,
     StrategyVersion,
 )
-from langgraph_memory._typed import TypedItems, athread
-from langgraph_memory.collections import COLLECTIONS, collection_by_name
+from langgraph_memory.research.typed import TypedItems, athread
+from langgraph_memory.research.collections import COLLECTIONS, collection_by_name
 from langgraph_memory.config import DEFAULT_K, Settings
-from langgraph_memory.decay import DecayReport, cleanup_decayed
+from langgraph_memory.lifecycle.decay import DecayReport, cleanup_decayed
 from langgraph_memory.errors import ConfigError
 from langgraph_memory.ingest import DOCUMENTS_NAMESPACE, ChunkHit, IngestConfig, IngestProgress, IngestReport, Ingestor
 from langgraph_memory.ingest import recall as _recall_chunks
-from langgraph_memory.lifecycle import ItemLifecycle
-from langgraph_memory.lineage import ItemRef, Lineage, LineageStore, NodeSummary, build_lineage
-from langgraph_memory.ranking import HybridRanking, TemporalConfig
+from langgraph_memory.lifecycle.items import ItemLifecycle
+from langgraph_memory.research.lineage import ItemRef, Lineage, LineageStore, NodeSummary, build_lineage
+from langgraph_memory.store.ranking import HybridRanking, TemporalConfig
 from langgraph_memory.sessions import EPISODES_NAMESPACE, SESSIONS_COLLECTION, THREADS_COLLECTION, SessionConfig, SessionMemory
 from langgraph_memory.sessions.promotion import session_summaries
-from langgraph_memory.stats import MemoryStats, collect_stats
+from langgraph_memory.lifecycle.stats import MemoryStats, collect_stats
 from langgraph_memory.store import ChromaStore
 
 __all__ = ["Memory", "Hit", "StrategyVersion", "STRATEGY_STATUSES", "HYPOTHESIS_STATUSES"]

@@ -14,10 +14,10 @@ from typing_extensions import TypedDict
 
 from langgraph_memory.errors import ConfigError
 from langgraph_memory.memory import Memory
-from langgraph_memory.nodes import recall_node
-from langgraph_memory.ranking import HybridRanking, TemporalConfig, calculate_final_score
+from langgraph_memory.graph.nodes import recall_node
+from langgraph_memory.store.ranking import HybridRanking, TemporalConfig, calculate_final_score
 from langgraph_memory.store import ChromaStore
-from langgraph_memory.tools import create_recall_tool
+from langgraph_memory.graph.tools import create_recall_tool
 from tests.conftest import FAKE_DIMS
 from tests.helpers.archive_data import old_item
 

@@ -17,7 +17,7 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from mcp import Client, StdioServerParameters
 
-from langgraph_memory.mcp_server import MemoryTools
+from langgraph_memory.mcp.server import MemoryTools
 from langgraph_memory.memory import Memory
 
 CLI = Path(sys.executable).with_name("langgraph-memory")

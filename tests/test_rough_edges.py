@@ -26,9 +26,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph_memory.checkpoint import SqliteCheckpointer
 from langgraph_memory.config import MIN_RELEVANCE
 from langgraph_memory.errors import ReadOnlyError, StoreBackendError
-from langgraph_memory.nodes import format_namespace, recall_node, store_node
+from langgraph_memory.graph.nodes import format_namespace, recall_node, store_node
 from langgraph_memory.store import ChromaStore
-from langgraph_memory.tools import create_recall_tool, create_store_tool
+from langgraph_memory.graph.tools import create_recall_tool, create_store_tool
 from tests.conftest import FAKE_DIMS
 from tests.helpers.graphs import react_graph
 
@@ -201,11 +201,11 @@ def test_6_install_from_a_clone_extras_and_type_hints() -> None:
 
 @pytest.mark.slow
 def test_7_loading_the_model_is_logged_at_info(caplog: pytest.LogCaptureFixture) -> None:
-    from langgraph_memory.embeddings import SentenceTransformerEmbeddings
+    from langgraph_memory.store.embeddings import SentenceTransformerEmbeddings
 
     emb = SentenceTransformerEmbeddings()
     assert not emb.loaded
-    with caplog.at_level(logging.INFO, logger="langgraph_memory.embeddings"):
+    with caplog.at_level(logging.INFO, logger="langgraph_memory.store.embeddings"):
         emb.load()
     messages = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
     assert any(m.startswith("loading embedding model") for m in messages)

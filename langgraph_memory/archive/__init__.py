@@ -22,7 +22,7 @@ from langgraph_memory.archive.format import FORMAT_VERSION, ArchivedItem
 from langgraph_memory.archive.manifest import ArchiveFile
 from langgraph_memory.archive.reports import ArchiveHit, ArchiveReport, CollectionReport, RestoreReport
 from langgraph_memory.archive.schedule import DEFAULT_CRON, schedule_archival, schedule_session_cleanup
-from langgraph_memory.collections import RetentionPolicy
+from langgraph_memory.research.collections import RetentionPolicy
 
 __all__ = [
     "Archiver",

@@ -22,7 +22,7 @@ import numpy as np
 from langgraph_memory.archive.format import ArchivedItem, decode_line, decode_vectors, parse_line, read_lines
 from langgraph_memory.archive.manifest import READABLE, ArchiveFile, Manifest
 from langgraph_memory.archive.reports import ArchiveHit
-from langgraph_memory.collections import collection_by_name
+from langgraph_memory.research.collections import collection_by_name
 from langgraph_memory.errors import ArchiveIntegrityError, ConfigError
 from langgraph_memory.store.filters import matches, validate_filter
 

@@ -48,12 +48,13 @@ from typing import Any, Protocol, runtime_checkable
 
 import filelock
 
-from langgraph_memory import _sqlite
+from langgraph_memory._infra import sqlite as _sqlite
 from langgraph_memory.archive import _reading, _steps, _thread_files
+from langgraph_memory.archive._steps import ProgressCallback
 from langgraph_memory.archive.format import ArchivedItem, ArchiveWriter
 from langgraph_memory.archive.manifest import READABLE, ArchiveFile, Manifest
 from langgraph_memory.archive.reports import ArchiveHit, ArchiveReport, CollectionReport, RestoreReport
-from langgraph_memory.collections import COLLECTIONS, GENERAL, RetentionPolicy, collection_by_name
+from langgraph_memory.research.collections import COLLECTIONS, GENERAL, RetentionPolicy, collection_by_name
 from langgraph_memory.config import (
     ARCHIVE_AFTER_DAYS,
     MANIFEST_FILE,
@@ -75,8 +76,6 @@ __all__ = ["Archiver", "ThreadPruner", "ProgressCallback", "default_policies"]
 logger = logging.getLogger(__name__)
 
 _DAY = 86400.0
-ProgressCallback = Callable[[str, str, int, "int | None"], None]
-"""``progress(phase, collection, done, total)``; phase is scan, write, verify or delete."""
 
 
 @runtime_checkable

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langgraph_memory import _sqlite
+from langgraph_memory._infra import sqlite as _sqlite
 from langgraph_memory.archive.format import FORMAT_VERSION
 from langgraph_memory.errors import (
     ArchiveError,

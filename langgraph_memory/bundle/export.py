@@ -31,7 +31,7 @@ from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog.lineage import Edge
 from langgraph_memory.catalog.status import STATUSES
-from langgraph_memory.collections import COLLECTIONS, GENERAL, collection_by_name, collection_for
+from langgraph_memory.research.collections import COLLECTIONS, GENERAL, collection_by_name, collection_for
 from langgraph_memory.errors import InvalidArgumentError, StorageError
 from langgraph_memory.store.namespaces import validate_namespace
 
@@ -136,7 +136,7 @@ def _write(
     with store.catalog.read() as conn:
         model_name = store.catalog.get_meta(conn, MODEL_KEY)
         dims = store.catalog.get_meta(conn, DIMS_KEY)
-    from langgraph_memory import __version__
+    from langgraph_memory._version import __version__
 
     manifest = BundleManifest(
         format=BUNDLE_FORMAT,

@@ -46,7 +46,7 @@ from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog.lineage import Edge, ItemRef, VersionRow
 from langgraph_memory.catalog.status import STATUSES, ItemStatus
-from langgraph_memory.collections import collection_for
+from langgraph_memory.research.collections import collection_for
 from langgraph_memory.errors import ArchiveIntegrityError, BundleError, LangGraphMemoryError, ValidationError
 from langgraph_memory.store.namespaces import validate_namespace
 

@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
-from langgraph_memory import _sqlite
+from langgraph_memory._infra import sqlite as _sqlite
 from langgraph_memory.catalog._schema import migrate
 from langgraph_memory.catalog.items import NamespaceIds
 from langgraph_memory.errors import ConfigError, LangGraphMemoryError, StoreBackendError

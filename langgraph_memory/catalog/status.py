@@ -26,13 +26,12 @@ process can keep the hidden set in memory and reread it only after a change
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
 from langgraph_memory.catalog.items import chunked, get_items, item_uid, join_ns, rows_in, split_ns
-from langgraph_memory.collections import collection_for
 
 __all__ = [
     "Status",
@@ -147,12 +146,17 @@ def version(conn: sqlite3.Connection) -> int:
     return int(row[0]) if row else 0
 
 
-def targets(conn: sqlite3.Connection, keys: Sequence[tuple[tuple[str, ...], str]]) -> dict[tuple[tuple[str, ...], str], StatusTarget]:
-    """The live items among ``keys`` as status targets (keys not live are left out)."""
+def targets(
+    conn: sqlite3.Connection,
+    keys: Sequence[tuple[tuple[str, ...], str]],
+    collection_of: Callable[[tuple[str, ...]], str],
+) -> dict[tuple[tuple[str, ...], str], StatusTarget]:
+    """The live items among ``keys`` as status targets (keys not live are left out).
+
+    ``collection_of`` names the collection of a namespace (the store's registry decides).
+    """
     found = get_items(conn, keys)
-    return {
-        k: StatusTarget(it.namespace, it.key, collection_for(it.namespace).name, it.created_at) for k, it in found.items()
-    }
+    return {k: StatusTarget(it.namespace, it.key, collection_of(it.namespace), it.created_at) for k, it in found.items()}
 
 
 # ---------------------------------------------------------------------- writes

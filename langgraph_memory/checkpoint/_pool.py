@@ -47,7 +47,7 @@ from typing import Any, TypeVar
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph_memory._sqlite import is_lock_error, retry_locked, translate
+from langgraph_memory._infra.sqlite import is_lock_error, retry_locked, translate
 from langgraph_memory.checkpoint.schema import (
     Durability,
     configure_connection,

@@ -35,7 +35,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph_memory._sqlite import translate
+from langgraph_memory._infra.sqlite import translate
 from langgraph_memory.checkpoint import _delta, _maintenance, _query, _writes
 from langgraph_memory.checkpoint._maintenance import ThreadInfo
 from langgraph_memory.checkpoint._pool import (
@@ -176,7 +176,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
             ...     saver.list_threads()
             []
         """
-        from langgraph_memory._conn_string import open_conn_string
+        from langgraph_memory._infra.conn_string import open_conn_string
 
         saver, saver._tempdir = open_conn_string(
             conn_string, lambda path, tmp: cls(path / "checkpoints.sqlite" if tmp else path, **kwargs)

@@ -76,7 +76,7 @@ def _common() -> argparse.ArgumentParser:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
-    from langgraph_memory import __version__
+    from langgraph_memory._version import __version__
     from langgraph_memory.cli import _archive, _bundle, _ingest, _lifecycle, _live, _mcp, _threads
 
     common = _common()

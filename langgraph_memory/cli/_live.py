@@ -18,7 +18,7 @@ from langgraph_memory.cli._common import (
     preview,
     stamp,
 )
-from langgraph_memory.collections import GENERAL, collection_by_name, collection_for
+from langgraph_memory.research.collections import GENERAL, collection_by_name, collection_for
 from langgraph_memory.errors import InvalidArgumentError, NotFoundError
 
 __all__ = ["register"]

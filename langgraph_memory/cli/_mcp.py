@@ -27,7 +27,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _serve(ctx: Ctx) -> int:
-    from langgraph_memory.mcp_server import TOKEN_ENV, check_bind, serve
+    from langgraph_memory.mcp.server import TOKEN_ENV, check_bind, serve
 
     a = ctx.args
     token = a.token or os.environ.get(TOKEN_ENV) or None

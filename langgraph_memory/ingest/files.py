@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from langgraph_memory import _sqlite
+from langgraph_memory._infra import sqlite as _sqlite
 from langgraph_memory.errors import (
     FileChangedError,
     IngestError,

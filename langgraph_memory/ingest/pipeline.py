@@ -51,7 +51,7 @@ from langgraph.store.base import PutOp
 from langgraph_memory.catalog import files as _files
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.items import item_uid
-from langgraph_memory.collections import COLLECTIONS
+from langgraph_memory.research.collections import COLLECTIONS
 from langgraph_memory.errors import EmptyFileError, IngestError, InvalidArgumentError, UnsupportedFileTypeError
 from langgraph_memory.ingest.chunkers import make_chunker
 from langgraph_memory.ingest.config import DOCUMENTS_NAMESPACE, IngestConfig
@@ -69,7 +69,6 @@ from langgraph_memory.ingest.files import (
 from langgraph_memory.ingest.readers import read_blocks
 from langgraph_memory.ingest.records import Parent
 from langgraph_memory.ingest.report import FileResult, IngestProgress, IngestReport
-from langgraph_memory.store.items import StoreItems
 from langgraph_memory.store.namespaces import validate_namespace
 
 __all__ = ["Ingestor", "chunk_key", "parent_key", "PreviousVersion"]
@@ -365,9 +364,8 @@ class Ingestor:
 
         self.store.items.put_many(ops, before=before)
 
-    @staticmethod
     def _supersede_previous(
-        conn: Any, ns: tuple[str, ...], uri: str, previous: PreviousVersion, current_sha: str
+        self, conn: Any, ns: tuple[str, ...], uri: str, previous: PreviousVersion, current_sha: str
     ) -> None:
         """Make ``current_sha`` the version of ``uri``, in the transaction that records it.
 
@@ -388,7 +386,7 @@ class Ingestor:
             logger.info("%s changed (was %s); %s still holds the old bytes, which stay current",
                         uri, previous.sha256[:12], previous.other_paths[0])
             return
-        StoreItems.set_status_in(
+        self.store.items.set_status_in(
             conn, [(ns, k) for k in previous.keys], "superseded",
             reason=f"{uri} changed", superseded_by=(ns, parent_key(current_sha, 0)),
         )

@@ -53,10 +53,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from langgraph.store.base import PutOp, SearchOp
 
-from langgraph_memory._typed import athread
+from langgraph_memory.research.typed import athread
 from langgraph_memory.catalog import sessions as _s
 from langgraph_memory.catalog.sessions import Decision, Session, SessionTurn
-from langgraph_memory.collections import collection_for
+from langgraph_memory.research.collections import collection_for
 from langgraph_memory.errors import ConfigError, InvalidArgumentError, NotFoundError
 from langgraph_memory.sessions import promotion as _promo
 from langgraph_memory.sessions.config import EPISODES_NAMESPACE, SessionConfig

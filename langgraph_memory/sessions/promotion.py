@@ -39,7 +39,7 @@ from langgraph_memory.catalog.lineage import ItemRef
 from langgraph_memory.catalog.sessions import Session, SessionTurn
 from langgraph_memory.ingest.chunkers import make_chunker
 from langgraph_memory.ingest.records import Chunk
-from langgraph_memory.lineage import LineageStore, NodeSummary
+from langgraph_memory.research.lineage import LineageStore, NodeSummary
 from langgraph_memory.sessions.config import SessionConfig
 
 __all__ = [

@@ -78,7 +78,6 @@ def probe(folder: Path, collections: list[dict[str, Any]], *, timeout: float = 1
 
 def _check(client: Any, spec: dict[str, Any]) -> str:
     """Empty when the collection is whole, else what is wrong with it."""
-    import numpy as np
 
     samples = spec["samples"]
     try:

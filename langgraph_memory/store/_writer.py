@@ -24,7 +24,7 @@ from langgraph.store.base import PutOp, get_text_at_path, tokenize_path
 from langgraph_memory.catalog import Catalog
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
-from langgraph_memory.collections import CollectionSpec
+from langgraph_memory.store.registry import CollectionSpec
 from langgraph_memory.errors import EmbeddingModelError, InvalidArgumentError, ModelMismatchError, ValidationError
 from langgraph_memory.store.index import ChromaIndex, IndexUnavailable
 from langgraph_memory.store.records import text_path

@@ -37,10 +37,9 @@ from langgraph_memory.catalog import Catalog, StoredItem
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.legacy import has_legacy, import_legacy
-from langgraph_memory.collections import collection_by_name, collection_for
 from langgraph_memory.config import Settings
-from langgraph_memory.embeddings import _DEFAULT_ALIASES, CachedEmbeddings, SentenceTransformerEmbeddings
-from langgraph_memory.ranking import HybridRanking
+from langgraph_memory.store.embeddings import _DEFAULT_ALIASES, CachedEmbeddings, SentenceTransformerEmbeddings
+from langgraph_memory.store.ranking import HybridRanking
 from langgraph_memory.errors import (
     ConfigError,
     EmbeddingModelError,
@@ -54,11 +53,12 @@ from langgraph_memory.store._reindex import reembed
 from langgraph_memory.store._writer import PreparedPut, Writer, check_vectors, dumps_value, index_paths
 from langgraph_memory.store.access import AccessLog
 from langgraph_memory.store.index import ChromaIndex, RebuildReport
-from langgraph_memory.lineage import LineageStore
+from langgraph_memory.catalog.lineage_store import LineageStore
 from langgraph_memory.store.items import Before, StoreItems
 from langgraph_memory.store.namespaces import list_namespaces, validate_namespace
 from langgraph_memory.store.hybrid import HybridSearch
 from langgraph_memory.store.planner import Plan, Planner
+from langgraph_memory.store.registry import DEFAULT, CollectionRegistry, Default, PLAIN, default_collections
 from langgraph_memory.store.ttl import Sweeper
 from langgraph_memory.store.vectors import DEFAULT_BUDGET_BYTES, VectorCache
 from langgraph_memory.store.view import RecordView, ViewClient
@@ -196,6 +196,11 @@ class ChromaStore(BaseStore):
             or a :class:`~langgraph_memory.ranking.HybridRanking` (hybrid keyword
             + vector search with temporal decay and reinforcement; scores in
             [0, 1]). Kept in the attribute ``ranking``, which may be changed.
+        collections: the [CollectionRegistry][langgraph_memory.store.registry.CollectionRegistry]
+            that maps a namespace's first label to a typed collection. Default:
+            the research collections. ``None``: a plain LangGraph store, one
+            general collection that takes any value in any namespace, exactly
+            as ``InMemoryStore`` does.
 
     Example:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -211,6 +216,10 @@ class ChromaStore(BaseStore):
     """
 
     supports_ttl: bool = True
+    #: Items can be retired or superseded, and searches hide them unless ``include_retired``.
+    supports_status: bool = True
+    #: ``store.lineage`` records parents and versions in the same transaction as a put.
+    supports_lineage: bool = True
 
     def __init__(
         self,
@@ -226,7 +235,16 @@ class ChromaStore(BaseStore):
         vector_cache_mb: float = DEFAULT_BUDGET_BYTES / 2**20,
         settings: Settings | None = None,
         ranking: HybridRanking | None = None,
+        collections: CollectionRegistry | None | Default = DEFAULT,
     ) -> None:
+        if collections is DEFAULT:
+            collections = default_collections()
+        elif collections is None:
+            collections = PLAIN
+        elif not isinstance(collections, CollectionRegistry):
+            raise ConfigError(f"collections must be a CollectionRegistry or None, got {collections!r}")
+        #: The collections this store keeps: which namespaces are typed, and how.
+        self.collections: CollectionRegistry = collections
         if ranking is not None and not isinstance(ranking, HybridRanking):
             raise ConfigError(f"ranking must be a HybridRanking or None (plain cosine), got {ranking!r}")
         #: How searches with a query rank: None (cosine) or a HybridRanking.
@@ -267,12 +285,15 @@ class ChromaStore(BaseStore):
             opened.append(self.catalog.close)
             model = self.embeddings.model_id if self.embeddings is not None else None
             if client is None and has_legacy(self.settings.chroma_dir, self.catalog):
-                import_legacy(self.settings.chroma_dir, self.settings.data_dir, self.catalog, model, dims)
+                import_legacy(
+                    self.settings.chroma_dir, self.settings.data_dir, self.catalog, model, dims, collections.names()
+                )
             self.vector_index = ChromaIndex(
                 self.catalog,
                 root=self.settings.chroma_dir if client is None else None,
                 client=client,
                 lock_timeout=self.settings.lock_timeout,
+                collections=collections.names(),
             )
             self._writer = Writer(self.catalog, self.vector_index, fields=fields, model=model, dims=dims)
             if not (reindex and self._writer.needs_reembedding()):
@@ -296,10 +317,10 @@ class ChromaStore(BaseStore):
             raise ConfigError(f"vector_cache_mb must be a number of megabytes >= 0, got {vector_cache_mb!r}")
         #: The catalog's vectors in memory, for exact scoring (None when ``vector_cache_mb=0``).
         self.vectors = VectorCache(self.catalog, budget_bytes=int(vector_cache_mb * 2**20)) if vector_cache_mb else None
-        self.planner = Planner(self.catalog, self.vector_index, self.vectors)
-        self.hybrid = HybridSearch(self.catalog, self.planner)
+        self.planner = Planner(self.catalog, self.vector_index, self.vectors, collections=collections)
+        self.hybrid = HybridSearch(self.catalog, self.planner, collections)
         #: Raw item access for the archive and the typed API (not part of ``BaseStore``).
-        self.items = StoreItems(self.catalog, self._writer, self.flush_access, self._put_many)
+        self.items = StoreItems(self.catalog, self._writer, self.flush_access, self._put_many, collections)
         self._flusher = Sweeper("lgm-access-flush", self.flush_access, access_flush_interval)
         self._ttl_sweeper: Sweeper | None = None
         self._close_lock = threading.Lock()
@@ -313,7 +334,7 @@ class ChromaStore(BaseStore):
     @classmethod
     def default_index(cls, model_name: str | None = None) -> IndexConfig:
         """An ``IndexConfig`` for the configured offline sentence-transformers model."""
-        from langgraph_memory.embeddings import default_embeddings
+        from langgraph_memory.store.embeddings import default_embeddings
 
         emb = default_embeddings(model_name)
         return {"dims": emb.dims, "embed": emb}
@@ -334,7 +355,7 @@ class ChromaStore(BaseStore):
             ...     store.get(("users", "u1"), "prefs").value
             {'text': 'short reports'}
         """
-        from langgraph_memory._conn_string import open_conn_string
+        from langgraph_memory._infra.conn_string import open_conn_string
 
         store, store._tempdir = open_conn_string(conn_string, lambda path, _tmp: cls(data_dir=path, **kwargs))
         return store
@@ -376,7 +397,7 @@ class ChromaStore(BaseStore):
         """
         embed = self._embed_query if self.embeddings is not None else None
         hidden = None if include_retired else self._hidden.snapshot
-        return RecordView(self.catalog, self.vector_index, collection_by_name(label_or_name).name, embed, hidden=hidden)
+        return RecordView(self.catalog, self.vector_index, self.collections.by_name(label_or_name).name, embed, hidden=hidden)
 
     def as_vectorstore(self, label_or_name: str, *, include_retired: bool = False) -> Any:
         """One collection as a read-only LangChain ``langchain_chroma.Chroma`` vector store.
@@ -621,7 +642,7 @@ class ChromaStore(BaseStore):
         if not isinstance(op.key, str) or not op.key:
             raise InvalidArgumentError(f"keys must be non-empty strings, got {op.key!r}")
         op = op._replace(namespace=ns)
-        spec = collection_for(ns)
+        spec = self.collections.for_namespace(ns)
         if op.value is None:
             return PreparedPut(op, spec, None)
         if not isinstance(op.value, dict):
@@ -743,7 +764,7 @@ class ChromaStore(BaseStore):
             doomed = _items.expired(conn, now)
             by_coll: dict[str, list[StoredItem]] = {}
             for it in doomed:
-                by_coll.setdefault(collection_for(it.namespace).name, []).append(it)
+                by_coll.setdefault(self.collections.for_namespace(it.namespace).name, []).append(it)
             for name, group in by_coll.items():
                 _items.delete_items(conn, group, name)
         if doomed:

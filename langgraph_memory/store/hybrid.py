@@ -35,8 +35,8 @@ from langgraph.store.base import SearchOp
 from langgraph_memory.catalog import Catalog, StoredItem
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import keywords as _keywords
-from langgraph_memory.collections import collection_for
-from langgraph_memory.ranking import HybridRanking, MemoryType, calculate_final_score, fuse, memory_type_for
+from langgraph_memory.store.registry import PLAIN, CollectionRegistry, MemoryType
+from langgraph_memory.store.ranking import HybridRanking, calculate_final_score, fuse
 from langgraph_memory.store import filters as _filters
 from langgraph_memory.store.planner import Plan, Planner
 
@@ -77,9 +77,10 @@ class HybridSearch:
         planner: the store's planner (vector candidates and the scope SQL).
     """
 
-    def __init__(self, catalog: Catalog, planner: Planner) -> None:
+    def __init__(self, catalog: Catalog, planner: Planner, collections: CollectionRegistry) -> None:
         self.catalog = catalog
         self.planner = planner
+        self.collections = collections
 
     def candidates(self, op: SearchOp, qvec: np.ndarray, ranking: HybridRanking, *, omit: Omit) -> Candidates:
         """Both searches' candidates with both scores (and the matching items that have no vectors)."""
@@ -122,15 +123,20 @@ class HybridSearch:
         """Run ``op`` with hybrid ranking; return hits (best first, ``offset`` applied) and the plan."""
         found = self.candidates(op, qvec, ranking, omit=omit)
         need = op.offset + op.limit
-        scored = score_candidates(found.items, ranking, now=ranking.clock())
+        scored = score_candidates(found.items, ranking, now=ranking.clock(), collections=self.collections)
         hits: list[Hit] = [(score, c.item) for score, c in scored[:need]]
         if len(hits) < need:  # like the vector search: then the matching items without vectors, unscored
             hits.extend((None, it) for it in found.unscored[: need - len(hits)])
         return hits[op.offset : need], found.plan
 
 
-def score_candidates(cands: list[Candidate], ranking: HybridRanking, *, now: float) -> list[tuple[float, Candidate]]:
-    """Each candidate's final score (see :mod:`langgraph_memory.ranking`), best first."""
+def score_candidates(
+    cands: list[Candidate], ranking: HybridRanking, *, now: float, collections: CollectionRegistry = PLAIN
+) -> list[tuple[float, Candidate]]:
+    """Each candidate's final score (see :mod:`langgraph_memory.ranking`), best first.
+
+    ``collections`` says each namespace's memory type, which sets how fast it decays.
+    """
     top_keyword = max((c.keyword for c in cands), default=0.0)
     types: dict[tuple[str, ...], MemoryType] = {}
     out: list[tuple[float, Candidate]] = []
@@ -139,7 +145,7 @@ def score_candidates(cands: list[Candidate], ranking: HybridRanking, *, now: flo
         if ranking.temporal is not None:
             ns = c.item.namespace
             if ns not in types:
-                types[ns] = memory_type_for(collection_for(ns).name)
+                types[ns] = collections.for_namespace(ns).memory_type
             score = calculate_final_score(
                 score,
                 age_hours=(now - c.item.updated_at) / 3600.0,

@@ -30,7 +30,7 @@ import random
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,11 +38,11 @@ from typing import Any
 
 import numpy as np
 
-from langgraph_memory._chroma import ChromaHandle
+from langgraph_memory._infra.chroma import ChromaHandle
 from langgraph_memory.catalog import Catalog, read_meta
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
-from langgraph_memory.collections import COLLECTIONS, GENERAL
+from langgraph_memory.store.registry import default_collections
 from langgraph_memory.errors import DiskFullError, LangGraphMemoryError, StoreBackendError
 from langgraph_memory.store._probe import probe, unreachable
 from langgraph_memory.store._session import SessionLock, fingerprint
@@ -91,7 +91,8 @@ def parse_record_id(rid: str) -> tuple[int, int]:
 
 
 def all_collections() -> list[str]:
-    return [spec.name for spec in (*COLLECTIONS.values(), GENERAL)]
+    """The collection names of the default registry."""
+    return default_collections().names()
 
 
 @dataclass
@@ -125,9 +126,17 @@ class ChromaIndex:
     """
 
     def __init__(
-        self, catalog: Catalog, *, root: Path | None, client: Any | None = None, lock_timeout: float = 30.0
+        self,
+        catalog: Catalog,
+        *,
+        root: Path | None,
+        client: Any | None = None,
+        lock_timeout: float = 30.0,
+        collections: Sequence[str] | None = None,
     ) -> None:
         self.catalog = catalog
+        #: The collections this index keeps, by name.
+        self.collections: list[str] = list(collections) if collections is not None else all_collections()
         self.lock_timeout = lock_timeout
         self.embedded = client is None
         self.root = root
@@ -231,7 +240,7 @@ class ChromaIndex:
         Raises:
             IndexUnavailable: Chroma failed (the changes stay queued).
         """
-        names = collections or all_collections()
+        names = collections or self.collections
         with self.catalog.read() as conn:
             names = [n for n in names if n not in self.broken and _queue.pending(conn, n, limit=1)]
         if not names:
@@ -389,7 +398,7 @@ class ChromaIndex:
     def _probe_specs(self, counts: dict[str, int]) -> list[dict[str, Any]]:
         specs = []
         with self.catalog.read() as conn:
-            for name in all_collections():
+            for name in self.collections:
                 expected = counts.get(name, 0)
                 chroma = _queue.chroma_name(conn, name)
                 if chroma is None and not expected:
@@ -432,7 +441,7 @@ class ChromaIndex:
 
     def _applied_marks(self) -> dict[str, int]:
         with self.catalog.read() as conn:
-            return {name: _queue.applied(conn, name) for name in all_collections()}
+            return {name: _queue.applied(conn, name) for name in self.collections}
 
     def _check_caught_up(self, before: dict[str, int], progress: bool | ProgressFn) -> None:
         """After an unclean shutdown: each record applied while catching up must find itself, else rebuild.
@@ -444,7 +453,7 @@ class ChromaIndex:
         The check runs in this process (the probe showed the folder opens).
         """
         checked = 0
-        for name in all_collections():
+        for name in self.collections:
             if name in self.broken:
                 continue
             with self.catalog.read() as conn:
@@ -473,7 +482,7 @@ class ChromaIndex:
     def _mark_verified(self) -> None:
         """Every record Chroma holds now was checked (a clean close, or an open whose check passed)."""
         with self.catalog.write() as conn:
-            for name in all_collections():
+            for name in self.collections:
                 self.catalog.set_meta(conn, _VERIFIED_KEY + name, str(_queue.applied(conn, name)))
 
     @staticmethod
@@ -516,7 +525,7 @@ class ChromaIndex:
         try:
             self.rebuild(reason=reason, progress=progress)
         except LangGraphMemoryError as exc:
-            self.broken.update(all_collections())
+            self.broken.update(self.collections)
             logger.error(
                 "could not rebuild the Chroma index (%s); searches run exactly from the catalog until a rebuild "
                 "succeeds (store.rebuild_index(), or reopen)", exc,
@@ -531,7 +540,7 @@ class ChromaIndex:
         self.sync()
         counts = self._catalog_counts() if counts is None else counts
         repaired: dict[str, int] = {}
-        for name in all_collections():
+        for name in self.collections:
             expected = counts.get(name, 0)
             try:
                 have = self.count(name)
@@ -611,10 +620,10 @@ class ChromaIndex:
             with self.catalog.write() as conn:
                 self.catalog.set_meta(conn, _GEN_KEY, str(new_gen))
                 self.catalog.set_meta(conn, _BROKEN_KEY, None)
-                for name in all_collections():
+                for name in self.collections:
                     _queue.set_chroma_name(conn, name, self._default_name(name, new_gen), snapshot)
                     self.catalog.set_meta(conn, _VERIFIED_KEY + name, str(snapshot))  # all of it is new
-        old_names = {name: self._default_name(name, generation) for name in all_collections()}
+        old_names = {name: self._default_name(name, generation) for name in self.collections}
         self.handle.switched()
         self._collections.clear()
         self.broken.clear()
@@ -659,7 +668,7 @@ class ChromaIndex:
         client = None
         try:
             client = ChromaHandle.open_persistent(folder)
-            for name in all_collections():
+            for name in self.collections:
                 if not counts.get(name):
                     continue
                 col = client.get_or_create_collection(name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
@@ -673,7 +682,7 @@ class ChromaIndex:
 
     def _rebuild_server(self, new_gen: int, counts: dict[str, int], report: RebuildReport, tick: ProgressFn) -> None:
         with self._use(write=True) as client:
-            for name in all_collections():
+            for name in self.collections:
                 chroma = self._default_name(name, new_gen)
                 try:
                     client.delete_collection(chroma)
@@ -711,9 +720,9 @@ class ChromaIndex:
                     assert folder is not None
                     seal = fingerprint(folder)
                 with self.catalog.write() as conn:
-                    if not any(_queue.pending(conn, name, limit=1) for name in all_collections()):
+                    if not any(_queue.pending(conn, name, limit=1) for name in self.collections):
                         self.catalog.set_meta(conn, _SEAL_KEY, seal)
-                        for name in all_collections():
+                        for name in self.collections:
                             self.catalog.set_meta(conn, _VERIFIED_KEY + name, str(_queue.applied(conn, name)))
         except LangGraphMemoryError:
             logger.warning("could not seal the Chroma index on close; the next open checks it", exc_info=True)

@@ -52,7 +52,7 @@ from langgraph_memory.catalog import Catalog, StoredItem
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog.fields import Condition, compile_filter
-from langgraph_memory.collections import COLLECTIONS, GENERAL, collection_for
+from langgraph_memory.store.registry import CollectionRegistry, default_collections
 from langgraph_memory.errors import StorageError
 from langgraph_memory.store import filters as _filters
 from langgraph_memory.store.index import ChromaIndex, IndexUnavailable
@@ -185,9 +185,16 @@ class Planner:
     """
 
     def __init__(
-        self, catalog: Catalog, index: ChromaIndex, vectors: VectorCache | None = None, *, exact_max: int = EXACT_MAX
+        self,
+        catalog: Catalog,
+        index: ChromaIndex,
+        vectors: VectorCache | None = None,
+        *,
+        exact_max: int = EXACT_MAX,
+        collections: CollectionRegistry | None = None,
     ) -> None:
         self.catalog = catalog
+        self.collections = collections if collections is not None else default_collections()
         self.index = index
         self.vectors = vectors
         self.exact_max = exact_max
@@ -195,7 +202,7 @@ class Planner:
     # ----------------------------------------------------------- estimates
 
     def _scopes(self, conn: sqlite3.Connection, prefix: tuple[str, ...]) -> list[_Scope]:
-        specs = [collection_for(prefix)] if prefix else [*COLLECTIONS.values(), GENERAL]
+        specs = [self.collections.for_namespace(prefix)] if prefix else list(self.collections)
         out: list[_Scope] = []
         counts = {
             name: (int(i), int(v))

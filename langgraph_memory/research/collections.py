@@ -17,7 +17,7 @@ hypothesis -> strategy -> backtest -> lesson on every iteration.
 Values written to a typed collection are checked against its pydantic
 schema (built from seed 004); unknown fields are kept as they are::
 
-    from langgraph_memory.collections import collection_for
+    from langgraph_memory.research.collections import collection_for
 
     spec = collection_for(("research", "desk-1"))
     spec.validate({"content": "Momentum decays after earnings", "confidence": 0.8})
@@ -29,15 +29,19 @@ import hashlib
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Literal
 
-import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from langgraph_memory.config import ARCHIVE_AFTER_DAYS, EQUITY_CURVE_POINTS, LOW_CONFIDENCE_THRESHOLD
-from langgraph_memory.errors import NotFoundError, ValidationError
+from langgraph_memory.store.registry import (
+    GENERAL,
+    CollectionRegistry,
+    CollectionSpec,
+    MemoryType,
+    RetentionPolicy,
+)
 
 __all__ = [
     "CollectionSpec",
@@ -54,8 +58,11 @@ __all__ = [
     "MarketRegime",
     "ToolDefinition",
     "parameter_hash",
+    "RESEARCH",
     "COLLECTIONS",
     "GENERAL",
+    "MEMORY_TYPES",
+    "memory_type_for",
     "collection_for",
     "collection_by_name",
 ]
@@ -319,103 +326,48 @@ class ToolDefinition(_Schema):
     _check_dates = field_validator("created_at")(_iso_datetime)
 
 
-@dataclass(frozen=True)
-class RetentionPolicy:
-    """When items of a collection go to the archive.
-
-    An item is archived once it has been inactive (neither updated nor read)
-    for ``after_days``, and, when ``field`` is set, its value at ``field`` is
-    below ``below`` (a missing value counts as below).
-    """
-
-    after_days: float
-    field: str | None = None
-    below: float | None = None
-
-    def applies_to(self, value: dict[str, Any]) -> bool:
-        """Whether the value-based part of the policy selects ``value``."""
-        if self.field is None or self.below is None:
-            return True
-        got = value.get(self.field)
-        if isinstance(got, bool) or not isinstance(got, (int, float)):
-            return True
-        return got < self.below
-
-
-@dataclass(frozen=True)
-class CollectionSpec:
-    """One Chroma collection and how the store treats it."""
-
-    name: str
-    label: str | None
-    schema: type[BaseModel] | None
-    embed_field: str | None
-    retention: RetentionPolicy | None = None
-
-    @property
-    def typed(self) -> bool:
-        return self.schema is not None
-
-    @property
-    def text_field(self) -> str:
-        """The field a plain string fills (nodes, tools): the embedded field, else ``content``."""
-        return self.embed_field or "content"
-
-    def validate(self, value: dict[str, Any]) -> None:
-        """Raise :class:`~langgraph_memory.errors.ValidationError` naming the bad field."""
-        if self.schema is None:
-            return
-        try:
-            self.schema.model_validate(value)
-        except pydantic.ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or '<value>'}: {err['msg']}" for err in exc.errors()
-            )
-            fields = sorted({str(err["loc"][0]) for err in exc.errors() if err["loc"]})
-            raise ValidationError(
-                f"invalid value for collection {self.name!r} (namespace label {self.label!r}): {problems}. "
-                f"Fix the field(s) {', '.join(fields) or 'shown'} and put again."
-            ) from None
-
-
-GENERAL = CollectionSpec(name="memories", label=None, schema=None, embed_field=None)
-
-COLLECTIONS: dict[str, CollectionSpec] = {
-    spec.label: spec  # type: ignore[misc]
-    for spec in (
+RESEARCH = CollectionRegistry(
+    [
         CollectionSpec(
             "research_findings",
             "research",
             ResearchFinding,
             "content",
             RetentionPolicy(ARCHIVE_AFTER_DAYS, field="confidence", below=LOW_CONFIDENCE_THRESHOLD),
+            memory_type="semantic",
         ),
-        CollectionSpec("hypotheses", "hypotheses", Hypothesis, "statement"),
-        CollectionSpec("strategy_library", "strategies", Strategy, "description"),
-        CollectionSpec("backtest_results", "backtests", BacktestResult, "summary"),
-        CollectionSpec("lessons_learned", "lessons", Lesson, "lesson", RetentionPolicy(ARCHIVE_AFTER_DAYS)),
-        CollectionSpec("market_regimes", "regimes", MarketRegime, "description"),
-        CollectionSpec("tool_definitions", "tools", ToolDefinition, "description"),
-    )
-}
+        # A hypothesis is a claim held until evidence confirms or rejects it (then it is updated or superseded).
+        CollectionSpec("hypotheses", "hypotheses", Hypothesis, "statement", memory_type="semantic"),
+        CollectionSpec("strategy_library", "strategies", Strategy, "description", memory_type="semantic"),
+        # A backtest is a measurement that stays true for its strategy version and period; it leaves with them.
+        CollectionSpec("backtest_results", "backtests", BacktestResult, "summary", memory_type="semantic"),
+        # Lessons and regimes are things that happened: episodes, which fade.
+        CollectionSpec(
+            "lessons_learned", "lessons", Lesson, "lesson", RetentionPolicy(ARCHIVE_AFTER_DAYS), memory_type="episodic"
+        ),
+        CollectionSpec("market_regimes", "regimes", MarketRegime, "description", memory_type="episodic"),
+        CollectionSpec("tool_definitions", "tools", ToolDefinition, "description", memory_type="semantic"),
+    ]
+)
+"""The research collections: what ``ChromaStore()`` and ``Memory.open`` use unless told otherwise."""
 
-_BY_NAME = {spec.name: spec for spec in (*COLLECTIONS.values(), GENERAL)}
+#: The typed research collections by namespace label.
+COLLECTIONS: dict[str, CollectionSpec] = dict(RESEARCH.typed)
+
+#: The memory type of each collection by name, which sets how fast its items decay.
+MEMORY_TYPES: dict[str, MemoryType] = {spec.name: spec.memory_type for spec in RESEARCH}
 
 
 def collection_for(namespace: tuple[str, ...]) -> CollectionSpec:
-    """The collection that holds items of ``namespace`` (by its first label)."""
-    if namespace and namespace[0] in COLLECTIONS:
-        return COLLECTIONS[namespace[0]]
-    return GENERAL
+    """The research collection that holds items of ``namespace`` (by its first label)."""
+    return RESEARCH.for_namespace(namespace)
 
 
 def collection_by_name(name: str) -> CollectionSpec:
-    """Look a collection up by its Chroma name or its namespace label."""
-    if name in _BY_NAME:
-        return _BY_NAME[name]
-    if name in COLLECTIONS:
-        return COLLECTIONS[name]
-    raise NotFoundError(
-        f"no collection named {name!r}; known: {', '.join(sorted(_BY_NAME))} "
-        f"(or labels {', '.join(sorted(COLLECTIONS))})"
-    )
+    """Look a research collection up by its Chroma name or its namespace label."""
+    return RESEARCH.by_name(name)
+
+
+def memory_type_for(collection: str) -> MemoryType:
+    """The memory type of ``collection`` (episodic for one not listed in ``MEMORY_TYPES``)."""
+    return MEMORY_TYPES.get(collection, "episodic")

@@ -3,7 +3,7 @@
 ::
 
     from langgraph.graph import StateGraph
-    from langgraph_memory.nodes import recall_node, store_node
+    from langgraph_memory.graph.nodes import recall_node, store_node
 
     builder = StateGraph(State)
     builder.add_node("recall", recall_node(("lessons",), query="objective", output_key="lessons"))
@@ -34,10 +34,10 @@ from typing import Any, Optional, Union
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore, SearchItem
 
-from langgraph_memory.collections import collection_for
+from langgraph_memory.research.collections import collection_for
 from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
 from langgraph_memory.errors import ConfigError, ValidationError
-from langgraph_memory.ranking import keep_relevant
+from langgraph_memory.store.ranking import keep_relevant
 
 __all__ = ["recall_node", "store_node", "format_namespace", "search_options"]
 
@@ -171,10 +171,8 @@ def _merge(results: list[list[SearchItem]], k: int, min_relevance: Optional[floa
 
 
 def search_options(store: BaseStore, include_retired: bool) -> dict[str, Any]:
-    """Extra ``search`` arguments: a ChromaStore hides retired and superseded items unless asked; others have none."""
-    from langgraph_memory.store import ChromaStore
-
-    return {"include_retired": True} if include_retired and isinstance(store, ChromaStore) else {}
+    """Extra ``search`` arguments: a store with item statuses hides retired and superseded items unless asked."""
+    return {"include_retired": True} if include_retired and getattr(store, "supports_status", False) else {}
 
 
 def _require_store(store: Optional[BaseStore], node: str) -> BaseStore:
@@ -285,14 +283,12 @@ def _prepare_puts(
 
 
 def _write(store: BaseStore, ns: Namespace, puts: list[tuple[str, dict[str, Any]]], parents: list[str]) -> None:
-    """Put each value; a ChromaStore records its lineage in the same transaction as the item."""
-    from langgraph_memory.store import ChromaStore
-
-    if not isinstance(store, ChromaStore):
+    """Put each value; a store with lineage records it in the same transaction as the item."""
+    if not getattr(store, "supports_lineage", False):
         for key, value in puts:
             store.put(ns, key, value)
         return
-    coll = collection_for(ns).name
+    coll = store.collections.for_namespace(ns).name  # type: ignore[attr-defined]
     lineage = store.lineage
     for key, value in puts:
         item_parents = [value["parent_id"]] if value.get("parent_id") else []

@@ -12,7 +12,7 @@ error whose message tells the agent what to send instead (seed 001):
 
 ::
 
-    from langgraph_memory.validation import check_content, check_limit, check_tags
+    from langgraph_memory.research.validation import check_content, check_limit, check_tags
 
     check_content("User prefers TypeScript")          # returns the text
     check_tags(["preference", "language"])            # returns the tags as a list

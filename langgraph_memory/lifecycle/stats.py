@@ -25,8 +25,6 @@ from typing import Any
 from langgraph_memory.catalog import sessions as _sessions
 from langgraph_memory.catalog import stats as _stats
 from langgraph_memory.catalog import status as _status
-from langgraph_memory.collections import COLLECTIONS, GENERAL
-from langgraph_memory.ranking import memory_type_for
 
 __all__ = ["CollectionStats", "MemoryStats", "collect_stats"]
 
@@ -141,13 +139,13 @@ def collect_stats(store: Any, *, archiver: Any | None = None, checkpointer: Any 
         sessions = _sessions.counts(conn)
     archived = archiver.archived_counts() if archiver is not None else {}
     collections: dict[str, CollectionStats] = {}
-    for spec in (*COLLECTIONS.values(), GENERAL):
+    for spec in store.collections:
         t = totals.get(spec.name)
         h = hidden.get(spec.name, {})
         collections[spec.name] = CollectionStats(
             name=spec.name,
             label=spec.label,
-            memory_type=memory_type_for(spec.name),
+            memory_type=spec.memory_type,
             items=t.items if t else 0,
             with_vectors=t.with_vectors if t else 0,
             vectors=t.vectors if t else 0,

@@ -44,7 +44,7 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_memory.catalog.sessions import SessionTurn
 from langgraph_memory.errors import ConfigError, ValidationError
-from langgraph_memory.nodes import _runnable
+from langgraph_memory.graph.nodes import _runnable
 from langgraph_memory.sessions import SessionMemory
 
 __all__ = ["conversation_node", "format_buffer", "approx_tokens", "last_human_text", "Exchange", "exchanges"]

@@ -39,9 +39,8 @@ from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog.lineage import Edge
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.status import ItemStatus
-from langgraph_memory.collections import collection_for
 from langgraph_memory.errors import LineageCycleError, NotFoundError, ValidationError
-from langgraph_memory.lineage import LineageStore
+from langgraph_memory.research.lineage import LineageStore
 from langgraph_memory.store import ChromaStore
 from langgraph_memory.store.items import ItemKey
 
@@ -260,7 +259,7 @@ class ItemLifecycle:
         if self._guard is not None:
             self._guard()
         keys = list(dict.fromkeys((tuple(ns), key) for ns, key in keys))
-        reports = [DeleteReport(key, ns, collection_for(ns).name, dry_run) for ns, key in keys]
+        reports = [DeleteReport(key, ns, self.store.collections.for_namespace(ns).name, dry_run) for ns, key in keys]
         ids = [key for _, key in keys]
         with self.store.catalog.read() as conn:
             live = _items.get_items(conn, keys)

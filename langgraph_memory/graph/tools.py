@@ -3,7 +3,7 @@
 ::
 
     from langgraph.prebuilt import ToolNode
-    from langgraph_memory.tools import create_recall_tool, create_store_tool
+    from langgraph_memory.graph.tools import create_recall_tool, create_store_tool
 
     tools = [create_recall_tool(("memories", "{user_id}")), create_store_tool(("memories", "{user_id}"))]
     graph = builder.compile(store=mem.store)       # a ToolNode(tools) inside
@@ -37,12 +37,12 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool
 from langgraph.store.base import BaseStore
 
-from langgraph_memory.collections import collection_for
+from langgraph_memory.research.collections import collection_for
 from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
 from langgraph_memory.errors import ConfigError
-from langgraph_memory.nodes import NamespaceSpec, format_namespace, search_options
-from langgraph_memory.ranking import keep_relevant
-from langgraph_memory.validation import check_content, check_limit, check_tags
+from langgraph_memory.graph.nodes import NamespaceSpec, format_namespace, search_options
+from langgraph_memory.store.ranking import keep_relevant
+from langgraph_memory.research.validation import check_content, check_limit, check_tags
 
 __all__ = ["create_recall_tool", "create_store_tool"]
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 
 from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog.status import ItemStatus
-from langgraph_memory.collections import COLLECTIONS, GENERAL, collection_by_name
-from langgraph_memory.ranking import MemoryType, TemporalConfig, importance_multiplier, memory_type_for, temporal_weight
+from langgraph_memory.store.ranking import TemporalConfig, importance_multiplier, temporal_weight
+from langgraph_memory.store.registry import MemoryType
 from langgraph_memory.store.items import StoreItems
 
 __all__ = ["DecayedItem", "DecayReport", "decay_weight", "cleanup_decayed"]
@@ -103,13 +103,10 @@ def cleanup_decayed(
     at = time.time() if now is None else float(now)
     report = DecayReport(dry_run=dry_run, threshold=cfg.forgetting_threshold, now=at)
     items.flush_access()  # access counts and last reads must be current before weighing
-    names = (
-        [s.name for s in (*COLLECTIONS.values(), GENERAL)]
-        if collections is None
-        else list(dict.fromkeys(collection_by_name(c).name for c in collections))
-    )
-    for name in names:
-        mtype = memory_type_for(name)
+    registry = items.collections
+    wanted = list(registry) if collections is None else [registry.by_name(c) for c in collections]
+    for spec in dict.fromkeys(wanted):
+        name, mtype = spec.name, spec.memory_type
         hidden = items.collection_statuses(name)
         found: list[DecayedItem] = []
         for it in items.iter_items(name):

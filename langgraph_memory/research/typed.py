@@ -7,7 +7,7 @@ version) in one catalog transaction, load and update records by id, search
 one typed collection. :class:`~langgraph_memory._research_api.ResearchAPI`
 builds the seven collections' calls on it; ``Memory`` builds both.
 
-    from langgraph_memory._typed import TypedItems
+    from langgraph_memory.research.typed import TypedItems
 
     typed = TypedItems(store, store.lineage, scope=("desk-1",))
     finding = typed.put("research", {"content": "Vol clusters"}, parents=[])
@@ -32,10 +32,10 @@ from pydantic import BaseModel
 
 from langgraph_memory.catalog import StoredItem, item_uid
 from langgraph_memory.catalog.status import ItemStatus
-from langgraph_memory.collections import COLLECTIONS, collection_by_name
+from langgraph_memory.research.collections import COLLECTIONS, collection_by_name
 from langgraph_memory.errors import NotFoundError, ValidationError
-from langgraph_memory.lineage import ItemRef, LineageStore
-from langgraph_memory.ranking import keep_relevant
+from langgraph_memory.research.lineage import ItemRef, LineageStore
+from langgraph_memory.store.ranking import keep_relevant
 from langgraph_memory.store import ChromaStore
 from langgraph_memory.store.items import StoreItems
 
@@ -179,7 +179,7 @@ class TypedItems:
             if version is None:
                 return {}
             if supersede_previous and version > 1:
-                _supersede_version(conn, version_name, version - 1, (namespace, item_id))  # type: ignore[arg-type]
+                _supersede_version(self.store.items, conn, version_name, version - 1, (namespace, item_id))  # type: ignore[arg-type]
             value["version"] = version
             return {0: value}
 
@@ -274,10 +274,12 @@ class TypedItems:
         ]
 
 
-def _supersede_version(conn: sqlite3.Connection, name: str, version: int, by: tuple[tuple[str, ...], str]) -> None:
+def _supersede_version(
+    items: StoreItems, conn: sqlite3.Connection, name: str, version: int, by: tuple[tuple[str, ...], str]
+) -> None:
     """Mark version ``version`` of ``name`` superseded by ``by`` (when it is still live), inside the write."""
     old = LineageStore.version_in(conn, name, version)
     if old is not None:
-        StoreItems.set_status_in(
+        items.set_status_in(
             conn, [(old.namespace, old.id)], "superseded", reason=f"replaced by version {version + 1}", superseded_by=by
         )

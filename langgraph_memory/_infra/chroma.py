@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from langgraph_memory._lock import WriteLock
+from langgraph_memory._infra.lock import WriteLock
 
 __all__ = ["ChromaHandle"]
 

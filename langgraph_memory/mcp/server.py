@@ -10,7 +10,7 @@ HTTP. From the command line::
 or from Python::
 
     from langgraph_memory import Memory
-    from langgraph_memory.mcp_server import build_server, serve
+    from langgraph_memory.mcp.server import build_server, serve
 
     with Memory.open("./memory") as mem:
         serve(mem, transport="http", port=8765)
@@ -48,7 +48,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from langgraph_memory._mcp_tools import MemoryTools
+from langgraph_memory.mcp.tools import MemoryTools
 from langgraph_memory.config import MCP_PORT, MCP_TOKEN_ENV
 from langgraph_memory.errors import ConfigError, LangGraphMemoryError
 from langgraph_memory.memory import Memory
@@ -85,7 +85,7 @@ def build_server(memory: Memory, *, namespace: Sequence[str] = ("memories",), na
     """
     from mcp.server.mcpserver import MCPServer
 
-    from langgraph_memory import __version__
+    from langgraph_memory._version import __version__
 
     tools = MemoryTools(memory, namespace=namespace)
     server = MCPServer(

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from langgraph_memory._typed import Hit, ParentIds, TypedItems, athread, parent_list
-from langgraph_memory.collections import ToolDefinition
+from langgraph_memory.research.typed import Hit, ParentIds, TypedItems, athread, parent_list
+from langgraph_memory.research.collections import ToolDefinition
 from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
 from langgraph_memory.errors import NotFoundError, ValidationError
 

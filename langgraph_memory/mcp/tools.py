@@ -25,12 +25,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from langgraph_memory.collections import BacktestCosts, HypothesisStatus
+from langgraph_memory.research.collections import BacktestCosts, HypothesisStatus
 from langgraph_memory.config import MAX_SEARCH_LIMIT, MAX_TAG_CHARS, MAX_TAGS, MIN_RELEVANCE
 from langgraph_memory.errors import NotFoundError
 from langgraph_memory.memory import Hit, Memory
-from langgraph_memory.ranking import keep_relevant
-from langgraph_memory.validation import check_content, check_limit, check_tags
+from langgraph_memory.store.ranking import keep_relevant
+from langgraph_memory.research.validation import check_content, check_limit, check_tags
 
 __all__ = ["MemoryTools"]
 

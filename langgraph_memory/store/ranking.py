@@ -51,9 +51,11 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 from langgraph.store.base import SearchItem
+
+from langgraph_memory.store.registry import MemoryType
 
 __all__ = [
     "HybridRanking",
@@ -63,38 +65,11 @@ __all__ = [
     "keep_relevant",
     "MemoryType",
     "TemporalConfig",
-    "MEMORY_TYPES",
-    "memory_type_for",
     "temporal_weight",
     "importance_multiplier",
 ]
 
 S = TypeVar("S", bound=SearchItem)
-
-MemoryType = Literal["working", "session", "episodic", "semantic"]
-
-#: The memory type of each collection, which sets how fast its items decay.
-#: Research findings, strategies and tool definitions are facts and procedures
-#: (semantic: they stay true until superseded); lessons and regimes are things
-#: that happened (episodic). The general collection holds whatever a graph or
-#: LangMem writes there: mostly episodes of conversations, so episodic.
-MEMORY_TYPES: dict[str, MemoryType] = {
-    "research_findings": "semantic",
-    "strategy_library": "semantic",
-    "tool_definitions": "semantic",
-    # A hypothesis is a claim held until evidence confirms or rejects it (then it is updated or superseded).
-    "hypotheses": "semantic",
-    # A backtest is a measurement that stays true for its strategy version and period; it leaves with them.
-    "backtest_results": "semantic",
-    "lessons_learned": "episodic",
-    "market_regimes": "episodic",
-    "memories": "episodic",
-}
-
-
-def memory_type_for(collection: str) -> MemoryType:
-    """The memory type of ``collection`` (episodic for one not listed in :data:`MEMORY_TYPES`)."""
-    return MEMORY_TYPES.get(collection, "episodic")
 
 
 @dataclass(frozen=True)

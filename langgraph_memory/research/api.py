@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, get_args
 
-from langgraph_memory._procedural_api import TOOL_VERSION_PREFIX
-from langgraph_memory._typed import Hit, ParentIds, TypedItems, athread, now_iso, parent_list
-from langgraph_memory.collections import (
+from langgraph_memory.research.procedures import TOOL_VERSION_PREFIX
+from langgraph_memory.research.typed import Hit, ParentIds, TypedItems, athread, now_iso, parent_list
+from langgraph_memory.research.collections import (
     BacktestCosts,
     BacktestResult,
     EquityCurve,
@@ -43,10 +43,10 @@ from langgraph_memory.collections import (
     Strategy,
     StrategyStatus,
 )
-from langgraph_memory.collections import parameter_hash as _hash_parameters
+from langgraph_memory.research.collections import parameter_hash as _hash_parameters
 from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
 from langgraph_memory.errors import ValidationError
-from langgraph_memory.lineage import ItemRef
+from langgraph_memory.research.lineage import ItemRef
 
 __all__ = ["STRATEGY_STATUSES", "HYPOTHESIS_STATUSES", "Hit", "ResearchAPI", "StrategyVersion"]
 
