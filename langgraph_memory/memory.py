@@ -158,20 +158,16 @@ def _forward(part: str, fn: Callable[Concatenate[Any, P], T]) -> Callable[Concat
     return call
 
 
-def _research(fn: Callable[Concatenate[Any, P], T]) -> Callable[Concatenate[Memory, P], T]:
-    return _forward("research", fn)
-
-
-def _procedures(fn: Callable[Concatenate[Any, P], T]) -> Callable[Concatenate[Memory, P], T]:
-    return _forward("procedures", fn)
-
-
 def _lifecycle(fn: Callable[Concatenate[Any, P], T]) -> Callable[Concatenate[Memory, P], T]:
     return _forward("lifecycle", fn)
 
 
-class Memory:
+class Memory(ResearchAPI, ProceduralAPI):
     """One data directory: the store, the checkpointer, lineage, the typed research API, stats and cleanup.
+
+    The typed research calls ([ResearchAPI][langgraph_memory.ResearchAPI] and
+    [ProceduralAPI][langgraph_memory.ProceduralAPI]) are Memory's own: ``mem.store_backtest``
+    is ``mem.research.store_backtest``, declared once, in the research API.
 
     Build it with :meth:`open`. Closing it (or leaving its ``with`` block)
     flushes and closes the store and the checkpointer if Memory opened them,
@@ -208,7 +204,8 @@ class Memory:
         self._owns_checkpointer = owns_checkpointer
         self._closed = False
         typed = TypedItems(store, self.lineage_store, scope=self.scope, guard=self._check_open)
-        #: The typed research API (findings to lessons); its calls are also Memory's own.
+        ResearchAPI.__init__(self, typed)  # the research calls are Memory's own, over the same typed items
+        #: The typed research API (findings to lessons) alone.
         self.research = ResearchAPI(typed)
         #: Tool and workflow definitions (procedural memory); its calls are also Memory's own.
         self.procedures = ProceduralAPI(typed)
@@ -566,36 +563,8 @@ class Memory:
         return _recall_chunks(self.store, query, k=k, namespace=namespace, include_parents=include_parents,
                               filter=filter)
 
-    async def aingest(
-        self,
-        path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
-        *,
-        episode_id: str | None = None,
-        namespace: Sequence[str] = DOCUMENTS_NAMESPACE,
-        chunker: Literal["contextual", "fixed"] | None = None,
-        config: IngestConfig | None = None,
-        errors: Literal["raise", "report"] = "raise",
-        progress: Callable[[IngestProgress], None] | None = None,
-    ) -> IngestReport:
-        """Async :meth:`ingest` (the reading, embedding and writing run in a worker thread)."""
-        return await asyncio.to_thread(
-            self.ingest, path, episode_id=episode_id, namespace=namespace, chunker=chunker, config=config,
-            errors=errors, progress=progress,
-        )
-
-    async def arecall(
-        self,
-        query: str,
-        *,
-        k: int = DEFAULT_K,
-        namespace: Sequence[str] = DOCUMENTS_NAMESPACE,
-        include_parents: bool = False,
-        filter: dict[str, Any] | None = None,
-    ) -> list[ChunkHit]:
-        """Async :meth:`recall`."""
-        return await asyncio.to_thread(
-            self.recall, query, k=k, namespace=namespace, include_parents=include_parents, filter=filter
-        )
+    aingest = athread(ingest)
+    arecall = athread(recall)
 
     # ------------------------------------------- retire, supersede, delete
     # (mem.retire is mem.lifecycle.retire; see ItemLifecycle for each call)
@@ -641,54 +610,6 @@ class Memory:
         """
         self._check_open()
         return cleanup_decayed(self.store.items, config=config, now=now, collections=collections, dry_run=dry_run)
-
-    # ---------------------------------------- the typed research API, flat
-    # (mem.store_backtest is mem.research.store_backtest; see ResearchAPI for each call)
-
-    namespace = _research(ResearchAPI.namespace)
-    get = _research(ResearchAPI.get)
-    store_research_finding = _research(ResearchAPI.store_research_finding)
-    query_research_findings = _research(ResearchAPI.query_research_findings)
-    store_hypothesis = _research(ResearchAPI.store_hypothesis)
-    update_hypothesis = _research(ResearchAPI.update_hypothesis)
-    query_hypotheses = _research(ResearchAPI.query_hypotheses)
-    store_strategy = _research(ResearchAPI.store_strategy)
-    get_similar_strategies = _research(ResearchAPI.get_similar_strategies)
-    set_strategy_status = _research(ResearchAPI.set_strategy_status)
-    approve_strategy = _research(ResearchAPI.approve_strategy)
-    versions = _research(ResearchAPI.versions)
-    store_backtest = _research(ResearchAPI.store_backtest)
-    query_backtests = _research(ResearchAPI.query_backtests)
-    store_lesson = _research(ResearchAPI.store_lesson)
-    get_relevant_lessons = _research(ResearchAPI.get_relevant_lessons)
-    resolve_lesson = _research(ResearchAPI.resolve_lesson)
-    store_market_regime = _research(ResearchAPI.store_market_regime)
-    query_market_regimes = _research(ResearchAPI.query_market_regimes)
-    store_tool_definition = _procedures(ProceduralAPI.store_tool_definition)
-    get_tool_definition = _procedures(ProceduralAPI.get_tool_definition)
-    query_tool_definitions = _procedures(ProceduralAPI.query_tool_definitions)
-
-    aget = _research(ResearchAPI.aget)
-    astore_research_finding = _research(ResearchAPI.astore_research_finding)
-    aquery_research_findings = _research(ResearchAPI.aquery_research_findings)
-    astore_hypothesis = _research(ResearchAPI.astore_hypothesis)
-    aupdate_hypothesis = _research(ResearchAPI.aupdate_hypothesis)
-    aquery_hypotheses = _research(ResearchAPI.aquery_hypotheses)
-    astore_strategy = _research(ResearchAPI.astore_strategy)
-    aget_similar_strategies = _research(ResearchAPI.aget_similar_strategies)
-    aset_strategy_status = _research(ResearchAPI.aset_strategy_status)
-    aapprove_strategy = _research(ResearchAPI.aapprove_strategy)
-    aversions = _research(ResearchAPI.aversions)
-    astore_backtest = _research(ResearchAPI.astore_backtest)
-    aquery_backtests = _research(ResearchAPI.aquery_backtests)
-    astore_lesson = _research(ResearchAPI.astore_lesson)
-    aget_relevant_lessons = _research(ResearchAPI.aget_relevant_lessons)
-    aresolve_lesson = _research(ResearchAPI.aresolve_lesson)
-    astore_market_regime = _research(ResearchAPI.astore_market_regime)
-    aquery_market_regimes = _research(ResearchAPI.aquery_market_regimes)
-    astore_tool_definition = _procedures(ProceduralAPI.astore_tool_definition)
-    aget_tool_definition = _procedures(ProceduralAPI.aget_tool_definition)
-    aquery_tool_definitions = _procedures(ProceduralAPI.aquery_tool_definitions)
 
     # ------------------------------------------- async twins of Memory's own
 

@@ -193,6 +193,9 @@ def serve(
     except OSError as exc:
         sock.close()
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port") from exc
+    # Listening before on_listening announces the address: a client that connects at once waits in the
+    # backlog until uvicorn accepts, instead of being refused.
+    sock.listen(2048)
     bound = sock.getsockname()[1]
     app = server.streamable_http_app(host=host)
     if token:

@@ -19,16 +19,22 @@ argument raises a typed error before anything is written, which
 
 from __future__ import annotations
 
+import collections.abc
+import inspect
+import typing
 import uuid
-from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
-from langgraph_memory.research.collections import BacktestCosts, HypothesisStatus
+from langgraph_memory.research.api import ResearchAPI
+from langgraph_memory.research.collections import BacktestCosts, EquityCurve
+from langgraph_memory.research.procedures import ProceduralAPI
+from langgraph_memory.research.typed import Hit, ParentIds
 from langgraph_memory.config import MAX_SEARCH_LIMIT, MAX_TAG_CHARS, MAX_TAGS, MIN_RELEVANCE
 from langgraph_memory.errors import NotFoundError
-from langgraph_memory.memory import Hit, Memory
+from langgraph_memory.memory import Memory
 from langgraph_memory.store.ranking import keep_relevant
 from langgraph_memory.research.validation import check_content, check_limit, check_tags
 
@@ -52,6 +58,120 @@ Namespace = Annotated[
     Field(description="the namespace's labels, e.g. [\"memories\", \"u1\"]; only for a memory that is neither "
                       "a typed record nor in this server's namespace"),
 ]
+
+
+#: The typed research calls an agent may make, each declared once, in the research API: a tool takes the
+#: call's parameters (less those in ``_HIDDEN``; ``k`` is offered as ``limit``) with the same types and
+#: defaults, and returns its record as JSON. Adding a tool is a line here.
+RESEARCH_TOOLS: dict[str, Callable[..., Any]] = {
+    "store_research_finding": ResearchAPI.store_research_finding,
+    "query_research_findings": ResearchAPI.query_research_findings,
+    "store_hypothesis": ResearchAPI.store_hypothesis,
+    "update_hypothesis": ResearchAPI.update_hypothesis,
+    "query_hypotheses": ResearchAPI.query_hypotheses,
+    "store_strategy": ResearchAPI.store_strategy,
+    "get_similar_strategies": ResearchAPI.get_similar_strategies,
+    "set_strategy_status": ResearchAPI.set_strategy_status,
+    "strategy_versions": ResearchAPI.versions,
+    "store_backtest": ResearchAPI.store_backtest,
+    "query_backtests": ResearchAPI.query_backtests,
+    "store_lesson": ResearchAPI.store_lesson,
+    "get_relevant_lessons": ResearchAPI.get_relevant_lessons,
+    "resolve_lesson": ResearchAPI.resolve_lesson,
+    "store_market_regime": ResearchAPI.store_market_regime,
+    "query_market_regimes": ResearchAPI.query_market_regimes,
+    "store_tool_definition": ProceduralAPI.store_tool_definition,
+    "get_tool_definition": ProceduralAPI.get_tool_definition,
+    "query_tool_definitions": ProceduralAPI.query_tool_definitions,
+}
+
+# Parameters an agent does not set: who is calling is the server's business (session_id, agent_id), the
+# relevance threshold is the server's (``min_relevance``), and retired memories stay hidden from agents.
+_HIDDEN = frozenset({"self", "session_id", "agent_id", "min_relevance", "include_retired"})
+
+
+def _agent_type(name: str, hint: Any) -> tuple[Any, Callable[[Any], Any] | None]:
+    """The type a tool's schema gives one parameter of a research call, and the check its value passes.
+
+    Text is never empty, tags follow the tag limits, and sequences are JSON arrays; everything else keeps the
+    research API's own type (its Literals become the schema's enums).
+    """
+    if name == "tags":
+        return Tags, lambda v: check_tags(v)
+    args = set(typing.get_args(hint))
+    if hint is str:
+        return Text, lambda v: check_content(v, field=name)
+    if hint == (str | None) and name in ("query", "summary"):
+        return str | None, lambda v: None if v is None else check_content(v, field=name)
+    if hint == ParentIds:
+        return str | None, None
+    if typing.get_origin(hint) in (Sequence, collections.abc.Sequence) or Sequence[str] in args:
+        return list[str] | None, lambda v: () if v is None else v
+    if EquityCurve in args:
+        return list[float] | None, None
+    if BacktestCosts in args:
+        return BacktestCosts | None, None
+    return hint, None
+
+
+def _as_json(result: Any) -> Any:
+    """A research call's result as the JSON a tool returns."""
+    if isinstance(result, BaseModel):
+        return result.model_dump(mode="json")
+    if isinstance(result, list) and all(isinstance(h, Hit) for h in result):
+        return _hits(result)
+    return result
+
+
+def _research_tool(tools: MemoryTools, name: str, call: Callable[..., Any]) -> Callable[..., Any]:
+    """The MCP tool ``name``: ``call``'s declaration, offered to an agent, run on ``tools.memory``."""
+    sig = inspect.signature(call)
+    hints = typing.get_type_hints(call)
+    params: list[inspect.Parameter] = []
+    checks: dict[str, Callable[[Any], Any]] = {}
+    renames: dict[str, str] = {}
+    for p in sig.parameters.values():
+        if p.name in _HIDDEN or p.kind is inspect.Parameter.VAR_KEYWORD:
+            continue
+        if p.name == "k":
+            renames["limit"] = "k"
+            checks["limit"] = check_limit
+            params.append(inspect.Parameter("limit", inspect.Parameter.KEYWORD_ONLY, default=p.default,
+                                            annotation=Limit))
+            continue
+        kind, check = _agent_type(p.name, hints[p.name])
+        if check is not None:
+            checks[p.name] = check
+        default = p.default
+        if isinstance(default, tuple) and not default:
+            default = None  # JSON has no tuples: an empty sequence is sent as nothing
+        params.append(inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind))
+    takes_relevance = "min_relevance" in sig.parameters
+    method = call.__name__
+
+    def tool(**kwargs: Any) -> Any:
+        args = {renames.get(k, k): checks[k](v) if k in checks else v for k, v in kwargs.items()}
+        if takes_relevance:
+            # A search without a query has no score to drop on.
+            args["min_relevance"] = tools.min_relevance if args.get("query", "") is not None else None
+        result = getattr(tools.memory, method)(**args)
+        if name == "strategy_versions":
+            return {"name": kwargs["name"], "versions": [
+                {"version": v.version, "id": v.id, "status": v.status, "created_at": v.created_at.isoformat(),
+                 "live": v.record is not None} for v in result]}
+        return _as_json(result)
+
+    tool.__name__ = name
+    tool.__qualname__ = f"MemoryTools.{name}"
+    tool.__doc__ = _summary(call)
+    tool.__signature__ = inspect.Signature(params, return_annotation=dict[str, Any])  # type: ignore[attr-defined]
+    return tool
+
+
+def _summary(call: Callable[..., Any]) -> str:
+    """The first paragraph of a research call's docstring: what the agent reads about the tool."""
+    doc = inspect.getdoc(call) or call.__name__
+    return " ".join(doc.split("\n\n", 1)[0].split())
 
 
 def _relevance(score: float | None) -> float | None:
@@ -106,6 +226,8 @@ class MemoryTools:
         self.memory = memory
         self.namespace = tuple(namespace)
         self.min_relevance = min_relevance
+        for tool, call in RESEARCH_TOOLS.items():
+            setattr(self, tool, _research_tool(self, tool, call))
 
     # ------------------------------------------------------------ memories
 
@@ -160,210 +282,6 @@ class MemoryTools:
         st = self.memory.status(memory_id)
         return {"memory_id": memory_id, "record": record.model_dump(mode="json"),
                 "status": st.as_dict() if st is not None else None}
-
-    # ---------------------------------------------------- typed research
-
-    def store_research_finding(
-        self, content: Text, source: str | None = None, topic: str | None = None,
-        confidence: float | None = None, parent_id: str | None = None, tags: Tags = None,
-    ) -> dict[str, Any]:
-        """Store a research finding (confidence 0-1); parent_id links it to what it came from."""
-        f = self.memory.store_research_finding(
-            check_content(content), source=source, topic=topic, confidence=confidence, parent_id=parent_id,
-            tags=check_tags(tags),
-        )
-        return f.model_dump(mode="json")
-
-    def query_research_findings(
-        self, query: Text, limit: Limit = 5, source: str | None = None, min_confidence: float = 0.0
-    ) -> dict[str, Any]:
-        """Findings most similar to the query, optionally of one source and above a confidence."""
-        return _hits(self.memory.query_research_findings(
-            check_content(query, field="query"), k=check_limit(limit), source=source,
-            min_confidence=min_confidence, min_relevance=self.min_relevance,
-        ))
-
-    def store_hypothesis(
-        self, statement: Text, rationale: str | None = None, confidence: float | None = None,
-        status: HypothesisStatus = "proposed", evidence_ids: Ids = None, parent_id: str | None = None,
-        tags: Tags = None,
-    ) -> dict[str, Any]:
-        """State a testable hypothesis (confidence 0-1); parent_id names the finding it came from,
-        evidence_ids the items that bear on it. Strategies that test it name it as hypothesis_id."""
-        return self.memory.store_hypothesis(
-            check_content(statement, field="statement"), rationale=rationale, confidence=confidence, status=status,
-            evidence_ids=evidence_ids or (), parent_id=parent_id, tags=check_tags(tags),
-        ).model_dump(mode="json")
-
-    def update_hypothesis(
-        self, hypothesis_id: Text, status: HypothesisStatus | None = None, confidence: float | None = None,
-        add_evidence: Ids = None, rationale: str | None = None,
-    ) -> dict[str, Any]:
-        """Move a hypothesis along (testing, confirmed, rejected), adjust its confidence, add evidence ids."""
-        return self.memory.update_hypothesis(
-            check_content(hypothesis_id, field="hypothesis_id"), status=status, confidence=confidence,
-            add_evidence=add_evidence or (), rationale=rationale,
-        ).model_dump(mode="json")
-
-    def query_hypotheses(
-        self, query: Text, limit: Limit = 5, status: HypothesisStatus | None = None, min_confidence: float = 0.0
-    ) -> dict[str, Any]:
-        """Hypotheses most similar to the query, optionally of one status and above a confidence."""
-        return _hits(self.memory.query_hypotheses(
-            check_content(query, field="query"), k=check_limit(limit), status=status, min_confidence=min_confidence,
-            min_relevance=self.min_relevance,
-        ))
-
-    def store_strategy(
-        self, name: Text, description: Text, code: str | None = None, parameters: dict[str, Any] | None = None,
-        metrics: dict[str, Any] | None = None, parent_id: str | None = None,
-        status: Literal["draft", "tested", "approved", "deprecated"] = "draft",
-    ) -> dict[str, Any]:
-        """Store a strategy; storing the same name again makes its next version."""
-        s = self.memory.store_strategy(
-            check_content(name, field="name"), check_content(description, field="description"), code=code,
-            parameters=parameters, metrics=metrics, parent_id=parent_id, status=status,
-        )
-        return s.model_dump(mode="json")
-
-    def get_similar_strategies(
-        self, description: Text, limit: Limit = 5,
-        status: Literal["draft", "tested", "approved", "deprecated"] | None = None,
-    ) -> dict[str, Any]:
-        """Strategies whose description is most similar, optionally of one status."""
-        return _hits(self.memory.get_similar_strategies(
-            check_content(description, field="description"), k=check_limit(limit), status=status,
-            min_relevance=self.min_relevance,
-        ))
-
-    def set_strategy_status(
-        self, strategy_id: Text, status: Literal["draft", "tested", "approved", "deprecated"]
-    ) -> dict[str, Any]:
-        """Move a strategy to a status; approved stamps approved_at."""
-        return self.memory.set_strategy_status(check_content(strategy_id, field="strategy_id"), status).model_dump(
-            mode="json"
-        )
-
-    def strategy_versions(self, name: Text) -> dict[str, Any]:
-        """Every version of the named strategy, oldest first."""
-        versions = self.memory.versions(check_content(name, field="name"))
-        return {
-            "name": name,
-            "versions": [
-                {"version": v.version, "id": v.id, "status": v.status, "created_at": v.created_at.isoformat(),
-                 "live": v.record is not None}
-                for v in versions
-            ],
-        }
-
-    def store_backtest(
-        self, strategy_id: Text, period_start: str | None = None, period_end: str | None = None,
-        universe: list[str] | None = None, sharpe: float | None = None, sortino: float | None = None,
-        max_drawdown: float | None = None, cagr: float | None = None, volatility: float | None = None,
-        trades: int | None = None, win_rate: float | None = None, turnover: float | None = None,
-        costs: BacktestCosts | None = None, parameters: dict[str, Any] | None = None,
-        equity_curve: list[float] | None = None, passed: bool | None = None, summary: str | None = None,
-        parent_id: str | None = None, tags: Tags = None,
-    ) -> dict[str, Any]:
-        """Store one backtest of a strategy (dates ISO 8601; max_drawdown a positive fraction, 0.18 = 18%;
-        win_rate 0-1). The strategy's name, version and parameters are filled in; a full equity_curve is
-        summarised; summary (the searchable text) is written from the numbers unless given."""
-        return self.memory.store_backtest(
-            check_content(strategy_id, field="strategy_id"), period_start=period_start, period_end=period_end,
-            universe=universe or (), sharpe=sharpe, sortino=sortino, max_drawdown=max_drawdown, cagr=cagr,
-            volatility=volatility, trades=trades, win_rate=win_rate, turnover=turnover, costs=costs,
-            parameters=parameters, equity_curve=equity_curve, passed=passed,
-            summary=check_content(summary, field="summary") if summary is not None else None,
-            parent_id=parent_id, tags=check_tags(tags),
-        ).model_dump(mode="json")
-
-    def query_backtests(
-        self, query: str | None = None, limit: Limit = 5, strategy_id: str | None = None,
-        strategy_name: str | None = None, min_sharpe: float | None = None, max_drawdown: float | None = None,
-        passed: bool | None = None, parameter_hash: str | None = None,
-    ) -> dict[str, Any]:
-        """Backtests most similar to the query (newest first without one), filtered by strategy and numbers:
-        max_drawdown keeps those whose drawdown is at most that, parameter_hash finds runs of one parameter set."""
-        if query is not None:
-            query = check_content(query, field="query")
-        return _hits(self.memory.query_backtests(
-            query, k=check_limit(limit), strategy_id=strategy_id, strategy_name=strategy_name, min_sharpe=min_sharpe,
-            max_drawdown=max_drawdown, passed=passed, parameter_hash=parameter_hash,
-            min_relevance=self.min_relevance if query is not None else None,  # no query, no score to drop on
-        ))
-
-    def store_lesson(
-        self, lesson: Text, strategy_id: str | None = None, iteration: int | None = None,
-        failure_type: str | None = None, severity: Literal["minor", "major", "critical"] = "major",
-        feedback: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """Store a lesson learned, linked to the strategy that produced it."""
-        return self.memory.store_lesson(
-            check_content(lesson, field="lesson"), strategy_id=strategy_id, iteration=iteration,
-            failure_type=failure_type, severity=severity, feedback=feedback,
-        ).model_dump(mode="json")
-
-    def get_relevant_lessons(self, context: Text, limit: Limit = 5, include_resolved: bool = False) -> dict[str, Any]:
-        """Lessons most relevant to the context: unresolved ones unless include_resolved."""
-        return _hits(self.memory.get_relevant_lessons(
-            check_content(context, field="context"), k=check_limit(limit), include_resolved=include_resolved,
-            min_relevance=self.min_relevance,
-        ))
-
-    def resolve_lesson(self, lesson_id: Text, resolution_id: str | None = None) -> dict[str, Any]:
-        """Mark a lesson resolved; resolution_id (what resolved it) becomes its child in the lineage."""
-        return self.memory.resolve_lesson(check_content(lesson_id, field="lesson_id"), resolution_id).model_dump(
-            mode="json"
-        )
-
-    def store_market_regime(
-        self, description: Text,
-        regime_type: Literal["bull", "bear", "sideways", "volatile"] | None = None,
-        start_date: str | None = None, end_date: str | None = None, volatility: float | None = None,
-        trend_strength: float | None = None, parent_id: str | None = None,
-    ) -> dict[str, Any]:
-        """Store a market regime (dates as ISO 8601)."""
-        return self.memory.store_market_regime(
-            check_content(description, field="description"), regime_type=regime_type, start_date=start_date,
-            end_date=end_date, volatility=volatility, trend_strength=trend_strength, parent_id=parent_id,
-        ).model_dump(mode="json")
-
-    def query_market_regimes(
-        self, query: Text, limit: Limit = 5,
-        regime_type: Literal["bull", "bear", "sideways", "volatile"] | None = None,
-    ) -> dict[str, Any]:
-        """Regimes most similar to the query, optionally of one type."""
-        return _hits(self.memory.query_market_regimes(
-            check_content(query, field="query"), k=check_limit(limit), regime_type=regime_type,
-            min_relevance=self.min_relevance,
-        ))
-
-    # ---------------------------------------------- procedural memory
-
-    def store_tool_definition(
-        self, name: Text, description: Text, kind: Literal["tool", "workflow"] = "tool",
-        parameters: dict[str, Any] | None = None, steps: list[dict[str, Any]] | None = None,
-        definition: dict[str, Any] | None = None, parent_id: str | None = None, tags: Tags = None,
-    ) -> dict[str, Any]:
-        """Store a tool (its argument JSON Schema in parameters) or a workflow (its steps) as JSON; storing a
-        name again makes its next version and supersedes the previous one."""
-        return self.memory.store_tool_definition(
-            check_content(name, field="name"), check_content(description, field="description"), kind=kind,
-            parameters=parameters, steps=steps or (), definition=definition, parent_id=parent_id,
-            tags=check_tags(tags),
-        ).model_dump(mode="json")
-
-    def get_tool_definition(self, name: Text, version: int | None = None) -> dict[str, Any]:
-        """The current definition of a tool or workflow by name (or one version of it)."""
-        return self.memory.get_tool_definition(check_content(name, field="name"), version).model_dump(mode="json")
-
-    def query_tool_definitions(
-        self, query: Text, limit: Limit = 5, kind: Literal["tool", "workflow"] | None = None
-    ) -> dict[str, Any]:
-        """Current tool and workflow definitions most similar to the query."""
-        return _hits(self.memory.query_tool_definitions(
-            check_content(query, field="query"), k=check_limit(limit), kind=kind, min_relevance=self.min_relevance,
-        ))
 
     # ------------------------------------------------------ lineage, stats
 

@@ -38,7 +38,9 @@ from langgraph_memory.research.collections import (
     Hypothesis,
     HypothesisStatus,
     Lesson,
+    LessonSeverity,
     MarketRegime,
+    RegimeType,
     ResearchFinding,
     Strategy,
     StrategyStatus,
@@ -207,7 +209,7 @@ class ResearchAPI:
         *,
         rationale: str | None = None,
         confidence: float | None = None,
-        status: str = "proposed",
+        status: HypothesisStatus = "proposed",
         evidence_ids: Sequence[str] = (),
         parent_id: ParentIds = None,
         session_id: str | None = None,
@@ -247,7 +249,7 @@ class ResearchAPI:
         self,
         hypothesis_id: str,
         *,
-        status: str | None = None,
+        status: HypothesisStatus | None = None,
         confidence: float | None = None,
         add_evidence: Sequence[str] = (),
         rationale: str | None = None,
@@ -276,7 +278,7 @@ class ResearchAPI:
         query: str,
         *,
         k: int = DEFAULT_K,
-        status: str | None = None,
+        status: HypothesisStatus | None = None,
         min_confidence: float = 0.0,
         min_relevance: float | None = MIN_RELEVANCE,
         include_retired: bool = False,
@@ -304,7 +306,7 @@ class ResearchAPI:
         metrics: dict[str, Any] | None = None,
         parent_id: ParentIds = None,
         hypothesis_id: str | None = None,
-        status: str = "draft",
+        status: StrategyStatus = "draft",
         asset_class: str | None = None,
         time_horizon: str | None = None,
         tags: Sequence[str] = (),
@@ -363,7 +365,7 @@ class ResearchAPI:
         description: str,
         *,
         k: int = DEFAULT_K,
-        status: str | None = None,
+        status: StrategyStatus | None = None,
         name: str | None = None,
         min_relevance: float | None = MIN_RELEVANCE,
         include_retired: bool = False,
@@ -379,7 +381,7 @@ class ResearchAPI:
             "strategies", description, k=k, filter=flt, min_relevance=min_relevance, include_retired=include_retired
         )
 
-    def set_strategy_status(self, strategy_id: str, status: str) -> Strategy:
+    def set_strategy_status(self, strategy_id: str, status: StrategyStatus) -> Strategy:
         """Move a strategy to ``status``; ``approved`` stamps ``approved_at``."""
         _check_choice(status, STRATEGY_STATUSES, "status")
         changes: dict[str, Any] = {"status": status}
@@ -549,7 +551,7 @@ class ResearchAPI:
         iteration: int | None = None,
         failure_type: str | None = None,
         feedback: dict[str, Any] | None = None,
-        severity: str = "major",
+        severity: LessonSeverity = "major",
         parent_id: ParentIds = None,
         improvement_applied: str | None = None,
         **extra: Any,
@@ -632,7 +634,7 @@ class ResearchAPI:
         self,
         description: str,
         *,
-        regime_type: str | None = None,
+        regime_type: RegimeType | None = None,
         start_date: str | None = None,
         end_date: str | None = None,
         volatility: float | None = None,
@@ -662,7 +664,7 @@ class ResearchAPI:
         query: str,
         *,
         k: int = DEFAULT_K,
-        regime_type: str | None = None,
+        regime_type: RegimeType | None = None,
         min_relevance: float | None = MIN_RELEVANCE,
         include_retired: bool = False,
     ) -> list[Hit[MarketRegime]]:

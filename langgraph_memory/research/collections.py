@@ -49,6 +49,9 @@ __all__ = [
     "ResearchFinding",
     "Hypothesis",
     "HypothesisStatus",
+    "LessonSeverity",
+    "RegimeType",
+    "ToolKind",
     "Strategy",
     "StrategyStatus",
     "BacktestResult",
@@ -140,6 +143,9 @@ class Hypothesis(_Schema):
 
 
 StrategyStatus = Literal["draft", "tested", "approved", "deprecated"]
+LessonSeverity = Literal["minor", "major", "critical"]
+RegimeType = Literal["bull", "bear", "sideways", "volatile"]
+ToolKind = Literal["tool", "workflow"]
 
 
 class Strategy(_Schema):
@@ -273,7 +279,7 @@ class Lesson(_Schema):
     backtest_id: str | None = None
     iteration: int | None = Field(default=None, ge=0)
     failure_type: str | None = None
-    severity: Literal["minor", "major", "critical"] = "major"
+    severity: LessonSeverity = "major"
     resolved: bool = False
     resolution_id: str | None = None
     created_at: str | None = None
@@ -287,7 +293,7 @@ class MarketRegime(_Schema):
     """A market regime (collection ``market_regimes``); ``description`` is embedded."""
 
     description: str = Field(min_length=1)
-    regime_type: Literal["bull", "bear", "sideways", "volatile"] | None = None
+    regime_type: RegimeType | None = None
     id: str | None = None
     parent_id: str | None = None
     start_date: str | None = None
@@ -313,7 +319,7 @@ class ToolDefinition(_Schema):
 
     description: str = Field(min_length=1)
     name: str | None = Field(default=None, min_length=1)
-    kind: Literal["tool", "workflow"] = "tool"
+    kind: ToolKind = "tool"
     version: int | None = Field(default=None, ge=1)
     id: str | None = None
     parent_id: str | None = None

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from langgraph_memory.research.typed import Hit, ParentIds, TypedItems, athread, parent_list
-from langgraph_memory.research.collections import ToolDefinition
+from langgraph_memory.research.collections import ToolDefinition, ToolKind
 from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
 from langgraph_memory.errors import NotFoundError, ValidationError
 
@@ -56,7 +56,7 @@ class ProceduralAPI:
         name: str,
         description: str,
         *,
-        kind: str = "tool",
+        kind: ToolKind = "tool",
         parameters: dict[str, Any] | None = None,
         steps: Sequence[dict[str, Any]] = (),
         definition: dict[str, Any] | None = None,
@@ -113,7 +113,7 @@ class ProceduralAPI:
         query: str,
         *,
         k: int = DEFAULT_K,
-        kind: str | None = None,
+        kind: ToolKind | None = None,
         min_relevance: float | None = MIN_RELEVANCE,
         include_retired: bool = False,
     ) -> list[Hit[ToolDefinition]]:
