@@ -19,40 +19,21 @@ argument raises a typed error before anything is written, which
 
 from __future__ import annotations
 
-import collections.abc
-import inspect
-import typing
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from langgraph_memory.research.api import ResearchAPI
-from langgraph_memory.research.collections import BacktestCosts, EquityCurve
-from langgraph_memory.research.procedures import ProceduralAPI
-from langgraph_memory.research.typed import Hit, ParentIds
-from langgraph_memory.config import MAX_SEARCH_LIMIT, MAX_TAG_CHARS, MAX_TAGS, MIN_RELEVANCE
+from langgraph_memory.research.calls import ResearchCall, relevance_percent, research_calls
+from langgraph_memory.config import MIN_RELEVANCE
 from langgraph_memory.errors import NotFoundError
 from langgraph_memory.memory import Memory
 from langgraph_memory.store.ranking import keep_relevant
-from langgraph_memory.research.validation import check_content, check_limit, check_tags
+from langgraph_memory.research.validation import Limit, Tags, Text, check_content, check_limit, check_tags
 
 __all__ = ["MemoryTools"]
 
-# Argument types: the limits are advertised in each tool's JSON schema for the agent to read, and
-# enforced by langgraph_memory.validation (one check, one message, for these tools and tools.py).
-Limit = Annotated[
-    int, Field(description=f"how many results, 1-{MAX_SEARCH_LIMIT}",
-               json_schema_extra={"minimum": 1, "maximum": MAX_SEARCH_LIMIT}),
-]
-Tags = Annotated[
-    list[str] | None,
-    Field(description=f"at most {MAX_TAGS} tags of at most {MAX_TAG_CHARS} characters",
-          json_schema_extra={"maxItems": MAX_TAGS}),
-]
-Text = Annotated[str, Field(description="the text; not empty", json_schema_extra={"minLength": 1})]
-Ids = Annotated[list[str] | None, Field(description="ids of stored items")]
 Namespace = Annotated[
     list[str] | None,
     Field(description="the namespace's labels, e.g. [\"memories\", \"u1\"]; only for a memory that is neither "
@@ -60,136 +41,21 @@ Namespace = Annotated[
 ]
 
 
-#: The typed research calls an agent may make, each declared once, in the research API: a tool takes the
-#: call's parameters (less those in ``_HIDDEN``; ``k`` is offered as ``limit``) with the same types and
-#: defaults, and returns its record as JSON. Adding a tool is a line here.
-RESEARCH_TOOLS: dict[str, Callable[..., Any]] = {
-    "store_research_finding": ResearchAPI.store_research_finding,
-    "query_research_findings": ResearchAPI.query_research_findings,
-    "store_hypothesis": ResearchAPI.store_hypothesis,
-    "update_hypothesis": ResearchAPI.update_hypothesis,
-    "query_hypotheses": ResearchAPI.query_hypotheses,
-    "store_strategy": ResearchAPI.store_strategy,
-    "get_similar_strategies": ResearchAPI.get_similar_strategies,
-    "set_strategy_status": ResearchAPI.set_strategy_status,
-    "strategy_versions": ResearchAPI.versions,
-    "store_backtest": ResearchAPI.store_backtest,
-    "query_backtests": ResearchAPI.query_backtests,
-    "store_lesson": ResearchAPI.store_lesson,
-    "get_relevant_lessons": ResearchAPI.get_relevant_lessons,
-    "resolve_lesson": ResearchAPI.resolve_lesson,
-    "store_market_regime": ResearchAPI.store_market_regime,
-    "query_market_regimes": ResearchAPI.query_market_regimes,
-    "store_tool_definition": ProceduralAPI.store_tool_definition,
-    "get_tool_definition": ProceduralAPI.get_tool_definition,
-    "query_tool_definitions": ProceduralAPI.query_tool_definitions,
-}
-
-# Parameters an agent does not set: who is calling is the server's business (session_id, agent_id), the
-# relevance threshold is the server's (``min_relevance``), and retired memories stay hidden from agents.
-_HIDDEN = frozenset({"self", "session_id", "agent_id", "min_relevance", "include_retired"})
-
-
-def _agent_type(name: str, hint: Any) -> tuple[Any, Callable[[Any], Any] | None]:
-    """The type a tool's schema gives one parameter of a research call, and the check its value passes.
-
-    Text is never empty, tags follow the tag limits, and sequences are JSON arrays; everything else keeps the
-    research API's own type (its Literals become the schema's enums).
-    """
-    if name == "tags":
-        return Tags, lambda v: check_tags(v)
-    args = set(typing.get_args(hint))
-    if hint is str:
-        return Text, lambda v: check_content(v, field=name)
-    if hint == (str | None) and name in ("query", "summary"):
-        return str | None, lambda v: None if v is None else check_content(v, field=name)
-    if hint == ParentIds:
-        return str | None, None
-    if typing.get_origin(hint) in (Sequence, collections.abc.Sequence) or Sequence[str] in args:
-        return list[str] | None, lambda v: () if v is None else v
-    if EquityCurve in args:
-        return list[float] | None, None
-    if BacktestCosts in args:
-        return BacktestCosts | None, None
-    return hint, None
-
-
-def _as_json(result: Any) -> Any:
-    """A research call's result as the JSON a tool returns."""
-    if isinstance(result, BaseModel):
-        return result.model_dump(mode="json")
-    if isinstance(result, list) and all(isinstance(h, Hit) for h in result):
-        return _hits(result)
-    return result
-
-
-def _research_tool(tools: MemoryTools, name: str, call: Callable[..., Any]) -> Callable[..., Any]:
-    """The MCP tool ``name``: ``call``'s declaration, offered to an agent, run on ``tools.memory``."""
-    sig = inspect.signature(call)
-    hints = typing.get_type_hints(call)
-    params: list[inspect.Parameter] = []
-    checks: dict[str, Callable[[Any], Any]] = {}
-    renames: dict[str, str] = {}
-    for p in sig.parameters.values():
-        if p.name in _HIDDEN or p.kind is inspect.Parameter.VAR_KEYWORD:
-            continue
-        if p.name == "k":
-            renames["limit"] = "k"
-            checks["limit"] = check_limit
-            params.append(inspect.Parameter("limit", inspect.Parameter.KEYWORD_ONLY, default=p.default,
-                                            annotation=Limit))
-            continue
-        kind, check = _agent_type(p.name, hints[p.name])
-        if check is not None:
-            checks[p.name] = check
-        default = p.default
-        if isinstance(default, tuple) and not default:
-            default = None  # JSON has no tuples: an empty sequence is sent as nothing
-        params.append(inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind))
-    takes_relevance = "min_relevance" in sig.parameters
-    method = call.__name__
-
-    def tool(**kwargs: Any) -> Any:
-        args = {renames.get(k, k): checks[k](v) if k in checks else v for k, v in kwargs.items()}
-        if takes_relevance:
-            # A search without a query has no score to drop on.
-            args["min_relevance"] = tools.min_relevance if args.get("query", "") is not None else None
-        result = getattr(tools.memory, method)(**args)
-        if name == "strategy_versions":
-            return {"name": kwargs["name"], "versions": [
-                {"version": v.version, "id": v.id, "status": v.status, "created_at": v.created_at.isoformat(),
-                 "live": v.record is not None} for v in result]}
-        return _as_json(result)
-
-    tool.__name__ = name
-    tool.__qualname__ = f"MemoryTools.{name}"
-    tool.__doc__ = _summary(call)
-    tool.__signature__ = inspect.Signature(params, return_annotation=dict[str, Any])  # type: ignore[attr-defined]
-    return tool
-
-
-def _summary(call: Callable[..., Any]) -> str:
-    """The first paragraph of a research call's docstring: what the agent reads about the tool."""
-    doc = inspect.getdoc(call) or call.__name__
-    return " ".join(doc.split("\n\n", 1)[0].split())
-
-
-def _relevance(score: float | None) -> float | None:
-    """Seed 001's relevance percentage: cosine similarity (1 - cosine distance) times 100."""
-    return None if score is None else round(float(score) * 100.0, 1)
-
-
 def _iso(value: Any) -> str | None:
     return value.isoformat() if hasattr(value, "isoformat") else value
 
 
-def _hits(hits: Sequence[Hit[Any]]) -> dict[str, Any]:
-    results = [
-        {"id": h.id, "relevance_score": _relevance(h.score), "namespace": list(h.namespace),
-         "record": h.record.model_dump(mode="json")}
-        for h in hits
-    ]
-    return {"results": results, "total_results": len(results)}
+def _tool(tools: MemoryTools, call: ResearchCall) -> Callable[..., Any]:
+    """The MCP tool of one research call, run on ``tools.memory`` with the server's relevance threshold."""
+
+    def tool(**kwargs: Any) -> Any:
+        return call.invoke(tools.memory, kwargs, min_relevance=tools.min_relevance)
+
+    tool.__name__ = call.name
+    tool.__qualname__ = f"MemoryTools.{call.name}"
+    tool.__doc__ = call.summary
+    tool.__signature__ = call.signature  # type: ignore[attr-defined]
+    return tool
 
 
 class MemoryTools:
@@ -226,8 +92,8 @@ class MemoryTools:
         self.memory = memory
         self.namespace = tuple(namespace)
         self.min_relevance = min_relevance
-        for tool, call in RESEARCH_TOOLS.items():
-            setattr(self, tool, _research_tool(self, tool, call))
+        for call in research_calls():
+            setattr(self, call.name, _tool(self, call))
 
     # ------------------------------------------------------------ memories
 
@@ -257,7 +123,7 @@ class MemoryTools:
                 "memory_id": it.key,
                 "content": it.value.get("content", it.value.get("text")),
                 "timestamp": _iso(it.created_at),
-                "relevance_score": _relevance(it.score),
+                "relevance_score": relevance_percent(it.score),
                 "tags": list(it.value.get("tags") or []),
                 "namespace": list(it.namespace),
             }

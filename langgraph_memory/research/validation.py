@@ -23,12 +23,27 @@ error whose message tells the agent what to send instead (seed 001):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from langgraph_memory.config import MAX_SEARCH_LIMIT, MAX_TAG_CHARS, MAX_TAGS
 from langgraph_memory.errors import InvalidArgumentError, ValidationError
 
-__all__ = ["check_content", "check_tags", "check_limit"]
+__all__ = ["Text", "Tags", "Limit", "check_content", "check_tags", "check_limit"]
+
+# The same limits as types: an agent reads them in each tool's JSON schema (MCP), and the checks below
+# enforce them with one message for every entry point.
+Limit = Annotated[
+    int, Field(description=f"how many results, 1-{MAX_SEARCH_LIMIT}",
+               json_schema_extra={"minimum": 1, "maximum": MAX_SEARCH_LIMIT}),
+]
+Tags = Annotated[
+    list[str] | None,
+    Field(description=f"at most {MAX_TAGS} tags of at most {MAX_TAG_CHARS} characters",
+          json_schema_extra={"maxItems": MAX_TAGS}),
+]
+Text = Annotated[str, Field(description="the text; not empty", json_schema_extra={"minLength": 1})]
 
 
 def check_content(content: Any, *, field: str = "content") -> str:
