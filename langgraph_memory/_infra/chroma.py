@@ -181,7 +181,8 @@ class ChromaHandle:
 
         identifier = getattr(client, "_identifier", None)
         system = SharedSystemClient._identifier_to_system.pop(identifier, None) if identifier else None
-        SharedSystemClient._identifier_to_refcount.pop(identifier, None)
+        if identifier:
+            SharedSystemClient._identifier_to_refcount.pop(identifier, None)
         if system is not None:
             try:
                 system.stop()

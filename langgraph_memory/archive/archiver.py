@@ -508,6 +508,7 @@ class Archiver:
 
     def _idle_threads(self, cutoff: float) -> list[tuple[Any, float]]:
         """``(thread, last activity in epoch seconds)`` of the checkpointer's threads idle since before ``cutoff``."""
+        assert self.checkpointer is not None  # only called when threads are archived
         pairs = ((t, _ts(t.last_activity)) for t in self.checkpointer.list_threads())
         return [(t, act) for t, act in pairs if act < cutoff]
 

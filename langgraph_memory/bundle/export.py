@@ -131,11 +131,7 @@ def _write(
         n_nodes = _write_ancestors(store, out, referenced - exported, exported)
         fh.flush()
         os.fsync(fh.fileno())
-    from langgraph_memory.store._writer import DIMS_KEY, MODEL_KEY
-
-    with store.catalog.read() as conn:
-        model_name = store.catalog.get_meta(conn, MODEL_KEY)
-        dims = store.catalog.get_meta(conn, DIMS_KEY)
+    model_name, dims = store.items.stored_model()
     from langgraph_memory._version import __version__
 
     manifest = BundleManifest(

@@ -15,7 +15,6 @@ from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.status import ItemStatus
 from langgraph_memory.errors import BundleError, ConfigError, InvalidArgumentError
-from langgraph_memory.store._writer import check_vectors
 from langgraph_memory.store.records import record_text
 
 __all__ = ["ConflictRule", "CONFLICT_RULES", "ImportReport", "import_bundle"]
@@ -165,9 +164,8 @@ def _reembed(store: Any, items: list[StoredItem], progress: Progress | None) -> 
             jobs.append((it, i, text))
     for start in range(0, len(jobs), EMBED_BATCH):
         batch = jobs[start : start + EMBED_BATCH]
-        matrix = check_vectors(
-            store.embeddings.embed_documents([t for _, _, t in batch]), store.items.writer.dims,
-            f"{len(batch)} bundle texts",
+        matrix = store.items.check_vectors(
+            store.embeddings.embed_documents([t for _, _, t in batch]), f"{len(batch)} bundle texts"
         )
         for (it, i, _), vec in zip(batch, matrix):
             it.vectors[i] = vec

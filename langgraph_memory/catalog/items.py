@@ -409,11 +409,11 @@ def get_items(
     for ns, key in keys:
         by_ns.setdefault(join_ns(ns), []).append(key)
     out: dict[tuple[tuple[str, ...], str], StoredItem] = {}
-    for ns, ks in by_ns.items():
+    for joined, ks in by_ns.items():
         for chunk in chunked(list(dict.fromkeys(ks))):
             marks = ",".join("?" * len(chunk))
             for row in conn.execute(
-                f"SELECT {ITEM_COLUMNS} {_FROM} WHERE n.ns = ? AND i.key IN ({marks})", (ns, *chunk)
+                f"SELECT {ITEM_COLUMNS} {_FROM} WHERE n.ns = ? AND i.key IN ({marks})", (joined, *chunk)
             ):
                 it = item_from_row(row)
                 out[(it.namespace, it.key)] = it

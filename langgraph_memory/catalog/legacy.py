@@ -106,9 +106,9 @@ def import_legacy(
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     legacy_dir = chroma_root / f"legacy-{stamp}"
     legacy_dir.mkdir()
-    for path in list(chroma_root.iterdir()):
-        if path.name == "chroma.sqlite3" or (path.is_dir() and len(path.name) == 36 and path.name.count("-") == 4):
-            shutil.move(str(path), legacy_dir / path.name)
+    for entry in list(chroma_root.iterdir()):
+        if entry.name == "chroma.sqlite3" or (entry.is_dir() and len(entry.name) == 36 and entry.name.count("-") == 4):
+            shutil.move(str(entry), legacy_dir / entry.name)
     with catalog.write() as conn:
         catalog.set_meta(conn, _DONE_KEY, str(time.time()))
     logger.warning(

@@ -165,7 +165,7 @@ def _walk_dir(
         with os.scandir(folder) as it:
             entries = sorted(it, key=lambda e: e.name)
     except OSError as exc:
-        err = _stat_error(folder, exc, "list")
+        err: IngestError = _stat_error(folder, exc, "list")
         if top:
             raise err from None
         logger.warning("%s", err)

@@ -571,7 +571,7 @@ class ResearchAPI:
             if strategy_id is None:
                 live = self.typed.live_items([ref]).get(backtest_id)
                 strategy_id = live.value.get("strategy_id") if live is not None else None
-            first = (backtest_id, "learned_from")
+            first: tuple[str, str] | None = (backtest_id, "learned_from")
         else:
             first = (strategy_id, "produced") if strategy_id is not None else None
         skip = {strategy_id, backtest_id}

@@ -51,11 +51,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from langgraph.store.base import PutOp, SearchOp
+from langgraph.store.base import PutOp
 
 from langgraph_memory.research.typed import athread
 from langgraph_memory.catalog import sessions as _s
-from langgraph_memory.catalog.sessions import Decision, Session, SessionTurn
+from langgraph_memory.catalog.sessions import Decision, Session, SessionState, SessionTurn
 from langgraph_memory.research.collections import collection_for
 from langgraph_memory.errors import ConfigError, InvalidArgumentError, NotFoundError
 from langgraph_memory.sessions import promotion as _promo
@@ -346,14 +346,14 @@ class SessionMemory:
             session = _s.current(conn, self.namespace, thread_id)
         return None if session is None or self._expired(session, self.clock()) else session
 
-    def list_sessions(self, state: str | None = None, *, limit: int = 100) -> list[Session]:
+    def list_sessions(self, state: SessionState | None = None, *, limit: int = 100) -> list[Session]:
         """Sessions of this namespace, most recent activity first (``state``: active, ended or promoted)."""
         self._check()
         if state is not None and state not in ("active", "ended", "promoted"):
             raise InvalidArgumentError(f"state must be 'active', 'ended', 'promoted' or None, got {state!r}")
         limit = _count("limit", limit)
         with self.catalog.read() as conn:
-            states = [state] if state else ["active", "ended", "promoted"]
+            states: list[SessionState] = [state] if state else ["active", "ended", "promoted"]
             found = [s for st in states for s in _s.in_state(conn, self.namespace, st)]
         return sorted(found, key=lambda s: (-s.last_turn_at, s.id))[:limit]
 
@@ -407,9 +407,8 @@ class SessionMemory:
     def _nearest_memory(self, vec: np.ndarray, session_id: str) -> float:
         """The highest cosine of ``vec`` with a memory of this namespace (not one of this session's)."""
         mine = f"{session_id}:"
-        op = SearchOp(self.namespace, None, 1, 0, None, False)
-        hits, _plan = self.store.planner.run(op, vec, omit=lambda it: it.key.startswith(mine))
-        return max((float(score) for score, _it in hits if score is not None), default=0.0)
+        hits = self.store.search_by_vector(self.namespace, vec, limit=1, exclude=lambda _ns, key: key.startswith(mine))
+        return max((float(h.score) for h in hits if h.score is not None), default=0.0)
 
     def _promote(self, session_id: str) -> list[SessionTurn]:
         """Score an ended session's turns and store the important ones, with the promoted mark, in one transaction."""

@@ -145,6 +145,13 @@ class Writer:
             (n,) = conn.execute("SELECT count(*) FROM (SELECT 1 FROM vectors LIMIT 1)").fetchone()
         return bool(n)
 
+    def stored_model(self) -> tuple[str | None, int | None]:
+        """``(model id, dims)`` of the stored vectors, as the catalog records them (None before the first)."""
+        with self.catalog.read() as conn:
+            model = self.catalog.get_meta(conn, MODEL_KEY)
+            dims = self.catalog.get_meta(conn, DIMS_KEY)
+        return model, int(dims) if dims is not None else None
+
     def check_model(self) -> None:
         """Refuse a model other than the one that made the stored vectors (same dims or not).
 

@@ -10,7 +10,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -500,6 +500,44 @@ class ChromaStore(BaseStore):
         if self.ranking is not None and query and self.embeddings is not None and plan.strategy != "empty":
             plan.notes.append("hybrid: fused with keyword candidates from the catalog's keyword index")
         return plan
+
+    def search_by_vector(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        vector: Sequence[float],
+        *,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        exclude: Callable[[tuple[str, ...], str], bool] | None = None,
+    ) -> list[SearchItem]:
+        """Items nearest ``vector``, an embedding made elsewhere, by cosine similarity (best first).
+
+        Planned like :meth:`search` (no query is embedded, and no keyword
+        ranking applies). Retired, superseded and expired items are left out,
+        and so is every item for which ``exclude(namespace, key)`` is true.
+        Reads here refresh no TTL.
+
+        Example:
+            >>> vec = store.embeddings.embed_query("momentum")                    # doctest: +SKIP
+            >>> store.search_by_vector(("research",), vec, limit=1)[0].key       # doctest: +SKIP
+            'f1'
+        """
+        self._check_open()
+        op = self._check_search(SearchOp(namespace_prefix, filter, limit, offset, None, False))
+        qvec = check_vectors([list(vector)], self._dims, "the vector")[0]
+        now = time.time()
+        with self.catalog.read() as conn:
+            base = self._omitter(now, self._hidden.snapshot(conn))
+        omit = base if exclude is None else (lambda it: base(it) or exclude(it.namespace, it.key))
+        hits, plan = self.planner.run(op, qvec, omit=omit)
+        logger.debug("search by vector %s: %s", op.namespace_prefix, plan)
+        return [
+            SearchItem(namespace=it.namespace, key=it.key, value=it.value, created_at=_items_dt(it.created_at),
+                       updated_at=_items_dt(it.updated_at), score=score)
+            for score, it in hits
+        ]
 
     def rebuild_index(self, *, progress: bool | Callable[[str, int, int], None] = True) -> RebuildReport:
         """Rebuild the Chroma index from the catalog's vectors (no re-embedding), and switch to it.

@@ -28,7 +28,7 @@ from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.status import ItemStatus, Status
 from langgraph_memory.store.registry import CollectionRegistry
 from langgraph_memory.errors import NotFoundError
-from langgraph_memory.store._writer import Writer
+from langgraph_memory.store._writer import Writer, check_vectors
 from langgraph_memory.store.records import PAGE_SIZE, record_text
 
 __all__ = ["StoreItems", "Before", "ItemKey"]
@@ -62,6 +62,14 @@ class StoreItems:
         self.writer = writer
         self.flush_access = flush_access
         self._put_many = put_many
+
+    def stored_model(self) -> tuple[str | None, int | None]:
+        """``(model id, dims)`` that made the stored vectors (None before the first vector)."""
+        return self.writer.stored_model()
+
+    def check_vectors(self, vectors: Sequence[Sequence[float]], what: str) -> np.ndarray:
+        """``vectors`` as a float32 matrix of this store's dims, or ``EmbeddingModelError`` saying what is wrong."""
+        return check_vectors(vectors, self.writer.dims, what)
 
     def _collection_of(self, namespace: tuple[str, ...]) -> str:
         return self.collections.for_namespace(namespace).name
