@@ -390,7 +390,7 @@ def read_lines(
     with raw:
         reader = _HashingReader(raw)
         try:
-            with gzip.GzipFile(fileobj=reader, mode="rb") as gz:  # type: ignore[arg-type]
+            with gzip.GzipFile(fileobj=reader, mode="rb") as gz:  # type: ignore[call-overload]  # reads like a file
                 for line in gz:
                     if not line.endswith(b"\n"):
                         raise ArchiveIntegrityError(f"archive file {path} ends in a partial line")

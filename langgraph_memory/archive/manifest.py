@@ -183,7 +183,7 @@ class Manifest:
         except sqlite3.Error as exc:
             raise self._error(exc, what) from exc
         except CorruptFileError as exc:  # from _sqlite.connect: give the manifest's own advice
-            if exc.path is not None and Path(exc.path) != self.path:
+            if exc.path is not None and Path(str(exc.path)) != self.path:
                 raise
             raise self._error(exc, what) from (exc.__cause__ or exc)
 
@@ -306,7 +306,8 @@ class Manifest:
             f"FROM files f WHERE {where} ORDER BY f.created_at, f.name",
             params,
         )
-        return [ArchiveFile(*row[:-1], live_items=row[-1]) for row in rows]
+        names = [c.strip() for c in _FILE_COLS.split(",")]
+        return [ArchiveFile(**dict(zip(names, row[:-1], strict=True)), live_items=row[-1]) for row in rows]
 
     # ------------------------------------------------------------------ items
 

@@ -68,6 +68,11 @@ class _Cut:
 class _Stream:
     """The streaming machinery both chunkers share: the text buffer, sections, parents."""
 
+    # The text not yet cut (from offset _base of the file), and how far chunks have been cut.
+    _buf: str
+    _base: int
+    _pos: int
+
     def __init__(self, cap: int) -> None:
         self.cap = cap
 

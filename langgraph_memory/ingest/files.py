@@ -153,9 +153,9 @@ def _walk_dir(
     top: bool = False,
 ) -> Iterator[Found | Skipped]:
     if ident in ancestors:
-        err = SymlinkLoopError(f"{folder} is a symbolic link to a folder above it (a loop); skipped", folder)
-        logger.warning("%s", err)
-        yield Skipped(folder, "symlink loop", err)
+        loop = SymlinkLoopError(f"{folder} is a symbolic link to a folder above it (a loop); skipped", folder)
+        logger.warning("%s", loop)
+        yield Skipped(folder, "symlink loop", loop)
         return
     if ident in seen:  # reached again through another link (or the data directory itself)
         logger.info("skipping %s: already walked, or the data directory", folder)

@@ -215,7 +215,7 @@ class Ingestor:
             if entry.explicit and errors == "raise":
                 raise
             logger.warning("could not ingest %s: %s", entry.path, exc)
-            status = "skipped" if isinstance(exc, EmptyFileError) else "failed"
+            status: Literal["skipped", "failed"] = "skipped" if isinstance(exc, EmptyFileError) else "failed"
             result = FileResult(entry.path, status, file_type=entry.file_type, size=entry.size,
                                 reason=str(exc), error=exc)
         result.seconds = time.monotonic() - started

@@ -300,9 +300,10 @@ def _blocks_of(pieces: Iterator[str], file_type: str, block_chars: int) -> Itera
         return _text_blocks(pieces)
     if file_type == "csv":
         return _csv_blocks(pieces, block_chars)
-    detect: Callable[[str], Mark] = {
+    makers: dict[str, Callable[[], Callable[[str], Mark]]] = {
         "markdown": _MarkdownSections,
         "python": _PythonSections,
         "yaml": lambda: _yaml_sections,
-    }[file_type]()
+    }
+    detect = makers[file_type]()
     return _sectioned(_lines(pieces, block_chars), detect, block_chars)

@@ -146,7 +146,8 @@ def _build(name: str, method: Callable[..., Any]) -> ResearchCall:
     for p in inspect.signature(method).parameters.values():
         if p.name in HIDDEN or p.kind is inspect.Parameter.VAR_KEYWORD:
             continue
-        offered, kind, check = p.name, hints[p.name], None
+        offered, kind = p.name, hints[p.name]
+        check: Check | None
         if p.name == "k":
             offered, kind, check = "limit", Limit, check_limit
             renames["limit"] = "k"

@@ -49,6 +49,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 import numpy as np
 from langgraph.store.base import PutOp
@@ -308,10 +309,10 @@ class SessionMemory:
                 return _s.turns(conn, session.id, limit=max_turns)
             if include_expired:
                 return _s.channel_turns(conn, self.namespace, thread_id, limit=max_turns)
-            session = _s.current(conn, self.namespace, thread_id)
-            if session is None or self._expired(session, now):
+            current = _s.current(conn, self.namespace, thread_id)
+            if current is None or self._expired(current, now):
                 return []
-            return _s.turns(conn, session.id, limit=max_turns)
+            return _s.turns(conn, current.id, limit=max_turns)
 
     def get_all_recent_context(self, hours_back: float = 2.0, max_turns: int = 50) -> list[SessionTurn]:
         """The last ``max_turns`` turns recorded in the past ``hours_back`` hours, across sessions and threads, oldest first."""
@@ -426,7 +427,7 @@ class SessionMemory:
         decisions: list[Decision] = []
         ops: list[PutOp] = []
         promoted: list[SessionTurn] = []
-        index = ["chunks[*]"] if self.store.embeddings is not None else False
+        index: list[str] | Literal[False] = ["chunks[*]"] if self.store.embeddings is not None else False
         for turn, (score, signals) in zip(turns, scored):
             if turn.pinned is not None:
                 score = turn.pinned

@@ -230,7 +230,8 @@ class Writer:
             writes.append(
                 _items.ItemWrite(
                     p.op.namespace, p.op.key, p.spec.name, p.value_json,
-                    ttl_minutes=float(ttl) if ttl else None, vectors=vecs, value=p.op.value,
+                    ttl_minutes=float(ttl) if ttl else None, vectors=vecs,
+                    value=dict(p.op.value) if p.op.value is not None else None,
                 )
             )
         with self.catalog.write() as conn:
