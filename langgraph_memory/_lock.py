@@ -35,7 +35,7 @@ __all__ = ["WriteLock"]
 class WriteLock:
     """A re-entrant lock that is also a file lock when ``path`` is given.
 
-    Example:
+    Examples:
         >>> import tempfile, pathlib
         >>> lock = WriteLock(pathlib.Path(tempfile.mkdtemp()) / "LOCK", timeout=5)
         >>> with lock.hold():

@@ -81,7 +81,7 @@ class MemoryTools:
     (default ``("memories",)``): searches cover it and every namespace below
     it, such as the ``("memories", "<user>")`` of the LangGraph tools.
 
-    Example:
+    Examples:
         >>> tools = MemoryTools(mem)                                        # doctest: +SKIP
         >>> tools.store_memory("User prefers TypeScript", ["preference"])["success"]   # doctest: +SKIP
         True

@@ -38,7 +38,7 @@ def _check_kind(kind: str) -> None:
 class ProceduralAPI:
     """Typed calls for tool and workflow definitions, over :class:`~langgraph_memory._typed.TypedItems`.
 
-    Example:
+    Examples:
         >>> from langgraph_memory.memory import Memory
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
         >>> import tempfile
@@ -70,7 +70,7 @@ class ProceduralAPI:
         ``version``, and the previous version is superseded in the same
         transaction: searches find the current definition only.
 
-        Example:
+        Examples:
             >>> mem.store_tool_definition("fetch_prices", "Daily closes for a ticker",  # doctest: +SKIP
             ...     parameters={"type": "object", "properties": {"ticker": {"type": "string"}}, "required": ["ticker"]})
         """

@@ -108,7 +108,7 @@ def _backtest_summary(name: str | None, version: int | None, value: dict[str, An
 class ResearchAPI:
     """Typed calls for six research collections, over :class:`~langgraph_memory._typed.TypedItems`.
 
-    Example:
+    Examples:
         >>> from langgraph_memory.memory import Memory
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
         >>> import tempfile
@@ -152,7 +152,7 @@ class ResearchAPI:
     ) -> ResearchFinding:
         """Store a research finding; ``content`` is embedded. Returns it with its new ``id``.
 
-        Example:
+        Examples:
             >>> f = mem.store_research_finding("Carry unwinds in vol spikes", source="macro", confidence=0.7)  # doctest: +SKIP
         """
         parents = parent_list(parent_id)
@@ -221,7 +221,7 @@ class ResearchAPI:
         recorded in the value only. Strategies that test it name it as
         ``hypothesis_id``.
 
-        Example:
+        Examples:
             >>> h = mem.store_hypothesis("Momentum persists in trending regimes", confidence=0.6,  # doctest: +SKIP
             ...                          rationale="Finding f1: trends last months", parent_id=f.id)
         """
@@ -254,7 +254,7 @@ class ResearchAPI:
     ) -> Hypothesis:
         """Move a hypothesis along (``testing``, ``confirmed``, ``rejected``), adjust confidence, add evidence.
 
-        Example:
+        Examples:
             >>> mem.update_hypothesis(h.id, status="confirmed", confidence=0.8, add_evidence=[b.id])  # doctest: +SKIP
         """
         changes: dict[str, Any] = {"updated_at": now_iso(), **_floats(confidence=confidence)}
@@ -319,7 +319,7 @@ class ResearchAPI:
         ``sharpe_ratio``, ``max_drawdown`` and ``win_rate`` are copied from
         ``metrics`` so they can be filtered on.
 
-        Example:
+        Examples:
             >>> s = mem.store_strategy("mom", "20-day momentum", parameters={"lookback": 20})  # doctest: +SKIP
             >>> s.version                                                                         # doctest: +SKIP
             1
@@ -449,7 +449,7 @@ class ResearchAPI:
         points) or an :class:`~langgraph_memory.collections.EquityCurve`.
         ``summary``, the embedded text, is written from the numbers unless given.
 
-        Example:
+        Examples:
             >>> b = mem.store_backtest(s.id, period_start="2015-01-02", period_end="2024-12-31",  # doctest: +SKIP
             ...                        universe=["SPY"], sharpe=1.1, sortino=1.6, max_drawdown=0.18,
             ...                        cagr=0.09, trades=42, win_rate=0.55, turnover=4.2,
@@ -518,7 +518,7 @@ class ResearchAPI:
         ``max_drawdown`` keeps backtests whose drawdown is at most that;
         ``parameter_hash`` finds runs of one parameter set.
 
-        Example:
+        Examples:
             >>> [h.record.sharpe for h in mem.query_backtests(strategy_id=s.id, min_sharpe=1.0)]  # doctest: +SKIP
         """
         flt: dict[str, Any] = {}
@@ -560,7 +560,7 @@ class ResearchAPI:
         strategy fills ``strategy_id`` when not given), so lineage reads
         hypothesis -> strategy -> backtest -> lesson.
 
-        Example:
+        Examples:
             >>> mem.store_lesson("Lookback too short: whipsaw", backtest_id=b.id, iteration=1,  # doctest: +SKIP
             ...                  failure_type="backtest", feedback={"trades": 140})
         """

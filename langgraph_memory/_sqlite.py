@@ -60,7 +60,7 @@ def retry_locked(
     Past the timeout a :class:`~langgraph_memory.errors.LockTimeoutError`
     names ``what`` and ends with ``advice``; any other error goes through unchanged.
 
-    Example:
+    Examples:
         >>> import sqlite3
         >>> conn = sqlite3.connect(":memory:")
         >>> retry_locked(lambda: conn.execute("SELECT 1").fetchone()[0], timeout=1, what="select")
@@ -96,7 +96,7 @@ def connect(
     for other processes, both in SQLite's busy handler and while switching
     the file to WAL.
 
-    Example:
+    Examples:
         >>> import tempfile, pathlib
         >>> conn = connect(pathlib.Path(tempfile.mkdtemp()) / "side.sqlite")
         >>> conn.execute("PRAGMA journal_mode").fetchone()[0]
@@ -142,7 +142,7 @@ def translate(exc: BaseException, path: str | os.PathLike[str], what: str = "use
     returned as it is; anything else becomes a plain
     :class:`~langgraph_memory.errors.StorageError`.
 
-    Example:
+    Examples:
         >>> import sqlite3
         >>> err = sqlite3.DatabaseError("file is not a database")
         >>> err.sqlite_errorcode = sqlite3.SQLITE_NOTADB
@@ -206,7 +206,7 @@ def guarded(path: str | os.PathLike[str], what: str = "use") -> Iterator[None]:
     Errors the package already typed (a lock timeout, a validation error)
     pass through unchanged.
 
-    Example:
+    Examples:
         >>> import sqlite3, tempfile, pathlib
         >>> bad = pathlib.Path(tempfile.mkdtemp()) / "bad.sqlite"
         >>> _ = bad.write_bytes(b"not a database, just text" * 100)

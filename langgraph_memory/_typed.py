@@ -85,7 +85,7 @@ def parent_list(parent_id: ParentIds) -> list[str]:
 def athread(fn: Callable[P, T]) -> Callable[P, Coroutine[Any, Any, T]]:
     """The async twin of ``fn``: same parameters, run with ``asyncio.to_thread``.
 
-    Example:
+    Examples:
         >>> class A:
         ...     def double(self, x: int, *, times: int = 2) -> int:
         ...         return x * times
@@ -114,7 +114,7 @@ class TypedItems:
             ``research`` live in ``("research", *scope)``.
         guard: called before every operation; raises when the owner is closed.
 
-    Example:
+    Examples:
         >>> typed = TypedItems(store, store.lineage)                            # doctest: +SKIP
         >>> typed.put("research", {"content": "Vol clusters"}, parents=[]).id   # doctest: +SKIP
     """

@@ -163,7 +163,7 @@ class Strategy(_Schema):
 def parameter_hash(parameters: dict[str, Any]) -> str:
     """A short, stable hash of strategy parameters (key order does not matter): finds identical runs.
 
-    Example:
+    Examples:
         >>> parameter_hash({"lookback": 60, "vol_target": 0.1}) == parameter_hash({"vol_target": 0.1, "lookback": 60})
         True
     """
@@ -194,7 +194,7 @@ class EquityCurve(_Schema):
     def from_values(cls, values: Sequence[float], *, points: int = EQUITY_CURVE_POINTS) -> EquityCurve:
         """Summarise a full equity curve (values are rescaled so it starts at 1.0).
 
-        Example:
+        Examples:
             >>> curve = EquityCurve.from_values([100, 110, 90, 105, 120], points=3)
             >>> curve.points, curve.trough, curve.length
             ([1.0, 0.9, 1.2], 0.9, 5)

@@ -136,7 +136,7 @@ def _read_config_file() -> dict[str, Any]:
 def resolve_lock_timeout(lock_timeout: float | None = None) -> float:
     """The lock timeout in seconds: argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT`` > config file > 30.
 
-    Example:
+    Examples:
         >>> resolve_lock_timeout(5)
         5.0
     """

@@ -64,7 +64,7 @@ class Exchange:
 def approx_tokens(text: str) -> int:
     """About four characters per token (English text); pass a model's tokenizer as ``token_counter`` for exact counts.
 
-    Example:
+    Examples:
         >>> approx_tokens("four score and seven years ago")
         8
     """
@@ -94,7 +94,7 @@ def exchanges(messages: Sequence[Any], thread_id: Optional[str] = None) -> list[
     between are the assistant's work, not the turn). A human message not
     answered yet is not a turn.
 
-    Example:
+    Examples:
         >>> [(e.user, e.assistant) for e in exchanges([("user", "hi"), ("ai", "hello"), ("user", "and?")])]
         [('hi', 'hello')]
     """
@@ -131,7 +131,7 @@ def _source(thread_id: Optional[str], pos: int, human: BaseMessage, answer: Base
 def last_human_text(state: Any) -> Optional[str]:
     """The text of the last human message of ``state["messages"]`` (a ``recall_node`` query getter).
 
-    Example:
+    Examples:
         >>> last_human_text({"messages": [("user", "what is my risk limit?"), ("ai", "2%")]})
         'what is my risk limit?'
     """
@@ -153,7 +153,7 @@ def format_buffer(
 
     Turns of a thread other than ``thread_id`` are marked with theirs.
 
-    Example:
+    Examples:
         >>> from langgraph_memory.sessions import SessionTurn
         >>> print(format_buffer([SessionTurn("s", 0, "hi", "hello", 0.0), SessionTurn("s", 1, "risk?", "2%", 1.0)],
         ...                     max_tokens=10))
@@ -209,7 +209,7 @@ def conversation_node(
     The thread is the run's ``config["configurable"]["thread_id"]`` (None
     without a checkpointer). Works under ``invoke`` and ``ainvoke``.
 
-    Example:
+    Examples:
         >>> builder.add_node("conversation", conversation_node(mem.sessions, max_tokens=1500))  # doctest: +SKIP
     """
     if not isinstance(sessions, SessionMemory):

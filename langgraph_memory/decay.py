@@ -95,7 +95,7 @@ def cleanup_decayed(
         collections: names or labels to clean (default: all of them).
         dry_run: report only (the default); False retires the decayed items.
 
-    Example:
+    Examples:
         >>> report = cleanup_decayed(store.items)                        # doctest: +SKIP
         >>> [(d.key, round(d.weight, 4)) for d in report.decayed][:3]      # doctest: +SKIP
     """

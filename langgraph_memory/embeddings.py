@@ -80,7 +80,7 @@ class SentenceTransformerEmbeddings(Embeddings):
         normalize: return unit-length vectors (cosine similarity = dot product).
         batch_size: texts per forward pass.
 
-    Example:
+    Examples:
         >>> emb = SentenceTransformerEmbeddings()       # doctest: +SKIP
         >>> len(emb.embed_documents(["a", "b"]))         # doctest: +SKIP
         2
@@ -109,7 +109,7 @@ class SentenceTransformerEmbeddings(Embeddings):
 
         Loading logs at INFO when it starts and when it ends, with the time it took.
 
-        Example:
+        Examples:
             >>> emb = SentenceTransformerEmbeddings()       # doctest: +SKIP
             >>> emb.load(); emb.loaded                      # doctest: +SKIP
             True
@@ -263,7 +263,7 @@ class CachedEmbeddings(Embeddings):
 
     :attr:`file_in_use` says whether the file is being used.
 
-    Example:
+    Examples:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
         >>> emb = CachedEmbeddings(DeterministicFakeEmbedding(size=8))
         >>> a = emb.embed_documents(["same text"]); b = emb.embed_documents(["same text"])

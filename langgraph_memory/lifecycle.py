@@ -124,7 +124,7 @@ class ItemLifecycle:
             no archive (hard deletes then have no archived copies to drop).
         guard: called before every operation; raises when the owner is closed.
 
-    Example:
+    Examples:
         >>> life = ItemLifecycle(store, store.lineage, lambda: None)      # doctest: +SKIP
         >>> life.retire("f1", "bad data", namespace=("research",)).status  # doctest: +SKIP
         'retired'
@@ -165,7 +165,7 @@ class ItemLifecycle:
         It stays readable by key and in lineage (marked retired), and the
         archive job archives it at once; :meth:`reinstate` undoes it.
 
-        Example:
+        Examples:
             >>> mem.retire(finding.id, "the vendor restated these prices").status   # doctest: +SKIP
             'retired'
 
@@ -194,7 +194,7 @@ class ItemLifecycle:
         ``old_id`` (relation ``supersedes``) in the same transaction, unless
         it is already one of its ancestors (superseding with an older item).
 
-        Example:
+        Examples:
             >>> mem.supersede(old.id, new.id, "corrected the sample period").superseded_by == new.id   # doctest: +SKIP
             True
 
@@ -237,7 +237,7 @@ class ItemLifecycle:
         archive's manifest (their files are immutable). Unlike
         :meth:`retire`, nothing can bring it back.
 
-        Example:
+        Examples:
             >>> print(mem.delete(lesson.id, dry_run=True))    # doctest: +SKIP
             would delete 3f2c... in lessons_learned ('lessons',): the item (1 vector), its lineage node and 2 links
         """
@@ -251,7 +251,7 @@ class ItemLifecycle:
         What each item takes with it is read in a few batched reads, so a
         dry run over thousands of items is quick.
 
-        Example:
+        Examples:
             >>> reports = mem.lifecycle.delete_many([(("memories", "u1"), "m1"), (("lessons",), lesson.id)],  # doctest: +SKIP
             ...                                     dry_run=True)
             >>> sum(r.vectors for r in reports)                                                            # doctest: +SKIP

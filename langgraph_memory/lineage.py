@@ -180,7 +180,7 @@ class LineageStore:
         lock_timeout: seconds to wait for another writer when opening a path
             (argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT`` > config file > 30).
 
-    Example:
+    Examples:
         >>> import tempfile, os
         >>> lin = LineageStore(os.path.join(tempfile.mkdtemp(), "catalog.sqlite"))
         >>> _ = lin.register("a", "research_findings", ("research",))

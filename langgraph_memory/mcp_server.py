@@ -79,7 +79,7 @@ def _tool_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 def build_server(memory: Memory, *, namespace: Sequence[str] = ("memories",), name: str = "langgraph-memory") -> Any:
     """An ``MCPServer`` (the official SDK's) with :class:`MemoryTools` over ``memory``.
 
-    Example:
+    Examples:
         >>> server = build_server(mem)                            # doctest: +SKIP
         >>> server.run()                                          # doctest: +SKIP
     """

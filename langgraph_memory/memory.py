@@ -177,7 +177,7 @@ class Memory:
     flushes and closes the store and the checkpointer if Memory opened them,
     the archiver and any archival scheduler.
 
-    Example:
+    Examples:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
         >>> import tempfile
         >>> with Memory.open(tempfile.mkdtemp(), embeddings=DeterministicFakeEmbedding(size=16)) as mem:
@@ -271,7 +271,7 @@ class Memory:
             session_config: session boundaries, promotion and cleanup for
                 ``mem.sessions`` (seed 002's ``SessionConfig`` defaults).
 
-        Example:
+        Examples:
             >>> mem = Memory.open("./memory", ttl={"default_ttl": 60 * 24 * 30})   # doctest: +SKIP
             >>> graph = builder.compile(checkpointer=mem.checkpointer, store=mem.store)  # doctest: +SKIP
         """
@@ -390,7 +390,7 @@ class Memory:
 
         It shares one scheduler with :meth:`schedule_session_cleanup`.
 
-        Example:
+        Examples:
             >>> job = mem.schedule_archival(cron="0 3 * * *")     # doctest: +SKIP
         """
         from langgraph_memory import archive as _archive
@@ -403,7 +403,7 @@ class Memory:
         See ``archive.schedule_session_cleanup``; both jobs run on one
         scheduler, stopped by :meth:`close`.
 
-        Example:
+        Examples:
             >>> job = mem.schedule_session_cleanup()                # doctest: +SKIP
         """
         from langgraph_memory import archive as _archive
@@ -456,7 +456,7 @@ class Memory:
         superseded items are shown with ``lifecycle`` set (``node.label``
         adds it to the summary).
 
-        Example:
+        Examples:
             >>> lin = mem.lineage(strategy.id)                          # doctest: +SKIP
             >>> [(a.collection, a.label) for a in lin.ancestors]        # doctest: +SKIP
         """
@@ -535,7 +535,7 @@ class Memory:
         ``FileEncodingError`` (with the byte offset) or ``DamagedDocumentError``.
         Nothing of a file that fails is left stored.
 
-        Example:
+        Examples:
             >>> report = mem.ingest("papers/", episode_id="DS-25-002")      # doctest: +SKIP
             >>> report.counts()                                              # doctest: +SKIP
             {'ingested': 3, 'duplicate': 0, 'busy': 0, 'skipped': 1, 'failed': 0}
@@ -558,7 +558,7 @@ class Memory:
     ) -> list[ChunkHit]:
         """The ``k`` ingested chunks nearest ``query``, with score and source; ``include_parents`` adds context.
 
-        Example:
+        Examples:
             >>> hit = mem.recall("signup success metric", k=3, include_parents=True)[0]  # doctest: +SKIP
             >>> hit.source_uri, hit.score, hit.full_context[:60]                        # doctest: +SKIP
         """
@@ -612,7 +612,7 @@ class Memory:
         """Per collection: items, items with vectors, bytes, oldest and newest, archived, retired, superseded;
         plus namespaces, lineage links, sessions, the checkpointer's threads and the files' sizes.
 
-        Example:
+        Examples:
             >>> s = mem.stats()                                                 # doctest: +SKIP
             >>> s.collections["backtest_results"].items, s.threads              # doctest: +SKIP
             (14, 2)
@@ -635,7 +635,7 @@ class Memory:
         a real run retires (nothing is deleted; the next archive run moves
         them to the archive).
 
-        Example:
+        Examples:
             >>> report = mem.cleanup_decayed()                   # what would go   # doctest: +SKIP
             >>> mem.cleanup_decayed(dry_run=False).retired       # doctest: +SKIP
         """

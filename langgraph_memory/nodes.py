@@ -104,7 +104,7 @@ def format_namespace(template: NamespaceSpec, config: Optional[RunnableConfig] =
     is read first, then ``configurable``; ``{user_id}`` and
     ``{langgraph_user_id}`` (LangMem's placeholder) stand in for each other.
 
-    Example:
+    Examples:
         >>> format_namespace(("memories", "{user_id}"), {"configurable": {"user_id": "u1"}})
         ('memories', 'u1')
         >>> format_namespace(("memories", "{langgraph_user_id}"), {"configurable": {"user_id": "u1"}})
@@ -212,7 +212,7 @@ def recall_node(
         include_retired: also recall retired and superseded items (a
             ``ChromaStore`` leaves them out by default).
 
-    Example:
+    Examples:
         >>> builder.add_node("recall", recall_node("lessons", query="objective", output_key="lessons"))  # doctest: +SKIP
     """
     specs = _namespaces(namespaces)
@@ -328,7 +328,7 @@ def store_node(
     Each item gets a fresh UUID key (or its own ``id``). Values are validated
     against the collection's schema before anything is written.
 
-    Example:
+    Examples:
         >>> builder.add_node("remember", store_node(("lessons",), values="lesson_text", parent="strategy_id"))  # doctest: +SKIP
     """
 

@@ -101,7 +101,7 @@ def memory_type_for(collection: str) -> MemoryType:
 class TemporalConfig:
     """How memories decay with age and gain weight with use (seed 002's defaults).
 
-    Example:
+    Examples:
         >>> cfg = TemporalConfig(episodic_memory_decay=0.05)
         >>> round(temporal_weight(24.0, "episodic", cfg), 3)
         0.301
@@ -149,7 +149,7 @@ class TemporalConfig:
 def temporal_weight(age_hours: float, memory_type: MemoryType = "episodic", config: TemporalConfig | None = None) -> float:
     """``exp(-rate * age_hours)``: 1.0 for a new memory, falling towards 0 (a negative age counts as 0).
 
-    Example:
+    Examples:
         >>> round(temporal_weight(24.0, "episodic"), 3), round(temporal_weight(1.0, "working"), 3)
         (0.787, 0.607)
     """
@@ -160,7 +160,7 @@ def temporal_weight(age_hours: float, memory_type: MemoryType = "episodic", conf
 def importance_multiplier(access_count: int, config: TemporalConfig | None = None, base_importance: float = 1.0) -> float:
     """``base_importance * (1 + access_boost_factor * access_count)``, capped at ``max_importance_multiplier``.
 
-    Example:
+    Examples:
         >>> importance_multiplier(5), importance_multiplier(1000)
         (1.5, 5.0)
     """
@@ -183,7 +183,7 @@ def retention(
     counts for more than a new one. A memory whose retention falls under
     ``forgetting_threshold`` may be forgotten.
 
-    Example:
+    Examples:
         >>> round(retention(24 * 7, 0), 3), round(retention(24 * 7, 10), 3), retention(0.0, 10)
         (0.186, 0.373, 1.0)
     """
@@ -206,7 +206,7 @@ def calculate_final_score(
     ``temporal_share`` is how much of it age and use may take away. With a
     share of 0 the score is the relevance.
 
-    Example:
+    Examples:
         >>> calculate_final_score(0.8, age_hours=0.0)
         0.8
         >>> round(calculate_final_score(0.8, age_hours=24 * 30), 3)   # a month-old episode, never read
@@ -225,7 +225,7 @@ def fuse(similarity: float, keyword: float, keyword_weight: float) -> float:
     keyword score normalised to [0, 1]. Keyword evidence only ever raises the
     score; with ``keyword`` or ``keyword_weight`` 0 it is the cosine.
 
-    Example:
+    Examples:
         >>> fuse(0.5, 0.0, 0.6), fuse(0.5, 1.0, 0.6), fuse(0.2, 1.0, 0.0)
         (0.5, 0.8, 0.2)
     """
@@ -250,7 +250,7 @@ class HybridRanking:
     ``HybridRanking(keyword_weight=0.0, temporal=None)`` ranks as plain cosine.
     How the score is made: see :mod:`langgraph_memory.ranking`.
 
-    Example:
+    Examples:
         >>> from langgraph_memory.ranking import HybridRanking, TemporalConfig
         >>> ranking = HybridRanking(temporal=TemporalConfig(episodic_memory_decay=0.001))
         >>> ranking.keyword_weight, ranking.temporal_share
@@ -283,7 +283,7 @@ class HybridRanking:
 def keep_relevant(items: Sequence[S], min_relevance: float | None) -> list[S]:
     """The items scoring at least ``min_relevance``, in their order (all of them when it is None).
 
-    Example:
+    Examples:
         >>> from langgraph.store.base import SearchItem
         >>> hits = [SearchItem(("n",), k, {}, None, None, score=s) for k, s in [("a", 0.9), ("b", 0.2), ("c", None)]]
         >>> [h.key for h in keep_relevant(hits, 0.5)], len(keep_relevant(hits, None))

@@ -130,7 +130,7 @@ def collect_stats(store: Any, *, archiver: Any | None = None, checkpointer: Any 
     archived); ``checkpointer`` counts threads only if it has
     ``list_threads()`` (our ``SqliteCheckpointer`` does).
 
-    Example:
+    Examples:
         >>> collect_stats(store).collections["lessons_learned"].items    # doctest: +SKIP
         12
     """

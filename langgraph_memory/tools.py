@@ -94,7 +94,7 @@ def create_recall_tool(
     ``include_retired`` makes it return retired and superseded items too
     (a ``ChromaStore`` leaves them out by default).
 
-    Example:
+    Examples:
         >>> tool = create_recall_tool(("memories", "{user_id}"), store=store)                 # doctest: +SKIP
         >>> tool.invoke({"query": "coffee"}, {"configurable": {"user_id": "u1"}})             # doctest: +SKIP
     """
@@ -139,7 +139,7 @@ def create_store_tool(
     In a typed namespace the text goes to the collection's embedded field
     (``lesson`` in ``("lessons", ...)``, ``content`` in ``("research", ...)``).
 
-    Example:
+    Examples:
         >>> tool = create_store_tool(("memories", "{user_id}"), store=store)                   # doctest: +SKIP
         >>> key = tool.invoke({"content": "likes espresso"}, {"configurable": {"user_id": "u1"}})  # doctest: +SKIP
     """

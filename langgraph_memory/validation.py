@@ -34,7 +34,7 @@ __all__ = ["check_content", "check_tags", "check_limit"]
 def check_content(content: Any, *, field: str = "content") -> str:
     """``content`` if it is a string with something besides whitespace, else :class:`ValidationError`.
 
-    Example:
+    Examples:
         >>> check_content("  ")
         Traceback (most recent call last):
         ...
@@ -52,7 +52,7 @@ def check_tags(
 ) -> list[str]:
     """The tags as a list (``None`` is no tags), or :class:`ValidationError` naming the bad one.
 
-    Example:
+    Examples:
         >>> check_tags(["risk", "fx"])
         ['risk', 'fx']
         >>> check_tags(["x" * 51])
@@ -80,7 +80,7 @@ def check_tags(
 def check_limit(limit: Any, *, maximum: int = MAX_SEARCH_LIMIT) -> int:
     """``limit`` if it is a whole number from 1 to ``maximum`` (20), else :class:`InvalidArgumentError`.
 
-    Example:
+    Examples:
         >>> check_limit(20)
         20
         >>> check_limit(0)

@@ -148,7 +148,7 @@ class Archiver:
 
     ``settings`` and ``lineage`` are the store's: one data directory, one of each.
 
-    Example:
+    Examples:
         >>> archiver = Archiver(store, policies={"strategies": 365})   # doctest: +SKIP
         >>> archiver.run(dry_run=True).collections["lessons_learned"].selected   # doctest: +SKIP
         12
@@ -273,7 +273,7 @@ class Archiver:
         logged and listed in ``report.errors``; other exceptions propagate and
         the next run recovers.
 
-        Example:
+        Examples:
             >>> report = archiver.run(dry_run=True)   # doctest: +SKIP
             >>> {c: r.selected for c, r in report.collections.items()}   # doctest: +SKIP
             {'research_findings': 3, 'lessons_learned': 40}
@@ -527,7 +527,7 @@ class Archiver:
     def list_archives(self, collection: str | None = None, *, all_states: bool = False) -> list[ArchiveFile]:
         """Manifest entries (readable files only, unless ``all_states``), oldest first.
 
-        Example:
+        Examples:
             >>> [(f.name, f.items, f.sha256[:8]) for f in archiver.list_archives("lessons")]   # doctest: +SKIP
         """
         name = collection_by_name(collection).name if collection else None
@@ -586,7 +586,7 @@ class Archiver:
         raises :class:`ArchiveIntegrityError`, or with ``strict=False`` is
         skipped and logged. Memory is bounded by ``k``, not by archive size.
 
-        Example:
+        Examples:
             >>> hits = archiver.search_archive("lessons", "stop losses too tight", k=3)   # doctest: +SKIP
             >>> hits[0].key, round(hits[0].score, 2)   # doctest: +SKIP
             ('l-17', 0.83)
@@ -601,7 +601,7 @@ class Archiver:
     ) -> list[ArchivedItem]:
         """Archived items by key (any namespace) or uid, via the manifest index; for lineage lookups.
 
-        Example:
+        Examples:
             >>> [a.value["lesson"] for a in archiver.get_archived(["l-17"])]   # doctest: +SKIP
         """
         return _reading.get_items(self.manifest, self.archive_dir, keys, uids)
@@ -609,7 +609,7 @@ class Archiver:
     def find(self, key: str, *, namespace: tuple[str, ...] | None = None) -> ArchivedItem | None:
         """The archived item with this key (and namespace, if given), or None.
 
-        Example:
+        Examples:
             >>> archiver.find("strategy-42").value["name"]   # doctest: +SKIP
             'mean reversion v2'
         """
@@ -638,7 +638,7 @@ class Archiver:
         everything selected by ``collection`` alone. Restoring twice is a
         no-op. A restored item is not re-archived for one policy period.
 
-        Example:
+        Examples:
             >>> archiver.restore(keys=["l-17"]).restored   # doctest: +SKIP
             1
         """

@@ -263,7 +263,7 @@ class ArchiveWriter:
     :class:`~langgraph_memory.errors.StorageError`, each naming the file.
     :meth:`abort` never raises, so a caller's cleanup cannot hide the error.
 
-    Example:
+    Examples:
         >>> with ArchiveWriter(path) as w:                     # doctest: +SKIP
         ...     w.write(item, archived_at=time.time(), run_id="r1")
     """

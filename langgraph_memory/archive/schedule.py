@@ -81,7 +81,7 @@ def schedule_archival(
     you pass in is started only if ``start=True``. The job's scheduler is
     ``job._scheduler``; re-scheduling with the same ``job_id`` replaces the job.
 
-    Example:
+    Examples:
         >>> job = schedule_archival(archiver, interval=timedelta(hours=6))   # doctest: +SKIP
         >>> job.next_run_time   # doctest: +SKIP
     """
@@ -185,7 +185,7 @@ def schedule_session_cleanup(
     to run both on one scheduler; otherwise a scheduler is made and started
     as :func:`schedule_archival` does. Returns the ``Job``.
 
-    Example:
+    Examples:
         >>> job = schedule_session_cleanup(mem.sessions)                       # doctest: +SKIP
         >>> job.trigger.interval                                               # doctest: +SKIP
         datetime.timedelta(seconds=900)

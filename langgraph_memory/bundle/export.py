@@ -69,7 +69,7 @@ def export_bundle(
         InvalidArgumentError: ``path`` exists and is not an empty folder (and not ``overwrite``).
         NotFoundError: an unknown collection name.
 
-    Example:
+    Examples:
         >>> manifest = export_bundle(mem.store, "./share", namespaces=[("lessons",)])   # doctest: +SKIP
         >>> manifest.counts["items"]                                                      # doctest: +SKIP
         12

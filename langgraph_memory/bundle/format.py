@@ -326,7 +326,7 @@ def read_bundle(path: str | os.PathLike[str], *, progress: Progress | None = Non
     Raises:
         BundleError: anything is missing, damaged, duplicated, or of a newer format version.
 
-    Example:
+    Examples:
         >>> bundle = read_bundle("./share")          # doctest: +SKIP
         >>> len(bundle.items), bundle.manifest.model  # doctest: +SKIP
         (42, {'name': '...all-MiniLM-L6-v2', 'dims': 384})

@@ -82,7 +82,7 @@ def import_bundle(
         InvalidArgumentError: an unknown ``on_conflict``.
         ConfigError: the bundle has vectors and the store has no embedding model.
 
-    Example:
+    Examples:
         >>> report = import_bundle(mem.store, "./share")                          # doctest: +SKIP
         >>> report.added, report.replaced, report.kept, report.vectors_reused      # doctest: +SKIP
         (40, 0, 2, True)

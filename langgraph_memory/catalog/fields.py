@@ -124,7 +124,7 @@ def compile_filter(filter: dict[str, Any] | None) -> tuple[list[Condition], bool
     intersection of the conditions' item ids is a superset of the matches,
     and exactly the matches when the second value is True.
 
-    Example:
+    Examples:
         >>> conds, exact = compile_filter({"status": "approved", "metrics": {"sharpe": {"$gt": 1}}})
         >>> [(c.path, c.op, c.value) for c in conds], exact
         ([('status', '=', 'approved'), ('metrics\\x1fsharpe', '>', 1)], True)

@@ -93,7 +93,7 @@ _LEN_MAX = (1 << _LEN_BITS) - 1
 def fts_rowid(item_id: int, n_tokens: int) -> int:
     """The keyword index's rowid of an item: its id and its length in words (up to 1,023), in one integer.
 
-    Example:
+    Examples:
         >>> fts_rowid(5, 12), fts_rowid(5, 5000) >> 10, fts_rowid(5, 5000) & 1023
         (5132, 5, 1023)
     """
@@ -118,7 +118,7 @@ _TOKEN = re.compile(r"[^\W_]+")
 def query_terms(query: str, stop_words: frozenset[str] = STOP_WORDS) -> list[str]:
     """The distinct search terms of ``query``: lower-cased words, stop words and single letters dropped.
 
-    Example:
+    Examples:
         >>> query_terms("Did SPY's lookback of 60 days work?")
         ['spy', 'lookback', '60', 'days', 'work']
     """

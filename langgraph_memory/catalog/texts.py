@@ -25,7 +25,7 @@ __all__ = ["text_path", "split_text_path", "record_text", "text_index"]
 def text_path(path: str, index: int) -> str:
     """The record path of the ``index``-th text at an index path that yields several.
 
-    Example:
+    Examples:
         >>> text_path("notes[*]", 2)
         'notes[*].2'
     """
@@ -37,7 +37,7 @@ def split_text_path(record_path: str) -> tuple[str, int | None]:
 
     A path that does not end in ``.<digits>`` is a plain index path.
 
-    Example:
+    Examples:
         >>> split_text_path("notes[*].2"), split_text_path("content")
         (('notes[*]', 2), ('content', None))
     """
@@ -50,7 +50,7 @@ def split_text_path(record_path: str) -> tuple[str, int | None]:
 def record_text(value: dict[str, Any], record_path: str) -> str | None:
     """The text a vector with this record path embeds, read from ``value`` (None when gone).
 
-    Example:
+    Examples:
         >>> record_text({"content": "Carry unwinds"}, "content")
         'Carry unwinds'
     """

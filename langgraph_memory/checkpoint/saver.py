@@ -95,7 +95,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
             any process crash. ``"full"``: it also survives power loss, at
             the cost of an fsync per write.
 
-    Example:
+    Examples:
         ```python
         import tempfile
 
@@ -170,7 +170,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         and ``async with``, so code written for ``SqliteSaver`` and
         ``AsyncSqliteSaver`` runs unchanged.
 
-        Example:
+        Examples:
             >>> with SqliteCheckpointer.from_conn_string(":memory:") as saver:
             ...     saver.setup()
             ...     saver.list_threads()

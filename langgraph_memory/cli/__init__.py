@@ -103,7 +103,7 @@ def _exit_code(exc: LangGraphMemoryError) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status.
 
-    Example:
+    Examples:
         >>> main(["--data-dir", "/tmp/lgm", "list", "--json"])     # doctest: +SKIP
         0
     """

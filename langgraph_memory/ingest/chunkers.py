@@ -237,7 +237,7 @@ class ContextualChunker(_Stream):
         search_window: characters a chunk may run past ``chunk_size`` to reach a boundary.
         max_chunks_per_parent: chunks one parent record covers at most.
 
-    Example:
+    Examples:
         >>> parents = ContextualChunker().chunk_text(open("notes.md").read(), "markdown")  # doctest: +SKIP
         >>> [(c.metadata.start_char, c.metadata.end_char) for c in parents[0].chunks]       # doctest: +SKIP
         [(0, 388), (311, 702)]
@@ -340,7 +340,7 @@ class ContextualChunker(_Stream):
 class FixedWindowChunker(_Stream):
     """Seed 000's chunker: windows of ``size`` characters every ``size - overlap``, blind to structure.
 
-    Example:
+    Examples:
         >>> [len(c.content) for p in FixedWindowChunker(size=10, overlap=5).chunk_text("x" * 22) for c in p.chunks]
         [10, 10, 10, 7]
     """
@@ -378,7 +378,7 @@ class FixedWindowChunker(_Stream):
 def make_chunker(config: IngestConfig) -> ContextualChunker | FixedWindowChunker:
     """The chunker ``config`` asks for.
 
-    Example:
+    Examples:
         >>> type(make_chunker(IngestConfig(chunker="fixed"))).__name__
         'FixedWindowChunker'
     """

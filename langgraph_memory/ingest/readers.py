@@ -284,7 +284,7 @@ def read_blocks(path: str | os.PathLike[str], file_type: str, *, block_chars: in
 def blocks_from_text(text: str, file_type: str = "text", *, block_chars: int = _DEFAULT_BLOCK) -> Iterator[Block]:
     """The blocks of a string, read as a file of ``file_type`` would be (a PDF's text as prose).
 
-    Example:
+    Examples:
         >>> [b.title for b in blocks_from_text("x = 1\ndef f():\n    pass\n", "python") if b.section]
         ['def f']
     """

@@ -80,7 +80,7 @@ class Signals:
 def information(text: str, saturation: int) -> tuple[float, int]:
     """``(information, content words)`` of ``text``: ``min(1, ln(1 + w) / ln(1 + saturation))``.
 
-    Example:
+    Examples:
         >>> round(information("Ok!", 20)[0], 2), round(information("I moved to Lisbon in May to study marine biology", 20)[0], 2)
         (0.0, 0.68)
     """
@@ -91,7 +91,7 @@ def information(text: str, saturation: int) -> tuple[float, int]:
 def question_share(text: str) -> float:
     """The share of ``text``'s sentences that end with a question mark.
 
-    Example:
+    Examples:
         >>> question_share("Nice! Where did you go? And when?")
         0.6666666666666666
     """
@@ -104,7 +104,7 @@ def question_share(text: str) -> float:
 def novelty(similarity: float, scale: float) -> float:
     """``min(1, (1 - similarity) / scale)``, at least 0: how new a turn is next to the nearest known thing.
 
-    Example:
+    Examples:
         >>> novelty(0.9, 0.5), novelty(0.3, 0.5)
         (0.19999999999999996, 1.0)
     """

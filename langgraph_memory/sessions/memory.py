@@ -122,7 +122,7 @@ class SessionMemory:
         clock: seconds since the epoch (a fake clock in tests, a simulated one in a replay).
         guard: called before every operation (``Memory`` raises there once closed).
 
-    Example:
+    Examples:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
         >>> import tempfile
         >>> from langgraph_memory import ChromaStore

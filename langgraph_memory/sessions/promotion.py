@@ -71,7 +71,7 @@ def thread_node_id(thread_id: str) -> str:
 def chunk_turn(text: str, config: SessionConfig) -> list[Chunk]:
     """The contextual chunks of a turn, at most ``config.max_chunks_per_turn`` (larger chunks if needed).
 
-    Example:
+    Examples:
         >>> len(chunk_turn("word " * 2000, SessionConfig())) <= 10
         True
     """

@@ -61,7 +61,7 @@ def fingerprint(folder: Path) -> str:
 class SessionLock:
     """This process's shared hold on a Chroma folder; tells the first opener and the last closer.
 
-    Example:
+    Examples:
         >>> import tempfile, pathlib
         >>> lock = SessionLock(pathlib.Path(tempfile.mkdtemp()))
         >>> lock.enter()          # nobody else has the folder open

@@ -197,7 +197,7 @@ class ChromaStore(BaseStore):
             + vector search with temporal decay and reinforcement; scores in
             [0, 1]). Kept in the attribute ``ranking``, which may be changed.
 
-    Example:
+    Examples:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
         >>> import tempfile
         >>> store = ChromaStore(data_dir=tempfile.mkdtemp(),
@@ -327,7 +327,7 @@ class ChromaStore(BaseStore):
         ``async with``), so code written for LangGraph's stores runs unchanged.
         Other arguments are the constructor's (``index=``, ``ttl=``...).
 
-        Example:
+        Examples:
             >>> with ChromaStore.from_conn_string(":memory:") as store:
             ...     store.setup()
             ...     store.put(("users", "u1"), "prefs", {"text": "short reports"})
@@ -370,7 +370,7 @@ class ChromaStore(BaseStore):
         Retired and superseded items are left out, as searches leave them
         out, unless ``include_retired``.
 
-        Example:
+        Examples:
             >>> store.collection("lessons").get(include=["documents"])["documents"]  # doctest: +SKIP
             ['Short lookbacks whipsaw in volatile regimes']
         """
@@ -385,7 +385,7 @@ class ChromaStore(BaseStore):
         store, which keeps the catalog, timestamps and lineage consistent.
         Retired and superseded items are left out unless ``include_retired``.
 
-        Example:
+        Examples:
             >>> retriever = store.as_vectorstore("research").as_retriever()  # doctest: +SKIP
         """
         if self.embeddings is None:
@@ -422,7 +422,7 @@ class ChromaStore(BaseStore):
     ) -> list[SearchItem]:
         """``BaseStore.search``; retired and superseded items are left out unless ``include_retired``.
 
-        Example:
+        Examples:
             >>> store.search(("research",), query="momentum", include_retired=True)   # doctest: +SKIP
         """
         return self.batch([self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl, include_retired)])[0]  # type: ignore[return-value]
@@ -470,7 +470,7 @@ class ChromaStore(BaseStore):
     ) -> Plan:
         """The plan a :meth:`search` with these arguments gets (nothing is run or embedded).
 
-        Example:
+        Examples:
             >>> print(store.explain(("memories", "u3"), query="risk"))          # doctest: +SKIP
             exact over memories; 100 items in scope; ~100 candidates
         """
@@ -487,7 +487,7 @@ class ChromaStore(BaseStore):
         done, total)``); the old index serves searches until the new one is
         complete.
 
-        Example:
+        Examples:
             >>> store.rebuild_index().total      # doctest: +SKIP
             1200
         """
@@ -501,7 +501,7 @@ class ChromaStore(BaseStore):
         re-embedding cut short. To move to another model, open the store
         with it and ``reindex=True``.
 
-        Example:
+        Examples:
             >>> store.reindex(progress=False)     # doctest: +SKIP
             1200
         """

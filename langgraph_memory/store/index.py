@@ -118,7 +118,7 @@ class ChromaIndex:
             its collections get names unique to this catalog.
         lock_timeout: seconds to wait for another process.
 
-    Example:
+    Examples:
         >>> index = store.index                        # doctest: +SKIP
         >>> index.rebuild().total                      # doctest: +SKIP
         1200

@@ -171,7 +171,7 @@ class StoreItems:
         transaction of its last chunks). Returns each put's item id (None
         for a delete).
 
-        Example:
+        Examples:
             >>> store.items.put_many([PutOp(("documents",), "c1", {"content": "..."}, index=["content"])])  # doctest: +SKIP
             [1]
         """

@@ -178,7 +178,7 @@ class Planner:
         vectors: the in-memory copy of the catalog's vectors (None: read them from the catalog).
         exact_max: the most candidate items scored exactly (0: always through Chroma).
 
-    Example:
+    Examples:
         >>> plan = store.explain(("memories", "u3"), query="risk", filter={"kind": "note"})  # doctest: +SKIP
         >>> plan.strategy                                                                    # doctest: +SKIP
         'exact'
