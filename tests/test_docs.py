@@ -1,0 +1,106 @@
+"""The documentation site builds with warnings as errors, offline, and documents only public names."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+
+pytest.importorskip("mkdocs", reason="the docs extra is not installed (pip install -e '.[docs]')")
+
+# Loaded by the build's interpreter before mkdocs: any attempt to open a network connection fails the build,
+# so a plugin that fetches (Material's social cards, privacy plugin, remote inventories) cannot slip in.
+_NO_NETWORK = '''
+import socket
+
+def _refuse(*args, **kwargs):
+    raise OSError("the docs build must not use the network")
+
+socket.socket.connect = _refuse
+socket.socket.connect_ex = _refuse
+socket.create_connection = _refuse
+socket.getaddrinfo = _refuse
+'''
+
+
+def test_mkdocs_build_strict_offline(tmp_path: Path) -> None:
+    guard = tmp_path / "guard"
+    guard.mkdir()
+    (guard / "sitecustomize.py").write_text(_NO_NETWORK)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(guard), str(ROOT), env.get("PYTHONPATH", "")])
+    env["NO_MKDOCS_2_WARNING"] = "1"
+    site = tmp_path / "site"
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-f", str(ROOT / "mkdocs.yml"), "-d", str(site)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert (site / "index.html").is_file()
+    reference = (site / "reference" / "memory" / "index.html").read_text()
+    assert 'id="langgraph_memory.Memory"' in reference
+
+
+def test_network_guard_refuses_a_connection(tmp_path: Path) -> None:
+    """The guard the build runs under does refuse connections (else the build test proves nothing)."""
+    guard = tmp_path / "guard"
+    guard.mkdir()
+    (guard / "sitecustomize.py").write_text(_NO_NETWORK)
+    env = dict(os.environ, PYTHONPATH=str(guard))
+    done = subprocess.run(
+        [sys.executable, "-c", "import socket; socket.create_connection(('127.0.0.1', 9))"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode != 0
+    assert "must not use the network" in done.stderr
+
+
+def _nav_pages(text: str) -> list[str]:
+    return re.findall(r"([\w/-]+\.md)\s*$", text, flags=re.M)
+
+
+def test_every_nav_page_exists_and_every_page_is_in_the_nav() -> None:
+    nav = set(_nav_pages((ROOT / "mkdocs.yml").read_text()))
+    pages = {p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")}
+    assert nav == pages
+
+
+def test_no_plugin_that_fetches() -> None:
+    config = (ROOT / "mkdocs.yml").read_text()
+    for plugin in ("social", "privacy", "inventories", "import:"):
+        assert plugin not in config
+
+
+def _reference_targets() -> list[str]:
+    return sorted({m for page in (DOCS / "reference").glob("*.md") for m in re.findall(r"^::: ([\w.]+)", page.read_text(), re.M)})
+
+
+@pytest.mark.parametrize("target", _reference_targets())
+def test_reference_names_only_public_paths(target: str) -> None:
+    """The reference names what users import (the package root or a public subpackage), never a module that may move."""
+    parts = target.split(".")
+    assert not any(p.startswith("_") for p in parts), target
+    if len(parts) == 2 and parts[1] == "errors":
+        importlib.import_module(target)
+        return
+    module, name = ".".join(parts[:-1]), parts[-1]
+    mod = importlib.import_module(module)
+    assert name in getattr(mod, "__all__", ()), f"{name} is not in {module}.__all__"
+    assert module == "langgraph_memory" or mod.__file__.endswith("__init__.py"), f"{module} is a module, not a package"
+
+
+def test_the_root_surface_is_documented() -> None:
+    import langgraph_memory
+
+    documented = {t.rsplit(".", 1)[-1] for t in _reference_targets()}
+    documented |= set(importlib.import_module("langgraph_memory.errors").__all__)  # the errors page documents the module
+    missing = [n for n in langgraph_memory.__all__ if n not in documented]
+    assert not missing, f"public names without a reference entry: {missing}"
