@@ -82,8 +82,8 @@ class MemoryTools:
     it, such as the ``("memories", "<user>")`` of the LangGraph tools.
 
     Examples:
-        >>> tools = MemoryTools(mem)                                        # doctest: +SKIP
-        >>> tools.store_memory("User prefers TypeScript", ["preference"])["success"]   # doctest: +SKIP
+        >>> tools = MemoryTools(mem)  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+        >>> tools.store_memory("User prefers TypeScript", ["preference"])["success"]  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
         True
     """
 

@@ -71,7 +71,7 @@ class ProceduralAPI:
         transaction: searches find the current definition only.
 
         Examples:
-            >>> mem.store_tool_definition("fetch_prices", "Daily closes for a ticker",  # doctest: +SKIP
+            >>> mem.store_tool_definition("fetch_prices", "Daily closes for a ticker",  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
             ...     parameters={"type": "object", "properties": {"ticker": {"type": "string"}}, "required": ["ticker"]})
         """
         if not isinstance(name, str) or not name.strip():

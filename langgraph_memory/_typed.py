@@ -115,8 +115,8 @@ class TypedItems:
         guard: called before every operation; raises when the owner is closed.
 
     Examples:
-        >>> typed = TypedItems(store, store.lineage)                            # doctest: +SKIP
-        >>> typed.put("research", {"content": "Vol clusters"}, parents=[]).id   # doctest: +SKIP
+        >>> typed = TypedItems(store, store.lineage)  # needs an open store (store) holding the items named  # doctest: +SKIP
+        >>> typed.put("research", {"content": "Vol clusters"}, parents=[]).id  # needs an open store (store) holding the items named  # doctest: +SKIP
     """
 
     def __init__(

@@ -210,7 +210,7 @@ def conversation_node(
     without a checkpointer). Works under ``invoke`` and ``ainvoke``.
 
     Examples:
-        >>> builder.add_node("conversation", conversation_node(mem.sessions, max_tokens=1500))  # doctest: +SKIP
+        >>> builder.add_node("conversation", conversation_node(mem.sessions, max_tokens=1500))  # a line of a graph definition (builder is the caller's StateGraph)  # doctest: +SKIP
     """
     if not isinstance(sessions, SessionMemory):
         raise ConfigError(f"conversation_node needs a SessionMemory (mem.sessions), got {type(sessions).__name__}")

@@ -96,8 +96,8 @@ def cleanup_decayed(
         dry_run: report only (the default); False retires the decayed items.
 
     Examples:
-        >>> report = cleanup_decayed(store.items)                        # doctest: +SKIP
-        >>> [(d.key, round(d.weight, 4)) for d in report.decayed][:3]      # doctest: +SKIP
+        >>> report = cleanup_decayed(store.items)  # needs an open store (store) holding the items named  # doctest: +SKIP
+        >>> [(d.key, round(d.weight, 4)) for d in report.decayed][:3]  # needs an open store (store) holding the items named  # doctest: +SKIP
     """
     cfg = config or TemporalConfig()
     at = time.time() if now is None else float(now)

@@ -81,8 +81,8 @@ class SentenceTransformerEmbeddings(Embeddings):
         batch_size: texts per forward pass.
 
     Examples:
-        >>> emb = SentenceTransformerEmbeddings()       # doctest: +SKIP
-        >>> len(emb.embed_documents(["a", "b"]))         # doctest: +SKIP
+        >>> emb = SentenceTransformerEmbeddings()  # loads the real model (seconds)  # doctest: +SKIP
+        >>> len(emb.embed_documents(["a", "b"]))  # loads the real model (seconds)  # doctest: +SKIP
         2
     """
 
@@ -110,8 +110,8 @@ class SentenceTransformerEmbeddings(Embeddings):
         Loading logs at INFO when it starts and when it ends, with the time it took.
 
         Examples:
-            >>> emb = SentenceTransformerEmbeddings()       # doctest: +SKIP
-            >>> emb.load(); emb.loaded                      # doctest: +SKIP
+            >>> emb = SentenceTransformerEmbeddings()  # loads the real model (seconds)  # doctest: +SKIP
+            >>> emb.load(); emb.loaded  # loads the real model (seconds)  # doctest: +SKIP
             True
         """
         self._load()

@@ -125,8 +125,8 @@ class ItemLifecycle:
         guard: called before every operation; raises when the owner is closed.
 
     Examples:
-        >>> life = ItemLifecycle(store, store.lineage, lambda: None)      # doctest: +SKIP
-        >>> life.retire("f1", "bad data", namespace=("research",)).status  # doctest: +SKIP
+        >>> life = ItemLifecycle(store, store.lineage, lambda: None)  # needs an open store (store) holding the items named  # doctest: +SKIP
+        >>> life.retire("f1", "bad data", namespace=("research",)).status  # needs an open store (store) holding the items named  # doctest: +SKIP
         'retired'
     """
 
@@ -166,7 +166,7 @@ class ItemLifecycle:
         archive job archives it at once; :meth:`reinstate` undoes it.
 
         Examples:
-            >>> mem.retire(finding.id, "the vendor restated these prices").status   # doctest: +SKIP
+            >>> mem.retire(finding.id, "the vendor restated these prices").status  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
             'retired'
 
         Raises:
@@ -195,7 +195,7 @@ class ItemLifecycle:
         it is already one of its ancestors (superseding with an older item).
 
         Examples:
-            >>> mem.supersede(old.id, new.id, "corrected the sample period").superseded_by == new.id   # doctest: +SKIP
+            >>> mem.supersede(old.id, new.id, "corrected the sample period").superseded_by == new.id  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
             True
 
         Raises:
@@ -238,7 +238,7 @@ class ItemLifecycle:
         :meth:`retire`, nothing can bring it back.
 
         Examples:
-            >>> print(mem.delete(lesson.id, dry_run=True))    # doctest: +SKIP
+            >>> print(mem.delete(lesson.id, dry_run=True))  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
             would delete 3f2c... in lessons_learned ('lessons',): the item (1 vector), its lineage node and 2 links
         """
         return self.delete_many([self.locate(item_id, namespace)], dry_run=dry_run)[0]
@@ -252,9 +252,9 @@ class ItemLifecycle:
         dry run over thousands of items is quick.
 
         Examples:
-            >>> reports = mem.lifecycle.delete_many([(("memories", "u1"), "m1"), (("lessons",), lesson.id)],  # doctest: +SKIP
+            >>> reports = mem.lifecycle.delete_many([(("memories", "u1"), "m1"), (("lessons",), lesson.id)],  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
             ...                                     dry_run=True)
-            >>> sum(r.vectors for r in reports)                                                            # doctest: +SKIP
+            >>> sum(r.vectors for r in reports)  # needs an open store (store) holding the items named  # doctest: +SKIP
             2
         """
         if self._guard is not None:

@@ -80,8 +80,8 @@ def build_server(memory: Memory, *, namespace: Sequence[str] = ("memories",), na
     """An ``MCPServer`` (the official SDK's) with :class:`MemoryTools` over ``memory``.
 
     Examples:
-        >>> server = build_server(mem)                            # doctest: +SKIP
-        >>> server.run()                                          # doctest: +SKIP
+        >>> server = build_server(mem)  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+        >>> server.run()  # serves until the process is stopped  # doctest: +SKIP
     """
     from mcp.server.mcpserver import MCPServer
 

@@ -272,8 +272,8 @@ class Memory:
                 ``mem.sessions`` (seed 002's ``SessionConfig`` defaults).
 
         Examples:
-            >>> mem = Memory.open("./memory", ttl={"default_ttl": 60 * 24 * 30})   # doctest: +SKIP
-            >>> graph = builder.compile(checkpointer=mem.checkpointer, store=mem.store)  # doctest: +SKIP
+            >>> mem = Memory.open("./memory", ttl={"default_ttl": 60 * 24 * 30})  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+            >>> graph = builder.compile(checkpointer=mem.checkpointer, store=mem.store)  # a line of a graph definition (builder is the caller's StateGraph)  # doctest: +SKIP
         """
         if embeddings is not None and index is not None:
             raise ConfigError("pass embeddings= or index=, not both (index={'dims': ..., 'embed': embeddings})")
@@ -391,7 +391,7 @@ class Memory:
         It shares one scheduler with :meth:`schedule_session_cleanup`.
 
         Examples:
-            >>> job = mem.schedule_archival(cron="0 3 * * *")     # doctest: +SKIP
+            >>> job = mem.schedule_archival(cron="0 3 * * *")  # starts a scheduler job  # doctest: +SKIP
         """
         from langgraph_memory import archive as _archive
 
@@ -404,7 +404,7 @@ class Memory:
         scheduler, stopped by :meth:`close`.
 
         Examples:
-            >>> job = mem.schedule_session_cleanup()                # doctest: +SKIP
+            >>> job = mem.schedule_session_cleanup()  # starts a scheduler job  # doctest: +SKIP
         """
         from langgraph_memory import archive as _archive
 
@@ -457,8 +457,8 @@ class Memory:
         adds it to the summary).
 
         Examples:
-            >>> lin = mem.lineage(strategy.id)                          # doctest: +SKIP
-            >>> [(a.collection, a.label) for a in lin.ancestors]        # doctest: +SKIP
+            >>> lin = mem.lineage(strategy.id)  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+            >>> [(a.collection, a.label) for a in lin.ancestors]  # continues the example above (needs mem)  # doctest: +SKIP
         """
         self._check_open()
         return build_lineage(self.lineage_store, item_id, self._summarize)
@@ -536,8 +536,8 @@ class Memory:
         Nothing of a file that fails is left stored.
 
         Examples:
-            >>> report = mem.ingest("papers/", episode_id="DS-25-002")      # doctest: +SKIP
-            >>> report.counts()                                              # doctest: +SKIP
+            >>> report = mem.ingest("papers/", episode_id="DS-25-002")  # needs files to ingest  # doctest: +SKIP
+            >>> report.counts()  # needs files to ingest  # doctest: +SKIP
             {'ingested': 3, 'duplicate': 0, 'busy': 0, 'skipped': 1, 'failed': 0}
         """
         self._check_open()
@@ -559,8 +559,8 @@ class Memory:
         """The ``k`` ingested chunks nearest ``query``, with score and source; ``include_parents`` adds context.
 
         Examples:
-            >>> hit = mem.recall("signup success metric", k=3, include_parents=True)[0]  # doctest: +SKIP
-            >>> hit.source_uri, hit.score, hit.full_context[:60]                        # doctest: +SKIP
+            >>> hit = mem.recall("signup success metric", k=3, include_parents=True)[0]  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+            >>> hit.source_uri, hit.score, hit.full_context[:60]  # needs ingested documents  # doctest: +SKIP
         """
         self._check_open()
         return _recall_chunks(self.store, query, k=k, namespace=namespace, include_parents=include_parents,
@@ -613,8 +613,8 @@ class Memory:
         plus namespaces, lineage links, sessions, the checkpointer's threads and the files' sizes.
 
         Examples:
-            >>> s = mem.stats()                                                 # doctest: +SKIP
-            >>> s.collections["backtest_results"].items, s.threads              # doctest: +SKIP
+            >>> s = mem.stats()  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+            >>> s.collections["backtest_results"].items, s.threads  # continues the example above (needs mem)  # doctest: +SKIP
             (14, 2)
         """
         self._check_open()
@@ -636,8 +636,8 @@ class Memory:
         them to the archive).
 
         Examples:
-            >>> report = mem.cleanup_decayed()                   # what would go   # doctest: +SKIP
-            >>> mem.cleanup_decayed(dry_run=False).retired       # doctest: +SKIP
+            >>> report = mem.cleanup_decayed()                   # what would go  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+            >>> mem.cleanup_decayed(dry_run=False).retired  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
         """
         self._check_open()
         return cleanup_decayed(self.store.items, config=config, now=now, collections=collections, dry_run=dry_run)

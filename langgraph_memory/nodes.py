@@ -213,7 +213,7 @@ def recall_node(
             ``ChromaStore`` leaves them out by default).
 
     Examples:
-        >>> builder.add_node("recall", recall_node("lessons", query="objective", output_key="lessons"))  # doctest: +SKIP
+        >>> builder.add_node("recall", recall_node("lessons", query="objective", output_key="lessons"))  # a line of a graph definition (builder is the caller's StateGraph)  # doctest: +SKIP
     """
     specs = _namespaces(namespaces)
     if k <= 0:
@@ -329,7 +329,7 @@ def store_node(
     against the collection's schema before anything is written.
 
     Examples:
-        >>> builder.add_node("remember", store_node(("lessons",), values="lesson_text", parent="strategy_id"))  # doctest: +SKIP
+        >>> builder.add_node("remember", store_node(("lessons",), values="lesson_text", parent="strategy_id"))  # a line of a graph definition (builder is the caller's StateGraph)  # doctest: +SKIP
     """
 
     def _out(keys: list[str]) -> dict[str, Any]:

@@ -131,7 +131,7 @@ def collect_stats(store: Any, *, archiver: Any | None = None, checkpointer: Any 
     ``list_threads()`` (our ``SqliteCheckpointer`` does).
 
     Examples:
-        >>> collect_stats(store).collections["lessons_learned"].items    # doctest: +SKIP
+        >>> collect_stats(store).collections["lessons_learned"].items  # needs an open store (store) holding the items named  # doctest: +SKIP
         12
     """
     with store.catalog.read() as conn:

@@ -95,8 +95,8 @@ def create_recall_tool(
     (a ``ChromaStore`` leaves them out by default).
 
     Examples:
-        >>> tool = create_recall_tool(("memories", "{user_id}"), store=store)                 # doctest: +SKIP
-        >>> tool.invoke({"query": "coffee"}, {"configurable": {"user_id": "u1"}})             # doctest: +SKIP
+        >>> tool = create_recall_tool(("memories", "{user_id}"), store=store)  # needs an open store (store) holding the items named  # doctest: +SKIP
+        >>> tool.invoke({"query": "coffee"}, {"configurable": {"user_id": "u1"}})  # needs an open store (store) holding the items named  # doctest: +SKIP
     """
 
     def _args(query: str, limit: Optional[int]) -> tuple[str, int]:
@@ -140,8 +140,8 @@ def create_store_tool(
     (``lesson`` in ``("lessons", ...)``, ``content`` in ``("research", ...)``).
 
     Examples:
-        >>> tool = create_store_tool(("memories", "{user_id}"), store=store)                   # doctest: +SKIP
-        >>> key = tool.invoke({"content": "likes espresso"}, {"configurable": {"user_id": "u1"}})  # doctest: +SKIP
+        >>> tool = create_store_tool(("memories", "{user_id}"), store=store)  # needs an open store (store) holding the items named  # doctest: +SKIP
+        >>> key = tool.invoke({"content": "likes espresso"}, {"configurable": {"user_id": "u1"}})  # needs an open store (store) holding the items named  # doctest: +SKIP
     """
 
     def _value(

@@ -149,8 +149,8 @@ class Archiver:
     ``settings`` and ``lineage`` are the store's: one data directory, one of each.
 
     Examples:
-        >>> archiver = Archiver(store, policies={"strategies": 365})   # doctest: +SKIP
-        >>> archiver.run(dry_run=True).collections["lessons_learned"].selected   # doctest: +SKIP
+        >>> archiver = Archiver(store, policies={"strategies": 365})  # needs an archiver over a store with stale items  # doctest: +SKIP
+        >>> archiver.run(dry_run=True).collections["lessons_learned"].selected  # needs an archiver over a store with stale items  # doctest: +SKIP
         12
     """
 
@@ -274,8 +274,8 @@ class Archiver:
         the next run recovers.
 
         Examples:
-            >>> report = archiver.run(dry_run=True)   # doctest: +SKIP
-            >>> {c: r.selected for c, r in report.collections.items()}   # doctest: +SKIP
+            >>> report = archiver.run(dry_run=True)  # needs an archiver over a store with stale items  # doctest: +SKIP
+            >>> {c: r.selected for c, r in report.collections.items()}  # needs an open store (store) holding the items named  # doctest: +SKIP
             {'research_findings': 3, 'lessons_learned': 40}
         """
         at = time.time() if now is None else _ts(now)
@@ -528,7 +528,7 @@ class Archiver:
         """Manifest entries (readable files only, unless ``all_states``), oldest first.
 
         Examples:
-            >>> [(f.name, f.items, f.sha256[:8]) for f in archiver.list_archives("lessons")]   # doctest: +SKIP
+            >>> [(f.name, f.items, f.sha256[:8]) for f in archiver.list_archives("lessons")]  # needs an archiver over a store with stale items  # doctest: +SKIP
         """
         name = collection_by_name(collection).name if collection else None
         return self.manifest.files(collection=name, states=None if all_states else READABLE)
@@ -587,8 +587,8 @@ class Archiver:
         skipped and logged. Memory is bounded by ``k``, not by archive size.
 
         Examples:
-            >>> hits = archiver.search_archive("lessons", "stop losses too tight", k=3)   # doctest: +SKIP
-            >>> hits[0].key, round(hits[0].score, 2)   # doctest: +SKIP
+            >>> hits = archiver.search_archive("lessons", "stop losses too tight", k=3)  # needs an archiver over a store with stale items  # doctest: +SKIP
+            >>> hits[0].key, round(hits[0].score, 2)  # needs ingested documents  # doctest: +SKIP
             ('l-17', 0.83)
         """
         return _reading.search(
@@ -602,7 +602,7 @@ class Archiver:
         """Archived items by key (any namespace) or uid, via the manifest index; for lineage lookups.
 
         Examples:
-            >>> [a.value["lesson"] for a in archiver.get_archived(["l-17"])]   # doctest: +SKIP
+            >>> [a.value["lesson"] for a in archiver.get_archived(["l-17"])]  # needs an archiver over a store with stale items  # doctest: +SKIP
         """
         return _reading.get_items(self.manifest, self.archive_dir, keys, uids)
 
@@ -610,7 +610,7 @@ class Archiver:
         """The archived item with this key (and namespace, if given), or None.
 
         Examples:
-            >>> archiver.find("strategy-42").value["name"]   # doctest: +SKIP
+            >>> archiver.find("strategy-42").value["name"]  # needs an archiver over a store with stale items  # doctest: +SKIP
             'mean reversion v2'
         """
         found = [a for a in self.get_archived([key]) if namespace is None or a.namespace == tuple(namespace)]
@@ -639,7 +639,7 @@ class Archiver:
         no-op. A restored item is not re-archived for one policy period.
 
         Examples:
-            >>> archiver.restore(keys=["l-17"]).restored   # doctest: +SKIP
+            >>> archiver.restore(keys=["l-17"]).restored  # needs an archiver over a store with stale items  # doctest: +SKIP
             1
         """
         validate_filter(filter)

@@ -264,7 +264,7 @@ class ArchiveWriter:
     :meth:`abort` never raises, so a caller's cleanup cannot hide the error.
 
     Examples:
-        >>> with ArchiveWriter(path) as w:                     # doctest: +SKIP
+        >>> with ArchiveWriter(path) as w:  # writes an archive file at the caller's path  # doctest: +SKIP
         ...     w.write(item, archived_at=time.time(), run_id="r1")
     """
 

@@ -82,8 +82,8 @@ def schedule_archival(
     ``job._scheduler``; re-scheduling with the same ``job_id`` replaces the job.
 
     Examples:
-        >>> job = schedule_archival(archiver, interval=timedelta(hours=6))   # doctest: +SKIP
-        >>> job.next_run_time   # doctest: +SKIP
+        >>> job = schedule_archival(archiver, interval=timedelta(hours=6))  # starts a scheduler job  # doctest: +SKIP
+        >>> job.next_run_time  # starts a scheduler job  # doctest: +SKIP
     """
     if cron is not None and interval is not None:
         raise ConfigError("schedule_archival takes cron= or interval=, not both")
@@ -186,8 +186,8 @@ def schedule_session_cleanup(
     as :func:`schedule_archival` does. Returns the ``Job``.
 
     Examples:
-        >>> job = schedule_session_cleanup(mem.sessions)                       # doctest: +SKIP
-        >>> job.trigger.interval                                               # doctest: +SKIP
+        >>> job = schedule_session_cleanup(mem.sessions)  # starts a scheduler job  # doctest: +SKIP
+        >>> job.trigger.interval  # starts a scheduler job  # doctest: +SKIP
         datetime.timedelta(seconds=900)
     """
     if interval is None:

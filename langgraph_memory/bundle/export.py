@@ -70,8 +70,8 @@ def export_bundle(
         NotFoundError: an unknown collection name.
 
     Examples:
-        >>> manifest = export_bundle(mem.store, "./share", namespaces=[("lessons",)])   # doctest: +SKIP
-        >>> manifest.counts["items"]                                                      # doctest: +SKIP
+        >>> manifest = export_bundle(mem.store, "./share", namespaces=[("lessons",)])  # needs a data directory with items to share  # doctest: +SKIP
+        >>> manifest.counts["items"]  # needs a data directory with items to share  # doctest: +SKIP
         12
     """
     target = Path(path).expanduser().resolve()

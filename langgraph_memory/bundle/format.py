@@ -327,8 +327,8 @@ def read_bundle(path: str | os.PathLike[str], *, progress: Progress | None = Non
         BundleError: anything is missing, damaged, duplicated, or of a newer format version.
 
     Examples:
-        >>> bundle = read_bundle("./share")          # doctest: +SKIP
-        >>> len(bundle.items), bundle.manifest.model  # doctest: +SKIP
+        >>> bundle = read_bundle("./share")  # needs a data directory with items to share  # doctest: +SKIP
+        >>> len(bundle.items), bundle.manifest.model  # needs a data directory with items to share  # doctest: +SKIP
         (42, {'name': '...all-MiniLM-L6-v2', 'dims': 384})
     """
     folder = Path(path).expanduser()

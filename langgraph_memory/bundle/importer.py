@@ -83,8 +83,8 @@ def import_bundle(
         ConfigError: the bundle has vectors and the store has no embedding model.
 
     Examples:
-        >>> report = import_bundle(mem.store, "./share")                          # doctest: +SKIP
-        >>> report.added, report.replaced, report.kept, report.vectors_reused      # doctest: +SKIP
+        >>> report = import_bundle(mem.store, "./share")  # needs a data directory with items to share  # doctest: +SKIP
+        >>> report.added, report.replaced, report.kept, report.vectors_reused  # needs a data directory with items to share  # doctest: +SKIP
         (40, 0, 2, True)
     """
     if on_conflict not in CONFLICT_RULES:

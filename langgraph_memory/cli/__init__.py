@@ -104,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status.
 
     Examples:
-        >>> main(["--data-dir", "/tmp/lgm", "list", "--json"])     # doctest: +SKIP
+        >>> main(["--data-dir", "/tmp/lgm", "list", "--json"])  # runs the command line on a data directory under /tmp  # doctest: +SKIP
         0
     """
     args = build_parser().parse_args(argv)

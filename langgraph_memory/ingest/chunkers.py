@@ -238,8 +238,8 @@ class ContextualChunker(_Stream):
         max_chunks_per_parent: chunks one parent record covers at most.
 
     Examples:
-        >>> parents = ContextualChunker().chunk_text(open("notes.md").read(), "markdown")  # doctest: +SKIP
-        >>> [(c.metadata.start_char, c.metadata.end_char) for c in parents[0].chunks]       # doctest: +SKIP
+        >>> parents = ContextualChunker().chunk_text(open("notes.md").read(), "markdown")  # needs files to ingest  # doctest: +SKIP
+        >>> [(c.metadata.start_char, c.metadata.end_char) for c in parents[0].chunks]  # continues the example above (needs notes.md)  # doctest: +SKIP
         [(0, 388), (311, 702)]
     """
 

@@ -9,8 +9,8 @@ other than the empty one, or too damaged for pypdf, raises
 
 ::
 
-    >>> blocks = pdf_blocks(Path("paper.pdf"))                  # doctest: +SKIP
-    >>> [(b.page, b.title) for b in blocks if b.section]        # doctest: +SKIP
+    >>> blocks = pdf_blocks(Path("paper.pdf"))  # needs a PDF file  # doctest: +SKIP
+    >>> [(b.page, b.title) for b in blocks if b.section]  # continues the example above (needs a PDF file)  # doctest: +SKIP
     [(1, 'page 1'), (2, 'page 2')]
 """
 

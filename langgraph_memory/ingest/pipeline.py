@@ -29,8 +29,8 @@ default, in the general collection), keyed by the file's hash:
 holds ``kind="parent"``, the full text of its section(s) and its chunks'
 range, and is not embedded.
 
-    >>> ingestor = Ingestor(store, raw_dir=settings.raw_dir)        # doctest: +SKIP
-    >>> ingestor.ingest(["notes/"], namespace=("documents",)).counts()  # doctest: +SKIP
+    >>> ingestor = Ingestor(store, raw_dir=settings.raw_dir)  # needs an open store (store) holding the items named  # doctest: +SKIP
+    >>> ingestor.ingest(["notes/"], namespace=("documents",)).counts()  # needs files to ingest  # doctest: +SKIP
     {'ingested': 4, 'duplicate': 0, 'busy': 0, 'skipped': 1, 'failed': 0}
 """
 

@@ -285,7 +285,7 @@ def blocks_from_text(text: str, file_type: str = "text", *, block_chars: int = _
     """The blocks of a string, read as a file of ``file_type`` would be (a PDF's text as prose).
 
     Examples:
-        >>> [b.title for b in blocks_from_text("x = 1\ndef f():\n    pass\n", "python") if b.section]
+        >>> [b.title for b in blocks_from_text("x = 1\\ndef f():\\n    pass\\n", "python") if b.section]
         ['def f']
     """
     pieces = (text[i : i + block_chars] for i in range(0, len(text), block_chars))

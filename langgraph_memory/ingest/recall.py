@@ -6,10 +6,10 @@ planning apply), each with where it came from; ``include_parents=True``
 adds the full text of the section(s) each chunk belongs to, read in one
 batch::
 
-    >>> hits = recall(mem.store, "how is the lock timeout set", include_parents=True)   # doctest: +SKIP
-    >>> hits[0].source_uri, round(hits[0].score, 2), hits[0].title                     # doctest: +SKIP
+    >>> hits = recall(mem.store, "how is the lock timeout set", include_parents=True)  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+    >>> hits[0].source_uri, round(hits[0].score, 2), hits[0].title  # needs ingested documents  # doctest: +SKIP
     ('file:///docs/setup.md', 0.71, 'Configuration > Locks')
-    >>> len(hits[0].full_context)                                                       # doctest: +SKIP
+    >>> len(hits[0].full_context)  # needs ingested documents  # doctest: +SKIP
     4123
 """
 

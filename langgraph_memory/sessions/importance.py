@@ -82,7 +82,7 @@ def information(text: str, saturation: int) -> tuple[float, int]:
 
     Examples:
         >>> round(information("Ok!", 20)[0], 2), round(information("I moved to Lisbon in May to study marine biology", 20)[0], 2)
-        (0.0, 0.68)
+        (0.23, 0.64)
     """
     words = len(query_terms(text))
     return min(1.0, math.log1p(words) / math.log1p(saturation)), words

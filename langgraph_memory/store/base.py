@@ -371,7 +371,7 @@ class ChromaStore(BaseStore):
         out, unless ``include_retired``.
 
         Examples:
-            >>> store.collection("lessons").get(include=["documents"])["documents"]  # doctest: +SKIP
+            >>> store.collection("lessons").get(include=["documents"])["documents"]  # needs an open store (store) holding the items named  # doctest: +SKIP
             ['Short lookbacks whipsaw in volatile regimes']
         """
         embed = self._embed_query if self.embeddings is not None else None
@@ -386,7 +386,7 @@ class ChromaStore(BaseStore):
         Retired and superseded items are left out unless ``include_retired``.
 
         Examples:
-            >>> retriever = store.as_vectorstore("research").as_retriever()  # doctest: +SKIP
+            >>> retriever = store.as_vectorstore("research").as_retriever()  # needs an open store (store) holding the items named  # doctest: +SKIP
         """
         if self.embeddings is None:
             raise ConfigError("as_vectorstore needs a store built with index= (an embedding model)")
@@ -423,7 +423,7 @@ class ChromaStore(BaseStore):
         """``BaseStore.search``; retired and superseded items are left out unless ``include_retired``.
 
         Examples:
-            >>> store.search(("research",), query="momentum", include_retired=True)   # doctest: +SKIP
+            >>> store.search(("research",), query="momentum", include_retired=True)  # needs an open store (store) holding the items named  # doctest: +SKIP
         """
         return self.batch([self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl, include_retired)])[0]  # type: ignore[return-value]
 
@@ -471,7 +471,7 @@ class ChromaStore(BaseStore):
         """The plan a :meth:`search` with these arguments gets (nothing is run or embedded).
 
         Examples:
-            >>> print(store.explain(("memories", "u3"), query="risk"))          # doctest: +SKIP
+            >>> print(store.explain(("memories", "u3"), query="risk"))  # needs an open store (store) holding the items named  # doctest: +SKIP
             exact over memories; 100 items in scope; ~100 candidates
         """
         op = self._check_search(SearchOp(namespace_prefix, filter, limit, offset, query))
@@ -488,7 +488,7 @@ class ChromaStore(BaseStore):
         complete.
 
         Examples:
-            >>> store.rebuild_index().total      # doctest: +SKIP
+            >>> store.rebuild_index().total  # needs an open store (store) holding the items named  # doctest: +SKIP
             1200
         """
         self._check_open()
@@ -502,7 +502,7 @@ class ChromaStore(BaseStore):
         with it and ``reindex=True``.
 
         Examples:
-            >>> store.reindex(progress=False)     # doctest: +SKIP
+            >>> store.reindex(progress=False)  # needs an open store (store) holding the items named  # doctest: +SKIP
             1200
         """
         self._check_open()

@@ -19,8 +19,8 @@ vectors in the catalog. The ranking functions of :mod:`langgraph_memory.ranking`
 turn them into the final score.
 
     >>> from langgraph_memory.ranking import HybridRanking
-    >>> store = ChromaStore(data_dir="/tmp/m", index=..., ranking=HybridRanking())    # doctest: +SKIP
-    >>> store.search(("research",), query="SPY RSI(14) lookback 60")                   # doctest: +SKIP
+    >>> store = ChromaStore(data_dir="/tmp/m", index=..., ranking=HybridRanking())  # needs an open store (store) holding the items named  # doctest: +SKIP
+    >>> store.search(("research",), query="SPY RSI(14) lookback 60")  # needs an open store (store) holding the items named  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -119,8 +119,8 @@ class ChromaIndex:
         lock_timeout: seconds to wait for another process.
 
     Examples:
-        >>> index = store.index                        # doctest: +SKIP
-        >>> index.rebuild().total                      # doctest: +SKIP
+        >>> index = store.index  # needs an open store (store) holding the items named  # doctest: +SKIP
+        >>> index.rebuild().total  # needs an open store (store) holding the items named  # doctest: +SKIP
         1200
     """
 

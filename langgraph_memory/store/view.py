@@ -16,8 +16,8 @@ them out: ``get``, ``query``, ``peek`` and ``count`` answer without them, and
 so does a LangChain retriever over ``store.as_vectorstore(...)``. A view made
 with ``include_retired=True`` shows them too.
 
-    >>> view = store.collection("research")              # doctest: +SKIP
-    >>> view.get(where={"source": "technical"}, limit=2)["documents"]   # doctest: +SKIP
+    >>> view = store.collection("research")  # needs an open store (store) holding the items named  # doctest: +SKIP
+    >>> view.get(where={"source": "technical"}, limit=2)["documents"]  # needs an open store (store) holding the items named  # doctest: +SKIP
     ['Realised vol is 24% with clustering', ...]
 """
 
