@@ -104,3 +104,14 @@ def test_the_root_surface_is_documented() -> None:
     documented |= set(importlib.import_module("langgraph_memory.errors").__all__)  # the errors page documents the module
     missing = [n for n in langgraph_memory.__all__ if n not in documented]
     assert not missing, f"public names without a reference entry: {missing}"
+
+
+def test_readme_is_short_and_links_into_the_docs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) < 200
+    for title in ("## In a LangGraph app (`langgraph.json`)", "## Checkpoints on PostgreSQL", "## A memory browser"):
+        assert title in readme
+    links = re.findall(r"\]\((docs/[^)#]+)", readme)
+    assert len(links) >= 15
+    missing = [link for link in links if not (ROOT / link).is_file()]
+    assert not missing, missing
