@@ -2,8 +2,8 @@
 
 Two processes writing one embedded Chroma folder corrupt its vector index
 (see PITFALLS), so every Chroma call on an embedded data directory goes
-through :class:`WriteLock`. Waiting is bounded: past the timeout the caller
-gets a :class:`~langgraph_memory.errors.LockTimeoutError`, never a hang or a
+through `WriteLock`. Waiting is bounded: past the timeout the caller
+gets a [`LockTimeoutError`][langgraph_memory.errors.LockTimeoutError], never a hang or a
 raw locking error.
 
 Every search takes this lock, so it is built for speed: the lock file stays

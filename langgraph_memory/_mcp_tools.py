@@ -1,4 +1,4 @@
-"""The tools the MCP server offers: one method of :class:`MemoryTools` per tool, over one ``Memory``.
+"""The tools the MCP server offers: one method of `MemoryTools` per tool, over one ``Memory``.
 
 Seed 001's ``store_memory`` and ``search_memory``; the typed research calls
 of seed 004 for every collection (findings, hypotheses, strategies,
@@ -11,10 +11,10 @@ is reversible and keeps the memory for review, while a delete cannot be
 undone, so it stays with people (``langgraph-memory delete``, dry run
 first), not with an agent that a bad prompt may steer.
 
-Arguments are checked by :mod:`langgraph_memory.validation` (the same
+Arguments are checked by `langgraph_memory.validation` (the same
 checks and messages as the LangChain tools) and by the typed API; a bad
 argument raises a typed error before anything is written, which
-:mod:`langgraph_memory.mcp_server` turns into an MCP tool error.
+`langgraph_memory.mcp_server` turns into an MCP tool error.
 """
 
 from __future__ import annotations
@@ -73,10 +73,10 @@ def _hits(hits: Sequence[Hit[Any]]) -> dict[str, Any]:
 
 
 class MemoryTools:
-    """The tools the server offers, over one :class:`~langgraph_memory.memory.Memory`.
+    """The tools the server offers, over one [`Memory`][langgraph_memory.Memory].
 
-    Each public method is one MCP tool (registered by :func:`~langgraph_memory.mcp_server.build_server`
-    from :attr:`TOOLS`); they can be called directly too. Plain memories
+    Each public method is one MCP tool (registered by `build_server()`
+    from `TOOLS`); they can be called directly too. Plain memories
     (``store_memory``, ``search_memory``) live under ``namespace``
     (default ``("memories",)``): searches cover it and every namespace below
     it, such as the ``("memories", "<user>")`` of the LangGraph tools.

@@ -5,7 +5,7 @@ workflow's steps are typed items of the ``tool_definitions`` collection
 (namespace ``("tools", *scope)``). Storing a name again makes its next
 version and supersedes the previous one in the same transaction, so
 searches find the current definition only. ``Memory`` builds a
-:class:`ProceduralAPI` and offers its calls directly::
+[`ProceduralAPI`][langgraph_memory.ProceduralAPI] and offers its calls directly:
 
     with Memory.open("/tmp/lgm-demo") as mem:
         mem.store_tool_definition("fetch_prices", "Daily closes for a ticker",
@@ -36,7 +36,7 @@ def _check_kind(kind: str) -> None:
 
 
 class ProceduralAPI:
-    """Typed calls for tool and workflow definitions, over :class:`~langgraph_memory._typed.TypedItems`.
+    """Typed calls for tool and workflow definitions, over `TypedItems`.
 
     Examples:
         >>> from langgraph_memory.memory import Memory

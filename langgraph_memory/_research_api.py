@@ -2,7 +2,7 @@
 
 Findings, hypotheses, strategies (versions, status), backtests, lessons and
 market regimes are written, searched and read back as typed models (tool
-definitions, the procedural memory, are in :mod:`._procedural_api`). They are
+definitions, the procedural memory, are in `_procedural_api`). They are
 ordinary store items in the typed namespaces (``("research",)``,
 ``("hypotheses",)``, ``("strategies",)``, ``("backtests",)``,
 ``("lessons",)``, ``("regimes",)``, plus the optional ``scope`` labels),
@@ -12,7 +12,7 @@ its lineage in one catalog transaction; a research iteration chains
     finding -> hypothesis -(tests)-> strategy -(backtest_of)-> backtest -(learned_from)-> lesson
 
 Every call has an async twin with an ``a`` prefix and the same arguments.
-``Memory`` builds a :class:`ResearchAPI` and offers all its calls directly::
+``Memory`` builds a [`ResearchAPI`][langgraph_memory.ResearchAPI] and offers all its calls directly:
 
     from langgraph_memory.memory import Memory
 
@@ -106,7 +106,7 @@ def _backtest_summary(name: str | None, version: int | None, value: dict[str, An
 
 
 class ResearchAPI:
-    """Typed calls for six research collections, over :class:`~langgraph_memory._typed.TypedItems`.
+    """Typed calls for six research collections, over `TypedItems`.
 
     Examples:
         >>> from langgraph_memory.memory import Memory
@@ -187,7 +187,7 @@ class ResearchAPI:
         ``source`` keeps one source only; ``min_confidence`` drops findings
         below it (and those without a confidence); ``min_relevance`` drops
         results scoring lower (default 0.3, seed 001's 30 %; None keeps them all; see
-        :mod:`langgraph_memory.ranking` for what a score means); retired and superseded findings
+        `langgraph_memory.ranking` for what a score means); retired and superseded findings
         come back only with ``include_retired`` (their ``Hit.status`` says which).
         """
         flt: dict[str, Any] = {}
@@ -445,8 +445,8 @@ class ResearchAPI:
         The strategy's name and version are filled in, and its parameters
         when ``parameters`` is not given; ``parameter_hash`` identifies the
         parameter set. ``equity_curve`` may be the full curve (summarised to
-        its statistics and :data:`~langgraph_memory.config.EQUITY_CURVE_POINTS`
-        points) or an :class:`~langgraph_memory.collections.EquityCurve`.
+        its statistics and `EQUITY_CURVE_POINTS`
+        points) or an `EquityCurve`.
         ``summary``, the embedded text, is written from the numbers unless given.
 
         Examples:

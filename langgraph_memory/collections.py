@@ -1,6 +1,6 @@
 """The typed collections: namespace label, Chroma collection, schema, embedded field, retention.
 
-The first label of a namespace picks the Chroma collection an item lives in::
+The first label of a namespace picks the Chroma collection an item lives in:
 
     ("research", ...)   -> research_findings   (embeds "content")
     ("hypotheses", ...) -> hypotheses          (embeds "statement")
@@ -15,7 +15,7 @@ These are seed 004's seven collections; a trading-research graph writes
 hypothesis -> strategy -> backtest -> lesson on every iteration.
 
 Values written to a typed collection are checked against its pydantic
-schema (built from seed 004); unknown fields are kept as they are::
+schema (built from seed 004); unknown fields are kept as they are:
 
     from langgraph_memory.collections import collection_for
 
@@ -218,7 +218,7 @@ class BacktestResult(_Schema):
     Performance is annualised where it says so; ``max_drawdown`` is a
     positive fraction (0.18 = 18 %), ``turnover`` the annual one-way turnover
     as a multiple of capital. ``parameter_hash`` identifies the parameter set
-    (:func:`parameter_hash`), so identical runs can be found.
+    (`parameter_hash()`), so identical runs can be found.
     """
 
     summary: str = Field(min_length=1)
@@ -362,7 +362,7 @@ class CollectionSpec:
         return self.embed_field or "content"
 
     def validate(self, value: dict[str, Any]) -> None:
-        """Raise :class:`~langgraph_memory.errors.ValidationError` naming the bad field."""
+        """Raise [`ValidationError`][langgraph_memory.errors.ValidationError] naming the bad field."""
         if self.schema is None:
             return
         try:

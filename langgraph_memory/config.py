@@ -1,7 +1,7 @@
 """Where the data lives, which model embeds, and the tunable defaults.
 
 Every setting resolves in the same order: explicit argument, then environment
-variable, then the config file, then the built-in default::
+variable, then the config file, then the built-in default:
 
     from langgraph_memory.config import Settings
 
@@ -10,7 +10,7 @@ variable, then the config file, then the built-in default::
     print(settings.chroma_dir)          # /tmp/lgm-demo/chroma
 
 The config file is TOML, found at ``$LANGGRAPH_MEMORY_CONFIG``, else
-``./langgraph-memory.toml``, else ``~/.config/langgraph-memory/config.toml``::
+``./langgraph-memory.toml``, else ``~/.config/langgraph-memory/config.toml``:
 
     data_dir = "/var/lib/agent-memory"
     embedding_model = "sentence-transformers/all-MiniLM-L6-v2"
@@ -18,7 +18,7 @@ The config file is TOML, found at ``$LANGGRAPH_MEMORY_CONFIG``, else
 
 ``lock_timeout`` is the one name, everywhere (store, checkpointer, lineage,
 archive), for how long to wait for another process's write before raising
-:class:`~langgraph_memory.errors.LockTimeoutError`.
+[`LockTimeoutError`][langgraph_memory.errors.LockTimeoutError].
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ def resolve_embedding_model(model: str | None = None) -> str:
 
 
 def _resolve_embedding_model(model: str | None, file_cfg: dict[str, Any] | None) -> str:
-    """:func:`resolve_embedding_model` given the config file's contents, or None to read it if needed."""
+    """`resolve_embedding_model()` given the config file's contents, or None to read it if needed."""
     chosen = model or os.environ.get(EMBEDDING_MODEL_ENV)
     if not chosen:
         chosen = (_read_config_file() if file_cfg is None else file_cfg).get("embedding_model")
@@ -173,8 +173,8 @@ def _resolve_embedding_model(model: str | None, file_cfg: dict[str, Any] | None)
 class Settings:
     """Resolved settings for one data directory.
 
-    Use :meth:`resolve` rather than the constructor so that environment and
-    config file are consulted. :class:`~langgraph_memory.memory.Memory`
+    Use `resolve()` rather than the constructor so that environment and
+    config file are consulted. [`Memory`][langgraph_memory.Memory]
     resolves them once and hands the same object to the store, the
     checkpointer and the archiver (``mem.settings is mem.store.settings``).
     """
@@ -222,7 +222,7 @@ class Settings:
 
     @property
     def lineage_path(self) -> Path:
-        """The lineage file of version 0.1; lineage now lives in :attr:`catalog_path` (imported on first open)."""
+        """The lineage file of version 0.1; lineage now lives in `catalog_path` (imported on first open)."""
         return self.data_dir / LINEAGE_FILE
 
     @property
@@ -242,7 +242,7 @@ class Settings:
 
     @property
     def manifest_path(self) -> Path:
-        """SQLite manifest of the archive files, in :attr:`archive_dir`."""
+        """SQLite manifest of the archive files, in `archive_dir`."""
         return self.archive_dir / MANIFEST_FILE
 
     @property

@@ -3,10 +3,10 @@
 Seed 004's "conversation buffer" beside the checkpointer. Added to any graph
 whose state has a ``messages`` list, it records every completed turn (a
 human message and the assistant's final answer to it) into
-:class:`~langgraph_memory.sessions.SessionMemory` with the run's thread id,
+[`SessionMemory`][langgraph_memory.SessionMemory] with the run's thread id,
 and writes the recent turns, within a turn or token budget, to the state as
 text for the prompt. With the recall node over ``("episodes",)``, a chat
-graph gets long-term memory from two added nodes::
+graph gets long-term memory from two added nodes:
 
     from langgraph_memory import Memory, conversation_node, recall_node
 
@@ -29,7 +29,7 @@ thread's earlier turns not recorded yet (the node added to a running
 thread) are recorded too, up to ``max_turns_per_session`` of them.
 
 This module does not use ``from __future__ import annotations``, like
-:mod:`langgraph_memory.nodes`: LangGraph reads node signatures at run time.
+`langgraph_memory.nodes`: LangGraph reads node signatures at run time.
 """
 
 import asyncio

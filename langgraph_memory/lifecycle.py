@@ -2,20 +2,20 @@
 
 Seed 003's soft delete (``deleted_at``) and ``superseded_by``, for every item:
 
-* :meth:`ItemLifecycle.retire` hides an item from searches, nodes and tools
+* `ItemLifecycle.retire()` hides an item from searches, nodes and tools
   (a soft delete: still readable by key, in lineage, restorable), and the
   archive job may move it out at once;
-* :meth:`ItemLifecycle.supersede` does the same because a newer item
+* `ItemLifecycle.supersede()` does the same because a newer item
   replaces it, and links the two in lineage (``supersedes``);
-* :meth:`ItemLifecycle.reinstate` undoes either;
-* :meth:`ItemLifecycle.delete` removes an item for good - its value, vectors,
+* `ItemLifecycle.reinstate()` undoes either;
+* `ItemLifecycle.delete()` removes an item for good - its value, vectors,
   lineage node and links, version, status and archived copies - and says
   what it removed (``dry_run=True`` says it without removing anything);
-  :meth:`ItemLifecycle.delete_many` does it for many items in one transaction.
+  `ItemLifecycle.delete_many()` does it for many items in one transaction.
 
 Items are named by id: the key of an item stored through the typed API or a
 node (its lineage knows the namespace), or any key with ``namespace=``.
-``Memory`` builds one and offers its calls::
+``Memory`` builds one and offers its calls:
 
     mem.retire(finding.id, "the data vendor restated these prices")
     mem.supersede(old.id, new.id, "corrected the sample period")
@@ -163,7 +163,7 @@ class ItemLifecycle:
         """Retire (soft-delete) an item: searches, nodes and tools stop returning it.
 
         It stays readable by key and in lineage (marked retired), and the
-        archive job archives it at once; :meth:`reinstate` undoes it.
+        archive job archives it at once; `reinstate()` undoes it.
 
         Examples:
             >>> mem.retire(finding.id, "the vendor restated these prices").status  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
@@ -221,7 +221,7 @@ class ItemLifecycle:
         return st
 
     def reinstate(self, item_id: str, *, namespace: Sequence[str] | None = None) -> bool:
-        """Undo :meth:`retire` or :meth:`supersede`; return whether the item had a status."""
+        """Undo `retire()` or `supersede()`; return whether the item had a status."""
         return self.store.items.clear_status([self.locate(item_id, namespace)]) > 0
 
     def status(self, item_id: str, *, namespace: Sequence[str] | None = None) -> ItemStatus | None:
@@ -230,12 +230,12 @@ class ItemLifecycle:
         return self.store.items.statuses([key]).get(key)
 
     def delete(self, item_id: str, *, namespace: Sequence[str] | None = None, dry_run: bool = False) -> DeleteReport:
-        """Delete an item for good and say what went (see :class:`DeleteReport`); ``dry_run`` only says.
+        """Delete an item for good and say what went (see `DeleteReport`); ``dry_run`` only says.
 
         The live item, its lineage node, links, version and status go in one
         catalog transaction; archived copies are then marked deleted in the
         archive's manifest (their files are immutable). Unlike
-        :meth:`retire`, nothing can bring it back.
+        `retire()`, nothing can bring it back.
 
         Examples:
             >>> print(mem.delete(lesson.id, dry_run=True))  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
@@ -244,7 +244,7 @@ class ItemLifecycle:
         return self.delete_many([self.locate(item_id, namespace)], dry_run=dry_run)[0]
 
     def delete_many(self, keys: Sequence[ItemKey], *, dry_run: bool = False) -> list[DeleteReport]:
-        """:meth:`delete` for items named by ``(namespace, key)``, in one catalog transaction; a report each.
+        """`delete()` for items named by ``(namespace, key)``, in one catalog transaction; a report each.
 
         Keys that name nothing (no live item, lineage node, status or
         archived copy) get a report whose ``removed_anything`` is false.

@@ -1,12 +1,12 @@
 """Lineage: which memory led to which, and the versions of each strategy.
 
 Edges, nodes and versions live in the catalog (``<data_dir>/catalog.sqlite``,
-see :mod:`langgraph_memory.catalog.lineage`), beside the items: the typed
+see `langgraph_memory.catalog.lineage`), beside the items: the typed
 API writes an item, its lineage and its version number in one transaction,
 so a crash leaves all of it or none. Every write is one ``BEGIN IMMEDIATE``
 transaction in which the cycle check and the next version number are
 decided, so two processes can neither jointly create a cycle nor hand out
-the same version twice::
+the same version twice:
 
     from langgraph_memory.lineage import LineageStore
 
@@ -171,7 +171,7 @@ class Lineage:
 class LineageStore:
     """Parents, children and strategy versions, in a catalog.
 
-    Built over a store's :class:`~langgraph_memory.catalog.Catalog` (one per
+    Built over a store's `Catalog` (one per
     data directory, shared by ``Memory``, the nodes and the archiver), or
     alone over a catalog file path, which it then opens and closes itself.
 
@@ -254,7 +254,7 @@ class LineageStore:
         version is the next free number for ``version_name`` (1 for a new
         name). With ``link_previous_version`` the previous version becomes a
         parent (relation ``"previous_version"``). Returns the version number,
-        or None without ``version_name``. :meth:`register_in` does the same
+        or None without ``version_name``. `register_in()` does the same
         inside a transaction of the caller's (the typed API's item write).
 
         Raises:
@@ -269,17 +269,17 @@ class LineageStore:
 
     @staticmethod
     def register_in(conn: sqlite3.Connection, item_id: str, collection: str, namespace: Sequence[str], **kwargs: Any) -> int | None:
-        """:meth:`register` inside the caller's write transaction on the same catalog."""
+        """`register()` inside the caller's write transaction on the same catalog."""
         return _lin.register(conn, item_id, collection, namespace, **kwargs)
 
     @staticmethod
     def link_in(conn: sqlite3.Connection, child_id: str, parent_id: str, relation: str = "derived_from") -> Edge:
-        """:meth:`link` inside the caller's write transaction (raises before writing anything)."""
+        """`link()` inside the caller's write transaction (raises before writing anything)."""
         return _lin.link(conn, child_id, parent_id, relation)
 
     @staticmethod
     def forget_in(conn: sqlite3.Connection, item_ids: Sequence[str]) -> None:
-        """:meth:`forget` inside the caller's write transaction (a hard delete of the items)."""
+        """`forget()` inside the caller's write transaction (a hard delete of the items)."""
         _lin.forget(conn, item_ids)
 
     @staticmethod
@@ -318,7 +318,7 @@ class LineageStore:
             return _lin.nodes(conn, item_ids)
 
     def require(self, item_id: str) -> ItemRef:
-        """``item()``, raising :class:`NotFoundError` for an unknown id."""
+        """``item()``, raising [`NotFoundError`][langgraph_memory.errors.NotFoundError] for an unknown id."""
         ref = self.item(item_id)
         if ref is None:
             raise NotFoundError(f"no item with id {item_id!r} was stored through this Memory's data directory")
@@ -369,7 +369,7 @@ Summarizer = Callable[[list[ItemRef]], dict[str, NodeSummary]]
 
 
 def build_lineage(lineage: LineageStore, item_id: str, summarize: Summarizer, *, max_nodes: int = 2000) -> Lineage:
-    """Assemble a :class:`Lineage` for ``item_id`` with summaries from ``summarize``.
+    """Assemble a [`Lineage`][langgraph_memory.Lineage] for ``item_id`` with summaries from ``summarize``.
 
     An item reached twice in the descendant tree (several parents) is shown
     each time but expanded only once; the tree holds at most ``max_nodes``.

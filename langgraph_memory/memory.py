@@ -11,30 +11,31 @@
                                       parameters={"lookback": 20}, parent_id=finding.id)
         print(mem.lineage(strategy.id).ancestor_ids)          # [finding.id]
 
-``Memory.open`` resolves the :class:`~langgraph_memory.config.Settings`
+``Memory.open`` resolves the [`Settings`][langgraph_memory.Settings]
 once and builds everything from them: the store (and its catalog, which
 holds the lineage), the checkpointer, and on first use the archiver. All of
 them share that one settings object and the store's one
-:class:`~langgraph_memory.lineage.LineageStore` (``mem.lineage_store``), as
+`LineageStore` (``mem.lineage_store``), as
 do the graph nodes that write through ``mem.store``.
 
 ``Memory`` is composed of parts that each take their collaborators
 explicitly, and it offers their calls directly:
 
-* ``mem.research`` (:class:`~langgraph_memory._research_api.ResearchAPI`):
+* ``mem.research`` ([`ResearchAPI`][langgraph_memory.ResearchAPI]):
   the typed calls of six collections (``store_backtest``,
   ``query_hypotheses``, ``store_lesson``, ...), and ``mem.procedures``
-  (:class:`~langgraph_memory._procedural_api.ProceduralAPI`) those of the
+  ([`ProceduralAPI`][langgraph_memory.ProceduralAPI]) those of the
   seventh, tool and workflow definitions;
-* ``mem.lifecycle`` (:class:`~langgraph_memory.lifecycle.ItemLifecycle`):
+* ``mem.lifecycle`` (`ItemLifecycle`):
   ``retire``, ``supersede``, ``reinstate``, ``status`` and the hard ``delete``;
-* ``mem.sessions`` (:class:`~langgraph_memory.sessions.SessionMemory`):
+* ``mem.sessions`` ([`SessionMemory`][langgraph_memory.SessionMemory]):
   conversation turns by session, promoted to episodic memory in
-  ``("episodes", *scope)`` when a session ends (:meth:`Memory.schedule_session_cleanup`
+  ``("episodes", *scope)`` when a session ends
+  ([`Memory.schedule_session_cleanup()`][langgraph_memory.Memory.schedule_session_cleanup]
   runs its cleanup on the archive job's scheduler);
-* :meth:`Memory.stats` (:mod:`langgraph_memory.stats`) and
-  :meth:`Memory.cleanup_decayed` (:mod:`langgraph_memory.decay`);
-* :meth:`Memory.lineage`, with each item's summary and state.
+* [`Memory.stats()`][langgraph_memory.Memory.stats] (`langgraph_memory.stats`) and
+  [`Memory.cleanup_decayed()`][langgraph_memory.Memory.cleanup_decayed] (`langgraph_memory.decay`);
+* [`Memory.lineage()`][langgraph_memory.Memory.lineage], with each item's summary and state.
 
 Every call has an async twin with an ``a`` prefix and the same arguments.
 """
@@ -173,7 +174,7 @@ def _lifecycle(fn: Callable[Concatenate[Any, P], T]) -> Callable[Concatenate[Mem
 class Memory:
     """One data directory: the store, the checkpointer, lineage, the typed research API, stats and cleanup.
 
-    Build it with :meth:`open`. Closing it (or leaving its ``with`` block)
+    Build it with `open()`. Closing it (or leaving its ``with`` block)
     flushes and closes the store and the checkpointer if Memory opened them,
     the archiver and any archival scheduler.
 
@@ -258,10 +259,10 @@ class Memory:
                 (with ``store=``, the store keeps its own).
             store: an open ``ChromaStore`` to use instead of opening one (its
                 data directory and settings are used; it is not closed by
-                :meth:`close`). Leave the store options above unset.
+                `close()`). Leave the store options above unset.
             checkpointer: any LangGraph checkpointer; default our
                 ``SqliteCheckpointer`` at ``<data_dir>/checkpoints.sqlite``.
-                A checkpointer passed in is not closed by :meth:`close`.
+                A checkpointer passed in is not closed by `close()`.
             chroma_client: any ``chromadb`` client (e.g. an ``HttpClient``);
                 default an embedded client in ``<data_dir>/chroma``.
             scope: extra namespace labels for the typed API (e.g. a desk id):
@@ -386,9 +387,9 @@ class Memory:
         return self.archiver
 
     def schedule_archival(self, **kwargs: Any) -> Any:
-        """Start the archive job in the background (see ``archive.schedule_archival``); stopped by :meth:`close`.
+        """Start the archive job in the background (see ``archive.schedule_archival``); stopped by `close()`.
 
-        It shares one scheduler with :meth:`schedule_session_cleanup`.
+        It shares one scheduler with [`schedule_session_cleanup()`][langgraph_memory.schedule_session_cleanup].
 
         Examples:
             >>> job = mem.schedule_archival(cron="0 3 * * *")  # starts a scheduler job  # doctest: +SKIP
@@ -401,7 +402,7 @@ class Memory:
         """Run ``mem.sessions.cleanup()`` every 15 minutes (``cleanup_interval_minutes``) beside the archive job.
 
         See ``archive.schedule_session_cleanup``; both jobs run on one
-        scheduler, stopped by :meth:`close`.
+        scheduler, stopped by `close()`.
 
         Examples:
             >>> job = mem.schedule_session_cleanup()  # starts a scheduler job  # doctest: +SKIP
@@ -525,7 +526,7 @@ class Memory:
         name, across restarts and processes. Chunks (seed 002's contextual
         chunker by default, or ``chunker="fixed"``: seed 000's window) and
         their parent records are stored in ``namespace`` of the general
-        collection; see :mod:`langgraph_memory.ingest.pipeline` for the keys
+        collection; see `langgraph_memory.ingest.pipeline` for the keys
         and fields.
 
         Raises (for a path given by name; inside a folder such files are
@@ -577,7 +578,7 @@ class Memory:
         errors: Literal["raise", "report"] = "raise",
         progress: Callable[[IngestProgress], None] | None = None,
     ) -> IngestReport:
-        """Async :meth:`ingest` (the reading, embedding and writing run in a worker thread)."""
+        """Async `ingest()` (the reading, embedding and writing run in a worker thread)."""
         return await asyncio.to_thread(
             self.ingest, path, episode_id=episode_id, namespace=namespace, chunker=chunker, config=config,
             errors=errors, progress=progress,
@@ -592,7 +593,7 @@ class Memory:
         include_parents: bool = False,
         filter: dict[str, Any] | None = None,
     ) -> list[ChunkHit]:
-        """Async :meth:`recall`."""
+        """Async `recall()`."""
         return await asyncio.to_thread(
             self.recall, query, k=k, namespace=namespace, include_parents=include_parents, filter=filter
         )
@@ -631,7 +632,7 @@ class Memory:
     ) -> DecayReport:
         """Find the memories whose decayed weight fell under the forgetting threshold; retire them unless ``dry_run``.
 
-        See :mod:`langgraph_memory.decay`: a dry run (the default) reports,
+        See `langgraph_memory.decay`: a dry run (the default) reports,
         a real run retires (nothing is deleted; the next archive run moves
         them to the archive).
 

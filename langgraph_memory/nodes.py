@@ -208,7 +208,7 @@ def recall_node(
         filter: a LangGraph store filter applied to every namespace.
         k: how many results (default 5).
         min_relevance: drop results scoring lower (default ``MIN_RELEVANCE``, 0.3: seed 001's 30 %
-            relevance; None keeps them all; see :mod:`langgraph_memory.ranking`).
+            relevance; None keeps them all; see `langgraph_memory.ranking`).
         include_retired: also recall retired and superseded items (a
             ``ChromaStore`` leaves them out by default).
 

@@ -1,17 +1,17 @@
 """Ranking search results: hybrid fusion, temporal decay with reinforcement, the relevance threshold.
 
-A search with :class:`HybridRanking` on (``ChromaStore(ranking=HybridRanking())``,
+A search with [`HybridRanking`][langgraph_memory.HybridRanking] on (``ChromaStore(ranking=HybridRanking())``,
 the default of ``Memory.open``) scores each candidate in three steps, each
 keeping the score in [0, 1], higher better:
 
 1. **similarity**: the cosine similarity of the query and the item's best
    vector, clipped at 0 (seed 001's relevance percentage / 100);
-2. **relevance** = :func:`fuse` (similarity, keyword): keyword evidence can
+2. **relevance** = `fuse()` (similarity, keyword): keyword evidence can
    only raise a score: ``1 - (1 - similarity) * (1 - keyword_weight * keyword)``,
    where ``keyword`` is the item's BM25 score over the best BM25 score among
    the candidates (the best keyword match gets 1, an item without any query
    word 0 and keeps its cosine);
-3. **final** = :func:`calculate_final_score`: ``relevance * (1 - temporal_share
+3. **final** = `calculate_final_score()`: ``relevance * (1 - temporal_share
    + temporal_share * retention)``, where ``retention`` =
    ``min(1, temporal_weight(age) * importance_multiplier(accesses))``: a new
    or much-used memory keeps its relevance, an old unused one loses up to
@@ -23,7 +23,7 @@ weighted sum of normalised scores and a query-adaptive weight
 
 **The relevance threshold.** One rule for every caller that recalls (graph
 nodes, agent tools and the typed research API, which apply
-:data:`~langgraph_memory.config.MIN_RELEVANCE` = 0.3 by default): an item
+`MIN_RELEVANCE` = 0.3 by default): an item
 passes ``min_relevance`` only with a score at least that high, so unscored
 items (a search without a query) never pass it. With plain cosine ranking the
 score is seed 001's relevance percentage / 100. With hybrid ranking it is the
@@ -33,7 +33,7 @@ cosine, and an old, unused memory needs a higher one.
 
 Temporal weighting follows seed 002's ``TemporalConfig``: a memory's weight
 decays exponentially with its age, at a rate per hour set by its memory type
-(:data:`MEMORY_TYPES` maps each collection to one), and every access raises
+(`MEMORY_TYPES` maps each collection to one), and every access raises
 its importance by ``access_boost_factor``, up to ``max_importance_multiplier``.
 A memory whose weight fell under ``forgetting_threshold`` may be forgotten.
 
@@ -93,7 +93,7 @@ MEMORY_TYPES: dict[str, MemoryType] = {
 
 
 def memory_type_for(collection: str) -> MemoryType:
-    """The memory type of ``collection`` (episodic for one not listed in :data:`MEMORY_TYPES`)."""
+    """The memory type of ``collection`` (episodic for one not listed in `MEMORY_TYPES`)."""
     return MEMORY_TYPES.get(collection, "episodic")
 
 
@@ -202,7 +202,7 @@ def calculate_final_score(
 ) -> float:
     """A result's final score in [0, 1]: ``relevance * (1 - temporal_share + temporal_share * retention)``.
 
-    ``relevance`` is the similarity (or :func:`fuse`'s hybrid score) in [0, 1];
+    ``relevance`` is the similarity (or `fuse()`'s hybrid score) in [0, 1];
     ``temporal_share`` is how much of it age and use may take away. With a
     share of 0 the score is the relevance.
 
@@ -248,7 +248,7 @@ class HybridRanking:
     ``ChromaStore`` default) keeps plain cosine similarity, identical to
     ``InMemoryStore``. ``HybridRanking(temporal=None)`` fuses without decay;
     ``HybridRanking(keyword_weight=0.0, temporal=None)`` ranks as plain cosine.
-    How the score is made: see :mod:`langgraph_memory.ranking`.
+    How the score is made: see `langgraph_memory.ranking`.
 
     Examples:
         >>> from langgraph_memory.ranking import HybridRanking, TemporalConfig
@@ -257,7 +257,7 @@ class HybridRanking:
         (0.6, 0.1)
     """
 
-    #: How far the best keyword match raises a score (see :func:`fuse`); 0 turns keywords off.
+    #: How far the best keyword match raises a score (see `fuse()`); 0 turns keywords off.
     keyword_weight: float = 0.6
     #: BM25 length normalisation ``b`` of keyword scores (0: none; FTS5's own is 0.75).
     length_norm: float = 0.3
@@ -265,7 +265,7 @@ class HybridRanking:
     candidates: int = 20
     #: Decay and reinforcement rates; None: no temporal weighting.
     temporal: TemporalConfig | None = field(default_factory=TemporalConfig)
-    #: The share of a score that age and use may take away (see :func:`calculate_final_score`).
+    #: The share of a score that age and use may take away (see `calculate_final_score()`).
     temporal_share: float = 0.1
     #: The clock ages are measured against (seconds since the epoch), e.g. to rank "as of" a date.
     clock: Callable[[], float] = time.time

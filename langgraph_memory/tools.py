@@ -17,7 +17,7 @@ With a ``ChromaStore`` the recall tool leaves out retired and superseded
 items unless built with ``include_retired=True``.
 
 Arguments are checked as the MCP server checks them
-(:mod:`langgraph_memory.validation`): content must not be empty, at most 10
+(`langgraph_memory.validation`): content must not be empty, at most 10
 tags of at most 50 characters, a limit from 1 to 20. A stored value is
 exactly ``{<text field>: content}`` (plus ``tags`` when given), the same
 value LangMem's tools store, so the text scores against queries as LangMem's

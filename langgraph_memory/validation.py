@@ -5,10 +5,10 @@ checked before anything is embedded or written, and a bad one raises a typed
 error whose message tells the agent what to send instead (seed 001):
 
 * content: a non-empty string (whitespace alone is empty);
-* tags: at most :data:`~langgraph_memory.config.MAX_TAGS` (10) strings of
-  at most :data:`~langgraph_memory.config.MAX_TAG_CHARS` (50) characters;
+* tags: at most `MAX_TAGS` (10) strings of
+  at most `MAX_TAG_CHARS` (50) characters;
 * a search limit: a whole number from 1 to
-  :data:`~langgraph_memory.config.MAX_SEARCH_LIMIT` (20).
+  `MAX_SEARCH_LIMIT` (20).
 
 ::
 
@@ -32,7 +32,7 @@ __all__ = ["check_content", "check_tags", "check_limit"]
 
 
 def check_content(content: Any, *, field: str = "content") -> str:
-    """``content`` if it is a string with something besides whitespace, else :class:`ValidationError`.
+    """``content`` if it is a string with something besides whitespace, else `ValidationError`.
 
     Examples:
         >>> check_content("  ")
@@ -50,7 +50,7 @@ def check_content(content: Any, *, field: str = "content") -> str:
 def check_tags(
     tags: Sequence[str] | None, *, max_tags: int = MAX_TAGS, max_chars: int = MAX_TAG_CHARS
 ) -> list[str]:
-    """The tags as a list (``None`` is no tags), or :class:`ValidationError` naming the bad one.
+    """The tags as a list (``None`` is no tags), or `ValidationError` naming the bad one.
 
     Examples:
         >>> check_tags(["risk", "fx"])
@@ -78,7 +78,7 @@ def check_tags(
 
 
 def check_limit(limit: Any, *, maximum: int = MAX_SEARCH_LIMIT) -> int:
-    """``limit`` if it is a whole number from 1 to ``maximum`` (20), else :class:`InvalidArgumentError`.
+    """``limit`` if it is a whole number from 1 to ``maximum`` (20), else `InvalidArgumentError`.
 
     Examples:
         >>> check_limit(20)

@@ -6,7 +6,7 @@ A run, per collection:
    activity (``max(updated_at, last_accessed_at)``) is older than its
    retention policy, plus retired items at once and superseded items idle
    for ``superseded_after_days`` (in every collection, with or without a
-   policy; see :mod:`langgraph_memory.catalog.status`);
+   policy; see `langgraph_memory.catalog.status`);
 2. *write* them, with their vectors, to a new file reserved in the manifest
    as ``writing``; flush and fsync it;
 3. *verify*: re-read the file, check SHA-256 and count, index its lines and
@@ -20,9 +20,9 @@ both; the next run first *recovers*: unverified files are discarded (their
 items are still live), verified files get their deletes finished, and
 restores cut short are settled. So every item ends up in exactly one place.
 
-This module holds the :class:`Archiver` (configuration, the lock, and the
-order of the steps); each step itself is in :mod:`._steps`, reading archives
-back in :mod:`._reading`, and the thread file format in :mod:`._thread_files`.
+This module holds the [`Archiver`][langgraph_memory.Archiver] (configuration, the lock, and the
+order of the steps); each step itself is in `_steps`, reading archives
+back in `_reading`, and the thread file format in `_thread_files`.
 
     from langgraph_memory.archive import Archiver
 
@@ -83,7 +83,7 @@ ProgressCallback = Callable[[str, str, int, "int | None"], None]
 class ThreadPruner(Protocol):
     """What the archiver needs from a checkpointer to prune idle threads.
 
-    :class:`~langgraph_memory.checkpoint.SqliteCheckpointer` provides it. The
+    [`SqliteCheckpointer`][langgraph_memory.SqliteCheckpointer] provides it. The
     ``"archive"`` thread strategy additionally uses LangGraph's ``list`` and
     ``serde`` and the saver's ``prune(thread_ids, strategy=...)``.
     """
@@ -96,7 +96,7 @@ class ThreadPruner(Protocol):
 
 
 def default_policies() -> dict[str, RetentionPolicy | None]:
-    """Retention per collection name, from :mod:`langgraph_memory.collections` (seed 004 defaults)."""
+    """Retention per collection name, from `langgraph_memory.collections` (seed 004 defaults)."""
     return {spec.name: spec.retention for spec in (*COLLECTIONS.values(), GENERAL)}
 
 
@@ -126,11 +126,11 @@ class Archiver:
     """Moves stale memories to verified, compressed archive files, and reads them back.
 
     Args:
-        store: the live :class:`~langgraph_memory.store.ChromaStore`.
+        store: the live [`ChromaStore`][langgraph_memory.ChromaStore].
         checkpointer: optional; idle threads are pruned (see ``thread_after_days``).
         archive_dir: where archives and the manifest live (default ``<data_dir>/archive``).
         policies: retention per collection (name or label), merged over the
-            defaults: a :class:`RetentionPolicy`, a number of idle days, or
+            defaults: a [`RetentionPolicy`][langgraph_memory.archive.RetentionPolicy], a number of idle days, or
             None to never archive that collection.
         thread_after_days: threads idle longer than this are pruned; None: never.
         thread_strategy: ``"keep_latest"`` (prune to the latest checkpoint),
@@ -139,7 +139,7 @@ class Archiver:
         compresslevel: gzip level of new files.
         chunk_size: items fetched, written and deleted per step.
         lock_timeout: seconds to wait for another run (default: the store's lock timeout).
-        lineage: a :class:`~langgraph_memory.lineage.LineageStore` whose parent
+        lineage: a `LineageStore` whose parent
             edges are copied into each archived line; default: the store's
             own (``store.lineage``, in its catalog).
         retired_after_days: retired items are archived once idle this long
@@ -418,7 +418,7 @@ class Archiver:
     def recover(self) -> list[str]:
         """Finish or undo what an interrupted run or restore left; return what was done.
 
-        Runs automatically at the start of every :meth:`run`.
+        Runs automatically at the start of every `run()`.
         """
         with self._exclusive():
             return self._recover()
@@ -538,7 +538,7 @@ class Archiver:
         return sum(f.live_items for f in self.list_archives(collection) if f.kind == "items")
 
     def archived_counts(self) -> dict[str, int]:
-        """:meth:`count_archived` of every collection at once: ``{collection name: items}``."""
+        """`count_archived()` of every collection at once: ``{collection name: items}``."""
         out: dict[str, int] = {}
         for f in self.list_archives():
             if f.kind == "items":
@@ -564,7 +564,7 @@ class Archiver:
         """Check every readable file against its manifest checksum and count: ``{name: None or problem}``.
 
         The manifest itself is read through first; a damaged one raises
-        :class:`~langgraph_memory.errors.CorruptFileError` naming it and what to do.
+        [`CorruptFileError`][langgraph_memory.errors.CorruptFileError] naming it and what to do.
         """
         self.manifest.check()
         return _reading.verify_files(self.archive_dir, self.list_archives())
@@ -583,7 +583,7 @@ class Archiver:
 
         ``filter`` takes the store's filter syntax. Without ``query`` the most
         recently active matches come first (``score`` None). A damaged file
-        raises :class:`ArchiveIntegrityError`, or with ``strict=False`` is
+        raises [`ArchiveIntegrityError`][langgraph_memory.errors.ArchiveIntegrityError], or with ``strict=False`` is
         skipped and logged. Memory is bounded by ``k``, not by archive size.
 
         Examples:

@@ -176,14 +176,14 @@ def schedule_session_cleanup(
     job_id: str = SESSION_CLEANUP_JOB_ID,
     timezone: Any | None = None,
 ) -> Any:
-    """Register ``sessions.cleanup()`` (a :class:`~langgraph_memory.sessions.SessionMemory`) as an APScheduler job.
+    """Register ``sessions.cleanup()`` (a [`SessionMemory`][langgraph_memory.SessionMemory]) as an APScheduler job.
 
     It runs every ``interval`` (seconds or a ``timedelta``; default the
     sessions' ``cleanup_interval_minutes``, seed 002's 15 minutes): it ends
     sessions whose time is up, promotes ended sessions and forgets turns
     promoted long ago. Pass the archive job's scheduler (``job._scheduler``)
     to run both on one scheduler; otherwise a scheduler is made and started
-    as :func:`schedule_archival` does. Returns the ``Job``.
+    as [`schedule_archival()`][langgraph_memory.schedule_archival] does. Returns the ``Job``.
 
     Examples:
         >>> job = schedule_session_cleanup(mem.sessions)  # starts a scheduler job  # doctest: +SKIP

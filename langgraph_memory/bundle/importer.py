@@ -37,7 +37,7 @@ EMBED_BATCH = 64
 
 @dataclass
 class ImportReport:
-    """What :func:`import_bundle` did (or, with ``dry_run``, would do)."""
+    """What [`import_bundle()`][langgraph_memory.import_bundle] did (or, with ``dry_run``, would do)."""
 
     items: int = 0
     added: int = 0
@@ -69,10 +69,11 @@ def import_bundle(
     dry_run: bool = False,
     progress: Progress | None = None,
 ) -> ImportReport:
-    """Merge the bundle at ``path`` into ``store``'s data directory (the rules: :mod:`langgraph_memory.bundle`).
+    """Merge the bundle at ``path`` into ``store``'s data directory (the rules: `langgraph_memory.bundle`).
 
-    ``path`` is the bundle folder, or a :class:`Bundle` already checked by
-    :func:`read_bundle`. The bundle is checked whole first; then, when its model is not the
+    ``path`` is the bundle folder, or a [`Bundle`][langgraph_memory.bundle.Bundle] already checked by
+    [`read_bundle()`][langgraph_memory.bundle.read_bundle]. The bundle is checked whole first; then, when its model is
+    not the
     store's, its texts are re-embedded; then everything is written in one
     catalog transaction and the Chroma index catches up. With ``dry_run``
     nothing is embedded or written: the report says what would happen.

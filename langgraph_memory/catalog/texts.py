@@ -4,9 +4,9 @@ LangGraph lets an item carry several vectors: one per index path (``fields``
 or a put's ``index=[...]``), and one per text when a path such as
 ``"notes[*]"`` yields several. Each vector row in the catalog records its
 *record path*: the index path, with ``.<i>`` appended when the path yielded
-several texts (:func:`text_path`). The text itself is not stored twice: it is
-read back from the value (:func:`record_text`), for the LangChain view, the
-archive and the keyword index (:mod:`langgraph_memory.catalog.keywords`).
+several texts (`text_path()`). The text itself is not stored twice: it is
+read back from the value (`record_text()`), for the LangChain view, the
+archive and the keyword index (`langgraph_memory.catalog.keywords`).
 
     >>> value = {"notes": ["buy the dip", "sell the rip"]}
     >>> record_text(value, text_path("notes[*]", 1))
@@ -33,7 +33,7 @@ def text_path(path: str, index: int) -> str:
 
 
 def split_text_path(record_path: str) -> tuple[str, int | None]:
-    """The index path and text number a record path names (the inverse of :func:`text_path`).
+    """The index path and text number a record path names (the inverse of `text_path()`).
 
     A path that does not end in ``.<digits>`` is a plain index path.
 

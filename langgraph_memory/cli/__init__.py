@@ -1,6 +1,6 @@
 """The ``langgraph-memory`` command line: a thin layer over the library.
 
-Live memory::
+Live memory:
 
     langgraph-memory search "position sizing" --collection lessons -k 5
     langgraph-memory get <id>                          # a memory by key or id, any namespace
@@ -20,7 +20,7 @@ Live memory::
     langgraph-memory ingest papers/ notes.md           # files into memory, deduplicated
     langgraph-memory mcp                               # the MCP server on stdio (--transport http)
 
-Archives and the index::
+Archives and the index:
 
     langgraph-memory archive run --dry-run
     langgraph-memory archive list

@@ -1,20 +1,20 @@
 """Chunkers: blocks of a file in, parent records holding their chunks out, in bounded memory.
 
-:class:`ContextualChunker` (seed 002, the default) aims at ``chunk_size``
+`ContextualChunker` (seed 002, the default) aims at ``chunk_size``
 characters and cuts at the best boundary it can find:
 
 * never across a section found by the reader (a Markdown heading, a
   top-level ``def``/``class``, a PDF page, a YAML key) once the chunk has
   ``min_chunk_size`` characters: smaller sections join the next one;
 * otherwise at the strongest boundary of its file type
-  (:mod:`~langgraph_memory.ingest.boundaries`: paragraphs, then sentences,
+  (`boundaries`: paragraphs, then sentences,
   then lines for prose; nested blocks, then blank lines for code; records
   for CSV) that still gives a chunk of at least half the target, the one
   nearest the target; at most ``search_window`` characters past it;
 * the next chunk repeats ``overlap_ratio`` of it, starting at a sentence
   (line, record) start; there is no overlap across a section.
 
-:class:`FixedWindowChunker` (seed 000) cuts ``fixed_chunk_size`` windows
+`FixedWindowChunker` (seed 000) cuts ``fixed_chunk_size`` windows
 every ``fixed_chunk_size - fixed_overlap`` characters, blind to structure.
 
 Both group consecutive chunks into parents of at most

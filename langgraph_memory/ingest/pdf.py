@@ -5,7 +5,7 @@ holds one page's text (pypdf would otherwise read the whole file into
 memory first). The document's text is its pages' text joined by a blank
 line; chunk offsets count in that text. A PDF encrypted with a password
 other than the empty one, or too damaged for pypdf, raises
-:class:`~langgraph_memory.errors.DamagedDocumentError`.
+[`DamagedDocumentError`][langgraph_memory.errors.DamagedDocumentError].
 
 ::
 

@@ -1,4 +1,4 @@
-"""Readers: a file's text as a stream of :class:`~langgraph_memory.ingest.records.Block` s, with its structure.
+"""Readers: a file's text as a stream of `Block` s, with its structure.
 
 Each reader decodes its file piece by piece (a few tens of kilobytes at a
 time, whatever the file's size) and marks where the file's own sections
@@ -12,7 +12,7 @@ python    top-level ``def``/``class`` blocks, with their decorators
 yaml      top-level keys and ``---`` document separators
 csv       the header row, handed to every block as its ``prefix``
 text      none: paragraphs and sentences are the chunker's business
-pdf       pages (see :mod:`langgraph_memory.ingest.pdf`)
+pdf       pages (see `langgraph_memory.ingest.pdf`)
 ========  ==========================================================
 
 ::

@@ -4,7 +4,7 @@ Seed 002's ``recall(query, top_k, include_parents)`` for files: the chunks
 nearest the query (through the store's ordinary search, so its ranking and
 planning apply), each with where it came from; ``include_parents=True``
 adds the full text of the section(s) each chunk belongs to, read in one
-batch::
+batch:
 
     >>> hits = recall(mem.store, "how is the lock timeout set", include_parents=True)  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
     >>> hits[0].source_uri, round(hits[0].score, 2), hits[0].title  # needs ingested documents  # doctest: +SKIP

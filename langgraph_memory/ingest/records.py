@@ -1,10 +1,10 @@
 """What readers hand the chunkers, and what the chunkers hand back.
 
-A reader turns a file into :class:`Block` s: consecutive pieces of the
+A reader turns a file into `Block` s: consecutive pieces of the
 file's text, each knowing where it starts and whether a structural section
 (a Markdown heading, a top-level ``def``/``class``, a PDF page, a YAML key)
-begins with it. A chunker turns blocks into :class:`Parent` s, each holding
-its :class:`Chunk` s; every chunk carries seed 002's :class:`ChunkMetadata`.
+begins with it. A chunker turns blocks into `Parent` s, each holding
+its `Chunk` s; every chunk carries seed 002's `ChunkMetadata`.
 
 Offsets are characters of the file's decoded text (for a PDF, of its pages'
 text joined by a blank line), so ``text[start_char:end_char]`` is a chunk's

@@ -15,16 +15,16 @@ of 10 chunks per conversation turn. The rest are ours:
 
 * the importance rule's weights (``information_weight``,
   ``information_saturation``, ``novelty_scale``, ``question_penalty``): see
-  :mod:`langgraph_memory.sessions.importance` for the rule and how the
+  `langgraph_memory.sessions.importance` for the rule and how the
   defaults were measured;
 * ``retention_hours`` (24): how long the turns of a promoted session stay in
   session memory (``get_all_recent_context``, ``include_expired=True``)
   before cleanup forgets them; what mattered lives on as episodic memory;
 * ``promote_on_end`` (True): a turn that ends a session promotes the ended
-  one at once; with False only :meth:`~langgraph_memory.sessions.SessionMemory.promote_to_longterm`
+  one at once; with False only [`promote_to_longterm()`][langgraph_memory.SessionMemory.promote_to_longterm]
   and the cleanup job promote (``add_turn`` then never embeds more than its own turn);
 * ``chunking``: the contextual chunker's settings (issue 14's
-  :class:`~langgraph_memory.ingest.IngestConfig`) used for promoted turns.
+  [`IngestConfig`][langgraph_memory.IngestConfig]) used for promoted turns.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Which turns of a session are important enough to become episodic memories: the rule, measured.
 
 When a session ends, each of its turns gets an importance in [0, 1]; a turn
-reaching ``SessionConfig.promotion_threshold`` (seed 002's 0.7) is promoted::
+reaching ``SessionConfig.promotion_threshold`` (seed 002's 0.7) is promoted:
 
     importance = information_weight       * information
                + (1 - information_weight) * novelty
@@ -10,7 +10,7 @@ reaching ``SessionConfig.promotion_threshold`` (seed 002's 0.7) is promoted::
 * **information** = ``min(1, ln(1 + w) / ln(1 + information_saturation))``,
   where ``w`` is the number of distinct content words of the turn (the terms
   the keyword index would search for: stop words and single letters left out,
-  :func:`~langgraph_memory.catalog.keywords.query_terms`). Growth is
+  `query_terms()`). Growth is
   logarithmic: the first words of a turn say the most; 20 content words (the
   default saturation) count as a full turn.
 * **novelty** = ``min(1, (1 - s) / novelty_scale)``, where ``s`` is the

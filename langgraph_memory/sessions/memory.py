@@ -27,14 +27,16 @@ boundaries, checked in this order (the first that holds is recorded as
 * ``topic_change``: the cosine similarity of this turn's embedding with the
   previous turn's is under ``topic_change_threshold`` (0.3).
 
-A session that has ended is promoted (:meth:`SessionMemory.promote_to_longterm`):
-its turns are scored (:mod:`langgraph_memory.sessions.importance`) and those
+A session that has ended is promoted
+([`SessionMemory.promote_to_longterm()`][langgraph_memory.SessionMemory.promote_to_longterm]):
+its turns are scored (`langgraph_memory.sessions.importance`) and those
 reaching ``promotion_threshold`` (0.7) become episodic memories
-(:mod:`langgraph_memory.sessions.promotion`) in the transaction that marks
+(`langgraph_memory.sessions.promotion`) in the transaction that marks
 the session promoted, so each turn is promoted once, whatever crashes or
 reruns. ``add_turn`` promotes a session it ends at once (``promote_on_end``);
-sessions that simply go quiet are ended and promoted by :meth:`SessionMemory.cleanup`,
-which the scheduler runs every 15 minutes (:func:`~langgraph_memory.archive.schedule_session_cleanup`)
+sessions that simply go quiet are ended and promoted by
+[`SessionMemory.cleanup()`][langgraph_memory.SessionMemory.cleanup],
+which the scheduler runs every 15 minutes ([`schedule_session_cleanup()`][langgraph_memory.schedule_session_cleanup])
 and which also forgets the turns of sessions promoted more than
 ``retention_hours`` ago.
 
@@ -71,7 +73,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class CleanupReport:
-    """What one :meth:`SessionMemory.cleanup` did."""
+    """What one [`SessionMemory.cleanup()`][langgraph_memory.SessionMemory.cleanup] did."""
 
     #: Sessions whose time was up (inactivity or duration), ended now.
     ended: list[str] = field(default_factory=list)

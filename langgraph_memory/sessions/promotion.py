@@ -3,7 +3,7 @@
 Each promoted turn is one item of the general collection (memory type
 episodic) in the session memory's namespace, ``("episodes",)`` by default,
 keyed ``{session_id}:{turn index}`` (so promoting twice can only write the
-same item twice, never two items). Its value holds::
+same item twice, never two items). Its value holds:
 
     kind="turn", content (the whole turn), user, assistant,
     chunks (the contextual chunks: each one embedded), chunk_spans ([start, end] of each in content),

@@ -112,7 +112,7 @@ def _make_embeddings(embed: Any) -> Embeddings:
 
 
 def _embedded(fn: Callable[[], T], what: str) -> T:
-    """Run an embedding call; the model's own exception comes out as :class:`EmbeddingModelError`."""
+    """Run an embedding call; the model's own exception comes out as `EmbeddingModelError`."""
     try:
         return fn()
     except LangGraphMemoryError:
@@ -152,11 +152,11 @@ class ChromaStore(BaseStore):
     once the catalog committed it, and survives the process being killed at
     any instant. Chroma is an index derived from the catalog: checked on
     open, repaired or rebuilt from the catalog's vectors when it disagrees or
-    is damaged (:meth:`rebuild_index`), never the only copy of anything.
-    Searches are planned from the catalog's counts (:meth:`explain`).
+    is damaged (`rebuild_index()`), never the only copy of anything.
+    Searches are planned from the catalog's counts (`explain()`).
 
     A search with a query ranks by cosine similarity, as ``InMemoryStore``
-    does, unless ``ranking`` is a :class:`~langgraph_memory.ranking.HybridRanking`:
+    does, unless ``ranking`` is a [`HybridRanking`][langgraph_memory.HybridRanking]:
     then keyword and vector candidates are fused and weighted by age and use
     (``Memory.open`` turns this on). The catalog keeps a keyword index (SQLite
     FTS5) of every item's embedded text either way.
@@ -175,7 +175,7 @@ class ChromaStore(BaseStore):
         lock_timeout: seconds to wait for another process before raising
             ``LockTimeoutError`` (argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT``
             > config file > 30).
-        settings: already resolved :class:`~langgraph_memory.config.Settings`
+        settings: already resolved [`Settings`][langgraph_memory.Settings]
             (``Memory.open`` passes its own); instead of ``data_dir`` and
             ``lock_timeout``.
         access_flush_interval: seconds between applying noted reads
@@ -193,7 +193,7 @@ class ChromaStore(BaseStore):
             Collections that do not fit are searched from the catalog and
             Chroma; 0 turns the cache off.
         ranking: ``None`` (plain cosine, scores identical to ``InMemoryStore``'s)
-            or a :class:`~langgraph_memory.ranking.HybridRanking` (hybrid keyword
+            or a [`HybridRanking`][langgraph_memory.HybridRanking] (hybrid keyword
             + vector search with temporal decay and reinforcement; scores in
             [0, 1]). Kept in the attribute ``ranking``, which may be changed.
 
@@ -349,7 +349,7 @@ class ChromaStore(BaseStore):
         self._check_open()
 
     async def asetup(self) -> None:
-        """Async :meth:`setup`."""
+        """Async `setup()`."""
         self._check_open()
 
     @property
@@ -439,7 +439,7 @@ class ChromaStore(BaseStore):
         refresh_ttl: bool | None = None,
         include_retired: bool = False,
     ) -> list[SearchItem]:
-        """Async :meth:`search`."""
+        """Async `search()`."""
         op = self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl, include_retired)
         return (await self.abatch([op]))[0]  # type: ignore[return-value]
 
@@ -468,7 +468,7 @@ class ChromaStore(BaseStore):
         limit: int = 10,
         offset: int = 0,
     ) -> Plan:
-        """The plan a :meth:`search` with these arguments gets (nothing is run or embedded).
+        """The plan a `search()` with these arguments gets (nothing is run or embedded).
 
         Examples:
             >>> print(store.explain(("memories", "u3"), query="risk"))  # needs an open store (store) holding the items named  # doctest: +SKIP
@@ -752,7 +752,7 @@ class ChromaStore(BaseStore):
         return len(doomed)
 
     def count_expired(self) -> int:
-        """How many items :meth:`sweep_ttl` would delete now (a dry run; nothing is flushed or deleted)."""
+        """How many items `sweep_ttl()` would delete now (a dry run; nothing is flushed or deleted)."""
         now = time.time()
         with self.catalog.read() as conn:
             return sum(

@@ -137,7 +137,7 @@ class StoreItems:
         reason: str | None = None,
         superseded_by: ItemKey | None = None,
     ) -> list[ItemStatus]:
-        """:meth:`set_status` inside the caller's write transaction; keys not live are skipped."""
+        """`set_status()` inside the caller's write transaction; keys not live are skipped."""
         found = _status.targets(conn, keys)
         return _status.mark(conn, found.values(), status, reason=reason, now=time.time(), superseded_by=superseded_by)
 
@@ -206,7 +206,7 @@ class StoreItems:
                 return
 
     def get_items(self, collection: str, uids: list[str], *, with_vectors: bool = False) -> list[StoredItem]:
-        """Items of a collection by uid (:func:`~langgraph_memory.catalog.item_uid`); missing ones are skipped."""
+        """Items of a collection by uid (`item_uid()`); missing ones are skipped."""
         with self.catalog.read() as conn:
             found = _items.get_by_uids(conn, collection_by_name(collection).name, uids)
         if with_vectors:

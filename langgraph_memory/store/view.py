@@ -1,14 +1,14 @@
 """A read-only, Chroma-shaped view of one collection, for LangChain and for looking around.
 
 Chroma holds only vectors (the catalog holds the rest), so
-``store.collection("research")`` hands out a :class:`RecordView`: the read
+``store.collection("research")`` hands out a `RecordView`: the read
 half of Chroma's collection API (``get``, ``query``, ``peek``, ``count``)
 answered from the catalog and the index. Each record is one vector of an
 item: its ``document`` is the text that vector embeds, its ``metadata`` the
 item's value flattened to dotted keys (scalars only) plus ``namespace`` and
 ``key``. ``where`` and ``where_document`` filters work as in Chroma
 (``$eq $ne $gt $gte $lt $lte $in $nin $and $or``, ``$contains``,
-``$not_contains``). Writes raise :class:`~langgraph_memory.errors.ReadOnlyError`:
+``$not_contains``). Writes raise [`ReadOnlyError`][langgraph_memory.errors.ReadOnlyError]:
 write through the store, which keeps the catalog, lineage and index in step.
 
 Retired and superseded items are left out, as the store's searches leave
