@@ -1,9 +1,9 @@
 """The tools the MCP server offers: one method of `MemoryTools` per tool, over one ``Memory``.
 
-Seed 001's ``store_memory`` and ``search_memory``; the typed research calls
-of seed 004 for every collection (findings, hypotheses, strategies,
+``store_memory`` and ``search_memory``; the typed research calls
+for every collection (findings, hypotheses, strategies,
 backtests, lessons, market regimes, tool and workflow definitions);
-``get_memory``, ``get_lineage``, ``strategy_versions``; seed 002's
+``get_memory``, ``get_lineage``, ``strategy_versions``;
 ``get_memory_stats``; and ``retire_memory``, ``supersede_memory`` and
 ``reinstate_memory`` so an agent can stop a wrong or outdated memory from
 coming back in searches. There is no hard-delete tool on purpose: retiring
@@ -55,7 +55,7 @@ Namespace = Annotated[
 
 
 def _relevance(score: float | None) -> float | None:
-    """Seed 001's relevance percentage: cosine similarity (1 - cosine distance) times 100."""
+    """The relevance percentage: cosine similarity (1 - cosine distance) times 100."""
     return None if score is None else round(float(score) * 100.0, 1)
 
 

@@ -1,4 +1,4 @@
-"""Procedural memory: tool and workflow definitions, stored as JSON (seed 004), versioned by name.
+"""Procedural memory: tool and workflow definitions, stored as JSON, versioned by name.
 
 A tool's argument schema (JSON Schema, as LLM tool calling takes it) or a
 workflow's steps are typed items of the ``tool_definitions`` collection
@@ -66,7 +66,7 @@ class ProceduralAPI:
     ) -> ToolDefinition:
         """Store a tool (its argument JSON Schema in ``parameters``) or a workflow (its ``steps``), as JSON.
 
-        Procedural memory (seed 004). Storing a ``name`` again makes the next
+        Procedural memory. Storing a ``name`` again makes the next
         ``version``, and the previous version is superseded in the same
         transaction: searches find the current definition only.
 

@@ -1,4 +1,4 @@
-"""The typed research API: seed 004's semantic and episodic collections as typed calls, each with an async twin.
+"""The typed research API: the semantic and episodic research collections as typed calls, each with an async twin.
 
 Findings, hypotheses, strategies (versions, status), backtests, lessons and
 market regimes are written, searched and read back as typed models (tool
@@ -186,7 +186,7 @@ class ResearchAPI:
 
         ``source`` keeps one source only; ``min_confidence`` drops findings
         below it (and those without a confidence); ``min_relevance`` drops
-        results scoring lower (default 0.3, seed 001's 30 %; None keeps them all; see
+        results scoring lower (default 0.3, a relevance of 30 %; None keeps them all; see
         `langgraph_memory.ranking` for what a score means); retired and superseded findings
         come back only with ``include_retired`` (their ``Hit.status`` says which).
         """

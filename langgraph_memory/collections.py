@@ -11,11 +11,11 @@ The first label of a namespace picks the Chroma collection an item lives in:
     ("tools", ...)      -> tool_definitions    (embeds "description")
     anything else       -> memories            (embeds the store's index fields)
 
-These are seed 004's seven collections; a trading-research graph writes
+These are the seven research collections; a trading-research graph writes
 hypothesis -> strategy -> backtest -> lesson on every iteration.
 
 Values written to a typed collection are checked against its pydantic
-schema (built from seed 004); unknown fields are kept as they are:
+schema; unknown fields are kept as they are:
 
     from langgraph_memory.collections import collection_for
 
@@ -297,7 +297,7 @@ class MarketRegime(_Schema):
 class ToolDefinition(_Schema):
     """A tool or workflow definition (collection ``tool_definitions``); ``description`` is embedded.
 
-    Procedural memory, stored as JSON (seed 004): a ``tool`` has its argument
+    Procedural memory, stored as JSON: a ``tool`` has its argument
     schema in ``parameters`` (JSON Schema, as LLM tool calling takes it); a
     ``workflow`` lists its ``steps`` (each a dict, e.g. ``{"tool": ..., "args":
     {...}}``). ``definition`` holds anything else verbatim. Storing a name

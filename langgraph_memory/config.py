@@ -73,25 +73,26 @@ CATALOG_FILE = "catalog.sqlite"
 LINEAGE_FILE = "lineage.sqlite"
 MANIFEST_FILE = "manifest.sqlite"
 
-# Seed 000: a write lock that cannot be had within 30 s is an error, not a hang.
+# A write lock that cannot be had within 30 s is an error, not a hang: a stuck writer must not stall every caller.
 LOCK_TIMEOUT_SECONDS = 30.0
-# Seed 004: recall returns five results unless told otherwise.
+# Recall returns five results unless told otherwise: enough context for a model, little to read.
 DEFAULT_K = 5
-# Seed 001 drops results under 30 % relevance; recall nodes, tools and the typed research API do by default.
+# Results under 30 % relevance are noise to an agent; recall nodes, tools and the typed research API drop them
+# by default.
 MIN_RELEVANCE = 0.3
-# Seed 004: lessons and low-confidence findings are archived after 90 idle days.
+# Lessons and low-confidence findings idle for 90 days are archived: rarely recalled, still restorable.
 ARCHIVE_AFTER_DAYS = 90
 LOW_CONFIDENCE_THRESHOLD = 0.5
-# Seed 001: what agent-facing tools (the MCP server, create_store_tool) accept: at most 10 tags of at
-# most 50 characters each, and between 1 and 20 search results.
+# What agent-facing tools (the MCP server, create_store_tool) accept, so an LLM's arguments stay bounded: at most
+# 10 tags of at most 50 characters each, and between 1 and 20 search results.
 MAX_TAGS = 10
 MAX_TAG_CHARS = 50
 MAX_SEARCH_LIMIT = 20
 # The MCP server's HTTP port, and the environment variable holding its bearer token.
 MCP_PORT = 8765
 MCP_TOKEN_ENV = "LANGGRAPH_MEMORY_MCP_TOKEN"
-# Issue 11: a retired item (soft-deleted) is archivable at once; a superseded one after the seed's
-# 90 idle days, in every collection (also those kept forever otherwise: strategies, regimes, tools).
+# A retired item (soft-deleted) is archivable at once, since nothing should recall it; a superseded one after the
+# usual 90 idle days, in every collection (also those kept forever otherwise: strategies, regimes, tools).
 RETIRED_ARCHIVE_AFTER_DAYS = 0.0
 SUPERSEDED_ARCHIVE_AFTER_DAYS = 90.0
 # A backtest's equity curve is kept as this many evenly spaced points (plus its statistics).

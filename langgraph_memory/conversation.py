@@ -1,6 +1,6 @@
 """The conversation node: records each turn of a chat graph in session memory, hands back a budgeted buffer.
 
-Seed 004's "conversation buffer" beside the checkpointer. Added to any graph
+A "conversation buffer" beside the checkpointer. Added to any graph
 whose state has a ``messages`` list, it records every completed turn (a
 human message and the assistant's final answer to it) into
 [`SessionMemory`][langgraph_memory.SessionMemory] with the run's thread id,

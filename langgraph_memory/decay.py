@@ -1,6 +1,6 @@
 """Forgetting by decay: retire the memories whose weight fell under the forgetting threshold.
 
-Seed 002's ``cleanup_expired_memories``, over `langgraph_memory.ranking`:
+``cleanup_expired_memories``, over `langgraph_memory.ranking`:
 an item's weight is ``temporal_weight(hours idle, memory type) *
 importance_multiplier(access count)``, with its collection's memory type
 (`MEMORY_TYPES`) and hours counted from its
@@ -90,7 +90,7 @@ def cleanup_decayed(
     Args:
         items: the store's item API (``store.items``).
         config: decay rates, reinforcement and ``forgetting_threshold``
-            (seed 002's defaults: 0.01).
+            (default 0.01).
         now: the time to weigh at, epoch seconds (default: the clock).
         collections: names or labels to clean (default: all of them).
         dry_run: report only (the default); False retires the decayed items.

@@ -1,6 +1,6 @@
 """Retire, supersede, reinstate and delete items: the life of a memory after it is stored.
 
-Seed 003's soft delete (``deleted_at``) and ``superseded_by``, for every item:
+A soft delete (``deleted_at``) and ``superseded_by``, for every item:
 
 * `ItemLifecycle.retire()` hides an item from searches, nodes and tools
   (a soft delete: still readable by key, in lineage, restorable), and the

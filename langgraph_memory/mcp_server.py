@@ -20,7 +20,7 @@ The tools (`MemoryTools`) follow seed
 at most 50 characters) and ``search_memory(query, limit)`` (limit 1-20; each
 result with a ``relevance_score`` in percent, the cosine similarity times
 100; results under 30 % are dropped). Beside them the typed research calls
-of seed 004 for all seven collections (findings, hypotheses, strategies with
+for all seven collections (findings, hypotheses, strategies with
 status and versions, backtests, lessons, market regimes, tool and workflow
 definitions), ``get_memory``, ``get_lineage``, ``strategy_versions``,
 ``get_memory_stats``, and ``retire_memory`` / ``supersede_memory`` /

@@ -270,7 +270,7 @@ class Memory:
             lock_timeout: seconds to wait for another process's write
                 (argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT`` > config file > 30).
             session_config: session boundaries, promotion and cleanup for
-                ``mem.sessions`` (seed 002's ``SessionConfig`` defaults).
+                ``mem.sessions`` (``SessionConfig``'s defaults).
 
         Examples:
             >>> mem = Memory.open("./memory", ttl={"default_ttl": 60 * 24 * 30})  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
@@ -523,8 +523,8 @@ class Memory:
         Reads ``.md .txt .py .csv .pdf .yaml .yml``. Each file is hashed
         (SHA-256) and copied to ``raw/{hash}{ext}``; bytes already ingested
         into ``namespace`` are skipped without a model call, whatever their
-        name, across restarts and processes. Chunks (seed 002's contextual
-        chunker by default, or ``chunker="fixed"``: seed 000's window) and
+        name, across restarts and processes. Chunks (the contextual
+        chunker by default, or ``chunker="fixed"``: a plain window) and
         their parent records are stored in ``namespace`` of the general
         collection; see `langgraph_memory.ingest.pipeline` for the keys
         and fields.

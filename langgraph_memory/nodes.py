@@ -207,7 +207,7 @@ def recall_node(
             best first, at most ``k``.
         filter: a LangGraph store filter applied to every namespace.
         k: how many results (default 5).
-        min_relevance: drop results scoring lower (default ``MIN_RELEVANCE``, 0.3: seed 001's 30 %
+        min_relevance: drop results scoring lower (default ``MIN_RELEVANCE``, 0.3: a relevance of 30 %
             relevance; None keeps them all; see `langgraph_memory.ranking`).
         include_retired: also recall retired and superseded items (a
             ``ChromaStore`` leaves them out by default).

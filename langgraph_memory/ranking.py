@@ -5,7 +5,7 @@ the default of ``Memory.open``) scores each candidate in three steps, each
 keeping the score in [0, 1], higher better:
 
 1. **similarity**: the cosine similarity of the query and the item's best
-   vector, clipped at 0 (seed 001's relevance percentage / 100);
+   vector, clipped at 0 (the relevance percentage / 100);
 2. **relevance** = `fuse()` (similarity, keyword): keyword evidence can
    only raise a score: ``1 - (1 - similarity) * (1 - keyword_weight * keyword)``,
    where ``keyword`` is the item's BM25 score over the best BM25 score among
@@ -26,23 +26,20 @@ nodes, agent tools and the typed research API, which apply
 `MIN_RELEVANCE` = 0.3 by default): an item
 passes ``min_relevance`` only with a score at least that high, so unscored
 items (a search without a query) never pass it. With plain cosine ranking the
-score is seed 001's relevance percentage / 100. With hybrid ranking it is the
+score is the relevance percentage / 100. With hybrid ranking it is the
 final score above: an item sharing no word with the query passes exactly when
 its cosine does (decay aside), a keyword match lets an item pass with a lower
 cosine, and an old, unused memory needs a higher one.
 
-Temporal weighting follows seed 002's ``TemporalConfig``: a memory's weight
+Temporal weighting (``TemporalConfig``): a memory's weight
 decays exponentially with its age, at a rate per hour set by its memory type
 (`MEMORY_TYPES` maps each collection to one), and every access raises
 its importance by ``access_boost_factor``, up to ``max_importance_multiplier``.
 A memory whose weight fell under ``forgetting_threshold`` may be forgotten.
 
-The decay is ``exp(-rate * hours)``, with the rates of seed 002's table. The
-seed's usage example (weight 0.9 after an hour, 0.4 after a day) does not fit
-any one of its rates under either exponential or hyperbolic decay; we keep
-the table, which the seed states as configuration, and document the
-resulting weights: an episodic memory keeps 0.79 of its weight after a day
-and 0.09 after ten days; a semantic one 0.98 after a day and 0.48 after a month.
+The decay is ``exp(-rate * hours)``, with a rate per memory type. The rates
+are configuration (`TemporalConfig`); with the defaults an episodic memory
+keeps 0.79 of its weight after a day and 0.09 after ten days; a semantic one 0.98 after a day and 0.48 after a month.
 """
 
 from __future__ import annotations
@@ -99,7 +96,7 @@ def memory_type_for(collection: str) -> MemoryType:
 
 @dataclass(frozen=True)
 class TemporalConfig:
-    """How memories decay with age and gain weight with use (seed 002's defaults).
+    """How memories decay with age and gain weight with use (the defaults are configuration).
 
     Examples:
         >>> cfg = TemporalConfig(episodic_memory_decay=0.05)

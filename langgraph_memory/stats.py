@@ -1,4 +1,4 @@
-"""What is in memory: seed 002's ``get_memory_stats``, per collection and for the data directory.
+"""What is in memory (``get_memory_stats``), per collection and for the data directory.
 
 `collect_stats()` counts, for each of the seven typed collections and the
 general one: items, items with vectors, vectors, storage bytes (values and

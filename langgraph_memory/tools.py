@@ -89,7 +89,7 @@ def create_recall_tool(
 ) -> StructuredTool:
     """A tool that searches memories; it returns JSON: ``[{key, namespace, value, score}, ...]``.
 
-    Results scoring under ``min_relevance`` (default 0.3, seed 001's 30 %
+    Results scoring under ``min_relevance`` (default 0.3, a relevance of 30 %
     relevance; None keeps them all) are left out.
     ``include_retired`` makes it return retired and superseded items too
     (a ``ChromaStore`` leaves them out by default).

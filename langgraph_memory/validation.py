@@ -2,7 +2,7 @@
 
 An agent (an LLM choosing arguments) calls these tools, so every argument is
 checked before anything is embedded or written, and a bad one raises a typed
-error whose message tells the agent what to send instead (seed 001):
+error whose message tells the agent what to send instead:
 
 * content: a non-empty string (whitespace alone is empty);
 * tags: at most `MAX_TAGS` (10) strings of

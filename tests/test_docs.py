@@ -133,3 +133,18 @@ def test_readme_is_short_and_links_into_the_docs() -> None:
     assert len(links) >= 15
     missing = [link for link in links if not (ROOT / link).is_file()]
     assert not missing, missing
+
+
+def test_comments_give_reasons_not_planning_documents() -> None:
+    """Code, tests, benchmarks and docs cite the reason for a choice, not a design note that is not in the repository."""
+    cite = re.compile("se" + r"ed ?0\d|iss" + r"ue \d", re.I)  # split so this file does not match itself
+    paths = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]
+    for folder in ("langgraph_memory", "tests", "examples", "bench"):
+        paths += [p for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".md")]
+    hits = [
+        f"{p.relative_to(ROOT)}:{n}"
+        for p in paths
+        for n, line in enumerate(p.read_text(errors="replace").splitlines(), 1)
+        if cite.search(line)
+    ]
+    assert not hits, hits

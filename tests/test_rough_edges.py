@@ -1,4 +1,4 @@
-"""One test per rough edge a new user hit trying the README (issue 12), each against the real thing.
+"""One test per rough edge a new user hit trying the README, each against the real thing.
 
 1. ``create_store_tool`` put ``"id"`` in the stored value, so its own memory scored under the 30 % threshold.
 2. Namespace templates read only ``config["configurable"]``: LangGraph's runtime ``context=`` and LangMem's

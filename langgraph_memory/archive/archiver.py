@@ -96,7 +96,7 @@ class ThreadPruner(Protocol):
 
 
 def default_policies() -> dict[str, RetentionPolicy | None]:
-    """Retention per collection name, from `langgraph_memory.collections` (seed 004 defaults)."""
+    """Retention per collection name, from `langgraph_memory.collections` (their defaults)."""
     return {spec.name: spec.retention for spec in (*COLLECTIONS.values(), GENERAL)}
 
 

@@ -179,7 +179,7 @@ def schedule_session_cleanup(
     """Register ``sessions.cleanup()`` (a [`SessionMemory`][langgraph_memory.SessionMemory]) as an APScheduler job.
 
     It runs every ``interval`` (seconds or a ``timedelta``; default the
-    sessions' ``cleanup_interval_minutes``, seed 002's 15 minutes): it ends
+    sessions' ``cleanup_interval_minutes``, 15 minutes by default): it ends
     sessions whose time is up, promotes ended sessions and forgets turns
     promoted long ago. Pass the archive job's scheduler (``job._scheduler``)
     to run both on one scheduler; otherwise a scheduler is made and started

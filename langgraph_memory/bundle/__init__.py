@@ -1,4 +1,4 @@
-"""Share bundles: memories moved between data directories, machines and teammates (seed 003).
+"""Share bundles: memories moved between data directories, machines and teammates.
 
 A bundle is a folder of three files:
 

@@ -25,8 +25,8 @@ SQLite-only table is the keyword index, which PostgreSQL does with a
 * ``lineage_nodes``, ``lineage_edges``, ``versions``: where items came from,
   and the versions of named strategies, written in the same transaction as
   the items themselves.
-* ``item_status`` (version 3): items retired or superseded (seed 003's
-  ``deleted_at`` and ``superseded_by``), keyed by the item's uid and its
+* ``item_status`` (version 3): items retired or superseded (``deleted_at``
+  and ``superseded_by``), keyed by the item's uid and its
   ``created_at``, so the status outlives an archive-and-restore round trip
   but not a delete and re-put of the same key. ``meta.status_version``
   counts changes, so a process can cache the set of hidden items.
@@ -214,7 +214,7 @@ CREATE TABLE IF NOT EXISTS ingested_paths (
 CREATE INDEX IF NOT EXISTS ingested_paths_sha ON ingested_paths(namespace, sha256);
 """
 
-# The keyword index (issue 13): one FTS5 row per item with indexed text, rowid = items.id << 10 | length.
+# The keyword index for hybrid search: one FTS5 row per item with indexed text, rowid = items.id << 10 | length.
 _V5_KEYWORDS = """
 CREATE VIRTUAL TABLE IF NOT EXISTS keywords USING fts5(text, tokenize = 'porter unicode61', detail = none);
 CREATE TABLE IF NOT EXISTS keyword_lengths (

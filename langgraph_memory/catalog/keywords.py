@@ -7,7 +7,7 @@ words, ``item_id << 10 | min(words, 1023)`` (`fts_rowid()`), so a search
 reads both from the term's posting list alone; ``keyword_lengths`` keeps the
 exact length for the writes (and the totals in ``keyword_stats``). The index
 keeps which items hold a word, not where (``detail=none``: a search never
-needs positions, and the index is 40% smaller and faster to write). The tokenizer is ``porter unicode61`` (seed 003): case
+needs positions, and the index is 40% smaller and faster to write). The tokenizer is ``porter unicode61``: case
 and diacritics folded, words split at anything that is not a letter or a
 digit (``RSI(14)`` is ``rsi`` and ``14``), English words stemmed (``trades``
 finds ``trading``).

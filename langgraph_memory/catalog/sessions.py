@@ -108,7 +108,7 @@ class Session:
 
 @dataclass(frozen=True)
 class SessionTurn:
-    """One turn held in session memory (seed 002's session record).
+    """One turn held in session memory (the session record).
 
     ``at`` is when it was recorded (seconds since the epoch). After its
     session was promoted, ``importance`` holds its score and ``memory_key``

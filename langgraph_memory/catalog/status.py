@@ -1,4 +1,4 @@
-"""Retired and superseded items in the catalog (seed 003's ``deleted_at`` and ``superseded_by``).
+"""Retired and superseded items in the catalog (``deleted_at`` and ``superseded_by``, for every item).
 
 A retired item (a soft delete) or a superseded one (replaced by a newer item)
 stays in the catalog, readable by key, but searches hide it unless asked to

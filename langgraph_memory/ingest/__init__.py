@@ -13,7 +13,7 @@
 The modules, in the order a file meets them: `files` (walk, SHA-256,
 verbatim copy to ``raw/``), `encoding`, `readers` and
 `pdf` (text and structure), `boundaries` and `chunkers`
-(seed 002's contextual chunker, seed 000's fixed window), `pipeline`
+(the contextual chunker, the fixed window), `pipeline`
 (claims, batches, the store), `recall`, `report`; every tunable
 is in `config`.
 """

@@ -1,6 +1,6 @@
 """Chunkers: blocks of a file in, parent records holding their chunks out, in bounded memory.
 
-`ContextualChunker` (seed 002, the default) aims at ``chunk_size``
+`ContextualChunker` (the default) aims at ``chunk_size``
 characters and cuts at the best boundary it can find:
 
 * never across a section found by the reader (a Markdown heading, a
@@ -14,7 +14,7 @@ characters and cuts at the best boundary it can find:
 * the next chunk repeats ``overlap_ratio`` of it, starting at a sentence
   (line, record) start; there is no overlap across a section.
 
-`FixedWindowChunker` (seed 000) cuts ``fixed_chunk_size`` windows
+`FixedWindowChunker` (a baseline) cuts ``fixed_chunk_size`` windows
 every ``fixed_chunk_size - fixed_overlap`` characters, blind to structure.
 
 Both group consecutive chunks into parents of at most
@@ -228,7 +228,7 @@ class _Stream:
 
 
 class ContextualChunker(_Stream):
-    """Seed 002's chunker: ~``chunk_size`` characters cut at semantic boundaries, with overlap.
+    """The contextual chunker: ~``chunk_size`` characters cut at semantic boundaries, with overlap.
 
     Args:
         chunk_size: target characters per chunk (a CSV header counts).
@@ -338,7 +338,7 @@ class ContextualChunker(_Stream):
 
 
 class FixedWindowChunker(_Stream):
-    """Seed 000's chunker: windows of ``size`` characters every ``size - overlap``, blind to structure.
+    """The plain chunker: windows of ``size`` characters every ``size - overlap``, blind to structure.
 
     Examples:
         >>> [len(c.content) for p in FixedWindowChunker(size=10, overlap=5).chunk_text("x" * 22) for c in p.chunks]

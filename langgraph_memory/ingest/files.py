@@ -6,7 +6,7 @@
   folder such a path, an unsupported file or a hidden one is skipped with a
   log line and reported.
 * `sha256_file()` hashes a file's bytes in blocks (bounded memory).
-* `copy_verbatim()` copies a file to ``raw/{sha256}{ext}`` (seed 000)
+* `copy_verbatim()` copies a file to ``raw/{sha256}{ext}`` (the original bytes, kept)
   atomically (a temporary file in ``raw/``, fsync, rename), checking on the
   way that the bytes still hash to what was ingested and, for text, that
   they decode.

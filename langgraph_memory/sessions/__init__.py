@@ -1,4 +1,4 @@
-"""Session memory: recent conversation turns by session, and their promotion to episodic memory (seed 002).
+"""Session memory: recent conversation turns by session, and their promotion to episodic memory.
 
 ::
 

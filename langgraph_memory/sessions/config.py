@@ -1,14 +1,14 @@
-"""Every tunable of session memory in one place: seed 002's ``SessionConfig``, with its defaults.
+"""Every tunable of session memory in one place, with its defaults.
 
 ::
 
     from langgraph_memory.sessions import SessionConfig
 
-    config = SessionConfig()                                   # seed 002's defaults
+    config = SessionConfig()                                   # the defaults
     short = SessionConfig(inactivity_threshold_minutes=10, max_turns_per_session=20)
     keep_all = SessionConfig(promotion_threshold=0.0)          # promote every turn
 
-Seed 002 gives the session boundaries (30 minutes of inactivity, a topic
+The design gives the session boundaries (30 minutes of inactivity, a topic
 change under 0.3 similarity between consecutive turns, 50 turns, 2 hours),
 the promotion threshold (0.7), the cleanup interval (15 minutes) and the cap
 of 10 chunks per conversation turn. The rest are ours:
@@ -23,7 +23,7 @@ of 10 chunks per conversation turn. The rest are ours:
 * ``promote_on_end`` (True): a turn that ends a session promotes the ended
   one at once; with False only [`promote_to_longterm()`][langgraph_memory.SessionMemory.promote_to_longterm]
   and the cleanup job promote (``add_turn`` then never embeds more than its own turn);
-* ``chunking``: the contextual chunker's settings (issue 14's
+* ``chunking``: the contextual chunker's settings (an
   [`IngestConfig`][langgraph_memory.IngestConfig]) used for promoted turns.
 """
 

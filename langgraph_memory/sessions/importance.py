@@ -1,7 +1,7 @@
 """Which turns of a session are important enough to become episodic memories: the rule, measured.
 
 When a session ends, each of its turns gets an importance in [0, 1]; a turn
-reaching ``SessionConfig.promotion_threshold`` (seed 002's 0.7) is promoted:
+reaching ``SessionConfig.promotion_threshold`` (0.7) is promoted:
 
     importance = information_weight       * information
                + (1 - information_weight) * novelty

@@ -16,7 +16,7 @@ Every turn is committed to the catalog (SQLite, WAL) before ``add_turn``
 returns, so it survives the process being killed. Sessions follow each other
 per *channel*: the session memory's namespace and a thread id (the
 checkpointer's ``thread_id``; None is a channel too). A turn starts a new
-session of its channel when the current one has ended by one of seed 002's
+session of its channel when the current one has ended by one of these
 boundaries, checked in this order (the first that holds is recorded as
 ``end_reason``):
 
@@ -118,7 +118,7 @@ class SessionMemory:
     Args:
         store: the data directory's store (its catalog holds the sessions; its
             model embeds turns; promoted turns are stored through it).
-        config: boundaries, promotion and cleanup settings (seed 002's defaults).
+        config: boundaries, promotion and cleanup settings (the defaults of `SessionConfig`).
         namespace: where promoted turns are stored (``("episodes",)``; ``Memory``
             adds its scope labels). Sessions of other namespaces are not seen.
         clock: seconds since the epoch (a fake clock in tests, a simulated one in a replay).

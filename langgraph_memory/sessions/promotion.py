@@ -12,10 +12,10 @@ same item twice, never two items). Its value holds:
 
 One item with a vector per chunk (index path ``chunks[*]``) rather than an
 item per chunk: a search scores a turn by its best chunk and returns the
-turn once, with its whole text (seed 002's ``include_parents``), and a turn
-never fills several of the ``k`` places. The chunks are cut by issue 14's
+turn once, with its whole text (as ``include_parents`` does for files), and a turn
+never fills several of the ``k`` places. The chunks are cut by the ingestion's
 contextual chunker at ``SessionConfig.chunking``'s size; a turn that would
-need more than ``max_chunks_per_turn`` chunks (seed 002: 10) is cut into
+need more than ``max_chunks_per_turn`` chunks (10) is cut into
 larger ones instead, so nothing of it is left out.
 
 Lineage: the memory is registered under its session (relation
