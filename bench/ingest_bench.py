@@ -1,6 +1,6 @@
 """Files into memory on the Python standard library's own sources: speed against the bare model, and retrieval.
 
-For each chunker (seed 002's contextual one, seed 000's fixed window) the
+For each chunker (the contextual one, the fixed window) the
 same sample of ``Lib/`` (``.py`` plus the ``.md``/``.txt`` files there) is
 
 1. file by file, chunked and embedded by the bare model (no store, no

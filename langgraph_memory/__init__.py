@@ -1,6 +1,6 @@
 """Durable, searchable memory for LangGraph agents.
 
-One line gives a graph both kinds of memory::
+One line gives a graph both kinds of memory:
 
     from langgraph_memory import Memory
 
@@ -9,20 +9,27 @@ One line gives a graph both kinds of memory::
 
 The pieces, each usable alone:
 
-* :class:`ChromaStore` - a LangGraph ``BaseStore`` over typed Chroma collections;
-* :class:`HybridRanking`, :class:`TemporalConfig` - hybrid keyword + vector recall with decay and reinforcement;
-* :class:`SqliteCheckpointer` - a ``BaseCheckpointSaver`` for sync and async graphs;
-* :class:`Memory` - one data directory: store, checkpointer, typed research API (seven collections), lineage,
-  retire/supersede/delete, stats, decay cleanup, archiver;
-* :func:`recall_node`, :func:`store_node`, :func:`create_recall_tool`, :func:`create_store_tool` - memory in graphs;
-* :class:`Archiver`, :func:`schedule_archival` - stale memories to compressed, searchable archives;
-* :func:`export_bundle`, :func:`import_bundle` - share bundles between data directories and teammates;
-* ``Memory.ingest`` / :class:`IngestConfig` - files and folders into memory, chunked and deduplicated;
-* :class:`SessionMemory` (``mem.sessions``), :class:`SessionConfig`, :func:`conversation_node` - conversation
-  sessions as short-term memory, their important turns promoted to episodic memory.
+* [`ChromaStore`][langgraph_memory.ChromaStore] - a LangGraph ``BaseStore`` over typed Chroma collections;
+* [`HybridRanking`][langgraph_memory.HybridRanking], [`TemporalConfig`][langgraph_memory.TemporalConfig] - hybrid
+  keyword + vector recall with decay and reinforcement;
+* [`SqliteCheckpointer`][langgraph_memory.SqliteCheckpointer] - a ``BaseCheckpointSaver`` for sync and async graphs;
+* [`Memory`][langgraph_memory.Memory] - one data directory: store, checkpointer, typed research API (seven
+  collections), lineage, retire/supersede/delete, stats, decay cleanup, archiver;
+* [`recall_node()`][langgraph_memory.recall_node], [`store_node()`][langgraph_memory.store_node],
+  [`create_recall_tool()`][langgraph_memory.create_recall_tool],
+  [`create_store_tool()`][langgraph_memory.create_store_tool] - memory in graphs;
+* [`Archiver`][langgraph_memory.Archiver], [`schedule_archival()`][langgraph_memory.schedule_archival] - stale
+  memories to compressed, searchable archives;
+* [`export_bundle()`][langgraph_memory.export_bundle], [`import_bundle()`][langgraph_memory.import_bundle] - share
+  bundles between data directories and teammates;
+* ``Memory.ingest`` / [`IngestConfig`][langgraph_memory.IngestConfig] - files and folders into memory, chunked and
+  deduplicated;
+* [`SessionMemory`][langgraph_memory.SessionMemory] (``mem.sessions``),
+  [`SessionConfig`][langgraph_memory.SessionConfig], [`conversation_node()`][langgraph_memory.conversation_node] -
+  conversation sessions as short-term memory, their important turns promoted to episodic memory.
 
-From outside a graph: the ``langgraph-memory`` command line (:mod:`langgraph_memory.cli`) and the MCP
-server (:mod:`langgraph_memory.mcp_server`, ``langgraph-memory mcp``).
+From outside a graph: the ``langgraph-memory`` command line (`langgraph_memory.cli`) and the MCP
+server (`langgraph_memory.mcp_server`, ``langgraph-memory mcp``).
 """
 
 from __future__ import annotations

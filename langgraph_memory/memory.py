@@ -11,30 +11,31 @@
                                       parameters={"lookback": 20}, parent_id=finding.id)
         print(mem.lineage(strategy.id).ancestor_ids)          # [finding.id]
 
-``Memory.open`` resolves the :class:`~langgraph_memory.config.Settings`
+``Memory.open`` resolves the [`Settings`][langgraph_memory.Settings]
 once and builds everything from them: the store (and its catalog, which
 holds the lineage), the checkpointer, and on first use the archiver. All of
 them share that one settings object and the store's one
-:class:`~langgraph_memory.lineage.LineageStore` (``mem.lineage_store``), as
+`LineageStore` (``mem.lineage_store``), as
 do the graph nodes that write through ``mem.store``.
 
 ``Memory`` is composed of parts that each take their collaborators
 explicitly, and it offers their calls directly:
 
-* ``mem.research`` (:class:`~langgraph_memory._research_api.ResearchAPI`):
+* ``mem.research`` ([`ResearchAPI`][langgraph_memory.ResearchAPI]):
   the typed calls of six collections (``store_backtest``,
   ``query_hypotheses``, ``store_lesson``, ...), and ``mem.procedures``
-  (:class:`~langgraph_memory._procedural_api.ProceduralAPI`) those of the
+  ([`ProceduralAPI`][langgraph_memory.ProceduralAPI]) those of the
   seventh, tool and workflow definitions;
-* ``mem.lifecycle`` (:class:`~langgraph_memory.lifecycle.ItemLifecycle`):
+* ``mem.lifecycle`` (`ItemLifecycle`):
   ``retire``, ``supersede``, ``reinstate``, ``status`` and the hard ``delete``;
-* ``mem.sessions`` (:class:`~langgraph_memory.sessions.SessionMemory`):
+* ``mem.sessions`` ([`SessionMemory`][langgraph_memory.SessionMemory]):
   conversation turns by session, promoted to episodic memory in
-  ``("episodes", *scope)`` when a session ends (:meth:`Memory.schedule_session_cleanup`
+  ``("episodes", *scope)`` when a session ends
+  ([`Memory.schedule_session_cleanup()`][langgraph_memory.Memory.schedule_session_cleanup]
   runs its cleanup on the archive job's scheduler);
-* :meth:`Memory.stats` (:mod:`langgraph_memory.stats`) and
-  :meth:`Memory.cleanup_decayed` (:mod:`langgraph_memory.decay`);
-* :meth:`Memory.lineage`, with each item's summary and state.
+* [`Memory.stats()`][langgraph_memory.Memory.stats] (`langgraph_memory.stats`) and
+  [`Memory.cleanup_decayed()`][langgraph_memory.Memory.cleanup_decayed] (`langgraph_memory.decay`);
+* [`Memory.lineage()`][langgraph_memory.Memory.lineage], with each item's summary and state.
 
 Every call has an async twin with an ``a`` prefix and the same arguments.
 """
@@ -169,11 +170,11 @@ class Memory(ResearchAPI, ProceduralAPI):
     [ProceduralAPI][langgraph_memory.ProceduralAPI]) are Memory's own: ``mem.store_backtest``
     is ``mem.research.store_backtest``, declared once, in the research API.
 
-    Build it with :meth:`open`. Closing it (or leaving its ``with`` block)
+    Build it with `open()`. Closing it (or leaving its ``with`` block)
     flushes and closes the store and the checkpointer if Memory opened them,
     the archiver and any archival scheduler.
 
-    Example:
+    Examples:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
         >>> import tempfile
         >>> with Memory.open(tempfile.mkdtemp(), embeddings=DeterministicFakeEmbedding(size=16)) as mem:
@@ -255,10 +256,10 @@ class Memory(ResearchAPI, ProceduralAPI):
                 (with ``store=``, the store keeps its own).
             store: an open ``ChromaStore`` to use instead of opening one (its
                 data directory and settings are used; it is not closed by
-                :meth:`close`). Leave the store options above unset.
+                `close()`). Leave the store options above unset.
             checkpointer: any LangGraph checkpointer; default our
                 ``SqliteCheckpointer`` at ``<data_dir>/checkpoints.sqlite``.
-                A checkpointer passed in is not closed by :meth:`close`.
+                A checkpointer passed in is not closed by `close()`.
             chroma_client: any ``chromadb`` client (e.g. an ``HttpClient``);
                 default an embedded client in ``<data_dir>/chroma``.
             scope: extra namespace labels for the typed API (e.g. a desk id):
@@ -266,11 +267,11 @@ class Memory(ResearchAPI, ProceduralAPI):
             lock_timeout: seconds to wait for another process's write
                 (argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT`` > config file > 30).
             session_config: session boundaries, promotion and cleanup for
-                ``mem.sessions`` (seed 002's ``SessionConfig`` defaults).
+                ``mem.sessions`` (``SessionConfig``'s defaults).
 
-        Example:
-            >>> mem = Memory.open("./memory", ttl={"default_ttl": 60 * 24 * 30})   # doctest: +SKIP
-            >>> graph = builder.compile(checkpointer=mem.checkpointer, store=mem.store)  # doctest: +SKIP
+        Examples:
+            >>> mem = Memory.open("./memory", ttl={"default_ttl": 60 * 24 * 30})  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+            >>> graph = builder.compile(checkpointer=mem.checkpointer, store=mem.store)  # a line of a graph definition (builder is the caller's StateGraph)  # doctest: +SKIP
         """
         if embeddings is not None and index is not None:
             raise ConfigError("pass embeddings= or index=, not both (index={'dims': ..., 'embed': embeddings})")
@@ -383,12 +384,12 @@ class Memory(ResearchAPI, ProceduralAPI):
         return self.archiver
 
     def schedule_archival(self, **kwargs: Any) -> Any:
-        """Start the archive job in the background (see ``archive.schedule_archival``); stopped by :meth:`close`.
+        """Start the archive job in the background (see ``archive.schedule_archival``); stopped by `close()`.
 
-        It shares one scheduler with :meth:`schedule_session_cleanup`.
+        It shares one scheduler with [`schedule_session_cleanup()`][langgraph_memory.schedule_session_cleanup].
 
-        Example:
-            >>> job = mem.schedule_archival(cron="0 3 * * *")     # doctest: +SKIP
+        Examples:
+            >>> job = mem.schedule_archival(cron="0 3 * * *")  # starts a scheduler job  # doctest: +SKIP
         """
         from langgraph_memory import archive as _archive
 
@@ -398,10 +399,10 @@ class Memory(ResearchAPI, ProceduralAPI):
         """Run ``mem.sessions.cleanup()`` every 15 minutes (``cleanup_interval_minutes``) beside the archive job.
 
         See ``archive.schedule_session_cleanup``; both jobs run on one
-        scheduler, stopped by :meth:`close`.
+        scheduler, stopped by `close()`.
 
-        Example:
-            >>> job = mem.schedule_session_cleanup()                # doctest: +SKIP
+        Examples:
+            >>> job = mem.schedule_session_cleanup()  # starts a scheduler job  # doctest: +SKIP
         """
         from langgraph_memory import archive as _archive
 
@@ -453,9 +454,9 @@ class Memory(ResearchAPI, ProceduralAPI):
         superseded items are shown with ``lifecycle`` set (``node.label``
         adds it to the summary).
 
-        Example:
-            >>> lin = mem.lineage(strategy.id)                          # doctest: +SKIP
-            >>> [(a.collection, a.label) for a in lin.ancestors]        # doctest: +SKIP
+        Examples:
+            >>> lin = mem.lineage(strategy.id)  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+            >>> [(a.collection, a.label) for a in lin.ancestors]  # continues the example above (needs mem)  # doctest: +SKIP
         """
         self._check_open()
         return build_lineage(self.lineage_store, item_id, self._summarize)
@@ -519,10 +520,10 @@ class Memory(ResearchAPI, ProceduralAPI):
         Reads ``.md .txt .py .csv .pdf .yaml .yml``. Each file is hashed
         (SHA-256) and copied to ``raw/{hash}{ext}``; bytes already ingested
         into ``namespace`` are skipped without a model call, whatever their
-        name, across restarts and processes. Chunks (seed 002's contextual
-        chunker by default, or ``chunker="fixed"``: seed 000's window) and
+        name, across restarts and processes. Chunks (the contextual
+        chunker by default, or ``chunker="fixed"``: a plain window) and
         their parent records are stored in ``namespace`` of the general
-        collection; see :mod:`langgraph_memory.ingest.pipeline` for the keys
+        collection; see `langgraph_memory.ingest.pipeline` for the keys
         and fields.
 
         Raises (for a path given by name; inside a folder such files are
@@ -532,9 +533,9 @@ class Memory(ResearchAPI, ProceduralAPI):
         ``FileEncodingError`` (with the byte offset) or ``DamagedDocumentError``.
         Nothing of a file that fails is left stored.
 
-        Example:
-            >>> report = mem.ingest("papers/", episode_id="DS-25-002")      # doctest: +SKIP
-            >>> report.counts()                                              # doctest: +SKIP
+        Examples:
+            >>> report = mem.ingest("papers/", episode_id="DS-25-002")  # needs files to ingest  # doctest: +SKIP
+            >>> report.counts()  # needs files to ingest  # doctest: +SKIP
             {'ingested': 3, 'duplicate': 0, 'busy': 0, 'skipped': 1, 'failed': 0}
         """
         self._check_open()
@@ -555,9 +556,9 @@ class Memory(ResearchAPI, ProceduralAPI):
     ) -> list[ChunkHit]:
         """The ``k`` ingested chunks nearest ``query``, with score and source; ``include_parents`` adds context.
 
-        Example:
-            >>> hit = mem.recall("signup success metric", k=3, include_parents=True)[0]  # doctest: +SKIP
-            >>> hit.source_uri, hit.score, hit.full_context[:60]                        # doctest: +SKIP
+        Examples:
+            >>> hit = mem.recall("signup success metric", k=3, include_parents=True)[0]  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+            >>> hit.source_uri, hit.score, hit.full_context[:60]  # needs ingested documents  # doctest: +SKIP
         """
         self._check_open()
         return _recall_chunks(self.store, query, k=k, namespace=namespace, include_parents=include_parents,
@@ -581,9 +582,9 @@ class Memory(ResearchAPI, ProceduralAPI):
         """Per collection: items, items with vectors, bytes, oldest and newest, archived, retired, superseded;
         plus namespaces, lineage links, sessions, the checkpointer's threads and the files' sizes.
 
-        Example:
-            >>> s = mem.stats()                                                 # doctest: +SKIP
-            >>> s.collections["backtest_results"].items, s.threads              # doctest: +SKIP
+        Examples:
+            >>> s = mem.stats()  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+            >>> s.collections["backtest_results"].items, s.threads  # continues the example above (needs mem)  # doctest: +SKIP
             (14, 2)
         """
         self._check_open()
@@ -600,13 +601,13 @@ class Memory(ResearchAPI, ProceduralAPI):
     ) -> DecayReport:
         """Find the memories whose decayed weight fell under the forgetting threshold; retire them unless ``dry_run``.
 
-        See :mod:`langgraph_memory.decay`: a dry run (the default) reports,
+        See `langgraph_memory.decay`: a dry run (the default) reports,
         a real run retires (nothing is deleted; the next archive run moves
         them to the archive).
 
-        Example:
-            >>> report = mem.cleanup_decayed()                   # what would go   # doctest: +SKIP
-            >>> mem.cleanup_decayed(dry_run=False).retired       # doctest: +SKIP
+        Examples:
+            >>> report = mem.cleanup_decayed()                   # what would go  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+            >>> mem.cleanup_decayed(dry_run=False).retired  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
         """
         self._check_open()
         return cleanup_decayed(self.store.items, config=config, now=now, collections=collections, dry_run=dry_run)

@@ -210,7 +210,7 @@ def test_results_under_30_percent_are_dropped_by_tools_nodes_and_the_research_ap
             mem.store.put(("memories", "u1"), text, {"text": text}, index=["text"])
         for ranking, want in [(None, {"alpha note", "beta note"}),
                               (NO_DECAY, {"alpha note", "beta note", "delta note on zebra"})]:
-            mem.store.ranking = ranking  # plain cosine: seed 001's relevance; hybrid: a keyword match lifts delta
+            mem.store.ranking = ranking  # plain cosine: the relevance percentage; hybrid: a keyword match lifts delta
             assert {h.record.content for h in mem.query_research_findings("zebra", k=10)} == want
             tool = create_recall_tool(("memories", "{user_id}"), store=mem.store, k=10)
             got = json.loads(tool.invoke({"query": "zebra"}, {"configurable": {"user_id": "u1"}}))

@@ -1,4 +1,4 @@
-"""Temporal decay and reinforcement primitives (seed 002's TemporalConfig)."""
+"""Temporal decay and reinforcement primitives (TemporalConfig)."""
 
 from __future__ import annotations
 

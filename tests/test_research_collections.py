@@ -1,4 +1,4 @@
-"""The collections issue 11 adds to the typed API: hypotheses, backtests, tool definitions; lineage across all seven."""
+"""The typed API's later collections: hypotheses, backtests, tool definitions; lineage across all seven."""
 
 from __future__ import annotations
 

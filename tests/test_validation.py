@@ -1,4 +1,4 @@
-"""One check of agent-facing arguments, shared by the LangChain tools and the MCP server (seed 001's limits)."""
+"""One check of agent-facing arguments, shared by the LangChain tools and the MCP server."""
 
 from __future__ import annotations
 

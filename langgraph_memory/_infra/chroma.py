@@ -14,7 +14,7 @@ serialises threads and never reopens.
 
 The folder ``path`` holds the lock and the counter; the Chroma files live in
 the sub-folder that ``locate()`` names (the index can be rebuilt into a new
-sub-folder and switched over, see :mod:`langgraph_memory.store.index`).
+sub-folder and switched over, see `langgraph_memory.store.index`).
 """
 
 from __future__ import annotations

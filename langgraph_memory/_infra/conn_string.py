@@ -34,7 +34,7 @@ def conn_string_path(
     """The path a connection string names, and the temporary folder to remove on close (``":memory:"``).
 
     ``sqlite:///path`` and ``file:path`` are read as ``path``; anything else
-    with a scheme (``postgresql://...``) is a :class:`ConfigError`.
+    with a scheme (``postgresql://...``) is a [`ConfigError`][langgraph_memory.errors.ConfigError].
     """
     raw = os.fspath(conn_string)
     if not isinstance(raw, str) or not raw:

@@ -2,8 +2,8 @@
 
 Two processes writing one embedded Chroma folder corrupt its vector index
 (see PITFALLS), so every Chroma call on an embedded data directory goes
-through :class:`WriteLock`. Waiting is bounded: past the timeout the caller
-gets a :class:`~langgraph_memory.errors.LockTimeoutError`, never a hang or a
+through `WriteLock`. Waiting is bounded: past the timeout the caller
+gets a [`LockTimeoutError`][langgraph_memory.errors.LockTimeoutError], never a hang or a
 raw locking error.
 
 Every search takes this lock, so it is built for speed: the lock file stays
@@ -35,7 +35,7 @@ __all__ = ["WriteLock"]
 class WriteLock:
     """A re-entrant lock that is also a file lock when ``path`` is given.
 
-    Example:
+    Examples:
         >>> import tempfile, pathlib
         >>> lock = WriteLock(pathlib.Path(tempfile.mkdtemp()) / "LOCK", timeout=5)
         >>> with lock.hold():

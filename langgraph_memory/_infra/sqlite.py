@@ -5,8 +5,8 @@ lineage, the archive manifest) is SQLite in WAL mode, opened by every process
 that uses the directory. Switching a file to WAL needs an exclusive lock, and
 SQLite answers ``database is locked`` at once, without calling its busy
 handler, when two processes try it together on a new file (measured here: 4
-processes opening a new file together failed 5-9% of the time). :func:`connect`
-retries that switch until ``timeout``; :func:`retry_locked` does the same for
+processes opening a new file together failed 5-9% of the time). `connect()`
+retries that switch until ``timeout``; `retry_locked()` does the same for
 any statement.
 """
 
@@ -57,10 +57,10 @@ def retry_locked(
 ) -> T:
     """Run ``fn``, retrying while SQLite says the file is locked, for up to ``timeout`` seconds.
 
-    Past the timeout a :class:`~langgraph_memory.errors.LockTimeoutError`
+    Past the timeout a [`LockTimeoutError`][langgraph_memory.errors.LockTimeoutError]
     names ``what`` and ends with ``advice``; any other error goes through unchanged.
 
-    Example:
+    Examples:
         >>> import sqlite3
         >>> conn = sqlite3.connect(":memory:")
         >>> retry_locked(lambda: conn.execute("SELECT 1").fetchone()[0], timeout=1, what="select")
@@ -96,7 +96,7 @@ def connect(
     for other processes, both in SQLite's busy handler and while switching
     the file to WAL.
 
-    Example:
+    Examples:
         >>> import tempfile, pathlib
         >>> conn = connect(pathlib.Path(tempfile.mkdtemp()) / "side.sqlite")
         >>> conn.execute("PRAGMA journal_mode").fetchone()[0]
@@ -135,14 +135,14 @@ def translate(exc: BaseException, path: str | os.PathLike[str], what: str = "use
     """The typed error for an exception raised while using the file ``path``.
 
     SQLite's and the operating system's codes for a full disk, a read-only
-    file and a damaged file become :class:`~langgraph_memory.errors.DiskFullError`,
-    :class:`~langgraph_memory.errors.ReadOnlyError` and
-    :class:`~langgraph_memory.errors.CorruptFileError`, each naming the file
+    file and a damaged file become [`DiskFullError`][langgraph_memory.errors.DiskFullError],
+    [`ReadOnlyError`][langgraph_memory.errors.ReadOnlyError] and
+    [`CorruptFileError`][langgraph_memory.errors.CorruptFileError], each naming the file
     and what to do. A lock that outlasted the timeout is already typed and is
     returned as it is; anything else becomes a plain
-    :class:`~langgraph_memory.errors.StorageError`.
+    [`StorageError`][langgraph_memory.errors.StorageError].
 
-    Example:
+    Examples:
         >>> import sqlite3
         >>> err = sqlite3.DatabaseError("file is not a database")
         >>> err.sqlite_errorcode = sqlite3.SQLITE_NOTADB
@@ -206,7 +206,7 @@ def guarded(path: str | os.PathLike[str], what: str = "use") -> Iterator[None]:
     Errors the package already typed (a lock timeout, a validation error)
     pass through unchanged.
 
-    Example:
+    Examples:
         >>> import sqlite3, tempfile, pathlib
         >>> bad = pathlib.Path(tempfile.mkdtemp()) / "bad.sqlite"
         >>> _ = bad.write_bytes(b"not a database, just text" * 100)

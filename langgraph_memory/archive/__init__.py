@@ -8,11 +8,11 @@
     archiver.restore(keys=[hits[0].key])
     job = schedule_archival(archiver, cron="0 3 * * *")
 
-Modules: :mod:`.format` (the file format), :mod:`.manifest` (file states and
-item index), :mod:`.archiver` (run, recovery, search, restore),
-:mod:`.schedule` (APScheduler), :mod:`.reports` (returned records). Behind
-the archiver, private modules hold its steps (:mod:`._steps`), the read side
-(:mod:`._reading`) and the thread file format (:mod:`._thread_files`).
+Modules: `format` (the file format), `manifest` (file states and
+item index), `archiver` (run, recovery, search, restore),
+`schedule` (APScheduler), `reports` (returned records). Behind
+the archiver, private modules hold its steps (`_steps`), the read side
+(`_reading`) and the thread file format (`_thread_files`).
 """
 
 from __future__ import annotations

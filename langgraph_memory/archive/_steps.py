@@ -1,8 +1,8 @@
 """The steps that move memories between the live store and archive files.
 
-:class:`~langgraph_memory.archive.archiver.Archiver` decides what moves and
+[`Archiver`][langgraph_memory.Archiver] decides what moves and
 when: it holds the lock, applies the policies, writes the file and puts the
-steps in order (see :mod:`langgraph_memory.archive.archiver`). Each function
+steps in order (see `langgraph_memory.archive.archiver`). Each function
 here does one step and records it in the manifest: finding stale items,
 verifying and indexing a written file, deleting its items from the live store,
 discarding a file that never verified, restoring items, and settling restores

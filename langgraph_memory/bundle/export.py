@@ -69,9 +69,9 @@ def export_bundle(
         InvalidArgumentError: ``path`` exists and is not an empty folder (and not ``overwrite``).
         NotFoundError: an unknown collection name.
 
-    Example:
-        >>> manifest = export_bundle(mem.store, "./share", namespaces=[("lessons",)])   # doctest: +SKIP
-        >>> manifest.counts["items"]                                                      # doctest: +SKIP
+    Examples:
+        >>> manifest = export_bundle(mem.store, "./share", namespaces=[("lessons",)])  # needs a data directory with items to share  # doctest: +SKIP
+        >>> manifest.counts["items"]  # needs a data directory with items to share  # doctest: +SKIP
         12
     """
     target = Path(path).expanduser().resolve()

@@ -36,7 +36,7 @@ EMBED_BATCH = 64
 
 @dataclass
 class ImportReport:
-    """What :func:`import_bundle` did (or, with ``dry_run``, would do)."""
+    """What [`import_bundle()`][langgraph_memory.import_bundle] did (or, with ``dry_run``, would do)."""
 
     items: int = 0
     added: int = 0
@@ -68,10 +68,11 @@ def import_bundle(
     dry_run: bool = False,
     progress: Progress | None = None,
 ) -> ImportReport:
-    """Merge the bundle at ``path`` into ``store``'s data directory (the rules: :mod:`langgraph_memory.bundle`).
+    """Merge the bundle at ``path`` into ``store``'s data directory (the rules: `langgraph_memory.bundle`).
 
-    ``path`` is the bundle folder, or a :class:`Bundle` already checked by
-    :func:`read_bundle`. The bundle is checked whole first; then, when its model is not the
+    ``path`` is the bundle folder, or a [`Bundle`][langgraph_memory.bundle.Bundle] already checked by
+    [`read_bundle()`][langgraph_memory.bundle.read_bundle]. The bundle is checked whole first; then, when its model is
+    not the
     store's, its texts are re-embedded; then everything is written in one
     catalog transaction and the Chroma index catches up. With ``dry_run``
     nothing is embedded or written: the report says what would happen.
@@ -81,9 +82,9 @@ def import_bundle(
         InvalidArgumentError: an unknown ``on_conflict``.
         ConfigError: the bundle has vectors and the store has no embedding model.
 
-    Example:
-        >>> report = import_bundle(mem.store, "./share")                          # doctest: +SKIP
-        >>> report.added, report.replaced, report.kept, report.vectors_reused      # doctest: +SKIP
+    Examples:
+        >>> report = import_bundle(mem.store, "./share")  # needs a data directory with items to share  # doctest: +SKIP
+        >>> report.added, report.replaced, report.kept, report.vectors_reused  # needs a data directory with items to share  # doctest: +SKIP
         (40, 0, 2, True)
     """
     if on_conflict not in CONFLICT_RULES:

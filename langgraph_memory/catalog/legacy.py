@@ -2,7 +2,7 @@
 
 Until version 0.1 the items lived only in Chroma (each record's metadata held
 the item as JSON under ``lgm:item``), access data in ``chroma/lgm-access.sqlite``
-and lineage in ``lineage.sqlite``. :func:`import_legacy` copies all of it
+and lineage in ``lineage.sqlite``. `import_legacy()` copies all of it
 into the catalog once, with timestamps, access data and vectors as they were,
 then moves the old Chroma files into ``chroma/legacy-<time>/`` (delete that
 folder once you are satisfied). It runs when a store opens a data directory

@@ -26,7 +26,7 @@ __all__ = ["LineageStore"]
 class LineageStore:
     """Parents, children and strategy versions, in a catalog.
 
-    Built over a store's :class:`~langgraph_memory.catalog.Catalog` (one per
+    Built over a store's `Catalog` (one per
     data directory, shared by ``Memory``, the nodes and the archiver), or
     alone over a catalog file path, which it then opens and closes itself.
 
@@ -109,7 +109,7 @@ class LineageStore:
         version is the next free number for ``version_name`` (1 for a new
         name). With ``link_previous_version`` the previous version becomes a
         parent (relation ``"previous_version"``). Returns the version number,
-        or None without ``version_name``. :meth:`register_in` does the same
+        or None without ``version_name``. `register_in()` does the same
         inside a transaction of the caller's (the typed API's item write).
 
         Raises:
@@ -124,17 +124,17 @@ class LineageStore:
 
     @staticmethod
     def register_in(conn: sqlite3.Connection, item_id: str, collection: str, namespace: Sequence[str], **kwargs: Any) -> int | None:
-        """:meth:`register` inside the caller's write transaction on the same catalog."""
+        """`register()` inside the caller's write transaction on the same catalog."""
         return _lin.register(conn, item_id, collection, namespace, **kwargs)
 
     @staticmethod
     def link_in(conn: sqlite3.Connection, child_id: str, parent_id: str, relation: str = "derived_from") -> Edge:
-        """:meth:`link` inside the caller's write transaction (raises before writing anything)."""
+        """`link()` inside the caller's write transaction (raises before writing anything)."""
         return _lin.link(conn, child_id, parent_id, relation)
 
     @staticmethod
     def forget_in(conn: sqlite3.Connection, item_ids: Sequence[str]) -> None:
-        """:meth:`forget` inside the caller's write transaction (a hard delete of the items)."""
+        """`forget()` inside the caller's write transaction (a hard delete of the items)."""
         _lin.forget(conn, item_ids)
 
     @staticmethod
@@ -173,7 +173,7 @@ class LineageStore:
             return _lin.nodes(conn, item_ids)
 
     def require(self, item_id: str) -> ItemRef:
-        """``item()``, raising :class:`NotFoundError` for an unknown id."""
+        """``item()``, raising `NotFoundError` for an unknown id."""
         ref = self.item(item_id)
         if ref is None:
             raise NotFoundError(f"no item with id {item_id!r} was stored through this Memory's data directory")

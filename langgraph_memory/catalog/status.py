@@ -1,4 +1,4 @@
-"""Retired and superseded items in the catalog (seed 003's ``deleted_at`` and ``superseded_by``).
+"""Retired and superseded items in the catalog (``deleted_at`` and ``superseded_by``, for every item).
 
 A retired item (a soft delete) or a superseded one (replaced by a newer item)
 stays in the catalog, readable by key, but searches hide it unless asked to
@@ -10,7 +10,7 @@ put again (a new item, with a new ``created_at``).
 
 Every change bumps ``meta.status_version`` in the same transaction, so a
 process can keep the hidden set in memory and reread it only after a change
-(:class:`HiddenItems`), from any process.
+(`HiddenItems`), from any process.
 
     >>> import tempfile, pathlib
     >>> from langgraph_memory.catalog import Catalog
@@ -89,7 +89,7 @@ class ItemStatus:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], namespace: tuple[str, ...], key: str, collection: str) -> ItemStatus:
-        """The inverse of :meth:`as_dict`, for the item ``(namespace, key)`` of ``collection``."""
+        """The inverse of `as_dict()`, for the item ``(namespace, key)`` of ``collection``."""
         by_ns = data.get("superseded_by_namespace")
         return cls(
             status=data["status"],
@@ -300,7 +300,7 @@ class HiddenItems:
     """The hidden set of one catalog, cached per process and reread only after a status change.
 
     ``is_hidden(item)`` is true for a retired or superseded item. The cache
-    is checked against ``meta.status_version`` once per :meth:`snapshot`, so
+    is checked against ``meta.status_version`` once per `snapshot()`, so
     a status set by another process is seen by the next search.
     """
 

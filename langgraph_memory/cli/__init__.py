@@ -1,6 +1,6 @@
 """The ``langgraph-memory`` command line: a thin layer over the library.
 
-Live memory::
+Live memory:
 
     langgraph-memory search "position sizing" --collection lessons -k 5
     langgraph-memory get <id>                          # a memory by key or id, any namespace
@@ -20,7 +20,7 @@ Live memory::
     langgraph-memory ingest papers/ notes.md           # files into memory, deduplicated
     langgraph-memory mcp                               # the MCP server on stdio (--transport http)
 
-Archives and the index::
+Archives and the index:
 
     langgraph-memory archive run --dry-run
     langgraph-memory archive list
@@ -103,8 +103,8 @@ def _exit_code(exc: LangGraphMemoryError) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status.
 
-    Example:
-        >>> main(["--data-dir", "/tmp/lgm", "list", "--json"])     # doctest: +SKIP
+    Examples:
+        >>> main(["--data-dir", "/tmp/lgm", "list", "--json"])  # runs the command line on a data directory under /tmp  # doctest: +SKIP
         0
     """
     args = build_parser().parse_args(argv)

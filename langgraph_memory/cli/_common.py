@@ -150,7 +150,7 @@ class Ctx:
     # ------------------------------------------------------------ opening
 
     def settings(self, *, must_exist: bool = True) -> Settings:
-        """The resolved settings; a missing data directory is :class:`MissingDataDir` unless it may be created."""
+        """The resolved settings; a missing data directory is `MissingDataDir` unless it may be created."""
         settings = Settings.resolve(self.data_dir)
         if must_exist and not settings.data_dir.is_dir():
             raise MissingDataDir(

@@ -1,6 +1,6 @@
 """``langgraph-memory research CALL ...``: every typed research call, its options derived from the call itself.
 
-The options are those the MCP tools take (see [langgraph_memory.research.calls][]): one declaration, in the
+The options are those the MCP tools take (see `langgraph_memory.research.calls`): one declaration, in the
 research API, serves Python, MCP and this command. The result is printed as JSON.
 """
 

@@ -1,12 +1,12 @@
 """The conversation node: records each turn of a chat graph in session memory, hands back a budgeted buffer.
 
-Seed 004's "conversation buffer" beside the checkpointer. Added to any graph
+A "conversation buffer" beside the checkpointer. Added to any graph
 whose state has a ``messages`` list, it records every completed turn (a
 human message and the assistant's final answer to it) into
-:class:`~langgraph_memory.sessions.SessionMemory` with the run's thread id,
+[`SessionMemory`][langgraph_memory.SessionMemory] with the run's thread id,
 and writes the recent turns, within a turn or token budget, to the state as
 text for the prompt. With the recall node over ``("episodes",)``, a chat
-graph gets long-term memory from two added nodes::
+graph gets long-term memory from two added nodes:
 
     from langgraph_memory import Memory, conversation_node, recall_node
 
@@ -29,7 +29,7 @@ thread's earlier turns not recorded yet (the node added to a running
 thread) are recorded too, up to ``max_turns_per_session`` of them.
 
 This module does not use ``from __future__ import annotations``, like
-:mod:`langgraph_memory.nodes`: LangGraph reads node signatures at run time.
+`langgraph_memory.nodes`: LangGraph reads node signatures at run time.
 """
 
 import asyncio
@@ -64,7 +64,7 @@ class Exchange:
 def approx_tokens(text: str) -> int:
     """About four characters per token (English text); pass a model's tokenizer as ``token_counter`` for exact counts.
 
-    Example:
+    Examples:
         >>> approx_tokens("four score and seven years ago")
         8
     """
@@ -94,7 +94,7 @@ def exchanges(messages: Sequence[Any], thread_id: Optional[str] = None) -> list[
     between are the assistant's work, not the turn). A human message not
     answered yet is not a turn.
 
-    Example:
+    Examples:
         >>> [(e.user, e.assistant) for e in exchanges([("user", "hi"), ("ai", "hello"), ("user", "and?")])]
         [('hi', 'hello')]
     """
@@ -131,7 +131,7 @@ def _source(thread_id: Optional[str], pos: int, human: BaseMessage, answer: Base
 def last_human_text(state: Any) -> Optional[str]:
     """The text of the last human message of ``state["messages"]`` (a ``recall_node`` query getter).
 
-    Example:
+    Examples:
         >>> last_human_text({"messages": [("user", "what is my risk limit?"), ("ai", "2%")]})
         'what is my risk limit?'
     """
@@ -153,7 +153,7 @@ def format_buffer(
 
     Turns of a thread other than ``thread_id`` are marked with theirs.
 
-    Example:
+    Examples:
         >>> from langgraph_memory.sessions import SessionTurn
         >>> print(format_buffer([SessionTurn("s", 0, "hi", "hello", 0.0), SessionTurn("s", 1, "risk?", "2%", 1.0)],
         ...                     max_tokens=10))
@@ -209,8 +209,8 @@ def conversation_node(
     The thread is the run's ``config["configurable"]["thread_id"]`` (None
     without a checkpointer). Works under ``invoke`` and ``ainvoke``.
 
-    Example:
-        >>> builder.add_node("conversation", conversation_node(mem.sessions, max_tokens=1500))  # doctest: +SKIP
+    Examples:
+        >>> builder.add_node("conversation", conversation_node(mem.sessions, max_tokens=1500))  # a line of a graph definition (builder is the caller's StateGraph)  # doctest: +SKIP
     """
     if not isinstance(sessions, SessionMemory):
         raise ConfigError(f"conversation_node needs a SessionMemory (mem.sessions), got {type(sessions).__name__}")

@@ -104,7 +104,7 @@ def format_namespace(template: NamespaceSpec, config: Optional[RunnableConfig] =
     is read first, then ``configurable``; ``{user_id}`` and
     ``{langgraph_user_id}`` (LangMem's placeholder) stand in for each other.
 
-    Example:
+    Examples:
         >>> format_namespace(("memories", "{user_id}"), {"configurable": {"user_id": "u1"}})
         ('memories', 'u1')
         >>> format_namespace(("memories", "{langgraph_user_id}"), {"configurable": {"user_id": "u1"}})
@@ -205,13 +205,13 @@ def recall_node(
             best first, at most ``k``.
         filter: a LangGraph store filter applied to every namespace.
         k: how many results (default 5).
-        min_relevance: drop results scoring lower (default ``MIN_RELEVANCE``, 0.3: seed 001's 30 %
-            relevance; None keeps them all; see :mod:`langgraph_memory.ranking`).
+        min_relevance: drop results scoring lower (default ``MIN_RELEVANCE``, 0.3: a relevance of 30 %
+            relevance; None keeps them all; see `langgraph_memory.ranking`).
         include_retired: also recall retired and superseded items (a
             ``ChromaStore`` leaves them out by default).
 
-    Example:
-        >>> builder.add_node("recall", recall_node("lessons", query="objective", output_key="lessons"))  # doctest: +SKIP
+    Examples:
+        >>> builder.add_node("recall", recall_node("lessons", query="objective", output_key="lessons"))  # a line of a graph definition (builder is the caller's StateGraph)  # doctest: +SKIP
     """
     specs = _namespaces(namespaces)
     if k <= 0:
@@ -324,8 +324,8 @@ def store_node(
     Each item gets a fresh UUID key (or its own ``id``). Values are validated
     against the collection's schema before anything is written.
 
-    Example:
-        >>> builder.add_node("remember", store_node(("lessons",), values="lesson_text", parent="strategy_id"))  # doctest: +SKIP
+    Examples:
+        >>> builder.add_node("remember", store_node(("lessons",), values="lesson_text", parent="strategy_id"))  # a line of a graph definition (builder is the caller's StateGraph)  # doctest: +SKIP
     """
 
     def _out(keys: list[str]) -> dict[str, Any]:

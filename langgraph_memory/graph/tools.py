@@ -17,7 +17,7 @@ With a ``ChromaStore`` the recall tool leaves out retired and superseded
 items unless built with ``include_retired=True``.
 
 Arguments are checked as the MCP server checks them
-(:mod:`langgraph_memory.validation`): content must not be empty, at most 10
+(`langgraph_memory.validation`): content must not be empty, at most 10
 tags of at most 50 characters, a limit from 1 to 20. A stored value is
 exactly ``{<text field>: content}`` (plus ``tags`` when given), the same
 value LangMem's tools store, so the text scores against queries as LangMem's
@@ -89,14 +89,14 @@ def create_recall_tool(
 ) -> StructuredTool:
     """A tool that searches memories; it returns JSON: ``[{key, namespace, value, score}, ...]``.
 
-    Results scoring under ``min_relevance`` (default 0.3, seed 001's 30 %
+    Results scoring under ``min_relevance`` (default 0.3, a relevance of 30 %
     relevance; None keeps them all) are left out.
     ``include_retired`` makes it return retired and superseded items too
     (a ``ChromaStore`` leaves them out by default).
 
-    Example:
-        >>> tool = create_recall_tool(("memories", "{user_id}"), store=store)                 # doctest: +SKIP
-        >>> tool.invoke({"query": "coffee"}, {"configurable": {"user_id": "u1"}})             # doctest: +SKIP
+    Examples:
+        >>> tool = create_recall_tool(("memories", "{user_id}"), store=store)  # needs an open store (store) holding the items named  # doctest: +SKIP
+        >>> tool.invoke({"query": "coffee"}, {"configurable": {"user_id": "u1"}})  # needs an open store (store) holding the items named  # doctest: +SKIP
     """
 
     def _args(query: str, limit: Optional[int]) -> tuple[str, int]:
@@ -139,9 +139,9 @@ def create_store_tool(
     In a typed namespace the text goes to the collection's embedded field
     (``lesson`` in ``("lessons", ...)``, ``content`` in ``("research", ...)``).
 
-    Example:
-        >>> tool = create_store_tool(("memories", "{user_id}"), store=store)                   # doctest: +SKIP
-        >>> key = tool.invoke({"content": "likes espresso"}, {"configurable": {"user_id": "u1"}})  # doctest: +SKIP
+    Examples:
+        >>> tool = create_store_tool(("memories", "{user_id}"), store=store)  # needs an open store (store) holding the items named  # doctest: +SKIP
+        >>> key = tool.invoke({"content": "likes espresso"}, {"configurable": {"user_id": "u1"}})  # needs an open store (store) holding the items named  # doctest: +SKIP
     """
 
     def _value(

@@ -1,12 +1,12 @@
 """The file-system side of ingestion: finding files, hashing them, keeping a verbatim copy.
 
-* :func:`walk` expands the paths given to ``ingest`` into files, recursively,
+* `walk()` expands the paths given to ``ingest`` into files, recursively,
   following symbolic links but never round a loop. A path given by name that
   is missing, a loop or unreadable raises a typed error at once; inside a
   folder such a path, an unsupported file or a hidden one is skipped with a
   log line and reported.
-* :func:`sha256_file` hashes a file's bytes in blocks (bounded memory).
-* :func:`copy_verbatim` copies a file to ``raw/{sha256}{ext}`` (seed 000)
+* `sha256_file()` hashes a file's bytes in blocks (bounded memory).
+* `copy_verbatim()` copies a file to ``raw/{sha256}{ext}`` (the original bytes, kept)
   atomically (a temporary file in ``raw/``, fsync, rename), checking on the
   way that the bytes still hash to what was ingested and, for text, that
   they decode.

@@ -1,6 +1,6 @@
 """The ingest pipeline: paths in, chunks and parent records stored through the store, exactly once.
 
-For each file found (:mod:`~langgraph_memory.ingest.files`):
+For each file found (`files`):
 
 1. hash its bytes (SHA-256, streamed). The same bytes already stored in the
    namespace (any name, any process, before a restart or not) are skipped
@@ -8,11 +8,11 @@ For each file found (:mod:`~langgraph_memory.ingest.files`):
 2. copy it to ``raw/{sha256}{ext}`` atomically, checking on the way that
    text decodes (a bad byte fails the file here, before anything is stored,
    with its byte offset) and that the bytes still hash the same;
-3. claim it in the catalog (:mod:`langgraph_memory.catalog.files`): a second
+3. claim it in the catalog (`langgraph_memory.catalog.files`): a second
    process meeting the same bytes now skips them as ``busy``; a claim left by
    a dead process is taken over and its chunks rolled back;
-4. read the verbatim copy (:mod:`~langgraph_memory.ingest.readers`), chunk it
-   (:mod:`~langgraph_memory.ingest.chunkers`) and store chunks and parents
+4. read the verbatim copy (`readers`), chunk it
+   (`chunkers`) and store chunks and parents
    through the store's write path, which embeds the chunks. The file is
    marked complete in the transaction of its last chunks: a file that fits
    one batch (``IngestConfig.batch_max_chunks``) is stored in one
@@ -29,8 +29,8 @@ default, in the general collection), keyed by the file's hash:
 holds ``kind="parent"``, the full text of its section(s) and its chunks'
 range, and is not embedded.
 
-    >>> ingestor = Ingestor(store, raw_dir=settings.raw_dir)        # doctest: +SKIP
-    >>> ingestor.ingest(["notes/"], namespace=("documents",)).counts()  # doctest: +SKIP
+    >>> ingestor = Ingestor(store, raw_dir=settings.raw_dir)  # needs an open store (store) holding the items named  # doctest: +SKIP
+    >>> ingestor.ingest(["notes/"], namespace=("documents",)).counts()  # needs files to ingest  # doctest: +SKIP
     {'ingested': 4, 'duplicate': 0, 'busy': 0, 'skipped': 1, 'failed': 0}
 """
 
@@ -124,7 +124,7 @@ class Ingestor:
     Args:
         store: a ``ChromaStore`` with an embedding model (``index=``).
         raw_dir: where verbatim copies go (``<data_dir>/raw``).
-        config: chunking and batching settings (default :class:`IngestConfig`).
+        config: chunking and batching settings (default [`IngestConfig`][langgraph_memory.IngestConfig]).
     """
 
     def __init__(self, store: Any, *, raw_dir: Path, config: IngestConfig | None = None) -> None:

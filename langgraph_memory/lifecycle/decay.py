@@ -1,9 +1,9 @@
 """Forgetting by decay: retire the memories whose weight fell under the forgetting threshold.
 
-Seed 002's ``cleanup_expired_memories``, over :mod:`langgraph_memory.ranking`:
+``cleanup_expired_memories``, over `langgraph_memory.ranking`:
 an item's weight is ``temporal_weight(hours idle, memory type) *
 importance_multiplier(access count)``, with its collection's memory type
-(:data:`~langgraph_memory.ranking.MEMORY_TYPES`) and hours counted from its
+(`MEMORY_TYPES`) and hours counted from its
 last activity (``max(updated_at, last_accessed_at)``), so a memory that is
 still recalled keeps its weight. Under ``forgetting_threshold`` it is
 *decayed*.
@@ -12,7 +12,7 @@ A dry run (the default) only reports. A real run *retires* the decayed items
 (a soft delete: hidden from searches, still in lineage, restorable with
 ``reinstate``, archived by the next archive run), rechecking each one in the
 same transaction, so an item read or updated meanwhile stays. Nothing is
-deleted::
+deleted:
 
     report = mem.cleanup_decayed()                 # dry run
     print(report.scanned, len(report.decayed))
@@ -90,14 +90,14 @@ def cleanup_decayed(
     Args:
         items: the store's item API (``store.items``).
         config: decay rates, reinforcement and ``forgetting_threshold``
-            (seed 002's defaults: 0.01).
+            (default 0.01).
         now: the time to weigh at, epoch seconds (default: the clock).
         collections: names or labels to clean (default: all of them).
         dry_run: report only (the default); False retires the decayed items.
 
-    Example:
-        >>> report = cleanup_decayed(store.items)                        # doctest: +SKIP
-        >>> [(d.key, round(d.weight, 4)) for d in report.decayed][:3]      # doctest: +SKIP
+    Examples:
+        >>> report = cleanup_decayed(store.items)  # needs an open store (store) holding the items named  # doctest: +SKIP
+        >>> [(d.key, round(d.weight, 4)) for d in report.decayed][:3]  # needs an open store (store) holding the items named  # doctest: +SKIP
     """
     cfg = config or TemporalConfig()
     at = time.time() if now is None else float(now)

@@ -1,21 +1,21 @@
 """Retire, supersede, reinstate and delete items: the life of a memory after it is stored.
 
-Seed 003's soft delete (``deleted_at``) and ``superseded_by``, for every item:
+A soft delete (``deleted_at``) and ``superseded_by``, for every item:
 
-* :meth:`ItemLifecycle.retire` hides an item from searches, nodes and tools
+* `ItemLifecycle.retire()` hides an item from searches, nodes and tools
   (a soft delete: still readable by key, in lineage, restorable), and the
   archive job may move it out at once;
-* :meth:`ItemLifecycle.supersede` does the same because a newer item
+* `ItemLifecycle.supersede()` does the same because a newer item
   replaces it, and links the two in lineage (``supersedes``);
-* :meth:`ItemLifecycle.reinstate` undoes either;
-* :meth:`ItemLifecycle.delete` removes an item for good - its value, vectors,
+* `ItemLifecycle.reinstate()` undoes either;
+* `ItemLifecycle.delete()` removes an item for good - its value, vectors,
   lineage node and links, version, status and archived copies - and says
   what it removed (``dry_run=True`` says it without removing anything);
-  :meth:`ItemLifecycle.delete_many` does it for many items in one transaction.
+  `ItemLifecycle.delete_many()` does it for many items in one transaction.
 
 Items are named by id: the key of an item stored through the typed API or a
 node (its lineage knows the namespace), or any key with ``namespace=``.
-``Memory`` builds one and offers its calls::
+``Memory`` builds one and offers its calls:
 
     mem.retire(finding.id, "the data vendor restated these prices")
     mem.supersede(old.id, new.id, "corrected the sample period")
@@ -123,9 +123,9 @@ class ItemLifecycle:
             no archive (hard deletes then have no archived copies to drop).
         guard: called before every operation; raises when the owner is closed.
 
-    Example:
-        >>> life = ItemLifecycle(store, store.lineage, lambda: None)      # doctest: +SKIP
-        >>> life.retire("f1", "bad data", namespace=("research",)).status  # doctest: +SKIP
+    Examples:
+        >>> life = ItemLifecycle(store, store.lineage, lambda: None)  # needs an open store (store) holding the items named  # doctest: +SKIP
+        >>> life.retire("f1", "bad data", namespace=("research",)).status  # needs an open store (store) holding the items named  # doctest: +SKIP
         'retired'
     """
 
@@ -162,10 +162,10 @@ class ItemLifecycle:
         """Retire (soft-delete) an item: searches, nodes and tools stop returning it.
 
         It stays readable by key and in lineage (marked retired), and the
-        archive job archives it at once; :meth:`reinstate` undoes it.
+        archive job archives it at once; `reinstate()` undoes it.
 
-        Example:
-            >>> mem.retire(finding.id, "the vendor restated these prices").status   # doctest: +SKIP
+        Examples:
+            >>> mem.retire(finding.id, "the vendor restated these prices").status  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
             'retired'
 
         Raises:
@@ -193,8 +193,8 @@ class ItemLifecycle:
         ``old_id`` (relation ``supersedes``) in the same transaction, unless
         it is already one of its ancestors (superseding with an older item).
 
-        Example:
-            >>> mem.supersede(old.id, new.id, "corrected the sample period").superseded_by == new.id   # doctest: +SKIP
+        Examples:
+            >>> mem.supersede(old.id, new.id, "corrected the sample period").superseded_by == new.id  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
             True
 
         Raises:
@@ -220,7 +220,7 @@ class ItemLifecycle:
         return st
 
     def reinstate(self, item_id: str, *, namespace: Sequence[str] | None = None) -> bool:
-        """Undo :meth:`retire` or :meth:`supersede`; return whether the item had a status."""
+        """Undo `retire()` or `supersede()`; return whether the item had a status."""
         return self.store.items.clear_status([self.locate(item_id, namespace)]) > 0
 
     def status(self, item_id: str, *, namespace: Sequence[str] | None = None) -> ItemStatus | None:
@@ -229,31 +229,31 @@ class ItemLifecycle:
         return self.store.items.statuses([key]).get(key)
 
     def delete(self, item_id: str, *, namespace: Sequence[str] | None = None, dry_run: bool = False) -> DeleteReport:
-        """Delete an item for good and say what went (see :class:`DeleteReport`); ``dry_run`` only says.
+        """Delete an item for good and say what went (see `DeleteReport`); ``dry_run`` only says.
 
         The live item, its lineage node, links, version and status go in one
         catalog transaction; archived copies are then marked deleted in the
         archive's manifest (their files are immutable). Unlike
-        :meth:`retire`, nothing can bring it back.
+        `retire()`, nothing can bring it back.
 
-        Example:
-            >>> print(mem.delete(lesson.id, dry_run=True))    # doctest: +SKIP
+        Examples:
+            >>> print(mem.delete(lesson.id, dry_run=True))  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
             would delete 3f2c... in lessons_learned ('lessons',): the item (1 vector), its lineage node and 2 links
         """
         return self.delete_many([self.locate(item_id, namespace)], dry_run=dry_run)[0]
 
     def delete_many(self, keys: Sequence[ItemKey], *, dry_run: bool = False) -> list[DeleteReport]:
-        """:meth:`delete` for items named by ``(namespace, key)``, in one catalog transaction; a report each.
+        """`delete()` for items named by ``(namespace, key)``, in one catalog transaction; a report each.
 
         Keys that name nothing (no live item, lineage node, status or
         archived copy) get a report whose ``removed_anything`` is false.
         What each item takes with it is read in a few batched reads, so a
         dry run over thousands of items is quick.
 
-        Example:
-            >>> reports = mem.lifecycle.delete_many([(("memories", "u1"), "m1"), (("lessons",), lesson.id)],  # doctest: +SKIP
+        Examples:
+            >>> reports = mem.lifecycle.delete_many([(("memories", "u1"), "m1"), (("lessons",), lesson.id)],  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
             ...                                     dry_run=True)
-            >>> sum(r.vectors for r in reports)                                                            # doctest: +SKIP
+            >>> sum(r.vectors for r in reports)  # needs an open store (store) holding the items named  # doctest: +SKIP
             2
         """
         if self._guard is not None:

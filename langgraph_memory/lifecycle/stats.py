@@ -1,13 +1,13 @@
-"""What is in memory: seed 002's ``get_memory_stats``, per collection and for the data directory.
+"""What is in memory (``get_memory_stats``), per collection and for the data directory.
 
-:func:`collect_stats` counts, for each of the seven typed collections and the
+`collect_stats()` counts, for each of the seven typed collections and the
 general one: items, items with vectors, vectors, storage bytes (values and
 vectors), oldest and newest item, archived items, and live items that are
 retired or superseded (hidden from searches). For the data directory: the
 namespaces and lineage links; sessions (those of session memory, and any other
 ``session_id`` recorded on items), the active ones, the turns recorded and the
 turns promoted to episodic memory; the checkpointer's threads and checkpoints
-(when it can list them), and the bytes each file or folder takes on disk. ``Memory.stats()`` calls it::
+(when it can list them), and the bytes each file or folder takes on disk. ``Memory.stats()`` calls it:
 
     stats = mem.stats()
     print(stats.items, stats.collections["backtest_results"].with_vectors)
@@ -35,7 +35,7 @@ class CollectionStats:
 
     ``storage_bytes`` counts the values (JSON) and vectors (float32) in the
     catalog; the filter index and SQLite's own overhead come on top
-    (:attr:`MemoryStats.disk_bytes` has the files' real sizes).
+    ([`MemoryStats.disk_bytes`][langgraph_memory.MemoryStats] has the files' real sizes).
     """
 
     name: str
@@ -128,8 +128,8 @@ def collect_stats(store: Any, *, archiver: Any | None = None, checkpointer: Any 
     archived); ``checkpointer`` counts threads only if it has
     ``list_threads()`` (our ``SqliteCheckpointer`` does).
 
-    Example:
-        >>> collect_stats(store).collections["lessons_learned"].items    # doctest: +SKIP
+    Examples:
+        >>> collect_stats(store).collections["lessons_learned"].items  # needs an open store (store) holding the items named  # doctest: +SKIP
         12
     """
     with store.catalog.read() as conn:

@@ -1,13 +1,13 @@
 """The MCP server: one data directory's memory for any MCP client (Claude Desktop, IDEs, other agents).
 
 Built on the official ``mcp`` SDK (``MCPServer``), over stdio or streamable
-HTTP. From the command line::
+HTTP. From the command line:
 
     langgraph-memory --data-dir ./memory mcp                          # stdio
     langgraph-memory --data-dir ./memory mcp --transport http         # http://127.0.0.1:8765/mcp
     LANGGRAPH_MEMORY_MCP_TOKEN=... langgraph-memory mcp --transport http --host 0.0.0.0 --allow-remote
 
-or from Python::
+or from Python:
 
     from langgraph_memory import Memory
     from langgraph_memory.mcp.server import build_server, serve
@@ -15,12 +15,12 @@ or from Python::
     with Memory.open("./memory") as mem:
         serve(mem, transport="http", port=8765)
 
-The tools (:class:`~langgraph_memory._mcp_tools.MemoryTools`) follow seed
+The tools (`MemoryTools`) follow seed
 001: ``store_memory(content, tags)`` (content not empty, at most 10 tags of
 at most 50 characters) and ``search_memory(query, limit)`` (limit 1-20; each
 result with a ``relevance_score`` in percent, the cosine similarity times
 100; results under 30 % are dropped). Beside them the typed research calls
-of seed 004 for all seven collections (findings, hypotheses, strategies with
+for all seven collections (findings, hypotheses, strategies with
 status and versions, backtests, lessons, market regimes, tool and workflow
 definitions), ``get_memory``, ``get_lineage``, ``strategy_versions``,
 ``get_memory_stats``, and ``retire_memory`` / ``supersede_memory`` /
@@ -77,11 +77,11 @@ def _tool_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def build_server(memory: Memory, *, namespace: Sequence[str] = ("memories",), name: str = "langgraph-memory") -> Any:
-    """An ``MCPServer`` (the official SDK's) with :class:`MemoryTools` over ``memory``.
+    """An ``MCPServer`` (the official SDK's) with `MemoryTools` over ``memory``.
 
-    Example:
-        >>> server = build_server(mem)                            # doctest: +SKIP
-        >>> server.run()                                          # doctest: +SKIP
+    Examples:
+        >>> server = build_server(mem)  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+        >>> server.run()  # serves until the process is stopped  # doctest: +SKIP
     """
     from mcp.server.mcpserver import MCPServer
 
@@ -170,7 +170,7 @@ def serve(
     once the socket is bound. The caller keeps ``memory`` and closes it.
 
     Raises:
-        ConfigError: an unsafe bind (see :func:`check_bind`) or an unknown transport.
+        ConfigError: an unsafe bind (see `check_bind()`) or an unknown transport.
     """
     if transport not in ("stdio", "http"):
         raise ConfigError(f"transport must be 'stdio' or 'http', got {transport!r}")

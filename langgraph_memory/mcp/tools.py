@@ -1,20 +1,16 @@
-"""The tools the MCP server offers: one method of :class:`MemoryTools` per tool, over one ``Memory``.
+"""The tools the MCP server offers: one method of `MemoryTools` per tool, over one ``Memory``.
 
-Seed 001's ``store_memory`` and ``search_memory``; the typed research calls
-of seed 004 for every collection (findings, hypotheses, strategies,
-backtests, lessons, market regimes, tool and workflow definitions);
-``get_memory``, ``get_lineage``, ``strategy_versions``; seed 002's
-``get_memory_stats``; and ``retire_memory``, ``supersede_memory`` and
-``reinstate_memory`` so an agent can stop a wrong or outdated memory from
-coming back in searches. There is no hard-delete tool on purpose: retiring
-is reversible and keeps the memory for review, while a delete cannot be
-undone, so it stays with people (``langgraph-memory delete``, dry run
-first), not with an agent that a bad prompt may steer.
+``store_memory`` and ``search_memory``; the typed research calls for every collection (findings, hypotheses,
+strategies, backtests, lessons, market regimes, tool and workflow definitions), each derived from its one
+declaration in the research API (see `langgraph_memory.research.calls`); ``get_memory``, ``get_lineage``,
+``get_memory_stats``; and ``retire_memory``, ``supersede_memory`` and ``reinstate_memory`` so an agent can stop
+a wrong or outdated memory from coming back in searches. There is no hard-delete tool on purpose: retiring is
+reversible and keeps the memory for review, while a delete cannot be undone, so it stays with people
+(``langgraph-memory delete``, dry run first), not with an agent that a bad prompt may steer.
 
-Arguments are checked by :mod:`langgraph_memory.validation` (the same
-checks and messages as the LangChain tools) and by the typed API; a bad
-argument raises a typed error before anything is written, which
-:mod:`langgraph_memory.mcp_server` turns into an MCP tool error.
+Arguments are checked by `langgraph_memory.research.validation` (the same checks and messages as the
+LangChain tools) and by the typed API; a bad argument raises a typed error before anything is written, which
+`langgraph_memory.mcp.server` turns into an MCP tool error.
 """
 
 from __future__ import annotations
@@ -59,18 +55,25 @@ def _tool(tools: MemoryTools, call: ResearchCall) -> Callable[..., Any]:
 
 
 class MemoryTools:
-    """The tools the server offers, over one :class:`~langgraph_memory.memory.Memory`.
+    """The tools the server offers, over one [`Memory`][langgraph_memory.Memory].
 
-    Each public method is one MCP tool (registered by :func:`~langgraph_memory.mcp_server.build_server`
-    from :attr:`TOOLS`); they can be called directly too. Plain memories
+    Each public method is one MCP tool (registered by `build_server()`
+    from `TOOLS`); they can be called directly too. Plain memories
     (``store_memory``, ``search_memory``) live under ``namespace``
     (default ``("memories",)``): searches cover it and every namespace below
     it, such as the ``("memories", "<user>")`` of the LangGraph tools.
 
-    Example:
-        >>> tools = MemoryTools(mem)                                        # doctest: +SKIP
-        >>> tools.store_memory("User prefers TypeScript", ["preference"])["success"]   # doctest: +SKIP
+    Examples:
+        >>> import tempfile
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> from langgraph_memory import Memory
+        >>> with Memory.open(tempfile.mkdtemp(), embeddings=DeterministicFakeEmbedding(size=16)) as mem:
+        ...     tools = MemoryTools(mem)
+        ...     tools.store_memory("User prefers TypeScript", ["preference"])["success"]
+        ...     tools.store_lesson(lesson="Short lookbacks whipsaw")["severity"]
         True
+        'major'
+
     """
 
     #: The tools, in the order clients list them. Adding one is a method and a name here.

@@ -1,8 +1,8 @@
-"""The typed research API: seed 004's semantic and episodic collections as typed calls, each with an async twin.
+"""The typed research API: the semantic and episodic research collections as typed calls, each with an async twin.
 
 Findings, hypotheses, strategies (versions, status), backtests, lessons and
 market regimes are written, searched and read back as typed models (tool
-definitions, the procedural memory, are in :mod:`._procedural_api`). They are
+definitions, the procedural memory, are in `_procedural_api`). They are
 ordinary store items in the typed namespaces (``("research",)``,
 ``("hypotheses",)``, ``("strategies",)``, ``("backtests",)``,
 ``("lessons",)``, ``("regimes",)``, plus the optional ``scope`` labels),
@@ -12,7 +12,7 @@ its lineage in one catalog transaction; a research iteration chains
     finding -> hypothesis -(tests)-> strategy -(backtest_of)-> backtest -(learned_from)-> lesson
 
 Every call has an async twin with an ``a`` prefix and the same arguments.
-``Memory`` builds a :class:`ResearchAPI` and offers all its calls directly::
+``Memory`` builds a [`ResearchAPI`][langgraph_memory.ResearchAPI] and offers all its calls directly:
 
     from langgraph_memory.memory import Memory
 
@@ -108,9 +108,9 @@ def _backtest_summary(name: str | None, version: int | None, value: dict[str, An
 
 
 class ResearchAPI:
-    """Typed calls for six research collections, over :class:`~langgraph_memory._typed.TypedItems`.
+    """Typed calls for six research collections, over `TypedItems`.
 
-    Example:
+    Examples:
         >>> from langgraph_memory.memory import Memory
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
         >>> import tempfile
@@ -154,8 +154,8 @@ class ResearchAPI:
     ) -> ResearchFinding:
         """Store a research finding; ``content`` is embedded. Returns it with its new ``id``.
 
-        Example:
-            >>> f = mem.store_research_finding("Carry unwinds in vol spikes", source="macro", confidence=0.7)  # doctest: +SKIP
+        Examples:
+            >>> f = mem.store_research_finding("Carry unwinds in vol spikes", source="macro", confidence=0.7)  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
         """
         parents = parent_list(parent_id)
         stamp = now_iso()
@@ -188,8 +188,8 @@ class ResearchAPI:
 
         ``source`` keeps one source only; ``min_confidence`` drops findings
         below it (and those without a confidence); ``min_relevance`` drops
-        results scoring lower (default 0.3, seed 001's 30 %; None keeps them all; see
-        :mod:`langgraph_memory.ranking` for what a score means); retired and superseded findings
+        results scoring lower (default 0.3, a relevance of 30 %; None keeps them all; see
+        `langgraph_memory.ranking` for what a score means); retired and superseded findings
         come back only with ``include_retired`` (their ``Hit.status`` says which).
         """
         flt: dict[str, Any] = {}
@@ -223,8 +223,8 @@ class ResearchAPI:
         recorded in the value only. Strategies that test it name it as
         ``hypothesis_id``.
 
-        Example:
-            >>> h = mem.store_hypothesis("Momentum persists in trending regimes", confidence=0.6,  # doctest: +SKIP
+        Examples:
+            >>> h = mem.store_hypothesis("Momentum persists in trending regimes", confidence=0.6,  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
             ...                          rationale="Finding f1: trends last months", parent_id=f.id)
         """
         _check_choice(status, HYPOTHESIS_STATUSES, "hypothesis status")
@@ -256,8 +256,8 @@ class ResearchAPI:
     ) -> Hypothesis:
         """Move a hypothesis along (``testing``, ``confirmed``, ``rejected``), adjust confidence, add evidence.
 
-        Example:
-            >>> mem.update_hypothesis(h.id, status="confirmed", confidence=0.8, add_evidence=[b.id])  # doctest: +SKIP
+        Examples:
+            >>> mem.update_hypothesis(h.id, status="confirmed", confidence=0.8, add_evidence=[b.id])  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
         """
         changes: dict[str, Any] = {"updated_at": now_iso(), **_floats(confidence=confidence)}
         if status is not None:
@@ -321,9 +321,9 @@ class ResearchAPI:
         ``sharpe_ratio``, ``max_drawdown`` and ``win_rate`` are copied from
         ``metrics`` so they can be filtered on.
 
-        Example:
-            >>> s = mem.store_strategy("mom", "20-day momentum", parameters={"lookback": 20})  # doctest: +SKIP
-            >>> s.version                                                                         # doctest: +SKIP
+        Examples:
+            >>> s = mem.store_strategy("mom", "20-day momentum", parameters={"lookback": 20})  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+            >>> s.version  # continues the example above (needs mem)  # doctest: +SKIP
             1
         """
         if not isinstance(name, str) or not name.strip():
@@ -447,12 +447,12 @@ class ResearchAPI:
         The strategy's name and version are filled in, and its parameters
         when ``parameters`` is not given; ``parameter_hash`` identifies the
         parameter set. ``equity_curve`` may be the full curve (summarised to
-        its statistics and :data:`~langgraph_memory.config.EQUITY_CURVE_POINTS`
-        points) or an :class:`~langgraph_memory.collections.EquityCurve`.
+        its statistics and `EQUITY_CURVE_POINTS`
+        points) or an `EquityCurve`.
         ``summary``, the embedded text, is written from the numbers unless given.
 
-        Example:
-            >>> b = mem.store_backtest(s.id, period_start="2015-01-02", period_end="2024-12-31",  # doctest: +SKIP
+        Examples:
+            >>> b = mem.store_backtest(s.id, period_start="2015-01-02", period_end="2024-12-31",  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
             ...                        universe=["SPY"], sharpe=1.1, sortino=1.6, max_drawdown=0.18,
             ...                        cagr=0.09, trades=42, win_rate=0.55, turnover=4.2,
             ...                        costs={"commission_bps": 1, "slippage_bps": 2}, equity_curve=curve)
@@ -520,8 +520,8 @@ class ResearchAPI:
         ``max_drawdown`` keeps backtests whose drawdown is at most that;
         ``parameter_hash`` finds runs of one parameter set.
 
-        Example:
-            >>> [h.record.sharpe for h in mem.query_backtests(strategy_id=s.id, min_sharpe=1.0)]  # doctest: +SKIP
+        Examples:
+            >>> [h.record.sharpe for h in mem.query_backtests(strategy_id=s.id, min_sharpe=1.0)]  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
         """
         flt: dict[str, Any] = {}
         if strategy_id is not None:
@@ -562,8 +562,8 @@ class ResearchAPI:
         strategy fills ``strategy_id`` when not given), so lineage reads
         hypothesis -> strategy -> backtest -> lesson.
 
-        Example:
-            >>> mem.store_lesson("Lookback too short: whipsaw", backtest_id=b.id, iteration=1,  # doctest: +SKIP
+        Examples:
+            >>> mem.store_lesson("Lookback too short: whipsaw", backtest_id=b.id, iteration=1,  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
             ...                  failure_type="backtest", feedback={"trades": 140})
         """
         if backtest_id is not None:

@@ -2,7 +2,7 @@
 
 Each call is a method of the research API; what an agent or a shell passes is derived from its signature:
 the same parameters (less the ones in ``HIDDEN``; ``k`` is offered as ``limit``), the same types, Literal
-choices and defaults, with the agent-facing checks of [langgraph_memory.research.validation][] on text,
+choices and defaults, with the agent-facing checks of `langgraph_memory.research.validation` on text,
 tags and limits. The result comes back as JSON.
 
 ```python
@@ -166,5 +166,5 @@ def _build(name: str, method: Callable[..., Any]) -> ResearchCall:
 
 @functools.cache
 def research_calls() -> tuple[ResearchCall, ...]:
-    """Every call of [CALLS][langgraph_memory.research.calls.CALLS], derived from its declaration."""
+    """Every call of `CALLS`, derived from its declaration."""
     return tuple(_build(name, method) for name, method in CALLS.items())

@@ -1,6 +1,6 @@
 """The typed collections: namespace label, Chroma collection, schema, embedded field, retention.
 
-The first label of a namespace picks the Chroma collection an item lives in::
+The first label of a namespace picks the Chroma collection an item lives in:
 
     ("research", ...)   -> research_findings   (embeds "content")
     ("hypotheses", ...) -> hypotheses          (embeds "statement")
@@ -11,11 +11,11 @@ The first label of a namespace picks the Chroma collection an item lives in::
     ("tools", ...)      -> tool_definitions    (embeds "description")
     anything else       -> memories            (embeds the store's index fields)
 
-These are seed 004's seven collections; a trading-research graph writes
+These are the seven research collections; a trading-research graph writes
 hypothesis -> strategy -> backtest -> lesson on every iteration.
 
 Values written to a typed collection are checked against its pydantic
-schema (built from seed 004); unknown fields are kept as they are::
+schema; unknown fields are kept as they are:
 
     from langgraph_memory.research.collections import collection_for
 
@@ -176,7 +176,7 @@ class Strategy(_Schema):
 def parameter_hash(parameters: dict[str, Any]) -> str:
     """A short, stable hash of strategy parameters (key order does not matter): finds identical runs.
 
-    Example:
+    Examples:
         >>> parameter_hash({"lookback": 60, "vol_target": 0.1}) == parameter_hash({"vol_target": 0.1, "lookback": 60})
         True
     """
@@ -207,7 +207,7 @@ class EquityCurve(_Schema):
     def from_values(cls, values: Sequence[float], *, points: int = EQUITY_CURVE_POINTS) -> EquityCurve:
         """Summarise a full equity curve (values are rescaled so it starts at 1.0).
 
-        Example:
+        Examples:
             >>> curve = EquityCurve.from_values([100, 110, 90, 105, 120], points=3)
             >>> curve.points, curve.trough, curve.length
             ([1.0, 0.9, 1.2], 0.9, 5)
@@ -231,7 +231,7 @@ class BacktestResult(_Schema):
     Performance is annualised where it says so; ``max_drawdown`` is a
     positive fraction (0.18 = 18 %), ``turnover`` the annual one-way turnover
     as a multiple of capital. ``parameter_hash`` identifies the parameter set
-    (:func:`parameter_hash`), so identical runs can be found.
+    (`parameter_hash()`), so identical runs can be found.
     """
 
     summary: str = Field(min_length=1)
@@ -310,7 +310,7 @@ class MarketRegime(_Schema):
 class ToolDefinition(_Schema):
     """A tool or workflow definition (collection ``tool_definitions``); ``description`` is embedded.
 
-    Procedural memory, stored as JSON (seed 004): a ``tool`` has its argument
+    Procedural memory, stored as JSON: a ``tool`` has its argument
     schema in ``parameters`` (JSON Schema, as LLM tool calling takes it); a
     ``workflow`` lists its ``steps`` (each a dict, e.g. ``{"tool": ..., "args":
     {...}}``). ``definition`` holds anything else verbatim. Storing a name

@@ -1,12 +1,12 @@
 """Lineage: which memory led to which, and the versions of each strategy.
 
 Edges, nodes and versions live in the catalog (``<data_dir>/catalog.sqlite``,
-see :mod:`langgraph_memory.catalog.lineage`), beside the items: the typed
+see `langgraph_memory.catalog.lineage`), beside the items: the typed
 API writes an item, its lineage and its version number in one transaction,
 so a crash leaves all of it or none. Every write is one ``BEGIN IMMEDIATE``
 transaction in which the cycle check and the next version number are
 decided, so two processes can neither jointly create a cycle nor hand out
-the same version twice::
+the same version twice:
 
     from langgraph_memory.research.lineage import LineageStore
 
@@ -166,7 +166,7 @@ Summarizer = Callable[[list[ItemRef]], dict[str, NodeSummary]]
 
 
 def build_lineage(lineage: LineageStore, item_id: str, summarize: Summarizer, *, max_nodes: int = 2000) -> Lineage:
-    """Assemble a :class:`Lineage` for ``item_id`` with summaries from ``summarize``.
+    """Assemble a [`Lineage`][langgraph_memory.Lineage] for ``item_id`` with summaries from ``summarize``.
 
     An item reached twice in the descendant tree (several parents) is shown
     each time but expanded only once; the tree holds at most ``max_nodes``.

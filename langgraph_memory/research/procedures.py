@@ -1,11 +1,11 @@
-"""Procedural memory: tool and workflow definitions, stored as JSON (seed 004), versioned by name.
+"""Procedural memory: tool and workflow definitions, stored as JSON, versioned by name.
 
 A tool's argument schema (JSON Schema, as LLM tool calling takes it) or a
 workflow's steps are typed items of the ``tool_definitions`` collection
 (namespace ``("tools", *scope)``). Storing a name again makes its next
 version and supersedes the previous one in the same transaction, so
 searches find the current definition only. ``Memory`` builds a
-:class:`ProceduralAPI` and offers its calls directly::
+[`ProceduralAPI`][langgraph_memory.ProceduralAPI] and offers its calls directly:
 
     with Memory.open("/tmp/lgm-demo") as mem:
         mem.store_tool_definition("fetch_prices", "Daily closes for a ticker",
@@ -36,9 +36,9 @@ def _check_kind(kind: str) -> None:
 
 
 class ProceduralAPI:
-    """Typed calls for tool and workflow definitions, over :class:`~langgraph_memory._typed.TypedItems`.
+    """Typed calls for tool and workflow definitions, over `TypedItems`.
 
-    Example:
+    Examples:
         >>> from langgraph_memory.memory import Memory
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
         >>> import tempfile
@@ -66,12 +66,12 @@ class ProceduralAPI:
     ) -> ToolDefinition:
         """Store a tool (its argument JSON Schema in ``parameters``) or a workflow (its ``steps``), as JSON.
 
-        Procedural memory (seed 004). Storing a ``name`` again makes the next
+        Procedural memory. Storing a ``name`` again makes the next
         ``version``, and the previous version is superseded in the same
         transaction: searches find the current definition only.
 
-        Example:
-            >>> mem.store_tool_definition("fetch_prices", "Daily closes for a ticker",  # doctest: +SKIP
+        Examples:
+            >>> mem.store_tool_definition("fetch_prices", "Daily closes for a ticker",  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
             ...     parameters={"type": "object", "properties": {"ticker": {"type": "string"}}, "required": ["ticker"]})
         """
         if not isinstance(name, str) or not name.strip():

@@ -1,10 +1,10 @@
 """The plumbing under the typed research API: typed items written with their lineage, searched, read back.
 
-:class:`TypedItems` is given its collaborators - the store, the lineage, the
+`TypedItems` is given its collaborators - the store, the lineage, the
 scope labels and a check that the owner is still open - and offers what
 every typed call needs: validate a record and write it with its lineage (and
 version) in one catalog transaction, load and update records by id, search
-one typed collection. :class:`~langgraph_memory._research_api.ResearchAPI`
+one typed collection. [`ResearchAPI`][langgraph_memory.ResearchAPI]
 builds the seven collections' calls on it; ``Memory`` builds both.
 
     from langgraph_memory.research.typed import TypedItems
@@ -13,7 +13,7 @@ builds the seven collections' calls on it; ``Memory`` builds both.
     finding = typed.put("research", {"content": "Vol clusters"}, parents=[])
     hits = typed.search("research", "volatility", k=3)
 
-:func:`athread` makes the async twin of a sync call: the same signature
+`athread()` makes the async twin of a sync call: the same signature
 (``inspect.signature`` and type checkers see it), run in a worker thread.
 """
 
@@ -85,7 +85,7 @@ def parent_list(parent_id: ParentIds) -> list[str]:
 def athread(fn: Callable[P, T]) -> Callable[P, Coroutine[Any, Any, T]]:
     """The async twin of ``fn``: same parameters, run with ``asyncio.to_thread``.
 
-    Example:
+    Examples:
         >>> class A:
         ...     def double(self, x: int, *, times: int = 2) -> int:
         ...         return x * times
@@ -114,9 +114,9 @@ class TypedItems:
             ``research`` live in ``("research", *scope)``.
         guard: called before every operation; raises when the owner is closed.
 
-    Example:
-        >>> typed = TypedItems(store, store.lineage)                            # doctest: +SKIP
-        >>> typed.put("research", {"content": "Vol clusters"}, parents=[]).id   # doctest: +SKIP
+    Examples:
+        >>> typed = TypedItems(store, store.lineage)  # needs an open store (store) holding the items named  # doctest: +SKIP
+        >>> typed.put("research", {"content": "Vol clusters"}, parents=[]).id  # needs an open store (store) holding the items named  # doctest: +SKIP
     """
 
     def __init__(
@@ -250,7 +250,7 @@ class TypedItems:
         min_relevance: float | None = None,
         include_retired: bool = False,
     ) -> list[Hit[Any]]:
-        """``label``'s records most similar to ``query`` (newest first without one), as :class:`Hit`."""
+        """``label``'s records most similar to ``query`` (newest first without one), as `Hit`."""
         self.check_open()
         if k <= 0:
             return []

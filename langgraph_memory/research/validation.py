@@ -2,13 +2,13 @@
 
 An agent (an LLM choosing arguments) calls these tools, so every argument is
 checked before anything is embedded or written, and a bad one raises a typed
-error whose message tells the agent what to send instead (seed 001):
+error whose message tells the agent what to send instead:
 
 * content: a non-empty string (whitespace alone is empty);
-* tags: at most :data:`~langgraph_memory.config.MAX_TAGS` (10) strings of
-  at most :data:`~langgraph_memory.config.MAX_TAG_CHARS` (50) characters;
+* tags: at most `MAX_TAGS` (10) strings of
+  at most `MAX_TAG_CHARS` (50) characters;
 * a search limit: a whole number from 1 to
-  :data:`~langgraph_memory.config.MAX_SEARCH_LIMIT` (20).
+  `MAX_SEARCH_LIMIT` (20).
 
 ::
 
@@ -47,9 +47,9 @@ Text = Annotated[str, Field(description="the text; not empty", json_schema_extra
 
 
 def check_content(content: Any, *, field: str = "content") -> str:
-    """``content`` if it is a string with something besides whitespace, else :class:`ValidationError`.
+    """``content`` if it is a string with something besides whitespace, else `ValidationError`.
 
-    Example:
+    Examples:
         >>> check_content("  ")
         Traceback (most recent call last):
         ...
@@ -65,9 +65,9 @@ def check_content(content: Any, *, field: str = "content") -> str:
 def check_tags(
     tags: Sequence[str] | None, *, max_tags: int = MAX_TAGS, max_chars: int = MAX_TAG_CHARS
 ) -> list[str]:
-    """The tags as a list (``None`` is no tags), or :class:`ValidationError` naming the bad one.
+    """The tags as a list (``None`` is no tags), or `ValidationError` naming the bad one.
 
-    Example:
+    Examples:
         >>> check_tags(["risk", "fx"])
         ['risk', 'fx']
         >>> check_tags(["x" * 51])
@@ -93,9 +93,9 @@ def check_tags(
 
 
 def check_limit(limit: Any, *, maximum: int = MAX_SEARCH_LIMIT) -> int:
-    """``limit`` if it is a whole number from 1 to ``maximum`` (20), else :class:`InvalidArgumentError`.
+    """``limit`` if it is a whole number from 1 to ``maximum`` (20), else `InvalidArgumentError`.
 
-    Example:
+    Examples:
         >>> check_limit(20)
         20
         >>> check_limit(0)

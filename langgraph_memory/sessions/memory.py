@@ -16,7 +16,7 @@ Every turn is committed to the catalog (SQLite, WAL) before ``add_turn``
 returns, so it survives the process being killed. Sessions follow each other
 per *channel*: the session memory's namespace and a thread id (the
 checkpointer's ``thread_id``; None is a channel too). A turn starts a new
-session of its channel when the current one has ended by one of seed 002's
+session of its channel when the current one has ended by one of these
 boundaries, checked in this order (the first that holds is recorded as
 ``end_reason``):
 
@@ -27,14 +27,16 @@ boundaries, checked in this order (the first that holds is recorded as
 * ``topic_change``: the cosine similarity of this turn's embedding with the
   previous turn's is under ``topic_change_threshold`` (0.3).
 
-A session that has ended is promoted (:meth:`SessionMemory.promote_to_longterm`):
-its turns are scored (:mod:`langgraph_memory.sessions.importance`) and those
+A session that has ended is promoted
+([`SessionMemory.promote_to_longterm()`][langgraph_memory.SessionMemory.promote_to_longterm]):
+its turns are scored (`langgraph_memory.sessions.importance`) and those
 reaching ``promotion_threshold`` (0.7) become episodic memories
-(:mod:`langgraph_memory.sessions.promotion`) in the transaction that marks
+(`langgraph_memory.sessions.promotion`) in the transaction that marks
 the session promoted, so each turn is promoted once, whatever crashes or
 reruns. ``add_turn`` promotes a session it ends at once (``promote_on_end``);
-sessions that simply go quiet are ended and promoted by :meth:`SessionMemory.cleanup`,
-which the scheduler runs every 15 minutes (:func:`~langgraph_memory.archive.schedule_session_cleanup`)
+sessions that simply go quiet are ended and promoted by
+[`SessionMemory.cleanup()`][langgraph_memory.SessionMemory.cleanup],
+which the scheduler runs every 15 minutes ([`schedule_session_cleanup()`][langgraph_memory.schedule_session_cleanup])
 and which also forgets the turns of sessions promoted more than
 ``retention_hours`` ago.
 
@@ -72,7 +74,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class CleanupReport:
-    """What one :meth:`SessionMemory.cleanup` did."""
+    """What one [`SessionMemory.cleanup()`][langgraph_memory.SessionMemory.cleanup] did."""
 
     #: Sessions whose time was up (inactivity or duration), ended now.
     ended: list[str] = field(default_factory=list)
@@ -117,13 +119,13 @@ class SessionMemory:
     Args:
         store: the data directory's store (its catalog holds the sessions; its
             model embeds turns; promoted turns are stored through it).
-        config: boundaries, promotion and cleanup settings (seed 002's defaults).
+        config: boundaries, promotion and cleanup settings (the defaults of `SessionConfig`).
         namespace: where promoted turns are stored (``("episodes",)``; ``Memory``
             adds its scope labels). Sessions of other namespaces are not seen.
         clock: seconds since the epoch (a fake clock in tests, a simulated one in a replay).
         guard: called before every operation (``Memory`` raises there once closed).
 
-    Example:
+    Examples:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
         >>> import tempfile
         >>> from langgraph_memory import ChromaStore

@@ -1,11 +1,11 @@
 """The write path of a put: validate, pick the texts to embed, check the vectors, commit, index.
 
-:class:`Writer` holds what a put needs to know about the store (the index
+`Writer` holds what a put needs to know about the store (the index
 fields, the model and its dimensions) and turns validated puts plus their
 vectors into one catalog transaction, then asks the Chroma index to apply
 it. The commit is the acknowledgement: once it returns the put survives a
 crash; Chroma catching up is a recorded, repeatable step
-(:meth:`~langgraph_memory.store.index.ChromaIndex.sync`), so a Chroma failure
+(`sync()`), so a Chroma failure
 after the commit is logged and repaired later, never reported as a failed put.
 """
 
@@ -40,7 +40,7 @@ REINDEX_KEY = "reindex_to"
 
 
 def dumps_value(value: dict[str, Any]) -> str:
-    """A value as compact JSON, or :class:`ValidationError` when it is not JSON (NaN included)."""
+    """A value as compact JSON, or `ValidationError` when it is not JSON (NaN included)."""
     try:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -68,7 +68,7 @@ def index_paths(paths: Any) -> list[tuple[str, Any]]:
 
 
 def check_vectors(vectors: Sequence[Sequence[float]], dims: int | None, what: str) -> np.ndarray:
-    """Vectors as a float32 matrix, or :class:`EmbeddingModelError` for a wrong size, NaN or zero vector."""
+    """Vectors as a float32 matrix, or `EmbeddingModelError` for a wrong size, NaN or zero vector."""
     if not vectors:
         return np.zeros((0, dims or 0), dtype=np.float32)
     try:

@@ -112,7 +112,7 @@ def _make_embeddings(embed: Any) -> Embeddings:
 
 
 def _embedded(fn: Callable[[], T], what: str) -> T:
-    """Run an embedding call; the model's own exception comes out as :class:`EmbeddingModelError`."""
+    """Run an embedding call; the model's own exception comes out as `EmbeddingModelError`."""
     try:
         return fn()
     except LangGraphMemoryError:
@@ -152,11 +152,11 @@ class ChromaStore(BaseStore):
     once the catalog committed it, and survives the process being killed at
     any instant. Chroma is an index derived from the catalog: checked on
     open, repaired or rebuilt from the catalog's vectors when it disagrees or
-    is damaged (:meth:`rebuild_index`), never the only copy of anything.
-    Searches are planned from the catalog's counts (:meth:`explain`).
+    is damaged (`rebuild_index()`), never the only copy of anything.
+    Searches are planned from the catalog's counts (`explain()`).
 
     A search with a query ranks by cosine similarity, as ``InMemoryStore``
-    does, unless ``ranking`` is a :class:`~langgraph_memory.ranking.HybridRanking`:
+    does, unless ``ranking`` is a [`HybridRanking`][langgraph_memory.HybridRanking]:
     then keyword and vector candidates are fused and weighted by age and use
     (``Memory.open`` turns this on). The catalog keeps a keyword index (SQLite
     FTS5) of every item's embedded text either way.
@@ -175,7 +175,7 @@ class ChromaStore(BaseStore):
         lock_timeout: seconds to wait for another process before raising
             ``LockTimeoutError`` (argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT``
             > config file > 30).
-        settings: already resolved :class:`~langgraph_memory.config.Settings`
+        settings: already resolved [`Settings`][langgraph_memory.Settings]
             (``Memory.open`` passes its own); instead of ``data_dir`` and
             ``lock_timeout``.
         access_flush_interval: seconds between applying noted reads
@@ -193,7 +193,7 @@ class ChromaStore(BaseStore):
             Collections that do not fit are searched from the catalog and
             Chroma; 0 turns the cache off.
         ranking: ``None`` (plain cosine, scores identical to ``InMemoryStore``'s)
-            or a :class:`~langgraph_memory.ranking.HybridRanking` (hybrid keyword
+            or a [`HybridRanking`][langgraph_memory.HybridRanking] (hybrid keyword
             + vector search with temporal decay and reinforcement; scores in
             [0, 1]). Kept in the attribute ``ranking``, which may be changed.
         collections: the [CollectionRegistry][langgraph_memory.store.registry.CollectionRegistry]
@@ -202,7 +202,7 @@ class ChromaStore(BaseStore):
             general collection that takes any value in any namespace, exactly
             as ``InMemoryStore`` does.
 
-    Example:
+    Examples:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
         >>> import tempfile
         >>> store = ChromaStore(data_dir=tempfile.mkdtemp(),
@@ -348,7 +348,7 @@ class ChromaStore(BaseStore):
         ``async with``), so code written for LangGraph's stores runs unchanged.
         Other arguments are the constructor's (``index=``, ``ttl=``...).
 
-        Example:
+        Examples:
             >>> with ChromaStore.from_conn_string(":memory:") as store:
             ...     store.setup()
             ...     store.put(("users", "u1"), "prefs", {"text": "short reports"})
@@ -370,7 +370,7 @@ class ChromaStore(BaseStore):
         self._check_open()
 
     async def asetup(self) -> None:
-        """Async :meth:`setup`."""
+        """Async `setup()`."""
         self._check_open()
 
     @property
@@ -391,8 +391,8 @@ class ChromaStore(BaseStore):
         Retired and superseded items are left out, as searches leave them
         out, unless ``include_retired``.
 
-        Example:
-            >>> store.collection("lessons").get(include=["documents"])["documents"]  # doctest: +SKIP
+        Examples:
+            >>> store.collection("lessons").get(include=["documents"])["documents"]  # needs an open store (store) holding the items named  # doctest: +SKIP
             ['Short lookbacks whipsaw in volatile regimes']
         """
         embed = self._embed_query if self.embeddings is not None else None
@@ -406,8 +406,8 @@ class ChromaStore(BaseStore):
         store, which keeps the catalog, timestamps and lineage consistent.
         Retired and superseded items are left out unless ``include_retired``.
 
-        Example:
-            >>> retriever = store.as_vectorstore("research").as_retriever()  # doctest: +SKIP
+        Examples:
+            >>> retriever = store.as_vectorstore("research").as_retriever()  # needs an open store (store) holding the items named  # doctest: +SKIP
         """
         if self.embeddings is None:
             raise ConfigError("as_vectorstore needs a store built with index= (an embedding model)")
@@ -443,8 +443,8 @@ class ChromaStore(BaseStore):
     ) -> list[SearchItem]:
         """``BaseStore.search``; retired and superseded items are left out unless ``include_retired``.
 
-        Example:
-            >>> store.search(("research",), query="momentum", include_retired=True)   # doctest: +SKIP
+        Examples:
+            >>> store.search(("research",), query="momentum", include_retired=True)  # needs an open store (store) holding the items named  # doctest: +SKIP
         """
         return self.batch([self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl, include_retired)])[0]  # type: ignore[return-value]
 
@@ -460,7 +460,7 @@ class ChromaStore(BaseStore):
         refresh_ttl: bool | None = None,
         include_retired: bool = False,
     ) -> list[SearchItem]:
-        """Async :meth:`search`."""
+        """Async `search()`."""
         op = self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl, include_retired)
         return (await self.abatch([op]))[0]  # type: ignore[return-value]
 
@@ -489,10 +489,10 @@ class ChromaStore(BaseStore):
         limit: int = 10,
         offset: int = 0,
     ) -> Plan:
-        """The plan a :meth:`search` with these arguments gets (nothing is run or embedded).
+        """The plan a `search()` with these arguments gets (nothing is run or embedded).
 
-        Example:
-            >>> print(store.explain(("memories", "u3"), query="risk"))          # doctest: +SKIP
+        Examples:
+            >>> print(store.explain(("memories", "u3"), query="risk"))  # needs an open store (store) holding the items named  # doctest: +SKIP
             exact over memories; 100 items in scope; ~100 candidates
         """
         op = self._check_search(SearchOp(namespace_prefix, filter, limit, offset, query))
@@ -514,15 +514,20 @@ class ChromaStore(BaseStore):
     ) -> list[SearchItem]:
         """Items nearest ``vector``, an embedding made elsewhere, by cosine similarity (best first).
 
-        Planned like :meth:`search` (no query is embedded, and no keyword
+        Planned like `search()` (no query is embedded, and no keyword
         ranking applies). Retired, superseded and expired items are left out,
         and so is every item for which ``exclude(namespace, key)`` is true.
         Reads here refresh no TTL.
 
-        Example:
-            >>> vec = store.embeddings.embed_query("momentum")                    # doctest: +SKIP
-            >>> store.search_by_vector(("research",), vec, limit=1)[0].key       # doctest: +SKIP
-            'f1'
+        Examples:
+            >>> import tempfile
+            >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+            >>> emb = DeterministicFakeEmbedding(size=16)
+            >>> with ChromaStore(data_dir=tempfile.mkdtemp(), index={"dims": 16, "embed": emb}) as store:
+            ...     store.put(("notes",), "n1", {"text": "momentum fades"})
+            ...     store.put(("notes",), "n2", {"text": "carry unwinds"})
+            ...     [h.key for h in store.search_by_vector(("notes",), emb.embed_query("carry unwinds"), limit=1)]
+            ['n2']
         """
         self._check_open()
         op = self._check_search(SearchOp(namespace_prefix, filter, limit, offset, None, False))
@@ -546,8 +551,8 @@ class ChromaStore(BaseStore):
         done, total)``); the old index serves searches until the new one is
         complete.
 
-        Example:
-            >>> store.rebuild_index().total      # doctest: +SKIP
+        Examples:
+            >>> store.rebuild_index().total  # needs an open store (store) holding the items named  # doctest: +SKIP
             1200
         """
         self._check_open()
@@ -560,8 +565,8 @@ class ChromaStore(BaseStore):
         re-embedding cut short. To move to another model, open the store
         with it and ``reindex=True``.
 
-        Example:
-            >>> store.reindex(progress=False)     # doctest: +SKIP
+        Examples:
+            >>> store.reindex(progress=False)  # needs an open store (store) holding the items named  # doctest: +SKIP
             1200
         """
         self._check_open()
@@ -811,7 +816,7 @@ class ChromaStore(BaseStore):
         return len(doomed)
 
     def count_expired(self) -> int:
-        """How many items :meth:`sweep_ttl` would delete now (a dry run; nothing is flushed or deleted)."""
+        """How many items `sweep_ttl()` would delete now (a dry run; nothing is flushed or deleted)."""
         now = time.time()
         with self.catalog.read() as conn:
             return sum(

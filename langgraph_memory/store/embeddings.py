@@ -12,7 +12,7 @@ embeddings object, does not import torch; the first ``embed_*`` call does.
     vec = emb.embed_query("rising rates hurt growth stocks")
     assert len(vec) == 384
 
-:class:`CachedEmbeddings` wraps any LangChain ``Embeddings`` so that text
+[`CachedEmbeddings`][langgraph_memory.CachedEmbeddings] wraps any LangChain ``Embeddings`` so that text
 already embedded by the same model is never sent to the model again.
 """
 
@@ -80,9 +80,9 @@ class SentenceTransformerEmbeddings(Embeddings):
         normalize: return unit-length vectors (cosine similarity = dot product).
         batch_size: texts per forward pass.
 
-    Example:
-        >>> emb = SentenceTransformerEmbeddings()       # doctest: +SKIP
-        >>> len(emb.embed_documents(["a", "b"]))         # doctest: +SKIP
+    Examples:
+        >>> emb = SentenceTransformerEmbeddings()  # loads the real model (seconds)  # doctest: +SKIP
+        >>> len(emb.embed_documents(["a", "b"]))  # loads the real model (seconds)  # doctest: +SKIP
         2
     """
 
@@ -101,7 +101,7 @@ class SentenceTransformerEmbeddings(Embeddings):
 
     @property
     def loaded(self) -> bool:
-        """Whether the model is in memory (the first ``embed_*`` call, or :meth:`load`, loads it)."""
+        """Whether the model is in memory (the first ``embed_*`` call, or `load()`, loads it)."""
         return self._model is not None
 
     def load(self) -> None:
@@ -109,9 +109,9 @@ class SentenceTransformerEmbeddings(Embeddings):
 
         Loading logs at INFO when it starts and when it ends, with the time it took.
 
-        Example:
-            >>> emb = SentenceTransformerEmbeddings()       # doctest: +SKIP
-            >>> emb.load(); emb.loaded                      # doctest: +SKIP
+        Examples:
+            >>> emb = SentenceTransformerEmbeddings()  # loads the real model (seconds)  # doctest: +SKIP
+            >>> emb.load(); emb.loaded  # loads the real model (seconds)  # doctest: +SKIP
             True
         """
         self._load()
@@ -186,7 +186,7 @@ def default_embeddings(model_name: str | None = None) -> SentenceTransformerEmbe
 def embeddings_model_id(embeddings: Embeddings) -> str:
     """A stable name for the model behind ``embeddings``, used as the cache key and recorded in the catalog.
 
-    A :class:`CachedEmbeddings` is seen through; any other wrapper is a model
+    A [`CachedEmbeddings`][langgraph_memory.CachedEmbeddings] is seen through; any other wrapper is a model
     of its own (it may change the vectors), so it is named by its own class.
     """
     if isinstance(embeddings, CachedEmbeddings):
@@ -261,9 +261,9 @@ class CachedEmbeddings(Embeddings):
       writing works again); the vectors stay in the in-memory LRU. The same
       at open, or a lock held past the timeout: the cache runs without the file.
 
-    :attr:`file_in_use` says whether the file is being used.
+    `file_in_use` says whether the file is being used.
 
-    Example:
+    Examples:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
         >>> emb = CachedEmbeddings(DeterministicFakeEmbedding(size=8))
         >>> a = emb.embed_documents(["same text"]); b = emb.embed_documents(["same text"])

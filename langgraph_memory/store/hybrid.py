@@ -1,26 +1,26 @@
 """Hybrid search: keyword and vector candidates, fused, then weighted by age and use.
 
 A search with a query, when the store's ``ranking`` is a
-:class:`~langgraph_memory.ranking.HybridRanking`, runs two searches over the
+[`HybridRanking`][langgraph_memory.HybridRanking], runs two searches over the
 same scope and filter and ranks their union:
 
 * **vector candidates**: the planner's own search (``exact`` or ``hnsw``,
-  :mod:`.planner`), asked for ``ranking.candidates`` results;
+  `planner`), asked for ``ranking.candidates`` results;
 * **keyword candidates**: the catalog's keyword index
-  (:mod:`langgraph_memory.catalog.keywords`), scoped by the same SQL the
+  (`langgraph_memory.catalog.keywords`), scoped by the same SQL the
   planner builds for the namespace prefix and the filter index
-  (:meth:`~.planner.Planner.candidate_ids` when the vector plan is ``exact``,
+  (`candidate_ids()` when the vector plan is ``exact``,
   else the plan's ``scope_sql``), each checked against the whole filter as
   vector hits are.
 
 Each candidate then has both scores: the keyword index scores every item
 holding a query word at once, and a keyword candidate's cosine comes from its
-vectors in the catalog. The ranking functions of :mod:`langgraph_memory.ranking`
+vectors in the catalog. The ranking functions of `langgraph_memory.ranking`
 turn them into the final score.
 
     >>> from langgraph_memory.ranking import HybridRanking
-    >>> store = ChromaStore(data_dir="/tmp/m", index=..., ranking=HybridRanking())    # doctest: +SKIP
-    >>> store.search(("research",), query="SPY RSI(14) lookback 60")                   # doctest: +SKIP
+    >>> store = ChromaStore(data_dir="/tmp/m", index=..., ranking=HybridRanking())  # needs an open store (store) holding the items named  # doctest: +SKIP
+    >>> store.search(("research",), query="SPY RSI(14) lookback 60")  # needs an open store (store) holding the items named  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ class HybridSearch:
 def score_candidates(
     cands: list[Candidate], ranking: HybridRanking, *, now: float, collections: CollectionRegistry = PLAIN
 ) -> list[tuple[float, Candidate]]:
-    """Each candidate's final score (see :mod:`langgraph_memory.ranking`), best first.
+    """Each candidate's final score (see `langgraph_memory.store.ranking`), best first.
 
     ``collections`` says each namespace's memory type, which sets how fast it decays.
     """

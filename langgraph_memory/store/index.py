@@ -1,15 +1,15 @@
 """Chroma as a derived index: fed from the catalog, checked on open, rebuilt when damaged.
 
-The catalog (:mod:`langgraph_memory.catalog`) holds every item and vector;
+The catalog (`langgraph_memory.catalog`) holds every item and vector;
 Chroma holds only vectors, one collection per store collection, with ids
 ``"<item id>"`` and ``"<item id>:<n>"`` for an item's further vectors. Every
 change reaches Chroma after the catalog committed it, through the catalog's
-queue (:meth:`ChromaIndex.sync`): applying a queued change upserts what the
+queue (`ChromaIndex.sync()`): applying a queued change upserts what the
 catalog holds now and deletes what it no longer holds, so applying twice, or
 after a crash, is harmless.
 
 Opening checks that Chroma agrees with the catalog, as cheaply as the
-situation allows (:meth:`ChromaIndex.open`):
+situation allows (`ChromaIndex.open()`):
 
 * after a clean close, when the folder's files are exactly as sealed, nothing
   more than applying what is queued;
@@ -20,7 +20,7 @@ situation allows (:meth:`ChromaIndex.open`):
   catalog's vectors into a new folder (or, on a Chroma server, new
   collections), and the store switches over; nothing is re-embedded.
 
-:meth:`ChromaIndex.rebuild` does the same on request, with a progress bar.
+`ChromaIndex.rebuild()` does the same on request, with a progress bar.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ _BROKEN_KEY = "index_broken"
 _BATCH = 1000
 _SAMPLES = 32
 #: After an unclean shutdown, at most this many records changed since the index was last verified are
-#: checked per collection (the newest), besides :data:`_SAMPLES` random ones.
+#: checked per collection (the newest), besides `_SAMPLES` random ones.
 _RECENT_MAX = 2000
 _VERIFIED_KEY = "index_verified:"
 #: After an unclean shutdown an index of at most this many vectors is rebuilt from the catalog rather than
@@ -85,7 +85,7 @@ def record_id(item_id: int, idx: int) -> str:
 
 
 def parse_record_id(rid: str) -> tuple[int, int]:
-    """``(item id, vector number)`` of a Chroma id made by :func:`record_id`."""
+    """``(item id, vector number)`` of a Chroma id made by `record_id()`."""
     head, _, tail = rid.partition(":")
     return int(head), int(tail) if tail else 0
 
@@ -119,9 +119,9 @@ class ChromaIndex:
             its collections get names unique to this catalog.
         lock_timeout: seconds to wait for another process.
 
-    Example:
-        >>> index = store.index                        # doctest: +SKIP
-        >>> index.rebuild().total                      # doctest: +SKIP
+    Examples:
+        >>> index = store.index  # needs an open store (store) holding the items named  # doctest: +SKIP
+        >>> index.rebuild().total  # needs an open store (store) holding the items named  # doctest: +SKIP
         1200
     """
 
@@ -420,7 +420,7 @@ class ChromaIndex:
         return out
 
     def _recent(self, conn: Any, collection: str) -> list[list[Any]]:
-        """The records Chroma applied since it was last verified (the newest :data:`_RECENT_MAX`).
+        """The records Chroma applied since it was last verified (the newest `_RECENT_MAX`).
 
         A process killed while Chroma wrote its HNSW files can leave a record
         that its own vector no longer finds while the folder otherwise opens
@@ -487,7 +487,7 @@ class ChromaIndex:
 
     @staticmethod
     def _samples(conn: Any, collection: str, n_vectors: int) -> list[list[Any]]:
-        """Up to :data:`_SAMPLES` vectors of ``collection`` Chroma must hold (none still queued)."""
+        """Up to `_SAMPLES` vectors of ``collection`` Chroma must hold (none still queued)."""
         if not n_vectors:
             return []
         # Two statements: min and max together defeat SQLite's min/max optimisation (a full scan).

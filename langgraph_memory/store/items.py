@@ -5,9 +5,9 @@ texts they embed), deletes items only if unchanged since they were read, and
 restores archived items exactly as they were. Every write goes through the
 catalog's transactions and then the Chroma index, as puts do.
 
-    >>> store.items.count("lessons_learned")                       # doctest: +SKIP
+    >>> store.items.count("lessons_learned")  # needs an open store (store) holding the items named  # doctest: +SKIP
     12
-    >>> for item in store.items.iter_items("lessons_learned"):     # doctest: +SKIP
+    >>> for item in store.items.iter_items("lessons_learned"):  # needs an open store (store) holding the items named  # doctest: +SKIP
     ...     print(item.key, item.last_activity)
 """
 
@@ -150,7 +150,7 @@ class StoreItems:
         reason: str | None = None,
         superseded_by: ItemKey | None = None,
     ) -> list[ItemStatus]:
-        """:meth:`set_status` inside the caller's write transaction; keys not live are skipped."""
+        """`set_status()` inside the caller's write transaction; keys not live are skipped."""
         found = _status.targets(conn, keys, self._collection_of)
         return _status.mark(conn, found.values(), status, reason=reason, now=time.time(), superseded_by=superseded_by)
 
@@ -184,8 +184,8 @@ class StoreItems:
         transaction of its last chunks). Returns each put's item id (None
         for a delete).
 
-        Example:
-            >>> store.items.put_many([PutOp(("documents",), "c1", {"content": "..."}, index=["content"])])  # doctest: +SKIP
+        Examples:
+            >>> store.items.put_many([PutOp(("documents",), "c1", {"content": "..."}, index=["content"])])  # needs an open store (store) holding the items named  # doctest: +SKIP
             [1]
         """
         return self._put_many(list(ops), before)
@@ -219,7 +219,7 @@ class StoreItems:
                 return
 
     def get_items(self, collection: str, uids: list[str], *, with_vectors: bool = False) -> list[StoredItem]:
-        """Items of a collection by uid (:func:`~langgraph_memory.catalog.item_uid`); missing ones are skipped."""
+        """Items of a collection by uid (`item_uid()`); missing ones are skipped."""
         with self.catalog.read() as conn:
             found = _items.get_by_uids(conn, self.collections.by_name(collection).name, uids)
         if with_vectors:

@@ -9,9 +9,9 @@ cap) and picks, per collection, one of:
     up to ``exact_max`` candidate vectors (or a whole collection of up to
     ``exact_max * FULL_SCAN_FACTOR`` vectors, scored in place), against
     their vectors held in memory
-    (:class:`~langgraph_memory.store.vectors.VectorCache`, loaded from the
+    (`VectorCache`, loaded from the
     catalog by the first search that needs it and kept in step after); up
-    to :data:`UNCACHED_MAX` read from the catalog instead when the collection
+    to `UNCACHED_MAX` read from the catalog instead when the collection
     does not fit in the cache's budget (or is not loaded and the search is
     that small). No Chroma call, and the true top results.
 ``hnsw``
@@ -29,7 +29,7 @@ cap) and picks, per collection, one of:
 
 Every search reads one snapshot of the catalog (one read transaction).
 Chroma's ``where`` is never used: measured here, its cost grows with the
-whole collection, not with the matches (see PITFALLS). :meth:`Planner.explain`
+whole collection, not with the matches (see PITFALLS). `Planner.explain()`
 tells which plan a search gets, as a database's ``EXPLAIN`` does; the store
 logs every plan at debug level. The thresholds were chosen by measurement
 (``bench/store_bench.py``; see ``bench/RESULTS.md``).
@@ -178,9 +178,9 @@ class Planner:
         vectors: the in-memory copy of the catalog's vectors (None: read them from the catalog).
         exact_max: the most candidate items scored exactly (0: always through Chroma).
 
-    Example:
-        >>> plan = store.explain(("memories", "u3"), query="risk", filter={"kind": "note"})  # doctest: +SKIP
-        >>> plan.strategy                                                                    # doctest: +SKIP
+    Examples:
+        >>> plan = store.explain(("memories", "u3"), query="risk", filter={"kind": "note"})  # needs an open store (store) holding the items named  # doctest: +SKIP
+        >>> plan.strategy  # needs an open store (store) holding the items named  # doctest: +SKIP
         'exact'
     """
 
@@ -234,7 +234,7 @@ class Planner:
 
     @staticmethod
     def _filter_count(conn: sqlite3.Connection, conds: list[Condition]) -> int | None:
-        """Matches of the most selective condition, counted up to :data:`COUNT_CAP` (None: no condition)."""
+        """Matches of the most selective condition, counted up to `COUNT_CAP` (None: no condition)."""
         best: int | None = None
         for cond in conds:
             sql, params = cond.sql()
@@ -272,7 +272,7 @@ class Planner:
         ).tolist()
 
     def _sampled_candidates(self, conn: sqlite3.Connection, scope: _Scope, conds: list[Condition]) -> int:
-        """Items in scope matching ``conds``, estimated from :data:`SAMPLE` random items of the collection.
+        """Items in scope matching ``conds``, estimated from `SAMPLE` random items of the collection.
 
         For filters too common to count cheaply (the estimate sets how far an
         HNSW round over-fetches): drawn from the vectors in memory when the

@@ -1,17 +1,17 @@
 """Ranking search results: hybrid fusion, temporal decay with reinforcement, the relevance threshold.
 
-A search with :class:`HybridRanking` on (``ChromaStore(ranking=HybridRanking())``,
+A search with [`HybridRanking`][langgraph_memory.HybridRanking] on (``ChromaStore(ranking=HybridRanking())``,
 the default of ``Memory.open``) scores each candidate in three steps, each
 keeping the score in [0, 1], higher better:
 
 1. **similarity**: the cosine similarity of the query and the item's best
-   vector, clipped at 0 (seed 001's relevance percentage / 100);
-2. **relevance** = :func:`fuse` (similarity, keyword): keyword evidence can
+   vector, clipped at 0 (the relevance percentage / 100);
+2. **relevance** = `fuse()` (similarity, keyword): keyword evidence can
    only raise a score: ``1 - (1 - similarity) * (1 - keyword_weight * keyword)``,
    where ``keyword`` is the item's BM25 score over the best BM25 score among
    the candidates (the best keyword match gets 1, an item without any query
    word 0 and keeps its cosine);
-3. **final** = :func:`calculate_final_score`: ``relevance * (1 - temporal_share
+3. **final** = `calculate_final_score()`: ``relevance * (1 - temporal_share
    + temporal_share * retention)``, where ``retention`` =
    ``min(1, temporal_weight(age) * importance_multiplier(accesses))``: a new
    or much-used memory keeps its relevance, an old unused one loses up to
@@ -23,26 +23,23 @@ weighted sum of normalised scores and a query-adaptive weight
 
 **The relevance threshold.** One rule for every caller that recalls (graph
 nodes, agent tools and the typed research API, which apply
-:data:`~langgraph_memory.config.MIN_RELEVANCE` = 0.3 by default): an item
+`MIN_RELEVANCE` = 0.3 by default): an item
 passes ``min_relevance`` only with a score at least that high, so unscored
 items (a search without a query) never pass it. With plain cosine ranking the
-score is seed 001's relevance percentage / 100. With hybrid ranking it is the
+score is the relevance percentage / 100. With hybrid ranking it is the
 final score above: an item sharing no word with the query passes exactly when
 its cosine does (decay aside), a keyword match lets an item pass with a lower
 cosine, and an old, unused memory needs a higher one.
 
-Temporal weighting follows seed 002's ``TemporalConfig``: a memory's weight
+Temporal weighting (``TemporalConfig``): a memory's weight
 decays exponentially with its age, at a rate per hour set by its memory type
-(:data:`MEMORY_TYPES` maps each collection to one), and every access raises
+(`MEMORY_TYPES` maps each collection to one), and every access raises
 its importance by ``access_boost_factor``, up to ``max_importance_multiplier``.
 A memory whose weight fell under ``forgetting_threshold`` may be forgotten.
 
-The decay is ``exp(-rate * hours)``, with the rates of seed 002's table. The
-seed's usage example (weight 0.9 after an hour, 0.4 after a day) does not fit
-any one of its rates under either exponential or hyperbolic decay; we keep
-the table, which the seed states as configuration, and document the
-resulting weights: an episodic memory keeps 0.79 of its weight after a day
-and 0.09 after ten days; a semantic one 0.98 after a day and 0.48 after a month.
+The decay is ``exp(-rate * hours)``, with a rate per memory type. The rates
+are configuration (`TemporalConfig`); with the defaults an episodic memory
+keeps 0.79 of its weight after a day and 0.09 after ten days; a semantic one 0.98 after a day and 0.48 after a month.
 """
 
 from __future__ import annotations
@@ -74,9 +71,9 @@ S = TypeVar("S", bound=SearchItem)
 
 @dataclass(frozen=True)
 class TemporalConfig:
-    """How memories decay with age and gain weight with use (seed 002's defaults).
+    """How memories decay with age and gain weight with use (the defaults are configuration).
 
-    Example:
+    Examples:
         >>> cfg = TemporalConfig(episodic_memory_decay=0.05)
         >>> round(temporal_weight(24.0, "episodic", cfg), 3)
         0.301
@@ -124,7 +121,7 @@ class TemporalConfig:
 def temporal_weight(age_hours: float, memory_type: MemoryType = "episodic", config: TemporalConfig | None = None) -> float:
     """``exp(-rate * age_hours)``: 1.0 for a new memory, falling towards 0 (a negative age counts as 0).
 
-    Example:
+    Examples:
         >>> round(temporal_weight(24.0, "episodic"), 3), round(temporal_weight(1.0, "working"), 3)
         (0.787, 0.607)
     """
@@ -135,7 +132,7 @@ def temporal_weight(age_hours: float, memory_type: MemoryType = "episodic", conf
 def importance_multiplier(access_count: int, config: TemporalConfig | None = None, base_importance: float = 1.0) -> float:
     """``base_importance * (1 + access_boost_factor * access_count)``, capped at ``max_importance_multiplier``.
 
-    Example:
+    Examples:
         >>> importance_multiplier(5), importance_multiplier(1000)
         (1.5, 5.0)
     """
@@ -158,7 +155,7 @@ def retention(
     counts for more than a new one. A memory whose retention falls under
     ``forgetting_threshold`` may be forgotten.
 
-    Example:
+    Examples:
         >>> round(retention(24 * 7, 0), 3), round(retention(24 * 7, 10), 3), retention(0.0, 10)
         (0.186, 0.373, 1.0)
     """
@@ -177,11 +174,11 @@ def calculate_final_score(
 ) -> float:
     """A result's final score in [0, 1]: ``relevance * (1 - temporal_share + temporal_share * retention)``.
 
-    ``relevance`` is the similarity (or :func:`fuse`'s hybrid score) in [0, 1];
+    ``relevance`` is the similarity (or `fuse()`'s hybrid score) in [0, 1];
     ``temporal_share`` is how much of it age and use may take away. With a
     share of 0 the score is the relevance.
 
-    Example:
+    Examples:
         >>> calculate_final_score(0.8, age_hours=0.0)
         0.8
         >>> round(calculate_final_score(0.8, age_hours=24 * 30), 3)   # a month-old episode, never read
@@ -200,7 +197,7 @@ def fuse(similarity: float, keyword: float, keyword_weight: float) -> float:
     keyword score normalised to [0, 1]. Keyword evidence only ever raises the
     score; with ``keyword`` or ``keyword_weight`` 0 it is the cosine.
 
-    Example:
+    Examples:
         >>> fuse(0.5, 0.0, 0.6), fuse(0.5, 1.0, 0.6), fuse(0.2, 1.0, 0.0)
         (0.5, 0.8, 0.2)
     """
@@ -223,16 +220,16 @@ class HybridRanking:
     ``ChromaStore`` default) keeps plain cosine similarity, identical to
     ``InMemoryStore``. ``HybridRanking(temporal=None)`` fuses without decay;
     ``HybridRanking(keyword_weight=0.0, temporal=None)`` ranks as plain cosine.
-    How the score is made: see :mod:`langgraph_memory.ranking`.
+    How the score is made: see `langgraph_memory.ranking`.
 
-    Example:
+    Examples:
         >>> from langgraph_memory.ranking import HybridRanking, TemporalConfig
         >>> ranking = HybridRanking(temporal=TemporalConfig(episodic_memory_decay=0.001))
         >>> ranking.keyword_weight, ranking.temporal_share
         (0.6, 0.1)
     """
 
-    #: How far the best keyword match raises a score (see :func:`fuse`); 0 turns keywords off.
+    #: How far the best keyword match raises a score (see `fuse()`); 0 turns keywords off.
     keyword_weight: float = 0.6
     #: BM25 length normalisation ``b`` of keyword scores (0: none; FTS5's own is 0.75).
     length_norm: float = 0.3
@@ -240,7 +237,7 @@ class HybridRanking:
     candidates: int = 20
     #: Decay and reinforcement rates; None: no temporal weighting.
     temporal: TemporalConfig | None = field(default_factory=TemporalConfig)
-    #: The share of a score that age and use may take away (see :func:`calculate_final_score`).
+    #: The share of a score that age and use may take away (see `calculate_final_score()`).
     temporal_share: float = 0.1
     #: The clock ages are measured against (seconds since the epoch), e.g. to rank "as of" a date.
     clock: Callable[[], float] = time.time
@@ -258,7 +255,7 @@ class HybridRanking:
 def keep_relevant(items: Sequence[S], min_relevance: float | None) -> list[S]:
     """The items scoring at least ``min_relevance``, in their order (all of them when it is None).
 
-    Example:
+    Examples:
         >>> from langgraph.store.base import SearchItem
         >>> hits = [SearchItem(("n",), k, {}, None, None, score=s) for k, s in [("a", 0.9), ("b", 0.2), ("c", None)]]
         >>> [h.key for h in keep_relevant(hits, 0.5)], len(keep_relevant(hits, None))

@@ -1,7 +1,7 @@
 """Which collection an item lives in: the registry a store is given.
 
-A store does not know any domain. It is handed a [CollectionRegistry][langgraph_memory.store.registry.CollectionRegistry]
-that maps a namespace's first label to a [CollectionSpec][langgraph_memory.store.registry.CollectionSpec]: the Chroma
+A store does not know any domain. It is handed a [CollectionRegistry][langgraph_memory.CollectionRegistry]
+that maps a namespace's first label to a [CollectionSpec][langgraph_memory.CollectionSpec]: the Chroma
 collection's name, an optional pydantic schema that values must satisfy, the field that is embedded, how fast items
 decay, and when they are archived. Everything else goes to the general collection, ``memories``, and is taken as
 it comes, as LangGraph's ``InMemoryStore`` takes it.
@@ -178,12 +178,12 @@ class CollectionRegistry:
 
 
 class Default(enum.Enum):
-    """The type of [DEFAULT][langgraph_memory.store.registry.DEFAULT]."""
+    """The type of `DEFAULT`."""
 
     DEFAULT = "default"
 
 
-#: "Not given": a store then takes [default_collections][langgraph_memory.store.registry.default_collections]().
+#: "Not given": a store then takes [default_collections][langgraph_memory.store.default_collections]().
 DEFAULT = Default.DEFAULT
 
 #: A plain LangGraph store: one general collection, any value in any namespace.
