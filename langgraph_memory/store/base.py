@@ -446,7 +446,15 @@ class ChromaStore(BaseStore):
         Examples:
             >>> store.search(("research",), query="momentum", include_retired=True)  # needs an open store (store) holding the items named  # doctest: +SKIP
         """
-        return self.batch([self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl, include_retired)])[0]  # type: ignore[return-value]
+        # One search goes straight to its plan, not through batch's dispatch over every op type.
+        self._check_open()
+        op = self._check_search(
+            self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl, include_retired)
+        )
+        qvec = self._embed_query(op.query) if op.query and self.embeddings is not None else None
+        found = self._run_search(op, qvec, time.time())
+        self._start_flusher()
+        return found
 
     async def asearch(  # type: ignore[override]
         self,
@@ -717,9 +725,13 @@ class ChromaStore(BaseStore):
                     results[i] = list_namespaces(conn, op)
         if prep.puts:
             self._writer.write(prep.puts, doc_vecs, now=now)
+        self._start_flusher()
+        return results
+
+    def _start_flusher(self) -> None:
+        """Reads were noted: make sure they reach the catalog within the flush interval."""
         if self._access and not self._flusher.running and not self._closed:
             self._flusher.start()
-        return results
 
     # ------------------------------------------------------------ reads
 
