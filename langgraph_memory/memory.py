@@ -53,6 +53,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import IndexConfig, TTLConfig
 
+from langgraph_memory._infra.closing import close_all, unwind
 from langgraph_memory.research.procedures import ProceduralAPI
 from langgraph_memory.research.api import (
     HYPOTHESIS_STATUSES,
@@ -302,11 +303,7 @@ class Memory(ResearchAPI, ProceduralAPI):
 
                 checkpointer = SqliteCheckpointer(store.settings.checkpoints_path, lock_timeout=store.settings.lock_timeout)
         except BaseException:
-            for close in reversed(opened):
-                try:
-                    close()
-                except Exception:  # pragma: no cover - best effort on a failed open
-                    logger.exception("error while closing after a failed Memory.open")
+            unwind(opened, "Memory.open")
             raise
         logger.debug("opened memory at %s", store.settings.data_dir)
         return cls(store, checkpointer, scope=scope, owns_store=owns_store, owns_checkpointer=owns_checkpointer,
@@ -334,14 +331,7 @@ class Memory(ResearchAPI, ProceduralAPI):
             steps.append(self.store.close)
         if self._owns_checkpointer and hasattr(self.checkpointer, "close"):
             steps.append(self.checkpointer.close)  # type: ignore[attr-defined]
-        errors: list[BaseException] = []
-        for step in steps:
-            try:
-                step()
-            except Exception as exc:  # close everything, then report the first failure
-                errors.append(exc)
-        if errors:
-            raise errors[0]
+        close_all(steps)
 
     def __enter__(self) -> Memory:
         return self

@@ -37,6 +37,7 @@ from langgraph_memory.catalog import Catalog, StoredItem
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.legacy import has_legacy, import_legacy
+from langgraph_memory._infra.closing import close_all, unwind
 from langgraph_memory.config import Settings
 from langgraph_memory.store.embeddings import _DEFAULT_ALIASES, CachedEmbeddings, SentenceTransformerEmbeddings
 from langgraph_memory.store.ranking import HybridRanking
@@ -304,13 +305,9 @@ class ChromaStore(BaseStore):
             if reindex:
                 self._reembed(everything=False, progress=True)
         except BaseException:
-            for close in reversed(opened):
-                try:
-                    close()
-                except Exception:  # noqa: BLE001 - the first error is the one to report
-                    logger.debug("cleanup after a failed open failed", exc_info=True)
             if self.embeddings is not None:
-                self.embeddings.close()
+                opened.insert(0, self.embeddings.close)
+            unwind(opened, "store open")
             raise
         self._access = AccessLog()
         if isinstance(vector_cache_mb, bool) or not isinstance(vector_cache_mb, (int, float)) or vector_cache_mb < 0:
@@ -873,14 +870,7 @@ class ChromaStore(BaseStore):
         steps.append(self.catalog.close)
         if self._tempdir is not None:
             steps.append(self._tempdir.cleanup)
-        errors: list[BaseException] = []
-        for step in steps:
-            try:
-                step()
-            except Exception as exc:  # close everything, then report the first failure
-                errors.append(exc)
-        if errors:
-            raise errors[0]
+        close_all(steps)
 
     def __enter__(self) -> ChromaStore:
         return self
