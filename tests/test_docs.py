@@ -15,8 +15,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 
-pytest.importorskip("mkdocs", reason="the docs extra is not installed (pip install -e '.[docs]')")
-
 # Loaded by the build's interpreter before mkdocs: any attempt to open a network connection fails the build,
 # so a plugin that fetches (Material's social cards, privacy plugin, remote inventories) cannot slip in.
 _NO_NETWORK = '''
