@@ -29,15 +29,13 @@ The pieces, each usable alone:
   conversation sessions as short-term memory, their important turns promoted to episodic memory.
 
 From outside a graph: the ``langgraph-memory`` command line (`langgraph_memory.cli`) and the MCP
-server (`langgraph_memory.mcp_server`, ``langgraph-memory mcp``).
+server (`langgraph_memory.mcp.server`, ``langgraph-memory mcp``).
 """
 
 from __future__ import annotations
 
 from langgraph_memory import _compat
-
-_compat.install()
-
+from langgraph_memory._version import __version__ as __version__
 from langgraph_memory.research.procedures import ProceduralAPI
 from langgraph_memory.research.api import ResearchAPI
 from langgraph_memory.archive import Archiver, schedule_archival, schedule_session_cleanup
@@ -111,4 +109,5 @@ __all__ = [
 # The store itself only knows the registry interface; the façade decides which one.
 set_default_collections(RESEARCH)
 
-from langgraph_memory._version import __version__ as __version__
+# Old module paths (langgraph_memory.collections, ...) keep importing; the package's own imports use the new ones.
+_compat.install()

@@ -168,7 +168,7 @@ def _reembed(store: Any, items: list[StoredItem], progress: Progress | None) -> 
         matrix = store.items.check_vectors(
             store.embeddings.embed_documents([t for _, _, t in batch]), f"{len(batch)} bundle texts"
         )
-        for (it, i, _), vec in zip(batch, matrix):
+        for (it, i, _), vec in zip(batch, matrix, strict=True):
             it.vectors[i] = vec
         if progress is not None:
             progress("re-embed", start + len(batch), len(jobs))

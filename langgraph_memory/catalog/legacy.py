@@ -75,7 +75,7 @@ def import_legacy(
         got = col.get(include=["metadatas", "embeddings"])
         primaries: dict[str, _items.StoredItem] = {}
         extras: list[tuple[str, int, Any, str]] = []
-        for rid, meta, emb in zip(got["ids"], got["metadatas"] or [], got["embeddings"] if got["embeddings"] is not None else []):
+        for rid, meta, emb in zip(got["ids"], got["metadatas"] or [], got["embeddings"] if got["embeddings"] is not None else [], strict=False):
             decoded = _decode(meta, emb)
             if decoded is None:
                 continue

@@ -99,7 +99,7 @@ def recall(
     if include_parents and items:
         wanted = list(dict.fromkeys((tuple(it.namespace), it.value["parent_key"]) for it in items))
         got = store.batch([GetOp(ns, key) for ns, key in wanted])
-        parents = {w: g for w, g in zip(wanted, got) if g is not None}
+        parents = {w: g for w, g in zip(wanted, got, strict=True) if g is not None}
     hits = []
     for it in items:
         v = it.value

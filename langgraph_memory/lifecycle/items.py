@@ -270,7 +270,7 @@ class ItemLifecycle:
             children = _lin.children(conn, ids)
         statuses = self.store.items.statuses(keys)
         archiver = self._archiver()
-        for report, ident in zip(reports, keys):
+        for report, ident in zip(reports, keys, strict=True):
             it = live.get(ident)
             if it is not None:
                 report.live, report.vectors = True, it.n_vectors

@@ -430,7 +430,7 @@ class SessionMemory:
         ops: list[PutOp] = []
         promoted: list[SessionTurn] = []
         index: list[str] | Literal[False] = ["chunks[*]"] if self.store.embeddings is not None else False
-        for turn, (score, signals) in zip(turns, scored):
+        for turn, (score, signals) in zip(turns, scored, strict=True):
             if turn.pinned is not None:
                 score = turn.pinned
             key = _promo.memory_key(session_id, turn.index) if score >= cfg.promotion_threshold else None

@@ -114,7 +114,7 @@ def unreachable(col: Any, records: list[list[Any]], n_vectors: int) -> list[str]
         out = []
         res = col.query(query_embeddings=np.asarray([vec for _rid, vec in batch], dtype=np.float32), n_results=k,
                         include=["distances"])
-        for (rid, vec), ids, dists in zip(batch, res["ids"], res["distances"]):
+        for (rid, vec), ids, dists in zip(batch, res["ids"], res["distances"], strict=True):
             found = ids[:1] == [rid] if k == 1 else rid in ids
             if not found and not (dists and dists[0] < 1e-6):
                 out.append([rid, vec])

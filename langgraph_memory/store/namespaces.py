@@ -52,7 +52,7 @@ def _does_match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
         return False
     if condition.match_type not in ("prefix", "suffix"):
         raise NamespaceError(f"unsupported namespace match type {condition.match_type!r}; use prefix or suffix")
-    pairs = zip(namespace, path) if condition.match_type == "prefix" else zip(reversed(namespace), reversed(path))
+    pairs = zip(namespace, path, strict=False) if condition.match_type == "prefix" else zip(reversed(namespace), reversed(path), strict=False)
     return all(p == "*" or k == p for k, p in pairs)
 
 
