@@ -60,3 +60,12 @@ def real_embeddings():
     emb = SentenceTransformerEmbeddings()
     emb.embed_query("warm up")
     return emb
+
+
+@pytest.fixture
+def no_blocking() -> Iterator:
+    """Fail on any blocking call made on a running event loop, as the LangGraph server does."""
+    from tests.helpers.blocking import server_blockbuster
+
+    with server_blockbuster() as bb:
+        yield bb

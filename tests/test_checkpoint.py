@@ -565,10 +565,10 @@ async def test_async_read_does_not_overtake_a_queued_write(saver: SqliteCheckpoi
     import asyncio
 
     first = await saver.aput(generate_config("t"), generate_checkpoint(), generate_metadata(), {})
-    assert await saver.aget_tuple(generate_config("t")) is not None  # opens the loop connection
+    assert await saver.aget_tuple(generate_config("t")) is not None
     gate = threading.Event()
     blocker = asyncio.ensure_future(saver._worker.run(lambda: gate.wait(10)))
-    await asyncio.sleep(0)  # the worker is busy, so the put below is queued, not run on the loop
+    await asyncio.sleep(0)  # the worker is busy, so the put below is queued
     newer = generate_checkpoint()
     put = asyncio.ensure_future(saver.aput(first, newer, generate_metadata(), {}))
     await asyncio.sleep(0)

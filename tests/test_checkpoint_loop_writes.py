@@ -1,4 +1,5 @@
-"""aput/aput_writes committed on the event loop: order, lock fallback, WAL checkpoints."""
+"""aput/aput_writes from an event loop: committed on the worker, in call order, grouped,
+never blocking the loop (every test here runs under the LangGraph server's blockbuster)."""
 
 from __future__ import annotations
 
@@ -24,123 +25,122 @@ from tests.test_checkpoint_graphs import _chat_graph
 
 
 @pytest.fixture
-async def saver(tmp_path: Path) -> AsyncIterator[SqliteCheckpointer]:
-    async with SqliteCheckpointer(tmp_path / "cp.sqlite") as s:
-        # The first write goes to the worker, which then opens the loop's connection.
-        await s.aput(generate_config("warm"), generate_checkpoint(), generate_metadata(), {})
-        await _drain(s)
+async def saver(tmp_path: Path, no_blocking: Any) -> AsyncIterator[SqliteCheckpointer]:
+    s = await asyncio.to_thread(SqliteCheckpointer, tmp_path / "cp.sqlite")
+    async with s:
         yield s
 
 
-async def _drain(saver: SqliteCheckpointer) -> None:
-    """Wait until the worker has run everything queued (housekeeping included)."""
-    await saver._worker.run(lambda: None)
+def _outside(saver: SqliteCheckpointer, sql: str) -> Any:
+    """A query on a connection of its own, off the loop (blockbuster watches the loop)."""
+
+    def run() -> Any:
+        conn = sqlite3.connect(saver.path)
+        try:
+            return conn.execute(sql).fetchall()
+        finally:
+            conn.close()
+
+    return asyncio.to_thread(run)
 
 
-def _error_write(saver: SqliteCheckpointer, config: Any) -> Any:
-    (write,) = saver.get_tuple(config).pending_writes  # type: ignore[union-attr]
-    return write[2]
+def _busy_worker(saver: SqliteCheckpointer) -> tuple[threading.Event, asyncio.Future[Any]]:
+    gate = threading.Event()
+    return gate, asyncio.ensure_future(saver._worker.run(lambda: gate.wait(10)))
 
 
-async def test_write_commits_on_the_loop_when_nothing_waits(saver: SqliteCheckpointer) -> None:
-    before = saver._pool.loop_commits
+async def test_acknowledged_write_is_committed(saver: SqliteCheckpointer) -> None:
     config = await saver.aput(generate_config("t"), generate_checkpoint(), generate_metadata(), {})
     await saver.aput_writes(config, [("ch", 1)], "task")
-    assert saver._pool.loop_commits == before + 2
-    outside = sqlite3.connect(saver.path)  # acknowledged means committed: visible elsewhere
-    try:
-        assert outside.execute("SELECT count(*) FROM writes WHERE task_id = 'task'").fetchone() == (1,)
-    finally:
-        outside.close()
+    # Acknowledged means committed: visible on another connection.
+    assert await _outside(saver, "SELECT count(*) FROM writes WHERE task_id = 'task'") == [(1,)]
     saved = await saver.aget_tuple(generate_config("t"))
     assert saved is not None and saved.pending_writes == [("task", "ch", 1)]
 
 
-async def test_graph_writes_run_on_the_loop(saver: SqliteCheckpointer) -> None:
+async def test_graph_runs_from_the_loop(saver: SqliteCheckpointer) -> None:
     graph = _chat_graph(saver)
-    before = saver._pool.loop_commits
     for i in range(5):
         await graph.ainvoke({"messages": [HumanMessage(f"m{i}")]}, {"configurable": {"thread_id": "g"}})
-    # 4 puts and 3 put_writes per invoke; the first may still go to the worker.
-    assert saver._pool.loop_commits - before >= 4 * 7
     state = await graph.aget_state({"configurable": {"thread_id": "g"}})
     assert state.values["turns"] == 5 and len(state.values["messages"]) == 15
 
 
-async def test_loop_write_never_overtakes_a_queued_worker_write(saver: SqliteCheckpointer) -> None:
+async def test_writes_and_reads_keep_call_order(saver: SqliteCheckpointer) -> None:
     config = await saver.aput(generate_config("t"), generate_checkpoint(), generate_metadata(), {})
-    gate = threading.Event()
-    blocker = asyncio.ensure_future(saver._worker.run(lambda: gate.wait(10)))
-    await asyncio.sleep(0)  # the worker is now busy
-    before = saver._pool.loop_commits
+    gate, blocker = _busy_worker(saver)
+    await asyncio.sleep(0)
     # Special writes replace each other: the last one committed wins.
     first = asyncio.ensure_future(saver.aput_writes(config, [(ERROR, "first")], "task"))
-    await asyncio.sleep(0)
     second = asyncio.ensure_future(saver.aput_writes(config, [(ERROR, "second")], "task"))
-    await asyncio.sleep(0)
     read = asyncio.ensure_future(saver.aget_tuple(config))
     await asyncio.sleep(0)
     assert not first.done() and not second.done() and not read.done()
-    assert saver._pool.loop_commits == before  # both queued behind the busy worker
     gate.set()
     await asyncio.gather(blocker, first, second)
     seen = await read
     assert seen is not None and [w[2] for w in seen.pending_writes] == ["second"]
-    assert _error_write(saver, config) == "second"
-
-    # Once the queue is drained, writes run on the loop again, after the queued ones.
-    await _drain(saver)
-    await saver.aput_writes(config, [(ERROR, "third")], "task")
-    assert saver._pool.loop_commits == before + 1
-    assert _error_write(saver, config) == "third"
 
 
-async def test_locked_file_falls_back_to_the_worker_without_blocking_the_loop(
-    saver: SqliteCheckpointer,
-) -> None:
+async def test_writes_queued_together_share_one_commit(saver: SqliteCheckpointer) -> None:
+    configs = [
+        await saver.aput(generate_config(f"t{i}"), generate_checkpoint(), generate_metadata(), {})
+        for i in range(10)
+    ]
+    gate, blocker = _busy_worker(saver)
+    await asyncio.sleep(0)
+    commits = saver._pool._commits
+    writes = [
+        asyncio.ensure_future(saver.aput_writes(config, [("ch", i)], f"task-{i}"))
+        for i, config in enumerate(configs)
+    ]
+    await asyncio.sleep(0)
+    gate.set()
+    await asyncio.gather(blocker, *writes)
+    assert saver._pool._commits == commits + 1  # ten callers, one transaction
+    assert await _outside(saver, "SELECT count(*) FROM writes") == [(10,)]
+
+
+async def test_locked_file_waits_on_the_worker_not_the_loop(saver: SqliteCheckpointer) -> None:
     config = await saver.aput(generate_config("t"), generate_checkpoint(), generate_metadata(), {})
-    before = saver._pool.loop_commits
-    other = sqlite3.connect(saver.path, isolation_level=None)
-    other.execute("BEGIN IMMEDIATE")  # another connection holds the write lock
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_lock() -> None:  # another connection holds the write lock
+        other = sqlite3.connect(saver.path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        locked.set()
+        release.wait(30)
+        other.execute("ROLLBACK")
+        other.close()
+
+    holder = asyncio.ensure_future(asyncio.to_thread(hold_lock))
+    await asyncio.to_thread(locked.wait, 30)
     try:
         write = asyncio.ensure_future(saver.aput_writes(config, [("ch", "late")], "task"))
-        ticks = 0
-        while ticks < 20:  # the loop keeps running while the worker waits for the lock
+        for _ in range(20):  # the loop keeps running while the worker waits for the lock
             await asyncio.sleep(0.01)
-            ticks += 1
         assert not write.done()
-        # Later writes queue behind it, on the worker too: order is kept.
         after = asyncio.ensure_future(saver.aput_writes(config, [("ch", "later")], "task-2"))
         await asyncio.sleep(0.01)
         assert not after.done()
     finally:
-        other.execute("ROLLBACK")
-        other.close()
-    await asyncio.gather(write, after)
-    assert saver._pool.loop_commits == before
+        release.set()
+    await asyncio.gather(holder, write, after)
     saved = await saver.aget_tuple(config)
     assert saved is not None
     assert sorted(w[2] for w in saved.pending_writes) == ["late", "later"]
-    await _drain(saver)
-    await saver.aput_writes(config, [("ch", "free")], "task-3")  # the lock is free: on the loop
-    assert saver._pool.loop_commits == before + 1
 
 
-async def test_worker_checkpoints_the_wal_loop_writes_fill(saver: SqliteCheckpointer) -> None:
+async def test_wal_stays_bounded_under_async_writes(saver: SqliteCheckpointer) -> None:
     config = await saver.aput(generate_config("t"), generate_checkpoint(), generate_metadata(), {})
     wal = Path(f"{saver.path}-wal")
-    before = saver._pool.loop_commits
     payload = "x" * 4000  # about one WAL page per write, plus the index pages
     writes = 8 * _COMMITS_PER_CHECKPOINT
     sizes = []
     for i in range(writes):
         await saver.aput_writes(config, [("ch", payload)], f"task-{i}")
         if i % 50 == 0:
-            await asyncio.sleep(0)  # let posted checkpoints run, as a real loop would
-            sizes.append(wal.stat().st_size)
-    await _drain(saver)
-    # Nearly every write ran on the loop (those right after a checkpoint go to the worker).
-    assert saver._pool.loop_commits - before >= writes * 0.9
+            sizes.append((await asyncio.to_thread(wal.stat)).st_size)
     # Unchecked, the WAL would hold every write; checkpointed and restarted,
     # it stays within a few checkpoint intervals.
     per_write = (sizes[1] - sizes[0]) / 50  # before the first checkpoint
@@ -150,24 +150,10 @@ async def test_worker_checkpoints_the_wal_loop_writes_fill(saver: SqliteCheckpoi
     assert saved is not None and len(saved.pending_writes) == writes
 
 
-async def test_full_durability_never_writes_on_the_loop(tmp_path: Path) -> None:
-    async with SqliteCheckpointer(tmp_path / "full.sqlite", durability="full") as saver:
+async def test_full_durability_from_the_loop(tmp_path: Path, no_blocking: Any) -> None:
+    saver = await asyncio.to_thread(SqliteCheckpointer, tmp_path / "full.sqlite", durability="full")
+    async with saver:
         config = generate_config("t")
         for _ in range(3):
             config = await saver.aput(config, generate_checkpoint(), generate_metadata(), {})
-            await _drain(saver)
-        assert saver._pool.loop_commits == 0
         assert len([t async for t in saver.alist(generate_config("t"))]) == 3
-
-
-async def test_write_after_a_full_checkpoint_restarts_the_wal_on_the_worker(
-    saver: SqliteCheckpointer,
-) -> None:
-    """Restarting the WAL syncs its new header: that write must not run on the loop."""
-    config = await saver.aput(generate_config("t"), generate_checkpoint(), generate_metadata(), {})
-    await saver._worker.run(saver._pool.checkpoint_wal)  # nothing reads: copies everything
-    before = saver._pool.loop_commits
-    await saver.aput_writes(config, [("ch", 1)], "task-1")
-    assert saver._pool.loop_commits == before  # the restart went to the worker
-    await saver.aput_writes(config, [("ch", 2)], "task-2")
-    assert saver._pool.loop_commits == before + 1  # and the next one is on the loop again

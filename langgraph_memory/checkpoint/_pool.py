@@ -6,18 +6,13 @@ connection of its own for the length of one operation and takes it back
 afterwards, so any number of threads (LangGraph's background executor, our
 async worker) share a handful of connections without a global lock.
 
-Async callers get three extras (see ``_worker``): a group of writes queued
-together is committed in one transaction (`_ConnectionPool.write_group()`),
-and a short read or write may run on the caller's thread over a connection
-that never waits for a lock (`_ConnectionPool.read_nowait()`,
-`_ConnectionPool.write_nowait()`).
+Async callers (see ``_worker``) get group commit: writes queued together are
+committed in one transaction (`_ConnectionPool.write_group()`).
 
 WAL checkpoints are ours, not SQLite's: every connection has
 ``wal_autocheckpoint`` off, and the pool runs a PASSIVE checkpoint every
-``_COMMITS_PER_CHECKPOINT`` commits on a thread that may wait for the disk
-(the writer's own, or the async worker for writes made on an event loop).
-A checkpoint that empties the WAL also makes the next write go through a
-waiting thread: the write that restarts the WAL syncs its new header.
+``_COMMITS_PER_CHECKPOINT`` commits on the writer's thread (never an event
+loop: async writes run on the worker).
 
 Writes take the file's write lock up front (``BEGIN IMMEDIATE``) so two
 writers never deadlock upgrading read locks; a lock that cannot be had is
@@ -47,7 +42,7 @@ from typing import Any, TypeVar
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph_memory._infra.sqlite import is_lock_error, retry_locked, translate
+from langgraph_memory._infra.sqlite import retry_locked, translate
 from langgraph_memory.checkpoint.schema import (
     Durability,
     configure_connection,
@@ -72,10 +67,6 @@ Statement = tuple[str, Sequence[Any], bool]
 """``(sql, params, many)``: one write statement; ``many`` means ``executemany``."""
 
 
-class WouldBlock(Exception):
-    """``read_nowait``/``write_nowait`` could not run without waiting (no connection, or a lock)."""
-
-
 _COMMITS_PER_CHECKPOINT = 200
 """Commits between WAL checkpoints: ~1,000 WAL pages (SQLite's own default
 trigger) for a chat graph's puts of ~5 pages each."""
@@ -95,18 +86,7 @@ class _ConnectionPool:
         self.durability: Durability = durability
         self.busy_timeout = busy_timeout
         self._free: list[sqlite3.Connection] = []
-        # Connections with busy_timeout 0, for reads run on an event loop.
-        self._free_nowait: list[sqlite3.Connection] = []
-        self._nowait_count = 0
-        # The one connection event-loop writes use (busy_timeout 0), only
-        # while holding _write_lock; opened on the worker by add_loop_writer.
-        self._loop_writer: sqlite3.Connection | None = None
-        self.loop_commits = 0  # writes committed by write_nowait, for tests and benchmarks
         self._commits = 0  # by any writer of this pool, for WAL checkpoints; under _write_lock
-        # True when the next frame written restarts the WAL (it is empty or
-        # fully checkpointed): that write syncs the WAL header, so it must not
-        # run on an event loop. Starts True: we cannot tell for a file just opened.
-        self._wal_restart_pending = True
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         # Writers of this process queue here rather than in SQLite's busy
@@ -127,8 +107,8 @@ class _ConnectionPool:
             self._all.append(conn)
             self._free.append(conn)
 
-    def _open(self, *, nowait: bool = False) -> sqlite3.Connection:
-        busy_timeout = 0.0 if nowait else self.busy_timeout
+    def _open(self) -> sqlite3.Connection:
+        busy_timeout = self.busy_timeout
         try:
             conn = sqlite3.connect(
                 str(self.path),
@@ -213,18 +193,6 @@ class _ConnectionPool:
             else:
                 free.append(conn)
 
-    @contextmanager
-    def _nowait_errors(self, what: str) -> Iterator[None]:
-        """On a no-wait connection, "locked" means `WouldBlock`; other errors are ours."""
-        try:
-            yield
-        except sqlite3.OperationalError as exc:
-            if is_lock_error(exc):
-                raise WouldBlock from exc
-            raise self.error(exc, what) from exc
-        except sqlite3.Error as exc:
-            raise self.error(exc, what) from exc
-
     def retry(self, fn: Callable[[], T], *, what: str) -> T:
         """Run ``fn``, retrying while the file is locked, up to ``busy_timeout``.
 
@@ -246,45 +214,6 @@ class _ConnectionPool:
         """Run ``fn(conn)`` on a pooled connection, outside any write lock."""
         with self.connection() as conn:
             return self.retry(lambda: fn(conn), what=what)
-
-    def add_nowait_connection(self) -> None:
-        """Open one more connection for `read_nowait()` (opening may touch the disk)."""
-        conn = self._open(nowait=True)
-        with self._lock:
-            if self._closed:
-                conn.close()
-                return
-            self._all.append(conn)
-            self._free_nowait.append(conn)
-            self._nowait_count += 1
-
-    def nowait_idle(self) -> int:
-        """Idle connections `read_nowait()` can use."""
-        return len(self._free_nowait)
-
-    def nowait_count(self) -> int:
-        """Connections opened for `read_nowait()`, idle or not."""
-        return self._nowait_count
-
-    def read_nowait(self, fn: Callable[[sqlite3.Connection], T], *, what: str) -> T:
-        """Run the read ``fn(conn)`` now if that needs no wait, else raise `WouldBlock`.
-
-        The connection has ``busy_timeout`` 0, so SQLite answers "busy" at
-        once instead of sleeping; in WAL mode a reader is never blocked by
-        writers, so that only happens during WAL recovery or on a file that
-        is not in WAL mode. Without an idle connection we do not open one here.
-        """
-        with self._lock:
-            if self._closed:
-                raise self._closed_error()
-            if not self._free_nowait:
-                raise WouldBlock
-            conn = self._free_nowait.pop()
-        try:
-            with self._nowait_errors(what):
-                return fn(conn)
-        finally:
-            self._release(conn, self._free_nowait)
 
     def write_one(self, sql: str, params: Sequence[Any], *, what: str) -> None:
         """Run one write statement in autocommit mode (atomic by itself)."""
@@ -334,76 +263,8 @@ class _ConnectionPool:
         elif statements:
             self.write(lambda conn: execute_statements(conn, statements), what=what)
 
-    # -- writes on an event loop, and the WAL checkpoints they leave to others --
-
-    def add_loop_writer(self) -> None:
-        """Open the connection `write_nowait()` uses (opening may touch the disk).
-
-        Not with ``durability="full"``: every commit then syncs the WAL, a
-        wait no event loop may take, so all writes stay on the worker.
-        """
-        if self._loop_writer is not None or self.durability == "full":
-            return
-        conn = self._open(nowait=True)
-        with self._lock:
-            if self._closed or self._loop_writer is not None:
-                conn.close()
-                return
-            self._all.append(conn)
-            self._loop_writer = conn
-
-    def write_nowait(self, statements: Sequence[Statement], *, what: str) -> bool:
-        """Commit ``statements`` now if that needs no wait, else raise `WouldBlock`.
-
-        No wait means: the loop connection is open, no other thread of this
-        process is writing (``_write_lock`` is free right now), SQLite grants
-        the file's write lock at once (busy_timeout 0: another process
-        writing answers "busy" immediately), and the WAL does not restart
-        (which would sync its header). With ``wal_autocheckpoint`` off the
-        commit is then an append to the WAL, without fsync under
-        ``synchronous=NORMAL``. On `WouldBlock` nothing was written.
-
-        Returns True when a WAL checkpoint is due; the caller runs
-        `checkpoint_wal()` where waiting is allowed.
-        """
-        if self._wal_restart_pending or self._loop_writer is None:
-            raise WouldBlock
-        if not self._write_lock.acquire(blocking=False):
-            raise WouldBlock
-        try:
-            conn = self._loop_writer
-            if self._closed or conn is None:
-                raise self._closed_error()
-            with self._nowait_errors(what):
-                if len(statements) == 1 and not statements[0][2]:
-                    conn.execute(statements[0][0], statements[0][1])  # atomic by itself
-                else:
-                    conn.execute("BEGIN IMMEDIATE")
-                    try:
-                        execute_statements(conn, statements)
-                        conn.execute("COMMIT")
-                    except BaseException:
-                        rollback(conn)
-                        raise
-            self.loop_commits += 1
-            self._commits += 1
-            return self._commits % _COMMITS_PER_CHECKPOINT == 0
-        finally:
-            self._write_lock.release()
-
-    def checkpoint_wal(self) -> None:
-        """Run a PASSIVE WAL checkpoint now; it syncs the database file, so never on a loop."""
-        self._acquire_write_lock("checkpoint the WAL")
-        try:
-            with self.connection() as conn:
-                self._checkpoint(conn)
-        finally:
-            self._write_lock.release()
-
     def _after_commit(self, conn: sqlite3.Connection) -> None:
-        # Under _write_lock, on a thread that may wait for the disk. This
-        # write restarted the WAL if a checkpoint had emptied it.
-        self._wal_restart_pending = False
+        # Under _write_lock, on a thread that may wait for the disk.
         self._commits += 1
         if self._commits % _COMMITS_PER_CHECKPOINT == 0:
             self._checkpoint(conn)
@@ -411,12 +272,9 @@ class _ConnectionPool:
     def _checkpoint(self, conn: sqlite3.Connection) -> None:
         # Under _write_lock. PASSIVE: copies what no reader still needs, never waits.
         try:
-            busy, log, done = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         except sqlite3.Error as exc:
             logger.debug("WAL checkpoint of %s failed: %s", self.path, exc)
-            return
-        if not busy and log == done:  # all copied: the next writer restarts the WAL
-            self._wal_restart_pending = True
 
     def write_group(
         self, groups: Sequence[Sequence[Statement]], whats: Sequence[str]
@@ -448,17 +306,7 @@ class _ConnectionPool:
         """Close every idle connection; busy ones close when handed back."""
         with self._lock:
             self._closed = True
-            free, self._free = self._free + self._free_nowait, []
-            self._free_nowait = []
-        # The loop writer is only used under _write_lock; a writer holding it
-        # finishes within busy_timeout.
-        if self._write_lock.acquire(timeout=self.busy_timeout):
-            try:
-                if self._loop_writer is not None:
-                    free.append(self._loop_writer)
-                    self._loop_writer = None
-            finally:
-                self._write_lock.release()
+            free, self._free = self._free, []
         for conn in free:
             try:
                 conn.close()

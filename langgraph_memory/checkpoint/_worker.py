@@ -1,19 +1,17 @@
 """The thread that runs the async methods' SQLite work off the event loop.
 
-Three kinds of work are queued, and run in submission order:
+Two kinds of work are queued, and run in submission order:
 
 * a call (``run``): any function, run on its own;
 * a write (``write``): statements for one transaction. Writes queued back to
   back (a graph step's ``aput_writes`` and the next ``aput`` usually are)
   are committed together in one transaction, and each caller's future is
   resolved only after that COMMIT returns, so an acknowledged write is as
-  durable as one committed alone: group commit, not write-behind;
-* housekeeping (``post``): work nobody awaits, such as opening the event
-  loop's connections or checkpointing the WAL that loop writes fill.
+  durable as one committed alone: group commit, not write-behind.
 
-Reads and writes that cannot wait skip the queue and run on the event loop
-(see ``SqliteCheckpointer.aget_tuple`` and ``aput``), but only while the
-worker is ``idle``, so they never overtake queued work.
+Nothing of SQLite runs on the event loop: a read can meet WAL recovery, a
+commit another writer's lock, a WAL restart's fsync or a WAL checkpoint, and
+the LangGraph server fails a run that blocks its loop.
 
 Results go back to each event loop in one ``call_soon_threadsafe`` per group,
 not one per call: every wake-up of a busy loop costs a self-pipe write and
@@ -43,11 +41,10 @@ class _Call:
 
     def __init__(
         self,
-        loop: asyncio.AbstractEventLoop | None,
-        fut: asyncio.Future[Any] | None,
+        loop: asyncio.AbstractEventLoop,
+        fut: asyncio.Future[Any],
         fn: Callable[[], Any],
     ):
-        # loop and fut are None for housekeeping posted with ``post``: nobody awaits it.
         self.loop, self.fut, self.fn = loop, fut, fn
 
 
@@ -98,17 +95,6 @@ class _Worker:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._closed = False
-        # Calls submitted (under _lock) and finished (written by the worker
-        # thread only). The worker never takes _lock: a lock both threads
-        # take convoys with the GIL and costs the loop a thread switch.
-        self._submitted = 0
-        self._finished = 0
-
-    @property
-    def idle(self) -> bool:
-        """Nothing queued or running: work done now would not overtake a queued call."""
-        finished = self._finished  # read first: a stale value only says "busy"
-        return finished == self._submitted
 
     def _submit(self, item: _Call | _Write) -> None:
         with self._lock:
@@ -117,7 +103,6 @@ class _Worker:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
                 self._thread.start()
-            self._submitted += 1
             self._queue.put(item)
 
     async def run(self, fn: Callable[[], T]) -> T:
@@ -126,15 +111,6 @@ class _Worker:
         fut: asyncio.Future[T] = loop.create_future()
         self._submit(_Call(loop, fut, fn))
         return await fut
-
-    def post(self, fn: Callable[[], object]) -> None:
-        """Queue housekeeping ``fn()`` (opening a connection, a WAL checkpoint); nobody awaits it.
-
-        It runs in queue order like any call, so until it has finished the
-        worker is not ``idle`` and no event-loop fast path overtakes it.
-        Errors are logged, not raised.
-        """
-        self._submit(_Call(None, None, fn))
 
     async def write(self, statements: Sequence[Statement], what: str) -> None:
         """Execute ``statements`` in a transaction; return once it is committed."""
@@ -169,20 +145,10 @@ class _Worker:
             del items, item
 
     def _call(self, item: _Call) -> None:
-        if item.fut is None:
-            try:
-                item.fn()
-            except Exception:
-                logger.warning("checkpoint housekeeping %r failed", item.fn, exc_info=True)
-            finally:
-                self._finished += 1
-            return
-        assert item.loop is not None
         try:
             outcome: _Outcome = (item.fut, True, item.fn())
         except BaseException as exc:  # handed to the awaiting coroutine
             outcome = (item.fut, False, exc)
-        self._finished += 1
         _deliver(item.loop, [outcome])
 
     def _commit_group(self, writes: list[_Write]) -> None:
@@ -192,7 +158,6 @@ class _Worker:
             )
         except BaseException as exc:  # write_group reports per group; this is a bug guard
             errors = [exc] * len(writes)
-        self._finished += len(writes)
         by_loop: dict[asyncio.AbstractEventLoop, list[_Outcome]] = {}
         for w, error in zip(writes, errors):
             outcome = (w.fut, error is None, error)

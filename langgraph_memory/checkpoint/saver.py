@@ -38,11 +38,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph_memory._infra.sqlite import translate
 from langgraph_memory.checkpoint import _delta, _maintenance, _query, _writes
 from langgraph_memory.checkpoint._maintenance import ThreadInfo
-from langgraph_memory.checkpoint._pool import (
-    Statement,
-    WouldBlock,
-    _ConnectionPool,
-)
+from langgraph_memory.checkpoint._pool import Statement, _ConnectionPool
 from langgraph_memory.checkpoint._worker import _Worker
 from langgraph_memory.checkpoint.schema import Durability
 from langgraph_memory.config import Settings, resolve_lock_timeout
@@ -63,9 +59,9 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
     """A LangGraph checkpointer on one SQLite file, for sync and async graphs alike.
 
     One instance serves ``invoke``/``stream`` and ``ainvoke``/``astream``: the
-    async methods run the same SQLite work on a worker thread, or on the
-    event loop itself when that cannot wait (see ``aget_tuple`` and
-    ``aput``), so they never block the event loop on a lock or a disk sync.
+    async methods run the same SQLite work on a worker thread, in call order,
+    so they never block the event loop (the LangGraph server's blockbuster
+    check passes); back-to-back async writes share one commit.
     Many threads and several processes may share the file (WAL mode); a busy
     file is waited for up to ``lock_timeout`` seconds, then
     [`LockTimeoutError`][langgraph_memory.errors.LockTimeoutError] is raised.
@@ -153,10 +149,6 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         )
         # Async calls run their SQLite work on this thread, in call order.
         self._worker = _Worker(f"lgm-checkpoint:{resolved.name}", self._pool)
-        # Event-loop threads reading now (aget_tuple), each on a connection of its own.
-        self._max_nowait = 4
-        # Whether the connection for writes on the event loop was asked of the worker.
-        self._loop_writer_requested = False
         # The temporary folder of from_conn_string(":memory:"), removed on close.
         self._tempdir: Any = None
         logger.debug("opened checkpoint file %s", resolved)
@@ -358,31 +350,9 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
             return
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Async ``get_tuple``.
-
-        Read on the calling thread when that cannot wait: no async call of
-        this saver is queued (so it overtakes nothing), an idle connection
-        is open, and SQLite needs no lock (the connection's busy timeout is
-        0). The read is then three indexed queries (the row, its channel
-        blobs, its pending writes) plus deserializing them, which LangGraph's own async
-        savers also do on the loop: tens of microseconds for a typical
-        state, independent of thread length. Otherwise it goes to the
-        worker thread like every other call.
-        """
+        """Async ``get_tuple``, read on the worker thread after every async call queued before it."""
         reader = self._get_tuple_reader(config)
-        if self._worker.idle:
-            try:
-                return self._pool.read_nowait(reader, what="read a checkpoint")
-            except WouldBlock:
-                pass
-        return await self._worker.run(functools.partial(self._read_on_worker, reader))
-
-    def _read_on_worker(self, reader: Callable[[sqlite3.Connection], T]) -> T:
-        # Open the connection the next aget_tuple reads on now, here, so the
-        # event loop never waits for a file to open.
-        if self._pool.nowait_idle() == 0 and self._pool.nowait_count() < self._max_nowait:
-            self._pool.add_nowait_connection()
-        return self._pool.read(reader, what="read a checkpoint")
+        return await self._worker.run(functools.partial(self._pool.read, reader, what="read a checkpoint"))
 
     # -- writing -----------------------------------------------------------
 
@@ -425,38 +395,15 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """Async ``put``: serialized here, committed before the await returns.
+        """Async ``put``: serialized here, committed on the worker thread before the await returns.
 
-        The commit runs on the calling thread (the event loop) when that
-        cannot wait, mirroring ``aget_tuple``:
-
-        * no async call of this saver is queued on the worker, so the write
-          overtakes nothing and every later call sees it;
-        * the loop's write connection is open (it is opened on the worker,
-          never on the loop) and no other thread of this process is writing;
-        * SQLite grants the write lock at once: that connection's busy
-          timeout is 0, so another process (or connection) holding the lock
-          makes SQLite answer "busy" immediately instead of sleeping;
-        * the write does not restart the WAL (see below).
-
-        What then runs on the loop is bounded: one INSERT into B-tree pages
-        (normally in SQLite's page cache) and a COMMIT that appends the
-        changed pages to the WAL. With ``synchronous=NORMAL`` a WAL commit
-        does not fsync; it is a write into the OS page cache, and survives a
-        crash of this process like any other commit. The two steps of SQLite
-        that do sync never run here: WAL checkpoints (automatic checkpoints
-        are off; the worker checkpoints every few hundred commits) and the
-        first write after a checkpoint emptied the WAL (which syncs the new
-        WAL header: that write is left to the worker). A checkpoint by
-        another process can still, rarely, leave that restart to a loop write.
-        With ``durability="full"`` every commit syncs, so writes never run on
-        the loop.
-
-        Otherwise (the worker is busy, the lock is held, or SQLite answers
-        busy) the write is queued on the worker, which waits for the lock up
-        to ``busy_timeout`` and commits it, possibly together with other
-        queued writes. Either way the checkpoint is committed when the await
-        returns.
+        The event loop never runs SQLite: a COMMIT can wait for another
+        writer's lock, restart the WAL (an fsync) or run a WAL checkpoint,
+        and the LangGraph server fails any run that blocks its loop. Writes
+        queued back to back (a step's ``aput_writes`` and the next ``aput``,
+        or several threads' steps) are committed together in one
+        transaction (group commit); each await returns only after the COMMIT
+        that holds its write.
         """
         statements, saved = _writes.put_statements(self.serde, config, checkpoint, metadata, new_versions)
         await self._awrite(statements, "save a checkpoint")
@@ -469,27 +416,12 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """Async ``put_writes``: serialized here, committed before the await returns.
-
-        Committed on the event loop when that cannot wait, else on the
-        worker thread, exactly as ``aput`` describes.
-        """
+        """Async ``put_writes``: serialized here, committed on the worker thread (see :meth:`aput`)."""
         statements = _writes.put_writes_statements(self.serde, config, writes, task_id, task_path)
         if statements:
             await self._awrite(statements, "save pending writes")
 
     async def _awrite(self, statements: Sequence[Statement], what: str) -> None:
-        if self._worker.idle:
-            try:
-                if self._pool.write_nowait(statements, what=what):
-                    self._worker.post(self._pool.checkpoint_wal)
-                return
-            except WouldBlock:
-                pass
-        if not self._loop_writer_requested:
-            # Opened on the worker, ahead of this write: the loop never waits for a file to open.
-            self._loop_writer_requested = True
-            self._worker.post(self._pool.add_loop_writer)
         await self._worker.write(statements, what)
 
     def get_next_version(self, current: str | None, channel: None) -> str:
