@@ -1,0 +1,126 @@
+"""Measure how long an event loop is kept from running, while async memory work runs on it.
+
+A ticker coroutine sleeps 1 ms at a time and records, for every tick, two
+intervals since the previous tick:
+
+* ``wall``: real time. What a user of the loop sees, but on a loaded machine
+  it also counts time the process waited for a CPU, and time the loop thread
+  waited for the GIL that another thread held.
+* ``cpu``: CPU time of the loop thread (``time.thread_time``). Only work the
+  loop thread itself ran between two ticks: the callbacks and coroutine steps
+  that held the loop. Waiting for a CPU, for the GIL or in ``select`` adds
+  nothing, so it barely moves with the machine's load.
+
+* ``waited`` (Linux, only with ``schedstat=True``): of ``wall``, the time
+  the loop thread was ready to run but had no CPU (from
+  ``/proc/thread-self/schedstat``), i.e. the machine's load. Then
+  ``wall - cpu - waited`` is the time the loop thread slept: its 1 ms timer,
+  plus any wait for the GIL or for a blocking call.
+
+Blocking that costs no CPU (a sleep, a disk sync, a lock wait on the loop) does
+not show in ``cpu``: run the workload under blockbuster as well
+(``tests/helpers/blocking.py``), which fails on every such call.
+
+The workload: ``writers`` coroutines, each putting an item into a
+:class:`~langgraph_memory.store.ChromaStore`, searching it, and saving a
+checkpoint and its pending writes with a
+:class:`~langgraph_memory.checkpoint.SqliteCheckpointer`, ``rounds`` times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Gaps:
+    """Intervals between ticks, in seconds."""
+
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    waited: list[float] = field(default_factory=list)
+
+    @property
+    def slept(self) -> list[float]:
+        """``wall - cpu - waited`` per tick (needs ``waited``)."""
+        return [max(0.0, w - c - q) for w, c, q in zip(self.wall, self.cpu, self.waited)]
+
+    @staticmethod
+    def _pct(values: list[float], p: float) -> float:
+        ordered = sorted(values)
+        return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+    def summary(self, which: str) -> dict[str, float]:
+        """``{"ticks", "p50", "p99", "max"}`` of the ``wall`` or ``cpu`` intervals, in ms."""
+        values = getattr(self, which)
+        if not values:
+            return {"ticks": 0.0, "p50": float("nan"), "p99": float("nan"), "max": float("nan")}
+        return {
+            "ticks": float(len(values)),
+            "p50": statistics.median(values) * 1000,
+            "p99": self._pct(values, 99) * 1000,
+            "max": max(values) * 1000,
+        }
+
+
+def _runqueue_wait(fd: int) -> float:
+    # The second field of schedstat: ns spent runnable but waiting for a CPU.
+    return int(os.pread(fd, 100, 0).split()[1]) / 1e9
+
+
+async def _ticker(stop: asyncio.Event, gaps: Gaps, schedstat: bool) -> None:
+    # Opened here, on the loop thread: the file describes the thread that opens it.
+    fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY) if schedstat else -1
+    try:
+        last_wall, last_cpu = time.perf_counter(), time.thread_time()
+        last_q = _runqueue_wait(fd) if schedstat else 0.0
+        while not stop.is_set():
+            await asyncio.sleep(0.001)
+            wall, cpu = time.perf_counter(), time.thread_time()
+            gaps.wall.append(wall - last_wall)
+            gaps.cpu.append(cpu - last_cpu)
+            if schedstat:
+                q = _runqueue_wait(fd)
+                gaps.waited.append(q - last_q)
+                last_q = q
+            last_wall, last_cpu = wall, cpu
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+async def _writer(i: int, store: Any, saver: Any, rounds: int) -> None:
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.base.id import uuid6
+
+    config: dict[str, Any] = {"configurable": {"thread_id": f"w{i}", "checkpoint_ns": ""}}
+    for r in range(rounds):
+        ns = ("memories", f"user-{i}")
+        await store.aput(ns, f"k{r}", {"text": f"writer {i} lesson {r}: keep position sizes small"})
+        found = await store.asearch(ns, query=f"lesson {r}", limit=5)
+        assert found, "the item just put must be found"
+        checkpoint = empty_checkpoint()
+        checkpoint["id"] = str(uuid6(clock_seq=r))
+        checkpoint["channel_values"] = {"messages": [f"turn {r} of writer {i}"] * 5}
+        config = await saver.aput(config, checkpoint, {"source": "loop", "step": r}, {"messages": f"{r + 1}"})
+        await saver.aput_writes(config, [("messages", f"pending {r}")], f"task-{r}")
+
+
+async def measure(
+    store: Any, saver: Any, *, writers: int = 8, rounds: int = 20, schedstat: bool = False
+) -> Gaps:
+    """Run the workload once with the ticker on the same loop; return the tick intervals."""
+    gaps = Gaps()
+    stop = asyncio.Event()
+    ticker = asyncio.ensure_future(_ticker(stop, gaps, schedstat))
+    try:
+        await asyncio.gather(*(_writer(i, store, saver, rounds) for i in range(writers)))
+    finally:
+        stop.set()
+        await ticker
+    return gaps
