@@ -67,3 +67,71 @@ async def test_checkpointer_async_context_manager_does_not_block(tmp_path: Path,
     saver = await asyncio.to_thread(SqliteCheckpointer, tmp_path / "cp.sqlite")
     async with saver:
         await saver.aput(generate_config("t"), generate_checkpoint(), generate_metadata(), {})
+
+
+# ------------------------------------------------------ store, typed API, nodes, tools
+
+
+@pytest.fixture
+def mem(data_dir: Path, fake_embeddings: Any) -> Any:
+    from langgraph_memory import Memory
+
+    m = Memory.open(data_dir, embeddings=fake_embeddings)
+    yield m
+    m.close()
+
+
+async def test_store_async_api_does_not_block(store: Any, no_blocking: Any) -> None:
+    await store.aput(("memories", "u1"), "k1", {"text": "size positions to volatility"})
+    await store.aput(("memories", "u1"), "k2", {"text": "avoid earnings weeks"}, ttl=60)
+    assert (await store.aget(("memories", "u1"), "k1")).value["text"] == "size positions to volatility"
+    assert len(await store.asearch(("memories",), query="volatility", limit=5)) == 2
+    assert len(await store.asearch(("memories", "u1"), filter={"text": "avoid earnings weeks"})) == 1
+    assert await store.alist_namespaces(prefix=("memories",)) == [("memories", "u1")]
+    await store.adelete(("memories", "u1"), "k2")
+    assert await store.aget(("memories", "u1"), "k2") is None
+    await asyncio.gather(*(store.aput(("memories", f"u{i}"), "k", {"text": f"lesson {i}"}) for i in range(8)))
+    assert len(await store.alist_namespaces(prefix=("memories",))) == 8
+
+
+async def test_typed_api_async_twins_do_not_block(mem: Any, no_blocking: Any) -> None:
+    f = await mem.astore_research_finding("async finding", source="a", confidence=0.8)
+    s = await mem.astore_strategy("as", "async strategy", parent_id=f.id)
+    lesson = await mem.astore_lesson("async lesson", strategy_id=s.id, iteration=1)
+    assert [h.id for h in await mem.aget_relevant_lessons("x", min_relevance=None)] == [lesson.id]
+    assert (await mem.aapprove_strategy(s.id)).status == "approved"
+    assert (await mem.alineage(s.id)).ancestor_ids == [f.id]
+    assert await mem.arecall("async") == []  # no documents ingested
+    await mem.astats()
+
+
+async def test_nodes_and_tools_do_not_block(mem: Any, no_blocking: Any) -> None:
+    from langgraph.graph import END, START, StateGraph
+    from typing_extensions import TypedDict
+
+    from langgraph_memory import create_recall_tool, create_store_tool, recall_node, store_node
+
+    class State(TypedDict, total=False):
+        query: str
+        memories: list[dict[str, Any]]
+        memories_to_store: str
+        stored_ids: list[str]
+
+    builder = StateGraph(State)
+    builder.add_node("store", store_node(("lessons",)))
+    builder.add_node("recall", recall_node("lessons", min_relevance=None))
+    builder.add_edge(START, "store")
+    builder.add_edge("store", "recall")
+    builder.add_edge("recall", END)
+    graph = builder.compile(store=mem.store, checkpointer=mem.checkpointer)
+    out = await graph.ainvoke(
+        {"query": "lookback", "memories_to_store": "a short lookback whipsaws"},
+        {"configurable": {"thread_id": "nodes"}},
+    )
+    assert out["stored_ids"] and out["memories"][0]["key"] == out["stored_ids"][0]
+
+    config = {"configurable": {"user_id": "u1"}}
+    store_tool = create_store_tool(store=mem.store)
+    recall_tool = create_recall_tool(store=mem.store, min_relevance=None)
+    key = await store_tool.ainvoke({"content": "trim risk before FOMC"}, config)
+    assert key in await recall_tool.ainvoke({"query": "FOMC"}, config)
