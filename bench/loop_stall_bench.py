@@ -19,17 +19,23 @@ another checkout::
     PYTHONPATH=/path/to/other/checkout .venv/bin/python bench/loop_stall_bench.py --label before
     .venv/bin/python bench/loop_stall_bench.py --label after
     .venv/bin/python bench/loop_stall_bench.py --model real    # the packaged MiniLM instead of fake vectors
+    .venv/bin/python bench/loop_stall_bench.py --chroma-server # the index on a `chroma run` server (loopback)
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib.util
 import os
+import socket
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,6 +67,33 @@ def _embeddings(model: str):  # type: ignore[no-untyped-def]
     return DeterministicFakeEmbedding(size=16), 16
 
 
+@contextmanager
+def _chroma_server(path: Path) -> Iterator[tuple[str, int]]:
+    """``chroma run`` on a free loopback port, ready (its heartbeat answers), stopped afterwards."""
+    import chromadb
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    chroma = Path(sys.executable).parent / "chroma"
+    proc = subprocess.Popen([str(chroma), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                chromadb.HttpClient(host="127.0.0.1", port=port).heartbeat()
+                break
+            except Exception:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("chroma run did not start") from None
+                time.sleep(0.2)
+        yield "127.0.0.1", port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--label", default="", help="a name for this run in the table (before/after)")
@@ -68,6 +101,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--writers", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=25, help="put+search+checkpoint rounds per writer")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--chroma-server", action="store_true", help="hold the index on a `chroma run` server")
     args = parser.parse_args(argv)
 
     import langgraph_memory
@@ -80,8 +114,14 @@ def main(argv: list[str] | None = None) -> None:
     started = time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())
     rows = []
     for repeat in range(args.repeats):
-        with tempfile.TemporaryDirectory(prefix="lgm-loop-bench-") as tmp:
-            store = ChromaStore(data_dir=Path(tmp) / "memory", index={"dims": dims, "embed": emb})
+        with tempfile.TemporaryDirectory(prefix="lgm-loop-bench-") as tmp, contextlib.ExitStack() as stack:
+            client = None
+            if args.chroma_server:
+                import chromadb
+
+                host, port = stack.enter_context(_chroma_server(Path(tmp) / "chroma-server"))
+                client = chromadb.HttpClient(host=host, port=port)
+            store = ChromaStore(client, data_dir=Path(tmp) / "memory", index={"dims": dims, "embed": emb})
             saver = SqliteCheckpointer(Path(tmp) / "memory" / "checkpoints.sqlite")
             try:
                 gaps = asyncio.run(helper.measure(store, saver, writers=args.writers, rounds=args.rounds,
@@ -95,7 +135,8 @@ def main(argv: list[str] | None = None) -> None:
 
     source = Path(langgraph_memory.__file__).resolve().parents[1]
     print(f"Loop stalls {args.label}: library from {source}; {args.writers} writers x {args.rounds} rounds "
-          f"(put + search + checkpoint put + put_writes), model={args.model}; 1 ms ticker; intervals in ms")
+          f"(put + search + checkpoint put + put_writes), model={args.model}, index "
+          f"{'on a chroma run server' if args.chroma_server else 'embedded'}; 1 ms ticker; intervals in ms")
     print("| run | ticks | wall p50 | wall p99 | wall max | cpu p50 | cpu p99 | cpu max "
           "| waited p99 | waited max | slept p99 | slept max |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")

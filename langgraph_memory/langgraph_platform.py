@@ -139,15 +139,14 @@ def resolve_embed(embed: Any, *, base: str | os.PathLike[str] | None = None) -> 
     if ".py:" in embed:
         return _load_file_attr(embed, where)
     module_name, sep, attr = embed.partition(":")
-    if sep and "." in module_name and attr.isidentifier():
+    # "provider:model" strings name models such as "text-embedding-3-small", not attributes.
+    if sep and attr.isidentifier() and all(part.isidentifier() for part in module_name.split(".")):
         try:
             module = importlib.import_module(module_name)
         except ImportError:
-            return embed  # a "provider:model" string
-        try:
+            return embed
+        if hasattr(module, attr):
             return getattr(module, attr)
-        except AttributeError:
-            raise ConfigError(f"embed {embed!r}: module {module_name} defines no {attr!r}") from None
     return embed
 
 
