@@ -12,8 +12,8 @@ configured as ``langgraph dev`` configures it, which fails on any such call.
 
 One thing on the loop thread is not ours: a full collection of Python's cyclic
 garbage collector, which runs on whichever thread allocates when it is due and
-walks every object of the process (tens of milliseconds in a test process that
-imported chromadb, torch and langchain; seen once in the benchmark at 98 ms).
+walks every object of the process (measured: 83-85 ms of CPU for a process that
+imported chromadb and langgraph_memory; the benchmark once saw a 98 ms gap).
 The test freezes the objects that exist before it starts (``gc.freeze``, what
 forking servers do after their imports), so a collection during the
 measurement only walks what the workload itself allocates.
