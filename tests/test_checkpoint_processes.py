@@ -48,7 +48,7 @@ def _checkpoint_count(db: Path, thread_id: str) -> int:
 
 @pytest.mark.parametrize("mode", ["count", "acount"], ids=["invoke", "ainvoke"])
 def test_sigkill_mid_run_leaves_last_checkpoint_resumable(tmp_path: Path, mode: str) -> None:
-    """Killed mid-run, every acknowledged checkpoint survives: sync, and async with writes on the loop."""
+    """Killed mid-run, every acknowledged checkpoint survives: sync, and async (committed on the worker)."""
     sys.path.insert(0, str(_WORKER.parent))
     from worker import count_graph  # type: ignore[import-not-found]
 
@@ -66,7 +66,7 @@ def test_sigkill_mid_run_leaves_last_checkpoint_resumable(tmp_path: Path, mode: 
         proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
     out, _err = proc.communicate()
-    if mode == "acount":  # the killed process had committed writes on its event loop
+    if mode == "acount":  # the killed process had committed async writes
         assert max(int(line) for line in out.split()) > 0, out
 
     conn = sqlite3.connect(db)

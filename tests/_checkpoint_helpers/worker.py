@@ -56,8 +56,8 @@ def _acount(db: str, thread_id: str, target: str, pause: str) -> None:
     async def run() -> None:
         saver = SqliteCheckpointer(db)
 
-        def report() -> None:  # how many writes were committed on the event loop so far
-            print(saver._pool.loop_commits, flush=True)
+        def report() -> None:  # how many transactions the async path committed so far
+            print(saver._pool._commits, flush=True)
 
         graph = count_graph(saver, int(target), float(pause), report)
         await graph.ainvoke(
