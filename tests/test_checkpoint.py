@@ -528,7 +528,7 @@ def test_metadata_is_queryable_json(saver: SqliteCheckpointer) -> None:
     assert len(list(saver.list(None, filter={"tags": {"a": [1, 2]}, "flag": True}))) == 1
 
 
-# -- async path: group commit, reads on the loop -----------------------------------
+# -- async path: group commit on the worker, in call order -----------------------
 
 
 async def test_concurrent_async_writes_are_committed_when_acknowledged(tmp_path: Path) -> None:
