@@ -28,8 +28,8 @@ The pieces, each usable alone:
   [`SessionConfig`][langgraph_memory.SessionConfig], [`conversation_node()`][langgraph_memory.conversation_node] -
   conversation sessions as short-term memory, their important turns promoted to episodic memory.
 
-In ``langgraph.json`` (``langgraph dev``, LangGraph Platform): `platform_store` and
-`platform_checkpointer` (`langgraph_memory.langgraph_platform`).
+In ``langgraph.json`` (``langgraph dev``, LangGraph Platform): [`platform_store()`][langgraph_memory.platform_store]
+and [`platform_checkpointer()`][langgraph_memory.platform_checkpointer] (`langgraph_memory.platform`).
 
 From outside a graph: the ``langgraph-memory`` command line (`langgraph_memory.cli`) and the MCP
 server (`langgraph_memory.mcp.server`, ``langgraph-memory mcp``).
@@ -53,7 +53,7 @@ from langgraph_memory.errors import LangGraphMemoryError
 from langgraph_memory.lifecycle.items import DeleteReport
 from langgraph_memory.ingest import ChunkHit, IngestConfig, IngestReport
 from langgraph_memory.research.lineage import Lineage
-from langgraph_memory.langgraph_platform import platform_checkpointer, platform_store
+from langgraph_memory.platform import platform_checkpointer, platform_store
 from langgraph_memory.memory import Hit, Memory, StrategyVersion
 from langgraph_memory.graph.nodes import recall_node, store_node
 from langgraph_memory.lifecycle.stats import CollectionStats, MemoryStats

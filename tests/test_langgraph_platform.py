@@ -1,4 +1,4 @@
-"""The factories langgraph.json names (langgraph_memory.langgraph_platform), without a server."""
+"""The factories langgraph.json names (langgraph_memory.platform), without a server."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langgraph_memory import platform_checkpointer, platform_store
 from langgraph_memory.errors import ConfigError
-from langgraph_memory.langgraph_platform import (
+from langgraph_memory.platform import (
     CHROMA_URL_ENV,
     STORE_CONFIG_ENV,
     open_checkpointer,

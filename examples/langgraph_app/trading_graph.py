@@ -34,7 +34,7 @@ from typing import Annotated, Any, TypedDict
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
-from langgraph_memory.nodes import recall_node, store_node
+from langgraph_memory import recall_node, store_node
 
 # The market, the backtest and the lessons' adjustments are the offline example's.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
