@@ -7,6 +7,7 @@ eight to be detected and passed, and read the report to prove it.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator
 from pathlib import Path
 
@@ -45,12 +46,14 @@ def _register(name: str, directory: Path, **kwargs: object):  # type: ignore[no-
 
     @checkpointer_test(name=name)
     async def factory() -> AsyncGenerator[SqliteCheckpointer, None]:
-        # A fresh file per capability suite, as the runner expects.
-        saver = SqliteCheckpointer(directory / f"conformance-{next(counter)}.sqlite", **kwargs)
+        # A fresh file per capability suite, as the runner expects; opened and
+        # closed off the loop, which runs under blockbuster (the tests' no_blocking).
+        path = directory / f"conformance-{next(counter)}.sqlite"
+        saver = await asyncio.to_thread(SqliteCheckpointer, path, **kwargs)
         try:
             yield saver
         finally:
-            saver.close()
+            await asyncio.to_thread(saver.close)
 
     return factory
 
@@ -71,11 +74,11 @@ async def _assert_full_conformance(registered) -> None:  # type: ignore[no-untyp
     assert report.conformance_level() == "FULL"
 
 
-async def test_conformance_all_eight_capabilities(tmp_path: Path) -> None:
+async def test_conformance_all_eight_capabilities(tmp_path: Path, no_blocking: object) -> None:
     await _assert_full_conformance(_register("SqliteCheckpointer", tmp_path))
 
 
-async def test_conformance_with_encrypted_serializer(tmp_path: Path) -> None:
+async def test_conformance_with_encrypted_serializer(tmp_path: Path, no_blocking: object) -> None:
     cipher = _XorCipher(b"k3y")
     serde = EncryptedSerializer(cipher)
     await _assert_full_conformance(_register("SqliteCheckpointer+cipher", tmp_path, serde=serde))
