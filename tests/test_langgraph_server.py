@@ -86,6 +86,18 @@ def _wait_ready(proc: subprocess.Popen[bytes], url: str, log: Path) -> None:
     pytest.fail(f"langgraph dev did not answer within {READY_TIMEOUT:.0f} s:\n{log.read_text()[-4000:]}")
 
 
+def _lost_port(proc: subprocess.Popen[bytes], url: str, log: Path) -> bool:
+    """Whether the server exited at once because another process took its port."""
+    deadline = time.monotonic() + READY_TIMEOUT
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            httpx.get(f"{url}/ok", timeout=5)
+            return False  # something answers: _wait_ready checks it is ours and ready
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    return proc.poll() is not None and "address already in use" in log.read_text().lower()
+
+
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is not None:
         return
@@ -116,15 +128,18 @@ def server(tmp_path: Path) -> Iterator[Server]:
     shutil.copy(ROOT / "examples" / "trading_research.py", project)  # the graph reuses its market and backtest
     data_dir = tmp_path / "memory"
     log = tmp_path / "server.log"
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    cli = [sys.executable, "-m", "langgraph_cli", "dev", "--no-browser", "--no-reload",
-           "--host", "127.0.0.1", "--port", str(port)]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            cli, cwd=project / "langgraph_app", env=_server_env(data_dir),
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )
+    for _attempt in range(3):  # the free port may be taken between asking for it and the server's bind
+        port = _free_port()
+        url = f"http://127.0.0.1:{port}"
+        cli = [sys.executable, "-m", "langgraph_cli", "dev", "--no-browser", "--no-reload",
+               "--host", "127.0.0.1", "--port", str(port)]
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                cli, cwd=project / "langgraph_app", env=_server_env(data_dir),
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        if not _lost_port(proc, url, log):
+            break
     try:
         _wait_ready(proc, url, log)
         yield Server(url, data_dir, log, proc)
