@@ -4,7 +4,6 @@ configured as ``langgraph dev`` configures it (see ``tests/helpers/blocking.py``
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,6 @@ from langgraph.checkpoint.conformance.test_utils import (
 )
 
 from langgraph_memory.checkpoint import SqliteCheckpointer
-from tests.conftest import FAKE_DIMS
 from tests.test_checkpoint_graphs import _chat_graph
 
 

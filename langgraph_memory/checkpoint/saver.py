@@ -416,7 +416,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """Async ``put_writes``: serialized here, committed on the worker thread (see :meth:`aput`)."""
+        """Async ``put_writes``: serialized here, committed on the worker thread (see `aput()`)."""
         statements = _writes.put_writes_statements(self.serde, config, writes, task_id, task_path)
         if statements:
             await self._awrite(statements, "save pending writes")

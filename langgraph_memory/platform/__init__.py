@@ -1,11 +1,11 @@
 """Running under the LangGraph server (``langgraph dev``, LangGraph Platform): the ``langgraph.json`` factories.
 
-``langgraph.json``::
+``langgraph.json``:
 
     "store": {"path": "langgraph_memory.platform_store", "index": {...}, "ttl": {...}},
     "checkpointer": {"path": "langgraph_memory.platform_checkpointer"}
 
-See :mod:`langgraph_memory.platform.factories` and ``docs/langgraph_app.md``.
+See `langgraph_memory.platform.factories` and ``docs/langgraph_app.md``.
 """
 
 from __future__ import annotations

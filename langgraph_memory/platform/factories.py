@@ -6,9 +6,9 @@ checkpointer themselves, from the ``store`` and ``checkpointer`` sections of
 enters (an instance, a function returning one, or an async context manager)
 once per event loop it runs graphs on. The server passes no arguments: the
 rest of the ``store`` section (``index``, ``ttl``) reaches the process as JSON
-in the ``LANGGRAPH_STORE`` environment variable, which :func:`platform_store` reads.
+in the ``LANGGRAPH_STORE`` environment variable, which [`platform_store()`][langgraph_memory.platform_store] reads.
 
-Add to ``langgraph.json``::
+Add to ``langgraph.json``:
 
     "store": {
         "path": "langgraph_memory.platform_store",
@@ -124,12 +124,12 @@ def resolve_embed(embed: Any, *, base: str | os.PathLike[str] | None = None) -> 
     * ``"package.module:name"``: ``name`` from an importable module;
     * any other string (``"openai:text-embedding-3-small"``, or a
       sentence-transformers name such as ``"all-MiniLM-L6-v2"``, loaded
-      offline), an ``Embeddings`` or a function: as :class:`ChromaStore` takes them.
+      offline), an ``Embeddings`` or a function: as [`ChromaStore`][langgraph_memory.ChromaStore] takes them.
 
     The server's own fallback store resolves ``embed`` too, so in
     ``langgraph.json`` use a ``.py:`` path or a ``provider:model`` it knows.
 
-    Example:
+    Examples:
         >>> resolve_embed("all-MiniLM-L6-v2")
         'all-MiniLM-L6-v2'
     """
@@ -183,15 +183,15 @@ def open_store(
     data_dir: str | os.PathLike[str] | None = None,
     base: str | os.PathLike[str] | None = None,
 ) -> ChromaStore:
-    """A :class:`ChromaStore` for ``langgraph.json``'s ``store`` section (default: the server's, from the environment).
+    """A [`ChromaStore`][langgraph_memory.ChromaStore] for ``langgraph.json``'s ``store`` section (default: the server's, from the environment).
 
     ``index`` (``dims``, ``embed``, ``fields``) and ``ttl`` (``default_ttl`` in
     minutes, ``refresh_on_read``, ``sweep_interval_minutes``) mean what they
     mean for LangGraph's stores; with ``sweep_interval_minutes`` the store
     sweeps expired items on a thread of its own. Opening reads files: call it
-    off the event loop (:func:`platform_store` does).
+    off the event loop ([`platform_store()`][langgraph_memory.platform_store] does).
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> s = open_store({"ttl": {"default_ttl": 60}}, data_dir=tempfile.mkdtemp())
         >>> s.ttl_config
@@ -218,9 +218,9 @@ def open_store(
 
 
 def open_checkpointer(*, data_dir: str | os.PathLike[str] | None = None) -> SqliteCheckpointer:
-    """The :class:`SqliteCheckpointer` of the data directory (``<data_dir>/checkpoints.sqlite``).
+    """The [`SqliteCheckpointer`][langgraph_memory.SqliteCheckpointer] of the data directory (``<data_dir>/checkpoints.sqlite``).
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> with open_checkpointer(data_dir=tempfile.mkdtemp()) as saver:
         ...     saver.list_threads()
@@ -268,7 +268,7 @@ async def platform_store() -> AsyncIterator[ChromaStore]:
     """The store for ``langgraph.json``: ``"store": {"path": "langgraph_memory.platform_store", ...}``.
 
     Opened (and closed) on a worker thread, never on the event loop; its
-    ``index`` and ``ttl`` come from the same ``store`` section (see :func:`open_store`).
+    ``index`` and ``ttl`` come from the same ``store`` section (see [`open_store()`][langgraph_memory.platform.open_store]).
     """
     opened = await asyncio.to_thread(_stores.acquire)
     try:

@@ -48,7 +48,7 @@ class Gaps:
     @property
     def slept(self) -> list[float]:
         """``wall - cpu - waited`` per tick (needs ``waited``)."""
-        return [max(0.0, w - c - q) for w, c, q in zip(self.wall, self.cpu, self.waited)]
+        return [max(0.0, w - c - q) for w, c, q in zip(self.wall, self.cpu, self.waited, strict=True)]
 
     @staticmethod
     def _pct(values: list[float], p: float) -> float:
