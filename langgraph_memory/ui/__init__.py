@@ -80,6 +80,9 @@ def serve(
     except OSError as exc:
         sock.close()
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port") from exc
+    # Listen before announcing the address: a client that connects at once waits in the backlog until
+    # uvicorn accepts, instead of being refused.
+    sock.listen(128)
     bound = sock.getsockname()[1]
     url = f"http://{'[' + host + ']' if family == socket.AF_INET6 else host}:{bound}/"
     logger.info("memory browser at %s", url)

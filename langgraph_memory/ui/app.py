@@ -103,9 +103,9 @@ class UI:
 
     # ------------------------------------------------------------ plumbing
 
-    def render(self, request: Request, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+    def render(self, request: Request, template: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         cookie = request.cookies.get(CSRF_COOKIE) or request.state.new_csrf
-        html = self.env.get_template(name).render(
+        html = self.env.get_template(template).render(
             request=request, path=request.url.path, writes=self.guard.allow_writes,
             csrf=self.guard.csrf_token(cookie), **ctx)
         return HTMLResponse(html, status_code=status)
@@ -118,6 +118,10 @@ class UI:
                 return await run_in_threadpool(fn, request)
             except LangGraphMemoryError as exc:
                 return self.error(request, exc)
+            except Exception:  # a bug: logged with its traceback, and the user gets a page that says so
+                logger.exception("the memory browser failed on %s", request.url.path)
+                return self.render(request, "error.html", status=500, title="Internal error",
+                                   message="the server failed on this page; its log has the details")
 
         return endpoint
 

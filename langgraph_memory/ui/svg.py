@@ -69,7 +69,7 @@ def bars(per_day: Sequence[tuple[int, int]], *, width: int = 720, height: int = 
     first, last = per_day[0][0], per_day[-1][0]
     span = max(1, last - first + 1)
     top = max(n for _, n in per_day)
-    bw = max(1.0, w / span * 0.9)
+    bw = min(24.0, max(1.0, w / span * 0.9))
     for t in _ticks(0, top):
         y = pad_t + h - h * t / top
         out.append(f'<line x1="{pad_l}" x2="{pad_l + w}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
