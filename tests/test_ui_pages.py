@@ -118,3 +118,34 @@ def test_every_page_answers_in_process(mem: Memory) -> None:
     # read-only: the pages offer no action, and a POST is refused
     assert "/action/" not in item
     assert client.post("/action/retire", data={"key": ids["s2"]}, headers={"origin": "http://127.0.0.1"}).status_code == 403
+
+
+def test_actions_with_writes_allowed(mem: Memory) -> None:
+    from starlette.testclient import TestClient
+
+    from langgraph_memory.ui import build_app
+
+    ids = _research(mem)
+    client = TestClient(build_app(mem, allow_writes=True), base_url="http://127.0.0.1")
+    page = client.get(f"/item/{ids['finding']}").text
+    csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', page).group(1)
+    own = {"origin": "http://127.0.0.1"}
+
+    def post(action: str, **form: str):
+        return client.post(f"/action/{action}", data={"csrf": csrf, **form}, headers=own, follow_redirects=False)
+
+    assert post("supersede", key=ids["s1"], by=ids["s2"], reason="longer lookback").status_code == 303
+    assert mem.lifecycle.status(ids["s1"]).superseded_by == ids["s2"]
+    assert "superseded" in client.get("/strategies/mom").text
+    assert post("reinstate", key=ids["s1"]).status_code == 303
+    assert mem.lifecycle.status(ids["s1"]) is None
+    assert post("supersede", key=ids["s1"], by="").status_code == 400
+    # retired, archived, then restored from the Archive page
+    assert post("retire", key=ids["finding"], ns="research", reason="bad vendor data").status_code == 303
+    assert mem.archiver.run().total_archived == 1
+    archive = client.get("/archive").text
+    name = re.search(r'href="/archive/([^"]+)"', archive).group(1)
+    assert ids["finding"] in client.get(f"/archive/{name}").text
+    resp = post("restore", key=ids["finding"])
+    assert resp.status_code == 303 and "restored+1" in resp.headers["location"]
+    assert mem.get(ids["finding"]) is not None

@@ -114,6 +114,8 @@ class VersionRow:
     id: str
     created_at: datetime
     status: str | None
+    #: "active", "retired" or "superseded" (hidden from searches)
+    lifecycle: str
     strategy: dict[str, Any] | None
     backtests: list[StoredItem]
     hypotheses: list[StoredItem]
@@ -313,11 +315,16 @@ class Browser:
             refs = _lin.nodes(conn, wanted)
             hyps = _items.get_items(conn, [(r.namespace, r.id) for r in refs.values()])
         hyp_by_key = {it.key: it for it in hyps.values()}
+        refs_v = self.memory.lineage_store.items(ids)
+        standing = {key: st.status for (_ns, key), st in
+                    self.store.items.statuses([(refs_v[i].namespace, i) for i in ids if i in refs_v]).items()}
         by_strategy: dict[str, list[StoredItem]] = {}
         for bt in backtests:
             by_strategy.setdefault(bt.value.get("strategy_id"), []).append(bt)
         rows = [
-            VersionRow(v.version, v.id, v.created_at, v.status, v.record.model_dump() if v.record else None,
+            VersionRow(v.version, v.id, v.created_at, v.status,
+                       standing.get(v.id, "active"),
+                       v.record.model_dump() if v.record else None,
                        by_strategy.get(v.id, []), [hyp_by_key[h] for h in hyp_ids.get(v.id, []) if h in hyp_by_key])
             for v in versions
         ]
