@@ -38,6 +38,7 @@ __all__ = [
     "items_with_field",
     "index_backlog",
     "vector_counts",
+    "change_token",
 ]
 
 _FROM = "FROM items i JOIN namespaces n ON n.id = i.ns_id"
@@ -145,3 +146,15 @@ def index_backlog(conn: sqlite3.Connection) -> dict[str, int]:
 def vector_counts(conn: sqlite3.Connection) -> dict[str, int]:
     """Vectors the catalog holds per collection (the kept counts)."""
     return {c: int(n) for c, n in conn.execute("SELECT collection, n_vectors FROM collection_counts")}
+
+
+def change_token(conn: sqlite3.Connection) -> tuple[object, ...]:
+    """A value that changes when items are added, removed, re-indexed or change status (a few rows read).
+
+    An in-place update of a value that keeps its size does not change it: callers that cache
+    aggregates over values also expire them by age.
+    """
+    seq = conn.execute("SELECT name, seq FROM sqlite_sequence WHERE name IN ('items', 'index_queue')").fetchall()
+    counts = conn.execute("SELECT sum(n_items), sum(n_vectors) FROM collection_counts").fetchone()
+    status = conn.execute("SELECT value FROM meta WHERE key = 'status_version'").fetchone()
+    return (tuple(sorted(seq)), tuple(counts), status)

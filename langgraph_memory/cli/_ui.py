@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import threading
 from typing import Any
 
 from langgraph_memory.cli._common import EXIT_OK, Ctx
@@ -38,6 +39,10 @@ def _serve(ctx: Ctx) -> int:
         def listening(url: str) -> None:
             shown = url + ("?token=<your token>" if token else "")
             ctx.err.print(f"listening on {shown}", soft_wrap=True, markup=False)
+            # Load the embedding model in the background, so the first search does not wait for it.
+            load = getattr(getattr(mem.store.embeddings, "inner", None), "load", None)
+            if callable(load):
+                threading.Thread(target=load, name="lgm-ui-model-load", daemon=True).start()
 
         serve(mem, host=a.host, port=a.port, token=token, allow_writes=a.allow_writes, on_listening=listening)
     return EXIT_OK

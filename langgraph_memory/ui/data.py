@@ -159,10 +159,7 @@ class Browser:
     def _token(self) -> tuple[Any, ...]:
         """Changes whenever items are added, removed or change status (cheap: kept counts and sequences)."""
         with self.store.catalog.read() as conn:
-            seq = conn.execute("SELECT name, seq FROM sqlite_sequence WHERE name IN ('items', 'index_queue')").fetchall()
-            counts = conn.execute("SELECT sum(n_items), sum(n_vectors) FROM collection_counts").fetchone()
-            status = conn.execute("SELECT value FROM meta WHERE key = 'status_version'").fetchone()
-        return (tuple(sorted(seq)), tuple(counts), status)
+            return _browse.change_token(conn)
 
     def _aggregates(self) -> tuple[MemoryStats, list[tuple[int, int]]]:
         """Stats and items per day: they read every item, so they are reused until the catalog changes."""
