@@ -82,7 +82,7 @@ def build(data_dir: Path, n: int, seed: int) -> dict[str, str]:
     with _open(data_dir) as mem:
         marks = mem.store.search(("memories", "bench"), filter={"kind": "marks"}, limit=1)
         if marks:
-            return dict(marks[0].value["ids"])
+            return _with_lesson(mem, dict(marks[0].value["ids"]))
         started = time.perf_counter()
         ids: dict[str, str] = {}
         # Typed items with lineage: 50 strategies of 4 versions, each version with 5 backtests.
@@ -135,10 +135,14 @@ def build(data_dir: Path, n: int, seed: int) -> dict[str, str]:
                 ops.clear()
         if ops:
             mem.store.batch(ops)
-        ids["lesson"] = "bulk-1"
         mem.store.put(("memories", "bench"), "marks", {"kind": "marks", "ids": ids}, index=False)
         print(f"built {mem.stats().items:,} items in {time.perf_counter() - started:.0f} s", flush=True)
-        return ids
+        return _with_lesson(mem, ids)
+
+
+def _with_lesson(mem, ids: dict[str, str]) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    lesson = mem.store.search(("lessons",), filter={"severity": "critical"}, limit=1)[0]
+    return {**ids, "lesson": lesson.key, "lesson_ns": "/".join(lesson.namespace)}
 
 
 def serve(data_dir: Path) -> None:
@@ -213,8 +217,8 @@ def main() -> None:
         ("search, one collection", "/search?q=" + q("drawdown after earnings") + "&collection=lessons_learned"),
         ("search, filter", "/search?q=" + q("stop loss slippage") + "&collection=lessons_learned&filter="
          + q('{"severity": "critical"}')),
-        ("search, page 10", "/search?q=" + q("momentum regime") + "&page=10"),
-        ("item (a lesson)", f"/item/{ids['lesson']}?ns=lessons/desk1"),
+        ("search, page 10 (hits 201-220)", "/search?q=" + q("momentum regime") + "&page=10"),
+        ("item (a lesson)", f"/item/{ids['lesson']}?ns={ids['lesson_ns']}"),
         ("item (strategy, its lineage)", f"/item/{ids['strategy_id']}"),
         ("item (200-node lineage)", f"/item/{ids['hub']}"),
         ("strategies", "/strategies"),

@@ -136,11 +136,14 @@ def sessions_page(conn: sqlite3.Connection, *, limit: int, offset: int = 0) -> l
 
 
 def index_backlog(conn: sqlite3.Connection) -> dict[str, int]:
-    """Changes each collection's Chroma index has not applied yet, by collection name."""
-    rows = conn.execute(
-        "SELECT q.collection, count(*) FROM index_queue q LEFT JOIN index_state s ON s.collection = q.collection "
-        "WHERE q.seq > coalesce(s.applied_seq, 0) GROUP BY q.collection")
-    return {c: int(n) for c, n in rows}
+    """Changes each collection's Chroma index has not applied yet, by collection name (one index range each)."""
+    out: dict[str, int] = {}
+    for collection, applied in conn.execute("SELECT collection, applied_seq FROM index_state").fetchall():
+        n = conn.execute("SELECT count(*) FROM index_queue WHERE collection = ? AND seq > ?",
+                         (collection, applied)).fetchone()[0]
+        if n:
+            out[collection] = int(n)
+    return out
 
 
 def vector_counts(conn: sqlite3.Connection) -> dict[str, int]:

@@ -35,7 +35,7 @@ from langgraph_memory.errors import (
 )
 from langgraph_memory.memory import Memory
 from langgraph_memory.ui import svg
-from langgraph_memory.ui.data import Browser, page_number
+from langgraph_memory.ui.data import SEARCH_PAGE_SIZE, Browser, page_number
 from langgraph_memory.ui.security import CSRF_COOKIE, TOKEN_COOKIE, Guard
 
 __all__ = ["build_app"]
@@ -136,7 +136,8 @@ class UI:
 
     def overview(self, request: Request) -> Response:
         ov = self.b.overview()
-        return self.render(request, "overview.html", title="Overview", ov=ov, plot=svg.bars(ov.per_day))
+        plot = svg.bars(ov.aggregates.per_day) if ov.aggregates is not None else svg.bars([], empty="being computed")
+        return self.render(request, "overview.html", title="Overview", ov=ov, plot=plot)
 
     def search(self, request: Request) -> Response:
         q = request.query_params
@@ -166,6 +167,7 @@ class UI:
         args = {"q": query, "ns": ns_text, "collection": collection, "filter": filter_text,
                 "retired": "1" if include_retired else ""}
         return self.render(request, "search.html", title="Search", found=found, plan=plan, args=args, page=page,
+                           size=SEARCH_PAGE_SIZE,
                            collections=[s.name for s in (*COLLECTIONS.values(), GENERAL)],
                            namespaces=self.b.namespaces()[:500], qs=lambda p: urlencode({**args, "page": p}))
 
@@ -309,7 +311,9 @@ def build_app(memory: Memory, *, allow_writes: bool = False, token: str | None =
         >>> app = build_app(mem, allow_writes=False)             # doctest: +SKIP
         >>> uvicorn.run(app, host="127.0.0.1", port=8766)        # doctest: +SKIP
     """
-    ui = UI(Browser(memory), Guard(token=token, allow_writes=allow_writes, host=host))
+    browser = Browser(memory)
+    browser.refresh()  # the overview's aggregates take seconds on a large memory: start them now
+    ui = UI(browser, Guard(token=token, allow_writes=allow_writes, host=host))
     routes = [
         Route("/", ui.page(ui.overview)),
         Route("/search", ui.page(ui.search)),

@@ -27,19 +27,24 @@ from langgraph_memory.catalog import browse as _browse
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog.items import StoredItem
+from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.status import ItemStatus
 from langgraph_memory.collections import COLLECTIONS, GENERAL, collection_by_name, collection_for
 from langgraph_memory.errors import InvalidArgumentError, NotFoundError
 from langgraph_memory.memory import Memory
+from langgraph_memory.ranking import memory_type_for
 from langgraph_memory.stats import MemoryStats, collect_stats
 from langgraph_memory.store.scored import ExplainedSearch
 
-__all__ = ["Browser", "Page", "ItemView", "GraphNode", "LineageGraph", "StrategyView", "VersionRow", "Overview"]
+__all__ = ["Browser", "Page", "ItemView", "GraphNode", "LineageGraph", "StrategyView", "VersionRow", "Overview",
+           "Aggregates", "CollectionRow"]
 
 logger = logging.getLogger(__name__)
 
 #: Rows per page on every listing.
 PAGE_SIZE = 50
+#: Hits per search page (each page ranks offset + limit candidates, so deep pages cost more).
+SEARCH_PAGE_SIZE = 20
 #: The lineage graph of an item shows at most this many nodes (the nearest first).
 MAX_GRAPH_NODES = 400
 #: Whole-catalog aggregates (sizes, items per day) are reused this long, unless the catalog changed.
@@ -65,16 +70,49 @@ class Page:
 
 
 @dataclass
-class Overview:
+class CollectionRow:
+    """One collection on the overview: counts read now; sizes and dates from the last aggregate (may be None)."""
+
+    name: str
+    memory_type: str
+    items: int
+    vectors: int
+    retired: int
+    superseded: int
+    storage_bytes: int | None
+    archived: int | None
+    newest: datetime | None
+    index_vectors: int | None
+    pending: int
+
+    @property
+    def searchable(self) -> int:
+        return self.items - self.retired - self.superseded
+
+
+@dataclass
+class Aggregates:
+    """What costs a read of every item (sizes, items per day, Chroma's counts): computed in the background."""
+
     stats: MemoryStats
     per_day: list[tuple[int, int]]
+    index_counts: dict[str, int | None]
+    at: datetime
+    seconds: float
+
+
+@dataclass
+class Overview:
+    collections: list[CollectionRow]
+    aggregates: Aggregates | None
+    #: the aggregates are older than the catalog's last change (being recomputed)
+    stale: bool
     runs: list[dict[str, Any]]
-    index: list[dict[str, Any]]
     index_notes: list[str]
 
     @property
     def items(self) -> int:
-        return self.stats.items
+        return sum(c.items for c in self.collections)
 
 
 @dataclass
@@ -152,7 +190,8 @@ class Browser:
         self.store = memory.store
         self.page_size = page_size
         self._lock = threading.Lock()
-        self._cached: tuple[tuple[Any, ...], float, Any] | None = None
+        self._cached: tuple[tuple[Any, ...], float, Aggregates] | None = None
+        self._refreshing: threading.Thread | None = None
 
     # ------------------------------------------------------------ overview
 
@@ -161,42 +200,75 @@ class Browser:
         with self.store.catalog.read() as conn:
             return _browse.change_token(conn)
 
-    def _aggregates(self) -> tuple[MemoryStats, list[tuple[int, int]]]:
-        """Stats and items per day: they read every item, so they are reused until the catalog changes."""
+    def _compute(self, token: tuple[Any, ...]) -> None:
+        """Compute the aggregates (seconds at 100,000 items) and keep them with the token they match."""
+        try:
+            started = time.perf_counter()
+            archiver = self.memory._existing_archiver()
+            stats = collect_stats(self.store, archiver=archiver, checkpointer=self.memory.checkpointer)
+            with self.store.catalog.read() as conn:
+                per_day = _browse.items_per_day(conn)
+            counts: dict[str, int | None] = {}
+            for spec in (*COLLECTIONS.values(), GENERAL):
+                try:
+                    counts[spec.name] = self.store.vector_index.count(spec.name)
+                except Exception:  # noqa: BLE001 - a damaged index is shown as such, not as a failed page
+                    logger.warning("could not count the index of %s", spec.name, exc_info=True)
+                    counts[spec.name] = None
+            agg = Aggregates(stats, per_day, counts, datetime.now(timezone.utc), time.perf_counter() - started)
+            with self._lock:
+                self._cached = (token, time.monotonic(), agg)
+        except Exception:  # noqa: BLE001 - the overview then shows counts only, and says so
+            logger.warning("could not compute the overview's aggregates", exc_info=True)
+        finally:
+            with self._lock:
+                self._refreshing = None
+
+    def refresh(self, *, wait: bool = False) -> None:
+        """Recompute the aggregates in the background (one at a time); ``wait`` for them."""
+        token = self._token()
+        with self._lock:
+            worker = self._refreshing
+            if worker is None:
+                worker = self._refreshing = threading.Thread(target=self._compute, args=(token,),
+                                                             name="lgm-ui-aggregates", daemon=True)
+                worker.start()
+        if wait:
+            worker.join()
+
+    def _aggregates(self) -> tuple[Aggregates | None, bool]:
+        """The last aggregates and whether they are stale; a stale or missing one starts a refresh."""
         token = self._token()
         with self._lock:
             cached = self._cached
-            if cached is not None and cached[0] == token and time.monotonic() - cached[1] < STATS_TTL_SECONDS:
-                return cached[2]  # type: ignore[no-any-return]
-        archiver = self.memory._existing_archiver()
-        stats = collect_stats(self.store, archiver=archiver, checkpointer=self.memory.checkpointer)
-        with self.store.catalog.read() as conn:
-            per_day = _browse.items_per_day(conn)
-        with self._lock:
-            self._cached = (token, time.monotonic(), (stats, per_day))
-        return stats, per_day
+        fresh = cached is not None and cached[0] == token and time.monotonic() - cached[1] < STATS_TTL_SECONDS
+        if not fresh:
+            self.refresh()
+        return (cached[2] if cached is not None else None), not fresh
 
     def overview(self) -> Overview:
-        stats, per_day = self._aggregates()
+        """Counts read now (kept counts: cheap at any size); sizes, dates and the plot from the last aggregate."""
+        agg, stale = self._aggregates()
         with self.store.catalog.read() as conn:
-            backlog = _browse.index_backlog(conn)
+            items = {name: _items.count_items(conn, name) for name in (s.name for s in (*COLLECTIONS.values(), GENERAL))}
             vectors = _browse.vector_counts(conn)
-        index = self.store.vector_index
+            backlog = _browse.index_backlog(conn)
+            hidden = _status.live_counts(conn)
         rows = []
         for spec in (*COLLECTIONS.values(), GENERAL):
-            try:
-                in_chroma: int | None = index.count(spec.name)
-            except Exception:  # noqa: BLE001 - a damaged index is shown as such, not as a failed page
-                logger.warning("could not count the index of %s", spec.name, exc_info=True)
-                in_chroma = None
-            rows.append({"collection": spec.name, "catalog_vectors": vectors.get(spec.name, 0),
-                         "index_vectors": in_chroma, "pending": backlog.get(spec.name, 0)})
+            c = agg.stats.collections.get(spec.name) if agg is not None else None
+            rows.append(CollectionRow(
+                spec.name, memory_type_for(spec.name), items[spec.name], vectors.get(spec.name, 0),
+                hidden.get(spec.name, {}).get("retired", 0), hidden.get(spec.name, {}).get("superseded", 0),
+                c.storage_bytes if c else None, c.archived if c else None, c.newest if c else None,
+                agg.index_counts.get(spec.name) if agg is not None else None, backlog.get(spec.name, 0)))
+        index = self.store.vector_index
         notes = []
         if index.probe_seconds is not None:
             notes.append(f"the index was checked on open after an unclean shutdown ({index.probe_seconds:.2f} s)")
         if index.last_rebuild is not None:
             notes.append(f"rebuilt on open: {index.last_rebuild.reason}")
-        return Overview(stats, per_day, self.archive_runs(limit=5), rows, notes)
+        return Overview(rows, agg, stale, self.archive_runs(limit=5), notes)
 
     # ------------------------------------------------------------- search
 
@@ -215,12 +287,12 @@ class Browser:
     ) -> ExplainedSearch:
         """One page of a search, each hit with its score parts and the plan (no access is recorded)."""
         return self.store.search_explained(
-            namespace, query=query or None, filter=filter, limit=self.page_size, offset=page * self.page_size,
+            namespace, query=query or None, filter=filter, limit=SEARCH_PAGE_SIZE, offset=page * SEARCH_PAGE_SIZE,
             include_retired=include_retired,
         )
 
     def explain(self, query: str | None, *, namespace: tuple[str, ...] = (), filter: dict[str, Any] | None = None) -> str:
-        return str(self.store.explain(namespace, query=query or None, filter=filter, limit=self.page_size))
+        return str(self.store.explain(namespace, query=query or None, filter=filter, limit=SEARCH_PAGE_SIZE))
 
     # --------------------------------------------------------------- items
 

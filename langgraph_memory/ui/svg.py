@@ -57,14 +57,15 @@ def _day(d: int) -> str:
     return datetime.fromtimestamp(d * 86400, tz=timezone.utc).strftime("%Y-%m-%d")
 
 
-def bars(per_day: Sequence[tuple[int, int]], *, width: int = 720, height: int = 180, title: str = "items added per day") -> Markup:
+def bars(per_day: Sequence[tuple[int, int]], *, width: int = 720, height: int = 180, title: str = "items added per day",
+         empty: str = "no items yet") -> Markup:
     """Items added per day (``(day, count)``, day = epoch days), as bars on a continuous day axis."""
     pad_l, pad_b, pad_t = 48, 28, 10
     w, h = width - pad_l - 10, height - pad_b - pad_t
     out = [f'<svg class="plot" role="img" aria-label="{escape(title)}" viewBox="0 0 {width} {height}" '
            f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>']
     if not per_day:
-        out.append(f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle" class="muted">no items yet</text></svg>')
+        out.append(f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle" class="muted">{escape(empty)}</text></svg>')
         return Markup("".join(out))
     first, last = per_day[0][0], per_day[-1][0]
     span = max(1, last - first + 1)
