@@ -159,10 +159,12 @@ class Server:
         self.proc = subprocess.Popen([sys.executable, __file__, "--serve", str(data_dir)], stderr=subprocess.PIPE,
                                      text=True, env=env)
         lines: queue.Queue[str | None] = queue.Queue()
+        self.log: list[str] = []
 
         def pump() -> None:
             assert self.proc.stderr is not None
             for line in self.proc.stderr:
+                self.log.append(line)
                 lines.put(line)
             lines.put(None)
 
@@ -236,7 +238,7 @@ def main() -> None:
         for name, path in pages:
             status, first_ms, size = server.get(path)
             if status != 200:
-                raise SystemExit(f"{path}: HTTP {status}")
+                raise SystemExit(f"{path}: HTTP {status}\n{''.join(server.log[-60:])}")
             times = [first_ms] if name.startswith("overview (first") else [server.get(path)[1] for _ in range(args.repeat)]
             p50, p95 = percentile(times, 50), percentile(times, 95)
             worst = max(worst, p95)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from langgraph_memory.catalog.fields import KIND_BOOL, KIND_STR
-from langgraph_memory.catalog.items import ITEM_COLUMNS, StoredItem, item_from_row, rows_in
+from langgraph_memory.catalog.items import ITEM_COLUMNS, StoredItem, get_by_ids, item_from_row, rows_in
 from langgraph_memory.catalog.sessions import _SESSION_COLS, Session, _session
 
 __all__ = [
@@ -55,14 +55,26 @@ class StrategyName:
     last_at: float
 
 
+# ``+i.ns_id`` keeps SQLite from the (ns_id, updated_at) index: walking the primary key backwards and
+# stopping at the page's last row reads ~(offset + limit) / share rows, where the index would sort the
+# whole collection first (40 ms at 30,000 lessons).
+_IN_COLLECTION = "+i.ns_id IN (SELECT id FROM namespaces WHERE collection = ?)"
+
+
+def _by_ids(conn: sqlite3.Connection, sql: str, params: Sequence[object]) -> list[StoredItem]:
+    """The items whose ids ``sql`` selects, in its order. Paging selects ids only: rows skipped by
+    ``OFFSET`` are still computed, and an item's value is most of its row."""
+    ids = [row[0] for row in conn.execute(sql, tuple(params))]
+    found = get_by_ids(conn, ids)
+    return [found[i] for i in ids if i in found]
+
+
 def items_page(conn: sqlite3.Connection, collection: str | None, *, limit: int, offset: int = 0) -> list[StoredItem]:
     """Items of ``collection`` (or all), newest first (by insertion: the primary key, no sort)."""
     if collection is None:
-        sql, params = f"SELECT {ITEM_COLUMNS} {_FROM} ORDER BY i.id DESC LIMIT ? OFFSET ?", (limit, offset)
-    else:
-        sql = f"SELECT {ITEM_COLUMNS} {_FROM} WHERE n.collection = ? ORDER BY i.id DESC LIMIT ? OFFSET ?"
-        params = (collection, limit, offset)  # type: ignore[assignment]
-    return [item_from_row(r) for r in conn.execute(sql, params)]
+        return _by_ids(conn, "SELECT i.id FROM items i ORDER BY i.id DESC LIMIT ? OFFSET ?", (limit, offset))
+    return _by_ids(conn, f"SELECT i.id FROM items i WHERE {_IN_COLLECTION} ORDER BY i.id DESC LIMIT ? OFFSET ?",
+                   (collection, limit, offset))
 
 
 def items_per_day(conn: sqlite3.Connection) -> list[tuple[int, int]]:
@@ -71,7 +83,7 @@ def items_per_day(conn: sqlite3.Connection) -> list[tuple[int, int]]:
     return [(int(d), int(n)) for d, n in rows]
 
 
-_RESOLVED = "SELECT item_id FROM fields WHERE path = 'resolved' AND kind = ? AND val = 1"
+_RESOLVED = "EXISTS (SELECT 1 FROM fields f WHERE f.path = 'resolved' AND f.kind = ? AND f.val = 1 AND f.item_id = i.id)"
 
 
 def open_lessons(conn: sqlite3.Connection, collection: str = "lessons_learned") -> tuple[int, int]:
@@ -79,26 +91,29 @@ def open_lessons(conn: sqlite3.Connection, collection: str = "lessons_learned") 
     total = conn.execute("SELECT coalesce(sum(n_items), 0) FROM collection_counts WHERE collection = ?",
                          (collection,)).fetchone()[0]
     resolved = conn.execute(
-        f"SELECT count(*) FROM items i JOIN namespaces n ON n.id = i.ns_id WHERE n.collection = ? "
-        f"AND i.id IN ({_RESOLVED})", (collection, KIND_BOOL)).fetchone()[0]
+        "SELECT count(*) FROM fields f JOIN items i ON i.id = f.item_id WHERE f.path = 'resolved' AND f.kind = ? "
+        "AND f.val = 1 AND i.ns_id IN (SELECT id FROM namespaces WHERE collection = ?)",
+        (KIND_BOOL, collection)).fetchone()[0]
     return int(total) - int(resolved), int(resolved)
 
 
 def lessons_page(
-    conn: sqlite3.Connection, *, limit: int, offset: int = 0, collection: str = "lessons_learned"
+    conn: sqlite3.Connection, *, limit: int, offset: int = 0, collection: str = "lessons_learned",
+    counts: tuple[int, int] | None = None,
 ) -> list[StoredItem]:
-    """Lessons, unresolved first, each group newest first."""
-    n_open, _ = open_lessons(conn, collection)
+    """Lessons, unresolved first, each group newest first (``counts``: :func:`open_lessons`, if known)."""
+    n_open, _ = counts if counts is not None else open_lessons(conn, collection)
     out: list[StoredItem] = []
     if offset < n_open:
-        out = [item_from_row(r) for r in conn.execute(
-            f"SELECT {ITEM_COLUMNS} {_FROM} WHERE n.collection = ? AND i.id NOT IN ({_RESOLVED}) "
-            "ORDER BY i.id DESC LIMIT ? OFFSET ?", (collection, KIND_BOOL, limit, offset))]
+        out = _by_ids(conn, f"SELECT i.id FROM items i WHERE {_IN_COLLECTION} AND NOT {_RESOLVED} "
+                            "ORDER BY i.id DESC LIMIT ? OFFSET ?", (collection, KIND_BOOL, limit, offset))
     if len(out) < limit:
-        out.extend(item_from_row(r) for r in conn.execute(
-            f"SELECT {ITEM_COLUMNS} {_FROM} WHERE n.collection = ? AND i.id IN ({_RESOLVED}) "
-            "ORDER BY i.id DESC LIMIT ? OFFSET ?",
-            (collection, KIND_BOOL, limit - len(out), max(0, offset - n_open))))
+        out.extend(_by_ids(
+            conn,
+            "SELECT f.item_id FROM fields f JOIN items i ON i.id = f.item_id WHERE f.path = 'resolved' AND f.kind = ? "
+            "AND f.val = 1 AND i.ns_id IN (SELECT id FROM namespaces WHERE collection = ?) "
+            "ORDER BY f.item_id DESC LIMIT ? OFFSET ?",
+            (KIND_BOOL, collection, limit - len(out), max(0, offset - n_open))))
     return out
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from langgraph_memory.catalog import Catalog
 from langgraph_memory.catalog import browse as _browse
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import lineage as _lin
@@ -31,6 +32,7 @@ from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.status import ItemStatus
 from langgraph_memory.collections import COLLECTIONS, GENERAL, collection_by_name, collection_for
 from langgraph_memory.errors import InvalidArgumentError, NotFoundError
+from langgraph_memory.lineage import LineageStore
 from langgraph_memory.memory import Memory
 from langgraph_memory.ranking import memory_type_for
 from langgraph_memory.stats import MemoryStats, collect_stats
@@ -82,7 +84,7 @@ class CollectionRow:
     storage_bytes: int | None
     archived: int | None
     newest: datetime | None
-    index_vectors: int | None
+    #: changes the Chroma index has not applied yet (it catches up on the next search or write)
     pending: int
 
     @property
@@ -92,11 +94,10 @@ class CollectionRow:
 
 @dataclass
 class Aggregates:
-    """What costs a read of every item (sizes, items per day, Chroma's counts): computed in the background."""
+    """What costs a read of every item (sizes, items per day): computed in the background."""
 
     stats: MemoryStats
     per_day: list[tuple[int, int]]
-    index_counts: dict[str, int | None]
     at: datetime
     seconds: float
 
@@ -165,6 +166,15 @@ class StrategyView:
     versions: list[VersionRow]
 
 
+@dataclass
+class _AggregateView:
+    """What :func:`~langgraph_memory.stats.collect_stats` reads of a store, over a separate catalog connection."""
+
+    catalog: Catalog
+    lineage: LineageStore
+    settings: Any
+
+
 def _dt(ts: float | None) -> datetime | None:
     return datetime.fromtimestamp(ts, tz=timezone.utc) if ts is not None else None
 
@@ -205,17 +215,17 @@ class Browser:
         try:
             started = time.perf_counter()
             archiver = self.memory._existing_archiver()
-            stats = collect_stats(self.store, archiver=archiver, checkpointer=self.memory.checkpointer)
-            with self.store.catalog.read() as conn:
-                per_day = _browse.items_per_day(conn)
-            counts: dict[str, int | None] = {}
-            for spec in (*COLLECTIONS.values(), GENERAL):
-                try:
-                    counts[spec.name] = self.store.vector_index.count(spec.name)
-                except Exception:  # noqa: BLE001 - a damaged index is shown as such, not as a failed page
-                    logger.warning("could not count the index of %s", spec.name, exc_info=True)
-                    counts[spec.name] = None
-            agg = Aggregates(stats, per_day, counts, datetime.now(timezone.utc), time.perf_counter() - started)
+            # A connection of its own: the scans take seconds at 100,000 items, and the store's one
+            # connection (behind a lock) must keep serving pages meanwhile.
+            catalog = Catalog(self.store.catalog.path, timeout=self.store.catalog.timeout)
+            try:
+                view = _AggregateView(catalog, LineageStore(catalog), self.store.settings)
+                stats = collect_stats(view, archiver=archiver, checkpointer=self.memory.checkpointer)
+                with catalog.read() as conn:
+                    per_day = _browse.items_per_day(conn)
+            finally:
+                catalog.close()
+            agg = Aggregates(stats, per_day, datetime.now(timezone.utc), time.perf_counter() - started)
             with self._lock:
                 self._cached = (token, time.monotonic(), agg)
         except Exception:  # noqa: BLE001 - the overview then shows counts only, and says so
@@ -261,7 +271,7 @@ class Browser:
                 spec.name, memory_type_for(spec.name), items[spec.name], vectors.get(spec.name, 0),
                 hidden.get(spec.name, {}).get("retired", 0), hidden.get(spec.name, {}).get("superseded", 0),
                 c.storage_bytes if c else None, c.archived if c else None, c.newest if c else None,
-                agg.index_counts.get(spec.name) if agg is not None else None, backlog.get(spec.name, 0)))
+                backlog.get(spec.name, 0)))
         index = self.store.vector_index
         notes = []
         if index.probe_seconds is not None:
@@ -404,8 +414,8 @@ class Browser:
     def lessons(self, page: int = 0) -> tuple[Page, int]:
         """A page of lessons (unresolved first) and how many are open."""
         with self.store.catalog.read() as conn:
-            n_open, n_resolved = _browse.open_lessons(conn)
-            rows = _browse.lessons_page(conn, limit=self.page_size, offset=page * self.page_size)
+            n_open, n_resolved = counts = _browse.open_lessons(conn)
+            rows = _browse.lessons_page(conn, limit=self.page_size, offset=page * self.page_size, counts=counts)
         return Page(rows, page, self.page_size, n_open + n_resolved), n_open
 
     def collection_items(self, collection: str, page: int = 0) -> Page:
