@@ -158,10 +158,10 @@ def timeline(points: Sequence[dict[str, Any]], *, width: int = 720, title: str =
 def lineage(graph: Any, href: Any, *, col_width: int = 260, row_height: int = 30) -> Markup:
     """A lineage graph, left (oldest ancestors) to right (descendants); each node links to ``href(node)``.
 
-    Nodes sit in columns by their longest path from a root, ordered within
-    a column by their parents' positions, so edges mostly run straight;
-    a column of 100 nodes stays readable by growing the picture, not by
-    shrinking text.
+    Nodes sit in columns by their longest path from a root, each level with
+    its parents where the row is free, so chains run straight and a node's
+    children stack beside it; a column of 100 nodes stays readable by
+    growing the picture, not by shrinking text.
     """
     nodes = graph.nodes
     parents: dict[str, list[str]] = {n: [] for n in nodes}
@@ -185,26 +185,44 @@ def lineage(graph: Any, href: Any, *, col_width: int = 260, row_height: int = 30
     base = min((nd.depth for nd in nodes.values()), default=0)
     for n, nd in nodes.items():
         layer.setdefault(n, nd.depth - base)
+    # Depth-first order from the roots (children in the order they were linked), so a node's
+    # descendants stay next to it.
+    order: dict[str, int] = {}
+    roots = [n for n in nodes if not parents[n]] or sorted(nodes)
+    for r in sorted(roots, key=lambda n: (layer[n], nodes[n].collection or "", n)):
+        stack = [r]
+        while stack:
+            n = stack.pop()
+            if n in order:
+                continue
+            order[n] = len(order)
+            stack.extend(reversed(children[n]))
+    for n in nodes:
+        order.setdefault(n, len(order))
     columns: dict[int, list[str]] = {}
-    for n in sorted(nodes, key=lambda n: (nodes[n].depth, nodes[n].collection or "", nodes[n].id)):
+    for n in sorted(nodes, key=lambda n: order[n]):
         columns.setdefault(layer[n], []).append(n)
-    pos: dict[str, tuple[float, float]] = {}
+    # Each node goes level with its parents (their mean row) or, when that row is taken, just below:
+    # chains run straight, and a parent's children stack beside it.
+    pos: dict[str, tuple[int, int]] = {}
     for col in sorted(columns):
         ids = columns[col]
-        if col > 0:  # barycentre of the parents already placed
-            ids.sort(key=lambda n: sum(pos[p][1] for p in parents[n] if p in pos) / max(1, sum(p in pos for p in parents[n])))
-        for row, n in enumerate(ids):
+        want = {n: (sum(pos[p][1] for p in parents[n] if p in pos) / max(1, sum(p in pos for p in parents[n]))
+                    if any(p in pos for p in parents[n]) else -1.0) for n in ids}
+        if col > 0:
+            ids.sort(key=lambda n: (want[n], order[n]))
+        row = -1
+        for n in ids:
+            row = max(row + 1, int(round(want[n]))) if want[n] >= 0 else row + 1
             pos[n] = (col, row)
     n_cols = max(columns) + 1 if columns else 1
-    n_rows = max((len(v) for v in columns.values()), default=1)
+    n_rows = max((r for _c, r in pos.values()), default=0) + 1
     box_w, box_h = col_width - 50, row_height - 8
     width, height = n_cols * col_width + 20, n_rows * row_height + 20
 
     def xy(n: str) -> tuple[float, float]:
         c, r = pos[n]
-        # Centre short columns against the tallest one, so edges do not all run to the top.
-        offset = (n_rows - len(columns[int(c)])) * row_height / 2
-        return 10 + c * col_width, 10 + offset + r * row_height
+        return 10 + c * col_width, 10 + r * row_height
 
     out = [f'<svg class="plot lineage" role="img" aria-label="lineage graph" viewBox="0 0 {width} {height}" '
            f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg"><title>lineage</title>']
