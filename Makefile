@@ -1,18 +1,25 @@
 # Two commands on a fresh machine; each creates .venv when missing.
-#   make run   - the main job: the trading-research graph on the embedded default
-#   make test  - the whole test suite
-.PHONY: setup run test bench
+#   make run   - the main job: the trading-research graph on the embedded default (runtime dependencies only)
+#   make test  - the whole test suite (adds the dev extra)
+.PHONY: setup setup-runtime run test bench docs
 
 PY := .venv/bin/python
 
+# Everything a developer needs: the runtime dependencies and the dev extra.
 setup:
+	@bash scripts/setup.sh dev
+
+setup-runtime:
 	@bash scripts/setup.sh
 
-run: setup
+run: setup-runtime
 	HF_HUB_OFFLINE=1 $(PY) examples/trading_research.py
 
 test: setup
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -p no:cacheprovider
+
+docs: setup
+	$(PY) -m mkdocs build --strict
 
 bench: setup
 	$(PY) bench/store_bench.py

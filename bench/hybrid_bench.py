@@ -1,4 +1,4 @@
-"""Hybrid search latency against dense search on the same data (issue 13: hybrid p50 at most 2x dense at 100,000 items).
+"""Hybrid search latency against dense search on the same data (target: hybrid p50 at most 2x dense at 100,000 items).
 
     .venv/bin/python bench/hybrid_bench.py                    # 100,000 items, 300 queries per case
     .venv/bin/python bench/hybrid_bench.py --n 10000 --queries 100
@@ -38,12 +38,12 @@ from langgraph.store.base import PutOp  # noqa: E402
 from store_bench import DIMS, Mixture, near  # noqa: E402
 
 from langgraph_memory.catalog.keywords import STOP_WORDS  # noqa: E402
-from langgraph_memory.ranking import HybridRanking  # noqa: E402
+from langgraph_memory.store.ranking import HybridRanking  # noqa: E402
 from langgraph_memory.store import ChromaStore  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS_hybrid.md"
 MARKER = "<!-- tables -->\n"
-MAX_RATIO = 2.0  # issue 13: hybrid p50 / dense p50 at 100,000 items
+MAX_RATIO = 2.0  # the target: hybrid p50 / dense p50 at 100,000 items
 NS_ITEMS = 100
 _SYLLABLES = ["ka", "lo", "mi", "tren", "sa", "vo", "ri", "dun", "pel", "ta", "gor", "ne", "bi", "qua", "ster", "xi"]
 

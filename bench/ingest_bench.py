@@ -1,6 +1,6 @@
 """Files into memory on the Python standard library's own sources: speed against the bare model, and retrieval.
 
-For each chunker (seed 002's contextual one, seed 000's fixed window) the
+For each chunker (the contextual one, the fixed window) the
 same sample of ``Lib/`` (``.py`` plus the ``.md``/``.txt`` files there) is
 
 1. file by file, chunked and embedded by the bare model (no store, no
@@ -290,7 +290,7 @@ def main() -> None:
 
         model = DeterministicFakeEmbedding(size=32)
     else:
-        from langgraph_memory.embeddings import SentenceTransformerEmbeddings
+        from langgraph_memory.store.embeddings import SentenceTransformerEmbeddings
 
         model = SentenceTransformerEmbeddings()
         model.embed_query("warm up")

@@ -47,8 +47,8 @@ from langgraph.store.base import PutOp, SearchOp  # noqa: E402
 
 from langgraph_memory.catalog import keywords as _keywords  # noqa: E402
 from langgraph_memory.catalog.items import join_ns  # noqa: E402
-from langgraph_memory.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings  # noqa: E402
-from langgraph_memory.ranking import HybridRanking, fuse  # noqa: E402
+from langgraph_memory.store.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings  # noqa: E402
+from langgraph_memory.store.ranking import HybridRanking, fuse  # noqa: E402
 from langgraph_memory.store import ChromaStore  # noqa: E402
 from langgraph_memory.store.hybrid import Candidate, score_candidates  # noqa: E402
 

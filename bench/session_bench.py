@@ -1,4 +1,4 @@
-"""Session memory: a LoCoMo replay (what promotion keeps) and the seed 002 performance targets.
+"""Session memory: a LoCoMo replay (what promotion keeps) and the session-memory latency targets.
 
     .venv/bin/python bench/session_bench.py                 # both parts (about 15 minutes with the real model)
     .venv/bin/python bench/session_bench.py --part replay   # the LoCoMo replay and the rules tried
@@ -31,7 +31,7 @@ stores the turns it keeps in a fresh store, and asks the questions again.
 **Performance.** A data directory with 10,000 promoted memories (turns
 recorded through ``add_turn`` with ``importance=1``, sessions ended by the
 50-turn boundary and promoted) and 50 active sessions of 20 turns, each on
-its own thread. Timed: ``get_session_context`` (seed 002: under 20 ms),
+its own thread. Timed: ``get_session_context`` (target: under 20 ms),
 chunking one turn (under 50 ms), a search of the promoted memories with
 temporal weighting, the query embedded by the model (under 100 ms), and the
 cleanup job (under 500 ms) when nothing is due, when 10 sessions expire
@@ -61,8 +61,8 @@ from langgraph.store.base import PutOp  # noqa: E402
 from locomo_bench import CATEGORIES, questions, session_time  # noqa: E402
 
 from langgraph_memory.catalog.items import join_ns  # noqa: E402
-from langgraph_memory.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings  # noqa: E402
-from langgraph_memory.ranking import HybridRanking  # noqa: E402
+from langgraph_memory.store.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings  # noqa: E402
+from langgraph_memory.store.ranking import HybridRanking  # noqa: E402
 from langgraph_memory.sessions import SessionConfig, SessionMemory  # noqa: E402
 from langgraph_memory.sessions.importance import novelty  # noqa: E402
 from langgraph_memory.sessions.promotion import chunk_turn  # noqa: E402
@@ -307,7 +307,7 @@ def run_replay(convs: dict[str, dict[str, Any]], emb: Any, tmp: Path, rules: boo
     lines += [
         f"### LoCoMo replay: {len(convs)} conversations, {total:,} turns, {len(s_scores.rows)} questions (categories 1-4)",
         "",
-        "Target (issue 15): recall@10 at least 0.9x that of storing every turn, promoting at most 60% of the turns.",
+        "Target: recall@10 at least 0.9x that of storing every turn, promoting at most 60% of the turns.",
         "",
         "Promotion rule: SessionConfig() defaults" + (f" with {settings}" if settings else "") + f": threshold "
         f"{default.promotion_threshold}, information weight {default.information_weight} (saturation "

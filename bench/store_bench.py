@@ -14,7 +14,7 @@ random items ~0.1. At each size N the stores hold three item sets:
   50% and ``"other"`` for the rest. Namespaces and kinds are assigned at
   random, independent of the vectors' clusters.
 * typed: N items in the typed collection ``("research",)``, values
-  ``{"content": text, "confidence": c}`` (the put rate of issue 9 is measured
+  ``{"content": text, "confidence": c}`` (the put rate is measured
   on this set, put first into a fresh store, as the earlier bench did).
 * three fields: N/10 items under ``("docs", "s<i % 100>")``, put with
   ``index=["title", "body", "tags"]``: three vectors per item (drawn from one

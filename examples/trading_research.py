@@ -50,12 +50,12 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from langgraph.graph import END, START, StateGraph
 
-from langgraph_memory.collections import Strategy
+from langgraph_memory.research.collections import Strategy
 from langgraph_memory.config import MIN_RELEVANCE
 from langgraph_memory.config import CATALOG_FILE
-from langgraph_memory.lineage import Lineage, LineageTree
+from langgraph_memory.research.lineage import Lineage, LineageTree
 from langgraph_memory.memory import Memory
-from langgraph_memory.nodes import recall_node
+from langgraph_memory.graph.nodes import recall_node
 
 logger = logging.getLogger("trading_research")
 

@@ -1,7 +1,7 @@
 """Where the data lives, which model embeds, and the tunable defaults.
 
 Every setting resolves in the same order: explicit argument, then environment
-variable, then the config file, then the built-in default::
+variable, then the config file, then the built-in default:
 
     from langgraph_memory.config import Settings
 
@@ -10,7 +10,7 @@ variable, then the config file, then the built-in default::
     print(settings.chroma_dir)          # /tmp/lgm-demo/chroma
 
 The config file is TOML, found at ``$LANGGRAPH_MEMORY_CONFIG``, else
-``./langgraph-memory.toml``, else ``~/.config/langgraph-memory/config.toml``::
+``./langgraph-memory.toml``, else ``~/.config/langgraph-memory/config.toml``:
 
     data_dir = "/var/lib/agent-memory"
     embedding_model = "sentence-transformers/all-MiniLM-L6-v2"
@@ -18,7 +18,7 @@ The config file is TOML, found at ``$LANGGRAPH_MEMORY_CONFIG``, else
 
 ``lock_timeout`` is the one name, everywhere (store, checkpointer, lineage,
 archive), for how long to wait for another process's write before raising
-:class:`~langgraph_memory.errors.LockTimeoutError`.
+[`LockTimeoutError`][langgraph_memory.errors.LockTimeoutError].
 """
 
 from __future__ import annotations
@@ -73,25 +73,26 @@ CATALOG_FILE = "catalog.sqlite"
 LINEAGE_FILE = "lineage.sqlite"
 MANIFEST_FILE = "manifest.sqlite"
 
-# Seed 000: a write lock that cannot be had within 30 s is an error, not a hang.
+# A write lock that cannot be had within 30 s is an error, not a hang: a stuck writer must not stall every caller.
 LOCK_TIMEOUT_SECONDS = 30.0
-# Seed 004: recall returns five results unless told otherwise.
+# Recall returns five results unless told otherwise: enough context for a model, little to read.
 DEFAULT_K = 5
-# Seed 001 drops results under 30 % relevance; recall nodes, tools and the typed research API do by default.
+# Results under 30 % relevance are noise to an agent; recall nodes, tools and the typed research API drop them
+# by default.
 MIN_RELEVANCE = 0.3
-# Seed 004: lessons and low-confidence findings are archived after 90 idle days.
+# Lessons and low-confidence findings idle for 90 days are archived: rarely recalled, still restorable.
 ARCHIVE_AFTER_DAYS = 90
 LOW_CONFIDENCE_THRESHOLD = 0.5
-# Seed 001: what agent-facing tools (the MCP server, create_store_tool) accept: at most 10 tags of at
-# most 50 characters each, and between 1 and 20 search results.
+# What agent-facing tools (the MCP server, create_store_tool) accept, so an LLM's arguments stay bounded: at most
+# 10 tags of at most 50 characters each, and between 1 and 20 search results.
 MAX_TAGS = 10
 MAX_TAG_CHARS = 50
 MAX_SEARCH_LIMIT = 20
 # The MCP server's HTTP port, and the environment variable holding its bearer token.
 MCP_PORT = 8765
 MCP_TOKEN_ENV = "LANGGRAPH_MEMORY_MCP_TOKEN"
-# Issue 11: a retired item (soft-deleted) is archivable at once; a superseded one after the seed's
-# 90 idle days, in every collection (also those kept forever otherwise: strategies, regimes, tools).
+# A retired item (soft-deleted) is archivable at once, since nothing should recall it; a superseded one after the
+# usual 90 idle days, in every collection (also those kept forever otherwise: strategies, regimes, tools).
 RETIRED_ARCHIVE_AFTER_DAYS = 0.0
 SUPERSEDED_ARCHIVE_AFTER_DAYS = 90.0
 # A backtest's equity curve is kept as this many evenly spaced points (plus its statistics).
@@ -136,7 +137,7 @@ def _read_config_file() -> dict[str, Any]:
 def resolve_lock_timeout(lock_timeout: float | None = None) -> float:
     """The lock timeout in seconds: argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT`` > config file > 30.
 
-    Example:
+    Examples:
         >>> resolve_lock_timeout(5)
         5.0
     """
@@ -162,7 +163,7 @@ def resolve_embedding_model(model: str | None = None) -> str:
 
 
 def _resolve_embedding_model(model: str | None, file_cfg: dict[str, Any] | None) -> str:
-    """:func:`resolve_embedding_model` given the config file's contents, or None to read it if needed."""
+    """`resolve_embedding_model()` given the config file's contents, or None to read it if needed."""
     chosen = model or os.environ.get(EMBEDDING_MODEL_ENV)
     if not chosen:
         chosen = (_read_config_file() if file_cfg is None else file_cfg).get("embedding_model")
@@ -173,8 +174,8 @@ def _resolve_embedding_model(model: str | None, file_cfg: dict[str, Any] | None)
 class Settings:
     """Resolved settings for one data directory.
 
-    Use :meth:`resolve` rather than the constructor so that environment and
-    config file are consulted. :class:`~langgraph_memory.memory.Memory`
+    Use `resolve()` rather than the constructor so that environment and
+    config file are consulted. [`Memory`][langgraph_memory.Memory]
     resolves them once and hands the same object to the store, the
     checkpointer and the archiver (``mem.settings is mem.store.settings``).
     """
@@ -222,7 +223,7 @@ class Settings:
 
     @property
     def lineage_path(self) -> Path:
-        """The lineage file of version 0.1; lineage now lives in :attr:`catalog_path` (imported on first open)."""
+        """The lineage file of version 0.1; lineage now lives in `catalog_path` (imported on first open)."""
         return self.data_dir / LINEAGE_FILE
 
     @property
@@ -242,7 +243,7 @@ class Settings:
 
     @property
     def manifest_path(self) -> Path:
-        """SQLite manifest of the archive files, in :attr:`archive_dir`."""
+        """SQLite manifest of the archive files, in `archive_dir`."""
         return self.archive_dir / MANIFEST_FILE
 
     @property

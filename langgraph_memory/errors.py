@@ -1,7 +1,7 @@
 """One exception hierarchy for everything a user can cause.
 
 Every error raised on purpose by ``langgraph_memory`` derives from
-:class:`LangGraphMemoryError`, so a caller can catch them all at once::
+[`LangGraphMemoryError`][langgraph_memory.LangGraphMemoryError], so a caller can catch them all at once:
 
     from langgraph_memory.errors import LangGraphMemoryError
 

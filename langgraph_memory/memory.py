@@ -11,30 +11,31 @@
                                       parameters={"lookback": 20}, parent_id=finding.id)
         print(mem.lineage(strategy.id).ancestor_ids)          # [finding.id]
 
-``Memory.open`` resolves the :class:`~langgraph_memory.config.Settings`
+``Memory.open`` resolves the [`Settings`][langgraph_memory.Settings]
 once and builds everything from them: the store (and its catalog, which
 holds the lineage), the checkpointer, and on first use the archiver. All of
 them share that one settings object and the store's one
-:class:`~langgraph_memory.lineage.LineageStore` (``mem.lineage_store``), as
+`LineageStore` (``mem.lineage_store``), as
 do the graph nodes that write through ``mem.store``.
 
 ``Memory`` is composed of parts that each take their collaborators
 explicitly, and it offers their calls directly:
 
-* ``mem.research`` (:class:`~langgraph_memory._research_api.ResearchAPI`):
+* ``mem.research`` ([`ResearchAPI`][langgraph_memory.ResearchAPI]):
   the typed calls of six collections (``store_backtest``,
   ``query_hypotheses``, ``store_lesson``, ...), and ``mem.procedures``
-  (:class:`~langgraph_memory._procedural_api.ProceduralAPI`) those of the
+  ([`ProceduralAPI`][langgraph_memory.ProceduralAPI]) those of the
   seventh, tool and workflow definitions;
-* ``mem.lifecycle`` (:class:`~langgraph_memory.lifecycle.ItemLifecycle`):
+* ``mem.lifecycle`` (`ItemLifecycle`):
   ``retire``, ``supersede``, ``reinstate``, ``status`` and the hard ``delete``;
-* ``mem.sessions`` (:class:`~langgraph_memory.sessions.SessionMemory`):
+* ``mem.sessions`` ([`SessionMemory`][langgraph_memory.SessionMemory]):
   conversation turns by session, promoted to episodic memory in
-  ``("episodes", *scope)`` when a session ends (:meth:`Memory.schedule_session_cleanup`
+  ``("episodes", *scope)`` when a session ends
+  ([`Memory.schedule_session_cleanup()`][langgraph_memory.Memory.schedule_session_cleanup]
   runs its cleanup on the archive job's scheduler);
-* :meth:`Memory.stats` (:mod:`langgraph_memory.stats`) and
-  :meth:`Memory.cleanup_decayed` (:mod:`langgraph_memory.decay`);
-* :meth:`Memory.lineage`, with each item's summary and state.
+* [`Memory.stats()`][langgraph_memory.Memory.stats] (`langgraph_memory.stats`) and
+  [`Memory.cleanup_decayed()`][langgraph_memory.Memory.cleanup_decayed] (`langgraph_memory.decay`);
+* [`Memory.lineage()`][langgraph_memory.Memory.lineage], with each item's summary and state.
 
 Every call has an async twin with an ``a`` prefix and the same arguments.
 """
@@ -52,27 +53,28 @@ from langchain_core.embeddings import Embeddings
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import IndexConfig, TTLConfig
 
-from langgraph_memory._procedural_api import ProceduralAPI
-from langgraph_memory._research_api import (
+from langgraph_memory._infra.closing import close_all, unwind
+from langgraph_memory.research.procedures import ProceduralAPI
+from langgraph_memory.research.api import (
     HYPOTHESIS_STATUSES,
     STRATEGY_STATUSES,
     Hit,
     ResearchAPI,
     StrategyVersion,
 )
-from langgraph_memory._typed import TypedItems, athread
-from langgraph_memory.collections import COLLECTIONS, collection_by_name
+from langgraph_memory.research.typed import TypedItems, athread
+from langgraph_memory.research.collections import COLLECTIONS, collection_by_name
 from langgraph_memory.config import DEFAULT_K, Settings
-from langgraph_memory.decay import DecayReport, cleanup_decayed
+from langgraph_memory.lifecycle.decay import DecayReport, cleanup_decayed
 from langgraph_memory.errors import ConfigError
 from langgraph_memory.ingest import DOCUMENTS_NAMESPACE, ChunkHit, IngestConfig, IngestProgress, IngestReport, Ingestor
 from langgraph_memory.ingest import recall as _recall_chunks
-from langgraph_memory.lifecycle import ItemLifecycle
-from langgraph_memory.lineage import ItemRef, Lineage, LineageStore, NodeSummary, build_lineage
-from langgraph_memory.ranking import HybridRanking, TemporalConfig
+from langgraph_memory.lifecycle.items import ItemLifecycle
+from langgraph_memory.research.lineage import ItemRef, Lineage, LineageStore, NodeSummary, build_lineage
+from langgraph_memory.store.ranking import HybridRanking, TemporalConfig
 from langgraph_memory.sessions import EPISODES_NAMESPACE, SESSIONS_COLLECTION, THREADS_COLLECTION, SessionConfig, SessionMemory
 from langgraph_memory.sessions.promotion import session_summaries
-from langgraph_memory.stats import MemoryStats, collect_stats
+from langgraph_memory.lifecycle.stats import MemoryStats, collect_stats
 from langgraph_memory.store import ChromaStore
 
 __all__ = ["Memory", "Hit", "StrategyVersion", "STRATEGY_STATUSES", "HYPOTHESIS_STATUSES"]
@@ -158,26 +160,22 @@ def _forward(part: str, fn: Callable[Concatenate[Any, P], T]) -> Callable[Concat
     return call
 
 
-def _research(fn: Callable[Concatenate[Any, P], T]) -> Callable[Concatenate[Memory, P], T]:
-    return _forward("research", fn)
-
-
-def _procedures(fn: Callable[Concatenate[Any, P], T]) -> Callable[Concatenate[Memory, P], T]:
-    return _forward("procedures", fn)
-
-
 def _lifecycle(fn: Callable[Concatenate[Any, P], T]) -> Callable[Concatenate[Memory, P], T]:
     return _forward("lifecycle", fn)
 
 
-class Memory:
+class Memory(ResearchAPI, ProceduralAPI):
     """One data directory: the store, the checkpointer, lineage, the typed research API, stats and cleanup.
 
-    Build it with :meth:`open`. Closing it (or leaving its ``with`` block)
+    The typed research calls ([ResearchAPI][langgraph_memory.ResearchAPI] and
+    [ProceduralAPI][langgraph_memory.ProceduralAPI]) are Memory's own: ``mem.store_backtest``
+    is ``mem.research.store_backtest``, declared once, in the research API.
+
+    Build it with `open()`. Closing it (or leaving its ``with`` block)
     flushes and closes the store and the checkpointer if Memory opened them,
     the archiver and any archival scheduler.
 
-    Example:
+    Examples:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
         >>> import tempfile
         >>> with Memory.open(tempfile.mkdtemp(), embeddings=DeterministicFakeEmbedding(size=16)) as mem:
@@ -208,7 +206,8 @@ class Memory:
         self._owns_checkpointer = owns_checkpointer
         self._closed = False
         typed = TypedItems(store, self.lineage_store, scope=self.scope, guard=self._check_open)
-        #: The typed research API (findings to lessons); its calls are also Memory's own.
+        ResearchAPI.__init__(self, typed)  # the research calls are Memory's own, over the same typed items
+        #: The typed research API (findings to lessons) alone.
         self.research = ResearchAPI(typed)
         #: Tool and workflow definitions (procedural memory); its calls are also Memory's own.
         self.procedures = ProceduralAPI(typed)
@@ -258,10 +257,10 @@ class Memory:
                 (with ``store=``, the store keeps its own).
             store: an open ``ChromaStore`` to use instead of opening one (its
                 data directory and settings are used; it is not closed by
-                :meth:`close`). Leave the store options above unset.
+                `close()`). Leave the store options above unset.
             checkpointer: any LangGraph checkpointer; default our
                 ``SqliteCheckpointer`` at ``<data_dir>/checkpoints.sqlite``.
-                A checkpointer passed in is not closed by :meth:`close`.
+                A checkpointer passed in is not closed by `close()`.
             chroma_client: any ``chromadb`` client (e.g. an ``HttpClient``);
                 default an embedded client in ``<data_dir>/chroma``.
             scope: extra namespace labels for the typed API (e.g. a desk id):
@@ -269,11 +268,11 @@ class Memory:
             lock_timeout: seconds to wait for another process's write
                 (argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT`` > config file > 30).
             session_config: session boundaries, promotion and cleanup for
-                ``mem.sessions`` (seed 002's ``SessionConfig`` defaults).
+                ``mem.sessions`` (``SessionConfig``'s defaults).
 
-        Example:
-            >>> mem = Memory.open("./memory", ttl={"default_ttl": 60 * 24 * 30})   # doctest: +SKIP
-            >>> graph = builder.compile(checkpointer=mem.checkpointer, store=mem.store)  # doctest: +SKIP
+        Examples:
+            >>> mem = Memory.open("./memory", ttl={"default_ttl": 60 * 24 * 30})  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+            >>> graph = builder.compile(checkpointer=mem.checkpointer, store=mem.store)  # a line of a graph definition (builder is the caller's StateGraph)  # doctest: +SKIP
         """
         if embeddings is not None and index is not None:
             raise ConfigError("pass embeddings= or index=, not both (index={'dims': ..., 'embed': embeddings})")
@@ -304,11 +303,7 @@ class Memory:
 
                 checkpointer = SqliteCheckpointer(store.settings.checkpoints_path, lock_timeout=store.settings.lock_timeout)
         except BaseException:
-            for close in reversed(opened):
-                try:
-                    close()
-                except Exception:  # pragma: no cover - best effort on a failed open
-                    logger.exception("error while closing after a failed Memory.open")
+            unwind(opened, "Memory.open")
             raise
         logger.debug("opened memory at %s", store.settings.data_dir)
         return cls(store, checkpointer, scope=scope, owns_store=owns_store, owns_checkpointer=owns_checkpointer,
@@ -336,14 +331,7 @@ class Memory:
             steps.append(self.store.close)
         if self._owns_checkpointer and hasattr(self.checkpointer, "close"):
             steps.append(self.checkpointer.close)  # type: ignore[attr-defined]
-        errors: list[BaseException] = []
-        for step in steps:
-            try:
-                step()
-            except Exception as exc:  # close everything, then report the first failure
-                errors.append(exc)
-        if errors:
-            raise errors[0]
+        close_all(steps)
 
     def __enter__(self) -> Memory:
         return self
@@ -386,12 +374,12 @@ class Memory:
         return self.archiver
 
     def schedule_archival(self, **kwargs: Any) -> Any:
-        """Start the archive job in the background (see ``archive.schedule_archival``); stopped by :meth:`close`.
+        """Start the archive job in the background (see ``archive.schedule_archival``); stopped by `close()`.
 
-        It shares one scheduler with :meth:`schedule_session_cleanup`.
+        It shares one scheduler with [`schedule_session_cleanup()`][langgraph_memory.schedule_session_cleanup].
 
-        Example:
-            >>> job = mem.schedule_archival(cron="0 3 * * *")     # doctest: +SKIP
+        Examples:
+            >>> job = mem.schedule_archival(cron="0 3 * * *")  # starts a scheduler job  # doctest: +SKIP
         """
         from langgraph_memory import archive as _archive
 
@@ -401,10 +389,10 @@ class Memory:
         """Run ``mem.sessions.cleanup()`` every 15 minutes (``cleanup_interval_minutes``) beside the archive job.
 
         See ``archive.schedule_session_cleanup``; both jobs run on one
-        scheduler, stopped by :meth:`close`.
+        scheduler, stopped by `close()`.
 
-        Example:
-            >>> job = mem.schedule_session_cleanup()                # doctest: +SKIP
+        Examples:
+            >>> job = mem.schedule_session_cleanup()  # starts a scheduler job  # doctest: +SKIP
         """
         from langgraph_memory import archive as _archive
 
@@ -456,9 +444,9 @@ class Memory:
         superseded items are shown with ``lifecycle`` set (``node.label``
         adds it to the summary).
 
-        Example:
-            >>> lin = mem.lineage(strategy.id)                          # doctest: +SKIP
-            >>> [(a.collection, a.label) for a in lin.ancestors]        # doctest: +SKIP
+        Examples:
+            >>> lin = mem.lineage(strategy.id)  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+            >>> [(a.collection, a.label) for a in lin.ancestors]  # continues the example above (needs mem)  # doctest: +SKIP
         """
         self._check_open()
         return build_lineage(self.lineage_store, item_id, self._summarize)
@@ -522,10 +510,10 @@ class Memory:
         Reads ``.md .txt .py .csv .pdf .yaml .yml``. Each file is hashed
         (SHA-256) and copied to ``raw/{hash}{ext}``; bytes already ingested
         into ``namespace`` are skipped without a model call, whatever their
-        name, across restarts and processes. Chunks (seed 002's contextual
-        chunker by default, or ``chunker="fixed"``: seed 000's window) and
+        name, across restarts and processes. Chunks (the contextual
+        chunker by default, or ``chunker="fixed"``: a plain window) and
         their parent records are stored in ``namespace`` of the general
-        collection; see :mod:`langgraph_memory.ingest.pipeline` for the keys
+        collection; see `langgraph_memory.ingest.pipeline` for the keys
         and fields.
 
         Raises (for a path given by name; inside a folder such files are
@@ -535,9 +523,9 @@ class Memory:
         ``FileEncodingError`` (with the byte offset) or ``DamagedDocumentError``.
         Nothing of a file that fails is left stored.
 
-        Example:
-            >>> report = mem.ingest("papers/", episode_id="DS-25-002")      # doctest: +SKIP
-            >>> report.counts()                                              # doctest: +SKIP
+        Examples:
+            >>> report = mem.ingest("papers/", episode_id="DS-25-002")  # needs files to ingest  # doctest: +SKIP
+            >>> report.counts()  # needs files to ingest  # doctest: +SKIP
             {'ingested': 3, 'duplicate': 0, 'busy': 0, 'skipped': 1, 'failed': 0}
         """
         self._check_open()
@@ -558,44 +546,16 @@ class Memory:
     ) -> list[ChunkHit]:
         """The ``k`` ingested chunks nearest ``query``, with score and source; ``include_parents`` adds context.
 
-        Example:
-            >>> hit = mem.recall("signup success metric", k=3, include_parents=True)[0]  # doctest: +SKIP
-            >>> hit.source_uri, hit.score, hit.full_context[:60]                        # doctest: +SKIP
+        Examples:
+            >>> hit = mem.recall("signup success metric", k=3, include_parents=True)[0]  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+            >>> hit.source_uri, hit.score, hit.full_context[:60]  # needs ingested documents  # doctest: +SKIP
         """
         self._check_open()
         return _recall_chunks(self.store, query, k=k, namespace=namespace, include_parents=include_parents,
                               filter=filter)
 
-    async def aingest(
-        self,
-        path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
-        *,
-        episode_id: str | None = None,
-        namespace: Sequence[str] = DOCUMENTS_NAMESPACE,
-        chunker: Literal["contextual", "fixed"] | None = None,
-        config: IngestConfig | None = None,
-        errors: Literal["raise", "report"] = "raise",
-        progress: Callable[[IngestProgress], None] | None = None,
-    ) -> IngestReport:
-        """Async :meth:`ingest` (the reading, embedding and writing run in a worker thread)."""
-        return await asyncio.to_thread(
-            self.ingest, path, episode_id=episode_id, namespace=namespace, chunker=chunker, config=config,
-            errors=errors, progress=progress,
-        )
-
-    async def arecall(
-        self,
-        query: str,
-        *,
-        k: int = DEFAULT_K,
-        namespace: Sequence[str] = DOCUMENTS_NAMESPACE,
-        include_parents: bool = False,
-        filter: dict[str, Any] | None = None,
-    ) -> list[ChunkHit]:
-        """Async :meth:`recall`."""
-        return await asyncio.to_thread(
-            self.recall, query, k=k, namespace=namespace, include_parents=include_parents, filter=filter
-        )
+    aingest = athread(ingest)
+    arecall = athread(recall)
 
     # ------------------------------------------- retire, supersede, delete
     # (mem.retire is mem.lifecycle.retire; see ItemLifecycle for each call)
@@ -612,9 +572,9 @@ class Memory:
         """Per collection: items, items with vectors, bytes, oldest and newest, archived, retired, superseded;
         plus namespaces, lineage links, sessions, the checkpointer's threads and the files' sizes.
 
-        Example:
-            >>> s = mem.stats()                                                 # doctest: +SKIP
-            >>> s.collections["backtest_results"].items, s.threads              # doctest: +SKIP
+        Examples:
+            >>> s = mem.stats()  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+            >>> s.collections["backtest_results"].items, s.threads  # continues the example above (needs mem)  # doctest: +SKIP
             (14, 2)
         """
         self._check_open()
@@ -631,64 +591,16 @@ class Memory:
     ) -> DecayReport:
         """Find the memories whose decayed weight fell under the forgetting threshold; retire them unless ``dry_run``.
 
-        See :mod:`langgraph_memory.decay`: a dry run (the default) reports,
+        See `langgraph_memory.decay`: a dry run (the default) reports,
         a real run retires (nothing is deleted; the next archive run moves
         them to the archive).
 
-        Example:
-            >>> report = mem.cleanup_decayed()                   # what would go   # doctest: +SKIP
-            >>> mem.cleanup_decayed(dry_run=False).retired       # doctest: +SKIP
+        Examples:
+            >>> report = mem.cleanup_decayed()                   # what would go  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+            >>> mem.cleanup_decayed(dry_run=False).retired  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
         """
         self._check_open()
         return cleanup_decayed(self.store.items, config=config, now=now, collections=collections, dry_run=dry_run)
-
-    # ---------------------------------------- the typed research API, flat
-    # (mem.store_backtest is mem.research.store_backtest; see ResearchAPI for each call)
-
-    namespace = _research(ResearchAPI.namespace)
-    get = _research(ResearchAPI.get)
-    store_research_finding = _research(ResearchAPI.store_research_finding)
-    query_research_findings = _research(ResearchAPI.query_research_findings)
-    store_hypothesis = _research(ResearchAPI.store_hypothesis)
-    update_hypothesis = _research(ResearchAPI.update_hypothesis)
-    query_hypotheses = _research(ResearchAPI.query_hypotheses)
-    store_strategy = _research(ResearchAPI.store_strategy)
-    get_similar_strategies = _research(ResearchAPI.get_similar_strategies)
-    set_strategy_status = _research(ResearchAPI.set_strategy_status)
-    approve_strategy = _research(ResearchAPI.approve_strategy)
-    versions = _research(ResearchAPI.versions)
-    store_backtest = _research(ResearchAPI.store_backtest)
-    query_backtests = _research(ResearchAPI.query_backtests)
-    store_lesson = _research(ResearchAPI.store_lesson)
-    get_relevant_lessons = _research(ResearchAPI.get_relevant_lessons)
-    resolve_lesson = _research(ResearchAPI.resolve_lesson)
-    store_market_regime = _research(ResearchAPI.store_market_regime)
-    query_market_regimes = _research(ResearchAPI.query_market_regimes)
-    store_tool_definition = _procedures(ProceduralAPI.store_tool_definition)
-    get_tool_definition = _procedures(ProceduralAPI.get_tool_definition)
-    query_tool_definitions = _procedures(ProceduralAPI.query_tool_definitions)
-
-    aget = _research(ResearchAPI.aget)
-    astore_research_finding = _research(ResearchAPI.astore_research_finding)
-    aquery_research_findings = _research(ResearchAPI.aquery_research_findings)
-    astore_hypothesis = _research(ResearchAPI.astore_hypothesis)
-    aupdate_hypothesis = _research(ResearchAPI.aupdate_hypothesis)
-    aquery_hypotheses = _research(ResearchAPI.aquery_hypotheses)
-    astore_strategy = _research(ResearchAPI.astore_strategy)
-    aget_similar_strategies = _research(ResearchAPI.aget_similar_strategies)
-    aset_strategy_status = _research(ResearchAPI.aset_strategy_status)
-    aapprove_strategy = _research(ResearchAPI.aapprove_strategy)
-    aversions = _research(ResearchAPI.aversions)
-    astore_backtest = _research(ResearchAPI.astore_backtest)
-    aquery_backtests = _research(ResearchAPI.aquery_backtests)
-    astore_lesson = _research(ResearchAPI.astore_lesson)
-    aget_relevant_lessons = _research(ResearchAPI.aget_relevant_lessons)
-    aresolve_lesson = _research(ResearchAPI.aresolve_lesson)
-    astore_market_regime = _research(ResearchAPI.astore_market_regime)
-    aquery_market_regimes = _research(ResearchAPI.aquery_market_regimes)
-    astore_tool_definition = _procedures(ProceduralAPI.astore_tool_definition)
-    aget_tool_definition = _procedures(ProceduralAPI.aget_tool_definition)
-    aquery_tool_definitions = _procedures(ProceduralAPI.aquery_tool_definitions)
 
     # ------------------------------------------- async twins of Memory's own
 

@@ -308,7 +308,7 @@ def test_archive_dir_defaults_to_the_data_dir(store):
 
 
 def test_lineage_store_edges_are_carried_into_the_archive(store, fake_embeddings):
-    from langgraph_memory.lineage import LineageStore
+    from langgraph_memory.research.lineage import LineageStore
 
     lin = LineageStore.for_data_dir(store.settings.data_dir)
     lin.register("f-root", "research_findings", ("research",))

@@ -48,7 +48,7 @@ def _old_layout(data_dir: Path, emb: DeterministicFakeEmbedding) -> None:
     )
     lineage.commit()
     lineage.close()
-    from langgraph_memory._chroma import ChromaHandle
+    from langgraph_memory._infra.chroma import ChromaHandle
 
     ChromaHandle.stop_client(client)
 

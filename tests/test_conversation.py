@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 
 from langgraph_memory import Memory, conversation_node, last_human_text, recall_node
-from langgraph_memory.conversation import approx_tokens, exchanges, format_buffer
+from langgraph_memory.graph.conversation import approx_tokens, exchanges, format_buffer
 from langgraph_memory.errors import ConfigError
 from langgraph_memory.sessions import SessionTurn
 from tests.helpers.session_data import TopicEmbeddings

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from langgraph_memory.embeddings import (
+from langgraph_memory.store.embeddings import (
     DEFAULT_DIMS,
     CachedEmbeddings,
     SentenceTransformerEmbeddings,
@@ -24,7 +24,7 @@ from langgraph_memory.store import ChromaStore
 
 def test_importing_the_package_does_not_import_torch() -> None:
     code = (
-        "import sys, langgraph_memory, langgraph_memory.store, langgraph_memory.embeddings; "
+        "import sys, langgraph_memory, langgraph_memory.store, langgraph_memory.store.embeddings; "
         "print('torch' in sys.modules, 'sentence_transformers' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

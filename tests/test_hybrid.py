@@ -14,10 +14,10 @@ from typing_extensions import TypedDict
 
 from langgraph_memory.errors import ConfigError
 from langgraph_memory.memory import Memory
-from langgraph_memory.nodes import recall_node
-from langgraph_memory.ranking import HybridRanking, TemporalConfig, calculate_final_score
+from langgraph_memory.graph.nodes import recall_node
+from langgraph_memory.store.ranking import HybridRanking, TemporalConfig, calculate_final_score
 from langgraph_memory.store import ChromaStore
-from langgraph_memory.tools import create_recall_tool
+from langgraph_memory.graph.tools import create_recall_tool
 from tests.conftest import FAKE_DIMS
 from tests.helpers.archive_data import old_item
 
@@ -210,7 +210,7 @@ def test_results_under_30_percent_are_dropped_by_tools_nodes_and_the_research_ap
             mem.store.put(("memories", "u1"), text, {"text": text}, index=["text"])
         for ranking, want in [(None, {"alpha note", "beta note"}),
                               (NO_DECAY, {"alpha note", "beta note", "delta note on zebra"})]:
-            mem.store.ranking = ranking  # plain cosine: seed 001's relevance; hybrid: a keyword match lifts delta
+            mem.store.ranking = ranking  # plain cosine: the relevance percentage; hybrid: a keyword match lifts delta
             assert {h.record.content for h in mem.query_research_findings("zebra", k=10)} == want
             tool = create_recall_tool(("memories", "{user_id}"), store=mem.store, k=10)
             got = json.loads(tool.invoke({"query": "zebra"}, {"configurable": {"user_id": "u1"}}))

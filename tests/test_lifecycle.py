@@ -14,9 +14,9 @@ from langgraph_memory.catalog._schema import SCHEMA_VERSION
 from tests.helpers.catalog_versions import make_version_1
 from langgraph_memory.errors import NotFoundError, ValidationError
 from langgraph_memory.memory import Memory
-from langgraph_memory.nodes import recall_node
+from langgraph_memory.graph.nodes import recall_node
 from langgraph_memory.store import ChromaStore, SearchAllOp
-from langgraph_memory.tools import create_recall_tool
+from langgraph_memory.graph.tools import create_recall_tool
 
 DAY = 86400.0
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from langgraph_memory.errors import LineageCycleError, LineageError, NotFoundError
-from langgraph_memory.lineage import LineageStore, NodeSummary, build_lineage
+from langgraph_memory.research.lineage import LineageStore, NodeSummary, build_lineage
 
 
 @pytest.fixture

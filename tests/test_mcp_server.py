@@ -27,7 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from langgraph_memory.cli import main
 from langgraph_memory.config import MIN_RELEVANCE
-from langgraph_memory.mcp_server import MemoryTools, check_bind
+from langgraph_memory.mcp.server import MemoryTools, check_bind
 from langgraph_memory.errors import ConfigError
 from langgraph_memory.memory import Memory
 

@@ -17,7 +17,7 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from mcp import Client, StdioServerParameters
 
-from langgraph_memory.mcp_server import MemoryTools
+from langgraph_memory.mcp.server import MemoryTools
 from langgraph_memory.memory import Memory
 
 CLI = Path(sys.executable).with_name("langgraph-memory")
@@ -33,7 +33,7 @@ async def _call(client: Client, tool: str, **args: Any) -> Any:
 
 @pytest.mark.slow
 async def test_the_installed_command_serves_memory_over_stdio_with_the_default_model(tmp_path: Path) -> None:
-    data_dir = tmp_path / "memory"  # does not exist yet: the server creates it (seed 001)
+    data_dir = tmp_path / "memory"  # does not exist yet: the server creates it (a client's first run has no data yet)
     params = StdioServerParameters(command=str(CLI), args=["--data-dir", str(data_dir), "mcp"], env=ENV)
     async with Client(params, read_timeout_seconds=180) as client:
         assert [t.name for t in (await client.list_tools()).tools] == list(MemoryTools.TOOLS)

@@ -9,7 +9,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memory.checkpoint import SqliteCheckpointer
-from langgraph_memory.collections import Lesson, ResearchFinding, Strategy
+from langgraph_memory.research.collections import Lesson, ResearchFinding, Strategy
 from langgraph_memory.errors import (
     ConfigError,
     LineageCycleError,
@@ -395,8 +395,8 @@ def test_memory_node_and_archiver_share_one_lineage_store_and_one_settings(
     from langgraph.graph import END, START, StateGraph
 
     from langgraph_memory.config import Settings
-    from langgraph_memory.lineage import LineageStore
-    from langgraph_memory.nodes import store_node
+    from langgraph_memory.research.lineage import LineageStore
+    from langgraph_memory.graph.nodes import store_node
 
     made: list[LineageStore] = []
     resolved: list[Settings] = []

@@ -10,8 +10,8 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 
 from langgraph_memory.errors import ConfigError, LineageError
-from langgraph_memory.lineage import LineageStore
-from langgraph_memory.nodes import format_namespace, recall_node, store_node
+from langgraph_memory.research.lineage import LineageStore
+from langgraph_memory.graph.nodes import format_namespace, recall_node, store_node
 
 
 class State(TypedDict, total=False):

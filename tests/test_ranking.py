@@ -1,4 +1,4 @@
-"""Temporal decay and reinforcement primitives (seed 002's TemporalConfig)."""
+"""Temporal decay and reinforcement primitives (TemporalConfig)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from langgraph_memory.ranking import (
+from langgraph_memory.research.collections import memory_type_for
+from langgraph_memory.store.ranking import (
     TemporalConfig,
     importance_multiplier,
-    memory_type_for,
     temporal_weight,
 )
 

@@ -1,4 +1,4 @@
-"""The collections issue 11 adds to the typed API: hypotheses, backtests, tool definitions; lineage across all seven."""
+"""The typed API's later collections: hypotheses, backtests, tool definitions; lineage across all seven."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from langgraph_memory.collections import (
+from langgraph_memory.research.collections import (
     BacktestResult,
     EquityCurve,
     Hypothesis,
@@ -17,7 +17,7 @@ from langgraph_memory.collections import (
 )
 from langgraph_memory.errors import LineageError, NotFoundError, ValidationError
 from langgraph_memory.memory import Memory
-from langgraph_memory.ranking import MEMORY_TYPES
+from langgraph_memory.research.collections import MEMORY_TYPES
 
 
 @pytest.fixture

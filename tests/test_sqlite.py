@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from langgraph_memory import _sqlite
+from langgraph_memory._infra import sqlite as _sqlite
 from langgraph_memory.errors import LockTimeoutError
 
 HELPER = Path(__file__).parent / "helpers" / "sqlite_open_race.py"

@@ -10,9 +10,9 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
-from langgraph_memory.decay import cleanup_decayed
+from langgraph_memory.lifecycle.decay import cleanup_decayed
 from langgraph_memory.memory import Memory
-from langgraph_memory.ranking import TemporalConfig
+from langgraph_memory.store.ranking import TemporalConfig
 from langgraph_memory.store._writer import dumps_value
 
 HOUR = 3600.0

@@ -1,6 +1,6 @@
 """Bad input: a typed error that says what to do, and nothing written.
 
-One test per input that used to pass unchecked or surface raw (issue 9):
+One test per input that used to pass unchecked or surface raw, now a typed error:
 a negative offset, a limit that is not a whole number, an operator inside an
 operator's operand, a NaN vector from the model, the model's own exception,
 and ``index="text"`` where a list of paths belongs.

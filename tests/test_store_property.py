@@ -228,6 +228,23 @@ def plan_log(shared_store: ChromaStore) -> _PlanLog:
     return _PlanLog(shared_store)
 
 
+@pytest.fixture(scope="module")
+def plain_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaStore]:
+    """``collections=None``: a plain LangGraph store, where ``("research", ...)`` is just a namespace."""
+    s = ChromaStore(
+        data_dir=tmp_path_factory.mktemp("plain") / "memory",
+        index={"dims": FAKE_DIMS, "embed": EMBED, "fields": FIELDS},
+        collections=None,
+    )
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def plain_plan_log(plain_store: ChromaStore) -> _PlanLog:
+    return _PlanLog(plain_store)
+
+
 def _query_both_plans(
     ours: ChromaStore, log: _PlanLog, prefix: tuple[str, ...], query: str, flt: dict | None, limit: int, offset: int
 ) -> dict[str, list[SearchItem]]:
@@ -244,7 +261,7 @@ def _query_both_plans(
     return out
 
 
-@pytest.mark.parametrize("root_kind", ["general", "typed"])
+@pytest.mark.parametrize("root_kind", ["general", "typed", "plain"])
 # No shrinking: examples share one store, so a shrunk example does not replay
 # the state it failed in, and shrinking ran for minutes; a failure's message
 # shows both rankings in full.
@@ -257,21 +274,25 @@ def _query_both_plans(
     paging=st.lists(st.tuples(QUERIES, st.integers(1, 4)), min_size=1, max_size=2),
 )
 def test_random_op_sequences_match_in_memory_store(
-    shared_store: ChromaStore, plan_log: _PlanLog, root_kind: str, ops: list, paging: list
+    request: pytest.FixtureRequest, root_kind: str, ops: list, paging: list
 ) -> None:
     # A fresh root per example keeps examples apart in the one shared Chroma folder.
     run = f"r{next(_counter)}"
     root = (run,) if root_kind == "general" else ("research", run)
-    # The research collection embeds its schema's text field, ``content``.
-    fields = FIELDS if root_kind == "general" else ["content"]
+    # The research collection embeds its schema's text field, ``content``; a plain store knows no schema.
+    fields = ["content"] if root_kind == "typed" else FIELDS
     mem = InMemoryStore(index={"dims": FAKE_DIMS, "embed": EMBED, "fields": fields})
-    ours = shared_store
+    plain = root_kind == "plain"
+    ours: ChromaStore = request.getfixturevalue("plain_store" if plain else "shared_store")
+    plan_log: _PlanLog = request.getfixturevalue("plain_plan_log" if plain else "plan_log")
 
     for op in ops:
         kind = op[0]
         if kind == "put":
             _, sub, key, value, index = op
             ns = root + sub
+            if plain:  # no research schema applies: a confidence that is no number is just data
+                value = {**value, "confidence": "high"}
             mem.delete(ns, key)  # else InMemoryStore keeps the old value's vectors
             mem.put(ns, key, value, index=index)
             ours.put(ns, key, value, index=index)

@@ -1,4 +1,4 @@
-"""Behaviours that used to differ from LangGraph's stores (issue 10), each against the store that sets the rule."""
+"""Behaviours that used to differ from LangGraph's stores, each against the store that sets the rule."""
 
 from __future__ import annotations
 

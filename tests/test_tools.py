@@ -8,7 +8,7 @@ import pytest
 from langchain_core.messages import HumanMessage, ToolMessage
 
 from langgraph_memory.errors import ConfigError
-from langgraph_memory.tools import create_recall_tool, create_store_tool
+from langgraph_memory.graph.tools import create_recall_tool, create_store_tool
 from tests.helpers.graphs import react_graph
 
 

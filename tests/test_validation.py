@@ -1,14 +1,14 @@
-"""One check of agent-facing arguments, shared by the LangChain tools and the MCP server (seed 001's limits)."""
+"""One check of agent-facing arguments, shared by the LangChain tools and the MCP server."""
 
 from __future__ import annotations
 
 import pytest
 
 from langgraph_memory.errors import InvalidArgumentError, ValidationError
-from langgraph_memory.mcp_server import MemoryTools
+from langgraph_memory.mcp.server import MemoryTools
 from langgraph_memory.memory import Memory
-from langgraph_memory.tools import create_recall_tool, create_store_tool
-from langgraph_memory.validation import check_content, check_limit, check_tags
+from langgraph_memory.graph.tools import create_recall_tool, create_store_tool
+from langgraph_memory.research.validation import check_content, check_limit, check_tags
 
 
 def test_content() -> None:

@@ -8,11 +8,11 @@
     archiver.restore(keys=[hits[0].key])
     job = schedule_archival(archiver, cron="0 3 * * *")
 
-Modules: :mod:`.format` (the file format), :mod:`.manifest` (file states and
-item index), :mod:`.archiver` (run, recovery, search, restore),
-:mod:`.schedule` (APScheduler), :mod:`.reports` (returned records). Behind
-the archiver, private modules hold its steps (:mod:`._steps`), the read side
-(:mod:`._reading`) and the thread file format (:mod:`._thread_files`).
+Modules: `format` (the file format), `manifest` (file states and
+item index), `archiver` (run, recovery, search, restore),
+`schedule` (APScheduler), `reports` (returned records). Behind
+the archiver, private modules hold its steps (`_steps`), the read side
+(`_reading`) and the thread file format (`_thread_files`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from langgraph_memory.archive.format import FORMAT_VERSION, ArchivedItem
 from langgraph_memory.archive.manifest import ArchiveFile
 from langgraph_memory.archive.reports import ArchiveHit, ArchiveReport, CollectionReport, RestoreReport
 from langgraph_memory.archive.schedule import DEFAULT_CRON, schedule_archival, schedule_session_cleanup
-from langgraph_memory.collections import RetentionPolicy
+from langgraph_memory.research.collections import RetentionPolicy
 
 __all__ = [
     "Archiver",

@@ -4,7 +4,7 @@ Everything here only reads archive files (each checked against its manifest
 checksum and line count) and the manifest's item index: no lock is taken and
 neither the live store nor the manifest is changed. It is kept apart from the
 archiver so the read side can be followed without the run's crash-safety
-machinery. :class:`~langgraph_memory.archive.archiver.Archiver` methods of the
+machinery. [`Archiver`][langgraph_memory.Archiver] methods of the
 same names are the public way in.
 """
 
@@ -22,7 +22,7 @@ import numpy as np
 from langgraph_memory.archive.format import ArchivedItem, decode_line, decode_vectors, parse_line, read_lines
 from langgraph_memory.archive.manifest import READABLE, ArchiveFile, Manifest
 from langgraph_memory.archive.reports import ArchiveHit
-from langgraph_memory.collections import collection_by_name
+from langgraph_memory.research.collections import collection_by_name
 from langgraph_memory.errors import ArchiveIntegrityError, ConfigError
 from langgraph_memory.store.filters import matches, validate_filter
 
@@ -57,8 +57,8 @@ def live_records(
 
     Only ``lines`` (if given), only namespaces under ``prefix`` (if any) and
     only values matching ``filter``. The manifest's excluded lines are read
-    when iteration starts. As with :func:`read_lines`, a checksum or count
-    mismatch raises :class:`ArchiveIntegrityError` after the last line.
+    when iteration starts. As with `read_lines()`, a checksum or count
+    mismatch raises [`ArchiveIntegrityError`][langgraph_memory.errors.ArchiveIntegrityError] after the last line.
     """
     excluded = manifest.excluded_lines(f.name)
     for line_no, raw in read_lines(path, expected_sha256=f.sha256, expected_count=f.items):
@@ -72,7 +72,7 @@ def live_records(
 
 
 def check_file(path: Path, f: ArchiveFile) -> None:
-    """Read ``f`` (at ``path``) through; raises :class:`ArchiveIntegrityError` if its checksum or count is off."""
+    """Read ``f`` (at ``path``) through; raises `ArchiveIntegrityError` if its checksum or count is off."""
     for _ in read_lines(path, expected_sha256=f.sha256, expected_count=f.items):
         pass
 

@@ -1,8 +1,8 @@
 """The steps that move memories between the live store and archive files.
 
-:class:`~langgraph_memory.archive.archiver.Archiver` decides what moves and
+[`Archiver`][langgraph_memory.Archiver] decides what moves and
 when: it holds the lock, applies the policies, writes the file and puts the
-steps in order (see :mod:`langgraph_memory.archive.archiver`). Each function
+steps in order (see `langgraph_memory.archive.archiver`). Each function
 here does one step and records it in the manifest: finding stale items,
 verifying and indexing a written file, deleting its items from the live store,
 discarding a file that never verified, restoring items, and settling restores
@@ -19,24 +19,26 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from langgraph_memory import _sqlite
+from langgraph_memory._infra import sqlite as _sqlite
 from langgraph_memory.archive._reading import check_file, live_records
 from langgraph_memory.archive.format import ArchivedItem, ArchiveWriter, decode_line, parse_line, read_lines
 from langgraph_memory.archive.manifest import ArchiveFile, Manifest
 from langgraph_memory.archive.reports import RestoreReport
-from langgraph_memory.collections import RetentionPolicy
+from langgraph_memory.research.collections import RetentionPolicy
 from langgraph_memory.errors import ArchiveIntegrityError
 from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog.items import NS_SEP
 from langgraph_memory.catalog.status import ItemStatus
 from langgraph_memory.store.records import PAGE_SIZE
 
-if TYPE_CHECKING:
-    from langgraph_memory.archive.archiver import ProgressCallback
+
+#: ``progress(phase, collection, done, total)``; phase is scan, write, verify or delete.
+ProgressCallback = Callable[[str, str, int, "int | None"], None]
 
 __all__ = [
+    "ProgressCallback",
     "FileStats",
     "Selection",
     "chunks",

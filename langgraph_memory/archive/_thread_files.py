@@ -2,7 +2,7 @@
 
 A thread file is a gzip JSON Lines file like a memory file, but each line is
 one checkpoint of an idle thread, serialised with the checkpointer's own
-``serde`` so it can be loaded back by the same saver::
+``serde`` so it can be loaded back by the same saver:
 
     {"v": 1, "thread_id": "t1", "last_activity": 1.7e9, "config": {...},
      "parent_config": {...}, "checkpoint": [type, base64], "metadata": [type, base64],
@@ -69,7 +69,7 @@ def index_threads(
     """Re-read the new thread file; in one transaction, index its lines and mark it verified.
 
     On a checksum or count mismatch the file is marked corrupt and the
-    :class:`ArchiveIntegrityError` propagates, so no thread is deleted.
+    [`ArchiveIntegrityError`][langgraph_memory.errors.ArchiveIntegrityError] propagates, so no thread is deleted.
     """
     name = path.name
     try:

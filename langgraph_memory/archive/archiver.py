@@ -6,7 +6,7 @@ A run, per collection:
    activity (``max(updated_at, last_accessed_at)``) is older than its
    retention policy, plus retired items at once and superseded items idle
    for ``superseded_after_days`` (in every collection, with or without a
-   policy; see :mod:`langgraph_memory.catalog.status`);
+   policy; see `langgraph_memory.catalog.status`);
 2. *write* them, with their vectors, to a new file reserved in the manifest
    as ``writing``; flush and fsync it;
 3. *verify*: re-read the file, check SHA-256 and count, index its lines and
@@ -20,9 +20,9 @@ both; the next run first *recovers*: unverified files are discarded (their
 items are still live), verified files get their deletes finished, and
 restores cut short are settled. So every item ends up in exactly one place.
 
-This module holds the :class:`Archiver` (configuration, the lock, and the
-order of the steps); each step itself is in :mod:`._steps`, reading archives
-back in :mod:`._reading`, and the thread file format in :mod:`._thread_files`.
+This module holds the [`Archiver`][langgraph_memory.Archiver] (configuration, the lock, and the
+order of the steps); each step itself is in `_steps`, reading archives
+back in `_reading`, and the thread file format in `_thread_files`.
 
     from langgraph_memory.archive import Archiver
 
@@ -48,12 +48,13 @@ from typing import Any, Protocol, runtime_checkable
 
 import filelock
 
-from langgraph_memory import _sqlite
+from langgraph_memory._infra import sqlite as _sqlite
 from langgraph_memory.archive import _reading, _steps, _thread_files
+from langgraph_memory.archive._steps import ProgressCallback
 from langgraph_memory.archive.format import ArchivedItem, ArchiveWriter
 from langgraph_memory.archive.manifest import READABLE, ArchiveFile, Manifest
 from langgraph_memory.archive.reports import ArchiveHit, ArchiveReport, CollectionReport, RestoreReport
-from langgraph_memory.collections import COLLECTIONS, GENERAL, RetentionPolicy, collection_by_name
+from langgraph_memory.research.collections import COLLECTIONS, GENERAL, RetentionPolicy, collection_by_name
 from langgraph_memory.config import (
     ARCHIVE_AFTER_DAYS,
     MANIFEST_FILE,
@@ -75,15 +76,13 @@ __all__ = ["Archiver", "ThreadPruner", "ProgressCallback", "default_policies"]
 logger = logging.getLogger(__name__)
 
 _DAY = 86400.0
-ProgressCallback = Callable[[str, str, int, "int | None"], None]
-"""``progress(phase, collection, done, total)``; phase is scan, write, verify or delete."""
 
 
 @runtime_checkable
 class ThreadPruner(Protocol):
     """What the archiver needs from a checkpointer to prune idle threads.
 
-    :class:`~langgraph_memory.checkpoint.SqliteCheckpointer` provides it. The
+    [`SqliteCheckpointer`][langgraph_memory.SqliteCheckpointer] provides it. The
     ``"archive"`` thread strategy additionally uses LangGraph's ``list`` and
     ``serde`` and the saver's ``prune(thread_ids, strategy=...)``.
     """
@@ -96,7 +95,7 @@ class ThreadPruner(Protocol):
 
 
 def default_policies() -> dict[str, RetentionPolicy | None]:
-    """Retention per collection name, from :mod:`langgraph_memory.collections` (seed 004 defaults)."""
+    """Retention per collection name, from `langgraph_memory.collections` (their defaults)."""
     return {spec.name: spec.retention for spec in (*COLLECTIONS.values(), GENERAL)}
 
 
@@ -126,11 +125,11 @@ class Archiver:
     """Moves stale memories to verified, compressed archive files, and reads them back.
 
     Args:
-        store: the live :class:`~langgraph_memory.store.ChromaStore`.
+        store: the live [`ChromaStore`][langgraph_memory.ChromaStore].
         checkpointer: optional; idle threads are pruned (see ``thread_after_days``).
         archive_dir: where archives and the manifest live (default ``<data_dir>/archive``).
         policies: retention per collection (name or label), merged over the
-            defaults: a :class:`RetentionPolicy`, a number of idle days, or
+            defaults: a [`RetentionPolicy`][langgraph_memory.archive.RetentionPolicy], a number of idle days, or
             None to never archive that collection.
         thread_after_days: threads idle longer than this are pruned; None: never.
         thread_strategy: ``"keep_latest"`` (prune to the latest checkpoint),
@@ -139,7 +138,7 @@ class Archiver:
         compresslevel: gzip level of new files.
         chunk_size: items fetched, written and deleted per step.
         lock_timeout: seconds to wait for another run (default: the store's lock timeout).
-        lineage: a :class:`~langgraph_memory.lineage.LineageStore` whose parent
+        lineage: a `LineageStore` whose parent
             edges are copied into each archived line; default: the store's
             own (``store.lineage``, in its catalog).
         retired_after_days: retired items are archived once idle this long
@@ -148,9 +147,9 @@ class Archiver:
 
     ``settings`` and ``lineage`` are the store's: one data directory, one of each.
 
-    Example:
-        >>> archiver = Archiver(store, policies={"strategies": 365})   # doctest: +SKIP
-        >>> archiver.run(dry_run=True).collections["lessons_learned"].selected   # doctest: +SKIP
+    Examples:
+        >>> archiver = Archiver(store, policies={"strategies": 365})  # needs an archiver over a store with stale items  # doctest: +SKIP
+        >>> archiver.run(dry_run=True).collections["lessons_learned"].selected  # needs an archiver over a store with stale items  # doctest: +SKIP
         12
     """
 
@@ -273,9 +272,9 @@ class Archiver:
         logged and listed in ``report.errors``; other exceptions propagate and
         the next run recovers.
 
-        Example:
-            >>> report = archiver.run(dry_run=True)   # doctest: +SKIP
-            >>> {c: r.selected for c, r in report.collections.items()}   # doctest: +SKIP
+        Examples:
+            >>> report = archiver.run(dry_run=True)  # needs an archiver over a store with stale items  # doctest: +SKIP
+            >>> {c: r.selected for c, r in report.collections.items()}  # needs an open store (store) holding the items named  # doctest: +SKIP
             {'research_findings': 3, 'lessons_learned': 40}
         """
         at = time.time() if now is None else _ts(now)
@@ -418,7 +417,7 @@ class Archiver:
     def recover(self) -> list[str]:
         """Finish or undo what an interrupted run or restore left; return what was done.
 
-        Runs automatically at the start of every :meth:`run`.
+        Runs automatically at the start of every `run()`.
         """
         with self._exclusive():
             return self._recover()
@@ -509,6 +508,7 @@ class Archiver:
 
     def _idle_threads(self, cutoff: float) -> list[tuple[Any, float]]:
         """``(thread, last activity in epoch seconds)`` of the checkpointer's threads idle since before ``cutoff``."""
+        assert self.checkpointer is not None  # only called when threads are archived
         pairs = ((t, _ts(t.last_activity)) for t in self.checkpointer.list_threads())
         return [(t, act) for t, act in pairs if act < cutoff]
 
@@ -527,8 +527,8 @@ class Archiver:
     def list_archives(self, collection: str | None = None, *, all_states: bool = False) -> list[ArchiveFile]:
         """Manifest entries (readable files only, unless ``all_states``), oldest first.
 
-        Example:
-            >>> [(f.name, f.items, f.sha256[:8]) for f in archiver.list_archives("lessons")]   # doctest: +SKIP
+        Examples:
+            >>> [(f.name, f.items, f.sha256[:8]) for f in archiver.list_archives("lessons")]  # needs an archiver over a store with stale items  # doctest: +SKIP
         """
         name = collection_by_name(collection).name if collection else None
         return self.manifest.files(collection=name, states=None if all_states else READABLE)
@@ -538,7 +538,7 @@ class Archiver:
         return sum(f.live_items for f in self.list_archives(collection) if f.kind == "items")
 
     def archived_counts(self) -> dict[str, int]:
-        """:meth:`count_archived` of every collection at once: ``{collection name: items}``."""
+        """`count_archived()` of every collection at once: ``{collection name: items}``."""
         out: dict[str, int] = {}
         for f in self.list_archives():
             if f.kind == "items":
@@ -564,7 +564,7 @@ class Archiver:
         """Check every readable file against its manifest checksum and count: ``{name: None or problem}``.
 
         The manifest itself is read through first; a damaged one raises
-        :class:`~langgraph_memory.errors.CorruptFileError` naming it and what to do.
+        [`CorruptFileError`][langgraph_memory.errors.CorruptFileError] naming it and what to do.
         """
         self.manifest.check()
         return _reading.verify_files(self.archive_dir, self.list_archives())
@@ -583,12 +583,12 @@ class Archiver:
 
         ``filter`` takes the store's filter syntax. Without ``query`` the most
         recently active matches come first (``score`` None). A damaged file
-        raises :class:`ArchiveIntegrityError`, or with ``strict=False`` is
+        raises [`ArchiveIntegrityError`][langgraph_memory.errors.ArchiveIntegrityError], or with ``strict=False`` is
         skipped and logged. Memory is bounded by ``k``, not by archive size.
 
-        Example:
-            >>> hits = archiver.search_archive("lessons", "stop losses too tight", k=3)   # doctest: +SKIP
-            >>> hits[0].key, round(hits[0].score, 2)   # doctest: +SKIP
+        Examples:
+            >>> hits = archiver.search_archive("lessons", "stop losses too tight", k=3)  # needs an archiver over a store with stale items  # doctest: +SKIP
+            >>> hits[0].key, round(hits[0].score, 2)  # needs ingested documents  # doctest: +SKIP
             ('l-17', 0.83)
         """
         return _reading.search(
@@ -601,16 +601,16 @@ class Archiver:
     ) -> list[ArchivedItem]:
         """Archived items by key (any namespace) or uid, via the manifest index; for lineage lookups.
 
-        Example:
-            >>> [a.value["lesson"] for a in archiver.get_archived(["l-17"])]   # doctest: +SKIP
+        Examples:
+            >>> [a.value["lesson"] for a in archiver.get_archived(["l-17"])]  # needs an archiver over a store with stale items  # doctest: +SKIP
         """
         return _reading.get_items(self.manifest, self.archive_dir, keys, uids)
 
     def find(self, key: str, *, namespace: tuple[str, ...] | None = None) -> ArchivedItem | None:
         """The archived item with this key (and namespace, if given), or None.
 
-        Example:
-            >>> archiver.find("strategy-42").value["name"]   # doctest: +SKIP
+        Examples:
+            >>> archiver.find("strategy-42").value["name"]  # needs an archiver over a store with stale items  # doctest: +SKIP
             'mean reversion v2'
         """
         found = [a for a in self.get_archived([key]) if namespace is None or a.namespace == tuple(namespace)]
@@ -638,8 +638,8 @@ class Archiver:
         everything selected by ``collection`` alone. Restoring twice is a
         no-op. A restored item is not re-archived for one policy period.
 
-        Example:
-            >>> archiver.restore(keys=["l-17"]).restored   # doctest: +SKIP
+        Examples:
+            >>> archiver.restore(keys=["l-17"]).restored  # needs an archiver over a store with stale items  # doctest: +SKIP
             1
         """
         validate_filter(filter)

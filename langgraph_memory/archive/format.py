@@ -1,7 +1,7 @@
 """The archive file format: gzip-compressed JSON Lines, one archived item per line.
 
 Each line is one JSON object holding everything needed to search or restore
-the item without re-embedding it::
+the item without re-embedding it:
 
     {"v": 1, "uid": "...", "namespace": ["lessons"], "key": "l1", "value": {...},
      "created_at": 1.7e9, "updated_at": 1.7e9, "last_accessed_at": 1.7e9,
@@ -12,7 +12,7 @@ the item without re-embedding it::
      "archived_at": 1.7e9, "run_id": "..."}
 
 ``status`` is present only for a retired or superseded item (see
-:mod:`langgraph_memory.catalog.status`); a restore brings it back with the item.
+`langgraph_memory.catalog.status`); a restore brings it back with the item.
 
 Vectors are stored as base64 of little-endian float32, which is exactly what
 Chroma holds, so a restored vector is bit-identical to the archived one and a
@@ -20,7 +20,7 @@ line is a quarter of the size of a JSON float list. Values go through
 ``json`` unchanged, so they round-trip bit-exactly (floats by ``repr``).
 
 Files are written once (opened with ``"xb"``), fsynced, and identified by the
-SHA-256 of their compressed bytes::
+SHA-256 of their compressed bytes:
 
     from langgraph_memory.archive.format import ArchiveWriter, read_lines
 
@@ -46,7 +46,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from langgraph_memory import _sqlite
+from langgraph_memory._infra import sqlite as _sqlite
 from langgraph_memory.errors import ArchiveIntegrityError, DiskFullError, StorageError
 from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog.status import ItemStatus
@@ -195,7 +195,7 @@ def parse_line(line: bytes) -> dict[str, Any]:
 
 
 def decode_line(record: dict[str, Any], *, collection: str, file: str, line: int) -> ArchivedItem:
-    """An :class:`ArchivedItem` from a parsed line, vectors as Python floats."""
+    """An [`ArchivedItem`][langgraph_memory.archive.ArchivedItem] from a parsed line, vectors as Python floats."""
     vecs = decode_vectors(record.get("vectors"))
     item = StoredItem(
         namespace=tuple(record["namespace"]),
@@ -258,13 +258,13 @@ class ArchiveWriter:
     After ``close()`` the file is flushed and fsynced, and ``sha256``,
     ``count`` and ``size`` describe it. A write that finds no room (a full
     disk, ``ENOSPC``, or a file size limit, ``EFBIG``) raises
-    :class:`~langgraph_memory.errors.DiskFullError`; other OS errors raise
-    :class:`~langgraph_memory.errors.ReadOnlyError` or
-    :class:`~langgraph_memory.errors.StorageError`, each naming the file.
-    :meth:`abort` never raises, so a caller's cleanup cannot hide the error.
+    [`DiskFullError`][langgraph_memory.errors.DiskFullError]; other OS errors raise
+    [`ReadOnlyError`][langgraph_memory.errors.ReadOnlyError] or
+    [`StorageError`][langgraph_memory.errors.StorageError], each naming the file.
+    `abort()` never raises, so a caller's cleanup cannot hide the error.
 
-    Example:
-        >>> with ArchiveWriter(path) as w:                     # doctest: +SKIP
+    Examples:
+        >>> with ArchiveWriter(path) as w:  # writes an archive file at the caller's path  # doctest: +SKIP
         ...     w.write(item, archived_at=time.time(), run_id="r1")
     """
 
@@ -375,7 +375,7 @@ def read_lines(
     """Yield ``(line number, raw line)`` of an archive file, then check it.
 
     The checksum and count can only be known at the end, so the final check
-    raises :class:`ArchiveIntegrityError` *after* the last line: callers that
+    raises [`ArchiveIntegrityError`][langgraph_memory.errors.ArchiveIntegrityError] *after* the last line: callers that
     must not act on a bad file collect first and act once iteration ended.
     Unreadable gzip data (truncation, flipped bits) raises the same error.
     """
@@ -390,7 +390,7 @@ def read_lines(
     with raw:
         reader = _HashingReader(raw)
         try:
-            with gzip.GzipFile(fileobj=reader, mode="rb") as gz:  # type: ignore[arg-type]
+            with gzip.GzipFile(fileobj=reader, mode="rb") as gz:  # type: ignore[call-overload]  # reads like a file
                 for line in gz:
                     if not line.endswith(b"\n"):
                         raise ArchiveIntegrityError(f"archive file {path} ends in a partial line")

@@ -9,7 +9,7 @@ lookups. Every state change is one SQLite transaction (WAL, ``synchronous
 never in between; that is the atomic update a temp-file-and-rename JSON
 manifest would give, with per-item updates that do not rewrite everything.
 
-A file moves through these states (see :mod:`langgraph_memory.archive.archiver`)::
+A file moves through these states (see `langgraph_memory.archive.archiver`):
 
     writing --(written, fsynced, re-read, checksum and count match)--> verified
     verified --(its items deleted from the live store)--> complete
@@ -23,12 +23,12 @@ immutable file but no search, lookup or restore returns it).
 
 The manifest is not a cache: it is the only index of the archive files and of
 the state of every archived item, so it is never rebuilt behind the user's
-back. Every operation runs inside :meth:`Manifest._guard`, so a SQLite error
+back. Every operation runs inside `Manifest._guard()`, so a SQLite error
 never escapes raw: a damaged file raises
-:class:`~langgraph_memory.errors.CorruptFileError` (restore it from a backup,
+[`CorruptFileError`][langgraph_memory.errors.CorruptFileError] (restore it from a backup,
 or move it aside: the archive files stay on disk, but a new manifest lists
-none of them), a full disk :class:`~langgraph_memory.errors.DiskFullError`,
-a read-only one :class:`~langgraph_memory.errors.ReadOnlyError`.
+none of them), a full disk [`DiskFullError`][langgraph_memory.errors.DiskFullError],
+a read-only one [`ReadOnlyError`][langgraph_memory.errors.ReadOnlyError].
 
     from langgraph_memory.archive.manifest import Manifest
 
@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langgraph_memory import _sqlite
+from langgraph_memory._infra import sqlite as _sqlite
 from langgraph_memory.archive.format import FORMAT_VERSION
 from langgraph_memory.errors import (
     ArchiveError,
@@ -140,10 +140,10 @@ _FILE_COLS = (
 class Manifest:
     """The SQLite manifest of one archive directory (thread-safe).
 
-    Raises :class:`~langgraph_memory.errors.CorruptFileError` (damaged file),
-    :class:`~langgraph_memory.errors.DiskFullError`,
-    :class:`~langgraph_memory.errors.ReadOnlyError` or
-    :class:`~langgraph_memory.errors.StorageError` naming the file, never a
+    Raises [`CorruptFileError`][langgraph_memory.errors.CorruptFileError] (damaged file),
+    [`DiskFullError`][langgraph_memory.errors.DiskFullError],
+    [`ReadOnlyError`][langgraph_memory.errors.ReadOnlyError] or
+    [`StorageError`][langgraph_memory.errors.StorageError] naming the file, never a
     raw ``sqlite3`` error.
     """
 
@@ -183,7 +183,7 @@ class Manifest:
         except sqlite3.Error as exc:
             raise self._error(exc, what) from exc
         except CorruptFileError as exc:  # from _sqlite.connect: give the manifest's own advice
-            if exc.path is not None and Path(exc.path) != self.path:
+            if exc.path is not None and Path(str(exc.path)) != self.path:
                 raise
             raise self._error(exc, what) from (exc.__cause__ or exc)
 
@@ -231,7 +231,7 @@ class Manifest:
             return self._conn.execute(sql, params).fetchall()
 
     def check(self) -> None:
-        """Read the whole manifest (SQLite's ``quick_check``); :class:`CorruptFileError` if damaged."""
+        """Read the whole manifest (SQLite's ``quick_check``); `CorruptFileError` if damaged."""
         rows = self.query("PRAGMA quick_check")
         problems = [str(r[0]) for r in rows if str(r[0]).lower() != "ok"]
         if problems:
@@ -306,7 +306,8 @@ class Manifest:
             f"FROM files f WHERE {where} ORDER BY f.created_at, f.name",
             params,
         )
-        return [ArchiveFile(*row[:-1], live_items=row[-1]) for row in rows]
+        names = [c.strip() for c in _FILE_COLS.split(",")]
+        return [ArchiveFile(**dict(zip(names, row[:-1], strict=True)), live_items=row[-1]) for row in rows]
 
     # ------------------------------------------------------------------ items
 

@@ -44,7 +44,7 @@ class CollectionReport:
 
 @dataclass
 class ArchiveReport:
-    """The outcome of :meth:`Archiver.run` (or, with ``dry_run``, what it would do)."""
+    """The outcome of [`Archiver.run()`][langgraph_memory.Archiver.run] (or, with ``dry_run``, what it would do)."""
 
     run_id: str
     dry_run: bool
@@ -76,7 +76,7 @@ class ArchiveReport:
 
 @dataclass
 class RestoreReport:
-    """The outcome of :meth:`Archiver.restore`.
+    """The outcome of [`Archiver.restore()`][langgraph_memory.Archiver.restore].
 
     ``restored`` items were written back; ``already_live`` were live already
     (restoring twice is a no-op); ``keys`` lists the keys of both.
@@ -95,7 +95,7 @@ class RestoreReport:
 
 @dataclass
 class ArchiveHit:
-    """One result of :meth:`Archiver.search_archive`: the archived item and its cosine similarity."""
+    """One result of `Archiver.search_archive()`: the archived item and its cosine similarity."""
 
     archived: ArchivedItem
     score: float | None

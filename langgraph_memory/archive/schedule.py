@@ -81,9 +81,9 @@ def schedule_archival(
     you pass in is started only if ``start=True``. The job's scheduler is
     ``job._scheduler``; re-scheduling with the same ``job_id`` replaces the job.
 
-    Example:
-        >>> job = schedule_archival(archiver, interval=timedelta(hours=6))   # doctest: +SKIP
-        >>> job.next_run_time   # doctest: +SKIP
+    Examples:
+        >>> job = schedule_archival(archiver, interval=timedelta(hours=6))  # starts a scheduler job  # doctest: +SKIP
+        >>> job.next_run_time  # starts a scheduler job  # doctest: +SKIP
     """
     if cron is not None and interval is not None:
         raise ConfigError("schedule_archival takes cron= or interval=, not both")
@@ -176,18 +176,18 @@ def schedule_session_cleanup(
     job_id: str = SESSION_CLEANUP_JOB_ID,
     timezone: Any | None = None,
 ) -> Any:
-    """Register ``sessions.cleanup()`` (a :class:`~langgraph_memory.sessions.SessionMemory`) as an APScheduler job.
+    """Register ``sessions.cleanup()`` (a [`SessionMemory`][langgraph_memory.SessionMemory]) as an APScheduler job.
 
     It runs every ``interval`` (seconds or a ``timedelta``; default the
-    sessions' ``cleanup_interval_minutes``, seed 002's 15 minutes): it ends
+    sessions' ``cleanup_interval_minutes``, 15 minutes by default): it ends
     sessions whose time is up, promotes ended sessions and forgets turns
     promoted long ago. Pass the archive job's scheduler (``job._scheduler``)
     to run both on one scheduler; otherwise a scheduler is made and started
-    as :func:`schedule_archival` does. Returns the ``Job``.
+    as [`schedule_archival()`][langgraph_memory.schedule_archival] does. Returns the ``Job``.
 
-    Example:
-        >>> job = schedule_session_cleanup(mem.sessions)                       # doctest: +SKIP
-        >>> job.trigger.interval                                               # doctest: +SKIP
+    Examples:
+        >>> job = schedule_session_cleanup(mem.sessions)  # starts a scheduler job  # doctest: +SKIP
+        >>> job.trigger.interval  # starts a scheduler job  # doctest: +SKIP
         datetime.timedelta(seconds=900)
     """
     if interval is None:

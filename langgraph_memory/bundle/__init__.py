@@ -1,4 +1,4 @@
-"""Share bundles: memories moved between data directories, machines and teammates (seed 003).
+"""Share bundles: memories moved between data directories, machines and teammates.
 
 A bundle is a folder of three files:
 
@@ -51,7 +51,7 @@ Vectors are reused, bit for bit, when the bundle's model is the target's;
 otherwise every text is re-embedded with the target's model first. The whole
 bundle is checked (checksum, line count, every line, every typed value)
 before anything is written, and written in one catalog transaction: a
-damaged bundle raises :class:`~langgraph_memory.errors.BundleError` with
+damaged bundle raises [`BundleError`][langgraph_memory.errors.BundleError] with
 nothing written, and an import either lands whole or not at all. Values and
 timestamps round-trip bit-exactly (floats by ``repr``, vectors as float32).
 """

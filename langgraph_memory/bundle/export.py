@@ -31,7 +31,7 @@ from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog.lineage import Edge
 from langgraph_memory.catalog.status import STATUSES
-from langgraph_memory.collections import COLLECTIONS, GENERAL, collection_by_name, collection_for
+from langgraph_memory.research.collections import COLLECTIONS, GENERAL, collection_by_name, collection_for
 from langgraph_memory.errors import InvalidArgumentError, StorageError
 from langgraph_memory.store.namespaces import validate_namespace
 
@@ -69,9 +69,9 @@ def export_bundle(
         InvalidArgumentError: ``path`` exists and is not an empty folder (and not ``overwrite``).
         NotFoundError: an unknown collection name.
 
-    Example:
-        >>> manifest = export_bundle(mem.store, "./share", namespaces=[("lessons",)])   # doctest: +SKIP
-        >>> manifest.counts["items"]                                                      # doctest: +SKIP
+    Examples:
+        >>> manifest = export_bundle(mem.store, "./share", namespaces=[("lessons",)])  # needs a data directory with items to share  # doctest: +SKIP
+        >>> manifest.counts["items"]  # needs a data directory with items to share  # doctest: +SKIP
         12
     """
     target = Path(path).expanduser().resolve()
@@ -131,12 +131,8 @@ def _write(
         n_nodes = _write_ancestors(store, out, referenced - exported, exported)
         fh.flush()
         os.fsync(fh.fileno())
-    from langgraph_memory.store._writer import DIMS_KEY, MODEL_KEY
-
-    with store.catalog.read() as conn:
-        model_name = store.catalog.get_meta(conn, MODEL_KEY)
-        dims = store.catalog.get_meta(conn, DIMS_KEY)
-    from langgraph_memory import __version__
+    model_name, dims = store.items.stored_model()
+    from langgraph_memory._version import __version__
 
     manifest = BundleManifest(
         format=BUNDLE_FORMAT,

@@ -1,6 +1,6 @@
 """The bundle format: ``manifest.json``, ``memories.jsonl``, ``README.md``; writing lines and checking a bundle.
 
-An ``"item"`` line of ``memories.jsonl``::
+An ``"item"`` line of ``memories.jsonl``:
 
     {"kind": "item", "namespace": ["strategies"], "key": "6f1c...", "value": {...},
      "created_at": 1.7e9, "updated_at": 1.7e9, "last_accessed_at": 1.7e9, "access_count": 3,
@@ -13,7 +13,7 @@ An ``"item"`` line of ``memories.jsonl``::
                 "superseded_by_namespace": ["strategies"], "changed_at": 1.7e9, "item_created_at": 1.7e9}}
 
 ``"status"`` is there only for a retired or superseded item
-(:meth:`~langgraph_memory.catalog.status.ItemStatus.as_dict`); it names the
+([`as_dict()`][langgraph_memory.ItemStatus.as_dict]); it names the
 item's ``created_at``, so it applies to this item only.
 
 A ``"node"`` line is a lineage node without its item (an ancestor of an
@@ -23,7 +23,7 @@ the importer sees every ancestor by id: ``{"kind": "node", "id": ...,
 "created_at": ..., "parents": [...]}``.
 
 Vectors are base64 float32 as in the archive format
-(:mod:`langgraph_memory.archive.format`); values and timestamps go through
+(`langgraph_memory.archive.format`); values and timestamps go through
 ``json`` unchanged, so they come back bit-exactly.
 
 Format versions: 1, the first; 2 adds the items' ``"status"``. A version 1
@@ -46,7 +46,7 @@ from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog.lineage import Edge, ItemRef, VersionRow
 from langgraph_memory.catalog.status import STATUSES, ItemStatus
-from langgraph_memory.collections import collection_for
+from langgraph_memory.research.collections import collection_for
 from langgraph_memory.errors import ArchiveIntegrityError, BundleError, LangGraphMemoryError, ValidationError
 from langgraph_memory.store.namespaces import validate_namespace
 
@@ -96,7 +96,7 @@ class BundleManifest:
 
 @dataclass
 class Bundle:
-    """A checked bundle, parsed (:func:`read_bundle`): its items, the lineage rows and statuses it carries, its manifest."""
+    """A checked bundle, parsed (`read_bundle()`): its items, the lineage rows and statuses it carries, its manifest."""
 
     manifest: BundleManifest
     items: list[StoredItem]
@@ -326,9 +326,9 @@ def read_bundle(path: str | os.PathLike[str], *, progress: Progress | None = Non
     Raises:
         BundleError: anything is missing, damaged, duplicated, or of a newer format version.
 
-    Example:
-        >>> bundle = read_bundle("./share")          # doctest: +SKIP
-        >>> len(bundle.items), bundle.manifest.model  # doctest: +SKIP
+    Examples:
+        >>> bundle = read_bundle("./share")  # needs a data directory with items to share  # doctest: +SKIP
+        >>> len(bundle.items), bundle.manifest.model  # needs a data directory with items to share  # doctest: +SKIP
         (42, {'name': '...all-MiniLM-L6-v2', 'dims': 384})
     """
     folder = Path(path).expanduser()

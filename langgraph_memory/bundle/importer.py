@@ -15,7 +15,6 @@ from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.status import ItemStatus
 from langgraph_memory.errors import BundleError, ConfigError, InvalidArgumentError
-from langgraph_memory.store._writer import check_vectors
 from langgraph_memory.store.records import record_text
 
 __all__ = ["ConflictRule", "CONFLICT_RULES", "ImportReport", "import_bundle"]
@@ -37,7 +36,7 @@ EMBED_BATCH = 64
 
 @dataclass
 class ImportReport:
-    """What :func:`import_bundle` did (or, with ``dry_run``, would do)."""
+    """What [`import_bundle()`][langgraph_memory.import_bundle] did (or, with ``dry_run``, would do)."""
 
     items: int = 0
     added: int = 0
@@ -69,10 +68,11 @@ def import_bundle(
     dry_run: bool = False,
     progress: Progress | None = None,
 ) -> ImportReport:
-    """Merge the bundle at ``path`` into ``store``'s data directory (the rules: :mod:`langgraph_memory.bundle`).
+    """Merge the bundle at ``path`` into ``store``'s data directory (the rules: `langgraph_memory.bundle`).
 
-    ``path`` is the bundle folder, or a :class:`Bundle` already checked by
-    :func:`read_bundle`. The bundle is checked whole first; then, when its model is not the
+    ``path`` is the bundle folder, or a [`Bundle`][langgraph_memory.bundle.Bundle] already checked by
+    [`read_bundle()`][langgraph_memory.bundle.read_bundle]. The bundle is checked whole first; then, when its model is
+    not the
     store's, its texts are re-embedded; then everything is written in one
     catalog transaction and the Chroma index catches up. With ``dry_run``
     nothing is embedded or written: the report says what would happen.
@@ -82,9 +82,9 @@ def import_bundle(
         InvalidArgumentError: an unknown ``on_conflict``.
         ConfigError: the bundle has vectors and the store has no embedding model.
 
-    Example:
-        >>> report = import_bundle(mem.store, "./share")                          # doctest: +SKIP
-        >>> report.added, report.replaced, report.kept, report.vectors_reused      # doctest: +SKIP
+    Examples:
+        >>> report = import_bundle(mem.store, "./share")  # needs a data directory with items to share  # doctest: +SKIP
+        >>> report.added, report.replaced, report.kept, report.vectors_reused  # needs a data directory with items to share  # doctest: +SKIP
         (40, 0, 2, True)
     """
     if on_conflict not in CONFLICT_RULES:
@@ -165,9 +165,8 @@ def _reembed(store: Any, items: list[StoredItem], progress: Progress | None) -> 
             jobs.append((it, i, text))
     for start in range(0, len(jobs), EMBED_BATCH):
         batch = jobs[start : start + EMBED_BATCH]
-        matrix = check_vectors(
-            store.embeddings.embed_documents([t for _, _, t in batch]), store.items.writer.dims,
-            f"{len(batch)} bundle texts",
+        matrix = store.items.check_vectors(
+            store.embeddings.embed_documents([t for _, _, t in batch]), f"{len(batch)} bundle texts"
         )
         for (it, i, _), vec in zip(batch, matrix):
             it.vectors[i] = vec

@@ -4,7 +4,7 @@ It holds every item (namespace, key, value, timestamps, TTL, access data),
 its vectors and the model that made them, an index of the values' scalar
 fields for filters, lineage edges and strategy versions, and the queue of
 changes the Chroma index has still to apply. Chroma is derived from it and
-can be rebuilt from it at any time (:mod:`langgraph_memory.store.index`).
+can be rebuilt from it at any time (`langgraph_memory.store.index`).
 
     from langgraph_memory.catalog import Catalog
 
@@ -12,9 +12,9 @@ can be rebuilt from it at any time (:mod:`langgraph_memory.store.index`).
         with cat.read() as conn:
             print(conn.execute("SELECT count(*) FROM items").fetchone())
 
-The modules: :mod:`.catalog` (the file, transactions, settings),
-:mod:`.items` (items, vectors, namespaces), :mod:`.fields` (the filter
-index), :mod:`.queue` (Chroma's outbox), :mod:`.lineage` (edges and versions).
+The modules: `catalog` (the file, transactions, settings),
+`items` (items, vectors, namespaces), `fields` (the filter
+index), `queue` (Chroma's outbox), `lineage` (edges and versions).
 """
 
 from langgraph_memory.catalog.catalog import Catalog, read_meta

@@ -21,28 +21,28 @@ SQLite-only table is the keyword index, which PostgreSQL does with a
 * ``fields``: one row per scalar leaf of each value (path, kind, value), so a
   filter finds its items through an index instead of reading every value.
 * ``index_queue`` and ``index_state``: the changes Chroma has not applied yet,
-  and how far each Chroma collection got (see :mod:`langgraph_memory.store.index`).
+  and how far each Chroma collection got (see `langgraph_memory.store.index`).
 * ``lineage_nodes``, ``lineage_edges``, ``versions``: where items came from,
   and the versions of named strategies, written in the same transaction as
   the items themselves.
-* ``item_status`` (version 3): items retired or superseded (seed 003's
-  ``deleted_at`` and ``superseded_by``), keyed by the item's uid and its
+* ``item_status`` (version 3): items retired or superseded (``deleted_at``
+  and ``superseded_by``), keyed by the item's uid and its
   ``created_at``, so the status outlives an archive-and-restore round trip
   but not a delete and re-put of the same key. ``meta.status_version``
   counts changes, so a process can cache the set of hidden items.
 * ``ingested_files``, ``ingested_paths`` (version 4): the files ingested into
   each namespace by the SHA-256 of their bytes, whether their chunks are all
   stored, which process is storing them; and the hash each path had when it
-  was last ingested (see :mod:`langgraph_memory.catalog.files`).
+  was last ingested (see `langgraph_memory.catalog.files`).
 * ``keywords`` (FTS5, ``porter unicode61``), ``keyword_lengths`` and
   ``keyword_stats``: each item's indexed text for keyword search, its length
   in words, and the totals BM25 needs (version 5; see
-  :mod:`langgraph_memory.catalog.keywords`). A file from an earlier version
+  `langgraph_memory.catalog.keywords`). A file from an earlier version
   gets its keyword index built from its items when it is migrated.
 * ``sessions``, ``session_turns`` (version 6): session memory (short-term):
   each conversation session (its thread, state, why it ended, how many of
   its turns were promoted) and the turns it holds, with their embeddings,
-  until cleanup forgets them (see :mod:`langgraph_memory.catalog.sessions`).
+  until cleanup forgets them (see `langgraph_memory.catalog.sessions`).
 """
 
 from __future__ import annotations
@@ -214,7 +214,7 @@ CREATE TABLE IF NOT EXISTS ingested_paths (
 CREATE INDEX IF NOT EXISTS ingested_paths_sha ON ingested_paths(namespace, sha256);
 """
 
-# The keyword index (issue 13): one FTS5 row per item with indexed text, rowid = items.id << 10 | length.
+# The keyword index for hybrid search: one FTS5 row per item with indexed text, rowid = items.id << 10 | length.
 _V5_KEYWORDS = """
 CREATE VIRTUAL TABLE IF NOT EXISTS keywords USING fts5(text, tokenize = 'porter unicode61', detail = none);
 CREATE TABLE IF NOT EXISTS keyword_lengths (
@@ -279,7 +279,7 @@ _BACKFILLS: dict[int, Callable[[sqlite3.Connection], object]] = {5: _keywords.re
 
 
 def migrate(conn: sqlite3.Connection) -> int:
-    """Bring the schema to :data:`SCHEMA_VERSION`; call inside a write transaction.
+    """Bring the schema to `SCHEMA_VERSION`; call inside a write transaction.
 
     Returns the version the file had before (0 for a new file).
 

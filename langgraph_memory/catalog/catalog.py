@@ -1,18 +1,18 @@
 """The catalog file: one SQLite database in WAL mode, the truth of a data directory.
 
-A :class:`Catalog` owns one connection and hands it out for a read
-(:meth:`Catalog.read`) or a write transaction (:meth:`Catalog.write`,
+A `Catalog` owns one connection and hands it out for a read
+(`Catalog.read()`) or a write transaction (`Catalog.write()`,
 ``BEGIN IMMEDIATE``): other processes wait up to ``timeout`` seconds for the
-write lock, then get :class:`~langgraph_memory.errors.LockTimeoutError`. The
+write lock, then get [`LockTimeoutError`][langgraph_memory.errors.LockTimeoutError]. The
 commit of a write transaction is the acknowledgement of every put: with WAL
 and ``synchronous=NORMAL`` a committed transaction survives the process
 being killed at any instant (``durability="full"`` also survives power loss,
 at an ``fsync`` per commit). Every SQLite or OS error comes out typed and
-naming the file (:func:`langgraph_memory._sqlite.guarded`).
+naming the file (`langgraph_memory._sqlite.guarded()`).
 
-The tables and what they hold are described in :mod:`langgraph_memory.catalog._schema`;
-the operations on them live beside this module (:mod:`.items`, :mod:`.lineage`,
-:mod:`.fields`, :mod:`.queue`), each a set of functions over a connection
+The tables and what they hold are described in `langgraph_memory.catalog._schema`;
+the operations on them live beside this module (`items`, `lineage`,
+`fields`, `queue`), each a set of functions over a connection
 so that one transaction can span several of them.
 
 Example:
@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
-from langgraph_memory import _sqlite
+from langgraph_memory._infra import sqlite as _sqlite
 from langgraph_memory.catalog._schema import migrate
 from langgraph_memory.catalog.items import NamespaceIds
 from langgraph_memory.errors import ConfigError, LangGraphMemoryError, StoreBackendError
@@ -178,7 +178,7 @@ class Catalog:
                 self._depth = 0
 
     def close(self) -> None:
-        """Close the file; further calls raise :class:`~langgraph_memory.errors.StoreBackendError`."""
+        """Close the file; further calls raise [`StoreBackendError`][langgraph_memory.errors.StoreBackendError]."""
         with self._lock:
             if self._conn is not None:
                 try:

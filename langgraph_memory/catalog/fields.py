@@ -5,12 +5,12 @@ A value ``{"status": "approved", "metrics": {"sharpe": 1.4}}`` gives the rows
 the path is the keys joined by ``\\x1f`` (so any key works, hyphens, dots and
 leading digits included), the kind keeps ``True`` apart from ``1`` (LangGraph
 filters compare as PostgreSQL's JSONB does), and numbers compare as numbers
-(``1`` equals ``1.0``). Strings longer than :data:`MAX_INDEXED_CHARS`, lists
+(``1`` equals ``1.0``). Strings longer than `MAX_INDEXED_CHARS`, lists
 and nulls are not indexed: a filter on them is applied to the values.
 
-:func:`compile_filter` turns the indexable part of a LangGraph filter into
+`compile_filter()` turns the indexable part of a LangGraph filter into
 SQL selecting candidate item ids; the caller still checks every candidate
-with :func:`langgraph_memory.store.filters.matches` unless the compiled
+with `langgraph_memory.store.filters.matches()` unless the compiled
 part was exact.
 
     >>> field_rows({"status": "approved", "metrics": {"sharpe": 1.4}, "ok": True})
@@ -124,7 +124,7 @@ def compile_filter(filter: dict[str, Any] | None) -> tuple[list[Condition], bool
     intersection of the conditions' item ids is a superset of the matches,
     and exactly the matches when the second value is True.
 
-    Example:
+    Examples:
         >>> conds, exact = compile_filter({"status": "approved", "metrics": {"sharpe": {"$gt": 1}}})
         >>> [(c.path, c.op, c.value) for c in conds], exact
         ([('status', '=', 'approved'), ('metrics\\x1fsharpe', '>', 1)], True)

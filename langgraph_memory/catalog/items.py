@@ -1,12 +1,12 @@
 """Items in the catalog: rows, vectors, namespaces, and the writes that keep them in step.
 
 Every function takes an open connection, so a caller composes several of
-them in one :meth:`~langgraph_memory.catalog.Catalog.write` transaction (an
-item, its lineage and its version commit together). :func:`write_items`
+them in one `write()` transaction (an
+item, its lineage and its version commit together). `write_items()`
 does everything a put needs: the namespace row and its item count, the item
 row (``created_at`` kept on update), its vectors, its filter-index rows, its
-keyword-index row (:mod:`langgraph_memory.catalog.keywords`) and the change
-Chroma has to apply (:mod:`langgraph_memory.catalog.queue`).
+keyword-index row (`langgraph_memory.catalog.keywords`) and the change
+Chroma has to apply (`langgraph_memory.catalog.queue`).
 
     >>> import tempfile, pathlib
     >>> from langgraph_memory.catalog import Catalog
@@ -133,7 +133,7 @@ class StoredItem:
 
 
 def item_from_row(row: Sequence[Any]) -> StoredItem:
-    """A :class:`StoredItem` from a row of :data:`ITEM_COLUMNS`."""
+    """A [`StoredItem`][langgraph_memory.store.StoredItem] from a row of `ITEM_COLUMNS`."""
     n_vectors = int(row[10])
     return StoredItem(
         namespace=split_ns(row[1]),
@@ -192,7 +192,7 @@ class ItemWrite:
     """One put (``value_json`` set) or delete (``value_json`` None) of the item ``(namespace, key)``.
 
     ``vectors`` are ``(record path, float32 bytes)`` made by the model
-    ``model_id`` (:func:`model_id`); ``ttl_minutes`` sets a TTL from ``now``.
+    ``model_id`` (`model_id()`); ``ttl_minutes`` sets a TTL from ``now``.
     """
 
     namespace: tuple[str, ...]
@@ -409,11 +409,11 @@ def get_items(
     for ns, key in keys:
         by_ns.setdefault(join_ns(ns), []).append(key)
     out: dict[tuple[tuple[str, ...], str], StoredItem] = {}
-    for ns, ks in by_ns.items():
+    for joined, ks in by_ns.items():
         for chunk in chunked(list(dict.fromkeys(ks))):
             marks = ",".join("?" * len(chunk))
             for row in conn.execute(
-                f"SELECT {ITEM_COLUMNS} {_FROM} WHERE n.ns = ? AND i.key IN ({marks})", (ns, *chunk)
+                f"SELECT {ITEM_COLUMNS} {_FROM} WHERE n.ns = ? AND i.key IN ({marks})", (joined, *chunk)
             ):
                 it = item_from_row(row)
                 out[(it.namespace, it.key)] = it
@@ -452,7 +452,7 @@ def get_with_vectors(
 
 
 def get_by_uids(conn: sqlite3.Connection, collection: str, uids: Sequence[str]) -> list[StoredItem]:
-    """Items of ``collection`` by :func:`item_uid`; missing ones are left out."""
+    """Items of ``collection`` by `item_uid()`; missing ones are left out."""
     out: list[StoredItem] = []
     for chunk in chunked(list(dict.fromkeys(uids))):
         marks = ",".join("?" * len(chunk))

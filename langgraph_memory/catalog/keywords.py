@@ -1,24 +1,24 @@
 """The keyword index: SQLite FTS5 over each item's indexed text, kept in step with every write.
 
 One FTS5 row per item that has indexed text: the texts its vectors embed
-(read back from the value at each vector's record path, :mod:`.texts`),
+(read back from the value at each vector's record path, `texts`),
 joined by newlines. Its FTS5 rowid carries the item's id and its length in
-words, ``item_id << 10 | min(words, 1023)`` (:func:`fts_rowid`), so a search
+words, ``item_id << 10 | min(words, 1023)`` (`fts_rowid()`), so a search
 reads both from the term's posting list alone; ``keyword_lengths`` keeps the
 exact length for the writes (and the totals in ``keyword_stats``). The index
 keeps which items hold a word, not where (``detail=none``: a search never
-needs positions, and the index is 40% smaller and faster to write). The tokenizer is ``porter unicode61`` (seed 003): case
+needs positions, and the index is 40% smaller and faster to write). The tokenizer is ``porter unicode61``: case
 and diacritics folded, words split at anything that is not a letter or a
 digit (``RSI(14)`` is ``rsi`` and ``14``), English words stemmed (``trades``
 finds ``trading``).
 
-:func:`index_items` and :func:`unindex_items` run inside the same catalog
+`index_items()` and `unindex_items()` run inside the same catalog
 transaction as the write that changes an item (put, delete, TTL sweep,
-archive, restore: all go through :mod:`.items`), so the index can never
-disagree with the items. :func:`rebuild` fills it from the items and their
+archive, restore: all go through `items`), so the index can never
+disagree with the items. `rebuild()` fills it from the items and their
 vectors (a data directory from before the index existed gets it on open).
 
-**Scoring.** :func:`match` scores every item holding a query term (English
+**Scoring.** `match()` scores every item holding a query term (English
 stop words dropped, terms OR-ed) by BM25 (``k1 = 1.2``, Lucene's
 ``idf = ln(1 + (N - n + 0.5) / (n + 0.5))``) with a term counted once per
 item: one posting-list read per term, then arithmetic (about 1 ms for a
@@ -26,9 +26,9 @@ query at 100,000 items), instead of FTS5's ``bm25()``, which costs a few
 microseconds per matching row (about 5 ms) and fixes the length
 normalisation at ``b = 0.75``. Memories of a few sentences rarely repeat a
 word, and less length normalisation ranks them better (``b = 0.3``, measured on LoCoMo:
-``bench/RESULTS_locomo.md``). A term found in more than :data:`MAX_TERM_ITEMS`
+``bench/RESULTS_locomo.md``). A term found in more than `MAX_TERM_ITEMS`
 items is left out, as a stop word would be: it says little and costs much.
-:meth:`KeywordMatches.top` then keeps the best items in a scope (the
+`KeywordMatches.top()` then keeps the best items in a scope (the
 planner's SQL for a namespace prefix and a filter).
 
     >>> import sqlite3
@@ -93,7 +93,7 @@ _LEN_MAX = (1 << _LEN_BITS) - 1
 def fts_rowid(item_id: int, n_tokens: int) -> int:
     """The keyword index's rowid of an item: its id and its length in words (up to 1,023), in one integer.
 
-    Example:
+    Examples:
         >>> fts_rowid(5, 12), fts_rowid(5, 5000) >> 10, fts_rowid(5, 5000) & 1023
         (5132, 5, 1023)
     """
@@ -118,7 +118,7 @@ _TOKEN = re.compile(r"[^\W_]+")
 def query_terms(query: str, stop_words: frozenset[str] = STOP_WORDS) -> list[str]:
     """The distinct search terms of ``query``: lower-cased words, stop words and single letters dropped.
 
-    Example:
+    Examples:
         >>> query_terms("Did SPY's lookback of 60 days work?")
         ['spy', 'lookback', '60', 'days', 'work']
     """

@@ -2,7 +2,7 @@
 
 Until version 0.1 the items lived only in Chroma (each record's metadata held
 the item as JSON under ``lgm:item``), access data in ``chroma/lgm-access.sqlite``
-and lineage in ``lineage.sqlite``. :func:`import_legacy` copies all of it
+and lineage in ``lineage.sqlite``. `import_legacy()` copies all of it
 into the catalog once, with timestamps, access data and vectors as they were,
 then moves the old Chroma files into ``chroma/legacy-<time>/`` (delete that
 folder once you are satisfied). It runs when a store opens a data directory
@@ -16,13 +16,13 @@ import logging
 import shutil
 import sqlite3
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from langgraph_memory._chroma import ChromaHandle
+from langgraph_memory._infra.chroma import ChromaHandle
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog.catalog import Catalog
-from langgraph_memory.collections import COLLECTIONS, GENERAL
 from langgraph_memory.config import LINEAGE_FILE
 
 __all__ = ["has_legacy", "import_legacy"]
@@ -55,14 +55,21 @@ def _decode(meta: dict[str, Any], embedding: Any) -> tuple[_items.StoredItem, in
     return item, int(meta.get("lgm:x", 0))
 
 
-def import_legacy(chroma_root: Path, data_dir: Path, catalog: Catalog, model_name: str | None, dims: int | None) -> int:
+def import_legacy(
+    chroma_root: Path,
+    data_dir: Path,
+    catalog: Catalog,
+    model_name: str | None,
+    dims: int | None,
+    collections: Sequence[str],
+) -> int:
     """Copy an old-layout data directory into ``catalog``; return how many items were imported."""
     client = ChromaHandle.open_persistent(chroma_root)
     access = _read_access(chroma_root / "lgm-access.sqlite")
     total = 0
-    for spec in (*COLLECTIONS.values(), GENERAL):
+    for name in collections:
         try:
-            col = client.get_collection(spec.name, embedding_function=None)
+            col = client.get_collection(name, embedding_function=None)
         except Exception:  # noqa: BLE001 - not there
             continue
         got = col.get(include=["metadatas", "embeddings"])
@@ -74,7 +81,7 @@ def import_legacy(chroma_root: Path, data_dir: Path, catalog: Catalog, model_nam
                 continue
             item, x = decoded
             if x == 0:
-                acc = access.get((spec.name, rid))
+                acc = access.get((name, rid))
                 if acc:
                     item.last_accessed_at = max(item.last_accessed_at, acc[0])
                     item.access_count += acc[1]
@@ -93,15 +100,15 @@ def import_legacy(chroma_root: Path, data_dir: Path, catalog: Catalog, model_nam
                 from langgraph_memory.catalog import queue as _queue
 
                 model_id = _queue.model_id(conn, model_name, dims)
-            total += len(_items.restore_items(conn, items, spec.name, catalog.names, model_id=model_id))
+            total += len(_items.restore_items(conn, items, name, catalog.names, model_id=model_id))
     _import_lineage(data_dir / LINEAGE_FILE, catalog)
     ChromaHandle.stop_client(client)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     legacy_dir = chroma_root / f"legacy-{stamp}"
     legacy_dir.mkdir()
-    for path in list(chroma_root.iterdir()):
-        if path.name == "chroma.sqlite3" or (path.is_dir() and len(path.name) == 36 and path.name.count("-") == 4):
-            shutil.move(str(path), legacy_dir / path.name)
+    for entry in list(chroma_root.iterdir()):
+        if entry.name == "chroma.sqlite3" or (entry.is_dir() and len(entry.name) == 36 and entry.name.count("-") == 4):
+            shutil.move(str(entry), legacy_dir / entry.name)
     with catalog.write() as conn:
         catalog.set_meta(conn, _DONE_KEY, str(time.time()))
     logger.warning(

@@ -94,7 +94,7 @@ class VersionRow:
 
 
 def check_id(value: Any, what: str) -> str:
-    """``value`` if it is a non-empty string id, else :class:`LineageError`."""
+    """``value`` if it is a non-empty string id, else [`LineageError`][langgraph_memory.errors.LineageError]."""
     if not isinstance(value, str) or not value.strip():
         raise LineageError(f"{what} must be a non-empty string id, got {value!r}")
     return value
@@ -336,7 +336,7 @@ def versions_of(conn: sqlite3.Connection, item_ids: Sequence[str]) -> dict[str, 
 
 @dataclass
 class LineageImport:
-    """What :func:`import_rows` added, and what it could not add as it was."""
+    """What `import_rows()` added, and what it could not add as it was."""
 
     nodes: int = 0
     edges: int = 0

@@ -3,17 +3,17 @@
 Every put or delete that changes an item's vectors adds ``(collection,
 item_id, n_old)`` to ``index_queue`` in the same transaction as the item
 (``n_old``: how many vector records the item may have in Chroma, so extra
-ones can be deleted). :class:`~langgraph_memory.store.index.ChromaIndex`
+ones can be deleted). `ChromaIndex`
 applies the queue after the commit, idempotently (it upserts what the
 catalog holds now and deletes what it no longer holds), then records how far
 it got in ``index_state``. A crash between the commit and Chroma leaves the
 rows for the next writer or the next open.
 
-Applied rows stay a while (the last :data:`RETAIN` positions): a process's
-:class:`~langgraph_memory.store.vectors.VectorCache` reads the items changed
+Applied rows stay a while (the last `RETAIN` positions): a process's
+`VectorCache` reads the items changed
 since it last looked from them, whichever process changed them. A cache
-further behind than the log reaches (:func:`pruned_upto`), or one that saw
-an older :func:`vectors_epoch` (vectors rewritten in place by a
+further behind than the log reaches (`pruned_upto()`), or one that saw
+an older `vectors_epoch()` (vectors rewritten in place by a
 re-embedding), loads its collection again.
 
     >>> import tempfile, pathlib
@@ -94,7 +94,7 @@ def mark_applied(conn: sqlite3.Connection, collection: str, seq: int) -> None:
 
 
 def _prune(conn: sqlite3.Connection, collection: str, applied_seq: int) -> None:
-    """Drop applied rows of ``collection`` older than the last :data:`RETAIN` positions."""
+    """Drop applied rows of ``collection`` older than the last `RETAIN` positions."""
     upto = min(applied_seq, last_seq(conn) - RETAIN)
     if upto <= pruned_upto(conn, collection):
         return

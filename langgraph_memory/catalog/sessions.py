@@ -1,6 +1,6 @@
 """Session memory in the catalog: sessions, their turns, and the mark that they were promoted.
 
-Functions over a connection, so :class:`~langgraph_memory.sessions.SessionMemory`
+Functions over a connection, so [`SessionMemory`][langgraph_memory.SessionMemory]
 decides a session boundary and records a turn in one transaction, and marks a
 session promoted in the same transaction as the episodic memories made from
 it. A session goes through three states:
@@ -108,7 +108,7 @@ class Session:
 
 @dataclass(frozen=True)
 class SessionTurn:
-    """One turn held in session memory (seed 002's session record).
+    """One turn held in session memory (the session record).
 
     ``at`` is when it was recorded (seconds since the epoch). After its
     session was promoted, ``importance`` holds its score and ``memory_key``

@@ -1,6 +1,6 @@
 """What the catalog holds, counted in SQL: items, vectors, bytes and dates per collection.
 
-The raw numbers behind :meth:`langgraph_memory.memory.Memory.stats` (which
+The raw numbers behind [`langgraph_memory.memory.Memory.stats()`][langgraph_memory.Memory.stats] (which
 adds the archive and the checkpointer). Each function is one or two
 aggregate queries over a read connection.
 
@@ -36,7 +36,7 @@ class CollectionTotals:
 
 
 def collection_totals(conn: sqlite3.Connection) -> dict[str, CollectionTotals]:
-    """:class:`CollectionTotals` of every collection that holds items, by collection name."""
+    """`CollectionTotals` of every collection that holds items, by collection name."""
     vector_bytes = {
         coll: int(n or 0)
         for coll, n in conn.execute(

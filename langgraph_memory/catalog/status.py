@@ -1,4 +1,4 @@
-"""Retired and superseded items in the catalog (seed 003's ``deleted_at`` and ``superseded_by``).
+"""Retired and superseded items in the catalog (``deleted_at`` and ``superseded_by``, for every item).
 
 A retired item (a soft delete) or a superseded one (replaced by a newer item)
 stays in the catalog, readable by key, but searches hide it unless asked to
@@ -10,7 +10,7 @@ put again (a new item, with a new ``created_at``).
 
 Every change bumps ``meta.status_version`` in the same transaction, so a
 process can keep the hidden set in memory and reread it only after a change
-(:class:`HiddenItems`), from any process.
+(`HiddenItems`), from any process.
 
     >>> import tempfile, pathlib
     >>> from langgraph_memory.catalog import Catalog
@@ -26,13 +26,12 @@ process can keep the hidden set in memory and reread it only after a change
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
 from langgraph_memory.catalog.items import chunked, get_items, item_uid, join_ns, rows_in, split_ns
-from langgraph_memory.collections import collection_for
 
 __all__ = [
     "Status",
@@ -90,7 +89,7 @@ class ItemStatus:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], namespace: tuple[str, ...], key: str, collection: str) -> ItemStatus:
-        """The inverse of :meth:`as_dict`, for the item ``(namespace, key)`` of ``collection``."""
+        """The inverse of `as_dict()`, for the item ``(namespace, key)`` of ``collection``."""
         by_ns = data.get("superseded_by_namespace")
         return cls(
             status=data["status"],
@@ -147,12 +146,17 @@ def version(conn: sqlite3.Connection) -> int:
     return int(row[0]) if row else 0
 
 
-def targets(conn: sqlite3.Connection, keys: Sequence[tuple[tuple[str, ...], str]]) -> dict[tuple[tuple[str, ...], str], StatusTarget]:
-    """The live items among ``keys`` as status targets (keys not live are left out)."""
+def targets(
+    conn: sqlite3.Connection,
+    keys: Sequence[tuple[tuple[str, ...], str]],
+    collection_of: Callable[[tuple[str, ...]], str],
+) -> dict[tuple[tuple[str, ...], str], StatusTarget]:
+    """The live items among ``keys`` as status targets (keys not live are left out).
+
+    ``collection_of`` names the collection of a namespace (the store's registry decides).
+    """
     found = get_items(conn, keys)
-    return {
-        k: StatusTarget(it.namespace, it.key, collection_for(it.namespace).name, it.created_at) for k, it in found.items()
-    }
+    return {k: StatusTarget(it.namespace, it.key, collection_of(it.namespace), it.created_at) for k, it in found.items()}
 
 
 # ---------------------------------------------------------------------- writes
@@ -296,7 +300,7 @@ class HiddenItems:
     """The hidden set of one catalog, cached per process and reread only after a status change.
 
     ``is_hidden(item)`` is true for a retired or superseded item. The cache
-    is checked against ``meta.status_version`` once per :meth:`snapshot`, so
+    is checked against ``meta.status_version`` once per `snapshot()`, so
     a status set by another process is seen by the next search.
     """
 

@@ -4,9 +4,9 @@ LangGraph lets an item carry several vectors: one per index path (``fields``
 or a put's ``index=[...]``), and one per text when a path such as
 ``"notes[*]"`` yields several. Each vector row in the catalog records its
 *record path*: the index path, with ``.<i>`` appended when the path yielded
-several texts (:func:`text_path`). The text itself is not stored twice: it is
-read back from the value (:func:`record_text`), for the LangChain view, the
-archive and the keyword index (:mod:`langgraph_memory.catalog.keywords`).
+several texts (`text_path()`). The text itself is not stored twice: it is
+read back from the value (`record_text()`), for the LangChain view, the
+archive and the keyword index (`langgraph_memory.catalog.keywords`).
 
     >>> value = {"notes": ["buy the dip", "sell the rip"]}
     >>> record_text(value, text_path("notes[*]", 1))
@@ -25,7 +25,7 @@ __all__ = ["text_path", "split_text_path", "record_text", "text_index"]
 def text_path(path: str, index: int) -> str:
     """The record path of the ``index``-th text at an index path that yields several.
 
-    Example:
+    Examples:
         >>> text_path("notes[*]", 2)
         'notes[*].2'
     """
@@ -33,11 +33,11 @@ def text_path(path: str, index: int) -> str:
 
 
 def split_text_path(record_path: str) -> tuple[str, int | None]:
-    """The index path and text number a record path names (the inverse of :func:`text_path`).
+    """The index path and text number a record path names (the inverse of `text_path()`).
 
     A path that does not end in ``.<digits>`` is a plain index path.
 
-    Example:
+    Examples:
         >>> split_text_path("notes[*].2"), split_text_path("content")
         (('notes[*]', 2), ('content', None))
     """
@@ -50,7 +50,7 @@ def split_text_path(record_path: str) -> tuple[str, int | None]:
 def record_text(value: dict[str, Any], record_path: str) -> str | None:
     """The text a vector with this record path embeds, read from ``value`` (None when gone).
 
-    Example:
+    Examples:
         >>> record_text({"content": "Carry unwinds"}, "content")
         'Carry unwinds'
     """

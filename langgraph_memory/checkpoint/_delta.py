@@ -6,11 +6,11 @@ new versions have no blob and its value is
 rebuilt by replaying the channel's writes stored under each ancestor back to
 the nearest one that holds a value (the *seed*). Two consequences here:
 
-* :func:`delta_channel_history` answers LangGraph's
+* `delta_channel_history()` answers LangGraph's
   ``get_delta_channel_history`` with one recursive query over the parent
   chain, a primary-key blob lookup per ancestor and channel still walking,
   and one query for the writes, instead of a ``get_tuple`` per ancestor.
-* :func:`plan_removal` decides, before ``prune`` or ``delete_for_runs``
+* `plan_removal()` decides, before ``prune`` or ``delete_for_runs``
   removes checkpoints, which of them a surviving checkpoint still needs to
   rebuild its delta channels. Those are kept but *hidden* (never listed, not
   returned by ``get_tuple``), so what survives reconstructs exactly.
@@ -21,7 +21,7 @@ delta channels) and stored in the ``delta_channels`` column. It is an upper
 bound: a channel whose version has not moved since a snapshot still reads
 that snapshot's blob, which the walk checks at the target first.
 
-After removal, :func:`collect_blobs` deletes the blobs no remaining
+After removal, `collect_blobs()` deletes the blobs no remaining
 checkpoint reads (hidden ones keep only their delta channels' blobs).
 """
 

@@ -7,10 +7,10 @@ afterwards, so any number of threads (LangGraph's background executor, our
 async worker) share a handful of connections without a global lock.
 
 Async callers get three extras (see ``_worker``): a group of writes queued
-together is committed in one transaction (:meth:`_ConnectionPool.write_group`),
+together is committed in one transaction (`_ConnectionPool.write_group()`),
 and a short read or write may run on the caller's thread over a connection
-that never waits for a lock (:meth:`_ConnectionPool.read_nowait`,
-:meth:`_ConnectionPool.write_nowait`).
+that never waits for a lock (`_ConnectionPool.read_nowait()`,
+`_ConnectionPool.write_nowait()`).
 
 WAL checkpoints are ours, not SQLite's: every connection has
 ``wal_autocheckpoint`` off, and the pool runs a PASSIVE checkpoint every
@@ -22,17 +22,17 @@ waiting thread: the write that restarts the WAL syncs its new header.
 Writes take the file's write lock up front (``BEGIN IMMEDIATE``) so two
 writers never deadlock upgrading read locks; a lock that cannot be had is
 retried with back-off until ``busy_timeout`` and then reported as
-:class:`~langgraph_memory.errors.LockTimeoutError`, never as a raw
+[`LockTimeoutError`][langgraph_memory.errors.LockTimeoutError], never as a raw
 ``sqlite3.OperationalError: database is locked``.
 
-No SQLite error leaves the pool raw (:meth:`_ConnectionPool.error`): a
+No SQLite error leaves the pool raw (`_ConnectionPool.error()`): a
 problem of the file itself raises the data directory's storage errors, as
-every file of it does (:class:`~langgraph_memory.errors.CorruptFileError`,
-:class:`~langgraph_memory.errors.ReadOnlyError`,
-:class:`~langgraph_memory.errors.DiskFullError`, or a plain
-:class:`~langgraph_memory.errors.StorageError` for another I/O error), each
+every file of it does ([`CorruptFileError`][langgraph_memory.errors.CorruptFileError],
+[`ReadOnlyError`][langgraph_memory.errors.ReadOnlyError],
+[`DiskFullError`][langgraph_memory.errors.DiskFullError], or a plain
+[`StorageError`][langgraph_memory.errors.StorageError] for another I/O error), each
 naming the file and the fix; anything else (a statement SQLite rejects) is a
-:class:`~langgraph_memory.errors.CheckpointError`.
+[`CheckpointError`][langgraph_memory.errors.CheckpointError].
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from typing import Any, TypeVar
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph_memory._sqlite import is_lock_error, retry_locked, translate
+from langgraph_memory._infra.sqlite import is_lock_error, retry_locked, translate
 from langgraph_memory.checkpoint.schema import (
     Durability,
     configure_connection,
@@ -215,7 +215,7 @@ class _ConnectionPool:
 
     @contextmanager
     def _nowait_errors(self, what: str) -> Iterator[None]:
-        """On a no-wait connection, "locked" means :class:`WouldBlock`; other errors are ours."""
+        """On a no-wait connection, "locked" means `WouldBlock`; other errors are ours."""
         try:
             yield
         except sqlite3.OperationalError as exc:
@@ -248,7 +248,7 @@ class _ConnectionPool:
             return self.retry(lambda: fn(conn), what=what)
 
     def add_nowait_connection(self) -> None:
-        """Open one more connection for :meth:`read_nowait` (opening may touch the disk)."""
+        """Open one more connection for `read_nowait()` (opening may touch the disk)."""
         conn = self._open(nowait=True)
         with self._lock:
             if self._closed:
@@ -259,15 +259,15 @@ class _ConnectionPool:
             self._nowait_count += 1
 
     def nowait_idle(self) -> int:
-        """Idle connections :meth:`read_nowait` can use."""
+        """Idle connections `read_nowait()` can use."""
         return len(self._free_nowait)
 
     def nowait_count(self) -> int:
-        """Connections opened for :meth:`read_nowait`, idle or not."""
+        """Connections opened for `read_nowait()`, idle or not."""
         return self._nowait_count
 
     def read_nowait(self, fn: Callable[[sqlite3.Connection], T], *, what: str) -> T:
-        """Run the read ``fn(conn)`` now if that needs no wait, else raise :class:`WouldBlock`.
+        """Run the read ``fn(conn)`` now if that needs no wait, else raise `WouldBlock`.
 
         The connection has ``busy_timeout`` 0, so SQLite answers "busy" at
         once instead of sleeping; in WAL mode a reader is never blocked by
@@ -337,7 +337,7 @@ class _ConnectionPool:
     # -- writes on an event loop, and the WAL checkpoints they leave to others --
 
     def add_loop_writer(self) -> None:
-        """Open the connection :meth:`write_nowait` uses (opening may touch the disk).
+        """Open the connection `write_nowait()` uses (opening may touch the disk).
 
         Not with ``durability="full"``: every commit then syncs the WAL, a
         wait no event loop may take, so all writes stay on the worker.
@@ -353,7 +353,7 @@ class _ConnectionPool:
             self._loop_writer = conn
 
     def write_nowait(self, statements: Sequence[Statement], *, what: str) -> bool:
-        """Commit ``statements`` now if that needs no wait, else raise :class:`WouldBlock`.
+        """Commit ``statements`` now if that needs no wait, else raise `WouldBlock`.
 
         No wait means: the loop connection is open, no other thread of this
         process is writing (``_write_lock`` is free right now), SQLite grants
@@ -361,10 +361,10 @@ class _ConnectionPool:
         writing answers "busy" immediately), and the WAL does not restart
         (which would sync its header). With ``wal_autocheckpoint`` off the
         commit is then an append to the WAL, without fsync under
-        ``synchronous=NORMAL``. On :class:`WouldBlock` nothing was written.
+        ``synchronous=NORMAL``. On `WouldBlock` nothing was written.
 
         Returns True when a WAL checkpoint is due; the caller runs
-        :meth:`checkpoint_wal` where waiting is allowed.
+        `checkpoint_wal()` where waiting is allowed.
         """
         if self._wal_restart_pending or self._loop_writer is None:
             raise WouldBlock

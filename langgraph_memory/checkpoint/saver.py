@@ -35,7 +35,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph_memory._sqlite import translate
+from langgraph_memory._infra.sqlite import translate
 from langgraph_memory.checkpoint import _delta, _maintenance, _query, _writes
 from langgraph_memory.checkpoint._maintenance import ThreadInfo
 from langgraph_memory.checkpoint._pool import (
@@ -68,12 +68,12 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
     ``aput``), so they never block the event loop on a lock or a disk sync.
     Many threads and several processes may share the file (WAL mode); a busy
     file is waited for up to ``lock_timeout`` seconds, then
-    :class:`~langgraph_memory.errors.LockTimeoutError` is raised.
+    [`LockTimeoutError`][langgraph_memory.errors.LockTimeoutError] is raised.
 
     No method, sync or async, raises a raw ``sqlite3`` error: a damaged file,
     a read-only file or folder, a full disk raise ``CorruptFileError``,
     ``ReadOnlyError``, ``DiskFullError`` (or ``StorageError``) from
-    :mod:`langgraph_memory.errors`, naming the file and the fix; anything
+    `langgraph_memory.errors`, naming the file and the fix; anything
     else, such as using a closed saver, ``CheckpointError``.
 
     Beyond LangGraph's interface: ``prune``, ``delete_for_runs`` and
@@ -83,7 +83,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
     Args:
         path: The SQLite file. Default: ``<data_dir>/checkpoints.sqlite``.
         data_dir: Data directory used when ``path`` is None (resolved by
-            :class:`~langgraph_memory.config.Settings`: argument, then
+            [`Settings`][langgraph_memory.Settings]: argument, then
             ``$LANGGRAPH_MEMORY_DIR``, then config file, then ``./memory``).
         serde: Serializer; default LangGraph's ``JsonPlusSerializer``. Pass an
             ``EncryptedSerializer`` to encrypt checkpoints and writes at rest
@@ -95,7 +95,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
             any process crash. ``"full"``: it also survives power loss, at
             the cost of an fsync per write.
 
-    Example:
+    Examples:
         ```python
         import tempfile
 
@@ -170,13 +170,13 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         and ``async with``, so code written for ``SqliteSaver`` and
         ``AsyncSqliteSaver`` runs unchanged.
 
-        Example:
+        Examples:
             >>> with SqliteCheckpointer.from_conn_string(":memory:") as saver:
             ...     saver.setup()
             ...     saver.list_threads()
             []
         """
-        from langgraph_memory._conn_string import open_conn_string
+        from langgraph_memory._infra.conn_string import open_conn_string
 
         saver, saver._tempdir = open_conn_string(
             conn_string, lambda path, tmp: cls(path / "checkpoints.sqlite" if tmp else path, **kwargs)
@@ -191,7 +191,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         """
 
     async def asetup(self) -> None:
-        """Async :meth:`setup` (``AsyncPostgresSaver`` and ``AsyncSqliteSaver`` code calls it)."""
+        """Async `setup()` (``AsyncPostgresSaver`` and ``AsyncSqliteSaver`` code calls it)."""
 
     @classmethod
     def from_data_dir(

@@ -1,7 +1,7 @@
 """Tables, pragmas and migrations of the checkpoint file.
 
 The schema version lives in SQLite's ``PRAGMA user_version`` so any tool can
-read it without our code::
+read it without our code:
 
     import sqlite3
 
@@ -12,8 +12,8 @@ read it without our code::
     assert SCHEMA_VERSION >= 1
 
 A file written by a newer release (higher version) is refused with
-:class:`~langgraph_memory.errors.CheckpointError` instead of being guessed at.
-Upgrades run the steps in :data:`MIGRATIONS` in order, inside one write
+[`CheckpointError`][langgraph_memory.errors.CheckpointError] instead of being guessed at.
+Upgrades run the steps in `MIGRATIONS` in order, inside one write
 transaction, so a file is never left half migrated.
 
 Version 2 stores channel values apart from checkpoints, one row per

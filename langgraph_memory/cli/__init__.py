@@ -1,6 +1,6 @@
 """The ``langgraph-memory`` command line: a thin layer over the library.
 
-Live memory::
+Live memory:
 
     langgraph-memory search "position sizing" --collection lessons -k 5
     langgraph-memory get <id>                          # a memory by key or id, any namespace
@@ -21,7 +21,7 @@ Live memory::
     langgraph-memory mcp                               # the MCP server on stdio (--transport http)
     langgraph-memory ui                                # the memory browser on http://127.0.0.1:8766
 
-Archives and the index::
+Archives and the index:
 
     langgraph-memory archive run --dry-run
     langgraph-memory archive list
@@ -77,8 +77,8 @@ def _common() -> argparse.ArgumentParser:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
-    from langgraph_memory import __version__
-    from langgraph_memory.cli import _archive, _bundle, _ingest, _lifecycle, _live, _mcp, _threads, _ui
+    from langgraph_memory._version import __version__
+    from langgraph_memory.cli import _archive, _bundle, _ingest, _lifecycle, _live, _mcp, _research, _threads, _ui
 
     common = _common()
     p = argparse.ArgumentParser(
@@ -87,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"langgraph-memory {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (_live, _lifecycle, _threads, _bundle, _ingest, _archive, _mcp, _ui):
+    for module in (_live, _research, _lifecycle, _threads, _bundle, _ingest, _archive, _mcp, _ui):
         module.register(sub, common)
     return p
 
@@ -104,8 +104,8 @@ def _exit_code(exc: LangGraphMemoryError) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status.
 
-    Example:
-        >>> main(["--data-dir", "/tmp/lgm", "list", "--json"])     # doctest: +SKIP
+    Examples:
+        >>> main(["--data-dir", "/tmp/lgm", "list", "--json"])  # runs the command line on a data directory under /tmp  # doctest: +SKIP
         0
     """
     args = build_parser().parse_args(argv)

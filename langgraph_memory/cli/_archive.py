@@ -94,7 +94,7 @@ def _run(ctx: Ctx) -> int:
 
 def _list(ctx: Ctx) -> int:
     from langgraph_memory.archive.manifest import Manifest
-    from langgraph_memory.collections import collection_by_name
+    from langgraph_memory.research.collections import collection_by_name
 
     a = ctx.args
     settings = ctx.settings()

@@ -112,7 +112,7 @@ def find_items(mem: Any, key: str, namespace: tuple[str, ...] | None) -> list[An
 
 def preview(value: dict[str, Any], n: int = 100) -> str:
     """The text of a value for a table: its prose field if it has one, else its JSON."""
-    from langgraph_memory.collections import COLLECTIONS
+    from langgraph_memory.research.collections import COLLECTIONS
 
     for field in ("content", "text", "lesson", "description", *(s.embed_field for s in COLLECTIONS.values())):
         if field and isinstance(value.get(field), str):
@@ -150,7 +150,7 @@ class Ctx:
     # ------------------------------------------------------------ opening
 
     def settings(self, *, must_exist: bool = True) -> Settings:
-        """The resolved settings; a missing data directory is :class:`MissingDataDir` unless it may be created."""
+        """The resolved settings; a missing data directory is `MissingDataDir` unless it may be created."""
         settings = Settings.resolve(self.data_dir)
         if must_exist and not settings.data_dir.is_dir():
             raise MissingDataDir(

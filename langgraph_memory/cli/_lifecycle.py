@@ -156,7 +156,7 @@ def _delete(ctx: Ctx) -> int:
         raise InvalidArgumentError("delete needs keys, or --namespace (with --filter to narrow it down)")
     with ctx.open_memory() as mem:
         targets, values = _by_key(mem, a) if a.keys else _under_namespace(mem, a)
-        reports = []
+        reports: list[Any] = []
         with ctx.progress() as update:
             phase = "delete" if a.yes else "check"
             for start in range(0, len(targets), _DELETE_BATCH):

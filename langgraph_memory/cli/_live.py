@@ -18,8 +18,9 @@ from langgraph_memory.cli._common import (
     preview,
     stamp,
 )
-from langgraph_memory.collections import GENERAL, collection_by_name, collection_for
+from langgraph_memory.research.collections import GENERAL, collection_by_name, collection_for
 from langgraph_memory.errors import InvalidArgumentError, NotFoundError
+from langgraph_memory.research.calls import research_calls
 
 __all__ = ["register"]
 
@@ -245,10 +246,9 @@ def _lineage(ctx: Ctx) -> int:
 
 
 def _versions(ctx: Ctx) -> int:
+    call = next(c for c in research_calls() if c.name == "strategy_versions")
     with ctx.open_memory() as mem:
-        versions = mem.versions(ctx.args.name)
-    rows = [{"version": v.version, "id": v.id, "status": v.status, "created_at": v.created_at.isoformat(),
-             "live": v.record is not None} for v in versions]
+        rows = call.invoke(mem, {"name": ctx.args.name}, min_relevance=None)["versions"]
     if ctx.json:
         ctx.emit(rows)
     elif rows:

@@ -27,13 +27,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _serve(ctx: Ctx) -> int:
-    from langgraph_memory.mcp_server import TOKEN_ENV, check_bind, serve
+    from langgraph_memory.mcp.server import TOKEN_ENV, check_bind, serve
 
     a = ctx.args
     token = a.token or os.environ.get(TOKEN_ENV) or None
     if a.transport == "http":
         check_bind(a.host, token, a.allow_remote)  # before opening anything
-    # Seed 001: a server pointed at a new folder creates it. Nothing goes to stdout: on stdio it is the protocol.
+    # A server pointed at a new folder creates it (an MCP client's first run has no data yet).
+    # Nothing goes to stdout: on stdio it is the protocol.
     with ctx.open_memory(embed=True, create=True) as mem:
         ctx.err.print(f"langgraph-memory MCP server on {mem.data_dir} ({a.transport})", markup=False)
         serve(mem, transport=a.transport, host=a.host, port=a.port, token=token, allow_remote=a.allow_remote,

@@ -10,12 +10,12 @@
         for hit in mem.recall("momentum after earnings", include_parents=True):
             print(hit.score, hit.source_uri, hit.content[:80], len(hit.full_context))
 
-The modules, in the order a file meets them: :mod:`.files` (walk, SHA-256,
-verbatim copy to ``raw/``), :mod:`.encoding`, :mod:`.readers` and
-:mod:`.pdf` (text and structure), :mod:`.boundaries` and :mod:`.chunkers`
-(seed 002's contextual chunker, seed 000's fixed window), :mod:`.pipeline`
-(claims, batches, the store), :mod:`.recall`, :mod:`.report`; every tunable
-is in :mod:`.config`.
+The modules, in the order a file meets them: `files` (walk, SHA-256,
+verbatim copy to ``raw/``), `encoding`, `readers` and
+`pdf` (text and structure), `boundaries` and `chunkers`
+(the contextual chunker, the fixed window), `pipeline`
+(claims, batches, the store), `recall`, `report`; every tunable
+is in `config`.
 """
 
 from langgraph_memory.ingest.chunkers import ContextualChunker, FixedWindowChunker, make_chunker

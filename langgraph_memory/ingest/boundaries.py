@@ -84,7 +84,7 @@ class Rules:
 
 def _record_ends(text: str, lo: int, hi: int, row_start: int) -> list[int]:
     """Positions after a line end where the quotes since ``row_start`` balance (RFC 4180 doubles quotes)."""
-    out = []
+    out: list[int] = []
     quotes = text.count('"', row_start, lo) % 2
     pos = lo
     while True:

@@ -1,20 +1,20 @@
 """Chunkers: blocks of a file in, parent records holding their chunks out, in bounded memory.
 
-:class:`ContextualChunker` (seed 002, the default) aims at ``chunk_size``
+`ContextualChunker` (the default) aims at ``chunk_size``
 characters and cuts at the best boundary it can find:
 
 * never across a section found by the reader (a Markdown heading, a
   top-level ``def``/``class``, a PDF page, a YAML key) once the chunk has
   ``min_chunk_size`` characters: smaller sections join the next one;
 * otherwise at the strongest boundary of its file type
-  (:mod:`~langgraph_memory.ingest.boundaries`: paragraphs, then sentences,
+  (`boundaries`: paragraphs, then sentences,
   then lines for prose; nested blocks, then blank lines for code; records
   for CSV) that still gives a chunk of at least half the target, the one
   nearest the target; at most ``search_window`` characters past it;
 * the next chunk repeats ``overlap_ratio`` of it, starting at a sentence
   (line, record) start; there is no overlap across a section.
 
-:class:`FixedWindowChunker` (seed 000) cuts ``fixed_chunk_size`` windows
+`FixedWindowChunker` (a baseline) cuts ``fixed_chunk_size`` windows
 every ``fixed_chunk_size - fixed_overlap`` characters, blind to structure.
 
 Both group consecutive chunks into parents of at most
@@ -67,6 +67,11 @@ class _Cut:
 
 class _Stream:
     """The streaming machinery both chunkers share: the text buffer, sections, parents."""
+
+    # The text not yet cut (from offset _base of the file), and how far chunks have been cut.
+    _buf: str
+    _base: int
+    _pos: int
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
@@ -228,7 +233,7 @@ class _Stream:
 
 
 class ContextualChunker(_Stream):
-    """Seed 002's chunker: ~``chunk_size`` characters cut at semantic boundaries, with overlap.
+    """The contextual chunker: ~``chunk_size`` characters cut at semantic boundaries, with overlap.
 
     Args:
         chunk_size: target characters per chunk (a CSV header counts).
@@ -237,9 +242,9 @@ class ContextualChunker(_Stream):
         search_window: characters a chunk may run past ``chunk_size`` to reach a boundary.
         max_chunks_per_parent: chunks one parent record covers at most.
 
-    Example:
-        >>> parents = ContextualChunker().chunk_text(open("notes.md").read(), "markdown")  # doctest: +SKIP
-        >>> [(c.metadata.start_char, c.metadata.end_char) for c in parents[0].chunks]       # doctest: +SKIP
+    Examples:
+        >>> parents = ContextualChunker().chunk_text(open("notes.md").read(), "markdown")  # needs files to ingest  # doctest: +SKIP
+        >>> [(c.metadata.start_char, c.metadata.end_char) for c in parents[0].chunks]  # continues the example above (needs notes.md)  # doctest: +SKIP
         [(0, 388), (311, 702)]
     """
 
@@ -338,9 +343,9 @@ class ContextualChunker(_Stream):
 
 
 class FixedWindowChunker(_Stream):
-    """Seed 000's chunker: windows of ``size`` characters every ``size - overlap``, blind to structure.
+    """The plain chunker: windows of ``size`` characters every ``size - overlap``, blind to structure.
 
-    Example:
+    Examples:
         >>> [len(c.content) for p in FixedWindowChunker(size=10, overlap=5).chunk_text("x" * 22) for c in p.chunks]
         [10, 10, 10, 7]
     """
@@ -378,7 +383,7 @@ class FixedWindowChunker(_Stream):
 def make_chunker(config: IngestConfig) -> ContextualChunker | FixedWindowChunker:
     """The chunker ``config`` asks for.
 
-    Example:
+    Examples:
         >>> type(make_chunker(IngestConfig(chunker="fixed"))).__name__
         'FixedWindowChunker'
     """

@@ -4,15 +4,15 @@
 
     from langgraph_memory.ingest import IngestConfig
 
-    config = IngestConfig()                                  # seed 002's contextual chunker
-    fixed = IngestConfig(chunker="fixed")                    # seed 000's 1,000/500 window
+    config = IngestConfig()                                  # the contextual chunker
+    fixed = IngestConfig(chunker="fixed")                    # a plain 1,000/500 window
     wide = config.replace(chunk_size=800, overlap_ratio=0.1)
 
-Seed 002 gives the contextual chunker's numbers (400 characters, overlap
-0.2, minimum 100, a search window of 50 around the ideal cut); seed 000 the
+The design gives the contextual chunker's numbers (400 characters, overlap
+0.2, minimum 100, a search window of 50 around the ideal cut) and the
 fixed window (1,000 characters, 500 overlap). The rest are ours:
 
-* ``max_chunks_per_parent`` (16). Seed 002 caps a conversation turn at 10
+* ``max_chunks_per_parent`` (16). A conversation turn is capped at 10
   chunks. A file section (a Markdown section, a function, a PDF page) is
   longer than a chat turn, so the cap is larger, but bounded so that recall
   with ``include_parents=True`` and five hits hands about 25 KB (~6,500
@@ -53,16 +53,17 @@ __all__ = [
 
 ChunkerName = Literal["contextual", "fixed"]
 
-# Seed 002: ContextualChunker(chunk_size=400, overlap_ratio=0.2, min_chunk_size=100),
+# Small chunks embed precisely; overlap keeps a sentence cut at a boundary findable:
+# ContextualChunker(chunk_size=400, overlap_ratio=0.2, min_chunk_size=100),
 # find_semantic_boundary(search_window=50).
 CHUNK_SIZE = 400
 OVERLAP_RATIO = 0.2
 MIN_CHUNK_SIZE = 100
 SEARCH_WINDOW = 50
-# Seed 000: "Chunk size: 1000 characters. Overlap: 500 characters."
+# The plain window: 1,000 characters, 500 of overlap (a baseline the contextual chunker is measured against).
 FIXED_CHUNK_SIZE = 1000
 FIXED_OVERLAP = 500
-# Ours, for files (seed 002 caps a conversation turn at 10); see the module docstring.
+# Ours, for files (a conversation turn is capped at 10); see the module docstring.
 MAX_CHUNKS_PER_PARENT = 16
 #: Where ingested files go unless told otherwise (the general collection).
 DOCUMENTS_NAMESPACE: tuple[str, ...] = ("documents",)
@@ -73,7 +74,7 @@ class IngestConfig:
     """How files are read, chunked and stored.
 
     Args:
-        chunker: ``"contextual"`` (seed 002, the default) or ``"fixed"`` (seed 000).
+        chunker: ``"contextual"`` (the default) or ``"fixed"`` (the plain window).
         chunk_size: target characters per contextual chunk.
         overlap_ratio: share of a chunk repeated at the start of the next (0 to 0.5).
         min_chunk_size: the contextual chunker never cuts a chunk shorter than

@@ -2,10 +2,10 @@
 
 Text files are UTF-8 (a byte-order mark is honoured, UTF-16 included);
 Python files may declare another encoding in a coding cookie (PEP 263),
-read with :func:`tokenize.detect_encoding`. :class:`Decoder` decodes a file
+read with `tokenize.detect_encoding()`. `Decoder` decodes a file
 block by block and turns a decoding error into
-:class:`~langgraph_memory.errors.FileEncodingError` naming the file and the
-offset of the first bad byte in the file::
+[`FileEncodingError`][langgraph_memory.errors.FileEncodingError] naming the file and the
+offset of the first bad byte in the file:
 
     >>> import pathlib, tempfile
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "notes.txt"
@@ -72,7 +72,7 @@ class Decoder:
 
     Args:
         path: the file (for the message).
-        encoding: a codec name (see :func:`file_encoding`).
+        encoding: a codec name (see `file_encoding()`).
         skip: bytes at the start of the file that are not text (a BOM):
             fed like the rest, dropped here, counted in offsets.
     """

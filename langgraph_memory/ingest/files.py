@@ -1,12 +1,12 @@
 """The file-system side of ingestion: finding files, hashing them, keeping a verbatim copy.
 
-* :func:`walk` expands the paths given to ``ingest`` into files, recursively,
+* `walk()` expands the paths given to ``ingest`` into files, recursively,
   following symbolic links but never round a loop. A path given by name that
   is missing, a loop or unreadable raises a typed error at once; inside a
   folder such a path, an unsupported file or a hidden one is skipped with a
   log line and reported.
-* :func:`sha256_file` hashes a file's bytes in blocks (bounded memory).
-* :func:`copy_verbatim` copies a file to ``raw/{sha256}{ext}`` (seed 000)
+* `sha256_file()` hashes a file's bytes in blocks (bounded memory).
+* `copy_verbatim()` copies a file to ``raw/{sha256}{ext}`` (the original bytes, kept)
   atomically (a temporary file in ``raw/``, fsync, rename), checking on the
   way that the bytes still hash to what was ingested and, for text, that
   they decode.
@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from langgraph_memory import _sqlite
+from langgraph_memory._infra import sqlite as _sqlite
 from langgraph_memory.errors import (
     FileChangedError,
     IngestError,
@@ -153,9 +153,9 @@ def _walk_dir(
     top: bool = False,
 ) -> Iterator[Found | Skipped]:
     if ident in ancestors:
-        err = SymlinkLoopError(f"{folder} is a symbolic link to a folder above it (a loop); skipped", folder)
-        logger.warning("%s", err)
-        yield Skipped(folder, "symlink loop", err)
+        loop = SymlinkLoopError(f"{folder} is a symbolic link to a folder above it (a loop); skipped", folder)
+        logger.warning("%s", loop)
+        yield Skipped(folder, "symlink loop", loop)
         return
     if ident in seen:  # reached again through another link (or the data directory itself)
         logger.info("skipping %s: already walked, or the data directory", folder)
@@ -165,7 +165,7 @@ def _walk_dir(
         with os.scandir(folder) as it:
             entries = sorted(it, key=lambda e: e.name)
     except OSError as exc:
-        err = _stat_error(folder, exc, "list")
+        err: IngestError = _stat_error(folder, exc, "list")
         if top:
             raise err from None
         logger.warning("%s", err)

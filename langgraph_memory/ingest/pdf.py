@@ -5,12 +5,12 @@ holds one page's text (pypdf would otherwise read the whole file into
 memory first). The document's text is its pages' text joined by a blank
 line; chunk offsets count in that text. A PDF encrypted with a password
 other than the empty one, or too damaged for pypdf, raises
-:class:`~langgraph_memory.errors.DamagedDocumentError`.
+[`DamagedDocumentError`][langgraph_memory.errors.DamagedDocumentError].
 
 ::
 
-    >>> blocks = pdf_blocks(Path("paper.pdf"))                  # doctest: +SKIP
-    >>> [(b.page, b.title) for b in blocks if b.section]        # doctest: +SKIP
+    >>> blocks = pdf_blocks(Path("paper.pdf"))  # needs a PDF file  # doctest: +SKIP
+    >>> [(b.page, b.title) for b in blocks if b.section]  # continues the example above (needs a PDF file)  # doctest: +SKIP
     [(1, 'page 1'), (2, 'page 2')]
 """
 

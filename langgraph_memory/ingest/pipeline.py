@@ -1,6 +1,6 @@
 """The ingest pipeline: paths in, chunks and parent records stored through the store, exactly once.
 
-For each file found (:mod:`~langgraph_memory.ingest.files`):
+For each file found (`files`):
 
 1. hash its bytes (SHA-256, streamed). The same bytes already stored in the
    namespace (any name, any process, before a restart or not) are skipped
@@ -8,11 +8,11 @@ For each file found (:mod:`~langgraph_memory.ingest.files`):
 2. copy it to ``raw/{sha256}{ext}`` atomically, checking on the way that
    text decodes (a bad byte fails the file here, before anything is stored,
    with its byte offset) and that the bytes still hash the same;
-3. claim it in the catalog (:mod:`langgraph_memory.catalog.files`): a second
+3. claim it in the catalog (`langgraph_memory.catalog.files`): a second
    process meeting the same bytes now skips them as ``busy``; a claim left by
    a dead process is taken over and its chunks rolled back;
-4. read the verbatim copy (:mod:`~langgraph_memory.ingest.readers`), chunk it
-   (:mod:`~langgraph_memory.ingest.chunkers`) and store chunks and parents
+4. read the verbatim copy (`readers`), chunk it
+   (`chunkers`) and store chunks and parents
    through the store's write path, which embeds the chunks. The file is
    marked complete in the transaction of its last chunks: a file that fits
    one batch (``IngestConfig.batch_max_chunks``) is stored in one
@@ -29,8 +29,8 @@ default, in the general collection), keyed by the file's hash:
 holds ``kind="parent"``, the full text of its section(s) and its chunks'
 range, and is not embedded.
 
-    >>> ingestor = Ingestor(store, raw_dir=settings.raw_dir)        # doctest: +SKIP
-    >>> ingestor.ingest(["notes/"], namespace=("documents",)).counts()  # doctest: +SKIP
+    >>> ingestor = Ingestor(store, raw_dir=settings.raw_dir)  # needs an open store (store) holding the items named  # doctest: +SKIP
+    >>> ingestor.ingest(["notes/"], namespace=("documents",)).counts()  # needs files to ingest  # doctest: +SKIP
     {'ingested': 4, 'duplicate': 0, 'busy': 0, 'skipped': 1, 'failed': 0}
 """
 
@@ -51,7 +51,7 @@ from langgraph.store.base import PutOp
 from langgraph_memory.catalog import files as _files
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.items import item_uid
-from langgraph_memory.collections import COLLECTIONS
+from langgraph_memory.research.collections import COLLECTIONS
 from langgraph_memory.errors import EmptyFileError, IngestError, InvalidArgumentError, UnsupportedFileTypeError
 from langgraph_memory.ingest.chunkers import make_chunker
 from langgraph_memory.ingest.config import DOCUMENTS_NAMESPACE, IngestConfig
@@ -69,7 +69,6 @@ from langgraph_memory.ingest.files import (
 from langgraph_memory.ingest.readers import read_blocks
 from langgraph_memory.ingest.records import Parent
 from langgraph_memory.ingest.report import FileResult, IngestProgress, IngestReport
-from langgraph_memory.store.items import StoreItems
 from langgraph_memory.store.namespaces import validate_namespace
 
 __all__ = ["Ingestor", "chunk_key", "parent_key", "PreviousVersion"]
@@ -125,7 +124,7 @@ class Ingestor:
     Args:
         store: a ``ChromaStore`` with an embedding model (``index=``).
         raw_dir: where verbatim copies go (``<data_dir>/raw``).
-        config: chunking and batching settings (default :class:`IngestConfig`).
+        config: chunking and batching settings (default [`IngestConfig`][langgraph_memory.IngestConfig]).
     """
 
     def __init__(self, store: Any, *, raw_dir: Path, config: IngestConfig | None = None) -> None:
@@ -216,7 +215,7 @@ class Ingestor:
             if entry.explicit and errors == "raise":
                 raise
             logger.warning("could not ingest %s: %s", entry.path, exc)
-            status = "skipped" if isinstance(exc, EmptyFileError) else "failed"
+            status: Literal["skipped", "failed"] = "skipped" if isinstance(exc, EmptyFileError) else "failed"
             result = FileResult(entry.path, status, file_type=entry.file_type, size=entry.size,
                                 reason=str(exc), error=exc)
         result.seconds = time.monotonic() - started
@@ -365,9 +364,8 @@ class Ingestor:
 
         self.store.items.put_many(ops, before=before)
 
-    @staticmethod
     def _supersede_previous(
-        conn: Any, ns: tuple[str, ...], uri: str, previous: PreviousVersion, current_sha: str
+        self, conn: Any, ns: tuple[str, ...], uri: str, previous: PreviousVersion, current_sha: str
     ) -> None:
         """Make ``current_sha`` the version of ``uri``, in the transaction that records it.
 
@@ -388,7 +386,7 @@ class Ingestor:
             logger.info("%s changed (was %s); %s still holds the old bytes, which stay current",
                         uri, previous.sha256[:12], previous.other_paths[0])
             return
-        StoreItems.set_status_in(
+        self.store.items.set_status_in(
             conn, [(ns, k) for k in previous.keys], "superseded",
             reason=f"{uri} changed", superseded_by=(ns, parent_key(current_sha, 0)),
         )

@@ -1,4 +1,4 @@
-"""Readers: a file's text as a stream of :class:`~langgraph_memory.ingest.records.Block` s, with its structure.
+"""Readers: a file's text as a stream of `Block` s, with its structure.
 
 Each reader decodes its file piece by piece (a few tens of kilobytes at a
 time, whatever the file's size) and marks where the file's own sections
@@ -12,7 +12,7 @@ python    top-level ``def``/``class`` blocks, with their decorators
 yaml      top-level keys and ``---`` document separators
 csv       the header row, handed to every block as its ``prefix``
 text      none: paragraphs and sentences are the chunker's business
-pdf       pages (see :mod:`langgraph_memory.ingest.pdf`)
+pdf       pages (see `langgraph_memory.ingest.pdf`)
 ========  ==========================================================
 
 ::
@@ -284,8 +284,8 @@ def read_blocks(path: str | os.PathLike[str], file_type: str, *, block_chars: in
 def blocks_from_text(text: str, file_type: str = "text", *, block_chars: int = _DEFAULT_BLOCK) -> Iterator[Block]:
     """The blocks of a string, read as a file of ``file_type`` would be (a PDF's text as prose).
 
-    Example:
-        >>> [b.title for b in blocks_from_text("x = 1\ndef f():\n    pass\n", "python") if b.section]
+    Examples:
+        >>> [b.title for b in blocks_from_text("x = 1\\ndef f():\\n    pass\\n", "python") if b.section]
         ['def f']
     """
     pieces = (text[i : i + block_chars] for i in range(0, len(text), block_chars))
@@ -300,9 +300,10 @@ def _blocks_of(pieces: Iterator[str], file_type: str, block_chars: int) -> Itera
         return _text_blocks(pieces)
     if file_type == "csv":
         return _csv_blocks(pieces, block_chars)
-    detect: Callable[[str], Mark] = {
+    makers: dict[str, Callable[[], Callable[[str], Mark]]] = {
         "markdown": _MarkdownSections,
         "python": _PythonSections,
         "yaml": lambda: _yaml_sections,
-    }[file_type]()
+    }
+    detect = makers[file_type]()
     return _sectioned(_lines(pieces, block_chars), detect, block_chars)

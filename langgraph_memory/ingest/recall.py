@@ -1,15 +1,15 @@
 """Recall over ingested files: chunks with their score and source, and their parent's context on request.
 
-Seed 002's ``recall(query, top_k, include_parents)`` for files: the chunks
+``recall(query, top_k, include_parents)`` for files: the chunks
 nearest the query (through the store's ordinary search, so its ranking and
 planning apply), each with where it came from; ``include_parents=True``
 adds the full text of the section(s) each chunk belongs to, read in one
-batch::
+batch:
 
-    >>> hits = recall(mem.store, "how is the lock timeout set", include_parents=True)   # doctest: +SKIP
-    >>> hits[0].source_uri, round(hits[0].score, 2), hits[0].title                     # doctest: +SKIP
+    >>> hits = recall(mem.store, "how is the lock timeout set", include_parents=True)  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+    >>> hits[0].source_uri, round(hits[0].score, 2), hits[0].title  # needs ingested documents  # doctest: +SKIP
     ('file:///docs/setup.md', 0.71, 'Configuration > Locks')
-    >>> len(hits[0].full_context)                                                       # doctest: +SKIP
+    >>> len(hits[0].full_context)  # needs ingested documents  # doctest: +SKIP
     4123
 """
 
@@ -73,7 +73,7 @@ class ChunkHit:
 
     @property
     def full_context(self) -> str | None:
-        """The parent's full text (seed 002's ``full_context``), when parents were asked for."""
+        """The parent's full text (``full_context``), when parents were asked for."""
         return self.parent.content if self.parent is not None else None
 
 

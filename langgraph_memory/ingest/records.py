@@ -1,10 +1,10 @@
 """What readers hand the chunkers, and what the chunkers hand back.
 
-A reader turns a file into :class:`Block` s: consecutive pieces of the
+A reader turns a file into `Block` s: consecutive pieces of the
 file's text, each knowing where it starts and whether a structural section
 (a Markdown heading, a top-level ``def``/``class``, a PDF page, a YAML key)
-begins with it. A chunker turns blocks into :class:`Parent` s, each holding
-its :class:`Chunk` s; every chunk carries seed 002's :class:`ChunkMetadata`.
+begins with it. A chunker turns blocks into `Parent` s, each holding
+its `Chunk` s; every chunk carries its `ChunkMetadata`.
 
 Offsets are characters of the file's decoded text (for a PDF, of its pages'
 text joined by a blank line), so ``text[start_char:end_char]`` is a chunk's
@@ -42,7 +42,7 @@ class Block:
 
 @dataclass(frozen=True, slots=True)
 class ChunkMetadata:
-    """Where a chunk sits in its file (seed 002).
+    """Where a chunk sits in its file.
 
     Attributes:
         start_char: offset of the chunk's first character in the file's text.
@@ -65,7 +65,7 @@ class Chunk:
     """One chunk: the text that is embedded and where it came from.
 
     Attributes:
-        index: position in the file (0-based), the ``chunk_index`` of seed 000.
+        index: position in the file (0-based), its ``chunk_index``.
         content: the embedded text (the file's text at the chunk's offsets,
             after the block's ``prefix``).
         metadata: offsets, overlaps and whether the chunk ends on a semantic boundary.

@@ -1,4 +1,4 @@
-"""Session memory: recent conversation turns by session, and their promotion to episodic memory (seed 002).
+"""Session memory: recent conversation turns by session, and their promotion to episodic memory.
 
 ::
 
@@ -10,14 +10,14 @@
         mem.sessions.promote_to_longterm(end_active=True)
         print(mem.store.search(("episodes",), query="risk limit"))
 
-The modules: :mod:`.config` (``SessionConfig``, every tunable), :mod:`.memory`
+The modules: `config` (``SessionConfig``, every tunable), `memory`
 (``SessionMemory``: boundaries, context, promotion, cleanup),
-:mod:`.importance` (which turns matter, and how that was measured),
-:mod:`.promotion` (what a promoted turn is stored as, and its lineage); the
-rows live in the catalog (:mod:`langgraph_memory.catalog.sessions`). The
+`importance` (which turns matter, and how that was measured),
+`promotion` (what a promoted turn is stored as, and its lineage); the
+rows live in the catalog (`langgraph_memory.catalog.sessions`). The
 conversation node that records turns from a graph is
-:func:`langgraph_memory.conversation.conversation_node`; the scheduled cleanup
-is :func:`langgraph_memory.archive.schedule_session_cleanup`.
+[`langgraph_memory.conversation.conversation_node()`][langgraph_memory.conversation_node]; the scheduled cleanup
+is [`langgraph_memory.archive.schedule_session_cleanup()`][langgraph_memory.schedule_session_cleanup].
 """
 
 from langgraph_memory.catalog.sessions import Session, SessionTurn

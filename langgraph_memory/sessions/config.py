@@ -1,30 +1,30 @@
-"""Every tunable of session memory in one place: seed 002's ``SessionConfig``, with its defaults.
+"""Every tunable of session memory in one place, with its defaults.
 
 ::
 
     from langgraph_memory.sessions import SessionConfig
 
-    config = SessionConfig()                                   # seed 002's defaults
+    config = SessionConfig()                                   # the defaults
     short = SessionConfig(inactivity_threshold_minutes=10, max_turns_per_session=20)
     keep_all = SessionConfig(promotion_threshold=0.0)          # promote every turn
 
-Seed 002 gives the session boundaries (30 minutes of inactivity, a topic
+The design gives the session boundaries (30 minutes of inactivity, a topic
 change under 0.3 similarity between consecutive turns, 50 turns, 2 hours),
 the promotion threshold (0.7), the cleanup interval (15 minutes) and the cap
 of 10 chunks per conversation turn. The rest are ours:
 
 * the importance rule's weights (``information_weight``,
   ``information_saturation``, ``novelty_scale``, ``question_penalty``): see
-  :mod:`langgraph_memory.sessions.importance` for the rule and how the
+  `langgraph_memory.sessions.importance` for the rule and how the
   defaults were measured;
 * ``retention_hours`` (24): how long the turns of a promoted session stay in
   session memory (``get_all_recent_context``, ``include_expired=True``)
   before cleanup forgets them; what mattered lives on as episodic memory;
 * ``promote_on_end`` (True): a turn that ends a session promotes the ended
-  one at once; with False only :meth:`~langgraph_memory.sessions.SessionMemory.promote_to_longterm`
+  one at once; with False only [`promote_to_longterm()`][langgraph_memory.SessionMemory.promote_to_longterm]
   and the cleanup job promote (``add_turn`` then never embeds more than its own turn);
-* ``chunking``: the contextual chunker's settings (issue 14's
-  :class:`~langgraph_memory.ingest.IngestConfig`) used for promoted turns.
+* ``chunking``: the contextual chunker's settings (an
+  [`IngestConfig`][langgraph_memory.IngestConfig]) used for promoted turns.
 """
 
 from __future__ import annotations

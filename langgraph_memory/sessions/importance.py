@@ -1,7 +1,7 @@
 """Which turns of a session are important enough to become episodic memories: the rule, measured.
 
 When a session ends, each of its turns gets an importance in [0, 1]; a turn
-reaching ``SessionConfig.promotion_threshold`` (seed 002's 0.7) is promoted::
+reaching ``SessionConfig.promotion_threshold`` (0.7) is promoted:
 
     importance = information_weight       * information
                + (1 - information_weight) * novelty
@@ -10,7 +10,7 @@ reaching ``SessionConfig.promotion_threshold`` (seed 002's 0.7) is promoted::
 * **information** = ``min(1, ln(1 + w) / ln(1 + information_saturation))``,
   where ``w`` is the number of distinct content words of the turn (the terms
   the keyword index would search for: stop words and single letters left out,
-  :func:`~langgraph_memory.catalog.keywords.query_terms`). Growth is
+  `query_terms()`). Growth is
   logarithmic: the first words of a turn say the most; 20 content words (the
   default saturation) count as a full turn.
 * **novelty** = ``min(1, (1 - s) / novelty_scale)``, where ``s`` is the
@@ -80,9 +80,9 @@ class Signals:
 def information(text: str, saturation: int) -> tuple[float, int]:
     """``(information, content words)`` of ``text``: ``min(1, ln(1 + w) / ln(1 + saturation))``.
 
-    Example:
+    Examples:
         >>> round(information("Ok!", 20)[0], 2), round(information("I moved to Lisbon in May to study marine biology", 20)[0], 2)
-        (0.0, 0.68)
+        (0.23, 0.64)
     """
     words = len(query_terms(text))
     return min(1.0, math.log1p(words) / math.log1p(saturation)), words
@@ -91,7 +91,7 @@ def information(text: str, saturation: int) -> tuple[float, int]:
 def question_share(text: str) -> float:
     """The share of ``text``'s sentences that end with a question mark.
 
-    Example:
+    Examples:
         >>> question_share("Nice! Where did you go? And when?")
         0.6666666666666666
     """
@@ -104,7 +104,7 @@ def question_share(text: str) -> float:
 def novelty(similarity: float, scale: float) -> float:
     """``min(1, (1 - similarity) / scale)``, at least 0: how new a turn is next to the nearest known thing.
 
-    Example:
+    Examples:
         >>> novelty(0.9, 0.5), novelty(0.3, 0.5)
         (0.19999999999999996, 1.0)
     """

@@ -16,7 +16,7 @@ Every turn is committed to the catalog (SQLite, WAL) before ``add_turn``
 returns, so it survives the process being killed. Sessions follow each other
 per *channel*: the session memory's namespace and a thread id (the
 checkpointer's ``thread_id``; None is a channel too). A turn starts a new
-session of its channel when the current one has ended by one of seed 002's
+session of its channel when the current one has ended by one of these
 boundaries, checked in this order (the first that holds is recorded as
 ``end_reason``):
 
@@ -27,14 +27,16 @@ boundaries, checked in this order (the first that holds is recorded as
 * ``topic_change``: the cosine similarity of this turn's embedding with the
   previous turn's is under ``topic_change_threshold`` (0.3).
 
-A session that has ended is promoted (:meth:`SessionMemory.promote_to_longterm`):
-its turns are scored (:mod:`langgraph_memory.sessions.importance`) and those
+A session that has ended is promoted
+([`SessionMemory.promote_to_longterm()`][langgraph_memory.SessionMemory.promote_to_longterm]):
+its turns are scored (`langgraph_memory.sessions.importance`) and those
 reaching ``promotion_threshold`` (0.7) become episodic memories
-(:mod:`langgraph_memory.sessions.promotion`) in the transaction that marks
+(`langgraph_memory.sessions.promotion`) in the transaction that marks
 the session promoted, so each turn is promoted once, whatever crashes or
 reruns. ``add_turn`` promotes a session it ends at once (``promote_on_end``);
-sessions that simply go quiet are ended and promoted by :meth:`SessionMemory.cleanup`,
-which the scheduler runs every 15 minutes (:func:`~langgraph_memory.archive.schedule_session_cleanup`)
+sessions that simply go quiet are ended and promoted by
+[`SessionMemory.cleanup()`][langgraph_memory.SessionMemory.cleanup],
+which the scheduler runs every 15 minutes ([`schedule_session_cleanup()`][langgraph_memory.schedule_session_cleanup])
 and which also forgets the turns of sessions promoted more than
 ``retention_hours`` ago.
 
@@ -49,14 +51,15 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 import numpy as np
-from langgraph.store.base import PutOp, SearchOp
+from langgraph.store.base import PutOp
 
-from langgraph_memory._typed import athread
+from langgraph_memory.research.typed import athread
 from langgraph_memory.catalog import sessions as _s
-from langgraph_memory.catalog.sessions import Decision, Session, SessionTurn
-from langgraph_memory.collections import collection_for
+from langgraph_memory.catalog.sessions import Decision, Session, SessionState, SessionTurn
+from langgraph_memory.research.collections import collection_for
 from langgraph_memory.errors import ConfigError, InvalidArgumentError, NotFoundError
 from langgraph_memory.sessions import promotion as _promo
 from langgraph_memory.sessions.config import EPISODES_NAMESPACE, SessionConfig
@@ -71,7 +74,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class CleanupReport:
-    """What one :meth:`SessionMemory.cleanup` did."""
+    """What one [`SessionMemory.cleanup()`][langgraph_memory.SessionMemory.cleanup] did."""
 
     #: Sessions whose time was up (inactivity or duration), ended now.
     ended: list[str] = field(default_factory=list)
@@ -116,13 +119,13 @@ class SessionMemory:
     Args:
         store: the data directory's store (its catalog holds the sessions; its
             model embeds turns; promoted turns are stored through it).
-        config: boundaries, promotion and cleanup settings (seed 002's defaults).
+        config: boundaries, promotion and cleanup settings (the defaults of `SessionConfig`).
         namespace: where promoted turns are stored (``("episodes",)``; ``Memory``
             adds its scope labels). Sessions of other namespaces are not seen.
         clock: seconds since the epoch (a fake clock in tests, a simulated one in a replay).
         guard: called before every operation (``Memory`` raises there once closed).
 
-    Example:
+    Examples:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
         >>> import tempfile
         >>> from langgraph_memory import ChromaStore
@@ -308,10 +311,10 @@ class SessionMemory:
                 return _s.turns(conn, session.id, limit=max_turns)
             if include_expired:
                 return _s.channel_turns(conn, self.namespace, thread_id, limit=max_turns)
-            session = _s.current(conn, self.namespace, thread_id)
-            if session is None or self._expired(session, now):
+            current = _s.current(conn, self.namespace, thread_id)
+            if current is None or self._expired(current, now):
                 return []
-            return _s.turns(conn, session.id, limit=max_turns)
+            return _s.turns(conn, current.id, limit=max_turns)
 
     def get_all_recent_context(self, hours_back: float = 2.0, max_turns: int = 50) -> list[SessionTurn]:
         """The last ``max_turns`` turns recorded in the past ``hours_back`` hours, across sessions and threads, oldest first."""
@@ -346,14 +349,14 @@ class SessionMemory:
             session = _s.current(conn, self.namespace, thread_id)
         return None if session is None or self._expired(session, self.clock()) else session
 
-    def list_sessions(self, state: str | None = None, *, limit: int = 100) -> list[Session]:
+    def list_sessions(self, state: SessionState | None = None, *, limit: int = 100) -> list[Session]:
         """Sessions of this namespace, most recent activity first (``state``: active, ended or promoted)."""
         self._check()
         if state is not None and state not in ("active", "ended", "promoted"):
             raise InvalidArgumentError(f"state must be 'active', 'ended', 'promoted' or None, got {state!r}")
         limit = _count("limit", limit)
         with self.catalog.read() as conn:
-            states = [state] if state else ["active", "ended", "promoted"]
+            states: list[SessionState] = [state] if state else ["active", "ended", "promoted"]
             found = [s for st in states for s in _s.in_state(conn, self.namespace, st)]
         return sorted(found, key=lambda s: (-s.last_turn_at, s.id))[:limit]
 
@@ -407,9 +410,8 @@ class SessionMemory:
     def _nearest_memory(self, vec: np.ndarray, session_id: str) -> float:
         """The highest cosine of ``vec`` with a memory of this namespace (not one of this session's)."""
         mine = f"{session_id}:"
-        op = SearchOp(self.namespace, None, 1, 0, None, False)
-        hits, _plan = self.store.planner.run(op, vec, omit=lambda it: it.key.startswith(mine))
-        return max((float(score) for score, _it in hits if score is not None), default=0.0)
+        hits = self.store.search_by_vector(self.namespace, vec, limit=1, exclude=lambda _ns, key: key.startswith(mine))
+        return max((float(h.score) for h in hits if h.score is not None), default=0.0)
 
     def _promote(self, session_id: str) -> list[SessionTurn]:
         """Score an ended session's turns and store the important ones, with the promoted mark, in one transaction."""
@@ -427,7 +429,7 @@ class SessionMemory:
         decisions: list[Decision] = []
         ops: list[PutOp] = []
         promoted: list[SessionTurn] = []
-        index = ["chunks[*]"] if self.store.embeddings is not None else False
+        index: list[str] | Literal[False] = ["chunks[*]"] if self.store.embeddings is not None else False
         for turn, (score, signals) in zip(turns, scored):
             if turn.pinned is not None:
                 score = turn.pinned

@@ -3,7 +3,7 @@
 Each promoted turn is one item of the general collection (memory type
 episodic) in the session memory's namespace, ``("episodes",)`` by default,
 keyed ``{session_id}:{turn index}`` (so promoting twice can only write the
-same item twice, never two items). Its value holds::
+same item twice, never two items). Its value holds:
 
     kind="turn", content (the whole turn), user, assistant,
     chunks (the contextual chunks: each one embedded), chunk_spans ([start, end] of each in content),
@@ -12,10 +12,10 @@ same item twice, never two items). Its value holds::
 
 One item with a vector per chunk (index path ``chunks[*]``) rather than an
 item per chunk: a search scores a turn by its best chunk and returns the
-turn once, with its whole text (seed 002's ``include_parents``), and a turn
-never fills several of the ``k`` places. The chunks are cut by issue 14's
+turn once, with its whole text (as ``include_parents`` does for files), and a turn
+never fills several of the ``k`` places. The chunks are cut by the ingestion's
 contextual chunker at ``SessionConfig.chunking``'s size; a turn that would
-need more than ``max_chunks_per_turn`` chunks (seed 002: 10) is cut into
+need more than ``max_chunks_per_turn`` chunks (10) is cut into
 larger ones instead, so nothing of it is left out.
 
 Lineage: the memory is registered under its session (relation
@@ -39,7 +39,7 @@ from langgraph_memory.catalog.lineage import ItemRef
 from langgraph_memory.catalog.sessions import Session, SessionTurn
 from langgraph_memory.ingest.chunkers import make_chunker
 from langgraph_memory.ingest.records import Chunk
-from langgraph_memory.lineage import LineageStore, NodeSummary
+from langgraph_memory.research.lineage import LineageStore, NodeSummary
 from langgraph_memory.sessions.config import SessionConfig
 
 __all__ = [
@@ -71,7 +71,7 @@ def thread_node_id(thread_id: str) -> str:
 def chunk_turn(text: str, config: SessionConfig) -> list[Chunk]:
     """The contextual chunks of a turn, at most ``config.max_chunks_per_turn`` (larger chunks if needed).
 
-    Example:
+    Examples:
         >>> len(chunk_turn("word " * 2000, SessionConfig())) <= 10
         True
     """

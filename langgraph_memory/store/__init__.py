@@ -6,15 +6,37 @@
     store.put(("research",), "f1", {"content": "Carry trades unwind when volatility spikes"})
     print(store.search(("research",), query="currency crash risk", limit=3))
 
-The pieces: :mod:`.base` (the store), :mod:`.planner` (how a search runs),
-:mod:`.index` (Chroma, derived from the catalog and rebuilt from it),
-:mod:`.items` (raw item access for the archive), :mod:`.view` (a read-only
-Chroma/LangChain view), :mod:`.access` (reads that count).
+The pieces: `base` (the store), `planner` (how a search runs),
+`index` (Chroma, derived from the catalog and rebuilt from it),
+`items` (raw item access for the archive), `view` (a read-only
+Chroma/LangChain view), `access` (reads that count).
 """
 
 from langgraph_memory.catalog import StoredItem
 from langgraph_memory.store.base import ChromaStore, SearchAllOp
 from langgraph_memory.store.index import RebuildReport
 from langgraph_memory.store.planner import Plan
+from langgraph_memory.store.registry import (
+    GENERAL,
+    PLAIN,
+    CollectionRegistry,
+    CollectionSpec,
+    RetentionPolicy,
+    default_collections,
+    set_default_collections,
+)
 
-__all__ = ["ChromaStore", "SearchAllOp", "StoredItem", "Plan", "RebuildReport"]
+__all__ = [
+    "ChromaStore",
+    "SearchAllOp",
+    "StoredItem",
+    "Plan",
+    "RebuildReport",
+    "CollectionRegistry",
+    "CollectionSpec",
+    "RetentionPolicy",
+    "GENERAL",
+    "PLAIN",
+    "default_collections",
+    "set_default_collections",
+]

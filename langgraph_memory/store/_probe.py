@@ -3,7 +3,7 @@
 A damaged HNSW segment can make Chroma crash the process that opens it
 (SIGSEGV in the first ``count()`` or query), raise errors, or answer wrongly
 without a word (a truncated ``data_level0.bin`` silently misses half of its
-items). :func:`probe` runs this file as a script in a subprocess: it opens the
+items). `probe()` runs this file as a script in a subprocess: it opens the
 folder, counts each collection and queries it with vectors from the catalog
 (every record changed since the index was last verified, and random others),
 each of which must find its own record first. A crash, a hang, an error or
@@ -78,7 +78,6 @@ def probe(folder: Path, collections: list[dict[str, Any]], *, timeout: float = 1
 
 def _check(client: Any, spec: dict[str, Any]) -> str:
     """Empty when the collection is whole, else what is wrong with it."""
-    import numpy as np
 
     samples = spec["samples"]
     try:
@@ -105,7 +104,7 @@ def unreachable(col: Any, records: list[list[Any]], n_vectors: int) -> list[str]
     """The ids of ``records`` (``[id, vector]``) their own vector does not find in ``col``, even searched wide.
 
     A record must come first (or a record with the very same vector). One that
-    does not is asked again with ``n_results`` of :data:`WIDE`: HNSW's search
+    does not is asked again with ``n_results`` of `WIDE`: HNSW's search
     is approximate, and an intact index misses a record at n_results=1 now
     and then; a lost or unreachable record stays missing.
     """

@@ -2,7 +2,7 @@
 
 Vectors made by two models do not compare, so a store refuses to open with
 a model other than the one the catalog records
-(:class:`~langgraph_memory.errors.ModelMismatchError`). :func:`reembed`
+([`ModelMismatchError`][langgraph_memory.errors.ModelMismatchError]). `reembed()`
 replaces each vector by the new model's vector of the same text (read back
 from the item's value at the vector's record path), a batch per transaction,
 then records the new model. It is resumable: the catalog marks the run as

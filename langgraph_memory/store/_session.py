@@ -7,11 +7,11 @@ user left it. Every process that opens a data directory holds a shared
 ``flock`` on ``<chroma>/lgm-sessions`` for as long as it has it open:
 
 * The first process to open (it can take the lock exclusively) compares the
-  folder's :func:`fingerprint` (name, size and mtime of every file) with the
+  folder's `fingerprint()` (name, size and mtime of every file) with the
   *seal* the catalog holds. Equal: the folder is exactly as a clean close left
   it. Different or missing: a process died while the folder was open, or
   something changed the files since, and the store probes the folder in a
-  subprocess before opening it (:mod:`langgraph_memory.store._probe`). Then
+  subprocess before opening it (`langgraph_memory.store._probe`). Then
   it removes the seal: from now on a crash leaves none.
 * The last process to close (it can take the lock exclusively again) writes
   a new seal once Chroma holds everything the catalog does.
@@ -61,7 +61,7 @@ def fingerprint(folder: Path) -> str:
 class SessionLock:
     """This process's shared hold on a Chroma folder; tells the first opener and the last closer.
 
-    Example:
+    Examples:
         >>> import tempfile, pathlib
         >>> lock = SessionLock(pathlib.Path(tempfile.mkdtemp()))
         >>> lock.enter()          # nobody else has the folder open

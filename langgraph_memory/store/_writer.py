@@ -1,11 +1,11 @@
 """The write path of a put: validate, pick the texts to embed, check the vectors, commit, index.
 
-:class:`Writer` holds what a put needs to know about the store (the index
+`Writer` holds what a put needs to know about the store (the index
 fields, the model and its dimensions) and turns validated puts plus their
 vectors into one catalog transaction, then asks the Chroma index to apply
 it. The commit is the acknowledgement: once it returns the put survives a
 crash; Chroma catching up is a recorded, repeatable step
-(:meth:`~langgraph_memory.store.index.ChromaIndex.sync`), so a Chroma failure
+(`sync()`), so a Chroma failure
 after the commit is logged and repaired later, never reported as a failed put.
 """
 
@@ -24,7 +24,7 @@ from langgraph.store.base import PutOp, get_text_at_path, tokenize_path
 from langgraph_memory.catalog import Catalog
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
-from langgraph_memory.collections import CollectionSpec
+from langgraph_memory.store.registry import CollectionSpec
 from langgraph_memory.errors import EmbeddingModelError, InvalidArgumentError, ModelMismatchError, ValidationError
 from langgraph_memory.store.index import ChromaIndex, IndexUnavailable
 from langgraph_memory.store.records import text_path
@@ -40,7 +40,7 @@ REINDEX_KEY = "reindex_to"
 
 
 def dumps_value(value: dict[str, Any]) -> str:
-    """A value as compact JSON, or :class:`ValidationError` when it is not JSON (NaN included)."""
+    """A value as compact JSON, or `ValidationError` when it is not JSON (NaN included)."""
     try:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -68,7 +68,7 @@ def index_paths(paths: Any) -> list[tuple[str, Any]]:
 
 
 def check_vectors(vectors: Sequence[Sequence[float]], dims: int | None, what: str) -> np.ndarray:
-    """Vectors as a float32 matrix, or :class:`EmbeddingModelError` for a wrong size, NaN or zero vector."""
+    """Vectors as a float32 matrix, or `EmbeddingModelError` for a wrong size, NaN or zero vector."""
     if not vectors:
         return np.zeros((0, dims or 0), dtype=np.float32)
     try:
@@ -144,6 +144,13 @@ class Writer:
                 return False
             (n,) = conn.execute("SELECT count(*) FROM (SELECT 1 FROM vectors LIMIT 1)").fetchone()
         return bool(n)
+
+    def stored_model(self) -> tuple[str | None, int | None]:
+        """``(model id, dims)`` of the stored vectors, as the catalog records them (None before the first)."""
+        with self.catalog.read() as conn:
+            model = self.catalog.get_meta(conn, MODEL_KEY)
+            dims = self.catalog.get_meta(conn, DIMS_KEY)
+        return model, int(dims) if dims is not None else None
 
     def check_model(self) -> None:
         """Refuse a model other than the one that made the stored vectors (same dims or not).
@@ -223,7 +230,8 @@ class Writer:
             writes.append(
                 _items.ItemWrite(
                     p.op.namespace, p.op.key, p.spec.name, p.value_json,
-                    ttl_minutes=float(ttl) if ttl else None, vectors=vecs, value=p.op.value,
+                    ttl_minutes=float(ttl) if ttl else None, vectors=vecs,
+                    value=dict(p.op.value) if p.op.value is not None else None,
                 )
             )
         with self.catalog.write() as conn:

@@ -1,7 +1,7 @@
 """Reads that count: access tracking and TTL refresh without a write per read.
 
 Every ``get``/``search`` with refresh on notes the items it returned in an
-:class:`AccessLog` (in memory, no I/O). The store applies the log to the
+`AccessLog` (in memory, no I/O). The store applies the log to the
 catalog's item rows (last access, access count, refreshed expiry) in one
 transaction every couple of seconds, before each TTL sweep and archive run,
 on ``close()`` and at interpreter exit. A crash can lose the last interval

@@ -10,7 +10,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -37,10 +37,10 @@ from langgraph_memory.catalog import Catalog, StoredItem
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.legacy import has_legacy, import_legacy
-from langgraph_memory.collections import collection_by_name, collection_for
+from langgraph_memory._infra.closing import close_all, unwind
 from langgraph_memory.config import Settings
-from langgraph_memory.embeddings import _DEFAULT_ALIASES, CachedEmbeddings, SentenceTransformerEmbeddings
-from langgraph_memory.ranking import HybridRanking, ScoreParts
+from langgraph_memory.store.embeddings import _DEFAULT_ALIASES, CachedEmbeddings, SentenceTransformerEmbeddings
+from langgraph_memory.store.ranking import HybridRanking, ScoreParts
 from langgraph_memory.errors import (
     ConfigError,
     EmbeddingModelError,
@@ -54,11 +54,12 @@ from langgraph_memory.store._reindex import reembed
 from langgraph_memory.store._writer import PreparedPut, Writer, check_vectors, dumps_value, index_paths
 from langgraph_memory.store.access import AccessLog
 from langgraph_memory.store.index import ChromaIndex, RebuildReport
-from langgraph_memory.lineage import LineageStore
+from langgraph_memory.catalog.lineage_store import LineageStore
 from langgraph_memory.store.items import Before, StoreItems
 from langgraph_memory.store.namespaces import list_namespaces, validate_namespace
 from langgraph_memory.store.hybrid import HybridSearch
 from langgraph_memory.store.planner import Plan, Planner
+from langgraph_memory.store.registry import DEFAULT, CollectionRegistry, Default, PLAIN, default_collections
 from langgraph_memory.store.scored import ExplainedHit, ExplainedSearch
 from langgraph_memory.store.ttl import Sweeper
 from langgraph_memory.store.vectors import DEFAULT_BUDGET_BYTES, VectorCache
@@ -113,7 +114,7 @@ def _make_embeddings(embed: Any) -> Embeddings:
 
 
 def _embedded(fn: Callable[[], T], what: str) -> T:
-    """Run an embedding call; the model's own exception comes out as :class:`EmbeddingModelError`."""
+    """Run an embedding call; the model's own exception comes out as `EmbeddingModelError`."""
     try:
         return fn()
     except LangGraphMemoryError:
@@ -153,11 +154,11 @@ class ChromaStore(BaseStore):
     once the catalog committed it, and survives the process being killed at
     any instant. Chroma is an index derived from the catalog: checked on
     open, repaired or rebuilt from the catalog's vectors when it disagrees or
-    is damaged (:meth:`rebuild_index`), never the only copy of anything.
-    Searches are planned from the catalog's counts (:meth:`explain`).
+    is damaged (`rebuild_index()`), never the only copy of anything.
+    Searches are planned from the catalog's counts (`explain()`).
 
     A search with a query ranks by cosine similarity, as ``InMemoryStore``
-    does, unless ``ranking`` is a :class:`~langgraph_memory.ranking.HybridRanking`:
+    does, unless ``ranking`` is a [`HybridRanking`][langgraph_memory.HybridRanking]:
     then keyword and vector candidates are fused and weighted by age and use
     (``Memory.open`` turns this on). The catalog keeps a keyword index (SQLite
     FTS5) of every item's embedded text either way.
@@ -176,7 +177,7 @@ class ChromaStore(BaseStore):
         lock_timeout: seconds to wait for another process before raising
             ``LockTimeoutError`` (argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT``
             > config file > 30).
-        settings: already resolved :class:`~langgraph_memory.config.Settings`
+        settings: already resolved [`Settings`][langgraph_memory.Settings]
             (``Memory.open`` passes its own); instead of ``data_dir`` and
             ``lock_timeout``.
         access_flush_interval: seconds between applying noted reads
@@ -194,11 +195,16 @@ class ChromaStore(BaseStore):
             Collections that do not fit are searched from the catalog and
             Chroma; 0 turns the cache off.
         ranking: ``None`` (plain cosine, scores identical to ``InMemoryStore``'s)
-            or a :class:`~langgraph_memory.ranking.HybridRanking` (hybrid keyword
+            or a [`HybridRanking`][langgraph_memory.HybridRanking] (hybrid keyword
             + vector search with temporal decay and reinforcement; scores in
             [0, 1]). Kept in the attribute ``ranking``, which may be changed.
+        collections: the [CollectionRegistry][langgraph_memory.store.registry.CollectionRegistry]
+            that maps a namespace's first label to a typed collection. Default:
+            the research collections. ``None``: a plain LangGraph store, one
+            general collection that takes any value in any namespace, exactly
+            as ``InMemoryStore`` does.
 
-    Example:
+    Examples:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
         >>> import tempfile
         >>> store = ChromaStore(data_dir=tempfile.mkdtemp(),
@@ -212,6 +218,10 @@ class ChromaStore(BaseStore):
     """
 
     supports_ttl: bool = True
+    #: Items can be retired or superseded, and searches hide them unless ``include_retired``.
+    supports_status: bool = True
+    #: ``store.lineage`` records parents and versions in the same transaction as a put.
+    supports_lineage: bool = True
 
     def __init__(
         self,
@@ -227,7 +237,16 @@ class ChromaStore(BaseStore):
         vector_cache_mb: float = DEFAULT_BUDGET_BYTES / 2**20,
         settings: Settings | None = None,
         ranking: HybridRanking | None = None,
+        collections: CollectionRegistry | None | Default = DEFAULT,
     ) -> None:
+        if collections is DEFAULT:
+            collections = default_collections()
+        elif collections is None:
+            collections = PLAIN
+        elif not isinstance(collections, CollectionRegistry):
+            raise ConfigError(f"collections must be a CollectionRegistry or None, got {collections!r}")
+        #: The collections this store keeps: which namespaces are typed, and how.
+        self.collections: CollectionRegistry = collections
         if ranking is not None and not isinstance(ranking, HybridRanking):
             raise ConfigError(f"ranking must be a HybridRanking or None (plain cosine), got {ranking!r}")
         #: How searches with a query rank: None (cosine) or a HybridRanking.
@@ -268,12 +287,15 @@ class ChromaStore(BaseStore):
             opened.append(self.catalog.close)
             model = self.embeddings.model_id if self.embeddings is not None else None
             if client is None and has_legacy(self.settings.chroma_dir, self.catalog):
-                import_legacy(self.settings.chroma_dir, self.settings.data_dir, self.catalog, model, dims)
+                import_legacy(
+                    self.settings.chroma_dir, self.settings.data_dir, self.catalog, model, dims, collections.names()
+                )
             self.vector_index = ChromaIndex(
                 self.catalog,
                 root=self.settings.chroma_dir if client is None else None,
                 client=client,
                 lock_timeout=self.settings.lock_timeout,
+                collections=collections.names(),
             )
             self._writer = Writer(self.catalog, self.vector_index, fields=fields, model=model, dims=dims)
             if not (reindex and self._writer.needs_reembedding()):
@@ -284,23 +306,19 @@ class ChromaStore(BaseStore):
             if reindex:
                 self._reembed(everything=False, progress=True)
         except BaseException:
-            for close in reversed(opened):
-                try:
-                    close()
-                except Exception:  # noqa: BLE001 - the first error is the one to report
-                    logger.debug("cleanup after a failed open failed", exc_info=True)
             if self.embeddings is not None:
-                self.embeddings.close()
+                opened.insert(0, self.embeddings.close)
+            unwind(opened, "store open")
             raise
         self._access = AccessLog()
         if isinstance(vector_cache_mb, bool) or not isinstance(vector_cache_mb, (int, float)) or vector_cache_mb < 0:
             raise ConfigError(f"vector_cache_mb must be a number of megabytes >= 0, got {vector_cache_mb!r}")
         #: The catalog's vectors in memory, for exact scoring (None when ``vector_cache_mb=0``).
         self.vectors = VectorCache(self.catalog, budget_bytes=int(vector_cache_mb * 2**20)) if vector_cache_mb else None
-        self.planner = Planner(self.catalog, self.vector_index, self.vectors)
-        self.hybrid = HybridSearch(self.catalog, self.planner)
+        self.planner = Planner(self.catalog, self.vector_index, self.vectors, collections=collections)
+        self.hybrid = HybridSearch(self.catalog, self.planner, collections)
         #: Raw item access for the archive and the typed API (not part of ``BaseStore``).
-        self.items = StoreItems(self.catalog, self._writer, self.flush_access, self._put_many)
+        self.items = StoreItems(self.catalog, self._writer, self.flush_access, self._put_many, collections)
         self._flusher = Sweeper("lgm-access-flush", self.flush_access, access_flush_interval)
         self._ttl_sweeper: Sweeper | None = None
         self._close_lock = threading.Lock()
@@ -314,7 +332,7 @@ class ChromaStore(BaseStore):
     @classmethod
     def default_index(cls, model_name: str | None = None) -> IndexConfig:
         """An ``IndexConfig`` for the configured offline sentence-transformers model."""
-        from langgraph_memory.embeddings import default_embeddings
+        from langgraph_memory.store.embeddings import default_embeddings
 
         emb = default_embeddings(model_name)
         return {"dims": emb.dims, "embed": emb}
@@ -328,14 +346,14 @@ class ChromaStore(BaseStore):
         ``async with``), so code written for LangGraph's stores runs unchanged.
         Other arguments are the constructor's (``index=``, ``ttl=``...).
 
-        Example:
+        Examples:
             >>> with ChromaStore.from_conn_string(":memory:") as store:
             ...     store.setup()
             ...     store.put(("users", "u1"), "prefs", {"text": "short reports"})
             ...     store.get(("users", "u1"), "prefs").value
             {'text': 'short reports'}
         """
-        from langgraph_memory._conn_string import open_conn_string
+        from langgraph_memory._infra.conn_string import open_conn_string
 
         store, store._tempdir = open_conn_string(conn_string, lambda path, _tmp: cls(data_dir=path, **kwargs))
         return store
@@ -350,7 +368,7 @@ class ChromaStore(BaseStore):
         self._check_open()
 
     async def asetup(self) -> None:
-        """Async :meth:`setup`."""
+        """Async `setup()`."""
         self._check_open()
 
     @property
@@ -371,13 +389,13 @@ class ChromaStore(BaseStore):
         Retired and superseded items are left out, as searches leave them
         out, unless ``include_retired``.
 
-        Example:
-            >>> store.collection("lessons").get(include=["documents"])["documents"]  # doctest: +SKIP
+        Examples:
+            >>> store.collection("lessons").get(include=["documents"])["documents"]  # needs an open store (store) holding the items named  # doctest: +SKIP
             ['Short lookbacks whipsaw in volatile regimes']
         """
         embed = self._embed_query if self.embeddings is not None else None
         hidden = None if include_retired else self._hidden.snapshot
-        return RecordView(self.catalog, self.vector_index, collection_by_name(label_or_name).name, embed, hidden=hidden)
+        return RecordView(self.catalog, self.vector_index, self.collections.by_name(label_or_name).name, embed, hidden=hidden)
 
     def as_vectorstore(self, label_or_name: str, *, include_retired: bool = False) -> Any:
         """One collection as a read-only LangChain ``langchain_chroma.Chroma`` vector store.
@@ -386,8 +404,8 @@ class ChromaStore(BaseStore):
         store, which keeps the catalog, timestamps and lineage consistent.
         Retired and superseded items are left out unless ``include_retired``.
 
-        Example:
-            >>> retriever = store.as_vectorstore("research").as_retriever()  # doctest: +SKIP
+        Examples:
+            >>> retriever = store.as_vectorstore("research").as_retriever()  # needs an open store (store) holding the items named  # doctest: +SKIP
         """
         if self.embeddings is None:
             raise ConfigError("as_vectorstore needs a store built with index= (an embedding model)")
@@ -423,10 +441,18 @@ class ChromaStore(BaseStore):
     ) -> list[SearchItem]:
         """``BaseStore.search``; retired and superseded items are left out unless ``include_retired``.
 
-        Example:
-            >>> store.search(("research",), query="momentum", include_retired=True)   # doctest: +SKIP
+        Examples:
+            >>> store.search(("research",), query="momentum", include_retired=True)  # needs an open store (store) holding the items named  # doctest: +SKIP
         """
-        return self.batch([self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl, include_retired)])[0]  # type: ignore[return-value]
+        # One search goes straight to its plan, not through batch's dispatch over every op type.
+        self._check_open()
+        op = self._check_search(
+            self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl, include_retired)
+        )
+        qvec = self._embed_query(op.query) if op.query and self.embeddings is not None else None
+        found = self._run_search(op, qvec, time.time())
+        self._start_flusher()
+        return found
 
     async def asearch(  # type: ignore[override]
         self,
@@ -440,7 +466,7 @@ class ChromaStore(BaseStore):
         refresh_ttl: bool | None = None,
         include_retired: bool = False,
     ) -> list[SearchItem]:
-        """Async :meth:`search`."""
+        """Async `search()`."""
         op = self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl, include_retired)
         return (await self.abatch([op]))[0]  # type: ignore[return-value]
 
@@ -469,10 +495,10 @@ class ChromaStore(BaseStore):
         limit: int = 10,
         offset: int = 0,
     ) -> Plan:
-        """The plan a :meth:`search` with these arguments gets (nothing is run or embedded).
+        """The plan a `search()` with these arguments gets (nothing is run or embedded).
 
-        Example:
-            >>> print(store.explain(("memories", "u3"), query="risk"))          # doctest: +SKIP
+        Examples:
+            >>> print(store.explain(("memories", "u3"), query="risk"))  # needs an open store (store) holding the items named  # doctest: +SKIP
             exact over memories; 100 items in scope; ~100 candidates
         """
         op = self._check_search(SearchOp(namespace_prefix, filter, limit, offset, query))
@@ -492,7 +518,7 @@ class ChromaStore(BaseStore):
         offset: int = 0,
         include_retired: bool = False,
     ) -> ExplainedSearch:
-        """:meth:`search`, each hit with its score parts (cosine, keyword, temporal) and the plan it ran.
+        """`search()`, each hit with its score parts (cosine, keyword, temporal) and the plan it ran.
 
         Reads are not noted (no access count, no TTL refresh): looking does not change later rankings.
 
@@ -523,6 +549,49 @@ class ChromaStore(BaseStore):
             out.hits.append(ExplainedHit(item, parts))
         return out
 
+    def search_by_vector(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        vector: Sequence[float],
+        *,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        exclude: Callable[[tuple[str, ...], str], bool] | None = None,
+    ) -> list[SearchItem]:
+        """Items nearest ``vector``, an embedding made elsewhere, by cosine similarity (best first).
+
+        Planned like `search()` (no query is embedded, and no keyword
+        ranking applies). Retired, superseded and expired items are left out,
+        and so is every item for which ``exclude(namespace, key)`` is true.
+        Reads here refresh no TTL.
+
+        Examples:
+            >>> import tempfile
+            >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+            >>> emb = DeterministicFakeEmbedding(size=16)
+            >>> with ChromaStore(data_dir=tempfile.mkdtemp(), index={"dims": 16, "embed": emb}) as store:
+            ...     store.put(("notes",), "n1", {"text": "momentum fades"})
+            ...     store.put(("notes",), "n2", {"text": "carry unwinds"})
+            ...     [h.key for h in store.search_by_vector(("notes",), emb.embed_query("carry unwinds"), limit=1)]
+            ['n2']
+        """
+        self._check_open()
+        op = self._check_search(SearchOp(namespace_prefix, filter, limit, offset, None, False))
+        qvec = check_vectors([list(vector)], self._dims, "the vector")[0]
+        now = time.time()
+        with self.catalog.read() as conn:
+            base = self._omitter(now, self._hidden.snapshot(conn))
+        omit = base if exclude is None else (lambda it: base(it) or exclude(it.namespace, it.key))
+        hits, plan = self.planner.run(op, qvec, omit=omit)
+        logger.debug("search by vector %s: %s", op.namespace_prefix, plan)
+        return [
+            SearchItem(namespace=it.namespace, key=it.key, value=it.value, created_at=_items_dt(it.created_at),
+                       updated_at=_items_dt(it.updated_at), score=score)
+            for score, it in hits
+        ]
+
     def rebuild_index(self, *, progress: bool | Callable[[str, int, int], None] = True) -> RebuildReport:
         """Rebuild the Chroma index from the catalog's vectors (no re-embedding), and switch to it.
 
@@ -530,8 +599,8 @@ class ChromaStore(BaseStore):
         done, total)``); the old index serves searches until the new one is
         complete.
 
-        Example:
-            >>> store.rebuild_index().total      # doctest: +SKIP
+        Examples:
+            >>> store.rebuild_index().total  # needs an open store (store) holding the items named  # doctest: +SKIP
             1200
         """
         self._check_open()
@@ -544,8 +613,8 @@ class ChromaStore(BaseStore):
         re-embedding cut short. To move to another model, open the store
         with it and ``reindex=True``.
 
-        Example:
-            >>> store.reindex(progress=False)     # doctest: +SKIP
+        Examples:
+            >>> store.reindex(progress=False)  # needs an open store (store) holding the items named  # doctest: +SKIP
             1200
         """
         self._check_open()
@@ -664,7 +733,7 @@ class ChromaStore(BaseStore):
         if not isinstance(op.key, str) or not op.key:
             raise InvalidArgumentError(f"keys must be non-empty strings, got {op.key!r}")
         op = op._replace(namespace=ns)
-        spec = collection_for(ns)
+        spec = self.collections.for_namespace(ns)
         if op.value is None:
             return PreparedPut(op, spec, None)
         if not isinstance(op.value, dict):
@@ -696,9 +765,13 @@ class ChromaStore(BaseStore):
                     results[i] = list_namespaces(conn, op)
         if prep.puts:
             self._writer.write(prep.puts, doc_vecs, now=now)
+        self._start_flusher()
+        return results
+
+    def _start_flusher(self) -> None:
+        """Reads were noted: make sure they reach the catalog within the flush interval."""
         if self._access and not self._flusher.running and not self._closed:
             self._flusher.start()
-        return results
 
     # ------------------------------------------------------------ reads
 
@@ -786,7 +859,7 @@ class ChromaStore(BaseStore):
             doomed = _items.expired(conn, now)
             by_coll: dict[str, list[StoredItem]] = {}
             for it in doomed:
-                by_coll.setdefault(collection_for(it.namespace).name, []).append(it)
+                by_coll.setdefault(self.collections.for_namespace(it.namespace).name, []).append(it)
             for name, group in by_coll.items():
                 _items.delete_items(conn, group, name)
         if doomed:
@@ -795,7 +868,7 @@ class ChromaStore(BaseStore):
         return len(doomed)
 
     def count_expired(self) -> int:
-        """How many items :meth:`sweep_ttl` would delete now (a dry run; nothing is flushed or deleted)."""
+        """How many items `sweep_ttl()` would delete now (a dry run; nothing is flushed or deleted)."""
         now = time.time()
         with self.catalog.read() as conn:
             return sum(
@@ -840,14 +913,7 @@ class ChromaStore(BaseStore):
         steps.append(self.catalog.close)
         if self._tempdir is not None:
             steps.append(self._tempdir.cleanup)
-        errors: list[BaseException] = []
-        for step in steps:
-            try:
-                step()
-            except Exception as exc:  # close everything, then report the first failure
-                errors.append(exc)
-        if errors:
-            raise errors[0]
+        close_all(steps)
 
     def __enter__(self) -> ChromaStore:
         return self

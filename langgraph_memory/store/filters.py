@@ -2,8 +2,8 @@
 
 LangGraph filters look like ``{"status": "approved", "metrics": {"sharpe": {"$gt": 1}}}``
 with the operators ``$eq $ne $gt $gte $lt $lte`` and nested dicts for nested
-values. The catalog's filter index (:mod:`langgraph_memory.catalog.fields`)
-narrows the candidates; :func:`matches` decides exactly.
+values. The catalog's filter index (`langgraph_memory.catalog.fields`)
+narrows the candidates; `matches()` decides exactly.
 
 Comparison rules (those of PostgreSQL's JSONB, which LangGraph's stores follow):
 booleans equal only booleans (``True`` is not ``1``); ``1`` equals ``1.0``;
@@ -97,7 +97,7 @@ def matches(value: dict[str, Any], filter: dict[str, Any] | None) -> bool:
 
 
 def validate_filter(filter: dict[str, Any] | None) -> None:
-    """Raise :class:`FilterError` for unknown operators or a non-dict filter."""
+    """Raise [`FilterError`][langgraph_memory.errors.FilterError] for unknown operators or a non-dict filter."""
     if filter is None:
         return
     if not isinstance(filter, dict):

@@ -1,26 +1,26 @@
 """Hybrid search: keyword and vector candidates, fused, then weighted by age and use.
 
 A search with a query, when the store's ``ranking`` is a
-:class:`~langgraph_memory.ranking.HybridRanking`, runs two searches over the
+[`HybridRanking`][langgraph_memory.HybridRanking], runs two searches over the
 same scope and filter and ranks their union:
 
 * **vector candidates**: the planner's own search (``exact`` or ``hnsw``,
-  :mod:`.planner`), asked for ``ranking.candidates`` results;
+  `planner`), asked for ``ranking.candidates`` results;
 * **keyword candidates**: the catalog's keyword index
-  (:mod:`langgraph_memory.catalog.keywords`), scoped by the same SQL the
+  (`langgraph_memory.catalog.keywords`), scoped by the same SQL the
   planner builds for the namespace prefix and the filter index
-  (:meth:`~.planner.Planner.candidate_ids` when the vector plan is ``exact``,
+  (`candidate_ids()` when the vector plan is ``exact``,
   else the plan's ``scope_sql``), each checked against the whole filter as
   vector hits are.
 
 Each candidate then has both scores: the keyword index scores every item
 holding a query word at once, and a keyword candidate's cosine comes from its
-vectors in the catalog. The ranking functions of :mod:`langgraph_memory.ranking`
+vectors in the catalog. The ranking functions of `langgraph_memory.ranking`
 turn them into the final score.
 
     >>> from langgraph_memory.ranking import HybridRanking
-    >>> store = ChromaStore(data_dir="/tmp/m", index=..., ranking=HybridRanking())    # doctest: +SKIP
-    >>> store.search(("research",), query="SPY RSI(14) lookback 60")                   # doctest: +SKIP
+    >>> store = ChromaStore(data_dir="/tmp/m", index=..., ranking=HybridRanking())  # needs an open store (store) holding the items named  # doctest: +SKIP
+    >>> store.search(("research",), query="SPY RSI(14) lookback 60")  # needs an open store (store) holding the items named  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from langgraph.store.base import SearchOp
 from langgraph_memory.catalog import Catalog, StoredItem
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import keywords as _keywords
-from langgraph_memory.collections import collection_for
-from langgraph_memory.ranking import HybridRanking, MemoryType, ScoreParts, memory_type_for, score_parts
+from langgraph_memory.store.registry import PLAIN, CollectionRegistry, MemoryType
+from langgraph_memory.store.ranking import HybridRanking, ScoreParts, score_parts
 from langgraph_memory.store import filters as _filters
 from langgraph_memory.store.planner import Plan, Planner
 
@@ -77,9 +77,10 @@ class HybridSearch:
         planner: the store's planner (vector candidates and the scope SQL).
     """
 
-    def __init__(self, catalog: Catalog, planner: Planner) -> None:
+    def __init__(self, catalog: Catalog, planner: Planner, collections: CollectionRegistry) -> None:
         self.catalog = catalog
         self.planner = planner
+        self.collections = collections
 
     def candidates(self, op: SearchOp, qvec: np.ndarray, ranking: HybridRanking, *, omit: Omit) -> Candidates:
         """Both searches' candidates with both scores (and the matching items that have no vectors)."""
@@ -126,23 +127,28 @@ class HybridSearch:
     def run_explained(
         self, op: SearchOp, qvec: np.ndarray, ranking: HybridRanking, *, omit: Omit
     ) -> tuple[list[tuple[ScoreParts | None, StoredItem]], Plan]:
-        """:meth:`run`, each hit with its :class:`~langgraph_memory.ranking.ScoreParts` (None: unscored)."""
+        """``run``, each hit with its `ScoreParts` (None: unscored)."""
         found = self.candidates(op, qvec, ranking, omit=omit)
         need = op.offset + op.limit
-        scored = explain_candidates(found.items, ranking, now=ranking.clock())
+        scored = explain_candidates(found.items, ranking, now=ranking.clock(), collections=self.collections)
         hits: list[tuple[ScoreParts | None, StoredItem]] = [(parts, c.item) for parts, c in scored[:need]]
         if len(hits) < need:  # like the vector search: then the matching items without vectors, unscored
             hits.extend((None, it) for it in found.unscored[: need - len(hits)])
         return hits[op.offset : need], found.plan
 
 
-def score_candidates(cands: list[Candidate], ranking: HybridRanking, *, now: float) -> list[tuple[float, Candidate]]:
-    """Each candidate's final score (see :mod:`langgraph_memory.ranking`), best first."""
-    return [(parts.final, c) for parts, c in explain_candidates(cands, ranking, now=now)]
+def score_candidates(
+    cands: list[Candidate], ranking: HybridRanking, *, now: float, collections: CollectionRegistry = PLAIN
+) -> list[tuple[float, Candidate]]:
+    """Each candidate's final score (see `langgraph_memory.store.ranking`), best first.
+
+    ``collections`` says each namespace's memory type, which sets how fast it decays.
+    """
+    return [(parts.final, c) for parts, c in explain_candidates(cands, ranking, now=now, collections=collections)]
 
 
 def explain_candidates(
-    cands: list[Candidate], ranking: HybridRanking, *, now: float
+    cands: list[Candidate], ranking: HybridRanking, *, now: float, collections: CollectionRegistry = PLAIN
 ) -> list[tuple[ScoreParts, Candidate]]:
     """Each candidate's score parts (cosine, keyword, temporal, final), best final score first."""
     top_keyword = max((c.keyword for c in cands), default=0.0)
@@ -151,7 +157,7 @@ def explain_candidates(
     for c in cands:
         ns = c.item.namespace
         if ns not in types:
-            types[ns] = memory_type_for(collection_for(ns).name)
+            types[ns] = collections.for_namespace(ns).memory_type
         parts = score_parts(
             c.similarity,
             c.keyword / top_keyword if top_keyword > 0 else 0.0,

@@ -1,15 +1,15 @@
 """Chroma as a derived index: fed from the catalog, checked on open, rebuilt when damaged.
 
-The catalog (:mod:`langgraph_memory.catalog`) holds every item and vector;
+The catalog (`langgraph_memory.catalog`) holds every item and vector;
 Chroma holds only vectors, one collection per store collection, with ids
 ``"<item id>"`` and ``"<item id>:<n>"`` for an item's further vectors. Every
 change reaches Chroma after the catalog committed it, through the catalog's
-queue (:meth:`ChromaIndex.sync`): applying a queued change upserts what the
+queue (`ChromaIndex.sync()`): applying a queued change upserts what the
 catalog holds now and deletes what it no longer holds, so applying twice, or
 after a crash, is harmless.
 
 Opening checks that Chroma agrees with the catalog, as cheaply as the
-situation allows (:meth:`ChromaIndex.open`):
+situation allows (`ChromaIndex.open()`):
 
 * after a clean close, when the folder's files are exactly as sealed, nothing
   more than applying what is queued;
@@ -20,7 +20,7 @@ situation allows (:meth:`ChromaIndex.open`):
   catalog's vectors into a new folder (or, on a Chroma server, new
   collections), and the store switches over; nothing is re-embedded.
 
-:meth:`ChromaIndex.rebuild` does the same on request, with a progress bar.
+`ChromaIndex.rebuild()` does the same on request, with a progress bar.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import random
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,11 +38,11 @@ from typing import Any
 
 import numpy as np
 
-from langgraph_memory._chroma import ChromaHandle
+from langgraph_memory._infra.chroma import ChromaHandle
 from langgraph_memory.catalog import Catalog, read_meta
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
-from langgraph_memory.collections import COLLECTIONS, GENERAL
+from langgraph_memory.store.registry import default_collections
 from langgraph_memory.errors import DiskFullError, LangGraphMemoryError, StoreBackendError
 from langgraph_memory.store._probe import probe, unreachable
 from langgraph_memory.store._session import SessionLock, fingerprint
@@ -57,7 +57,7 @@ _BROKEN_KEY = "index_broken"
 _BATCH = 1000
 _SAMPLES = 32
 #: After an unclean shutdown, at most this many records changed since the index was last verified are
-#: checked per collection (the newest), besides :data:`_SAMPLES` random ones.
+#: checked per collection (the newest), besides `_SAMPLES` random ones.
 _RECENT_MAX = 2000
 _VERIFIED_KEY = "index_verified:"
 #: After an unclean shutdown an index of at most this many vectors is rebuilt from the catalog rather than
@@ -85,13 +85,14 @@ def record_id(item_id: int, idx: int) -> str:
 
 
 def parse_record_id(rid: str) -> tuple[int, int]:
-    """``(item id, vector number)`` of a Chroma id made by :func:`record_id`."""
+    """``(item id, vector number)`` of a Chroma id made by `record_id()`."""
     head, _, tail = rid.partition(":")
     return int(head), int(tail) if tail else 0
 
 
 def all_collections() -> list[str]:
-    return [spec.name for spec in (*COLLECTIONS.values(), GENERAL)]
+    """The collection names of the default registry."""
+    return default_collections().names()
 
 
 @dataclass
@@ -118,16 +119,24 @@ class ChromaIndex:
             its collections get names unique to this catalog.
         lock_timeout: seconds to wait for another process.
 
-    Example:
-        >>> index = store.index                        # doctest: +SKIP
-        >>> index.rebuild().total                      # doctest: +SKIP
+    Examples:
+        >>> index = store.index  # needs an open store (store) holding the items named  # doctest: +SKIP
+        >>> index.rebuild().total  # needs an open store (store) holding the items named  # doctest: +SKIP
         1200
     """
 
     def __init__(
-        self, catalog: Catalog, *, root: Path | None, client: Any | None = None, lock_timeout: float = 30.0
+        self,
+        catalog: Catalog,
+        *,
+        root: Path | None,
+        client: Any | None = None,
+        lock_timeout: float = 30.0,
+        collections: Sequence[str] | None = None,
     ) -> None:
         self.catalog = catalog
+        #: The collections this index keeps, by name.
+        self.collections: list[str] = list(collections) if collections is not None else all_collections()
         self.lock_timeout = lock_timeout
         self.embedded = client is None
         self.root = root
@@ -231,7 +240,7 @@ class ChromaIndex:
         Raises:
             IndexUnavailable: Chroma failed (the changes stay queued).
         """
-        names = collections or all_collections()
+        names = collections or self.collections
         with self.catalog.read() as conn:
             names = [n for n in names if n not in self.broken and _queue.pending(conn, n, limit=1)]
         if not names:
@@ -389,7 +398,7 @@ class ChromaIndex:
     def _probe_specs(self, counts: dict[str, int]) -> list[dict[str, Any]]:
         specs = []
         with self.catalog.read() as conn:
-            for name in all_collections():
+            for name in self.collections:
                 expected = counts.get(name, 0)
                 chroma = _queue.chroma_name(conn, name)
                 if chroma is None and not expected:
@@ -411,7 +420,7 @@ class ChromaIndex:
         return out
 
     def _recent(self, conn: Any, collection: str) -> list[list[Any]]:
-        """The records Chroma applied since it was last verified (the newest :data:`_RECENT_MAX`).
+        """The records Chroma applied since it was last verified (the newest `_RECENT_MAX`).
 
         A process killed while Chroma wrote its HNSW files can leave a record
         that its own vector no longer finds while the folder otherwise opens
@@ -432,7 +441,7 @@ class ChromaIndex:
 
     def _applied_marks(self) -> dict[str, int]:
         with self.catalog.read() as conn:
-            return {name: _queue.applied(conn, name) for name in all_collections()}
+            return {name: _queue.applied(conn, name) for name in self.collections}
 
     def _check_caught_up(self, before: dict[str, int], progress: bool | ProgressFn) -> None:
         """After an unclean shutdown: each record applied while catching up must find itself, else rebuild.
@@ -444,7 +453,7 @@ class ChromaIndex:
         The check runs in this process (the probe showed the folder opens).
         """
         checked = 0
-        for name in all_collections():
+        for name in self.collections:
             if name in self.broken:
                 continue
             with self.catalog.read() as conn:
@@ -473,12 +482,12 @@ class ChromaIndex:
     def _mark_verified(self) -> None:
         """Every record Chroma holds now was checked (a clean close, or an open whose check passed)."""
         with self.catalog.write() as conn:
-            for name in all_collections():
+            for name in self.collections:
                 self.catalog.set_meta(conn, _VERIFIED_KEY + name, str(_queue.applied(conn, name)))
 
     @staticmethod
     def _samples(conn: Any, collection: str, n_vectors: int) -> list[list[Any]]:
-        """Up to :data:`_SAMPLES` vectors of ``collection`` Chroma must hold (none still queued)."""
+        """Up to `_SAMPLES` vectors of ``collection`` Chroma must hold (none still queued)."""
         if not n_vectors:
             return []
         # Two statements: min and max together defeat SQLite's min/max optimisation (a full scan).
@@ -516,7 +525,7 @@ class ChromaIndex:
         try:
             self.rebuild(reason=reason, progress=progress)
         except LangGraphMemoryError as exc:
-            self.broken.update(all_collections())
+            self.broken.update(self.collections)
             logger.error(
                 "could not rebuild the Chroma index (%s); searches run exactly from the catalog until a rebuild "
                 "succeeds (store.rebuild_index(), or reopen)", exc,
@@ -531,7 +540,7 @@ class ChromaIndex:
         self.sync()
         counts = self._catalog_counts() if counts is None else counts
         repaired: dict[str, int] = {}
-        for name in all_collections():
+        for name in self.collections:
             expected = counts.get(name, 0)
             try:
                 have = self.count(name)
@@ -611,10 +620,10 @@ class ChromaIndex:
             with self.catalog.write() as conn:
                 self.catalog.set_meta(conn, _GEN_KEY, str(new_gen))
                 self.catalog.set_meta(conn, _BROKEN_KEY, None)
-                for name in all_collections():
+                for name in self.collections:
                     _queue.set_chroma_name(conn, name, self._default_name(name, new_gen), snapshot)
                     self.catalog.set_meta(conn, _VERIFIED_KEY + name, str(snapshot))  # all of it is new
-        old_names = {name: self._default_name(name, generation) for name in all_collections()}
+        old_names = {name: self._default_name(name, generation) for name in self.collections}
         self.handle.switched()
         self._collections.clear()
         self.broken.clear()
@@ -659,7 +668,7 @@ class ChromaIndex:
         client = None
         try:
             client = ChromaHandle.open_persistent(folder)
-            for name in all_collections():
+            for name in self.collections:
                 if not counts.get(name):
                     continue
                 col = client.get_or_create_collection(name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
@@ -673,7 +682,7 @@ class ChromaIndex:
 
     def _rebuild_server(self, new_gen: int, counts: dict[str, int], report: RebuildReport, tick: ProgressFn) -> None:
         with self._use(write=True) as client:
-            for name in all_collections():
+            for name in self.collections:
                 chroma = self._default_name(name, new_gen)
                 try:
                     client.delete_collection(chroma)
@@ -711,9 +720,9 @@ class ChromaIndex:
                     assert folder is not None
                     seal = fingerprint(folder)
                 with self.catalog.write() as conn:
-                    if not any(_queue.pending(conn, name, limit=1) for name in all_collections()):
+                    if not any(_queue.pending(conn, name, limit=1) for name in self.collections):
                         self.catalog.set_meta(conn, _SEAL_KEY, seal)
-                        for name in all_collections():
+                        for name in self.collections:
                             self.catalog.set_meta(conn, _VERIFIED_KEY + name, str(_queue.applied(conn, name)))
         except LangGraphMemoryError:
             logger.warning("could not seal the Chroma index on close; the next open checks it", exc_info=True)

@@ -5,9 +5,9 @@ texts they embed), deletes items only if unchanged since they were read, and
 restores archived items exactly as they were. Every write goes through the
 catalog's transactions and then the Chroma index, as puts do.
 
-    >>> store.items.count("lessons_learned")                       # doctest: +SKIP
+    >>> store.items.count("lessons_learned")  # needs an open store (store) holding the items named  # doctest: +SKIP
     12
-    >>> for item in store.items.iter_items("lessons_learned"):     # doctest: +SKIP
+    >>> for item in store.items.iter_items("lessons_learned"):  # needs an open store (store) holding the items named  # doctest: +SKIP
     ...     print(item.key, item.last_activity)
 """
 
@@ -26,9 +26,9 @@ from langgraph_memory.catalog import Catalog, StoredItem
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.status import ItemStatus, Status
-from langgraph_memory.collections import collection_by_name, collection_for
+from langgraph_memory.store.registry import CollectionRegistry
 from langgraph_memory.errors import NotFoundError
-from langgraph_memory.store._writer import Writer
+from langgraph_memory.store._writer import Writer, check_vectors
 from langgraph_memory.store.records import PAGE_SIZE, record_text
 
 __all__ = ["StoreItems", "Before", "ItemKey"]
@@ -55,11 +55,24 @@ class StoreItems:
         writer: Writer,
         flush_access: Callable[[], int],
         put_many: Callable[[list[PutOp], Before | None], list[int | None]],
+        collections: CollectionRegistry,
     ) -> None:
         self.catalog = catalog
+        self.collections = collections
         self.writer = writer
         self.flush_access = flush_access
         self._put_many = put_many
+
+    def stored_model(self) -> tuple[str | None, int | None]:
+        """``(model id, dims)`` that made the stored vectors (None before the first vector)."""
+        return self.writer.stored_model()
+
+    def check_vectors(self, vectors: Sequence[Sequence[float]], what: str) -> np.ndarray:
+        """``vectors`` as a float32 matrix of this store's dims, or ``EmbeddingModelError`` saying what is wrong."""
+        return check_vectors(vectors, self.writer.dims, what)
+
+    def _collection_of(self, namespace: tuple[str, ...]) -> str:
+        return self.collections.for_namespace(namespace).name
 
     def put(
         self, namespace: tuple[str, ...], key: str, value: dict[str, Any], *, before: Before | None = None
@@ -106,7 +119,7 @@ class StoreItems:
         """
         with self.catalog.write() as conn:
             wanted = [*keys, *([superseded_by] if superseded_by else [])]
-            missing = [k for k in wanted if k not in _status.targets(conn, wanted)]
+            missing = [k for k in wanted if k not in _status.targets(conn, wanted, self._collection_of)]
             if missing:
                 ns, key = missing[0]
                 raise NotFoundError(
@@ -128,8 +141,8 @@ class StoreItems:
             chosen = [k for k, it in current.items() if still(it)]
             return self.set_status_in(conn, chosen, "retired", reason=reason)
 
-    @staticmethod
     def set_status_in(
+        self,
         conn: sqlite3.Connection,
         keys: Sequence[ItemKey],
         status: Status,
@@ -137,8 +150,8 @@ class StoreItems:
         reason: str | None = None,
         superseded_by: ItemKey | None = None,
     ) -> list[ItemStatus]:
-        """:meth:`set_status` inside the caller's write transaction; keys not live are skipped."""
-        found = _status.targets(conn, keys)
+        """`set_status()` inside the caller's write transaction; keys not live are skipped."""
+        found = _status.targets(conn, keys, self._collection_of)
         return _status.mark(conn, found.values(), status, reason=reason, now=time.time(), superseded_by=superseded_by)
 
     def clear_status(self, keys: Sequence[ItemKey]) -> int:
@@ -162,7 +175,7 @@ class StoreItems:
     def collection_statuses(self, collection: str) -> dict[str, ItemStatus]:
         """Statuses of one collection's live items, by uid (the archive job and the decay cleanup read them)."""
         with self.catalog.read() as conn:
-            return _status.of_collection(conn, collection_by_name(collection).name)
+            return _status.of_collection(conn, self.collections.by_name(collection).name)
     def put_many(self, ops: list[PutOp], *, before: Before | None = None) -> list[int | None]:
         """``store.batch`` of puts and deletes, with ``before(conn)`` run inside the same catalog transaction.
 
@@ -171,8 +184,8 @@ class StoreItems:
         transaction of its last chunks). Returns each put's item id (None
         for a delete).
 
-        Example:
-            >>> store.items.put_many([PutOp(("documents",), "c1", {"content": "..."}, index=["content"])])  # doctest: +SKIP
+        Examples:
+            >>> store.items.put_many([PutOp(("documents",), "c1", {"content": "..."}, index=["content"])])  # needs an open store (store) holding the items named  # doctest: +SKIP
             [1]
         """
         return self._put_many(list(ops), before)
@@ -191,7 +204,7 @@ class StoreItems:
 
     def iter_items(self, collection: str, *, with_vectors: bool = False, page_size: int = PAGE_SIZE) -> Iterator[StoredItem]:
         """Every item of a collection, a page at a time (bounded memory; no lock held across a yield)."""
-        name = collection_by_name(collection).name
+        name = self.collections.by_name(collection).name
         after = 0
         while True:
             with self.catalog.read() as conn:
@@ -206,9 +219,9 @@ class StoreItems:
                 return
 
     def get_items(self, collection: str, uids: list[str], *, with_vectors: bool = False) -> list[StoredItem]:
-        """Items of a collection by uid (:func:`~langgraph_memory.catalog.item_uid`); missing ones are skipped."""
+        """Items of a collection by uid (`item_uid()`); missing ones are skipped."""
         with self.catalog.read() as conn:
-            found = _items.get_by_uids(conn, collection_by_name(collection).name, uids)
+            found = _items.get_by_uids(conn, self.collections.by_name(collection).name, uids)
         if with_vectors:
             self._fill_vectors(found)
         return found
@@ -221,11 +234,11 @@ class StoreItems:
     def count(self, collection: str) -> int:
         """How many items a collection holds."""
         with self.catalog.read() as conn:
-            return _items.count_items(conn, collection_by_name(collection).name)
+            return _items.count_items(conn, self.collections.by_name(collection).name)
 
     def delete_items(self, collection: str, items: list[StoredItem]) -> int:
         """Delete items read from this store (all their vectors); return how many were deleted."""
-        name = collection_by_name(collection).name
+        name = self.collections.by_name(collection).name
         with self.catalog.write() as conn:
             current = _items.get_by_uids(conn, name, [it.uid for it in items])
             n = _items.delete_items(conn, current, name)
@@ -247,7 +260,7 @@ class StoreItems:
         if not expected:
             return [], []
         self.flush_access()
-        name = collection_by_name(collection).name
+        name = self.collections.by_name(collection).name
         with self.catalog.write() as conn:
             live = _items.get_by_uids(conn, name, list(expected))
             doomed = [it for it in live if (it.updated_at, it.last_accessed_at) == tuple(expected[it.uid])]
@@ -274,7 +287,7 @@ class StoreItems:
         """
         by_spec: dict[str, list[StoredItem]] = defaultdict(list)
         for it in items:
-            by_spec[collection_for(it.namespace).name].append(it)
+            by_spec[self.collections.for_namespace(it.namespace).name].append(it)
         added = replaced = kept = 0
         with self.catalog.write() as conn:
             if before is not None:
@@ -305,7 +318,7 @@ class StoreItems:
         """
         by_spec: dict[str, list[StoredItem]] = defaultdict(list)
         for it in items:
-            by_spec[collection_for(it.namespace).name].append(it)
+            by_spec[self.collections.for_namespace(it.namespace).name].append(it)
         written = 0
         with self.catalog.write() as conn:
             model_id = self.writer.model_id(conn) if self.writer.model and any(it.vectors for it in items) else 0

@@ -1,7 +1,7 @@
 """Namespaces: validation, and ``list_namespaces`` from the catalog.
 
 The catalog keeps one row per namespace with the number of items it holds
-(:mod:`langgraph_memory.catalog.items`), so listing namespaces reads that
+(`langgraph_memory.catalog.items`), so listing namespaces reads that
 small table, never the items.
 """
 
@@ -20,7 +20,7 @@ __all__ = ["validate_namespace", "select_namespaces", "list_namespaces"]
 
 
 def validate_namespace(namespace: Any, *, for_write: bool) -> tuple[str, ...]:
-    """The namespace as a tuple, or :class:`NamespaceError` for labels LangGraph's stores refuse.
+    """The namespace as a tuple, or `NamespaceError` for labels LangGraph's stores refuse.
 
     A list is accepted and turned into a tuple, as LangGraph's stores accept one.
     """

@@ -9,9 +9,9 @@ cap) and picks, per collection, one of:
     up to ``exact_max`` candidate vectors (or a whole collection of up to
     ``exact_max * FULL_SCAN_FACTOR`` vectors, scored in place), against
     their vectors held in memory
-    (:class:`~langgraph_memory.store.vectors.VectorCache`, loaded from the
+    (`VectorCache`, loaded from the
     catalog by the first search that needs it and kept in step after); up
-    to :data:`UNCACHED_MAX` read from the catalog instead when the collection
+    to `UNCACHED_MAX` read from the catalog instead when the collection
     does not fit in the cache's budget (or is not loaded and the search is
     that small). No Chroma call, and the true top results.
 ``hnsw``
@@ -29,7 +29,7 @@ cap) and picks, per collection, one of:
 
 Every search reads one snapshot of the catalog (one read transaction).
 Chroma's ``where`` is never used: measured here, its cost grows with the
-whole collection, not with the matches (see PITFALLS). :meth:`Planner.explain`
+whole collection, not with the matches (see PITFALLS). `Planner.explain()`
 tells which plan a search gets, as a database's ``EXPLAIN`` does; the store
 logs every plan at debug level. The thresholds were chosen by measurement
 (``bench/store_bench.py``; see ``bench/RESULTS.md``).
@@ -52,7 +52,7 @@ from langgraph_memory.catalog import Catalog, StoredItem
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog.fields import Condition, compile_filter
-from langgraph_memory.collections import COLLECTIONS, GENERAL, collection_for
+from langgraph_memory.store.registry import CollectionRegistry, default_collections
 from langgraph_memory.errors import StorageError
 from langgraph_memory.store import filters as _filters
 from langgraph_memory.store.index import ChromaIndex, IndexUnavailable
@@ -178,16 +178,23 @@ class Planner:
         vectors: the in-memory copy of the catalog's vectors (None: read them from the catalog).
         exact_max: the most candidate items scored exactly (0: always through Chroma).
 
-    Example:
-        >>> plan = store.explain(("memories", "u3"), query="risk", filter={"kind": "note"})  # doctest: +SKIP
-        >>> plan.strategy                                                                    # doctest: +SKIP
+    Examples:
+        >>> plan = store.explain(("memories", "u3"), query="risk", filter={"kind": "note"})  # needs an open store (store) holding the items named  # doctest: +SKIP
+        >>> plan.strategy  # needs an open store (store) holding the items named  # doctest: +SKIP
         'exact'
     """
 
     def __init__(
-        self, catalog: Catalog, index: ChromaIndex, vectors: VectorCache | None = None, *, exact_max: int = EXACT_MAX
+        self,
+        catalog: Catalog,
+        index: ChromaIndex,
+        vectors: VectorCache | None = None,
+        *,
+        exact_max: int = EXACT_MAX,
+        collections: CollectionRegistry | None = None,
     ) -> None:
         self.catalog = catalog
+        self.collections = collections if collections is not None else default_collections()
         self.index = index
         self.vectors = vectors
         self.exact_max = exact_max
@@ -195,7 +202,7 @@ class Planner:
     # ----------------------------------------------------------- estimates
 
     def _scopes(self, conn: sqlite3.Connection, prefix: tuple[str, ...]) -> list[_Scope]:
-        specs = [collection_for(prefix)] if prefix else [*COLLECTIONS.values(), GENERAL]
+        specs = [self.collections.for_namespace(prefix)] if prefix else list(self.collections)
         out: list[_Scope] = []
         counts = {
             name: (int(i), int(v))
@@ -227,7 +234,7 @@ class Planner:
 
     @staticmethod
     def _filter_count(conn: sqlite3.Connection, conds: list[Condition]) -> int | None:
-        """Matches of the most selective condition, counted up to :data:`COUNT_CAP` (None: no condition)."""
+        """Matches of the most selective condition, counted up to `COUNT_CAP` (None: no condition)."""
         best: int | None = None
         for cond in conds:
             sql, params = cond.sql()
@@ -265,7 +272,7 @@ class Planner:
         ).tolist()
 
     def _sampled_candidates(self, conn: sqlite3.Connection, scope: _Scope, conds: list[Condition]) -> int:
-        """Items in scope matching ``conds``, estimated from :data:`SAMPLE` random items of the collection.
+        """Items in scope matching ``conds``, estimated from `SAMPLE` random items of the collection.
 
         For filters too common to count cheaply (the estimate sets how far an
         HNSW round over-fetches): drawn from the vectors in memory when the

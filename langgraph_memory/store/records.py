@@ -1,6 +1,6 @@
 """Which text each of an item's vectors embeds: index paths and record paths.
 
-The functions live in :mod:`langgraph_memory.catalog.texts` (the catalog
+The functions live in `langgraph_memory.catalog.texts` (the catalog
 reads texts back from values to build its keyword index) and are re-exported
 here for the store's modules.
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from langgraph.store.base import SearchItem
 
-from langgraph_memory.ranking import ScoreParts
+from langgraph_memory.store.ranking import ScoreParts
 from langgraph_memory.store.planner import Plan
 
 __all__ = ["ExplainedHit", "ExplainedSearch"]

@@ -2,10 +2,10 @@
 
 Reading a candidate's vector from SQLite costs about as much as scoring it
 a hundred times (measured: 1,400 vectors, 8 ms from the catalog against
-0.35 ms from memory). :class:`VectorCache` keeps, per collection, a float32
+0.35 ms from memory). `VectorCache` keeps, per collection, a float32
 matrix of every vector with its item id and namespace id, loaded on first use
 and kept in step through the catalog's change log (``index_queue``, see
-:mod:`langgraph_memory.catalog.queue`): before each use one query reads the
+`langgraph_memory.catalog.queue`): before each use one query reads the
 log's head, and the items changed since are reloaded (by any process; the log
 is shared through the file). A cache left too far behind (the log was pruned
 past it) or a re-embedding (``vectors_epoch``) reloads the collection.
@@ -19,15 +19,15 @@ are merged in (with dead rows compacted away) once the tail or the dead rows
 pass a small share of the rows.
 
 Rows are normalised once, so a score is one dot product, computed on one
-thread (:func:`dot_rows`).
+thread (`dot_rows()`).
 
 Memory: 4 bytes per dimension per vector (1.5 KB at 384 dims, 154 MB for
 100,000 vectors). Collections that would take the cache over ``budget_bytes``
 are not cached; their searches read vectors from the catalog as before.
 
 Example:
-    >>> cache = VectorCache(store.catalog)                     # doctest: +SKIP
-    >>> with cache.lock, store.catalog.snapshot() as conn:     # doctest: +SKIP
+    >>> cache = VectorCache(store.catalog)  # needs an open store (store) holding the items named  # doctest: +SKIP
+    >>> with cache.lock, store.catalog.snapshot() as conn:  # needs an open store (store) holding the items named  # doctest: +SKIP
     ...     vecs = cache.get(conn, "memories")
     ...     vecs.rank(Segments([(0, vecs.n)]), query_vector, top=5)
     [(17, 0.83), (4, 0.79), ...]
@@ -213,7 +213,7 @@ class CollectionVectors:
     def namespace_rows(self, exact: str, lo: str, hi: str, ns_ids: np.ndarray) -> Segments:
         """The rows of namespace ``exact`` and of names in ``[lo, hi)``; ``ns_ids`` are those namespaces' ids.
 
-        The sorted rows come as runs (dead ones included: :meth:`rank`
+        The sorted rows come as runs (dead ones included: `rank()`
         skips them); the tail's by their namespace ids.
         """
         runs = []
@@ -278,8 +278,8 @@ class CollectionVectors:
 class VectorCache:
     """Every collection's vectors, loaded on first use and kept in step with the catalog.
 
-    Safe to share between threads: the caller holds :attr:`lock` around
-    :meth:`get` and every use of the :class:`CollectionVectors` it returns.
+    Safe to share between threads: the caller holds `lock` around
+    `get()` and every use of the `CollectionVectors` it returns.
 
     Args:
         catalog: the data directory's catalog.
@@ -323,7 +323,7 @@ class VectorCache:
         return sum(c.nbytes for c in self._cols.values())
 
     def drop(self, collection: str | None = None) -> None:
-        """Forget one collection (or all); the next :meth:`get` loads it again."""
+        """Forget one collection (or all); the next `get()` loads it again."""
         with self.lock:
             for name in [collection] if collection else list(self._cols):
                 self._cols.pop(name, None)
@@ -333,7 +333,7 @@ class VectorCache:
     def get(self, conn: sqlite3.Connection, collection: str) -> CollectionVectors | None:
         """The vectors of ``collection`` as the catalog holds them now, or None when they do not fit.
 
-        Call with :attr:`lock` held, inside one read snapshot of the catalog.
+        Call with `lock` held, inside one read snapshot of the catalog.
         """
         version = _Version(*_queue.log_head(conn))
         col = self._cols.get(collection)

@@ -1,14 +1,14 @@
 """A read-only, Chroma-shaped view of one collection, for LangChain and for looking around.
 
 Chroma holds only vectors (the catalog holds the rest), so
-``store.collection("research")`` hands out a :class:`RecordView`: the read
+``store.collection("research")`` hands out a `RecordView`: the read
 half of Chroma's collection API (``get``, ``query``, ``peek``, ``count``)
 answered from the catalog and the index. Each record is one vector of an
 item: its ``document`` is the text that vector embeds, its ``metadata`` the
 item's value flattened to dotted keys (scalars only) plus ``namespace`` and
 ``key``. ``where`` and ``where_document`` filters work as in Chroma
 (``$eq $ne $gt $gte $lt $lte $in $nin $and $or``, ``$contains``,
-``$not_contains``). Writes raise :class:`~langgraph_memory.errors.ReadOnlyError`:
+``$not_contains``). Writes raise [`ReadOnlyError`][langgraph_memory.errors.ReadOnlyError]:
 write through the store, which keeps the catalog, lineage and index in step.
 
 Retired and superseded items are left out, as the store's searches leave
@@ -16,8 +16,8 @@ them out: ``get``, ``query``, ``peek`` and ``count`` answer without them, and
 so does a LangChain retriever over ``store.as_vectorstore(...)``. A view made
 with ``include_retired=True`` shows them too.
 
-    >>> view = store.collection("research")              # doctest: +SKIP
-    >>> view.get(where={"source": "technical"}, limit=2)["documents"]   # doctest: +SKIP
+    >>> view = store.collection("research")  # needs an open store (store) holding the items named  # doctest: +SKIP
+    >>> view.get(where={"source": "technical"}, limit=2)["documents"]  # needs an open store (store) holding the items named  # doctest: +SKIP
     ['Realised vol is 24% with clustering', ...]
 """
 

@@ -24,7 +24,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from langgraph_memory.collections import COLLECTIONS, GENERAL, collection_by_name, collection_for
+from langgraph_memory.research.collections import COLLECTIONS, GENERAL, collection_by_name, collection_for
 from langgraph_memory.errors import (
     FilterError,
     InvalidArgumentError,

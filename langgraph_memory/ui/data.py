@@ -30,12 +30,12 @@ from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog.items import StoredItem
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.status import ItemStatus
-from langgraph_memory.collections import COLLECTIONS, GENERAL, collection_by_name, collection_for
+from langgraph_memory.research.collections import COLLECTIONS, GENERAL, collection_by_name, collection_for
 from langgraph_memory.errors import InvalidArgumentError, NotFoundError
-from langgraph_memory.lineage import LineageStore
+from langgraph_memory.catalog.lineage_store import LineageStore
 from langgraph_memory.memory import Memory
-from langgraph_memory.ranking import memory_type_for
-from langgraph_memory.stats import MemoryStats, collect_stats
+from langgraph_memory.research.collections import memory_type_for
+from langgraph_memory.lifecycle.stats import MemoryStats, collect_stats
 from langgraph_memory.store.scored import ExplainedSearch
 
 __all__ = ["Browser", "Page", "ItemView", "GraphNode", "LineageGraph", "StrategyView", "VersionRow", "Overview",
@@ -173,6 +173,7 @@ class _AggregateView:
     catalog: Catalog
     lineage: LineageStore
     settings: Any
+    collections: Any
 
 
 def _dt(ts: float | None) -> datetime | None:
@@ -219,7 +220,7 @@ class Browser:
             # connection (behind a lock) must keep serving pages meanwhile.
             catalog = Catalog(self.store.catalog.path, timeout=self.store.catalog.timeout)
             try:
-                view = _AggregateView(catalog, LineageStore(catalog), self.store.settings)
+                view = _AggregateView(catalog, LineageStore(catalog), self.store.settings, self.store.collections)
                 stats = collect_stats(view, archiver=archiver, checkpointer=self.memory.checkpointer)
                 with catalog.read() as conn:
                     per_day = _browse.items_per_day(conn)

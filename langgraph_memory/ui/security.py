@@ -60,7 +60,7 @@ def read_token(token_file: str | os.PathLike[str] | None) -> str | None:
 
 def check_ui_bind(host: str, token: str | None) -> None:
     """Refuse a non-loopback ``host`` without a token, and any token under 16 characters (the MCP server's rules)."""
-    from langgraph_memory.mcp_server import check_bind
+    from langgraph_memory.mcp.server import check_bind
 
     if not is_loopback(host) and not token:
         raise ConfigError(

@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from langgraph_memory.archive import Archiver
-from langgraph_memory.collections import collection_for
+from langgraph_memory.research.collections import collection_for
 from langgraph_memory.catalog import StoredItem
 
 DAY = 86400.0

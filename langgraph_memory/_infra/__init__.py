@@ -1,0 +1,1 @@
+"""Infrastructure with no domain knowledge: SQLite connections, file locks, the Chroma client, addresses."""

@@ -1,0 +1,1 @@
+"""The MCP server: the typed research API as MCP tools, over stdio or HTTP."""

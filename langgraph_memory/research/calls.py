@@ -1,0 +1,170 @@
+"""The research calls offered outside Python (MCP tools, the ``research`` CLI command), declared once.
+
+Each call is a method of the research API; what an agent or a shell passes is derived from its signature:
+the same parameters (less the ones in ``HIDDEN``; ``k`` is offered as ``limit``), the same types, Literal
+choices and defaults, with the agent-facing checks of `langgraph_memory.research.validation` on text,
+tags and limits. The result comes back as JSON.
+
+```python
+from langgraph_memory.research.calls import research_calls
+
+call = {c.name: c for c in research_calls()}["store_lesson"]
+assert list(call.signature.parameters)[:2] == ["lesson", "strategy_id"]
+```
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import functools
+import inspect
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from langgraph_memory.research.api import ResearchAPI
+from langgraph_memory.research.collections import BacktestCosts, EquityCurve
+from langgraph_memory.research.procedures import ProceduralAPI
+from langgraph_memory.research.typed import Hit, ParentIds
+from langgraph_memory.research.validation import Limit, Tags, Text, check_content, check_limit, check_tags
+
+__all__ = ["CALLS", "HIDDEN", "ResearchCall", "research_calls", "hits_json", "relevance_percent"]
+
+#: The research calls offered outside Python, by the name they are offered under.
+CALLS: Mapping[str, Callable[..., Any]] = {
+    "store_research_finding": ResearchAPI.store_research_finding,
+    "query_research_findings": ResearchAPI.query_research_findings,
+    "store_hypothesis": ResearchAPI.store_hypothesis,
+    "update_hypothesis": ResearchAPI.update_hypothesis,
+    "query_hypotheses": ResearchAPI.query_hypotheses,
+    "store_strategy": ResearchAPI.store_strategy,
+    "get_similar_strategies": ResearchAPI.get_similar_strategies,
+    "set_strategy_status": ResearchAPI.set_strategy_status,
+    "strategy_versions": ResearchAPI.versions,
+    "store_backtest": ResearchAPI.store_backtest,
+    "query_backtests": ResearchAPI.query_backtests,
+    "store_lesson": ResearchAPI.store_lesson,
+    "get_relevant_lessons": ResearchAPI.get_relevant_lessons,
+    "resolve_lesson": ResearchAPI.resolve_lesson,
+    "store_market_regime": ResearchAPI.store_market_regime,
+    "query_market_regimes": ResearchAPI.query_market_regimes,
+    "store_tool_definition": ProceduralAPI.store_tool_definition,
+    "get_tool_definition": ProceduralAPI.get_tool_definition,
+    "query_tool_definitions": ProceduralAPI.query_tool_definitions,
+}
+
+#: Parameters not offered: who calls is the caller's business (``session_id``, ``agent_id``), the relevance
+#: threshold is the server's (``min_relevance``), and retired memories stay hidden outside Python.
+HIDDEN = frozenset({"self", "session_id", "agent_id", "min_relevance", "include_retired"})
+
+Check = Callable[[Any], Any]
+
+
+def relevance_percent(score: float | None) -> float | None:
+    """A score as a relevance percentage (cosine similarity times 100), as agents read it."""
+    return None if score is None else round(float(score) * 100.0, 1)
+
+
+def hits_json(hits: Sequence[Hit[Any]]) -> dict[str, Any]:
+    """Search hits as JSON: each record with its id, namespace and relevance percentage."""
+    results = [
+        {"id": h.id, "relevance_score": relevance_percent(h.score), "namespace": list(h.namespace),
+         "record": h.record.model_dump(mode="json")}
+        for h in hits
+    ]
+    return {"results": results, "total_results": len(results)}
+
+
+def _offered(name: str, hint: Any) -> tuple[Any, Check | None]:
+    """The type one parameter is offered with, and the check its value passes.
+
+    Text is never empty, tags follow the tag limits, and sequences are JSON arrays; everything else keeps
+    the research API's own type (its Literals become enums).
+    """
+    if name == "tags":
+        return Tags, check_tags
+    args = set(typing.get_args(hint))
+    if hint is str:
+        return Text, functools.partial(check_content, field=name)
+    if hint == (str | None) and name in ("query", "summary"):
+        return str | None, lambda v: None if v is None else check_content(v, field=name)
+    if hint == ParentIds:
+        return str | None, None
+    if typing.get_origin(hint) is collections.abc.Sequence or Sequence[str] in args:
+        return list[str] | None, lambda v: () if v is None else v
+    if EquityCurve in args:
+        return list[float] | None, None
+    if BacktestCosts in args:
+        return BacktestCosts | None, None
+    return hint, None
+
+
+@dataclass(frozen=True)
+class ResearchCall:
+    """One research call as offered outside Python."""
+
+    name: str
+    method: Callable[..., Any]
+    #: The parameters offered, keyword-only, with their offered types and defaults.
+    signature: inspect.Signature
+    #: The first paragraph of the method's docstring.
+    summary: str
+    checks: Mapping[str, Check] = field(default_factory=dict)
+    #: offered name -> the method's parameter name
+    renames: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def takes_relevance(self) -> bool:
+        return "min_relevance" in inspect.signature(self.method).parameters
+
+    def invoke(self, memory: Any, arguments: Mapping[str, Any], *, min_relevance: float | None) -> Any:
+        """Check ``arguments``, run the call on ``memory`` (a ``Memory``) and return its result as JSON."""
+        args = {self.renames.get(k, k): self.checks[k](v) if k in self.checks else v for k, v in arguments.items()}
+        if self.takes_relevance:
+            # A search without a query has no score to drop on.
+            args["min_relevance"] = min_relevance if args.get("query", "") is not None else None
+        result = getattr(memory, self.method.__name__)(**args)
+        if self.name == "strategy_versions":
+            return {"name": arguments["name"], "versions": [
+                {"version": v.version, "id": v.id, "status": v.status, "created_at": v.created_at.isoformat(),
+                 "live": v.record is not None} for v in result]}
+        if isinstance(result, BaseModel):
+            return result.model_dump(mode="json")
+        if isinstance(result, list) and all(isinstance(h, Hit) for h in result):
+            return hits_json(result)
+        return result
+
+
+def _build(name: str, method: Callable[..., Any]) -> ResearchCall:
+    hints = typing.get_type_hints(method)
+    params: list[inspect.Parameter] = []
+    checks: dict[str, Check] = {}
+    renames: dict[str, str] = {}
+    for p in inspect.signature(method).parameters.values():
+        if p.name in HIDDEN or p.kind is inspect.Parameter.VAR_KEYWORD:
+            continue
+        offered, kind = p.name, hints[p.name]
+        check: Check | None
+        if p.name == "k":
+            offered, kind, check = "limit", Limit, check_limit
+            renames["limit"] = "k"
+        else:
+            kind, check = _offered(p.name, kind)
+        if check is not None:
+            checks[offered] = check
+        # JSON has no tuples: an empty sequence is offered as nothing.
+        default = None if isinstance(p.default, tuple) and not p.default else p.default
+        params.append(inspect.Parameter(offered, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind))
+    doc = inspect.getdoc(method) or name
+    summary = " ".join(doc.split("\n\n", 1)[0].split())
+    return ResearchCall(name, method, inspect.Signature(params, return_annotation=dict[str, Any]), summary,
+                        checks, renames)
+
+
+@functools.cache
+def research_calls() -> tuple[ResearchCall, ...]:
+    """Every call of `CALLS`, derived from its declaration."""
+    return tuple(_build(name, method) for name, method in CALLS.items())

