@@ -4,7 +4,7 @@ Every function reads one page (``limit`` rows from ``offset``) through the
 catalog's indexes, so a page costs about the same at 100 items as at
 100,000; the counts that go with a page come from the kept counts
 (``collection_counts``) or an index, never from reading every value.
-The browser UI (:mod:`langgraph_memory.ui`) reads the catalog only through
+The browser UI (`langgraph_memory.ui`) reads the catalog only through
 this module, the store and the lineage.
 
     >>> import tempfile, pathlib
@@ -101,7 +101,7 @@ def lessons_page(
     conn: sqlite3.Connection, *, limit: int, offset: int = 0, collection: str = "lessons_learned",
     counts: tuple[int, int] | None = None,
 ) -> list[StoredItem]:
-    """Lessons, unresolved first, each group newest first (``counts``: :func:`open_lessons`, if known)."""
+    """Lessons, unresolved first, each group newest first (``counts``: `open_lessons`, if known)."""
     n_open, _ = counts if counts is not None else open_lessons(conn, collection)
     out: list[StoredItem] = []
     if offset < n_open:

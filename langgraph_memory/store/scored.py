@@ -4,9 +4,9 @@
 memory (the browser UI's search page, debugging a recall): the reads are
 not counted as accesses, so looking does not change what later searches rank.
 
-    >>> found = store.search_explained(("lessons",), query="stops too tight", limit=5)   # doctest: +SKIP
-    >>> [(h.item.key, h.parts.cosine, h.parts.keyword, h.parts.retention) for h in found.hits]  # doctest: +SKIP
-    >>> print(found.plan)                                                                      # doctest: +SKIP
+    >>> found = store.search_explained(("lessons",), query="stops too tight", limit=5)  # needs an open store (store)  # doctest: +SKIP
+    >>> [(h.item.key, h.parts.cosine, h.parts.keyword, h.parts.retention) for h in found.hits]  # depends on the items  # doctest: +SKIP
+    >>> print(found.plan)  # depends on the items  # doctest: +SKIP
 """
 
 from __future__ import annotations

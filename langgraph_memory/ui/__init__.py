@@ -21,7 +21,7 @@ or from Python::
         serve(mem, port=8766)
 
 It listens on 127.0.0.1 unless told otherwise; any other address needs a
-token (see :mod:`langgraph_memory.ui.security`). It is read-only unless
+token (see `langgraph_memory.ui.security`). It is read-only unless
 ``allow_writes``; writes are POSTed forms from its own pages (same origin,
 CSRF token).
 """
@@ -45,7 +45,7 @@ DEFAULT_PORT = 8766
 
 
 def build_app(memory: Any, *, allow_writes: bool = False, token: str | None = None, host: str = "127.0.0.1") -> Any:
-    """The ASGI application (see :func:`langgraph_memory.ui.app.build_app`)."""
+    """The ASGI application (see `langgraph_memory.ui.app.build_app`)."""
     from langgraph_memory.ui.app import build_app as _build
 
     return _build(memory, allow_writes=allow_writes, token=token, host=host)

@@ -305,11 +305,11 @@ class UI:
 
 def build_app(memory: Memory, *, allow_writes: bool = False, token: str | None = None,
               host: str = "127.0.0.1") -> Any:
-    """The ASGI application browsing ``memory`` (serve it with uvicorn, or :func:`langgraph_memory.ui.serve`).
+    """The ASGI application browsing ``memory`` (serve it with uvicorn, or `langgraph_memory.ui.serve`).
 
     Example:
-        >>> app = build_app(mem, allow_writes=False)             # doctest: +SKIP
-        >>> uvicorn.run(app, host="127.0.0.1", port=8766)        # doctest: +SKIP
+        >>> app = build_app(mem, allow_writes=False)  # needs an open Memory (mem)  # doctest: +SKIP
+        >>> uvicorn.run(app, host="127.0.0.1", port=8766)  # serves until the process is stopped  # doctest: +SKIP
     """
     browser = Browser(memory)
     browser.refresh()  # the overview's aggregates take seconds on a large memory: start them now

@@ -1,14 +1,14 @@
-"""What the browser UI shows, read from one :class:`~langgraph_memory.memory.Memory`.
+"""What the browser UI shows, read from one `Memory`.
 
-:class:`Browser` is the UI's only way into memory: every page asks it for
+`Browser` is the UI's only way into memory: every page asks it for
 plain records, and it reads them through ``Memory`` and its parts (the
 store, the lineage, the typed research API, the archiver, the checkpointer)
-and the catalog's page queries (:mod:`langgraph_memory.catalog.browse`).
+and the catalog's page queries (`langgraph_memory.catalog.browse`).
 A second backend changes how the ``Memory`` is opened, not this module's
 callers.
 
     >>> from langgraph_memory.memory import Memory
-    >>> with Memory.open("./memory") as mem:                    # doctest: +SKIP
+    >>> with Memory.open("./memory") as mem:  # needs a memory made by a run (./memory)  # doctest: +SKIP
     ...     b = Browser(mem)
     ...     b.overview().items, [h.item.key for h in b.search("whipsaw").hits]
 """
@@ -168,7 +168,7 @@ class StrategyView:
 
 @dataclass
 class _AggregateView:
-    """What :func:`~langgraph_memory.stats.collect_stats` reads of a store, over a separate catalog connection."""
+    """What `collect_stats` reads of a store, over a separate catalog connection."""
 
     catalog: Catalog
     lineage: LineageStore
@@ -181,7 +181,7 @@ def _dt(ts: float | None) -> datetime | None:
 
 
 def page_number(text: str | None) -> int:
-    """A page number from a query string (0 when missing); a bad one is :class:`InvalidArgumentError`."""
+    """A page number from a query string (0 when missing); a bad one is `InvalidArgumentError`."""
     if not text:
         return 0
     try:

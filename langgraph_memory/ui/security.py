@@ -1,7 +1,7 @@
 """Who may look, and which requests may change anything: the UI's token, host and CSRF checks.
 
 * **Where it listens**: loopback by default; any other address needs a
-  token, under the MCP server's rules (:func:`langgraph_memory.mcp_server.check_bind`:
+  token, under the MCP server's rules (`langgraph_memory.mcp.server.check_bind`:
   at least 16 characters).
 * **The token**: a browser sends it once as ``?token=...`` and gets it back
   as an HttpOnly, SameSite=Strict cookie; scripts may send
