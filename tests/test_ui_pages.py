@@ -42,7 +42,7 @@ def test_search_explained_gives_the_parts_of_the_scores_search_ranks_by(mem: Mem
     mem.store.flush_access()
     assert explained.ranking == "hybrid" and "exact" in str(explained.plan)
     assert [h.item.key for h in explained.hits] == [p.key for p in plain]
-    for h, p in zip(explained.hits, plain):
+    for h, p in zip(explained.hits, plain, strict=True):
         parts = h.parts
         assert parts is not None and parts.final == pytest.approx(p.score, abs=1e-6)
         assert 0.0 <= parts.keyword <= 1.0 and parts.retention is not None
@@ -79,7 +79,7 @@ def test_lineage_drawing_stays_readable_at_200_nodes() -> None:
         assert len(label) <= 34
         boxes.append((x, y, w, h))
     boxes.sort()
-    for (x1, y1, w1, h1), (x2, y2, _w2, _h2) in zip(boxes, boxes[1:]):
+    for (x1, y1, _w1, h1), (x2, y2, _w2, _h2) in zip(boxes, boxes[1:], strict=False):
         assert not (x1 == x2 and y2 < y1 + h1), "two nodes overlap"
     assert float(tree.get("height")) >= 150 * 20
     assert len(tree.findall(f"{SVG_NS}path")) == len(edges)

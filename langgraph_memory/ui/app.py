@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -24,7 +24,6 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from langgraph_memory.research.collections import COLLECTIONS, GENERAL, collection_by_name, collection_for
 from langgraph_memory.errors import (
     FilterError,
     InvalidArgumentError,
@@ -34,6 +33,7 @@ from langgraph_memory.errors import (
     ValidationError,
 )
 from langgraph_memory.memory import Memory
+from langgraph_memory.research.collections import COLLECTIONS, GENERAL, collection_by_name, collection_for
 from langgraph_memory.ui import svg
 from langgraph_memory.ui.data import SEARCH_PAGE_SIZE, Browser, page_number
 from langgraph_memory.ui.security import CSRF_COOKIE, TOKEN_COOKIE, Guard
@@ -54,7 +54,7 @@ def _when(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, (int, float)):
-        value = datetime.fromtimestamp(value, tz=timezone.utc)
+        value = datetime.fromtimestamp(value, tz=UTC)
     return value.strftime("%Y-%m-%d %H:%M")
 
 

@@ -20,22 +20,27 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from langgraph_memory.catalog import Catalog
 from langgraph_memory.catalog import browse as _browse
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import lineage as _lin
-from langgraph_memory.catalog.items import StoredItem
 from langgraph_memory.catalog import status as _status
-from langgraph_memory.catalog.status import ItemStatus
-from langgraph_memory.research.collections import COLLECTIONS, GENERAL, collection_by_name, collection_for
-from langgraph_memory.errors import InvalidArgumentError, NotFoundError
+from langgraph_memory.catalog.items import StoredItem
 from langgraph_memory.catalog.lineage_store import LineageStore
-from langgraph_memory.memory import Memory
-from langgraph_memory.research.collections import memory_type_for
+from langgraph_memory.catalog.status import ItemStatus
+from langgraph_memory.errors import InvalidArgumentError, NotFoundError
 from langgraph_memory.lifecycle.stats import MemoryStats, collect_stats
+from langgraph_memory.memory import Memory
+from langgraph_memory.research.collections import (
+    COLLECTIONS,
+    GENERAL,
+    collection_by_name,
+    collection_for,
+    memory_type_for,
+)
 from langgraph_memory.store.scored import ExplainedSearch
 
 __all__ = ["Browser", "Page", "ItemView", "GraphNode", "LineageGraph", "StrategyView", "VersionRow", "Overview",
@@ -177,7 +182,7 @@ class _AggregateView:
 
 
 def _dt(ts: float | None) -> datetime | None:
-    return datetime.fromtimestamp(ts, tz=timezone.utc) if ts is not None else None
+    return datetime.fromtimestamp(ts, tz=UTC) if ts is not None else None
 
 
 def page_number(text: str | None) -> int:
@@ -226,7 +231,7 @@ class Browser:
                     per_day = _browse.items_per_day(conn)
             finally:
                 catalog.close()
-            agg = Aggregates(stats, per_day, datetime.now(timezone.utc), time.perf_counter() - started)
+            agg = Aggregates(stats, per_day, datetime.now(UTC), time.perf_counter() - started)
             with self._lock:
                 self._cached = (token, time.monotonic(), agg)
         except Exception:  # noqa: BLE001 - the overview then shows counts only, and says so
@@ -400,7 +405,7 @@ class Browser:
                     self.store.items.statuses([(refs_v[i].namespace, i) for i in ids if i in refs_v]).items()}
         by_strategy: dict[str, list[StoredItem]] = {}
         for bt in backtests:
-            by_strategy.setdefault(bt.value.get("strategy_id"), []).append(bt)
+            by_strategy.setdefault(str(bt.value.get("strategy_id")), []).append(bt)
         rows = [
             VersionRow(v.version, v.id, v.created_at, v.status,
                        standing.get(v.id, "active"),
@@ -438,7 +443,8 @@ class Browser:
 
     def threads(self, page: int = 0) -> Page:
         """Checkpointer threads, most recently active first, with their checkpoints and bytes."""
-        cp = self.memory.checkpointer
+        # Any LangGraph checkpointer may be passed to Memory; ours can list its threads and measure them.
+        cp: Any = self.memory.checkpointer
         listed = list(cp.list_threads()) if callable(getattr(cp, "list_threads", None)) else []
         start = page * self.page_size
         rows = listed[start : start + self.page_size]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from markupsafe import Markup, escape
@@ -54,7 +54,7 @@ def _ticks(lo: float, hi: float, n: int = 4) -> list[float]:
 
 
 def _day(d: int) -> str:
-    return datetime.fromtimestamp(d * 86400, tz=timezone.utc).strftime("%Y-%m-%d")
+    return datetime.fromtimestamp(d * 86400, tz=UTC).strftime("%Y-%m-%d")
 
 
 def bars(per_day: Sequence[tuple[int, int]], *, width: int = 720, height: int = 180, title: str = "items added per day",
@@ -142,7 +142,7 @@ def timeline(points: Sequence[dict[str, Any]], *, width: int = 720, title: str =
             x = xs[-1] + 28
         xs.append(x)
     scale = min(1.0, (width - 2 * pad) / max(1.0, xs[-1] - pad)) if xs else 1.0
-    for p, x in zip(sorted(points, key=lambda p: p["at"]), xs):
+    for p, x in zip(sorted(points, key=lambda p: p["at"]), xs, strict=True):
         x = pad + (x - pad) * scale
         status = str(p.get("status") or "")
         out.append(
