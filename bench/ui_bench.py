@@ -258,14 +258,16 @@ def main() -> None:
                 raise SystemExit(f"{path}: HTTP {status}\n{''.join(server.log[-60:])}")
             times = [first_ms] if name.startswith("overview (first") else [server.get(path)[1] for _ in range(args.repeat)]
             p50, p95 = percentile(times, 50), percentile(times, 95)
-            worst = max(worst, p95)
+            if not name.startswith("overview (first"):  # one sample, taken while the aggregates start
+                worst = max(worst, p95)
             rows.append([name, fmt_ms(first_ms), fmt_ms(p50), fmt_ms(p95), fmt_ms(max(times)), f"{size / 1024:,.0f} KiB"])
             print(f"{name:40s} first {first_ms:7.1f} ms  p50 {p50:7.1f}  p95 {p95:7.1f}", flush=True)
     finally:
         server.stop()
     mach.load_end = os.getloadavg()
     table = markdown_table(["page", "first request", "p50", "p95", "max", "size"], rows)
-    verdict = f"Worst p95: {worst:.0f} ms ({'under' if worst < LIMIT_MS else 'OVER'} the {LIMIT_MS:.0f} ms target)."
+    verdict = (f"Worst p95 after the first request: {worst:.0f} ms ({'under' if worst < LIMIT_MS else 'OVER'} the "
+               f"{LIMIT_MS:.0f} ms target).")
     print(table)
     print(verdict)
     if args.write:
