@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import re
 import shutil
 import sys
@@ -639,6 +640,9 @@ def main(argv: list[str] | None = None) -> int:
         approve=not args.no_approve,
     )
     print_report(report)
+    cli = Path(sys.executable).with_name("langgraph-memory")  # the venv's command when it has one
+    cli_name = os.path.relpath(cli) if cli.exists() and not os.path.relpath(cli).startswith("..") else "langgraph-memory"
+    print(f"\nSee this memory in your browser: {cli_name} --data-dir {args.data_dir} ui   (opens on http://127.0.0.1:8766)")
     return 0 if report.status in ("approved", "awaiting approval") else 1
 
 

@@ -122,3 +122,17 @@ def list_threads(conn: sqlite3.Connection) -> list[ThreadInfo]:
         )
         for thread_id, last, count in rows
     ]
+
+
+def thread_sizes(conn: sqlite3.Connection, thread_ids: Sequence[str]) -> dict[str, int]:
+    """Bytes each thread's rows hold (checkpoints, metadata, channel values, pending writes), by thread id."""
+    out: dict[str, int] = {}
+    for thread_id in dict.fromkeys(thread_ids):
+        row = conn.execute(
+            "SELECT (SELECT coalesce(sum(length(checkpoint) + coalesce(length(metadata), 0)), 0) FROM checkpoints "
+            "WHERE thread_id = ?), (SELECT coalesce(sum(length(blob)), 0) FROM blobs WHERE thread_id = ?), "
+            "(SELECT coalesce(sum(length(value)), 0) FROM writes WHERE thread_id = ?)",
+            (thread_id, thread_id, thread_id),
+        ).fetchone()
+        out[thread_id] = int(sum(row))
+    return out

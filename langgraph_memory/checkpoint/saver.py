@@ -556,6 +556,10 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
 
         return self._pool.read(_maintenance.list_threads, what="list threads")
 
+    def thread_sizes(self, thread_ids: Sequence[str]) -> dict[str, int]:
+        """Bytes each of ``thread_ids`` holds in the file (checkpoints, channel values, pending writes)."""
+        return self._pool.read(lambda conn: _maintenance.thread_sizes(conn, thread_ids), what="measure threads")
+
     def prune_inactive(
         self, older_than: timedelta, *, strategy: PruneStrategy = "keep_latest"
     ) -> list[str]:

@@ -19,6 +19,7 @@ Live memory:
     langgraph-memory import ./share                    # merge a teammate's bundle
     langgraph-memory ingest papers/ notes.md           # files into memory, deduplicated
     langgraph-memory mcp                               # the MCP server on stdio (--transport http)
+    langgraph-memory ui                                # the memory browser on http://127.0.0.1:8766
 
 Archives and the index:
 
@@ -77,7 +78,7 @@ def _common() -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
     from langgraph_memory._version import __version__
-    from langgraph_memory.cli import _archive, _bundle, _ingest, _lifecycle, _live, _mcp, _research, _threads
+    from langgraph_memory.cli import _archive, _bundle, _ingest, _lifecycle, _live, _mcp, _research, _threads, _ui
 
     common = _common()
     p = argparse.ArgumentParser(
@@ -86,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"langgraph-memory {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (_live, _research, _lifecycle, _threads, _bundle, _ingest, _archive, _mcp):
+    for module in (_live, _research, _lifecycle, _threads, _bundle, _ingest, _archive, _mcp, _ui):
         module.register(sub, common)
     return p
 

@@ -40,7 +40,7 @@ from langgraph_memory.catalog.legacy import has_legacy, import_legacy
 from langgraph_memory._infra.closing import close_all, unwind
 from langgraph_memory.config import Settings
 from langgraph_memory.store.embeddings import _DEFAULT_ALIASES, CachedEmbeddings, SentenceTransformerEmbeddings
-from langgraph_memory.store.ranking import HybridRanking
+from langgraph_memory.store.ranking import HybridRanking, ScoreParts
 from langgraph_memory.errors import (
     ConfigError,
     EmbeddingModelError,
@@ -60,6 +60,7 @@ from langgraph_memory.store.namespaces import list_namespaces, validate_namespac
 from langgraph_memory.store.hybrid import HybridSearch
 from langgraph_memory.store.planner import Plan, Planner
 from langgraph_memory.store.registry import DEFAULT, CollectionRegistry, Default, PLAIN, default_collections
+from langgraph_memory.store.scored import ExplainedHit, ExplainedSearch
 from langgraph_memory.store.ttl import Sweeper
 from langgraph_memory.store.vectors import DEFAULT_BUDGET_BYTES, VectorCache
 from langgraph_memory.store.view import RecordView, ViewClient
@@ -505,6 +506,48 @@ class ChromaStore(BaseStore):
         if self.ranking is not None and query and self.embeddings is not None and plan.strategy != "empty":
             plan.notes.append("hybrid: fused with keyword candidates from the catalog's keyword index")
         return plan
+
+    def search_explained(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        include_retired: bool = False,
+    ) -> ExplainedSearch:
+        """`search()`, each hit with its score parts (cosine, keyword, temporal) and the plan it ran.
+
+        Reads are not noted (no access count, no TTL refresh): looking does not change later rankings.
+
+        Example:
+            >>> found = store.search_explained(("research",), query="momentum", limit=3)  # needs an open store (store)  # doctest: +SKIP
+            >>> [(h.item.key, round(h.parts.cosine, 2)) for h in found.hits]  # depends on the items stored  # doctest: +SKIP
+        """
+        self._check_open()
+        op = self._check_search(self._search_op(namespace_prefix, query, filter, limit, offset, False, include_retired))
+        qvec = self._embed_query(op.query) if op.query and self.embeddings is not None else None
+        hidden = None
+        if not include_retired:
+            with self.catalog.read() as conn:
+                hidden = self._hidden.snapshot(conn)
+        omit = self._omitter(time.time(), hidden)
+        ranking = self.ranking
+        if ranking is not None and qvec is not None and op.query:
+            hits, plan = self.hybrid.run_explained(op, qvec, ranking, omit=omit)
+            kind = "hybrid"
+        else:
+            plain, plan = self.planner.run(op, qvec, omit=omit)
+            hits = [(None if score is None else ScoreParts(score, 0.0, score, None, 0.0, score), it) for score, it in plain]
+            kind = "cosine" if qvec is not None else "none"
+        out = ExplainedSearch(plan=plan, ranking=kind)
+        for parts, it in hits:
+            item = SearchItem(namespace=it.namespace, key=it.key, value=it.value, created_at=_items_dt(it.created_at),
+                              updated_at=_items_dt(it.updated_at), score=parts.final if parts is not None else None)
+            out.hits.append(ExplainedHit(item, parts))
+        return out
 
     def search_by_vector(
         self,

@@ -36,11 +36,11 @@ from langgraph_memory.catalog import Catalog, StoredItem
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import keywords as _keywords
 from langgraph_memory.store.registry import PLAIN, CollectionRegistry, MemoryType
-from langgraph_memory.store.ranking import HybridRanking, calculate_final_score, fuse
+from langgraph_memory.store.ranking import HybridRanking, ScoreParts, score_parts
 from langgraph_memory.store import filters as _filters
 from langgraph_memory.store.planner import Plan, Planner
 
-__all__ = ["Candidate", "Candidates", "HybridSearch", "score_candidates"]
+__all__ = ["Candidate", "Candidates", "HybridSearch", "score_candidates", "explain_candidates"]
 
 logger = logging.getLogger(__name__)
 
@@ -121,10 +121,17 @@ class HybridSearch:
 
     def run(self, op: SearchOp, qvec: np.ndarray, ranking: HybridRanking, *, omit: Omit) -> tuple[list[Hit], Plan]:
         """Run ``op`` with hybrid ranking; return hits (best first, ``offset`` applied) and the plan."""
+        hits, plan = self.run_explained(op, qvec, ranking, omit=omit)
+        return [(parts.final if parts is not None else None, it) for parts, it in hits], plan
+
+    def run_explained(
+        self, op: SearchOp, qvec: np.ndarray, ranking: HybridRanking, *, omit: Omit
+    ) -> tuple[list[tuple[ScoreParts | None, StoredItem]], Plan]:
+        """``run``, each hit with its `ScoreParts` (None: unscored)."""
         found = self.candidates(op, qvec, ranking, omit=omit)
         need = op.offset + op.limit
-        scored = score_candidates(found.items, ranking, now=ranking.clock(), collections=self.collections)
-        hits: list[Hit] = [(score, c.item) for score, c in scored[:need]]
+        scored = explain_candidates(found.items, ranking, now=ranking.clock(), collections=self.collections)
+        hits: list[tuple[ScoreParts | None, StoredItem]] = [(parts, c.item) for parts, c in scored[:need]]
         if len(hits) < need:  # like the vector search: then the matching items without vectors, unscored
             hits.extend((None, it) for it in found.unscored[: need - len(hits)])
         return hits[op.offset : need], found.plan
@@ -137,27 +144,32 @@ def score_candidates(
 
     ``collections`` says each namespace's memory type, which sets how fast it decays.
     """
+    return [(parts.final, c) for parts, c in explain_candidates(cands, ranking, now=now, collections=collections)]
+
+
+def explain_candidates(
+    cands: list[Candidate], ranking: HybridRanking, *, now: float, collections: CollectionRegistry = PLAIN
+) -> list[tuple[ScoreParts, Candidate]]:
+    """Each candidate's score parts (cosine, keyword, temporal, final), best final score first."""
     top_keyword = max((c.keyword for c in cands), default=0.0)
     types: dict[tuple[str, ...], MemoryType] = {}
-    out: list[tuple[float, Candidate]] = []
+    out: list[tuple[ScoreParts, Candidate]] = []
     for c in cands:
-        score = fuse(c.similarity, c.keyword / top_keyword if top_keyword > 0 else 0.0, ranking.keyword_weight)
-        if ranking.temporal is not None:
-            ns = c.item.namespace
-            if ns not in types:
-                types[ns] = collections.for_namespace(ns).memory_type
-            score = calculate_final_score(
-                score,
-                age_hours=(now - c.item.updated_at) / 3600.0,
-                access_count=c.item.access_count,
-                memory_type=types[ns],
-                config=ranking.temporal,
-                temporal_share=ranking.temporal_share,
-            )
-        out.append((score, c))
+        ns = c.item.namespace
+        if ns not in types:
+            types[ns] = collections.for_namespace(ns).memory_type
+        parts = score_parts(
+            c.similarity,
+            c.keyword / top_keyword if top_keyword > 0 else 0.0,
+            ranking,
+            age_hours=(now - c.item.updated_at) / 3600.0,
+            access_count=c.item.access_count,
+            memory_type=types[ns],
+        )
+        out.append((parts, c))
     # Ties (e.g. negative cosines, all clipped to 0) fall back to the similarity, then the item id, as in
     # the vector search: with keywords and decay off the order is the vector search's.
-    out.sort(key=lambda sc: (-sc[0], -sc[1].similarity, sc[1].item.id or 0))
+    out.sort(key=lambda sc: (-sc[0].final, -sc[1].similarity, sc[1].item.id or 0))
     return out
 
 

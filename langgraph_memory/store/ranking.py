@@ -56,6 +56,8 @@ from langgraph_memory.store.registry import MemoryType
 
 __all__ = [
     "HybridRanking",
+    "ScoreParts",
+    "score_parts",
     "fuse",
     "retention",
     "calculate_final_score",
@@ -250,6 +252,52 @@ class HybridRanking:
             raise ValueError(f"HybridRanking.candidates must be a whole number >= 1, got {self.candidates!r}")
         if self.temporal is not None and not isinstance(self.temporal, TemporalConfig):
             raise ValueError(f"HybridRanking.temporal must be a TemporalConfig or None, got {self.temporal!r}")
+
+
+@dataclass(frozen=True)
+class ScoreParts:
+    """Why a search hit scored what it did: each step of the score (see the module docstring).
+
+    ``cosine`` is the raw cosine similarity of the query and the item's best
+    vector; ``keyword`` its BM25 score over the best among the candidates
+    (0 to 1); ``relevance`` the two fused; ``retention`` what age and use
+    left of it (None without temporal weighting); ``final`` the score the
+    search ranked by.
+
+    Example:
+        >>> p = score_parts(0.5, 1.0, HybridRanking(temporal=None))
+        >>> p.relevance, p.final, p.retention
+        (0.8, 0.8, None)
+    """
+
+    cosine: float
+    keyword: float = 0.0
+    relevance: float = 0.0
+    retention: float | None = None
+    temporal_share: float = 0.0
+    final: float = 0.0
+
+
+def score_parts(
+    similarity: float,
+    keyword: float,
+    ranking: HybridRanking,
+    *,
+    age_hours: float = 0.0,
+    access_count: int = 0,
+    memory_type: MemoryType = "episodic",
+) -> ScoreParts:
+    """The `ScoreParts` of one candidate under ``ranking`` (``keyword`` already normalised to [0, 1]).
+
+    ``final`` equals what hybrid search ranks by: `fuse`, then
+    `calculate_final_score` when ``ranking.temporal`` is set.
+    """
+    relevance = fuse(similarity, keyword, ranking.keyword_weight)
+    if ranking.temporal is None:
+        return ScoreParts(similarity, keyword, relevance, None, 0.0, relevance)
+    kept = retention(age_hours, access_count, memory_type, ranking.temporal)
+    final = min(1.0, max(0.0, relevance)) * (1.0 - ranking.temporal_share + ranking.temporal_share * kept)
+    return ScoreParts(similarity, keyword, relevance, kept, ranking.temporal_share, final)
 
 
 def keep_relevant(items: Sequence[S], min_relevance: float | None) -> list[S]:

@@ -1,0 +1,92 @@
+"""The memory browser: look at a memory in a web browser (``langgraph-memory ui``).
+
+Pages: an overview (collections, items over time, disk use, archive runs,
+index status), search with each hit's score parts and the plan, items with
+their history and lineage graph, strategies with their versions, backtest
+metrics and equity curves, lessons (open first), sessions, checkpointer
+threads and the archive. Everything it serves ships in this package
+(templates, one stylesheet, SVG drawn on the server): it works offline.
+
+::
+
+    langgraph-memory --data-dir ./memory ui                 # http://127.0.0.1:8766
+    langgraph-memory ui --allow-writes                      # retire, supersede, reinstate, restore
+
+or from Python::
+
+    from langgraph_memory import Memory
+    from langgraph_memory.ui import serve
+
+    with Memory.open("./memory") as mem:
+        serve(mem, port=8766)
+
+It listens on 127.0.0.1 unless told otherwise; any other address needs a
+token (see `langgraph_memory.ui.security`). It is read-only unless
+``allow_writes``; writes are POSTed forms from its own pages (same origin,
+CSRF token).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import socket
+from collections.abc import Callable
+from typing import Any
+
+from langgraph_memory.errors import ConfigError
+
+__all__ = ["build_app", "serve", "DEFAULT_PORT"]
+
+logger = logging.getLogger(__name__)
+
+#: The default port (the MCP server's default plus one).
+DEFAULT_PORT = 8766
+
+
+def build_app(memory: Any, *, allow_writes: bool = False, token: str | None = None, host: str = "127.0.0.1") -> Any:
+    """The ASGI application (see `langgraph_memory.ui.app.build_app`)."""
+    from langgraph_memory.ui.app import build_app as _build
+
+    return _build(memory, allow_writes=allow_writes, token=token, host=host)
+
+
+def serve(
+    memory: Any,
+    *,
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    token: str | None = None,
+    allow_writes: bool = False,
+    on_listening: Callable[[str], None] | None = None,
+) -> None:
+    """Serve the memory browser until interrupted. ``port=0`` picks a free port; ``on_listening(url)`` once bound.
+
+    Raises:
+        ConfigError: a non-loopback ``host`` without a token, a short token, or a port in use.
+    """
+    import anyio
+    import uvicorn
+
+    from langgraph_memory.ui.security import check_ui_bind
+
+    check_ui_bind(host, token)
+    app = build_app(memory, allow_writes=allow_writes, token=token, host=host)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port") from exc
+    # Listen before announcing the address: a client that connects at once waits in the backlog until
+    # uvicorn accepts, instead of being refused.
+    sock.listen(128)
+    bound = sock.getsockname()[1]
+    url = f"http://{'[' + host + ']' if family == socket.AF_INET6 else host}:{bound}/"
+    logger.info("memory browser at %s", url)
+    if on_listening is not None:
+        on_listening(url)
+    config = uvicorn.Config(app, log_level="warning", lifespan="off")
+    anyio.run(functools.partial(uvicorn.Server(config).serve, sockets=[sock]))

@@ -1,0 +1,333 @@
+"""The memory browser's web application (Starlette): pages, actions, and the checks in front of them.
+
+Pages are rendered on the server (Jinja2 templates, SVG plots); the only
+files the browser loads are the stylesheet and script shipped in
+``langgraph_memory/ui/static``. Handlers that read memory are plain
+functions, which Starlette runs in its thread pool, so a slow read never
+blocks the event loop.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from langgraph_memory.errors import (
+    FilterError,
+    InvalidArgumentError,
+    LangGraphMemoryError,
+    NamespaceError,
+    NotFoundError,
+    ValidationError,
+)
+from langgraph_memory.memory import Memory
+from langgraph_memory.research.collections import COLLECTIONS, GENERAL, collection_by_name, collection_for
+from langgraph_memory.ui import svg
+from langgraph_memory.ui.data import SEARCH_PAGE_SIZE, Browser, page_number
+from langgraph_memory.ui.security import CSRF_COOKIE, TOKEN_COOKIE, Guard
+
+__all__ = ["build_app"]
+
+logger = logging.getLogger(__name__)
+
+NAV = [("/", "Overview"), ("/search", "Search"), ("/strategies", "Strategies"), ("/lessons", "Lessons"),
+       ("/sessions", "Sessions"), ("/threads", "Threads"), ("/archive", "Archive")]
+
+
+def _ns(text: str | None) -> tuple[str, ...]:
+    return tuple(label for label in (text or "").split("/") if label)
+
+
+def _when(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, (int, float)):
+        value = datetime.fromtimestamp(value, tz=UTC)
+    return value.strftime("%Y-%m-%d %H:%M")
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "-"
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return str(n)
+
+
+def item_href(key: str, namespace: tuple[str, ...] | list[str] | None) -> str:
+    """The item page of ``key`` (in ``namespace``)."""
+    url = f"/item/{quote(key, safe='')}"
+    return url + ("?" + urlencode({"ns": "/".join(namespace)}) if namespace else "")
+
+
+def _preview(value: dict[str, Any], n: int = 140) -> str:
+    from langgraph_memory.cli._common import preview
+
+    return preview(value, n)
+
+
+def _environment() -> Environment:
+    env = Environment(loader=PackageLoader("langgraph_memory.ui", "templates"),
+                      autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(when=_when, size=_size, preview=_preview, ns=lambda ns: "/".join(ns or ()),
+                       coll_of=lambda ns: collection_for(tuple(ns or ())).name,
+                       pretty=lambda v: json.dumps(v, indent=2, ensure_ascii=False, default=str),
+                       pct=lambda v: f"{v:.0%}" if isinstance(v, (int, float)) else "-",
+                       f2=lambda v: f"{v:.2f}" if isinstance(v, (int, float)) else "-", num=lambda v: "-" if v is None else f"{v:.3f}")
+    env.globals.update(nav=NAV, item_href=item_href, colors=svg.COLORS)
+    return env
+
+
+class UI:
+    """The routes of one memory browser."""
+
+    def __init__(self, browser: Browser, guard: Guard) -> None:
+        self.b = browser
+        self.guard = guard
+        self.env = _environment()
+
+    # ------------------------------------------------------------ plumbing
+
+    def render(self, request: Request, template: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        cookie = request.cookies.get(CSRF_COOKIE) or request.state.new_csrf
+        html = self.env.get_template(template).render(
+            request=request, path=request.url.path, writes=self.guard.allow_writes,
+            csrf=self.guard.csrf_token(cookie), **ctx)
+        return HTMLResponse(html, status_code=status)
+
+    def page(self, fn: Callable[[Request], Response]) -> Callable[[Request], Any]:
+        """A read-only page: its handler runs in the thread pool; memory errors become error pages."""
+
+        async def endpoint(request: Request) -> Response:
+            try:
+                return await run_in_threadpool(fn, request)
+            except LangGraphMemoryError as exc:
+                return self.error(request, exc)
+            except Exception:  # a bug: logged with its traceback, and the user gets a page that says so
+                logger.exception("the memory browser failed on %s", request.url.path)
+                return self.render(request, "error.html", status=500, title="Internal error",
+                                   message="the server failed on this page; its log has the details")
+
+        return endpoint
+
+    def error(self, request: Request, exc: LangGraphMemoryError) -> Response:
+        status = 404 if isinstance(exc, NotFoundError) else 400 if isinstance(
+            exc, (InvalidArgumentError, FilterError, ValidationError, NamespaceError)) else 500
+        if status == 500:
+            logger.warning("the memory browser could not serve %s: %s", request.url.path, exc)
+        return self.render(request, "error.html", status=status, title=type(exc).__name__, message=str(exc))
+
+    # --------------------------------------------------------------- pages
+
+    def overview(self, request: Request) -> Response:
+        ov = self.b.overview()
+        plot = svg.bars(ov.aggregates.per_day) if ov.aggregates is not None else svg.bars([], empty="being computed")
+        return self.render(request, "overview.html", title="Overview", ov=ov, plot=plot)
+
+    def search(self, request: Request) -> Response:
+        q = request.query_params
+        query = q.get("q", "").strip()
+        ns_text = q.get("ns", "").strip()
+        collection = q.get("collection", "").strip()
+        filter_text = q.get("filter", "").strip()
+        include_retired = q.get("retired") == "1"
+        page = page_number(q.get("page"))
+        namespace = _ns(ns_text)
+        if collection and not namespace:
+            spec = collection_by_name(collection)
+            namespace = (spec.label,) if spec.label else ()
+        filt = None
+        if filter_text:
+            try:
+                filt = json.loads(filter_text)
+            except ValueError as exc:
+                raise FilterError(f"the filter must be JSON, like {{\"severity\": \"major\"}}: {exc}") from None
+            if not isinstance(filt, dict):
+                raise FilterError("the filter must be a JSON object, like {\"severity\": \"major\"}")
+        found = plan = None
+        if query or namespace or filt:
+            found = self.b.search(query or None, namespace=namespace, filter=filt, include_retired=include_retired,
+                                  page=page)
+            plan = self.b.explain(query or None, namespace=namespace, filter=filt)
+        args = {"q": query, "ns": ns_text, "collection": collection, "filter": filter_text,
+                "retired": "1" if include_retired else ""}
+        return self.render(request, "search.html", title="Search", found=found, plan=plan, args=args, page=page,
+                           size=SEARCH_PAGE_SIZE,
+                           collections=[s.name for s in (*COLLECTIONS.values(), GENERAL)],
+                           namespaces=self.b.namespaces()[:500], qs=lambda p: urlencode({**args, "page": p}))
+
+    def item(self, request: Request) -> Response:
+        key = request.path_params["key"]
+        ns = _ns(request.query_params.get("ns")) or None
+        view = self.b.item(key, ns)
+        graph = svg.lineage(view.graph, lambda n: item_href(n.id, n.namespace)) if view.graph else None
+        strategy = view.item.value.get("name") if view.collection == "strategy_library" else None
+        return self.render(request, "item.html", title=f"Item {key}", v=view, graph=graph, strategy=strategy,
+                           message=request.query_params.get("done"))
+
+    def strategies(self, request: Request) -> Response:
+        page = self.b.strategies(page_number(request.query_params.get("page")))
+        return self.render(request, "strategies.html", title="Strategies", p=page)
+
+    def strategy(self, request: Request) -> Response:
+        view = self.b.strategy(request.path_params["name"])
+        points = [{"at": v.created_at, "label": f"v{v.version}", "status": v.status or "gone",
+                   "href": f"#v{v.version}"} for v in view.versions]
+        curves = []
+        for v in view.versions:
+            for bt in v.backtests:
+                pts = (bt.value.get("equity_curve") or {}).get("points") or []
+                if pts:
+                    curves.append((f"v{v.version}" + ("" if bt.value.get("passed") is None
+                                                      else " pass" if bt.value["passed"] else " fail"), pts))
+        return self.render(request, "strategy.html", title=f"Strategy {view.name}", s=view,
+                           timeline=svg.timeline(points, title=f"versions of {view.name}"),
+                           equity=svg.lines(curves[-8:], title=f"equity curves of {view.name}"), n_curves=len(curves))
+
+    def lessons(self, request: Request) -> Response:
+        page, n_open = self.b.lessons(page_number(request.query_params.get("page")))
+        return self.render(request, "lessons.html", title="Lessons", p=page, n_open=n_open)
+
+    def sessions(self, request: Request) -> Response:
+        page = self.b.sessions(page_number(request.query_params.get("page")))
+        return self.render(request, "sessions.html", title="Sessions", p=page)
+
+    def threads(self, request: Request) -> Response:
+        page = self.b.threads(page_number(request.query_params.get("page")))
+        return self.render(request, "threads.html", title="Threads", p=page)
+
+    def archive(self, request: Request) -> Response:
+        return self.render(request, "archive.html", title="Archive", runs=self.b.archive_runs(),
+                           files=self.b.archive_files(), message=request.query_params.get("done"))
+
+    def archive_file(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        page = self.b.archive_contents(name, page_number(request.query_params.get("page")))
+        return self.render(request, "archive_file.html", title=f"Archive {name}", name=name, p=page)
+
+    # ------------------------------------------------------------- actions
+
+    async def action(self, request: Request) -> Response:
+        """POST /action/{what}: retire, reinstate, supersede, restore (with --allow-writes, same origin, CSRF)."""
+        if not self.guard.allow_writes:
+            return PlainTextResponse("this memory browser is read-only: start it with --allow-writes\n", 403)
+        if not self.guard.same_origin(request):
+            return PlainTextResponse("refused: the request did not come from a page of this server\n", 403)
+        form = await request.form()
+        if not self.guard.csrf_ok(request, str(form.get("csrf") or "")):
+            return PlainTextResponse("refused: missing or wrong CSRF token; reload the page and try again\n", 403)
+        what = request.path_params["what"]
+        key = str(form.get("key") or "")
+        ns = _ns(str(form.get("ns") or "")) or None
+        reason = str(form.get("reason") or "").strip()
+        try:
+            if what == "retire":
+                await run_in_threadpool(self.b.retire, key, ns, reason)
+                done = "retired"
+            elif what == "reinstate":
+                await run_in_threadpool(self.b.reinstate, key, ns)
+                done = "reinstated"
+            elif what == "supersede":
+                by = str(form.get("by") or "").strip()
+                if not by:
+                    raise InvalidArgumentError("supersede needs the id of the item that replaces this one")
+                await run_in_threadpool(self.b.supersede, key, by, ns, reason)
+                done = f"superseded by {by}"
+            elif what == "restore":
+                n = await run_in_threadpool(self.b.restore, [key])
+                return RedirectResponse("/archive?" + urlencode({"done": f"restored {n} item(s) with key {key}"}), 303)
+            else:
+                return PlainTextResponse(f"unknown action {what!r}\n", 404)
+        except LangGraphMemoryError as exc:
+            return self.error(request, exc)
+        target = item_href(key, ns)
+        return RedirectResponse(target + ("&" if "?" in target else "?") + urlencode({"done": done}), 303)
+
+    # ----------------------------------------------------------- middleware
+
+    def middleware(self, app: Any) -> Any:
+        guard = self.guard
+
+        async def checked(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            if scope["type"] != "http":
+                await app(scope, receive, send)
+                return
+            request = Request(scope, receive)
+            if not guard.host_ok(request):
+                await PlainTextResponse("refused: unexpected Host header\n", 421)(scope, receive, send)
+                return
+            if guard.query_token_ok(request) and request.method == "GET":
+                # The token came in the address: keep it in a cookie and drop it from the address bar.
+                resp = RedirectResponse(request.url.path, 303)
+                resp.set_cookie(TOKEN_COOKIE, guard.token or "", httponly=True, samesite="strict")
+                await resp(scope, receive, send)
+                return
+            if not guard.token_ok(request):
+                await PlainTextResponse("missing or wrong token: open this server's address with ?token=...\n", 401,
+                                        headers={"www-authenticate": "Bearer"})(scope, receive, send)
+                return
+            new_cookie = None if request.cookies.get(CSRF_COOKIE) else guard.new_csrf_cookie()
+            scope.setdefault("state", {})["new_csrf"] = new_cookie
+
+            async def send_with_cookie(message: dict[str, Any]) -> None:
+                if message["type"] == "http.response.start":
+                    headers = list(message.get("headers") or [])
+                    headers.append((b"x-content-type-options", b"nosniff"))
+                    headers.append((b"x-frame-options", b"DENY"))
+                    headers.append((b"content-security-policy",
+                                    b"default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+                                    b"frame-ancestors 'none'; form-action 'self'"))
+                    if new_cookie is not None:
+                        headers.append((b"set-cookie", f"{CSRF_COOKIE}={new_cookie}; Path=/; HttpOnly; "
+                                                       "SameSite=Strict".encode()))
+                    message = {**message, "headers": headers}
+                await send(message)
+
+            await app(scope, receive, send_with_cookie)
+
+        return checked
+
+
+def build_app(memory: Memory, *, allow_writes: bool = False, token: str | None = None,
+              host: str = "127.0.0.1") -> Any:
+    """The ASGI application browsing ``memory`` (serve it with uvicorn, or `langgraph_memory.ui.serve`).
+
+    Example:
+        >>> app = build_app(mem, allow_writes=False)  # needs an open Memory (mem)  # doctest: +SKIP
+        >>> uvicorn.run(app, host="127.0.0.1", port=8766)  # serves until the process is stopped  # doctest: +SKIP
+    """
+    browser = Browser(memory)
+    browser.refresh()  # the overview's aggregates take seconds on a large memory: start them now
+    ui = UI(browser, Guard(token=token, allow_writes=allow_writes, host=host))
+    routes = [
+        Route("/", ui.page(ui.overview)),
+        Route("/search", ui.page(ui.search)),
+        Route("/item/{key:path}", ui.page(ui.item)),
+        Route("/strategies", ui.page(ui.strategies)),
+        Route("/strategies/{name:path}", ui.page(ui.strategy)),
+        Route("/lessons", ui.page(ui.lessons)),
+        Route("/sessions", ui.page(ui.sessions)),
+        Route("/threads", ui.page(ui.threads)),
+        Route("/archive", ui.page(ui.archive)),
+        Route("/archive/{name:path}", ui.page(ui.archive_file)),
+        Route("/action/{what}", ui.action, methods=["POST"]),
+        Route("/healthz", lambda request: PlainTextResponse("ok\n")),
+        Mount("/static", StaticFiles(packages=[("langgraph_memory.ui", "static")]), name="static"),
+    ]
+    app = Starlette(routes=routes)
+    return ui.middleware(app)

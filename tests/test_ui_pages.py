@@ -1,0 +1,151 @@
+"""The memory browser without a browser: score parts, the lineage drawing, every page over the ASGI app."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
+
+from langgraph_memory.memory import Memory
+from langgraph_memory.ui import svg
+from langgraph_memory.ui.data import GraphNode, LineageGraph
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.fixture
+def mem(data_dir: Path):
+    with Memory.open(data_dir, embeddings=DeterministicFakeEmbedding(size=16)) as m:
+        yield m
+
+
+def _research(mem: Memory) -> dict[str, str]:
+    f = mem.store_research_finding("Momentum decays after earnings", source="technical", confidence=0.8)
+    h = mem.store_hypothesis("20-day momentum survives costs", parent_id=f.id)
+    s1 = mem.store_strategy("mom", "20-day momentum", parent_id=h.id, hypothesis_id=h.id)
+    b1 = mem.store_backtest(s1.id, sharpe=0.4, max_drawdown=0.3, passed=False, equity_curve=[1, 1.1, 0.9, 0.95])
+    lesson = mem.store_lesson("lookback too short: whipsaw", strategy_id=s1.id, backtest_id=b1.id)
+    mem.update_hypothesis(h.id, status="rejected", add_evidence=[b1.id])
+    s2 = mem.store_strategy("mom", "60-day momentum", parent_id=[s1.id, lesson.id], hypothesis_id=h.id)
+    mem.store_backtest(s2.id, sharpe=1.3, max_drawdown=0.12, passed=True, equity_curve=[1, 1.05, 1.2, 1.3])
+    return {"finding": f.id, "lesson": lesson.id, "s1": s1.id, "s2": s2.id, "hypothesis": h.id}
+
+
+def test_search_explained_gives_the_parts_of_the_scores_search_ranks_by(mem: Memory) -> None:
+    for i in range(30):
+        mem.store.put(("memories", "u1"), f"k{i}", {"content": f"note {i} about momentum and whipsaw {i % 3}"})
+    explained = mem.store.search_explained(("memories",), query="whipsaw 2 momentum", limit=10)
+    plain = mem.store.search(("memories",), query="whipsaw 2 momentum", limit=10)  # before its reads count
+    mem.store.flush_access()
+    assert explained.ranking == "hybrid" and "exact" in str(explained.plan)
+    assert [h.item.key for h in explained.hits] == [p.key for p in plain]
+    for h, p in zip(explained.hits, plain, strict=True):
+        parts = h.parts
+        assert parts is not None and parts.final == pytest.approx(p.score, abs=1e-6)
+        assert 0.0 <= parts.keyword <= 1.0 and parts.retention is not None
+        assert parts.relevance == pytest.approx(1 - (1 - max(0.0, parts.cosine)) * (1 - 0.6 * parts.keyword))
+    assert max(h.parts.keyword for h in explained.hits) == 1.0
+    # looking is not using: search_explained records no access
+    before = {it.key: it.access_count for it in mem.store.items.iter_items("memories")}
+    mem.store.search_explained(("memories",), query="whipsaw", limit=5)
+    mem.store.flush_access()
+    assert before == {it.key: it.access_count for it in mem.store.items.iter_items("memories")}
+
+
+def test_lineage_drawing_stays_readable_at_200_nodes() -> None:
+    nodes = {"root": GraphNode("root", "research_findings", ("research",), "the hub finding", "live", "active", 0)}
+    edges = []
+    for i in range(150):
+        nodes[f"h{i}"] = GraphNode(f"h{i}", "hypotheses", ("hypotheses",), f"hypothesis {i} " * 5, "live", "active", 1)
+        edges.append(("root", f"h{i}", "derived_from"))
+    for i in range(49):  # a second level under some of them
+        nodes[f"s{i}"] = GraphNode(f"s{i}", "strategy_library", ("strategies",), f"strategy {i}", "live",
+                                   "retired" if i == 0 else "active", 2)
+        edges.append((f"h{i}", f"s{i}", "derived_from"))
+    graph = LineageGraph("root", nodes, edges)
+    out = str(svg.lineage(graph, lambda n: f"/item/{n.id}"))
+    tree = ET.fromstring(out)
+    links = tree.findall(f"{SVG_NS}a")
+    assert len(links) == 200 and {a.get("href") for a in links} == {f"/item/{n}" for n in nodes}
+    boxes = []
+    for a in links:
+        rect = a.find(f"{SVG_NS}rect")
+        x, y, w, h = (float(rect.get(k)) for k in ("x", "y", "width", "height"))
+        assert w >= 150 and h >= 20  # boxes keep their size; the picture grows instead
+        label = a.find(f"{SVG_NS}text").text
+        assert len(label) <= 34
+        boxes.append((x, y, w, h))
+    boxes.sort()
+    for (x1, y1, _w1, h1), (x2, y2, _w2, _h2) in zip(boxes, boxes[1:], strict=False):
+        assert not (x1 == x2 and y2 < y1 + h1), "two nodes overlap"
+    assert float(tree.get("height")) >= 150 * 20
+    assert len(tree.findall(f"{SVG_NS}path")) == len(edges)
+
+
+def test_plots_are_svg_with_marks() -> None:
+    bars = ET.fromstring(str(svg.bars([(20000, 3), (20003, 5)])))
+    assert len(bars.findall(f".//{SVG_NS}rect")) == 2
+    lines = ET.fromstring(str(svg.lines([("v1", [1.0, 1.2, 0.9]), ("v2", [1.0, 1.1, 1.3])])))
+    assert len(lines.findall(f".//{SVG_NS}path")) == 2
+    assert "no curve" in str(svg.lines([]))
+    text = str(svg.lines([("<script>", [1.0, 2.0])]))
+    assert "<script>" not in text and "&lt;script&gt;" in text
+
+
+def test_every_page_answers_in_process(mem: Memory) -> None:
+    from starlette.testclient import TestClient
+
+    from langgraph_memory.ui import build_app
+
+    ids = _research(mem)
+    client = TestClient(build_app(mem), base_url="http://127.0.0.1")
+    for path in ["/", "/search", "/search?q=whipsaw&collection=lessons_learned", "/strategies", "/strategies/mom",
+                 "/lessons", "/sessions", "/threads", "/archive", f"/item/{ids['s2']}",
+                 f"/item/{ids['lesson']}?ns=lessons", "/static/style.css"]:
+        resp = client.get(path)
+        assert resp.status_code == 200, (path, resp.text[:500])
+    page = client.get("/strategies/mom").text
+    assert page.count('class="curve"') == 2 and "rejected" in page
+    item = client.get(f"/item/{ids['s2']}").text
+    assert len(re.findall(r'<a href="/item/[^"]+" class="node', item)) == 7  # finding, hypothesis, s1, b1, lesson, s2, b2
+    assert client.get("/item/nope").status_code == 404
+    assert client.get("/search?q=x&filter=notjson").status_code == 400
+    assert client.get("/lessons?page=-1").status_code == 400
+    assert client.get("/strategies/unknown").status_code == 404
+    # read-only: the pages offer no action, and a POST is refused
+    assert "/action/" not in item
+    assert client.post("/action/retire", data={"key": ids["s2"]}, headers={"origin": "http://127.0.0.1"}).status_code == 403
+
+
+def test_actions_with_writes_allowed(mem: Memory) -> None:
+    from starlette.testclient import TestClient
+
+    from langgraph_memory.ui import build_app
+
+    ids = _research(mem)
+    client = TestClient(build_app(mem, allow_writes=True), base_url="http://127.0.0.1")
+    page = client.get(f"/item/{ids['finding']}").text
+    csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', page).group(1)
+    own = {"origin": "http://127.0.0.1"}
+
+    def post(action: str, **form: str):
+        return client.post(f"/action/{action}", data={"csrf": csrf, **form}, headers=own, follow_redirects=False)
+
+    assert post("supersede", key=ids["s1"], by=ids["s2"], reason="longer lookback").status_code == 303
+    assert mem.lifecycle.status(ids["s1"]).superseded_by == ids["s2"]
+    assert "superseded" in client.get("/strategies/mom").text
+    assert post("reinstate", key=ids["s1"]).status_code == 303
+    assert mem.lifecycle.status(ids["s1"]) is None
+    assert post("supersede", key=ids["s1"], by="").status_code == 400
+    # retired, archived, then restored from the Archive page
+    assert post("retire", key=ids["finding"], ns="research", reason="bad vendor data").status_code == 303
+    assert mem.archiver.run().total_archived == 1
+    archive = client.get("/archive").text
+    name = re.search(r'href="/archive/([^"]+)"', archive).group(1)
+    assert ids["finding"] in client.get(f"/archive/{name}").text
+    resp = post("restore", key=ids["finding"])
+    assert resp.status_code == 303 and "restored+1" in resp.headers["location"]
+    assert mem.get(ids["finding"]) is not None
