@@ -60,3 +60,7 @@ def real_embeddings():
     emb = SentenceTransformerEmbeddings()
     emb.embed_query("warm up")
     return emb
+
+
+# PostgreSQL servers (scripts/pg.sh): pg_url, pg_database, pg_cluster.
+from tests.helpers.postgres import pg_cluster, pg_database, pg_url  # noqa: E402,F401
