@@ -47,12 +47,12 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _LIST_PAGE = 100  # rows per round trip when list() has no small limit
-_HEADS_TRACKED = 10_000  # (thread, namespace) pairs whose newest checkpoint this process remembers
-_HEADS_PER_THREAD = 64
+_HEADS_TRACKED = 10_000  # empty (thread, namespace) reads remembered for their first put
 # SQLSTATE classes that mean "the server is not there (now)": connection
 # exceptions, and the server shutting down or starting up.
 _UNAVAILABLE_STATES = ("08", "57P01", "57P02", "57P03")
 _CONFLICT_STATE = "LGM01"
+_LATEST = "__lgm_latest__"  # see "conflict detection" below; "__" keys never reach metadata
 
 
 def _redacted(conninfo: str) -> str:
@@ -170,7 +170,7 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
         self._apool_loop: asyncio.AbstractEventLoop | None = None
         self._ready = False
         self._closed = False
-        self._heads: OrderedDict[tuple[str, str], OrderedDict[str | None, None]] = OrderedDict()
+        self._empty: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._heads_lock = threading.Lock()
         self._where = _redacted(self._conninfo) if self._conninfo else "the server"
 
@@ -398,7 +398,7 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
     # -- schema ------------------------------------------------------------
 
     def _setup_on(self, conn: Connection[Any]) -> None:
-        with conn.transaction(), conn.cursor() as cur:
+        with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
             for statement in _schema.preamble(self.schema):
                 cur.execute(statement)
             cur.execute(_schema.version_query(self.schema))
@@ -408,7 +408,7 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
         self._ready = True
 
     async def _asetup_on(self, conn: AsyncConnection[Any]) -> None:
-        async with conn.transaction(), conn.cursor() as cur:
+        async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
             for statement in _schema.preamble(self.schema):
                 await cur.execute(statement)
             await cur.execute(_schema.version_query(self.schema))
@@ -438,40 +438,39 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
         """The version of the tables in the database (0 before :meth:`setup`)."""
 
         def read(conn: Connection[Any]) -> int:
-            row = conn.execute(
-                "SELECT to_regclass(%s)", (f'"{self.schema}".schema_version',)
-            ).fetchone()
-            if row is None or row[0] is None:
-                return 0
-            found = conn.execute(_schema.version_query(self.schema)).fetchone()
-            return int(found[0]) if found else 0
+            with conn.cursor(row_factory=tuple_row) as cur:
+                row = cur.execute("SELECT to_regclass(%s)", (f'"{self.schema}".schema_version',)).fetchone()
+                if row is None or row[0] is None:
+                    return 0
+                found = cur.execute(_schema.version_query(self.schema)).fetchone()
+                return int(found[0]) if found else 0
 
         return self._run(read, "read the schema version")
 
-    # -- conflict tracking ---------------------------------------------------
+    # -- conflict detection -------------------------------------------------
+    #
+    # A graph run starts with get_tuple; LangGraph passes the configurable
+    # keys of the tuple it read on to every put of the run. A read of the
+    # thread's latest checkpoint marks its config with _LATEST, so the puts
+    # of that run (and only those: a replay or fork names its checkpoint_id
+    # and is read without the mark) ask the server to check that the parent
+    # is still the newest. A read that found an empty thread is remembered
+    # here, for the run's first, parentless put.
 
-    def _saw_head(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None) -> None:
-        if not self.check_conflicts:
-            return
-        key = (thread_id, checkpoint_ns)
-        with self._heads_lock:
-            seen = self._heads.get(key)
-            if seen is None:
-                seen = self._heads[key] = OrderedDict()
-                if len(self._heads) > _HEADS_TRACKED:
-                    self._heads.popitem(last=False)
-            else:
-                self._heads.move_to_end(key)
-            seen[checkpoint_id] = None
-            if len(seen) > _HEADS_PER_THREAD:
-                seen.popitem(last=False)
+    def _saw_empty(self, thread_id: str, checkpoint_ns: str) -> None:
+        if self.check_conflicts:
+            with self._heads_lock:
+                self._empty[(thread_id, checkpoint_ns)] = None
+                if len(self._empty) > _HEADS_TRACKED:
+                    self._empty.popitem(last=False)
 
-    def _expects_head(self, args: _sql.PutArgs) -> bool:
+    def _expects_head(self, config: RunnableConfig, args: _sql.PutArgs) -> bool:
         if not self.check_conflicts:
             return False
+        if args.parent_id is not None:
+            return config["configurable"].get(_LATEST) is True
         with self._heads_lock:
-            seen = self._heads.get((args.thread_id, args.checkpoint_ns))
-            return seen is not None and args.parent_id in seen
+            return self._empty.pop((args.thread_id, args.checkpoint_ns), False) is None
 
     # -- reading -----------------------------------------------------------
 
@@ -485,9 +484,14 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
         return self._sql.get_latest, (thread_id, checkpoint_ns), (thread_id, checkpoint_ns)
 
     def _tuple_of(self, row: Sequence[Any] | None, latest: tuple[str, str] | None) -> CheckpointTuple | None:
-        if latest is not None:
-            self._saw_head(latest[0], latest[1], row[2] if row is not None else None)
-        return None if row is None else _sql.row_to_tuple(self.serde, row)
+        if row is None:
+            if latest is not None:
+                self._saw_empty(*latest)
+            return None
+        found = _sql.row_to_tuple(self.serde, row)
+        if latest is not None and self.check_conflicts:
+            found.config["configurable"][_LATEST] = True
+        return found
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names, or the thread's latest; None if absent."""
@@ -617,9 +621,9 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
         writer has stored a newer one since.
         """
         args = _sql.put_args(self.serde, config, checkpoint, metadata, new_versions)
-        params = args.with_expect_head(self._expects_head(args))
+        params = args.with_expect_head(self._expects_head(config, args))
         self._run(lambda conn: conn.execute(self._sql.put, params), "save a checkpoint")
-        return self._after_put(args, params[-1])
+        return self._saved_config(args)
 
     async def aput(
         self,
@@ -630,17 +634,16 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         """Async ``put``: committed before the await returns."""
         args = _sql.put_args(self.serde, config, checkpoint, metadata, new_versions)
-        params = args.with_expect_head(self._expects_head(args))
+        params = args.with_expect_head(self._expects_head(config, args))
 
         async def write(conn: AsyncConnection[Any]) -> None:
             await conn.execute(self._sql.put, params)
 
         await self._arun(write, "save a checkpoint")
-        return self._after_put(args, params[-1])
+        return self._saved_config(args)
 
-    def _after_put(self, args: _sql.PutArgs, checked: bool) -> RunnableConfig:
-        if checked or args.parent_id is None:
-            self._saw_head(args.thread_id, args.checkpoint_ns, args.checkpoint_id)
+    @staticmethod
+    def _saved_config(args: _sql.PutArgs) -> RunnableConfig:
         return {
             "configurable": {
                 "thread_id": args.thread_id,
