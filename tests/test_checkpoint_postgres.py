@@ -390,3 +390,63 @@ def test_stale_writer_in_one_process_gets_a_conflict(saver: PostgresCheckpointer
             other.put(generate_config("fresh"), generate_checkpoint(), generate_metadata(), {})
     finally:
         other.close()
+
+
+# -- faults: the server crashes and comes back ------------------------------------------
+
+
+def test_server_crash_gives_typed_errors_then_reconnects(pg_cluster: Any) -> None:
+    """``pg_ctl stop -m immediate``: typed errors while down, no hang, acknowledged checkpoints kept."""
+    from tests.helpers.postgres import create_database
+
+    from langgraph_memory.errors import CheckpointUnavailableError
+
+    url = create_database(pg_cluster.url)
+    saver = PostgresCheckpointer(url, timeout=3)
+    try:
+        parent = None
+        acked = []
+        for step in range(5):
+            parent = _put(saver, "t", parent=parent, step=step)
+            acked.append(parent["configurable"]["checkpoint_id"])
+        pg_cluster.crash()
+        with pytest.raises(CheckpointUnavailableError, match="unreachable|no connection"):
+            saver.get_tuple(generate_config("t"))
+        with pytest.raises(CheckpointUnavailableError):
+            _put(saver, "t", parent=parent)
+        pg_cluster.start()  # returns once the server accepts connections
+        latest = saver.get_tuple(generate_config("t"))  # the saver reconnects by itself
+        assert latest is not None and latest.config["configurable"]["checkpoint_id"] == acked[-1]
+        assert [t.config["configurable"]["checkpoint_id"] for t in saver.list(generate_config("t"))] == acked[::-1]
+        _put(saver, "t", parent=parent)
+    finally:
+        saver.close()
+
+
+async def test_server_crash_async_path(pg_cluster: Any) -> None:
+    """The same on the async driver, with a graph: the loop is never blocked by the outage."""
+    from tests.helpers.postgres import create_database
+
+    from langgraph_memory.errors import CheckpointUnavailableError
+
+    url = await asyncio.to_thread(create_database, pg_cluster.url)
+    saver = PostgresCheckpointer(url, timeout=3)
+    try:
+        graph = _chat_graph(saver)
+        config: Any = {"configurable": {"thread_id": "a"}}
+        assert (await graph.ainvoke({"messages": [HumanMessage("one")]}, config))["turns"] == 1
+        await asyncio.to_thread(pg_cluster.crash)
+        run = asyncio.create_task(graph.ainvoke({"messages": [HumanMessage("two")]}, config))
+        ticks = 0
+        while not run.done():  # the loop keeps running while the call retries
+            await asyncio.sleep(0.01)
+            ticks += 1
+        with pytest.raises(CheckpointUnavailableError):
+            await run
+        assert ticks > 10
+        await asyncio.to_thread(pg_cluster.start)
+        state = await graph.aget_state(config)
+        assert state.values["turns"] == 1
+        assert (await graph.ainvoke({"messages": [HumanMessage("three")]}, config))["turns"] == 2
+    finally:
+        await saver.aclose()

@@ -47,6 +47,8 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _LIST_PAGE = 100  # rows per round trip when list() has no small limit
+# Longest wait for a pooled connection before asking whether the server is back.
+_SLICE = 1.0
 _HEADS_TRACKED = 10_000  # empty (thread, namespace) reads remembered for their first put
 # SQLSTATE classes that mean "the server is not there (now)": connection
 # exceptions, and the server shutting down or starting up.
@@ -171,6 +173,9 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
         self._ready = False
         self._closed = False
         self._empty: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._inflight = 0  # connections of the sync pool in use by this saver
+        self._ainflight = 0
+        self._retired: list[Any] = []  # old async pools being closed
         self._heads_lock = threading.Lock()
         self._where = _redacted(self._conninfo) if self._conninfo else "the server"
 
@@ -318,8 +323,14 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
             with self._lock:
                 yield self._conn
             return
-        with self._sync_pool().connection(timeout=max(remaining, 0.001)) as conn:
-            yield conn
+        with self._sync_pool().connection(timeout=max(min(remaining, _SLICE), 0.001)) as conn:
+            with self._heads_lock:
+                self._inflight += 1
+            try:
+                yield conn
+            finally:
+                with self._heads_lock:
+                    self._inflight -= 1
 
     @contextlib.asynccontextmanager
     async def _aconnection(self, remaining: float) -> AsyncIterator[AsyncConnection[Any]]:
@@ -329,8 +340,12 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
                 yield self._aconn
             return
         pool = await self._async_pool()
-        async with pool.connection(timeout=max(remaining, 0.001)) as conn:
-            yield conn
+        async with pool.connection(timeout=max(min(remaining, _SLICE), 0.001)) as conn:
+            self._ainflight += 1
+            try:
+                yield conn
+            finally:
+                self._ainflight -= 1
 
     @staticmethod
     def _txn(conn: Connection[Any], always: bool) -> contextlib.AbstractContextManager[Any]:
@@ -355,7 +370,9 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
                 remaining = deadline - time.monotonic()
                 if isinstance(error, CheckpointUnavailableError) and self._retry_allowed() and remaining > 0:
                     logger.debug("retrying to %s after %r", what, exc)
-                    time.sleep(min(delay, remaining))
+                    if isinstance(exc, PoolTimeout) and self._server_is_back(remaining):
+                        continue
+                    time.sleep(min(delay, max(deadline - time.monotonic(), 0)))
                     delay = min(delay * 2, 0.5)
                     continue
                 raise error from exc
@@ -377,10 +394,61 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
                 remaining = deadline - time.monotonic()
                 if isinstance(error, CheckpointUnavailableError) and self._retry_allowed() and remaining > 0:
                     logger.debug("retrying to %s after %r", what, exc)
-                    await asyncio.sleep(min(delay, remaining))
+                    if isinstance(exc, PoolTimeout) and await self._aserver_is_back(remaining):
+                        continue
+                    await asyncio.sleep(min(delay, max(deadline - time.monotonic(), 0)))
                     delay = min(delay * 2, 0.5)
                     continue
                 raise error from exc
+
+    # -- reconnecting ----------------------------------------------------------
+    #
+    # psycopg_pool retries a lost server with exponential backoff (1, 2, 4,
+    # 8 s ...), so after an outage of a few seconds its next attempt can come
+    # long after the server is back. When a pool of ours has no free
+    # connection, this saver is not using all of them (so the pool is not
+    # merely busy) and a direct connection succeeds, the pool is replaced by a
+    # fresh one, which connects at once.
+
+    def _probe_timeout(self, remaining: float) -> int:
+        return max(1, int(min(remaining, 2.0)))
+
+    def _server_is_back(self, remaining: float) -> bool:
+        if not self._owns_pools or self._conninfo is None or self._pool is None:
+            return False
+        with self._heads_lock:
+            if self._inflight >= self.pool_size:
+                return False
+        try:
+            psycopg.connect(self._conninfo, connect_timeout=self._probe_timeout(remaining)).close()
+        except psycopg.Error:
+            return False
+        with self._lock:
+            old, self._pool = self._pool, None
+        logger.info("checkpoint server %s is back: opening a new connection pool", self._where)
+        if old is not None:
+            threading.Thread(target=old.close, name="lgm-pool-close", daemon=True).start()
+        return True
+
+    async def _aserver_is_back(self, remaining: float) -> bool:
+        if not self._owns_pools or self._conninfo is None or self._apool is None:
+            return False
+        if self._ainflight >= self.pool_size:
+            return False
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                self._conninfo, connect_timeout=self._probe_timeout(remaining)
+            )
+            await conn.close()
+        except psycopg.Error:
+            return False
+        old, self._apool, self._apool_loop = self._apool, None, None
+        logger.info("checkpoint server %s is back: opening a new connection pool", self._where)
+        if old is not None:
+            task = asyncio.get_running_loop().create_task(old.close())
+            self._retired.append(task)
+            task.add_done_callback(self._retired.remove)
+        return True
 
     def _run_compat(self, fn: Callable[[SyncConnection], T], what: str) -> T:
         """Run shared SQLite-dialect code (delta, retention) in one transaction."""
