@@ -450,3 +450,51 @@ async def test_server_crash_async_path(pg_cluster: Any) -> None:
         assert (await graph.ainvoke({"messages": [HumanMessage("three")]}, config))["turns"] == 2
     finally:
         await saver.aclose()
+
+
+# -- list() at scale stays an index scan ---------------------------------------------
+
+
+def test_list_with_filter_and_before_is_an_index_scan(saver: PostgresCheckpointer, pg_database: str) -> None:
+    """5,000 checkpoints in one thread among 500 threads: every plan reads an index, never the whole table.
+
+    Without a filter the plan is an index scan in list order that stops at
+    the limit. With a selective metadata filter PostgreSQL may prefer a
+    bitmap scan of the same index bounded by the thread and ``before``.
+
+    Rows are inserted with SQL (generate_series) to build the scale quickly;
+    ``bench/checkpoint_bench.py`` measures list at 10,000 checkpoints per thread.
+    """
+    with psycopg.connect(pg_database, autocommit=True) as conn:
+        conn.execute(
+            f"INSERT INTO {_S}.checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
+            "type, checkpoint, channel_versions, metadata, created_at) "
+            "SELECT 'thread-' || (g % 500), '', lpad(g::text, 12, '0'), NULL, 'msgpack', '\\x80', '{}', "
+            "jsonb_build_object('source', 'loop', 'step', g), extract(epoch from now()) "
+            "FROM generate_series(1, 20000) g"
+        )
+        conn.execute(
+            f"INSERT INTO {_S}.checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
+            "type, checkpoint, channel_versions, metadata, created_at) "
+            "SELECT 'big', '', lpad(g::text, 12, '0'), NULL, 'msgpack', '\\x80', '{}', "
+            "jsonb_build_object('source', CASE WHEN g % 10 = 0 THEN 'input' ELSE 'loop' END, 'step', g), "
+            "extract(epoch from now()) FROM generate_series(1, 5000) g"
+        )
+        conn.execute(f"ANALYZE {_S}.checkpoints")
+    before = {"configurable": {"thread_id": "big", "checkpoint_id": f"{4000:012d}"}}
+    cases = [
+        ({"configurable": {"thread_id": "big", "checkpoint_ns": ""}}, None, before, 10),
+        ({"configurable": {"thread_id": "big", "checkpoint_ns": ""}}, {"source": "input"}, before, 10),
+        ({"configurable": {"thread_id": "big"}}, {"source": "input"}, before, 10),
+        ({"configurable": {"thread_id": "big"}}, None, None, None),
+    ]
+    for config, filter, bef, limit in cases:
+        plan = saver.explain_list(config, filter=filter, before=bef, limit=limit)
+        first = plan.splitlines()
+        scans = [line for line in first if " on checkpoints c" in line]
+        assert scans and all("Index" in line or "Bitmap Heap" in line for line in scans), plan
+        assert "Seq Scan" not in plan, plan
+        if filter is None and limit is not None:
+            assert "Index Scan Backward" in plan and "Sort" not in plan, plan
+    listed = list(saver.list(cases[1][0], filter={"source": "input"}, before=before, limit=3))
+    assert [t.config["configurable"]["checkpoint_id"] for t in listed] == [f"{n:012d}" for n in (3990, 3980, 3970)]

@@ -38,13 +38,17 @@ __all__ = ["Statements", "PutArgs", "put_args", "writes_args", "row_to_tuple", "
 _FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 # The checkpoint, its blobs (channel, type, value as a bytea triple) and its
-# pending writes, for the rows a WHERE clause selects.
+# pending writes, for the rows a WHERE clause selects. The LIMIT 1 (the key
+# is unique anyway) keeps the blob lookup a primary-key probe per channel:
+# joined plainly, the planner may hash-join all of the thread's blobs for
+# every checkpoint returned.
 _SELECT = """SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id,
     c.type, c.checkpoint, c.metadata,
-    (SELECT array_agg(array[convert_to(b.channel, 'UTF8'), convert_to(b.type, 'UTF8'), b.blob])
+    (SELECT array_agg(array[convert_to(v.channel, 'UTF8'), convert_to(b.type, 'UTF8'), b.blob])
        FROM jsonb_each_text(c.channel_versions) AS v(channel, version)
-       JOIN {s}.blobs b ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns
-        AND b.channel = v.channel AND b.version = v.version) AS blobs,
+       CROSS JOIN LATERAL (SELECT b.type, b.blob FROM {s}.blobs b
+         WHERE b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns
+           AND b.channel = v.channel AND b.version = v.version LIMIT 1) b) AS blobs,
     (SELECT array_agg(array[convert_to(w.task_id, 'UTF8'), convert_to(w.channel, 'UTF8'),
             convert_to(coalesce(w.type, ''), 'UTF8'), w.value, convert_to(w.task_path, 'UTF8'),
             convert_to(w.idx::text, 'UTF8')])

@@ -673,6 +673,31 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
         except StopIteration:
             return
 
+    def explain_list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+        analyze: bool = False,
+    ) -> str:
+        """PostgreSQL's plan for the first page ``list`` would read (``EXPLAIN``), as text.
+
+        Example:
+            >>> print(saver.explain_list({"configurable": {"thread_id": "t"}}, limit=10))  # doctest: +SKIP
+            Limit  ->  Index Scan Backward using checkpoints_pkey on checkpoints c ...
+        """
+        sql, params, _size = next(self._list_plan(config, filter, before, limit))
+        verb = "EXPLAIN (ANALYZE, BUFFERS)" if analyze else "EXPLAIN"
+
+        def read(conn: Connection[Any]) -> str:
+            with conn.cursor(row_factory=tuple_row) as cur:
+                cur.execute(f"{verb} {sql}", params)
+                return "\n".join(str(row[0]) for row in cur.fetchall())
+
+        return self._run(read, "explain list")
+
     # -- writing -----------------------------------------------------------
 
     def put(
