@@ -498,3 +498,101 @@ def test_list_with_filter_and_before_is_an_index_scan(saver: PostgresCheckpointe
             assert "Index Scan Backward" in plan and "Sort" not in plan, plan
     listed = list(saver.list(cases[1][0], filter={"source": "input"}, before=before, limit=3))
     assert [t.config["configurable"]["checkpoint_id"] for t in listed] == [f"{n:012d}" for n in (3990, 3980, 3970)]
+
+
+# -- moving threads in: from SQLite, from LangGraph's PostgresSaver ------------------------
+
+
+def _approval_graph(saver: Any) -> Any:
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import interrupt
+    from typing_extensions import TypedDict
+
+    class ApprovalState(TypedDict):
+        request: str
+        approved: bool
+
+    def ask(state: ApprovalState) -> dict[str, Any]:
+        return {"approved": interrupt({"question": f"approve {state['request']}?"}) == "yes"}
+
+    builder = StateGraph(ApprovalState)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", END)
+    return builder.compile(checkpointer=saver)
+
+
+def test_copy_from_sqlite_keeps_every_thread_resumable(tmp_path: Any, pg_database: str) -> None:
+    from langgraph.types import Command
+
+    from langgraph_memory.checkpoint import SqliteCheckpointer
+    from langgraph_memory.checkpoint.postgres import copy_from_sqlite
+    from tests.test_checkpoint import _delta_graph
+
+    path = tmp_path / "checkpoints.sqlite"
+    chat_config: Any = {"configurable": {"thread_id": "chat"}}
+    with SqliteCheckpointer(path) as sqlite_saver:
+        _chat_graph(sqlite_saver).invoke({"messages": [HumanMessage("one")]}, chat_config)
+        _delta_graph(sqlite_saver).invoke({"log": ["start"], "total": 0}, {"configurable": {"thread_id": "d"}})
+        sqlite_saver.prune(["d"])  # leaves hidden rows that the delta state needs
+        _approval_graph(sqlite_saver).invoke({"request": "deploy", "approved": False}, {"configurable": {"thread_id": "ask"}})
+        expected = {
+            t: _delta_graph(sqlite_saver).get_state({"configurable": {"thread_id": t}}).values for t in ("d",)
+        }
+        counts = {t.thread_id: t.checkpoints for t in sqlite_saver.list_threads()}
+
+    report = copy_from_sqlite(tmp_path, pg_database)
+    assert report.threads == 3 and report.checkpoints > 0 and report.writes > 0
+    assert copy_from_sqlite(path, pg_database) == report  # again: harmless, still verified
+
+    with PostgresCheckpointer(pg_database) as saver:
+        assert {t.thread_id: t.checkpoints for t in saver.list_threads()} == counts
+        assert _delta_graph(saver).get_state({"configurable": {"thread_id": "d"}}).values == expected["d"]
+        assert _chat_graph(saver).invoke({"messages": [HumanMessage("two")]}, chat_config)["turns"] == 2
+        final = _approval_graph(saver).invoke(Command(resume="yes"), {"configurable": {"thread_id": "ask"}})
+        assert final == {"request": "deploy", "approved": True}
+
+
+def test_import_from_postgres_saver_then_resume(pg_database: str) -> None:
+    """Threads written by LangGraph's PostgresSaver are imported and resume on PostgresCheckpointer."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from langgraph.types import Command
+
+    from langgraph_memory.checkpoint.postgres import import_from_postgres_saver
+
+    chat_config: Any = {"configurable": {"thread_id": "chat"}}
+    ask_config: Any = {"configurable": {"thread_id": "ask"}}
+    with PostgresSaver.from_conn_string(pg_database) as theirs:
+        theirs.setup()
+        chat = _chat_graph(theirs)
+        chat.invoke({"messages": [HumanMessage("one")]}, chat_config)
+        chat.invoke({"messages": [HumanMessage("two")]}, chat_config)
+        _approval_graph(theirs).invoke({"request": "deploy", "approved": False}, ask_config)
+        before = chat.get_state(chat_config)
+        history = [h.config["configurable"]["checkpoint_id"] for h in chat.get_state_history(chat_config)]
+
+    report = import_from_postgres_saver(pg_database, pg_database)
+    assert report.threads == 2 and report.checkpoints == len(history) + 2
+
+    with PostgresCheckpointer(pg_database) as saver:
+        graph = _chat_graph(saver)
+        assert graph.get_state(chat_config).values == before.values
+        assert [h.config["configurable"]["checkpoint_id"] for h in graph.get_state_history(chat_config)] == history
+        assert graph.invoke({"messages": [HumanMessage("three")]}, chat_config)["turns"] == 3
+        approval = _approval_graph(saver)
+        assert approval.get_state(ask_config).next == ("ask",)
+        assert approval.invoke(Command(resume="yes"), ask_config) == {"request": "deploy", "approved": True}
+
+
+def test_cli_checkpoints_migrate(tmp_path: Any, pg_database: str, capsys: Any) -> None:
+    from langgraph_memory.checkpoint import SqliteCheckpointer
+    from langgraph_memory.cli import main
+
+    with SqliteCheckpointer(tmp_path / "checkpoints.sqlite") as sqlite_saver:
+        for thread in ("a", "b"):
+            _chat_graph(sqlite_saver).invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": thread}})
+    assert main(["checkpoints", "migrate", str(tmp_path), pg_database, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["threads"] == 2 and report["verified"] is True and report["source"] == "SQLite"
+    assert main(["checkpoints", "migrate", str(tmp_path / "nothing-here"), pg_database]) == 2
+    assert main(["checkpoints", "migrate", str(tmp_path), str(tmp_path)]) == 2

@@ -77,7 +77,7 @@ def _common() -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
     from langgraph_memory import __version__
-    from langgraph_memory.cli import _archive, _bundle, _ingest, _lifecycle, _live, _mcp, _threads
+    from langgraph_memory.cli import _archive, _bundle, _ingest, _lifecycle, _live, _mcp, _migrate, _threads
 
     common = _common()
     p = argparse.ArgumentParser(
@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"langgraph-memory {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (_live, _lifecycle, _threads, _bundle, _ingest, _archive, _mcp):
+    for module in (_live, _lifecycle, _threads, _migrate, _bundle, _ingest, _archive, _mcp):
         module.register(sub, common)
     return p
 

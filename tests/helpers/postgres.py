@@ -90,6 +90,11 @@ def create_database(server_url: str) -> str:
     name = f"lgm_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(server_url, autocommit=True, connect_timeout=10) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
+    if server_url.startswith(("postgresql://", "postgres://")):
+        from urllib.parse import urlsplit, urlunsplit
+
+        parts = urlsplit(server_url)
+        return urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, ""))
     params = conninfo_to_dict(server_url)
     params["dbname"] = name
     return make_conninfo(**params)

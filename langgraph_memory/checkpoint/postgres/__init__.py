@@ -15,5 +15,17 @@ from __future__ import annotations
 
 from langgraph_memory.checkpoint.postgres._schema import DEFAULT_SCHEMA, SCHEMA_VERSION
 from langgraph_memory.checkpoint.postgres.saver import PostgresCheckpointer
+from langgraph_memory.checkpoint.postgres.transfer import (
+    TransferReport,
+    copy_from_sqlite,
+    import_from_postgres_saver,
+)
 
-__all__ = ["DEFAULT_SCHEMA", "PostgresCheckpointer", "SCHEMA_VERSION"]
+__all__ = [
+    "DEFAULT_SCHEMA",
+    "PostgresCheckpointer",
+    "SCHEMA_VERSION",
+    "TransferReport",
+    "copy_from_sqlite",
+    "import_from_postgres_saver",
+]
