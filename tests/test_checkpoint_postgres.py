@@ -200,15 +200,23 @@ def test_metadata_is_jsonb_and_filterable(saver: PostgresCheckpointer, pg_databa
 
 
 def test_put_stores_only_new_versions(saver: PostgresCheckpointer, pg_database: str) -> None:
-    """Unchanged channels are not written again: blobs grow by the changed channels only."""
+    """Unchanged channels are not written again: blobs grow by the changed channels only.
+
+    Small scalars (``n``) stay in the checkpoint row and never become blobs.
+    """
     config = generate_config("t")
-    checkpoint = generate_checkpoint(channel_values={"a": "x" * 1000, "b": 1}, channel_versions={"a": 1, "b": 1})
-    first = saver.put(config, checkpoint, generate_metadata(), {"a": 1, "b": 1})
-    second = generate_checkpoint(channel_values={"a": "x" * 1000, "b": 2}, channel_versions={"a": 1, "b": 2})
-    saver.put(first, second, generate_metadata(), {"b": 2})
+    big = {"a": "x" * 1000, "b": ["y"] * 100}
+    checkpoint = generate_checkpoint(channel_values={**big, "n": 1}, channel_versions={"a": 1, "b": 1, "n": 1})
+    first = saver.put(config, checkpoint, generate_metadata(), {"a": 1, "b": 1, "n": 1})
+    assert _count(pg_database, f"SELECT count(*) FROM {_S}.blobs") == 2
+    values = {"a": "x" * 1000, "b": ["z"] * 100, "n": 2}
+    second = generate_checkpoint(channel_values=values, channel_versions={"a": 1, "b": 2, "n": 2})
+    saver.put(first, second, generate_metadata(), {"b": 2, "n": 2})
     assert _count(pg_database, f"SELECT count(*) FROM {_S}.blobs") == 3
     latest = saver.get_tuple(config)
-    assert latest is not None and latest.checkpoint["channel_values"] == {"a": "x" * 1000, "b": 2}
+    assert latest is not None and latest.checkpoint["channel_values"] == values
+    previous = saver.get_tuple(first)
+    assert previous is not None and previous.checkpoint["channel_values"] == {**big, "n": 1}
 
 
 def test_schema_is_versioned_and_refuses_a_newer_one(saver: PostgresCheckpointer, pg_database: str) -> None:

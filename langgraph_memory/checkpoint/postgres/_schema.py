@@ -55,8 +55,6 @@ _V1 = (
         hidden SMALLINT NOT NULL DEFAULT 0,
         PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
     )""",
-    # list(thread) without a namespace, newest first, stays an index scan.
-    "CREATE INDEX checkpoints_thread_order ON {s}.checkpoints (thread_id, checkpoint_id, checkpoint_ns)",
     "CREATE INDEX checkpoints_run_id ON {s}.checkpoints (run_id) WHERE run_id IS NOT NULL",
     """CREATE TABLE {s}.blobs (
         thread_id TEXT NOT NULL,

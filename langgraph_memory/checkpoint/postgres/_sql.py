@@ -123,6 +123,15 @@ def metadata_json(metadata: Mapping[str, Any]) -> str:
     return json.dumps(metadata, ensure_ascii=False, default=_json_default).replace("\\u0000", "")
 
 
+_SMALL_TEXT = 64  # longest string kept in the checkpoint row instead of a blob
+
+
+def _is_small(value: Any) -> bool:
+    if value is None or isinstance(value, (bool, int, float)):
+        return True
+    return isinstance(value, str) and len(value) <= _SMALL_TEXT
+
+
 @dataclass(frozen=True)
 class PutArgs:
     """The parameters of one ``put_checkpoint`` call, and the key it writes."""
@@ -155,19 +164,22 @@ def put_args(
     bversions: list[str] = []
     btypes: list[str] = []
     blobs: list[bytes] = []
+    # Small scalars (counters, flags, short strings) stay in the checkpoint
+    # row, as in PostgresSaver: a blob row and its index entry would cost
+    # more than the value. So does a value whose channel has no version.
+    inline = {k: v for k, v in values.items() if k not in versions or _is_small(v)}
     for channel, version in new_versions.items():
         # A new version without a value (a DeltaChannel between snapshots, a
         # cleared channel) stores nothing: absent reads as empty.
-        if channel in values:
+        if channel in values and channel not in inline:
             type_, blob = serde.dumps_typed(values[channel])
             channels.append(channel)
             bversions.append(str(version))
             btypes.append(type_)
             blobs.append(blob)
     stripped: dict[str, Any] = {k: v for k, v in checkpoint.items() if k != "channel_values"}
-    if any(channel not in versions for channel in values):
-        # A value with no channel version cannot live in blobs; keep it here.
-        stripped["channel_values"] = {k: v for k, v in values.items() if k not in versions}
+    if inline:
+        stripped["channel_values"] = inline
     type_, blob = serde.dumps_typed(stripped)
     delta = _delta.delta_channels_of(full_metadata, versions, values)
     run_id = full_metadata.get("run_id")
@@ -231,11 +243,12 @@ def list_query(
 ) -> tuple[str, list[Any], list[str]]:
     """WHERE clause, its parameters and the ORDER BY keys for ``list``.
 
-    The order follows an index: ``(thread_id, checkpoint_ns, checkpoint_id)``
-    (the primary key) when the namespace is given, ``(thread_id,
-    checkpoint_id, checkpoint_ns)`` when only the thread is, so a thread's
-    list with ``before`` and a limit reads only the rows it returns (plus
-    those a metadata filter skips).
+    With the thread and namespace given (as LangGraph always passes them)
+    the order is the primary key's, ``(thread_id, checkpoint_ns,
+    checkpoint_id)``: a list with ``before`` and a limit reads the index
+    backwards and stops after the rows it returns (plus those a metadata
+    filter skips). With the thread alone, the thread's part of the same
+    index is read and sorted.
     """
     wheres = ["c.hidden = 0"]
     params: list[Any] = []

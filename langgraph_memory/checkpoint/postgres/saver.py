@@ -7,6 +7,7 @@ import contextlib
 import logging
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from datetime import timedelta
@@ -33,6 +34,7 @@ from langgraph_memory.checkpoint import _delta, _maintenance
 from langgraph_memory.checkpoint._maintenance import ThreadInfo
 from langgraph_memory.checkpoint.postgres import _schema, _sql
 from langgraph_memory.checkpoint.postgres._compat import LoopConnection, SyncConnection
+from langgraph_memory.checkpoint.postgres._group import AsyncGroupCommit, GroupCommit
 from langgraph_memory.errors import (
     CheckpointConflictError,
     CheckpointError,
@@ -176,6 +178,11 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
         self._inflight = 0  # connections of the sync pool in use by this saver
         self._ainflight = 0
         self._retired: list[Any] = []  # old async pools being closed
+        # put and put_writes share commits when they arrive together (see _group).
+        self._group = GroupCommit(self._flush)
+        self._agroups: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncGroupCommit] = (
+            weakref.WeakKeyDictionary()
+        )
         self._heads_lock = threading.Lock()
         self._where = _redacted(self._conninfo) if self._conninfo else "the server"
 
@@ -715,7 +722,7 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
         """
         args = _sql.put_args(self.serde, config, checkpoint, metadata, new_versions)
         params = args.with_expect_head(self._expects_head(config, args))
-        self._run(lambda conn: conn.execute(self._sql.put, params), "save a checkpoint")
+        self._group.submit((self._sql.put, params, "save a checkpoint"))
         return self._saved_config(args)
 
     async def aput(
@@ -728,11 +735,7 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
         """Async ``put``: committed before the await returns."""
         args = _sql.put_args(self.serde, config, checkpoint, metadata, new_versions)
         params = args.with_expect_head(self._expects_head(config, args))
-
-        async def write(conn: AsyncConnection[Any]) -> None:
-            await conn.execute(self._sql.put, params)
-
-        await self._arun(write, "save a checkpoint")
+        await self._agroup().submit((self._sql.put, params, "save a checkpoint"))
         return self._saved_config(args)
 
     @staticmethod
@@ -776,7 +779,7 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
         """
         statement = self._writes_statement(config, writes, task_id, task_path)
         if statement is not None:
-            self._run(lambda conn: conn.execute(*statement), "save pending writes")
+            self._group.submit((*statement, "save pending writes"))
 
     async def aput_writes(
         self,
@@ -787,13 +790,69 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
     ) -> None:
         """Async ``put_writes``."""
         statement = self._writes_statement(config, writes, task_id, task_path)
-        if statement is None:
-            return
+        if statement is not None:
+            await self._agroup().submit((*statement, "save pending writes"))
 
-        async def write(conn: AsyncConnection[Any]) -> None:
-            await conn.execute(*statement)
+    # -- group commit ------------------------------------------------------------
 
-        await self._arun(write, "save pending writes")
+    def _agroup(self) -> AsyncGroupCommit:
+        loop = asyncio.get_running_loop()
+        group = self._agroups.get(loop)
+        if group is None:
+            group = self._agroups[loop] = AsyncGroupCommit(self._aflush)
+        return group
+
+    def _flush(self, batch: list[tuple[str, Any, str]]) -> list[BaseException | None]:
+        """Commit writes in one transaction; one error (or None) per write."""
+        if len(batch) == 1:
+            sql, params, what = batch[0]
+            try:
+                self._run(lambda conn: conn.execute(sql, params), what)
+            except Exception as exc:
+                return [exc]
+            return [None]
+
+        def write_all(conn: Connection[Any]) -> None:
+            with conn.pipeline(), conn.transaction():
+                for sql, params, _what in batch:
+                    conn.execute(sql, params)
+
+        try:
+            self._run(write_all, "save checkpoints")
+        except CheckpointUnavailableError as exc:
+            return [exc] * len(batch)
+        except Exception:
+            # One write failed (a conflict, a deadlock between two batches):
+            # commit each alone, so only the failing one reports it.
+            return [self._flush([member])[0] for member in batch]
+        return [None] * len(batch)
+
+    async def _aflush(self, batch: list[tuple[str, Any, str]]) -> list[BaseException | None]:
+        """Async :meth:`_flush`."""
+        if len(batch) == 1:
+            sql, params, what = batch[0]
+
+            async def write(conn: AsyncConnection[Any]) -> None:
+                await conn.execute(sql, params)
+
+            try:
+                await self._arun(write, what)
+            except Exception as exc:
+                return [exc]
+            return [None]
+
+        async def write_all(conn: AsyncConnection[Any]) -> None:
+            async with conn.pipeline(), conn.transaction():
+                for sql, params, _what in batch:
+                    await conn.execute(sql, params)
+
+        try:
+            await self._arun(write_all, "save checkpoints")
+        except CheckpointUnavailableError as exc:
+            return [exc] * len(batch)
+        except Exception:
+            return [(await self._aflush([member]))[0] for member in batch]
+        return [None] * len(batch)
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         """Next channel version: a zero-padded counter plus a random tie-breaker."""
