@@ -604,3 +604,35 @@ def test_cli_checkpoints_migrate(tmp_path: Any, pg_database: str, capsys: Any) -
     assert report["threads"] == 2 and report["verified"] is True and report["source"] == "SQLite"
     assert main(["checkpoints", "migrate", str(tmp_path / "nothing-here"), pg_database]) == 2
     assert main(["checkpoints", "migrate", str(tmp_path), str(tmp_path)]) == 2
+
+
+# -- crash drills (short versions of bench/checkpoint_pg_crash_bench.py) --------------------
+
+
+def test_sigkilled_workers_lose_no_acknowledged_checkpoint(pg_database: str, tmp_path: Any) -> None:
+    """A worker SIGKILLed mid-invoke 3 times: every acknowledged checkpoint is stored, every thread resumes."""
+    from tests.helpers.pg_crash import kill_drill
+
+    with PostgresCheckpointer(pg_database) as s:
+        s.setup()
+    result = kill_drill(pg_database, tmp_path, kills=3, threads=3)
+    assert result.acknowledged > 0 and result.lost == 0
+    assert result.untyped_errors == []
+    assert result.resumed == 3
+
+
+def test_server_stopped_under_four_writers(pg_cluster: Any, tmp_path: Any) -> None:
+    """``pg_ctl stop -m immediate`` under 4 writing processes: typed errors only, nothing lost, all recover."""
+    from tests.helpers.pg_crash import server_drill
+    from tests.helpers.postgres import create_database
+
+    url = create_database(pg_cluster.url)
+    with PostgresCheckpointer(url) as s:
+        s.setup()
+    # The outage outlasts the workers' timeout, so they must see the typed error.
+    result = server_drill(url, pg_cluster, tmp_path, stops=1, workers=4, down_s=4.0, timeout=2.0)
+    assert result.untyped_errors == []
+    assert result.down_errors > 0
+    assert result.lost == 0 and result.acknowledged > 0
+    assert len(result.recovery_s) == 4  # every worker acknowledged again after the restart
+    assert result.resumed == 8
