@@ -165,6 +165,7 @@ def server_drill(
     go = workdir / "go-server"
     procs = [Worker(url, f"w{i}", 2, go, timeout=timeout) for i in range(workers)]
     backs: list[float] = []
+    crashes: list[float] = []
     go.touch()
     result = DrillResult(threads=2 * workers)
     try:
@@ -174,6 +175,7 @@ def server_drill(
                 if not p.wait_for_acks(len(p.acks()) + 2, deadline):
                     raise RuntimeError(f"worker stalled: {p.stop()[-2000:]}")
             time.sleep(rng.uniform(0.0, 0.3))
+            crashes.append(time.monotonic())
             cluster.crash()
             time.sleep(down_s)
             cluster.start()
@@ -197,10 +199,13 @@ def server_drill(
             if line.startswith("down"):
                 result.down_errors += 1
                 began = at - float(line.split()[2])
-                # A call that began after a restart and still failed: not "only while down".
-                if any(began > b for b in backs) and not any(b - down_s - 1 < began < b for b in backs):
-                    if any(0 <= began - b < 60 for b in backs):
+                # The whole failed call ran while the server was up: began after a
+                # restart, failed before the next crash.
+                for i, back in enumerate(backs):
+                    next_crash = crashes[i + 1] if i + 1 < len(crashes) else float("inf")
+                    if back < began and at < next_crash:
                         result.errors_after_restart += 1
+                        break
         result.untyped_errors += [line for _at, line in p.lines if line.startswith("error")]
         if "Traceback" in err and not result.untyped_errors:
             result.untyped_errors.append(err[-1000:])
