@@ -813,9 +813,23 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
             return [None]
 
         def write_all(conn: Connection[Any]) -> None:
-            with conn.pipeline(), conn.transaction():
-                for sql, params, _what in batch:
-                    conn.execute(sql, params)
+            if not conn.autocommit:
+                with conn.transaction():
+                    for sql, params, _what in batch:
+                        conn.execute(sql, params)
+                return
+            # BEGIN and COMMIT as statements of the pipeline: the whole batch is
+            # one round trip (transaction() would add a sync before and after).
+            try:
+                with conn.pipeline():
+                    conn.execute("BEGIN")
+                    for sql, params, _what in batch:
+                        conn.execute(sql, params)
+                    conn.execute("COMMIT")
+            except BaseException:
+                if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    conn.rollback()
+                raise
 
         try:
             self._run(write_all, "save checkpoints")
@@ -842,9 +856,21 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
             return [None]
 
         async def write_all(conn: AsyncConnection[Any]) -> None:
-            async with conn.pipeline(), conn.transaction():
-                for sql, params, _what in batch:
-                    await conn.execute(sql, params)
+            if not conn.autocommit:
+                async with conn.transaction():
+                    for sql, params, _what in batch:
+                        await conn.execute(sql, params)
+                return
+            try:
+                async with conn.pipeline():
+                    await conn.execute("BEGIN")
+                    for sql, params, _what in batch:
+                        await conn.execute(sql, params)
+                    await conn.execute("COMMIT")
+            except BaseException:
+                if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    await conn.rollback()
+                raise
 
         try:
             await self._arun(write_all, "save checkpoints")
