@@ -30,7 +30,6 @@ import argparse
 import asyncio
 import os
 import platform
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -39,8 +38,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import psycopg  # noqa: E402
-from checkpoint_bench import (  # noqa: E402
+import checkpoint_bench
+import psycopg
+from checkpoint_bench import (
     STEPS_PER_INVOKE,
     Row,
     _checkpoint,
@@ -50,17 +50,16 @@ from checkpoint_bench import (  # noqa: E402
     steps_per_second_async,
     steps_per_second_sync,
 )
-from langchain_core.messages import AIMessage  # noqa: E402
-from langgraph.checkpoint.base import BaseCheckpointSaver  # noqa: E402
-from langgraph.checkpoint.postgres import PostgresSaver  # noqa: E402
-from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver  # noqa: E402
-from psycopg.rows import dict_row  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
+from langchain_core.messages import AIMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from psycopg.rows import dict_row
+from rich.console import Console
+from rich.table import Table
 
-import checkpoint_bench  # noqa: E402
-from langgraph_memory.checkpoint.postgres import PostgresCheckpointer  # noqa: E402
-from tests.helpers.postgres import create_database, drop_database  # noqa: E402
+from langgraph_memory.checkpoint.postgres import PostgresCheckpointer
+from tests.helpers.postgres import create_database, drop_database
 
 _THEIR_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations")
 _OUR_TABLES = ('"langgraph_memory".checkpoints', '"langgraph_memory".blobs', '"langgraph_memory".writes',

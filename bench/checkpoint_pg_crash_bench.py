@@ -30,12 +30,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
+from rich.console import Console
+from rich.table import Table
 
-from langgraph_memory.checkpoint.postgres import PostgresCheckpointer  # noqa: E402
-from tests.helpers.pg_crash import kill_drill, server_drill  # noqa: E402
-from tests.helpers.postgres import create_database, start_cluster  # noqa: E402
+from langgraph_memory.checkpoint.postgres import PostgresCheckpointer
+from tests.helpers.pg_crash import kill_drill, server_drill
+from tests.helpers.postgres import create_database, start_cluster
 
 
 def main(argv: list[str] | None = None) -> None:

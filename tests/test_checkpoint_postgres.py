@@ -42,7 +42,6 @@ from tests.test_checkpoint import (  # noqa: F401 (collected here, against Postg
     test_async_thread_activity,
     test_copy_thread_carries_delta_history,
     test_copy_thread_is_independent,
-    test_delete_for_runs_keeps_what_later_runs_need,
     test_delta_history_matches_reference_walk,
     test_get_next_version_increases,
     test_list_across_threads_with_shared_ids,
@@ -51,7 +50,6 @@ from tests.test_checkpoint import (  # noqa: F401 (collected here, against Postg
     test_many_threads_share_one_saver,
     test_metadata_from_config_is_stored,
     test_pending_writes_in_writes_sort_key_order,
-    test_prune_keep_latest_keeps_delta_state,
     test_put_writes_idempotent_and_special_writes_replace,
 )
 from tests.test_checkpoint_graphs import (  # noqa: F401
@@ -390,7 +388,7 @@ def test_stale_writer_in_one_process_gets_a_conflict(saver: PostgresCheckpointer
     # Two first writes to a new thread: the second, stale one is refused too.
     assert saver.get_tuple(generate_config("new")) is None
     saver.put(generate_config("new"), generate_checkpoint(), generate_metadata(), {})
-    other = PostgresCheckpointer(saver._conninfo or "")
+    other = PostgresCheckpointer(saver.database.conninfo or "")
     try:
         assert other.get_tuple(generate_config("fresh")) is None
         saver.put(generate_config("fresh"), generate_checkpoint(), generate_metadata(), {})
@@ -405,9 +403,8 @@ def test_stale_writer_in_one_process_gets_a_conflict(saver: PostgresCheckpointer
 
 def test_server_crash_gives_typed_errors_then_reconnects(pg_cluster: Any) -> None:
     """``pg_ctl stop -m immediate``: typed errors while down, no hang, acknowledged checkpoints kept."""
-    from tests.helpers.postgres import create_database
-
     from langgraph_memory.errors import CheckpointUnavailableError
+    from tests.helpers.postgres import create_database
 
     url = create_database(pg_cluster.url)
     saver = PostgresCheckpointer(url, timeout=3)
@@ -433,9 +430,8 @@ def test_server_crash_gives_typed_errors_then_reconnects(pg_cluster: Any) -> Non
 
 async def test_server_crash_async_path(pg_cluster: Any) -> None:
     """The same on the async driver, with a graph: the loop is never blocked by the outage."""
-    from tests.helpers.postgres import create_database
-
     from langgraph_memory.errors import CheckpointUnavailableError
+    from tests.helpers.postgres import create_database
 
     url = await asyncio.to_thread(create_database, pg_cluster.url)
     saver = PostgresCheckpointer(url, timeout=3)
@@ -636,3 +632,23 @@ def test_server_stopped_under_four_writers(pg_cluster: Any, tmp_path: Any) -> No
     assert result.lost == 0 and result.acknowledged > 0
     assert len(result.recovery_s) == 4  # every worker acknowledged again after the restart
     assert result.resumed == 8
+
+
+async def test_async_path_passes_blockbuster(pg_database: str) -> None:
+    """Under blockbuster (as ``langgraph dev`` runs graphs) no call of the async path blocks the loop.
+
+    Covers opening the pool, setup, graph runs, reads, retention (on a worker
+    thread, its SQL on the loop) and closing.
+    """
+    from blockbuster import blockbuster_ctx
+
+    config: Any = {"configurable": {"thread_id": "bb"}}
+    with blockbuster_ctx():
+        saver = PostgresCheckpointer(pg_database)
+        graph = _chat_graph(saver)
+        assert (await graph.ainvoke({"messages": [HumanMessage("one")]}, config))["turns"] == 1
+        assert (await graph.ainvoke({"messages": [HumanMessage("two")]}, config))["turns"] == 2
+        assert len([h async for h in graph.aget_state_history(config)]) > 2
+        await saver.aprune(["bb"])
+        assert [t.thread_id for t in await saver.alist_threads()] == ["bb"]
+        await saver.aclose()

@@ -43,7 +43,7 @@ class PgCluster:
 
     def _run(self, verb: str) -> str:
         done = subprocess.run(
-            [str(_SCRIPT), verb, str(self.directory)], capture_output=True, text=True, timeout=180
+            [str(_SCRIPT), verb, str(self.directory)], capture_output=True, text=True, timeout=180, check=False
         )
         if done.returncode != 0:
             raise RuntimeError(f"pg.sh {verb} failed: {done.stderr.strip()[-2000:]}")

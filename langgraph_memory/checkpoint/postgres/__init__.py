@@ -23,8 +23,8 @@ from langgraph_memory.checkpoint.postgres.transfer import (
 
 __all__ = [
     "DEFAULT_SCHEMA",
-    "PostgresCheckpointer",
     "SCHEMA_VERSION",
+    "PostgresCheckpointer",
     "TransferReport",
     "copy_from_sqlite",
     "import_from_postgres_saver",

@@ -29,7 +29,7 @@ AsyncFlush = Callable[[list[Any]], Awaitable["list[BaseException | None]"]]
 
 
 class _Item:
-    __slots__ = ("payload", "error", "lead", "done")
+    __slots__ = ("done", "error", "lead", "payload")
 
     def __init__(self, payload: Any, done: Any) -> None:
         self.payload = payload
@@ -84,21 +84,33 @@ class GroupCommit:
 class AsyncGroupCommit:
     """Event-loop twin of :class:`GroupCommit` (one per loop).
 
-    Commits run in a task of their own, so a caller cancelled while waiting
-    never strands the others (its write may still be committed).
+    A write that finds no commit in flight is committed by its own caller,
+    at once. Writes arriving meanwhile queue up and are committed together
+    by a task of their own once it is done, so a caller cancelled while
+    waiting never strands the others (its write may still be committed).
     """
 
     def __init__(self, flush: AsyncFlush) -> None:
         self._flush = flush
         self._queue: list[_Item] = []
         self._task: asyncio.Task[None] | None = None
+        self._leading = False
 
     async def submit(self, payload: Any) -> None:
         loop = asyncio.get_running_loop()
+        if self._task is None and not self._leading:
+            self._leading = True
+            try:
+                (error,) = await self._flush([payload])
+            finally:
+                self._leading = False
+                if self._queue and self._task is None:
+                    self._task = loop.create_task(self._drain())
+            if error is not None:
+                raise error
+            return
         item = _Item(payload, loop.create_future())
         self._queue.append(item)
-        if self._task is None:
-            self._task = loop.create_task(self._drain())
         await asyncio.shield(item.done)
         if item.error is not None:
             raise item.error

@@ -33,7 +33,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph_memory.checkpoint import _delta
 from langgraph_memory.errors import FilterError
 
-__all__ = ["Statements", "PutArgs", "put_args", "writes_args", "row_to_tuple", "list_query"]
+__all__ = ["PutArgs", "Statements", "list_query", "put_args", "row_to_tuple", "writes_args"]
 
 _FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
 

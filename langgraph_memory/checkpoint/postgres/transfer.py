@@ -140,7 +140,7 @@ def copy_from_sqlite(
                     if progress is not None:
                         progress(table, done, expected[table])
 
-        saver._run(copy, "copy checkpoints from SQLite", transaction=True)
+        saver.database.run(copy, "copy checkpoints from SQLite", transaction=True)
         report = TransferReport(len(threads), expected["checkpoints"], expected["blobs"], expected["writes"])
         _verify(saver, threads, expected)
         logger.info("copied %s from %s", report, path)
@@ -163,7 +163,7 @@ def _verify(saver: PostgresCheckpointer, threads: Sequence[str], expected: dict[
                 found[table] = int(row[0]) if row else 0
             return found
 
-    found = saver._run(count, "verify copied checkpoints")
+    found = saver.database.run(count, "verify copied checkpoints")
     if found != expected:
         raise CheckpointError(
             f"copied threads do not match their source: expected rows {expected}, found {found} in PostgreSQL. "
