@@ -17,6 +17,7 @@ Run::
 
     .venv/bin/python bench/checkpoint_bench.py            # full run (a few minutes)
     .venv/bin/python bench/checkpoint_bench.py --quick    # smaller, for a smoke test
+    .venv/bin/python bench/checkpoint_bench.py --postgres # PostgresCheckpointer vs PostgresSaver (checkpoint_pg_bench.py)
 """
 
 from __future__ import annotations
@@ -336,7 +337,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds per saver")
     parser.add_argument("--durability", choices=("normal", "full"), default="normal")
-    args = parser.parse_args(argv)
+    parser.add_argument("--postgres", action="store_true",
+                        help="run the PostgreSQL section instead (bench/checkpoint_pg_bench.py; it takes --url)")
+    args, rest = parser.parse_known_args(argv)
+    if args.postgres:
+        from checkpoint_pg_bench import main as postgres_main
+
+        passed = [*rest, *(["--quick"] if args.quick else []), "--rounds", str(args.rounds), "--repeats", str(args.repeats)]
+        passed += [*(["--invokes", str(args.invokes)] if args.invokes else []),
+                   *(["--long-thread", str(args.long_thread)] if args.long_thread else [])]
+        postgres_main(passed)
+        return
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     ROUNDS = args.rounds
     args.invokes = args.invokes or (100 if args.quick else 500)
     args.long_thread = args.long_thread or (2_000 if args.quick else 10_000)

@@ -27,6 +27,8 @@ __all__ = [
     "FilterError",
     "StoreBackendError",
     "CheckpointError",
+    "CheckpointUnavailableError",
+    "CheckpointConflictError",
     "LineageError",
     "LineageCycleError",
     "NotFoundError",
@@ -89,6 +91,22 @@ class StoreBackendError(LangGraphMemoryError, RuntimeError):
 
 class CheckpointError(LangGraphMemoryError, RuntimeError):
     """The checkpoint database could not be read or written."""
+
+
+class CheckpointUnavailableError(CheckpointError, ConnectionError):
+    """The checkpoint server did not answer within the timeout.
+
+    Nothing the failed call was writing is acknowledged; the call may be
+    retried once the server is back (the checkpointer reconnects by itself).
+    """
+
+
+class CheckpointConflictError(CheckpointError):
+    """Another writer moved the thread on since this one read it.
+
+    Raised instead of storing a second child of the same checkpoint (a forked
+    history). Read the thread again (``graph.invoke`` does) and retry.
+    """
 
 
 class LineageError(LangGraphMemoryError, ValueError):

@@ -69,3 +69,7 @@ def no_blocking() -> Iterator:
 
     with server_blockbuster() as bb:
         yield bb
+
+
+# PostgreSQL servers (scripts/pg.sh): pg_url, pg_database, pg_cluster.
+from tests.helpers.postgres import pg_cluster, pg_database, pg_url  # noqa: E402,F401

@@ -78,7 +78,7 @@ def _common() -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
     from langgraph_memory._version import __version__
-    from langgraph_memory.cli import _archive, _bundle, _ingest, _lifecycle, _live, _mcp, _research, _threads, _ui
+    from langgraph_memory.cli import _archive, _bundle, _ingest, _lifecycle, _live, _mcp, _migrate, _research, _threads, _ui
 
     common = _common()
     p = argparse.ArgumentParser(
@@ -87,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"langgraph-memory {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (_live, _research, _lifecycle, _threads, _bundle, _ingest, _archive, _mcp, _ui):
+    for module in (_live, _research, _lifecycle, _threads, _migrate, _bundle, _ingest, _archive, _mcp, _ui):
         module.register(sub, common)
     return p
 

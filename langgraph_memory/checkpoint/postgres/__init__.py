@@ -1,0 +1,31 @@
+"""The checkpointer on PostgreSQL: LangGraph state shared by every machine.
+
+::
+
+    from langgraph_memory.checkpoint.postgres import PostgresCheckpointer
+
+    with PostgresCheckpointer.from_conn_string("postgresql://postgres@127.0.0.1:5432/postgres") as saver:
+        saver.setup()
+        # graph = builder.compile(checkpointer=saver); graph.invoke(...) or await graph.ainvoke(...)
+
+Needs ``psycopg`` and ``psycopg_pool`` (``pip install 'langgraph-chroma-memory[postgres]'``).
+"""
+
+from __future__ import annotations
+
+from langgraph_memory.checkpoint.postgres._schema import DEFAULT_SCHEMA, SCHEMA_VERSION
+from langgraph_memory.checkpoint.postgres.saver import PostgresCheckpointer
+from langgraph_memory.checkpoint.postgres.transfer import (
+    TransferReport,
+    copy_from_sqlite,
+    import_from_postgres_saver,
+)
+
+__all__ = [
+    "DEFAULT_SCHEMA",
+    "SCHEMA_VERSION",
+    "PostgresCheckpointer",
+    "TransferReport",
+    "copy_from_sqlite",
+    "import_from_postgres_saver",
+]

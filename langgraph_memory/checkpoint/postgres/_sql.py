@@ -1,0 +1,331 @@
+"""SQL of the checkpointer on PostgreSQL, and what turns rows into tuples.
+
+Statements are built once per schema name (:class:`Statements`); the saver's
+sync and async paths run the same text, so they cannot drift apart. Each
+LangGraph call is one round trip: a put is one call of the
+``put_checkpoint`` function, a read joins its blobs and writes in the same
+query.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    PendingWrite,
+    get_checkpoint_id,
+    get_checkpoint_metadata,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from langgraph_memory.checkpoint import _delta
+from langgraph_memory.errors import FilterError
+
+__all__ = ["PutArgs", "Statements", "list_query", "put_args", "row_to_tuple", "writes_args"]
+
+_FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+# The checkpoint, its blobs (channel, type, value as a bytea triple) and its
+# pending writes, for the rows a WHERE clause selects. The LIMIT 1 (the key
+# is unique anyway) keeps the blob lookup a primary-key probe per channel:
+# joined plainly, the planner may hash-join all of the thread's blobs for
+# every checkpoint returned.
+_SELECT = """SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id,
+    c.type, c.checkpoint, c.metadata,
+    (SELECT array_agg(array[convert_to(v.channel, 'UTF8'), convert_to(b.type, 'UTF8'), b.blob])
+       FROM jsonb_each_text(c.channel_versions) AS v(channel, version)
+       CROSS JOIN LATERAL (SELECT b.type, b.blob FROM {s}.blobs b
+         WHERE b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns
+           AND b.channel = v.channel AND b.version = v.version LIMIT 1) b) AS blobs,
+    (SELECT array_agg(array[convert_to(w.task_id, 'UTF8'), convert_to(w.channel, 'UTF8'),
+            convert_to(coalesce(w.type, ''), 'UTF8'), w.value, convert_to(w.task_path, 'UTF8'),
+            convert_to(w.idx::text, 'UTF8')])
+       FROM {s}.writes w WHERE w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns
+        AND w.checkpoint_id = c.checkpoint_id) AS writes
+FROM {s}.checkpoints c"""
+
+
+@dataclass(frozen=True)
+class Statements:
+    """Every statement of the saver for one schema name (already quoted in the text)."""
+
+    schema: str
+    get_by_id: str
+    get_latest: str
+    select: str
+    put: str
+    writes_regular: str
+    writes_special: str
+    writes_both: str
+    delete_thread: str
+    head: str
+
+    @classmethod
+    def for_schema(cls, schema: str) -> Statements:
+        s = f'"{schema}"'
+        select = _SELECT.format(s=s)
+        cols = "(thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value)"
+        unnest = (
+            "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
+            "%s::int[], %s::text[], %s::text[], %s::bytea[])"
+        )
+        pk = "(thread_id, checkpoint_ns, checkpoint_id, task_id, idx)"
+        regular = f"INSERT INTO {s}.writes {cols} {unnest} ON CONFLICT {pk} DO NOTHING"
+        special = (
+            f"INSERT INTO {s}.writes {cols} {unnest} ON CONFLICT {pk} DO UPDATE SET "
+            "channel = EXCLUDED.channel, type = EXCLUDED.type, value = EXCLUDED.value, "
+            "task_path = EXCLUDED.task_path"
+        )
+        return cls(
+            schema=schema,
+            get_by_id=f"{select} WHERE c.thread_id = %s AND c.checkpoint_ns = %s AND c.checkpoint_id = %s "
+            "AND c.hidden = 0",
+            get_latest=f"{select} WHERE c.thread_id = %s AND c.checkpoint_ns = %s AND c.hidden = 0 "
+            "ORDER BY c.checkpoint_id DESC LIMIT 1",
+            select=select,
+            put=f"SELECT {s}.put_checkpoint(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+            "%s::text[], %s::text[], %s::text[], %s::bytea[], %s)",
+            writes_regular=regular,
+            writes_special=special,
+            writes_both=f"WITH r AS ({regular}) {special}",
+            delete_thread=(
+                f"WITH c AS (DELETE FROM {s}.checkpoints WHERE thread_id = %s), "
+                f"b AS (DELETE FROM {s}.blobs WHERE thread_id = %s) "
+                f"DELETE FROM {s}.writes WHERE thread_id = %s"
+            ),
+            head=f"SELECT checkpoint_id FROM {s}.checkpoints WHERE thread_id = %s AND checkpoint_ns = %s "
+            "AND hidden = 0 ORDER BY checkpoint_id DESC LIMIT 1",
+        )
+
+
+def _json_default(value: Any) -> Any:
+    # Metadata is JSONB so list(filter=...) can query it; what JSON cannot
+    # hold (rare: LangGraph writes str/int/float/bool) becomes text.
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    return str(value)
+
+
+def metadata_json(metadata: Mapping[str, Any]) -> str:
+    # JSONB rejects \u0000 in text; LangGraph savers strip it too.
+    return json.dumps(metadata, ensure_ascii=False, default=_json_default).replace("\\u0000", "")
+
+
+_SMALL_TEXT = 64  # longest string kept in the checkpoint row instead of a blob
+
+
+def _is_small(value: Any) -> bool:
+    if value is None or isinstance(value, (bool, int, float)):
+        return True
+    return isinstance(value, str) and len(value) <= _SMALL_TEXT
+
+
+@dataclass(frozen=True)
+class PutArgs:
+    """The parameters of one ``put_checkpoint`` call, and the key it writes."""
+
+    params: list[Any]
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_id: str | None
+
+    def with_expect_head(self, expect: bool) -> list[Any]:
+        return [*self.params, expect]
+
+
+def put_args(
+    serde: SerializerProtocol,
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    new_versions: ChannelVersions,
+) -> PutArgs:
+    """Serialize a checkpoint: only the values of channels in ``new_versions`` become blobs."""
+    configurable = config["configurable"]
+    thread_id = str(configurable["thread_id"])
+    checkpoint_ns = configurable.get("checkpoint_ns", "")
+    full_metadata = get_checkpoint_metadata(config, metadata)
+    values = checkpoint["channel_values"]
+    versions = checkpoint["channel_versions"]
+    channels: list[str] = []
+    bversions: list[str] = []
+    btypes: list[str] = []
+    blobs: list[bytes] = []
+    # Small scalars (counters, flags, short strings) stay in the checkpoint
+    # row, as in PostgresSaver: a blob row and its index entry would cost
+    # more than the value. So does a value whose channel has no version.
+    inline = {k: v for k, v in values.items() if k not in versions or _is_small(v)}
+    for channel, version in new_versions.items():
+        # A new version without a value (a DeltaChannel between snapshots, a
+        # cleared channel) stores nothing: absent reads as empty.
+        if channel in values and channel not in inline:
+            type_, blob = serde.dumps_typed(values[channel])
+            channels.append(channel)
+            bversions.append(str(version))
+            btypes.append(type_)
+            blobs.append(blob)
+    stripped: dict[str, Any] = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+    if inline:
+        stripped["channel_values"] = inline
+    type_, blob = serde.dumps_typed(stripped)
+    delta = _delta.delta_channels_of(full_metadata, versions, values)
+    run_id = full_metadata.get("run_id")
+    parent = configurable.get("checkpoint_id")
+    params = [
+        thread_id,
+        checkpoint_ns,
+        checkpoint["id"],
+        parent,
+        type_,
+        blob,
+        json.dumps({k: str(v) for k, v in versions.items()}),
+        metadata_json(full_metadata),
+        None if run_id is None else str(run_id),
+        time.time(),
+        None if delta is None else json.dumps(delta),
+        channels,
+        bversions,
+        btypes,
+        blobs,
+    ]
+    return PutArgs(params, thread_id, checkpoint_ns, checkpoint["id"], parent)
+
+
+def writes_args(
+    serde: SerializerProtocol,
+    config: RunnableConfig,
+    writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str,
+) -> tuple[str, list[Any]] | None:
+    """Which writes statement to run and its parameters (arrays per column); None if no writes."""
+    if not writes:
+        return None
+    configurable = config["configurable"]
+    key = (
+        str(configurable["thread_id"]),
+        configurable.get("checkpoint_ns", ""),
+        str(configurable["checkpoint_id"]),
+    )
+    regular: list[list[Any]] = [[] for _ in range(9)]
+    special: list[list[Any]] = [[] for _ in range(9)]
+    for idx, (channel, value) in enumerate(writes):
+        write_idx = WRITES_IDX_MAP.get(channel, idx)
+        row = (*key, task_id, task_path, write_idx, channel, *serde.dumps_typed(value))
+        columns = special if write_idx < 0 else regular
+        for column, item in zip(columns, row):
+            column.append(item)
+    if regular[0] and special[0]:
+        return "both", [*regular, *special]
+    if regular[0]:
+        return "regular", regular
+    return "special", special
+
+
+def list_query(
+    statements: Statements,
+    config: RunnableConfig | None,
+    filter: dict[str, Any] | None,
+    before: RunnableConfig | None,
+) -> tuple[str, list[Any], list[str]]:
+    """WHERE clause, its parameters and the ORDER BY keys for ``list``.
+
+    With the thread and namespace given (as LangGraph always passes them)
+    the order is the primary key's, ``(thread_id, checkpoint_ns,
+    checkpoint_id)``: a list with ``before`` and a limit reads the index
+    backwards and stops after the rows it returns (plus those a metadata
+    filter skips). With the thread alone, the thread's part of the same
+    index is read and sorted.
+    """
+    wheres = ["c.hidden = 0"]
+    params: list[Any] = []
+    order = ["checkpoint_id", "thread_id", "checkpoint_ns"]
+    if config is not None:
+        configurable = config.get("configurable", {})
+        wheres.append("c.thread_id = %s")
+        params.append(str(configurable["thread_id"]))
+        order = ["checkpoint_id", "checkpoint_ns"]
+        checkpoint_ns = configurable.get("checkpoint_ns")
+        if checkpoint_ns is not None:
+            wheres.append("c.checkpoint_ns = %s")
+            params.append(checkpoint_ns)
+            order = ["checkpoint_id"]
+        if checkpoint_id := get_checkpoint_id(config):
+            wheres.append("c.checkpoint_id = %s")
+            params.append(checkpoint_id)
+    if filter:
+        for key in filter:
+            if not isinstance(key, str) or not _FILTER_KEY.match(key):
+                raise FilterError(
+                    f"metadata filter key {key!r} is not allowed: use letters, digits, "
+                    "'_', '.' and '-' only."
+                )
+        wheres.append("c.metadata @> %s::jsonb")
+        params.append(metadata_json(filter))
+    if before is not None and (before_id := get_checkpoint_id(before)):
+        wheres.append("c.checkpoint_id < %s")
+        params.append(before_id)
+    return " AND ".join(wheres), params, order
+
+
+def _text(value: bytes | memoryview | None) -> str:
+    return bytes(value).decode() if value is not None else ""
+
+
+def row_to_tuple(serde: SerializerProtocol, row: Sequence[Any]) -> CheckpointTuple:
+    """A ``CheckpointTuple`` from a row of ``Statements.select``."""
+    thread_id, checkpoint_ns, checkpoint_id, parent_id, type_, blob, metadata, blobs, writes = row
+    checkpoint: Checkpoint = serde.loads_typed((type_, bytes(blob)))
+    values = checkpoint.get("channel_values") or {}
+    for channel, btype, value in blobs or ():
+        values[_text(channel)] = serde.loads_typed((_text(btype), None if value is None else bytes(value)))
+    checkpoint["channel_values"] = values
+    pending: list[PendingWrite] = []
+    if writes:
+        decoded = [
+            (_text(path), _text(task), int(_text(idx)), _text(channel), _text(wtype), value)
+            for task, channel, wtype, value, path, idx in writes
+        ]
+        decoded.sort(key=lambda w: writes_sort_key(w[0], w[1], w[2]))
+        pending = [
+            (task, channel, serde.loads_typed((wtype, None if value is None else bytes(value))))
+            for _path, task, _idx, channel, wtype, value in decoded
+        ]
+    if isinstance(metadata, (str, bytes)):
+        metadata = json.loads(metadata)
+    return CheckpointTuple(
+        config={
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": checkpoint_ns,
+                "checkpoint_id": checkpoint_id,
+            }
+        },
+        checkpoint=checkpoint,
+        metadata=cast(CheckpointMetadata, metadata or {}),
+        parent_config=(
+            {
+                "configurable": {
+                    "thread_id": thread_id,
+                    "checkpoint_ns": checkpoint_ns,
+                    "checkpoint_id": parent_id,
+                }
+            }
+            if parent_id
+            else None
+        ),
+        pending_writes=pending,
+    )
