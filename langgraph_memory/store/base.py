@@ -38,7 +38,7 @@ from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.legacy import has_legacy, import_legacy
 from langgraph_memory._infra.closing import close_all, unwind
-from langgraph_memory.config import Settings
+from langgraph_memory.config import MAX_KEY_CHARS, Settings
 from langgraph_memory.store.embeddings import _DEFAULT_ALIASES, CachedEmbeddings, SentenceTransformerEmbeddings
 from langgraph_memory.store.ranking import HybridRanking
 from langgraph_memory.errors import (
@@ -419,11 +419,13 @@ class ChromaStore(BaseStore):
     def put(self, namespace: tuple[str, ...], key: str, value: dict[str, Any], index: Any = None, *, ttl: Any = NOT_PROVIDED) -> None:  # type: ignore[override]
         """Store or update an item (see ``BaseStore.put``); ``value=None`` is refused, use ``delete``."""
         namespace = validate_namespace(namespace, for_write=True)
+        _check_key(key)
         super().put(namespace, key, value, index, ttl=ttl)
 
     async def aput(self, namespace: tuple[str, ...], key: str, value: dict[str, Any], index: Any = None, *, ttl: Any = NOT_PROVIDED) -> None:  # type: ignore[override]
         """Async ``put``."""
         namespace = validate_namespace(namespace, for_write=True)
+        _check_key(key)
         await super().aput(namespace, key, value, index, ttl=ttl)
 
     def search(  # type: ignore[override]
@@ -687,8 +689,7 @@ class ChromaStore(BaseStore):
 
     def _prepare_put(self, op: PutOp) -> PreparedPut:
         ns = validate_namespace(op.namespace, for_write=True)
-        if not isinstance(op.key, str) or not op.key:
-            raise InvalidArgumentError(f"keys must be non-empty strings, got {op.key!r}")
+        _check_key(op.key)
         op = op._replace(namespace=ns)
         spec = self.collections.for_namespace(ns)
         if op.value is None:
@@ -883,6 +884,16 @@ class ChromaStore(BaseStore):
 
     async def __aexit__(self, *exc: object) -> None:
         await asyncio.to_thread(self.close)
+
+
+def _check_key(key: Any) -> None:
+    # LangGraph's BaseStore.put would turn 5 into "5"; a key that comes back changed is refused.
+    if not isinstance(key, str):
+        raise InvalidArgumentError(f"a key must be a string, got {type(key).__name__} {key!r}")
+    if not key:
+        raise InvalidArgumentError("keys must be non-empty strings, got ''")
+    if len(key) > MAX_KEY_CHARS:
+        raise InvalidArgumentError(f"a key has {len(key):,} characters; at most {MAX_KEY_CHARS} are allowed")
 
 
 def _items_dt(ts: float) -> Any:
