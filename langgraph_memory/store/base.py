@@ -46,6 +46,7 @@ from langgraph_memory.errors import (
     EmbeddingModelError,
     InvalidArgumentError,
     LangGraphMemoryError,
+    StorageError,
     StoreBackendError,
     ValidationError,
 )
@@ -808,6 +809,15 @@ class ChromaStore(BaseStore):
             self._access.give_back(pending)
             raise
 
+    def _flush_access_best_effort(self) -> None:
+        # Access counts are bookkeeping the user never asked to be durable: a full disk or a read-only
+        # directory at close drops them with a warning instead of failing a session that only read.
+        try:
+            self.flush_access()
+        except StorageError as exc:
+            self._access.take()
+            logger.warning("access counts of this session were not saved (%s); the stored items are unaffected", exc)
+
     def sweep_ttl(self) -> int:
         """Delete expired items now; return how many were deleted."""
         self._check_open()
@@ -865,7 +875,7 @@ class ChromaStore(BaseStore):
         _OPEN_STORES.discard(self)
         self.stop_ttl_sweeper(timeout=5)
         self._flusher.stop(timeout=5)
-        steps: list[Callable[[], Any]] = [self.flush_access, self.vector_index.close]
+        steps: list[Callable[[], Any]] = [self._flush_access_best_effort, self.vector_index.close]
         if self.embeddings is not None:
             steps.append(self.embeddings.close)
         steps.append(self.catalog.close)
