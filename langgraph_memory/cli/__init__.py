@@ -116,7 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LangGraphMemoryError as exc:
         from rich.markup import escape
 
-        ctx.err.print(f"[red]error:[/] {escape(str(exc))}")
+        # soft_wrap: a path in the message must stay on one line, whatever the terminal's width.
+        ctx.err.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
         return _exit_code(exc)
     except KeyboardInterrupt:
         ctx.err.print("interrupted")

@@ -88,7 +88,7 @@ def _run(ctx: Ctx) -> int:
     for msg in report.recovered:
         ctx.say(f"recovery: {msg}")
     for err in report.errors:
-        ctx.err.print(f"error: {err}", markup=False)
+        ctx.err.print(f"error: {err}", markup=False, soft_wrap=True)
     return EXIT_OK if report.ok else EXIT_ERROR
 
 

@@ -188,7 +188,7 @@ class Ctx:
         Not read as rich markup unless ``markup``: messages quote user text, and ``[...]`` in it must show.
         """
         console = self.err if self.json else self.out
-        console.print(message, markup=markup, highlight=False)
+        console.print(message, markup=markup, highlight=False, soft_wrap=True)  # paths stay whole
 
     def table(self, title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]], *,
               ids: Sequence[str] = ()) -> None:
