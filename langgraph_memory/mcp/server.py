@@ -167,7 +167,7 @@ def serve(
     """Serve ``memory`` until stdin closes (stdio) or the process is interrupted (HTTP).
 
     For HTTP, ``port=0`` picks a free port; ``on_listening(url)`` is called
-    once the socket is bound. The caller keeps ``memory`` and closes it.
+    once the socket listens (a client may connect from then on). The caller keeps ``memory`` and closes it.
 
     Raises:
         ConfigError: an unsafe bind (see `check_bind()`) or an unknown transport.
@@ -193,16 +193,19 @@ def serve(
     except OSError as exc:
         sock.close()
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port") from exc
-    # Listening before on_listening announces the address: a client that connects at once waits in the
-    # backlog until uvicorn accepts, instead of being refused.
-    sock.listen(2048)
-    bound = sock.getsockname()[1]
-    app = server.streamable_http_app(host=host)
-    if token:
-        app = _BearerAuth(app, token)
-    url = f"http://{'[' + host + ']' if family == socket.AF_INET6 else host}:{bound}/mcp"
-    logger.info("serving memory at %s over MCP (streamable HTTP)", url)
-    if on_listening is not None:
-        on_listening(url)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    anyio.run(functools.partial(uvicorn.Server(config).serve, sockets=[sock]))
+    try:
+        # Listen before announcing the address: a client that connects at once then waits in the
+        # backlog until the server accepts, instead of being refused (uvicorn listening again is harmless).
+        sock.listen(2048)
+        bound = sock.getsockname()[1]
+        app = server.streamable_http_app(host=host)
+        if token:
+            app = _BearerAuth(app, token)
+        url = f"http://{'[' + host + ']' if family == socket.AF_INET6 else host}:{bound}/mcp"
+        logger.info("serving memory at %s over MCP (streamable HTTP)", url)
+        if on_listening is not None:
+            on_listening(url)
+        config = uvicorn.Config(app, log_level="warning", lifespan="on")
+        anyio.run(functools.partial(uvicorn.Server(config).serve, sockets=[sock]))
+    finally:
+        sock.close()
