@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import time
 from typing import Any
 
@@ -249,6 +250,12 @@ def _scheduler(ctx: Ctx) -> int:
     a = ctx.args
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     scheduler = BackgroundScheduler()
+    # Installed explicitly: a process started from a background job of a non-interactive shell (a
+    # script, CI, `make test &`) inherits SIGINT as ignored, and then never stopped on Ctrl-C. SIGTERM,
+    # what supervisors send, stops it the same way (the running archive job finishes first).
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
     with ctx.open_memory() as mem:
         try:
             job = schedule_archival(mem.archiver, cron=a.cron, interval=a.interval, scheduler=scheduler, start=True)
@@ -265,4 +272,10 @@ def _scheduler(ctx: Ctx) -> int:
         finally:
             if scheduler.running:
                 scheduler.shutdown(wait=True)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
     return EXIT_OK
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
