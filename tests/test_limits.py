@@ -22,7 +22,11 @@ from langgraph_memory.config import (
     MAX_VALUE_BYTES,
     MAX_VALUE_DEPTH,
 )
-from langgraph_memory.errors import InvalidArgumentError, NamespaceError, ValidationError
+from langgraph_memory.errors import (
+    InvalidArgumentError,
+    NamespaceError,
+    ValidationError,
+)
 from langgraph_memory.mcp.server import MemoryTools
 from langgraph_memory.store import ChromaStore
 
@@ -77,7 +81,7 @@ def test_mcp_tools_follow_the_same_limits(data_dir: Path, fake_embeddings) -> No
         with pytest.raises(ValidationError, match="at most 1,000,000"):
             tools.store_memory("x" * MAX_VALUE_BYTES)
         with pytest.raises(ValidationError, match="at most 1,000,000"):
-            tools.store_research_finding("x" * MAX_VALUE_BYTES)
+            tools.store_research_finding(content="x" * MAX_VALUE_BYTES)
 
 
 def test_cli_refuses_a_namespace_past_the_limit(data_dir: Path, tmp_path: Path, capsys) -> None:

@@ -5,6 +5,7 @@ the square of the depth."""
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,7 @@ def test_as_dict_of_a_deep_chain_goes_through_json(chain, fake_embeddings) -> No
     assert [a["id"] for a in leaf["ancestors"]] == ids[:-1]
     rows = root["descendants"]
     assert rows[0]["id"] == ids[1] and rows[0]["parent"] == ids[0]
-    assert all(r["parent"] == p["id"] for p, r in zip(rows, rows[1:]))  # a chain: each row's parent precedes it
+    assert all(r["parent"] == p["id"] for p, r in pairwise(rows))  # a chain: each row's parent precedes it
     assert rows[-1]["depth"] == len(rows)
 
 

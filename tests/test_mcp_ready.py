@@ -32,7 +32,6 @@ def test_announced_address_accepts_connections(data_dir: Path, fake_embeddings) 
             connected.append(True)
         raise _Stop  # stop before serving; serve must release its socket
 
-    with Memory.open(data_dir, embeddings=fake_embeddings) as mem:
-        with pytest.raises(_Stop):
-            serve(mem, transport="http", port=0, token="t" * 32, on_listening=on_listening)
+    with Memory.open(data_dir, embeddings=fake_embeddings) as mem, pytest.raises(_Stop):
+        serve(mem, transport="http", port=0, token="t" * 32, on_listening=on_listening)
     assert connected == [True]

@@ -9,11 +9,15 @@ naming the path inside the value, and nothing is written.
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
-from langgraph_memory.errors import InvalidArgumentError, LangGraphMemoryError, ValidationError
+from langgraph_memory.errors import (
+    InvalidArgumentError,
+    LangGraphMemoryError,
+    ValidationError,
+)
 from langgraph_memory.store import ChromaStore
 
 
@@ -38,7 +42,7 @@ async def test_a_non_string_key_is_refused_async(store: ChromaStore) -> None:
         ({"a": [1.0, math.inf]}, "value['a'][1]", "inf"),
         ({"a": {1, 2}}, "value['a']", "set"),
         ({"a": b"raw"}, "value['a']", "bytes"),
-        ({"when": datetime(2026, 1, 1, tzinfo=timezone.utc)}, "value['when']", "isoformat"),
+        ({"when": datetime(2026, 1, 1, tzinfo=UTC)}, "value['when']", "isoformat"),
         ({"a": object()}, "value['a']", "object"),
     ],
 )

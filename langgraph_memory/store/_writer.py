@@ -11,7 +11,6 @@ after the commit is logged and repaired later, never reported as a failed put.
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
@@ -25,7 +24,7 @@ from langgraph_memory.catalog import Catalog
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.store.registry import CollectionSpec
-from langgraph_memory.errors import EmbeddingModelError, InvalidArgumentError, ModelMismatchError, ValidationError
+from langgraph_memory.errors import EmbeddingModelError, InvalidArgumentError, ModelMismatchError
 from langgraph_memory.store.index import ChromaIndex, IndexUnavailable
 from langgraph_memory.store.records import text_path
 from langgraph_memory.store.values import dumps_checked
