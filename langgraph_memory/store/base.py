@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import concurrent.futures
 import logging
 import os
 import threading
@@ -61,7 +60,7 @@ from langgraph_memory.store.namespaces import list_namespaces, validate_namespac
 from langgraph_memory.store.hybrid import HybridSearch
 from langgraph_memory.store.planner import Plan, Planner
 from langgraph_memory.store.registry import DEFAULT, CollectionRegistry, Default, PLAIN, default_collections
-from langgraph_memory.store.ttl import Sweeper
+from langgraph_memory.store.ttl import Sweeper, SweeperFuture
 from langgraph_memory.store.vectors import DEFAULT_BUDGET_BYTES, VectorCache
 from langgraph_memory.store.view import RecordView, ViewClient
 
@@ -844,13 +843,15 @@ class ChromaStore(BaseStore):
                 if (refreshed := self._access.expiry(it.id or -1)) is None or refreshed < now
             )
 
-    def start_ttl_sweeper(self, sweep_interval_minutes: int | None = None) -> concurrent.futures.Future[None]:
+    def start_ttl_sweeper(self, sweep_interval_minutes: int | None = None) -> SweeperFuture:
         """Sweep expired items every ``sweep_interval_minutes`` (default from ``ttl``, else 5).
 
         Returns a ``concurrent.futures.Future``; cancelling it stops the sweeper.
+        In async code ``await store.start_ttl_sweeper()`` returns the same
+        handle at once, the sweeper running (as LangGraph's async stores do).
         """
         if not self.ttl_config:
-            done: concurrent.futures.Future[None] = concurrent.futures.Future()
+            done = SweeperFuture()
             done.set_result(None)
             return done
         minutes = float(sweep_interval_minutes or self.ttl_config.get("sweep_interval_minutes") or 5)
