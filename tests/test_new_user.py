@@ -1,0 +1,52 @@
+"""What a new user trips on: wrong argument types and natural habits give typed errors that say what to do."""
+
+from __future__ import annotations
+
+import inspect
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from langgraph_memory import Memory
+from langgraph_memory.archive import schedule_archival
+from langgraph_memory.checkpoint import SqliteCheckpointer
+from langgraph_memory.errors import ConfigError, InvalidArgumentError, LangGraphMemoryError
+from langgraph_memory.graph.nodes import recall_node, store_node
+
+
+def test_memory_open_with_a_number() -> None:
+    with pytest.raises(InvalidArgumentError, match="path"):
+        Memory.open(42)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [123, 4.5, None, [("a",), 7], (1, 2)])
+def test_nodes_with_a_namespace_that_is_not_one(bad) -> None:
+    with pytest.raises(InvalidArgumentError, match="namespace"):
+        recall_node(bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="namespace"):
+        store_node(bad)  # type: ignore[arg-type]
+
+
+def test_checkpointer_given_a_connection_says_to_give_the_path(tmp_path: Path) -> None:
+    path = tmp_path / "cp.sqlite"
+    conn = sqlite3.connect(path)
+    try:
+        with pytest.raises(ConfigError) as info:
+            SqliteCheckpointer(conn)  # type: ignore[arg-type]
+        assert "sqlite3.Connection" in str(info.value) and str(path) in str(info.value)
+    finally:
+        conn.close()
+
+
+def test_checkpointer_from_a_folder_says_it_is_a_folder(tmp_path: Path) -> None:
+    with pytest.raises(LangGraphMemoryError) as info:
+        SqliteCheckpointer.from_conn_string(tmp_path)
+    message = str(info.value)
+    assert "folder" in message or "directory" in message
+    assert "permission" not in message.lower()
+
+
+def test_schedule_archival_shows_its_options() -> None:
+    params = inspect.signature(schedule_archival).parameters
+    assert "interval" in params and "cron" in params
