@@ -49,3 +49,15 @@ def test_dotted_filter_keys_reach_nested_values(store: ChromaStore) -> None:
     ]:
         assert sorted(i.key for i in store.search(("t",), filter=filter)) == keys, filter
         assert sorted(i.key for i in store.search(("t",), query="q", filter=filter)) == keys, filter
+
+
+def test_store_embeddings_is_the_users_object(data_dir: Path) -> None:
+    emb = DeterministicFakeEmbedding(size=FAKE_DIMS)
+    with ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": emb}) as store:
+        assert store.embeddings is emb
+        store.put(("notes",), "a", {"text": "hello"})
+        store.put(("notes",), "b", {"text": "hello"})
+        assert store.cached_embeddings is not None and store.cached_embeddings.inner is emb
+        assert store.cached_embeddings.hits >= 1  # the second equal text came from the cache
+    with ChromaStore(data_dir=data_dir / "plain") as plain:
+        assert plain.embeddings is None and plain.cached_embeddings is None

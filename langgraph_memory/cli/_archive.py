@@ -230,7 +230,7 @@ def _index_reindex(ctx: Ctx) -> int:
     # then every vector left is re-embedded, for a model that changed under the same name.
     with ChromaStore(data_dir=settings.data_dir, index=index, reindex=True) as store, ctx.progress() as update:
         n = store.reindex(progress=lambda done, total: update("re-embed", done, total))
-        model = store.embeddings.model_id if store.embeddings is not None else None
+        model = store.cached_embeddings.model_id if store.cached_embeddings is not None else None
     if ctx.json:
         ctx.emit({"vectors": n, "model": model})
     else:

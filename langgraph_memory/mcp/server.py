@@ -152,7 +152,7 @@ class _BearerAuth:
 
 def _warm_up(memory: Memory) -> None:
     """Load the embedding model in the background, so the first call does not wait for it."""
-    inner = getattr(memory.store.embeddings, "inner", None)
+    inner = getattr(memory.store.cached_embeddings, "inner", None)
     load = getattr(inner, "load", None)
     if callable(load):
         threading.Thread(target=load, name="lgm-model-load", daemon=True).start()

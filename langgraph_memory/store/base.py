@@ -255,7 +255,8 @@ class ChromaStore(BaseStore):
         self.settings = settings if settings is not None else Settings.resolve(data_dir, lock_timeout=lock_timeout)
         self.ttl_config = ttl
         self.index_config: dict[str, Any] | None = None
-        self.embeddings: CachedEmbeddings | None = None
+        # The model behind the embedding cache; `embeddings` is the object given in index= (see below).
+        self.cached_embeddings: CachedEmbeddings | None = None
         fields: list[tuple[str, Any]] = []
         dims: int | None = None
         if index:
@@ -265,7 +266,7 @@ class ChromaStore(BaseStore):
                 raise ConfigError("index config needs 'embed': an Embeddings, a function, or a model name")
             self.index_config = dict(index)
             inner = _make_embeddings(index["embed"])
-            self.embeddings = CachedEmbeddings(inner, path=self.settings.embedding_cache_path)
+            self.cached_embeddings = CachedEmbeddings(inner, path=self.settings.embedding_cache_path)
             dims = index.get("dims")
             if dims is None and isinstance(inner, SentenceTransformerEmbeddings):
                 dims = inner.dims
@@ -284,7 +285,7 @@ class ChromaStore(BaseStore):
             self.settings.ensure_dirs()
             self.catalog = Catalog(self.settings.catalog_path, timeout=self.settings.lock_timeout, durability=durability)
             opened.append(self.catalog.close)
-            model = self.embeddings.model_id if self.embeddings is not None else None
+            model = self.cached_embeddings.model_id if self.cached_embeddings is not None else None
             if client is None and has_legacy(self.settings.chroma_dir, self.catalog):
                 import_legacy(
                     self.settings.chroma_dir, self.settings.data_dir, self.catalog, model, dims, collections.names()
@@ -305,8 +306,8 @@ class ChromaStore(BaseStore):
             if reindex:
                 self._reembed(everything=False, progress=True)
         except BaseException:
-            if self.embeddings is not None:
-                opened.insert(0, self.embeddings.close)
+            if self.cached_embeddings is not None:
+                opened.insert(0, self.cached_embeddings.close)
             unwind(opened, "store open")
             raise
         self._access = AccessLog()
@@ -327,6 +328,20 @@ class ChromaStore(BaseStore):
         _OPEN_STORES.add(self)
 
     # ------------------------------------------------------------------ setup
+
+    @property
+    def embeddings(self) -> Embeddings | None:
+        """The `Embeddings` given in ``index=`` (where LangGraph's stores keep it), or None without an index.
+
+        The store embeds through `cached_embeddings`, which wraps this object
+        with the embedding cache of the data directory.
+
+        Examples:
+            >>> emb = DeterministicFakeEmbedding(size=8)                      # doctest: +SKIP
+            >>> ChromaStore(index={"dims": 8, "embed": emb}).embeddings is emb   # doctest: +SKIP
+            True
+        """
+        return self.cached_embeddings.inner if self.cached_embeddings is not None else None
 
     @classmethod
     def default_index(cls, model_name: str | None = None) -> IndexConfig:
@@ -392,7 +407,7 @@ class ChromaStore(BaseStore):
             >>> store.collection("lessons").get(include=["documents"])["documents"]  # needs an open store (store) holding the items named  # doctest: +SKIP
             ['Short lookbacks whipsaw in volatile regimes']
         """
-        embed = self._embed_query if self.embeddings is not None else None
+        embed = self._embed_query if self.cached_embeddings is not None else None
         hidden = None if include_retired else self._hidden.snapshot
         return RecordView(self.catalog, self.vector_index, self.collections.by_name(label_or_name).name, embed, hidden=hidden)
 
@@ -406,12 +421,12 @@ class ChromaStore(BaseStore):
         Examples:
             >>> retriever = store.as_vectorstore("research").as_retriever()  # needs an open store (store) holding the items named  # doctest: +SKIP
         """
-        if self.embeddings is None:
+        if self.cached_embeddings is None:
             raise ConfigError("as_vectorstore needs a store built with index= (an embedding model)")
         from langchain_chroma import Chroma
 
         view = self.collection(label_or_name, include_retired=include_retired)
-        return Chroma(client=ViewClient(view), collection_name=view.name, embedding_function=self.embeddings,
+        return Chroma(client=ViewClient(view), collection_name=view.name, embedding_function=self.cached_embeddings,
                       create_collection_if_not_exists=False)
 
     # ------------------------------------------------------------ public ops
@@ -450,7 +465,7 @@ class ChromaStore(BaseStore):
         op = self._check_search(
             self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl, include_retired)
         )
-        qvec = self._embed_query(op.query) if op.query and self.embeddings is not None else None
+        qvec = self._embed_query(op.query) if op.query and self.cached_embeddings is not None else None
         found = self._run_search(op, qvec, time.time())
         self._start_flusher()
         return found
@@ -503,8 +518,8 @@ class ChromaStore(BaseStore):
             exact over memories; 100 items in scope; ~100 candidates
         """
         op = self._check_search(SearchOp(namespace_prefix, filter, limit, offset, query))
-        plan = self.planner.explain(op, has_query=bool(query) and self.embeddings is not None)
-        if self.ranking is not None and query and self.embeddings is not None and plan.strategy != "empty":
+        plan = self.planner.explain(op, has_query=bool(query) and self.cached_embeddings is not None)
+        if self.ranking is not None and query and self.cached_embeddings is not None and plan.strategy != "empty":
             plan.notes.append("hybrid: fused with keyword candidates from the catalog's keyword index")
         return plan
 
@@ -580,9 +595,9 @@ class ChromaStore(BaseStore):
         return self._reembed(everything=True, progress=progress)
 
     def _reembed(self, *, everything: bool, progress: bool | Callable[[int, int], None]) -> int:
-        if self.embeddings is None or self._dims is None:
+        if self.cached_embeddings is None or self._dims is None:
             raise ConfigError("re-embedding needs a store built with index= (an embedding model)")
-        emb = self.embeddings
+        emb = self.cached_embeddings
         n = reembed(
             self.catalog,
             lambda texts: _embedded(lambda: emb.inner.embed_documents(texts), f"{len(texts)} texts"),
@@ -605,9 +620,9 @@ class ChromaStore(BaseStore):
         return self._execute(prep, doc_vecs, query_vecs)
 
     def _embed_documents(self, texts: list[str]) -> list[list[float]]:
-        if not texts or self.embeddings is None:
+        if not texts or self.cached_embeddings is None:
             return []
-        emb = self.embeddings
+        emb = self.cached_embeddings
         return _embedded(lambda: emb.embed_documents(texts), f"{len(texts)} texts")
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -615,8 +630,8 @@ class ChromaStore(BaseStore):
         prep = await asyncio.to_thread(self._prepare, list(ops))
         doc_vecs: list[list[float]] = []
         query_vecs: dict[str, np.ndarray] = {}
-        if self.embeddings is not None:
-            emb = self.embeddings
+        if self.cached_embeddings is not None:
+            emb = self.cached_embeddings
             if prep.texts:
                 doc_vecs = await _aembedded(emb.aembed_documents(prep.texts), f"{len(prep.texts)} texts")
             if prep.queries:
@@ -629,8 +644,8 @@ class ChromaStore(BaseStore):
         return self._writer.write(prep.puts, self._embed_documents(prep.texts), now=time.time(), before=before)
 
     def _embed_query(self, query: str) -> np.ndarray:
-        assert self.embeddings is not None
-        emb = self.embeddings
+        assert self.cached_embeddings is not None
+        emb = self.cached_embeddings
         vec = _embedded(lambda: emb.embed_query(query), "a query")
         return check_vectors([vec], self._dims, "a query")[0]
 
@@ -662,7 +677,7 @@ class ChromaStore(BaseStore):
             elif isinstance(op, SearchOp):
                 op = self._check_search(op)
                 prep.searches.append((i, op))
-                if op.query and self.embeddings is not None:
+                if op.query and self.cached_embeddings is not None:
                     queries[op.query] = None
             elif isinstance(op, ListNamespacesOp):
                 for cond in op.match_conditions or ():
@@ -877,8 +892,8 @@ class ChromaStore(BaseStore):
         self.stop_ttl_sweeper(timeout=5)
         self._flusher.stop(timeout=5)
         steps: list[Callable[[], Any]] = [self._flush_access_best_effort, self.vector_index.close]
-        if self.embeddings is not None:
-            steps.append(self.embeddings.close)
+        if self.cached_embeddings is not None:
+            steps.append(self.cached_embeddings.close)
         steps.append(self.catalog.close)
         if self._tempdir is not None:
             steps.append(self._tempdir.cleanup)
