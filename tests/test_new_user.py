@@ -50,3 +50,22 @@ def test_checkpointer_from_a_folder_says_it_is_a_folder(tmp_path: Path) -> None:
 def test_schedule_archival_shows_its_options() -> None:
     params = inspect.signature(schedule_archival).parameters
     assert "interval" in params and "cron" in params
+
+
+def test_a_label_one_letter_from_a_typed_collection_warns(store, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="langgraph_memory.store.base"):
+        store.put(("lesson",), "k", {"text": "x"})  # typed label: "lessons"
+        store.search(("strategy",), query="momentum")  # typed label: "strategies"
+        store.search(("lessonz",), query="momentum")
+        store.put(("notes",), "k", {"text": "x"})  # far from every label: no warning
+    warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any("'lesson'" in m and "'lessons'" in m for m in warned), warned
+    assert any("'lessonz'" in m for m in warned), warned
+    assert any("'strategy'" in m and "'strategies'" in m for m in warned), warned
+    assert not any("'notes'" in m for m in warned), warned
+    # Once per label: a second put says nothing new.
+    caplog.clear()
+    store.put(("lesson",), "k2", {"text": "y"})
+    assert not caplog.records

@@ -321,6 +321,7 @@ class ChromaStore(BaseStore):
         self.items = StoreItems(self.catalog, self._writer, self.flush_access, self._put_many, collections)
         self._flusher = Sweeper("lgm-access-flush", self.flush_access, access_flush_interval)
         self._ttl_sweeper: Sweeper | None = None
+        self._near_labels_warned: set[str] = set()
         self._close_lock = threading.Lock()
         self._lineage: LineageStore | None = None
         # Retired and superseded items, hidden from searches (cached until a status changes).
@@ -655,6 +656,7 @@ class ChromaStore(BaseStore):
 
     def _check_search(self, op: SearchOp) -> SearchOp:
         prefix = validate_namespace(op.namespace_prefix, for_write=False)
+        self._warn_near_label(prefix)
         _filters.validate_filter(op.filter)
         limit = _count(op.limit, "limit")
         offset = _count(op.offset, "offset")
@@ -702,10 +704,25 @@ class ChromaStore(BaseStore):
         prep.queries = list(queries)
         return prep
 
+    def _warn_near_label(self, namespace: tuple[str, ...]) -> None:
+        # A typo in a typed collection's label ("lesson" for "lessons") would silently write untyped
+        # items, or search where nothing is: warn, once per label and store, rather than refuse.
+        if not namespace or namespace[0] in self._near_labels_warned:
+            return
+        near = self.collections.near_label(namespace[0])
+        if near is not None:
+            self._near_labels_warned.add(namespace[0])
+            logger.warning(
+                "namespace label %r is not a typed collection but is close to the typed collection label %r: if you meant "
+                "%r, fix the label (items under %r are untyped and searched apart)", namespace[0], near, near,
+                namespace[0],
+            )
+
     def _prepare_put(self, op: PutOp) -> PreparedPut:
         ns = validate_namespace(op.namespace, for_write=True)
         _check_key(op.key)
         op = op._replace(namespace=ns)
+        self._warn_near_label(ns)
         spec = self.collections.for_namespace(ns)
         if op.value is None:
             return PreparedPut(op, spec, None)
