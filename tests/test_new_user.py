@@ -69,3 +69,25 @@ def test_a_label_one_letter_from_a_typed_collection_warns(store, caplog: pytest.
     caplog.clear()
     store.put(("lesson",), "k2", {"text": "y"})
     assert not caplog.records
+
+
+def test_a_directory_that_cannot_be_written_is_a_typed_error(tmp_path: Path, capsys) -> None:
+    import subprocess
+    import sys
+
+    from langgraph_memory.cli import main
+    from langgraph_memory.errors import ReadOnlyError
+    from tests.helpers.tmpfs import remount_read_only, tmpfs
+
+    with tmpfs(tmp_path, "32m") as mnt:
+        data_dir = mnt / "memory"
+        # Made by another process, so that this one holds no file open when the mount turns read-only.
+        code = ("from langgraph_memory import Memory; m = Memory.open(%r, embeddings=False); "
+                "m.store.put(('notes',), 'a', {'text': 'x'}, index=False); m.close()" % str(data_dir))
+        subprocess.run([sys.executable, "-c", code], check=True)
+        remount_read_only(mnt)
+        with pytest.raises(ReadOnlyError):
+            Memory.open(data_dir, embeddings=False)
+        assert main(["--data-dir", str(data_dir), "stats"]) == 2
+        out = capsys.readouterr()
+        assert "Traceback" not in out.err and str(data_dir) in out.err

@@ -56,6 +56,7 @@ from langgraph_memory.errors import (
     MissingPathError,
     NamespaceError,
     NotFoundError,
+    ReadOnlyError,
     UnsupportedFileTypeError,
     ValidationError,
 )
@@ -94,8 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _exit_code(exc: LangGraphMemoryError) -> int:
     if isinstance(exc, NotFoundError):
         return EXIT_NOTHING
+    # A data directory the process may not write (permissions, a read-only mount) is the caller's to fix.
     if isinstance(exc, (InvalidArgumentError, FilterError, NamespaceError, ConfigError, MissingPathError,
-                        UnsupportedFileTypeError, ValidationError)):
+                        UnsupportedFileTypeError, ValidationError, ReadOnlyError)):
         return EXIT_USAGE
     return EXIT_ERROR
 
