@@ -48,6 +48,7 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from langchain_core.embeddings import Embeddings
@@ -165,6 +166,20 @@ def _lifecycle(fn: Callable[Concatenate[Any, P], T]) -> Callable[Concatenate[Mem
     return _forward("lifecycle", fn)
 
 
+def _check_parent(data_dir: Path, create_parents: bool) -> None:
+    # "./no/such/deep/dir" silently made an empty memory at a typo's path: one missing level is created
+    # (a new memory), more is refused, as the CLI refuses a missing data directory.
+    if create_parents or data_dir.exists() or data_dir.parent.is_dir():
+        return
+    missing = data_dir.parent
+    while not missing.parent.exists() and missing.parent != missing:
+        missing = missing.parent
+    raise ConfigError(
+        f"cannot create the data directory {data_dir}: {missing} does not exist (a typo?). "
+        "Create the folders first, or pass create_parents=True."
+    )
+
+
 class Memory(ResearchAPI, ProceduralAPI):
     """One data directory: the store, the checkpointer, lineage, the typed research API, stats and cleanup.
 
@@ -240,11 +255,15 @@ class Memory(ResearchAPI, ProceduralAPI):
         scope: str | Sequence[str] | None = None,
         lock_timeout: float | None = None,
         session_config: SessionConfig | None = None,
+        create_parents: bool = False,
     ) -> Memory:
         """Open (creating if needed) a data directory.
 
         Args:
             data_dir: argument > ``LANGGRAPH_MEMORY_DIR`` > config file > ``./memory``.
+                A missing data directory is created when the folder above it
+                exists; a deeper missing path (often a typo) is a `ConfigError`
+                unless ``create_parents=True``.
             embeddings: a LangChain ``Embeddings`` (short for ``index={"dims": ..., "embed": embeddings}``).
                 ``False``: no model at all, for tools that only read, list or
                 delete (searches by meaning then raise; nothing is ever embedded).
@@ -294,6 +313,7 @@ class Memory(ResearchAPI, ProceduralAPI):
         try:
             if store is None:
                 settings = Settings.resolve(data_dir, lock_timeout=lock_timeout)
+                _check_parent(settings.data_dir, create_parents)
                 if embeddings is False:
                     index = None
                 elif embeddings is not None:

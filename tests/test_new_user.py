@@ -91,3 +91,14 @@ def test_a_directory_that_cannot_be_written_is_a_typed_error(tmp_path: Path, cap
         assert main(["--data-dir", str(data_dir), "stats"]) == 2
         out = capsys.readouterr()
         assert "Traceback" not in out.err and str(data_dir) in out.err
+
+
+def test_memory_open_of_a_deep_missing_path(tmp_path: Path) -> None:
+    deep = tmp_path / "no" / "such" / "deep" / "dir"
+    with pytest.raises(ConfigError, match="does not exist") as info:
+        Memory.open(deep, embeddings=False)
+    assert str(tmp_path / "no") in str(info.value)
+    assert not (tmp_path / "no").exists()  # nothing was created
+    Memory.open(tmp_path / "one-level", embeddings=False).close()  # one missing level: a new memory
+    Memory.open(deep, embeddings=False, create_parents=True).close()
+    assert deep.is_dir()
