@@ -40,7 +40,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--all", action="store_true", help="restore every archived item selected by --collection")
     p.add_argument("--dry-run", action="store_true")
     p.set_defaults(func=_restore)
-    p = asub.add_parser("verify", parents=[common], help="check every archive file against its manifest checksum")
+    p = asub.add_parser("verify", parents=[common], aliases=["check"],
+                        help="check the manifest, and every archive file against its checksum")
     p.set_defaults(func=_verify)
 
     idx = sub.add_parser("index", parents=[common], help="the Chroma index: check it against the catalog, or rebuild it")
@@ -168,9 +169,19 @@ def _restore(ctx: Ctx) -> int:
 
 
 def _verify(ctx: Ctx) -> int:
-    with ctx.open_memory() as mem:
-        results = mem.archiver.verify()
     from rich.markup import escape
+
+    from langgraph_memory.errors import CorruptFileError
+
+    with ctx.open_memory() as mem:
+        try:
+            results = mem.archiver.verify()
+        except CorruptFileError as exc:  # the manifest itself: live memory is unaffected, so report, not fail
+            if ctx.json:
+                ctx.emit({"manifest": "damaged", "reason": str(exc), "files": None, "damaged": None})
+            else:
+                ctx.say(f"[red]DAMAGED[/] manifest: {escape(str(exc))}", markup=True)
+            return EXIT_ERROR
 
     bad = {name: problem for name, problem in results.items() if problem is not None}
     if ctx.json:
