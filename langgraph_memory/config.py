@@ -88,6 +88,15 @@ LOW_CONFIDENCE_THRESHOLD = 0.5
 MAX_TAGS = 10
 MAX_TAG_CHARS = 50
 MAX_SEARCH_LIMIT = 20
+# Limits on what is stored, the same through the store, the typed API, the CLI and MCP (past one:
+# ValidationError, or NamespaceError for a namespace). Measured in bench/limits_bench.py: a put grows
+# linearly with the value's size (its text is chunked and embedded), so the value cap bounds a put's
+# time and memory; labels and keys are rows in indexed catalog columns, kept short.
+MAX_NAMESPACE_LABELS = 16  # labels in one namespace
+MAX_LABEL_CHARS = 128  # characters in one namespace label
+MAX_KEY_CHARS = 512  # characters in one key
+MAX_VALUE_BYTES = 1_000_000  # a value as compact UTF-8 JSON
+MAX_VALUE_DEPTH = 64  # nesting of dicts and lists inside a value
 # The MCP server's HTTP port, and the environment variable holding its bearer token.
 MCP_PORT = 8765
 MCP_TOKEN_ENV = "LANGGRAPH_MEMORY_MCP_TOKEN"

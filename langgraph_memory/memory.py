@@ -47,6 +47,8 @@ import functools
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
+from datetime import timedelta
+from pathlib import Path
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from langchain_core.embeddings import Embeddings
@@ -66,7 +68,7 @@ from langgraph_memory.research.typed import TypedItems, athread
 from langgraph_memory.research.collections import COLLECTIONS, collection_by_name
 from langgraph_memory.config import DEFAULT_K, Settings
 from langgraph_memory.lifecycle.decay import DecayReport, cleanup_decayed
-from langgraph_memory.errors import ConfigError
+from langgraph_memory.errors import ConfigError, InvalidArgumentError
 from langgraph_memory.ingest import DOCUMENTS_NAMESPACE, ChunkHit, IngestConfig, IngestProgress, IngestReport, Ingestor
 from langgraph_memory.ingest import recall as _recall_chunks
 from langgraph_memory.lifecycle.items import ItemLifecycle
@@ -164,6 +166,20 @@ def _lifecycle(fn: Callable[Concatenate[Any, P], T]) -> Callable[Concatenate[Mem
     return _forward("lifecycle", fn)
 
 
+def _check_parent(data_dir: Path, create_parents: bool) -> None:
+    # "./no/such/deep/dir" silently made an empty memory at a typo's path: one missing level is created
+    # (a new memory), more is refused, as the CLI refuses a missing data directory.
+    if create_parents or data_dir.exists() or data_dir.parent.is_dir():
+        return
+    missing = data_dir.parent
+    while not missing.parent.exists() and missing.parent != missing:
+        missing = missing.parent
+    raise ConfigError(
+        f"cannot create the data directory {data_dir}: {missing} does not exist (a typo?). "
+        "Create the folders first, or pass create_parents=True."
+    )
+
+
 class Memory(ResearchAPI, ProceduralAPI):
     """One data directory: the store, the checkpointer, lineage, the typed research API, stats and cleanup.
 
@@ -239,11 +255,15 @@ class Memory(ResearchAPI, ProceduralAPI):
         scope: str | Sequence[str] | None = None,
         lock_timeout: float | None = None,
         session_config: SessionConfig | None = None,
+        create_parents: bool = False,
     ) -> Memory:
         """Open (creating if needed) a data directory.
 
         Args:
             data_dir: argument > ``LANGGRAPH_MEMORY_DIR`` > config file > ``./memory``.
+                A missing data directory is created when the folder above it
+                exists; a deeper missing path (often a typo) is a `ConfigError`
+                unless ``create_parents=True``.
             embeddings: a LangChain ``Embeddings`` (short for ``index={"dims": ..., "embed": embeddings}``).
                 ``False``: no model at all, for tools that only read, list or
                 delete (searches by meaning then raise; nothing is ever embedded).
@@ -274,6 +294,10 @@ class Memory(ResearchAPI, ProceduralAPI):
             >>> mem = Memory.open("./memory", ttl={"default_ttl": 60 * 24 * 30})  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
             >>> graph = builder.compile(checkpointer=mem.checkpointer, store=mem.store)  # a line of a graph definition (builder is the caller's StateGraph)  # doctest: +SKIP
         """
+        if data_dir is not None and not isinstance(data_dir, (str, os.PathLike)):
+            raise InvalidArgumentError(
+                f"data_dir must be a path (a str or pathlib.Path), got {type(data_dir).__name__} {data_dir!r}"
+            )
         if embeddings is not None and index is not None:
             raise ConfigError("pass embeddings= or index=, not both (index={'dims': ..., 'embed': embeddings})")
         owns_store = store is None
@@ -289,6 +313,7 @@ class Memory(ResearchAPI, ProceduralAPI):
         try:
             if store is None:
                 settings = Settings.resolve(data_dir, lock_timeout=lock_timeout)
+                _check_parent(settings.data_dir, create_parents)
                 if embeddings is False:
                     index = None
                 elif embeddings is not None:
@@ -373,8 +398,18 @@ class Memory(ResearchAPI, ProceduralAPI):
             return None
         return self.archiver
 
-    def schedule_archival(self, **kwargs: Any) -> Any:
+    def schedule_archival(
+        self,
+        *,
+        cron: str | None = None,
+        interval: float | timedelta | None = None,
+        **kwargs: Any,
+    ) -> Any:
         """Start the archive job in the background (see ``archive.schedule_archival``); stopped by `close()`.
+
+        Give ``cron`` (a crontab expression) or ``interval`` (seconds or a
+        ``timedelta``); neither means 03:00 daily. Other keywords are those
+        of ``archive.schedule_archival`` (``dry_run``, ``timezone``...).
 
         It shares one scheduler with [`schedule_session_cleanup()`][langgraph_memory.schedule_session_cleanup].
 
@@ -383,7 +418,7 @@ class Memory(ResearchAPI, ProceduralAPI):
         """
         from langgraph_memory import archive as _archive
 
-        return self._on_scheduler(_archive.schedule_archival, self.archiver, kwargs)
+        return self._on_scheduler(_archive.schedule_archival, self.archiver, {"cron": cron, "interval": interval, **kwargs})
 
     def schedule_session_cleanup(self, **kwargs: Any) -> Any:
         """Run ``mem.sessions.cleanup()`` every 15 minutes (``cleanup_interval_minutes``) beside the archive job.

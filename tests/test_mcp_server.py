@@ -157,7 +157,7 @@ async def test_typed_research_tools_and_lineage(server) -> None:
     assert hits["regimes"]["results"][0]["id"] == regime["id"]
     assert all(r["relevance_score"] >= 30.0 for h in hits.values() for r in h["results"])
     assert [a["id"] for a in lineage["ancestors"]] == [f["id"], s1["id"]]
-    assert [c["id"] for c in lineage["descendants"]["children"]] == [s2["id"]]
+    assert [r["id"] for r in lineage["descendants"] if r["parent"] == lesson["id"]] == [s2["id"]]
     assert record["record"]["parameters"] == {"lookback": 20}
 
 

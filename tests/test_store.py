@@ -398,7 +398,7 @@ def test_embedding_cache_hits_within_and_across_instances(data_dir: Path) -> Non
     s.put(("research",), "b", {"content": "same text"})
     s.batch([PutOp(("research",), "c", {"content": "same text"}), PutOp(("research",), "d", {"content": "new"})])
     assert model.texts == 2
-    assert s.embeddings.hits == 2 and s.embeddings.misses == 2
+    assert s.cached_embeddings.hits == 2 and s.cached_embeddings.misses == 2
     s.close()
     model2 = CountingEmbeddings()
     s2 = ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": model2})

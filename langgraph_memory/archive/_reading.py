@@ -110,9 +110,9 @@ def search(
     spec = collection_by_name(collection)
     qv: np.ndarray | None = None
     if query:
-        if store.embeddings is None:
+        if store.cached_embeddings is None:
             raise ConfigError("search_archive with a query needs a store built with index= (an embedding model)")
-        qv = np.asarray(store.embeddings.embed_query(query), dtype=np.float32)
+        qv = np.asarray(store.cached_embeddings.embed_query(query), dtype=np.float32)
         qv = qv / (np.linalg.norm(qv) or 1.0)
     prefix = tuple(namespace_prefix or ())
     best: list[tuple[float, int, str, int, dict[str, Any], str]] = []  # min-heap of (rank, tiebreak, ...)

@@ -166,7 +166,7 @@ def _reembed(store: Any, items: list[StoredItem], progress: Progress | None) -> 
     for start in range(0, len(jobs), EMBED_BATCH):
         batch = jobs[start : start + EMBED_BATCH]
         matrix = store.items.check_vectors(
-            store.embeddings.embed_documents([t for _, _, t in batch]), f"{len(batch)} bundle texts"
+            store.cached_embeddings.embed_documents([t for _, _, t in batch]), f"{len(batch)} bundle texts"
         )
         for (it, i, _), vec in zip(batch, matrix, strict=True):
             it.vectors[i] = vec

@@ -136,5 +136,8 @@ def compile_filter(filter: dict[str, Any] | None) -> tuple[list[Condition], bool
     out: list[Condition] = []
     exact = True
     for key, cond in filter.items():
+        if "." in str(key):  # a literal key or a dotted path (see store.filters): checked on the values
+            exact = False
+            continue
         exact = _compile(str(key), cond, out) and exact
     return out, exact

@@ -199,7 +199,10 @@ def _link(
         raise LineageError(f"unknown parent {parent_id!r}: store the parent through Memory first, or check the id")
     if child_id == parent_id:
         raise LineageCycleError(f"item {child_id!r} cannot be its own parent")
-    if _is_ancestor(conn, parent_id, child_id):
+    # A child with no children of its own (every newly stored item) cannot close a cycle: this skips
+    # a walk over all of the parent's ancestors, which made building a long chain quadratic.
+    has_children = conn.execute("SELECT 1 FROM lineage_edges WHERE parent_id = ? LIMIT 1", (child_id,)).fetchone()
+    if has_children is not None and _is_ancestor(conn, parent_id, child_id):
         raise LineageCycleError(
             f"linking {child_id!r} under {parent_id!r} would make a cycle: {child_id!r} is already an "
             f"ancestor of {parent_id!r}"

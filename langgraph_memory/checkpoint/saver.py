@@ -129,6 +129,8 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
                 "langgraph_memory uses", DeprecationWarning, stacklevel=2,
             )
             lock_timeout = busy_timeout if lock_timeout is None else lock_timeout
+        if isinstance(path, sqlite3.Connection):
+            raise ConfigError(_connection_refusal(path))
         if path is None:
             settings = Settings.resolve(data_dir, lock_timeout=lock_timeout)
             resolved, busy = settings.checkpoints_path, settings.lock_timeout
@@ -139,6 +141,11 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
             )
         else:
             resolved, busy = Path(path).expanduser(), resolve_lock_timeout(lock_timeout)
+        if resolved.is_dir():
+            raise ConfigError(
+                f"{resolved} is a folder; SqliteCheckpointer needs the path of a database file in it, "
+                f"such as {resolved / 'checkpoints.sqlite'}"
+            )
         try:
             resolved.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -599,3 +606,17 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
     ) -> list[str]:
         """Async ``prune_inactive``."""
         return await self._arun(self.prune_inactive, older_than, strategy=strategy)
+
+
+def _connection_refusal(conn: sqlite3.Connection) -> str:
+    # LangGraph's SqliteSaver(conn) habit: say what to pass instead, naming the connection's file.
+    try:
+        file = next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
+    except sqlite3.Error:
+        file = ""
+    where = repr(file) if file else "'checkpoints.sqlite'"
+    return (
+        "SqliteCheckpointer takes a file path, not a sqlite3.Connection: it opens its own connections "
+        f"(a writer and readers, for sync and async use). Pass the path, SqliteCheckpointer({where}), "
+        f"or use SqliteCheckpointer.from_conn_string({where})."
+    )

@@ -57,6 +57,7 @@ from langgraph_memory.errors import (
     MissingPathError,
     NamespaceError,
     NotFoundError,
+    ReadOnlyError,
     UnsupportedFileTypeError,
     ValidationError,
 )
@@ -95,8 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _exit_code(exc: LangGraphMemoryError) -> int:
     if isinstance(exc, NotFoundError):
         return EXIT_NOTHING
+    # A data directory the process may not write (permissions, a read-only mount) is the caller's to fix.
     if isinstance(exc, (InvalidArgumentError, FilterError, NamespaceError, ConfigError, MissingPathError,
-                        UnsupportedFileTypeError, ValidationError)):
+                        UnsupportedFileTypeError, ValidationError, ReadOnlyError)):
         return EXIT_USAGE
     return EXIT_ERROR
 
@@ -117,7 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LangGraphMemoryError as exc:
         from rich.markup import escape
 
-        ctx.err.print(f"[red]error:[/] {escape(str(exc))}")
+        # soft_wrap: a path in the message must stay on one line, whatever the terminal's width.
+        ctx.err.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
         return _exit_code(exc)
     except KeyboardInterrupt:
         ctx.err.print("interrupted")

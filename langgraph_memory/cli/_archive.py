@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import time
 from typing import Any
 
@@ -39,7 +40,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--all", action="store_true", help="restore every archived item selected by --collection")
     p.add_argument("--dry-run", action="store_true")
     p.set_defaults(func=_restore)
-    p = asub.add_parser("verify", parents=[common], help="check every archive file against its manifest checksum")
+    p = asub.add_parser("verify", parents=[common], aliases=["check"],
+                        help="check the manifest, and every archive file against its checksum")
     p.set_defaults(func=_verify)
 
     idx = sub.add_parser("index", parents=[common], help="the Chroma index: check it against the catalog, or rebuild it")
@@ -88,7 +90,7 @@ def _run(ctx: Ctx) -> int:
     for msg in report.recovered:
         ctx.say(f"recovery: {msg}")
     for err in report.errors:
-        ctx.err.print(f"error: {err}", markup=False)
+        ctx.err.print(f"error: {err}", markup=False, soft_wrap=True)
     return EXIT_OK if report.ok else EXIT_ERROR
 
 
@@ -167,9 +169,19 @@ def _restore(ctx: Ctx) -> int:
 
 
 def _verify(ctx: Ctx) -> int:
-    with ctx.open_memory() as mem:
-        results = mem.archiver.verify()
     from rich.markup import escape
+
+    from langgraph_memory.errors import CorruptFileError
+
+    with ctx.open_memory() as mem:
+        try:
+            results = mem.archiver.verify()
+        except CorruptFileError as exc:  # the manifest itself: live memory is unaffected, so report, not fail
+            if ctx.json:
+                ctx.emit({"manifest": "damaged", "reason": str(exc), "files": None, "damaged": None})
+            else:
+                ctx.say(f"[red]DAMAGED[/] manifest: {escape(str(exc))}", markup=True)
+            return EXIT_ERROR
 
     bad = {name: problem for name, problem in results.items() if problem is not None}
     if ctx.json:
@@ -229,7 +241,7 @@ def _index_reindex(ctx: Ctx) -> int:
     # then every vector left is re-embedded, for a model that changed under the same name.
     with ChromaStore(data_dir=settings.data_dir, index=index, reindex=True) as store, ctx.progress() as update:
         n = store.reindex(progress=lambda done, total: update("re-embed", done, total))
-        model = store.embeddings.model_id if store.embeddings is not None else None
+        model = store.cached_embeddings.model_id if store.cached_embeddings is not None else None
     if ctx.json:
         ctx.emit({"vectors": n, "model": model})
     else:
@@ -249,6 +261,12 @@ def _scheduler(ctx: Ctx) -> int:
     a = ctx.args
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     scheduler = BackgroundScheduler()
+    # Installed explicitly: a process started from a background job of a non-interactive shell (a
+    # script, CI, `make test &`) inherits SIGINT as ignored, and then never stopped on Ctrl-C. SIGTERM,
+    # what supervisors send, stops it the same way (the running archive job finishes first).
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
     with ctx.open_memory() as mem:
         try:
             job = schedule_archival(mem.archiver, cron=a.cron, interval=a.interval, scheduler=scheduler, start=True)
@@ -265,4 +283,10 @@ def _scheduler(ctx: Ctx) -> int:
         finally:
             if scheduler.running:
                 scheduler.shutdown(wait=True)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
     return EXIT_OK
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt

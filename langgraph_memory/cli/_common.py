@@ -169,7 +169,7 @@ class Ctx:
 
     def load_model(self, mem: Any) -> None:
         """Load the embedding model now, behind a spinner (it takes seconds, once)."""
-        inner = getattr(mem.store.embeddings, "inner", None)
+        inner = getattr(mem.store.cached_embeddings, "inner", None)
         if inner is None or getattr(inner, "loaded", True) or not hasattr(inner, "load"):
             return
         with self.err.status("Loading the embedding model (first use takes a few seconds)..."):
@@ -188,7 +188,7 @@ class Ctx:
         Not read as rich markup unless ``markup``: messages quote user text, and ``[...]`` in it must show.
         """
         console = self.err if self.json else self.out
-        console.print(message, markup=markup, highlight=False)
+        console.print(message, markup=markup, highlight=False, soft_wrap=True)  # paths stay whole
 
     def table(self, title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]], *,
               ids: Sequence[str] = ()) -> None:

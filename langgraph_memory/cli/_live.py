@@ -235,6 +235,16 @@ def _lineage(ctx: Ctx) -> int:
         ctx.out.print("[bold]Ancestors[/] (root first)")
         for node in lin.ancestors:
             ctx.out.print(f"  {label(node)}", soft_wrap=True)
+    rows = lin.descendants.rows()
+    if max((r["depth"] for r in rows), default=0) > _TREE_DEPTH:
+        # A deep chain as a tree would indent each line by its depth (a 10,000 deep chain: lines of
+        # 40,000 columns); list it flat instead, each line with its depth and parent.
+        ctx.out.print(f"[bold]{label(lin.item)}[/]", soft_wrap=True)
+        from types import SimpleNamespace
+
+        for r in rows:
+            ctx.out.print(f"  {r['depth']:>5} {label(SimpleNamespace(**r))} [dim]<- {r['parent']}[/]", soft_wrap=True)
+        return EXIT_OK
     root = Tree(f"[bold]{label(lin.item)}[/]")
     stack = [(root, lin.descendants)]
     while stack:  # iterative: a chain of any length
@@ -243,6 +253,10 @@ def _lineage(ctx: Ctx) -> int:
             stack.append((branch.add(label(child.node)), child))
     ctx.out.print(root, soft_wrap=True)
     return EXIT_OK
+
+
+# Deeper descendant trees are printed as a flat list with depths.
+_TREE_DEPTH = 16
 
 
 def _versions(ctx: Ctx) -> int:

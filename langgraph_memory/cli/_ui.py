@@ -40,7 +40,7 @@ def _serve(ctx: Ctx) -> int:
             shown = url + ("?token=<your token>" if token else "")
             ctx.err.print(f"listening on {shown}", soft_wrap=True, markup=False)
             # Load the embedding model in the background, so the first search does not wait for it.
-            load = getattr(getattr(mem.store.embeddings, "inner", None), "load", None)
+            load = getattr(getattr(mem.store.cached_embeddings, "inner", None), "load", None)
             if callable(load):
                 threading.Thread(target=load, name="lgm-ui-model-load", daemon=True).start()
 

@@ -36,7 +36,7 @@ from langgraph.store.base import BaseStore, SearchItem
 
 from langgraph_memory.research.collections import collection_for
 from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
-from langgraph_memory.errors import ConfigError, ValidationError
+from langgraph_memory.errors import ConfigError, InvalidArgumentError, ValidationError
 from langgraph_memory.store.ranking import keep_relevant
 
 __all__ = ["recall_node", "store_node", "format_namespace", "search_options"]
@@ -133,9 +133,17 @@ def format_namespace(template: NamespaceSpec, config: Optional[RunnableConfig] =
 def _namespaces(spec: Union[NamespaceSpec, Sequence[NamespaceSpec]]) -> list[NamespaceSpec]:
     if isinstance(spec, str):
         return [spec]
-    if isinstance(spec, tuple) and all(isinstance(x, str) for x in spec):
+    if isinstance(spec, tuple) and spec and all(isinstance(x, str) for x in spec):
         return [spec]  # a tuple of labels is one namespace; a list holds several
-    return list(spec)
+    if isinstance(spec, (list, tuple)) and spec and all(
+        isinstance(s, str) or (isinstance(s, (tuple, list)) and s and all(isinstance(x, str) for x in s))
+        for s in spec
+    ):
+        return list(spec)
+    raise InvalidArgumentError(
+        f"a namespace is a label ('lessons'), a tuple of labels (('memories', '{{user_id}}')) or a list of "
+        f"them, got {type(spec).__name__} {spec!r}"
+    )
 
 
 def _get(state: Any, getter: StateGetter) -> Any:
@@ -327,6 +335,13 @@ def store_node(
     Examples:
         >>> builder.add_node("remember", store_node(("lessons",), values="lesson_text", parent="strategy_id"))  # a line of a graph definition (builder is the caller's StateGraph)  # doctest: +SKIP
     """
+    if not (isinstance(namespace, str) or (
+        isinstance(namespace, tuple) and namespace and all(isinstance(x, str) for x in namespace)
+    )):
+        raise InvalidArgumentError(
+            f"a namespace is a label ('lessons') or a tuple of labels (('memories', '{{user_id}}')), "
+            f"got {type(namespace).__name__} {namespace!r}"
+        )
 
     def _out(keys: list[str]) -> dict[str, Any]:
         return {output_key: keys} if output_key else {}

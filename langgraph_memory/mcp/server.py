@@ -132,12 +132,17 @@ class _BearerAuth:
 
     def __init__(self, app: Any, token: str) -> None:
         self.app = app
-        self.expected = f"Bearer {token}".encode()
+        self.expected = token.encode()
+
+    def _accepts(self, header: bytes) -> bool:
+        # RFC 7235: the scheme is case-insensitive ("bearer" is "Bearer"), then one or more spaces.
+        scheme, _, credentials = header.strip().partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self.expected)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             got = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(got, self.expected):
+            if not self._accepts(got):
                 await send({"type": "http.response.start", "status": 401,
                             "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")]})
                 await send({"type": "http.response.body", "body": b"missing or wrong bearer token\n"})
@@ -147,7 +152,7 @@ class _BearerAuth:
 
 def _warm_up(memory: Memory) -> None:
     """Load the embedding model in the background, so the first call does not wait for it."""
-    inner = getattr(memory.store.embeddings, "inner", None)
+    inner = getattr(memory.store.cached_embeddings, "inner", None)
     load = getattr(inner, "load", None)
     if callable(load):
         threading.Thread(target=load, name="lgm-model-load", daemon=True).start()
@@ -167,7 +172,7 @@ def serve(
     """Serve ``memory`` until stdin closes (stdio) or the process is interrupted (HTTP).
 
     For HTTP, ``port=0`` picks a free port; ``on_listening(url)`` is called
-    once the socket is bound. The caller keeps ``memory`` and closes it.
+    once the socket listens (a client may connect from then on). The caller keeps ``memory`` and closes it.
 
     Raises:
         ConfigError: an unsafe bind (see `check_bind()`) or an unknown transport.
@@ -193,16 +198,19 @@ def serve(
     except OSError as exc:
         sock.close()
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port") from exc
-    # Listening before on_listening announces the address: a client that connects at once waits in the
-    # backlog until uvicorn accepts, instead of being refused.
-    sock.listen(2048)
-    bound = sock.getsockname()[1]
-    app = server.streamable_http_app(host=host)
-    if token:
-        app = _BearerAuth(app, token)
-    url = f"http://{'[' + host + ']' if family == socket.AF_INET6 else host}:{bound}/mcp"
-    logger.info("serving memory at %s over MCP (streamable HTTP)", url)
-    if on_listening is not None:
-        on_listening(url)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    anyio.run(functools.partial(uvicorn.Server(config).serve, sockets=[sock]))
+    try:
+        # Listen before announcing the address: a client that connects at once then waits in the
+        # backlog until the server accepts, instead of being refused (uvicorn listening again is harmless).
+        sock.listen(2048)
+        bound = sock.getsockname()[1]
+        app = server.streamable_http_app(host=host)
+        if token:
+            app = _BearerAuth(app, token)
+        url = f"http://{'[' + host + ']' if family == socket.AF_INET6 else host}:{bound}/mcp"
+        logger.info("serving memory at %s over MCP (streamable HTTP)", url)
+        if on_listening is not None:
+            on_listening(url)
+        config = uvicorn.Config(app, log_level="warning", lifespan="on")
+        anyio.run(functools.partial(uvicorn.Server(config).serve, sockets=[sock]))
+    finally:
+        sock.close()

@@ -109,16 +109,27 @@ class LineageTree:
     children: list[LineageTree] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        """The tree as nested plain data: ``{**node.as_dict(), "children": [...]}`` (iterative, any depth)."""
-        root: dict[str, Any] = {**self.node.as_dict(), "children": []}
-        stack: list[tuple[LineageTree, dict[str, Any]]] = [(self, root)]
+        """The tree as flat plain data: ``{**node.as_dict(), "descendants": self.rows()}``.
+
+        Flat, not nested, so that ``json.dumps`` (and any JSON encoder with a
+        recursion limit) takes a chain of any depth.
+        """
+        return {**self.node.as_dict(), "descendants": self.rows()}
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every node below the root, depth first, each with ``parent`` (the id it hangs from).
+
+        Example:
+            >>> [(r["id"], r["parent"], r["depth"]) for r in lin.descendants.rows()]   # doctest: +SKIP
+            [('s1', 'f1', 1), ('s2', 's1', 2)]
+        """
+        out: list[dict[str, Any]] = []
+        stack: list[tuple[LineageTree, str]] = [(c, self.node.id) for c in reversed(self.children)]
         while stack:
-            tree, out = stack.pop()
-            for child in tree.children:
-                entry: dict[str, Any] = {**child.node.as_dict(), "children": []}
-                out["children"].append(entry)
-                stack.append((child, entry))
-        return root
+            tree, parent = stack.pop()
+            out.append({**tree.node.as_dict(), "parent": parent})
+            stack.extend((c, tree.node.id) for c in reversed(tree.children))
+        return out
 
     def walk(self) -> Iterator[LineageNode]:
         """Every node of the tree, depth first (the root first); iterative, any depth."""
@@ -143,13 +154,17 @@ class Lineage:
     descendants: LineageTree
 
     def as_dict(self) -> dict[str, Any]:
-        """Plain data for JSON: the item, its ancestors (root first), direct parents and descendant tree."""
+        """Plain data for JSON: the item, its ancestors (root first), direct parents and descendants.
+
+        Flat at any depth: ``descendants`` lists the tree depth first, each
+        row naming its ``parent`` (see :meth:`LineageTree.rows`).
+        """
         return {
             "item": self.item.as_dict(),
             "ancestors": [a.as_dict() for a in self.ancestors],
             "parents": [{"id": e.parent_id, "relation": e.relation, "collection": e.parent_collection}
                         for e in self.parents],
-            "descendants": self.descendants.as_dict(),
+            "descendants": self.descendants.rows(),
         }
 
     @property

@@ -35,6 +35,7 @@ from langgraph_memory.catalog.status import ItemStatus
 from langgraph_memory.research.collections import COLLECTIONS, collection_by_name
 from langgraph_memory.errors import NotFoundError, ValidationError
 from langgraph_memory.research.lineage import ItemRef, LineageStore
+from langgraph_memory.research.validation import check_tags
 from langgraph_memory.store.ranking import keep_relevant
 from langgraph_memory.store import ChromaStore
 from langgraph_memory.store.items import StoreItems
@@ -168,6 +169,8 @@ class TypedItems:
         if version_name is not None:
             value["version"] = 1  # validated now; the real number is allocated below
         spec.validate(value)
+        if "tags" in value:  # the same tag limits as the agent-facing tools (config.MAX_TAGS, MAX_TAG_CHARS)
+            value["tags"] = check_tags(value["tags"])
         namespace = self.namespace(label)
         lineage = self.lineage
 

@@ -242,7 +242,7 @@ class SessionMemory:
 
     def _embed(self, user: str, assistant: str) -> bytes | None:
         """The turn's embedding, unit length, as float32 bytes (None without a model)."""
-        emb = self.store.embeddings
+        emb = self.store.cached_embeddings
         if emb is None:
             return None
         vec = np.asarray(emb.embed_documents(["\n".join(p for p in (user, assistant) if p)])[0], dtype=np.float32)
@@ -422,14 +422,14 @@ class SessionMemory:
             turns = _s.turns(conn, session_id, with_vectors=True)
         cfg = self.config
         vectors = None
-        if self.store.embeddings is not None and turns and all(t.vector for t in turns):
+        if self.store.cached_embeddings is not None and turns and all(t.vector for t in turns):
             vectors = np.stack([np.frombuffer(t.vector or b"", dtype=np.float32) for t in turns])
         memory_sims = [self._nearest_memory(v, session_id) for v in vectors] if vectors is not None else [0.0] * len(turns)
         scored = score_session([t.content for t in turns], vectors, memory_sims, cfg)
         decisions: list[Decision] = []
         ops: list[PutOp] = []
         promoted: list[SessionTurn] = []
-        index: list[str] | Literal[False] = ["chunks[*]"] if self.store.embeddings is not None else False
+        index: list[str] | Literal[False] = ["chunks[*]"] if self.store.cached_embeddings is not None else False
         for turn, (score, signals) in zip(turns, scored, strict=True):
             if turn.pinned is not None:
                 score = turn.pinned

@@ -11,7 +11,6 @@ after the commit is logged and repaired later, never reported as a failed put.
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
@@ -25,9 +24,10 @@ from langgraph_memory.catalog import Catalog
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.store.registry import CollectionSpec
-from langgraph_memory.errors import EmbeddingModelError, InvalidArgumentError, ModelMismatchError, ValidationError
+from langgraph_memory.errors import EmbeddingModelError, InvalidArgumentError, ModelMismatchError
 from langgraph_memory.store.index import ChromaIndex, IndexUnavailable
 from langgraph_memory.store.records import text_path
+from langgraph_memory.store.values import dumps_checked
 
 __all__ = ["PreparedPut", "Writer", "index_paths", "dumps_value", "check_vectors"]
 
@@ -40,13 +40,8 @@ REINDEX_KEY = "reindex_to"
 
 
 def dumps_value(value: dict[str, Any]) -> str:
-    """A value as compact JSON, or `ValidationError` when it is not JSON (NaN included)."""
-    try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(
-            f"store values must be JSON-serialisable dicts (str keys; str, finite number, bool, None, list, dict): {exc}"
-        ) from None
+    """A value as compact JSON, or `ValidationError` naming what would not round-trip (see `store.values`)."""
+    return dumps_checked(value)
 
 
 def index_paths(paths: Any) -> list[tuple[str, Any]]:

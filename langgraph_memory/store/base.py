@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import concurrent.futures
 import logging
 import os
 import threading
@@ -38,7 +37,7 @@ from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.legacy import has_legacy, import_legacy
 from langgraph_memory._infra.closing import close_all, unwind
-from langgraph_memory.config import Settings
+from langgraph_memory.config import MAX_KEY_CHARS, Settings
 from langgraph_memory.store.embeddings import _DEFAULT_ALIASES, CachedEmbeddings, SentenceTransformerEmbeddings
 from langgraph_memory.store.ranking import HybridRanking, ScoreParts
 from langgraph_memory.errors import (
@@ -46,6 +45,7 @@ from langgraph_memory.errors import (
     EmbeddingModelError,
     InvalidArgumentError,
     LangGraphMemoryError,
+    StorageError,
     StoreBackendError,
     ValidationError,
 )
@@ -61,7 +61,7 @@ from langgraph_memory.store.hybrid import HybridSearch
 from langgraph_memory.store.planner import Plan, Planner
 from langgraph_memory.store.registry import DEFAULT, CollectionRegistry, Default, PLAIN, default_collections
 from langgraph_memory.store.scored import ExplainedHit, ExplainedSearch
-from langgraph_memory.store.ttl import Sweeper
+from langgraph_memory.store.ttl import Sweeper, SweeperFuture
 from langgraph_memory.store.vectors import DEFAULT_BUDGET_BYTES, VectorCache
 from langgraph_memory.store.view import RecordView, ViewClient
 
@@ -256,7 +256,8 @@ class ChromaStore(BaseStore):
         self.settings = settings if settings is not None else Settings.resolve(data_dir, lock_timeout=lock_timeout)
         self.ttl_config = ttl
         self.index_config: dict[str, Any] | None = None
-        self.embeddings: CachedEmbeddings | None = None
+        # The model behind the embedding cache; `embeddings` is the object given in index= (see below).
+        self.cached_embeddings: CachedEmbeddings | None = None
         fields: list[tuple[str, Any]] = []
         dims: int | None = None
         if index:
@@ -266,7 +267,7 @@ class ChromaStore(BaseStore):
                 raise ConfigError("index config needs 'embed': an Embeddings, a function, or a model name")
             self.index_config = dict(index)
             inner = _make_embeddings(index["embed"])
-            self.embeddings = CachedEmbeddings(inner, path=self.settings.embedding_cache_path)
+            self.cached_embeddings = CachedEmbeddings(inner, path=self.settings.embedding_cache_path)
             dims = index.get("dims")
             if dims is None and isinstance(inner, SentenceTransformerEmbeddings):
                 dims = inner.dims
@@ -285,7 +286,7 @@ class ChromaStore(BaseStore):
             self.settings.ensure_dirs()
             self.catalog = Catalog(self.settings.catalog_path, timeout=self.settings.lock_timeout, durability=durability)
             opened.append(self.catalog.close)
-            model = self.embeddings.model_id if self.embeddings is not None else None
+            model = self.cached_embeddings.model_id if self.cached_embeddings is not None else None
             if client is None and has_legacy(self.settings.chroma_dir, self.catalog):
                 import_legacy(
                     self.settings.chroma_dir, self.settings.data_dir, self.catalog, model, dims, collections.names()
@@ -306,8 +307,8 @@ class ChromaStore(BaseStore):
             if reindex:
                 self._reembed(everything=False, progress=True)
         except BaseException:
-            if self.embeddings is not None:
-                opened.insert(0, self.embeddings.close)
+            if self.cached_embeddings is not None:
+                opened.insert(0, self.cached_embeddings.close)
             unwind(opened, "store open")
             raise
         self._access = AccessLog()
@@ -321,6 +322,7 @@ class ChromaStore(BaseStore):
         self.items = StoreItems(self.catalog, self._writer, self.flush_access, self._put_many, collections)
         self._flusher = Sweeper("lgm-access-flush", self.flush_access, access_flush_interval)
         self._ttl_sweeper: Sweeper | None = None
+        self._near_labels_warned: set[str] = set()
         self._close_lock = threading.Lock()
         self._lineage: LineageStore | None = None
         # Retired and superseded items, hidden from searches (cached until a status changes).
@@ -328,6 +330,20 @@ class ChromaStore(BaseStore):
         _OPEN_STORES.add(self)
 
     # ------------------------------------------------------------------ setup
+
+    @property
+    def embeddings(self) -> Embeddings | None:
+        """The `Embeddings` given in ``index=`` (where LangGraph's stores keep it), or None without an index.
+
+        The store embeds through `cached_embeddings`, which wraps this object
+        with the embedding cache of the data directory.
+
+        Examples:
+            >>> emb = DeterministicFakeEmbedding(size=8)                      # doctest: +SKIP
+            >>> ChromaStore(index={"dims": 8, "embed": emb}).embeddings is emb   # doctest: +SKIP
+            True
+        """
+        return self.cached_embeddings.inner if self.cached_embeddings is not None else None
 
     @classmethod
     def default_index(cls, model_name: str | None = None) -> IndexConfig:
@@ -393,7 +409,7 @@ class ChromaStore(BaseStore):
             >>> store.collection("lessons").get(include=["documents"])["documents"]  # needs an open store (store) holding the items named  # doctest: +SKIP
             ['Short lookbacks whipsaw in volatile regimes']
         """
-        embed = self._embed_query if self.embeddings is not None else None
+        embed = self._embed_query if self.cached_embeddings is not None else None
         hidden = None if include_retired else self._hidden.snapshot
         return RecordView(self.catalog, self.vector_index, self.collections.by_name(label_or_name).name, embed, hidden=hidden)
 
@@ -407,12 +423,12 @@ class ChromaStore(BaseStore):
         Examples:
             >>> retriever = store.as_vectorstore("research").as_retriever()  # needs an open store (store) holding the items named  # doctest: +SKIP
         """
-        if self.embeddings is None:
+        if self.cached_embeddings is None:
             raise ConfigError("as_vectorstore needs a store built with index= (an embedding model)")
         from langchain_chroma import Chroma
 
         view = self.collection(label_or_name, include_retired=include_retired)
-        return Chroma(client=ViewClient(view), collection_name=view.name, embedding_function=self.embeddings,
+        return Chroma(client=ViewClient(view), collection_name=view.name, embedding_function=self.cached_embeddings,
                       create_collection_if_not_exists=False)
 
     # ------------------------------------------------------------ public ops
@@ -420,11 +436,13 @@ class ChromaStore(BaseStore):
     def put(self, namespace: tuple[str, ...], key: str, value: dict[str, Any], index: Any = None, *, ttl: Any = NOT_PROVIDED) -> None:  # type: ignore[override]
         """Store or update an item (see ``BaseStore.put``); ``value=None`` is refused, use ``delete``."""
         namespace = validate_namespace(namespace, for_write=True)
+        _check_key(key)
         super().put(namespace, key, value, index, ttl=ttl)
 
     async def aput(self, namespace: tuple[str, ...], key: str, value: dict[str, Any], index: Any = None, *, ttl: Any = NOT_PROVIDED) -> None:  # type: ignore[override]
         """Async ``put``."""
         namespace = validate_namespace(namespace, for_write=True)
+        _check_key(key)
         await super().aput(namespace, key, value, index, ttl=ttl)
 
     def search(  # type: ignore[override]
@@ -449,7 +467,7 @@ class ChromaStore(BaseStore):
         op = self._check_search(
             self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl, include_retired)
         )
-        qvec = self._embed_query(op.query) if op.query and self.embeddings is not None else None
+        qvec = self._embed_query(op.query) if op.query and self.cached_embeddings is not None else None
         found = self._run_search(op, qvec, time.time())
         self._start_flusher()
         return found
@@ -502,8 +520,8 @@ class ChromaStore(BaseStore):
             exact over memories; 100 items in scope; ~100 candidates
         """
         op = self._check_search(SearchOp(namespace_prefix, filter, limit, offset, query))
-        plan = self.planner.explain(op, has_query=bool(query) and self.embeddings is not None)
-        if self.ranking is not None and query and self.embeddings is not None and plan.strategy != "empty":
+        plan = self.planner.explain(op, has_query=bool(query) and self.cached_embeddings is not None)
+        if self.ranking is not None and query and self.cached_embeddings is not None and plan.strategy != "empty":
             plan.notes.append("hybrid: fused with keyword candidates from the catalog's keyword index")
         return plan
 
@@ -528,7 +546,7 @@ class ChromaStore(BaseStore):
         """
         self._check_open()
         op = self._check_search(self._search_op(namespace_prefix, query, filter, limit, offset, False, include_retired))
-        qvec = self._embed_query(op.query) if op.query and self.embeddings is not None else None
+        qvec = self._embed_query(op.query) if op.query and self.cached_embeddings is not None else None
         hidden = None
         if not include_retired:
             with self.catalog.read() as conn:
@@ -621,9 +639,9 @@ class ChromaStore(BaseStore):
         return self._reembed(everything=True, progress=progress)
 
     def _reembed(self, *, everything: bool, progress: bool | Callable[[int, int], None]) -> int:
-        if self.embeddings is None or self._dims is None:
+        if self.cached_embeddings is None or self._dims is None:
             raise ConfigError("re-embedding needs a store built with index= (an embedding model)")
-        emb = self.embeddings
+        emb = self.cached_embeddings
         n = reembed(
             self.catalog,
             lambda texts: _embedded(lambda: emb.inner.embed_documents(texts), f"{len(texts)} texts"),
@@ -646,9 +664,9 @@ class ChromaStore(BaseStore):
         return self._execute(prep, doc_vecs, query_vecs)
 
     def _embed_documents(self, texts: list[str]) -> list[list[float]]:
-        if not texts or self.embeddings is None:
+        if not texts or self.cached_embeddings is None:
             return []
-        emb = self.embeddings
+        emb = self.cached_embeddings
         return _embedded(lambda: emb.embed_documents(texts), f"{len(texts)} texts")
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -656,8 +674,8 @@ class ChromaStore(BaseStore):
         prep = await asyncio.to_thread(self._prepare, list(ops))
         doc_vecs: list[list[float]] = []
         query_vecs: dict[str, np.ndarray] = {}
-        if self.embeddings is not None:
-            emb = self.embeddings
+        if self.cached_embeddings is not None:
+            emb = self.cached_embeddings
             if prep.texts:
                 doc_vecs = await _aembedded(emb.aembed_documents(prep.texts), f"{len(prep.texts)} texts")
             if prep.queries:
@@ -670,8 +688,8 @@ class ChromaStore(BaseStore):
         return self._writer.write(prep.puts, self._embed_documents(prep.texts), now=time.time(), before=before)
 
     def _embed_query(self, query: str) -> np.ndarray:
-        assert self.embeddings is not None
-        emb = self.embeddings
+        assert self.cached_embeddings is not None
+        emb = self.cached_embeddings
         vec = _embedded(lambda: emb.embed_query(query), "a query")
         return check_vectors([vec], self._dims, "a query")[0]
 
@@ -681,6 +699,7 @@ class ChromaStore(BaseStore):
 
     def _check_search(self, op: SearchOp) -> SearchOp:
         prefix = validate_namespace(op.namespace_prefix, for_write=False)
+        self._warn_near_label(prefix)
         _filters.validate_filter(op.filter)
         limit = _count(op.limit, "limit")
         offset = _count(op.offset, "offset")
@@ -703,7 +722,7 @@ class ChromaStore(BaseStore):
             elif isinstance(op, SearchOp):
                 op = self._check_search(op)
                 prep.searches.append((i, op))
-                if op.query and self.embeddings is not None:
+                if op.query and self.cached_embeddings is not None:
                     queries[op.query] = None
             elif isinstance(op, ListNamespacesOp):
                 for cond in op.match_conditions or ():
@@ -728,11 +747,25 @@ class ChromaStore(BaseStore):
         prep.queries = list(queries)
         return prep
 
+    def _warn_near_label(self, namespace: tuple[str, ...]) -> None:
+        # A typo in a typed collection's label ("lesson" for "lessons") would silently write untyped
+        # items, or search where nothing is: warn, once per label and store, rather than refuse.
+        if not namespace or namespace[0] in self._near_labels_warned:
+            return
+        near = self.collections.near_label(namespace[0])
+        if near is not None:
+            self._near_labels_warned.add(namespace[0])
+            logger.warning(
+                "namespace label %r is not a typed collection but is close to the typed collection label %r: if you meant "
+                "%r, fix the label (items under %r are untyped and searched apart)", namespace[0], near, near,
+                namespace[0],
+            )
+
     def _prepare_put(self, op: PutOp) -> PreparedPut:
         ns = validate_namespace(op.namespace, for_write=True)
-        if not isinstance(op.key, str) or not op.key:
-            raise InvalidArgumentError(f"keys must be non-empty strings, got {op.key!r}")
+        _check_key(op.key)
         op = op._replace(namespace=ns)
+        self._warn_near_label(ns)
         spec = self.collections.for_namespace(ns)
         if op.value is None:
             return PreparedPut(op, spec, None)
@@ -850,6 +883,15 @@ class ChromaStore(BaseStore):
             self._access.give_back(pending)
             raise
 
+    def _flush_access_best_effort(self) -> None:
+        # Access counts are bookkeeping the user never asked to be durable: a full disk or a read-only
+        # directory at close drops them with a warning instead of failing a session that only read.
+        try:
+            self.flush_access()
+        except StorageError as exc:
+            self._access.take()
+            logger.warning("access counts of this session were not saved (%s); the stored items are unaffected", exc)
+
     def sweep_ttl(self) -> int:
         """Delete expired items now; return how many were deleted."""
         self._check_open()
@@ -876,13 +918,15 @@ class ChromaStore(BaseStore):
                 if (refreshed := self._access.expiry(it.id or -1)) is None or refreshed < now
             )
 
-    def start_ttl_sweeper(self, sweep_interval_minutes: int | None = None) -> concurrent.futures.Future[None]:
+    def start_ttl_sweeper(self, sweep_interval_minutes: int | None = None) -> SweeperFuture:
         """Sweep expired items every ``sweep_interval_minutes`` (default from ``ttl``, else 5).
 
         Returns a ``concurrent.futures.Future``; cancelling it stops the sweeper.
+        In async code ``await store.start_ttl_sweeper()`` returns the same
+        handle at once, the sweeper running (as LangGraph's async stores do).
         """
         if not self.ttl_config:
-            done: concurrent.futures.Future[None] = concurrent.futures.Future()
+            done = SweeperFuture()
             done.set_result(None)
             return done
         minutes = float(sweep_interval_minutes or self.ttl_config.get("sweep_interval_minutes") or 5)
@@ -907,9 +951,9 @@ class ChromaStore(BaseStore):
         _OPEN_STORES.discard(self)
         self.stop_ttl_sweeper(timeout=5)
         self._flusher.stop(timeout=5)
-        steps: list[Callable[[], Any]] = [self.flush_access, self.vector_index.close]
-        if self.embeddings is not None:
-            steps.append(self.embeddings.close)
+        steps: list[Callable[[], Any]] = [self._flush_access_best_effort, self.vector_index.close]
+        if self.cached_embeddings is not None:
+            steps.append(self.cached_embeddings.close)
         steps.append(self.catalog.close)
         if self._tempdir is not None:
             steps.append(self._tempdir.cleanup)
@@ -926,6 +970,16 @@ class ChromaStore(BaseStore):
 
     async def __aexit__(self, *exc: object) -> None:
         await asyncio.to_thread(self.close)
+
+
+def _check_key(key: Any) -> None:
+    # LangGraph's BaseStore.put would turn 5 into "5"; a key that comes back changed is refused.
+    if not isinstance(key, str):
+        raise InvalidArgumentError(f"a key must be a string, got {type(key).__name__} {key!r}")
+    if not key:
+        raise InvalidArgumentError("keys must be non-empty strings, got ''")
+    if len(key) > MAX_KEY_CHARS:
+        raise InvalidArgumentError(f"a key has {len(key):,} characters; at most {MAX_KEY_CHARS} are allowed")
 
 
 def _items_dt(ts: float) -> Any:

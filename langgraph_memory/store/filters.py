@@ -14,6 +14,8 @@ strings, and anything else (a missing field included) does not match.
     True
     >>> matches({"access-level": "public"}, {"access-level": "public"})
     True
+    >>> matches({"user": {"access-level": "nested"}}, {"user.access-level": "nested"})   # a dotted path
+    True
 """
 
 from __future__ import annotations
@@ -93,7 +95,20 @@ def matches(value: dict[str, Any], filter: dict[str, Any] | None) -> bool:
     """Whether an item's value satisfies a LangGraph filter."""
     if not filter:
         return True
-    return all(_match_value(value.get(k), cond) for k, cond in filter.items())
+    return all(_match_value(_field(value, k), cond) for k, cond in filter.items())
+
+
+def _field(value: dict[str, Any], key: str) -> Any:
+    # A key the value holds as is matches as is (InMemoryStore); otherwise a dotted key is a path into
+    # nested dicts, as in SqliteStore: {"user.access-level": "x"} looks at value["user"]["access-level"].
+    if key in value or not isinstance(key, str) or "." not in key:
+        return value.get(key)
+    node: Any = value
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
 
 
 def validate_filter(filter: dict[str, Any] | None) -> None:

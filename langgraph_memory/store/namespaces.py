@@ -14,6 +14,7 @@ from typing import Any
 from langgraph.store.base import ListNamespacesOp, MatchCondition
 
 from langgraph_memory.catalog.items import NS_SEP, split_ns
+from langgraph_memory.config import MAX_LABEL_CHARS, MAX_NAMESPACE_LABELS
 from langgraph_memory.errors import NamespaceError
 
 __all__ = ["validate_namespace", "select_namespaces", "list_namespaces"]
@@ -41,6 +42,17 @@ def validate_namespace(namespace: Any, *, for_write: bool) -> tuple[str, ...]:
             raise NamespaceError(f"Invalid namespace label {label!r} in {namespace}: labels cannot contain periods ('.').")
         if "\x00" in label or NS_SEP in label or "\x1e" in label:
             raise NamespaceError(f"Invalid namespace label {label!r} in {namespace}: labels cannot contain control separators.")
+    # Limits apply to writes only: a namespace stored before they existed stays readable.
+    if for_write and len(namespace) > MAX_NAMESPACE_LABELS:
+        raise NamespaceError(
+            f"a namespace may have at most {MAX_NAMESPACE_LABELS} labels, got {len(namespace)}"
+        )
+    if for_write:
+        for i, label in enumerate(namespace):
+            if len(label) > MAX_LABEL_CHARS:
+                raise NamespaceError(
+                    f"namespace label {i} has {len(label):,} characters; at most {MAX_LABEL_CHARS} are allowed"
+                )
     if for_write and namespace[0] == "langgraph":
         raise NamespaceError(f'Root label for namespace cannot be "langgraph". Got: {namespace}')
     return namespace

@@ -163,6 +163,17 @@ class CollectionRegistry:
                 return spec
         return self.general
 
+    def near_label(self, label: str) -> str | None:
+        """A typed collection's label one edit (or a -y/-ies plural) away from ``label`` (a likely typo), or None.
+
+        Example:
+            >>> registry.near_label("lesson")   # with a typed collection labelled "lessons"  # doctest: +SKIP
+            'lessons'
+        """
+        if label in self._typed:
+            return None
+        return next((typed for typed in sorted(self._typed) if _one_edit(label, typed) or _plural(label, typed)), None)
+
     def by_name(self, name: str) -> CollectionSpec:
         """Look a collection up by its name or its namespace label."""
         spec = self._by_name.get(name) or self._typed.get(name)
@@ -203,3 +214,21 @@ def set_default_collections(registry: CollectionRegistry) -> None:
     if not isinstance(registry, CollectionRegistry):
         raise ConfigError(f"expected a CollectionRegistry, got {registry!r}")
     _default = registry
+
+
+def _plural(a: str, b: str) -> bool:
+    """Whether one is the other's English plural in -ies ("strategy", "strategies")."""
+    return (a.endswith("y") and b == a[:-1] + "ies") or (b.endswith("y") and a == b[:-1] + "ies")
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether ``a`` becomes ``b`` by one insertion, deletion, substitution or swap of neighbours."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                                  and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    i = next((k for k, (x, y) in enumerate(zip(short, long)) if x != y), len(short))
+    return short[i:] == long[i + 1:]

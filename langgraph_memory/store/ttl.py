@@ -7,9 +7,24 @@ import logging
 import threading
 from collections.abc import Callable
 
-__all__ = ["Sweeper"]
+__all__ = ["Sweeper", "SweeperFuture"]
 
 logger = logging.getLogger(__name__)
+
+
+class SweeperFuture(concurrent.futures.Future[None]):
+    """The handle of a running sweeper: cancel it to stop the sweeper.
+
+    Also awaitable, so async code written for LangGraph's async stores
+    (``task = await store.start_ttl_sweeper()``) works: awaiting returns the
+    handle at once, with the sweeper running; it does not wait for it to stop.
+    """
+
+    def __await__(self):  # type: ignore[no-untyped-def]
+        return self._started().__await__()
+
+    async def _started(self) -> SweeperFuture:
+        return self
 
 
 class Sweeper:
@@ -21,17 +36,17 @@ class Sweeper:
         self.interval = interval
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.future: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self.future: SweeperFuture = SweeperFuture()
 
     @property
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def start(self) -> concurrent.futures.Future[None]:
+    def start(self) -> SweeperFuture:
         if self.running:
             return self.future
         self._stop.clear()
-        self.future = concurrent.futures.Future()
+        self.future = SweeperFuture()
         future = self.future
 
         def loop() -> None:
@@ -41,9 +56,11 @@ class Sweeper:
                         self._work()
                     except Exception:  # keep sweeping; one bad pass must not stop the thread
                         logger.exception("%s pass failed", self._name)
-                future.set_result(None)
+                if not future.done():  # a cancelled handle (how a caller stops it) is already done
+                    future.set_result(None)
             except BaseException as exc:  # pragma: no cover - defensive
-                future.set_exception(exc)
+                if not future.done():
+                    future.set_exception(exc)
 
         # Cancelling the returned future stops the thread, as in SqliteStore.
         future.add_done_callback(lambda f: self._stop.set() if f.cancelled() else None)
