@@ -84,6 +84,10 @@ class Stock:
     def __init__(self) -> None:
         from sentence_transformers import SentenceTransformer
 
+        if os.environ.get("LANGGRAPH_MEMORY_EMBED_THREADS"):  # --threads: the same budget for both runtimes
+            import torch
+
+            torch.set_num_threads(int(os.environ["LANGGRAPH_MEMORY_EMBED_THREADS"]))
         self.model = SentenceTransformer(model_dir(), device="cpu")
 
     def query(self, text: str) -> np.ndarray:
@@ -280,8 +284,12 @@ def main() -> None:
     p.add_argument("--processes", type=int, default=3, help="fresh processes per runtime (load, RSS)")
     p.add_argument("--e2e-items", type=int, default=0, help="also time the store end to end at this size")
     p.add_argument("--e2e-ops", type=int, default=100, help="searches and puts per runtime")
+    p.add_argument("--threads", type=int, default=0,
+                   help="threads for both runtimes (default: each runtime's own choice, as shipped)")
     p.add_argument("--write", action="store_true", help=f"write {RESULTS.name}")
     args = p.parse_args()
+    if args.threads:  # read by the shipped runtime, by Stock, and by the fresh processes
+        os.environ["LANGGRAPH_MEMORY_EMBED_THREADS"] = str(args.threads)
     if args.child:
         child(args.child)
         return
@@ -336,7 +344,8 @@ def main() -> None:
     header = ["runtime", "query p50", "query p95", "batch 64 (texts/s)", "batch 16 (texts/s)",
               "import + load", "RSS", "cosine to stock", "LoCoMo dense recall@10"]
     table = markdown_table(header, rows, [False] + [True] * 6 + [False, True])
-    lines = [table, ""]
+    threads = f"{args.threads} thread(s) each" if args.threads else "each runtime's default threads (torch: 2)"
+    lines = [table, "", f"Threads: {threads}."]
     lines.append(
         f"{args.rounds} interleaved rounds: {args.rounds * args.queries} queries per runtime (LoCoMo questions), "
         f"{2 * args.rounds} batches of 64 and {4 * args.rounds} of 16 (LoCoMo turns); load and RSS: median of "
@@ -356,6 +365,13 @@ def main() -> None:
     print("\n" + "\n".join(lines))
     if args.write:
         cmd = "python bench/embed_bench.py " + " ".join(sys.argv[1:])
+        if RESULTS.exists() and args.threads:  # a second table, under the default one
+            prev = RESULTS.read_text()
+            RESULTS.write_text(prev + f"\n## With --threads {args.threads}\n\n" + "\n".join(lines) + "\n\n"
+                               + "\n".join(mach.lines()) + f"\n- Command: `python bench/embed_bench.py "
+                               + " ".join(sys.argv[1:]) + "`\n")
+            print(f"appended to {RESULTS}")
+            return
         RESULTS.write_text(
             "# The default model: ONNX Runtime against sentence-transformers (`bench/embed_bench.py`)\n\n"
             + "\n".join(lines) + "\n\n" + "\n".join(mach.lines()) + f"\n- Command: `{cmd}`\n"
