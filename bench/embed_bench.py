@@ -368,7 +368,7 @@ def main() -> None:
         if RESULTS.exists() and args.threads:  # a second table, under the default one
             prev = RESULTS.read_text()
             RESULTS.write_text(prev + f"\n## With --threads {args.threads}\n\n" + "\n".join(lines) + "\n\n"
-                               + "\n".join(mach.lines()) + f"\n- Command: `python bench/embed_bench.py "
+                               + "\n".join(mach.lines()) + "\n- Command: `python bench/embed_bench.py "
                                + " ".join(sys.argv[1:]) + "`\n")
             print(f"appended to {RESULTS}")
             return

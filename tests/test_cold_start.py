@@ -14,7 +14,7 @@ HEAVY = ("torch", "sentence_transformers", "chromadb", "onnxruntime", "langgraph
 
 
 def _run(code: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+    return subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=300,
                           env={**os.environ, **env})
 
 
