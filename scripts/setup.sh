@@ -27,7 +27,8 @@ echo "setup: installing torch==2.13.0 (CPU) and the project"
 "$VENV/bin/python" -m ipykernel install --sys-prefix --name python3 >/dev/null
 # The default embedding model runs on ONNX Runtime from a file exported once per machine (~10 s) into
 # the user cache; doing it here spares the first search the wait.
-"$VENV/bin/python" -m langgraph_memory._onnx_cache
+"$VENV/bin/python" -m langgraph_memory._onnx_cache \
+    || echo "setup: could not export the embedding model now; the first embedding will try again" >&2
 rm -f "$VENV"/.installed-*
 touch "$STAMP"
 echo "setup: done"
