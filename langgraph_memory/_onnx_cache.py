@@ -53,7 +53,7 @@ def _sha256(path: Path) -> str | None:
     try:
         with open(path, "rb") as f:
             return hashlib.file_digest(f, "sha256").hexdigest()
-    except FileNotFoundError:
+    except OSError:  # missing or unreadable: made again, where the folder can be written
         return None
 
 
@@ -167,6 +167,11 @@ def default_model_file(model_dir: str | os.PathLike[str], *, cache_dir: str | os
         raise LockTimeoutError(
             f"another process has been exporting {path} for more than {EXPORT_LOCK_TIMEOUT:.0f}s; "
             f"retry, or remove {lock.lock_file} if no such process runs"
+        ) from exc
+    except OSError as exc:  # the lock file cannot be created: a read-only cache folder
+        raise ModelFileError(
+            f"the ONNX model file {path} is missing or damaged and the cache folder {folder} cannot be written "
+            f"({exc}); set {MODEL_CACHE_ENV} to a writable folder"
         ) from exc
     ok, digest = _verified(path)
     if not ok:

@@ -253,3 +253,14 @@ def test_partial_or_damaged_files_are_exported_again_once_by_concurrent_processe
     assert not list(folder.glob(f".{path.name}.*.tmp"))  # the one a killed export left is gone too
     enc = OnnxSentenceEncoder(path, model_dir)
     assert enc.encode(["rates"]).shape == (1, 384)
+
+
+def test_an_unwritable_cache_without_the_file_is_a_typed_error(tmp_path: Path, model_dir: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    with pytest.raises(ModelFileError, match="cannot create the model cache folder"):
+        _onnx_cache.default_model_file(model_dir, cache_dir=blocker / "models")
+    folder = tmp_path / "models"
+    (folder / f".{_onnx_cache.MODEL_FILE_NAME}.lock").mkdir(parents=True)  # the lock cannot be created
+    with pytest.raises(ModelFileError, match="cannot be written"):
+        _onnx_cache.default_model_file(model_dir, cache_dir=folder)
