@@ -28,7 +28,7 @@ from pathlib import Path
 
 from langgraph_memory.errors import EmbeddingModelError, LockTimeoutError, ModelFileError
 
-__all__ = ["default_model_file", "model_cache_dir", "PINNED_SHA256", "MODEL_CACHE_ENV", "MODEL_FILE_NAME"]
+__all__ = ["default_model_file", "model_cache_dir", "PINNED_SHA256", "MODEL_CACHE_ENV", "MODEL_FILE_NAME", "VARIANTS"]
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +36,11 @@ MODEL_CACHE_ENV = "LANGGRAPH_MEMORY_MODEL_CACHE"
 MODEL_FILE_NAME = "all-MiniLM-L6-v2.fp32.onnx"
 # torch 2.13.0 + transformers 5.24.0 + onnx 1.23.2 export these weights byte for byte alike.
 PINNED_SHA256 = "81649fa771e4ddb558ff87e9425857e8a551ce1055e4963686c0d59b038a0d61"
+# The opt-in int8 model: dynamic quantization of the fp32 file (onnxruntime.quantization), pinned likewise.
+INT8_FILE_NAME = "all-MiniLM-L6-v2.int8.onnx"
+INT8_PINNED_SHA256 = "226d7dd3af58d05a0ef804ee0ec989c410e66dd577155bc9c63decdf9542ede1"
+# variant -> (file name, pinned hash)
+VARIANTS = {"fp32": (MODEL_FILE_NAME, PINNED_SHA256), "int8": (INT8_FILE_NAME, INT8_PINNED_SHA256)}
 # How long a process waits for another one's export (about 10 s quiet, a minute on a loaded machine).
 EXPORT_LOCK_TIMEOUT = 900.0
 
@@ -57,8 +62,8 @@ def _sha256(path: Path) -> str | None:
         return None
 
 
-def _accepted_hashes(path: Path) -> set[str]:
-    hashes = {PINNED_SHA256}
+def _accepted_hashes(path: Path, pinned: str) -> set[str]:
+    hashes = {pinned}
     try:
         recorded = path.with_name(path.name + ".sha256").read_text(encoding="ascii").split()
     except (OSError, UnicodeDecodeError):
@@ -68,10 +73,10 @@ def _accepted_hashes(path: Path) -> set[str]:
     return hashes
 
 
-def _verified(path: Path) -> tuple[bool, str | None]:
+def _verified(path: Path, pinned: str = PINNED_SHA256) -> tuple[bool, str | None]:
     """(whether the file is an accepted export, its hash or None when missing)."""
     digest = _sha256(path)
-    return digest is not None and digest in _accepted_hashes(path), digest
+    return digest is not None and digest in _accepted_hashes(path, pinned), digest
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -99,20 +104,23 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _export_into(model_dir: Path, path: Path) -> None:
+def _export_into(model_dir: Path, path: Path, variant: str, pinned: str, cache_dir: Path) -> None:
     """Export to a temporary file beside ``path``, check it, record its hash, rename it into place."""
-    from langgraph_memory._onnx_export import export_onnx
+    from langgraph_memory._onnx_export import export_onnx, quantize_onnx
 
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
-        export_onnx(model_dir, tmp)
+        if variant == "int8":
+            quantize_onnx(default_model_file(model_dir, cache_dir=cache_dir), model_dir, tmp)
+        else:
+            export_onnx(model_dir, tmp)
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         digest = _sha256(tmp)
         assert digest is not None
-        if digest != PINNED_SHA256:
+        if digest != pinned:
             # Other library versions make other (checked) bytes: remember them, or the next load rejects them.
-            logger.info("the ONNX export's hash %s is not the pinned one (other torch/onnx versions)", digest)
+            logger.info("the ONNX export's hash %s is not the pinned one (other torch, onnx or onnxruntime versions)", digest)
             _write_atomic(path.with_name(path.name + ".sha256"), f"{digest}\n".encode("ascii"))
         os.replace(tmp, path)
         _fsync_dir(path.parent)
@@ -120,8 +128,12 @@ def _export_into(model_dir: Path, path: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def default_model_file(model_dir: str | os.PathLike[str], *, cache_dir: str | os.PathLike[str] | None = None) -> Path:
+def default_model_file(
+    model_dir: str | os.PathLike[str], *, cache_dir: str | os.PathLike[str] | None = None, variant: str = "fp32"
+) -> Path:
     """The verified ONNX file of the default model, exported first if it is missing or damaged.
+
+    ``variant="int8"`` gives the opt-in quantized model (made from the fp32 file).
 
     Raises:
         ModelFileError: the file is missing or damaged and cannot be exported here (no torch or onnx).
@@ -131,8 +143,9 @@ def default_model_file(model_dir: str | os.PathLike[str], *, cache_dir: str | os
     import filelock
 
     folder = Path(cache_dir) if cache_dir is not None else model_cache_dir()
-    path = folder / MODEL_FILE_NAME
-    ok, _ = _verified(path)
+    name, pinned = VARIANTS[variant]
+    path = folder / name
+    ok, _ = _verified(path, pinned)
     if ok:
         return path
     try:
@@ -141,21 +154,21 @@ def default_model_file(model_dir: str | os.PathLike[str], *, cache_dir: str | os
         raise ModelFileError(
             f"cannot create the model cache folder {folder} ({exc}); set {MODEL_CACHE_ENV} to a writable folder"
         ) from exc
-    lock = filelock.FileLock(str(folder / f".{MODEL_FILE_NAME}.lock"), timeout=EXPORT_LOCK_TIMEOUT)
+    lock = filelock.FileLock(str(folder / f".{name}.lock"), timeout=EXPORT_LOCK_TIMEOUT)
     try:
         with lock:
-            ok, digest = _verified(path)  # another process may have exported meanwhile
+            ok, digest = _verified(path, pinned)  # another process may have exported meanwhile
             if ok:
                 return path
             # Under the lock no export runs: temporary files are what killed exports left.
-            for stale in folder.glob(f".{MODEL_FILE_NAME}*.tmp"):
+            for stale in folder.glob(f".{name}*.tmp"):
                 stale.unlink(missing_ok=True)
             if digest is None:
                 logger.warning("exporting the default embedding model to ONNX into %s (once per machine, ~10 s)", path)
             else:
                 logger.warning("the model file %s is damaged (sha256 %s); exporting it again", path, digest)
             try:
-                _export_into(Path(model_dir), path)
+                _export_into(Path(model_dir), path, variant, pinned, folder)
             except EmbeddingModelError as exc:
                 raise ModelFileError(
                     f"the ONNX model file {path} is {'missing' if digest is None else 'damaged'} and could not be "
@@ -173,7 +186,7 @@ def default_model_file(model_dir: str | os.PathLike[str], *, cache_dir: str | os
             f"the ONNX model file {path} is missing or damaged and the cache folder {folder} cannot be written "
             f"({exc}); set {MODEL_CACHE_ENV} to a writable folder"
         ) from exc
-    ok, digest = _verified(path)
+    ok, digest = _verified(path, pinned)
     if not ok:
         raise ModelFileError(f"the freshly exported model file {path} does not verify (sha256 {digest})")
     return path

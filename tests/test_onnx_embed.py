@@ -264,3 +264,32 @@ def test_an_unwritable_cache_without_the_file_is_a_typed_error(tmp_path: Path, m
     (folder / f".{_onnx_cache.MODEL_FILE_NAME}.lock").mkdir(parents=True)  # the lock cannot be created
     with pytest.raises(ModelFileError, match="cannot be written"):
         _onnx_cache.default_model_file(model_dir, cache_dir=folder)
+
+
+@pytest.mark.slow
+def test_int8_is_an_opt_in_with_its_own_model_id(
+    onnx_emb: SentenceTransformerEmbeddings, verified_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langgraph_memory.embeddings import INT8_EMBEDDING_MODEL, CachedEmbeddings
+
+    folder = _cache_with(tmp_path, verified_file)  # the int8 file is made from the fp32 one, without torch
+    monkeypatch.setenv(_onnx_cache.MODEL_CACHE_ENV, str(folder))
+    int8 = SentenceTransformerEmbeddings(INT8_EMBEDDING_MODEL)
+    assert int8.backend == "onnx" and int8.dims == 384
+    with pytest.raises(ConfigError, match="ONNX Runtime only"):
+        SentenceTransformerEmbeddings(INT8_EMBEDDING_MODEL, backend="torch")
+    assert embeddings_model_id(int8) != DEFAULT_MODEL_ID
+    a = np.asarray(onnx_emb.embed_documents(CORPUS[:25]))
+    b = np.asarray(int8.embed_documents(CORPUS[:25]))
+    cos = (a * b).sum(1)
+    assert cos.min() > 0.95 and cos.mean() > 0.98
+    ok, digest = _onnx_cache._verified(folder / _onnx_cache.INT8_FILE_NAME, _onnx_cache.INT8_PINNED_SHA256)
+    assert ok and digest == _onnx_cache.INT8_PINNED_SHA256
+    # One cache file, two models: the int8 vectors are never served for the fp32 model.
+    path = tmp_path / "cache.sqlite"
+    c8 = CachedEmbeddings(int8, path=path)
+    c8.embed_documents(["rates"])
+    c8.close()  # its row is in the file
+    fp32 = CachedEmbeddings(onnx_emb, path=path)
+    fp32.embed_documents(["rates"])
+    assert fp32.misses == 1
