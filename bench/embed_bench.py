@@ -49,10 +49,11 @@ RESULTS = Path(__file__).resolve().parent / "RESULTS_embed.md"
 # ../shared/data/locomo beside the checkout (worktrees sit one level deeper).
 DATA = next((d for d in (Path(__file__).resolve().parents[i] / "shared" / "data" / "locomo" for i in (2, 3))
              if d.is_dir()), Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo")
-RUNTIMES = ("torch", "onnx")
+RUNTIMES = ("torch", "onnx")  # compared op by op everywhere; --int8 adds the opt-in model to the model table
 LABEL = {
     "torch": "sentence-transformers 6.2, torch (stock)",
     "onnx": "shipped: ONNX Runtime, fp32 export",
+    "int8": "opt-in: ONNX Runtime, int8 (own model id)",
 }
 
 
@@ -103,10 +104,10 @@ class Stock:
 class Shipped:
     """The library's default model, as ``ChromaStore.default_index()`` gets it."""
 
-    def __init__(self) -> None:
-        from langgraph_memory.embeddings import SentenceTransformerEmbeddings
+    def __init__(self, int8: bool = False) -> None:
+        from langgraph_memory.embeddings import INT8_EMBEDDING_MODEL, SentenceTransformerEmbeddings
 
-        self.emb = SentenceTransformerEmbeddings(backend="onnx")
+        self.emb = SentenceTransformerEmbeddings(INT8_EMBEDDING_MODEL) if int8 else SentenceTransformerEmbeddings()
         self.emb.load()
 
     def query(self, text: str) -> np.ndarray:
@@ -119,7 +120,7 @@ class Shipped:
 
 
 def open_runtime(name: str) -> Stock | Shipped:
-    return Stock() if name == "torch" else Shipped()
+    return Stock() if name == "torch" else Shipped(int8=name == "int8")
 
 
 def child(name: str) -> None:
@@ -146,10 +147,10 @@ def child(name: str) -> None:
     }))
 
 
-def fresh_processes(n: int) -> dict[str, list[dict]]:
-    out: dict[str, list[dict]] = {r: [] for r in RUNTIMES}
+def fresh_processes(n: int, names: tuple[str, ...]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {r: [] for r in names}
     for i in range(n):
-        for name in RUNTIMES if i % 2 == 0 else RUNTIMES[::-1]:
+        for name in names if i % 2 == 0 else names[::-1]:
             p = subprocess.run([sys.executable, __file__, "--child", name], capture_output=True, text=True,
                                check=False, timeout=600)
             if p.returncode != 0:
@@ -201,14 +202,16 @@ def fidelity(rts: dict[str, Stock | Shipped], turns: dict[str, list[dict]], qs: 
             questions = rt.many([q["question"] for q in qs[conv]])
             vecs[name][conv] = (docs, questions)
         print(f"  embedded LoCoMo with {name} in {time.perf_counter() - t0:.0f} s", flush=True)
-    cos: list[np.ndarray] = []
-    same_top = 0
+    others = [r for r in rts if r != "torch"]
+    cos: dict[str, list[np.ndarray]] = {r: [] for r in others}
+    same_top = dict.fromkeys(others, 0)
     n_q = 0
     recall: dict[str, list[float]] = {r: [] for r in rts}
     for conv in turns:
         ids = [t["dia_id"] for t in turns[conv]]
-        for a, b in zip(vecs["onnx"][conv], vecs["torch"][conv]):
-            cos.append((a * b).sum(1))
+        for r in others:
+            for a, b in zip(vecs[r][conv], vecs["torch"][conv]):
+                cos[r].append((a * b).sum(1))
         tops = {}
         for name in rts:
             d, q = vecs[name][conv]
@@ -216,11 +219,14 @@ def fidelity(rts: dict[str, Stock | Shipped], turns: dict[str, list[dict]], qs: 
             for qa, row in zip(qs[conv], tops[name]):
                 evidence = {e.strip() for e in qa["evidence"]}
                 recall[name].append(len({ids[i] for i in row} & evidence) / len(evidence))
-        same_top += int((tops["onnx"] == tops["torch"]).all(axis=1).sum())
+        for r in others:
+            same_top[r] += int((tops[r] == tops["torch"]).all(axis=1).sum())
         n_q += len(qs[conv])
-    allcos = np.concatenate(cos)
+    allcos = {r: np.concatenate(cos[r]) for r in others}
     return {
-        "cos_min": float(allcos.min()), "cos_mean": float(allcos.mean()), "n_vectors": int(allcos.size),
+        "cos_min": {r: float(c.min()) for r, c in allcos.items()},
+        "cos_mean": {r: float(c.mean()) for r, c in allcos.items()},
+        "n_vectors": int(allcos["onnx"].size),
         "same_top10": same_top, "n_questions": n_q,
         "recall": {r: float(np.mean(v)) for r, v in recall.items()},
     }
@@ -312,7 +318,8 @@ def cold_cli(n: int) -> dict[str, dict[str, list[float]]]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--child", choices=RUNTIMES, help=argparse.SUPPRESS)
+    p.add_argument("--child", choices=(*RUNTIMES, "int8"), help=argparse.SUPPRESS)
+    p.add_argument("--int8", action="store_true", help="also measure the opt-in int8 model (model table only)")
     p.add_argument("--data", default=str(DATA))
     p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--queries", type=int, default=30, help="queries per runtime per round")
@@ -341,8 +348,9 @@ def main() -> None:
     rng.shuffle(all_qs)
 
     print("load and RSS, fresh processes:", flush=True)
-    procs = fresh_processes(args.processes)
-    rts = {name: open_runtime(name) for name in RUNTIMES}
+    names = (*RUNTIMES, "int8") if args.int8 else RUNTIMES
+    procs = fresh_processes(args.processes, names)
+    rts = {name: open_runtime(name) for name in names}
     for rt in rts.values():  # warm both on the shapes measured
         rt.query("warm up")
         rt.batch(all_turns[:64])
@@ -361,10 +369,10 @@ def main() -> None:
     mach.load_end = os.getloadavg()
     mach.code = git_state(Path(__file__).resolve().parents[1], ["langgraph_memory", "bench/embed_bench.py"])
 
-    med = {r: {k: float(np.median([x[k] for x in procs[r]])) for k in procs[r][0]} for r in RUNTIMES}
+    med = {r: {k: float(np.median([x[k] for x in procs[r]])) for k in procs[r][0]} for r in names}
     base_q = percentile(sp["torch"]["q"], 50)
     rows = []
-    for r in RUNTIMES:
+    for r in names:
         q50, q95 = percentile(sp[r]["q"], 50), percentile(sp[r]["q"], 95)
         b64, b16 = float(np.median(sp[r]["b64"])), float(np.median(sp[r]["b16"]))
         ratio = lambda x, y: "" if r == "torch" else f" ({x / y:.2f}x)"  # noqa: E731
@@ -376,8 +384,8 @@ def main() -> None:
             f"{b16:,.0f}" + ratio(b16, float(np.median(sp["torch"]["b16"]))),
             f"{med[r]['import_s']:.2f} + {med[r]['load_s']:.2f} s",
             f"{med[r]['rss_mb']:.0f} MB",
-            "-" if fid is None else "1.0" if r == "torch" else f"min {fid['cos_min']:.6f}, mean "
-            f"{fid['cos_mean']:.7f}; top 10 identical for {fid['same_top10']}/{fid['n_questions']} questions",
+            "-" if fid is None else "1.0" if r == "torch" else f"min {fid['cos_min'][r]:.6f}, mean "
+            f"{fid['cos_mean'][r]:.7f}; top 10 identical for {fid['same_top10'][r]}/{fid['n_questions']} questions",
             "-" if fid is None else f"{fid['recall'][r]:.3f}",
         ])
     header = ["runtime", "query p50", "query p95", "batch 64 (texts/s)", "batch 16 (texts/s)",
