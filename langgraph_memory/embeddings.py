@@ -56,6 +56,8 @@ __all__ = [
     "default_embeddings",
     "embeddings_model_id",
     "DEFAULT_DIMS",
+    "INT8_EMBEDDING_MODEL",
+    "BACKEND_ENV",
 ]
 
 logger = logging.getLogger(__name__)
