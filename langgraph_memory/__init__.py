@@ -37,32 +37,86 @@ server (`langgraph_memory.mcp.server`, ``langgraph-memory mcp``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from langgraph_memory import _compat
 from langgraph_memory._version import __version__ as __version__
-from langgraph_memory.research.procedures import ProceduralAPI
-from langgraph_memory.research.api import ResearchAPI
-from langgraph_memory.archive import Archiver, schedule_archival, schedule_session_cleanup
-from langgraph_memory.bundle import export_bundle, import_bundle
-from langgraph_memory.catalog.status import ItemStatus
-from langgraph_memory.checkpoint import SqliteCheckpointer
-from langgraph_memory.config import Settings
-from langgraph_memory.graph.conversation import conversation_node, last_human_text
-from langgraph_memory.lifecycle.decay import DecayReport
-from langgraph_memory.store.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings, default_embeddings
-from langgraph_memory.errors import LangGraphMemoryError
-from langgraph_memory.lifecycle.items import DeleteReport
-from langgraph_memory.ingest import ChunkHit, IngestConfig, IngestReport
-from langgraph_memory.research.lineage import Lineage
-from langgraph_memory.platform import platform_checkpointer, platform_store
-from langgraph_memory.memory import Hit, Memory, StrategyVersion
-from langgraph_memory.graph.nodes import recall_node, store_node
-from langgraph_memory.lifecycle.stats import CollectionStats, MemoryStats
-from langgraph_memory.store.ranking import HybridRanking, TemporalConfig
-from langgraph_memory.sessions import CleanupReport, Session, SessionConfig, SessionMemory, SessionTurn
-from langgraph_memory.store import ChromaStore
-from langgraph_memory.store.registry import CollectionRegistry, CollectionSpec, set_default_collections
-from langgraph_memory.research.collections import RESEARCH
-from langgraph_memory.graph.tools import create_recall_tool, create_store_tool
+
+# Public names resolve on first use (PEP 562), so that ``langgraph-memory search`` or an
+# ``import langgraph_memory.errors`` does not pay for every subsystem (langchain's tools,
+# the archive, ingest) before doing anything. ``from langgraph_memory import X`` works as before.
+_LAZY = {
+    "Memory": "langgraph_memory.memory",
+    "platform_store": "langgraph_memory.platform",
+    "platform_checkpointer": "langgraph_memory.platform",
+    "ChromaStore": "langgraph_memory.store",
+    "CollectionRegistry": "langgraph_memory.store.registry",
+    "CollectionSpec": "langgraph_memory.store.registry",
+    "RESEARCH": "langgraph_memory.research.collections",
+    "HybridRanking": "langgraph_memory.store.ranking",
+    "TemporalConfig": "langgraph_memory.store.ranking",
+    "SqliteCheckpointer": "langgraph_memory.checkpoint",
+    "Archiver": "langgraph_memory.archive",
+    "schedule_archival": "langgraph_memory.archive",
+    "schedule_session_cleanup": "langgraph_memory.archive",
+    "export_bundle": "langgraph_memory.bundle",
+    "import_bundle": "langgraph_memory.bundle",
+    "recall_node": "langgraph_memory.graph.nodes",
+    "store_node": "langgraph_memory.graph.nodes",
+    "create_recall_tool": "langgraph_memory.graph.tools",
+    "create_store_tool": "langgraph_memory.graph.tools",
+    "Hit": "langgraph_memory.memory",
+    "StrategyVersion": "langgraph_memory.memory",
+    "ResearchAPI": "langgraph_memory.research.api",
+    "ProceduralAPI": "langgraph_memory.research.procedures",
+    "Lineage": "langgraph_memory.research.lineage",
+    "ItemStatus": "langgraph_memory.catalog.status",
+    "DeleteReport": "langgraph_memory.lifecycle.items",
+    "MemoryStats": "langgraph_memory.lifecycle.stats",
+    "CollectionStats": "langgraph_memory.lifecycle.stats",
+    "DecayReport": "langgraph_memory.lifecycle.decay",
+    "Settings": "langgraph_memory.config",
+    "SentenceTransformerEmbeddings": "langgraph_memory.store.embeddings",
+    "CachedEmbeddings": "langgraph_memory.store.embeddings",
+    "default_embeddings": "langgraph_memory.store.embeddings",
+    "LangGraphMemoryError": "langgraph_memory.errors",
+    "IngestConfig": "langgraph_memory.ingest",
+    "IngestReport": "langgraph_memory.ingest",
+    "ChunkHit": "langgraph_memory.ingest",
+    "SessionMemory": "langgraph_memory.sessions",
+    "SessionConfig": "langgraph_memory.sessions",
+    "Session": "langgraph_memory.sessions",
+    "SessionTurn": "langgraph_memory.sessions",
+    "CleanupReport": "langgraph_memory.sessions",
+    "conversation_node": "langgraph_memory.graph.conversation",
+    "last_human_text": "langgraph_memory.graph.conversation",
+}
+
+if TYPE_CHECKING:
+    from langgraph_memory.archive import Archiver, schedule_archival, schedule_session_cleanup
+    from langgraph_memory.bundle import export_bundle, import_bundle
+    from langgraph_memory.catalog.status import ItemStatus
+    from langgraph_memory.checkpoint import SqliteCheckpointer
+    from langgraph_memory.config import Settings
+    from langgraph_memory.errors import LangGraphMemoryError
+    from langgraph_memory.graph.conversation import conversation_node, last_human_text
+    from langgraph_memory.graph.nodes import recall_node, store_node
+    from langgraph_memory.graph.tools import create_recall_tool, create_store_tool
+    from langgraph_memory.ingest import ChunkHit, IngestConfig, IngestReport
+    from langgraph_memory.lifecycle.decay import DecayReport
+    from langgraph_memory.lifecycle.items import DeleteReport
+    from langgraph_memory.lifecycle.stats import CollectionStats, MemoryStats
+    from langgraph_memory.memory import Hit, Memory, StrategyVersion
+    from langgraph_memory.platform import platform_checkpointer, platform_store
+    from langgraph_memory.research.api import ResearchAPI
+    from langgraph_memory.research.collections import RESEARCH
+    from langgraph_memory.research.lineage import Lineage
+    from langgraph_memory.research.procedures import ProceduralAPI
+    from langgraph_memory.sessions import CleanupReport, Session, SessionConfig, SessionMemory, SessionTurn
+    from langgraph_memory.store import ChromaStore
+    from langgraph_memory.store.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings, default_embeddings
+    from langgraph_memory.store.ranking import HybridRanking, TemporalConfig
+    from langgraph_memory.store.registry import CollectionRegistry, CollectionSpec
 
 __all__ = [
     "Memory",
@@ -111,9 +165,20 @@ __all__ = [
     "last_human_text",
 ]
 
-# The product's default: a store opened without ``collections=`` keeps the research collections.
-# The store itself only knows the registry interface; the façade decides which one.
-set_default_collections(RESEARCH)
-
 # Old module paths (langgraph_memory.collections, ...) keep importing; the package's own imports use the new ones.
 _compat.install()
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -21,6 +21,7 @@ __all__ = [
     "LangGraphMemoryError",
     "ConfigError",
     "EmbeddingModelError",
+    "ModelFileError",
     "LockTimeoutError",
     "ValidationError",
     "NamespaceError",
@@ -63,6 +64,10 @@ class ConfigError(LangGraphMemoryError, ValueError):
 
 class EmbeddingModelError(LangGraphMemoryError, RuntimeError):
     """The embedding model could not be loaded or failed to embed."""
+
+
+class ModelFileError(EmbeddingModelError):
+    """The model file in the cache is missing or damaged and could not be made again (e.g. no torch here)."""
 
 
 class LockTimeoutError(LangGraphMemoryError, TimeoutError):

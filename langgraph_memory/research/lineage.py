@@ -120,7 +120,7 @@ class LineageTree:
         """Every node below the root, depth first, each with ``parent`` (the id it hangs from).
 
         Example:
-            >>> [(r["id"], r["parent"], r["depth"]) for r in lin.descendants.rows()]   # doctest: +SKIP
+            >>> [(r["id"], r["parent"], r["depth"]) for r in lin.descendants.rows()]  # needs a lineage (lin)  # doctest: +SKIP
             [('s1', 'f1', 1), ('s2', 's1', 2)]
         """
         out: list[dict[str, Any]] = []

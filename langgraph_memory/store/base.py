@@ -339,8 +339,11 @@ class ChromaStore(BaseStore):
         with the embedding cache of the data directory.
 
         Examples:
-            >>> emb = DeterministicFakeEmbedding(size=8)                      # doctest: +SKIP
-            >>> ChromaStore(index={"dims": 8, "embed": emb}).embeddings is emb   # doctest: +SKIP
+            >>> import tempfile
+            >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+            >>> emb = DeterministicFakeEmbedding(size=8)
+            >>> with ChromaStore(data_dir=tempfile.mkdtemp(), index={"dims": 8, "embed": emb}) as store:
+            ...     store.embeddings is emb
             True
         """
         return self.cached_embeddings.inner if self.cached_embeddings is not None else None

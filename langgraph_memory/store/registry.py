@@ -25,6 +25,7 @@ assert notes.for_namespace(("other",)).name == "memories"
 from __future__ import annotations
 
 import enum
+import importlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -32,6 +33,7 @@ from typing import Any, Literal
 import pydantic
 from pydantic import BaseModel
 
+from langgraph_memory.config import DEFAULT_COLLECTIONS
 from langgraph_memory.errors import ConfigError, NotFoundError, ValidationError
 
 __all__ = [
@@ -200,11 +202,23 @@ DEFAULT = Default.DEFAULT
 #: A plain LangGraph store: one general collection, any value in any namespace.
 PLAIN = CollectionRegistry()
 
-_default: CollectionRegistry = PLAIN
+_default: CollectionRegistry | None = None
 
 
 def default_collections() -> CollectionRegistry:
-    """The registry a store gets when it is not given one (the package installs the research collections)."""
+    """The registry a store gets when it is not given one: ``config.DEFAULT_COLLECTIONS`` (the research ones).
+
+    Examples:
+        >>> sorted(default_collections().typed)[:3]
+        ['backtests', 'hypotheses', 'lessons']
+    """
+    global _default
+    if _default is None:
+        module, _, attr = DEFAULT_COLLECTIONS.partition(":")
+        registry = getattr(importlib.import_module(module), attr)
+        if not isinstance(registry, CollectionRegistry):
+            raise ConfigError(f"{DEFAULT_COLLECTIONS} is not a CollectionRegistry")
+        _default = registry
     return _default
 
 

@@ -347,7 +347,7 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
         """PostgreSQL's plan for the first page ``list`` would read (``EXPLAIN``), as text.
 
         Example:
-            >>> print(saver.explain_list({"configurable": {"thread_id": "t"}}, limit=10))  # doctest: +SKIP
+            >>> print(saver.explain_list({"configurable": {"thread_id": "t"}}, limit=10))  # needs a PostgreSQL server  # doctest: +SKIP
             Limit  ->  Index Scan Backward using checkpoints_pkey on checkpoints c ...
         """
         sql, params, _size = next(self._list_plan(config, filter, before, limit))
