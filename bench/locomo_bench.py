@@ -57,6 +57,7 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 TUNE = ("26", "30", "41")
 HELD_OUT = ("42", "43")
 RESULTS = Path(__file__).resolve().parent / "RESULTS_locomo.md"
+EMBED_CACHE = Path(__file__).resolve().parent / ".cache" / "locomo-embeddings.sqlite"
 
 Order = Callable[[list[Candidate], str, float], list[str]]  # candidates, conversation, now -> keys best first
 
@@ -205,7 +206,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="LoCoMo recall@k: dense, keyword, hybrid, hybrid + temporal")
     parser.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo"))
     parser.add_argument("--write", action="store_true", help=f"write {RESULTS.name}")
+    parser.add_argument("--loo", action="store_true",
+                        help="only the leave-one-conversation-out comparison of designs (offline, cached embeddings)")
     args = parser.parse_args()
+    if args.loo:
+        from _locomo_loo import loo_main
+
+        loo_main(Path(args.data), write=args.write, results=RESULTS)
+        return
 
     files = sorted(Path(args.data).glob("*.json"))
     if not files:
@@ -213,7 +221,9 @@ def main() -> None:
     mach = machine(["chromadb", "sentence-transformers", "langgraph"])
     convs = {f.stem: json.loads(f.read_text()) for f in files}
     tmp = Path(tempfile.mkdtemp(prefix="lgm-locomo-"))
-    emb = CachedEmbeddings(SentenceTransformerEmbeddings(), path=tmp / "cache.sqlite")
+    # Embeddings are cached beside the script between runs (the real model is slow on two shared cores).
+    EMBED_CACHE.parent.mkdir(parents=True, exist_ok=True)
+    emb = CachedEmbeddings(SentenceTransformerEmbeddings(), path=EMBED_CACHE)
     store = ChromaStore(data_dir=tmp / "memory", index={"dims": 384, "embed": emb, "fields": ["text"]})
 
     started = time.perf_counter()

@@ -57,6 +57,9 @@ class Candidate:
     similarity: float
     #: BM25 score of the item for the query's words (0: no word in common).
     keyword: float = 0.0
+    #: The BM25 score as a share of the query's idf mass, in [0, 1]: what the fusion uses (see
+    #: :meth:`~langgraph_memory.catalog.keywords.KeywordMatches.evidence`).
+    evidence: float = 0.0
 
 
 @dataclass
@@ -109,12 +112,13 @@ class HybridSearch:
 
                 top = matches.walk(fetch, depth, known=found)
         for cand, score in zip(found.values(), matches.scores_of(list(found))):
-            cand.keyword = score
+            cand.keyword, cand.evidence = score, matches.evidence(score)
         new = [read[i] for i in top if i not in found and i in read]
         new = [(it, vecs) for it, vecs in new if _filters.matches(it.value, op.filter) and not omit(it)]
         sims = _best_cosines([vecs for _it, vecs in new], qvec)
         scores = matches.scores_of([it.id or -1 for it, _vecs in new])
-        out.items.extend(Candidate(it, sim, score) for (it, _vecs), sim, score in zip(new, sims, scores))
+        out.items.extend(Candidate(it, sim, score, matches.evidence(score))
+                         for (it, _vecs), sim, score in zip(new, sims, scores))
         plan.notes.append(f"hybrid: {len(top)} keyword candidates, {len(new)} not among the vector candidates")
         return out
 
@@ -131,11 +135,12 @@ class HybridSearch:
 
 def score_candidates(cands: list[Candidate], ranking: HybridRanking, *, now: float) -> list[tuple[float, Candidate]]:
     """Each candidate's final score (see :mod:`langgraph_memory.ranking`), best first."""
-    top_keyword = max((c.keyword for c in cands), default=0.0)
     types: dict[tuple[str, ...], MemoryType] = {}
     out: list[tuple[float, Candidate]] = []
     for c in cands:
-        score = fuse(c.similarity, c.keyword / top_keyword if top_keyword > 0 else 0.0, ranking.keyword_weight)
+        # Keyword evidence on the query's own scale, not the best candidate's: a memory sharing only a
+        # common word with the query gets a small boost even when no memory matches better.
+        score = fuse(c.similarity, c.evidence, ranking.keyword_weight)
         if ranking.temporal is not None:
             ns = c.item.namespace
             if ns not in types:
