@@ -163,7 +163,7 @@ def unit(m: np.ndarray) -> np.ndarray:
 def compute(
     convs: dict[str, list[Turn]],
     asked: list[Question],
-    views: Views,
+    views: Views | tuple[Views, Views],
     embed_docs: Callable[[list[str]], np.ndarray],
     qvecs: np.ndarray,
     *,
@@ -172,16 +172,18 @@ def compute(
 ) -> list[Signals]:
     """Signals of every question in ``asked`` (``qvecs``: their unit query vectors, in order).
 
+    ``views`` may be a pair: what is embedded, and what is keyword-indexed.
     One keyword index holds every conversation (idf over all of them, as in one
     store); each conversation's views are embedded by ``embed_docs`` (unit vectors).
     ``extra`` names other dense signals: (document embedder, query vectors).
     """
     names = list(convs)
+    views, keyword_views = views if isinstance(views, tuple) else (views, views)
     per_conv_views = {c: views(convs[c]) for c in names}
     docs, offset = [], {}
     for c in names:
         offset[c] = len(docs)
-        docs.extend("\n".join(dict.fromkeys(v)) for v in per_conv_views[c])
+        docs.extend("\n".join(dict.fromkeys(v)) for v in keyword_views(convs[c]))
     kw = KeywordIndex(docs)
     dense: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {"cosine": {}}
     embedders = {"cosine": (embed_docs, qvecs), **(extra or {})}

@@ -18,6 +18,14 @@ Rankers of the main table, each with the library's defaults:
 * hybrid: ``HybridRanking(temporal=None)``;
 * hybrid + temporal: ``HybridRanking()`` with its clock at the last session.
 
+``--loo`` runs only the leave-one-conversation-out comparison of designs
+(what is stored for a turn, the fusion and its settings): every signal of
+every turn is computed once (:mod:`_locomo_signals`), each setting is chosen
+on four conversations and scored on the fifth (:mod:`_locomo_loo`).
+
+The library's noisy-or now takes keyword evidence on the query's scale (BM25
+over the query's idf mass); the weighted-sum, adaptive and RRF variants below
+still divide by the best candidate's BM25, as they were measured first.
 To choose without tuning to the data, the fusions were compared on
 conversations 26, 30 and 41 (tune) and the choice is reported on 42 and 43
 (held out) separately. The table of variants recomputes each fusion from the
