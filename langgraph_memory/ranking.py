@@ -264,6 +264,10 @@ class HybridRanking:
     #: How far keyword evidence raises a score (see :func:`fuse`); 0 turns keywords off. At 1 a memory
     #: holding every query word scores 1 (before temporal weighting) whatever its cosine.
     keyword_weight: float = 1.0
+    #: What keyword evidence is measured against: ``"query"``, the query's idf mass (a memory sharing only a
+    #: common word gains little), or ``"best"``, the best BM25 among the candidates (the earlier scale: the
+    #: best match always gets the full ``keyword_weight``, however weak; rank-only uses, with 0.6).
+    keyword_scale: Literal["query", "best"] = "query"
     #: BM25 length normalisation ``b`` of keyword scores (0: none; FTS5's own is 0.75).
     length_norm: float = 0.3
     #: Candidates taken from each of the vector and the keyword search (at least ``offset + limit``).
@@ -279,6 +283,8 @@ class HybridRanking:
         _unit("keyword_weight", self.keyword_weight)
         _unit("length_norm", self.length_norm)
         _unit("temporal_share", self.temporal_share)
+        if self.keyword_scale not in ("query", "best"):
+            raise ValueError(f"HybridRanking.keyword_scale must be 'query' or 'best', got {self.keyword_scale!r}")
         if isinstance(self.candidates, bool) or not isinstance(self.candidates, int) or self.candidates < 1:
             raise ValueError(f"HybridRanking.candidates must be a whole number >= 1, got {self.candidates!r}")
         if self.temporal is not None and not isinstance(self.temporal, TemporalConfig):

@@ -235,7 +235,7 @@ def test_ranking_option_is_validated(data_dir: Path, fake_embeddings) -> None:
     with pytest.raises(ConfigError, match="HybridRanking"):
         ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings}, ranking="hybrid")  # type: ignore[arg-type]
     for bad in [{"keyword_weight": 1.5}, {"length_norm": -0.1}, {"temporal_share": 2}, {"candidates": 0},
-                {"temporal": "fast"}]:
+                {"temporal": "fast"}, {"keyword_scale": "max"}]:
         with pytest.raises(ValueError):
             HybridRanking(**bad)  # type: ignore[arg-type]
 
@@ -278,6 +278,10 @@ def test_a_memory_sharing_only_a_common_name_falls_under_the_relevance_threshold
         by_key = {h.key: h.score for h in hits}
         assert {"t0", "t1", "t2", "t3"} <= set(by_key)  # found by the name, and ranked first ...
         assert all(0.0 < by_key[k] < 0.3 for k in ("t0", "t1", "t2", "t3"))  # ... but under the 30 % rule
+        store.ranking = HybridRanking(keyword_weight=0.6, keyword_scale="best", temporal=None)  # the scale before
+        before = store.search(("chat",), query="What does Caroline think about politics?", refresh_ttl=False)
+        assert before[0].score == pytest.approx(0.6) and all(h.score >= 0.3 for h in before[:4])
+        store.ranking = NO_DECAY
         store.put(("chat",), "politics", {"text": "Caroline: politics matters to me, I think we must vote"})
         top = store.search(("chat",), query="What does Caroline think about politics?", refresh_ttl=False)[0]
         assert top.key == "politics" and top.score >= 0.3  # every query word: the rule lets it through

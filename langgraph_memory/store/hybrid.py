@@ -137,10 +137,12 @@ def score_candidates(cands: list[Candidate], ranking: HybridRanking, *, now: flo
     """Each candidate's final score (see :mod:`langgraph_memory.ranking`), best first."""
     types: dict[tuple[str, ...], MemoryType] = {}
     out: list[tuple[float, Candidate]] = []
+    top_keyword = max((c.keyword for c in cands), default=0.0) if ranking.keyword_scale == "best" else 0.0
     for c in cands:
         # Keyword evidence on the query's own scale, not the best candidate's: a memory sharing only a
         # common word with the query gets a small boost even when no memory matches better.
-        score = fuse(c.similarity, c.evidence, ranking.keyword_weight)
+        evidence = c.evidence if ranking.keyword_scale == "query" else (c.keyword / top_keyword if top_keyword else 0.0)
+        score = fuse(c.similarity, evidence, ranking.keyword_weight)
         if ranking.temporal is not None:
             ns = c.item.namespace
             if ns not in types:
