@@ -11,13 +11,13 @@ fold by fold, so nothing reported for a conversation was chosen on it.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
-
 from _locomo_signals import Signals, Turn
+
 from langgraph_memory.ranking import calculate_final_score
 
 K = 10
@@ -224,15 +224,28 @@ def _grids() -> list[tuple[str, dict[str, Fusion]]]:
     ]
 
 
-def loo_main(data: Path, *, write: bool, results: Path) -> None:  # noqa: C901 - one report
+def loo_main(data: Path, *, write: bool, results: Path) -> None:
     import json
     import os
     import time
 
     from _common import git_state, machine, markdown_table
-    from _locomo_signals import CACHE_DIR, Question, compute, dated, load_turns, plain, unit, window
+    from _locomo_signals import (
+        CACHE_DIR,
+        Question,
+        compute,
+        dated,
+        load_turns,
+        plain,
+        unit,
+        window,
+    )
     from _static_model import StaticEmbeddings
-    from langgraph_memory.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings
+
+    from langgraph_memory.embeddings import (
+        CachedEmbeddings,
+        SentenceTransformerEmbeddings,
+    )
 
     categories = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
     files = sorted(data.glob("*.json"))
@@ -344,8 +357,8 @@ def _write_loo(results: Path, title: str, table: str, chosen: str, machine_lines
     start, end = "<!-- loo -->", "<!-- /loo -->"
     text = results.read_text() if results.exists() else "# LoCoMo retrieval quality (`bench/locomo_bench.py`)\n\n"
     body = "\n".join([start, f"## {title}", "",
-                      "Command: `python bench/locomo_bench.py --loo --write`. Each cell is scored on a conversation"
-                      " with the setting chosen on the other four.", "", table, "",
+                      ("Command: `python bench/locomo_bench.py --loo --write`. Each cell is scored on a conversation"
+                       " with the setting chosen on the other four."), "", table, "",
                       "### Settings chosen per held-out conversation", "", chosen, "", "Machine:", *machine_lines,
                       end])
     if start in text and end in text:

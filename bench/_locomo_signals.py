@@ -18,7 +18,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -60,7 +60,7 @@ class Signals:
 
 def session_time(text: str) -> float:
     """``"1:56 pm on 8 May, 2023"`` as seconds since the epoch (UTC)."""
-    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc).timestamp()
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC).timestamp()
 
 
 def load_turns(conv: dict) -> list[Turn]:
@@ -85,7 +85,7 @@ Views = Callable[[list[Turn]], list[list[str]]]
 
 
 def _date(t: Turn) -> str:
-    return datetime.fromtimestamp(t.at, timezone.utc).strftime("%-d %B %Y")
+    return datetime.fromtimestamp(t.at, UTC).strftime("%-d %B %Y")
 
 
 def plain(turns: list[Turn]) -> list[list[str]]:

@@ -26,12 +26,17 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "examples"))
-from _common import git_state, machine, markdown_table  # noqa: E402
-from langgraph.store.base import SearchOp  # noqa: E402
+from _common import git_state, machine, markdown_table
+from langgraph.store.base import SearchOp
 
-from langgraph_memory.config import MIN_RELEVANCE  # noqa: E402
-from langgraph_memory.memory import Memory  # noqa: E402
-from langgraph_memory.ranking import HybridRanking, calculate_final_score, fuse, memory_type_for  # noqa: E402
+from langgraph_memory.config import MIN_RELEVANCE
+from langgraph_memory.memory import Memory
+from langgraph_memory.ranking import (
+    HybridRanking,
+    calculate_final_score,
+    fuse,
+    memory_type_for,
+)
 
 RESULTS = ROOT / "bench" / "RESULTS_relevance.md"
 
@@ -92,9 +97,9 @@ def main() -> None:
     if args.write:
         RESULTS.write_text("\n".join([
             "# The 30% relevance rule on the trading-research example (`bench/relevance_bench.py`)", "",
-            "Command: `python bench/relevance_bench.py --write`. The example ran twice in a fresh folder (real model);"
-            " every candidate of the default `HybridRanking` scored with keyword evidence over the best candidate's"
-            " BM25 (before) and over the query's idf mass (now).", "", t1, "",
+            ("Command: `python bench/relevance_bench.py --write`. The example ran twice in a fresh folder (real"
+             " model); every candidate of the default `HybridRanking` scored with keyword evidence over the best"
+             " candidate's BM25 (before) and over the query's idf mass (now)."), "", t1, "",
             "## Results on one side of the threshold only", "", t2, "", "Machine:", *mach.lines(), ""]))
 
 
