@@ -18,6 +18,14 @@ Rankers of the main table, each with the library's defaults:
 * hybrid: ``HybridRanking(temporal=None)``;
 * hybrid + temporal: ``HybridRanking()`` with its clock at the last session.
 
+``--loo`` runs only the leave-one-conversation-out comparison of designs
+(what is stored for a turn, the fusion and its settings): every signal of
+every turn is computed once (:mod:`_locomo_signals`), each setting is chosen
+on four conversations and scored on the fifth (:mod:`_locomo_loo`).
+
+The library's noisy-or now takes keyword evidence on the query's scale (BM25
+over the query's idf mass); the weighted-sum, adaptive and RRF variants below
+still divide by the best candidate's BM25, as they were measured first.
 To choose without tuning to the data, the fusions were compared on
 conversations 26, 30 and 41 (tune) and the choice is reported on 42 and 43
 (held out) separately. The table of variants recomputes each fusion from the
@@ -57,6 +65,7 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 TUNE = ("26", "30", "41")
 HELD_OUT = ("42", "43")
 RESULTS = Path(__file__).resolve().parent / "RESULTS_locomo.md"
+EMBED_CACHE = Path(__file__).resolve().parent / ".cache" / "locomo-embeddings.sqlite"
 
 Order = Callable[[list[Candidate], str, float], list[str]]  # candidates, conversation, now -> keys best first
 
@@ -205,7 +214,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="LoCoMo recall@k: dense, keyword, hybrid, hybrid + temporal")
     parser.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo"))
     parser.add_argument("--write", action="store_true", help=f"write {RESULTS.name}")
+    parser.add_argument("--loo", action="store_true",
+                        help="only the leave-one-conversation-out comparison of designs (offline, cached embeddings)")
     args = parser.parse_args()
+    if args.loo:
+        from _locomo_loo import loo_main
+
+        loo_main(Path(args.data), write=args.write, results=RESULTS)
+        return
 
     files = sorted(Path(args.data).glob("*.json"))
     if not files:
@@ -213,7 +229,9 @@ def main() -> None:
     mach = machine(["chromadb", "sentence-transformers", "langgraph"])
     convs = {f.stem: json.loads(f.read_text()) for f in files}
     tmp = Path(tempfile.mkdtemp(prefix="lgm-locomo-"))
-    emb = CachedEmbeddings(SentenceTransformerEmbeddings(), path=tmp / "cache.sqlite")
+    # Embeddings are cached beside the script between runs (the real model is slow on two shared cores).
+    EMBED_CACHE.parent.mkdir(parents=True, exist_ok=True)
+    emb = CachedEmbeddings(SentenceTransformerEmbeddings(), path=EMBED_CACHE)
     store = ChromaStore(data_dir=tmp / "memory", index={"dims": 384, "embed": emb, "fields": ["text"]})
 
     started = time.perf_counter()

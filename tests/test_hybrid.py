@@ -235,6 +235,73 @@ def test_ranking_option_is_validated(data_dir: Path, fake_embeddings) -> None:
     with pytest.raises(ConfigError, match="HybridRanking"):
         ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings}, ranking="hybrid")  # type: ignore[arg-type]
     for bad in [{"keyword_weight": 1.5}, {"length_norm": -0.1}, {"temporal_share": 2}, {"candidates": 0},
-                {"temporal": "fast"}]:
+                {"temporal": "fast"}, {"keyword_scale": "max"}]:
         with pytest.raises(ValueError):
             HybridRanking(**bad)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------- keyword evidence scale
+
+
+class _Unrelated(Embeddings):
+    """Every memory at cosine 0 to every query: what is left of a score is keyword evidence."""
+
+    dims = 4
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[0.0, 1.0, 0.0, 0.0] for _t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return [1.0, 0.0, 0.0, 0.0]
+
+
+CHAT = [
+    "Caroline: I went to a support group yesterday and it was so powerful",
+    "Caroline: I'm researching adoption agencies, I want to give a kid a loving home",
+    "Caroline: my painting of a lake at sunrise is finished",
+    "Caroline: running in the morning clears my head",
+    "Melanie: we took the kids camping in the mountains last weekend",
+    "Melanie: I signed up for a pottery class, it is so relaxing",
+    "Melanie: my son loves dinosaurs, we went to the museum",
+    "Melanie: I read a book about mindfulness on the train",
+]
+
+
+def test_a_memory_sharing_only_a_common_name_falls_under_the_relevance_threshold(data_dir: Path) -> None:
+    # Without a calibrated scale the best keyword match always got the full boost: these memories scored
+    # 0.6 with cosine 0, only because no memory said anything about politics.
+    store = ChromaStore(data_dir=data_dir, index={"dims": 4, "embed": _Unrelated()}, ranking=NO_DECAY)
+    try:
+        for i, text in enumerate(CHAT):
+            store.put(("chat",), f"t{i}", {"text": text})
+        hits = store.search(("chat",), query="What does Caroline think about politics?", refresh_ttl=False)
+        by_key = {h.key: h.score for h in hits}
+        assert {"t0", "t1", "t2", "t3"} <= set(by_key)  # found by the name, and ranked first ...
+        assert all(0.0 < by_key[k] < 0.3 for k in ("t0", "t1", "t2", "t3"))  # ... but under the 30 % rule
+        store.ranking = HybridRanking(keyword_weight=0.6, keyword_scale="best", temporal=None)  # the scale before
+        before = store.search(("chat",), query="What does Caroline think about politics?", refresh_ttl=False)
+        assert before[0].score == pytest.approx(0.6) and all(h.score >= 0.3 for h in before[:4])
+        store.ranking = NO_DECAY
+        store.put(("chat",), "politics", {"text": "Caroline: politics matters to me, I think we must vote"})
+        top = store.search(("chat",), query="What does Caroline think about politics?", refresh_ttl=False)[0]
+        assert top.key == "politics" and top.score >= 0.3  # every query word: the rule lets it through
+        # A query of one rare word fully matched gets (almost) the whole keyword weight, as before.
+        (hit,) = store.search(("chat",), query="pottery", refresh_ttl=False, limit=1)
+        assert hit.key == "t5" and hit.score > 0.5
+    finally:
+        store.close()
+
+
+def test_keyword_evidence_is_the_share_of_the_query_idf_mass(store: ChromaStore) -> None:
+    from langgraph_memory.catalog import keywords as _keywords
+
+    for i, text in enumerate(CHAT):
+        store.put(("chat",), f"t{i}", {"text": text})
+    with store.catalog.read() as conn:
+        name_only = _keywords.match(conn, "Caroline politics")
+        both = _keywords.match(conn, "Caroline pottery")
+    # "politics" is in no memory: it still counts in the query's mass, so "Caroline" alone is a small share.
+    assert name_only.mass > both.mass > 0
+    assert name_only.evidence(name_only.scores[0]) < 0.5 * both.evidence(both.scores[0])
+    assert 0.0 <= min(both.evidence(s) for s in both.scores) and max(both.evidence(s) for s in both.scores) <= 1.0
+    assert _keywords.KeywordMatches(name_only.ids[:0], name_only.scores[:0]).evidence(1.0) == 0.0

@@ -201,10 +201,17 @@ def _idf(docs: int, n: int) -> float:
 
 @dataclass
 class KeywordMatches:
-    """Every item holding a query term, with its BM25 score: ``ids`` and ``scores``, best first."""
+    """Every item holding a query term, with its BM25 score: ``ids`` and ``scores``, best first.
+
+    ``mass`` is the query's idf mass: the sum of its terms' idf, the BM25 score
+    of a memory of average length holding every term (a term no memory holds
+    counts with the idf of a term held by none). :meth:`evidence` puts a score
+    on that absolute scale.
+    """
 
     ids: np.ndarray
     scores: np.ndarray
+    mass: float = 0.0
 
     def __post_init__(self) -> None:
         by_id = np.argsort(self.ids, kind="stable")
@@ -212,6 +219,18 @@ class KeywordMatches:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def evidence(self, score: float) -> float:
+        """``score`` as a share of the query's idf mass, in [0, 1] (0.0 for a query without terms).
+
+        A memory sharing only a common word with a query of several terms gets
+        little, however it ranks among the matches.
+
+        Example:
+            >>> KeywordMatches(np.array([1]), np.array([1.5]), mass=6.0).evidence(1.5)
+            0.25
+        """
+        return min(1.0, score / self.mass) if self.mass > 0 else 0.0
 
     def score(self, item_id: int) -> float:
         """The score of one item (0.0 when it holds no query term)."""
@@ -275,6 +294,7 @@ def match(
         return empty
     avg = tokens / docs if tokens else 1.0
     cap = max_term_items
+    mass = 0.0
     all_ids: list[np.ndarray] = []
     all_scores: list[np.ndarray] = []
     for term in terms:
@@ -283,18 +303,21 @@ def match(
             "SELECT rowid FROM keywords WHERE keywords MATCH ? LIMIT ?", (f'"{term}"', cap + 1)
         ).fetchall()
         n = len(rows)
-        if not n or n > cap:
+        if n > cap:
+            continue
+        mass += _idf(docs, n)
+        if not n:
             continue
         rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
         rel = np.maximum(rowids & _LEN_MAX, 1) / avg
         all_ids.append(rowids >> _LEN_BITS)
         all_scores.append(_idf(docs, n) * (_K1 + 1) / (1 + _K1 * (1 - length_norm + length_norm * rel)))
     if not all_ids:
-        return empty
+        return KeywordMatches(empty.ids, empty.scores, mass)
     ids, inverse = np.unique(np.concatenate(all_ids), return_inverse=True)
     scores = np.bincount(inverse, weights=np.concatenate(all_scores))
     order = np.lexsort((ids, -scores))
-    return KeywordMatches(ids[order], scores[order])
+    return KeywordMatches(ids[order], scores[order], mass)
 
 
 def search(

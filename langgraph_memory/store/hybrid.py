@@ -57,6 +57,9 @@ class Candidate:
     similarity: float
     #: BM25 score of the item for the query's words (0: no word in common).
     keyword: float = 0.0
+    #: The BM25 score as a share of the query's idf mass, in [0, 1]: what the fusion uses (see
+    #: :meth:`~langgraph_memory.catalog.keywords.KeywordMatches.evidence`).
+    evidence: float = 0.0
 
 
 @dataclass
@@ -110,12 +113,13 @@ class HybridSearch:
 
                 top = matches.walk(fetch, depth, known=found)
         for cand, score in zip(found.values(), matches.scores_of(list(found))):
-            cand.keyword = score
+            cand.keyword, cand.evidence = score, matches.evidence(score)
         new = [read[i] for i in top if i not in found and i in read]
         new = [(it, vecs) for it, vecs in new if _filters.matches(it.value, op.filter) and not omit(it)]
         sims = _best_cosines([vecs for _it, vecs in new], qvec)
         scores = matches.scores_of([it.id or -1 for it, _vecs in new])
-        out.items.extend(Candidate(it, sim, score) for (it, _vecs), sim, score in zip(new, sims, scores))
+        out.items.extend(Candidate(it, sim, score, matches.evidence(score))
+                         for (it, _vecs), sim, score in zip(new, sims, scores))
         plan.notes.append(f"hybrid: {len(top)} keyword candidates, {len(new)} not among the vector candidates")
         return out
 
@@ -151,16 +155,19 @@ def explain_candidates(
     cands: list[Candidate], ranking: HybridRanking, *, now: float, collections: CollectionRegistry = PLAIN
 ) -> list[tuple[ScoreParts, Candidate]]:
     """Each candidate's score parts (cosine, keyword, temporal, final), best final score first."""
-    top_keyword = max((c.keyword for c in cands), default=0.0)
+    top_keyword = max((c.keyword for c in cands), default=0.0) if ranking.keyword_scale == "best" else 0.0
     types: dict[tuple[str, ...], MemoryType] = {}
     out: list[tuple[ScoreParts, Candidate]] = []
     for c in cands:
         ns = c.item.namespace
         if ns not in types:
             types[ns] = collections.for_namespace(ns).memory_type
+        # Keyword evidence on the query's own scale, not the best candidate's: a memory sharing only a
+        # common word with the query gets a small boost even when no memory matches better.
+        evidence = c.evidence if ranking.keyword_scale == "query" else (c.keyword / top_keyword if top_keyword else 0.0)
         parts = score_parts(
             c.similarity,
-            c.keyword / top_keyword if top_keyword > 0 else 0.0,
+            evidence,
             ranking,
             age_hours=(now - c.item.updated_at) / 3600.0,
             access_count=c.item.access_count,

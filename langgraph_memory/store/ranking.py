@@ -8,18 +8,22 @@ keeping the score in [0, 1], higher better:
    vector, clipped at 0 (the relevance percentage / 100);
 2. **relevance** = `fuse()` (similarity, keyword): keyword evidence can
    only raise a score: ``1 - (1 - similarity) * (1 - keyword_weight * keyword)``,
-   where ``keyword`` is the item's BM25 score over the best BM25 score among
-   the candidates (the best keyword match gets 1, an item without any query
-   word 0 and keeps its cosine);
+   where ``keyword`` is the item's BM25 score over the query's idf mass (the
+   sum of its terms' idf: what a memory of average length holding every query
+   term scores), capped at 1. The scale is the query's, not the candidates':
+   a memory sharing only a common name with a query of three words gets a
+   small share, however it ranks among the matches; an item without any query
+   word gets 0 and keeps its cosine;
 3. **final** = `calculate_final_score()`: ``relevance * (1 - temporal_share
    + temporal_share * retention)``, where ``retention`` =
    ``min(1, temporal_weight(age) * importance_multiplier(accesses))``: a new
    or much-used memory keeps its relevance, an old unused one loses up to
    ``temporal_share`` of it.
 
-The fusion was chosen by measurement against reciprocal-rank fusion, a
-weighted sum of normalised scores and a query-adaptive weight
-(``bench/RESULTS_locomo.md``).
+The fusion was chosen by leave-one-conversation-out on LoCoMo against
+reciprocal-rank fusion, a weighted sum, a static-embedding second signal and
+other keyword scales (``bench/RESULTS_locomo.md``): with keyword evidence on
+the query's scale, ``keyword_weight = 1`` was chosen on every fold.
 
 **The relevance threshold.** One rule for every caller that recalls (graph
 nodes, agent tools and the typed research API, which apply
@@ -228,11 +232,16 @@ class HybridRanking:
         >>> from langgraph_memory.ranking import HybridRanking, TemporalConfig
         >>> ranking = HybridRanking(temporal=TemporalConfig(episodic_memory_decay=0.001))
         >>> ranking.keyword_weight, ranking.temporal_share
-        (0.6, 0.1)
+        (1.0, 0.1)
     """
 
-    #: How far the best keyword match raises a score (see `fuse()`); 0 turns keywords off.
-    keyword_weight: float = 0.6
+    #: How far keyword evidence raises a score (see `fuse()`); 0 turns keywords off. At 1 a memory
+    #: holding every query word scores 1 (before temporal weighting) whatever its cosine.
+    keyword_weight: float = 1.0
+    #: What keyword evidence is measured against: ``"query"``, the query's idf mass (a memory sharing only a
+    #: common word gains little), or ``"best"``, the best BM25 among the candidates (the earlier scale: the
+    #: best match always gets the full ``keyword_weight``, however weak; rank-only uses, with 0.6).
+    keyword_scale: Literal["query", "best"] = "query"
     #: BM25 length normalisation ``b`` of keyword scores (0: none; FTS5's own is 0.75).
     length_norm: float = 0.3
     #: Candidates taken from each of the vector and the keyword search (at least ``offset + limit``).
@@ -248,6 +257,8 @@ class HybridRanking:
         _unit("keyword_weight", self.keyword_weight)
         _unit("length_norm", self.length_norm)
         _unit("temporal_share", self.temporal_share)
+        if self.keyword_scale not in ("query", "best"):
+            raise ValueError(f"HybridRanking.keyword_scale must be 'query' or 'best', got {self.keyword_scale!r}")
         if isinstance(self.candidates, bool) or not isinstance(self.candidates, int) or self.candidates < 1:
             raise ValueError(f"HybridRanking.candidates must be a whole number >= 1, got {self.candidates!r}")
         if self.temporal is not None and not isinstance(self.temporal, TemporalConfig):
@@ -259,15 +270,15 @@ class ScoreParts:
     """Why a search hit scored what it did: each step of the score (see the module docstring).
 
     ``cosine`` is the raw cosine similarity of the query and the item's best
-    vector; ``keyword`` its BM25 score over the best among the candidates
-    (0 to 1); ``relevance`` the two fused; ``retention`` what age and use
+    vector; ``keyword`` its keyword evidence (BM25 over the query's idf
+    mass, 0 to 1); ``relevance`` the two fused; ``retention`` what age and use
     left of it (None without temporal weighting); ``final`` the score the
     search ranked by.
 
     Example:
-        >>> p = score_parts(0.5, 1.0, HybridRanking(temporal=None))
+        >>> p = score_parts(0.5, 0.5, HybridRanking(temporal=None))
         >>> p.relevance, p.final, p.retention
-        (0.8, 0.8, None)
+        (0.75, 0.75, None)
     """
 
     cosine: float
