@@ -1,7 +1,7 @@
 # Two commands on a fresh machine; each creates .venv when missing.
 #   make run   - the main job: the trading-research graph on the embedded default (runtime dependencies only)
 #   make test  - the whole test suite (adds the dev extra)
-.PHONY: setup setup-runtime run test bench docs
+.PHONY: setup setup-runtime run test lint bench docs
 
 PY := .venv/bin/python
 
@@ -17,6 +17,12 @@ run: setup-runtime
 
 test: setup
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -p no:cacheprovider
+
+# Lint, format and types: what CI checks besides the tests.
+lint: setup
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy langgraph_memory
 
 docs: setup
 	$(PY) -m mkdocs build --strict

@@ -27,8 +27,19 @@ from tests.helpers.crash_check import check
 WORKER = Path(__file__).parent / "helpers" / "crash_worker.py"
 
 
-def _kill_after(data_dir: Path, log: Path, seed: int, delay: float, mode: str = "mix") -> None:
+def _acks(log: Path) -> int:
+    return log.read_bytes().count(b'"kind": "ack"') if log.exists() else 0
+
+
+def _kill_after(data_dir: Path, log: Path, seed: int, delay: float, mode: str = "mix", acks: int = 0) -> None:
+    """Start the worker, let it acknowledge ``acks`` more operations, wait ``delay`` more seconds, SIGKILL it.
+
+    Waiting for acknowledgements rather than for a time keeps every kill meaningful on a loaded machine, where
+    a fixed delay may end before the worker wrote anything; ``delay`` then puts the kill at a random point of
+    whatever operation is running.
+    """
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    target = _acks(log) + acks
     proc = subprocess.Popen(
         [sys.executable, str(WORKER), str(data_dir), str(log), str(seed), mode],
         stdout=subprocess.PIPE,
@@ -38,6 +49,11 @@ def _kill_after(data_dir: Path, log: Path, seed: int, delay: float, mode: str = 
     )
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready", proc.stderr.read()[-3000:]
+        deadline = time.monotonic() + 600
+        while _acks(log) < target:
+            assert proc.poll() is None, f"the worker died before the kill: {proc.stderr.read()[-3000:]}"
+            assert time.monotonic() < deadline, "the worker acknowledged nothing for 10 minutes"
+            time.sleep(0.01)
         time.sleep(delay)
         assert proc.poll() is None, f"the worker died before the kill: {proc.stderr.read()[-3000:]}"
     finally:
@@ -55,7 +71,7 @@ def test_random_sigkills_lose_nothing(tmp_path: Path) -> None:
     # At least 22 kills, and enough acknowledged writes to mean something: on a
     # loaded machine the worker writes less between kills, so it gets more kills.
     while kill < 22 or (result is not None and result.acknowledged <= 500 and kill < 40):
-        _kill_after(data_dir, log, rng.randrange(10**6), rng.uniform(0.05, 1.2))
+        _kill_after(data_dir, log, rng.randrange(10**6), rng.uniform(0.0, 0.5), acks=rng.randint(1, 6))
         kill += 1
         # Every other open probes the index, as for one of more than REBUILD_MAX vectors; the others rebuild it.
         result = check(data_dir, log, probe=kill % 2 == 0)
