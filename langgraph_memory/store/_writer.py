@@ -24,6 +24,7 @@ from langgraph.store.base import PutOp, get_text_at_path, tokenize_path
 from langgraph_memory.catalog import Catalog
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
+from langgraph_memory.catalog import vectors as _catalog_vectors
 from langgraph_memory.store.registry import CollectionSpec
 from langgraph_memory.errors import EmbeddingModelError, InvalidArgumentError, ModelMismatchError, ValidationError
 from langgraph_memory.store.index import ChromaIndex, IndexUnavailable
@@ -142,8 +143,7 @@ class Writer:
                 return True
             if have is None or (have == self.model and (dims is None or int(dims) == self.dims)):
                 return False
-            (n,) = conn.execute("SELECT count(*) FROM (SELECT 1 FROM vectors LIMIT 1)").fetchone()
-        return bool(n)
+            return _catalog_vectors.has_vectors(conn)
 
     def check_model(self) -> None:
         """Refuse a model other than the one that made the stored vectors (same dims or not).
