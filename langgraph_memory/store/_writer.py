@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +24,7 @@ from langgraph_memory.catalog import Catalog
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog import vectors as _catalog_vectors
+from langgraph_memory.catalog.connection import Connection
 from langgraph_memory.store.registry import CollectionSpec
 from langgraph_memory.errors import EmbeddingModelError, InvalidArgumentError, ModelMismatchError, ValidationError
 from langgraph_memory.store.index import ChromaIndex, IndexUnavailable
@@ -187,7 +187,7 @@ class Writer:
                 out.append((path, texts[0]))
         return out
 
-    def model_id(self, conn: sqlite3.Connection) -> int:
+    def model_id(self, conn: Connection) -> int:
         """The catalog's id of this store's model (registered, with the catalog's model, on first use)."""
         if self._model_id is None:
             assert self.model is not None and self.dims is not None
@@ -203,7 +203,7 @@ class Writer:
         vectors: Sequence[Sequence[float]],
         *,
         now: float,
-        before: Callable[[sqlite3.Connection], Mapping[int, dict[str, Any]] | None] | None = None,
+        before: Callable[[Connection], Mapping[int, dict[str, Any]] | None] | None = None,
     ) -> list[int | None]:
         """Commit ``puts`` (vectors in the order of their texts), then bring Chroma up to date.
 

@@ -7,12 +7,12 @@ small table, never the items.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from langgraph.store.base import ListNamespacesOp, MatchCondition
 
+from langgraph_memory.catalog.connection import Connection
 from langgraph_memory.catalog.items import NS_SEP, namespaces_with_items
 from langgraph_memory.errors import NamespaceError
 
@@ -79,6 +79,6 @@ def _literal_prefix(conditions: Sequence[MatchCondition] | None) -> tuple[str, .
     return ()
 
 
-def list_namespaces(conn: sqlite3.Connection, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+def list_namespaces(conn: Connection, op: ListNamespacesOp) -> list[tuple[str, ...]]:
     """``list_namespaces`` over the catalog: namespaces holding items, selected by ``op``."""
     return select_namespaces(namespaces_with_items(conn, _literal_prefix(op.match_conditions)), op)

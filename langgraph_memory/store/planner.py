@@ -40,7 +40,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +52,7 @@ from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog import scope as _scope
 from langgraph_memory.catalog import vectors as _vectors
+from langgraph_memory.catalog.connection import Connection
 from langgraph_memory.catalog.fields import Condition, compile_filter
 from langgraph_memory.catalog.scope import ScopeSql
 from langgraph_memory.store.registry import CollectionRegistry, default_collections
@@ -168,7 +168,7 @@ class Planner:
 
     # ----------------------------------------------------------- estimates
 
-    def _scopes(self, conn: sqlite3.Connection, prefix: tuple[str, ...]) -> list[_Scope]:
+    def _scopes(self, conn: Connection, prefix: tuple[str, ...]) -> list[_Scope]:
         specs = [self.collections.for_namespace(prefix)] if prefix else list(self.collections)
         out: list[_Scope] = []
         counts = _scope.collection_counts(conn)
@@ -188,7 +188,7 @@ class Planner:
                                   _NO_IDS if whole else ids, sql, None if whole else bounds))
         return out
 
-    def candidate_ids(self, conn: sqlite3.Connection, plan: Plan, filter: dict[str, Any] | None) -> list[int]:
+    def candidate_ids(self, conn: Connection, plan: Plan, filter: dict[str, Any] | None) -> list[int]:
         """Ids of the items in ``plan``'s scope matching the indexed part of ``filter`` (for few candidates).
 
         Hybrid search intersects keyword matches with them when the plan is ``exact``.
@@ -197,7 +197,7 @@ class Planner:
             return []
         return _scope.item_ids_in_scope(conn, plan.scope_sql, compile_filter(filter)[0]).tolist()
 
-    def _sampled_candidates(self, conn: sqlite3.Connection, scope: _Scope, conds: list[Condition]) -> int:
+    def _sampled_candidates(self, conn: Connection, scope: _Scope, conds: list[Condition]) -> int:
         """Items in scope matching ``conds``, estimated from :data:`SAMPLE` random items of the collection.
 
         For filters too common to count cheaply (the estimate sets how far an
@@ -252,7 +252,7 @@ class Planner:
         return self.vectors.lock if self.vectors is not None else contextlib.nullcontext()
 
     def _plan(
-        self, conn: sqlite3.Connection, op: SearchOp, has_query: bool, *, load: bool = False
+        self, conn: Connection, op: SearchOp, has_query: bool, *, load: bool = False
     ) -> tuple[Plan, list[_Scope], list[Condition]]:
         scopes = self._scopes(conn, op.namespace_prefix)
         conds, exact = compile_filter(op.filter)
@@ -326,7 +326,7 @@ class Planner:
 
     def _scan(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         scopes: list[_Scope],
         conds: list[Condition],
         op: SearchOp,
@@ -356,13 +356,13 @@ class Planner:
     def _is_resident(self, scope: _Scope) -> bool:
         return self.vectors is not None and self.vectors.cached(scope.collection)
 
-    def _resident(self, conn: sqlite3.Connection, scope: _Scope) -> CollectionVectors | None:
+    def _resident(self, conn: Connection, scope: _Scope) -> CollectionVectors | None:
         """The scope's collection in memory, brought up to date, or None when it is not loaded."""
         if self.vectors is None or not self.vectors.cached(scope.collection):
             return None
         return self.vectors.get(conn, scope.collection)
 
-    def _load_for(self, conn: sqlite3.Connection, scope: _Scope) -> None:
+    def _load_for(self, conn: Connection, scope: _Scope) -> None:
         """Load the scope's collection into memory when the search is big enough to gain from it.
 
         Not for a small search: a process that only ever searches small
@@ -378,7 +378,7 @@ class Planner:
 
     def _exact(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         scope: _Scope,
         conds: list[Condition],
         filter: dict[str, Any] | None,
@@ -401,7 +401,7 @@ class Planner:
             top *= 4  # the filter or TTL dropped some: rank further down
 
     def _candidates(
-        self, conn: sqlite3.Connection, col: CollectionVectors, scope: _Scope, conds: list[Condition]
+        self, conn: Connection, col: CollectionVectors, scope: _Scope, conds: list[Condition]
     ) -> Segments:
         """The rows of the scope's items that match the filter index.
 
@@ -426,14 +426,14 @@ class Planner:
         return Segments(rows=rows)
 
     def _exact_from_catalog(
-        self, conn: sqlite3.Connection, scope: _Scope, conds: list[Condition], qvec: np.ndarray
+        self, conn: Connection, scope: _Scope, conds: list[Condition], qvec: np.ndarray
     ) -> list[tuple[int, float]]:
         """Every candidate scored from the vectors read out of the catalog, best first."""
         return _rank_rows(_scope.scope_vectors(conn, scope.sql, conds), qvec)
 
     def _hnsw(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         scope: _Scope,
         conds: list[Condition],
         filter: dict[str, Any] | None,
@@ -484,7 +484,7 @@ class Planner:
             n *= 4
 
     def _in_scope(
-        self, conn: sqlite3.Connection, col: CollectionVectors | None, scope: _Scope, scope_ns: np.ndarray,
+        self, conn: Connection, col: CollectionVectors | None, scope: _Scope, scope_ns: np.ndarray,
         ids: np.ndarray,
     ) -> np.ndarray:
         """The ids (in their order) of items in the scope's namespaces."""
@@ -498,13 +498,13 @@ class Planner:
         return ids[np.isin(ids, have[np.isin(ns, scope_ns)])]
 
     @staticmethod
-    def _passing(conn: sqlite3.Connection, conds: list[Condition], ids: np.ndarray) -> np.ndarray:
+    def _passing(conn: Connection, conds: list[Condition], ids: np.ndarray) -> np.ndarray:
         """The ids (in their order) whose index rows meet every condition (each is checked on its value later)."""
         return _scope.passing(conn, conds, ids)
 
     def _exact_items(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         col: CollectionVectors | None,
         item_ids: Sequence[int],
         scope: _Scope,
@@ -527,7 +527,7 @@ class Planner:
 
     def _materialize(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         ranked: list[tuple[int, float]],
         filter: dict[str, Any] | None,
         need: int,

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import bisect
 import logging
-import sqlite3
 import threading
 from dataclasses import dataclass, field
 
@@ -47,6 +46,7 @@ from langgraph_memory.catalog import Catalog
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog import vectors as _catalog_vectors
+from langgraph_memory.catalog.connection import Connection
 
 __all__ = ["VectorCache", "CollectionVectors", "Segments", "DEFAULT_BUDGET_BYTES", "dot_rows"]
 
@@ -330,7 +330,7 @@ class VectorCache:
                 self._versions.pop(name, None)
                 self._too_big.pop(name, None)
 
-    def get(self, conn: sqlite3.Connection, collection: str) -> CollectionVectors | None:
+    def get(self, conn: Connection, collection: str) -> CollectionVectors | None:
         """The vectors of ``collection`` as the catalog holds them now, or None when they do not fit.
 
         Call with :attr:`lock` held, inside one read snapshot of the catalog.
@@ -358,7 +358,7 @@ class VectorCache:
     def _room(self, collection: str) -> int:
         return self.budget_bytes - sum(c.nbytes for name, c in self._cols.items() if name != collection)
 
-    def _load(self, conn: sqlite3.Connection, collection: str) -> CollectionVectors | None:
+    def _load(self, conn: Connection, collection: str) -> CollectionVectors | None:
         n_vectors = _catalog_vectors.count_vectors(conn, collection)
         if not n_vectors:
             return None
@@ -383,7 +383,7 @@ class VectorCache:
         return col
 
     @staticmethod
-    def _names(conn: sqlite3.Connection, col: CollectionVectors) -> dict[int, str]:
+    def _names(conn: Connection, col: CollectionVectors) -> dict[int, str]:
         ids = sorted({int(i) for i in np.unique(col.ns_ids[: col.n])})
         return _items.namespace_names(conn, ids)
 
@@ -401,7 +401,7 @@ class VectorCache:
         )
         return True
 
-    def _apply_changes(self, conn: sqlite3.Connection, collection: str, col: CollectionVectors, after: int) -> bool:
+    def _apply_changes(self, conn: Connection, collection: str, col: CollectionVectors, after: int) -> bool:
         """Reload the items changed since ``after``; False when the collection must be loaded afresh."""
         changed = np.asarray(_queue.changed_since(conn, collection, after), dtype=np.int64)
         if not len(changed):

@@ -23,7 +23,6 @@ with ``include_retired=True`` shows them too.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -32,6 +31,7 @@ import numpy as np
 from langgraph_memory.catalog import Catalog, StoredItem
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import vectors as _catalog_vectors
+from langgraph_memory.catalog.connection import Connection
 from langgraph_memory.errors import FilterError, ReadOnlyError
 from langgraph_memory.store.index import ChromaIndex, IndexUnavailable, parse_record_id, record_id
 from langgraph_memory.store.records import record_text
@@ -141,7 +141,7 @@ class RecordView:
         collection: str,
         embed_query: Any = None,
         *,
-        hidden: Callable[[sqlite3.Connection], dict[str, float]] | None = None,
+        hidden: Callable[[Connection], dict[str, float]] | None = None,
     ) -> None:
         self._catalog = catalog
         self._index = index
