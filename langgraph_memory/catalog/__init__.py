@@ -14,7 +14,13 @@ can be rebuilt from it at any time (:mod:`langgraph_memory.store.index`).
 
 The modules: :mod:`.catalog` (the file, transactions, settings),
 :mod:`.items` (items, vectors, namespaces), :mod:`.fields` (the filter
-index), :mod:`.queue` (Chroma's outbox), :mod:`.lineage` (edges and versions).
+index), :mod:`.queue` (Chroma's outbox), :mod:`.lineage` (edges and versions),
+:mod:`.scope` (what a search reads to plan and run), :mod:`.vectors` (vector
+rows for scoring, the vector cache, the index and re-embedding).
+
+Every SQL statement on the catalog's tables lives in this package, as named
+functions that take a connection (:data:`.connection.Connection`) and return
+plain data; the store calls them and holds no SQL.
 """
 
 from langgraph_memory.catalog.catalog import Catalog, read_meta
