@@ -22,14 +22,14 @@ itself, never from a user.
     ...     _ = write_items(conn, [ItemWrite(("notes", "a"), "k1", "memories", '{"text": "hi"}')], NamespaceIds(), now=1.0)
     >>> with cat.read() as conn:
     ...     n_items, n_vectors, ns_ids, scope = namespace_scope(conn, "memories", prefix_bounds(["notes"]))
-    ...     n_items, [it.key for it in newest_items(conn, scope, [], limit=10, offset=0)]
+    ...     n_items, [it.key for it in newest_items(conn, scope, [], page=10)]
     (1, ['k1'])
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -109,15 +109,18 @@ def collection_scope(collection: str) -> ScopeSql:
 
 
 def namespace_scope(
-    conn: sqlite3.Connection, collection: str, bounds: tuple[str, str, str]
+    conn: sqlite3.Connection, collection: str, bounds: tuple[str, str, str], *, collection_items: int = -1
 ) -> tuple[int, int, np.ndarray, ScopeSql]:
     """Items and vectors of ``collection`` at or under a prefix (see :func:`prefix_bounds`).
 
-    Returns ``(items, vectors, ids of the namespaces holding them, the scope)``.
+    Returns ``(items, vectors, ids of the namespaces holding them, the scope)``;
+    the ids are left empty (not parsed) when the prefix holds all
+    ``collection_items`` items of the collection.
     """
     params = (collection, *bounds)
     n_items, n_vectors, ids = conn.execute(_PREFIX_COUNTS, params).fetchone()
-    return int(n_items), int(n_vectors), _parse_ids(ids), (_IN_PREFIX, params)
+    ns_ids = _NO_IDS if n_items == collection_items else _parse_ids(ids)
+    return int(n_items), int(n_vectors), ns_ids, (_IN_PREFIX, params)
 
 
 def any_scope(scopes: Sequence[ScopeSql]) -> ScopeSql:
@@ -214,13 +217,15 @@ def newest_items(
     scope: ScopeSql,
     conds: Sequence[Condition],
     *,
-    limit: int,
-    offset: int,
+    page: int,
     unindexed_only: bool = False,
-) -> list[_items.StoredItem]:
-    """A page of the items in ``scope`` meeting ``conds`` in the filter index, newest first.
+) -> Iterator[_items.StoredItem]:
+    """The items in ``scope`` meeting ``conds`` in the filter index, newest first, read as they are consumed.
 
-    ``unindexed_only`` keeps the items that have no vectors.
+    Read in pages of ``page`` rows, four times more each time; a row becomes
+    an item (its value parsed) only when the caller asks for it, so a caller
+    that stops early pays for what it used. ``unindexed_only`` keeps the
+    items that have no vectors.
     """
     where = [scope[0]]
     params: list[Any] = list(scope[1])
@@ -234,7 +239,15 @@ def newest_items(
         f"SELECT {_items.ITEM_COLUMNS} FROM items i JOIN namespaces n ON n.id = i.ns_id "
         f"WHERE {' AND '.join(where)} ORDER BY i.updated_at DESC, i.id DESC LIMIT ? OFFSET ?"
     )
-    return [_items.item_from_row(row) for row in conn.execute(sql, (*params, limit, offset)).fetchall()]
+    offset = 0
+    while True:
+        rows = conn.execute(sql, (*params, page, offset)).fetchall()
+        for row in rows:
+            yield _items.item_from_row(row)
+        if len(rows) < page:
+            return
+        offset += page
+        page *= 4
 
 
 def scope_vectors(

@@ -181,7 +181,7 @@ class Planner:
                                   _scope.collection_scope(spec.name)))
                 continue
             bounds = _scope.prefix_bounds(prefix)
-            n_scope, v_scope, ids, sql = _scope.namespace_scope(conn, spec.name, bounds)
+            n_scope, v_scope, ids, sql = _scope.namespace_scope(conn, spec.name, bounds, collection_items=n_coll)
             if n_scope:
                 whole = n_scope == n_coll
                 out.append(_Scope(spec.name, whole, n_scope, n_coll, v_scope, v_coll,
@@ -336,21 +336,15 @@ class Planner:
         unindexed_only: bool = False,
     ) -> list[StoredItem]:
         """Items in scope matching the filter, newest first, at most ``need``."""
-        where = _scope.any_scope([s.sql for s in scopes])
         out: list[StoredItem] = []
-        page = max(need, 100)
-        offset = 0
-        while len(out) < need:
-            rows = _scope.newest_items(conn, where, conds, limit=page, offset=offset, unindexed_only=unindexed_only)
-            for it in rows:
-                if _filters.matches(it.value, op.filter) and not omit(it):
-                    out.append(it)
-                    if len(out) >= need:
-                        break
-            if len(rows) < page:
-                break
-            offset += page
-            page *= 4
+        if need <= 0:
+            return out
+        where = _scope.any_scope([s.sql for s in scopes])
+        for it in _scope.newest_items(conn, where, conds, page=max(need, 100), unindexed_only=unindexed_only):
+            if _filters.matches(it.value, op.filter) and not omit(it):
+                out.append(it)
+                if len(out) >= need:
+                    break
         return out
 
     def _is_resident(self, scope: _Scope) -> bool:
