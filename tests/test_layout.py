@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,74 @@ def test_old_names_still_import() -> None:
 def test_every_public_name_imports() -> None:
     for name in langgraph_memory.__all__:
         assert getattr(langgraph_memory, name) is not None, name
+
+
+#: Modules outside ``catalog/`` that may run SQL, each with the reason. Every other module reaches the
+#: catalog's tables through the catalog's named queries, the seam a second catalog backend plugs into.
+SQL_ELSEWHERE: dict[str, str] = {
+    "checkpoint/": "the checkpointer's own tables and files (the package ships alone, without the catalog)",
+    "_infra/": "connection set-up (PRAGMAs), no table of any domain",
+    "store/embeddings.py": "the embedding cache's own SQLite file",
+    "archive/manifest.py": "the archive manifest's own file (its tables items and meta are not the catalog's)",
+    "archive/_steps.py": "the archive manifest's tables, in the manifest's transactions",
+    "archive/_thread_files.py": "the archive manifest's tables, in the manifest's transactions",
+    "archive/archiver.py": "queries on the archive manifest (Manifest.query)",
+}
+
+
+def _catalog_tables() -> list[str]:
+    """Every table the catalog's migrations create."""
+    from langgraph_memory.catalog import _schema
+
+    ddl = " ".join(_schema._MIGRATIONS.values())
+    return sorted(set(re.findall(r"CREATE (?:VIRTUAL )?TABLE IF NOT EXISTS (\w+)", ddl)))
+
+
+def _sql_on_catalog_tables(path: Path, tables: list[str], *, name: str | None = None) -> list[str]:
+    """Where ``path`` runs a statement, or holds SQL text that names a catalog table (docstrings aside)."""
+    on_table = re.compile(r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+(" + "|".join(tables) + r")\b", re.IGNORECASE)
+    tree = ast.parse(path.read_text(), filename=str(path))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+    }
+    rel = name or path.relative_to(PACKAGE).as_posix()
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("execute", "executemany", "executescript")):
+            found.append(f"{rel}:{node.lineno} calls .{node.func.attr}()")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            if m := on_table.search(node.value):
+                found.append(f"{rel}:{node.lineno} holds SQL on {m.group(1)}: {node.value.strip()[:60]!r}")
+    return sorted(found)
+
+
+def test_no_sql_on_catalog_tables_outside_the_catalog() -> None:
+    tables = _catalog_tables()
+    assert {"items", "namespaces", "vectors", "fields", "index_queue", "collection_counts"} <= set(tables)
+    for allowed in SQL_ELSEWHERE:
+        assert (PACKAGE / allowed).exists(), f"{allowed} is allowed SQL but no longer exists: drop it from the list"
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith("catalog/") or any(rel == a or (a.endswith("/") and rel.startswith(a)) for a in SQL_ELSEWHERE):
+            continue
+        found += _sql_on_catalog_tables(path, tables)
+    assert found == [], "move these statements into langgraph_memory/catalog/ as named queries:\n" + "\n".join(found)
+
+
+def test_the_sql_check_sees_statements_and_fragments(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        'def f(conn, ids):\n'
+        '    """Reads FROM items, in prose: a docstring is not SQL."""\n'
+        '    conn.execute("SELECT 1")\n'
+        '    where = f"v.item_id IN ({ids}) AND i.ns_id IN (SELECT id FROM namespaces WHERE collection = ?)"\n'
+        '    return "update vectors SET vec = ?", where, "read from the cache"\n'
+    )
+    found = _sql_on_catalog_tables(probe, _catalog_tables(), name="probe.py")
+    assert [f.split(" ", 1)[0] for f in found] == ["probe.py:3", "probe.py:4", "probe.py:5"], found
+    assert "namespaces" in found[1] and "vectors" in found[2]

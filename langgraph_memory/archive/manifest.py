@@ -284,6 +284,15 @@ class Manifest:
         rows = self._files_where("f.name = ?", (name,))
         return rows[0] if rows else None
 
+    def file_lines(self, file: str, *, limit: int, offset: int = 0) -> tuple[int, list[tuple[Any, ...]]]:
+        """How many lines ``file`` holds, and a page of them: ``(line, uid, key, namespace, status, changed_at)``."""
+        total = self.query("SELECT count(*) FROM items WHERE file = ?", (file,))[0][0]
+        rows = self.query(
+            "SELECT line, uid, key, namespace, status, changed_at FROM items WHERE file = ? ORDER BY line LIMIT ? OFFSET ?",
+            (file, limit, offset),
+        )
+        return int(total), rows
+
     def files(self, *, collection: str | None = None, states: Iterable[str] | None = None, kind: str | None = None) -> list[ArchiveFile]:
         """Manifest entries, oldest first."""
         clauses, params = ["1=1"], []

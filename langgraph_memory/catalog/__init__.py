@@ -14,7 +14,13 @@ can be rebuilt from it at any time (`langgraph_memory.store.index`).
 
 The modules: `catalog` (the file, transactions, settings),
 `items` (items, vectors, namespaces), `fields` (the filter
-index), `queue` (Chroma's outbox), `lineage` (edges and versions).
+index), `queue` (Chroma's outbox), `lineage` (edges and versions),
+`scope` (what a search reads to plan and run), `vectors` (vector
+rows for scoring, the vector cache, the index and re-embedding).
+
+Every SQL statement on the catalog's tables lives in this package, as named
+functions that take a connection (`connection.Connection`) and return
+plain data; the store calls them and holds no SQL.
 """
 
 from langgraph_memory.catalog.catalog import Catalog, read_meta

@@ -56,6 +56,8 @@ __all__ = [
     "expired",
     "count_items",
     "namespace_counts",
+    "namespaces_with_items",
+    "namespace_names",
     "items_by_key",
     "ITEM_COLUMNS",
     "item_from_row",
@@ -546,3 +548,25 @@ def items_by_key(conn: sqlite3.Connection, key: str) -> list[StoredItem]:
     """Every item with this key, whatever its namespace (a scan: for tools, not for hot paths)."""
     rows = conn.execute(f"SELECT {ITEM_COLUMNS} {_FROM} WHERE i.key = ? ORDER BY n.ns", (key,))
     return [item_from_row(row) for row in rows]
+
+
+def namespaces_with_items(conn: sqlite3.Connection, prefix: Sequence[str] = ()) -> list[tuple[str, ...]]:
+    """Namespaces holding items, at or under ``prefix`` (unsorted)."""
+    if prefix:
+        joined = join_ns(prefix)
+        rows = conn.execute(
+            "SELECT ns FROM namespaces WHERE n_items > 0 AND (ns = ? OR (ns >= ? AND ns < ?))",
+            (joined, joined + NS_SEP, joined + chr(ord(NS_SEP) + 1)),
+        )
+    else:
+        rows = conn.execute("SELECT ns FROM namespaces WHERE n_items > 0")
+    return [split_ns(r[0]) for r in rows]
+
+
+def namespace_names(conn: sqlite3.Connection, ns_ids: Sequence[int]) -> dict[int, str]:
+    """``{namespace id: namespace joined as stored}`` for these ids."""
+    out: dict[int, str] = {}
+    for chunk in chunked(ns_ids):
+        marks = ",".join("?" * len(chunk))
+        out.update(conn.execute(f"SELECT id, ns FROM namespaces WHERE id IN ({marks})", tuple(chunk)))
+    return out

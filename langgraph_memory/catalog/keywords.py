@@ -205,7 +205,7 @@ class KeywordMatches:
 
     ``mass`` is the query's idf mass: the sum of its terms' idf, the BM25 score
     of a memory of average length holding every term (a term no memory holds
-    counts with the idf of a term held by none). :meth:`evidence` puts a score
+    counts with the idf of a term held by none). `evidence()` puts a score
     on that absolute scale.
     """
 

@@ -45,6 +45,8 @@ __all__ = [
     "pending_items",
     "vectors_epoch",
     "bump_vectors_epoch",
+    "changed_since",
+    "recently_changed",
 ]
 
 #: Applied log positions kept for vector caches to catch up from.
@@ -170,3 +172,21 @@ def model_id(conn: sqlite3.Connection, name: str, dims: int) -> int:
         return int(row[0])
     cur = conn.execute("INSERT INTO models(name, dims) VALUES (?, ?)", (name, dims))
     return int(cur.lastrowid or 0)
+
+
+def changed_since(conn: sqlite3.Connection, collection: str, after: int) -> list[int]:
+    """Ids of the items of ``collection`` whose vectors changed after log position ``after`` (each once)."""
+    rows = conn.execute(
+        "SELECT DISTINCT item_id FROM index_queue WHERE collection = ? AND seq > ?", (collection, after)
+    )
+    return [r[0] for r in rows]
+
+
+def recently_changed(conn: sqlite3.Connection, collection: str, after: int, upto: int, limit: int) -> list[int]:
+    """Ids of the items of ``collection`` changed in log positions ``(after, upto]``, newest first, at most ``limit``."""
+    rows = conn.execute(
+        "SELECT DISTINCT item_id FROM index_queue WHERE collection = ? AND seq > ? AND seq <= ? "
+        "ORDER BY seq DESC LIMIT ?",
+        (collection, after, upto, limit),
+    ).fetchall()
+    return [int(r[0]) for r in rows]

@@ -50,7 +50,7 @@ def _serve(ctx: Ctx) -> int:
 
 
 def _read_token_file(path: Path) -> str:
-    """The token in ``path`` (surrounding whitespace dropped), or :class:`ConfigError` saying what is wrong."""
+    """The token in ``path`` (surrounding whitespace dropped), or `ConfigError` saying what is wrong."""
     from langgraph_memory.errors import ConfigError
 
     try:

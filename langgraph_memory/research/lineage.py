@@ -157,7 +157,7 @@ class Lineage:
         """Plain data for JSON: the item, its ancestors (root first), direct parents and descendants.
 
         Flat at any depth: ``descendants`` lists the tree depth first, each
-        row naming its ``parent`` (see :meth:`LineageTree.rows`).
+        row naming its ``parent`` (see `LineageTree.rows()`).
         """
         return {
             "item": self.item.as_dict(),

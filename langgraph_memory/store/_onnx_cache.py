@@ -13,7 +13,7 @@ The file is trusted only if its SHA-256 is the pinned hash of the export made
 with torch 2.13.0 / transformers 5.24.0 / onnx 1.23.2, or the hash recorded
 beside it by an export (other versions) whose probe vectors matched torch.
 Anything else (a partial copy, bit rot, a foreign file) is replaced by a fresh
-export, or, where torch is missing, reported as :class:`ModelFileError`.
+export, or, where torch is missing, reported as `ModelFileError`.
 Exports write a temporary file in the same folder and rename it into place
 under a file lock, so concurrent processes export once and never read half a file.
 """

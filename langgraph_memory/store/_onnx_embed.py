@@ -44,14 +44,14 @@ def _max_seq_length(model_dir: Path) -> int:
 
 
 class OnnxSentenceEncoder:
-    """Mean-pooled sentence vectors from an ONNX export (see :mod:`langgraph_memory.store._onnx_export`).
+    """Mean-pooled sentence vectors from an ONNX export (see `langgraph_memory.store._onnx_export`).
 
     Args:
         onnx_file: the exported graph (inputs ``input_ids``, ``attention_mask``, ``token_type_ids``).
         model_dir: the sentence-transformers folder it came from (its ``tokenizer.json`` and config).
         batch_size: texts per forward pass; larger batches are split.
         threads: ONNX Runtime's intra-op threads (None: ``$LANGGRAPH_MEMORY_EMBED_THREADS``, else its default).
-        normalize: whether :meth:`embed_documents` and :meth:`embed_query` return unit-length vectors.
+        normalize: whether `embed_documents()` and `embed_query()` return unit-length vectors.
 
     Example:
         >>> enc = OnnxSentenceEncoder(path, model_dir)  # needs the exported model file  # doctest: +SKIP

@@ -2,7 +2,7 @@
 
 This is the only part of the default model that needs torch, transformers and
 onnx, and it runs once per machine (at set-up, or on first use; see
-:mod:`langgraph_memory.store._onnx_cache`). The graph takes ``input_ids``,
+`langgraph_memory.store._onnx_cache`). The graph takes ``input_ids``,
 ``attention_mask`` and ``token_type_ids`` and returns the mean-pooled,
 not yet normalised, sentence embedding, as sentence-transformers computes it.
 
@@ -75,7 +75,7 @@ def export_onnx(model_dir: Path, target: Path) -> None:
 
     The file is checked before this returns: ONNX Runtime must give, for every
     probe text, a vector with cosine >= 0.99999 to torch's. A failed check
-    removes ``target`` and raises :class:`EmbeddingModelError`.
+    removes ``target`` and raises `EmbeddingModelError`.
     """
     try:
         import onnx  # noqa: F401  (the TorchScript exporter needs it)
@@ -142,7 +142,7 @@ def quantize_onnx(fp32_file: Path, model_dir: Path, target: Path) -> None:
     """Write the int8 dynamic quantization of ``fp32_file`` to ``target``, checked against the fp32 vectors.
 
     Needs onnx (onnxruntime's quantizer reads the graph with it), not torch. A
-    probe cosine under 0.95 removes ``target`` and raises :class:`EmbeddingModelError`.
+    probe cosine under 0.95 removes ``target`` and raises `EmbeddingModelError`.
     """
     from langgraph_memory.store._onnx_embed import OnnxSentenceEncoder
 

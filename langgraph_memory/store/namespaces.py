@@ -7,13 +7,13 @@ small table, never the items.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from langgraph.store.base import ListNamespacesOp, MatchCondition
 
-from langgraph_memory.catalog.items import NS_SEP, split_ns
+from langgraph_memory.catalog.connection import Connection
+from langgraph_memory.catalog.items import NS_SEP, namespaces_with_items
 from langgraph_memory.config import MAX_LABEL_CHARS, MAX_NAMESPACE_LABELS
 from langgraph_memory.errors import NamespaceError
 
@@ -91,15 +91,6 @@ def _literal_prefix(conditions: Sequence[MatchCondition] | None) -> tuple[str, .
     return ()
 
 
-def list_namespaces(conn: sqlite3.Connection, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+def list_namespaces(conn: Connection, op: ListNamespacesOp) -> list[tuple[str, ...]]:
     """``list_namespaces`` over the catalog: namespaces holding items, selected by ``op``."""
-    prefix = _literal_prefix(op.match_conditions)
-    if prefix:
-        joined = NS_SEP.join(prefix)
-        rows = conn.execute(
-            "SELECT ns FROM namespaces WHERE n_items > 0 AND (ns = ? OR (ns >= ? AND ns < ?))",
-            (joined, joined + NS_SEP, joined + chr(ord(NS_SEP) + 1)),
-        )
-    else:
-        rows = conn.execute("SELECT ns FROM namespaces WHERE n_items > 0")
-    return select_namespaces((split_ns(r[0]) for r in rows), op)
+    return select_namespaces(namespaces_with_items(conn, _literal_prefix(op.match_conditions)), op)

@@ -1,7 +1,7 @@
 """What a store value may hold: JSON that comes back exactly as it went in.
 
 LangGraph's stores take string keys and JSON values. Anything that JSON would
-silently change is refused with :class:`~langgraph_memory.errors.ValidationError`
+silently change is refused with `langgraph_memory.errors.ValidationError`
 naming the path inside the value, so a caller never reads back something else
 than it wrote::
 
@@ -15,7 +15,7 @@ Accepted: ``str``, ``int``, finite ``float``, ``bool``, ``None``, ``list`` and
 store does). Refused: non-string dict keys, NaN and infinities, sets, bytes,
 and datetimes (store ``dt.isoformat()`` and parse it back; a datetime has no
 JSON form that keeps its type). The walk is iterative, so a deep value cannot
-overflow the stack; the limits are in :mod:`langgraph_memory.config`.
+overflow the stack; the limits are in `langgraph_memory.config`.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def _scalar_problem(obj: Any) -> str | None:
 
 
 def check_value(value: Any, *, max_depth: int = MAX_VALUE_DEPTH) -> None:
-    """Raise :class:`ValidationError` naming the first part of ``value`` that would not round-trip.
+    """Raise `ValidationError` naming the first part of ``value`` that would not round-trip.
 
     Example:
         >>> check_value({"ok": [1, "two"]})
@@ -92,7 +92,7 @@ def check_value(value: Any, *, max_depth: int = MAX_VALUE_DEPTH) -> None:
 
 
 def dumps_checked(value: Any, *, max_bytes: int = MAX_VALUE_BYTES) -> str:
-    """``value`` as compact JSON after :func:`check_value`, or :class:`ValidationError` past ``max_bytes``."""
+    """``value`` as compact JSON after `check_value()`, or `ValidationError` past ``max_bytes``."""
     check_value(value)
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)

@@ -37,14 +37,16 @@ from __future__ import annotations
 
 import bisect
 import logging
-import sqlite3
 import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from langgraph_memory.catalog import Catalog
+from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
+from langgraph_memory.catalog import vectors as _catalog_vectors
+from langgraph_memory.catalog.connection import Connection
 
 __all__ = ["VectorCache", "CollectionVectors", "Segments", "DEFAULT_BUDGET_BYTES", "dot_rows"]
 
@@ -54,8 +56,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_BUDGET_BYTES = 1 << 30
 #: Sort the tail in once it holds this share of the rows (or the dead rows reach it).
 _TAIL_SHARE = 0.05
-#: Changed items reloaded one statement at a time, this many per statement.
-_CHUNK = 900
 #: Bytes per row besides the vector: item id, namespace id, namespace rank, alive.
 _ROW_OVERHEAD = 8 + 8 + 8 + 1
 
@@ -330,7 +330,7 @@ class VectorCache:
                 self._versions.pop(name, None)
                 self._too_big.pop(name, None)
 
-    def get(self, conn: sqlite3.Connection, collection: str) -> CollectionVectors | None:
+    def get(self, conn: Connection, collection: str) -> CollectionVectors | None:
         """The vectors of ``collection`` as the catalog holds them now, or None when they do not fit.
 
         Call with `lock` held, inside one read snapshot of the catalog.
@@ -358,20 +358,12 @@ class VectorCache:
     def _room(self, collection: str) -> int:
         return self.budget_bytes - sum(c.nbytes for name, c in self._cols.items() if name != collection)
 
-    def _load(self, conn: sqlite3.Connection, collection: str) -> CollectionVectors | None:
-        (n_vectors,) = conn.execute(
-            "SELECT count(*) FROM vectors v JOIN items i ON i.id = v.item_id "
-            "JOIN namespaces n ON n.id = i.ns_id WHERE n.collection = ?",
-            (collection,),
-        ).fetchone()
+    def _load(self, conn: Connection, collection: str) -> CollectionVectors | None:
+        n_vectors = _catalog_vectors.count_vectors(conn, collection)
         if not n_vectors:
             return None
-        cur = conn.execute(
-            "SELECT v.item_id, i.ns_id, v.vec FROM vectors v JOIN items i ON i.id = v.item_id "
-            "JOIN namespaces n ON n.id = i.ns_id WHERE n.collection = ?",
-            (collection,),
-        )
-        rows = cur.fetchmany(5000)
+        batches = _catalog_vectors.collection_vectors(conn, collection, batch=5000)
+        rows = next(batches, None)
         if not rows:
             return None
         dims = len(rows[0][2]) // 4
@@ -383,7 +375,7 @@ class VectorCache:
         while rows:
             if not self._append_rows(col, rows, collection):
                 return None
-            rows = cur.fetchmany(5000)
+            rows = next(batches, None)
         col.sort(self._names(conn, col))
         self._too_big.pop(collection, None)
         logger.info("loaded %d vectors of %s into memory for exact search (%.0f MB)", col.n, collection,
@@ -391,14 +383,9 @@ class VectorCache:
         return col
 
     @staticmethod
-    def _names(conn: sqlite3.Connection, col: CollectionVectors) -> dict[int, str]:
+    def _names(conn: Connection, col: CollectionVectors) -> dict[int, str]:
         ids = sorted({int(i) for i in np.unique(col.ns_ids[: col.n])})
-        out: dict[int, str] = {}
-        for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            out.update(conn.execute(f"SELECT id, ns FROM namespaces WHERE id IN ({marks})", tuple(chunk)))
-        return out
+        return _items.namespace_names(conn, ids)
 
     @staticmethod
     def _append_rows(col: CollectionVectors, rows: list[tuple[int, int, bytes]], collection: str) -> bool:
@@ -414,26 +401,13 @@ class VectorCache:
         )
         return True
 
-    def _apply_changes(self, conn: sqlite3.Connection, collection: str, col: CollectionVectors, after: int) -> bool:
+    def _apply_changes(self, conn: Connection, collection: str, col: CollectionVectors, after: int) -> bool:
         """Reload the items changed since ``after``; False when the collection must be loaded afresh."""
-        changed = np.fromiter(
-            (r[0] for r in conn.execute(
-                "SELECT DISTINCT item_id FROM index_queue WHERE collection = ? AND seq > ?", (collection, after)
-            )),
-            dtype=np.int64,
-        )
+        changed = np.asarray(_queue.changed_since(conn, collection, after), dtype=np.int64)
         if not len(changed):
             return True
         col.kill_items(changed)
-        ids = changed.tolist()
-        for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            rows = conn.execute(
-                f"SELECT v.item_id, i.ns_id, v.vec FROM vectors v JOIN items i ON i.id = v.item_id "
-                f"WHERE v.item_id IN ({marks})",
-                tuple(chunk),
-            ).fetchall()
+        for rows in _catalog_vectors.vectors_with_namespaces(conn, changed.tolist()):
             if rows and not self._append_rows(col, rows, collection):
                 return False
         if col.needs_sort():

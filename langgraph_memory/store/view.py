@@ -23,7 +23,6 @@ with ``include_retired=True`` shows them too.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -31,6 +30,8 @@ import numpy as np
 
 from langgraph_memory.catalog import Catalog, StoredItem
 from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog import vectors as _catalog_vectors
+from langgraph_memory.catalog.connection import Connection
 from langgraph_memory.errors import FilterError, ReadOnlyError
 from langgraph_memory.store.index import ChromaIndex, IndexUnavailable, parse_record_id, record_id
 from langgraph_memory.store.records import record_text
@@ -140,7 +141,7 @@ class RecordView:
         collection: str,
         embed_query: Any = None,
         *,
-        hidden: Callable[[sqlite3.Connection], dict[str, float]] | None = None,
+        hidden: Callable[[Connection], dict[str, float]] | None = None,
     ) -> None:
         self._catalog = catalog
         self._index = index
@@ -196,17 +197,8 @@ class RecordView:
         return self._count(shown_only=True)
 
     def _count(self, *, shown_only: bool) -> int:
-        sql = (
-            "SELECT count(*) FROM vectors v JOIN items i ON i.id = v.item_id JOIN namespaces n ON n.id = i.ns_id "
-            "WHERE n.collection = ?"
-        )
-        if shown_only and self._hidden is not None:
-            # A status row hides the item it was set on (same uid and created_at), as in searches.
-            sql += (" AND NOT EXISTS (SELECT 1 FROM item_status s "
-                    "WHERE s.uid = i.uid AND s.item_created_at = i.created_at)")
         with self._catalog.read() as conn:
-            (n,) = conn.execute(sql, (self.name,)).fetchone()
-        return int(n)
+            return _catalog_vectors.count_vectors(conn, self.name, shown_only=shown_only and self._hidden is not None)
 
     def get(
         self,

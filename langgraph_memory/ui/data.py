@@ -481,10 +481,7 @@ class Browser:
         archiver = self.memory._existing_archiver()
         if archiver is None or archiver.manifest.file(file) is None:
             raise NotFoundError(f"no archive file named {file!r}")
-        total = archiver.manifest.query("SELECT count(*) FROM items WHERE file = ?", (file,))[0][0]
-        rows = archiver.manifest.query(
-            "SELECT line, uid, key, namespace, status, changed_at FROM items WHERE file = ? ORDER BY line LIMIT ? OFFSET ?",
-            (file, self.page_size, page * self.page_size))
+        total, rows = archiver.manifest.file_lines(file, limit=self.page_size, offset=page * self.page_size)
         out = [{"line": r[0], "uid": r[1], "key": r[2], "namespace": tuple(str(r[3]).split(_items.NS_SEP)),
                 "status": r[4], "changed_at": _dt(r[5])} for r in rows]
         return Page(out, page, self.page_size, int(total))

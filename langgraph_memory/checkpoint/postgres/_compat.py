@@ -3,8 +3,8 @@
 ``checkpoint/_delta.py`` and ``checkpoint/_maintenance.py`` decide what a
 prune may delete and what a DeltaChannel needs, through ``conn.execute``
 calls with SQLite placeholders. The tables here have the same columns, so
-rather than keeping a second copy of that logic, :class:`SyncConnection`
-and :class:`LoopConnection` give it a connection whose ``execute``
+rather than keeping a second copy of that logic, `SyncConnection`
+and `LoopConnection` give it a connection whose ``execute``
 rewrites the few dialect differences and qualifies the table names.
 
 ``LoopConnection`` serves the async saver: the SQLite-style code runs on a
@@ -87,7 +87,7 @@ class SyncConnection:
 
 
 class LoopConnection:
-    """Like :class:`SyncConnection`, called from a worker thread, run on ``loop``'s async connection."""
+    """Like `SyncConnection`, called from a worker thread, run on ``loop``'s async connection."""
 
     def __init__(self, conn: AsyncConnection[Any], schema: str, loop: asyncio.AbstractEventLoop) -> None:
         self._conn = conn

@@ -1,10 +1,10 @@
 """Connections to the checkpoint database: pools, typed errors, retries, reconnection, group commit.
 
-:class:`Database` is what :class:`~langgraph_memory.checkpoint.postgres.PostgresCheckpointer`
+`Database` is what `langgraph_memory.checkpoint.postgres.PostgresCheckpointer`
 runs its SQL through. It owns (or borrows) a psycopg ``ConnectionPool``
 for sync calls and an ``AsyncConnectionPool`` per event loop for async
 ones, turns every psycopg error into a type from
-:mod:`langgraph_memory.errors`, retries while the server is unreachable
+`langgraph_memory.errors`, retries while the server is unreachable
 (up to ``timeout`` seconds), replaces a pool stuck in backoff once the
 server answers again, and creates or migrates the schema on first use.
 """
@@ -187,7 +187,7 @@ class Database:
                     loop.run_until_complete(apool.close())
 
     async def aclose(self) -> None:
-        """Async :meth:`close`."""
+        """Async `close()`."""
         self._closed = True
         if self._owns_pools:
             if self._apool is not None and self._apool_loop is asyncio.get_running_loop():
@@ -366,7 +366,7 @@ class Database:
         return self.run(lambda conn: fn(SyncConnection(conn, self.schema)), what, transaction=True)
 
     async def arun_compat(self, fn: Callable[[LoopConnection], T], what: str) -> T:
-        """Async :meth:`_run_compat`: the code runs on a worker thread, its SQL on this loop."""
+        """Async `_run_compat()`: the code runs on a worker thread, its SQL on this loop."""
         loop = asyncio.get_running_loop()
 
         async def run(conn: AsyncConnection[Any]) -> T:
@@ -405,7 +405,7 @@ class Database:
         self.run(lambda conn: None, "set up the checkpoint tables")
 
     async def asetup(self) -> None:
-        """Async :meth:`setup`."""
+        """Async `setup()`."""
         self._ready = False
         await self.arun(self._anothing, "set up the checkpoint tables")
 
@@ -414,7 +414,7 @@ class Database:
         return None
 
     def schema_version(self) -> int:
-        """The version of the tables in the database (0 before :meth:`setup`)."""
+        """The version of the tables in the database (0 before `setup()`)."""
 
         def read(conn: Connection[Any]) -> int:
             with conn.cursor(row_factory=tuple_row) as cur:
@@ -433,7 +433,7 @@ class Database:
         self._group.submit(statement)
 
     async def awrite(self, statement: tuple[str, Any, str]) -> None:
-        """Async :meth:`write`."""
+        """Async `write()`."""
         await self._agroup().submit(statement)
 
     def _agroup(self) -> AsyncGroupCommit:
@@ -483,7 +483,7 @@ class Database:
         return [None] * len(batch)
 
     async def _aflush(self, batch: list[tuple[str, Any, str]]) -> list[BaseException | None]:
-        """Async :meth:`_flush`."""
+        """Async `_flush()`."""
         if len(batch) == 1:
             sql, params, what = batch[0]
 

@@ -82,7 +82,7 @@ class GroupCommit:
 
 
 class AsyncGroupCommit:
-    """Event-loop twin of :class:`GroupCommit` (one per loop).
+    """Event-loop twin of `GroupCommit` (one per loop).
 
     A write that finds no commit in flight is committed by its own caller,
     at once. Writes arriving meanwhile queue up and are committed together

@@ -5,8 +5,8 @@ otherwise), so the tables never collide with LangGraph's ``PostgresSaver``
 (``public.checkpoints`` ...) in the same database: a user switching keeps
 both side by side until the import is done.
 
-``schema_version`` holds the version reached. :func:`migrate` runs the
-missing steps of :data:`MIGRATIONS` in order, in one transaction, under a
+``schema_version`` holds the version reached. `migrate()` runs the
+missing steps of `MIGRATIONS` in order, in one transaction, under a
 transaction-scoped advisory lock: two machines setting up at once run them
 once, the second waits and then finds nothing to do. A database written by a
 newer release is refused, never guessed at.
@@ -129,7 +129,7 @@ SCHEMA_VERSION = max(MIGRATIONS)
 
 
 def check_schema_name(name: str) -> str:
-    """``name`` if it is a plain lower-case identifier, else :class:`ConfigError`."""
+    """``name`` if it is a plain lower-case identifier, else `ConfigError`."""
     if not isinstance(name, str) or not _NAME.match(name):
         raise ConfigError(
             f"schema name {name!r} is not allowed: use lower-case letters, digits and '_' "
@@ -157,7 +157,7 @@ def version_query(schema: str) -> str:
 
 
 def migration_script(schema: str, current: int) -> list[str]:
-    """The statements that bring a database at version ``current`` up to :data:`SCHEMA_VERSION`."""
+    """The statements that bring a database at version ``current`` up to `SCHEMA_VERSION`."""
     if current > SCHEMA_VERSION:
         raise CheckpointError(
             f"the checkpoint tables in schema {schema!r} have version {current}, newer than this "

@@ -1,6 +1,6 @@
 """SQL of the checkpointer on PostgreSQL, and what turns rows into tuples.
 
-Statements are built once per schema name (:class:`Statements`); the saver's
+Statements are built once per schema name (`Statements`); the saver's
 sync and async paths run the same text, so they cannot drift apart. Each
 LangGraph call is one round trip: a put is one call of the
 ``put_checkpoint`` function, a read joins its blobs and writes in the same

@@ -52,21 +52,21 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
     * **Two writers on one thread never fork it.** When a writer stores a
       child of the checkpoint it read as the thread's newest, and another
       writer has stored a newer one meanwhile, the put raises
-      :class:`~langgraph_memory.errors.CheckpointConflictError` instead of
+      `langgraph_memory.errors.CheckpointConflictError` instead of
       adding a second branch. Replays and forks from an older checkpoint (a
       ``checkpoint_id`` in the config) are not affected.
     * **Faults are typed and bounded.** While the server is unreachable a
       call retries for ``timeout`` seconds, then raises
-      :class:`~langgraph_memory.errors.CheckpointUnavailableError`; when the
+      `langgraph_memory.errors.CheckpointUnavailableError`; when the
       server is back the pool reconnects by itself. A call returns only after
       PostgreSQL committed its write.
     * **Small tables.** Only channels whose version changed are written
       (blobs keyed by channel and version), DeltaChannels store their value
       only at snapshots, and ``prune``/``prune_inactive`` shrink old threads
-      exactly as :class:`~langgraph_memory.checkpoint.SqliteCheckpointer` does.
+      exactly as `langgraph_memory.checkpoint.SqliteCheckpointer` does.
 
     The tables live in their own PostgreSQL schema (``langgraph_memory``),
-    created and migrated by :meth:`setup`, which the first call also runs.
+    created and migrated by `setup()`, which the first call also runs.
 
     Args:
         conn: A connection string (``postgresql://user@host:5432/db``), or a
@@ -146,11 +146,11 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
         self._db.setup()
 
     async def asetup(self) -> None:
-        """Async :meth:`setup`."""
+        """Async `setup()`."""
         await self._db.asetup()
 
     def schema_version(self) -> int:
-        """The version of the tables in the database (0 before :meth:`setup`)."""
+        """The version of the tables in the database (0 before `setup()`)."""
         return self._db.schema_version()
 
     def close(self) -> None:
@@ -158,7 +158,7 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
         self._db.close()
 
     async def aclose(self) -> None:
-        """Async :meth:`close`."""
+        """Async `close()`."""
         await self._db.aclose()
 
     def __enter__(self) -> PostgresCheckpointer:

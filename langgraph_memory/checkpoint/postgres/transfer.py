@@ -1,4 +1,4 @@
-"""Moving threads into :class:`PostgresCheckpointer`: from a SQLite file, or from LangGraph's PostgresSaver.
+"""Moving threads into `PostgresCheckpointer`: from a SQLite file, or from LangGraph's PostgresSaver.
 
 ::
 
