@@ -46,8 +46,7 @@ class Machine:
         load = "/".join(f"{x:.2f}" for x in self.load_start)
         out = [
             f"- CPU: {self.cpu}, {self.nproc} cores (nproc)",
-            f"- Python {self.python}; "
-            + ", ".join(f"{k} {v}" for k, v in self.versions.items()),
+            f"- Python {self.python}; " + ", ".join(f"{k} {v}" for k, v in self.versions.items()),
             f"- Date: {self.date}" + (f"; code: {self.code}" if self.code else ""),
             f"- Load average (1/5/15 min) at start: {load}",
         ]
@@ -58,9 +57,7 @@ class Machine:
 
 def cpu_model() -> str:
     try:
-        out = subprocess.run(
-            ["lscpu"], capture_output=True, text=True, timeout=10, check=False
-        ).stdout
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10, check=False).stdout
         for line in out.splitlines():
             if line.lower().startswith("model name"):
                 return line.split(":", 1)[1].strip()

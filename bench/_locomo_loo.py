@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 from _locomo_signals import Signals, Turn
-
 from langgraph_memory.ranking import calculate_final_score
 
 K = 10
@@ -132,11 +131,14 @@ class Design:
 
 def temporal_factors(turns: list[Turn], now: float) -> np.ndarray:
     """The default temporal weighting of each turn "as of" ``now`` (episodic, never read)."""
-    return np.array([calculate_final_score(1.0, age_hours=(now - t.at) / 3600.0, temporal_share=TEMPORAL_SHARE)
-                     for t in turns])
+    return np.array(
+        [calculate_final_score(1.0, age_hours=(now - t.at) / 3600.0, temporal_share=TEMPORAL_SHARE) for t in turns]
+    )
 
 
-def recalls(sigs: list[Signals], fusion: Fusion, turns: dict[str, list[Turn]], temporal: dict[str, np.ndarray]) -> np.ndarray:
+def recalls(
+    sigs: list[Signals], fusion: Fusion, turns: dict[str, list[Turn]], temporal: dict[str, np.ndarray]
+) -> np.ndarray:
     """recall@10 of every question."""
     out = np.empty(len(sigs))
     for i, s in enumerate(sigs):
@@ -147,8 +149,13 @@ def recalls(sigs: list[Signals], fusion: Fusion, turns: dict[str, list[Turn]], t
     return out
 
 
-def threshold(sigs: list[Signals], fusion: Fusion, turns: dict[str, list[Turn]], temporal: dict[str, np.ndarray],
-              min_relevance: float = 0.3) -> tuple[float, float, float, float, float]:
+def threshold(
+    sigs: list[Signals],
+    fusion: Fusion,
+    turns: dict[str, list[Turn]],
+    temporal: dict[str, np.ndarray],
+    min_relevance: float = 0.3,
+) -> tuple[float, float, float, float, float]:
     """What the relevance rule does to the top 10: results kept per question, those kept only by keyword
     evidence (their cosine alone would not pass), questions left with none,
     recall@10 before and after the rule."""
@@ -163,7 +170,13 @@ def threshold(sigs: list[Signals], fusion: Fusion, turns: dict[str, list[Turn]],
         ev = s.question.evidence
         before.append(len({turns[s.question.conv][j].dia_id for j in top} & ev) / len(ev))
         after.append(len({turns[s.question.conv][j].dia_id for j in ok} & ev) / len(ev))
-    return float(np.mean(kept)), float(np.mean(by_keyword)), empty / len(sigs), float(np.mean(before)), float(np.mean(after))
+    return (
+        float(np.mean(kept)),
+        float(np.mean(by_keyword)),
+        empty / len(sigs),
+        float(np.mean(before)),
+        float(np.mean(after)),
+    )
 
 
 @dataclass
@@ -178,7 +191,9 @@ class LooResult:
         return sum(self.held_out.values()) / len(self.held_out)
 
 
-def leave_one_out(label: str, per_setting: dict[str, np.ndarray], convs_of: np.ndarray, names: Sequence[str]) -> LooResult:
+def leave_one_out(
+    label: str, per_setting: dict[str, np.ndarray], convs_of: np.ndarray, names: Sequence[str]
+) -> LooResult:
     """Choose the setting on four conversations (pooled recall@10), score it on the fifth; for each fold."""
     held, chosen = {}, {}
     pooled = np.empty(len(convs_of))
@@ -210,16 +225,24 @@ THRESHOLD_FUSIONS: dict[str, Fusion] = {
 def _grids() -> list[tuple[str, dict[str, Fusion]]]:
     ws = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
     return [
-        ("noisy-or, keyword / best candidate's (today's scaling)",
-         {f"w={w}": fusion_noisy_or(w, relative_kw) for w in ws}),
+        (
+            "noisy-or, keyword / best candidate's (today's scaling)",
+            {f"w={w}": fusion_noisy_or(w, relative_kw) for w in ws},
+        ),
         ("noisy-or, keyword / query's idf mass", {f"w={w}": fusion_noisy_or(w, absolute_kw) for w in ws}),
-        ("noisy-or, keyword / (share of the query's idf mass)",
-         {f"w={w}, share={g}": fusion_noisy_or(w, share_kw(g)) for w in ws for g in (0.75, 0.6, 0.5)}),
-        ("weighted sum, keyword / query's idf mass",
-         {f"lambda={lam}": fusion_weighted(lam) for lam in (0.3, 0.4, 0.5, 0.6, 0.7)}),
+        (
+            "noisy-or, keyword / (share of the query's idf mass)",
+            {f"w={w}, share={g}": fusion_noisy_or(w, share_kw(g)) for w in ws for g in (0.75, 0.6, 0.5)},
+        ),
+        (
+            "weighted sum, keyword / query's idf mass",
+            {f"lambda={lam}": fusion_weighted(lam) for lam in (0.3, 0.4, 0.5, 0.6, 0.7)},
+        ),
         ("RRF", {f"k={k}": fusion_rrf(k) for k in (1, 5, 10, 30, 60)}),
-        ("noisy-or, idf mass, + static model",
-         {f"w={w}, static={a}": fusion_noisy_or(w, absolute_kw, a) for w in ws for a in (0.25, 0.5, 0.75)}),
+        (
+            "noisy-or, idf mass, + static model",
+            {f"w={w}, static={a}": fusion_noisy_or(w, absolute_kw, a) for w in ws for a in (0.25, 0.5, 0.75)},
+        ),
         ("RRF + static model", {f"k={k}": fusion_rrf(k, static=True) for k in (1, 5, 10, 30, 60)}),
     ]
 
@@ -241,7 +264,6 @@ def loo_main(data: Path, *, write: bool, results: Path) -> None:
         window,
     )
     from _static_model import StaticEmbeddings
-
     from langgraph_memory.embeddings import (
         CachedEmbeddings,
         SentenceTransformerEmbeddings,
@@ -254,9 +276,12 @@ def loo_main(data: Path, *, write: bool, results: Path) -> None:
     raw = {f.stem: json.loads(f.read_text()) for f in files}
     turns = {name: load_turns(conv) for name, conv in raw.items()}
     names = list(turns)
-    asked = [Question(name, categories[qa["category"]], {e.strip() for e in qa["evidence"]}, qa["question"])
-             for name, conv in raw.items() for qa in conv["qa"]
-             if qa.get("category") in categories and qa.get("evidence")]
+    asked = [
+        Question(name, categories[qa["category"]], {e.strip() for e in qa["evidence"]}, qa["question"])
+        for name, conv in raw.items()
+        for qa in conv["qa"]
+        if qa.get("category") in categories and qa.get("evidence")
+    ]
     convs_of = np.array([q.conv for q in asked])
     temporal = {c: temporal_factors(ts, max(t.at for t in ts)) for c, ts in turns.items()}
     mach = machine(["sentence-transformers", "langgraph"])
@@ -286,8 +311,9 @@ def loo_main(data: Path, *, write: bool, results: Path) -> None:
     }
     sigs = {}
     for label, views in view_sets.items():
-        sigs[label] = compute(turns, asked, views, embed_minilm, qvecs, length_norm=0.3,
-                              extra={"static": (static.embed, qstatic)})
+        sigs[label] = compute(
+            turns, asked, views, embed_minilm, qvecs, length_norm=0.3, extra={"static": (static.embed, qstatic)}
+        )
     prep_s = time.perf_counter() - started
 
     rows: list[LooResult] = []
@@ -298,8 +324,9 @@ def loo_main(data: Path, *, write: bool, results: Path) -> None:
         "BM25 alone (b = 0.3)": bm25,
         "dense alone (MiniLM)": recalls(plain_sigs, by_cosine, turns, temporal),
         "dense alone (static model)": recalls(plain_sigs, by_static, turns, temporal),
-        "today's default (noisy-or w = 0.6, relative keyword, temporal)":
-            recalls(plain_sigs, fusion_noisy_or(0.6, relative_kw), turns, temporal),
+        "today's default (noisy-or w = 0.6, relative keyword, temporal)": recalls(
+            plain_sigs, fusion_noisy_or(0.6, relative_kw), turns, temporal
+        ),
     }
     for label, r in base.items():
         rows.append(leave_one_out(label, {"-": r}, convs_of, names))
@@ -309,11 +336,21 @@ def loo_main(data: Path, *, write: bool, results: Path) -> None:
             for k, r in per.items():
                 every[f"{views_label} | {family} | {k}"] = r
             rows.append(leave_one_out(f"{family}; stored: {views_label}", per, convs_of, names))
-    for views_label in ("turn", "turn, and previous turn + turn (2 vectors)",
-                        "turn, and previous + turn + next (2 vectors)"):
+    for views_label in (
+        "turn",
+        "turn, and previous turn + turn (2 vectors)",
+        "turn, and previous + turn + next (2 vectors)",
+    ):
         r = recalls(sigs[views_label], fusion_noisy_or(1.0, absolute_kw), turns, temporal)
-        rows.append(leave_one_out(f"the new default, fixed (noisy-or w = 1.0, keyword / query's idf mass, temporal);"
-                                  f" stored: {views_label}", {"-": r}, convs_of, names))
+        rows.append(
+            leave_one_out(
+                f"the new default, fixed (noisy-or w = 1.0, keyword / query's idf mass, temporal);"
+                f" stored: {views_label}",
+                {"-": r},
+                convs_of,
+                names,
+            )
+        )
     best = leave_one_out("best design, chosen per fold (stored text, fusion and setting)", every, convs_of, names)
     rows.append(best)
 
@@ -321,24 +358,37 @@ def loo_main(data: Path, *, write: bool, results: Path) -> None:
     for label, f in THRESHOLD_FUSIONS.items():
         kept, by_kw, none, before, after = threshold(plain_sigs, f, turns, temporal)
         rule_rows.append([label, f"{kept:.2f}", f"{by_kw:.2f}", f"{none:.1%}", fmt(before), fmt(after)])
-    t3 = markdown_table(["fusion (stored: turn)", "results >= 0.3 of the top 10", "of which cosine < 0.3",
-                         "questions with none", "recall@10", "recall@10 of the results >= 0.3"], rule_rows,
-                        [False, True, True, True, True, True])
+    t3 = markdown_table(
+        [
+            "fusion (stored: turn)",
+            "results >= 0.3 of the top 10",
+            "of which cosine < 0.3",
+            "questions with none",
+            "recall@10",
+            "recall@10 of the results >= 0.3",
+        ],
+        rule_rows,
+        [False, True, True, True, True, True],
+    )
 
     bm_conv = {c: float(bm25[convs_of == c].mean()) for c in names}
-    header = ["design (setting chosen on the other four)", *names, "mean of 5", "all questions",
-              "least gain over BM25"]
+    header = ["design (setting chosen on the other four)", *names, "mean of 5", "all questions", "least gain over BM25"]
     table = []
     for r in rows:
         gain = min(r.held_out[c] - bm_conv[c] for c in names)
         table.append([r.design, *(fmt(r.held_out[c]) for c in names), fmt(r.mean), fmt(r.pooled), f"{gain:+.3f}"])
     chosen_header = ["design", *names]
-    chosen = [[r.design, *(r.chosen[c] for c in names)] for r in rows if len(set(r.chosen.values())) > 1 or
-              next(iter(r.chosen.values())) != "-"]
+    chosen = [
+        [r.design, *(r.chosen[c] for c in names)]
+        for r in rows
+        if len(set(r.chosen.values())) > 1 or next(iter(r.chosen.values())) != "-"
+    ]
     mach.load_end = os.getloadavg()
     mach.code = git_state(Path(__file__).resolve().parents[1], ["langgraph_memory", "bench"])
-    title = (f"Leave one conversation out: recall@10 on each held-out conversation ({len(asked)} questions,"
-             f" {sum(len(t) for t in turns.values())} turns)")
+    title = (
+        f"Leave one conversation out: recall@10 on each held-out conversation ({len(asked)} questions,"
+        f" {sum(len(t) for t in turns.values())} turns)"
+    )
     t1 = markdown_table(header, table, [False] + [True] * (len(header) - 1))
     t2 = markdown_table(chosen_header, chosen, [False] * len(chosen_header))
     print(title)
@@ -356,13 +406,29 @@ def loo_main(data: Path, *, write: bool, results: Path) -> None:
 def _write_loo(results: Path, title: str, table: str, chosen: str, machine_lines: list[str]) -> None:
     start, end = "<!-- loo -->", "<!-- /loo -->"
     text = results.read_text() if results.exists() else "# LoCoMo retrieval quality (`bench/locomo_bench.py`)\n\n"
-    body = "\n".join([start, f"## {title}", "",
-                      ("Command: `python bench/locomo_bench.py --loo --write`. Each cell is scored on a conversation"
-                       " with the setting chosen on the other four."), "", table, "",
-                      "### Settings chosen per held-out conversation", "", chosen, "", "Machine:", *machine_lines,
-                      end])
+    body = "\n".join(
+        [
+            start,
+            f"## {title}",
+            "",
+            (
+                "Command: `python bench/locomo_bench.py --loo --write`. Each cell is scored on a conversation"
+                " with the setting chosen on the other four."
+            ),
+            "",
+            table,
+            "",
+            "### Settings chosen per held-out conversation",
+            "",
+            chosen,
+            "",
+            "Machine:",
+            *machine_lines,
+            end,
+        ]
+    )
     if start in text and end in text:
-        text = text[: text.index(start)] + body + text[text.index(end) + len(end):]
+        text = text[: text.index(start)] + body + text[text.index(end) + len(end) :]
     elif "<!-- tables -->" in text:
         text = text.replace("<!-- tables -->", body + "\n\n<!-- tables -->", 1)
     else:

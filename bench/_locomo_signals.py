@@ -132,7 +132,9 @@ class KeywordIndex:
         migrate(self.conn)
         self.conn.executemany(
             "INSERT INTO items(id, ns_id, key, uid, value, created_at, updated_at, last_accessed_at)"
-            " VALUES (?, 1, ?, ?, '{}', 0, 0, 0)", [(i + 1, str(i), str(i)) for i in range(len(docs))])
+            " VALUES (?, 1, ?, ?, '{}', 0, 0, 0)",
+            [(i + 1, str(i), str(i)) for i in range(len(docs))],
+        )
         _keywords.index_items(self.conn, [(i + 1, d) for i, d in enumerate(docs)])
         self.conn.commit()
         self.n = len(docs)
@@ -198,7 +200,9 @@ def compute(
         n = len(convs[q.conv])
         bm, mass = kw.scores(q.text, length_norm)
         sl = bm[offset[q.conv] : offset[q.conv] + n]
-        sims = {sig: _cosines(np.asarray(qv[qi], dtype=np.float32), *dense[sig][q.conv], n)
-                for sig, (_e, qv) in embedders.items()}
+        sims = {
+            sig: _cosines(np.asarray(qv[qi], dtype=np.float32), *dense[sig][q.conv], n)
+            for sig, (_e, qv) in embedders.items()
+        }
         out.append(Signals(q, sims.pop("cosine"), sl, mass, sims))
     return out

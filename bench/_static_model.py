@@ -35,7 +35,9 @@ def _distill() -> np.ndarray:
     with torch.inference_mode():
         for start in range(0, n, 1024):
             ids = torch.arange(start, min(n, start + 1024))
-            batch = torch.stack([torch.full_like(ids, tok.cls_token_id), ids, torch.full_like(ids, tok.sep_token_id)], 1)
+            batch = torch.stack(
+                [torch.full_like(ids, tok.cls_token_id), ids, torch.full_like(ids, tok.sep_token_id)], 1
+            )
             out = model(input_ids=batch, attention_mask=torch.ones_like(batch)).last_hidden_state
             rows.append(out.mean(1).numpy())
     table = np.concatenate(rows).astype(np.float64)

@@ -21,15 +21,15 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 from _common import cpu_model
 
 from langgraph_memory.archive import Archiver
-from langgraph_memory.store import ChromaStore
 from langgraph_memory.catalog import StoredItem
+from langgraph_memory.store import ChromaStore
 
 DIMS = 384
 DAY = 86400.0
@@ -72,12 +72,20 @@ def main() -> None:
             i = start + j
             text = f"lesson {i}: after drawdown {i % 97} the sizing rule {i % 13} failed"
             t = now - (100 + i % 50) * DAY
-            items.append(StoredItem(
-                namespace=("lessons", f"desk{i % 8}"), key=f"l{i}",
-                value={"lesson": text, "strategy_id": f"s{i % 500}", "iteration": i, "severity": "major"},
-                created_at=t - 3600, updated_at=t, last_accessed_at=t, access_count=i % 5,
-                vectors=[vecs[j].tolist()], texts=[text], paths=["lesson"],
-            ))
+            items.append(
+                StoredItem(
+                    namespace=("lessons", f"desk{i % 8}"),
+                    key=f"l{i}",
+                    value={"lesson": text, "strategy_id": f"s{i % 500}", "iteration": i, "severity": "major"},
+                    created_at=t - 3600,
+                    updated_at=t,
+                    last_accessed_at=t,
+                    access_count=i % 5,
+                    vectors=[vecs[j].tolist()],
+                    texts=[text],
+                    paths=["lesson"],
+                )
+            )
         store.items.restore_items(items)
     load_s = time.perf_counter() - t0
     print(f"loaded in {load_s:.1f} s; archiving ...", file=sys.stderr, flush=True)
@@ -136,7 +144,9 @@ def main() -> None:
     ]
     for phase in ("write", "verify", "delete"):
         if phase in phases:
-            rows.append((f"  phase: scan+{phase}" if phase == "write" else f"  phase: {phase}", f"{phases[phase]:.1f} s"))
+            rows.append(
+                (f"  phase: scan+{phase}" if phase == "write" else f"  phase: {phase}", f"{phases[phase]:.1f} s")
+            )
     rows += [
         ("peak RSS before run / after run", f"{rss_before:,.0f} MB / {rss_after:,.0f} MB"),
         ("live Chroma folder before", f"{live_bytes / 2**20:,.1f} MB"),
@@ -149,17 +159,12 @@ def main() -> None:
             ("restore all", f"{restore_s:.1f} s ({args.items / restore_s:,.0f} items/s)"),
             ("tracemalloc peak (Python, second run only)", f"{py_peak / 2**20:,.1f} MB"),
         ]
-    machine = (
-        f"nproc {os.cpu_count()}, {cpu_model()}, Python {platform.python_version()}, "
-        f"{datetime.now(timezone.utc):%Y-%m-%d}"
-    )
+    machine = f"nproc {os.cpu_count()}, {cpu_model()}, Python {platform.python_version()}, {datetime.now(UTC):%Y-%m-%d}"
     table = ["| measure | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]
     text = (
         f"## Archive run ({args.items:,} items, {DIMS}-d vectors)\n\n"
         f"Machine: {machine}. Command: `python bench/archive_bench.py --items {args.items}"
-        f"{' --restore' if args.restore else ''}`.\n\n"
-        + "\n".join(table)
-        + "\n"
+        f"{' --restore' if args.restore else ''}`.\n\n" + "\n".join(table) + "\n"
     )
     print(text)
     out = Path(args.out)

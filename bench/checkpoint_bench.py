@@ -66,8 +66,10 @@ TURNS_PER_THREAD = 10  # a new thread every 10 turns keeps state size realistic
 
 def build_graph(saver: BaseCheckpointSaver) -> Any:
     def think(state: ChatState) -> dict[str, Any]:
-        return {"messages": [AIMessage(f"thinking about {state['messages'][-1].content}")],
-                "turns": state.get("turns", 0) + 1}
+        return {
+            "messages": [AIMessage(f"thinking about {state['messages'][-1].content}")],
+            "turns": state.get("turns", 0) + 1,
+        }
 
     def answer(state: ChatState) -> dict[str, Any]:
         return {"messages": [AIMessage(f"answer #{state['turns']}")]}
@@ -117,9 +119,7 @@ def steps_per_second_sync(savers: dict[str, BaseCheckpointSaver], invokes: int) 
     return rates
 
 
-async def steps_per_second_async(
-    savers: dict[str, BaseCheckpointSaver], invokes: int
-) -> dict[str, list[float]]:
+async def steps_per_second_async(savers: dict[str, BaseCheckpointSaver], invokes: int) -> dict[str, list[float]]:
     """Async twin of :func:`steps_per_second_sync`."""
     graphs = {name: build_graph(saver) for name, saver in savers.items()}
     for name, graph in graphs.items():
@@ -137,10 +137,13 @@ async def steps_per_second_async(
 def _checkpoint(i: int) -> dict[str, Any]:
     messages = [HumanMessage(f"message {i}"), AIMessage(f"answer {i}")]
     return {
-        "v": 4, "id": str(uuid6(clock_seq=i)), "ts": "2025-01-01T00:00:00+00:00",
+        "v": 4,
+        "id": str(uuid6(clock_seq=i)),
+        "ts": "2025-01-01T00:00:00+00:00",
         "channel_values": {"messages": messages, "turns": i},
         "channel_versions": {"messages": i + 1, "turns": i + 1},
-        "versions_seen": {"think": {"messages": i}}, "updated_channels": ["messages", "turns"],
+        "versions_seen": {"think": {"messages": i}},
+        "updated_channels": ["messages", "turns"],
     }
 
 
@@ -205,7 +208,7 @@ class Row:
 
     def ratio_to(self, peer: Row) -> float:
         """Median over rounds of this/peer in the same round (rounds are interleaved)."""
-        return statistics.median(a / b for a, b in zip(self.rounds, peer.rounds))
+        return statistics.median(a / b for a, b in zip(self.rounds, peer.rounds, strict=False))
 
 
 def _size(path: Path) -> int:
@@ -272,15 +275,18 @@ def run(invokes: int, long_thread: int, repeats: int, durability: str, workdir: 
         await asyncio.get_running_loop().run_in_executor(None, ours_async.close)
         mem = Row("InMemorySaver", "async", rates["InMemorySaver"])
         aio = Row("AsyncSqliteSaver", "async", rates["AsyncSqliteSaver"], file_bytes=_size(aio_path))
-        mine = Row("SqliteCheckpointer", "async", rates["SqliteCheckpointer"], peer="AsyncSqliteSaver",
-                   file_bytes=_size(async_path))
+        mine = Row(
+            "SqliteCheckpointer",
+            "async",
+            rates["SqliteCheckpointer"],
+            peer="AsyncSqliteSaver",
+            file_bytes=_size(async_path),
+        )
 
         # Long-thread reads on the files the sync savers filled (same schema each).
         saver, conn = await _aio_saver(path, sync_pragma)
         for label, thread in (("100", "short"), ("long", "long")):
-            aio.latency[f"get@{label}"], aio.latency[f"list@{label}"] = await read_latency_async(
-                saver, thread, repeats
-            )
+            aio.latency[f"get@{label}"], aio.latency[f"list@{label}"] = await read_latency_async(saver, thread, repeats)
         await conn.close()
         async with SqliteCheckpointer(ours_path, durability=durability) as ours_reads:  # type: ignore[arg-type]
             for label, thread in (("100", "short"), ("long", "long")):
@@ -301,8 +307,18 @@ def render(rows: list[Row], args: argparse.Namespace) -> Table:
         f"median of {ROUNDS} interleaved rounds, WAL + synchronous={args.durability.upper()} "
         "for every SQLite saver",
     )
-    for col in ("saver", "mode", "steps/s", "min-max", "vs peer", "get_tuple µs @100", f"get_tuple µs @{long_label}",
-                "list(10) µs @100", f"list(10) µs @{long_label}", "file size"):
+    for col in (
+        "saver",
+        "mode",
+        "steps/s",
+        "min-max",
+        "vs peer",
+        "get_tuple µs @100",
+        f"get_tuple µs @{long_label}",
+        "list(10) µs @100",
+        f"list(10) µs @{long_label}",
+        "file size",
+    ):
         table.add_column(col, justify="left" if col in ("saver", "mode") else "right")
     for r in rows:
         peer = by_name.get((r.peer, "sync" if r.mode == "sync" else "async")) if r.peer else None
@@ -313,8 +329,18 @@ def render(rows: list[Row], args: argparse.Namespace) -> Table:
 
         size = f"{r.file_bytes / 1e6:.1f} MB" if r.file_bytes is not None else "(memory)"
         spread = f"{min(r.rounds):,.0f}-{max(r.rounds):,.0f}"
-        table.add_row(r.saver, r.mode, f"{r.steps_per_s:,.0f}", spread, ratio, lat("get@100"), lat("get@long"),
-                      lat("list@100"), lat("list@long"), size)
+        table.add_row(
+            r.saver,
+            r.mode,
+            f"{r.steps_per_s:,.0f}",
+            spread,
+            ratio,
+            lat("get@100"),
+            lat("get@long"),
+            lat("list@100"),
+            lat("list@long"),
+            size,
+        )
     table.caption = (
         f"python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, {os.cpu_count()} CPUs; "
         f"vs peer = median over rounds of the per-round ratio; "
@@ -337,15 +363,27 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds per saver")
     parser.add_argument("--durability", choices=("normal", "full"), default="normal")
-    parser.add_argument("--postgres", action="store_true",
-                        help="run the PostgreSQL section instead (bench/checkpoint_pg_bench.py; it takes --url)")
+    parser.add_argument(
+        "--postgres",
+        action="store_true",
+        help="run the PostgreSQL section instead (bench/checkpoint_pg_bench.py; it takes --url)",
+    )
     args, rest = parser.parse_known_args(argv)
     if args.postgres:
         from checkpoint_pg_bench import main as postgres_main
 
-        passed = [*rest, *(["--quick"] if args.quick else []), "--rounds", str(args.rounds), "--repeats", str(args.repeats)]
-        passed += [*(["--invokes", str(args.invokes)] if args.invokes else []),
-                   *(["--long-thread", str(args.long_thread)] if args.long_thread else [])]
+        passed = [
+            *rest,
+            *(["--quick"] if args.quick else []),
+            "--rounds",
+            str(args.rounds),
+            "--repeats",
+            str(args.repeats),
+        ]
+        passed += [
+            *(["--invokes", str(args.invokes)] if args.invokes else []),
+            *(["--long-thread", str(args.long_thread)] if args.long_thread else []),
+        ]
         postgres_main(passed)
         return
     if rest:

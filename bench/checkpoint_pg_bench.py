@@ -62,8 +62,12 @@ from langgraph_memory.checkpoint.postgres import PostgresCheckpointer
 from tests.helpers.postgres import create_database, drop_database
 
 _THEIR_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations")
-_OUR_TABLES = ('"langgraph_memory".checkpoints', '"langgraph_memory".blobs', '"langgraph_memory".writes',
-               '"langgraph_memory".schema_version')
+_OUR_TABLES = (
+    '"langgraph_memory".checkpoints',
+    '"langgraph_memory".blobs',
+    '"langgraph_memory".writes',
+    '"langgraph_memory".schema_version',
+)
 
 
 def _table_bytes(url: str, tables: tuple[str, ...]) -> int:
@@ -191,8 +195,20 @@ def render(rows: list[Row], args: argparse.Namespace, server_version: str) -> Ta
         title=f"PostgreSQL checkpointers — {args.invokes} invokes x {STEPS_PER_INVOKE} steps per round, median of "
         f"{checkpoint_bench.ROUNDS} interleaved rounds, one server, synchronous_commit=on",
     )
-    for col in ("saver", "mode", "steps/s", "min-max", "vs peer", "put µs", "put_writes µs", "get_tuple µs @100",
-                f"get_tuple µs @{long_label}", "list(10) µs @100", f"list(10) µs @{long_label}", "table size"):
+    for col in (
+        "saver",
+        "mode",
+        "steps/s",
+        "min-max",
+        "vs peer",
+        "put µs",
+        "put_writes µs",
+        "get_tuple µs @100",
+        f"get_tuple µs @{long_label}",
+        "list(10) µs @100",
+        f"list(10) µs @{long_label}",
+        "table size",
+    ):
         table.add_column(col, justify="left" if col in ("saver", "mode") else "right")
     for r in rows:
         peer = by_name.get((r.peer, r.mode)) if r.peer else None
@@ -202,9 +218,20 @@ def render(rows: list[Row], args: argparse.Namespace, server_version: str) -> Ta
             return f"{row.latency[key]:,.0f}" if key in row.latency else "-"
 
         size = f"{r.file_bytes / 1e6:.1f} MB" if r.file_bytes is not None else "-"
-        table.add_row(r.saver, r.mode, f"{r.steps_per_s:,.0f}", f"{min(r.rounds):,.0f}-{max(r.rounds):,.0f}", ratio,
-                      lat("put"), lat("put_writes"), lat("get@100"), lat("get@long"), lat("list@100"),
-                      lat("list@long"), size)
+        table.add_row(
+            r.saver,
+            r.mode,
+            f"{r.steps_per_s:,.0f}",
+            f"{min(r.rounds):,.0f}-{max(r.rounds):,.0f}",
+            ratio,
+            lat("put"),
+            lat("put_writes"),
+            lat("get@100"),
+            lat("get@long"),
+            lat("list@100"),
+            lat("list@long"),
+            size,
+        )
     table.caption = (
         f"PostgreSQL {server_version}, python {platform.python_version()}, psycopg {psycopg.__version__}, "
         f"{os.cpu_count()} CPUs; vs peer = median of per-round ratios; latency = median of {args.repeats} "
@@ -217,8 +244,11 @@ def render(rows: list[Row], args: argparse.Namespace, server_version: str) -> Ta
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--url", default=os.environ.get("LANGGRAPH_MEMORY_TEST_PG"),
-                        help="server address (default: $LANGGRAPH_MEMORY_TEST_PG, else a throwaway cluster)")
+    parser.add_argument(
+        "--url",
+        default=os.environ.get("LANGGRAPH_MEMORY_TEST_PG"),
+        help="server address (default: $LANGGRAPH_MEMORY_TEST_PG, else a throwaway cluster)",
+    )
     parser.add_argument("--quick", action="store_true", help="small run: 100 invokes, 2,000-checkpoint thread")
     parser.add_argument("--invokes", type=int, default=None)
     parser.add_argument("--long-thread", type=int, default=None)
@@ -252,8 +282,10 @@ def main(argv: list[str] | None = None) -> None:
     for r in rows:
         if r.peer:
             peer = next(p for p in rows if p.saver == r.peer and p.mode == r.mode)
-            print(f"{r.saver} {r.mode}: {r.ratio_to(peer):.2f}x {r.peer} steps/s; per-round "
-                  + ", ".join(f"{a:,.0f}/{b:,.0f}" for a, b in zip(r.rounds, peer.rounds)))
+            print(
+                f"{r.saver} {r.mode}: {r.ratio_to(peer):.2f}x {r.peer} steps/s; per-round "
+                + ", ".join(f"{a:,.0f}/{b:,.0f}" for a, b in zip(r.rounds, peer.rounds, strict=False))
+            )
 
 
 if __name__ == "__main__":

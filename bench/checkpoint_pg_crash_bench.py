@@ -61,28 +61,64 @@ def main(argv: list[str] | None = None) -> None:
             with PostgresCheckpointer(server_url) as saver:
                 saver.setup()
             t0 = time.monotonic()
-            stops = server_drill(server_url, cluster, Path(tmp), stops=args.stops, workers=args.workers,
-                                 down_s=args.down, timeout=args.timeout)
+            stops = server_drill(
+                server_url,
+                cluster,
+                Path(tmp),
+                stops=args.stops,
+                workers=args.workers,
+                down_s=args.down,
+                timeout=args.timeout,
+            )
             stop_s = time.monotonic() - t0
     finally:
         cluster.remove()
     table = Table(title="PostgresCheckpointer crash bench")
-    for col in ("drill", "events", "acknowledged", "lost", "threads resumed", "untyped errors",
-                "typed errors while down", "failures after restart", "recovery s (median / max)", "wall s"):
+    for col in (
+        "drill",
+        "events",
+        "acknowledged",
+        "lost",
+        "threads resumed",
+        "untyped errors",
+        "typed errors while down",
+        "failures after restart",
+        "recovery s (median / max)",
+        "wall s",
+    ):
         table.add_column(col, justify="left" if col == "drill" else "right")
-    table.add_row("SIGKILL of the worker mid-invoke", str(args.kills), str(kills.acknowledged), str(kills.lost),
-                  f"{kills.resumed}/{kills.threads}", str(len(kills.untyped_errors)), "-", "-", "-",
-                  f"{kill_s:.0f}")
+    table.add_row(
+        "SIGKILL of the worker mid-invoke",
+        str(args.kills),
+        str(kills.acknowledged),
+        str(kills.lost),
+        f"{kills.resumed}/{kills.threads}",
+        str(len(kills.untyped_errors)),
+        "-",
+        "-",
+        "-",
+        f"{kill_s:.0f}",
+    )
     rec = stops.recovery_s
-    table.add_row(f"pg_ctl stop -m immediate, {args.workers} workers, {args.down:g} s down", str(args.stops),
-                  str(stops.acknowledged), str(stops.lost), f"{stops.resumed}/{stops.threads}",
-                  str(len(stops.untyped_errors)), str(stops.down_errors), str(stops.errors_after_restart),
-                  f"{statistics.median(rec):.2f} / {max(rec):.2f}" if rec else "-", f"{stop_s:.0f}")
+    table.add_row(
+        f"pg_ctl stop -m immediate, {args.workers} workers, {args.down:g} s down",
+        str(args.stops),
+        str(stops.acknowledged),
+        str(stops.lost),
+        f"{stops.resumed}/{stops.threads}",
+        str(len(stops.untyped_errors)),
+        str(stops.down_errors),
+        str(stops.errors_after_restart),
+        f"{statistics.median(rec):.2f} / {max(rec):.2f}" if rec else "-",
+        f"{stop_s:.0f}",
+    )
     console = Console(width=220)
     console.print(table)
-    console.print(f"started {started}; workers' timeout {args.timeout:g} s; recovery = restart finished "
-                  f"(pg.sh start returned) to the worker's next acknowledged invoke; load average {load} at start, "
-                  f"{'/'.join(f'{x:.2f}' for x in os.getloadavg())} at end.")
+    console.print(
+        f"started {started}; workers' timeout {args.timeout:g} s; recovery = restart finished "
+        f"(pg.sh start returned) to the worker's next acknowledged invoke; load average {load} at start, "
+        f"{'/'.join(f'{x:.2f}' for x in os.getloadavg())} at end."
+    )
     for line in kills.untyped_errors + stops.untyped_errors:
         console.print(f"untyped: {line}", markup=False)
 

@@ -110,8 +110,10 @@ def kills(n: int, seed: int, log: Callable[[str], None]) -> list[list[str]]:
             if not last.ok:
                 failures.append(f"kill {k + 1}: {last.summary()}")
             if (k + 1) % 10 == 0:
-                log(f"  {k + 1}/{n} kills, {last.acknowledged} acknowledged items live, problems so far: "
-                    f"{totals['lost'] + totals['orphaned'] + totals['torn']}")
+                log(
+                    f"  {k + 1}/{n} kills, {last.acknowledged} acknowledged items live, problems so far: "
+                    f"{totals['lost'] + totals['orphaned'] + totals['torn']}"
+                )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     assert last is not None
@@ -119,18 +121,32 @@ def kills(n: int, seed: int, log: Callable[[str], None]) -> list[list[str]]:
     rows = [
         ["kills (SIGKILL at a random moment; every 25th during rebuild_index)", f"{n} in {minutes:.1f} min"],
         ["acknowledged writes checked after the last kill (items live, typed items)", f"{last.acknowledged:,}"],
-        ["lost: acknowledged, then missing or wrong (value, vector, listing, filter, lineage, version)", str(totals["lost"])],
-        ["orphaned: present without acknowledgement or counterpart (item, Chroma record, lineage, version)", str(totals["orphaned"])],
+        [
+            "lost: acknowledged, then missing or wrong (value, vector, listing, filter, lineage, version)",
+            str(totals["lost"]),
+        ],
+        [
+            "orphaned: present without acknowledgement or counterpart (item, Chroma record, lineage, version)",
+            str(totals["orphaned"]),
+        ],
         ["torn: an interrupted batch applied in part", str(totals["torn"])],
-        ["  of which after opens made to probe (every other one) / after default opens (rebuild)",
-         f"{by_path[True]} / {by_path[False]}"],
+        [
+            "  of which after opens made to probe (every other one) / after default opens (rebuild)",
+            f"{by_path[True]} / {by_path[False]}",
+        ],
         ["opens that found no seal and probed the index in a subprocess", f"{totals['probed']} of {n}"],
-        ["opens that rebuilt the index from the catalog (default below REBUILD_MAX vectors, or the probe failed)",
-         f"{totals['rebuilt']} of {n}"],
-        ["open after a crash, small directory, made to probe: median / max",
-         f"{statistics.median(opens[True]):.2f} s / {max(opens[True]):.2f} s"],
-        ["open after a crash, small directory, default (rebuild): median / max",
-         f"{statistics.median(opens[False]):.2f} s / {max(opens[False]):.2f} s"],
+        [
+            "opens that rebuilt the index from the catalog (default below REBUILD_MAX vectors, or the probe failed)",
+            f"{totals['rebuilt']} of {n}",
+        ],
+        [
+            "open after a crash, small directory, made to probe: median / max",
+            f"{statistics.median(opens[True]):.2f} s / {max(opens[True]):.2f} s",
+        ],
+        [
+            "open after a crash, small directory, default (rebuild): median / max",
+            f"{statistics.median(opens[False]):.2f} s / {max(opens[False]):.2f} s",
+        ],
     ]
     for f in failures[:10]:
         log("FAIL " + f)
@@ -151,8 +167,12 @@ def open_after_crash(items: int, repeats: int, log: Callable[[str], None]) -> li
         t = time.perf_counter()
         store = ChromaStore(data_dir=data_dir, index={"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS)})
         for start in range(0, items, 1000):
-            store.batch([PutOp(("notes", f"u{i % 100}"), f"k{i}", {"text": f"note {i}"})
-                         for i in range(start, min(items, start + 1000))])
+            store.batch(
+                [
+                    PutOp(("notes", f"u{i % 100}"), f"k{i}", {"text": f"note {i}"})
+                    for i in range(start, min(items, start + 1000))
+                ]
+            )
         store.close()
         log(f"  built in {time.perf_counter() - t:.0f} s")
         clean: list[float] = []
@@ -171,14 +191,20 @@ def open_after_crash(items: int, repeats: int, log: Callable[[str], None]) -> li
             rebuilt = s.vector_index.last_rebuild
             n = s.items.count("memories")
             s.close()
-            log(f"  crash {r + 1}: open {crashed[-1]:.2f} s (probe {probes[-1]:.2f} s), {n:,} items"
-                + (f", rebuilt {rebuilt.total:,} vectors" if rebuilt else ""))
+            log(
+                f"  crash {r + 1}: open {crashed[-1]:.2f} s (probe {probes[-1]:.2f} s), {n:,} items"
+                + (f", rebuilt {rebuilt.total:,} vectors" if rebuilt else "")
+            )
         rows = [
-            [f"open after a crash, {items:,} items (384-d): median / max of {repeats}",
-             f"{statistics.median(crashed):.2f} s / {max(crashed):.2f} s"],
-            ["  of which the probe subprocess (import chromadb, open, count; the records written since the last check "
-             "and 32 others must find themselves)",
-             f"{statistics.median(probes):.2f} s"],
+            [
+                f"open after a crash, {items:,} items (384-d): median / max of {repeats}",
+                f"{statistics.median(crashed):.2f} s / {max(crashed):.2f} s",
+            ],
+            [
+                "  of which the probe subprocess (import chromadb, open, count; the records written since the last check "
+                "and 32 others must find themselves)",
+                f"{statistics.median(probes):.2f} s",
+            ],
             [f"clean open, {items:,} items (sealed: no probe)", f"{statistics.median(clean) * 1000:.0f} ms"],
         ]
     finally:

@@ -47,8 +47,10 @@ from _common import fmt_ms, git_state, machine, markdown_table, percentile  # no
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS_embed.md"
 # ../shared/data/locomo beside the checkout (worktrees sit one level deeper).
-DATA = next((d for d in (Path(__file__).resolve().parents[i] / "shared" / "data" / "locomo" for i in (2, 3))
-             if d.is_dir()), Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo")
+DATA = next(
+    (d for d in (Path(__file__).resolve().parents[i] / "shared" / "data" / "locomo" for i in (2, 3)) if d.is_dir()),
+    Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo",
+)
 RUNTIMES = ("torch", "onnx")  # compared op by op everywhere; --int8 adds the opt-in model to the model table
 LABEL = {
     "torch": "sentence-transformers 6.2, torch (stock)",
@@ -140,19 +142,26 @@ def child(name: str) -> None:
     rt.query("what did Caroline do at the support group?")
     t3 = time.perf_counter()
     rt.batch([f"turn {i}: Caroline went to the support group and felt welcomed there." for i in range(64)])
-    print(json.dumps({
-        "import_s": t1 - t0, "load_s": t2 - t1, "first_query_ms": 1000 * (t3 - t2),
-        "rss_mb": psutil.Process().memory_info().rss / 2**20,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    }))
+    print(
+        json.dumps(
+            {
+                "import_s": t1 - t0,
+                "load_s": t2 - t1,
+                "first_query_ms": 1000 * (t3 - t2),
+                "rss_mb": psutil.Process().memory_info().rss / 2**20,
+                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            }
+        )
+    )
 
 
 def fresh_processes(n: int, names: tuple[str, ...]) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {r: [] for r in names}
     for i in range(n):
         for name in names if i % 2 == 0 else names[::-1]:
-            p = subprocess.run([sys.executable, __file__, "--child", name], capture_output=True, text=True,
-                               check=False, timeout=600)
+            p = subprocess.run(
+                [sys.executable, __file__, "--child", name], capture_output=True, text=True, check=False, timeout=600
+            )
             if p.returncode != 0:
                 raise SystemExit(f"child {name} failed:\n{p.stderr[-3000:]}")
             out[name].append(json.loads(p.stdout.strip().splitlines()[-1]))
@@ -163,8 +172,9 @@ def fresh_processes(n: int, names: tuple[str, ...]) -> dict[str, list[dict]]:
 # ------------------------------------------------------------ speed
 
 
-def speed(rts: dict[str, Stock | Shipped], qs: list[str], turns: list[str], rounds: int, per_round: int
-          ) -> dict[str, dict[str, list[float]]]:
+def speed(
+    rts: dict[str, Stock | Shipped], qs: list[str], turns: list[str], rounds: int, per_round: int
+) -> dict[str, dict[str, list[float]]]:
     res: dict[str, dict[str, list[float]]] = {r: {"q": [], "b64": [], "b16": []} for r in rts}
     qi = 0
     ti = 0
@@ -184,9 +194,15 @@ def speed(rts: dict[str, Stock | Shipped], qs: list[str], turns: list[str], roun
                     t0 = time.perf_counter()
                     rts[name].batch(texts)
                     res[name][key].append(size / (time.perf_counter() - t0))
-        print(f"  round {r + 1}/{rounds}: " + "; ".join(
-            f"{n} q p50 {np.median(res[n]['q']):.1f} ms, b64 {np.median(res[n]['b64']):.0f}/s, "
-            f"b16 {np.median(res[n]['b16']):.0f}/s" for n in rts), flush=True)
+        print(
+            f"  round {r + 1}/{rounds}: "
+            + "; ".join(
+                f"{n} q p50 {np.median(res[n]['q']):.1f} ms, b64 {np.median(res[n]['b64']):.0f}/s, "
+                f"b16 {np.median(res[n]['b16']):.0f}/s"
+                for n in rts
+            ),
+            flush=True,
+        )
     return res
 
 
@@ -210,13 +226,13 @@ def fidelity(rts: dict[str, Stock | Shipped], turns: dict[str, list[dict]], qs: 
     for conv in turns:
         ids = [t["dia_id"] for t in turns[conv]]
         for r in others:
-            for a, b in zip(vecs[r][conv], vecs["torch"][conv]):
+            for a, b in zip(vecs[r][conv], vecs["torch"][conv], strict=False):
                 cos[r].append((a * b).sum(1))
         tops = {}
         for name in rts:
             d, q = vecs[name][conv]
             tops[name] = np.argsort(-(q @ d.T), axis=1, kind="stable")[:, :10]
-            for qa, row in zip(qs[conv], tops[name]):
+            for qa, row in zip(qs[conv], tops[name], strict=False):
                 evidence = {e.strip() for e in qa["evidence"]}
                 recall[name].append(len({ids[i] for i in row} & evidence) / len(evidence))
         for r in others:
@@ -227,7 +243,8 @@ def fidelity(rts: dict[str, Stock | Shipped], turns: dict[str, list[dict]], qs: 
         "cos_min": {r: float(c.min()) for r, c in allcos.items()},
         "cos_mean": {r: float(c.mean()) for r, c in allcos.items()},
         "n_vectors": int(allcos["onnx"].size),
-        "same_top10": same_top, "n_questions": n_q,
+        "same_top10": same_top,
+        "n_questions": n_q,
         "recall": {r: float(np.mean(v)) for r, v in recall.items()},
     }
 
@@ -239,8 +256,8 @@ def e2e(n_items: int, turns: list[str], qs: list[str], n_ops: int) -> dict[str, 
     """Single searches and puts on a ChromaStore of ``n_items`` items, the model on ONNX and torch alternating."""
     from langgraph.store.base import PutOp
 
-    from langgraph_memory.store.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings
     from langgraph_memory.store import ChromaStore
+    from langgraph_memory.store.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings
 
     inner = {b: SentenceTransformerEmbeddings(backend=b) for b in RUNTIMES}
     for e in inner.values():
@@ -253,14 +270,19 @@ def e2e(n_items: int, turns: list[str], qs: list[str], n_ops: int) -> dict[str, 
         assert store.embeddings is not None and store.settings is not None
         t0 = time.perf_counter()
         # Fill the store's embedding cache in one pass: the puts below then skip the model.
-        filler = CachedEmbeddings(inner["onnx"], path=store.settings.embedding_cache_path,
-                                  model_id=store.embeddings.model_id)
+        filler = CachedEmbeddings(
+            inner["onnx"], path=store.settings.embedding_cache_path, model_id=store.embeddings.model_id
+        )
         for s in range(0, n_items, 512):
             filler.embed_documents(texts[s : s + 512])
         filler.close()
         for s in range(0, n_items, 500):
-            store.batch([PutOp(("memories", f"u{i % 100}"), f"k{i}", {"content": texts[i]})
-                         for i in range(s, min(s + 500, n_items))])
+            store.batch(
+                [
+                    PutOp(("memories", f"u{i % 100}"), f"k{i}", {"content": texts[i]})
+                    for i in range(s, min(s + 500, n_items))
+                ]
+            )
         print(f"  built a store of {n_items} items in {time.perf_counter() - t0:.0f} s", flush=True)
         for i in range(n_ops * 2):
             backend = RUNTIMES[i % 2]
@@ -300,14 +322,21 @@ def cold_cli(n: int) -> dict[str, dict[str, list[float]]]:
                 env = {**os.environ, "LANGGRAPH_MEMORY_EMBED_BACKEND": backend}
                 before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t0 = time.perf_counter()
-                subprocess.run([*cmd, "--data-dir", str(tmp / "memory"), "search", f"monetary policy {i}"],
-                               env=env, check=True, capture_output=True, timeout=600)
+                subprocess.run(
+                    [*cmd, "--data-dir", str(tmp / "memory"), "search", f"monetary policy {i}"],
+                    env=env,
+                    check=True,
+                    capture_output=True,
+                    timeout=600,
+                )
                 wall = time.perf_counter() - t0
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 res[backend]["wall"].append(wall)
                 res[backend]["cpu"].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
-                print(f"  langgraph-memory search ({backend}): {wall:.2f} s wall, {res[backend]['cpu'][-1]:.2f} s CPU",
-                      flush=True)
+                print(
+                    f"  langgraph-memory search ({backend}): {wall:.2f} s wall, {res[backend]['cpu'][-1]:.2f} s CPU",
+                    flush=True,
+                )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return res
@@ -328,8 +357,12 @@ def main() -> None:
     p.add_argument("--e2e-ops", type=int, default=100, help="searches and puts per runtime")
     p.add_argument("--cli-runs", type=int, default=3, help="cold langgraph-memory search runs per runtime")
     p.add_argument("--skip-fidelity", action="store_true", help="skip fidelity and recall (the slow part)")
-    p.add_argument("--threads", type=int, default=0,
-                   help="threads for both runtimes (default: each runtime's own choice, as shipped)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="threads for both runtimes (default: each runtime's own choice, as shipped)",
+    )
     p.add_argument("--write", action="store_true", help=f"write {RESULTS.name}")
     args = p.parse_args()
     if args.threads:  # read by the shipped runtime, by Stock, and by the fresh processes
@@ -375,21 +408,36 @@ def main() -> None:
     for r in names:
         q50, q95 = percentile(sp[r]["q"], 50), percentile(sp[r]["q"], 95)
         b64, b16 = float(np.median(sp[r]["b64"])), float(np.median(sp[r]["b16"]))
-        ratio = lambda x, y: "" if r == "torch" else f" ({x / y:.2f}x)"  # noqa: E731
-        rows.append([
-            LABEL[r],
-            f"{fmt_ms(q50)} ms" + ("" if r == "torch" else f" ({base_q / q50:.1f}x)"),
-            f"{fmt_ms(q95)} ms",
-            f"{b64:,.0f}" + ratio(b64, float(np.median(sp["torch"]["b64"]))),
-            f"{b16:,.0f}" + ratio(b16, float(np.median(sp["torch"]["b16"]))),
-            f"{med[r]['import_s']:.2f} + {med[r]['load_s']:.2f} s",
-            f"{med[r]['rss_mb']:.0f} MB",
-            "-" if fid is None else "1.0" if r == "torch" else f"min {fid['cos_min'][r]:.6f}, mean "
-            f"{fid['cos_mean'][r]:.7f}; top 10 identical for {fid['same_top10'][r]}/{fid['n_questions']} questions",
-            "-" if fid is None else f"{fid['recall'][r]:.3f}",
-        ])
-    header = ["runtime", "query p50", "query p95", "batch 64 (texts/s)", "batch 16 (texts/s)",
-              "import + load", "RSS", "cosine to stock", "LoCoMo dense recall@10"]
+        ratio = lambda x, y, r=r: "" if r == "torch" else f" ({x / y:.2f}x)"  # noqa: E731
+        rows.append(
+            [
+                LABEL[r],
+                f"{fmt_ms(q50)} ms" + ("" if r == "torch" else f" ({base_q / q50:.1f}x)"),
+                f"{fmt_ms(q95)} ms",
+                f"{b64:,.0f}" + ratio(b64, float(np.median(sp["torch"]["b64"]))),
+                f"{b16:,.0f}" + ratio(b16, float(np.median(sp["torch"]["b16"]))),
+                f"{med[r]['import_s']:.2f} + {med[r]['load_s']:.2f} s",
+                f"{med[r]['rss_mb']:.0f} MB",
+                "-"
+                if fid is None
+                else "1.0"
+                if r == "torch"
+                else f"min {fid['cos_min'][r]:.6f}, mean "
+                f"{fid['cos_mean'][r]:.7f}; top 10 identical for {fid['same_top10'][r]}/{fid['n_questions']} questions",
+                "-" if fid is None else f"{fid['recall'][r]:.3f}",
+            ]
+        )
+    header = [
+        "runtime",
+        "query p50",
+        "query p95",
+        "batch 64 (texts/s)",
+        "batch 16 (texts/s)",
+        "import + load",
+        "RSS",
+        "cosine to stock",
+        "LoCoMo dense recall@10",
+    ]
     table = markdown_table(header, rows, [False] + [True] * 6 + [False, True])
     threads = f"{args.threads} thread(s) each" if args.threads else "each runtime's default threads (torch: 2)"
     lines = [table, "", f"Threads: {threads}."]
@@ -398,39 +446,77 @@ def main() -> None:
         f"{2 * args.rounds} batches of 64 and {4 * args.rounds} of 16 (LoCoMo turns); load and RSS: median of "
         f"{args.processes} fresh processes per runtime (import of the runtime, then loading the model; RSS after "
         f"a batch of 64)."
-        + ("" if fid is None else f" Fidelity: {fid['n_vectors']:,} vectors (every turn and question of the five "
-           "conversations), top 10 by exact cosine per question.")
+        + (
+            ""
+            if fid is None
+            else f" Fidelity: {fid['n_vectors']:,} vectors (every turn and question of the five "
+            "conversations), top 10 by exact cosine per question."
+        )
     )
     if cli is not None:
-        crows = [[LABEL[r], f"{np.median(cli[r]['wall']):.2f} s", f"{min(cli[r]['wall']):.2f} s",
-                  f"{np.median(cli[r]['cpu']):.2f} s"] for r in RUNTIMES]
-        lines += ["", f"`langgraph-memory search` from a shell, a fresh process each time ({args.cli_runs} runs per "
-                  "runtime, alternating; CPU = user + system time of the process: on a busy machine most of the wall time "
-                  "is waiting for a core):", "",
-                  markdown_table(["model runtime", "wall p50", "wall min", "CPU p50"], crows,
-                                 [False, True, True, True])]
+        crows = [
+            [
+                LABEL[r],
+                f"{np.median(cli[r]['wall']):.2f} s",
+                f"{min(cli[r]['wall']):.2f} s",
+                f"{np.median(cli[r]['cpu']):.2f} s",
+            ]
+            for r in RUNTIMES
+        ]
+        lines += [
+            "",
+            f"`langgraph-memory search` from a shell, a fresh process each time ({args.cli_runs} runs per "
+            "runtime, alternating; CPU = user + system time of the process: on a busy machine most of the wall time "
+            "is waiting for a core):",
+            "",
+            markdown_table(["model runtime", "wall p50", "wall min", "CPU p50"], crows, [False, True, True, True]),
+        ]
     if ends is not None:
-        erows = [[LABEL[r], f"{fmt_ms(percentile(ends[r]['search'], 50))} ms",
-                  f"{fmt_ms(percentile(ends[r]['search'], 95))} ms", f"{fmt_ms(percentile(ends[r]['put'], 50))} ms",
-                  f"{fmt_ms(percentile(ends[r]['put'], 95))} ms"] for r in RUNTIMES]
-        lines += ["", f"ChromaStore end to end with the real model at {args.e2e_items:,} items "
-                  f"({args.e2e_ops} searches and puts per runtime, alternating op by op; every query and text new "
-                  "to the embedding cache; search: one namespace, limit 10):", "",
-                  markdown_table(["model runtime", "search p50", "search p95", "put p50", "put p95"], erows,
-                                 [False, True, True, True, True])]
+        erows = [
+            [
+                LABEL[r],
+                f"{fmt_ms(percentile(ends[r]['search'], 50))} ms",
+                f"{fmt_ms(percentile(ends[r]['search'], 95))} ms",
+                f"{fmt_ms(percentile(ends[r]['put'], 50))} ms",
+                f"{fmt_ms(percentile(ends[r]['put'], 95))} ms",
+            ]
+            for r in RUNTIMES
+        ]
+        lines += [
+            "",
+            f"ChromaStore end to end with the real model at {args.e2e_items:,} items "
+            f"({args.e2e_ops} searches and puts per runtime, alternating op by op; every query and text new "
+            "to the embedding cache; search: one namespace, limit 10):",
+            "",
+            markdown_table(
+                ["model runtime", "search p50", "search p95", "put p50", "put p95"],
+                erows,
+                [False, True, True, True, True],
+            ),
+        ]
     print("\n" + "\n".join(lines))
     if args.write:
         cmd = "python bench/embed_bench.py " + " ".join(sys.argv[1:])
         if RESULTS.exists() and args.threads:  # a second table, under the default one
             prev = RESULTS.read_text()
-            RESULTS.write_text(prev + f"\n## With --threads {args.threads}\n\n" + "\n".join(lines) + "\n\n"
-                               + "\n".join(mach.lines()) + "\n- Command: `python bench/embed_bench.py "
-                               + " ".join(sys.argv[1:]) + "`\n")
+            RESULTS.write_text(
+                prev
+                + f"\n## With --threads {args.threads}\n\n"
+                + "\n".join(lines)
+                + "\n\n"
+                + "\n".join(mach.lines())
+                + "\n- Command: `python bench/embed_bench.py "
+                + " ".join(sys.argv[1:])
+                + "`\n"
+            )
             print(f"appended to {RESULTS}")
             return
         RESULTS.write_text(
             "# The default model: ONNX Runtime against sentence-transformers (`bench/embed_bench.py`)\n\n"
-            + "\n".join(lines) + "\n\n" + "\n".join(mach.lines()) + f"\n- Command: `{cmd}`\n"
+            + "\n".join(lines)
+            + "\n\n"
+            + "\n".join(mach.lines())
+            + f"\n- Command: `{cmd}`\n"
         )
         print(f"wrote {RESULTS}")
 

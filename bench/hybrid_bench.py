@@ -38,8 +38,8 @@ from langgraph.store.base import PutOp  # noqa: E402
 from store_bench import DIMS, Mixture, near  # noqa: E402
 
 from langgraph_memory.catalog.keywords import STOP_WORDS  # noqa: E402
-from langgraph_memory.store.ranking import HybridRanking  # noqa: E402
 from langgraph_memory.store import ChromaStore  # noqa: E402
+from langgraph_memory.store.ranking import HybridRanking  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS_hybrid.md"
 MARKER = "<!-- tables -->\n"
@@ -131,8 +131,9 @@ def main() -> None:
             store.batch(ops[i : i + 1000])
         load_s = time.perf_counter() - started
         load_note = f"Put rate with the keyword index: {len(ops) / load_s:,.0f} items/s (batches of 1,000)."
-        print(f"put {len(ops):,} items in {load_s:.0f} s ({len(ops) / load_s:,.0f}/s, keyword index included)",
-              flush=True)
+        print(
+            f"put {len(ops):,} items in {load_s:.0f} s ({len(ops) / load_s:,.0f}/s, keyword index included)", flush=True
+        )
 
     n_ns = args.n // NS_ITEMS
     cases = [
@@ -166,23 +167,36 @@ def main() -> None:
         ratio = h50 / d50
         if title.startswith("whole prefix (") and ratio > MAX_RATIO:
             verdict = False
-        rows.append([title, "/".join(sorted(plans)), fmt_ms(d50), fmt_ms(percentile(times["dense"], 95)),
-                     fmt_ms(h50), fmt_ms(percentile(times["hybrid"], 95)), f"{ratio:.2f}x"])
+        rows.append(
+            [
+                title,
+                "/".join(sorted(plans)),
+                fmt_ms(d50),
+                fmt_ms(percentile(times["dense"], 95)),
+                fmt_ms(h50),
+                fmt_ms(percentile(times["hybrid"], 95)),
+                f"{ratio:.2f}x",
+            ]
+        )
         print(rows[-1], flush=True)
     store.close()
     mach.load_end = os.getloadavg()
     mach.code = git_state(Path(__file__).resolve().parents[1], ["langgraph_memory", "bench"])
     header = ["case", "plan", "dense p50 ms", "dense p95 ms", "hybrid p50 ms", "hybrid p95 ms", "hybrid / dense p50"]
     table = markdown_table(header, rows, [False, False, True, True, True, True, True])
-    summary = (f"{args.n:,} items, {args.queries} timed queries per case; target: whole-prefix hybrid p50 at most "
-               f"{MAX_RATIO:.0f}x dense: {'met' if verdict else 'NOT met'}")
+    summary = (
+        f"{args.n:,} items, {args.queries} timed queries per case; target: whole-prefix hybrid p50 at most "
+        f"{MAX_RATIO:.0f}x dense: {'met' if verdict else 'NOT met'}"
+    )
     print(table)
     print(summary)
     if args.write:  # the notes above the marker are kept; the measured part below it is replaced
         head, sep, _old = RESULTS.read_text().partition(MARKER) if RESULTS.exists() else ("", "", "")
         if not sep:
             head = "# Hybrid vs dense search latency (`bench/hybrid_bench.py`)\n\n"
-        RESULTS.write_text(head + "\n".join([MARKER, summary, "", load_note, "", table, "", "Machine:", *mach.lines(), ""]))
+        RESULTS.write_text(
+            head + "\n".join([MARKER, summary, "", load_note, "", table, "", "Machine:", *mach.lines(), ""])
+        )
 
 
 if __name__ == "__main__":

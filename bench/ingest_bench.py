@@ -233,8 +233,11 @@ def run_chunker(name: str, files: list[Path], qs: list[Query], model, work: Path
             if bare:
                 kind = file_type_of(path)
                 try:
-                    texts = [c.content for p in make_chunker(config).chunk_blocks(read_blocks(path, kind), kind)
-                             for c in p.chunks]
+                    texts = [
+                        c.content
+                        for p in make_chunker(config).chunk_blocks(read_blocks(path, kind), kind)
+                        for c in p.chunks
+                    ]
                 except Exception:  # noqa: BLE001 - ingest reports these files as failed; they embed nothing
                     texts = []
                 t0 = time.perf_counter()
@@ -270,7 +273,9 @@ def run_chunker(name: str, files: list[Path], qs: list[Query], model, work: Path
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="ingest the standard library: throughput against the bare model, retrieval")
+    parser = argparse.ArgumentParser(
+        description="ingest the standard library: throughput against the bare model, retrieval"
+    )
     parser.add_argument("--queries", type=int, default=200, help="documented functions to query (default 200)")
     parser.add_argument("--text-files", type=int, default=4, help="random .md/.txt files added (default 4)")
     parser.add_argument("--files", type=int, default=0, help="more random files of Lib/ added (default 0)")
@@ -300,8 +305,11 @@ def main() -> None:
         for name in ("contextual", "fixed"):
             run = run_chunker(name, files, qs, model, work, args.bare_every)
             runs.append(run)
-            print(f"{name}: {run.chunks} chunks, ingest {run.ingest_seconds:.1f} s, bare {run.bare_seconds:.1f} s, "
-                  f"hit@5 {sum(run.hits)}/{len(run.hits)}; load {os.getloadavg()[0]:.2f}", flush=True)
+            print(
+                f"{name}: {run.chunks} chunks, ingest {run.ingest_seconds:.1f} s, bare {run.bare_seconds:.1f} s, "
+                f"hit@5 {sum(run.hits)}/{len(run.hits)}; load {os.getloadavg()[0]:.2f}",
+                flush=True,
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     m.load_end = os.getloadavg()
@@ -312,23 +320,36 @@ def main() -> None:
         paired = r.paired_chunks / r.paired_seconds if r.paired_seconds else 0.0
         rate = r.chunks / r.ingest_seconds if r.ingest_seconds else 0.0
         recall_ms = sorted(r.recall_ms)
-        rows.append([
-            r.chunker,
-            f"{r.files:,} ({r.failed} failed)",
-            f"{r.chunks:,}",
-            f"{r.files / r.ingest_seconds:.2f}",
-            f"{rate:.1f}",
-            f"{bare:.1f}",
-            f"{paired / bare:.2f}" if bare else "-",
-            f"{1 - r.model_seconds_in_ingest / r.ingest_seconds:.1%}",
-            f"{sum(r.hits) / len(r.hits):.1%}" if r.hits else "-",
-            f"{sum(r.hits_at_1) / len(r.hits_at_1):.1%}" if r.hits_at_1 else "-",
-            f"{recall_ms[len(recall_ms) // 2]:.0f}" if recall_ms else "-",
-            f"{r.rss_before / 2**20:,.0f} / {r.rss_peak / 2**20:,.0f} / {r.rss_process_peak / 2**20:,.0f}",
-        ])
-    header = ["chunker", "files ingested", "chunks", "files/s", "chunks/s", "bare model chunks/s",
-              "ingest / bare", "ingest time outside the model", "hit@5", "hit@1", "recall p50 ms",
-              "RSS MB: before / peak in ingest / process peak"]
+        rows.append(
+            [
+                r.chunker,
+                f"{r.files:,} ({r.failed} failed)",
+                f"{r.chunks:,}",
+                f"{r.files / r.ingest_seconds:.2f}",
+                f"{rate:.1f}",
+                f"{bare:.1f}",
+                f"{paired / bare:.2f}" if bare else "-",
+                f"{1 - r.model_seconds_in_ingest / r.ingest_seconds:.1%}",
+                f"{sum(r.hits) / len(r.hits):.1%}" if r.hits else "-",
+                f"{sum(r.hits_at_1) / len(r.hits_at_1):.1%}" if r.hits_at_1 else "-",
+                f"{recall_ms[len(recall_ms) // 2]:.0f}" if recall_ms else "-",
+                f"{r.rss_before / 2**20:,.0f} / {r.rss_peak / 2**20:,.0f} / {r.rss_process_peak / 2**20:,.0f}",
+            ]
+        )
+    header = [
+        "chunker",
+        "files ingested",
+        "chunks",
+        "files/s",
+        "chunks/s",
+        "bare model chunks/s",
+        "ingest / bare",
+        "ingest time outside the model",
+        "hit@5",
+        "hit@1",
+        "recall p50 ms",
+        "RSS MB: before / peak in ingest / process peak",
+    ]
     table = markdown_table(header, rows, [False] + [True] * (len(header) - 1))
     model_name = "fake embeddings (script check only)" if args.fake else "all-MiniLM-L6-v2 (default, offline)"
     md = [
@@ -344,9 +365,9 @@ def main() -> None:
         f"found, plus {args.text_files} random .md/.txt files and {args.files} other random files. {len(qs)} queries: the first",
         "sentence of each function's docstring; a hit is a chunk of its file overlapping the function's `def` line",
         "through the end of its docstring. Targets: ingest at least 0.85 of the bare model's chunks/s on the same",
-        f"chunks (the bare model ran on one file in {args.bare_every}; \"ingest / bare\" compares those files),",
-        "hit@5 at least 80%. \"Ingest time outside the",
-        "model\" is measured inside the ingest calls (read, hash, copy, chunk, catalog, Chroma); the bare model runs",
+        f'chunks (the bare model ran on one file in {args.bare_every}; "ingest / bare" compares those files),',
+        'hit@5 at least 80%. "Ingest time outside the',
+        'model" is measured inside the ingest calls (read, hash, copy, chunk, catalog, Chroma); the bare model runs',
         "on each file's chunks just before that file is ingested, so both see the same load on the shared cores.",
         "RSS: before the first ingest, the highest sampled during the ingest calls, and the process's own peak",
         "(the bare model runs and the earlier chunker included).",

@@ -27,8 +27,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-WORDS = ("carry momentum volatility drawdown sharpe regime spread yield curve equity bond hedge "
-         "liquidity factor signal backtest risk parity trend reversal").split()
+WORDS = (
+    "carry momentum volatility drawdown sharpe regime spread yield curve equity bond hedge "
+    "liquidity factor signal backtest risk parity trend reversal"
+).split()
 
 
 def _text(n_bytes: int) -> str:
@@ -39,7 +41,7 @@ def _text(n_bytes: int) -> str:
         w = rng.choice(WORDS)
         parts.append(w)
         size += len(w) + 1
-    return " ".join(parts)[: n_bytes]
+    return " ".join(parts)[:n_bytes]
 
 
 def _one(size: int, model: str, searches: int) -> dict[str, float]:
@@ -47,7 +49,9 @@ def _one(size: int, model: str, searches: int) -> dict[str, float]:
 
     from langgraph_memory.store import ChromaStore
 
-    index = ChromaStore.default_index() if model == "real" else {"dims": 384, "embed": DeterministicFakeEmbedding(size=384)}
+    index = (
+        ChromaStore.default_index() if model == "real" else {"dims": 384, "embed": DeterministicFakeEmbedding(size=384)}
+    )
     with tempfile.TemporaryDirectory() as d, ChromaStore(data_dir=d, index=index) as store:
         for i in range(20):
             store.put(("notes",), f"small{i}", {"text": f"note {i} about {WORDS[i % len(WORDS)]}"})
@@ -66,8 +70,14 @@ def _one(size: int, model: str, searches: int) -> dict[str, float]:
         t = time.perf_counter()
         store.get(("notes",), "big")
         get_ms = (time.perf_counter() - t) * 1000
-    return {"put_s": put_s, "rss_before_mb": rss0 / 1024, "rss_peak_mb": rss1 / 1024,
-            "search_p50_ms": statistics.median(samples), "search_max_ms": max(samples), "get_ms": get_ms}
+    return {
+        "put_s": put_s,
+        "rss_before_mb": rss0 / 1024,
+        "rss_peak_mb": rss1 / 1024,
+        "search_p50_ms": statistics.median(samples),
+        "search_max_ms": max(samples),
+        "get_ms": get_ms,
+    }
 
 
 def main() -> None:
@@ -85,12 +95,25 @@ def main() -> None:
     m = machine(["chromadb", "sentence-transformers"])
     rows = []
     for size in (int(s) for s in a.sizes.split(",")):
-        out = subprocess.run([sys.executable, __file__, "--model", a.model, "--searches", str(a.searches),
-                              "--child", str(size)], capture_output=True, text=True, env=os.environ, check=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--model", a.model, "--searches", str(a.searches), "--child", str(size)],
+            capture_output=True,
+            text=True,
+            env=os.environ,
+            check=True,
+        )
         r = json.loads(out.stdout.strip().splitlines()[-1])
-        rows.append((f"{size:,}", f"{r['put_s']:.2f}", f"{r['rss_peak_mb'] - r['rss_before_mb']:.0f}",
-                     f"{r['rss_peak_mb']:.0f}", f"{r['search_p50_ms']:.1f}", f"{r['search_max_ms']:.1f}",
-                     f"{r['get_ms']:.1f}"))
+        rows.append(
+            (
+                f"{size:,}",
+                f"{r['put_s']:.2f}",
+                f"{r['rss_peak_mb'] - r['rss_before_mb']:.0f}",
+                f"{r['rss_peak_mb']:.0f}",
+                f"{r['search_p50_ms']:.1f}",
+                f"{r['search_max_ms']:.1f}",
+                f"{r['get_ms']:.1f}",
+            )
+        )
     head = ("value bytes", "put s", "put RSS growth MB", "peak RSS MB", "search p50 ms", "search max ms", "get ms")
     print(f"model: {a.model}")
     print("\n".join(m.lines()))

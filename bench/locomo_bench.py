@@ -44,7 +44,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -55,10 +55,10 @@ from langgraph.store.base import PutOp, SearchOp  # noqa: E402
 
 from langgraph_memory.catalog import keywords as _keywords  # noqa: E402
 from langgraph_memory.catalog.items import join_ns  # noqa: E402
-from langgraph_memory.store.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings  # noqa: E402
-from langgraph_memory.store.ranking import HybridRanking, fuse  # noqa: E402
 from langgraph_memory.store import ChromaStore  # noqa: E402
+from langgraph_memory.store.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings  # noqa: E402
 from langgraph_memory.store.hybrid import Candidate, score_candidates  # noqa: E402
+from langgraph_memory.store.ranking import HybridRanking, fuse  # noqa: E402
 
 KS = (1, 5, 10)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -72,7 +72,7 @@ Order = Callable[[list[Candidate], str, float], list[str]]  # candidates, conver
 
 def session_time(text: str) -> float:
     """``"1:56 pm on 8 May, 2023"`` as seconds since the epoch (UTC)."""
-    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc).timestamp()
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC).timestamp()
 
 
 def turns(conv: dict) -> list[dict]:
@@ -157,10 +157,14 @@ def fts5_bm25(store: ChromaStore, conv: str, query: str, k: int = 10) -> list[st
     if not terms:
         return []
     with store.catalog.read() as conn:
-        return [r[0] for r in conn.execute(
-            "SELECT i.key FROM keywords CROSS JOIN items i ON i.id = keywords.rowid >> 10 WHERE keywords MATCH ?"
-            " AND i.ns_id = (SELECT id FROM namespaces WHERE ns = ?) ORDER BY bm25(keywords) LIMIT ?",
-            (" OR ".join(f'"{t}"' for t in terms), join_ns(("locomo", conv)), k))]
+        return [
+            r[0]
+            for r in conn.execute(
+                "SELECT i.key FROM keywords CROSS JOIN items i ON i.id = keywords.rowid >> 10 WHERE keywords MATCH ?"
+                " AND i.ns_id = (SELECT id FROM namespaces WHERE ns = ?) ORDER BY bm25(keywords) LIMIT ?",
+                (" OR ".join(f'"{t}"' for t in terms), join_ns(("locomo", conv)), k),
+            )
+        ]
 
 
 def library(ranking: HybridRanking) -> Order:
@@ -214,8 +218,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="LoCoMo recall@k: dense, keyword, hybrid, hybrid + temporal")
     parser.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo"))
     parser.add_argument("--write", action="store_true", help=f"write {RESULTS.name}")
-    parser.add_argument("--loo", action="store_true",
-                        help="only the leave-one-conversation-out comparison of designs (offline, cached embeddings)")
+    parser.add_argument(
+        "--loo",
+        action="store_true",
+        help="only the leave-one-conversation-out comparison of designs (offline, cached embeddings)",
+    )
     args = parser.parse_args()
     if args.loo:
         from _locomo_loo import loo_main
@@ -265,8 +272,9 @@ def main() -> None:
             qvec = np.asarray(emb.embed_query(qa["question"]), dtype=np.float32)
             op = SearchOp(("locomo", name), None, 10, 0, qa["question"], False)
             for b in norms:
-                got = store.hybrid.candidates(op, qvec, dataclasses.replace(default, length_norm=b),
-                                              omit=lambda _it: False).items
+                got = store.hybrid.candidates(
+                    op, qvec, dataclasses.replace(default, length_norm=b), omit=lambda _it: False
+                ).items
                 cands[b].append(got)
                 queries[id(got)] = qa["question"]
                 if b == default.length_norm:
@@ -274,7 +282,7 @@ def main() -> None:
 
     def evaluate(order: Order, b: float = default.length_norm) -> Scores:
         sc = Scores()
-        for (name, cat, evidence, _q), cs in zip(asked, cands[b]):
+        for (name, cat, evidence, _q), cs in zip(asked, cands[b], strict=False):
             sc.add(cat, order(cs, name, last_session[name]), evidence)
         return sc
 
@@ -283,7 +291,7 @@ def main() -> None:
         out = {"all": full}
         for label, names in (("tune", TUNE), ("held out", HELD_OUT)):
             sc = Scores()
-            for (name, cat, evidence, _q), cs in zip(asked, cands[b]):
+            for (name, cat, evidence, _q), cs in zip(asked, cands[b], strict=False):
                 if name in names:
                     sc.add(cat, order(cs, name, last_session[name]), evidence)
             out[label] = sc
@@ -293,7 +301,9 @@ def main() -> None:
     def through_store(ranking: HybridRanking | None, *, clocked: bool) -> Scores:
         sc = Scores()
         for name, cat, evidence, q in asked:
-            store.ranking = dataclasses.replace(ranking, clock=lambda t=last_session[name]: t) if ranking and clocked else ranking
+            store.ranking = (
+                dataclasses.replace(ranking, clock=lambda t=last_session[name]: t) if ranking and clocked else ranking
+            )
             hits = store.search(("locomo", name), query=q, limit=max(KS), refresh_ttl=False)
             sc.add(cat, [h.key for h in hits], evidence)
         store.ranking = None
@@ -306,49 +316,84 @@ def main() -> None:
         "hybrid": through_store(no_decay, clocked=False),
         "hybrid + temporal": through_store(default, clocked=True),
     }
-    for label, order, ranking in (("hybrid", library(no_decay), no_decay), ("hybrid + temporal", library(default), default)):
+    for label, order, _ranking in (
+        ("hybrid", library(no_decay), no_decay),
+        ("hybrid + temporal", library(default), default),
+    ):
         offline = evaluate(order)
-        assert all(
-            abs(offline.mean(c, k) - main_rows[label].mean(c, k)) < 1e-9 for c in offline.by for k in KS
-        ), f"{label}: the store's search and its offline twin disagree"
+        assert all(abs(offline.mean(c, k) - main_rows[label].mean(c, k)) < 1e-9 for c in offline.by for k in KS), (
+            f"{label}: the store's search and its offline twin disagree"
+        )
 
     # Variants: every fusion from the same candidates.
     rarity = Rarity(store)
     variants: list[tuple[str, str, Order, float]] = [
         ("single", "dense (cosine)", by_similarity, default.length_norm),
-        ("single", "keyword, FTS5's bm25() (b = 0.75, term counts)", lambda cs, _c, _n: fts5[id(cs)],
-         default.length_norm),
+        (
+            "single",
+            "keyword, FTS5's bm25() (b = 0.75, term counts)",
+            lambda cs, _c, _n: fts5[id(cs)],
+            default.length_norm,
+        ),
         *[("single", f"keyword, b = {b}", by_keyword, b) for b in norms],
         *[("RRF", f"RRF k = {k}", rrf(k), 0.75) for k in (60, 10)],
         *[("RRF", f"RRF k = {k}, b = {default.length_norm}", rrf(k), default.length_norm) for k in (60, 10, 1)],
         *[("weighted", f"weighted, lambda = {lam}, b = 0.75", weighted(lam), 0.75) for lam in (0.3, 0.4, 0.5)],
-        *[("weighted", f"weighted, lambda = {lam}, b = {default.length_norm}", weighted(lam), default.length_norm)
-          for lam in (0.3, 0.4, 0.5, 0.6)],
-        *[("noisy-or", f"noisy-or, w = {w}, b = {b}", library(dataclasses.replace(no_decay, keyword_weight=w)), b)
-          for b in norms for w in (0.4, 0.5, 0.6, 0.7, 0.8)],
-        *[("adaptive", f"noisy-or, w = {lo}..{hi} by rarity", adaptive(lo, hi, rarity, queries), default.length_norm)
-          for lo, hi in ((0.4, 0.8), (0.5, 0.7), (0.3, 0.9))],
-        *[("temporal", f"noisy-or + temporal, share = {s}", library(dataclasses.replace(default, temporal_share=s)),
-           default.length_norm) for s in (0.05, 0.1, 0.2, 0.3, 0.5, 1.0)],
+        *[
+            ("weighted", f"weighted, lambda = {lam}, b = {default.length_norm}", weighted(lam), default.length_norm)
+            for lam in (0.3, 0.4, 0.5, 0.6)
+        ],
+        *[
+            ("noisy-or", f"noisy-or, w = {w}, b = {b}", library(dataclasses.replace(no_decay, keyword_weight=w)), b)
+            for b in norms
+            for w in (0.4, 0.5, 0.6, 0.7, 0.8)
+        ],
+        *[
+            ("adaptive", f"noisy-or, w = {lo}..{hi} by rarity", adaptive(lo, hi, rarity, queries), default.length_norm)
+            for lo, hi in ((0.4, 0.8), (0.5, 0.7), (0.3, 0.9))
+        ],
+        *[
+            (
+                "temporal",
+                f"noisy-or + temporal, share = {s}",
+                library(dataclasses.replace(default, temporal_share=s)),
+                default.length_norm,
+            )
+            for s in (0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
+        ],
     ]
     var_rows = []
     for family, label, order, b in variants:
         sp = split(order, b)
-        var_rows.append([family, label, *(f"{sp[part].mean('all', k):.3f}" for part in ("tune", "held out", "all")
-                                          for k in (5, 10))])
+        var_rows.append(
+            [
+                family,
+                label,
+                *(f"{sp[part].mean('all', k):.3f}" for part in ("tune", "held out", "all") for k in (5, 10)),
+            ]
+        )
     store.close()
 
     header = ["ranker", "category", "questions", *[f"recall@{k}" for k in KS], *[f"hit@{k}" for k in KS]]
     rows = []
     for label, sc in main_rows.items():
         for cat in [*CATEGORIES.values(), "all"]:
-            rows.append([label, cat, str(sc.n(cat)), *(f"{sc.mean(cat, k):.3f}" for k in KS),
-                         *(f"{sc.mean(cat, -k):.3f}" for k in KS)])
+            rows.append(
+                [
+                    label,
+                    cat,
+                    str(sc.n(cat)),
+                    *(f"{sc.mean(cat, k):.3f}" for k in KS),
+                    *(f"{sc.mean(cat, -k):.3f}" for k in KS),
+                ]
+            )
     var_header = ["family", "variant", "tune r@5", "tune r@10", "held-out r@5", "held-out r@10", "all r@5", "all r@10"]
     mach.load_end = __import__("os").getloadavg()
     mach.code = git_state(Path(__file__).resolve().parents[1], ["langgraph_memory", "bench"])
-    title = (f"LoCoMo retrieval: {len(files)} conversations ({', '.join(convs)}), {n_turns} turns, "
-             f"{len(asked)} questions of categories 1-4; all-MiniLM-L6-v2")
+    title = (
+        f"LoCoMo retrieval: {len(files)} conversations ({', '.join(convs)}), {n_turns} turns, "
+        f"{len(asked)} questions of categories 1-4; all-MiniLM-L6-v2"
+    )
     print(title)
     print(markdown_table(header, rows, [False, False] + [True] * 7))
     print()
@@ -357,30 +402,36 @@ def main() -> None:
     print(f"\nloaded and embedded {n_turns} turns in {load_s:.1f} s")
     print("\n".join(mach.lines()))
     if args.write:
-        write_results(title, markdown_table(header, rows, [False, False] + [True] * 7),
-                      markdown_table(var_header, var_rows, [False, False] + [True] * 6), mach.lines())
+        write_results(
+            title,
+            markdown_table(header, rows, [False, False] + [True] * 7),
+            markdown_table(var_header, var_rows, [False, False] + [True] * 6),
+            mach.lines(),
+        )
 
 
 def write_results(title: str, main_table: str, variants_table: str, machine_lines: list[str]) -> None:
     head, sep, _old = RESULTS.read_text().partition("<!-- tables -->") if RESULTS.exists() else ("", "", "")
     if not sep:
         head = "# LoCoMo retrieval quality (`bench/locomo_bench.py`)\n\n"
-    body = "\n".join([
-        "<!-- tables -->",
-        f"## {title}",
-        "",
-        "recall@k = share of a question's evidence turns in the top k; hit@k = any of them in the top k.",
-        "",
-        main_table,
-        "",
-        "## Fusions tried (same candidates for all; r@k = recall@k)",
-        "",
-        variants_table,
-        "",
-        "Machine:",
-        *machine_lines,
-        "",
-    ])
+    body = "\n".join(
+        [
+            "<!-- tables -->",
+            f"## {title}",
+            "",
+            "recall@k = share of a question's evidence turns in the top k; hit@k = any of them in the top k.",
+            "",
+            main_table,
+            "",
+            "## Fusions tried (same candidates for all; r@k = recall@k)",
+            "",
+            variants_table,
+            "",
+            "Machine:",
+            *machine_lines,
+            "",
+        ]
+    )
     RESULTS.write_text(head + body)
 
 

@@ -76,8 +76,11 @@ def _chroma_server(path: Path) -> Iterator[tuple[str, int]]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     chroma = Path(sys.executable).parent / "chroma"
-    proc = subprocess.Popen([str(chroma), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [str(chroma), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -124,28 +127,39 @@ def main(argv: list[str] | None = None) -> None:
             store = ChromaStore(client, data_dir=Path(tmp) / "memory", index={"dims": dims, "embed": emb})
             saver = SqliteCheckpointer(Path(tmp) / "memory" / "checkpoints.sqlite")
             try:
-                gaps = asyncio.run(helper.measure(store, saver, writers=args.writers, rounds=args.rounds,
-                                                    schedstat=True))
+                gaps = asyncio.run(
+                    helper.measure(store, saver, writers=args.writers, rounds=args.rounds, schedstat=True)
+                )
             finally:
                 saver.close()
                 store.close()
         slept = helper.Gaps(wall=gaps.slept)
         waited = helper.Gaps(wall=gaps.waited)
-        rows.append((repeat + 1, gaps.summary("wall"), gaps.summary("cpu"), waited.summary("wall"), slept.summary("wall")))
+        rows.append(
+            (repeat + 1, gaps.summary("wall"), gaps.summary("cpu"), waited.summary("wall"), slept.summary("wall"))
+        )
 
     source = Path(langgraph_memory.__file__).resolve().parents[1]
-    print(f"Loop stalls {args.label}: library from {source}; {args.writers} writers x {args.rounds} rounds "
-          f"(put + search + checkpoint put + put_writes), model={args.model}, index "
-          f"{'on a chroma run server' if args.chroma_server else 'embedded'}; 1 ms ticker; intervals in ms")
-    print("| run | ticks | wall p50 | wall p99 | wall max | cpu p50 | cpu p99 | cpu max "
-          "| waited p99 | waited max | slept p99 | slept max |")
+    print(
+        f"Loop stalls {args.label}: library from {source}; {args.writers} writers x {args.rounds} rounds "
+        f"(put + search + checkpoint put + put_writes), model={args.model}, index "
+        f"{'on a chroma run server' if args.chroma_server else 'embedded'}; 1 ms ticker; intervals in ms"
+    )
+    print(
+        "| run | ticks | wall p50 | wall p99 | wall max | cpu p50 | cpu p99 | cpu max "
+        "| waited p99 | waited max | slept p99 | slept max |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for repeat, wall, cpu, waited, slept in rows:
-        print(f"| {args.label} #{repeat} | {int(wall['ticks'])} | {wall['p50']:.2f} | {wall['p99']:.2f} | "
-              f"{wall['max']:.1f} | {cpu['p50']:.3f} | {cpu['p99']:.2f} | {cpu['max']:.1f} | "
-              f"{waited['p99']:.2f} | {waited['max']:.1f} | {slept['p99']:.2f} | {slept['max']:.1f} |")
-    print(f"Machine: nproc={os.cpu_count()}; CPU {cpu_model()}; Python {sys.version.split()[0]}; started {started}; "
-          f"load average {load_start} at start, {'/'.join(f'{x:.2f}' for x in os.getloadavg())} at end.")
+        print(
+            f"| {args.label} #{repeat} | {int(wall['ticks'])} | {wall['p50']:.2f} | {wall['p99']:.2f} | "
+            f"{wall['max']:.1f} | {cpu['p50']:.3f} | {cpu['p99']:.2f} | {cpu['max']:.1f} | "
+            f"{waited['p99']:.2f} | {waited['max']:.1f} | {slept['p99']:.2f} | {slept['max']:.1f} |"
+        )
+    print(
+        f"Machine: nproc={os.cpu_count()}; CPU {cpu_model()}; Python {sys.version.split()[0]}; started {started}; "
+        f"load average {load_start} at start, {'/'.join(f'{x:.2f}' for x in os.getloadavg())} at end."
+    )
 
 
 if __name__ == "__main__":

@@ -60,13 +60,12 @@ from _common import fmt_ms, git_state, machine, markdown_table, percentile  # no
 from langgraph.store.base import PutOp  # noqa: E402
 from locomo_bench import CATEGORIES, questions, session_time  # noqa: E402
 
-from langgraph_memory.catalog.items import join_ns  # noqa: E402
-from langgraph_memory.store.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings  # noqa: E402
-from langgraph_memory.store.ranking import HybridRanking  # noqa: E402
 from langgraph_memory.sessions import SessionConfig, SessionMemory  # noqa: E402
 from langgraph_memory.sessions.importance import novelty  # noqa: E402
 from langgraph_memory.sessions.promotion import chunk_turn  # noqa: E402
 from langgraph_memory.store import ChromaStore  # noqa: E402
+from langgraph_memory.store.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings  # noqa: E402
+from langgraph_memory.store.ranking import HybridRanking  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS_session.md"
 MARKER = "<!-- tables -->"
@@ -176,7 +175,9 @@ class Scores:
         self.rows.append((conv, category, {k: len(set(ranked[:k]) & evidence) / len(evidence) for k in KS}))
 
     def mean(self, k: int, convs: Sequence[str] | None = None, category: str | None = None) -> float:
-        xs = [r[k] for c, cat, r in self.rows if (convs is None or c in convs) and (category is None or cat == category)]
+        xs = [
+            r[k] for c, cat, r in self.rows if (convs is None or c in convs) and (category is None or cat == category)
+        ]
         return sum(xs) / len(xs) if xs else float("nan")
 
 
@@ -225,8 +226,8 @@ Rule = Callable[[TurnRecord], float]
 
 def auc(scores: Sequence[float], labels: Sequence[bool]) -> float:
     """The chance that an evidence turn scores above a turn that is not (ties count half): Mann-Whitney's AUC."""
-    pos = np.asarray([s for s, y in zip(scores, labels) if y], dtype=np.float64)
-    neg = np.asarray([s for s, y in zip(scores, labels) if not y], dtype=np.float64)
+    pos = np.asarray([s for s, y in zip(scores, labels, strict=False) if y], dtype=np.float64)
+    neg = np.asarray([s for s, y in zip(scores, labels, strict=False) if not y], dtype=np.float64)
     if not len(pos) or not len(neg):
         return float("nan")
     greater = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
@@ -261,8 +262,15 @@ def weighted_rule(w_info: float, saturation: int, scale: float, q_penalty: float
     return rule
 
 
-def evaluate_rule(rule: Rule, records: list[TurnRecord], emb: Any, convs: dict[str, dict[str, Any]],
-                  last: dict[str, float], path: Path, threshold: float = 0.7) -> tuple[dict[str, float], Scores]:
+def evaluate_rule(
+    rule: Rule,
+    records: list[TurnRecord],
+    emb: Any,
+    convs: dict[str, dict[str, Any]],
+    last: dict[str, float],
+    path: Path,
+    threshold: float = 0.7,
+) -> tuple[dict[str, float], Scores]:
     """Store the turns ``rule`` keeps in a fresh store and ask every question; return shares promoted and scores."""
     store = open_store(path, emb)
     kept = [t for t in records if rule(t) >= threshold]
@@ -279,17 +287,29 @@ def evaluate_rule(rule: Rule, records: list[TurnRecord], emb: Any, convs: dict[s
     return share, scores
 
 
-def run_replay(convs: dict[str, dict[str, Any]], emb: Any, tmp: Path, rules: bool,
-               settings: dict[str, float] | None = None) -> list[str]:
+def run_replay(
+    convs: dict[str, dict[str, Any]], emb: Any, tmp: Path, rules: bool, settings: dict[str, float] | None = None
+) -> list[str]:
     lines: list[str] = []
     default = SessionConfig().replace(**(settings or {}))
     selective = replay("promotion (defaults)", convs, emb, tmp / "selective", default)
-    everything = replay("every turn (threshold 0)", convs, emb, tmp / "everything", default.replace(promotion_threshold=0.0))
+    everything = replay(
+        "every turn (threshold 0)", convs, emb, tmp / "everything", default.replace(promotion_threshold=0.0)
+    )
     s_scores = ask(selective.store, convs, selective.last)
     e_scores = ask(everything.store, convs, everything.last)
     parts = [("tune", TUNE), ("held out", HELD_OUT), ("all", tuple(convs))]
-    header = ["conversations", "turns", "promoted", "share promoted", "recall@5 every turn", "recall@5 promoted",
-              "recall@10 every turn", "recall@10 promoted", "recall@10 ratio"]
+    header = [
+        "conversations",
+        "turns",
+        "promoted",
+        "share promoted",
+        "recall@5 every turn",
+        "recall@5 promoted",
+        "recall@10 every turn",
+        "recall@10 promoted",
+        "recall@10 ratio",
+    ]
     rows = []
     for part, names in parts:
         names = tuple(n for n in names if n in convs)
@@ -298,11 +318,23 @@ def run_replay(convs: dict[str, dict[str, Any]], emb: Any, tmp: Path, rules: boo
         n = sum(selective.turns[c] for c in names)
         p = sum(selective.promoted[c] for c in names)
         r10e, r10s = e_scores.mean(10, names), s_scores.mean(10, names)
-        rows.append([f"{part} ({', '.join(names)})", f"{n:,}", f"{p:,}", f"{p / n:.1%}",
-                     f"{e_scores.mean(5, names):.3f}", f"{s_scores.mean(5, names):.3f}",
-                     f"{r10e:.3f}", f"{r10s:.3f}", f"{r10s / r10e:.3f}"])
-    cat_rows = [[cat, f"{e_scores.mean(10, category=cat):.3f}", f"{s_scores.mean(10, category=cat):.3f}"]
-                for cat in CATEGORIES.values()]
+        rows.append(
+            [
+                f"{part} ({', '.join(names)})",
+                f"{n:,}",
+                f"{p:,}",
+                f"{p / n:.1%}",
+                f"{e_scores.mean(5, names):.3f}",
+                f"{s_scores.mean(5, names):.3f}",
+                f"{r10e:.3f}",
+                f"{r10s:.3f}",
+                f"{r10s / r10e:.3f}",
+            ]
+        )
+    cat_rows = [
+        [cat, f"{e_scores.mean(10, category=cat):.3f}", f"{s_scores.mean(10, category=cat):.3f}"]
+        for cat in CATEGORIES.values()
+    ]
     total = sum(selective.turns.values())
     lines += [
         f"### LoCoMo replay: {len(convs)} conversations, {total:,} turns, {len(s_scores.rows)} questions (categories 1-4)",
@@ -330,15 +362,20 @@ def run_replay(convs: dict[str, dict[str, Any]], emb: Any, tmp: Path, rules: boo
         lines += [
             f"### Signals: AUC at telling evidence turns from the others (tuning conversations {', '.join(TUNE)})",
             "",
-            markdown_table(["signal", "AUC"], signal_aucs(records, convs, [c for c in TUNE if c in convs]),
-                           [False, True]),
+            markdown_table(
+                ["signal", "AUC"], signal_aucs(records, convs, [c for c in TUNE if c in convs]), [False, True]
+            ),
             "",
         ]
         variants: list[tuple[str, Rule]] = [
-            ("default: 0.7 information (saturation 20) + 0.3 novelty (scale 0.7) - 0.2 questions",
-             weighted_rule(0.7, 20, 0.7, 0.2)),
-            ("0.6 information (saturation 20) + 0.4 novelty (scale 0.5) - 0.2 questions",
-             weighted_rule(0.6, 20, 0.5, 0.2)),
+            (
+                "default: 0.7 information (saturation 20) + 0.3 novelty (scale 0.7) - 0.2 questions",
+                weighted_rule(0.7, 20, 0.7, 0.2),
+            ),
+            (
+                "0.6 information (saturation 20) + 0.4 novelty (scale 0.5) - 0.2 questions",
+                weighted_rule(0.6, 20, 0.5, 0.2),
+            ),
             ("information only (saturation 20)", weighted_rule(1.0, 20, 0.5, 0.0)),
             ("information only (saturation 40)", weighted_rule(1.0, 40, 0.5, 0.0)),
             ("default, no question penalty", weighted_rule(0.7, 20, 0.7, 0.0)),
@@ -346,15 +383,18 @@ def run_replay(convs: dict[str, dict[str, Any]], emb: Any, tmp: Path, rules: boo
             ("default + 0.1 access (later turns returning to it)", weighted_rule(0.7, 20, 0.7, 0.2, 0.1)),
             ("0.7 information + 0.3 novelty - 0.1 questions", weighted_rule(0.7, 20, 0.7, 0.1)),
             ("0.5 information + 0.5 novelty - 0.2 questions", weighted_rule(0.5, 20, 0.5, 0.2)),
-            ("0.6 information (saturation 30) + 0.4 novelty (scale 0.4) - 0.3 questions",
-             weighted_rule(0.6, 30, 0.4, 0.3)),
+            (
+                "0.6 information (saturation 30) + 0.4 novelty (scale 0.4) - 0.3 questions",
+                weighted_rule(0.6, 30, 0.4, 0.3),
+            ),
         ]
         ref = {part: e_scores.mean(10, names) for part, names in parts}
         var_rows = []
         for i, (label, rule) in enumerate(variants):
             share, sc = evaluate_rule(rule, records, emb, convs, everything.last, tmp / f"rule{i}")
-            var_rows.append([label, *(f"{share[p]:.1%} / {sc.mean(10, n):.3f} ({sc.mean(10, n) / ref[p]:.2f}x)"
-                                      for p, n in parts)])
+            var_rows.append(
+                [label, *(f"{share[p]:.1%} / {sc.mean(10, n):.3f} ({sc.mean(10, n) / ref[p]:.2f}x)" for p, n in parts)]
+            )
             print(f"  rule {i}: {var_rows[-1]}", flush=True)
         lines += [
             "### Rules tried (recomputed from the reference replay's signals; share promoted / recall@10 (ratio))",
@@ -381,8 +421,10 @@ def timed(fn: Callable[[], object], n: int) -> list[float]:
 
 def run_perf(convs: dict[str, dict[str, Any]], emb: Any, tmp: Path, n_memories: int, n_active: int) -> list[str]:
     texts = [t for conv in convs.values() for _at, _d, t in conversation_turns(conv)]
-    corpus = [f"{texts[i % len(texts)]} (note {i // len(texts)})" if i >= len(texts) else texts[i]
-              for i in range(n_memories + n_active * 20)]
+    corpus = [
+        f"{texts[i % len(texts)]} (note {i // len(texts)})" if i >= len(texts) else texts[i]
+        for i in range(n_memories + n_active * 20)
+    ]
     t0 = time.perf_counter()
     for i in range(0, len(corpus), 256):  # embed once, in batches; add_turn and promotion then hit the cache
         emb.embed_documents(corpus[i : i + 256])
@@ -409,28 +451,47 @@ def run_perf(convs: dict[str, dict[str, Any]], emb: Any, tmp: Path, n_memories: 
     def row(label: str, ms: list[float], target: float | None) -> None:
         p50, p95 = percentile(ms, 50), percentile(ms, 95)
         verdict = "-" if target is None else ("met" if p95 < target else ("p50 met" if p50 < target else "missed"))
-        rows.append([label, str(len(ms)), fmt_ms(p50), fmt_ms(p95), fmt_ms(max(ms)),
-                     f"< {target:g}" if target else "-", verdict])
+        rows.append(
+            [
+                label,
+                str(len(ms)),
+                fmt_ms(p50),
+                fmt_ms(p95),
+                fmt_ms(max(ms)),
+                f"< {target:g}" if target else "-",
+                verdict,
+            ]
+        )
 
-    row(f"get_session_context (20 turns of one of {n_active} threads)",
-        timed(lambda: sessions.get_session_context(thread_id=rng.choice(active)), 300), 20)
+    row(
+        f"get_session_context (20 turns of one of {n_active} threads)",
+        timed(lambda: sessions.get_session_context(thread_id=rng.choice(active)), 300),
+        20,
+    )
     row("get_all_recent_context (2 h, 50 turns)", timed(lambda: sessions.get_all_recent_context(), 200), 20)
     short = [t for t in texts if 100 < len(t) < 400]
     long_turn = " ".join(texts[:60])  # ~6,000 characters: the 10-chunk cap applies
     row("chunking a turn (100-400 characters)", timed(lambda: chunk_turn(rng.choice(short), sessions.config), 300), 50)
-    row(f"chunking a turn ({len(long_turn):,} characters, {len(chunk_turn(long_turn, sessions.config))} chunks)",
-        timed(lambda: chunk_turn(long_turn, sessions.config), 100), 50)
+    row(
+        f"chunking a turn ({len(long_turn):,} characters, {len(chunk_turn(long_turn, sessions.config))} chunks)",
+        timed(lambda: chunk_turn(long_turn, sessions.config), 100),
+        50,
+    )
     qs = [qa["question"] for conv in convs.values() for qa in questions(conv)]
     rng.shuffle(qs)
     fresh = iter(qs)
     store.search(("episodes",), query="warm up", limit=10)
-    row(f"recall, temporal weighting, query embedded ({promoted:,} memories)",
+    row(
+        f"recall, temporal weighting, query embedded ({promoted:,} memories)",
         timed(lambda: store.search(("episodes",), query=next(fresh), limit=10, refresh_ttl=False), min(200, len(qs))),
-        100)
+        100,
+    )
     again = iter(qs)
-    row("recall, temporal weighting, query embedding cached",
+    row(
+        "recall, temporal weighting, query embedding cached",
         timed(lambda: store.search(("episodes",), query=next(again), limit=10, refresh_ttl=False), min(200, len(qs))),
-        100)
+        100,
+    )
     row("cleanup, nothing due (50 active sessions)", timed(sessions.cleanup, 20), 500)
     expire = active[:10]
     clock.t += 40 * 60.0  # 10 sessions go quiet past the inactivity threshold; the others keep talking
@@ -439,21 +500,38 @@ def run_perf(convs: dict[str, dict[str, Any]], emb: Any, tmp: Path, n_memories: 
         sessions.add_turn(corpus[rng.randrange(len(corpus))], "", thread_id=thread)
     t = time.perf_counter()
     report = sessions.cleanup()
-    rows.append([f"cleanup, {len(report.ended)} sessions expired: ended and promoted ({report.promoted_turns} turns)",
-                 "1", *(fmt_ms((time.perf_counter() - t) * 1000.0),) * 3, "< 500", "-"])
+    rows.append(
+        [
+            f"cleanup, {len(report.ended)} sessions expired: ended and promoted ({report.promoted_turns} turns)",
+            "1",
+            *(fmt_ms((time.perf_counter() - t) * 1000.0),) * 3,
+            "< 500",
+            "-",
+        ]
+    )
     clock.t += 25 * 3600.0
     t = time.perf_counter()
     report = sessions.cleanup()
-    rows.append([f"cleanup, a day later: {len(report.ended)} sessions ended, {report.purged_turns:,} turns forgotten",
-                 "1", *(fmt_ms((time.perf_counter() - t) * 1000.0),) * 3, "< 500", "-"])
+    rows.append(
+        [
+            f"cleanup, a day later: {len(report.ended)} sessions ended, {report.purged_turns:,} turns forgotten",
+            "1",
+            *(fmt_ms((time.perf_counter() - t) * 1000.0),) * 3,
+            "< 500",
+            "-",
+        ]
+    )
     stats_note = f"{promoted:,} promoted memories built in {fill_s:.0f} s (embedding {embed_s:.0f} s); {n_active} active sessions"
     store.close()
     del expire
     return [
         f"### Performance: {stats_note}",
         "",
-        markdown_table(["operation", "runs", "p50 ms", "p95 ms", "max ms", "target ms", "verdict"], rows,
-                       [False, True, True, True, True, True, False]),
+        markdown_table(
+            ["operation", "runs", "p50 ms", "p95 ms", "max ms", "target ms", "verdict"],
+            rows,
+            [False, True, True, True, True, True, False],
+        ),
         "",
         "Verdict: `met` when p95 is under the target, `p50 met` when only the median is.",
         "",
@@ -473,8 +551,13 @@ def main() -> None:
     parser.add_argument("--active", type=int, default=50)
     parser.add_argument("--fake", action="store_true", help="deterministic fake embeddings (a quick smoke run)")
     parser.add_argument("--write", action="store_true", help=f"write {RESULTS.name}")
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="a SessionConfig setting for the promotion replay (repeatable), e.g. information_saturation=25")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a SessionConfig setting for the promotion replay (repeatable), e.g. information_saturation=25",
+    )
     args = parser.parse_args()
     settings = {}
     for pair in args.set:
@@ -505,8 +588,10 @@ def main() -> None:
 def write_results(lines: list[str]) -> None:
     head, sep, _old = RESULTS.read_text().partition(MARKER) if RESULTS.exists() else ("", "", "")
     if not sep:
-        head = ("# Session memory (`bench/session_bench.py`)\n\nCommand: `.venv/bin/python bench/session_bench.py --write` "
-                "(about 15 minutes). How it was measured: the script's docstring.\n\n")
+        head = (
+            "# Session memory (`bench/session_bench.py`)\n\nCommand: `.venv/bin/python bench/session_bench.py --write` "
+            "(about 15 minutes). How it was measured: the script's docstring.\n\n"
+        )
     RESULTS.write_text(head + MARKER + "\n" + "\n".join(lines))
 
 

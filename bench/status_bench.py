@@ -49,13 +49,20 @@ def main() -> None:
         store = ChromaStore(data_dir=tmp, index={"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS)})
         keys = [(("memories", f"u{i % 100}"), f"k{i}") for i in range(args.items)]
         for start in range(0, len(keys), 1000):
-            store.batch([PutOp(ns, k, {"text": f"memory {k} about topic {int(k[1:]) % 37}"}) for ns, k in keys[start:start + 1000]])
+            store.batch(
+                [
+                    PutOp(ns, k, {"text": f"memory {k} about topic {int(k[1:]) % 37}"})
+                    for ns, k in keys[start : start + 1000]
+                ]
+            )
         queries = [f"topic {i % 37} question {i}" for i in range(args.queries)]
         plans = {
-            "exact (1 namespace)": lambda i, inc: store.search(("memories", f"u{i % 100}"), query=queries[i], limit=10,
-                                                                include_retired=inc),
-            "hnsw (collection)": lambda i, inc: store.search(("memories",), query=queries[i], limit=10,
-                                                              include_retired=inc),
+            "exact (1 namespace)": lambda i, inc: store.search(
+                ("memories", f"u{i % 100}"), query=queries[i], limit=10, include_retired=inc
+            ),
+            "hnsw (collection)": lambda i, inc: store.search(
+                ("memories",), query=queries[i], limit=10, include_retired=inc
+            ),
             "scan (no query)": lambda i, inc: store.search(("memories", f"u{i % 100}"), limit=10, include_retired=inc),
         }
         for q in queries:  # embed every query once, so the timings below measure the search alone
@@ -68,12 +75,14 @@ def main() -> None:
                 store.items.set_status(keys[retired:target], "retired", reason="bench")
                 retired = target
             for name, run in plans.items():
-                hidden_p50, hidden_p95 = _time(lambda i: run(i, False), args.queries)
-                all_p50, all_p95 = _time(lambda i: run(i, True), args.queries)
+                hidden_p50, hidden_p95 = _time(lambda i, run=run: run(i, False), args.queries)
+                all_p50, all_p95 = _time(lambda i, run=run: run(i, True), args.queries)
                 rows.append((name, f"{share:.0%}", hidden_p50, hidden_p95, all_p50, all_p95))
         store.close()
-    print(f"status_bench: {args.items:,} items, {args.queries} queries per cell; load average "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(
+        f"status_bench: {args.items:,} items, {args.queries} queries per cell; load average "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     print("| plan | retired | p50 ms hidden | p95 ms hidden | p50 ms include_retired | p95 ms include_retired |")
     print("|---|---|---|---|---|---|")
     for name, share, a, b, c, d in rows:

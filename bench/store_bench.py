@@ -158,7 +158,10 @@ def fast_texts(n: int, rng: np.random.Generator, prefix: str, lo: int, hi: int) 
         m = min(50_000, n - start)
         picks = words[rng.integers(0, len(words), size=(m, hi // 4 + 4))].tolist()
         lengths = rng.integers(lo, hi + 1, size=m).tolist()
-        out.extend(f"{prefix}{start + i}: {' '.join(row)}"[:length] for i, (row, length) in enumerate(zip(picks, lengths)))
+        out.extend(
+            f"{prefix}{start + i}: {' '.join(row)}"[:length]
+            for i, (row, length) in enumerate(zip(picks, lengths, strict=False))
+        )
     return out
 
 
@@ -306,10 +309,22 @@ def _general(n: int, mix: Mixture, rng: np.random.Generator, first_row: int) -> 
     texts = fast_texts(n, rng, "m", 100, 200)
     keys = [f"m{i:07d}" for i in range(n)]
     namespaces = [("memories", f"g{x % GROUPS}", f"u{x}") for x in u.tolist()]
-    values = [{"content": t, "kind": KINDS[k], "n": i} for i, (t, k) in enumerate(zip(texts, kind.tolist()))]
+    values = [
+        {"content": t, "kind": KINDS[k], "n": i} for i, (t, k) in enumerate(zip(texts, kind.tolist(), strict=False))
+    ]
     clusters = mix.clusters(n)
-    items = ItemSet("general", "memories", keys, namespaces, values, ("content",), None,
-                    np.arange(first_row, first_row + n).reshape(n, 1), clusters, "mem")
+    items = ItemSet(
+        "general",
+        "memories",
+        keys,
+        namespaces,
+        values,
+        ("content",),
+        None,
+        np.arange(first_row, first_row + n).reshape(n, 1),
+        clusters,
+        "mem",
+    )
     index = {
         "u": u,
         "n_ns": n_ns,
@@ -323,9 +338,18 @@ def _general(n: int, mix: Mixture, rng: np.random.Generator, first_row: int) -> 
 def _typed(n: int, mix: Mixture, rng: np.random.Generator, first_row: int) -> ItemSet:
     texts = fast_texts(n, rng, "r", 100, 200)
     confidence = np.round(rng.random(n), 3).tolist()
-    return ItemSet("typed", "research_findings", [f"r{i:07d}" for i in range(n)], [NAMESPACE] * n,
-                   [{"content": t, "confidence": c} for t, c in zip(texts, confidence)], ("content",), None,
-                   np.arange(first_row, first_row + n).reshape(n, 1), mix.clusters(n), None)
+    return ItemSet(
+        "typed",
+        "research_findings",
+        [f"r{i:07d}" for i in range(n)],
+        [NAMESPACE] * n,
+        [{"content": t, "confidence": c} for t, c in zip(texts, confidence, strict=False)],
+        ("content",),
+        None,
+        np.arange(first_row, first_row + n).reshape(n, 1),
+        mix.clusters(n),
+        None,
+    )
 
 
 def _three_fields(n: int, mix: Mixture, rng: np.random.Generator, first_row: int) -> ItemSet:
@@ -334,9 +358,16 @@ def _three_fields(n: int, mix: Mixture, rng: np.random.Generator, first_row: int
     tags = fast_texts(n, rng, "d-tags", 20, 40)
     fields = ("title", "body", "tags")
     return ItemSet(
-        "three fields", "memories", [f"d{i:07d}" for i in range(n)], [("docs", f"s{i % 100}") for i in range(n)],
-        [{"title": a, "body": b, "tags": c} for a, b, c in zip(titles, bodies, tags)], fields, list(fields),
-        np.arange(first_row, first_row + 3 * n).reshape(n, 3), mix.clusters(n), "docs",
+        "three fields",
+        "memories",
+        [f"d{i:07d}" for i in range(n)],
+        [("docs", f"s{i % 100}") for i in range(n)],
+        [{"title": a, "body": b, "tags": c} for a, b, c in zip(titles, bodies, tags, strict=False)],
+        fields,
+        list(fields),
+        np.arange(first_row, first_row + 3 * n).reshape(n, 3),
+        mix.clusters(n),
+        "docs",
     )
 
 
@@ -364,8 +395,9 @@ def build_data(n: int, *, big: bool, n_queries: int, warmup: int, seed: int) -> 
     made = [_make_case(ci, spec, vectors, mix, rng, query_rows[ci], warmup) for ci, spec in enumerate(specs)]
     cases = [case for case, _ in made]
     # The cold-cache probe asks the one-namespace queries again, of namespaces picked afresh.
-    cases[0].probe = [Query(f"probe.{j}", q.row, specs[0].pick(j, rng)[0], None, None)
-                      for j, q in enumerate(cases[0].queries[:20])]
+    cases[0].probe = [
+        Query(f"probe.{j}", q.row, specs[0].pick(j, rng)[0], None, None) for j, q in enumerate(cases[0].queries[:20])
+    ]
     text_row: dict[str, int] = {}
     for s in sets:
         for f, name in enumerate(s.fields):
@@ -417,21 +449,23 @@ def _case_specs(general: ItemSet, gi: dict[str, Any], sets: list[ItemSet], big: 
     ]
     if big:
         return [specs[0], specs[2]]
-    for kind, share in zip(range(3), KIND_SHARES):
+    for kind, share in zip(range(3), KIND_SHARES, strict=False):
         specs.append(_Spec(f"filter, {share:.0%}", general, n, by_kind(kind)))
     typed, docs = sets[1], sets[2]
     all_typed, all_docs = np.arange(len(typed)), np.arange(len(docs))
     specs.append(_Spec("typed collection", typed, len(typed), lambda j, rng: (NAMESPACE, None, None, all_typed, "all")))
-    specs.append(_Spec("three fields", docs, len(docs),
-                       lambda j, rng: (("docs",), None, {"set": "docs"}, all_docs, "all")))
+    specs.append(
+        _Spec("three fields", docs, len(docs), lambda j, rng: (("docs",), None, {"set": "docs"}, all_docs, "all"))
+    )
     return specs
 
 
 _Candidates = list[tuple[np.ndarray, Any]]  # per timed query: matching item indices, and a name for that set
 
 
-def _make_case(ci: int, spec: _Spec, vectors: np.ndarray, mix: Mixture, rng: np.random.Generator,
-               rows: np.ndarray, warmup: int) -> tuple[Case, _Candidates]:
+def _make_case(
+    ci: int, spec: _Spec, vectors: np.ndarray, mix: Mixture, rng: np.random.Generator, rows: np.ndarray, warmup: int
+) -> tuple[Case, _Candidates]:
     """Queries for one case (vectors written into ``vectors``): even ones about a random matching item, odd
     ones fresh draws from the mixture."""
     picks = [spec.pick(j, rng) for j in range(len(rows))]
@@ -475,7 +509,7 @@ def _exact_answers(made: list[tuple[Case, _Candidates]], sets: list[ItemSet], ve
             cand = candidates[js[0]][0]
             matrix = vectors[c.items.rows[cand].ravel()]
             top = _top_k(matrix, len(c.items.fields), vectors[[c.queries[j].row for j in js]])
-            for j, t in zip(js, top):
+            for j, t in zip(js, top, strict=False):
                 c.queries[j].exact = [c.items.keys[i] for i in cand[t]]
     cases = [c for c, _ in made]
     for coll in {s.collection for s in sets}:
@@ -487,7 +521,7 @@ def _exact_answers(made: list[tuple[Case, _Candidates]], sets: list[ItemSet], ve
         for start in range(0, len(qs), 256):
             chunk = qs[start : start + 256]
             top = _top_k(matrix, 1, vectors[[q.row for q in chunk]])
-            for q, t in zip(chunk, top):
+            for q, t in zip(chunk, top, strict=False):
                 q.floor_exact = [ids[i] for i in t]
 
 
@@ -587,7 +621,9 @@ class BareChroma:
         """The case's search in Chroma's own terms: ``where`` on the labels, best record per item."""
         nf = self._fields[collection] if q.where and q.where.get("set") == "docs" else 1
         res = self.col(collection).query(
-            query_embeddings=self.data.vectors[q.row : q.row + 1], n_results=K * nf, where=q.where,
+            query_embeddings=self.data.vectors[q.row : q.row + 1],
+            n_results=K * nf,
+            where=q.where,
             include=["metadatas", "distances"],
         )
         keys = list(dict.fromkeys(rid.split("#", 1)[0] for rid in res["ids"][0]))
@@ -624,8 +660,9 @@ def extension_sqlite() -> tuple[Any | None, str]:
 def open_chromastore(data: Data, tmp: Path) -> StoreBackend:
     from langgraph_memory.store import ChromaStore
 
-    store = ChromaStore(data_dir=tmp / "chromastore",
-                        index={"dims": DIMS, "embed": LookupEmbeddings(data), "fields": ["content"]})
+    store = ChromaStore(
+        data_dir=tmp / "chromastore", index={"dims": DIMS, "embed": LookupEmbeddings(data), "fields": ["content"]}
+    )
     return StoreBackend(store, store.close)
 
 
@@ -724,8 +761,17 @@ class OutOfMemory(Exception):
     pass
 
 
-def load(backend: Any, title: str, data: Data, res: SizeResult, store: str, *, batch: int, log: Callable,
-         reserve: int | None = None) -> None:
+def load(
+    backend: Any,
+    title: str,
+    data: Data,
+    res: SizeResult,
+    store: str,
+    *,
+    batch: int,
+    log: Callable,
+    reserve: int | None = None,
+) -> None:
     """Put every item set through ``backend`` in batches, timing each set (typed first, into a fresh store)."""
     order = sorted(data.sets, key=lambda s: s.name != "typed")
     for s in order:
@@ -765,8 +811,9 @@ def run_interleaved(runners: list[Runner], case: Case, res: SizeResult) -> None:
             t.add((time.perf_counter() - t0) * 1000.0, got, getattr(q, r.truth))
 
 
-def run_alone(store: str, search: Callable[[Query], list[str]], case: Case, res: SizeResult, *,
-              seconds: float, min_queries: int) -> None:
+def run_alone(
+    store: str, search: Callable[[Query], list[str]], case: Case, res: SizeResult, *, seconds: float, min_queries: int
+) -> None:
     """A slow search alone: the case's queries until its time budget is spent (at least ``min_queries``)."""
     for q in case.warmup[:2]:
         search(q)
@@ -797,9 +844,7 @@ class _PlanCatcher(logging.Handler):
 
 def describe_plans(cs: StoreBackend, case: Case, sample: int = 20) -> tuple[str, str]:
     """ChromaStore's plan for the case: ``explain``'s strategy, and what the searches did (untimed re-runs)."""
-    strategies = Counter(
-        cs.store.explain(q.prefix, query="x", filter=q.filter, limit=K).strategy for q in case.queries
-    )
+    strategies = Counter(cs.store.explain(q.prefix, query="x", filter=q.filter, limit=K).strategy for q in case.queries)
     total = sum(strategies.values())
     plan = " / ".join(s if c == total else f"{s} {100 * c / total:.0f}%" for s, c in strategies.most_common())
     log = logging.getLogger("langgraph_memory.store.base")
@@ -880,9 +925,11 @@ def cold_probe(cs: StoreBackend, case: Case, files: Sequence[Path], n: int) -> s
         cs.search(q)
         lat.append((time.perf_counter() - t0) * 1000.0)
     warm(files)
-    return (f"{n:,} items: ChromaStore {case.name}, catalog evicted from the page cache first: first query "
-            f"{fmt_ms(lat[0])} ms, p50 {fmt_ms(percentile(lat, 50))} ms over {len(lat)} queries of namespaces "
-            "not searched before (as after the file sat idle long enough to be paged out).")
+    return (
+        f"{n:,} items: ChromaStore {case.name}, catalog evicted from the page cache first: first query "
+        f"{fmt_ms(lat[0])} ms, p50 {fmt_ms(percentile(lat, 50))} ms over {len(lat)} queries of namespaces "
+        "not searched before (as after the file sat idle long enough to be paged out)."
+    )
 
 
 # ------------------------------------------------------------------ running
@@ -896,11 +943,14 @@ def run_size(n: int, args: argparse.Namespace, log: Callable) -> SizeResult:
     # walk them in the middle of some store's timed query.
     gc.collect()
     gc.freeze()
-    log(f"[{n:,} items] data built in {time.perf_counter() - t0:.1f} s: "
+    log(
+        f"[{n:,} items] data built in {time.perf_counter() - t0:.1f} s: "
         + ", ".join(f"{s.name} {len(s):,} items" for s in data.sets)
-        + f"; {len(data.cases)} cases x {args.queries} queries")
-    res = SizeResult(n, big, [CaseRow(c.name, c.scope, c.matches) for c in data.cases],
-                     set_sizes={s.name: len(s) for s in data.sets})
+        + f"; {len(data.cases)} cases x {args.queries} queries"
+    )
+    res = SizeResult(
+        n, big, [CaseRow(c.name, c.scope, c.matches) for c in data.cases], set_sizes={s.name: len(s) for s in data.sets}
+    )
     load_avg = "/".join(f"{x:.2f}" for x in os.getloadavg())
     tmp = Path(tempfile.mkdtemp(prefix=f"store_bench_{n}_"))
     try:
@@ -915,8 +965,11 @@ def run_size(n: int, args: argparse.Namespace, log: Callable) -> SizeResult:
         del data
         gc.unfreeze()
         gc.collect()
-    res.notes.append(f"{n:,} items: load average {load_avg} when this size started, "
-                     + "/".join(f"{x:.2f}" for x in os.getloadavg()) + " when it ended.")
+    res.notes.append(
+        f"{n:,} items: load average {load_avg} when this size started, "
+        + "/".join(f"{x:.2f}" for x in os.getloadavg())
+        + " when it ended."
+    )
     return res
 
 
@@ -956,12 +1009,25 @@ def _run_chroma_group(data: Data, res: SizeResult, tmp: Path, args: argparse.Nam
             elif bare is not None:
                 # Alone, after the others: 10-200 ms queries that would slow whatever ran next
                 # (measured: ChromaStore's one-namespace p50 0.78 ms alone, 1.79 ms right after a where query).
-                run_alone("where", lambda q, b=bare, c=coll: b.where(q, c), case, res,
-                          seconds=args.brute_seconds, min_queries=args.brute_min)
-            log("  " + case.name + ": " + ", ".join(
-                f"{store} p50 {fmt_ms(t.p50)} ms recall {t.recall:.3f}"
-                for store in STORES if (t := res.search.get((case.name, store))) and t.lat and t.recall is not None
-            ) + (f"; plan {res.plans[case.name]}" if case.name in res.plans else ""))
+                run_alone(
+                    "where",
+                    lambda q, b=bare, c=coll: b.where(q, c),
+                    case,
+                    res,
+                    seconds=args.brute_seconds,
+                    min_queries=args.brute_min,
+                )
+            log(
+                "  "
+                + case.name
+                + ": "
+                + ", ".join(
+                    f"{store} p50 {fmt_ms(t.p50)} ms recall {t.recall:.3f}"
+                    for store in STORES
+                    if (t := res.search.get((case.name, store))) and t.lat and t.recall is not None
+                )
+                + (f"; plan {res.plans[case.name]}" if case.name in res.plans else "")
+            )
     finally:
         if cs is not None:
             cs.close()
@@ -970,8 +1036,15 @@ def _run_chroma_group(data: Data, res: SizeResult, tmp: Path, args: argparse.Nam
         gc.collect()
 
 
-def _run_brute(store: str, opener: Callable[[Data, Path], StoreBackend | str], data: Data, res: SizeResult,
-               tmp: Path, args: argparse.Namespace, log: Callable) -> None:
+def _run_brute(
+    store: str,
+    opener: Callable[[Data, Path], StoreBackend | str],
+    data: Data,
+    res: SizeResult,
+    tmp: Path,
+    args: argparse.Namespace,
+    log: Callable,
+) -> None:
     """InMemoryStore or SqliteStore alone: their scans leave BLAS threads spinning and caches cold for
     whatever runs next (measured: a bare Chroma query interleaved with InMemoryStore's went from 1.3 to 6 ms)."""
     title = STORE_TITLES[store]
@@ -1014,10 +1087,23 @@ def _run_brute(store: str, opener: Callable[[Data, Path], StoreBackend | str], d
 # ------------------------------------------------------------------ output
 
 HEADER = [
-    "Items", "Case", "Searched / matching", "Plan",
-    "ChromaStore", "Chroma floor", "Chroma + where", "InMemoryStore", "SqliteStore",
-    "R@10 CS", "R@10 floor", "R@10 where", "R@10 IM", "R@10 SQ",
-    "CS / floor", "IM / CS", "SQ / CS",
+    "Items",
+    "Case",
+    "Searched / matching",
+    "Plan",
+    "ChromaStore",
+    "Chroma floor",
+    "Chroma + where",
+    "InMemoryStore",
+    "SqliteStore",
+    "R@10 CS",
+    "R@10 floor",
+    "R@10 where",
+    "R@10 IM",
+    "R@10 SQ",
+    "CS / floor",
+    "IM / CS",
+    "SQ / CS",
 ]
 RIGHT = [True, False, True, False, *([True] * 13)]
 _STORE_COLS = ("chromastore", "floor", "where", "inmemory", "sqlite")
@@ -1052,14 +1138,22 @@ def table_rows(results: list[SizeResult], main_queries: int) -> list[list[str]]:
             t = {s: r.search.get((c.name, s)) for s in _STORE_COLS}
             p50 = {s: (t[s].p50 if t[s] is not None else None) for s in _STORE_COLS}
             scope = f"{c.scope:,}" + (f" / {c.matches:,}" if c.matches != c.scope else "")
-            rows.append([
-                f"{r.n:,}", c.name, scope, r.plans.get(c.name, "-"),
-                *(_cell(t[s], main_queries) for s in _STORE_COLS),
-                *(f"{t[s].recall:.3f}" if t[s] is not None and t[s].recall is not None else "-" for s in _STORE_COLS),
-                _ratio(p50["chromastore"], p50["floor"], ".2f"),
-                _ratio(p50["inmemory"], p50["chromastore"], ",.1f"),
-                _ratio(p50["sqlite"], p50["chromastore"], ",.1f"),
-            ])
+            rows.append(
+                [
+                    f"{r.n:,}",
+                    c.name,
+                    scope,
+                    r.plans.get(c.name, "-"),
+                    *(_cell(t[s], main_queries) for s in _STORE_COLS),
+                    *(
+                        f"{t[s].recall:.3f}" if t[s] is not None and t[s].recall is not None else "-"
+                        for s in _STORE_COLS
+                    ),
+                    _ratio(p50["chromastore"], p50["floor"], ".2f"),
+                    _ratio(p50["inmemory"], p50["chromastore"], ",.1f"),
+                    _ratio(p50["sqlite"], p50["chromastore"], ",.1f"),
+                ]
+            )
     return rows
 
 
@@ -1073,7 +1167,7 @@ def print_table(results: list[SizeResult], model_rows: list[Row], title: str, ma
 
     console = Console(width=320)
     t = Table(title=title)
-    for h, right in zip(HEADER, RIGHT):
+    for h, right in zip(HEADER, RIGHT, strict=False):
         t.add_column(h, justify="right" if right else "left", no_wrap=True)
     rows = table_rows(results, main_queries)
     for i, cells in enumerate(rows):
@@ -1099,58 +1193,84 @@ def targets(results: list[SizeResult], model_rows: list[Row]) -> list[str]:
     """One PASS/MISS line per target and size, naming the cases that miss and by how much."""
     out: list[str] = []
     for r in results:
+
         def p50(case: str, store: str, r: SizeResult = r) -> float | None:
             t = r.search.get((case, store))
             return t.p50 if t is not None else None
 
         at = f"{r.n:,} items"
         # Every case at most 2x the bare unfiltered query.
-        ratios = [(c.name, p50(c.name, "chromastore") / f) for c in r.cases
-                  if p50(c.name, "chromastore") and (f := p50(c.name, "floor"))]
+        ratios = [
+            (c.name, p50(c.name, "chromastore") / f)
+            for c in r.cases
+            if p50(c.name, "chromastore") and (f := p50(c.name, "floor"))
+        ]
         if ratios:
             bad = [(n, x) for n, x in ratios if x > MAX_VS_FLOOR]
             worst = max(ratios, key=lambda nx: nx[1])
-            out.append(f"- {_verdict(not bad)}: search at {at}, ChromaStore p50 <= {MAX_VS_FLOOR:g}x bare unfiltered "
-                       f"Chroma in every case: " + (
-                           "; ".join(f"{n} {x:.2f}x" for n, x in bad) + f" over ({len(bad)} of {len(ratios)} cases)"
-                           if bad else f"worst {worst[0]} {worst[1]:.2f}x"))
+            out.append(
+                f"- {_verdict(not bad)}: search at {at}, ChromaStore p50 <= {MAX_VS_FLOOR:g}x bare unfiltered "
+                f"Chroma in every case: "
+                + (
+                    "; ".join(f"{n} {x:.2f}x" for n, x in bad) + f" over ({len(bad)} of {len(ratios)} cases)"
+                    if bad
+                    else f"worst {worst[0]} {worst[1]:.2f}x"
+                )
+            )
         # One namespace no slower than InMemoryStore.
         one = r.cases[0].name
         cs, im = p50(one, "chromastore"), p50(one, "inmemory")
         if cs and im:
-            out.append(f"- {_verdict(cs <= im)}: {one} at {at}, ChromaStore {fmt_ms(cs)} ms vs InMemoryStore "
-                       f"{fmt_ms(im)} ms ({cs / im:.2f}x; target <= 1x)")
+            out.append(
+                f"- {_verdict(cs <= im)}: {one} at {at}, ChromaStore {fmt_ms(cs)} ms vs InMemoryStore "
+                f"{fmt_ms(im)} ms ({cs / im:.2f}x; target <= 1x)"
+            )
         # >= 10x the brute-force stores where the searched set holds >= 10,000 items.
         for peer in ("inmemory", "sqlite"):
-            xs = [(c.name, pp / cc) for c in r.cases if c.scope >= PEER_SCOPE
-                  and (cc := p50(c.name, "chromastore")) and (pp := p50(c.name, peer))]
+            xs = [
+                (c.name, pp / cc)
+                for c in r.cases
+                if c.scope >= PEER_SCOPE and (cc := p50(c.name, "chromastore")) and (pp := p50(c.name, peer))
+            ]
             if xs:
                 bad = [(n, x) for n, x in xs if x < MIN_VS_PEERS]
                 least = min(xs, key=lambda nx: nx[1])
-                out.append(f"- {_verdict(not bad)}: search at {at}, ChromaStore >= {MIN_VS_PEERS:g}x faster than "
-                           f"{STORE_TITLES[peer]} where {PEER_SCOPE:,}+ items are searched: " + (
-                               "; ".join(f"{n} {x:.2f}x" for n, x in bad) + f" short ({len(bad)} of {len(xs)} cases)"
-                               if bad else f"least {least[0]} {least[1]:,.1f}x"))
+                out.append(
+                    f"- {_verdict(not bad)}: search at {at}, ChromaStore >= {MIN_VS_PEERS:g}x faster than "
+                    f"{STORE_TITLES[peer]} where {PEER_SCOPE:,}+ items are searched: "
+                    + (
+                        "; ".join(f"{n} {x:.2f}x" for n, x in bad) + f" short ({len(bad)} of {len(xs)} cases)"
+                        if bad
+                        else f"least {least[0]} {least[1]:,.1f}x"
+                    )
+                )
         # Recall.
-        recalls = [(c.name, t.recall) for c in r.cases
-                   if (t := r.search.get((c.name, "chromastore"))) and t.recall is not None]
+        recalls = [
+            (c.name, t.recall) for c in r.cases if (t := r.search.get((c.name, "chromastore"))) and t.recall is not None
+        ]
         if recalls:
             bad = [(n, x) for n, x in recalls if x < MIN_RECALL]
             low = min(recalls, key=lambda nx: nx[1])
-            out.append(f"- {_verdict(not bad)}: ChromaStore recall@{K} >= {MIN_RECALL} in every case at {at}: " + (
-                "; ".join(f"{n} {x:.3f}" for n, x in bad) if bad else f"lowest {low[0]} {low[1]:.3f}"))
+            out.append(
+                f"- {_verdict(not bad)}: ChromaStore recall@{K} >= {MIN_RECALL} in every case at {at}: "
+                + ("; ".join(f"{n} {x:.3f}" for n, x in bad) if bad else f"lowest {low[0]} {low[1]:.3f}")
+            )
         # Puts.
         rate = r.puts.get(("typed", "chromastore"))
         if isinstance(rate, float) and r.n in MIN_PUT_RATE:
             want = MIN_PUT_RATE[r.n]
-            out.append(f"- {_verdict(rate >= want)}: ChromaStore puts at {at} (typed set, precomputed vectors): "
-                       f"{rate:,.0f} items/s (target >= {want:,.0f}, the rate after the catalog issue)")
+            out.append(
+                f"- {_verdict(rate >= want)}: ChromaStore puts at {at} (typed set, precomputed vectors): "
+                f"{rate:,.0f} items/s (target >= {want:,.0f}, the rate after the catalog issue)"
+            )
     # One namespace flat from the smallest size to the largest.
     grown = [(r.n, t.p50) for r in results if (t := r.search.get((r.cases[0].name, "chromastore"))) and t.p50]
     if len(grown) > 1:
         (n0, p0), (n1, p1) = min(grown), max(grown)
-        out.append(f"- {_verdict(p1 / p0 <= MAX_NS_GROWTH)}: one-namespace search {n0:,} -> {n1:,} items: "
-                   f"{fmt_ms(p0)} -> {fmt_ms(p1)} ms ({p1 / p0:.2f}x; target <= {MAX_NS_GROWTH}x up to {BIG:,})")
+        out.append(
+            f"- {_verdict(p1 / p0 <= MAX_NS_GROWTH)}: one-namespace search {n0:,} -> {n1:,} items: "
+            f"{fmt_ms(p0)} -> {fmt_ms(p1)} ms ({p1 / p0:.2f}x; target <= {MAX_NS_GROWTH}x up to {BIG:,})"
+        )
     for r in model_rows:
         if "ok" in r.extra:
             x = r.extra
@@ -1255,10 +1375,7 @@ def _run_model_lengths(
                             first_outside = (t_store.seconds - t_before) - (in_model.seconds - before)
             dm, ds = t_model.seconds - m0, t_store.seconds - s0
             fractions.append(dm / ds)
-            log(
-                f"  round {r + 1}: model {n / dm:.1f} texts/s, ChromaStore put {n / ds:.1f} items/s "
-                f"({dm / ds:.3f})"
-            )
+            log(f"  round {r + 1}: model {n / dm:.1f} texts/s, ChromaStore put {n / ds:.1f} items/s ({dm / ds:.3f})")
         assert store.embeddings is not None and store.embeddings.misses == n * len(rounds), "cache was not cold"
         store.close()
         _release_chroma()
@@ -1282,8 +1399,12 @@ def _run_model_lengths(
         f"store outside the model {ms_outside:.2f} ms"
     )
     return [
-        Row(total, f"all-MiniLM-L6-v2 embed_documents alone, {chars} chars", put_rate=total / t_model.seconds,
-            ratio=f"{len(rounds)} rounds pooled"),
+        Row(
+            total,
+            f"all-MiniLM-L6-v2 embed_documents alone, {chars} chars",
+            put_rate=total / t_model.seconds,
+            ratio=f"{len(rounds)} rounds pooled",
+        ),
         Row(
             total,
             f"ChromaStore + all-MiniLM-L6-v2 (cold cache), {chars} chars",
@@ -1310,32 +1431,68 @@ def _run_model_lengths(
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--sizes", default=None,
-                   help=f"item counts, comma separated (default 10000,100000,{BIG}; --quick 10000); "
-                        f"at {BIG:,} only the one-namespace and whole-prefix cases run")
+    p.add_argument(
+        "--sizes",
+        default=None,
+        help=f"item counts, comma separated (default 10000,100000,{BIG}; --quick 10000); "
+        f"at {BIG:,} only the one-namespace and whole-prefix cases run",
+    )
     p.add_argument("--queries", type=int, default=None, help="timed queries per case (default 100; --quick 20)")
-    p.add_argument("--warmup", type=int, default=None, help="untimed queries per case and store first (default 5; --quick 3)")
-    p.add_argument("--brute-seconds", type=float, default=None,
-                   help="InMemoryStore, SqliteStore and bare Chroma + where (run alone): stop a case's queries after "
-                        "this many seconds (default 30; --quick 5), once --brute-min ran")
-    p.add_argument("--brute-min", type=int, default=10, help="fewest timed queries for a brute-force store (default 10)")
+    p.add_argument(
+        "--warmup", type=int, default=None, help="untimed queries per case and store first (default 5; --quick 3)"
+    )
+    p.add_argument(
+        "--brute-seconds",
+        type=float,
+        default=None,
+        help="InMemoryStore, SqliteStore and bare Chroma + where (run alone): stop a case's queries after "
+        "this many seconds (default 30; --quick 5), once --brute-min ran",
+    )
+    p.add_argument(
+        "--brute-min", type=int, default=10, help="fewest timed queries for a brute-force store (default 10)"
+    )
     p.add_argument("--batch", type=int, default=1000, help="ops per store.batch (default 1000)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--backends", default="chromastore,bare,inmemory,sqlite",
-                   help="subset of chromastore,bare,inmemory,sqlite (bare = the floor and the where queries)")
-    p.add_argument("--reserve-gb", type=float, default=2.0,
-                   help="stop loading InMemoryStore when less RAM than this is left (default 2)")
-    p.add_argument("--model-texts", type=int, default=None, help="texts for the real-model part (default 1000; --quick 200)")
-    p.add_argument("--model-rounds", type=int, default=None, help="alternating model/store rounds (default 5; --quick 1)")
-    p.add_argument("--model-batch", type=int, default=100,
-                   help="texts per embed_documents call and ops per store.batch in the model part (default 100)")
-    p.add_argument("--model-lengths", default="100-200,400-600",
-                   help="text lengths in characters for the real-model part (default 100-200,400-600)")
+    p.add_argument(
+        "--backends",
+        default="chromastore,bare,inmemory,sqlite",
+        help="subset of chromastore,bare,inmemory,sqlite (bare = the floor and the where queries)",
+    )
+    p.add_argument(
+        "--reserve-gb",
+        type=float,
+        default=2.0,
+        help="stop loading InMemoryStore when less RAM than this is left (default 2)",
+    )
+    p.add_argument(
+        "--model-texts", type=int, default=None, help="texts for the real-model part (default 1000; --quick 200)"
+    )
+    p.add_argument(
+        "--model-rounds", type=int, default=None, help="alternating model/store rounds (default 5; --quick 1)"
+    )
+    p.add_argument(
+        "--model-batch",
+        type=int,
+        default=100,
+        help="texts per embed_documents call and ops per store.batch in the model part (default 100)",
+    )
+    p.add_argument(
+        "--model-lengths",
+        default="100-200,400-600",
+        help="text lengths in characters for the real-model part (default 100-200,400-600)",
+    )
     p.add_argument("--skip-model", action="store_true", help="skip the real-model part")
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: 10,000 items, 20 queries per case, 200 model texts, 1 round")
-    p.add_argument("--write", nargs="?", const=str(RESULTS_PATH), default=None, metavar="PATH",
-                   help="also write the tables as markdown (default bench/RESULTS_store.md)")
+    p.add_argument(
+        "--quick", action="store_true", help="smoke run: 10,000 items, 20 queries per case, 200 model texts, 1 round"
+    )
+    p.add_argument(
+        "--write",
+        nargs="?",
+        const=str(RESULTS_PATH),
+        default=None,
+        metavar="PATH",
+        help="also write the tables as markdown (default bench/RESULTS_store.md)",
+    )
     # Hidden: run the big-size code path (two cases, general set only) at N items instead of 1,000,000.
     p.add_argument("--big", type=int, default=BIG, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -1368,8 +1525,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    mach = machine(["chromadb", "langgraph", "langgraph-checkpoint-sqlite", "sqlite-vec", "pysqlite3-binary",
-                    "sentence-transformers", "torch", "numpy"])
+    mach = machine(
+        [
+            "chromadb",
+            "langgraph",
+            "langgraph-checkpoint-sqlite",
+            "sqlite-vec",
+            "pysqlite3-binary",
+            "sentence-transformers",
+            "torch",
+            "numpy",
+        ]
+    )
     mach.code = "library at " + git_state(Path(__file__).resolve().parent.parent, ["langgraph_memory"])
     started = time.perf_counter()
 
@@ -1377,15 +1544,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{time.perf_counter() - started:7.1f}s] {msg}", flush=True)
 
     busy = mach.load_start[0] > 0.5 * mach.nproc
-    log(f"load average {'/'.join(f'{x:.2f}' for x in mach.load_start)} on {mach.nproc} cores"
-        + ("  (busy machine: results will be noisy)" if busy else ""))
+    log(
+        f"load average {'/'.join(f'{x:.2f}' for x in mach.load_start)} on {mach.nproc} cores"
+        + ("  (busy machine: results will be noisy)" if busy else "")
+    )
     results = [run_size(n, args, log) for n in args.sizes_list]
     model_rows = [] if args.skip_model else run_model(args, log)
     mach.load_end = os.getloadavg()
     elapsed = time.perf_counter() - started
 
-    title = (f"Store benchmark: search p50 / p95 in ms (puts: items/s), k={K}, seed {args.seed}; "
-             "CS ChromaStore, IM InMemoryStore, SQ SqliteStore")
+    title = (
+        f"Store benchmark: search p50 / p95 in ms (puts: items/s), k={K}, seed {args.seed}; "
+        "CS ChromaStore, IM InMemoryStore, SQ SqliteStore"
+    )
     print_table(results, model_rows, title, args.queries)
     lines = targets(results, model_rows)
     print("\n".join(lines))
@@ -1402,11 +1573,20 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def write_markdown(path: Path, results: list[SizeResult], model_rows: list[Row], lines: list[str], mach: Any,
-                   args: argparse.Namespace, elapsed: float, argv: list[str] | None) -> None:
+def write_markdown(
+    path: Path,
+    results: list[SizeResult],
+    model_rows: list[Row],
+    lines: list[str],
+    mach: Any,
+    args: argparse.Namespace,
+    elapsed: float,
+    argv: list[str] | None,
+) -> None:
     cmd = "python bench/store_bench.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    plan_lines = [f"- {r.n:,} items, {case}: {detail}" for r in results for case, detail in r.plan_details.items()
-                  if detail]
+    plan_lines = [
+        f"- {r.n:,} items, {case}: {detail}" for r in results for case, detail in r.plan_details.items() if detail
+    ]
     md = [
         "# Store benchmark",
         "",
@@ -1422,8 +1602,11 @@ def write_markdown(path: Path, results: list[SizeResult], model_rows: list[Row],
         "",
         markdown_table(HEADER, table_rows(results, args.queries), RIGHT),
         "",
-        *([markdown_table(MODEL_HEADER, model_table_rows(model_rows), [True, False, True, False]), ""]
-          if model_rows else []),
+        *(
+            [markdown_table(MODEL_HEADER, model_table_rows(model_rows), [True, False, True, False]), ""]
+            if model_rows
+            else []
+        ),
         "## Targets",
         "",
         *(lines or ["- (no targets evaluated in this run)"]),
@@ -1442,23 +1625,23 @@ def write_markdown(path: Path, results: list[SizeResult], model_rows: list[Row],
             "same vectors through an `Embeddings` that looks them up by text (no model time)."
         ),
         (
-            "- Items at size N: the general set, N items in namespaces `(\"memories\", \"g<u % 10>\", \"u<u>\")` "
-            "of 100 items, values `{\"content\": <100-200 chars>, \"kind\": ..., \"n\": i}` with kind `rare` (1%), "
-            "`occasional` (14%), `common` (50%) or `other`; the typed set, N items in `(\"research\",)` "
+            '- Items at size N: the general set, N items in namespaces `("memories", "g<u % 10>", "u<u>")` '
+            'of 100 items, values `{"content": <100-200 chars>, "kind": ..., "n": i}` with kind `rare` (1%), '
+            '`occasional` (14%), `common` (50%) or `other`; the typed set, N items in `("research",)` '
             "(ChromaStore's typed collection `research_findings`); the three-field set, N/10 items under "
-            "`(\"docs\", ...)` put with `index=[\"title\", \"body\", \"tags\"]` (three vectors each, from one cluster). "
+            '`("docs", ...)` put with `index=["title", "body", "tags"]` (three vectors each, from one cluster). '
             f"At {args.big:,} items only the general set, and only the one-namespace and whole-prefix cases. "
             "Namespaces and kinds are assigned at random, independent of the vectors' clusters (so a filter's "
             "matches are spread evenly over the vector space; real data may cluster them)."
         ),
         (
             "- Stores: every store indexes `content` (InMemoryStore `fields`, SqliteStore `text_fields`, ChromaStore "
-            "`index[\"fields\"]`; the typed collection embeds `content` by its schema). Bare Chroma holds the same "
+            '`index["fields"]`; the typed collection embeds `content` by its schema). Bare Chroma holds the same '
             "vectors in the layout ChromaStore uses (general and three-field sets in one collection, the typed set in "
             "another; cosine HNSW with Chroma's defaults), with the value and namespace labels (`set`, `g`, `u`) as "
-            "metadata. The floor is its unfiltered `query(n_results=10, include=[\"metadatas\", \"distances\"])` on "
-            "the case's collection; `+ where` adds the `where` equivalent to the case (`{\"u\": ...}`, `{\"g\": ...}`, "
-            "`{\"set\": \"mem\"}`, `{\"$and\": [{\"set\": \"mem\"}, {\"kind\": ...}]}`, `{\"set\": \"docs\"}` with "
+            'metadata. The floor is its unfiltered `query(n_results=10, include=["metadatas", "distances"])` on '
+            'the case\'s collection; `+ where` adds the `where` equivalent to the case (`{"u": ...}`, `{"g": ...}`, '
+            '`{"set": "mem"}`, `{"$and": [{"set": "mem"}, {"kind": ...}]}`, `{"set": "docs"}` with '
             "n_results 30 and the best record per item)."
         ),
         (
@@ -1484,7 +1667,7 @@ def write_markdown(path: Path, results: list[SizeResult], model_rows: list[Row],
             f"- Recall@{K}: share of the exact top {K} (numpy over the case's matching items; an item scores the max "
             "over its vectors) that a store returns. For the floor, against the exact top 10 records of its whole "
             "collection (how good Chroma's HNSW is on this data, with no filter). ChromaStore's plan: "
-            "`store.explain(prefix, query=\"x\", filter=...).strategy` for every timed query; the plan details "
+            '`store.explain(prefix, query="x", filter=...).strategy` for every timed query; the plan details '
             "come from re-running up to 20 of them untimed with ChromaStore's debug log captured."
         ),
         (
@@ -1492,13 +1675,14 @@ def write_markdown(path: Path, results: list[SizeResult], model_rows: list[Row],
             f"than InMemoryStore and within {MAX_NS_GROWTH}x from the smallest to the largest size; at least "
             f"{MIN_VS_PEERS:g}x InMemoryStore and SqliteStore where the prefix holds {PEER_SCOPE:,}+ items (filters "
             f"narrow that further); recall@{K} >= {MIN_RECALL}; typed-set puts at least "
-            + ", ".join(f"{v:,.0f} items/s at {n:,}" for n, v in MIN_PUT_RATE.items()) + "."
+            + ", ".join(f"{v:,.0f} items/s at {n:,}" for n, v in MIN_PUT_RATE.items())
+            + "."
         ),
         (
             f"- Real model, for each text length ({', '.join(f'{lo}-{hi}' for lo, hi in args.model_lengths)} "
             f"characters): {args.model_rounds} round(s) of {args.model_texts} new seeded texts; the same "
             "`ChromaStore.default_index()` model object embeds them alone (`embed_documents`) and inside "
-            "`ChromaStore(index=...)` puts (`{\"content\": text, \"confidence\": 0.5}` in `('research',)`), one store "
+            '`ChromaStore(index=...)` puts (`{"content": text, "confidence": 0.5}` in `(\'research\',)`), one store '
             "on a fresh data dir for all rounds; every text is new to it, so the embedding cache never hits "
             f"(checked). {args.model_batch} texts per call/batch on both sides; model and store alternate batch by "
             "batch after an untimed warm-up. The bench times the model calls ChromaStore makes inside its puts and "

@@ -54,9 +54,11 @@ Reading it:
 - The load average (other engineers' jobs on the same 2 cores) was 13-16 throughout: expect several
   times less on a quiet machine.
 """
-WORDS = ("momentum lookback volatility whipsaw drawdown sharpe regime trend breakout stop loss earnings "
-         "mean reversion spread liquidity slippage commission turnover overfit sample window signal noise "
-         "sizing leverage hedge futures equity index bond rates carry skew tail risk cluster decay").split()
+WORDS = (
+    "momentum lookback volatility whipsaw drawdown sharpe regime trend breakout stop loss earnings "
+    "mean reversion spread liquidity slippage commission turnover overfit sample window signal noise "
+    "sizing leverage hedge futures equity index bond rates carry skew tail risk cluster decay"
+).split()
 
 
 def _fake_embeddings():  # type: ignore[no-untyped-def]
@@ -103,21 +105,34 @@ def build(data_dir: Path, n: int, seed: int) -> dict[str, str]:
         started = time.perf_counter()
         ids: dict[str, str] = {}
         # Typed items with lineage: 50 strategies of 4 versions, each version with 5 backtests.
-        finding = mem.store_research_finding("Momentum decays after earnings in volatile regimes",
-                                             source="technical", confidence=0.8)
+        finding = mem.store_research_finding(
+            "Momentum decays after earnings in volatile regimes", source="technical", confidence=0.8
+        )
         for s in range(50):
             name = f"strategy-{s:02d}"
             hyp = mem.store_hypothesis(f"{name}: {_sentence(rng, 8)}", parent_id=finding.id, confidence=0.5)
             parent = hyp.id
             for v in range(4):
-                st = mem.store_strategy(name, f"{name} v{v + 1}: {_sentence(rng, 12)}", parent_id=parent,
-                                        hypothesis_id=hyp.id, parameters={"lookback": 10 + 10 * v})
+                st = mem.store_strategy(
+                    name,
+                    f"{name} v{v + 1}: {_sentence(rng, 12)}",
+                    parent_id=parent,
+                    hypothesis_id=hyp.id,
+                    parameters={"lookback": 10 + 10 * v},
+                )
                 for b in range(5):
                     curve = np.cumprod(1 + rng.normal(0.0005, 0.01, 60)).round(4).tolist()
-                    mem.store_backtest(st.id, sharpe=float(rng.normal(0.8, 0.5)), max_drawdown=float(rng.uniform(0.05, 0.4)),
-                                       cagr=float(rng.normal(0.08, 0.05)), trades=int(rng.integers(10, 300)),
-                                       period_start="2019-01-02", period_end="2024-10-01", passed=bool(b % 2),
-                                       equity_curve=curve)
+                    mem.store_backtest(
+                        st.id,
+                        sharpe=float(rng.normal(0.8, 0.5)),
+                        max_drawdown=float(rng.uniform(0.05, 0.4)),
+                        cagr=float(rng.normal(0.08, 0.05)),
+                        trades=int(rng.integers(10, 300)),
+                        period_start="2019-01-02",
+                        period_end="2024-10-01",
+                        passed=bool(b % 2),
+                        equity_curve=curve,
+                    )
                 parent = st.id
             ids.setdefault("strategy", name)
             ids.setdefault("strategy_id", st.id)
@@ -138,8 +153,12 @@ def build(data_dir: Path, n: int, seed: int) -> dict[str, str]:
             if label == "research":
                 value = {"content": text, "confidence": float(rng.random()), "source": "technical"}
             elif label == "lessons":
-                value = {"lesson": text, "severity": ["minor", "major", "critical"][i % 3], "resolved": i % 4 == 0,
-                         "failure_type": ["whipsaw", "overfit", "costs"][i % 3]}
+                value = {
+                    "lesson": text,
+                    "severity": ["minor", "major", "critical"][i % 3],
+                    "resolved": i % 4 == 0,
+                    "failure_type": ["whipsaw", "overfit", "costs"][i % 3],
+                }
             elif label == "hypotheses":
                 value = {"statement": text, "status": "proposed"}
             elif label == "backtests":
@@ -173,8 +192,9 @@ def serve(data_dir: Path) -> None:
 class Server:
     def __init__(self, data_dir: Path) -> None:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-        self.proc = subprocess.Popen([sys.executable, __file__, "--serve", str(data_dir)], stderr=subprocess.PIPE,
-                                     text=True, env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--serve", str(data_dir)], stderr=subprocess.PIPE, text=True, env=env
+        )
         lines: queue.Queue[str | None] = queue.Queue()
         self.log: list[str] = []
 
@@ -234,8 +254,13 @@ def main() -> None:
         ("overview (again)", "/"),
         ("search, whole memory", "/search?q=" + q("whipsaw lookback too short in a volatile regime")),
         ("search, one collection", "/search?q=" + q("drawdown after earnings") + "&collection=lessons_learned"),
-        ("search, filter", "/search?q=" + q("stop loss slippage") + "&collection=lessons_learned&filter="
-         + q('{"severity": "critical"}')),
+        (
+            "search, filter",
+            "/search?q="
+            + q("stop loss slippage")
+            + "&collection=lessons_learned&filter="
+            + q('{"severity": "critical"}'),
+        ),
         ("search, page 10 (hits 201-220)", "/search?q=" + q("momentum regime") + "&page=10"),
         ("item (a lesson)", f"/item/{ids['lesson']}?ns={ids['lesson_ns']}"),
         ("item (strategy, its lineage)", f"/item/{ids['strategy_id']}"),
@@ -256,18 +281,24 @@ def main() -> None:
             status, first_ms, size = server.get(path)
             if status != 200:
                 raise SystemExit(f"{path}: HTTP {status}\n{''.join(server.log[-60:])}")
-            times = [first_ms] if name.startswith("overview (first") else [server.get(path)[1] for _ in range(args.repeat)]
+            times = (
+                [first_ms] if name.startswith("overview (first") else [server.get(path)[1] for _ in range(args.repeat)]
+            )
             p50, p95 = percentile(times, 50), percentile(times, 95)
             if not name.startswith("overview (first"):  # one sample, taken while the aggregates start
                 worst = max(worst, p95)
-            rows.append([name, fmt_ms(first_ms), fmt_ms(p50), fmt_ms(p95), fmt_ms(max(times)), f"{size / 1024:,.0f} KiB"])
+            rows.append(
+                [name, fmt_ms(first_ms), fmt_ms(p50), fmt_ms(p95), fmt_ms(max(times)), f"{size / 1024:,.0f} KiB"]
+            )
             print(f"{name:40s} first {first_ms:7.1f} ms  p50 {p50:7.1f}  p95 {p95:7.1f}", flush=True)
     finally:
         server.stop()
     mach.load_end = os.getloadavg()
     table = markdown_table(["page", "first request", "p50", "p95", "max", "size"], rows)
-    verdict = (f"Worst p95 after the first request: {worst:.0f} ms ({'under' if worst < LIMIT_MS else 'OVER'} the "
-               f"{LIMIT_MS:.0f} ms target).")
+    verdict = (
+        f"Worst p95 after the first request: {worst:.0f} ms ({'under' if worst < LIMIT_MS else 'OVER'} the "
+        f"{LIMIT_MS:.0f} ms target)."
+    )
     print(table)
     print(verdict)
     if args.write:
@@ -277,8 +308,13 @@ def main() -> None:
             "`langgraph_memory.ui.serve` process, fake 384-dimension vectors (the query's embedding is not "
             "included: ~2.5-25 ms with the real model, see PITFALLS), "
             f"{args.repeat} requests per page after one warm-up.\n\n"
-            + "\n".join(mach.lines()) + f"\n- Code: {git_state(ROOT, ['langgraph_memory', 'bench'])}\n\n"
-            + table + "\n\n" + verdict + "\n" + NOTES
+            + "\n".join(mach.lines())
+            + f"\n- Code: {git_state(ROOT, ['langgraph_memory', 'bench'])}\n\n"
+            + table
+            + "\n\n"
+            + verdict
+            + "\n"
+            + NOTES
         )
         print(f"wrote {RESULTS}")
 

@@ -50,12 +50,11 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from langgraph.graph import END, START, StateGraph
 
-from langgraph_memory.research.collections import Strategy
-from langgraph_memory.config import MIN_RELEVANCE
-from langgraph_memory.config import CATALOG_FILE
-from langgraph_memory.research.lineage import Lineage, LineageTree
-from langgraph_memory.memory import Memory
+from langgraph_memory.config import CATALOG_FILE, MIN_RELEVANCE
 from langgraph_memory.graph.nodes import recall_node
+from langgraph_memory.memory import Memory
+from langgraph_memory.research.collections import Strategy
+from langgraph_memory.research.lineage import Lineage, LineageTree
 
 logger = logging.getLogger("trading_research")
 
@@ -433,8 +432,13 @@ def build_graph(mem: Memory, *, recall_k: int = 5) -> StateGraph:
     )
     builder.add_node(
         "recall_research",
-        recall_node(mem.namespace("research"), query=objective, output_key="recalled_research", k=recall_k,
-                    name="recall_research"),
+        recall_node(
+            mem.namespace("research"),
+            query=objective,
+            output_key="recalled_research",
+            k=recall_k,
+            name="recall_research",
+        ),
     )
     builder.add_node("absorb", absorb_recalled)
     builder.add_node("research", research)
@@ -561,8 +565,10 @@ def print_report(report: Report, console: Any | None = None) -> None:
 
     console = console or Console()
     console.rule(f"[bold]{report.objective}")
-    console.print(f"thread [cyan]{report.thread_id}[/]  status [bold]{report.status}[/]"
-                  + ("  (resumed a run waiting for approval)" if report.resumed else ""))
+    console.print(
+        f"thread [cyan]{report.thread_id}[/]  status [bold]{report.status}[/]"
+        + ("  (resumed a run waiting for approval)" if report.resumed else "")
+    )
     if report.recalled_lessons:
         t = Table(title="Lessons recalled from memory", show_lines=False)
         t.add_column("score", justify="right")
@@ -641,8 +647,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     print_report(report)
     cli = Path(sys.executable).with_name("langgraph-memory")  # the venv's command when it has one
-    cli_name = os.path.relpath(cli) if cli.exists() and not os.path.relpath(cli).startswith("..") else "langgraph-memory"
-    print(f"\nSee this memory in your browser: {cli_name} --data-dir {args.data_dir} ui   (opens on http://127.0.0.1:8766)")
+    cli_name = (
+        os.path.relpath(cli) if cli.exists() and not os.path.relpath(cli).startswith("..") else "langgraph-memory"
+    )
+    print(
+        f"\nSee this memory in your browser: {cli_name} --data-dir {args.data_dir} ui   (opens on http://127.0.0.1:8766)"
+    )
     return 0 if report.status in ("approved", "awaiting approval") else 1
 
 

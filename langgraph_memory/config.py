@@ -122,8 +122,7 @@ def _config_file() -> Path | None:
         path = Path(explicit).expanduser()
         if not path.is_file():
             raise ConfigError(
-                f"{CONFIG_FILE_ENV}={explicit!r} does not name a file; "
-                "unset it or point it at a TOML config file."
+                f"{CONFIG_FILE_ENV}={explicit!r} does not name a file; unset it or point it at a TOML config file."
             )
         return path
     for candidate in _CONFIG_FILE_CANDIDATES:

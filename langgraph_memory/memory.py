@@ -56,7 +56,13 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import IndexConfig, TTLConfig
 
 from langgraph_memory._infra.closing import close_all, unwind
-from langgraph_memory.research.procedures import ProceduralAPI
+from langgraph_memory.config import DEFAULT_K, Settings
+from langgraph_memory.errors import ConfigError, InvalidArgumentError
+from langgraph_memory.ingest import DOCUMENTS_NAMESPACE, ChunkHit, IngestConfig, Ingestor, IngestProgress, IngestReport
+from langgraph_memory.ingest import recall as _recall_chunks
+from langgraph_memory.lifecycle.decay import DecayReport, cleanup_decayed
+from langgraph_memory.lifecycle.items import ItemLifecycle
+from langgraph_memory.lifecycle.stats import MemoryStats, collect_stats
 from langgraph_memory.research.api import (
     HYPOTHESIS_STATUSES,
     STRATEGY_STATUSES,
@@ -64,20 +70,20 @@ from langgraph_memory.research.api import (
     ResearchAPI,
     StrategyVersion,
 )
-from langgraph_memory.research.typed import TypedItems, athread
 from langgraph_memory.research.collections import COLLECTIONS, collection_by_name
-from langgraph_memory.config import DEFAULT_K, Settings
-from langgraph_memory.lifecycle.decay import DecayReport, cleanup_decayed
-from langgraph_memory.errors import ConfigError, InvalidArgumentError
-from langgraph_memory.ingest import DOCUMENTS_NAMESPACE, ChunkHit, IngestConfig, IngestProgress, IngestReport, Ingestor
-from langgraph_memory.ingest import recall as _recall_chunks
-from langgraph_memory.lifecycle.items import ItemLifecycle
 from langgraph_memory.research.lineage import ItemRef, Lineage, LineageStore, NodeSummary, build_lineage
-from langgraph_memory.store.ranking import HybridRanking, TemporalConfig
-from langgraph_memory.sessions import EPISODES_NAMESPACE, SESSIONS_COLLECTION, THREADS_COLLECTION, SessionConfig, SessionMemory
+from langgraph_memory.research.procedures import ProceduralAPI
+from langgraph_memory.research.typed import TypedItems, athread
+from langgraph_memory.sessions import (
+    EPISODES_NAMESPACE,
+    SESSIONS_COLLECTION,
+    THREADS_COLLECTION,
+    SessionConfig,
+    SessionMemory,
+)
 from langgraph_memory.sessions.promotion import session_summaries
-from langgraph_memory.lifecycle.stats import MemoryStats, collect_stats
 from langgraph_memory.store import ChromaStore
+from langgraph_memory.store.ranking import HybridRanking, TemporalConfig
 
 __all__ = ["Memory", "Hit", "StrategyVersion", "STRATEGY_STATUSES", "HYPOTHESIS_STATUSES"]
 
@@ -132,13 +138,19 @@ def _summary(label: str, value: dict[str, Any]) -> str:
             head += " [passed]" if value["passed"] else " [failed]"
         stats = [
             f"{name} {fmt.format(value[field])}"
-            for field, name, fmt in (("sharpe", "Sharpe", "{:.2f}"), ("max_drawdown", "max DD", "{:.0%}"),
-                                     ("cagr", "CAGR", "{:.1%}"), ("trades", "trades", "{}"))
+            for field, name, fmt in (
+                ("sharpe", "Sharpe", "{:.2f}"),
+                ("max_drawdown", "max DD", "{:.0%}"),
+                ("cagr", "CAGR", "{:.1%}"),
+                ("trades", "trades", "{}"),
+            )
             if isinstance(value.get(field), (int, float))
         ]
         return _clip(f"{head}: {', '.join(stats)}" if stats else f"{head}: {text}")
     if label == "tools":
-        return _clip(f"{value.get('name') or 'tool'} v{value.get('version') or '?'} [{value.get('kind', 'tool')}]: {text}")
+        return _clip(
+            f"{value.get('name') or 'tool'} v{value.get('version') or '?'} [{value.get('kind', 'tool')}]: {text}"
+        )
     if not text:
         text = str(value.get("content") or value.get("text") or value)
     return _clip(text)
@@ -230,8 +242,9 @@ class Memory(ResearchAPI, ProceduralAPI):
         #: Retire, supersede, reinstate and hard-delete items.
         self.lifecycle = ItemLifecycle(store, self.lineage_store, self._existing_archiver, guard=self._check_open)
         #: Session memory (short-term), promoted to episodic memory in ``("episodes", *scope)``.
-        self.sessions = SessionMemory(store, session_config, namespace=(*EPISODES_NAMESPACE, *self.scope),
-                                      guard=self._check_open)
+        self.sessions = SessionMemory(
+            store, session_config, namespace=(*EPISODES_NAMESPACE, *self.scope), guard=self._check_open
+        )
         # The archive's lookup by key; found on first use (see _archived_values) unless set.
         self._archive_lookup: Callable[[list[str]], dict[str, dict[str, Any]]] | None = None
         self._archiver: Any | None = None
@@ -302,8 +315,14 @@ class Memory(ResearchAPI, ProceduralAPI):
             raise ConfigError("pass embeddings= or index=, not both (index={'dims': ..., 'embed': embeddings})")
         owns_store = store is None
         if store is not None:
-            given = {"data_dir": data_dir, "embeddings": embeddings, "index": index, "ttl": ttl,
-                     "chroma_client": chroma_client, "lock_timeout": lock_timeout}
+            given = {
+                "data_dir": data_dir,
+                "embeddings": embeddings,
+                "index": index,
+                "ttl": ttl,
+                "chroma_client": chroma_client,
+                "lock_timeout": lock_timeout,
+            }
             clash = [k for k, v in given.items() if v is not None]
             if clash:
                 raise ConfigError(f"store= is already configured; drop {', '.join(clash)} (set them on the store)")
@@ -326,13 +345,21 @@ class Memory(ResearchAPI, ProceduralAPI):
             if checkpointer is None:
                 from langgraph_memory.checkpoint import SqliteCheckpointer
 
-                checkpointer = SqliteCheckpointer(store.settings.checkpoints_path, lock_timeout=store.settings.lock_timeout)
+                checkpointer = SqliteCheckpointer(
+                    store.settings.checkpoints_path, lock_timeout=store.settings.lock_timeout
+                )
         except BaseException:
             unwind(opened, "Memory.open")
             raise
         logger.debug("opened memory at %s", store.settings.data_dir)
-        return cls(store, checkpointer, scope=scope, owns_store=owns_store, owns_checkpointer=owns_checkpointer,
-                   session_config=session_config)
+        return cls(
+            store,
+            checkpointer,
+            scope=scope,
+            owns_store=owns_store,
+            owns_checkpointer=owns_checkpointer,
+            session_config=session_config,
+        )
 
     @property
     def data_dir(self) -> os.PathLike[str]:
@@ -355,7 +382,7 @@ class Memory(ResearchAPI, ProceduralAPI):
         if self._owns_store:
             steps.append(self.store.close)
         if self._owns_checkpointer and hasattr(self.checkpointer, "close"):
-            steps.append(self.checkpointer.close)  # type: ignore[attr-defined]
+            steps.append(self.checkpointer.close)
         close_all(steps)
 
     def __enter__(self) -> Memory:
@@ -418,7 +445,9 @@ class Memory(ResearchAPI, ProceduralAPI):
         """
         from langgraph_memory import archive as _archive
 
-        return self._on_scheduler(_archive.schedule_archival, self.archiver, {"cron": cron, "interval": interval, **kwargs})
+        return self._on_scheduler(
+            _archive.schedule_archival, self.archiver, {"cron": cron, "interval": interval, **kwargs}
+        )
 
     def schedule_session_cleanup(self, **kwargs: Any) -> Any:
         """Run ``mem.sessions.cleanup()`` every 15 minutes (``cleanup_interval_minutes``) beside the archive job.
@@ -501,7 +530,9 @@ class Memory(ResearchAPI, ProceduralAPI):
     def _thread_exists(self, thread_id: str) -> bool:
         """Whether the checkpointer still holds ``thread_id`` (the archive job may have pruned it)."""
         try:
-            return self.checkpointer.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}) is not None
+            return (
+                self.checkpointer.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}) is not None
+            )
         except Exception:  # noqa: BLE001 - the lineage view must not fail because the checkpointer did
             logger.debug("could not look thread %s up", thread_id, exc_info=True)
             return False
@@ -516,7 +547,9 @@ class Memory(ResearchAPI, ProceduralAPI):
             if it is None:
                 missing.append(ref)
                 continue
-            out[ref.id] = NodeSummary(_summary(_label(ref.collection), it.value), "live", standing.get((ref.namespace, ref.id)))
+            out[ref.id] = NodeSummary(
+                _summary(_label(ref.collection), it.value), "live", standing.get((ref.namespace, ref.id))
+            )
         archived = self._archived_values([r.id for r in missing])
         for ref in missing:
             value = archived.get(ref.id)
@@ -586,8 +619,9 @@ class Memory(ResearchAPI, ProceduralAPI):
             >>> hit.source_uri, hit.score, hit.full_context[:60]  # needs ingested documents  # doctest: +SKIP
         """
         self._check_open()
-        return _recall_chunks(self.store, query, k=k, namespace=namespace, include_parents=include_parents,
-                              filter=filter)
+        return _recall_chunks(
+            self.store, query, k=k, namespace=namespace, include_parents=include_parents, filter=filter
+        )
 
     aingest = athread(ingest)
     arecall = athread(recall)

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from langgraph_memory.archive import Archiver, RetentionPolicy
-from langgraph_memory.errors import ArchiveError
 from langgraph_memory.catalog import StoredItem
+from langgraph_memory.errors import ArchiveError
 from tests.helpers.archive_data import DAY, all_uids, make_lessons, old_item
 
 
@@ -131,8 +131,20 @@ def test_archive_file_format_and_manifest(store, archiver, fake_embeddings):
     lines = gzip.decompress(path.read_bytes()).decode().splitlines()
     assert len(lines) == 30
     rec = json.loads(lines[0])
-    for field in ("uid", "namespace", "key", "value", "created_at", "updated_at", "last_accessed_at",
-                  "access_count", "vectors", "lineage", "archived_at", "run_id"):
+    for field in (
+        "uid",
+        "namespace",
+        "key",
+        "value",
+        "created_at",
+        "updated_at",
+        "last_accessed_at",
+        "access_count",
+        "vectors",
+        "lineage",
+        "archived_at",
+        "run_id",
+    ):
         assert field in rec
     assert rec["lineage"]["strategy_id"] == rec["value"]["strategy_id"]
     assert f.min_activity <= f.max_activity < time.time() - 100 * DAY
@@ -157,8 +169,14 @@ def test_round_trip_is_bit_exact(store, archiver, fake_embeddings):
         "strategy_id": "s-1",
         "parent_id": "p-0",
         "iteration": 7,
-        "feedback": {"sharpe": 0.1 + 0.2, "tiny": 5e-324, "big": 1.7976931348623157e308, "neg": -0.0,
-                     "list": [1, 2.5, None, True, "x"], "nested": {"a": {"b": [{"c": 1}]}}},
+        "feedback": {
+            "sharpe": 0.1 + 0.2,
+            "tiny": 5e-324,
+            "big": 1.7976931348623157e308,
+            "neg": -0.0,
+            "list": [1, 2.5, None, True, "x"],
+            "nested": {"a": {"b": [{"c": 1}]}},
+        },
         "resolved": False,
     }
     item = old_item(fake_embeddings, ("lessons", "desk"), "exact", value, days=150, access_count=4)
@@ -176,8 +194,19 @@ def test_round_trip_is_bit_exact(store, archiver, fake_embeddings):
     assert json.dumps(after.value, sort_keys=True) == json.dumps(before.value, sort_keys=True)
     assert after.value["feedback"]["sharpe"] == 0.1 + 0.2
     assert str(after.value["feedback"]["neg"]) == "-0.0"
-    for attr in ("namespace", "key", "created_at", "updated_at", "last_accessed_at", "access_count",
-                 "expires_at", "indexed", "n_vectors", "texts", "paths"):
+    for attr in (
+        "namespace",
+        "key",
+        "created_at",
+        "updated_at",
+        "last_accessed_at",
+        "access_count",
+        "expires_at",
+        "indexed",
+        "n_vectors",
+        "texts",
+        "paths",
+    ):
         assert getattr(after, attr) == getattr(before, attr), attr
     # The archive holds exactly the float32 vectors Chroma returned; Chroma itself
     # may move a re-written vector by an ulp, so the live copy is compared loosely.
@@ -232,8 +261,13 @@ def test_find_and_get_archived_answer_for_archived_ancestors(store, archiver, fa
     store.items.restore_items(
         [
             old_item(e, ("research",), "finding-1", {"content": "root finding", "confidence": 0.2}, days=100),
-            old_item(e, ("lessons",), "lesson-1", {"lesson": "child", "parent_id": "finding-1",
-                                                   "strategy_id": "s9", "resolution_id": "r1"}, days=100),
+            old_item(
+                e,
+                ("lessons",),
+                "lesson-1",
+                {"lesson": "child", "parent_id": "finding-1", "strategy_id": "s9", "resolution_id": "r1"},
+                days=100,
+            ),
         ]
     )
     archiver.run()
@@ -283,7 +317,9 @@ def test_unindexed_and_multi_vector_items_round_trip(data_dir, fake_embeddings):
     try:
         store.put(("notes",), "two", {"a": "first text", "b": "second text"})
         store.put(("notes",), "none", {"c": "nothing to embed"}, index=False)
-        (before_two,) = store.items.get_items("memories", [StoredItem(("notes",), "two", {}, 0, 0, 0).uid], with_vectors=True)
+        (before_two,) = store.items.get_items(
+            "memories", [StoredItem(("notes",), "two", {}, 0, 0, 0).uid], with_vectors=True
+        )
         assert before_two.n_vectors == 2
         a = Archiver(store, policies={"memories": 1})
         a.run(now=time.time() + 2 * DAY)
@@ -314,7 +350,9 @@ def test_lineage_store_edges_are_carried_into_the_archive(store, fake_embeddings
     lin.register("f-root", "research_findings", ("research",))
     lin.register("l-child", "lessons_learned", ("lessons",), parents=[("f-root", "derived_from")])
     lin.close()
-    store.items.restore_items([old_item(fake_embeddings, ("lessons",), "l-child", {"lesson": "from a finding"}, days=100)])
+    store.items.restore_items(
+        [old_item(fake_embeddings, ("lessons",), "l-child", {"lesson": "from a finding"}, days=100)]
+    )
     archiver = Archiver(store)  # picks up <data_dir>/lineage.sqlite
     archiver.run()
     got = archiver.find("l-child")

@@ -53,7 +53,11 @@ def _run_child(data_dir: Path, *, limit: int, when: str) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run(
         [sys.executable, str(HELPER), str(data_dir), str(DIMS), str(limit), when, repr(FUTURE)],
-        capture_output=True, text=True, timeout=300, env=env, check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])

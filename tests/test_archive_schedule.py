@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 import pytest
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -81,12 +81,14 @@ def test_thread_retention_against_the_protocol_only(store):
             self.calls: list[tuple[timedelta, str]] = []
 
         def list_threads(self):
+            from datetime import datetime
             from types import SimpleNamespace
-            from datetime import datetime, timezone
 
-            old = datetime.fromtimestamp(time.time() - 10 * DAY, tz=timezone.utc)
-            return [SimpleNamespace(thread_id="t-old", last_activity=old),
-                    SimpleNamespace(thread_id="t-new", last_activity=time.time())]
+            old = datetime.fromtimestamp(time.time() - 10 * DAY, tz=UTC)
+            return [
+                SimpleNamespace(thread_id="t-old", last_activity=old),
+                SimpleNamespace(thread_id="t-new", last_activity=time.time()),
+            ]
 
         def prune_inactive(self, older_than, *, strategy="keep_latest"):
             self.calls.append((older_than, strategy))

@@ -53,7 +53,12 @@ async def test_checkpointer_graph_runs_do_not_block(saver: SqliteCheckpointer, n
     graph = _chat_graph(saver)
     config = {"configurable": {"thread_id": "g"}}
     # Eight concurrent threads plus repeated turns on one: every async path of a graph run.
-    await asyncio.gather(*(graph.ainvoke({"messages": [HumanMessage(f"m{i}")]}, {"configurable": {"thread_id": f"g{i}"}}) for i in range(8)))
+    await asyncio.gather(
+        *(
+            graph.ainvoke({"messages": [HumanMessage(f"m{i}")]}, {"configurable": {"thread_id": f"g{i}"}})
+            for i in range(8)
+        )
+    )
     for i in range(5):
         await graph.ainvoke({"messages": [HumanMessage(f"m{i}")]}, config)
     state = await graph.aget_state(config)

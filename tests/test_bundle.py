@@ -31,8 +31,17 @@ def _all_items(store: ChromaStore) -> dict[tuple[tuple[str, ...], str], StoredIt
 
 def _fields(it: StoredItem) -> tuple[Any, ...]:
     vectors = [np.asarray(v, dtype=np.float32).tobytes() for v in it.vectors]
-    return (it.value, it.created_at, it.updated_at, it.last_accessed_at, it.access_count, it.expires_at,
-            it.ttl_minutes, vectors, it.paths)
+    return (
+        it.value,
+        it.created_at,
+        it.updated_at,
+        it.last_accessed_at,
+        it.access_count,
+        it.expires_at,
+        it.ttl_minutes,
+        vectors,
+        it.paths,
+    )
 
 
 @pytest.fixture
@@ -82,7 +91,10 @@ def test_round_trip_between_two_data_directories_is_bit_exact(source, tmp_path: 
         assert {k: st.as_dict() for k, st in mem.store.items.statuses(list(after)).items()} == statuses_before
         old = mem.status(source["s1"])
         assert (old.status, old.reason, old.superseded_by) == (
-            "superseded", "the longer lookback whipsaws less", source["s2"])
+            "superseded",
+            "the longer lookback whipsaws less",
+            source["s2"],
+        )
         notes = mem.status("notes", namespace=("memories", "u1"))
         assert (notes.status, notes.reason) == ("retired", "a duplicate of the desk wiki")
         hits = mem.store.search(("strategies",), query="Buy 20-day winners", limit=5, refresh_ttl=False)
@@ -165,7 +177,7 @@ def test_across_a_model_change_the_texts_are_re_embedded(source, tmp_path: Path,
         for ident, it in before.items():
             got = after[ident]
             assert _fields(got)[:7] == _fields(it)[:7] and got.paths == it.paths  # values, times, access: exact
-            for vec, text in zip(got.vectors, got.texts):
+            for vec, text in zip(got.vectors, got.texts, strict=False):
                 assert np.allclose(vec, other.embed_query(text), atol=1e-6)
         hit = mem.store.search(("research",), query="Momentum decays after earnings", limit=1)[0]
         assert hit.key == source["finding"] and hit.score == pytest.approx(1.0, abs=1e-5)
@@ -227,8 +239,11 @@ def _rewrite(bundle: Path, edit: Any) -> None:
     data = b"".join(edit(lines))
     (bundle / "memories.jsonl").write_bytes(data)
     manifest = json.loads((bundle / "manifest.json").read_text())
-    manifest["files"]["memories.jsonl"] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
-                                           "lines": len(data.splitlines())}
+    manifest["files"]["memories.jsonl"] = {
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "bytes": len(data),
+        "lines": len(data.splitlines()),
+    }
     (bundle / "manifest.json").write_text(json.dumps(manifest))
 
 
@@ -251,19 +266,30 @@ DAMAGE = {
     "no memories": lambda b: (b / "memories.jsonl").unlink(),
     "a manifest that is not JSON": lambda b: (b / "manifest.json").write_text("{"),
     "a newer format": lambda b: (b / "manifest.json").write_text(
-        json.dumps({**json.loads((b / "manifest.json").read_text()), "schema_version": BUNDLE_VERSION + 1})),
-    "a value its collection refuses": lambda b: _rewrite(b, lambda ls: _edit_first_item(
-        ls, lambda r: r["value"].__setitem__("confidence", "high"))),
-    "vectors of another size": lambda b: _rewrite(b, lambda ls: _edit_first_item(
-        ls, lambda r: r["vectors"].__setitem__("b64", [r["vectors"]["b64"][0][:20]]))),
+        json.dumps({**json.loads((b / "manifest.json").read_text()), "schema_version": BUNDLE_VERSION + 1})
+    ),
+    "a value its collection refuses": lambda b: _rewrite(
+        b, lambda ls: _edit_first_item(ls, lambda r: r["value"].__setitem__("confidence", "high"))
+    ),
+    "vectors of another size": lambda b: _rewrite(
+        b, lambda ls: _edit_first_item(ls, lambda r: r["vectors"].__setitem__("b64", [r["vectors"]["b64"][0][:20]]))
+    ),
     "a line dropped": lambda b: _rewrite(b, lambda ls: ls[1:]),
     "an item twice": lambda b: _rewrite(b, lambda ls: [ls[0], *ls]),
     "garbage": lambda b: _rewrite(b, lambda ls: [b"not json\n", *ls[1:]]),
-    "an unknown status": lambda b: _rewrite(b, lambda ls: _edit_first_item(
-        ls, lambda r: r.__setitem__("status", {"status": "forgotten", "reason": "?"}))),
-    "a status set on another item": lambda b: _rewrite(b, lambda ls: _edit_first_item(
-        ls, lambda r: r.__setitem__("status", {"status": "retired", "reason": "old", "changed_at": 1.0,
-                                               "item_created_at": r["created_at"] - 1}))),
+    "an unknown status": lambda b: _rewrite(
+        b, lambda ls: _edit_first_item(ls, lambda r: r.__setitem__("status", {"status": "forgotten", "reason": "?"}))
+    ),
+    "a status set on another item": lambda b: _rewrite(
+        b,
+        lambda ls: _edit_first_item(
+            ls,
+            lambda r: r.__setitem__(
+                "status",
+                {"status": "retired", "reason": "old", "changed_at": 1.0, "item_created_at": r["created_at"] - 1},
+            ),
+        ),
+    ),
 }
 
 

@@ -20,21 +20,43 @@ def _old_layout(data_dir: Path, emb: DeterministicFakeEmbedding) -> None:
     """Items only in Chroma metadata (``lgm:item``), access data and lineage in side files, as in 0.1."""
     chroma = data_dir / "chroma"
     client = chromadb.PersistentClient(path=str(chroma), settings=ChromaSettings(anonymized_telemetry=False))
-    col = client.get_or_create_collection("research_findings", metadata={"hnsw:space": "cosine"}, embedding_function=None)
+    col = client.get_or_create_collection(
+        "research_findings", metadata={"hnsw:space": "cosine"}, embedding_function=None
+    )
     rows = []
     for key, text in (("f1", "Carry trades unwind"), ("f2", "Momentum fades")):
-        packed = {"k": key, "ca": 100.0, "ua": 200.0, "la": 300.0, "ac": 2, "nv": 1, "p": "content",
-                  "v": {"content": text, "confidence": 0.8}}
-        rows.append((item_uid(("research",), key), {"lgm:item": json.dumps(packed), "lgm:ns": "research", "lgm:x": 0},
-                     emb.embed_query(text)))
+        packed = {
+            "k": key,
+            "ca": 100.0,
+            "ua": 200.0,
+            "la": 300.0,
+            "ac": 2,
+            "nv": 1,
+            "p": "content",
+            "v": {"content": text, "confidence": 0.8},
+        }
+        rows.append(
+            (
+                item_uid(("research",), key),
+                {"lgm:item": json.dumps(packed), "lgm:ns": "research", "lgm:x": 0},
+                emb.embed_query(text),
+            )
+        )
     col.add(ids=[r[0] for r in rows], metadatas=[r[1] for r in rows], embeddings=np.asarray([r[2] for r in rows]))
     notes = client.get_or_create_collection("memories", metadata={"hnsw:space": "cosine"}, embedding_function=None)
     packed = {"k": "n1", "ca": 1.0, "ua": 2.0, "la": 3.0, "ac": 0, "nv": 1, "p": "", "v": {"text": "unindexed"}}
-    notes.add(ids=[item_uid(("notes", "u1"), "n1")], embeddings=[[1.0] * FAKE_DIMS],
-              metadatas=[{"lgm:item": json.dumps(packed), "lgm:ns": "notes\x1fu1", "lgm:x": 0, "lgm:vec": False}])
+    notes.add(
+        ids=[item_uid(("notes", "u1"), "n1")],
+        embeddings=[[1.0] * FAKE_DIMS],
+        metadatas=[{"lgm:item": json.dumps(packed), "lgm:ns": "notes\x1fu1", "lgm:x": 0, "lgm:vec": False}],
+    )
     access = sqlite3.connect(chroma / "lgm-access.sqlite")
-    access.execute("CREATE TABLE access (collection TEXT, uid TEXT, last_accessed REAL, count INTEGER, expires_at REAL)")
-    access.execute("INSERT INTO access VALUES ('research_findings', ?, 500.0, 3, NULL)", (item_uid(("research",), "f1"),))
+    access.execute(
+        "CREATE TABLE access (collection TEXT, uid TEXT, last_accessed REAL, count INTEGER, expires_at REAL)"
+    )
+    access.execute(
+        "INSERT INTO access VALUES ('research_findings', ?, 500.0, 3, NULL)", (item_uid(("research",), "f1"),)
+    )
     access.commit()
     access.close()
     lineage = sqlite3.connect(data_dir / "lineage.sqlite")

@@ -64,9 +64,7 @@ def _put(
     if parent is not None:
         config["configurable"]["checkpoint_id"] = parent["configurable"]["checkpoint_id"]
     values = values or {}
-    checkpoint = generate_checkpoint(
-        channel_values=values, channel_versions={k: 1 for k in values}
-    )
+    checkpoint = generate_checkpoint(channel_values=values, channel_versions={k: 1 for k in values})
     return saver.put(config, checkpoint, generate_metadata(**metadata), {k: 1 for k in values})
 
 
@@ -281,7 +279,7 @@ def test_get_next_version_increases(saver: SqliteCheckpointer) -> None:
 def test_encrypting_serde_keeps_values_off_disk(tmp_path: Path) -> None:
     from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-    class Rot(object):
+    class Rot:
         def encrypt(self, plaintext: bytes) -> tuple[str, bytes]:
             return "rot", bytes((b + 1) % 256 for b in plaintext)
 
@@ -538,8 +536,7 @@ async def test_concurrent_async_writes_are_committed_when_acknowledged(tmp_path:
     path = tmp_path / "cp.sqlite"
     with SqliteCheckpointer(path) as saver:
         configs = [
-            await saver.aput(generate_config(f"t{i}"), generate_checkpoint(), generate_metadata(), {})
-            for i in range(3)
+            await saver.aput(generate_config(f"t{i}"), generate_checkpoint(), generate_metadata(), {}) for i in range(3)
         ]
         outside = sqlite3.connect(path)  # another connection sees only committed data
         try:
@@ -547,9 +544,7 @@ async def test_concurrent_async_writes_are_committed_when_acknowledged(tmp_path:
             async def put_writes(i: int) -> int:
                 await saver.aput_writes(configs[i % 3], [("ch", i)], f"task-{i}")
                 # Acknowledged: already visible to another connection.
-                (n,) = outside.execute(
-                    "SELECT count(*) FROM writes WHERE task_id = ?", (f"task-{i}",)
-                ).fetchone()
+                (n,) = outside.execute("SELECT count(*) FROM writes WHERE task_id = ?", (f"task-{i}",)).fetchone()
                 return n
 
             assert await asyncio.gather(*(put_writes(i) for i in range(40))) == [1] * 40
@@ -609,11 +604,13 @@ def test_write_group_isolates_a_failing_member(tmp_path: Path) -> None:
     """One bad member of a group fails alone; the others are committed."""
     with SqliteCheckpointer(tmp_path / "cp.sqlite") as saver:
         pool = saver._pool
-        good = ("INSERT INTO writes (thread_id, checkpoint_id, task_id, idx, channel) "
-                "VALUES (?, 'c', 't', ?, 'ch')")
+        good = "INSERT INTO writes (thread_id, checkpoint_id, task_id, idx, channel) VALUES (?, 'c', 't', ?, 'ch')"
         outcomes = pool.write_group(
-            [[(good, ("a", 0), False)], [("INSERT INTO no_such_table VALUES (1)", (), False)],
-             [(good, ("b", 0), False)]],
+            [
+                [(good, ("a", 0), False)],
+                [("INSERT INTO no_such_table VALUES (1)", (), False)],
+                [(good, ("b", 0), False)],
+            ],
             ["first", "second", "third"],
         )
         assert outcomes[0] is None and outcomes[2] is None

@@ -56,9 +56,15 @@ async def test_invoke_and_ainvoke_share_one_saver(saver: SqliteCheckpointer) -> 
     state = await graph.aget_state(config)
     contents = [m.content for m in state.values["messages"]]
     assert contents == [
-        "hi", "thinking about hi", "answer #1",
-        "again", "thinking about again", "answer #2",
-        "third", "thinking about third", "answer #3",
+        "hi",
+        "thinking about hi",
+        "answer #1",
+        "again",
+        "thinking about again",
+        "answer #2",
+        "third",
+        "thinking about third",
+        "answer #3",
     ]
     assert state.values["turns"] == 3
     # Streaming async sees the same thread.
@@ -75,8 +81,14 @@ async def test_state_history_and_time_travel(saver: SqliteCheckpointer) -> None:
     history = list(graph.get_state_history(config))
     # Per invoke: the input checkpoint, then one per super-step; newest first.
     assert [(h.metadata["step"], h.metadata["source"], h.next) for h in history] == [
-        (6, "loop", ()), (5, "loop", ("answer",)), (4, "loop", ("think",)), (3, "input", ("__start__",)),
-        (2, "loop", ()), (1, "loop", ("answer",)), (0, "loop", ("think",)), (-1, "input", ("__start__",)),
+        (6, "loop", ()),
+        (5, "loop", ("answer",)),
+        (4, "loop", ("think",)),
+        (3, "input", ("__start__",)),
+        (2, "loop", ()),
+        (1, "loop", ("answer",)),
+        (0, "loop", ("think",)),
+        (-1, "input", ("__start__",)),
     ]
     assert [h.config for h in graph.get_state_history(config, limit=3)] == [h.config for h in history[:3]]
     async_history = [h async for h in graph.aget_state_history(config)]
@@ -84,8 +96,9 @@ async def test_state_history_and_time_travel(saver: SqliteCheckpointer) -> None:
 
     # Travel back to just before "answer" ran in turn one, and fork from there.
     before_answer = next(
-        h for h in history if h.next == ("answer",) and h.values["messages"][0].content == "one"
-        and len(h.values["messages"]) == 2
+        h
+        for h in history
+        if h.next == ("answer",) and h.values["messages"][0].content == "one" and len(h.values["messages"]) == 2
     )
     forked = await graph.ainvoke(None, before_answer.config)
     assert [m.content for m in forked["messages"]] == ["one", "thinking about one", "answer #1"]

@@ -84,15 +84,13 @@ async def test_writes_and_reads_keep_call_order(saver: SqliteCheckpointer) -> No
 
 async def test_writes_queued_together_share_one_commit(saver: SqliteCheckpointer) -> None:
     configs = [
-        await saver.aput(generate_config(f"t{i}"), generate_checkpoint(), generate_metadata(), {})
-        for i in range(10)
+        await saver.aput(generate_config(f"t{i}"), generate_checkpoint(), generate_metadata(), {}) for i in range(10)
     ]
     gate, blocker = _busy_worker(saver)
     await asyncio.sleep(0)
     commits = saver._pool._commits
     writes = [
-        asyncio.ensure_future(saver.aput_writes(config, [("ch", i)], f"task-{i}"))
-        for i, config in enumerate(configs)
+        asyncio.ensure_future(saver.aput_writes(config, [("ch", i)], f"task-{i}")) for i, config in enumerate(configs)
     ]
     await asyncio.sleep(0)
     gate.set()

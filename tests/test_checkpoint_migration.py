@@ -104,8 +104,9 @@ def test_v1_file_migrates_in_place_and_reads_as_before(tmp_path: Path) -> None:
         assert [m.content for m in messages[-2:]] == ["after the upgrade", "re: after the upgrade"]
         assert messages[0].content == "hello 0"
         saver.prune(["delta"], strategy="keep_latest")
-        assert delta_graph(saver).get_state({"configurable": {"thread_id": "delta"}}).values == (
-            want["delta"]["states"][0]
+        assert (
+            delta_graph(saver).get_state({"configurable": {"thread_id": "delta"}}).values
+            == (want["delta"]["states"][0])
         )
 
     with SqliteCheckpointer(path) as reopened:  # a v2 file opens as is
@@ -144,13 +145,9 @@ def test_put_stores_only_new_versions(tmp_path: Path) -> None:
     path = tmp_path / "cp.sqlite"
     with SqliteCheckpointer(path) as saver:
         config = generate_config("t")
-        first = generate_checkpoint(
-            channel_values={"a": [1], "b": "same"}, channel_versions={"a": "1", "b": "1"}
-        )
+        first = generate_checkpoint(channel_values={"a": [1], "b": "same"}, channel_versions={"a": "1", "b": "1"})
         config = saver.put(config, first, {"step": 0}, {"a": "1", "b": "1"})
-        second = generate_checkpoint(
-            channel_values={"a": [1, 2], "b": "same"}, channel_versions={"a": "2", "b": "1"}
-        )
+        second = generate_checkpoint(channel_values={"a": [1, 2], "b": "same"}, channel_versions={"a": "2", "b": "1"})
         # "gone" has a new version but no value (like a DeltaChannel between snapshots).
         second["channel_versions"]["gone"] = "2"
         saver.put(config, second, {"step": 1}, {"a": "2", "gone": "2"})
@@ -209,9 +206,7 @@ def test_delete_for_runs_keeps_only_delta_blobs_of_hidden_rows(tmp_path: Path) -
         saver.delete_for_runs(["r1"])
         assert graph.get_state(config).values == before
         conn = sqlite3.connect(path)
-        hidden_total = conn.execute(
-            "SELECT COUNT(*) FROM checkpoints WHERE hidden = 1"
-        ).fetchone()[0]
+        hidden_total = conn.execute("SELECT COUNT(*) FROM checkpoints WHERE hidden = 1").fetchone()[0]
         conn.close()
         assert hidden_total > 0
         visible_refs = {

@@ -229,9 +229,10 @@ def test_schema_is_versioned_and_refuses_a_newer_one(saver: PostgresCheckpointer
 
 def test_own_schema_beside_other_tables(pg_database: str) -> None:
     """Two schemas in one database are two independent checkpoint stores."""
-    with PostgresCheckpointer(pg_database, schema="tenant_a") as a, PostgresCheckpointer(
-        pg_database, schema="tenant_b"
-    ) as b:
+    with (
+        PostgresCheckpointer(pg_database, schema="tenant_a") as a,
+        PostgresCheckpointer(pg_database, schema="tenant_b") as b,
+    ):
         _put(a, "t")
         assert b.get_tuple(generate_config("t")) is None
         assert a.get_tuple(generate_config("t")) is not None
@@ -291,9 +292,7 @@ async def test_async_calls_do_not_block_the_event_loop(saver: PostgresCheckpoint
     await graph.ainvoke({"messages": [HumanMessage("warm")]}, {"configurable": {"thread_id": "w"}})
     blocker = await psycopg.AsyncConnection.connect(pg_database)
     await blocker.execute(f"LOCK TABLE {_S}.checkpoints IN ACCESS EXCLUSIVE MODE")
-    run = asyncio.create_task(
-        graph.ainvoke({"messages": [HumanMessage("x")]}, {"configurable": {"thread_id": "b"}})
-    )
+    run = asyncio.create_task(graph.ainvoke({"messages": [HumanMessage("x")]}, {"configurable": {"thread_id": "b"}}))
     ticks = 0
     while ticks < 20:  # the loop keeps running while the call waits for the lock
         await asyncio.sleep(0.01)
@@ -539,10 +538,10 @@ def test_copy_from_sqlite_keeps_every_thread_resumable(tmp_path: Any, pg_databas
         _chat_graph(sqlite_saver).invoke({"messages": [HumanMessage("one")]}, chat_config)
         _delta_graph(sqlite_saver).invoke({"log": ["start"], "total": 0}, {"configurable": {"thread_id": "d"}})
         sqlite_saver.prune(["d"])  # leaves hidden rows that the delta state needs
-        _approval_graph(sqlite_saver).invoke({"request": "deploy", "approved": False}, {"configurable": {"thread_id": "ask"}})
-        expected = {
-            t: _delta_graph(sqlite_saver).get_state({"configurable": {"thread_id": t}}).values for t in ("d",)
-        }
+        _approval_graph(sqlite_saver).invoke(
+            {"request": "deploy", "approved": False}, {"configurable": {"thread_id": "ask"}}
+        )
+        expected = {t: _delta_graph(sqlite_saver).get_state({"configurable": {"thread_id": t}}).values for t in ("d",)}
         counts = {t.thread_id: t.checkpoints for t in sqlite_saver.list_threads()}
 
     report = copy_from_sqlite(tmp_path, pg_database)
@@ -594,7 +593,9 @@ def test_cli_checkpoints_migrate(tmp_path: Any, pg_database: str, capsys: Any) -
 
     with SqliteCheckpointer(tmp_path / "checkpoints.sqlite") as sqlite_saver:
         for thread in ("a", "b"):
-            _chat_graph(sqlite_saver).invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": thread}})
+            _chat_graph(sqlite_saver).invoke(
+                {"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": thread}}
+            )
     assert main(["checkpoints", "migrate", str(tmp_path), pg_database, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["threads"] == 2 and report["verified"] is True and report["source"] == "SQLite"

@@ -37,9 +37,7 @@ def _checkpoint_count(db: Path, thread_id: str) -> int:
     except sqlite3.OperationalError:
         return 0
     try:
-        return conn.execute(
-            "SELECT COUNT(*) FROM checkpoints WHERE thread_id = ?", (thread_id,)
-        ).fetchone()[0]
+        return conn.execute("SELECT COUNT(*) FROM checkpoints WHERE thread_id = ?", (thread_id,)).fetchone()[0]
     except sqlite3.OperationalError:  # schema not created yet
         return 0
     finally:

@@ -33,7 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def fake_default_model(monkeypatch, fake_embeddings):
     """The CLI embeds with the configured model; a fake one keeps these tests fast (the MCP tests run the real one)."""
     monkeypatch.setattr(
-        ChromaStore, "default_index", classmethod(lambda cls, model_name=None: {"dims": FAKE_DIMS, "embed": fake_embeddings})
+        ChromaStore,
+        "default_index",
+        classmethod(lambda cls, model_name=None: {"dims": FAKE_DIMS, "embed": fake_embeddings}),
     )
 
 
@@ -91,11 +93,26 @@ def test_data_dir_and_json_go_before_or_after_the_command(live, capsys):
     assert code == 0 and json.loads(out) == first[1]
 
 
-@pytest.mark.parametrize("argv", [
-    ["list"], ["search", "x"], ["get", "k"], ["lineage", "x"], ["versions", "x"], ["delete", "k"], ["stats"],
-    ["retire", "k", "--reason", "r"], ["supersede", "a", "b"], ["reinstate", "k"],
-    ["threads", "list"], ["export", "bundle"], ["archive", "list"], ["archive", "run"], ["index", "check"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["list"],
+        ["search", "x"],
+        ["get", "k"],
+        ["lineage", "x"],
+        ["versions", "x"],
+        ["delete", "k"],
+        ["stats"],
+        ["retire", "k", "--reason", "r"],
+        ["supersede", "a", "b"],
+        ["reinstate", "k"],
+        ["threads", "list"],
+        ["export", "bundle"],
+        ["archive", "list"],
+        ["archive", "run"],
+        ["index", "check"],
+    ],
+)
 def test_a_missing_data_directory_is_named_and_not_created(argv, tmp_path, capsys):
     missing = tmp_path / "no-such-memory"
     code = main(["--data-dir", str(missing), *argv])
@@ -177,7 +194,10 @@ def test_lineage(live, capsys):
     code, lin = _json(capsys, "--data-dir", d, "lineage", live["finding"])
     rows = lin["descendants"]  # flat: each row names its parent
     (child,) = [r for r in rows if r["parent"] == live["finding"]]
-    assert child["id"] == live["s1"] and {r["id"] for r in rows if r["parent"] == live["s1"]} == {live["lesson"], live["s2"]}
+    assert child["id"] == live["s1"] and {r["id"] for r in rows if r["parent"] == live["s1"]} == {
+        live["lesson"],
+        live["s2"],
+    }
     code, out = _run(capsys, "--data-dir", d, "lineage", live["s2"])
     assert code == 0 and "Ancestors" in out and live["finding"] in out
     assert main(["--data-dir", d, "lineage", "unknown-id"]) == 1
@@ -195,7 +215,10 @@ def test_text_in_brackets_is_shown_not_taken_for_markup(data_dir, fake_embedding
 def test_versions(live, capsys):
     d = live["dir"]
     code, rows = _json(capsys, "--data-dir", d, "versions", "mom")
-    assert code == 0 and [(r["version"], r["id"], r["live"]) for r in rows] == [(1, live["s1"], True), (2, live["s2"], True)]
+    assert code == 0 and [(r["version"], r["id"], r["live"]) for r in rows] == [
+        (1, live["s1"], True),
+        (2, live["s2"], True),
+    ]
     code, out = _run(capsys, "--data-dir", d, "versions", "mom")
     assert live["s2"] in out
     assert main(["--data-dir", d, "versions", "no-such-strategy"]) == 1
@@ -203,8 +226,16 @@ def test_versions(live, capsys):
 
 def test_delete_is_a_dry_run_until_yes(live, capsys, fake_embeddings):
     d = live["dir"]
-    code, plan = _json(capsys, "--data-dir", d, "delete", "--namespace", "memories/u1", "--filter",
-                       '{"content": "note 2 about coffee"}')
+    code, plan = _json(
+        capsys,
+        "--data-dir",
+        d,
+        "delete",
+        "--namespace",
+        "memories/u1",
+        "--filter",
+        '{"content": "note 2 about coffee"}',
+    )
     assert code == 0 and plan["dry_run"] and plan["matched"] == 1 and plan["deleted"] == 0
     code, out = _run(capsys, "--data-dir", d, "delete", "--namespace", "memories/u1")
     assert code == 0 and "Dry run: nothing deleted" in out and "m4" in out
@@ -235,9 +266,17 @@ def test_delete_says_what_a_hard_delete_removes_archived_copies_included(live, c
     assert [e["parent_id"] for e in lesson["edges"]] == [live["s1"]]
     assert (s1["live"], s1["vectors"], s1["version"]) == (True, 1, {"name": "mom", "version": 1})
     assert {(e["child_id"], e["relation"]) for e in s1["edges"]} == {
-        (live["s1"], "derived_from"), (live["s2"], "previous_version"), (live["lesson"], "produced")}
+        (live["s1"], "derived_from"),
+        (live["s2"], "previous_version"),
+        (live["lesson"], "produced"),
+    }
     assert (plan["live"], plan["vectors"], plan["lineage_edges"], plan["statuses"], plan["archived_copies"]) == (
-        1, 1, 3, 1, 1)  # the lesson's link to s1 is counted once
+        1,
+        1,
+        3,
+        1,
+        1,
+    )  # the lesson's link to s1 is counted once
     code, out = _run(capsys, "--data-dir", d, "delete", live["lesson"])
     assert code == 0 and "1 archived copy" in out and "its retired status" in out and "Dry run" in out
     # --namespace takes retired items too (searches hide them; a delete must not)
@@ -259,15 +298,34 @@ def test_retire_supersede_reinstate(live, capsys, fake_embeddings):
     d = live["dir"]
     code, st = _json(capsys, "--data-dir", d, "retire", live["finding"], "--reason", "the vendor restated prices")
     assert code == 0 and (st["status"], st["reason"], st["namespace"]) == (
-        "retired", "the vendor restated prices", ["research"])
+        "retired",
+        "the vendor restated prices",
+        ["research"],
+    )
     code, hits = _json(capsys, "--data-dir", d, "search", "Momentum decays after earnings", "--collection", "research")
     assert code == 1 and hits == []
-    code, hits = _json(capsys, "--data-dir", d, "search", "Momentum decays after earnings", "--collection", "research",
-                       "--include-retired")
+    code, hits = _json(
+        capsys,
+        "--data-dir",
+        d,
+        "search",
+        "Momentum decays after earnings",
+        "--collection",
+        "research",
+        "--include-retired",
+    )
     assert code == 0 and [h["key"] for h in hits] == [live["finding"]]
     assert hits[0]["status"]["status"] == "retired" and hits[0]["status"]["reason"] == "the vendor restated prices"
-    code, out = _run(capsys, "--data-dir", d, "search", "Momentum decays after earnings", "--collection", "research",
-                     "--include-retired")
+    code, out = _run(
+        capsys,
+        "--data-dir",
+        d,
+        "search",
+        "Momentum decays after earnings",
+        "--collection",
+        "research",
+        "--include-retired",
+    )
     assert code == 0 and "retired" in out
     code, item = _json(capsys, "--data-dir", d, "get", live["finding"])
     assert code == 0 and item["status"]["status"] == "retired"
@@ -326,8 +384,9 @@ def test_threads_list_and_prune(live, capsys):
     assert code == 0 and sorted(done["threads"]) == ["t0", "t1", "t2"]
     code, threads = _json(capsys, "--data-dir", d, "threads", "list")
     assert all(t["checkpoints"] == 1 for t in threads)  # keep_latest
-    code, done = _json(capsys, "--data-dir", d, "threads", "prune", "--older-than", "0", "--strategy", "delete",
-                       "--yes")
+    code, done = _json(
+        capsys, "--data-dir", d, "threads", "prune", "--older-than", "0", "--strategy", "delete", "--yes"
+    )
     assert code == 0 and main(["--data-dir", d, "threads", "list"]) == 1
 
 
@@ -345,10 +404,18 @@ def test_stats_against_a_known_fixture(live, capsys, fake_embeddings):
         mem.sessions.add_turn("what about stops?", "", thread_id="t2")
     _checkpoint_threads(Path(d), 2)
     code, stats = _json(capsys, "--data-dir", d, "stats")
-    assert (stats["sessions"], stats["active_sessions"], stats["session_turns"], stats["promoted_turns"]) == (2, 1, 2, 1)
+    assert (stats["sessions"], stats["active_sessions"], stats["session_turns"], stats["promoted_turns"]) == (
+        2,
+        1,
+        2,
+        1,
+    )
     c = stats["collections"]
     assert code == 0 and {name: v["items"] for name, v in c.items() if v["items"]} == {
-        "research_findings": 1, "strategy_library": 2, "memories": 8}
+        "research_findings": 1,
+        "strategy_library": 2,
+        "memories": 8,
+    }
     assert (c["memories"]["with_vectors"], c["memories"]["retired"]) == (7, 1)
     assert (c["strategy_library"]["superseded"], c["lessons_learned"]["archived"]) == (1, 1)
     assert (stats["items"], stats["archived"], stats["retired"], stats["superseded"]) == (11, 1, 1, 1)
@@ -369,8 +436,9 @@ def test_threads_in_a_directory_never_checkpointed(live, capsys):
 
 def test_export_then_import_and_a_damaged_bundle(live, tmp_path, capsys, fake_embeddings):
     bundle, target = tmp_path / "share", tmp_path / "teammate"
-    code, manifest = _json(capsys, "--data-dir", live["dir"], "export", str(bundle), "--namespace", "research",
-                           "--namespace", "strategies")
+    code, manifest = _json(
+        capsys, "--data-dir", live["dir"], "export", str(bundle), "--namespace", "research", "--namespace", "strategies"
+    )
     assert code == 0 and manifest["counts"]["items"] == 3 and manifest["counts"]["lineage_edges"] == 2
     assert sorted(p.name for p in bundle.iterdir()) == ["README.md", "manifest.json", "memories.jsonl"]
     code, plan = _json(capsys, "--data-dir", str(target), "import", str(bundle), "--dry-run")
@@ -431,7 +499,9 @@ def test_search_shows_a_spinner_while_the_model_loads(data_dir, capsys, monkeypa
     with Memory.open(data_dir, embeddings=writer) as mem:
         mem.store.put(("memories", "u1"), "m1", {"content": "coffee"})
     model = _SlowModel(fake_embeddings)  # the same model, not loaded yet, as in a fresh process
-    monkeypatch.setattr(ChromaStore, "default_index", classmethod(lambda cls, m=None: {"dims": FAKE_DIMS, "embed": model}))
+    monkeypatch.setattr(
+        ChromaStore, "default_index", classmethod(lambda cls, m=None: {"dims": FAKE_DIMS, "embed": model})
+    )
     monkeypatch.setenv("TTY_COMPATIBLE", "1")
     monkeypatch.setenv("TTY_INTERACTIVE", "1")
     code = main(["--data-dir", str(data_dir), "search", "coffee"])
@@ -470,16 +540,25 @@ def test_archive_search_covers_every_collection_unless_one_is_named(seeded, caps
     with Memory.open(d, embeddings=fake_embeddings) as mem:
         from tests.helpers.archive_data import old_item
 
-        mem.store.items.restore_items([old_item(fake_embeddings, ("research",), "f-old",
-                                                {"content": "lesson number 7 about risk", "confidence": 0.1},
-                                                days=120)])
+        mem.store.items.restore_items(
+            [
+                old_item(
+                    fake_embeddings,
+                    ("research",),
+                    "f-old",
+                    {"content": "lesson number 7 about risk", "confidence": 0.1},
+                    days=120,
+                )
+            ]
+        )
     assert main(["--data-dir", d, "archive", "run"]) == 0
     capsys.readouterr()
     code, hits = _json(capsys, "--data-dir", d, "archive", "search", "lesson number 7 about risk", "-k", "2")
     assert code == 0 and {h["key"] for h in hits} == {"l7", "f-old"}
     assert {h["collection"] for h in hits} == {"lessons_learned", "research_findings"}
-    code, hits = _json(capsys, "--data-dir", d, "archive", "search", "lesson number 7 about risk",
-                       "--collection", "lessons", "-k", "2")
+    code, hits = _json(
+        capsys, "--data-dir", d, "archive", "search", "lesson number 7 about risk", "--collection", "lessons", "-k", "2"
+    )
     assert code == 0 and hits[0]["key"] == "l7" and len(hits) == 2
     code, out = _run(capsys, "--data-dir", d, "archive", "search", "x", "--collection", "regimes")
     assert code == 1 and "No archived matches" in out
@@ -526,9 +605,19 @@ def test_scheduler_runs_until_interrupted(seeded):
     """The real console script, in its own process: it prints that it runs (JSON), then stops on Ctrl-C."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     proc = subprocess.Popen(
-        [str(Path(sys.executable).with_name("langgraph-memory")), "--data-dir", str(seeded), "scheduler",
-         "--interval", "3600", "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        [
+            str(Path(sys.executable).with_name("langgraph-memory")),
+            "--data-dir",
+            str(seeded),
+            "scheduler",
+            "--interval",
+            "3600",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     try:
         first = ""
@@ -555,7 +644,8 @@ def test_index_reindex_moves_to_another_model(data_dir, fake_embeddings, capsys,
     store.close()
     models = {None: fake_embeddings, "shifted": Shifted()}
     monkeypatch.setattr(
-        ChromaStore, "default_index",
+        ChromaStore,
+        "default_index",
         classmethod(lambda cls, model_name=None: {"dims": FAKE_DIMS, "embed": models[model_name]}),
     )
     code, report = _json(capsys, "--data-dir", str(data_dir), "index", "reindex", "--model", "shifted")

@@ -9,13 +9,27 @@ from pathlib import Path
 
 import pytest
 
-HEAVY = ("torch", "sentence_transformers", "chromadb", "onnxruntime", "langgraph_memory.memory",
-         "langgraph_memory.tools", "langgraph_memory.store", "langgraph_memory.ingest")
+HEAVY = (
+    "torch",
+    "sentence_transformers",
+    "chromadb",
+    "onnxruntime",
+    "langgraph_memory.memory",
+    "langgraph_memory.tools",
+    "langgraph_memory.store",
+    "langgraph_memory.ingest",
+)
 
 
 def _run(code: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **env})
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **env},
+    )
 
 
 def test_importing_the_package_loads_no_subsystem() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from langgraph_memory.research.collections import COLLECTIONS, GENERAL, collection_by_name, collection_for
 from langgraph_memory.errors import NotFoundError, ValidationError
+from langgraph_memory.research.collections import COLLECTIONS, GENERAL, collection_by_name, collection_for
 
 
 @pytest.mark.parametrize(

@@ -60,10 +60,12 @@ def test_explicit_config_file_and_errors(tmp_path: Path, monkeypatch: pytest.Mon
         Settings.resolve(lock_timeout=0)
 
 
-def test_lock_timeout_is_one_setting_everywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_embeddings) -> None:
+def test_lock_timeout_is_one_setting_everywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_embeddings
+) -> None:
     from langgraph_memory.checkpoint import SqliteCheckpointer
-    from langgraph_memory.research.lineage import LineageStore
     from langgraph_memory.memory import Memory
+    from langgraph_memory.research.lineage import LineageStore
 
     (tmp_path / "langgraph-memory.toml").write_text("lock_timeout = 7\n")
     assert resolve_lock_timeout() == 7.0 and Settings.resolve().lock_timeout == 7.0

@@ -10,8 +10,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 
 from langgraph_memory import Memory, conversation_node, last_human_text, recall_node
-from langgraph_memory.graph.conversation import approx_tokens, exchanges, format_buffer
 from langgraph_memory.errors import ConfigError
+from langgraph_memory.graph.conversation import approx_tokens, exchanges, format_buffer
 from langgraph_memory.sessions import SessionTurn
 from tests.helpers.session_data import TopicEmbeddings
 
@@ -31,7 +31,9 @@ def echo_model(state: ChatState) -> dict[str, Any]:
 
 def chat_graph(mem: Memory, **node_args: Any) -> Any:
     builder = StateGraph(ChatState)
-    builder.add_node("recall", recall_node(("episodes",), query=last_human_text, output_key="memories", min_relevance=None))
+    builder.add_node(
+        "recall", recall_node(("episodes",), query=last_human_text, output_key="memories", min_relevance=None)
+    )
     builder.add_node("chat", echo_model)
     builder.add_node("conversation", conversation_node(mem.sessions, **node_args))
     builder.add_edge(START, "recall")
@@ -63,7 +65,8 @@ def test_the_node_records_each_turn_with_its_thread_under_invoke(mem: Memory) ->
     out = graph.invoke({"messages": [("user", "rates: and I log every trade")]}, cfg("t1"))
     turns = mem.sessions.get_session_context(thread_id="t1")
     assert [t.user for t in turns] == [
-        "rates: my risk limit is 2% per trade on Treasury futures", "rates: and I never hold over weekends",
+        "rates: my risk limit is 2% per trade on Treasury futures",
+        "rates: and I never hold over weekends",
         "rates: and I log every trade",
     ]
     assert {t.thread_id for t in turns} == {"t1"} and len({t.session_id for t in turns}) == 1
@@ -127,7 +130,11 @@ def test_exchanges_skip_tool_work_and_unanswered_messages() -> None:
     assert (e.user, e.assistant, e.source) == ("price of SPY?", "SPY is at 512.3", "conversation:th:h1:a2")
     # without ids: a hash of the place and the texts, stable across calls
     plain = [("user", "a"), ("ai", "b")]
-    assert exchanges(plain)[0].source == exchanges(list(plain))[0].source != exchanges([("user", "a"), ("ai", "c")])[0].source
+    assert (
+        exchanges(plain)[0].source
+        == exchanges(list(plain))[0].source
+        != exchanges([("user", "a"), ("ai", "c")])[0].source
+    )
     assert exchanges([]) == []
 
 

@@ -78,7 +78,9 @@ def test_random_sigkills_lose_nothing(tmp_path: Path) -> None:
         assert result.ok, f"after kill {kill}: {result.summary()}"
         assert result.probed if kill % 2 == 0 else result.rebuilt  # no clean close: checked or rebuilt before use
         rebuilt += result.rebuilt
-    assert result is not None and result.acknowledged > 500, f"only {result.acknowledged} writes acknowledged in {kill} kills"
+    assert result is not None and result.acknowledged > 500, (
+        f"only {result.acknowledged} writes acknowledged in {kill} kills"
+    )
 
 
 @pytest.mark.slow

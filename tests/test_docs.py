@@ -17,7 +17,7 @@ DOCS = ROOT / "docs"
 
 # Loaded by the build's interpreter before mkdocs: any attempt to open a network connection fails the build,
 # so a plugin that fetches (Material's social cards, privacy plugin, remote inventories) cannot slip in.
-_NO_NETWORK = '''
+_NO_NETWORK = """
 import socket
 
 def _refuse(*args, **kwargs):
@@ -27,7 +27,7 @@ socket.socket.connect = _refuse
 socket.socket.connect_ex = _refuse
 socket.create_connection = _refuse
 socket.getaddrinfo = _refuse
-'''
+"""
 
 
 def test_mkdocs_build_strict_offline(tmp_path: Path) -> None:
@@ -39,8 +39,23 @@ def test_mkdocs_build_strict_offline(tmp_path: Path) -> None:
     env["NO_MKDOCS_2_WARNING"] = "1"
     site = tmp_path / "site"
     done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-f", str(ROOT / "mkdocs.yml"), "-d", str(site)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--quiet",
+            "-f",
+            str(ROOT / "mkdocs.yml"),
+            "-d",
+            str(site),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr + done.stdout
     assert (site / "index.html").is_file()
@@ -49,7 +64,8 @@ def test_mkdocs_build_strict_offline(tmp_path: Path) -> None:
     # Docstrings of objects the reference does not render are not checked by the build: check their links here.
     documented = _inventory(site / "objects.inv")
     links = {
-        ref for path in (ROOT / "langgraph_memory").rglob("*.py")
+        ref
+        for path in (ROOT / "langgraph_memory").rglob("*.py")
         for ref in re.findall(r"\]\[(langgraph_memory[\w.]*)\]", path.read_text())
     }
     assert links, "the docstrings link into the reference"
@@ -73,7 +89,10 @@ def test_network_guard_refuses_a_connection(tmp_path: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(guard))
     done = subprocess.run(
         [sys.executable, "-c", "import socket; socket.create_connection(('127.0.0.1', 9))"],
-        env=env, capture_output=True, text=True, timeout=60,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode != 0
     assert "must not use the network" in done.stderr
@@ -96,7 +115,9 @@ def test_no_plugin_that_fetches() -> None:
 
 
 def _reference_targets() -> list[str]:
-    return sorted({m for page in (DOCS / "reference").glob("*.md") for m in re.findall(r"^::: ([\w.]+)", page.read_text(), re.M)})
+    return sorted(
+        {m for page in (DOCS / "reference").glob("*.md") for m in re.findall(r"^::: ([\w.]+)", page.read_text(), re.M)}
+    )
 
 
 @pytest.mark.parametrize("target", _reference_targets())
@@ -117,7 +138,9 @@ def test_the_root_surface_is_documented() -> None:
     import langgraph_memory
 
     documented = {t.rsplit(".", 1)[-1] for t in _reference_targets()}
-    documented |= set(importlib.import_module("langgraph_memory.errors").__all__)  # the errors page documents the module
+    documented |= set(
+        importlib.import_module("langgraph_memory.errors").__all__
+    )  # the errors page documents the module
     missing = [n for n in langgraph_memory.__all__ if n not in documented]
     assert not missing, f"public names without a reference entry: {missing}"
 

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
-import sys
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
+from langgraph_memory.errors import EmbeddingModelError
+from langgraph_memory.store import ChromaStore
 from langgraph_memory.store.embeddings import (
     DEFAULT_DIMS,
     CachedEmbeddings,
@@ -18,8 +20,6 @@ from langgraph_memory.store.embeddings import (
     default_embeddings,
     embeddings_model_id,
 )
-from langgraph_memory.errors import EmbeddingModelError
-from langgraph_memory.store import ChromaStore
 
 
 def test_importing_the_package_does_not_import_torch() -> None:

@@ -24,7 +24,9 @@ def example():
 
 def test_backtest_is_deterministic_and_lessons_fix_it(example) -> None:
     prices = example.make_prices(7)
-    assert example.backtest(prices, example.BASE_PARAMS) == example.backtest(example.make_prices(7), example.BASE_PARAMS)
+    assert example.backtest(prices, example.BASE_PARAMS) == example.backtest(
+        example.make_prices(7), example.BASE_PARAMS
+    )
     m = example.backtest(prices, example.BASE_PARAMS)
     assert example._diagnose(m, example.BASE_PARAMS, "volatile")["failure_type"] == "whipsaw"
     params, used = example.apply_lessons(
@@ -69,7 +71,7 @@ def test_second_run_benefits_from_the_first(example, tmp_path: Path, real_embedd
     text = out.getvalue()
     assert "Lessons recalled from memory" in text and "whipsaw" in text and "Lineage" in text
     # the lineage tree shows hypotheses and backtests, and the earlier approval, superseded
-    lineage_text = text[text.index("Lineage of the approved strategy"):]
+    lineage_text = text[text.index("Lineage of the approved strategy") :]
     assert "hypotheses [rejected]" in lineage_text and "hypotheses [confirmed]" in lineage_text
     assert "backtest_results v1 backtest [failed]: Sharpe" in lineage_text
     assert "backtest [passed]" in lineage_text

@@ -13,11 +13,11 @@ from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
 from langgraph_memory.errors import ConfigError
-from langgraph_memory.memory import Memory
 from langgraph_memory.graph.nodes import recall_node
-from langgraph_memory.store.ranking import HybridRanking, TemporalConfig, calculate_final_score
-from langgraph_memory.store import ChromaStore
 from langgraph_memory.graph.tools import create_recall_tool
+from langgraph_memory.memory import Memory
+from langgraph_memory.store import ChromaStore
+from langgraph_memory.store.ranking import HybridRanking, TemporalConfig, calculate_final_score
 from tests.conftest import FAKE_DIMS
 from tests.helpers.archive_data import old_item
 
@@ -34,7 +34,7 @@ def _keys(store: ChromaStore, prefix: tuple[str, ...], query: str, **kw) -> list
 
 TRADING = {
     "target": "Tuesday desk notes: credit spreads wider, rates flat; the overnight run of SPY / RSI(14) / "
-              "lookback 60 finished; printer jammed again",
+    "lookback 60 finished; printer jammed again",
     "qqq": "QQQ RSI(2) lookback 20: buy the Nasdaq ETF after two down days",
     "iwm": "IWM RSI(7) lookback 90: mean reversion in small caps",
     "dia": "DIA RSI(21) lookback 30 works in range-bound markets",
@@ -73,10 +73,12 @@ def _twins(store: ChromaStore, emb, *ages_and_accesses: tuple[float, int], ns: s
     """Equal memories (same text, so same vector and keyword score) of the given ages (days) and accesses."""
     text = "cut position size when volatility doubles"
     field = "lesson" if ns == "lessons" else "content"
-    store.items.restore_items([
-        old_item(emb, (ns, f"d{i}"), f"m{i}", {field: text}, days=days, access_count=n, now=NOW)
-        for i, (days, n) in enumerate(ages_and_accesses)
-    ])
+    store.items.restore_items(
+        [
+            old_item(emb, (ns, f"d{i}"), f"m{i}", {field: text}, days=days, access_count=n, now=NOW)
+            for i, (days, n) in enumerate(ages_and_accesses)
+        ]
+    )
 
 
 def test_older_of_two_equal_memories_ranks_lower_by_the_configured_rate(clocked: ChromaStore, fake_embeddings) -> None:
@@ -84,7 +86,7 @@ def test_older_of_two_equal_memories_ranks_lower_by_the_configured_rate(clocked:
     hits = clocked.search(("lessons",), query="volatility doubles", refresh_ttl=False)
     assert [h.key for h in hits] == ["m1", "m0"]
     relevance = hits[0].score / calculate_final_score(1.0, age_hours=24)
-    for hit, days in zip(hits, (1, 5)):  # lessons are episodic: 0.01 per hour
+    for hit, days in zip(hits, (1, 5), strict=False):  # lessons are episodic: 0.01 per hour
         kept = math.exp(-0.01 * 24 * days)
         assert hit.score == pytest.approx(relevance * (0.9 + 0.1 * kept))
     # A faster configured rate widens the gap by exactly that rate.
@@ -137,8 +139,11 @@ def test_without_keywords_and_decay_the_ranking_is_the_dense_ranking(store: Chro
         text = " ".join(WORDS[(i * j) % len(WORDS)] for j in range(1, 4))
         store.put(("notes", f"u{i % 3}"), f"k{i}", {"text": f"{text} {i}", "n": i % 4, "kind": "a" if i % 2 else "b"})
     cases = [
-        (("notes",), {}), (("notes", "u1"), {}), (("notes",), {"filter": {"kind": "a"}}),
-        (("notes",), {"filter": {"n": {"$ne": 2}}, "limit": 7, "offset": 3}), ((), {"limit": 25}),
+        (("notes",), {}),
+        (("notes", "u1"), {}),
+        (("notes",), {"filter": {"kind": "a"}}),
+        (("notes",), {"filter": {"n": {"$ne": 2}}, "limit": 7, "offset": 3}),
+        ((), {"limit": 25}),
     ]
     for prefix, kw in cases:
         for query in ["momentum carry", "gold oil 17", "nothing in common"]:
@@ -156,8 +161,12 @@ def test_without_keywords_and_decay_the_ranking_is_the_dense_ranking(store: Chro
 
 @pytest.mark.parametrize("exact_max", [2000, 5], ids=["exact", "hnsw"])
 def test_keyword_candidates_respect_prefix_filter_and_expiry(data_dir: Path, fake_embeddings, exact_max: int) -> None:
-    store = ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings},
-                        ttl={"omit_expired": True}, ranking=NO_DECAY)
+    store = ChromaStore(
+        data_dir=data_dir,
+        index={"dims": FAKE_DIMS, "embed": fake_embeddings},
+        ttl={"omit_expired": True},
+        ranking=NO_DECAY,
+    )
     store.planner.exact_max = exact_max
     try:
         store.put(("notes", "a"), "in", {"text": "zebra crossing", "kind": "x"})
@@ -208,8 +217,10 @@ def test_results_under_30_percent_are_dropped_by_tools_nodes_and_the_research_ap
         for text in _Angles.COS:
             mem.store_research_finding(text)
             mem.store.put(("memories", "u1"), text, {"text": text}, index=["text"])
-        for ranking, want in [(None, {"alpha note", "beta note"}),
-                              (NO_DECAY, {"alpha note", "beta note", "delta note on zebra"})]:
+        for ranking, want in [
+            (None, {"alpha note", "beta note"}),
+            (NO_DECAY, {"alpha note", "beta note", "delta note on zebra"}),
+        ]:
             mem.store.ranking = ranking  # plain cosine: the relevance percentage; hybrid: a keyword match lifts delta
             assert {h.record.content for h in mem.query_research_findings("zebra", k=10)} == want
             tool = create_recall_tool(("memories", "{user_id}"), store=mem.store, k=10)
@@ -234,8 +245,14 @@ def test_results_under_30_percent_are_dropped_by_tools_nodes_and_the_research_ap
 def test_ranking_option_is_validated(data_dir: Path, fake_embeddings) -> None:
     with pytest.raises(ConfigError, match="HybridRanking"):
         ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings}, ranking="hybrid")  # type: ignore[arg-type]
-    for bad in [{"keyword_weight": 1.5}, {"length_norm": -0.1}, {"temporal_share": 2}, {"candidates": 0},
-                {"temporal": "fast"}, {"keyword_scale": "max"}]:
+    for bad in [
+        {"keyword_weight": 1.5},
+        {"length_norm": -0.1},
+        {"temporal_share": 2},
+        {"candidates": 0},
+        {"temporal": "fast"},
+        {"keyword_scale": "max"},
+    ]:
         with pytest.raises(ValueError):
             HybridRanking(**bad)  # type: ignore[arg-type]
 

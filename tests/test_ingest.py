@@ -294,13 +294,20 @@ async def test_aingest_and_arecall(mem: Memory, tmp_path: Path) -> None:
 
 def test_a_large_file_goes_in_several_batches_and_is_complete_only_at_the_end(data_dir: Path, tmp_path: Path) -> None:
     big = tmp_path / "big.md"
-    big.write_text("".join(f"## Part {i}\n\n" + "".join(f"Sentence {j} of part {i} is about carry. " for j in range(30))
-                           + "\n" for i in range(60)))
+    big.write_text(
+        "".join(
+            f"## Part {i}\n\n" + "".join(f"Sentence {j} of part {i} is about carry. " for j in range(30)) + "\n"
+            for i in range(60)
+        )
+    )
     emb = CountingEmbeddings()
     with Memory.open(data_dir, embeddings=emb) as m:
         calls: list[int] = []
-        report = m.ingest(big, config=IngestConfig(batch_max_chunks=20),
-                          progress=lambda e: calls.append(e.chunks) if e.kind == "stored" else None)
+        report = m.ingest(
+            big,
+            config=IngestConfig(batch_max_chunks=20),
+            progress=lambda e: calls.append(e.chunks) if e.kind == "stored" else None,
+        )
         result = report.ingested[0]
         assert len(calls) > 5 and sum(calls) == result.chunks == emb.texts
         assert len(_items(m, kind="chunk")) == result.chunks
@@ -327,10 +334,13 @@ def test_an_abandoned_claim_is_taken_over_and_its_chunks_rolled_back(data_dir: P
         sha = m.ingest(notes).ingested[0].sha256
         # Make it look as if a process died half-way: its claim is open and a stray chunk is left.
         with m.store.catalog.write() as conn:
-            conn.execute("UPDATE ingested_files SET state = 'ingesting', owner = 'gone-host:1:x', heartbeat_at = ?",
-                         (time.time() - 3600,))
-        m.store.put(NS, chunk_key(sha, 999), {"kind": "chunk", "content": "stray", "content_hash": sha},
-                    index=["content"])
+            conn.execute(
+                "UPDATE ingested_files SET state = 'ingesting', owner = 'gone-host:1:x', heartbeat_at = ?",
+                (time.time() - 3600,),
+            )
+        m.store.put(
+            NS, chunk_key(sha, 999), {"kind": "chunk", "content": "stray", "content_hash": sha}, index=["content"]
+        )
         report = m.ingest(notes)
         assert report.counts()["ingested"] == 1
         keys = {it.key for it in _items(m, content_hash=sha)}
@@ -346,8 +356,17 @@ def test_a_live_claim_makes_the_file_busy(data_dir: Path, tmp_path: Path) -> Non
     sha = sha256_file(notes)
     with Memory.open(data_dir, embeddings=CountingEmbeddings()) as m:
         with m.store.catalog.write() as conn:  # another live process (this one's pid) holds it
-            catalog_files.claim(conn, NS, sha, owner=catalog_files.new_owner(), now=time.time(), stale_after=600,
-                                file_type="markdown", size=1, source_uri="file:///elsewhere.md")
+            catalog_files.claim(
+                conn,
+                NS,
+                sha,
+                owner=catalog_files.new_owner(),
+                now=time.time(),
+                stale_after=600,
+                file_type="markdown",
+                size=1,
+                source_uri="file:///elsewhere.md",
+            )
         report = m.ingest(notes)
         assert report.files[0].status == "busy" and "another process" in report.files[0].reason
         assert _items(m) == []
@@ -380,9 +399,7 @@ def test_a_changed_file_at_the_same_path_is_recognised_with_the_old_keys(mem: Me
     assert mem.ingest(notes).files[0].replaces is None  # unchanged since
 
 
-def test_a_changed_file_leaves_the_old_bytes_current_while_another_path_holds_them(
-    mem: Memory, tmp_path: Path
-) -> None:
+def test_a_changed_file_leaves_the_old_bytes_current_while_another_path_holds_them(mem: Memory, tmp_path: Path) -> None:
     a, b = tmp_path / "a.md", tmp_path / "b.md"
     a.write_text("# Shared\n\nThe same words in two files.\n")
     b.write_text("# Shared\n\nThe same words in two files.\n")

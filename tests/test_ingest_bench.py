@@ -16,7 +16,10 @@ BENCH = Path(__file__).resolve().parents[1] / "bench" / "ingest_bench.py"
 def test_ingest_bench_runs_and_prints_its_table() -> None:
     out = subprocess.run(
         [sys.executable, str(BENCH), "--queries", "10", "--text-files", "2", "--files", "2", "--fake"],
-        capture_output=True, text=True, timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
     assert out.returncode == 0, out.stderr[-3000:]
     rows = [line for line in out.stdout.splitlines() if line.startswith(("| contextual", "| fixed"))]

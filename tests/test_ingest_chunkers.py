@@ -15,8 +15,7 @@ from langgraph_memory.ingest.records import Parent
 from tests.helpers.ingest_docs import MARKDOWN, PYTHON, TEXT, YAML, csv_text
 
 PROSE = " ".join(
-    f"Sentence number {i} says something about markets and risk{'.' if i % 3 else '!'}"
-    + ("\n\n" if i % 7 == 6 else "")
+    f"Sentence number {i} says something about markets and risk{'.' if i % 3 else '!'}" + ("\n\n" if i % 7 == 6 else "")
     for i in range(300)
 )
 
@@ -38,7 +37,7 @@ def _check_offsets(text: str, parents: list[Parent], prefix: str = "") -> None:
         assert p.content == prefix + text[p.start_char : p.end_char]
         assert all(c.parent_index == p.index for c in p.chunks)
         assert p.start_char == p.chunks[0].metadata.start_char and p.end_char == p.chunks[-1].metadata.end_char
-    for a, b in zip(chunks, chunks[1:]):
+    for a, b in zip(chunks, chunks[1:], strict=False):
         shared = max(0, a.metadata.end_char - b.metadata.start_char)
         assert a.metadata.overlap_end == shared == b.metadata.overlap_start
         assert b.metadata.start_char > a.metadata.start_char
@@ -104,7 +103,7 @@ def test_python_cuts_at_top_level_blocks_and_keeps_decorators_with_their_functio
 
 def test_long_python_classes_are_cut_between_methods() -> None:
     methods = "".join(
-        f"    def method_{i}(self, x):\n        \"\"\"Docstring {i}.\"\"\"\n        y = x * {i}\n        return y + {i}\n\n"
+        f'    def method_{i}(self, x):\n        """Docstring {i}."""\n        y = x * {i}\n        return y + {i}\n\n'
         for i in range(30)
     )
     code = "class Big:\n" + methods
@@ -122,7 +121,7 @@ def test_csv_chunks_carry_the_header_and_never_split_a_record() -> None:
     _check_offsets(text, parents, prefix=header)
     for c in _chunks(parents):
         assert c.content.startswith(header)
-        body = c.content[len(header):]
+        body = c.content[len(header) :]
         assert body.count('"') % 2 == 0  # a quoted multi-line note is never cut
         assert re.match(r"2024-01-\d\d,SPY,", body), body[:30]
         assert len(c.content) <= 400 + 50
@@ -132,7 +131,9 @@ def test_yaml_sections_are_top_level_keys_and_documents() -> None:
     big = "".join(f"key_{i}:\n  value: {i}\n  note: {'x' * 120}\n" for i in range(6)) + YAML
     chunks = _chunks(ContextualChunker().chunk_text(big, "yaml"))
     _check_offsets(big, ContextualChunker().chunk_text(big, "yaml"))
-    assert all(re.match(r"(key_\d+|strategy|backtest|---|risk):?", c.content) for c in chunks), [c.content[:12] for c in chunks]
+    assert all(re.match(r"(key_\d+|strategy|backtest|---|risk):?", c.content) for c in chunks), [
+        c.content[:12] for c in chunks
+    ]
 
 
 def test_fixed_window_is_seed_000s_1000_and_500() -> None:
@@ -148,7 +149,9 @@ def test_fixed_window_is_seed_000s_1000_and_500() -> None:
 
 
 def test_parents_pack_whole_sections_up_to_the_cap_and_split_longer_ones() -> None:
-    sections = "".join(f"# Section {i}\n\n" + ("Words of the section go here. " * (30 if i % 2 else 5)) + "\n" for i in range(10))
+    sections = "".join(
+        f"# Section {i}\n\n" + ("Words of the section go here. " * (30 if i % 2 else 5)) + "\n" for i in range(10)
+    )
     parents = ContextualChunker(max_chunks_per_parent=4).chunk_text(sections, "markdown")
     _check_offsets(sections, parents)
     assert all(1 <= len(p.chunks) <= 4 for p in parents)
@@ -176,8 +179,14 @@ def test_config_defaults_are_the_seeds_and_bad_values_are_refused() -> None:
     assert (cfg.fixed_chunk_size, cfg.fixed_overlap) == (1000, 500)
     assert isinstance(make_chunker(cfg), ContextualChunker)
     assert isinstance(make_chunker(cfg.replace(chunker="fixed")), FixedWindowChunker)
-    for bad in ({"overlap_ratio": 0.7}, {"chunk_size": 0}, {"min_chunk_size": 500}, {"chunker": "semantic"},
-                {"fixed_overlap": 1000}, {"batch_max_chunks": True}):
+    for bad in (
+        {"overlap_ratio": 0.7},
+        {"chunk_size": 0},
+        {"min_chunk_size": 500},
+        {"chunker": "semantic"},
+        {"fixed_overlap": 1000},
+        {"batch_max_chunks": True},
+    ):
         with pytest.raises(ConfigError):
             IngestConfig(**bad)
 

@@ -24,7 +24,9 @@ DIMS = 16
 def _corpus(folder: Path) -> None:
     write_corpus(folder)
     for i in range(12):  # files of many sizes, some stored in several batches
-        body = "".join(f"Note {i}.{j}: the desk rebalanced book {j % 7} after move {i * j}. " for j in range(40 * (i + 1)))
+        body = "".join(
+            f"Note {i}.{j}: the desk rebalanced book {j % 7} after move {i * j}. " for j in range(40 * (i + 1))
+        )
         (folder / f"note-{i:02d}.md").write_text(f"# Note {i}\n\n{body}\n")
 
 
@@ -35,8 +37,13 @@ def test_two_processes_ingesting_one_folder_store_each_chunk_once(data_dir: Path
     flag = tmp_path / "go"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     procs = [
-        subprocess.Popen([sys.executable, str(HELPER), str(data_dir), str(folder), str(DIMS), str(flag)],
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, str(HELPER), str(data_dir), str(folder), str(DIMS), str(flag)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for _ in range(2)
     ]
     time.sleep(1.0)

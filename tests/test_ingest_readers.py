@@ -95,7 +95,7 @@ def test_a_bad_byte_is_reported_with_its_offset_in_the_file(tmp_path: Path, bad_
 
 
 def test_a_file_cut_inside_a_character_is_reported_at_that_character(tmp_path: Path) -> None:
-    path = _write(tmp_path, "cut.txt", "abc".encode() + "é".encode()[:1])
+    path = _write(tmp_path, "cut.txt", b"abc" + "é".encode()[:1])
     with pytest.raises(FileEncodingError) as info:
         list(decode_pieces(path, "text"))
     assert info.value.offset == 3

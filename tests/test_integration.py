@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -20,7 +20,7 @@ def test_lineage_answers_for_an_archived_ancestor(data_dir: Path) -> None:
         lesson = mem.store_lesson("Fading spikes failed in trends", strategy_id=strategy.id, iteration=1)
 
         # 100 days on, the low-confidence finding and the lesson are stale; the strong finding is kept.
-        later = datetime.now(timezone.utc) + timedelta(days=100)
+        later = datetime.now(UTC) + timedelta(days=100)
         report = mem.archiver.run(now=later)
         moved = {name: c.archived for name, c in report.collections.items()}
         assert moved.get("research_findings") == 1 and moved.get("lessons_learned") == 1

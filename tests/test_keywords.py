@@ -66,9 +66,11 @@ def _check_in_step(store: ChromaStore, root: tuple[str, ...]) -> None:
         }
         for word in WORDS:
             want = {i for i, text in live.items() if word in re.findall(r"\w+", text.lower())}
-            got = set() if scope is None else {
-                i for i, _ in _keywords.search(conn, word, where=scope[0], params=scope[1], limit=10_000)
-            }
+            got = (
+                set()
+                if scope is None
+                else {i for i, _ in _keywords.search(conn, word, where=scope[0], params=scope[1], limit=10_000)}
+            )
             assert got == want, word
 
 
@@ -115,8 +117,10 @@ def test_keyword_index_stays_in_step_with_every_write_path(shared, ops: list) ->
             if item is not None:
                 store.put(root + sub, key, item.value, ttl=1.0)
                 with store.catalog.write() as conn:
-                    conn.execute("UPDATE items SET expires_at = ? WHERE key = ? AND expires_at IS NOT NULL",
-                                 (time.time() - 60, key))
+                    conn.execute(
+                        "UPDATE items SET expires_at = ? WHERE key = ? AND expires_at IS NOT NULL",
+                        (time.time() - 60, key),
+                    )
                 store.sweep_ttl()
         elif kind == "archive":  # everything idle for 90 days as of a date in the future leaves the store
             archiver.run(now=time.time() + 91 * DAY)
@@ -140,6 +144,7 @@ def test_search_is_scoped_by_prefix_and_filter_like_vector_search(store: ChromaS
     store.put(("lessons", "b"), "2", {"lesson": "gold drifts", "kind": "y"})
     store.put(("notes", "a"), "3", {"text": "gold in notes"})
     with store.catalog.read() as conn:
+
         def keys(ids: list[int]) -> set[str]:
             return {row[0] for row in conn.execute(f"SELECT key FROM items WHERE id IN ({','.join(map(str, ids))})")}
 

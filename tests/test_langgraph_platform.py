@@ -22,7 +22,9 @@ from langgraph_memory.platform import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-EMBED_FILE = "from langchain_core.embeddings import DeterministicFakeEmbedding\nemb = DeterministicFakeEmbedding(size=16)\n"
+EMBED_FILE = (
+    "from langchain_core.embeddings import DeterministicFakeEmbedding\nemb = DeterministicFakeEmbedding(size=16)\n"
+)
 
 
 @pytest.fixture

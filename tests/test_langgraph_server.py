@@ -131,12 +131,26 @@ def server(tmp_path: Path) -> Iterator[Server]:
     for _attempt in range(3):  # the free port may be taken between asking for it and the server's bind
         port = _free_port()
         url = f"http://127.0.0.1:{port}"
-        cli = [sys.executable, "-m", "langgraph_cli", "dev", "--no-browser", "--no-reload",
-               "--host", "127.0.0.1", "--port", str(port)]
+        cli = [
+            sys.executable,
+            "-m",
+            "langgraph_cli",
+            "dev",
+            "--no-browser",
+            "--no-reload",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ]
         with log.open("wb") as out:
             proc = subprocess.Popen(
-                cli, cwd=project / "langgraph_app", env=_server_env(data_dir),
-                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                cli,
+                cwd=project / "langgraph_app",
+                env=_server_env(data_dir),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         if not _lost_port(proc, url, log):
             break
@@ -170,8 +184,14 @@ async def _scenario(url: str) -> dict[str, object]:
     found = await client.store.search_items(["lessons"], query="momentum lookback too short, whipsawed", limit=10)
     got = await client.store.get_item(["lessons"], first["stored_lesson_ids"][0])
     spaces = await client.store.list_namespaces(prefix=["lessons"])
-    return {"first": first, "second": second, "found": found["items"], "got": got, "spaces": spaces["namespaces"],
-            "thread_id": thread_id}
+    return {
+        "first": first,
+        "second": second,
+        "found": found["items"],
+        "got": got,
+        "spaces": spaces["namespaces"],
+        "thread_id": thread_id,
+    }
 
 
 def test_example_app_under_langgraph_dev(server: Server) -> None:

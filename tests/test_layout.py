@@ -199,13 +199,18 @@ def _sql_on_catalog_tables(path: Path, tables: list[str], *, name: str | None = 
         id(node.body[0].value)
         for node in ast.walk(tree)
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-        and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
     }
     rel = name or path.relative_to(PACKAGE).as_posix()
     found = []
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr in ("execute", "executemany", "executescript")):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("execute", "executemany", "executescript")
+        ):
             found.append(f"{rel}:{node.lineno} calls .{node.func.attr}()")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
             if m := on_table.search(node.value):
@@ -221,7 +226,9 @@ def test_no_sql_on_catalog_tables_outside_the_catalog() -> None:
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE).as_posix()
-        if rel.startswith("catalog/") or any(rel == a or (a.endswith("/") and rel.startswith(a)) for a in SQL_ELSEWHERE):
+        if rel.startswith("catalog/") or any(
+            rel == a or (a.endswith("/") and rel.startswith(a)) for a in SQL_ELSEWHERE
+        ):
             continue
         found += _sql_on_catalog_tables(path, tables)
     assert found == [], "move these statements into langgraph_memory/catalog/ as named queries:\n" + "\n".join(found)
@@ -230,7 +237,7 @@ def test_no_sql_on_catalog_tables_outside_the_catalog() -> None:
 def test_the_sql_check_sees_statements_and_fragments(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
     probe.write_text(
-        'def f(conn, ids):\n'
+        "def f(conn, ids):\n"
         '    """Reads FROM items, in prose: a docstring is not SQL."""\n'
         '    conn.execute("SELECT 1")\n'
         '    where = f"v.item_id IN ({ids}) AND i.ns_id IN (SELECT id FROM namespaces WHERE collection = ?)"\n'

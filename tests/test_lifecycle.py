@@ -11,12 +11,12 @@ from langgraph.store.base import SearchOp
 from typing_extensions import TypedDict
 
 from langgraph_memory.catalog._schema import SCHEMA_VERSION
-from tests.helpers.catalog_versions import make_version_1
 from langgraph_memory.errors import NotFoundError, ValidationError
-from langgraph_memory.memory import Memory
 from langgraph_memory.graph.nodes import recall_node
-from langgraph_memory.store import ChromaStore, SearchAllOp
 from langgraph_memory.graph.tools import create_recall_tool
+from langgraph_memory.memory import Memory
+from langgraph_memory.store import ChromaStore, SearchAllOp
+from tests.helpers.catalog_versions import make_version_1
 
 DAY = 86400.0
 
@@ -58,10 +58,12 @@ def test_retired_and_superseded_items_leave_every_search_plan(mem: Memory, plan:
     # a get by key still reads it
     assert store.get(("research",), "f3") is not None
     # SearchAllOp mixes with other ops in one batch
-    plain, everything = store.batch([
-        SearchOp(("research",), {"confidence": 0.5}, 30, 0, query),
-        SearchAllOp(("research",), {"confidence": 0.5}, 30, 0, query),
-    ])
+    plain, everything = store.batch(
+        [
+            SearchOp(("research",), {"confidence": 0.5}, 30, 0, query),
+            SearchAllOp(("research",), {"confidence": 0.5}, 30, 0, query),
+        ]
+    )
     assert len(plain) == 28 and len(everything) == 30
 
 
@@ -101,11 +103,17 @@ def test_retire_supersede_reinstate_typed_items(mem: Memory) -> None:
     f2 = mem.store_research_finding("Momentum decays after earnings, corrected sample", source="technical")
     f3 = mem.store_research_finding("Analysts herd", source="technical")
     st = mem.supersede(f1.id, f2.id, "corrected the sample")
-    assert (st.status, st.superseded_by, st.reason, st.collection) == ("superseded", f2.id, "corrected the sample",
-                                                                      "research_findings")
-    assert ("supersedes" in {e.relation for e in mem.lineage_store.parents(f2.id)})
+    assert (st.status, st.superseded_by, st.reason, st.collection) == (
+        "superseded",
+        f2.id,
+        "corrected the sample",
+        "research_findings",
+    )
+    assert "supersedes" in {e.relation for e in mem.lineage_store.parents(f2.id)}
     assert {h.id for h in mem.query_research_findings("momentum", k=10, min_relevance=None)} == {f2.id, f3.id}
-    hits = {h.id: h.status for h in mem.query_research_findings("momentum", k=10, include_retired=True, min_relevance=None)}
+    hits = {
+        h.id: h.status for h in mem.query_research_findings("momentum", k=10, include_retired=True, min_relevance=None)
+    }
     assert hits[f1.id] is not None and hits[f1.id].status == "superseded" and hits[f2.id] is None
 
     retired = mem.retire(f1.id, "the vendor restated the prices")
@@ -150,7 +158,9 @@ class _S(TypedDict, total=False):
 
 def _recall_graph(mem: Memory, **kwargs):
     b = StateGraph(_S)
-    b.add_node("recall", recall_node(("lessons",), query="query", output_key="found", k=10, **kwargs, min_relevance=None))
+    b.add_node(
+        "recall", recall_node(("lessons",), query="query", output_key="found", k=10, **kwargs, min_relevance=None)
+    )
     b.add_edge(START, "recall")
     b.add_edge("recall", END)
     return b.compile(store=mem.store)
@@ -186,7 +196,9 @@ def test_include_retired_is_harmless_with_other_stores(fake_embeddings) -> None:
     store = InMemoryStore(index={"dims": 16, "embed": fake_embeddings})
     store.put(("lessons",), "a", {"lesson": "x"})
     b = StateGraph(_S)
-    b.add_node("recall", recall_node(("lessons",), query="query", output_key="found", include_retired=True, min_relevance=None))
+    b.add_node(
+        "recall", recall_node(("lessons",), query="query", output_key="found", include_retired=True, min_relevance=None)
+    )
     b.add_edge(START, "recall")
     b.add_edge("recall", END)
     assert [h["key"] for h in b.compile(store=store).invoke({"query": "x"})["found"]] == ["a"]
@@ -295,7 +307,9 @@ def test_hard_delete_says_what_it_removes(mem: Memory) -> None:
     assert dry.dry_run and dry.live and dry.vectors == 1 and dry.lineage_node
     assert dry.version == ("mom", 1) and dry.status is not None and dry.status.status == "retired"
     assert {(e.child_id, e.parent_id, e.relation) for e in dry.edges} == {
-        (s1.id, f.id, "derived_from"), (s2.id, s1.id, "previous_version"), (lesson.id, s1.id, "produced"),
+        (s1.id, f.id, "derived_from"),
+        (s2.id, s1.id, "previous_version"),
+        (lesson.id, s1.id, "produced"),
     }
     assert str(dry).startswith(f"would delete {s1.id} in strategy_library")
     assert "3 links" in str(dry) and "version 1 of 'mom'" in str(dry) and "retired status" in str(dry)
@@ -344,7 +358,11 @@ def test_delete_many_removes_everything_each_item_had_in_one_go(mem: Memory) -> 
     dry = mem.lifecycle.delete_many(keys, dry_run=True)
     assert [r.id for r in dry] == [s.id, archived.id, "note", "never-stored"]
     assert [(r.live, r.lineage_node, len(r.edges), r.archived_copies) for r in dry] == [
-        (True, True, 2, 0), (False, True, 1, 1), (True, False, 0, 0), (False, False, 0, 0)]
+        (True, True, 2, 0),
+        (False, True, 1, 1),
+        (True, False, 0, 0),
+        (False, False, 0, 0),
+    ]
     assert dry[2].status is not None and dry[2].status.reason == "noise" and not dry[3].removed_anything
     assert dry[0].version == ("mom", 1) and dry[1].as_dict()["archived_copies"] == 1
     assert mem.store.get(ns, "note") is not None and mem.lineage_store.item(s.id) is not None  # a dry run

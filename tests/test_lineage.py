@@ -21,7 +21,7 @@ def lin(tmp_path: Path):
 
 def _chain(lin: LineageStore, ids: list[str]) -> None:
     lin.register(ids[0], "research_findings", ("research",))
-    for parent, child in zip(ids, ids[1:]):
+    for parent, child in zip(ids, ids[1:], strict=False):
         lin.register(child, "strategy_library", ("strategies",), parents=[(parent, "derived_from")])
 
 
@@ -113,7 +113,9 @@ def test_build_lineage_tree_merges_relations_and_marks_unknown(lin: LineageStore
     lin.register("s2", "strategy_library", ("strategies",), parents=[("l1", "derived_from")])
     lin.link("s2", "l1", "resolves")
     known = {"f": "finding", "s1": "strategy one", "s2": "strategy two"}  # l1 is "archived"
-    result = build_lineage(lin, "s1", lambda refs: {r.id: NodeSummary(known[r.id], "live") for r in refs if r.id in known})
+    result = build_lineage(
+        lin, "s1", lambda refs: {r.id: NodeSummary(known[r.id], "live") for r in refs if r.id in known}
+    )
     assert [a.id for a in result.ancestors] == ["f"]
     assert result.ancestors[0].summary == "finding"
     lesson = result.descendants.children[0]

@@ -33,8 +33,9 @@ def chain(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
         with mem.lineage_store._write() as conn:  # one transaction: the chain, each the parent of the next
             prev = None
             for i in ids:
-                LineageStore.register_in(conn, i, "research_findings", ns,
-                                         parents=[(prev, "derived_from")] if prev else [])
+                LineageStore.register_in(
+                    conn, i, "research_findings", ns, parents=[(prev, "derived_from")] if prev else []
+                )
                 prev = i
     return data_dir, ids
 

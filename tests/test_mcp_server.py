@@ -27,8 +27,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from langgraph_memory.cli import main
 from langgraph_memory.config import MIN_RELEVANCE
-from langgraph_memory.mcp.server import MemoryTools, check_bind
 from langgraph_memory.errors import ConfigError
+from langgraph_memory.mcp.server import MemoryTools, check_bind
 from langgraph_memory.memory import Memory
 
 HELPER = Path(__file__).resolve().parent / "helpers" / "mcp_fake_server.py"
@@ -41,7 +41,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "LANGGRAPH_MEMORY_MCP_TOKEN": TOKEN}
     proc = subprocess.Popen(
         [sys.executable, str(HELPER), "--data-dir", str(data_dir), "mcp", "--transport", "http", "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     try:
         url = None
@@ -86,8 +89,10 @@ def _local(server: dict[str, Any]) -> Memory:
 
 def _count(server: dict[str, Any]) -> int:
     with _local(server) as mem, mem.store.catalog.read() as conn:
-        return conn.execute("SELECT count(*) FROM items").fetchone()[0] + conn.execute(
-            "SELECT count(*) FROM lineage_edges").fetchone()[0]
+        return (
+            conn.execute("SELECT count(*) FROM items").fetchone()[0]
+            + conn.execute("SELECT count(*) FROM lineage_edges").fetchone()[0]
+        )
 
 
 async def test_every_tool_is_listed_with_its_limits(server) -> None:
@@ -101,11 +106,18 @@ async def test_every_tool_is_listed_with_its_limits(server) -> None:
 
 
 async def test_store_and_search_memory(server) -> None:
-    texts = ["User prefers TypeScript over JavaScript", "Deploys happen on Tuesdays", "The cat is called Miso",
-             "Risk limits are reviewed monthly", "Coffee before standup"]
+    texts = [
+        "User prefers TypeScript over JavaScript",
+        "Deploys happen on Tuesdays",
+        "The cat is called Miso",
+        "Risk limits are reviewed monthly",
+        "Coffee before standup",
+    ]
     async with _client(server["url"]) as client:
         stored = [await _call(client, "store_memory", content=t, tags=["seed", f"n{i}"]) for i, t in enumerate(texts)]
-        assert all(s["success"] and s["embedding_dimensions"] == 16 and s["timestamp"].endswith("+00:00") for s in stored)
+        assert all(
+            s["success"] and s["embedding_dimensions"] == 16 and s["timestamp"].endswith("+00:00") for s in stored
+        )
         found = await _call(client, "search_memory", query=texts[0], limit=20)
     results = found["results"]
     assert results[0]["memory_id"] == stored[0]["memory_id"] and results[0]["relevance_score"] == 100.0
@@ -125,27 +137,57 @@ async def test_store_and_search_memory(server) -> None:
 
 async def test_typed_research_tools_and_lineage(server) -> None:
     async with _client(server["url"]) as client:
-        f = await _call(client, "store_research_finding", content="Momentum decays after earnings",
-                        source="technical", confidence=0.8, tags=["momentum"])
-        s1 = await _call(client, "store_strategy", name="mcp-mom", description="Buy 20-day winners",
-                         parent_id=f["id"], parameters={"lookback": 20}, metrics={"sharpe_ratio": 0.4})
+        f = await _call(
+            client,
+            "store_research_finding",
+            content="Momentum decays after earnings",
+            source="technical",
+            confidence=0.8,
+            tags=["momentum"],
+        )
+        s1 = await _call(
+            client,
+            "store_strategy",
+            name="mcp-mom",
+            description="Buy 20-day winners",
+            parent_id=f["id"],
+            parameters={"lookback": 20},
+            metrics={"sharpe_ratio": 0.4},
+        )
         s2 = await _call(client, "store_strategy", name="mcp-mom", description="Buy 60-day winners")
-        lesson = await _call(client, "store_lesson", lesson="20-day lookbacks whipsaw", strategy_id=s1["id"],
-                             iteration=1, failure_type="backtest", feedback={"trades": 140})
+        lesson = await _call(
+            client,
+            "store_lesson",
+            lesson="20-day lookbacks whipsaw",
+            strategy_id=s1["id"],
+            iteration=1,
+            failure_type="backtest",
+            feedback={"trades": 140},
+        )
         resolved = await _call(client, "resolve_lesson", lesson_id=lesson["id"], resolution_id=s2["id"])
         approved = await _call(client, "set_strategy_status", strategy_id=s2["id"], status="approved")
-        regime = await _call(client, "store_market_regime", description="Choppy high-volatility market",
-                             regime_type="volatile", volatility=0.3, start_date="2024-01-01")
+        regime = await _call(
+            client,
+            "store_market_regime",
+            description="Choppy high-volatility market",
+            regime_type="volatile",
+            volatility=0.3,
+            start_date="2024-01-01",
+        )
         versions = await _call(client, "strategy_versions", name="mcp-mom")
         hits = {
-            "research": await _call(client, "query_research_findings", query="Momentum decays after earnings",
-                                    min_confidence=0.5),
-            "strategies": await _call(client, "get_similar_strategies", description="Buy 60-day winners",
-                                      status="approved"),
-            "lessons": await _call(client, "get_relevant_lessons", context="20-day lookbacks whipsaw",
-                                   include_resolved=True),
-            "regimes": await _call(client, "query_market_regimes", query="Choppy high-volatility market",
-                                   regime_type="volatile"),
+            "research": await _call(
+                client, "query_research_findings", query="Momentum decays after earnings", min_confidence=0.5
+            ),
+            "strategies": await _call(
+                client, "get_similar_strategies", description="Buy 60-day winners", status="approved"
+            ),
+            "lessons": await _call(
+                client, "get_relevant_lessons", context="20-day lookbacks whipsaw", include_resolved=True
+            ),
+            "regimes": await _call(
+                client, "query_market_regimes", query="Choppy high-volatility market", regime_type="volatile"
+            ),
         }
         lineage = await _call(client, "get_lineage", item_id=lesson["id"])
         record = await _call(client, "get_memory", memory_id=s1["id"])
@@ -163,24 +205,54 @@ async def test_typed_research_tools_and_lineage(server) -> None:
 
 async def test_hypotheses_backtests_tool_definitions_and_stats(server) -> None:
     async with _client(server["url"]) as client:
-        h = await _call(client, "store_hypothesis", statement="Momentum persists in trending regimes",
-                        rationale="trends last months", confidence=0.6, tags=["momentum"])
-        s = await _call(client, "store_strategy", name="mcp-trend", description="60-day momentum",
-                        parameters={"lookback": 60})
-        b = await _call(client, "store_backtest", strategy_id=s["id"], period_start="2015-01-02",
-                        period_end="2024-12-31", universe=["SPY"], sharpe=1.1, max_drawdown=0.18, trades=42,
-                        win_rate=0.55, costs={"commission_bps": 1.0, "slippage_bps": 2.0},
-                        equity_curve=[100, 110, 90, 120], passed=True)
-        updated = await _call(client, "update_hypothesis", hypothesis_id=h["id"], status="confirmed",
-                              add_evidence=[b["id"]])
-        hyps = await _call(client, "query_hypotheses", query="Momentum persists in trending regimes",
-                           status="confirmed")
+        h = await _call(
+            client,
+            "store_hypothesis",
+            statement="Momentum persists in trending regimes",
+            rationale="trends last months",
+            confidence=0.6,
+            tags=["momentum"],
+        )
+        s = await _call(
+            client, "store_strategy", name="mcp-trend", description="60-day momentum", parameters={"lookback": 60}
+        )
+        b = await _call(
+            client,
+            "store_backtest",
+            strategy_id=s["id"],
+            period_start="2015-01-02",
+            period_end="2024-12-31",
+            universe=["SPY"],
+            sharpe=1.1,
+            max_drawdown=0.18,
+            trades=42,
+            win_rate=0.55,
+            costs={"commission_bps": 1.0, "slippage_bps": 2.0},
+            equity_curve=[100, 110, 90, 120],
+            passed=True,
+        )
+        updated = await _call(
+            client, "update_hypothesis", hypothesis_id=h["id"], status="confirmed", add_evidence=[b["id"]]
+        )
+        hyps = await _call(
+            client, "query_hypotheses", query="Momentum persists in trending regimes", status="confirmed"
+        )
         by_strategy = await _call(client, "query_backtests", strategy_id=s["id"], min_sharpe=1.0)
         none_passing = await _call(client, "query_backtests", strategy_id=s["id"], passed=False)
-        t1 = await _call(client, "store_tool_definition", name="mcp-fetch", description="Daily closes for a ticker",
-                         parameters={"type": "object", "properties": {"ticker": {"type": "string"}}})
-        t2 = await _call(client, "store_tool_definition", name="mcp-fetch", description="Daily closes, adjusted",
-                         parameters={"type": "object", "properties": {"ticker": {"type": "string"}}})
+        t1 = await _call(
+            client,
+            "store_tool_definition",
+            name="mcp-fetch",
+            description="Daily closes for a ticker",
+            parameters={"type": "object", "properties": {"ticker": {"type": "string"}}},
+        )
+        t2 = await _call(
+            client,
+            "store_tool_definition",
+            name="mcp-fetch",
+            description="Daily closes, adjusted",
+            parameters={"type": "object", "properties": {"ticker": {"type": "string"}}},
+        )
         current = await _call(client, "get_tool_definition", name="mcp-fetch")
         first = await _call(client, "get_tool_definition", name="mcp-fetch", version=1)
         tools = await _call(client, "query_tool_definitions", query="Daily closes, adjusted", kind="tool")
@@ -202,9 +274,12 @@ async def test_hypotheses_backtests_tool_definitions_and_stats(server) -> None:
         assert mem.status(t1["id"]).superseded_by == t2["id"]
         local = mem.stats().as_dict()
     assert {n: c["items"] for n, c in stats["collections"].items()} == {
-        n: c["items"] for n, c in local["collections"].items()}
+        n: c["items"] for n, c in local["collections"].items()
+    }
     assert stats["collections"]["backtest_results"]["items"] >= 1 and stats["collections"]["hypotheses"]["items"] >= 1
-    assert stats["collections"]["tool_definitions"]["superseded"] >= 1 and stats["lineage_edges"] == local["lineage_edges"]
+    assert (
+        stats["collections"]["tool_definitions"]["superseded"] >= 1 and stats["lineage_edges"] == local["lineage_edges"]
+    )
 
 
 async def test_an_agent_can_retire_supersede_and_reinstate_a_memory(server) -> None:
@@ -219,7 +294,11 @@ async def test_an_agent_can_retire_supersede_and_reinstate_a_memory(server) -> N
 
         assert wrong["memory_id"] in await found("The desk rebalances on Mondays")
         retired = await _call(client, "retire_memory", memory_id=wrong["memory_id"], reason="it is Fridays")
-        assert (retired["status"], retired["reason"], retired["namespace"]) == ("retired", "it is Fridays", ["memories"])
+        assert (retired["status"], retired["reason"], retired["namespace"]) == (
+            "retired",
+            "it is Fridays",
+            ["memories"],
+        )
         assert wrong["memory_id"] not in await found("The desk rebalances on Mondays")
         assert right["memory_id"] in await found("The desk rebalances on Fridays")
         got = await _call(client, "get_memory", memory_id=wrong["memory_id"])  # still readable by id, marked
@@ -242,8 +321,10 @@ async def test_an_agent_can_retire_supersede_and_reinstate_a_memory(server) -> N
     async with _client(server["url"]) as client:
         done = await _call(client, "retire_memory", memory_id="pref", reason="changed", namespace=["memories", "u9"])
         assert done["namespace"] == ["memories", "u9"]
-        assert "pref" not in {r["memory_id"] for r in (await _call(client, "search_memory",
-                                                                      query="User u9 likes long reports"))["results"]}
+        assert "pref" not in {
+            r["memory_id"]
+            for r in (await _call(client, "search_memory", query="User u9 likes long reports"))["results"]
+        }
 
 
 BAD_INPUT = [
@@ -328,8 +409,9 @@ async def test_two_clients_at_once(server) -> None:
 async def test_http_needs_the_token(server) -> None:
     async with httpx2.AsyncClient() as http:
         for headers in ({}, {"Authorization": "Bearer wrong-token-0123456789"}):
-            response = await http.post(server["url"], json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
-                                       headers=headers)
+            response = await http.post(
+                server["url"], json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers=headers
+            )
             assert response.status_code == 401
 
 
@@ -338,8 +420,13 @@ def test_binding_beyond_loopback_needs_a_flag_and_a_token(capsys) -> None:
     check_bind("::1", None, False)
     check_bind("localhost", None, False)
     check_bind("0.0.0.0", TOKEN, True)
-    for host, token, allow in (("0.0.0.0", None, False), ("0.0.0.0", TOKEN, False), ("0.0.0.0", None, True),
-                               ("192.168.1.5", TOKEN, False), ("127.0.0.1", "short", False)):
+    for host, token, allow in (
+        ("0.0.0.0", None, False),
+        ("0.0.0.0", TOKEN, False),
+        ("0.0.0.0", None, True),
+        ("192.168.1.5", TOKEN, False),
+        ("127.0.0.1", "short", False),
+    ):
         with pytest.raises(ConfigError):
             check_bind(host, token, allow)
     code = main(["mcp", "--transport", "http", "--host", "0.0.0.0", "--data-dir", "/nonexistent/never-created"])

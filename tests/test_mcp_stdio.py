@@ -37,17 +37,24 @@ async def test_the_installed_command_serves_memory_over_stdio_with_the_default_m
     params = StdioServerParameters(command=str(CLI), args=["--data-dir", str(data_dir), "mcp"], env=ENV)
     async with Client(params, read_timeout_seconds=180) as client:
         assert [t.name for t in (await client.list_tools()).tools] == list(MemoryTools.TOOLS)
-        ts = await _call(client, "store_memory", content="User prefers TypeScript over JavaScript",
-                         tags=["preference", "language"])
+        ts = await _call(
+            client, "store_memory", content="User prefers TypeScript over JavaScript", tags=["preference", "language"]
+        )
         await _call(client, "store_memory", content="The office plants are watered on Fridays", tags=["office"])
         assert ts["embedding_dimensions"] == 384
         found = await _call(client, "search_memory", query="Does the user prefer TypeScript or JavaScript?", limit=5)
         assert [r["memory_id"] for r in found["results"]] == [ts["memory_id"]]  # the plants fell under 30 %
         assert 30.0 <= found["results"][0]["relevance_score"] <= 100.0
-        f = await _call(client, "store_research_finding", content="Realised volatility clusters in crises",
-                        source="technical", confidence=0.7)
-        s = await _call(client, "store_strategy", name="vol", description="Cut exposure when volatility jumps",
-                        parent_id=f["id"])
+        f = await _call(
+            client,
+            "store_research_finding",
+            content="Realised volatility clusters in crises",
+            source="technical",
+            confidence=0.7,
+        )
+        s = await _call(
+            client, "store_strategy", name="vol", description="Cut exposure when volatility jumps", parent_id=f["id"]
+        )
         hits = await _call(client, "query_research_findings", query="volatility clustering during market stress")
         assert hits["results"][0]["id"] == f["id"] and hits["results"][0]["relevance_score"] >= 30.0
         assert (await _call(client, "get_lineage", item_id=s["id"]))["ancestors"][0]["id"] == f["id"]
@@ -61,8 +68,9 @@ async def test_two_servers_on_one_data_directory(tmp_path: Path) -> None:
     Memory.open(data_dir, embeddings=DeterministicFakeEmbedding(size=16)).close()
 
     async def agent(name: str) -> list[tuple[str, str]]:
-        params = StdioServerParameters(command=sys.executable,
-                                       args=[str(HELPER), "--data-dir", str(data_dir), "mcp"], env=ENV)
+        params = StdioServerParameters(
+            command=sys.executable, args=[str(HELPER), "--data-dir", str(data_dir), "mcp"], env=ENV
+        )
         async with Client(params, read_timeout_seconds=120) as client:
             out = []
             for i in range(12):

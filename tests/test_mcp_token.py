@@ -39,9 +39,23 @@ def test_token_file_and_case_insensitive_scheme(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "LANGGRAPH_MEMORY_MCP_TOKEN"}
     env["HF_HUB_OFFLINE"] = "1"
     proc = subprocess.Popen(
-        [sys.executable, str(HELPER), "--data-dir", str(tmp_path / "memory"), "mcp", "--transport", "http",
-         "--port", "0", "--token-file", str(token_file)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+        [
+            sys.executable,
+            str(HELPER),
+            "--data-dir",
+            str(tmp_path / "memory"),
+            "mcp",
+            "--transport",
+            "http",
+            "--port",
+            "0",
+            "--token-file",
+            str(token_file),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     try:
         url = None
@@ -69,8 +83,9 @@ def test_token_file_and_case_insensitive_scheme(tmp_path: Path) -> None:
 
 def test_token_on_the_command_line_warns(tmp_path: Path, capsys) -> None:
     # An address that check_bind refuses stops the command before it opens anything; the warning comes first.
-    code = main(["--data-dir", str(tmp_path / "m"), "mcp", "--transport", "http", "--host", "0.0.0.0",
-                 "--token", "t" * 32])
+    code = main(
+        ["--data-dir", str(tmp_path / "m"), "mcp", "--transport", "http", "--host", "0.0.0.0", "--token", "t" * 32]
+    )
     err = capsys.readouterr().err
     assert code == 2
     assert "--token-file" in err and "ps" in err

@@ -9,7 +9,6 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memory.checkpoint import SqliteCheckpointer
-from langgraph_memory.research.collections import Lesson, ResearchFinding, Strategy
 from langgraph_memory.errors import (
     ConfigError,
     LineageCycleError,
@@ -18,6 +17,7 @@ from langgraph_memory.errors import (
     ValidationError,
 )
 from langgraph_memory.memory import Memory
+from langgraph_memory.research.collections import Lesson, ResearchFinding, Strategy
 from langgraph_memory.store import ChromaStore
 
 
@@ -105,10 +105,16 @@ def test_research_findings_store_and_query_filters(mem: Memory) -> None:
 
     all_ids = {h.id for h in mem.query_research_findings("anything", k=10, min_relevance=None)}
     assert all_ids == {f1.id, f2.id, f3.id}
-    assert {h.id for h in mem.query_research_findings("x", k=10, source="technical", min_relevance=None)} == {f1.id, f3.id}
+    assert {h.id for h in mem.query_research_findings("x", k=10, source="technical", min_relevance=None)} == {
+        f1.id,
+        f3.id,
+    }
     # findings without a confidence do not pass a minimum
     assert {h.id for h in mem.query_research_findings("x", k=10, min_confidence=0.5, min_relevance=None)} == {f1.id}
-    assert {h.id for h in mem.query_research_findings("x", k=10, min_confidence=0.3, min_relevance=None)} == {f1.id, f2.id}
+    assert {h.id for h in mem.query_research_findings("x", k=10, min_confidence=0.3, min_relevance=None)} == {
+        f1.id,
+        f2.id,
+    }
     hits = mem.query_research_findings("x", k=2, min_relevance=None)
     assert len(hits) == 2 and all(isinstance(h.score, float) for h in hits)
     assert hits[0].score >= hits[1].score
@@ -198,8 +204,11 @@ def test_lessons_store_relevant_unresolved_and_resolve(mem: Memory) -> None:
     resolved = mem.resolve_lesson(l1.id, s2.id)
     assert resolved.resolved and resolved.resolution_id == s2.id
     assert {h.id for h in mem.get_relevant_lessons("momentum", k=10, min_relevance=None)} == {l2.id}
-    assert {h.id for h in mem.get_relevant_lessons("momentum", k=10, include_resolved=True, min_relevance=None)} == {l1.id, l2.id}
-    assert ("resolves" in {e.relation for e in mem.lineage_store.parents(s2.id)})
+    assert {h.id for h in mem.get_relevant_lessons("momentum", k=10, include_resolved=True, min_relevance=None)} == {
+        l1.id,
+        l2.id,
+    }
+    assert "resolves" in {e.relation for e in mem.lineage_store.parents(s2.id)}
 
 
 def test_resolving_with_an_ancestor_is_a_cycle(mem: Memory) -> None:
@@ -230,7 +239,9 @@ def test_market_regimes(mem: Memory) -> None:
     )
     mem.store_market_regime("Quiet uptrend", regime_type="bull", volatility=0.1, trend_strength=0.8)
     assert _is_uuid(r1.id) and r1.volatility == 0.35
-    assert {h.id for h in mem.query_market_regimes("selloff", k=10, regime_type="volatile", min_relevance=None)} == {r1.id}
+    assert {h.id for h in mem.query_market_regimes("selloff", k=10, regime_type="volatile", min_relevance=None)} == {
+        r1.id
+    }
     assert len(mem.query_market_regimes("market", k=10, min_relevance=None)) == 2
     with pytest.raises(ValidationError):
         mem.store_market_regime("x", regime_type="crab")
@@ -338,8 +349,9 @@ def test_semantic_recall_with_the_default_model(data_dir: Path, real_embeddings)
         whipsaw = mem.store_lesson("Short lookback momentum gets whipsawed in choppy volatile markets")
         mem.store_lesson("The office coffee machine needs descaling every month")
         mem.store_lesson("Bond auctions settle two days after the trade date")
-        hits = mem.get_relevant_lessons("trend following strategy losing money in a volatile market", k=3,
-                                         min_relevance=None)
+        hits = mem.get_relevant_lessons(
+            "trend following strategy losing money in a volatile market", k=3, min_relevance=None
+        )
         assert hits[0].id == whipsaw.id
         assert hits[0].score > hits[1].score
         relevant = mem.get_relevant_lessons("momentum whipsaw", min_relevance=0.3)
@@ -395,8 +407,8 @@ def test_memory_node_and_archiver_share_one_lineage_store_and_one_settings(
     from langgraph.graph import END, START, StateGraph
 
     from langgraph_memory.config import Settings
-    from langgraph_memory.research.lineage import LineageStore
     from langgraph_memory.graph.nodes import store_node
+    from langgraph_memory.research.lineage import LineageStore
 
     made: list[LineageStore] = []
     resolved: list[Settings] = []

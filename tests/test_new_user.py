@@ -82,8 +82,10 @@ def test_a_directory_that_cannot_be_written_is_a_typed_error(tmp_path: Path, cap
     with tmpfs(tmp_path, "32m") as mnt:
         data_dir = mnt / "memory"
         # Made by another process, so that this one holds no file open when the mount turns read-only.
-        code = ("from langgraph_memory import Memory; m = Memory.open(%r, embeddings=False); "
-                "m.store.put(('notes',), 'a', {'text': 'x'}, index=False); m.close()" % str(data_dir))
+        code = (
+            f"from langgraph_memory import Memory; m = Memory.open({str(data_dir)!r}, embeddings=False); "
+            "m.store.put(('notes',), 'a', {'text': 'x'}, index=False); m.close()"
+        )
         subprocess.run([sys.executable, "-c", code], check=True)
         remount_read_only(mnt)
         with pytest.raises(ReadOnlyError):

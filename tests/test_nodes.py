@@ -10,8 +10,8 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 
 from langgraph_memory.errors import ConfigError, LineageError
-from langgraph_memory.research.lineage import LineageStore
 from langgraph_memory.graph.nodes import format_namespace, recall_node, store_node
+from langgraph_memory.research.lineage import LineageStore
 
 
 class State(TypedDict, total=False):
@@ -58,8 +58,12 @@ async def test_store_then_recall_ainvoke(any_store) -> None:
     g = _graph(
         any_store,
         ("store", store_node("lessons", values="texts")),
-        ("recall", recall_node(["lessons", "research"], query=lambda s: s["query"].upper(), output_key="hits",
-                               min_relevance=None)),
+        (
+            "recall",
+            recall_node(
+                ["lessons", "research"], query=lambda s: s["query"].upper(), output_key="hits", min_relevance=None
+            ),
+        ),
     )
     out = await g.ainvoke({"query": "chop", "texts": {"lesson": "dict value", "severity": "minor"}})
     assert len(out["stored_ids"]) == 1
@@ -72,12 +76,15 @@ def test_recall_k_min_relevance_filter_and_dedup(any_store) -> None:
     for i in range(8):
         any_store.put(("research", "a"), f"k{i}", {"content": f"finding {i}", "source": "x" if i % 2 else "y"})
     # Fake vectors have no meaning: the 30 % relevance default is tested with real scores in test_hybrid.py.
-    g = _graph(any_store, ("recall", recall_node(["research", ("research", "a")], output_key="hits", k=3,
-                                                 min_relevance=None)))
+    g = _graph(
+        any_store, ("recall", recall_node(["research", ("research", "a")], output_key="hits", k=3, min_relevance=None))
+    )
     hits = g.invoke({"query": "finding"})["hits"]
     assert len(hits) == 3 and len({h["key"] for h in hits}) == 3  # overlapping prefixes, no duplicates
-    g = _graph(any_store, ("recall", recall_node("research", output_key="hits", k=10, filter={"source": "x"},
-                                                 min_relevance=None)))
+    g = _graph(
+        any_store,
+        ("recall", recall_node("research", output_key="hits", k=10, filter={"source": "x"}, min_relevance=None)),
+    )
     assert {h["value"]["source"] for h in g.invoke({"query": "finding"})["hits"]} == {"x"}
     g = _graph(any_store, ("recall", recall_node("research", output_key="hits", min_relevance=1.01)))
     assert g.invoke({"query": "finding"})["hits"] == []

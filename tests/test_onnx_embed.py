@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from langgraph_memory.errors import ConfigError, ModelFileError
 from langgraph_memory.store import _onnx_cache
 from langgraph_memory.store._onnx_embed import OnnxSentenceEncoder
 from langgraph_memory.store.embeddings import SentenceTransformerEmbeddings, embeddings_model_id
-from langgraph_memory.errors import ConfigError, ModelFileError
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None and importlib.util.find_spec("onnx") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="the torch reference (and the export) need torch and onnx")
@@ -187,8 +187,9 @@ def _without_torch(code: str, env_cache: Path) -> subprocess.CompletedProcess[st
     """Run ``code`` in a Python where ``import torch`` and ``import onnx`` fail, as on a machine without them."""
     prelude = "import sys; sys.modules['torch'] = None; sys.modules['onnx'] = None\n"
     env = {**os.environ, _onnx_cache.MODEL_CACHE_ENV: str(env_cache)}
-    return subprocess.run([sys.executable, "-c", prelude + code], check=False, capture_output=True, text=True,
-                          env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", prelude + code], check=False, capture_output=True, text=True, env=env, timeout=300
+    )
 
 
 def test_a_verified_file_loads_without_torch(tmp_path: Path, verified_file: Path) -> None:

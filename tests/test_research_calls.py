@@ -24,21 +24,29 @@ from tests.conftest import FAKE_DIMS
 def fake_default_model(monkeypatch, fake_embeddings):
     """The CLI embeds with the configured model; a fake one keeps these tests fast."""
     monkeypatch.setattr(
-        ChromaStore, "default_index", classmethod(lambda cls, model_name=None: {"dims": FAKE_DIMS, "embed": fake_embeddings})
+        ChromaStore,
+        "default_index",
+        classmethod(lambda cls, model_name=None: {"dims": FAKE_DIMS, "embed": fake_embeddings}),
     )
 
 
 def _declared(name: str) -> list[str]:
     """The parameters the research API declares for ``name``, as offered (``k`` is ``limit``)."""
     params = inspect.signature(CALLS[name]).parameters.values()
-    return ["limit" if p.name == "k" else p.name for p in params
-            if p.name not in HIDDEN and p.kind is not inspect.Parameter.VAR_KEYWORD]
+    return [
+        "limit" if p.name == "k" else p.name
+        for p in params
+        if p.name not in HIDDEN and p.kind is not inspect.Parameter.VAR_KEYWORD
+    ]
 
 
 def _cli_options(name: str) -> list[str]:
     parser = build_parser()
-    research = next(a for a in parser._subparsers._group_actions[0].choices["research"]._actions  # noqa: SLF001
-                    if isinstance(a, argparse._SubParsersAction))  # noqa: SLF001
+    research = next(
+        a
+        for a in parser._subparsers._group_actions[0].choices["research"]._actions  # noqa: SLF001
+        if isinstance(a, argparse._SubParsersAction)
+    )  # noqa: SLF001
     sub = research.choices[name]
     return [a.dest for a in sub._actions if a.option_strings and a.dest not in ("help", "data_dir", "json", "verbose")]  # noqa: SLF001
 
@@ -65,10 +73,36 @@ def _cli_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
 
 def test_the_research_command_stores_and_queries(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     d = str(tmp_path / "memory")
-    s = _cli_json(capsys, "--data-dir", d, "research", "store_strategy", "--name", "mom",
-                  "--description", "Buy 60-day winners", "--parameters", '{"lookback": 60}', "--status", "tested")
-    b = _cli_json(capsys, "--data-dir", d, "research", "store_backtest", "--strategy-id", s["id"],
-                  "--sharpe", "1.3", "--universe", "SPY", "QQQ", "--passed")
+    s = _cli_json(
+        capsys,
+        "--data-dir",
+        d,
+        "research",
+        "store_strategy",
+        "--name",
+        "mom",
+        "--description",
+        "Buy 60-day winners",
+        "--parameters",
+        '{"lookback": 60}',
+        "--status",
+        "tested",
+    )
+    b = _cli_json(
+        capsys,
+        "--data-dir",
+        d,
+        "research",
+        "store_backtest",
+        "--strategy-id",
+        s["id"],
+        "--sharpe",
+        "1.3",
+        "--universe",
+        "SPY",
+        "QQQ",
+        "--passed",
+    )
     assert (b["strategy_name"], b["strategy_version"], b["universe"], b["passed"]) == ("mom", 1, ["SPY", "QQQ"], True)
     found = _cli_json(capsys, "--data-dir", d, "research", "query_backtests", "--strategy-id", s["id"])
     assert [r["id"] for r in found["results"]] == [b["id"]]

@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from langgraph_memory.errors import LineageError, NotFoundError, ValidationError
+from langgraph_memory.memory import Memory
 from langgraph_memory.research.collections import (
+    MEMORY_TYPES,
     BacktestResult,
     EquityCurve,
     Hypothesis,
@@ -15,9 +18,6 @@ from langgraph_memory.research.collections import (
     collection_for,
     parameter_hash,
 )
-from langgraph_memory.errors import LineageError, NotFoundError, ValidationError
-from langgraph_memory.memory import Memory
-from langgraph_memory.research.collections import MEMORY_TYPES
 
 
 @pytest.fixture
@@ -40,7 +40,9 @@ def test_new_collections_are_typed_and_have_memory_types() -> None:
     with pytest.raises(ValidationError, match="max_drawdown"):
         collection_for(("backtests",)).validate({"summary": "x", "max_drawdown": -0.1})
     with pytest.raises(ValidationError, match="period_end"):
-        collection_for(("backtests",)).validate({"summary": "x", "period_start": "2020-01-01", "period_end": "2019-01-01"})
+        collection_for(("backtests",)).validate(
+            {"summary": "x", "period_start": "2020-01-01", "period_end": "2019-01-01"}
+        )
     with pytest.raises(ValidationError, match="trades"):
         collection_for(("backtests",)).validate({"summary": "x", "trades": 1.5})
 
@@ -62,8 +64,12 @@ def test_equity_curve_summary_and_parameter_hash() -> None:
 def test_hypotheses_store_update_query(mem: Memory) -> None:
     f = mem.store_research_finding("Trends persist for months", source="technical")
     h = mem.store_hypothesis(
-        "Momentum persists in trending regimes", rationale="f says so", confidence=0.6, parent_id=f.id,
-        evidence_ids=[f.id, f.id], tags=["eq"],
+        "Momentum persists in trending regimes",
+        rationale="f says so",
+        confidence=0.6,
+        parent_id=f.id,
+        evidence_ids=[f.id, f.id],
+        tags=["eq"],
     )
     other = mem.store_hypothesis("Carry pays in calm markets", status="testing", confidence=0.3)
     assert isinstance(h, Hypothesis) and h.status == "proposed" and h.evidence_ids == [f.id]
@@ -170,7 +176,9 @@ def test_tool_definitions_version_and_supersede(mem: Memory) -> None:
         "fetch_prices", "Daily closes and volumes for a ticker", parameters=schema, definition={"returns": "frame"}
     )
     wf = mem.store_tool_definition(
-        "rebalance", "Monthly rebalance workflow", kind="workflow",
+        "rebalance",
+        "Monthly rebalance workflow",
+        kind="workflow",
         steps=[{"tool": "fetch_prices", "args": {"ticker": "SPY"}}, {"tool": "optimise"}],
     )
     assert t2.version == 2 and wf.version == 1 and wf.steps[0]["tool"] == "fetch_prices"
@@ -180,7 +188,9 @@ def test_tool_definitions_version_and_supersede(mem: Memory) -> None:
     assert {h.id for h in mem.query_tool_definitions("prices", k=10, min_relevance=None)} == {t2.id, wf.id}
     everything = mem.query_tool_definitions("prices", k=10, include_retired=True, min_relevance=None)
     assert {h.id: (h.status.status if h.status else None) for h in everything} == {
-        t1.id: "superseded", t2.id: None, wf.id: None
+        t1.id: "superseded",
+        t2.id: None,
+        wf.id: None,
     }
     assert [h.id for h in mem.query_tool_definitions("x", k=10, kind="workflow", min_relevance=None)] == [wf.id]
     assert mem.get_tool_definition("fetch_prices").id == t2.id
@@ -213,7 +223,11 @@ def test_lineage_across_all_seven_collections(mem: Memory) -> None:
     lin = mem.lineage(lesson.id)
     assert lin.ancestor_ids == [f.id, regime.id, h.id, tool.id, s.id, b.id]
     assert [a.collection for a in lin.ancestors] == [
-        "research_findings", "market_regimes", "hypotheses", "tool_definitions", "strategy_library",
+        "research_findings",
+        "market_regimes",
+        "hypotheses",
+        "tool_definitions",
+        "strategy_library",
         "backtest_results",
     ]
     assert lin.item.collection == "lessons_learned"
@@ -260,8 +274,18 @@ async def test_async_twins_of_the_new_calls(mem: Memory) -> None:
 
 
 def test_async_twins_have_real_signatures() -> None:
-    for name in ("store_backtest", "query_backtests", "store_hypothesis", "store_tool_definition", "store_strategy",
-                 "query_research_findings", "retire", "supersede", "delete", "cleanup_decayed"):
+    for name in (
+        "store_backtest",
+        "query_backtests",
+        "store_hypothesis",
+        "store_tool_definition",
+        "store_strategy",
+        "query_research_findings",
+        "retire",
+        "supersede",
+        "delete",
+        "cleanup_decayed",
+    ):
         sync, twin = getattr(Memory, name), getattr(Memory, "a" + name)
         assert inspect.iscoroutinefunction(twin), name
         assert inspect.signature(twin) == inspect.signature(sync), name

@@ -27,8 +27,8 @@ from langgraph_memory.checkpoint import SqliteCheckpointer
 from langgraph_memory.config import MIN_RELEVANCE
 from langgraph_memory.errors import ReadOnlyError, StoreBackendError
 from langgraph_memory.graph.nodes import format_namespace, recall_node, store_node
-from langgraph_memory.store import ChromaStore
 from langgraph_memory.graph.tools import create_recall_tool, create_store_tool
+from langgraph_memory.store import ChromaStore
 from tests.conftest import FAKE_DIMS
 from tests.helpers.graphs import react_graph
 
@@ -47,14 +47,19 @@ def test_1_store_tool_stores_the_text_alone_and_it_scores_like_langmems_copy(dat
         cfg = {"configurable": {"user_id": "ours"}}
         key = create_store_tool(store=store).invoke({"content": text}, cfg)
         assert store.get(("memories", "ours"), key).value == {"content": text}  # no "id" beside the text
-        g = react_graph(store, [langmem.create_manage_memory_tool(namespace=("memories", "{user_id}"))],
-                   [{"name": "manage_memory", "args": {"content": text, "action": "create"}}])
+        g = react_graph(
+            store,
+            [langmem.create_manage_memory_tool(namespace=("memories", "{user_id}"))],
+            [{"name": "manage_memory", "args": {"content": text, "action": "create"}}],
+        )
         g.invoke({"messages": [HumanMessage("remember")]}, {"configurable": {"user_id": "langmem"}})
         query = "what format does the user like for briefings?"
         ours = store.search(("memories", "ours"), query=query)[0].score
         theirs = store.search(("memories", "langmem"), query=query)[0].score
         assert ours >= MIN_RELEVANCE and ours == pytest.approx(theirs, abs=1e-6)
-        recalled = json.loads(create_recall_tool(store=store, min_relevance=MIN_RELEVANCE).invoke({"query": query}, cfg))
+        recalled = json.loads(
+            create_recall_tool(store=store, min_relevance=MIN_RELEVANCE).invoke({"query": query}, cfg)
+        )
         assert [h["key"] for h in recalled] == [key]
     finally:
         store.close()
@@ -78,8 +83,9 @@ def test_2_namespace_templates_read_the_runtime_context_and_langmems_placeholder
     b = StateGraph(NodeState, context_schema=UserContext)
     b.add_node("remember", store_node(("memories", "{user_id}"), values="texts"))
     # Fake vectors: no relevance threshold (the 30 % rule is tested with real scores in test_hybrid.py).
-    b.add_node("recall", recall_node(("memories", "{langgraph_user_id}"), query="query", output_key="hits",
-                                     min_relevance=None))
+    b.add_node(
+        "recall", recall_node(("memories", "{langgraph_user_id}"), query="query", output_key="hits", min_relevance=None)
+    )
     b.add_edge(START, "remember")
     b.add_edge("remember", "recall")
     b.add_edge("recall", END)
@@ -89,17 +95,29 @@ def test_2_namespace_templates_read_the_runtime_context_and_langmems_placeholder
     assert store.search(("memories", "alice"))[0].value["content"] == "likes espresso"
 
     # Tools in a ToolNode read it too, and a dict context works as well as a dataclass.
-    tools = [create_store_tool(("memories", "{langgraph_user_id}")),
-             create_recall_tool(("memories", "{user_id}"), min_relevance=None)]
-    g = react_graph(store, tools, [{"name": "store_memory", "args": {"content": "trades the Nikkei"}},
-                              {"name": "recall_memory", "args": {"query": "Nikkei"}}], context_schema=dict)
+    tools = [
+        create_store_tool(("memories", "{langgraph_user_id}")),
+        create_recall_tool(("memories", "{user_id}"), min_relevance=None),
+    ]
+    g = react_graph(
+        store,
+        tools,
+        [
+            {"name": "store_memory", "args": {"content": "trades the Nikkei"}},
+            {"name": "recall_memory", "args": {"query": "Nikkei"}},
+        ],
+        context_schema=dict,
+    )
     msgs = g.invoke({"messages": [HumanMessage("hi")]}, context={"user_id": "bob"})["messages"]
     key, recalled = [m.content for m in msgs if isinstance(m, ToolMessage)]
     assert store.get(("memories", "bob"), key) is not None
     assert [h["key"] for h in json.loads(recalled)] == [key]
 
     # Outside a graph: either placeholder from either key; the context wins over configurable.
-    assert format_namespace(("memories", "{user_id}"), {"configurable": {"langgraph_user_id": "u1"}}) == ("memories", "u1")
+    assert format_namespace(("memories", "{user_id}"), {"configurable": {"langgraph_user_id": "u1"}}) == (
+        "memories",
+        "u1",
+    )
     assert format_namespace("{langgraph_user_id}", {"configurable": {"user_id": "u2"}}) == ("u2",)
 
 
@@ -109,14 +127,21 @@ def test_2_namespace_templates_read_the_runtime_context_and_langmems_placeholder
 def test_3_as_vectorstore_is_read_only_with_clean_metadata(store: ChromaStore) -> None:
     store.put(("research", "desk1"), "f1", {"content": "Carry unwinds in volatility spikes", "confidence": 0.7})
     vs = store.as_vectorstore("research")
-    for write in (lambda: vs.add_texts(["bypassing the catalog"]), lambda: vs.delete(ids=["f1"]),
-                  lambda: vs.delete_collection()):
+    for write in (
+        lambda: vs.add_texts(["bypassing the catalog"]),
+        lambda: vs.delete(ids=["f1"]),
+        lambda: vs.delete_collection(),
+    ):
         with pytest.raises(ReadOnlyError, match="read-only"):
             write()
     (doc,) = vs.similarity_search("Carry unwinds in volatility spikes", k=1)
     assert doc.page_content == "Carry unwinds in volatility spikes"
-    assert doc.metadata == {"content": "Carry unwinds in volatility spikes", "confidence": 0.7,
-                            "namespace": ["research", "desk1"], "key": "f1"}
+    assert doc.metadata == {
+        "content": "Carry unwinds in volatility spikes",
+        "confidence": 0.7,
+        "namespace": ["research", "desk1"],
+        "key": "f1",
+    }
     assert [r.key for r in store.search(("research",))] == ["f1"]  # nothing changed behind the store's back
 
 
@@ -163,7 +188,9 @@ async def test_4_async_code_calls_asetup(tmp_path: Path, fake_embeddings) -> Non
         await saver.asetup()
         graph = builder.compile(checkpointer=saver)
         assert await graph.ainvoke(1, {"configurable": {"thread_id": "t"}}) == 2
-    async with ChromaStore.from_conn_string(str(tmp_path / "m"), index={"dims": FAKE_DIMS, "embed": fake_embeddings}) as store:
+    async with ChromaStore.from_conn_string(
+        str(tmp_path / "m"), index={"dims": FAKE_DIMS, "embed": fake_embeddings}
+    ) as store:
         await store.asetup()
         await store.aput(("docs",), "d1", {"text": "async"})
         assert (await store.aget(("docs",), "d1")).value == {"text": "async"}

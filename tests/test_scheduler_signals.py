@@ -21,8 +21,15 @@ from langgraph_memory import Memory
 
 def _start(data_dir: Path, *, ignore_sigint: bool) -> subprocess.Popen[str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    argv = [str(Path(sys.executable).with_name("langgraph-memory")), "--data-dir", str(data_dir), "scheduler",
-            "--interval", "3600", "--json"]
+    argv = [
+        str(Path(sys.executable).with_name("langgraph-memory")),
+        "--data-dir",
+        str(data_dir),
+        "scheduler",
+        "--interval",
+        "3600",
+        "--json",
+    ]
     if ignore_sigint:  # as a background job of a non-interactive shell starts: SIGINT ignored, then exec
         argv = ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *argv]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)

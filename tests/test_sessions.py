@@ -142,7 +142,9 @@ def test_session_context_and_recent_context(mem: Memory, clock: Clock) -> None:
     assert sm.current_session("t1") is None
     assert len(sm.get_session_context(thread_id="t1", include_expired=True)) == 20
     sid = ctx[0].session_id
-    assert sm.get_session_context(sid) == [] and len(sm.get_session_context(sid, max_turns=50, include_expired=True)) == 25
+    assert (
+        sm.get_session_context(sid) == [] and len(sm.get_session_context(sid, max_turns=50, include_expired=True)) == 25
+    )
     with pytest.raises(NotFoundError):
         sm.get_session_context("no-such-session")
 
@@ -219,8 +221,9 @@ def test_novelty_against_memory_and_explicit_importance(mem: Memory, clock: Cloc
     clock.advance(minutes=1)
     sm.add_turn("rates: remember this", "", thread_id="a", importance=1.0)
     clock.advance(minutes=1)
-    sm.add_turn("rates: the Fed's new building has 14 floors and a library", "", thread_id="a",
-                importance=0.0)  # and one marked unimportant is not
+    sm.add_turn(
+        "rates: the Fed's new building has 14 floors and a library", "", thread_id="a", importance=0.0
+    )  # and one marked unimportant is not
     done = sm.promote_to_longterm(again)
     turns = {t.index: t for t in sm.get_session_context(again, include_expired=True)}
     assert turns[0].signals["similarity_memory"] == pytest.approx(1.0, abs=1e-5)  # type: ignore[index]
@@ -302,8 +305,9 @@ def test_sessions_survive_reopening(data_dir: Path, clock: Clock) -> None:
 
 
 def test_memory_sessions_use_the_scope(data_dir: Path) -> None:
-    with Memory.open(data_dir, embeddings=TopicEmbeddings(), scope="desk-1",
-                     session_config=SessionConfig(promotion_threshold=0.0)) as mem:
+    with Memory.open(
+        data_dir, embeddings=TopicEmbeddings(), scope="desk-1", session_config=SessionConfig(promotion_threshold=0.0)
+    ) as mem:
         sid = mem.sessions.add_turn("rates: anything", "")
         (turn,) = mem.sessions.promote_to_longterm(sid)
         assert mem.sessions.namespace == ("episodes", "desk-1")

@@ -75,14 +75,21 @@ def snapshot(mem: Memory) -> dict[str, Any]:
     for s in mem.sessions.list_sessions(limit=10_000):
         turns = mem.sessions.get_session_context(s.id, max_turns=1000, include_expired=True)
         out["sessions"][s.id] = (
-            s.state, s.n_turns, s.n_promoted,
+            s.state,
+            s.n_turns,
+            s.n_promoted,
             [(t.index, t.importance, t.memory_key) for t in turns],
         )
     for item in mem.store.search(("episodes",), limit=10_000):
         parents = [(e.parent_id, e.relation) for e in mem.lineage_store.parents(item.key)]
         value = {k: v for k, v in item.value.items()}
-        out["memories"][item.key] = (value["content"], value["importance"], value["chunks"], value["session_id"],
-                                     sorted(parents))
+        out["memories"][item.key] = (
+            value["content"],
+            value["importance"],
+            value["chunks"],
+            value["session_id"],
+            sorted(parents),
+        )
     return out
 
 
@@ -151,11 +158,12 @@ def test_sigkill_mid_promotion_loses_no_turn_and_promotes_none_twice(tmp_path: P
         with mem.store.catalog.read() as conn:
             ids = dict(conn.execute("SELECT key, id FROM items"))
             vectors = _items.load_vectors(conn, list(ids.values()))
-        for key, (content, _importance, chunks, session_id, _parents) in got["memories"].items():
+        for key, (_content, _importance, chunks, session_id, _parents) in got["memories"].items():
             stored = np.stack([np.frombuffer(v, dtype=np.float32) for _i, _p, v in vectors[ids[key]]])
             want = np.asarray(emb.embed_documents(chunks), dtype=np.float32)
             assert stored.shape == want.shape and np.allclose(
-                stored / np.linalg.norm(stored, axis=1, keepdims=True), want / np.linalg.norm(want, axis=1, keepdims=True),
+                stored / np.linalg.norm(stored, axis=1, keepdims=True),
+                want / np.linalg.norm(want, axis=1, keepdims=True),
                 atol=1e-5,
             )
             by_session = mem.store.search(("episodes",), filter={"session_id": session_id}, limit=100)

@@ -32,7 +32,6 @@ from langgraph.graph import StateGraph
 
 from langgraph_memory.archive import Archiver
 from langgraph_memory.checkpoint import SqliteCheckpointer
-from langgraph_memory.store.embeddings import CachedEmbeddings
 from langgraph_memory.errors import (
     CorruptFileError,
     DiskFullError,
@@ -40,6 +39,7 @@ from langgraph_memory.errors import (
     StorageError,
 )
 from langgraph_memory.store import ChromaStore
+from langgraph_memory.store.embeddings import CachedEmbeddings
 from tests.helpers.tmpfs import fill, remount_read_only, tmpfs
 
 MODES = ("garbage", "half", "header")
@@ -445,4 +445,3 @@ def test_full_disk_checkpointer_raises_disk_full_error_and_recovers(tmp_path: Pa
             assert graph.invoke("z", _cfg("t0")) == "zx"
             assert asyncio.run(graph.ainvoke("w", _cfg("t0"))) == "wx"
             assert saver.get_tuple(_cfg("t0")) is not None
-

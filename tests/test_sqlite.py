@@ -18,9 +18,7 @@ HELPER = Path(__file__).parent / "helpers" / "sqlite_open_race.py"
 
 
 @pytest.mark.parametrize("kind", ["embedding-cache", "catalog", "manifest"])
-def test_processes_opening_a_new_side_file_together_all_succeed_and_leave_it_in_wal(
-    kind: str, tmp_path: Path
-) -> None:
+def test_processes_opening_a_new_side_file_together_all_succeed_and_leave_it_in_wal(kind: str, tmp_path: Path) -> None:
     # Before connect() retried the switch to WAL, 4 processes opening one new
     # file failed about 5 times in 80 opens (the CI failure of test_store_processes).
     env = dict(os.environ)

@@ -12,8 +12,8 @@ from typing_extensions import TypedDict
 
 from langgraph_memory.lifecycle.decay import cleanup_decayed
 from langgraph_memory.memory import Memory
-from langgraph_memory.store.ranking import TemporalConfig
 from langgraph_memory.store._writer import dumps_value
+from langgraph_memory.store.ranking import TemporalConfig
 
 HOUR = 3600.0
 VEC_BYTES = 16 * 4  # the fake model's 16 float32s
@@ -61,13 +61,28 @@ def test_stats_against_a_known_fixture(mem: Memory) -> None:
     ids = _fixture(mem)
     stats = mem.stats()
     c = stats.collections
-    assert list(c)[:7] == [
-        "research_findings", "hypotheses", "strategy_library", "backtest_results", "lessons_learned",
-        "market_regimes", "tool_definitions",
-    ] and list(c)[7] == "memories"
+    assert (
+        list(c)[:7]
+        == [
+            "research_findings",
+            "hypotheses",
+            "strategy_library",
+            "backtest_results",
+            "lessons_learned",
+            "market_regimes",
+            "tool_definitions",
+        ]
+        and list(c)[7] == "memories"
+    )
     assert {name: s.items for name, s in c.items()} == {
-        "research_findings": 2, "hypotheses": 1, "strategy_library": 2, "backtest_results": 1,
-        "lessons_learned": 1, "market_regimes": 0, "tool_definitions": 0, "memories": 2,
+        "research_findings": 2,
+        "hypotheses": 1,
+        "strategy_library": 2,
+        "backtest_results": 1,
+        "lessons_learned": 1,
+        "market_regimes": 0,
+        "tool_definitions": 0,
+        "memories": 2,
     }
     assert (c["memories"].with_vectors, c["memories"].vectors) == (1, 1)
     assert c["research_findings"].with_vectors == 2
@@ -80,8 +95,9 @@ def test_stats_against_a_known_fixture(mem: Memory) -> None:
     # bytes and dates match the items, read back one by one
     for name in ("research_findings", "memories", "strategy_library"):
         items = list(mem.store.items.iter_items(name))
-        assert c[name].storage_bytes == sum(len(dumps_value(it.value).encode()) + VEC_BYTES * it.n_vectors
-                                            for it in items)
+        assert c[name].storage_bytes == sum(
+            len(dumps_value(it.value).encode()) + VEC_BYTES * it.n_vectors for it in items
+        )
         assert c[name].oldest.timestamp() == pytest.approx(min(it.created_at for it in items))  # type: ignore[union-attr]
         assert c[name].newest.timestamp() == pytest.approx(max(it.created_at for it in items))  # type: ignore[union-attr]
 

@@ -251,13 +251,17 @@ def test_limit_and_offset_page_through_results(store: ChromaStore) -> None:
     keys = [i.key for page in pages for i in page]
     assert len(keys) == 25 and len(set(keys)) == 25
     # The same through a filter Chroma cannot evaluate (string range), applied afterwards.
-    evens = [store.search(("pages",), filter={"even": True, "i": {"$gte": 0}}, limit=4, offset=o) for o in (0, 4, 8, 12)]
+    evens = [
+        store.search(("pages",), filter={"even": True, "i": {"$gte": 0}}, limit=4, offset=o) for o in (0, 4, 8, 12)
+    ]
     got = [i.value["i"] for page in evens for i in page]
     assert sorted(got) == list(range(0, 25, 2)) and len(got) == 13
     assert store.search(("pages",), limit=0) == []
 
 
-def test_query_search_scores_are_cosine_similarity(store: ChromaStore, fake_embeddings: DeterministicFakeEmbedding) -> None:
+def test_query_search_scores_are_cosine_similarity(
+    store: ChromaStore, fake_embeddings: DeterministicFakeEmbedding
+) -> None:
     texts = {f"k{i}": f"document number {i} about topic {i % 3}" for i in range(12)}
     for key, text in texts.items():
         store.put(("docs",), key, {"text": text})
@@ -271,7 +275,7 @@ def test_query_search_scores_are_cosine_similarity(store: ChromaStore, fake_embe
         ((_cos(qv, fake_embeddings.embed_query(json.dumps({"text": t}))), k) for k, t in texts.items()), reverse=True
     )[:5]
     assert [r.key for r in results] == [k for _, k in expected]
-    for r, (score, _) in zip(results, expected):
+    for r, (score, _) in zip(results, expected, strict=False):
         assert r.score == pytest.approx(score, abs=1e-5)
     page2 = store.search(("docs",), query=query, limit=5, offset=5)
     assert not {r.key for r in page2} & {r.key for r in results}

@@ -54,7 +54,10 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[int, 
     store = _open(data_dir)
     for start in range(0, N, 500):
         store.batch(
-            [PutOp(("research",), f"k{i}", {"content": f"finding number {i}", "n": i}) for i in range(start, start + 500)]
+            [
+                PutOp(("research",), f"k{i}", {"content": f"finding number {i}", "n": i})
+                for i in range(start, start + 500)
+            ]
         )
     before = _top1(store)
     assert all(before[i] == f"k{i}" for i in PROBES)
@@ -87,9 +90,19 @@ def _sparse(f: Path) -> None:
 
 
 HNSW_FILES = ["header.bin", "data_level0.bin", "length.bin", "link_lists.bin", "index_metadata.pickle"]
-DAMAGE = {"truncated to nothing": _truncate(0.0), "truncated to half": _truncate(0.5), "zeroed": _zero, "garbled": _garble}
-CASES = [(f, d) for f in HNSW_FILES for d in DAMAGE] + [("link_lists.bin", "sparse 1.9 TB"), ("chroma.sqlite3", "truncated to half"),
-         ("chroma.sqlite3", "garbled"), ("chroma.sqlite3", "truncated to nothing"), ("segment folder", "deleted")]
+DAMAGE = {
+    "truncated to nothing": _truncate(0.0),
+    "truncated to half": _truncate(0.5),
+    "zeroed": _zero,
+    "garbled": _garble,
+}
+CASES = [(f, d) for f in HNSW_FILES for d in DAMAGE] + [
+    ("link_lists.bin", "sparse 1.9 TB"),
+    ("chroma.sqlite3", "truncated to half"),
+    ("chroma.sqlite3", "garbled"),
+    ("chroma.sqlite3", "truncated to nothing"),
+    ("segment folder", "deleted"),
+]
 
 
 @pytest.mark.slow
@@ -154,7 +167,9 @@ def test_rebuild_index_on_request(pristine: tuple[Path, dict[int, str]], tmp_pat
 
 
 @pytest.mark.parametrize("damage", ["garbled", "truncated to half", "zeroed"])
-def test_damaged_catalog_is_a_typed_error_naming_it(pristine: tuple[Path, dict[int, str]], tmp_path: Path, damage: str) -> None:
+def test_damaged_catalog_is_a_typed_error_naming_it(
+    pristine: tuple[Path, dict[int, str]], tmp_path: Path, damage: str
+) -> None:
     source, _ = pristine
     data_dir = tmp_path / "memory"
     shutil.copytree(source, data_dir)
@@ -203,7 +218,9 @@ def test_a_record_counts_as_unreachable_only_if_a_wide_search_misses_it_too(tmp_
     assert unreachable(col, stale, 300) == ["r7"]
 
 
-def test_changes_applied_after_an_unclean_shutdown_are_checked(pristine: tuple[Path, dict[int, str]], tmp_path: Path) -> None:
+def test_changes_applied_after_an_unclean_shutdown_are_checked(
+    pristine: tuple[Path, dict[int, str]], tmp_path: Path
+) -> None:
     import sqlite3
 
     data_dir = tmp_path / "memory"

@@ -19,7 +19,6 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langgraph.store.base import PutOp, get_text_at_path
 
 from langgraph_memory.errors import DiskFullError
-
 from langgraph_memory.store import ChromaStore
 from tests.helpers.tmpfs import tmpfs
 

@@ -92,7 +92,9 @@ def test_nan_vectors_from_the_model(broken: tuple[ChromaStore, BrokenEmbeddings]
     assert [h.key for h in store.search(("notes",), query="already here")] == ["k"]
 
 
-def test_the_models_own_exception_is_wrapped_with_the_original_chained(broken: tuple[ChromaStore, BrokenEmbeddings]) -> None:
+def test_the_models_own_exception_is_wrapped_with_the_original_chained(
+    broken: tuple[ChromaStore, BrokenEmbeddings],
+) -> None:
     store, emb = broken
     original = ConnectionError("the embedding server is down")
     emb.fail_with = original
@@ -115,7 +117,9 @@ async def test_the_models_own_exception_is_wrapped_async(broken: tuple[ChromaSto
         await store.asearch(("notes",), query="x")
 
 
-def test_index_must_be_a_list_of_paths(store: ChromaStore, data_dir: Path, fake_embeddings: DeterministicFakeEmbedding) -> None:
+def test_index_must_be_a_list_of_paths(
+    store: ChromaStore, data_dir: Path, fake_embeddings: DeterministicFakeEmbedding
+) -> None:
     with pytest.raises(InvalidArgumentError, match="list of field paths"):
         store.put(("notes",), "a", {"text": "x"}, index="text")  # type: ignore[arg-type]
     assert store.get(("notes",), "a") is None

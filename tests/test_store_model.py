@@ -27,7 +27,9 @@ class Shifted(Embeddings):
 
 
 def test_same_dims_other_model_is_refused_then_reindexed(data_dir: Path) -> None:
-    a = ChromaStore(data_dir=data_dir, index={"dims": 16, "embed": DeterministicFakeEmbedding(size=16), "fields": ["text"]})
+    a = ChromaStore(
+        data_dir=data_dir, index={"dims": 16, "embed": DeterministicFakeEmbedding(size=16), "fields": ["text"]}
+    )
     for i in range(30):
         a.put(("notes",), f"k{i}", {"text": f"note number {i}"})
     a.close()

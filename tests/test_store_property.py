@@ -67,8 +67,15 @@ CROWD, CROWD_TAGS = 100, 8
 TOL = 1e-5
 
 # A small pool, so that items share texts (equal vectors, equal scores: ties).
-TEXTS = ["momentum", "mean reversion", "volatility clustering", "carry trade", "earnings drift", "liquidity",
-         "value premium"]
+TEXTS = [
+    "momentum",
+    "mean reversion",
+    "volatility clustering",
+    "carry trade",
+    "earnings drift",
+    "liquidity",
+    "value premium",
+]
 QUERIES = st.sampled_from([*TEXTS[:4], "macro regime"])
 
 KEYS = st.sampled_from(["k1", "k2", "k3", "k4"])
@@ -102,8 +109,9 @@ def _values(draw: st.DrawFn) -> dict[str, Any]:
 
 VALUES = _values()
 # Mostly the store's fields; sometimes others, or none.
-PUT_INDEX = st.sampled_from([None, None, None, None, False, ["title"], ["body", "tags[*]"], ["tags[*]"],
-                             ["content", "title"]])
+PUT_INDEX = st.sampled_from(
+    [None, None, None, None, False, ["title"], ["body", "tags[*]"], ["tags[*]"], ["content", "title"]]
+)
 FILTERS = st.one_of(
     st.none(),
     st.builds(lambda v: {"a": v}, st.integers(-3, 3)),
@@ -128,8 +136,14 @@ BY_KIND = {
     "get": st.tuples(st.just("get"), SUBS, KEYS),
     "search": st.tuples(st.just("search"), SUBS, FILTERS, st.integers(1, 12), st.integers(0, 4)),
     # Mostly over the whole root and unfiltered, so that pages cut through results.
-    "query": st.tuples(st.just("query"), st.one_of(st.just(()), SUBS), QUERIES, st.one_of(st.none(), FILTERS),
-                       st.integers(1, 5), st.integers(0, 5)),
+    "query": st.tuples(
+        st.just("query"),
+        st.one_of(st.just(()), SUBS),
+        QUERIES,
+        st.one_of(st.none(), FILTERS),
+        st.integers(1, 5),
+        st.integers(0, 5),
+    ),
     "list": st.tuples(
         st.just("list"),
         st.sampled_from([None, ("u1",), ("*",), ("u2", "*")]),
@@ -172,7 +186,7 @@ def _assert_ranked(got: list[SearchItem], full: list[SearchItem], offset: int, l
     msg = f"{what}:\n got  {_show(got)}\n want {_show(want)}\n of   {_show(full)}"
     assert len(got) == len(want), msg
     assert len({_key(i) for i in got}) == len(got), msg
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=False):
         k = _key(g)
         assert k in score, msg
         assert g.value == value[k], msg
@@ -210,15 +224,17 @@ def shared_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaSto
     # HNSW plan then looks for a handful of items in a bigger index, whose
     # vector records outnumber its items, as with long values or many tags.
     for label in ((), ("research",)):
-        s.batch([
-            PutOp(
-                label + ("crowd",),
-                f"c{i}",
-                {"content": f"crowd {i}", "tags": [f"crowd {i} {j}" for j in range(CROWD_TAGS)]},
-                index=["tags[*]"],
-            )
-            for i in range(CROWD)
-        ])
+        s.batch(
+            [
+                PutOp(
+                    label + ("crowd",),
+                    f"c{i}",
+                    {"content": f"crowd {i}", "tags": [f"crowd {i} {j}" for j in range(CROWD_TAGS)]},
+                    index=["tags[*]"],
+                )
+                for i in range(CROWD)
+            ]
+        )
     yield s
     s.close()
 
@@ -265,8 +281,14 @@ def _query_both_plans(
 # No shrinking: examples share one store, so a shrunk example does not replay
 # the state it failed in, and shrinking ran for minutes; a failure's message
 # shows both rankings in full.
-@settings(max_examples=35, deadline=None, derandomize=True, database=None, phases=[Phase.explicit, Phase.generate],
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=35,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(
     ops=st.tuples(st.lists(PUTS, min_size=2, max_size=10), st.lists(OPS, min_size=1, max_size=25)).map(
         lambda t: t[0] + t[1]
@@ -311,7 +333,10 @@ def test_random_op_sequences_match_in_memory_store(
             prefix = root + sub
             full_want = mem.search(prefix, filter=flt, limit=1000)
             full_got = ours.search(prefix, filter=flt, limit=1000)
-            as_set = lambda items: sorted((tuple(i.namespace), i.key, repr(sorted(i.value.items()))) for i in items)
+
+            def as_set(items: list[SearchItem]) -> list[tuple]:
+                return sorted((tuple(i.namespace), i.key, repr(sorted(i.value.items()))) for i in items)
+
             assert as_set(full_got) == as_set(full_want)
             page_want = mem.search(prefix, filter=flt, limit=limit, offset=offset)
             page_got = ours.search(prefix, filter=flt, limit=limit, offset=offset)
@@ -368,7 +393,7 @@ def test_pool_texts_score_apart() -> None:
     for query in [*TEXTS[:4], "macro regime"]:
         q = EMBED.embed_query(query)
         scores = sorted(
-            sum(a * b for a, b in zip(q, v)) / (sum(a * a for a in q) * sum(b * b for b in v)) ** 0.5
+            sum(a * b for a, b in zip(q, v, strict=False)) / (sum(a * a for a in q) * sum(b * b for b in v)) ** 0.5
             for v in EMBED.embed_documents(TEXTS)
         )
         assert min(b - a for a, b in itertools.pairwise(scores)) > 100 * TOL
@@ -392,5 +417,10 @@ def test_hnsw_plan_finds_items_whose_vectors_rank_past_twice_the_item_count(tmp_
         ours.planner.exact_max = 0
         for query in ["alpha", "beta", "gamma", "delta", "epsilon"]:
             assert ours.explain(("mine",), query=query).strategy == "hnsw"
-            _assert_ranked(ours.search(("mine",), query=query), mem.search(("mine",), query=query), 0, 10,
-                           f"hnsw plan, query {query!r}")
+            _assert_ranked(
+                ours.search(("mine",), query=query),
+                mem.search(("mine",), query=query),
+                0,
+                10,
+                f"hnsw plan, query {query!r}",
+            )

@@ -42,7 +42,9 @@ def test_an_item_scores_as_the_best_of_its_vectors(data_dir: Path, hnsw: bool) -
         assert got[0].key == "d7" and got[0].score == pytest.approx(1.0, abs=1e-5)
         assert [(h.key, round(h.score, 5)) for h in got] == [(h.key, round(h.score, 5)) for h in want]
         # key2 is not indexed: a query equal to it scores by the best indexed field only.
-        best = max(_cos(emb.embed_query("field 2 of item 4"), emb.embed_query(f"field {j} of item 4")) for j in (0, 1, 3))
+        best = max(
+            _cos(emb.embed_query("field 2 of item 4"), emb.embed_query(f"field {j} of item 4")) for j in (0, 1, 3)
+        )
         d4 = next(h for h in ours.search(("docs",), query="field 2 of item 4", limit=20) if h.key == "d4")
         assert d4.score == pytest.approx(best, abs=1e-5)
     finally:
@@ -59,7 +61,11 @@ def test_filter_keys_with_hyphens_dots_and_digits(store: ChromaStore) -> None:
         store.put(("docs",), key, value)
         ref.put(("docs",), key, value)
     for flt in ({"access-level": "public"}, {"user.123abc": "ok"}, {"9lives": {"$gt": 5}}):
-        assert [i.key for i in store.search(("docs",), filter=flt)] == [i.key for i in ref.search(("docs",), filter=flt)] == ["a"]
+        assert (
+            [i.key for i in store.search(("docs",), filter=flt)]
+            == [i.key for i in ref.search(("docs",), filter=flt)]
+            == ["a"]
+        )
         assert [i.key for i in store.search(("docs",), query="x", filter=flt)] == ["a"]
 
 
@@ -116,9 +122,13 @@ _READ_AND_EXIT = textwrap.dedent(
 
 
 @pytest.mark.slow
-def test_reads_are_applied_at_a_normal_exit_without_close(data_dir: Path, fake_embeddings: DeterministicFakeEmbedding) -> None:
+def test_reads_are_applied_at_a_normal_exit_without_close(
+    data_dir: Path, fake_embeddings: DeterministicFakeEmbedding
+) -> None:
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    done = subprocess.run([sys.executable, "-c", _READ_AND_EXIT, str(data_dir)], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", _READ_AND_EXIT, str(data_dir)], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     store = ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings})
     try:

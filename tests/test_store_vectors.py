@@ -45,9 +45,7 @@ def _got(store: ChromaStore, prefix: tuple[str, ...], query: str, k: int = 5) ->
 
 
 def _fill(store: ChromaStore, namespaces: list[tuple[str, ...]], per_ns: int) -> None:
-    store.batch([
-        PutOp(ns, f"k{i}", {"text": f"{'/'.join(ns)} note {i}"}) for ns in namespaces for i in range(per_ns)
-    ])
+    store.batch([PutOp(ns, f"k{i}", {"text": f"{'/'.join(ns)} note {i}"}) for ns in namespaces for i in range(per_ns)])
 
 
 @pytest.fixture
@@ -118,8 +116,9 @@ def test_writes_of_another_process_are_seen(data_dir: Path, small_limits: None, 
             assert _got(store, prefix, query) == _exact(store, prefix, query)
 
 
-def test_a_cache_behind_the_pruned_log_reloads(data_dir: Path, small_limits: None,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cache_behind_the_pruned_log_reloads(
+    data_dir: Path, small_limits: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Past the log's reach, a cache is loaded afresh rather than patched."""
     monkeypatch.setattr(_queue, "RETAIN", 10)
     with _open(data_dir) as store:
@@ -168,13 +167,22 @@ def test_many_updates_sort_the_tail_in_and_stay_exact(data_dir: Path, small_limi
         assert col is not None and col.base == col.n
         rng = np.random.default_rng(3)
         for round_ in range(5):
-            store.batch([
-                PutOp(("u", str(int(rng.integers(0, 4)))), f"k{int(rng.integers(0, 120))}",
-                      {"text": f"round {round_} rewrite {j}"})
-                for j in range(40)
-            ] + [PutOp(("u", "1"), f"k{int(rng.integers(0, 100))}", None) for _ in range(10)])
-            for prefix, query in [(("u",), f"round {round_} rewrite 3"), (("u", "3"), "u/3 note 2"),
-                                  (("u", "1"), "round 2 rewrite 7")]:
+            store.batch(
+                [
+                    PutOp(
+                        ("u", str(int(rng.integers(0, 4)))),
+                        f"k{int(rng.integers(0, 120))}",
+                        {"text": f"round {round_} rewrite {j}"},
+                    )
+                    for j in range(40)
+                ]
+                + [PutOp(("u", "1"), f"k{int(rng.integers(0, 100))}", None) for _ in range(10)]
+            )
+            for prefix, query in [
+                (("u",), f"round {round_} rewrite 3"),
+                (("u", "3"), "u/3 note 2"),
+                (("u", "1"), "round 2 rewrite 7"),
+            ]:
                 assert _got(store, prefix, query) == _exact(store, prefix, query), (round_, prefix, query)
         col = store.vectors.resident("memories")
         assert col is not None and col.n_dead < col.n  # dead rows were compacted away along the way

@@ -58,14 +58,21 @@ def test_view_where_filters_like_chroma(store: ChromaStore) -> None:
     view = store.collection("research")
     assert view.get(where={"source": "macro"})["documents"] == ["one"]
     assert view.get(where={"confidence": {"$lt": 0.5}})["documents"] == ["two"]
-    assert sorted(view.get(where={"$or": [{"source": "macro"}, {"confidence": {"$lt": 0.5}}]})["documents"]) == ["one", "two"]
+    assert sorted(view.get(where={"$or": [{"source": "macro"}, {"confidence": {"$lt": 0.5}}]})["documents"]) == [
+        "one",
+        "two",
+    ]
     assert view.get(where_document={"$contains": "tw"})["documents"] == ["two"]
     vs = store.as_vectorstore("research")
     assert [d.page_content for d in vs.similarity_search("one", k=2, filter={"source": "technical"})] == ["two"]
 
 
-def test_wildcard_paths_give_each_record_its_own_text(data_dir: Path, fake_embeddings: DeterministicFakeEmbedding) -> None:
-    s = ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings, "fields": ["tags[*]", "title"]})
+def test_wildcard_paths_give_each_record_its_own_text(
+    data_dir: Path, fake_embeddings: DeterministicFakeEmbedding
+) -> None:
+    s = ChromaStore(
+        data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings, "fields": ["tags[*]", "title"]}
+    )
     s.put(("docs",), "d", {"title": "A title", "tags": ["momentum", "carry", "value"]})
     view = s.collection("memories")
     got = view.get(include=["documents"])
@@ -136,12 +143,19 @@ _DELETE_IN_CHILD = textwrap.dedent(
 
 
 @pytest.mark.slow
-def test_namespace_cache_sees_deletes_by_another_process(data_dir: Path, fake_embeddings: DeterministicFakeEmbedding) -> None:
+def test_namespace_cache_sees_deletes_by_another_process(
+    data_dir: Path, fake_embeddings: DeterministicFakeEmbedding
+) -> None:
     a = ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings})
     a.put(("users", "u1"), "k", {"v": 1})
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     done = subprocess.run(
-        [sys.executable, "-c", _DELETE_IN_CHILD, str(data_dir)], env=env, capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-c", _DELETE_IN_CHILD, str(data_dir)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     a.put(("users", "u1"), "k", {"v": 2})
@@ -154,8 +168,9 @@ def test_the_view_and_langchain_store_hide_retired_and_superseded_items(store: C
     for key, text in texts.items():
         store.put(("research",), key, {"content": text})
     store.items.set_status([(("research",), "a")], "retired", reason="wrong data")
-    store.items.set_status([(("research",), "b")], "superseded", reason="longer sample",
-                           superseded_by=(("research",), "c"))
+    store.items.set_status(
+        [(("research",), "b")], "superseded", reason="longer sample", superseded_by=(("research",), "c")
+    )
     view, every = store.collection("research"), store.collection("research", include_retired=True)
     assert (view.count(), every.count()) == (1, 3)
     assert view.get(include=["documents"])["documents"] == [texts["c"]]

@@ -11,7 +11,6 @@ from langgraph_memory.errors import ConfigError
 from langgraph_memory.graph.tools import create_recall_tool, create_store_tool
 from tests.helpers.graphs import react_graph
 
-
 CALLS = [
     {"name": "store_memory", "args": {"content": "prefers espresso"}},
     {"name": "store_memory", "args": {"content": "trades the Nikkei"}},
@@ -25,8 +24,10 @@ def _tool_outputs(messages) -> list[str]:
 
 def test_tools_in_a_react_graph_invoke(any_store) -> None:
     # Fake vectors have no meaning: the 30 % relevance default is tested with real scores in test_hybrid.py.
-    tools = [create_recall_tool(("memories", "{user_id}"), min_relevance=None),
-             create_store_tool(("memories", "{user_id}"))]
+    tools = [
+        create_recall_tool(("memories", "{user_id}"), min_relevance=None),
+        create_store_tool(("memories", "{user_id}")),
+    ]
     g = react_graph(any_store, tools, CALLS)
     out = g.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"user_id": "u1"}})
     key1, key2, recalled = _tool_outputs(out["messages"])
@@ -39,8 +40,10 @@ def test_tools_in_a_react_graph_invoke(any_store) -> None:
 
 async def test_tools_in_a_react_graph_ainvoke(any_store) -> None:
     # Fake vectors have no meaning: the 30 % relevance default is tested with real scores in test_hybrid.py.
-    tools = [create_recall_tool(("memories", "{user_id}"), min_relevance=None),
-             create_store_tool(("memories", "{user_id}"))]
+    tools = [
+        create_recall_tool(("memories", "{user_id}"), min_relevance=None),
+        create_store_tool(("memories", "{user_id}")),
+    ]
     g = react_graph(any_store, tools, CALLS)
     out = await g.ainvoke({"messages": [HumanMessage("hi")]}, {"configurable": {"user_id": "u9"}})
     key1, key2, recalled = _tool_outputs(out["messages"])
@@ -61,8 +64,14 @@ def test_tools_with_an_explicit_store_and_typed_namespace(any_store) -> None:
     hits = json.loads(recall_tool.invoke({"query": "auction"}, cfg))
     assert [h["key"] for h in hits] == [key]
     assert hits[0]["value"]["lesson"] == "auctions move the long end"
-    assert json.loads(create_recall_tool(("lessons", "{desk}"), store=any_store, min_relevance=1.01).invoke(
-        {"query": "auction"}, cfg)) == []
+    assert (
+        json.loads(
+            create_recall_tool(("lessons", "{desk}"), store=any_store, min_relevance=1.01).invoke(
+                {"query": "auction"}, cfg
+            )
+        )
+        == []
+    )
 
 
 def test_tool_errors_are_clear(any_store) -> None:

@@ -32,8 +32,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "trading_research.py"
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 TOKEN = "a-token-of-more-than-16-characters"
 
 pytestmark = pytest.mark.slow
@@ -69,8 +77,17 @@ class Server:
     """A ``langgraph-memory ui`` subprocess; ``url`` once it listens."""
 
     def __init__(self, data_dir: Path, *args: str, token_file: Path | None = None) -> None:
-        cmd = [sys.executable, "-c", "import sys; from langgraph_memory.cli import main; sys.exit(main())",
-               "--data-dir", str(data_dir), "ui", "--port", "0", *args]
+        cmd = [
+            sys.executable,
+            "-c",
+            "import sys; from langgraph_memory.cli import main; sys.exit(main())",
+            "--data-dir",
+            str(data_dir),
+            "ui",
+            "--port",
+            "0",
+            *args,
+        ]
         if token_file is not None:
             cmd += ["--token-file", str(token_file)]
         env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
@@ -101,8 +118,9 @@ class Server:
     def netloc(self) -> str:
         return urllib.parse.urlsplit(self.url).netloc
 
-    def request(self, method: str, path: str, *, body: dict[str, str] | None = None,
-                headers: dict[str, str] | None = None) -> tuple[int, str]:
+    def request(
+        self, method: str, path: str, *, body: dict[str, str] | None = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, str]:
         conn = http.client.HTTPConnection(self.netloc, timeout=120)
         data = urllib.parse.urlencode(body) if body is not None else None
         hdrs = {"content-type": "application/x-www-form-urlencoded"} if body is not None else {}
@@ -234,9 +252,13 @@ def test_every_page_renders_with_plots_and_no_console_error(readonly: Server, ta
     assert tab.page.locator(".graph svg a.node").count() >= 3
     tab.shot("item")
 
-    for path, name, text in [("strategies", "strategies", "versions"), ("lessons", "lessons", "open"),
-                             ("sessions", "sessions", "Sessions"), ("threads", "threads", "trading-research:"),
-                             ("archive", "archive", "market_regimes")]:
+    for path, name, text in [
+        ("strategies", "strategies", "versions"),
+        ("lessons", "lessons", "open"),
+        ("sessions", "sessions", "Sessions"),
+        ("threads", "threads", "trading-research:"),
+        ("archive", "archive", "market_regimes"),
+    ]:
         tab.open(base + path)
         assert text in tab.page.inner_text("main"), path
         tab.shot(name)
@@ -309,8 +331,9 @@ def _a_lesson_key(server: Server) -> tuple[str, str]:
 
 def test_writes_without_protection_are_refused(start_server: Any, readonly: Server) -> None:
     # read-only (the default): refused even from its own page
-    status, text = readonly.request("POST", "/action/retire", body={"key": "x", "reason": "r"},
-                                    headers={"origin": f"http://{readonly.netloc}"})
+    status, text = readonly.request(
+        "POST", "/action/retire", body={"key": "x", "reason": "r"}, headers={"origin": f"http://{readonly.netloc}"}
+    )
     assert status == 403 and "read-only" in text
 
     server = start_server("--allow-writes")
@@ -319,14 +342,19 @@ def test_writes_without_protection_are_refused(start_server: Any, readonly: Serv
     own = f"http://{server.netloc}"
     form = {"key": key, "ns": "lessons", "reason": "forged", "csrf": token}
     # no CSRF token, a wrong one, a token without its cookie
-    for body, headers in [({**form, "csrf": ""}, {"cookie": cookie, "origin": own}),
-                          ({**form, "csrf": "0" * 64}, {"cookie": cookie, "origin": own}),
-                          (form, {"origin": own})]:
+    for body, headers in [
+        ({**form, "csrf": ""}, {"cookie": cookie, "origin": own}),
+        ({**form, "csrf": "0" * 64}, {"cookie": cookie, "origin": own}),
+        (form, {"origin": own}),
+    ]:
         status, text = server.request("POST", "/action/retire", body=body, headers=headers)
         assert status == 403 and "CSRF" in text
     # another site's page posting the form (a cross-site request), and a request that names no origin
-    for headers in [{"cookie": cookie, "origin": "http://evil.example"},
-                    {"cookie": cookie, "referer": "http://evil.example/page"}, {"cookie": cookie}]:
+    for headers in [
+        {"cookie": cookie, "origin": "http://evil.example"},
+        {"cookie": cookie, "referer": "http://evil.example/page"},
+        {"cookie": cookie},
+    ]:
         status, text = server.request("POST", "/action/retire", body=form, headers=headers)
         assert status == 403 and "did not come from a page of this server" in text
     # a rebinding attacker's Host name
@@ -347,8 +375,9 @@ def test_token_is_required_when_set(start_server: Any, tmp_path: Path) -> None:
     server = start_server("--allow-writes", token_file=token_file)
     assert server.request("GET", "/")[0] == 401
     assert server.request("GET", "/?token=wrong-token-wrong-token")[0] == 401
-    status, _ = server.request("POST", "/action/retire", body={"key": "x", "reason": "r"},
-                               headers={"origin": f"http://{server.netloc}"})
+    status, _ = server.request(
+        "POST", "/action/retire", body={"key": "x", "reason": "r"}, headers={"origin": f"http://{server.netloc}"}
+    )
     assert status == 401
     assert server.request("GET", "/", headers={"authorization": f"Bearer {TOKEN}"})[0] == 200
     conn = http.client.HTTPConnection(server.netloc, timeout=120)

@@ -63,8 +63,9 @@ def test_lineage_drawing_stays_readable_at_200_nodes() -> None:
         nodes[f"h{i}"] = GraphNode(f"h{i}", "hypotheses", ("hypotheses",), f"hypothesis {i} " * 5, "live", "active", 1)
         edges.append(("root", f"h{i}", "derived_from"))
     for i in range(49):  # a second level under some of them
-        nodes[f"s{i}"] = GraphNode(f"s{i}", "strategy_library", ("strategies",), f"strategy {i}", "live",
-                                   "retired" if i == 0 else "active", 2)
+        nodes[f"s{i}"] = GraphNode(
+            f"s{i}", "strategy_library", ("strategies",), f"strategy {i}", "live", "retired" if i == 0 else "active", 2
+        )
         edges.append((f"h{i}", f"s{i}", "derived_from"))
     graph = LineageGraph("root", nodes, edges)
     out = str(svg.lineage(graph, lambda n: f"/item/{n.id}"))
@@ -103,22 +104,38 @@ def test_every_page_answers_in_process(mem: Memory) -> None:
 
     ids = _research(mem)
     client = TestClient(build_app(mem), base_url="http://127.0.0.1")
-    for path in ["/", "/search", "/search?q=whipsaw&collection=lessons_learned", "/strategies", "/strategies/mom",
-                 "/lessons", "/sessions", "/threads", "/archive", f"/item/{ids['s2']}",
-                 f"/item/{ids['lesson']}?ns=lessons", "/static/style.css"]:
+    for path in [
+        "/",
+        "/search",
+        "/search?q=whipsaw&collection=lessons_learned",
+        "/strategies",
+        "/strategies/mom",
+        "/lessons",
+        "/sessions",
+        "/threads",
+        "/archive",
+        f"/item/{ids['s2']}",
+        f"/item/{ids['lesson']}?ns=lessons",
+        "/static/style.css",
+    ]:
         resp = client.get(path)
         assert resp.status_code == 200, (path, resp.text[:500])
     page = client.get("/strategies/mom").text
     assert page.count('class="curve"') == 2 and "rejected" in page
     item = client.get(f"/item/{ids['s2']}").text
-    assert len(re.findall(r'<a href="/item/[^"]+" class="node', item)) == 7  # finding, hypothesis, s1, b1, lesson, s2, b2
+    assert (
+        len(re.findall(r'<a href="/item/[^"]+" class="node', item)) == 7
+    )  # finding, hypothesis, s1, b1, lesson, s2, b2
     assert client.get("/item/nope").status_code == 404
     assert client.get("/search?q=x&filter=notjson").status_code == 400
     assert client.get("/lessons?page=-1").status_code == 400
     assert client.get("/strategies/unknown").status_code == 404
     # read-only: the pages offer no action, and a POST is refused
     assert "/action/" not in item
-    assert client.post("/action/retire", data={"key": ids["s2"]}, headers={"origin": "http://127.0.0.1"}).status_code == 403
+    assert (
+        client.post("/action/retire", data={"key": ids["s2"]}, headers={"origin": "http://127.0.0.1"}).status_code
+        == 403
+    )
 
 
 def test_actions_with_writes_allowed(mem: Memory) -> None:

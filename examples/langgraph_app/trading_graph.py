@@ -111,9 +111,7 @@ def learn(state: ResearchState) -> dict[str, Any]:
 
 
 def review(state: ResearchState) -> dict[str, Any]:
-    decision = interrupt(
-        {"question": "Approve this strategy?", "params": state["params"], "metrics": state["metrics"]}
-    )
+    decision = interrupt({"question": "Approve this strategy?", "params": state["params"], "metrics": state["metrics"]})
     return {"status": "approved" if decision == "approve" else "rejected"}
 
 

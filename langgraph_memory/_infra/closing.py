@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 __all__ = ["close_all", "unwind"]
 
@@ -29,7 +29,7 @@ def close_all(steps: Iterable[Callable[[], object]]) -> None:
         raise errors[0]
 
 
-def unwind(opened: list[Callable[[], object]], what: str) -> None:
+def unwind(opened: Sequence[Callable[[], object]], what: str) -> None:
     """After a failed open: close what was opened, newest first, logging (not raising) what fails to close.
 
     The open's own exception is the one the caller re-raises; a failure to clean up must not hide it.

@@ -17,12 +17,10 @@ import os
 import random
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal, TypeVar
-
-from contextlib import contextmanager
-from collections.abc import Iterator
 
 from langgraph_memory.errors import (
     CorruptFileError,
@@ -76,8 +74,7 @@ def retry_locked(
                 raise
             if time.monotonic() >= deadline:
                 raise LockTimeoutError(
-                    f"could not {what}: the file stayed locked by another process for more than "
-                    f"{timeout:g} s. {advice}"
+                    f"could not {what}: the file stayed locked by another process for more than {timeout:g} s. {advice}"
                 ) from exc
             logger.debug("could not %s yet (%s); retrying in %.3f s", what, exc, delay)
             time.sleep(delay * (0.5 + random.random()))

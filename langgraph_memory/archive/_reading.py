@@ -22,8 +22,8 @@ import numpy as np
 from langgraph_memory.archive.format import ArchivedItem, decode_line, decode_vectors, parse_line, read_lines
 from langgraph_memory.archive.manifest import READABLE, ArchiveFile, Manifest
 from langgraph_memory.archive.reports import ArchiveHit
-from langgraph_memory.research.collections import collection_by_name
 from langgraph_memory.errors import ArchiveIntegrityError, ConfigError
+from langgraph_memory.research.collections import collection_by_name
 from langgraph_memory.store.filters import matches, validate_filter
 
 __all__ = ["check_file", "get_items", "iter_items", "live_records", "search", "verify_files"]
@@ -140,7 +140,9 @@ def search(
             _push_bounded(best, entry, k)
     hits = []
     for rank, _, fname, line_no, rec, coll in sorted(best, reverse=True):
-        hits.append(ArchiveHit(decode_line(rec, collection=coll, file=fname, line=line_no), rank if qv is not None else None))
+        hits.append(
+            ArchiveHit(decode_line(rec, collection=coll, file=fname, line=line_no), rank if qv is not None else None)
+        )
     return hits
 
 

@@ -26,13 +26,12 @@ from langgraph_memory.archive._reading import check_file, live_records
 from langgraph_memory.archive.format import ArchivedItem, ArchiveWriter, decode_line, parse_line, read_lines
 from langgraph_memory.archive.manifest import ArchiveFile, Manifest
 from langgraph_memory.archive.reports import RestoreReport
-from langgraph_memory.research.collections import RetentionPolicy
-from langgraph_memory.errors import ArchiveIntegrityError
 from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog.items import NS_SEP
 from langgraph_memory.catalog.status import ItemStatus
+from langgraph_memory.errors import ArchiveIntegrityError
+from langgraph_memory.research.collections import RetentionPolicy
 from langgraph_memory.store.records import PAGE_SIZE
-
 
 #: ``progress(phase, collection, done, total)``; phase is scan, write, verify or delete.
 ProgressCallback = Callable[[str, str, int, "int | None"], None]
@@ -169,7 +168,9 @@ def verify_new(
             now = time.time()  # the rows are committed together
             for line_no, raw in read_lines(path, expected_sha256=writer.sha256, expected_count=writer.count):
                 rec = parse_line(raw)
-                rows.append((file_name, line_no, rec["uid"], rec["key"], NS_SEP.join(rec["namespace"]), "archived", now))
+                rows.append(
+                    (file_name, line_no, rec["uid"], rec["key"], NS_SEP.join(rec["namespace"]), "archived", now)
+                )
                 if len(rows) >= 1000:
                     c.executemany("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
                     rows.clear()
@@ -184,9 +185,15 @@ def verify_new(
                 (time.time(), file_name, file_name),
             )
             manifest.mark_verified(
-                c, file_name, items=writer.count, size=writer.size, sha256=writer.sha256,
-                min_activity=stats.min_act, max_activity=stats.max_act,
-                min_created=stats.min_created, max_created=stats.max_created,
+                c,
+                file_name,
+                items=writer.count,
+                size=writer.size,
+                sha256=writer.sha256,
+                min_activity=stats.min_act,
+                max_activity=stats.max_act,
+                min_created=stats.min_created,
+                max_created=stats.max_created,
             )
     except ArchiveIntegrityError as exc:
         manifest.set_state(file_name, "corrupt", note=f"failed verification after writing: {exc}")
@@ -263,7 +270,9 @@ def discard_after_failure(manifest: Manifest, path: Path, exc: BaseException) ->
     except Exception as cleanup:  # noqa: BLE001
         logger.warning(
             "could not discard the partial archive file %s after the run failed (%s); the next run will: %s",
-            path.name, exc, cleanup,
+            path.name,
+            exc,
+            cleanup,
         )
 
 
@@ -323,5 +332,7 @@ def settle_restores(store: Any, manifest: Manifest) -> int:
         with manifest.transaction() as c:
             for file, line, uid in entries:
                 status = "restored" if uid in live else "archived"
-                c.execute("UPDATE items SET status=?, changed_at=? WHERE file=? AND line=?", (status, time.time(), file, line))
+                c.execute(
+                    "UPDATE items SET status=?, changed_at=? WHERE file=? AND line=?", (status, time.time(), file, line)
+                )
     return len(rows)

@@ -76,10 +76,18 @@ def index_threads(
         with manifest.transaction() as c:
             for line_no, _ in read_lines(path, expected_sha256=writer.sha256, expected_count=writer.count):
                 tid, cid = rows[line_no]
-                c.execute("INSERT INTO items VALUES (?, ?, ?, ?, ?, 'archived', ?)", (name, line_no, f"{tid}:{cid}", tid, "", time.time()))
+                c.execute(
+                    "INSERT INTO items VALUES (?, ?, ?, ?, ?, 'archived', ?)",
+                    (name, line_no, f"{tid}:{cid}", tid, "", time.time()),
+                )
             manifest.mark_verified(
-                c, name, items=writer.count, size=writer.size, sha256=writer.sha256,
-                min_activity=min(acts), max_activity=max(acts),
+                c,
+                name,
+                items=writer.count,
+                size=writer.size,
+                sha256=writer.sha256,
+                min_activity=min(acts),
+                max_activity=max(acts),
             )
     except ArchiveIntegrityError as exc:
         manifest.set_state(name, "corrupt", note=str(exc))

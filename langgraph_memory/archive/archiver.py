@@ -42,7 +42,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -54,7 +54,7 @@ from langgraph_memory.archive._steps import ProgressCallback
 from langgraph_memory.archive.format import ArchivedItem, ArchiveWriter
 from langgraph_memory.archive.manifest import READABLE, ArchiveFile, Manifest
 from langgraph_memory.archive.reports import ArchiveHit, ArchiveReport, CollectionReport, RestoreReport
-from langgraph_memory.research.collections import COLLECTIONS, GENERAL, RetentionPolicy, collection_by_name
+from langgraph_memory.catalog import StoredItem
 from langgraph_memory.config import (
     ARCHIVE_AFTER_DAYS,
     MANIFEST_FILE,
@@ -68,8 +68,8 @@ from langgraph_memory.errors import (
     LockTimeoutError,
     StorageError,
 )
+from langgraph_memory.research.collections import COLLECTIONS, GENERAL, RetentionPolicy, collection_by_name
 from langgraph_memory.store.filters import validate_filter
-from langgraph_memory.catalog import StoredItem
 
 __all__ = ["Archiver", "ThreadPruner", "ProgressCallback", "default_policies"]
 
@@ -90,8 +90,7 @@ class ThreadPruner(Protocol):
     def list_threads(self) -> Sequence[Any]:  # items with .thread_id and .last_activity
         ...
 
-    def prune_inactive(self, older_than: timedelta, *, strategy: str = "keep_latest") -> list[str]:
-        ...
+    def prune_inactive(self, older_than: timedelta, *, strategy: str = "keep_latest") -> list[str]: ...
 
 
 def default_policies() -> dict[str, RetentionPolicy | None]:
@@ -116,7 +115,7 @@ def _policy_text(p: RetentionPolicy | None, retired_days: float | None, supersed
 def _ts(value: Any) -> float:
     if isinstance(value, datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
+            value = value.replace(tzinfo=UTC)
         return value.timestamp()
     return float(value)
 
@@ -219,7 +218,9 @@ class Archiver:
             return None
         if not edges:
             return None
-        return {"parents": [{"id": e.parent_id, "relation": e.relation, "collection": e.parent_collection} for e in edges]}
+        return {
+            "parents": [{"id": e.parent_id, "relation": e.relation, "collection": e.parent_collection} for e in edges]
+        }
 
     def _hook(self, step: str) -> None:
         if self._fault is not None:
@@ -229,7 +230,9 @@ class Archiver:
     def _exclusive(self) -> Iterator[None]:
         """One run or restore at a time, across threads and processes."""
         if not self._thread_lock.acquire(timeout=self._lock_timeout):
-            raise LockTimeoutError(f"another archive run in this process did not finish within {self._lock_timeout:.0f}s")
+            raise LockTimeoutError(
+                f"another archive run in this process did not finish within {self._lock_timeout:.0f}s"
+            )
         try:
             try:
                 self._run_lock_file.acquire()
@@ -251,7 +254,7 @@ class Archiver:
         return self.archive_dir / name
 
     def _new_name(self, collection: str, run_id: str) -> str:
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         return f"{collection}-{stamp}-{run_id}.jsonl.gz"
 
     # --------------------------------------------------------------------- run
@@ -369,7 +372,10 @@ class Archiver:
                         self.manifest.reserve(file_name, kind="items", collection=name, run_id=run_id)
                         writer = ArchiveWriter(self._path(file_name), compresslevel=self.compresslevel)
                     writer.write(
-                        it, archived_at=archived_at, run_id=run_id, lineage=self._lineage_of(it),
+                        it,
+                        archived_at=archived_at,
+                        run_id=run_id,
+                        lineage=self._lineage_of(it),
                         status=rule.status_of(it),
                     )
                     stats.add(it)
@@ -405,8 +411,14 @@ class Archiver:
     ) -> tuple[int, int]:
         """Delete a verified file's items that are still live and unchanged; return (deleted, kept live)."""
         return _steps.finish_deletes(
-            self.store, self.manifest, f, self._path(f.name),
-            chunk_size=self.chunk_size, hook=self._hook, precheck=precheck, progress=progress,
+            self.store,
+            self.manifest,
+            f,
+            self._path(f.name),
+            chunk_size=self.chunk_size,
+            hook=self._hook,
+            precheck=precheck,
+            progress=progress,
         )
 
     def _discard(self, file_name: str, why: str) -> None:
@@ -518,7 +530,11 @@ class Archiver:
             raise ArchiveError(f"{f.name} archives threads but this Archiver has no checkpointer to delete them from")
         archived = {tid for (tid,) in self.manifest.query("SELECT DISTINCT key FROM items WHERE file=?", (f.name,))}
         # Only threads with no checkpoint written since they were archived.
-        still_idle = [t.thread_id for t in cp.list_threads() if t.thread_id in archived and _ts(t.last_activity) <= (f.max_activity or 0.0)]
+        still_idle = [
+            t.thread_id
+            for t in cp.list_threads()
+            if t.thread_id in archived and _ts(t.last_activity) <= (f.max_activity or 0.0)
+        ]
         if still_idle:
             cp.prune(still_idle, strategy="delete")
 
@@ -555,7 +571,9 @@ class Archiver:
         with self._exclusive():
             return self.manifest.mark_deleted(list(uids))
 
-    def iter_archived(self, collection: str | None = None, *, filter: dict[str, Any] | None = None) -> Iterator[ArchivedItem]:
+    def iter_archived(
+        self, collection: str | None = None, *, filter: dict[str, Any] | None = None
+    ) -> Iterator[ArchivedItem]:
         """Every archived item, file by file, each checked against its checksum first (bounded memory)."""
         validate_filter(filter)
         yield from _reading.iter_items(self.manifest, self.archive_dir, self.list_archives(collection), filter)
@@ -592,8 +610,15 @@ class Archiver:
             ('l-17', 0.83)
         """
         return _reading.search(
-            self.manifest, self.archive_dir, self.store, collection, query, filter, k,
-            namespace_prefix=namespace_prefix, strict=strict,
+            self.manifest,
+            self.archive_dir,
+            self.store,
+            collection,
+            query,
+            filter,
+            k,
+            namespace_prefix=namespace_prefix,
+            strict=strict,
         )
 
     def get_archived(
@@ -657,8 +682,16 @@ class Archiver:
                 if wanted is not None and f.name not in wanted:
                     continue
                 _steps.restore_file(
-                    self.store, self.manifest, f, self._path(f.name), wanted[f.name] if wanted is not None else None,
-                    filter, prefix, report, chunk_size=self.chunk_size, hook=self._hook,
+                    self.store,
+                    self.manifest,
+                    f,
+                    self._path(f.name),
+                    wanted[f.name] if wanted is not None else None,
+                    filter,
+                    prefix,
+                    report,
+                    chunk_size=self.chunk_size,
+                    hook=self._hook,
                 )
         logger.info("restored %d archived items (%d already live)", report.restored, report.already_live)
         return report

@@ -47,9 +47,9 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from langgraph_memory._infra import sqlite as _sqlite
-from langgraph_memory.errors import ArchiveIntegrityError, DiskFullError, StorageError
 from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog.status import ItemStatus
+from langgraph_memory.errors import ArchiveIntegrityError, DiskFullError, StorageError
 
 __all__ = [
     "FORMAT_VERSION",

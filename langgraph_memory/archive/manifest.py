@@ -236,7 +236,7 @@ class Manifest:
         problems = [str(r[0]) for r in rows if str(r[0]).lower() != "ok"]
         if problems:
             exc = sqlite3.DatabaseError(f"integrity check failed: {'; '.join(problems[:3])}")
-            exc.sqlite_errorcode = sqlite3.SQLITE_CORRUPT  # type: ignore[attr-defined]
+            exc.sqlite_errorcode = sqlite3.SQLITE_CORRUPT
             raise self._error(exc, "check")
 
     # ------------------------------------------------------------------ files
@@ -251,7 +251,9 @@ class Manifest:
                 (name, kind, collection, run_id, FORMAT_VERSION, now, now),
             )
 
-    def set_state(self, name: str, state: str, *, note: str | None = None, conn: sqlite3.Connection | None = None) -> None:
+    def set_state(
+        self, name: str, state: str, *, note: str | None = None, conn: sqlite3.Connection | None = None
+    ) -> None:
         assert state in FILE_STATES
         sql = "UPDATE files SET state=?, changed_at=?, note=COALESCE(?, note) WHERE name=?"
         if conn is not None:
@@ -293,7 +295,9 @@ class Manifest:
         )
         return int(total), rows
 
-    def files(self, *, collection: str | None = None, states: Iterable[str] | None = None, kind: str | None = None) -> list[ArchiveFile]:
+    def files(
+        self, *, collection: str | None = None, states: Iterable[str] | None = None, kind: str | None = None
+    ) -> list[ArchiveFile]:
         """Manifest entries, oldest first."""
         clauses, params = ["1=1"], []
         if collection is not None:
@@ -322,10 +326,7 @@ class Manifest:
 
     def excluded_lines(self, name: str) -> set[int]:
         """Lines of a file that no longer count as archived."""
-        return {
-            line
-            for (line,) in self.query("SELECT line FROM items WHERE file=? AND status != 'archived'", (name,))
-        }
+        return {line for (line,) in self.query("SELECT line FROM items WHERE file=? AND status != 'archived'", (name,))}
 
     def archived_lines(
         self, *, uids: Sequence[str] | None = None, keys: Sequence[str] | None = None
@@ -351,7 +352,9 @@ class Manifest:
             out.setdefault(file, set()).add(line)
         return out
 
-    def set_item_status(self, name: str, lines: Iterable[int], status: str, conn: sqlite3.Connection | None = None) -> None:
+    def set_item_status(
+        self, name: str, lines: Iterable[int], status: str, conn: sqlite3.Connection | None = None
+    ) -> None:
         assert status in ITEM_STATES
         rows = [(status, time.time(), name, line) for line in lines]
         if not rows:

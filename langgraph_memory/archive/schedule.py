@@ -90,8 +90,19 @@ def schedule_archival(
     if cron is None and interval is None:
         cron = DEFAULT_CRON
     trigger = _trigger(cron, interval, timezone)
-    job = _add_job(scheduler, use_asyncio, timezone, start, run_archive_job, trigger, [archiver], {"dry_run": dry_run},
-                   job_id, "langgraph-memory archive run", misfire_grace_time)
+    job = _add_job(
+        scheduler,
+        use_asyncio,
+        timezone,
+        start,
+        run_archive_job,
+        trigger,
+        [archiver],
+        {"dry_run": dry_run},
+        job_id,
+        "langgraph-memory archive run",
+        misfire_grace_time,
+    )
     logger.info("scheduled archive job %s (%s)", job_id, cron or f"every {trigger.interval}")
     return job
 
@@ -114,8 +125,16 @@ def _add_job(
     scheduler = _scheduler(scheduler, use_asyncio, timezone)
     # A sync function: AsyncIOScheduler runs it in its thread pool, off the event loop.
     job = scheduler.add_job(
-        func, trigger=trigger, args=args, kwargs=kwargs, id=job_id, name=name, max_instances=1, coalesce=True,
-        misfire_grace_time=misfire_grace_time, replace_existing=True,
+        func,
+        trigger=trigger,
+        args=args,
+        kwargs=kwargs,
+        id=job_id,
+        name=name,
+        max_instances=1,
+        coalesce=True,
+        misfire_grace_time=misfire_grace_time,
+        replace_existing=True,
     )
     if (start if start is not None else created) and not scheduler.running:
         scheduler.start()
@@ -160,8 +179,9 @@ def run_session_cleanup(sessions: Any) -> Any:
         logger.exception("scheduled session cleanup failed; the next run will recover")
         raise
     if report.errors:
-        logger.error("scheduled session cleanup could not promote %d sessions: %s", len(report.errors),
-                     "; ".join(report.errors))
+        logger.error(
+            "scheduled session cleanup could not promote %d sessions: %s", len(report.errors), "; ".join(report.errors)
+        )
     return report
 
 
@@ -193,7 +213,18 @@ def schedule_session_cleanup(
     if interval is None:
         interval = timedelta(minutes=sessions.config.cleanup_interval_minutes)
     trigger = _trigger(None, interval, timezone)
-    job = _add_job(scheduler, use_asyncio, timezone, start, run_session_cleanup, trigger, [sessions], {}, job_id,
-                   "langgraph-memory session cleanup", misfire_grace_time)
+    job = _add_job(
+        scheduler,
+        use_asyncio,
+        timezone,
+        start,
+        run_session_cleanup,
+        trigger,
+        [sessions],
+        {},
+        job_id,
+        "langgraph-memory session cleanup",
+        misfire_grace_time,
+    )
     logger.info("scheduled session cleanup %s (every %s)", job_id, trigger.interval)
     return job

@@ -9,7 +9,7 @@ import shutil
 import socket
 import tempfile
 from collections.abc import Iterator, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +31,8 @@ from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog.lineage import Edge
 from langgraph_memory.catalog.status import STATUSES
-from langgraph_memory.research.collections import COLLECTIONS, GENERAL, collection_by_name, collection_for
 from langgraph_memory.errors import InvalidArgumentError, StorageError
+from langgraph_memory.research.collections import COLLECTIONS, GENERAL, collection_by_name, collection_for
 from langgraph_memory.store.namespaces import validate_namespace
 
 __all__ = ["export_bundle"]
@@ -141,7 +141,7 @@ def _write(
             "catalog_id": store.catalog.catalog_id,
             "data_dir": str(store.settings.data_dir),
             "host": socket.gethostname(),
-            "exported_at": datetime.now(timezone.utc).isoformat(),
+            "exported_at": datetime.now(UTC).isoformat(),
             "package_version": __version__,
         },
         counts={

@@ -46,8 +46,8 @@ from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog.lineage import Edge, ItemRef, VersionRow
 from langgraph_memory.catalog.status import STATUSES, ItemStatus
-from langgraph_memory.research.collections import collection_for
 from langgraph_memory.errors import ArchiveIntegrityError, BundleError, LangGraphMemoryError, ValidationError
+from langgraph_memory.research.collections import collection_for
 from langgraph_memory.store.namespaces import validate_namespace
 
 __all__ = [
@@ -131,13 +131,27 @@ class LineWriter:
 
 
 def _edge_dicts(parents: list[Edge]) -> list[dict[str, Any]]:
-    return [{"id": e.parent_id, "relation": e.relation, "child_collection": e.child_collection,
-             "parent_collection": e.parent_collection, "created_at": e.created_at} for e in parents]
+    return [
+        {
+            "id": e.parent_id,
+            "relation": e.relation,
+            "child_collection": e.child_collection,
+            "parent_collection": e.parent_collection,
+            "created_at": e.created_at,
+        }
+        for e in parents
+    ]
 
 
 def _node_dict(ref: ItemRef) -> dict[str, Any]:
-    return {"id": ref.id, "collection": ref.collection, "namespace": list(ref.namespace), "name": ref.name,
-            "version": ref.version, "created_at": ref.created_at}
+    return {
+        "id": ref.id,
+        "collection": ref.collection,
+        "namespace": list(ref.namespace),
+        "name": ref.name,
+        "version": ref.version,
+        "created_at": ref.created_at,
+    }
 
 
 def node_line(ref: ItemRef, parents: list[Edge]) -> dict[str, Any]:
@@ -160,7 +174,8 @@ def item_line(
             "node": _node_dict(node) if node is not None else None,
             "parents": _edge_dicts(parents),
             "version": {"name": version.name, "version": version.version, "created_at": version.created_at}
-            if version is not None else None,
+            if version is not None
+            else None,
         },
     }
     if status is not None:
@@ -232,8 +247,11 @@ def _manifest(folder: Path) -> BundleManifest:
         raise _damaged(folder, f"{MANIFEST} is unreadable ({exc})") from None
     try:
         manifest = BundleManifest(
-            format=raw["format"], schema_version=int(raw["schema_version"]), source=dict(raw["source"]),
-            counts=dict(raw["counts"]), model=dict(raw["model"]) if raw.get("model") else None,
+            format=raw["format"],
+            schema_version=int(raw["schema_version"]),
+            source=dict(raw["source"]),
+            counts=dict(raw["counts"]),
+            model=dict(raw["model"]) if raw.get("model") else None,
             files={k: dict(v) for k, v in raw["files"].items()},
         )
         memories = manifest.files[MEMORIES]
@@ -245,7 +263,8 @@ def _manifest(folder: Path) -> BundleManifest:
     if manifest.schema_version > BUNDLE_VERSION:
         raise BundleError(
             f"the bundle {folder} has format version {manifest.schema_version}, newer than this package's "
-            f"{BUNDLE_VERSION}; upgrade langgraph-chroma-memory to import it", folder,
+            f"{BUNDLE_VERSION}; upgrade langgraph-chroma-memory to import it",
+            folder,
         )
     return manifest
 
@@ -253,14 +272,25 @@ def _manifest(folder: Path) -> BundleManifest:
 def _node(raw: dict[str, Any], parents: list[dict[str, Any]], out: Bundle) -> ItemRef:
     """Add a lineage node and its parent links to ``out``."""
     node = ItemRef(
-        id=_lin.check_id(raw["id"], "lineage id"), collection=str(raw["collection"]),
-        namespace=tuple(raw["namespace"]), name=raw.get("name"), version=raw.get("version"),
+        id=_lin.check_id(raw["id"], "lineage id"),
+        collection=str(raw["collection"]),
+        namespace=tuple(raw["namespace"]),
+        name=raw.get("name"),
+        version=raw.get("version"),
         created_at=float(raw["created_at"]),
     )
     out.nodes.append(node)
     for p in parents:
-        out.edges.append(Edge(node.id, _lin.check_id(p["id"], "parent id"), str(p["relation"]),
-                              p.get("child_collection"), p.get("parent_collection"), float(p["created_at"])))
+        out.edges.append(
+            Edge(
+                node.id,
+                _lin.check_id(p["id"], "parent id"),
+                str(p["relation"]),
+                p.get("child_collection"),
+                p.get("parent_collection"),
+                float(p["created_at"]),
+            )
+        )
     return node
 
 
@@ -286,13 +316,23 @@ def _parse_item(rec: dict[str, Any], dims: int | None, out: Bundle) -> None:
         if len(arr) != len(paths):
             raise ValueError(f"{len(arr)} vectors for {len(paths)} text paths")
         vectors = list(arr)
-    out.items.append(StoredItem(
-        namespace=ns, key=rec["key"], value=rec["value"], created_at=rec["created_at"],
-        updated_at=rec["updated_at"], last_accessed_at=rec["last_accessed_at"],
-        access_count=int(rec.get("access_count") or 0), expires_at=rec.get("expires_at"),
-        ttl_minutes=rec.get("ttl_minutes"), indexed=bool(vectors), n_vectors=len(vectors), vectors=vectors,
-        paths=paths if vectors else [],
-    ))
+    out.items.append(
+        StoredItem(
+            namespace=ns,
+            key=rec["key"],
+            value=rec["value"],
+            created_at=rec["created_at"],
+            updated_at=rec["updated_at"],
+            last_accessed_at=rec["last_accessed_at"],
+            access_count=int(rec.get("access_count") or 0),
+            expires_at=rec.get("expires_at"),
+            ttl_minutes=rec.get("ttl_minutes"),
+            indexed=bool(vectors),
+            n_vectors=len(vectors),
+            vectors=vectors,
+            paths=paths if vectors else [],
+        )
+    )
     if rec.get("status") is not None:
         out.statuses.append(_status(rec["status"], out.items[-1]))
     lineage = rec.get("lineage") or {}

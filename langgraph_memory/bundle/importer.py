@@ -124,7 +124,11 @@ def import_bundle(
     if progress is not None:
         progress("write", len(bundle.items), len(bundle.items))
     logger.info(
-        "imported %s: %d added, %d replaced, %d kept (%s)", path, report.added, report.replaced, report.kept,
+        "imported %s: %d added, %d replaced, %d kept (%s)",
+        path,
+        report.added,
+        report.replaced,
+        report.kept,
         "vectors reused" if report.vectors_reused else f"{report.reembedded} texts re-embedded",
     )
     return report

@@ -272,7 +272,12 @@ CREATE UNIQUE INDEX IF NOT EXISTS session_turns_source ON session_turns(source) 
 """
 
 _MIGRATIONS: dict[int, str] = {
-    1: _V1, 2: _V2_COUNTS, 3: _V3_STATUS, 4: _V4_FILES, 5: _V5_KEYWORDS, 6: _V6_SESSIONS,
+    1: _V1,
+    2: _V2_COUNTS,
+    3: _V3_STATUS,
+    4: _V4_FILES,
+    5: _V5_KEYWORDS,
+    6: _V6_SESSIONS,
 }
 #: Data steps after a version's DDL, for files that had rows before it (not run on a new file).
 _BACKFILLS: dict[int, Callable[[sqlite3.Connection], object]] = {5: _keywords.rebuild}

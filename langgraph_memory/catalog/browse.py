@@ -73,8 +73,11 @@ def items_page(conn: sqlite3.Connection, collection: str | None, *, limit: int, 
     """Items of ``collection`` (or all), newest first (by insertion: the primary key, no sort)."""
     if collection is None:
         return _by_ids(conn, "SELECT i.id FROM items i ORDER BY i.id DESC LIMIT ? OFFSET ?", (limit, offset))
-    return _by_ids(conn, f"SELECT i.id FROM items i WHERE {_IN_COLLECTION} ORDER BY i.id DESC LIMIT ? OFFSET ?",
-                   (collection, limit, offset))
+    return _by_ids(
+        conn,
+        f"SELECT i.id FROM items i WHERE {_IN_COLLECTION} ORDER BY i.id DESC LIMIT ? OFFSET ?",
+        (collection, limit, offset),
+    )
 
 
 def items_per_day(conn: sqlite3.Connection) -> list[tuple[int, int]]:
@@ -83,45 +86,68 @@ def items_per_day(conn: sqlite3.Connection) -> list[tuple[int, int]]:
     return [(int(d), int(n)) for d, n in rows]
 
 
-_RESOLVED = "EXISTS (SELECT 1 FROM fields f WHERE f.path = 'resolved' AND f.kind = ? AND f.val = 1 AND f.item_id = i.id)"
+_RESOLVED = (
+    "EXISTS (SELECT 1 FROM fields f WHERE f.path = 'resolved' AND f.kind = ? AND f.val = 1 AND f.item_id = i.id)"
+)
 
 
 def open_lessons(conn: sqlite3.Connection, collection: str = "lessons_learned") -> tuple[int, int]:
     """``(open, resolved)`` lessons of ``collection`` (a lesson without ``resolved`` is open)."""
-    total = conn.execute("SELECT coalesce(sum(n_items), 0) FROM collection_counts WHERE collection = ?",
-                         (collection,)).fetchone()[0]
+    total = conn.execute(
+        "SELECT coalesce(sum(n_items), 0) FROM collection_counts WHERE collection = ?", (collection,)
+    ).fetchone()[0]
     resolved = conn.execute(
         "SELECT count(*) FROM fields f JOIN items i ON i.id = f.item_id WHERE f.path = 'resolved' AND f.kind = ? "
         "AND f.val = 1 AND i.ns_id IN (SELECT id FROM namespaces WHERE collection = ?)",
-        (KIND_BOOL, collection)).fetchone()[0]
+        (KIND_BOOL, collection),
+    ).fetchone()[0]
     return int(total) - int(resolved), int(resolved)
 
 
 def lessons_page(
-    conn: sqlite3.Connection, *, limit: int, offset: int = 0, collection: str = "lessons_learned",
+    conn: sqlite3.Connection,
+    *,
+    limit: int,
+    offset: int = 0,
+    collection: str = "lessons_learned",
     counts: tuple[int, int] | None = None,
 ) -> list[StoredItem]:
     """Lessons, unresolved first, each group newest first (``counts``: `open_lessons`, if known)."""
     n_open, _ = counts if counts is not None else open_lessons(conn, collection)
     out: list[StoredItem] = []
     if offset < n_open:
-        out = _by_ids(conn, f"SELECT i.id FROM items i WHERE {_IN_COLLECTION} AND NOT {_RESOLVED} "
-                            "ORDER BY i.id DESC LIMIT ? OFFSET ?", (collection, KIND_BOOL, limit, offset))
-    if len(out) < limit:
-        out.extend(_by_ids(
+        out = _by_ids(
             conn,
-            "SELECT f.item_id FROM fields f JOIN items i ON i.id = f.item_id WHERE f.path = 'resolved' AND f.kind = ? "
-            "AND f.val = 1 AND i.ns_id IN (SELECT id FROM namespaces WHERE collection = ?) "
-            "ORDER BY f.item_id DESC LIMIT ? OFFSET ?",
-            (KIND_BOOL, collection, limit - len(out), max(0, offset - n_open))))
+            f"SELECT i.id FROM items i WHERE {_IN_COLLECTION} AND NOT {_RESOLVED} ORDER BY i.id DESC LIMIT ? OFFSET ?",
+            (collection, KIND_BOOL, limit, offset),
+        )
+    if len(out) < limit:
+        out.extend(
+            _by_ids(
+                conn,
+                "SELECT f.item_id FROM fields f JOIN items i ON i.id = f.item_id WHERE f.path = 'resolved' AND f.kind = ? "
+                "AND f.val = 1 AND i.ns_id IN (SELECT id FROM namespaces WHERE collection = ?) "
+                "ORDER BY f.item_id DESC LIMIT ? OFFSET ?",
+                (KIND_BOOL, collection, limit - len(out), max(0, offset - n_open)),
+            )
+        )
     return out
 
 
 def items_with_field(conn: sqlite3.Connection, path: str, values: Sequence[str]) -> list[StoredItem]:
     """Items whose top-level string field ``path`` is one of ``values`` (by the filter index), oldest first."""
-    ids = [row[0] for row in rows_in(
-        conn, f"SELECT item_id FROM fields WHERE path = '{path}' AND kind = {KIND_STR} AND val IN ({{marks}})",
-        values)] if path.isidentifier() else []
+    ids = (
+        [
+            row[0]
+            for row in rows_in(
+                conn,
+                f"SELECT item_id FROM fields WHERE path = '{path}' AND kind = {KIND_STR} AND val IN ({{marks}})",
+                values,
+            )
+        ]
+        if path.isidentifier()
+        else []
+    )
     items = [item_from_row(r) for r in rows_in(conn, f"SELECT {ITEM_COLUMNS} {_FROM} WHERE i.id IN ({{marks}})", ids)]
     return sorted(items, key=lambda it: it.id or 0)
 
@@ -135,7 +161,9 @@ def strategy_names(conn: sqlite3.Connection, *, limit: int = 50, offset: int = 0
     """Named strategies, the most recently versioned first."""
     rows = conn.execute(
         "SELECT name, count(*), max(version), min(created_at), max(created_at) FROM versions GROUP BY name "
-        "ORDER BY max(created_at) DESC, name LIMIT ? OFFSET ?", (limit, offset))
+        "ORDER BY max(created_at) DESC, name LIMIT ? OFFSET ?",
+        (limit, offset),
+    )
     return [StrategyName(r[0], int(r[1]), int(r[2]), float(r[3]), float(r[4])) for r in rows]
 
 
@@ -145,8 +173,9 @@ def session_count(conn: sqlite3.Connection) -> int:
 
 def sessions_page(conn: sqlite3.Connection, *, limit: int, offset: int = 0) -> list[Session]:
     """Sessions of session memory, the most recently active first."""
-    rows = conn.execute(f"SELECT {_SESSION_COLS} FROM sessions ORDER BY last_turn_at DESC, id LIMIT ? OFFSET ?",
-                        (limit, offset))
+    rows = conn.execute(
+        f"SELECT {_SESSION_COLS} FROM sessions ORDER BY last_turn_at DESC, id LIMIT ? OFFSET ?", (limit, offset)
+    )
     return [_session(r) for r in rows]
 
 
@@ -154,8 +183,9 @@ def index_backlog(conn: sqlite3.Connection) -> dict[str, int]:
     """Changes each collection's Chroma index has not applied yet, by collection name (one index range each)."""
     out: dict[str, int] = {}
     for collection, applied in conn.execute("SELECT collection, applied_seq FROM index_state").fetchall():
-        n = conn.execute("SELECT count(*) FROM index_queue WHERE collection = ? AND seq > ?",
-                         (collection, applied)).fetchone()[0]
+        n = conn.execute(
+            "SELECT count(*) FROM index_queue WHERE collection = ? AND seq > ?", (collection, applied)
+        ).fetchone()[0]
         if n:
             out[collection] = int(n)
     return out

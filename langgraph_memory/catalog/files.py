@@ -158,8 +158,10 @@ def claim(
 
 
 def _ours(conn: sqlite3.Connection, namespace: Sequence[str], sha256: str, owner: str, sql: str, params: tuple) -> None:
-    cur = conn.execute(sql + " WHERE namespace = ? AND sha256 = ? AND owner = ? AND state = 'ingesting'",
-                       (*params, join_ns(namespace), sha256, owner))
+    cur = conn.execute(
+        sql + " WHERE namespace = ? AND sha256 = ? AND owner = ? AND state = 'ingesting'",
+        (*params, join_ns(namespace), sha256, owner),
+    )
     if cur.rowcount != 1:
         raise IngestError(
             f"the claim on file {sha256[:12]} in namespace {'/'.join(namespace)} was taken over by another "
@@ -184,7 +186,10 @@ def complete(
 ) -> None:
     """Mark a claimed file complete (in the transaction of its last chunks)."""
     _ours(
-        conn, namespace, sha256, owner,
+        conn,
+        namespace,
+        sha256,
+        owner,
         "UPDATE ingested_files SET state = 'complete', owner = NULL, n_chunks = ?, n_parents = ?, "
         "heartbeat_at = ?, completed_at = ?",
         (n_chunks, n_parents, now, now),
@@ -208,7 +213,9 @@ def path_hash(conn: sqlite3.Connection, namespace: Sequence[str], source_uri: st
     return None if row is None else str(row[0])
 
 
-def record_path(conn: sqlite3.Connection, namespace: Sequence[str], source_uri: str, sha256: str, *, now: float) -> None:
+def record_path(
+    conn: sqlite3.Connection, namespace: Sequence[str], source_uri: str, sha256: str, *, now: float
+) -> None:
     conn.execute(
         "INSERT INTO ingested_paths (namespace, source_uri, sha256, seen_at) VALUES (?, ?, ?, ?) "
         "ON CONFLICT(namespace, source_uri) DO UPDATE SET sha256 = excluded.sha256, seen_at = excluded.seen_at",

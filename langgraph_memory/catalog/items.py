@@ -226,9 +226,7 @@ def write_items(
     for w in writes:
         nid = names.get(conn, w.namespace) if w.value_json is None else names.ensure(conn, w.namespace, w.collection)
         old = (
-            conn.execute(
-                "SELECT id, n_vectors FROM items WHERE ns_id = ? AND key = ?", (nid, w.key)
-            ).fetchone()
+            conn.execute("SELECT id, n_vectors FROM items WHERE ns_id = ? AND key = ?", (nid, w.key)).fetchone()
             if nid is not None
             else None
         )
@@ -247,8 +245,18 @@ def write_items(
             cur = conn.execute(
                 "INSERT INTO items(ns_id, key, uid, value, created_at, updated_at, last_accessed_at, access_count,"
                 " expires_at, ttl_minutes, n_vectors) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
-                (nid, w.key, item_uid(w.namespace, w.key), w.value_json, now, now, now, expires,
-                 w.ttl_minutes, len(w.vectors)),
+                (
+                    nid,
+                    w.key,
+                    item_uid(w.namespace, w.key),
+                    w.value_json,
+                    now,
+                    now,
+                    now,
+                    expires,
+                    w.ttl_minutes,
+                    len(w.vectors),
+                ),
             )
             item_id, n_old = int(cur.lastrowid or 0), 0
             counts.add(nid, w.collection, 1, len(w.vectors))
@@ -311,8 +319,9 @@ class _Counts:
     def apply(self, conn: sqlite3.Connection) -> None:
         ns_rows = [(d[0], d[1], nid) for nid, d in self.by_ns.items() if d[0] or d[1]]
         if ns_rows:
-            conn.executemany("UPDATE namespaces SET n_items = n_items + ?, n_vectors = n_vectors + ? WHERE id = ?",
-                             ns_rows)
+            conn.executemany(
+                "UPDATE namespaces SET n_items = n_items + ?, n_vectors = n_vectors + ? WHERE id = ?", ns_rows
+            )
         coll_rows = [(name, d[0], d[1]) for name, d in self.by_collection.items() if d[0] or d[1]]
         if coll_rows:
             conn.executemany(
@@ -374,8 +383,19 @@ def restore_items(
         cur = conn.execute(
             "INSERT INTO items(ns_id, key, uid, value, created_at, updated_at, last_accessed_at, access_count,"
             " expires_at, ttl_minutes, n_vectors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (nid, it.key, it.uid, value_json, it.created_at, it.updated_at, it.last_accessed_at,
-             it.access_count, it.expires_at, it.ttl_minutes, len(vecs)),
+            (
+                nid,
+                it.key,
+                it.uid,
+                value_json,
+                it.created_at,
+                it.updated_at,
+                it.last_accessed_at,
+                it.access_count,
+                it.expires_at,
+                it.ttl_minutes,
+                len(vecs),
+            ),
         )
         item_id = int(cur.lastrowid or 0)
         _insert_fields(conn, item_id, it.value)
@@ -383,8 +403,13 @@ def restore_items(
             conn.executemany(
                 "INSERT INTO vectors(item_id, idx, path, model_id, vec) VALUES (?, ?, ?, ?, ?)",
                 [
-                    (item_id, i, it.paths[i] if i < len(it.paths) else "", model_id,
-                     np.asarray(v, dtype=np.float32).tobytes())
+                    (
+                        item_id,
+                        i,
+                        it.paths[i] if i < len(it.paths) else "",
+                        model_id,
+                        np.asarray(v, dtype=np.float32).tobytes(),
+                    )
                     for i, v in enumerate(vecs)
                 ],
             )
@@ -494,9 +519,7 @@ def load_vectors(conn: sqlite3.Connection, item_ids: Sequence[int]) -> dict[int,
     return out
 
 
-def apply_access(
-    conn: sqlite3.Connection, rows: Sequence[tuple[float, int, float | None, int]]
-) -> int:
+def apply_access(conn: sqlite3.Connection, rows: Sequence[tuple[float, int, float | None, int]]) -> int:
     """Add noted reads ``(at, count, expires_at, item id)`` to their items; return how many items exist."""
     touched = 0
     for at, count, expires, item_id in rows:
@@ -525,8 +548,9 @@ def count_items(conn: sqlite3.Connection, collection: str | None = None) -> int:
     if collection is None:
         row = conn.execute("SELECT coalesce(sum(n_items), 0) FROM collection_counts").fetchone()
     else:
-        row = conn.execute("SELECT coalesce(sum(n_items), 0) FROM collection_counts WHERE collection = ?",
-                           (collection,)).fetchone()
+        row = conn.execute(
+            "SELECT coalesce(sum(n_items), 0) FROM collection_counts WHERE collection = ?", (collection,)
+        ).fetchone()
     return int(row[0])
 
 

@@ -44,9 +44,16 @@ def _decode(meta: dict[str, Any], embedding: Any) -> tuple[_items.StoredItem, in
     ns_raw = meta.get("lgm:ns", "")
     indexed = bool(meta.get("lgm:vec", True))
     item = _items.StoredItem(
-        namespace=_items.split_ns(ns_raw), key=packed["k"], value=packed["v"], created_at=packed["ca"],
-        updated_at=packed["ua"], last_accessed_at=packed["la"], access_count=packed["ac"],
-        expires_at=meta.get("lgm:exp"), ttl_minutes=packed.get("ttl"), indexed=indexed,
+        namespace=_items.split_ns(ns_raw),
+        key=packed["k"],
+        value=packed["v"],
+        created_at=packed["ca"],
+        updated_at=packed["ua"],
+        last_accessed_at=packed["la"],
+        access_count=packed["ac"],
+        expires_at=meta.get("lgm:exp"),
+        ttl_minutes=packed.get("ttl"),
+        indexed=indexed,
         n_vectors=packed["nv"] if indexed else 0,
     )
     if indexed:
@@ -75,7 +82,9 @@ def import_legacy(
         got = col.get(include=["metadatas", "embeddings"])
         primaries: dict[str, _items.StoredItem] = {}
         extras: list[tuple[str, int, Any, str]] = []
-        for rid, meta, emb in zip(got["ids"], got["metadatas"] or [], got["embeddings"] if got["embeddings"] is not None else [], strict=False):
+        for rid, meta, emb in zip(
+            got["ids"], got["metadatas"] or [], got["embeddings"] if got["embeddings"] is not None else [], strict=False
+        ):
             decoded = _decode(meta, emb)
             if decoded is None:
                 continue
@@ -113,7 +122,9 @@ def import_legacy(
         catalog.set_meta(conn, _DONE_KEY, str(time.time()))
     logger.warning(
         "imported %d items from the old data layout into the catalog; the old Chroma files are in %s "
-        "(delete that folder once you are satisfied)", total, legacy_dir,
+        "(delete that folder once you are satisfied)",
+        total,
+        legacy_dir,
     )
     return total
 
@@ -124,7 +135,10 @@ def _read_access(path: Path) -> dict[tuple[str, str], tuple[float, int]]:
     try:
         conn = sqlite3.connect(str(path))
         try:
-            return {(c, u): (la, n) for c, u, la, n in conn.execute("SELECT collection, uid, last_accessed, count FROM access")}
+            return {
+                (c, u): (la, n)
+                for c, u, la, n in conn.execute("SELECT collection, uid, last_accessed, count FROM access")
+            }
         finally:
             conn.close()
     except sqlite3.Error:

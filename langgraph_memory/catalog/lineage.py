@@ -102,7 +102,11 @@ def check_id(value: Any, what: str) -> str:
 
 def _ref(row: Sequence[Any]) -> ItemRef:
     return ItemRef(
-        id=row[0], collection=row[1], namespace=tuple(json.loads(row[2])), name=row[3], version=row[4],
+        id=row[0],
+        collection=row[1],
+        namespace=tuple(json.loads(row[2])),
+        name=row[3],
+        version=row[4],
         created_at=float(row[5]),
     )
 
@@ -165,9 +169,7 @@ def link(conn: sqlite3.Connection, child_id: str, parent_id: str, relation: str 
     parent_id = check_id(parent_id, "parent id")
     row = conn.execute("SELECT collection FROM lineage_nodes WHERE id = ?", (child_id,)).fetchone()
     if row is None:
-        raise LineageError(
-            f"unknown item {child_id!r}: only items stored through Memory (or registered) can be linked"
-        )
+        raise LineageError(f"unknown item {child_id!r}: only items stored through Memory (or registered) can be linked")
     return _link(conn, child_id, parent_id, relation, row[0], time.time())
 
 
@@ -234,7 +236,10 @@ def node(conn: sqlite3.Connection, item_id: str) -> ItemRef | None:
 
 
 def nodes(conn: sqlite3.Connection, item_ids: Iterable[str]) -> dict[str, ItemRef]:
-    return {row[0]: _ref(row) for row in rows_in(conn, f"SELECT {_NODE_COLS} FROM lineage_nodes WHERE id IN ({{marks}})", item_ids)}
+    return {
+        row[0]: _ref(row)
+        for row in rows_in(conn, f"SELECT {_NODE_COLS} FROM lineage_nodes WHERE id IN ({{marks}})", item_ids)
+    }
 
 
 def parents(conn: sqlite3.Connection, item_id: str) -> list[Edge]:

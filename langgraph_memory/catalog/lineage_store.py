@@ -118,12 +118,20 @@ class LineageStore:
         """
         with self._write() as conn:
             return self.register_in(
-                conn, item_id, collection, namespace, parents=parents, name=name, version_name=version_name,
+                conn,
+                item_id,
+                collection,
+                namespace,
+                parents=parents,
+                name=name,
+                version_name=version_name,
                 link_previous_version=link_previous_version,
             )
 
     @staticmethod
-    def register_in(conn: sqlite3.Connection, item_id: str, collection: str, namespace: Sequence[str], **kwargs: Any) -> int | None:
+    def register_in(
+        conn: sqlite3.Connection, item_id: str, collection: str, namespace: Sequence[str], **kwargs: Any
+    ) -> int | None:
         """`register()` inside the caller's write transaction on the same catalog."""
         return _lin.register(conn, item_id, collection, namespace, **kwargs)
 

@@ -89,9 +89,7 @@ def applied(conn: sqlite3.Connection, collection: str) -> int:
 
 def mark_applied(conn: sqlite3.Connection, collection: str, seq: int) -> None:
     """Chroma applied every change of ``collection`` up to ``seq`` (in a write transaction)."""
-    conn.execute(
-        "UPDATE index_state SET applied_seq = max(applied_seq, ?) WHERE collection = ?", (seq, collection)
-    )
+    conn.execute("UPDATE index_state SET applied_seq = max(applied_seq, ?) WHERE collection = ?", (seq, collection))
     _prune(conn, collection, seq)
 
 
@@ -110,8 +108,7 @@ def _prune(conn: sqlite3.Connection, collection: str, applied_seq: int) -> None:
 def log_head(conn: sqlite3.Connection) -> tuple[int, str | None]:
     """``(last_seq, vectors_epoch)`` in one statement: what a vector cache compares with what it saw."""
     seq, epoch = conn.execute(
-        "SELECT (SELECT seq FROM sqlite_sequence WHERE name = 'index_queue'),"
-        " (SELECT value FROM meta WHERE key = ?)",
+        "SELECT (SELECT seq FROM sqlite_sequence WHERE name = 'index_queue'), (SELECT value FROM meta WHERE key = ?)",
         (_EPOCH_KEY,),
     ).fetchone()
     return int(seq or 0), None if epoch is None else str(epoch)

@@ -87,7 +87,7 @@ def _id_array(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) ->
     return _parse_ids(joined)
 
 
-def _ids_sql(ids: Sequence[int]) -> str:
+def _ids_sql(ids: Sequence[int] | np.ndarray) -> str:
     """Integer ids inlined into SQL (they come from the catalog, never from a user)."""
     return ",".join(str(int(i)) for i in ids)
 
@@ -130,7 +130,8 @@ def any_scope(scopes: Sequence[ScopeSql]) -> ScopeSql:
 
 def filter_sql(conds: Sequence[Condition]) -> tuple[str, tuple[Any, ...]]:
     """A query of the ids of the items whose filter-index rows meet every condition."""
-    parts, params = [], []
+    parts: list[str] = []
+    params: list[Any] = []
     for cond in conds:
         sql, p = cond.sql()
         parts.append(sql)
@@ -179,7 +180,8 @@ def item_ids_in_scope(conn: sqlite3.Connection, scope: ScopeSql, conds: Sequence
     # The filter's matches drive the join: few of them, each checked against the scope by primary key.
     fsql, fparams = filter_sql(conds)
     return _id_array(
-        conn, f"SELECT i.id FROM ({fsql}) f CROSS JOIN items i ON i.id = f.item_id WHERE {where}",
+        conn,
+        f"SELECT i.id FROM ({fsql}) f CROSS JOIN items i ON i.id = f.item_id WHERE {where}",
         (*fparams, *params),
     )
 
@@ -250,9 +252,7 @@ def newest_items(
         page *= 4
 
 
-def scope_vectors(
-    conn: sqlite3.Connection, scope: ScopeSql, conds: Sequence[Condition]
-) -> list[tuple[int, bytes]]:
+def scope_vectors(conn: sqlite3.Connection, scope: ScopeSql, conds: Sequence[Condition]) -> list[tuple[int, bytes]]:
     """``(item id, float32 bytes)`` of every vector of the items in ``scope`` meeting ``conds``."""
     where = [scope[0]]
     params: list[Any] = list(scope[1])

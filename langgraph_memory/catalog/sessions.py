@@ -99,10 +99,18 @@ class Session:
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data."""
         return {
-            "id": self.id, "namespace": list(self.namespace), "thread_id": self.thread_id, "state": self.state,
-            "started_at": self.started_at, "last_turn_at": self.last_turn_at, "n_turns": self.n_turns,
-            "end_reason": self.end_reason, "ended_at": self.ended_at, "promoted_at": self.promoted_at,
-            "n_promoted": self.n_promoted, "purged_at": self.purged_at,
+            "id": self.id,
+            "namespace": list(self.namespace),
+            "thread_id": self.thread_id,
+            "state": self.state,
+            "started_at": self.started_at,
+            "last_turn_at": self.last_turn_at,
+            "n_turns": self.n_turns,
+            "end_reason": self.end_reason,
+            "ended_at": self.ended_at,
+            "promoted_at": self.promoted_at,
+            "n_promoted": self.n_promoted,
+            "purged_at": self.purged_at,
         }
 
 
@@ -141,9 +149,17 @@ class SessionTurn:
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data (without the vector)."""
         return {
-            "session_id": self.session_id, "index": self.index, "user": self.user, "assistant": self.assistant,
-            "at": self.at, "thread_id": self.thread_id, "source": self.source, "pinned": self.pinned,
-            "importance": self.importance, "memory_key": self.memory_key, "signals": self.signals,
+            "session_id": self.session_id,
+            "index": self.index,
+            "user": self.user,
+            "assistant": self.assistant,
+            "at": self.at,
+            "thread_id": self.thread_id,
+            "source": self.source,
+            "pinned": self.pinned,
+            "importance": self.importance,
+            "memory_key": self.memory_key,
+            "signals": self.signals,
         }
 
 
@@ -178,24 +194,44 @@ def channel_of(namespace: Sequence[str], thread_id: str | None) -> str:
 
 def _session(row: Sequence[Any]) -> Session:
     return Session(
-        id=row[0], namespace=split_ns(row[1]), thread_id=row[2], state=row[3], started_at=float(row[4]),
-        last_turn_at=float(row[5]), n_turns=int(row[6]), end_reason=row[7], ended_at=row[8], promoted_at=row[9],
-        n_promoted=int(row[10]), purged_at=row[11],
+        id=row[0],
+        namespace=split_ns(row[1]),
+        thread_id=row[2],
+        state=row[3],
+        started_at=float(row[4]),
+        last_turn_at=float(row[5]),
+        n_turns=int(row[6]),
+        end_reason=row[7],
+        ended_at=row[8],
+        promoted_at=row[9],
+        n_promoted=int(row[10]),
+        purged_at=row[11],
     )
 
 
 def _turn(row: Sequence[Any], vec: bytes | None = None) -> SessionTurn:
     return SessionTurn(
-        session_id=row[0], index=int(row[1]), user=row[2], assistant=row[3], at=float(row[4]), thread_id=row[5],
-        source=row[6], pinned=row[7], importance=row[8], memory_key=row[9],
-        signals=json.loads(row[10]) if row[10] else None, vector=vec,
+        session_id=row[0],
+        index=int(row[1]),
+        user=row[2],
+        assistant=row[3],
+        at=float(row[4]),
+        thread_id=row[5],
+        source=row[6],
+        pinned=row[7],
+        importance=row[8],
+        memory_key=row[9],
+        signals=json.loads(row[10]) if row[10] else None,
+        vector=vec,
     )
 
 
 # ---------------------------------------------------------------- sessions
 
 
-def create(conn: sqlite3.Connection, session_id: str, namespace: Sequence[str], thread_id: str | None, *, now: float) -> Session:
+def create(
+    conn: sqlite3.Connection, session_id: str, namespace: Sequence[str], thread_id: str | None, *, now: float
+) -> Session:
     """A new active session of ``(namespace, thread_id)``, with no turns yet."""
     conn.execute(
         "INSERT INTO sessions(id, channel, namespace, thread_id, state, started_at, last_turn_at) "
@@ -262,7 +298,9 @@ def expired(
     return out
 
 
-def in_state(conn: sqlite3.Connection, namespace: Sequence[str], state: SessionState, *, limit: int = -1) -> list[Session]:
+def in_state(
+    conn: sqlite3.Connection, namespace: Sequence[str], state: SessionState, *, limit: int = -1
+) -> list[Session]:
     """Sessions of ``namespace`` in ``state``, oldest activity first."""
     return [
         _session(row)
@@ -312,7 +350,9 @@ def known_sources(conn: sqlite3.Connection, sources: Sequence[str]) -> set[str]:
     found: set[str] = set()
     for chunk in chunked(list(sources)):
         marks = ",".join("?" * len(chunk))
-        found.update(r[0] for r in conn.execute(f"SELECT source FROM session_turns WHERE source IN ({marks})", tuple(chunk)))
+        found.update(
+            r[0] for r in conn.execute(f"SELECT source FROM session_turns WHERE source IN ({marks})", tuple(chunk))
+        )
     return found
 
 
@@ -329,7 +369,9 @@ def turns(
     return [_turn(r, r[11] if with_vectors else None) for r in reversed(rows)]
 
 
-def channel_turns(conn: sqlite3.Connection, namespace: Sequence[str], thread_id: str | None, *, limit: int) -> list[SessionTurn]:
+def channel_turns(
+    conn: sqlite3.Connection, namespace: Sequence[str], thread_id: str | None, *, limit: int
+) -> list[SessionTurn]:
     """The last ``limit`` turns held for ``(namespace, thread_id)``, across its sessions, oldest first."""
     rows = conn.execute(
         f"SELECT {_TURN_COLS} FROM session_turns t JOIN sessions s ON s.id = t.session_id "
@@ -392,7 +434,8 @@ def purge(conn: sqlite3.Connection, namespace: Sequence[str], *, ended_before: f
         ).rowcount
         deleted += conn.execute(
             f"UPDATE session_turns SET user_text = '', assistant = '', vec = NULL, signals = NULL "
-            f"WHERE session_id IN ({marks})", tuple(chunk)
+            f"WHERE session_id IN ({marks})",
+            tuple(chunk),
         ).rowcount
         conn.execute(f"UPDATE sessions SET purged_at = ? WHERE id IN ({marks})", (now, *chunk))
     return deleted
@@ -414,4 +457,6 @@ def counts(conn: sqlite3.Connection) -> SessionCounts:
         "SELECT count(*) FROM (SELECT id FROM sessions UNION SELECT val FROM fields WHERE path = 'session_id' AND kind = ?)",
         (KIND_STR,),
     ).fetchone()[0]
-    return SessionCounts(int(n), int(active), int(n_turns), int(promoted), int(promoted_sessions), int(held), int(known))
+    return SessionCounts(
+        int(n), int(active), int(n_turns), int(promoted), int(promoted_sessions), int(held), int(known)
+    )

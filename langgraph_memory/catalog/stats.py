@@ -50,15 +50,22 @@ def collection_totals(conn: sqlite3.Connection) -> dict[str, CollectionTotals]:
         "min(i.created_at), max(i.created_at) FROM items i JOIN namespaces n ON n.id = i.ns_id GROUP BY n.collection"
     ):
         out[coll] = CollectionTotals(
-            items=int(n), with_vectors=int(with_vec or 0), vectors=int(vecs or 0), value_bytes=int(vbytes or 0),
-            vector_bytes=vector_bytes.get(coll, 0), oldest=oldest, newest=newest,
+            items=int(n),
+            with_vectors=int(with_vec or 0),
+            vectors=int(vecs or 0),
+            value_bytes=int(vbytes or 0),
+            vector_bytes=vector_bytes.get(coll, 0),
+            oldest=oldest,
+            newest=newest,
         )
     return out
 
 
 def distinct_strings(conn: sqlite3.Connection, path: str) -> int:
     """How many different string values the top-level field ``path`` takes across all items (by the filter index)."""
-    row = conn.execute("SELECT count(DISTINCT val) FROM fields WHERE path = ? AND kind = ?", (path, KIND_STR)).fetchone()
+    row = conn.execute(
+        "SELECT count(DISTINCT val) FROM fields WHERE path = ? AND kind = ?", (path, KIND_STR)
+    ).fetchone()
     return int(row[0])
 
 

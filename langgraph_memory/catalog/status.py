@@ -28,7 +28,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from langgraph_memory.catalog.items import chunked, get_items, item_uid, join_ns, rows_in, split_ns
@@ -97,7 +97,7 @@ class ItemStatus:
             namespace=tuple(namespace),
             key=key,
             collection=collection,
-            changed_at=datetime.fromtimestamp(float(data.get("changed_at") or 0.0), tz=timezone.utc),
+            changed_at=datetime.fromtimestamp(float(data.get("changed_at") or 0.0), tz=UTC),
             superseded_by=data.get("superseded_by"),
             superseded_by_namespace=tuple(by_ns) if by_ns else None,
             item_created_at=float(data.get("item_created_at") or 0.0),
@@ -125,7 +125,7 @@ def _row(row: Sequence[Any]) -> ItemStatus:
         namespace=split_ns(row[2]),
         key=row[3],
         collection=row[1],
-        changed_at=datetime.fromtimestamp(float(row[9]), tz=timezone.utc),
+        changed_at=datetime.fromtimestamp(float(row[9]), tz=UTC),
         superseded_by=row[7],
         superseded_by_namespace=split_ns(row[8]) if row[8] is not None else None,
         item_created_at=float(row[4]),
@@ -156,7 +156,9 @@ def targets(
     ``collection_of`` names the collection of a namespace (the store's registry decides).
     """
     found = get_items(conn, keys)
-    return {k: StatusTarget(it.namespace, it.key, collection_of(it.namespace), it.created_at) for k, it in found.items()}
+    return {
+        k: StatusTarget(it.namespace, it.key, collection_of(it.namespace), it.created_at) for k, it in found.items()
+    }
 
 
 # ---------------------------------------------------------------------- writes
@@ -189,13 +191,20 @@ def mark(
             prev = None  # a row left by an earlier item under this key
         new_status = "retired" if prev is not None and prev.status == "retired" else status
         keep_by = prev is not None and by_key is None and prev.superseded_by is not None
-        rows.append((
-            t.uid, t.collection, join_ns(t.namespace), t.key, t.created_at, new_status,
-            reason if reason is not None or prev is None else prev.reason,
-            prev.superseded_by if keep_by else by_key,  # type: ignore[union-attr]
-            join_ns(prev.superseded_by_namespace or ()) if keep_by else by_ns,  # type: ignore[union-attr]
-            now,
-        ))
+        rows.append(
+            (
+                t.uid,
+                t.collection,
+                join_ns(t.namespace),
+                t.key,
+                t.created_at,
+                new_status,
+                reason if reason is not None or prev is None else prev.reason,
+                prev.superseded_by if keep_by else by_key,  # type: ignore[union-attr]
+                join_ns(prev.superseded_by_namespace or ()) if keep_by else by_ns,  # type: ignore[union-attr]
+                now,
+            )
+        )
     if rows:
         conn.executemany(f"INSERT OR REPLACE INTO item_status({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
         _bump(conn)
@@ -204,10 +213,18 @@ def mark(
 
 def _rows(statuses: Iterable[ItemStatus]) -> list[tuple[Any, ...]]:
     return [
-        (item_uid(s.namespace, s.key), s.collection, join_ns(s.namespace), s.key, s.item_created_at, s.status,
-         s.reason, s.superseded_by,
-         join_ns(s.superseded_by_namespace) if s.superseded_by_namespace is not None else None,
-         s.changed_at.timestamp())
+        (
+            item_uid(s.namespace, s.key),
+            s.collection,
+            join_ns(s.namespace),
+            s.key,
+            s.item_created_at,
+            s.status,
+            s.reason,
+            s.superseded_by,
+            join_ns(s.superseded_by_namespace) if s.superseded_by_namespace is not None else None,
+            s.changed_at.timestamp(),
+        )
         for s in statuses
     ]
 
@@ -242,8 +259,9 @@ def adopt(conn: sqlite3.Connection, statuses: Iterable[ItemStatus], *, dry_run: 
         if here is None or here.item_created_at != s.item_created_at:
             fresh.append(s)
     if fresh and not dry_run:
-        conn.executemany(f"INSERT OR REPLACE INTO item_status({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         _rows(fresh))
+        conn.executemany(
+            f"INSERT OR REPLACE INTO item_status({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _rows(fresh)
+        )
         _bump(conn)
     return fresh
 
@@ -264,7 +282,9 @@ def clear(conn: sqlite3.Connection, uids: Sequence[str]) -> int:
 
 def get(conn: sqlite3.Connection, uids: Sequence[str]) -> dict[str, ItemStatus]:
     """The status rows of ``uids`` (whichever item incarnation they were set on)."""
-    return {row[0]: _row(row) for row in rows_in(conn, f"SELECT {_COLS} FROM item_status WHERE uid IN ({{marks}})", uids)}
+    return {
+        row[0]: _row(row) for row in rows_in(conn, f"SELECT {_COLS} FROM item_status WHERE uid IN ({{marks}})", uids)
+    }
 
 
 def hidden(conn: sqlite3.Connection) -> dict[str, float]:

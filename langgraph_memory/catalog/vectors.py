@@ -54,8 +54,7 @@ _COUNT_IN_COLLECTION = (
     "WHERE n.collection = ?"
 )
 # A status row hides the item it was set on (same uid and created_at), as in searches.
-_SHOWN_ONLY = (" AND NOT EXISTS (SELECT 1 FROM item_status s "
-               "WHERE s.uid = i.uid AND s.item_created_at = i.created_at)")
+_SHOWN_ONLY = " AND NOT EXISTS (SELECT 1 FROM item_status s WHERE s.uid = i.uid AND s.item_created_at = i.created_at)"
 _IN_COLLECTION_WITH_NS = (
     "SELECT v.item_id, i.ns_id, v.vec FROM vectors v JOIN items i ON i.id = v.item_id "
     "JOIN namespaces n ON n.id = i.ns_id WHERE n.collection = ?"
@@ -102,7 +101,7 @@ def count_vectors(conn: sqlite3.Connection, collection: str, *, shown_only: bool
     return int(n)
 
 
-def vectors_of(conn: sqlite3.Connection, item_ids: Sequence[int]) -> list[tuple[int, bytes]]:
+def vectors_of(conn: sqlite3.Connection, item_ids: Sequence[int] | np.ndarray) -> list[tuple[int, bytes]]:
     """``(item id, float32 bytes)`` of every vector of these items (ids from the catalog, at most a few hundred)."""
     ids = ",".join(str(int(i)) for i in item_ids)
     return conn.execute(f"SELECT item_id, vec FROM vectors WHERE item_id IN ({ids})").fetchall()
@@ -115,7 +114,9 @@ def records_of(conn: sqlite3.Connection, item_ids: Sequence[int]) -> Iterator[tu
         yield from conn.execute(f"SELECT item_id, idx, vec FROM vectors WHERE item_id IN ({marks})", tuple(chunk))
 
 
-def vectors_with_namespaces(conn: sqlite3.Connection, item_ids: Sequence[int]) -> Iterator[list[tuple[int, int, bytes]]]:
+def vectors_with_namespaces(
+    conn: sqlite3.Connection, item_ids: Sequence[int]
+) -> Iterator[list[tuple[int, int, bytes]]]:
     """``(item id, namespace id, float32 bytes)`` of every vector of these items, a batch per chunk of ids."""
     for chunk in chunked(item_ids):
         marks = ",".join("?" * len(chunk))
@@ -172,9 +173,7 @@ def count_not_made_by(conn: sqlite3.Connection, model_id: int) -> int:
     return int(n)
 
 
-def texts_not_made_by(
-    conn: sqlite3.Connection, model_id: int, after: int, limit: int
-) -> list[tuple[int, str, str]]:
+def texts_not_made_by(conn: sqlite3.Connection, model_id: int, after: int, limit: int) -> list[tuple[int, str, str]]:
     """``(vector row id, record path, item value JSON)`` of vectors made by another model, past row ``after``."""
     return conn.execute(_TEXTS_NOT_MADE_BY, (model_id, after, limit)).fetchall()
 

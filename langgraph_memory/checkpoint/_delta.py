@@ -63,12 +63,8 @@ _ANCESTORS_SQL = (
     "SELECT checkpoint_id, type, checkpoint FROM ancestors"
 )
 
-_BLOB_EXISTS_SQL = (
-    "SELECT 1 FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?"
-)
-_BLOB_SQL = (
-    "SELECT type, blob FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?"
-)
+_BLOB_EXISTS_SQL = "SELECT 1 FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?"
+_BLOB_SQL = "SELECT type, blob FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?"
 
 _CHUNK = 500  # bound on bound parameters per IN (...) list
 
@@ -134,9 +130,7 @@ def _walk(
     chain_by_ch: dict[str, list[str]] = {c: [] for c in active}
     seed_values: dict[str, Any] = {}
     walked: set[str] = set()
-    cur = conn.execute(
-        _ANCESTORS_SQL, (thread_id, checkpoint_ns, target_id, thread_id, checkpoint_ns)
-    )
+    cur = conn.execute(_ANCESTORS_SQL, (thread_id, checkpoint_ns, target_id, thread_id, checkpoint_ns))
     try:
         for index, (cid, type_, blob) in enumerate(cur):
             if cid in walked:  # a loop
@@ -219,8 +213,7 @@ def plan_removal(
     no survivor needs any more are deleted too.
     """
     rows = conn.execute(
-        "SELECT checkpoint_id, delta_channels, hidden FROM checkpoints "
-        "WHERE thread_id = ? AND checkpoint_ns = ?",
+        "SELECT checkpoint_id, delta_channels, hidden FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?",
         (thread_id, checkpoint_ns),
     ).fetchall()
     needed: set[str] = set()
@@ -285,9 +278,7 @@ def apply_removal(
         collect_blobs(conn, serde, thread_id, checkpoint_ns)
 
 
-def collect_blobs(
-    conn: sqlite3.Connection, serde: SerializerProtocol, thread_id: str, checkpoint_ns: str
-) -> None:
+def collect_blobs(conn: sqlite3.Connection, serde: SerializerProtocol, thread_id: str, checkpoint_ns: str) -> None:
     """Delete the namespace's blobs no remaining checkpoint can read.
 
     A visible checkpoint reads the blob of each of its channel versions; a
@@ -295,8 +286,7 @@ def collect_blobs(
     ones, so only those of its blobs are kept.
     """
     rows = conn.execute(
-        "SELECT type, checkpoint, hidden, delta_channels FROM checkpoints "
-        "WHERE thread_id = ? AND checkpoint_ns = ?",
+        "SELECT type, checkpoint, hidden, delta_channels FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?",
         (thread_id, checkpoint_ns),
     ).fetchall()
     walked: set[str] = set()
@@ -307,9 +297,7 @@ def collect_blobs(
     for type_, blob, hidden, _delta_json in rows:
         versions = serde.loads_typed((type_, blob)).get("channel_versions") or {}
         referenced.update(
-            (channel, str(version))
-            for channel, version in versions.items()
-            if not hidden or channel in walked
+            (channel, str(version)) for channel, version in versions.items() if not hidden or channel in walked
         )
     unused = [
         (thread_id, checkpoint_ns, channel, version)

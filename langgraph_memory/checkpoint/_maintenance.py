@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
@@ -51,9 +51,7 @@ def delete_for_runs(conn: sqlite3.Connection, serde: SerializerProtocol, run_ids
         _delta.apply_removal(conn, serde, thread_id, checkpoint_ns, delete, hide)
 
 
-def prune(
-    conn: sqlite3.Connection, serde: SerializerProtocol, thread_ids: Sequence[str], strategy: str
-) -> None:
+def prune(conn: sqlite3.Connection, serde: SerializerProtocol, thread_ids: Sequence[str], strategy: str) -> None:
     """``delete`` whole threads, or ``keep_latest`` visible checkpoint per namespace."""
     if strategy == "delete":
         delete_threads(conn, thread_ids)
@@ -111,13 +109,12 @@ def copy_thread(conn: sqlite3.Connection, source: str, target: str, now: float) 
 def list_threads(conn: sqlite3.Connection) -> list[ThreadInfo]:
     """Every thread, most recently active first."""
     rows = conn.execute(
-        "SELECT thread_id, MAX(created_at), SUM(hidden = 0) FROM checkpoints "
-        "GROUP BY thread_id ORDER BY 2 DESC, 1"
+        "SELECT thread_id, MAX(created_at), SUM(hidden = 0) FROM checkpoints GROUP BY thread_id ORDER BY 2 DESC, 1"
     ).fetchall()
     return [
         ThreadInfo(
             thread_id=thread_id,
-            last_activity=datetime.fromtimestamp(last, tz=timezone.utc),
+            last_activity=datetime.fromtimestamp(last, tz=UTC),
             checkpoints=int(count),
         )
         for thread_id, last, count in rows

@@ -71,6 +71,7 @@ _COMMITS_PER_CHECKPOINT = 200
 """Commits between WAL checkpoints: ~1,000 WAL pages (SQLite's own default
 trigger) for a chat graph's puts of ~5 pages each."""
 
+
 class _ConnectionPool:
     """A free list of autocommit connections to one SQLite file."""
 
@@ -276,9 +277,7 @@ class _ConnectionPool:
         except sqlite3.Error as exc:
             logger.debug("WAL checkpoint of %s failed: %s", self.path, exc)
 
-    def write_group(
-        self, groups: Sequence[Sequence[Statement]], whats: Sequence[str]
-    ) -> list[BaseException | None]:
+    def write_group(self, groups: Sequence[Sequence[Statement]], whats: Sequence[str]) -> list[BaseException | None]:
         """Commit several callers' statements in one transaction (group commit).
 
         Returns one outcome per group: None once its statements are committed,
@@ -298,7 +297,7 @@ class _ConnectionPool:
         except BaseException as exc:  # e.g. KeyboardInterrupt: no retry
             return [exc] * len(groups)
         outcomes: list[BaseException | None] = []
-        for group, what in zip(groups, whats):
+        for group, what in zip(groups, whats, strict=True):
             outcomes.extend(self.write_group([group], [what]))
         return outcomes
 

@@ -23,9 +23,7 @@ from langgraph_memory.errors import FilterError
 
 _FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
 
-CHECKPOINT_COLUMNS = (
-    "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata"
-)
+CHECKPOINT_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata"
 CheckpointRow = tuple[str, str, str, "str | None", str, bytes, "str | None"]
 
 # One primary-key lookup per wanted (channel, version): CROSS JOIN keeps
@@ -80,8 +78,7 @@ def list_where(
     for key, value in (filter or {}).items():
         if not isinstance(key, str) or not _FILTER_KEY.match(key):
             raise FilterError(
-                f"metadata filter key {key!r} is not allowed: use letters, digits, "
-                "'_', '.' and '-' only."
+                f"metadata filter key {key!r} is not allowed: use letters, digits, '_', '.' and '-' only."
             )
         operator, param = _filter_value(value)
         wheres.append(f"json_extract(metadata, '$.{key}') {operator}")
@@ -151,7 +148,7 @@ def load_checkpoints(
     blobs: dict[tuple[str, str], dict[tuple[str, str], tuple[str, bytes]]] = {
         key: load_blobs(conn, key[0], key[1], list(pairs)) for key, pairs in wanted.items()
     }
-    for row, checkpoint in zip(rows, checkpoints):
+    for row, checkpoint in zip(rows, checkpoints, strict=True):
         found = blobs[(row[0], row[1])]
         # Values without a channel version were kept in the checkpoint itself.
         values = checkpoint.get("channel_values") or {}
@@ -163,9 +160,7 @@ def load_checkpoints(
     return checkpoints
 
 
-def to_tuple(
-    row: CheckpointRow, checkpoint: Checkpoint, pending_writes: list[PendingWrite]
-) -> CheckpointTuple:
+def to_tuple(row: CheckpointRow, checkpoint: Checkpoint, pending_writes: list[PendingWrite]) -> CheckpointTuple:
     """Build a ``CheckpointTuple`` from a row selected with ``CHECKPOINT_COLUMNS``."""
     thread_id, checkpoint_ns, checkpoint_id, parent_id, _type, _blob, metadata = row
     return CheckpointTuple(
@@ -207,5 +202,5 @@ def fetch_tuples(
     checkpoints = load_checkpoints(conn, serde, rows)
     return [
         to_tuple(row, checkpoint, writes[(row[0], row[1], row[2])])
-        for row, checkpoint in zip(rows, checkpoints)
+        for row, checkpoint in zip(rows, checkpoints, strict=True)
     ]

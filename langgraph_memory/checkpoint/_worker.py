@@ -153,13 +153,11 @@ class _Worker:
 
     def _commit_group(self, writes: list[_Write]) -> None:
         try:
-            errors = self._pool.write_group(
-                [w.statements for w in writes], [w.what for w in writes]
-            )
+            errors = self._pool.write_group([w.statements for w in writes], [w.what for w in writes])
         except BaseException as exc:  # write_group reports per group; this is a bug guard
             errors = [exc] * len(writes)
         by_loop: dict[asyncio.AbstractEventLoop, list[_Outcome]] = {}
-        for w, error in zip(writes, errors):
+        for w, error in zip(writes, errors, strict=True):
             outcome = (w.fut, error is None, error)
             by_loop.setdefault(w.loop, []).append(outcome)
         for loop, outcomes in by_loop.items():

@@ -28,9 +28,7 @@ from langgraph_memory.checkpoint.schema import PUT_ROWS_SQL
 __all__ = ["put_statements", "put_writes_statements"]
 
 _PUT_ROW_MARKS = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-_WRITES_COLUMNS = (
-    "(thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value)"
-)
+_WRITES_COLUMNS = "(thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value)"
 
 
 def _json_default(value: Any) -> Any:
@@ -61,9 +59,20 @@ def put_statements(
         # A new version without a value (a DeltaChannel between
         # snapshots, a cleared channel) stores nothing: absent reads as empty.
         if channel in values:
-            params.extend((thread_id, checkpoint_ns, str(version), None,
-                           *serde.dumps_typed(values[channel]),
-                           None, None, None, None, channel))
+            params.extend(
+                (
+                    thread_id,
+                    checkpoint_ns,
+                    str(version),
+                    None,
+                    *serde.dumps_typed(values[channel]),
+                    None,
+                    None,
+                    None,
+                    None,
+                    channel,
+                )
+            )
     stripped: dict[str, Any] = {k: v for k, v in checkpoint.items() if k != "channel_values"}
     if any(channel not in versions for channel in values):
         # A value with no channel version cannot live in blobs; keep it here.
@@ -72,19 +81,21 @@ def put_statements(
     metadata_json = json.dumps(full_metadata, ensure_ascii=False, default=_json_default)
     delta = _delta.delta_channels_of(full_metadata, versions, values)
     run_id = full_metadata.get("run_id")
-    params.extend((
-        thread_id,
-        checkpoint_ns,
-        checkpoint["id"],
-        configurable.get("checkpoint_id"),
-        type_,
-        blob,
-        metadata_json,
-        None if run_id is None else str(run_id),
-        time.time(),
-        None if delta is None else json.dumps(delta),
-        None,
-    ))
+    params.extend(
+        (
+            thread_id,
+            checkpoint_ns,
+            checkpoint["id"],
+            configurable.get("checkpoint_id"),
+            type_,
+            blob,
+            metadata_json,
+            None if run_id is None else str(run_id),
+            time.time(),
+            None if delta is None else json.dumps(delta),
+            None,
+        )
+    )
 
     saved: RunnableConfig = {
         "configurable": {

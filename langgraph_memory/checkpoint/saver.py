@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import builtins
 import functools
 import logging
 import os
@@ -125,8 +126,9 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         super().__init__(serde=serde)
         if busy_timeout is not None:
             warnings.warn(
-                "SqliteCheckpointer(busy_timeout=) is now lock_timeout=, the name every part of "
-                "langgraph_memory uses", DeprecationWarning, stacklevel=2,
+                "SqliteCheckpointer(busy_timeout=) is now lock_timeout=, the name every part of langgraph_memory uses",
+                DeprecationWarning,
+                stacklevel=2,
             )
             lock_timeout = busy_timeout if lock_timeout is None else lock_timeout
         if isinstance(path, sqlite3.Connection):
@@ -151,9 +153,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         except OSError as exc:
             raise translate(exc, resolved, "create the folder of") from exc
         self.path: Path = resolved
-        self._pool = _ConnectionPool(
-            resolved, durability=durability, busy_timeout=busy, serde=self.serde
-        )
+        self._pool = _ConnectionPool(resolved, durability=durability, busy_timeout=busy, serde=self.serde)
         # Async calls run their SQLite work on this thread, in call order.
         self._worker = _Worker(f"lgm-checkpoint:{resolved.name}", self._pool)
         # The temporary folder of from_conn_string(":memory:"), removed on close.
@@ -177,6 +177,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         """
         from langgraph_memory._infra.conn_string import open_conn_string
 
+        saver: SqliteCheckpointer
         saver, saver._tempdir = open_conn_string(
             conn_string, lambda path, tmp: cls(path / "checkpoints.sqlite" if tmp else path, **kwargs)
         )
@@ -193,9 +194,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         """Async `setup()` (``AsyncPostgresSaver`` and ``AsyncSqliteSaver`` code calls it)."""
 
     @classmethod
-    def from_data_dir(
-        cls, data_dir: str | os.PathLike[str] | None = None, **kwargs: Any
-    ) -> SqliteCheckpointer:
+    def from_data_dir(cls, data_dir: str | os.PathLike[str] | None = None, **kwargs: Any) -> SqliteCheckpointer:
         """Open ``<data_dir>/checkpoints.sqlite``, the file beside the store."""
         return cls(None, data_dir=data_dir, **kwargs)
 
@@ -240,9 +239,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         """The checkpoint ``config`` names, or the thread's latest; None if absent."""
         return self._pool.read(self._get_tuple_reader(config), what="read a checkpoint")
 
-    def _get_tuple_reader(
-        self, config: RunnableConfig
-    ) -> Callable[[sqlite3.Connection], CheckpointTuple | None]:
+    def _get_tuple_reader(self, config: RunnableConfig) -> Callable[[sqlite3.Connection], CheckpointTuple | None]:
         configurable = config["configurable"]
         thread_id = str(configurable["thread_id"])
         checkpoint_ns = configurable.get("checkpoint_ns", "")
@@ -466,9 +463,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
                 if found is None:
                     return {ch: {"writes": []} for ch in channels}
                 target = found[0]
-            return _delta.delta_channel_history(
-                conn, self.serde, thread_id, checkpoint_ns, target, channels
-            )
+            return _delta.delta_channel_history(conn, self.serde, thread_id, checkpoint_ns, target, channels)
 
         return self._pool.read(read, what="read delta channel history")
 
@@ -515,9 +510,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         self._check_strategy(strategy)
         if not thread_ids:
             return
-        self._pool.write(
-            lambda conn: _maintenance.prune(conn, self.serde, thread_ids, strategy), what="prune threads"
-        )
+        self._pool.write(lambda conn: _maintenance.prune(conn, self.serde, thread_ids, strategy), what="prune threads")
 
     @staticmethod
     def _check_strategy(strategy: str) -> None:
@@ -558,7 +551,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
 
     # -- thread activity, for the archive job ---------------------------------
 
-    def list_threads(self) -> list[ThreadInfo]:
+    def list_threads(self) -> builtins.list[ThreadInfo]:
         """Every thread with its last activity time (UTC), most recently active first."""
 
         return self._pool.read(_maintenance.list_threads, what="list threads")
@@ -567,9 +560,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         """Bytes each of ``thread_ids`` holds in the file (checkpoints, channel values, pending writes)."""
         return self._pool.read(lambda conn: _maintenance.thread_sizes(conn, thread_ids), what="measure threads")
 
-    def prune_inactive(
-        self, older_than: timedelta, *, strategy: PruneStrategy = "keep_latest"
-    ) -> list[str]:
+    def prune_inactive(self, older_than: timedelta, *, strategy: PruneStrategy = "keep_latest") -> builtins.list[str]:
         """Prune (or delete) threads with no checkpoint written for ``older_than``.
 
         Returns the ids of the threads pruned, oldest activity first. Choosing
@@ -597,13 +588,13 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         logger.info("pruned %d inactive threads (%s)", len(thread_ids), strategy)
         return thread_ids
 
-    async def alist_threads(self) -> list[ThreadInfo]:
+    async def alist_threads(self) -> builtins.list[ThreadInfo]:
         """Async ``list_threads``."""
         return await self._arun(self.list_threads)
 
     async def aprune_inactive(
         self, older_than: timedelta, *, strategy: PruneStrategy = "keep_latest"
-    ) -> list[str]:
+    ) -> builtins.list[str]:
         """Async ``prune_inactive``."""
         return await self._arun(self.prune_inactive, older_than, strategy=strategy)
 

@@ -68,10 +68,14 @@ __all__ = ["main", "build_parser"]
 def _common() -> argparse.ArgumentParser:
     """Options every command takes, before or after its name (SUPPRESS: a later mention wins, none is None)."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--data-dir", default=argparse.SUPPRESS,
-                        help="data directory (default: $LANGGRAPH_MEMORY_DIR, config file, ./memory)")
-    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
-                        help="print one JSON document on stdout")
+    common.add_argument(
+        "--data-dir",
+        default=argparse.SUPPRESS,
+        help="data directory (default: $LANGGRAPH_MEMORY_DIR, config file, ./memory)",
+    )
+    common.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON document on stdout"
+    )
     common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log at INFO level")
     return common
 
@@ -79,11 +83,24 @@ def _common() -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
     from langgraph_memory._version import __version__
-    from langgraph_memory.cli import _archive, _bundle, _ingest, _lifecycle, _live, _mcp, _migrate, _research, _threads, _ui
+    from langgraph_memory.cli import (
+        _archive,
+        _bundle,
+        _ingest,
+        _lifecycle,
+        _live,
+        _mcp,
+        _migrate,
+        _research,
+        _threads,
+        _ui,
+    )
 
     common = _common()
     p = argparse.ArgumentParser(
-        prog="langgraph-memory", description="Durable, searchable memory for LangGraph agents.", parents=[common],
+        prog="langgraph-memory",
+        description="Durable, searchable memory for LangGraph agents.",
+        parents=[common],
         epilog="Exit status: 0 done, 1 nothing matched, 2 bad usage, 3 failed.",
     )
     p.add_argument("--version", action="version", version=f"langgraph-memory {__version__}")
@@ -97,8 +114,19 @@ def _exit_code(exc: LangGraphMemoryError) -> int:
     if isinstance(exc, NotFoundError):
         return EXIT_NOTHING
     # A data directory the process may not write (permissions, a read-only mount) is the caller's to fix.
-    if isinstance(exc, (InvalidArgumentError, FilterError, NamespaceError, ConfigError, MissingPathError,
-                        UnsupportedFileTypeError, ValidationError, ReadOnlyError)):
+    if isinstance(
+        exc,
+        (
+            InvalidArgumentError,
+            FilterError,
+            NamespaceError,
+            ConfigError,
+            MissingPathError,
+            UnsupportedFileTypeError,
+            ValidationError,
+            ReadOnlyError,
+        ),
+    ):
         return EXIT_USAGE
     return EXIT_ERROR
 

@@ -40,23 +40,37 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--all", action="store_true", help="restore every archived item selected by --collection")
     p.add_argument("--dry-run", action="store_true")
     p.set_defaults(func=_restore)
-    p = asub.add_parser("verify", parents=[common], aliases=["check"],
-                        help="check the manifest, and every archive file against its checksum")
+    p = asub.add_parser(
+        "verify",
+        parents=[common],
+        aliases=["check"],
+        help="check the manifest, and every archive file against its checksum",
+    )
     p.set_defaults(func=_verify)
 
-    idx = sub.add_parser("index", parents=[common], help="the Chroma index: check it against the catalog, or rebuild it")
+    idx = sub.add_parser(
+        "index", parents=[common], help="the Chroma index: check it against the catalog, or rebuild it"
+    )
     isub = idx.add_subparsers(dest="action", required=True, metavar="ACTION")
     p = isub.add_parser("check", parents=[common], help="compare Chroma with the catalog, repair what differs")
     p.set_defaults(func=_index_check)
-    p = isub.add_parser("rebuild", parents=[common], help="rebuild the index from the catalog's vectors (no re-embedding)")
+    p = isub.add_parser(
+        "rebuild", parents=[common], help="rebuild the index from the catalog's vectors (no re-embedding)"
+    )
     p.set_defaults(func=_index_rebuild)
-    p = isub.add_parser("reindex", parents=[common],
-                        help="re-embed every stored text with the configured model (or --model), then rebuild")
-    p.add_argument("--model", default=None,
-                   help="move the data directory to this sentence-transformers model (name or folder)")
+    p = isub.add_parser(
+        "reindex",
+        parents=[common],
+        help="re-embed every stored text with the configured model (or --model), then rebuild",
+    )
+    p.add_argument(
+        "--model", default=None, help="move the data directory to this sentence-transformers model (name or folder)"
+    )
     p.set_defaults(func=_index_reindex)
 
-    sch = sub.add_parser("scheduler", parents=[common], help="run the archive schedule in the foreground until interrupted")
+    sch = sub.add_parser(
+        "scheduler", parents=[common], help="run the archive schedule in the foreground until interrupted"
+    )
     group = sch.add_mutually_exclusive_group()
     group.add_argument("--cron", help='crontab expression (default "0 3 * * *")')
     group.add_argument("--interval", type=float, help="seconds between runs")
@@ -71,22 +85,36 @@ def _run(ctx: Ctx) -> int:
     a = ctx.args
     with ctx.open_memory() as mem, ctx.progress() as update:
         report = mem.archiver.run(
-            dry_run=a.dry_run, collections=a.collection,
+            dry_run=a.dry_run,
+            collections=a.collection,
             progress=lambda phase, coll, done, total: update(f"{phase} {coll}", done, total),
         )
     if ctx.json:
         ctx.emit(report.as_dict())
         return EXIT_OK if report.ok else EXIT_ERROR
     title = "Archive run (dry run: nothing changed)" if report.dry_run else f"Archive run {report.run_id}"
-    ctx.table(title, ("collection", "policy", "would move" if report.dry_run else "archived", "deleted", "kept live",
-                      "file"),
-              [(cr.collection, cr.policy, cr.selected if report.dry_run else cr.archived,
-                "-" if report.dry_run else cr.deleted, cr.kept_live, "FAILED" if cr.error else (cr.file or "-"))
-               for cr in report.collections.values()], ids=("file",))
+    ctx.table(
+        title,
+        ("collection", "policy", "would move" if report.dry_run else "archived", "deleted", "kept live", "file"),
+        [
+            (
+                cr.collection,
+                cr.policy,
+                cr.selected if report.dry_run else cr.archived,
+                "-" if report.dry_run else cr.deleted,
+                cr.kept_live,
+                "FAILED" if cr.error else (cr.file or "-"),
+            )
+            for cr in report.collections.values()
+        ],
+        ids=("file",),
+    )
     verb = "would sweep" if report.dry_run else "swept"
     ctx.say(f"TTL: {verb} {report.ttl_swept} expired items.")
     if report.thread_strategy:
-        ctx.say(f"Threads ({report.thread_strategy}): {len(report.threads)} {'would be ' if report.dry_run else ''}pruned.")
+        ctx.say(
+            f"Threads ({report.thread_strategy}): {len(report.threads)} {'would be ' if report.dry_run else ''}pruned."
+        )
     for msg in report.recovered:
         ctx.say(f"recovery: {msg}")
     for err in report.errors:
@@ -111,11 +139,24 @@ def _list(ctx: Ctx) -> int:
     if ctx.json:
         ctx.emit([f.as_dict() for f in files])
     elif files:
-        ctx.table(f"Archives in {settings.archive_dir}",
-                  ("file", "collection", "state", "items", "archived now", "activity range", "size", "sha256"),
-                  [(f.name, f.collection, f.state, f.items if f.items is not None else "-", f.live_items,
-                    f"{stamp(f.min_activity)} .. {stamp(f.max_activity)}", f"{(f.bytes or 0) / 1024:.1f} KiB",
-                    (f.sha256 or "-")[:12]) for f in files], ids=("file",))
+        ctx.table(
+            f"Archives in {settings.archive_dir}",
+            ("file", "collection", "state", "items", "archived now", "activity range", "size", "sha256"),
+            [
+                (
+                    f.name,
+                    f.collection,
+                    f.state,
+                    f.items if f.items is not None else "-",
+                    f.live_items,
+                    f"{stamp(f.min_activity)} .. {stamp(f.max_activity)}",
+                    f"{(f.bytes or 0) / 1024:.1f} KiB",
+                    (f.sha256 or "-")[:12],
+                )
+                for f in files
+            ],
+            ids=("file",),
+        )
     else:
         ctx.say(f"No archives yet in {settings.archive_dir}.")
     return EXIT_OK if files else EXIT_NOTHING
@@ -134,12 +175,29 @@ def _search(ctx: Ctx) -> int:
     hits.sort(key=lambda h: h.score if h.score is not None else float("-inf"), reverse=True)
     hits = hits[: a.k]
     if ctx.json:
-        ctx.emit([{"key": h.key, "namespace": list(h.namespace), "score": h.score, "value": h.value,
-                   "file": h.archived.file, "collection": h.archived.collection} for h in hits])
+        ctx.emit(
+            [
+                {
+                    "key": h.key,
+                    "namespace": list(h.namespace),
+                    "score": h.score,
+                    "value": h.value,
+                    "file": h.archived.file,
+                    "collection": h.archived.collection,
+                }
+                for h in hits
+            ]
+        )
     elif hits:
-        ctx.table(f"Archive search: {a.query!r}", ("score", "namespace", "key", "text"),
-                  [(f"{h.score:.3f}" if h.score is not None else "-", "/".join(h.namespace), h.key, preview(h.value))
-                   for h in hits], ids=("key",))
+        ctx.table(
+            f"Archive search: {a.query!r}",
+            ("score", "namespace", "key", "text"),
+            [
+                (f"{h.score:.3f}" if h.score is not None else "-", "/".join(h.namespace), h.key, preview(h.value))
+                for h in hits
+            ],
+            ids=("key",),
+        )
     else:
         ctx.say("No archived matches.")
     return EXIT_OK if hits else EXIT_NOTHING
@@ -153,13 +211,23 @@ def _restore(ctx: Ctx) -> int:
         raise InvalidArgumentError("restore needs --key, --uid, --filter, --namespace, or --all (with --collection)")
     with ctx.open_memory() as mem:
         report = mem.archiver.restore(
-            collection=a.collection, keys=a.key, uids=a.uid, filter=a.filter,
+            collection=a.collection,
+            keys=a.key,
+            uids=a.uid,
+            filter=a.filter,
             namespace_prefix=tuple(a.namespace.split("/")) if a.namespace else None,
-            all_items=a.all, dry_run=a.dry_run,
+            all_items=a.all,
+            dry_run=a.dry_run,
         )
     if ctx.json:
-        ctx.emit({"dry_run": report.dry_run, "restored": report.restored, "already_live": report.already_live,
-                  "matched": report.matched})
+        ctx.emit(
+            {
+                "dry_run": report.dry_run,
+                "restored": report.restored,
+                "already_live": report.already_live,
+                "matched": report.matched,
+            }
+        )
     else:
         verb = "would restore" if report.dry_run else "restored"
         ctx.say(f"{verb} {report.restored} items; {report.already_live} were already live.")
@@ -188,8 +256,12 @@ def _verify(ctx: Ctx) -> int:
         ctx.emit({"files": len(results), "damaged": bad})
     else:
         for name, problem in results.items():
-            ctx.say(f"[red]DAMAGED[/] {escape(name)}: {escape(problem)}" if problem else f"[green]ok[/]      {escape(name)}",
-                    markup=True)
+            ctx.say(
+                f"[red]DAMAGED[/] {escape(name)}: {escape(problem)}"
+                if problem
+                else f"[green]ok[/]      {escape(name)}",
+                markup=True,
+            )
         ctx.say(f"{len(results)} files checked, {len(bad)} damaged.")
     return EXIT_ERROR if bad else EXIT_OK
 
@@ -205,16 +277,23 @@ def _index_check(ctx: Ctx) -> int:
         index = store.vector_index
         repaired = index.reconcile()
         rows = [
-            {"collection": name, "items": store.items.count(name), "vectors": index.count(name),
-             "repaired": repaired.get(name, 0)}
+            {
+                "collection": name,
+                "items": store.items.count(name),
+                "vectors": index.count(name),
+                "repaired": repaired.get(name, 0),
+            }
             for name in all_collections()
         ]
         probe, rebuilt = index.probe_seconds, index.last_rebuild
     if ctx.json:
         ctx.emit({"collections": rows, "probe_seconds": probe, "rebuilt": rebuilt.total if rebuilt else None})
         return EXIT_OK
-    ctx.table("Chroma index against the catalog", ("collection", "items", "vectors in Chroma", "repaired"),
-              [(r["collection"], r["items"], r["vectors"], r["repaired"]) for r in rows])
+    ctx.table(
+        "Chroma index against the catalog",
+        ("collection", "items", "vectors in Chroma", "repaired"),
+        [(r["collection"], r["items"], r["vectors"], r["repaired"]) for r in rows],
+    )
     if probe is not None:
         ctx.say(f"The index was not sealed (a crash, or files changed): probed it in {probe:.2f} s.")
     if rebuilt is not None:

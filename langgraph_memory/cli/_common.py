@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from langgraph_memory.config import Settings
@@ -74,7 +74,7 @@ def stamp(ts: float | datetime | None) -> str:
         return "-"
     if isinstance(ts, datetime):
         ts = ts.timestamp()
-    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M")
 
 
 def iso(value: Any) -> str | None:
@@ -82,14 +82,19 @@ def iso(value: Any) -> str | None:
     if value is None:
         return None
     if isinstance(value, (int, float)):
-        value = datetime.fromtimestamp(value, tz=timezone.utc)
+        value = datetime.fromtimestamp(value, tz=UTC)
     return value.isoformat()
 
 
 def item_dict(item: Any, score: float | None = None) -> dict[str, Any]:
     """An item (``Item``, ``SearchItem`` or ``StoredItem``) as JSON-ready data."""
-    out: dict[str, Any] = {"namespace": list(item.namespace), "key": item.key, "value": item.value,
-                           "created_at": iso(item.created_at), "updated_at": iso(item.updated_at)}
+    out: dict[str, Any] = {
+        "namespace": list(item.namespace),
+        "key": item.key,
+        "value": item.value,
+        "created_at": iso(item.created_at),
+        "updated_at": iso(item.updated_at),
+    }
     for name in ("last_accessed_at", "expires_at"):
         if getattr(item, name, None) is not None:
             out[name] = iso(getattr(item, name))
@@ -190,8 +195,9 @@ class Ctx:
         console = self.err if self.json else self.out
         console.print(message, markup=markup, highlight=False, soft_wrap=True)  # paths stay whole
 
-    def table(self, title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]], *,
-              ids: Sequence[str] = ()) -> None:
+    def table(
+        self, title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]], *, ids: Sequence[str] = ()
+    ) -> None:
         """A table; the columns named in ``ids`` are never wrapped or cut (users copy them)."""
         from rich.table import Table
         from rich.text import Text
@@ -213,8 +219,12 @@ class Ctx:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         with Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=self.err, transient=True,
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self.err,
+            transient=True,
         ) as bar:
             tasks: dict[str, Any] = {}
 

@@ -27,15 +27,25 @@ __all__ = ["register"]
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("ingest", parents=[common],
-                       help="read files and folders into memory (chunked, embedded, deduplicated)")
-    p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="files or folders (recursively): .md .txt .py .csv .pdf .yaml .yml")
+    p = sub.add_parser(
+        "ingest", parents=[common], help="read files and folders into memory (chunked, embedded, deduplicated)"
+    )
+    p.add_argument(
+        "paths", nargs="+", metavar="PATH", help="files or folders (recursively): .md .txt .py .csv .pdf .yaml .yml"
+    )
     p.add_argument("--episode-id", default=None, help="stored with every chunk, to recall by episode later")
-    p.add_argument("--namespace", type=namespace_arg, default=("documents",),
-                   help="namespace labels joined by '/' (default: documents)")
-    p.add_argument("--chunker", choices=("contextual", "fixed"), default="contextual",
-                   help="contextual (400 characters at semantic boundaries, the default) or fixed (1,000/500)")
+    p.add_argument(
+        "--namespace",
+        type=namespace_arg,
+        default=("documents",),
+        help="namespace labels joined by '/' (default: documents)",
+    )
+    p.add_argument(
+        "--chunker",
+        choices=("contextual", "fixed"),
+        default="contextual",
+        help="contextual (400 characters at semantic boundaries, the default) or fixed (1,000/500)",
+    )
     p.set_defaults(func=_ingest)
 
 
@@ -43,9 +53,15 @@ def _progress(ctx: Ctx) -> tuple[Any, Callable[[Any], None]]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     bar = Progress(
-        TextColumn("{task.description}", style="bold"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
-        TextColumn("{task.fields[chunks]} chunks"), TextColumn("{task.fields[rate]:.1f} chunks/s"),
-        TimeElapsedColumn(), console=ctx.err, transient=True,
+        TextColumn("{task.description}", style="bold"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("files"),
+        TextColumn("{task.fields[chunks]} chunks"),
+        TextColumn("{task.fields[rate]:.1f} chunks/s"),
+        TimeElapsedColumn(),
+        console=ctx.err,
+        transient=True,
     )
     state: dict[str, Any] = {"task": None, "chunks": 0, "started": time.monotonic()}
 
@@ -73,29 +89,52 @@ def _ingest(ctx: Ctx) -> int:
     a = ctx.args
     bar, progress = _progress(ctx)
     with ctx.open_memory(embed=True, create=True) as mem, bar:
-        report = mem.ingest(a.paths, episode_id=a.episode_id, namespace=a.namespace, chunker=a.chunker,
-                            errors="report", progress=progress)
+        report = mem.ingest(
+            a.paths,
+            episode_id=a.episode_id,
+            namespace=a.namespace,
+            chunker=a.chunker,
+            errors="report",
+            progress=progress,
+        )
     code = EXIT_OK if report.ok else EXIT_ERROR
     if ctx.json:
-        ctx.emit({
-            "counts": report.counts(),
-            "chunks": report.chunks,
-            "seconds": report.seconds,
-            "files": [
-                {"path": str(r.path), "status": r.status, "sha256": r.sha256, "file_type": r.file_type,
-                 "chunks": r.chunks, "parents": r.parents, "reason": r.reason, "replaces": r.replaces}
-                for r in report.files
-            ],
-        })
+        ctx.emit(
+            {
+                "counts": report.counts(),
+                "chunks": report.chunks,
+                "seconds": report.seconds,
+                "files": [
+                    {
+                        "path": str(r.path),
+                        "status": r.status,
+                        "sha256": r.sha256,
+                        "file_type": r.file_type,
+                        "chunks": r.chunks,
+                        "parents": r.parents,
+                        "reason": r.reason,
+                        "replaces": r.replaces,
+                    }
+                    for r in report.files
+                ],
+            }
+        )
         return code
-    labels = {"ingested": "ingested", "duplicate": "skipped: duplicates", "busy": "skipped: busy elsewhere",
-              "skipped": "skipped: unsupported or empty", "failed": "failed"}
-    rows = [(labels[status], n, sum(r.chunks for r in report.by_status(status)))  # type: ignore[arg-type]
-            for status, n in report.counts().items()]
+    labels = {
+        "ingested": "ingested",
+        "duplicate": "skipped: duplicates",
+        "busy": "skipped: busy elsewhere",
+        "skipped": "skipped: unsupported or empty",
+        "failed": "failed",
+    }
+    rows = [
+        (labels[status], n, sum(r.chunks for r in report.by_status(status))) for status, n in report.counts().items()
+    ]
     ctx.table(f"Ingest into {'/'.join(a.namespace)} ({report.seconds:.1f} s)", ("files", "count", "chunks"), rows)
     if report.failed:
-        ctx.table("Failed files", ("file", "why"), [(str(r.path), r.reason or "") for r in report.failed],
-                  ids=("file",))
+        ctx.table(
+            "Failed files", ("file", "why"), [(str(r.path), r.reason or "") for r in report.failed], ids=("file",)
+        )
     for r in report.ingested:
         if r.replaces:
             ctx.say(f"changed: {r.path} (was {r.replaces[:12]}): its older chunks are superseded.")

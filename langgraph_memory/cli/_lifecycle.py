@@ -28,18 +28,25 @@ ItemKey = tuple[tuple[str, ...], str]
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("retire", parents=[common],
-                       help="hide a memory from searches (a soft delete: kept, readable, undone by reinstate)")
+    p = sub.add_parser(
+        "retire",
+        parents=[common],
+        help="hide a memory from searches (a soft delete: kept, readable, undone by reinstate)",
+    )
     p.add_argument("id", help="its id (a typed record) or key (with --namespace)")
     p.add_argument("--reason", required=True, help="why it should no longer be used")
-    p.add_argument("--namespace", type=namespace_arg, help="its namespace (needed for items not stored by the typed API)")
+    p.add_argument(
+        "--namespace", type=namespace_arg, help="its namespace (needed for items not stored by the typed API)"
+    )
     p.set_defaults(func=_retire)
 
     p = sub.add_parser("supersede", parents=[common], help="replace a memory by a newer one: searches find the new one")
     p.add_argument("old", help="the id (or key) of the memory replaced")
     p.add_argument("new", help="the id (or key) of the memory replacing it")
     p.add_argument("--reason", help="why it was replaced")
-    p.add_argument("--namespace", type=namespace_arg, help="the old memory's namespace (items not stored by the typed API)")
+    p.add_argument(
+        "--namespace", type=namespace_arg, help="the old memory's namespace (items not stored by the typed API)"
+    )
     p.add_argument("--new-namespace", type=namespace_arg, help="the new memory's namespace (likewise)")
     p.set_defaults(func=_supersede)
 
@@ -49,14 +56,22 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(func=_reinstate)
 
     p = sub.add_parser(
-        "delete", parents=[common],
+        "delete",
+        parents=[common],
         help="delete memories for good (item, vectors, lineage, status, archived copies): shows what would go; "
-             "--yes deletes",
+        "--yes deletes",
     )
-    p.add_argument("keys", nargs="*", metavar="KEY",
-                   help="keys (ids) to delete; one that only the archive holds is found by its key too")
-    p.add_argument("--namespace", type=namespace_arg,
-                   help="every live item under this namespace, retired ones included (or the keys' namespace)")
+    p.add_argument(
+        "keys",
+        nargs="*",
+        metavar="KEY",
+        help="keys (ids) to delete; one that only the archive holds is found by its key too",
+    )
+    p.add_argument(
+        "--namespace",
+        type=namespace_arg,
+        help="every live item under this namespace, retired ones included (or the keys' namespace)",
+    )
     p.add_argument("--filter", type=json.loads, default=None, help="only live items matching this JSON filter")
     p.add_argument("--yes", action="store_true", help="really delete (without it: a dry run)")
     p.set_defaults(func=_delete)
@@ -71,8 +86,10 @@ def _status_out(ctx: Ctx, verb: str, item_id: str, st: Any) -> int:
     else:
         by = f" by {st.superseded_by}" if st.superseded_by and st.status == "superseded" else ""
         why = f": {st.reason}" if st.reason else ""
-        ctx.say(f"{verb} {item_id} in {'/'.join(st.namespace)} ({st.collection}){by}{why}. "
-                f"Searches leave it out; `langgraph-memory reinstate {item_id}` undoes it.")
+        ctx.say(
+            f"{verb} {item_id} in {'/'.join(st.namespace)} ({st.collection}){by}{why}. "
+            f"Searches leave it out; `langgraph-memory reinstate {item_id}` undoes it."
+        )
     return EXIT_OK
 
 
@@ -97,8 +114,11 @@ def _reinstate(ctx: Ctx) -> int:
     if ctx.json:
         ctx.emit({"id": a.id, "reinstated": had})
     else:
-        ctx.say(f"Reinstated {a.id}: searches find it again." if had
-                else f"{a.id} was neither retired nor superseded; nothing changed.")
+        ctx.say(
+            f"Reinstated {a.id}: searches find it again."
+            if had
+            else f"{a.id} was neither retired nor superseded; nothing changed."
+        )
     return EXIT_OK if had else EXIT_NOTHING
 
 
@@ -141,8 +161,9 @@ def _under_namespace(mem: Any, a: Any) -> tuple[list[ItemKey], dict[ItemKey, Any
     """Every live item under --namespace matching --filter, retired and superseded ones included."""
     found: list[Any] = []
     while True:  # a page at a time (searching with no query reads no vectors)
-        page = mem.store.search(a.namespace, filter=a.filter, limit=1000, offset=len(found), refresh_ttl=False,
-                                include_retired=True)
+        page = mem.store.search(
+            a.namespace, filter=a.filter, limit=1000, offset=len(found), refresh_ttl=False, include_retired=True
+        )
         found.extend(page)
         if len(page) < 1000:
             break
@@ -170,8 +191,16 @@ def _delete(ctx: Ctx) -> int:
         "archived_copies": sum(r.archived_copies for r in reports),
     }
     if ctx.json:
-        ctx.emit({"dry_run": not a.yes, "matched": len(reports), "deleted": len(reports) if a.yes else 0,
-                  "live": sum(r.live for r in reports), **totals, "items": [r.as_dict() for r in reports]})
+        ctx.emit(
+            {
+                "dry_run": not a.yes,
+                "matched": len(reports),
+                "deleted": len(reports) if a.yes else 0,
+                "live": sum(r.live for r in reports),
+                **totals,
+                "items": [r.as_dict() for r in reports],
+            }
+        )
         return EXIT_OK if reports else EXIT_NOTHING
     if not reports:
         ctx.say("Nothing matched; nothing deleted.")
@@ -185,14 +214,19 @@ def _delete(ctx: Ctx) -> int:
         it = values.get((r.namespace, r.id))
         return stamp(it.updated_at) if it is not None else "-"
 
-    ctx.table("Deleted" if a.yes else "Would delete (dry run)", ("namespace", "key", "removes", "updated", "text"),
-              [("/".join(r.namespace), r.id, ", ".join(r.removes()), updated(r), text(r)) for r in reports[:_SHOWN]],
-              ids=("key",))
+    ctx.table(
+        "Deleted" if a.yes else "Would delete (dry run)",
+        ("namespace", "key", "removes", "updated", "text"),
+        [("/".join(r.namespace), r.id, ", ".join(r.removes()), updated(r), text(r)) for r in reports[:_SHOWN]],
+        ids=("key",),
+    )
     if len(reports) > _SHOWN:
         ctx.say(f"... and {len(reports) - _SHOWN} more.")
     live = sum(r.live for r in reports)
-    summary = (f"{len(reports)} items ({live} live, {totals['vectors']} vectors, {totals['lineage_edges']} lineage "
-               f"links, {totals['statuses']} retired/superseded statuses, {totals['archived_copies']} archived copies)")
+    summary = (
+        f"{len(reports)} items ({live} live, {totals['vectors']} vectors, {totals['lineage_edges']} lineage "
+        f"links, {totals['statuses']} retired/superseded statuses, {totals['archived_copies']} archived copies)"
+    )
     if a.yes:
         ctx.say(f"Deleted {summary}. This cannot be undone.")
     else:

@@ -18,9 +18,9 @@ from langgraph_memory.cli._common import (
     preview,
     stamp,
 )
-from langgraph_memory.research.collections import GENERAL, collection_by_name, collection_for
 from langgraph_memory.errors import InvalidArgumentError, NotFoundError
 from langgraph_memory.research.calls import research_calls
+from langgraph_memory.research.collections import GENERAL, collection_by_name, collection_for
 
 __all__ = ["register"]
 
@@ -59,7 +59,6 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(func=_versions)
 
 
-
 # ----------------------------------------------------------------- search
 
 
@@ -74,24 +73,44 @@ def _search(ctx: Ctx) -> int:
             prefix = (spec.label,)
     with ctx.open_memory(embed=True) as mem:
         ctx.load_model(mem)
-        hits = mem.store.search(prefix, query=a.query, filter=a.filter, limit=a.limit, refresh_ttl=False,
-                                include_retired=a.include_retired)
+        hits = mem.store.search(
+            prefix, query=a.query, filter=a.filter, limit=a.limit, refresh_ttl=False, include_retired=a.include_retired
+        )
         statuses = mem.store.items.statuses([(tuple(h.namespace), h.key) for h in hits]) if a.include_retired else {}
     if general:  # the general collection has no label of its own: keep its items
         hits = [h for h in hits if collection_for(tuple(h.namespace)) is GENERAL]
     if a.min_relevance is not None:
         hits = [h for h in hits if h.score is not None and h.score >= a.min_relevance]
     if ctx.json:
-        ctx.emit([{**item_dict(h), "status": _status_of(statuses, h)} if a.include_retired else item_dict(h)
-                  for h in hits])
+        ctx.emit(
+            [{**item_dict(h), "status": _status_of(statuses, h)} if a.include_retired else item_dict(h) for h in hits]
+        )
     elif hits and a.include_retired:
-        ctx.table(f"Search: {a.query!r}", ("score", "namespace", "key", "status", "text"),
-                  [(f"{h.score:.3f}" if h.score is not None else "-", "/".join(h.namespace), h.key,
-                    (_status_of(statuses, h) or {}).get("status", ""), preview(h.value)) for h in hits], ids=("key",))
+        ctx.table(
+            f"Search: {a.query!r}",
+            ("score", "namespace", "key", "status", "text"),
+            [
+                (
+                    f"{h.score:.3f}" if h.score is not None else "-",
+                    "/".join(h.namespace),
+                    h.key,
+                    (_status_of(statuses, h) or {}).get("status", ""),
+                    preview(h.value),
+                )
+                for h in hits
+            ],
+            ids=("key",),
+        )
     elif hits:
-        ctx.table(f"Search: {a.query!r}", ("score", "namespace", "key", "text"),
-                  [(f"{h.score:.3f}" if h.score is not None else "-", "/".join(h.namespace), h.key,
-                    preview(h.value)) for h in hits], ids=("key",))
+        ctx.table(
+            f"Search: {a.query!r}",
+            ("score", "namespace", "key", "text"),
+            [
+                (f"{h.score:.3f}" if h.score is not None else "-", "/".join(h.namespace), h.key, preview(h.value))
+                for h in hits
+            ],
+            ids=("key",),
+        )
     else:
         ctx.say("No matches.")
     return EXIT_OK if hits else EXIT_NOTHING
@@ -116,9 +135,13 @@ def _get(ctx: Ctx) -> int:
         ctx.emit({**item_dict(it), "status": st.as_dict() if st is not None else None})
         return EXIT_OK
     rows: list[tuple[str, Any]] = [
-        ("namespace", "/".join(it.namespace)), ("key", it.key), ("collection", collection_for(it.namespace).name),
-        ("created", stamp(it.created_at)), ("updated", stamp(it.updated_at)),
-        ("last read", stamp(it.last_accessed_at)), ("reads", it.access_count),
+        ("namespace", "/".join(it.namespace)),
+        ("key", it.key),
+        ("collection", collection_for(it.namespace).name),
+        ("created", stamp(it.created_at)),
+        ("updated", stamp(it.updated_at)),
+        ("last read", stamp(it.last_accessed_at)),
+        ("reads", it.access_count),
     ]
     if st is not None:  # hidden from searches: say so, and why
         by = f" by {st.superseded_by}" if st.superseded_by and st.status == "superseded" else ""
@@ -144,28 +167,57 @@ def _list(ctx: Ctx) -> int:
             shown = len(spaces)
         else:
             # Every item, retired and superseded ones too (marked): the counts above include them.
-            page = mem.store.search(a.namespace, limit=a.limit, offset=a.offset, refresh_ttl=False,
-                                    include_retired=True)
+            page = mem.store.search(
+                a.namespace, limit=a.limit, offset=a.offset, refresh_ttl=False, include_retired=True
+            )
             shown = total
             statuses = mem.store.items.statuses([(tuple(it.namespace), it.key) for it in page])
     if ctx.json:
         if a.namespace is None:
-            ctx.emit({"namespaces": [{"namespace": list(ns), "collection": c, "items": n} for ns, c, n in page],
-                      "total": shown, "offset": a.offset, "limit": a.limit})
+            ctx.emit(
+                {
+                    "namespaces": [{"namespace": list(ns), "collection": c, "items": n} for ns, c, n in page],
+                    "total": shown,
+                    "offset": a.offset,
+                    "limit": a.limit,
+                }
+            )
         else:
-            ctx.emit({"items": [{**item_dict(it), "status": _status_of(statuses, it)} for it in page],
-                      "total": shown, "offset": a.offset, "limit": a.limit})
+            ctx.emit(
+                {
+                    "items": [{**item_dict(it), "status": _status_of(statuses, it)} for it in page],
+                    "total": shown,
+                    "offset": a.offset,
+                    "limit": a.limit,
+                }
+            )
         return EXIT_OK if page else EXIT_NOTHING
     if not page:
         ctx.say("Nothing here." if not shown else f"Nothing past --offset {a.offset} ({shown} in all).")
         return EXIT_NOTHING
     if a.namespace is None:
-        ctx.table(f"Namespaces ({total} items)", ("namespace", "collection", "items"),
-                  [("/".join(ns), c, n) for ns, c, n in page], ids=("namespace",))
+        ctx.table(
+            f"Namespaces ({total} items)",
+            ("namespace", "collection", "items"),
+            [("/".join(ns), c, n) for ns, c, n in page],
+            ids=("namespace",),
+        )
     else:
-        ctx.table(f"Items under {'/'.join(a.namespace)}", ("key", "namespace", "updated", "status", "text"),
-                  [(it.key, "/".join(it.namespace), stamp(it.updated_at), (_status_of(statuses, it) or {}).get("status", ""),
-                    preview(it.value)) for it in page], ids=("key",))
+        ctx.table(
+            f"Items under {'/'.join(a.namespace)}",
+            ("key", "namespace", "updated", "status", "text"),
+            [
+                (
+                    it.key,
+                    "/".join(it.namespace),
+                    stamp(it.updated_at),
+                    (_status_of(statuses, it) or {}).get("status", ""),
+                    preview(it.value),
+                )
+                for it in page
+            ],
+            ids=("key",),
+        )
     end = a.offset + len(page)
     more = f"; next page: --offset {end}" if end < shown else ""
     ctx.say(f"Rows {a.offset + 1}-{end} of {shown}{more}")
@@ -197,20 +249,46 @@ def _stats(ctx: Ctx) -> int:
         ctx.emit(stats.as_dict())
         return EXIT_OK
     rows = [
-        (c.name, c.items, c.with_vectors, _size(c.storage_bytes), stamp(c.oldest), stamp(c.newest), c.archived,
-         c.retired, c.superseded)
+        (
+            c.name,
+            c.items,
+            c.with_vectors,
+            _size(c.storage_bytes),
+            stamp(c.oldest),
+            stamp(c.newest),
+            c.archived,
+            c.retired,
+            c.superseded,
+        )
         for c in stats.collections.values()
     ]
-    rows.append(("total", stats.items, sum(c.with_vectors for c in stats.collections.values()),
-                 _size(sum(c.storage_bytes for c in stats.collections.values())), "", "", stats.archived,
-                 stats.retired, stats.superseded))
-    ctx.table(f"Memory in {stats.data_dir}",
-              ("collection", "items", "with vectors", "storage", "oldest", "newest", "archived", "retired",
-               "superseded"), rows, ids=("collection",))
-    threads = "no checkpointer threads" if not stats.threads else f"{stats.threads} threads ({stats.checkpoints} checkpoints)"
-    ctx.say(f"{stats.namespaces} namespaces, {stats.lineage_edges} lineage links, {stats.sessions} sessions "
-            f"({stats.active_sessions} active; {stats.session_turns} turns recorded, {stats.promoted_turns} promoted), "
-            f"{threads}.")
+    rows.append(
+        (
+            "total",
+            stats.items,
+            sum(c.with_vectors for c in stats.collections.values()),
+            _size(sum(c.storage_bytes for c in stats.collections.values())),
+            "",
+            "",
+            stats.archived,
+            stats.retired,
+            stats.superseded,
+        )
+    )
+    ctx.table(
+        f"Memory in {stats.data_dir}",
+        ("collection", "items", "with vectors", "storage", "oldest", "newest", "archived", "retired", "superseded"),
+        rows,
+        ids=("collection",),
+    )
+    threads = (
+        "no checkpointer threads" if not stats.threads else f"{stats.threads} threads ({stats.checkpoints} checkpoints)"
+    )
+    ctx.say(
+        f"{stats.namespaces} namespaces, {stats.lineage_edges} lineage links, {stats.sessions} sessions "
+        f"({stats.active_sessions} active; {stats.session_turns} turns recorded, {stats.promoted_turns} promoted), "
+        f"{threads}."
+    )
     ctx.say("On disk: " + ", ".join(f"{name} {_size(n)}" for name, n in stats.disk_bytes.items()))
     return EXIT_OK
 
@@ -266,9 +344,12 @@ def _versions(ctx: Ctx) -> int:
     if ctx.json:
         ctx.emit(rows)
     elif rows:
-        ctx.table(f"Versions of {ctx.args.name!r}", ("version", "id", "status", "created"),
-                  [(r["version"], r["id"], r["status"] or "archived/deleted", r["created_at"][:16]) for r in rows],
-                  ids=("id",))
+        ctx.table(
+            f"Versions of {ctx.args.name!r}",
+            ("version", "id", "status", "created"),
+            [(r["version"], r["id"], r["status"] or "archived/deleted", r["created_at"][:16]) for r in rows],
+            ids=("id",),
+        )
     else:
         ctx.say(f"No strategy named {ctx.args.name!r}.")
     return EXIT_OK if rows else EXIT_NOTHING

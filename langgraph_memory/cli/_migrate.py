@@ -25,11 +25,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     csub = checkpoints.add_subparsers(dest="action", required=True, metavar="ACTION")
     p = csub.add_parser(
-        "migrate", parents=[common],
+        "migrate",
+        parents=[common],
         help="copy threads from a checkpoints.sqlite (or a PostgresSaver database) into PostgreSQL",
     )
-    p.add_argument("source", help="checkpoints.sqlite, its data directory, or a postgresql:// address "
-                                  "whose PostgresSaver threads are imported")
+    p.add_argument(
+        "source",
+        help="checkpoints.sqlite, its data directory, or a postgresql:// address "
+        "whose PostgresSaver threads are imported",
+    )
     p.add_argument("target", help="postgresql:// address of the PostgresCheckpointer")
     p.add_argument("--schema", default=None, help="PostgreSQL schema of the target tables (default langgraph_memory)")
     p.set_defaults(func=_migrate)
@@ -56,9 +60,19 @@ def _migrate(ctx: Ctx) -> int:
             report = copy_from_sqlite(source, saver, progress=update)
             origin = "SQLite"
     if ctx.json:
-        ctx.emit({"source": origin, "threads": report.threads, "checkpoints": report.checkpoints,
-                  "blobs": report.blobs, "writes": report.writes, "verified": True})
+        ctx.emit(
+            {
+                "source": origin,
+                "threads": report.threads,
+                "checkpoints": report.checkpoints,
+                "blobs": report.blobs,
+                "writes": report.writes,
+                "verified": True,
+            }
+        )
     else:
-        ctx.say(f"copied {report.threads} threads, {report.checkpoints} checkpoints and {report.writes} "
-                f"pending writes from {origin}; counts verified")
+        ctx.say(
+            f"copied {report.threads} threads, {report.checkpoints} checkpoints and {report.writes} "
+            f"pending writes from {origin}; counts verified"
+        )
     return EXIT_OK

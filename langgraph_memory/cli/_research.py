@@ -61,8 +61,9 @@ def _option(parser: argparse.ArgumentParser, param: inspect.Parameter) -> None:
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("research", parents=[common],
-                       help="the typed research calls (findings to lessons), as the MCP tools offer them")
+    p = sub.add_parser(
+        "research", parents=[common], help="the typed research calls (findings to lessons), as the MCP tools offer them"
+    )
     calls = p.add_subparsers(dest="call", required=True, metavar="CALL")
     for call in research_calls():
         cp = calls.add_parser(call.name, parents=[common], help=call.summary, description=call.summary)

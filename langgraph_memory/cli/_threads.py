@@ -18,12 +18,21 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     tsub = threads.add_subparsers(dest="action", required=True, metavar="ACTION")
     p = tsub.add_parser("list", parents=[common], help="every thread with its last activity, most recent first")
     p.set_defaults(func=_list)
-    p = tsub.add_parser("prune", parents=[common],
-                        help="prune threads idle for --older-than days: shows what would go; --yes prunes")
-    p.add_argument("--older-than", type=float, default=ARCHIVE_AFTER_DAYS,
-                   help=f"days without a checkpoint (default {ARCHIVE_AFTER_DAYS})")
-    p.add_argument("--strategy", choices=("keep_latest", "delete"), default="keep_latest",
-                   help="keep each thread's latest checkpoint (default), or delete the thread")
+    p = tsub.add_parser(
+        "prune", parents=[common], help="prune threads idle for --older-than days: shows what would go; --yes prunes"
+    )
+    p.add_argument(
+        "--older-than",
+        type=float,
+        default=ARCHIVE_AFTER_DAYS,
+        help=f"days without a checkpoint (default {ARCHIVE_AFTER_DAYS})",
+    )
+    p.add_argument(
+        "--strategy",
+        choices=("keep_latest", "delete"),
+        default="keep_latest",
+        help="keep each thread's latest checkpoint (default), or delete the thread",
+    )
     p.add_argument("--yes", action="store_true", help="really prune (without it: a dry run)")
     p.set_defaults(func=_prune)
 
@@ -39,8 +48,9 @@ def _saver(ctx: Ctx) -> Any:
 
 
 def _rows(threads: list[Any]) -> list[dict[str, Any]]:
-    return [{"thread_id": t.thread_id, "last_activity": iso(t.last_activity), "checkpoints": t.checkpoints}
-            for t in threads]
+    return [
+        {"thread_id": t.thread_id, "last_activity": iso(t.last_activity), "checkpoints": t.checkpoints} for t in threads
+    ]
 
 
 def _list(ctx: Ctx) -> int:
@@ -54,9 +64,12 @@ def _list(ctx: Ctx) -> int:
     if ctx.json:
         ctx.emit(_rows(threads))
     elif threads:
-        ctx.table(f"Threads ({len(threads)})", ("thread", "last activity", "checkpoints"),
-                  [(t.thread_id, stamp(t.last_activity.timestamp()), t.checkpoints) for t in threads],
-                  ids=("thread",))
+        ctx.table(
+            f"Threads ({len(threads)})",
+            ("thread", "last activity", "checkpoints"),
+            [(t.thread_id, stamp(t.last_activity.timestamp()), t.checkpoints) for t in threads],
+            ids=("thread",),
+        )
     else:
         ctx.say("No threads.")
     return EXIT_OK if threads else EXIT_NOTHING

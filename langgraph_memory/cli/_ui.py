@@ -18,10 +18,16 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("ui", parents=[common], help="browse memory in a web browser (http://127.0.0.1:8766)")
     p.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1; others need a token)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks one)")
-    p.add_argument("--token-file", default=None,
-                   help=f"file holding the token browsers must present (default ${TOKEN_ENV}); needed beyond loopback")
-    p.add_argument("--allow-writes", action="store_true",
-                   help="allow retire, supersede, reinstate and archive restore from the pages")
+    p.add_argument(
+        "--token-file",
+        default=None,
+        help=f"file holding the token browsers must present (default ${TOKEN_ENV}); needed beyond loopback",
+    )
+    p.add_argument(
+        "--allow-writes",
+        action="store_true",
+        help="allow retire, supersede, reinstate and archive restore from the pages",
+    )
     p.set_defaults(func=_serve)
 
 
@@ -33,8 +39,10 @@ def _serve(ctx: Ctx) -> int:
     token = read_token(a.token_file)
     check_ui_bind(a.host, token)  # before opening anything
     with ctx.open_memory(embed=True) as mem:
-        ctx.err.print(f"langgraph-memory browser on {mem.data_dir}"
-                      + (" (writes allowed)" if a.allow_writes else " (read-only)"), markup=False)
+        ctx.err.print(
+            f"langgraph-memory browser on {mem.data_dir}" + (" (writes allowed)" if a.allow_writes else " (read-only)"),
+            markup=False,
+        )
 
         def listening(url: str) -> None:
             shown = url + ("?token=<your token>" if token else "")

@@ -37,7 +37,7 @@ import hashlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_messages
 from langchain_core.runnables import RunnableConfig
@@ -86,7 +86,7 @@ def _messages(raw: Any) -> list[BaseMessage]:
         raise ValidationError(f"the messages state key holds something that is not a message: {exc}") from None
 
 
-def exchanges(messages: Sequence[Any], thread_id: Optional[str] = None) -> list[Exchange]:
+def exchanges(messages: Sequence[Any], thread_id: str | None = None) -> list[Exchange]:
     """The completed turns of ``messages``, oldest first.
 
     A turn is a human message and the last AI message with text and no tool
@@ -100,8 +100,8 @@ def exchanges(messages: Sequence[Any], thread_id: Optional[str] = None) -> list[
     """
     msgs = _messages(list(messages))
     out: list[Exchange] = []
-    human: Optional[tuple[int, HumanMessage]] = None
-    answer: Optional[AIMessage] = None
+    human: tuple[int, HumanMessage] | None = None
+    answer: AIMessage | None = None
 
     def close() -> None:
         if human is not None and answer is not None:
@@ -118,7 +118,7 @@ def exchanges(messages: Sequence[Any], thread_id: Optional[str] = None) -> list[
     return [e for e in out if e.user or e.assistant]
 
 
-def _source(thread_id: Optional[str], pos: int, human: BaseMessage, answer: BaseMessage) -> str:
+def _source(thread_id: str | None, pos: int, human: BaseMessage, answer: BaseMessage) -> str:
     """The turn's id: the thread and both messages' ids, or (without ids) a hash of their place and text."""
     if human.id and answer.id:
         ident = f"{human.id}:{answer.id}"
@@ -128,7 +128,7 @@ def _source(thread_id: Optional[str], pos: int, human: BaseMessage, answer: Base
     return f"conversation:{thread_id or ''}:{ident}"
 
 
-def last_human_text(state: Any) -> Optional[str]:
+def last_human_text(state: Any) -> str | None:
     """The text of the last human message of ``state["messages"]`` (a ``recall_node`` query getter).
 
     Examples:
@@ -145,9 +145,9 @@ def last_human_text(state: Any) -> Optional[str]:
 def format_buffer(
     turns: Sequence[SessionTurn],
     *,
-    max_tokens: Optional[int] = None,
+    max_tokens: int | None = None,
     token_counter: Callable[[str], int] = approx_tokens,
-    thread_id: Optional[str] = None,
+    thread_id: str | None = None,
 ) -> str:
     """Turns as prompt text, newest kept first within ``max_tokens``; oldest first in the text.
 
@@ -185,9 +185,9 @@ def conversation_node(
     sessions: SessionMemory,
     *,
     messages_key: str = "messages",
-    output_key: Optional[str] = "conversation",
+    output_key: str | None = "conversation",
     max_turns: int = 20,
-    max_tokens: Optional[int] = None,
+    max_tokens: int | None = None,
     token_counter: Callable[[str], int] = approx_tokens,
     across_threads: bool = False,
     hours_back: float = 2.0,
@@ -239,7 +239,9 @@ def conversation_node(
             turns = sessions.get_all_recent_context(hours_back=hours_back, max_turns=max_turns)
         else:
             turns = sessions.get_session_context(max_turns=max_turns, thread_id=thread_id)
-        return {output_key: format_buffer(turns, max_tokens=max_tokens, token_counter=token_counter, thread_id=thread_id)}
+        return {
+            output_key: format_buffer(turns, max_tokens=max_tokens, token_counter=token_counter, thread_id=thread_id)
+        }
 
     async def arecord(state: Any, config: RunnableConfig) -> dict[str, Any]:
         return await asyncio.to_thread(record, state, config)

@@ -34,9 +34,9 @@ from typing import Any, Optional, Union
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore, SearchItem
 
-from langgraph_memory.research.collections import collection_for
 from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
 from langgraph_memory.errors import ConfigError, InvalidArgumentError, ValidationError
+from langgraph_memory.research.collections import collection_for
 from langgraph_memory.store.ranking import keep_relevant
 
 __all__ = ["recall_node", "store_node", "format_namespace", "search_options"]
@@ -67,7 +67,7 @@ def _from_context(context: Any, name: str) -> Any:
     return getattr(context, name, _MISSING)
 
 
-class _TemplateValues(Mapping):  # type: ignore[type-arg]
+class _TemplateValues(Mapping):
     """The values a namespace template may use: the runtime context first, then ``configurable``."""
 
     def __init__(self, config: Optional[RunnableConfig]) -> None:
@@ -135,9 +135,13 @@ def _namespaces(spec: Union[NamespaceSpec, Sequence[NamespaceSpec]]) -> list[Nam
         return [spec]
     if isinstance(spec, tuple) and spec and all(isinstance(x, str) for x in spec):
         return [spec]  # a tuple of labels is one namespace; a list holds several
-    if isinstance(spec, (list, tuple)) and spec and all(
-        isinstance(s, str) or (isinstance(s, (tuple, list)) and s and all(isinstance(x, str) for x in s))
-        for s in spec
+    if (
+        isinstance(spec, (list, tuple))
+        and spec
+        and all(
+            isinstance(s, str) or (isinstance(s, (tuple, list)) and s and all(isinstance(x, str) for x in s))
+            for s in spec
+        )
     ):
         return list(spec)
     raise InvalidArgumentError(
@@ -272,7 +276,11 @@ def _as_values(raw: Any, namespace: Namespace) -> list[dict[str, Any]]:
 
 
 def _prepare_puts(
-    state: Any, config: Optional[RunnableConfig], namespace: NamespaceSpec, values: StateGetter, parent: Optional[StateGetter]
+    state: Any,
+    config: Optional[RunnableConfig],
+    namespace: NamespaceSpec,
+    values: StateGetter,
+    parent: Optional[StateGetter],
 ) -> tuple[Namespace, list[tuple[str, dict[str, Any]]], list[str]]:
     ns = format_namespace(namespace, config)
     parents: list[str] = []
@@ -296,8 +304,10 @@ def _write(store: BaseStore, ns: Namespace, puts: list[tuple[str, dict[str, Any]
         for key, value in puts:
             store.put(ns, key, value)
         return
-    coll = store.collections.for_namespace(ns).name  # type: ignore[attr-defined]
-    lineage = store.lineage
+    # A store that says it supports lineage has the store API of ChromaStore (collections, lineage, items).
+    chroma: Any = store
+    coll = chroma.collections.for_namespace(ns).name
+    lineage = chroma.lineage
     for key, value in puts:
         item_parents = [value["parent_id"]] if value.get("parent_id") else []
         item_parents += [p for p in parents if p not in item_parents]
@@ -306,7 +316,7 @@ def _write(store: BaseStore, ns: Namespace, puts: list[tuple[str, dict[str, Any]
         def register(conn: Any, key: str = key, links: list[tuple[str, str]] = links) -> None:
             lineage.register_in(conn, key, coll, ns, parents=links)
 
-        store.items.put(ns, key, value, before=register)
+        chroma.items.put(ns, key, value, before=register)
 
 
 def store_node(
@@ -335,9 +345,10 @@ def store_node(
     Examples:
         >>> builder.add_node("remember", store_node(("lessons",), values="lesson_text", parent="strategy_id"))  # a line of a graph definition (builder is the caller's StateGraph)  # doctest: +SKIP
     """
-    if not (isinstance(namespace, str) or (
-        isinstance(namespace, tuple) and namespace and all(isinstance(x, str) for x in namespace)
-    )):
+    if not (
+        isinstance(namespace, str)
+        or (isinstance(namespace, tuple) and namespace and all(isinstance(x, str) for x in namespace))
+    ):
         raise InvalidArgumentError(
             f"a namespace is a label ('lessons') or a tuple of labels (('memories', '{{user_id}}')), "
             f"got {type(namespace).__name__} {namespace!r}"

@@ -31,25 +31,25 @@ import json
 import logging
 import uuid
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool
 from langgraph.store.base import BaseStore
 
-from langgraph_memory.research.collections import collection_for
 from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
 from langgraph_memory.errors import ConfigError
 from langgraph_memory.graph.nodes import NamespaceSpec, format_namespace, search_options
-from langgraph_memory.store.ranking import keep_relevant
+from langgraph_memory.research.collections import collection_for
 from langgraph_memory.research.validation import check_content, check_limit, check_tags
+from langgraph_memory.store.ranking import keep_relevant
 
 __all__ = ["create_recall_tool", "create_store_tool"]
 
 logger = logging.getLogger(__name__)
 
 
-def _resolve_store(store: Optional[BaseStore], tool: str) -> BaseStore:
+def _resolve_store(store: BaseStore | None, tool: str) -> BaseStore:
     if store is not None:
         return store
     try:
@@ -67,10 +67,7 @@ def _resolve_store(store: Optional[BaseStore], tool: str) -> BaseStore:
 
 def _render(items: list[Any]) -> str:
     return json.dumps(
-        [
-            {"key": it.key, "namespace": list(it.namespace), "value": it.value, "score": it.score}
-            for it in items
-        ],
+        [{"key": it.key, "namespace": list(it.namespace), "value": it.value, "score": it.score} for it in items],
         ensure_ascii=False,
         default=str,
     )
@@ -80,11 +77,11 @@ def create_recall_tool(
     namespace: NamespaceSpec = ("memories", "{user_id}"),
     *,
     k: int = DEFAULT_K,
-    min_relevance: Optional[float] = MIN_RELEVANCE,
-    filter: Optional[dict[str, Any]] = None,
-    store: Optional[BaseStore] = None,
+    min_relevance: float | None = MIN_RELEVANCE,
+    filter: dict[str, Any] | None = None,
+    store: BaseStore | None = None,
     name: str = "recall_memory",
-    description: Optional[str] = None,
+    description: str | None = None,
     include_retired: bool = False,
 ) -> StructuredTool:
     """A tool that searches memories; it returns JSON: ``[{key, namespace, value, score}, ...]``.
@@ -99,17 +96,17 @@ def create_recall_tool(
         >>> tool.invoke({"query": "coffee"}, {"configurable": {"user_id": "u1"}})  # needs an open store (store) holding the items named  # doctest: +SKIP
     """
 
-    def _args(query: str, limit: Optional[int]) -> tuple[str, int]:
+    def _args(query: str, limit: int | None) -> tuple[str, int]:
         return check_content(query, field="query"), check_limit(k if limit is None else limit)
 
-    def recall_memory(query: str, limit: Optional[int] = None, *, config: RunnableConfig) -> str:
+    def recall_memory(query: str, limit: int | None = None, *, config: RunnableConfig) -> str:
         ns = format_namespace(namespace, config)
         query, limit = _args(query, limit)
         found = _resolve_store(store, name)
         items = found.search(ns, query=query, filter=filter, limit=limit, **search_options(found, include_retired))
         return _render(keep_relevant(items, min_relevance))
 
-    async def arecall_memory(query: str, limit: Optional[int] = None, *, config: RunnableConfig) -> str:
+    async def arecall_memory(query: str, limit: int | None = None, *, config: RunnableConfig) -> str:
         ns = format_namespace(namespace, config)
         query, limit = _args(query, limit)
         found = _resolve_store(store, name)
@@ -130,9 +127,9 @@ def create_recall_tool(
 def create_store_tool(
     namespace: NamespaceSpec = ("memories", "{user_id}"),
     *,
-    store: Optional[BaseStore] = None,
+    store: BaseStore | None = None,
     name: str = "store_memory",
-    description: Optional[str] = None,
+    description: str | None = None,
 ) -> StructuredTool:
     """A tool that stores (or, given a ``key``, overwrites) one memory; it returns the key.
 
@@ -145,7 +142,7 @@ def create_store_tool(
     """
 
     def _value(
-        ns: tuple[str, ...], content: str, key: Optional[str], tags: Optional[Sequence[str]]
+        ns: tuple[str, ...], content: str, key: str | None, tags: Sequence[str] | None
     ) -> tuple[str, dict[str, Any]]:
         spec = collection_for(ns)
         key = key or str(uuid.uuid4())
@@ -158,7 +155,7 @@ def create_store_tool(
         return key, value
 
     def store_memory(
-        content: str, key: Optional[str] = None, tags: Optional[list[str]] = None, *, config: RunnableConfig
+        content: str, key: str | None = None, tags: list[str] | None = None, *, config: RunnableConfig
     ) -> str:
         ns = format_namespace(namespace, config)
         key, value = _value(ns, content, key, tags)
@@ -166,7 +163,7 @@ def create_store_tool(
         return key
 
     async def astore_memory(
-        content: str, key: Optional[str] = None, tags: Optional[list[str]] = None, *, config: RunnableConfig
+        content: str, key: str | None = None, tags: list[str] | None = None, *, config: RunnableConfig
     ) -> str:
         ns = format_namespace(namespace, config)
         key, value = _value(ns, content, key, tags)
@@ -181,4 +178,3 @@ def create_store_tool(
         or "Save a fact to long-term memory, with up to 10 short tags. Pass `key` to overwrite an existing memory. "
         "Returns the memory's key.",
     )
-

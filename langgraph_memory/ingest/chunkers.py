@@ -257,8 +257,13 @@ class ContextualChunker(_Stream):
         max_chunks_per_parent: int = 16,
     ) -> None:
         super().__init__(max_chunks_per_parent)
-        IngestConfig(chunk_size=chunk_size, overlap_ratio=overlap_ratio, min_chunk_size=min_chunk_size,
-                     search_window=search_window, max_chunks_per_parent=max_chunks_per_parent)  # validates
+        IngestConfig(
+            chunk_size=chunk_size,
+            overlap_ratio=overlap_ratio,
+            min_chunk_size=min_chunk_size,
+            search_window=search_window,
+            max_chunks_per_parent=max_chunks_per_parent,
+        )  # validates
         self.chunk_size = chunk_size
         self.overlap_ratio = overlap_ratio
         self.min_chunk_size = min_chunk_size
@@ -352,7 +357,9 @@ class FixedWindowChunker(_Stream):
 
     def __init__(self, size: int = 1000, overlap: int = 500, max_chunks_per_parent: int = 16) -> None:
         super().__init__(max_chunks_per_parent)
-        IngestConfig(fixed_chunk_size=size, fixed_overlap=overlap, max_chunks_per_parent=max_chunks_per_parent)  # validates
+        IngestConfig(
+            fixed_chunk_size=size, fixed_overlap=overlap, max_chunks_per_parent=max_chunks_per_parent
+        )  # validates
         self.size = size
         self.overlap = overlap
 
@@ -389,5 +396,10 @@ def make_chunker(config: IngestConfig) -> ContextualChunker | FixedWindowChunker
     """
     if config.chunker == "fixed":
         return FixedWindowChunker(config.fixed_chunk_size, config.fixed_overlap, config.max_chunks_per_parent)
-    return ContextualChunker(config.chunk_size, config.overlap_ratio, config.min_chunk_size, config.search_window,
-                             config.max_chunks_per_parent)
+    return ContextualChunker(
+        config.chunk_size,
+        config.overlap_ratio,
+        config.min_chunk_size,
+        config.search_window,
+        config.max_chunks_per_parent,
+    )

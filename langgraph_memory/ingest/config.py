@@ -107,8 +107,15 @@ class IngestConfig:
     def __post_init__(self) -> None:
         if self.chunker not in ("contextual", "fixed"):
             raise ConfigError(f"chunker must be 'contextual' or 'fixed', got {self.chunker!r}")
-        for name in ("chunk_size", "min_chunk_size", "fixed_chunk_size", "max_chunks_per_parent",
-                     "batch_max_chunks", "batch_max_chars", "read_block_chars"):
+        for name in (
+            "chunk_size",
+            "min_chunk_size",
+            "fixed_chunk_size",
+            "max_chunks_per_parent",
+            "batch_max_chunks",
+            "batch_max_chars",
+            "read_block_chars",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ConfigError(f"{name} must be a positive whole number, got {value!r}")
@@ -119,9 +126,7 @@ class IngestConfig:
         if not 0.0 <= float(self.overlap_ratio) <= 0.5:
             raise ConfigError(f"overlap_ratio must be between 0 and 0.5, got {self.overlap_ratio!r}")
         if self.min_chunk_size > self.chunk_size:
-            raise ConfigError(
-                f"min_chunk_size ({self.min_chunk_size}) cannot exceed chunk_size ({self.chunk_size})"
-            )
+            raise ConfigError(f"min_chunk_size ({self.min_chunk_size}) cannot exceed chunk_size ({self.chunk_size})")
         if self.fixed_overlap >= self.fixed_chunk_size:
             raise ConfigError(
                 f"fixed_overlap ({self.fixed_overlap}) must be smaller than fixed_chunk_size ({self.fixed_chunk_size})"
@@ -136,8 +141,17 @@ class IngestConfig:
     def describe(self) -> dict[str, Any]:
         """The settings that decide the chunks, as stored with each ingested file."""
         if self.chunker == "fixed":
-            return {"chunker": "fixed", "size": self.fixed_chunk_size, "overlap": self.fixed_overlap,
-                    "max_chunks_per_parent": self.max_chunks_per_parent}
-        return {"chunker": "contextual", "size": self.chunk_size, "overlap_ratio": self.overlap_ratio,
-                "min": self.min_chunk_size, "window": self.search_window,
-                "max_chunks_per_parent": self.max_chunks_per_parent}
+            return {
+                "chunker": "fixed",
+                "size": self.fixed_chunk_size,
+                "overlap": self.fixed_overlap,
+                "max_chunks_per_parent": self.max_chunks_per_parent,
+            }
+        return {
+            "chunker": "contextual",
+            "size": self.chunk_size,
+            "overlap_ratio": self.overlap_ratio,
+            "min": self.min_chunk_size,
+            "window": self.search_window,
+            "max_chunks_per_parent": self.max_chunks_per_parent,
+        }

@@ -54,7 +54,9 @@ def file_encoding(path: str | os.PathLike[str], file_type: str) -> tuple[str, in
                 except SyntaxError as exc:
                     raise FileEncodingError(
                         f"{path}: {exc.msg if hasattr(exc, 'msg') else exc}; fix its coding line (PEP 263)",
-                        path, offset=0, encoding="unknown",
+                        path,
+                        offset=0,
+                        encoding="unknown",
                     ) from None
                 if declared == "utf-8-sig":
                     return "utf-8", len(codecs.BOM_UTF8)
@@ -103,7 +105,9 @@ class Decoder:
                 f"{self.path} is not valid {self.encoding} at byte offset {offset} (bytes {sample}): "
                 f"{exc.reason}. Re-save it as UTF-8 (or declare its encoding, for Python files); "
                 "nothing of it was stored.",
-                self.path, offset=offset, encoding=self.encoding,
+                self.path,
+                offset=offset,
+                encoding=self.encoding,
             ) from None
         self._fed += len(data)
         return text

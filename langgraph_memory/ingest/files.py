@@ -90,7 +90,9 @@ class Skipped:
 
 def _stat_error(path: Path, exc: OSError, what: str = "read") -> IngestError:
     if exc.errno == errno.ELOOP:
-        return SymlinkLoopError(f"{path} is a symbolic link loop (it leads back to itself); fix or remove the link", path)
+        return SymlinkLoopError(
+            f"{path} is a symbolic link loop (it leads back to itself); fix or remove the link", path
+        )
     if isinstance(exc, FileNotFoundError):
         if os.path.islink(path):
             return MissingPathError(f"{path} is a symbolic link to {os.readlink(path)}, which does not exist", path)

@@ -51,7 +51,6 @@ from langgraph.store.base import PutOp
 from langgraph_memory.catalog import files as _files
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.items import item_uid
-from langgraph_memory.research.collections import COLLECTIONS
 from langgraph_memory.errors import EmptyFileError, IngestError, InvalidArgumentError, UnsupportedFileTypeError
 from langgraph_memory.ingest.chunkers import make_chunker
 from langgraph_memory.ingest.config import DOCUMENTS_NAMESPACE, IngestConfig
@@ -69,6 +68,7 @@ from langgraph_memory.ingest.files import (
 from langgraph_memory.ingest.readers import read_blocks
 from langgraph_memory.ingest.records import Parent
 from langgraph_memory.ingest.report import FileResult, IngestProgress, IngestReport
+from langgraph_memory.research.collections import COLLECTIONS
 from langgraph_memory.store.namespaces import validate_namespace
 
 __all__ = ["Ingestor", "chunk_key", "parent_key", "PreviousVersion"]
@@ -197,12 +197,19 @@ class Ingestor:
             raise EmptyFileError(f"{found.path} is empty; there is nothing to ingest", found.path)
 
     def _entry(
-        self, entry: Found | Skipped, ns: tuple[str, ...], episode_id: str | None, errors: str, progress: Progress | None
+        self,
+        entry: Found | Skipped,
+        ns: tuple[str, ...],
+        episode_id: str | None,
+        errors: str,
+        progress: Progress | None,
     ) -> FileResult:
         if isinstance(entry, Skipped):
             return FileResult(entry.path, "skipped", reason=entry.reason, error=entry.error)
         if entry.file_type is None:
-            return FileResult(entry.path, "skipped", size=entry.size, reason=f"unsupported type ({entry.path.suffix or 'none'})")
+            return FileResult(
+                entry.path, "skipped", size=entry.size, reason=f"unsupported type ({entry.path.suffix or 'none'})"
+            )
         if entry.size == 0:
             logger.info("skipping %s: empty file", entry.path)
             return FileResult(entry.path, "skipped", file_type=entry.file_type, reason="empty file")
@@ -216,8 +223,9 @@ class Ingestor:
                 raise
             logger.warning("could not ingest %s: %s", entry.path, exc)
             status: Literal["skipped", "failed"] = "skipped" if isinstance(exc, EmptyFileError) else "failed"
-            result = FileResult(entry.path, status, file_type=entry.file_type, size=entry.size,
-                                reason=str(exc), error=exc)
+            result = FileResult(
+                entry.path, status, file_type=entry.file_type, size=entry.size, reason=str(exc), error=exc
+            )
         result.seconds = time.monotonic() - started
         return result
 
@@ -241,8 +249,16 @@ class Ingestor:
         now = time.time()
         with self.catalog.write() as conn:
             state, row = _files.claim(
-                conn, ns, sha, owner=self.owner, now=now, stale_after=self.config.stale_claim_seconds,
-                file_type=kind, size=found.size, source_uri=uri, episode_id=episode_id,
+                conn,
+                ns,
+                sha,
+                owner=self.owner,
+                now=now,
+                stale_after=self.config.stale_claim_seconds,
+                file_type=kind,
+                size=found.size,
+                source_uri=uri,
+                episode_id=episode_id,
                 chunker=json.dumps(self.config.describe(), sort_keys=True),
             )
         if state == "complete":
@@ -315,15 +331,21 @@ class Ingestor:
     ) -> tuple[int, int]:
         cfg = self.config
         chunker = make_chunker(cfg)
-        meta = {"source_uri": uri, "episode_id": episode_id, "content_hash": sha, "file_type": kind,
-                "chunker": cfg.chunker}
+        meta = {
+            "source_uri": uri,
+            "episode_id": episode_id,
+            "content_hash": sha,
+            "file_type": kind,
+            "chunker": cfg.chunker,
+        }
         batch: list[PutOp] = []
         n_batch_chunks = n_batch_chars = 0
         n_chunks = n_parents = 0
         for parent in chunker.chunk_blocks(read_blocks(raw, kind, block_chars=cfg.read_block_chars), kind):
             size = sum(len(c.content) for c in parent.chunks)
-            if batch and (n_batch_chunks + len(parent.chunks) > cfg.batch_max_chunks
-                          or n_batch_chars + size > cfg.batch_max_chars):
+            if batch and (
+                n_batch_chunks + len(parent.chunks) > cfg.batch_max_chunks or n_batch_chars + size > cfg.batch_max_chars
+            ):
                 self._put(batch, ns, sha, final=None)
                 if progress is not None:
                     progress(IngestProgress("stored", path=path, chunks=n_batch_chunks))
@@ -383,15 +405,26 @@ class Ingestor:
             uids = [item_uid(ns, k) for k in keys]
             _status.clear(conn, [u for u, st in _status.get(conn, uids).items() if st.status == "superseded"])
         if previous.other_paths:
-            logger.info("%s changed (was %s); %s still holds the old bytes, which stay current",
-                        uri, previous.sha256[:12], previous.other_paths[0])
+            logger.info(
+                "%s changed (was %s); %s still holds the old bytes, which stay current",
+                uri,
+                previous.sha256[:12],
+                previous.other_paths[0],
+            )
             return
         self.store.items.set_status_in(
-            conn, [(ns, k) for k in previous.keys], "superseded",
-            reason=f"{uri} changed", superseded_by=(ns, parent_key(current_sha, 0)),
+            conn,
+            [(ns, k) for k in previous.keys],
+            "superseded",
+            reason=f"{uri} changed",
+            superseded_by=(ns, parent_key(current_sha, 0)),
         )
-        logger.info("%s changed (was %s): its %d chunks and parents are superseded",
-                    uri, previous.sha256[:12], len(previous.keys))
+        logger.info(
+            "%s changed (was %s): its %d chunks and parents are superseded",
+            uri,
+            previous.sha256[:12],
+            len(previous.keys),
+        )
 
     def _rollback(self, ns: tuple[str, ...], sha: str) -> int:
         """Delete every chunk and parent of ``sha`` in ``ns`` (an unfinished ingest's); return how many."""
@@ -414,39 +447,52 @@ class Ingestor:
             with self.catalog.write() as conn:
                 _files.release(conn, ns, sha, self.owner)
         except Exception:  # noqa: BLE001 - the original error is the one to report; the next ingest cleans up
-            logger.warning("could not roll back the unfinished ingest of %s; the next ingest will", sha[:12],
-                           exc_info=True)
+            logger.warning(
+                "could not roll back the unfinished ingest of %s; the next ingest will", sha[:12], exc_info=True
+            )
 
 
 def _ops(parent: Parent, ns: tuple[str, ...], sha: str, meta: dict[str, Any]) -> list[PutOp]:
     pkey = parent_key(sha, parent.index)
     ops = [
-        PutOp(ns, chunk_key(sha, c.index), {
-            "kind": "chunk",
-            "content": c.content,
-            "chunk_index": c.index,
-            **meta,
-            "start_char": c.metadata.start_char,
-            "end_char": c.metadata.end_char,
-            "overlap_start": c.metadata.overlap_start,
-            "overlap_end": c.metadata.overlap_end,
-            "semantic_boundary": c.metadata.semantic_boundary,
-            "parent_key": pkey,
-            "title": c.title,
-            "page": c.page,
-        }, index=["content"])
+        PutOp(
+            ns,
+            chunk_key(sha, c.index),
+            {
+                "kind": "chunk",
+                "content": c.content,
+                "chunk_index": c.index,
+                **meta,
+                "start_char": c.metadata.start_char,
+                "end_char": c.metadata.end_char,
+                "overlap_start": c.metadata.overlap_start,
+                "overlap_end": c.metadata.overlap_end,
+                "semantic_boundary": c.metadata.semantic_boundary,
+                "parent_key": pkey,
+                "title": c.title,
+                "page": c.page,
+            },
+            index=["content"],
+        )
         for c in parent.chunks
     ]
-    ops.append(PutOp(ns, pkey, {
-        "kind": "parent",
-        "content": parent.content,
-        "parent_index": parent.index,
-        **meta,
-        "start_char": parent.start_char,
-        "end_char": parent.end_char,
-        "first_chunk": parent.chunks[0].index,
-        "n_chunks": len(parent.chunks),
-        "title": parent.title,
-        "page": parent.page,
-    }, index=False))
+    ops.append(
+        PutOp(
+            ns,
+            pkey,
+            {
+                "kind": "parent",
+                "content": parent.content,
+                "parent_index": parent.index,
+                **meta,
+                "start_char": parent.start_char,
+                "end_char": parent.end_char,
+                "first_chunk": parent.chunks[0].index,
+                "n_chunks": len(parent.chunks),
+                "title": parent.title,
+                "page": parent.page,
+            },
+            index=False,
+        )
+    )
     return ops

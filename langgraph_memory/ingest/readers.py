@@ -89,7 +89,9 @@ def _lines(pieces: Iterator[str], max_line: int) -> Iterator[str]:
         yield rest
 
 
-def _sectioned(lines: Iterator[str], detect: Callable[[str], Mark], block_chars: int, start: int = 0) -> Iterator[Block]:
+def _sectioned(
+    lines: Iterator[str], detect: Callable[[str], Mark], block_chars: int, start: int = 0
+) -> Iterator[Block]:
     """Group lines into blocks: a new block at each section start, and every ``block_chars``."""
     buf: list[str] = []
     size = 0

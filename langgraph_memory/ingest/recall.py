@@ -105,14 +105,32 @@ def recall(
         v = it.value
         ns = tuple(it.namespace)
         parent = parents.get((ns, v["parent_key"]))
-        hits.append(ChunkHit(
-            content=v["content"], score=it.score, source_uri=v["source_uri"], namespace=ns, key=it.key,
-            chunk_index=v["chunk_index"], start_char=v["start_char"], end_char=v["end_char"],
-            episode_id=v.get("episode_id"), content_hash=v["content_hash"], file_type=v["file_type"],
-            title=v.get("title"), page=v.get("page"), parent_key=v["parent_key"],
-            parent=None if parent is None else ParentContext(
-                parent.key, parent.value["content"], parent.value["start_char"], parent.value["end_char"],
-                parent.value.get("title"), parent.value.get("page"),
-            ),
-        ))
+        hits.append(
+            ChunkHit(
+                content=v["content"],
+                score=it.score,
+                source_uri=v["source_uri"],
+                namespace=ns,
+                key=it.key,
+                chunk_index=v["chunk_index"],
+                start_char=v["start_char"],
+                end_char=v["end_char"],
+                episode_id=v.get("episode_id"),
+                content_hash=v["content_hash"],
+                file_type=v["file_type"],
+                title=v.get("title"),
+                page=v.get("page"),
+                parent_key=v["parent_key"],
+                parent=None
+                if parent is None
+                else ParentContext(
+                    parent.key,
+                    parent.value["content"],
+                    parent.value["start_char"],
+                    parent.value["end_char"],
+                    parent.value.get("title"),
+                    parent.value.get("page"),
+                ),
+            )
+        )
     return hits

@@ -1,10 +1,10 @@
 """What an ingest did, file by file: the result ``Memory.ingest`` returns and the CLI tabulates.
 
-    >>> report = mem.ingest("papers/")  # needs files to ingest  # doctest: +SKIP
-    >>> report.counts()  # needs files to ingest  # doctest: +SKIP
-    {'ingested': 12, 'duplicate': 3, 'busy': 0, 'skipped': 1, 'failed': 0}
-    >>> [(r.path.name, r.reason) for r in report.failed]  # needs files to ingest  # doctest: +SKIP
-    []
+>>> report = mem.ingest("papers/")  # needs files to ingest  # doctest: +SKIP
+>>> report.counts()  # needs files to ingest  # doctest: +SKIP
+{'ingested': 12, 'duplicate': 3, 'busy': 0, 'skipped': 1, 'failed': 0}
+>>> [(r.path.name, r.reason) for r in report.failed]  # needs files to ingest  # doctest: +SKIP
+[]
 """
 
 from __future__ import annotations

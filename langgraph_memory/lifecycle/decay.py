@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 
 from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog.status import ItemStatus
+from langgraph_memory.store.items import StoreItems
 from langgraph_memory.store.ranking import TemporalConfig, importance_multiplier, temporal_weight
 from langgraph_memory.store.registry import MemoryType
-from langgraph_memory.store.items import StoreItems
 
 __all__ = ["DecayedItem", "DecayReport", "decay_weight", "cleanup_decayed"]
 
@@ -126,7 +126,10 @@ def cleanup_decayed(
                 report.retired += len(_retire_still_decayed(items, found[start : start + _CHUNK], mtype, cfg, at))
     logger.info(
         "decay cleanup%s: %d of %d items under %.4g%s",
-        " (dry run)" if dry_run else "", len(report.decayed), report.scanned, cfg.forgetting_threshold,
+        " (dry run)" if dry_run else "",
+        len(report.decayed),
+        report.scanned,
+        cfg.forgetting_threshold,
         "" if dry_run else f", {report.retired} retired",
     )
     return report

@@ -36,8 +36,8 @@ from langgraph.store.base import PutOp
 from langgraph_memory.catalog import item_uid
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import lineage as _lin
-from langgraph_memory.catalog.lineage import Edge
 from langgraph_memory.catalog import status as _status
+from langgraph_memory.catalog.lineage import Edge
 from langgraph_memory.catalog.status import ItemStatus
 from langgraph_memory.errors import LineageCycleError, NotFoundError, ValidationError
 from langgraph_memory.research.lineage import LineageStore
@@ -283,7 +283,9 @@ class ItemLifecycle:
             report.status = statuses.get(ident)
             if archiver is not None:
                 uid = item_uid(*ident)
-                report.archived_copies = sum(len(lines) for lines in archiver.manifest.archived_lines(uids=[uid]).values())
+                report.archived_copies = sum(
+                    len(lines) for lines in archiver.manifest.archived_lines(uids=[uid]).values()
+                )
         doomed = [r for r in reports if r.removed_anything]
         if dry_run or not doomed:
             return reports
@@ -296,7 +298,7 @@ class ItemLifecycle:
                 LineageStore.forget_in(conn, forget_ids)
 
         # Deleting a key that is not live is a no-op for the item, so every doomed key can go in one batch.
-        self.store.items.put_many([PutOp(r.namespace, r.id, None) for r in doomed], before=forget)  # type: ignore[arg-type]
+        self.store.items.put_many([PutOp(r.namespace, r.id, None) for r in doomed], before=forget)
         archived = [item_uid(r.namespace, r.id) for r in doomed if r.archived_copies]
         if archived and archiver is not None:
             archiver.forget(archived)

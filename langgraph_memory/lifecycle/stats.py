@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +104,7 @@ class MemoryStats:
 
 
 def _dt(ts: float | None) -> datetime | None:
-    return datetime.fromtimestamp(ts, tz=timezone.utc) if ts is not None else None
+    return datetime.fromtimestamp(ts, tz=UTC) if ts is not None else None
 
 
 def _bytes(path: Path) -> int:

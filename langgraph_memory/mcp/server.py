@@ -48,9 +48,9 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from langgraph_memory.mcp.tools import MemoryTools
 from langgraph_memory.config import MCP_PORT, MCP_TOKEN_ENV
 from langgraph_memory.errors import ConfigError, LangGraphMemoryError
+from langgraph_memory.mcp.tools import MemoryTools
 from langgraph_memory.memory import Memory
 
 __all__ = ["MemoryTools", "build_server", "serve", "check_bind", "DEFAULT_PORT", "TOKEN_ENV"]
@@ -61,6 +61,7 @@ DEFAULT_PORT = MCP_PORT
 TOKEN_ENV = MCP_TOKEN_ENV
 # A token shorter than this is refused: it would be guessed.
 MIN_TOKEN_CHARS = 16
+
 
 def _tool_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Our typed errors become MCP tool errors (``isError``) that name the type and keep the message."""
@@ -143,8 +144,13 @@ class _BearerAuth:
         if scope["type"] == "http":
             got = dict(scope.get("headers") or []).get(b"authorization", b"")
             if not self._accepts(got):
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")]})
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")],
+                    }
+                )
                 await send({"type": "http.response.body", "body": b"missing or wrong bearer token\n"})
                 return
         await self.app(scope, receive, send)

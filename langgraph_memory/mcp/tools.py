@@ -21,19 +21,21 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from langgraph_memory.research.calls import ResearchCall, relevance_percent, research_calls
 from langgraph_memory.config import MIN_RELEVANCE
 from langgraph_memory.errors import NotFoundError
 from langgraph_memory.memory import Memory
-from langgraph_memory.store.ranking import keep_relevant
+from langgraph_memory.research.calls import ResearchCall, relevance_percent, research_calls
 from langgraph_memory.research.validation import Limit, Tags, Text, check_content, check_limit, check_tags
+from langgraph_memory.store.ranking import keep_relevant
 
 __all__ = ["MemoryTools"]
 
 Namespace = Annotated[
     list[str] | None,
-    Field(description="the namespace's labels, e.g. [\"memories\", \"u1\"]; only for a memory that is neither "
-                      "a typed record nor in this server's namespace"),
+    Field(
+        description='the namespace\'s labels, e.g. ["memories", "u1"]; only for a memory that is neither '
+        "a typed record nor in this server's namespace"
+    ),
 ]
 
 
@@ -78,20 +80,38 @@ class MemoryTools:
 
     #: The tools, in the order clients list them. Adding one is a method and a name here.
     TOOLS: tuple[str, ...] = (
-        "store_memory", "search_memory", "get_memory",
-        "store_research_finding", "query_research_findings",
-        "store_hypothesis", "update_hypothesis", "query_hypotheses",
-        "store_strategy", "get_similar_strategies", "set_strategy_status", "strategy_versions",
-        "store_backtest", "query_backtests",
-        "store_lesson", "get_relevant_lessons", "resolve_lesson",
-        "store_market_regime", "query_market_regimes",
-        "store_tool_definition", "get_tool_definition", "query_tool_definitions",
-        "get_lineage", "get_memory_stats",
-        "retire_memory", "supersede_memory", "reinstate_memory",
+        "store_memory",
+        "search_memory",
+        "get_memory",
+        "store_research_finding",
+        "query_research_findings",
+        "store_hypothesis",
+        "update_hypothesis",
+        "query_hypotheses",
+        "store_strategy",
+        "get_similar_strategies",
+        "set_strategy_status",
+        "strategy_versions",
+        "store_backtest",
+        "query_backtests",
+        "store_lesson",
+        "get_relevant_lessons",
+        "resolve_lesson",
+        "store_market_regime",
+        "query_market_regimes",
+        "store_tool_definition",
+        "get_tool_definition",
+        "query_tool_definitions",
+        "get_lineage",
+        "get_memory_stats",
+        "retire_memory",
+        "supersede_memory",
+        "reinstate_memory",
     )
 
-    def __init__(self, memory: Memory, *, namespace: Sequence[str] = ("memories",),
-                 min_relevance: float = MIN_RELEVANCE) -> None:
+    def __init__(
+        self, memory: Memory, *, namespace: Sequence[str] = ("memories",), min_relevance: float = MIN_RELEVANCE
+    ) -> None:
         self.memory = memory
         self.namespace = tuple(namespace)
         self.min_relevance = min_relevance
@@ -145,12 +165,20 @@ class MemoryTools:
             if item is None:
                 raise
             st = self.memory.store.items.statuses([(self.namespace, memory_id)]).get((self.namespace, memory_id))
-            return {"memory_id": item.key, "namespace": list(item.namespace), "value": item.value,
-                    "created_at": _iso(item.created_at), "updated_at": _iso(item.updated_at),
-                    "status": st.as_dict() if st is not None else None}
+            return {
+                "memory_id": item.key,
+                "namespace": list(item.namespace),
+                "value": item.value,
+                "created_at": _iso(item.created_at),
+                "updated_at": _iso(item.updated_at),
+                "status": st.as_dict() if st is not None else None,
+            }
         st = self.memory.status(memory_id)
-        return {"memory_id": memory_id, "record": record.model_dump(mode="json"),
-                "status": st.as_dict() if st is not None else None}
+        return {
+            "memory_id": memory_id,
+            "record": record.model_dump(mode="json"),
+            "status": st.as_dict() if st is not None else None,
+        }
 
     # ------------------------------------------------------ lineage, stats
 
@@ -178,18 +206,28 @@ class MemoryTools:
         """Retire a wrong or useless memory: searches stop returning it. Reversible (reinstate_memory); the
         memory is kept, readable by id, for review."""
         memory_id = check_content(memory_id, field="memory_id")
-        st = self.memory.retire(memory_id, check_content(reason, field="reason"),
-                                namespace=self._where(memory_id, namespace))
+        st = self.memory.retire(
+            memory_id, check_content(reason, field="reason"), namespace=self._where(memory_id, namespace)
+        )
         return {"memory_id": memory_id, "namespace": list(st.namespace), **st.as_dict()}
 
     def supersede_memory(
-        self, old_id: Text, new_id: Text, reason: str | None = None, namespace: Namespace = None,
+        self,
+        old_id: Text,
+        new_id: Text,
+        reason: str | None = None,
+        namespace: Namespace = None,
         new_namespace: Namespace = None,
     ) -> dict[str, Any]:
         """Mark old_id replaced by new_id (a corrected or newer memory): searches return the new one only."""
         old_id, new_id = check_content(old_id, field="old_id"), check_content(new_id, field="new_id")
-        st = self.memory.supersede(old_id, new_id, reason, namespace=self._where(old_id, namespace),
-                                   new_namespace=self._where(new_id, new_namespace))
+        st = self.memory.supersede(
+            old_id,
+            new_id,
+            reason,
+            namespace=self._where(old_id, namespace),
+            new_namespace=self._where(new_id, new_namespace),
+        )
         return {"memory_id": old_id, "namespace": list(st.namespace), **st.as_dict()}
 
     def reinstate_memory(self, memory_id: Text, namespace: Namespace = None) -> dict[str, Any]:

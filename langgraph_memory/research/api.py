@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, get_args
 
-from langgraph_memory.research.procedures import TOOL_VERSION_PREFIX
-from langgraph_memory.research.typed import Hit, ParentIds, TypedItems, athread, now_iso, parent_list
+from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
+from langgraph_memory.errors import ValidationError
 from langgraph_memory.research.collections import (
     BacktestCosts,
     BacktestResult,
@@ -46,9 +46,9 @@ from langgraph_memory.research.collections import (
     StrategyStatus,
 )
 from langgraph_memory.research.collections import parameter_hash as _hash_parameters
-from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
-from langgraph_memory.errors import ValidationError
 from langgraph_memory.research.lineage import ItemRef
+from langgraph_memory.research.procedures import TOOL_VERSION_PREFIX
+from langgraph_memory.research.typed import Hit, ParentIds, TypedItems, athread, now_iso, parent_list
 
 __all__ = ["STRATEGY_STATUSES", "HYPOTHESIS_STATUSES", "Hit", "ResearchAPI", "StrategyVersion"]
 
@@ -97,8 +97,12 @@ def _backtest_summary(name: str | None, version: int | None, value: dict[str, An
         head += f" on {', '.join(value['universe'][:5])}"
     parts = []
     for field, label, fmt in (
-        ("sharpe", "Sharpe", "{:.2f}"), ("sortino", "Sortino", "{:.2f}"), ("max_drawdown", "max drawdown", "{:.0%}"),
-        ("cagr", "CAGR", "{:.1%}"), ("win_rate", "win rate", "{:.0%}"), ("trades", "trades", "{}"),
+        ("sharpe", "Sharpe", "{:.2f}"),
+        ("sortino", "Sortino", "{:.2f}"),
+        ("max_drawdown", "max drawdown", "{:.0%}"),
+        ("cagr", "CAGR", "{:.1%}"),
+        ("win_rate", "win rate", "{:.0%}"),
+        ("trades", "trades", "{}"),
     ):
         if value.get(field) is not None:
             parts.append(f"{label} {fmt.format(value[field])}")
@@ -410,7 +414,7 @@ class ResearchAPI:
                 name=r.name,
                 version=r.version,
                 id=r.id,
-                created_at=datetime.fromtimestamp(r.created_at, tz=timezone.utc),
+                created_at=datetime.fromtimestamp(r.created_at, tz=UTC),
                 record=records.get(r.id),
             )
             for r in rows
@@ -485,8 +489,15 @@ class ResearchAPI:
             "period_start": period_start,
             "period_end": period_end,
             "universe": list(universe),
-            **_floats(sharpe=sharpe, sortino=sortino, max_drawdown=max_drawdown, cagr=cagr, volatility=volatility,
-                      win_rate=win_rate, turnover=turnover),
+            **_floats(
+                sharpe=sharpe,
+                sortino=sortino,
+                max_drawdown=max_drawdown,
+                cagr=cagr,
+                volatility=volatility,
+                win_rate=win_rate,
+                turnover=turnover,
+            ),
             "trades": trades,
             "costs": costs,
             "parameters": parameters,
@@ -577,7 +588,7 @@ class ResearchAPI:
         skip = {strategy_id, backtest_id}
         parents = [(p, "derived_from") for p in parent_list(parent_id) if p not in skip]
         if first is not None:
-            parents.insert(0, first)  # type: ignore[arg-type]
+            parents.insert(0, first)
         value = {
             **extra,
             "lesson": lesson,

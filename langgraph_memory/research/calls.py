@@ -71,8 +71,12 @@ def relevance_percent(score: float | None) -> float | None:
 def hits_json(hits: Sequence[Hit[Any]]) -> dict[str, Any]:
     """Search hits as JSON: each record with its id, namespace and relevance percentage."""
     results = [
-        {"id": h.id, "relevance_score": relevance_percent(h.score), "namespace": list(h.namespace),
-         "record": h.record.model_dump(mode="json")}
+        {
+            "id": h.id,
+            "relevance_score": relevance_percent(h.score),
+            "namespace": list(h.namespace),
+            "record": h.record.model_dump(mode="json"),
+        }
         for h in hits
     ]
     return {"results": results, "total_results": len(results)}
@@ -128,9 +132,19 @@ class ResearchCall:
             args["min_relevance"] = min_relevance if args.get("query", "") is not None else None
         result = getattr(memory, self.method.__name__)(**args)
         if self.name == "strategy_versions":
-            return {"name": arguments["name"], "versions": [
-                {"version": v.version, "id": v.id, "status": v.status, "created_at": v.created_at.isoformat(),
-                 "live": v.record is not None} for v in result]}
+            return {
+                "name": arguments["name"],
+                "versions": [
+                    {
+                        "version": v.version,
+                        "id": v.id,
+                        "status": v.status,
+                        "created_at": v.created_at.isoformat(),
+                        "live": v.record is not None,
+                    }
+                    for v in result
+                ],
+            }
         if isinstance(result, BaseModel):
             return result.model_dump(mode="json")
         if isinstance(result, list) and all(isinstance(h, Hit) for h in result):
@@ -160,8 +174,9 @@ def _build(name: str, method: Callable[..., Any]) -> ResearchCall:
         params.append(inspect.Parameter(offered, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind))
     doc = inspect.getdoc(method) or name
     summary = " ".join(doc.split("\n\n", 1)[0].split())
-    return ResearchCall(name, method, inspect.Signature(params, return_annotation=dict[str, Any]), summary,
-                        checks, renames)
+    return ResearchCall(
+        name, method, inspect.Signature(params, return_annotation=dict[str, Any]), summary, checks, renames
+    )
 
 
 @functools.cache

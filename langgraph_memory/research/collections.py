@@ -220,8 +220,12 @@ class EquityCurve(_Schema):
         n = max(2, int(points))
         idx = sorted({round(i * (len(scaled) - 1) / (n - 1)) for i in range(n)}) if len(scaled) > 1 else [0]
         return cls(
-            start=1.0, end=round(scaled[-1], 6), peak=round(max(scaled), 6), trough=round(min(scaled), 6),
-            length=len(scaled), points=[round(scaled[i], 6) for i in idx],
+            start=1.0,
+            end=round(scaled[-1], 6),
+            peak=round(max(scaled), 6),
+            trough=round(min(scaled), 6),
+            length=len(scaled),
+            points=[round(scaled[i], 6) for i in idx],
         )
 
 

@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from langgraph_memory.catalog.lineage_store import LineageStore
 from langgraph_memory.catalog.lineage import Edge, ItemRef, VersionRow
+from langgraph_memory.catalog.lineage_store import LineageStore
 from langgraph_memory.catalog.status import ItemStatus
 
 __all__ = [
@@ -75,10 +75,17 @@ class LineageNode:
     def as_dict(self) -> dict[str, Any]:
         """Plain data for JSON (the CLI's ``--json``, the MCP server)."""
         return {
-            "id": self.id, "collection": self.collection,
+            "id": self.id,
+            "collection": self.collection,
             "namespace": list(self.namespace) if self.namespace is not None else None,
-            "summary": self.summary, "status": self.status, "relation": self.relation, "depth": self.depth,
-            "name": self.name, "version": self.version, "lifecycle": self.lifecycle, "reason": self.reason,
+            "summary": self.summary,
+            "status": self.status,
+            "relation": self.relation,
+            "depth": self.depth,
+            "name": self.name,
+            "version": self.version,
+            "lifecycle": self.lifecycle,
+            "reason": self.reason,
             "superseded_by": self.superseded_by,
         }
 
@@ -162,8 +169,9 @@ class Lineage:
         return {
             "item": self.item.as_dict(),
             "ancestors": [a.as_dict() for a in self.ancestors],
-            "parents": [{"id": e.parent_id, "relation": e.relation, "collection": e.parent_collection}
-                        for e in self.parents],
+            "parents": [
+                {"id": e.parent_id, "relation": e.relation, "collection": e.parent_collection} for e in self.parents
+            ],
             "descendants": self.descendants.rows(),
         }
 

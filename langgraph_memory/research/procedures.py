@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from langgraph_memory.research.typed import Hit, ParentIds, TypedItems, athread, parent_list
-from langgraph_memory.research.collections import ToolDefinition, ToolKind
 from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
 from langgraph_memory.errors import NotFoundError, ValidationError
+from langgraph_memory.research.collections import ToolDefinition, ToolKind
+from langgraph_memory.research.typed import Hit, ParentIds, TypedItems, athread, parent_list
 
 __all__ = ["ProceduralAPI", "TOOL_VERSION_PREFIX", "TOOL_KINDS"]
 
@@ -90,8 +90,11 @@ class ProceduralAPI:
             "tags": list(tags),
         }
         return self.typed.put(  # type: ignore[return-value]
-            "tools", value, [(p, "derived_from") for p in parents],
-            version_name=TOOL_VERSION_PREFIX + name, supersede_previous=True,
+            "tools",
+            value,
+            [(p, "derived_from") for p in parents],
+            version_name=TOOL_VERSION_PREFIX + name,
+            supersede_previous=True,
         )
 
     def get_tool_definition(self, name: str, version: int | None = None) -> ToolDefinition:

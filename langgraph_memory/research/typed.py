@@ -25,20 +25,20 @@ import sqlite3
 import uuid
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Generic, ParamSpec, TypeVar
 
 from pydantic import BaseModel
 
 from langgraph_memory.catalog import StoredItem, item_uid
 from langgraph_memory.catalog.status import ItemStatus
-from langgraph_memory.research.collections import COLLECTIONS, collection_by_name
 from langgraph_memory.errors import NotFoundError, ValidationError
+from langgraph_memory.research.collections import COLLECTIONS, collection_by_name
 from langgraph_memory.research.lineage import ItemRef, LineageStore
 from langgraph_memory.research.validation import check_tags
-from langgraph_memory.store.ranking import keep_relevant
 from langgraph_memory.store import ChromaStore
 from langgraph_memory.store.items import StoreItems
+from langgraph_memory.store.ranking import keep_relevant
 
 __all__ = ["Hit", "TypedItems", "ParentIds", "athread", "now_iso", "parent_list", "MODELS"]
 
@@ -71,7 +71,7 @@ class Hit(Generic[R]):
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat()
+    return datetime.now(UTC).isoformat()
 
 
 def parent_list(parent_id: ParentIds) -> list[str]:
@@ -263,9 +263,7 @@ class TypedItems:
         )
         if query:  # a listing without a query has no scores to hold to a threshold
             results = keep_relevant(results, min_relevance)
-        statuses = (
-            self.store.items.statuses([(tuple(r.namespace), r.key) for r in results]) if include_retired else {}
-        )
+        statuses = self.store.items.statuses([(tuple(r.namespace), r.key) for r in results]) if include_retired else {}
         return [
             Hit(
                 record=model.model_validate(r.value),

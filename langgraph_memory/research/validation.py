@@ -35,13 +35,18 @@ __all__ = ["Text", "Tags", "Limit", "check_content", "check_tags", "check_limit"
 # The same limits as types: an agent reads them in each tool's JSON schema (MCP), and the checks below
 # enforce them with one message for every entry point.
 Limit = Annotated[
-    int, Field(description=f"how many results, 1-{MAX_SEARCH_LIMIT}",
-               json_schema_extra={"minimum": 1, "maximum": MAX_SEARCH_LIMIT}),
+    int,
+    Field(
+        description=f"how many results, 1-{MAX_SEARCH_LIMIT}",
+        json_schema_extra={"minimum": 1, "maximum": MAX_SEARCH_LIMIT},
+    ),
 ]
 Tags = Annotated[
     list[str] | None,
-    Field(description=f"at most {MAX_TAGS} tags of at most {MAX_TAG_CHARS} characters",
-          json_schema_extra={"maxItems": MAX_TAGS}),
+    Field(
+        description=f"at most {MAX_TAGS} tags of at most {MAX_TAG_CHARS} characters",
+        json_schema_extra={"maxItems": MAX_TAGS},
+    ),
 ]
 Text = Annotated[str, Field(description="the text; not empty", json_schema_extra={"minLength": 1})]
 
@@ -62,9 +67,7 @@ def check_content(content: Any, *, field: str = "content") -> str:
     return content
 
 
-def check_tags(
-    tags: Sequence[str] | None, *, max_tags: int = MAX_TAGS, max_chars: int = MAX_TAG_CHARS
-) -> list[str]:
+def check_tags(tags: Sequence[str] | None, *, max_tags: int = MAX_TAGS, max_chars: int = MAX_TAG_CHARS) -> list[str]:
     """The tags as a list (``None`` is no tags), or `ValidationError` naming the bad one.
 
     Examples:

@@ -92,8 +92,13 @@ class SessionConfig:
     chunking: IngestConfig = field(default_factory=IngestConfig)
 
     def __post_init__(self) -> None:
-        for name in ("duration_hours", "cleanup_interval_minutes", "inactivity_threshold_minutes",
-                     "retention_hours", "novelty_scale"):
+        for name in (
+            "duration_hours",
+            "cleanup_interval_minutes",
+            "inactivity_threshold_minutes",
+            "retention_hours",
+            "novelty_scale",
+        ):
             _positive(name, getattr(self, name))
         for name in ("max_turns_per_session", "max_chunks_per_turn", "information_saturation"):
             value = getattr(self, name)

@@ -56,11 +56,11 @@ from typing import Literal
 import numpy as np
 from langgraph.store.base import PutOp
 
-from langgraph_memory.research.typed import athread
 from langgraph_memory.catalog import sessions as _s
 from langgraph_memory.catalog.sessions import Decision, Session, SessionState, SessionTurn
-from langgraph_memory.research.collections import collection_for
 from langgraph_memory.errors import ConfigError, InvalidArgumentError, NotFoundError
+from langgraph_memory.research.collections import collection_for
+from langgraph_memory.research.typed import athread
 from langgraph_memory.sessions import promotion as _promo
 from langgraph_memory.sessions.config import EPISODES_NAMESPACE, SessionConfig
 from langgraph_memory.sessions.importance import score_session
@@ -147,7 +147,9 @@ class SessionMemory:
         guard: Callable[[], None] | None = None,
     ) -> None:
         if not isinstance(store, ChromaStore):
-            raise ConfigError(f"SessionMemory needs a ChromaStore (its catalog holds the sessions), got {type(store).__name__}")
+            raise ConfigError(
+                f"SessionMemory needs a ChromaStore (its catalog holds the sessions), got {type(store).__name__}"
+            )
         if config is not None and not isinstance(config, SessionConfig):
             raise ConfigError(f"config must be a SessionConfig, got {type(config).__name__}")
         ns = validate_namespace(tuple(namespace), for_write=True)
@@ -229,8 +231,16 @@ class SessionMemory:
                     ended, session = session.id, None
             if session is None:
                 session = _s.create(conn, uuid.uuid4().hex, self.namespace, thread_id, now=now)
-            _s.add_turn(conn, session, user, assistant, at=now, vec=vec, source=source,
-                        pinned=None if importance is None else float(importance))
+            _s.add_turn(
+                conn,
+                session,
+                user,
+                assistant,
+                at=now,
+                vec=vec,
+                source=source,
+                pinned=None if importance is None else float(importance),
+            )
         if ended is not None:
             logger.debug("session %s ended; %s started", ended, session.id)
             if self.config.promote_on_end:
@@ -400,8 +410,9 @@ class SessionMemory:
     def _end_expired(self, conn: sqlite3.Connection, now: float) -> list[str]:
         cfg = self.config
         ended = []
-        for s, why in _s.expired(conn, self.namespace, idle_before=now - cfg.inactivity_seconds,
-                                 started_before=now - cfg.duration_seconds):
+        for s, why in _s.expired(
+            conn, self.namespace, idle_before=now - cfg.inactivity_seconds, started_before=now - cfg.duration_seconds
+        ):
             at = s.last_turn_at + cfg.inactivity_seconds if why == "inactivity" else s.started_at + cfg.duration_seconds
             if _s.end(conn, s.id, why, ended_at=min(now, at)):
                 ended.append(s.id)
@@ -424,7 +435,9 @@ class SessionMemory:
         vectors = None
         if self.store.cached_embeddings is not None and turns and all(t.vector for t in turns):
             vectors = np.stack([np.frombuffer(t.vector or b"", dtype=np.float32) for t in turns])
-        memory_sims = [self._nearest_memory(v, session_id) for v in vectors] if vectors is not None else [0.0] * len(turns)
+        memory_sims = (
+            [self._nearest_memory(v, session_id) for v in vectors] if vectors is not None else [0.0] * len(turns)
+        )
         scored = score_session([t.content for t in turns], vectors, memory_sims, cfg)
         decisions: list[Decision] = []
         ops: list[PutOp] = []
@@ -491,9 +504,14 @@ class SessionMemory:
             )
         report.seconds = time.perf_counter() - started
         if report.ended or report.promoted_sessions or report.purged_turns or report.errors:
-            logger.info("session cleanup: %d ended, %d promoted (%d turns), %d turns forgotten, %d errors",
-                        len(report.ended), len(report.promoted_sessions), report.promoted_turns,
-                        report.purged_turns, len(report.errors))
+            logger.info(
+                "session cleanup: %d ended, %d promoted (%d turns), %d turns forgotten, %d errors",
+                len(report.ended),
+                len(report.promoted_sessions),
+                report.promoted_turns,
+                report.purged_turns,
+                len(report.errors),
+            )
         return report
 
     # ------------------------------------------------------ async twins

@@ -31,7 +31,7 @@ import dataclasses
 import math
 import sqlite3
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from langgraph_memory.catalog import sessions as _s
@@ -101,7 +101,7 @@ def memory_value(
         "thread_id": session.thread_id,
         "turn_index": turn.index,
         "source": turn.source,
-        "occurred_at": datetime.fromtimestamp(turn.at, tz=timezone.utc).isoformat(),
+        "occurred_at": datetime.fromtimestamp(turn.at, tz=UTC).isoformat(),
         "occurred_ts": turn.at,
         "importance": round(float(score), 4),
         "signals": signals,
@@ -138,6 +138,7 @@ def session_summaries(conn: sqlite3.Connection, refs: Sequence[ItemRef]) -> dict
             continue
         where = f"thread {s.thread_id}, " if s.thread_id else ""
         state = s.state if s.end_reason is None else f"{s.state}: {s.end_reason}"
-        out[ref.id] = NodeSummary(f"session {s.id[:8]} ({s.n_turns} turns, {s.n_promoted} promoted; {where}{state})",
-                                  "live")
+        out[ref.id] = NodeSummary(
+            f"session {s.id[:8]} ({s.n_turns} turns, {s.n_promoted} promoted; {where}{state})", "live"
+        )
     return out

@@ -120,7 +120,9 @@ def _export_into(model_dir: Path, path: Path, variant: str, pinned: str, cache_d
         assert digest is not None
         if digest != pinned:
             # Other library versions make other (checked) bytes: remember them, or the next load rejects them.
-            logger.info("the ONNX export's hash %s is not the pinned one (other torch, onnx or onnxruntime versions)", digest)
+            logger.info(
+                "the ONNX export's hash %s is not the pinned one (other torch, onnx or onnxruntime versions)", digest
+            )
             _write_atomic(path.with_name(path.name + ".sha256"), f"{digest}\n".encode("ascii"))
         os.replace(tmp, path)
         _fsync_dir(path.parent)

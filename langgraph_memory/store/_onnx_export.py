@@ -134,8 +134,12 @@ def export_onnx(model_dir: Path, target: Path) -> None:
         if isinstance(exc, EmbeddingModelError) or not isinstance(exc, Exception):
             raise
         raise EmbeddingModelError(f"could not export {model_dir} to ONNX: {exc}") from exc
-    logger.info("exported %s to ONNX in %.1f s (probe cosine min %.7f)", model_dir, time.perf_counter() - started,
-                float(cos.min()))
+    logger.info(
+        "exported %s to ONNX in %.1f s (probe cosine min %.7f)",
+        model_dir,
+        time.perf_counter() - started,
+        float(cos.min()),
+    )
 
 
 def quantize_onnx(fp32_file: Path, model_dir: Path, target: Path) -> None:

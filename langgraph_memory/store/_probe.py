@@ -112,8 +112,11 @@ def unreachable(col: Any, records: list[list[Any]], n_vectors: int) -> list[str]
 
     def misses(batch: list[list[Any]], k: int) -> list[list[Any]]:
         out = []
-        res = col.query(query_embeddings=np.asarray([vec for _rid, vec in batch], dtype=np.float32), n_results=k,
-                        include=["distances"])
+        res = col.query(
+            query_embeddings=np.asarray([vec for _rid, vec in batch], dtype=np.float32),
+            n_results=k,
+            include=["distances"],
+        )
         for (rid, vec), ids, dists in zip(batch, res["ids"], res["distances"], strict=True):
             found = ids[:1] == [rid] if k == 1 else rid in ids
             if not found and not (dists and dists[0] < 1e-6):
@@ -135,8 +138,12 @@ def _main() -> None:
     try:
         client = chromadb.PersistentClient(path=spec["folder"], settings=Settings(anonymized_telemetry=False))
     except Exception as exc:  # noqa: BLE001
-        print(json.dumps({c["name"]: f"cannot open the folder: {type(exc).__name__}: {exc}" for c in spec["collections"]}
-                         or {"*": f"cannot open the folder: {exc}"}))
+        print(
+            json.dumps(
+                {c["name"]: f"cannot open the folder: {type(exc).__name__}: {exc}" for c in spec["collections"]}
+                or {"*": f"cannot open the folder: {exc}"}
+            )
+        )
         return
     print(json.dumps({c["name"]: _check(client, c) for c in spec["collections"]}))
 

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from langgraph_memory.catalog import Catalog
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog import vectors as _vectors
-from langgraph_memory.store._writer import MODEL_KEY, DIMS_KEY, REINDEX_KEY, check_vectors
+from langgraph_memory.store._writer import DIMS_KEY, MODEL_KEY, REINDEX_KEY, check_vectors
 from langgraph_memory.store.records import record_text
 
 __all__ = ["reembed"]
@@ -87,7 +87,7 @@ def _bar(progress: bool | Progress, total: int) -> Iterator[Callable[[int], None
         def tick(n: int) -> None:
             nonlocal count
             count += n
-            progress(count, total)  # type: ignore[operator]
+            progress(count, total)
 
         yield tick
         return
@@ -95,9 +95,15 @@ def _bar(progress: bool | Progress, total: int) -> Iterator[Callable[[int], None
         yield lambda _n: None
         return
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+    from rich.progress import Progress as Bar
 
-    with Bar(TextColumn("re-embedding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-             console=Console(stderr=True)) as bar:
+    with Bar(
+        TextColumn("re-embedding"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+    ) as bar:
         task = bar.add_task("vectors", total=total)
         yield lambda n: bar.update(task, advance=n)

@@ -24,10 +24,10 @@ from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog import vectors as _catalog_vectors
 from langgraph_memory.catalog.connection import Connection
-from langgraph_memory.store.registry import CollectionSpec
 from langgraph_memory.errors import EmbeddingModelError, InvalidArgumentError, ModelMismatchError
 from langgraph_memory.store.index import ChromaIndex, IndexUnavailable
 from langgraph_memory.store.records import text_path
+from langgraph_memory.store.registry import CollectionSpec
 from langgraph_memory.store.values import dumps_checked
 
 __all__ = ["PreparedPut", "Writer", "index_paths", "dumps_value", "check_vectors"]
@@ -52,9 +52,7 @@ def index_paths(paths: Any) -> list[tuple[str, Any]]:
         InvalidArgumentError: ``paths`` is not a list of strings (``index="text"`` is a common slip).
     """
     if isinstance(paths, str) or not isinstance(paths, (list, tuple)):
-        raise InvalidArgumentError(
-            f"index must be False or a list of field paths such as ['text'], got {paths!r}"
-        )
+        raise InvalidArgumentError(f"index must be False or a list of field paths such as ['text'], got {paths!r}")
     out = []
     for p in paths:
         if not isinstance(p, str) or not p:
@@ -70,7 +68,9 @@ def check_vectors(vectors: Sequence[Sequence[float]], dims: int | None, what: st
     try:
         matrix = np.asarray(vectors, dtype=np.float32)
     except (TypeError, ValueError) as exc:
-        raise EmbeddingModelError(f"the embedding model returned something that is not vectors for {what}: {exc}") from exc
+        raise EmbeddingModelError(
+            f"the embedding model returned something that is not vectors for {what}: {exc}"
+        ) from exc
     if matrix.ndim != 2:
         raise EmbeddingModelError(f"the embedding model returned vectors of unequal length for {what}")
     if dims is not None and matrix.shape[1] != dims:
@@ -224,8 +224,12 @@ class Writer:
             ttl = p.op.ttl if p.value_json is not None else None
             writes.append(
                 _items.ItemWrite(
-                    p.op.namespace, p.op.key, p.spec.name, p.value_json,
-                    ttl_minutes=float(ttl) if ttl else None, vectors=vecs,
+                    p.op.namespace,
+                    p.op.key,
+                    p.spec.name,
+                    p.value_json,
+                    ttl_minutes=float(ttl) if ttl else None,
+                    vectors=vecs,
                     value=dict(p.op.value) if p.op.value is not None else None,
                 )
             )

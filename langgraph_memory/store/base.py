@@ -9,8 +9,9 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -32,14 +33,13 @@ from langgraph.store.base import (
     ensure_embeddings,
 )
 
+from langgraph_memory._infra.closing import close_all, unwind
 from langgraph_memory.catalog import Catalog, StoredItem
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.legacy import has_legacy, import_legacy
-from langgraph_memory._infra.closing import close_all, unwind
+from langgraph_memory.catalog.lineage_store import LineageStore
 from langgraph_memory.config import MAX_KEY_CHARS, Settings
-from langgraph_memory.store.embeddings import _DEFAULT_ALIASES, CachedEmbeddings, SentenceTransformerEmbeddings
-from langgraph_memory.store.ranking import HybridRanking, ScoreParts
 from langgraph_memory.errors import (
     ConfigError,
     EmbeddingModelError,
@@ -53,13 +53,14 @@ from langgraph_memory.store import filters as _filters
 from langgraph_memory.store._reindex import reembed
 from langgraph_memory.store._writer import PreparedPut, Writer, check_vectors, dumps_value, index_paths
 from langgraph_memory.store.access import AccessLog
+from langgraph_memory.store.embeddings import _DEFAULT_ALIASES, CachedEmbeddings, SentenceTransformerEmbeddings
+from langgraph_memory.store.hybrid import HybridSearch
 from langgraph_memory.store.index import ChromaIndex, RebuildReport
-from langgraph_memory.catalog.lineage_store import LineageStore
 from langgraph_memory.store.items import Before, StoreItems
 from langgraph_memory.store.namespaces import list_namespaces, validate_namespace
-from langgraph_memory.store.hybrid import HybridSearch
 from langgraph_memory.store.planner import Plan, Planner
-from langgraph_memory.store.registry import DEFAULT, CollectionRegistry, Default, PLAIN, default_collections
+from langgraph_memory.store.ranking import HybridRanking, ScoreParts
+from langgraph_memory.store.registry import DEFAULT, PLAIN, CollectionRegistry, Default, default_collections
 from langgraph_memory.store.scored import ExplainedHit, ExplainedSearch
 from langgraph_memory.store.ttl import Sweeper, SweeperFuture
 from langgraph_memory.store.vectors import DEFAULT_BUDGET_BYTES, VectorCache
@@ -284,7 +285,9 @@ class ChromaStore(BaseStore):
         opened: list[Callable[[], Any]] = []
         try:
             self.settings.ensure_dirs()
-            self.catalog = Catalog(self.settings.catalog_path, timeout=self.settings.lock_timeout, durability=durability)
+            self.catalog = Catalog(
+                self.settings.catalog_path, timeout=self.settings.lock_timeout, durability=durability
+            )
             opened.append(self.catalog.close)
             model = self.cached_embeddings.model_id if self.cached_embeddings is not None else None
             if client is None and has_legacy(self.settings.chroma_dir, self.catalog):
@@ -374,6 +377,7 @@ class ChromaStore(BaseStore):
         """
         from langgraph_memory._infra.conn_string import open_conn_string
 
+        store: ChromaStore
         store, store._tempdir = open_conn_string(conn_string, lambda path, _tmp: cls(data_dir=path, **kwargs))
         return store
 
@@ -414,7 +418,9 @@ class ChromaStore(BaseStore):
         """
         embed = self._embed_query if self.cached_embeddings is not None else None
         hidden = None if include_retired else self._hidden.snapshot
-        return RecordView(self.catalog, self.vector_index, self.collections.by_name(label_or_name).name, embed, hidden=hidden)
+        return RecordView(
+            self.catalog, self.vector_index, self.collections.by_name(label_or_name).name, embed, hidden=hidden
+        )
 
     def as_vectorstore(self, label_or_name: str, *, include_retired: bool = False) -> Any:
         """One collection as a read-only LangChain ``langchain_chroma.Chroma`` vector store.
@@ -431,24 +437,44 @@ class ChromaStore(BaseStore):
         from langchain_chroma import Chroma
 
         view = self.collection(label_or_name, include_retired=include_retired)
-        return Chroma(client=ViewClient(view), collection_name=view.name, embedding_function=self.cached_embeddings,
-                      create_collection_if_not_exists=False)
+        return Chroma(
+            client=ViewClient(view),  # type: ignore[arg-type]  # duck-types the client calls Chroma makes
+            collection_name=view.name,
+            embedding_function=self.cached_embeddings,
+            create_collection_if_not_exists=False,
+        )
 
     # ------------------------------------------------------------ public ops
 
-    def put(self, namespace: tuple[str, ...], key: str, value: dict[str, Any], index: Any = None, *, ttl: Any = NOT_PROVIDED) -> None:  # type: ignore[override]
+    def put(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Mapping[str, Any],
+        index: Any = None,
+        *,
+        ttl: Any = NOT_PROVIDED,
+    ) -> None:
         """Store or update an item (see ``BaseStore.put``); ``value=None`` is refused, use ``delete``."""
         namespace = validate_namespace(namespace, for_write=True)
         _check_key(key)
         super().put(namespace, key, value, index, ttl=ttl)
 
-    async def aput(self, namespace: tuple[str, ...], key: str, value: dict[str, Any], index: Any = None, *, ttl: Any = NOT_PROVIDED) -> None:  # type: ignore[override]
+    async def aput(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Mapping[str, Any],
+        index: Any = None,
+        *,
+        ttl: Any = NOT_PROVIDED,
+    ) -> None:
         """Async ``put``."""
         namespace = validate_namespace(namespace, for_write=True)
         _check_key(key)
         await super().aput(namespace, key, value, index, ttl=ttl)
 
-    def search(  # type: ignore[override]
+    def search(
         self,
         namespace_prefix: tuple[str, ...],
         /,
@@ -475,7 +501,7 @@ class ChromaStore(BaseStore):
         self._start_flusher()
         return found
 
-    async def asearch(  # type: ignore[override]
+    async def asearch(
         self,
         namespace_prefix: tuple[str, ...],
         /,
@@ -561,12 +587,20 @@ class ChromaStore(BaseStore):
             kind = "hybrid"
         else:
             plain, plan = self.planner.run(op, qvec, omit=omit)
-            hits = [(None if score is None else ScoreParts(score, 0.0, score, None, 0.0, score), it) for score, it in plain]
+            hits = [
+                (None if score is None else ScoreParts(score, 0.0, score, None, 0.0, score), it) for score, it in plain
+            ]
             kind = "cosine" if qvec is not None else "none"
         out = ExplainedSearch(plan=plan, ranking=kind)
         for parts, it in hits:
-            item = SearchItem(namespace=it.namespace, key=it.key, value=it.value, created_at=_items_dt(it.created_at),
-                              updated_at=_items_dt(it.updated_at), score=parts.final if parts is not None else None)
+            item = SearchItem(
+                namespace=it.namespace,
+                key=it.key,
+                value=it.value,
+                created_at=_items_dt(it.created_at),
+                updated_at=_items_dt(it.updated_at),
+                score=parts.final if parts is not None else None,
+            )
             out.hits.append(ExplainedHit(item, parts))
         return out
 
@@ -574,7 +608,7 @@ class ChromaStore(BaseStore):
         self,
         namespace_prefix: tuple[str, ...],
         /,
-        vector: Sequence[float],
+        vector: Sequence[float] | np.ndarray,
         *,
         filter: dict[str, Any] | None = None,
         limit: int = 10,
@@ -608,8 +642,14 @@ class ChromaStore(BaseStore):
         hits, plan = self.planner.run(op, qvec, omit=omit)
         logger.debug("search by vector %s: %s", op.namespace_prefix, plan)
         return [
-            SearchItem(namespace=it.namespace, key=it.key, value=it.value, created_at=_items_dt(it.created_at),
-                       updated_at=_items_dt(it.updated_at), score=score)
+            SearchItem(
+                namespace=it.namespace,
+                key=it.key,
+                value=it.value,
+                created_at=_items_dt(it.created_at),
+                updated_at=_items_dt(it.updated_at),
+                score=score,
+            )
             for score, it in hits
         ]
 
@@ -683,7 +723,9 @@ class ChromaStore(BaseStore):
                 doc_vecs = await _aembedded(emb.aembed_documents(prep.texts), f"{len(prep.texts)} texts")
             if prep.queries:
                 vecs = await asyncio.gather(*(_aembedded(emb.aembed_query(q), "a query") for q in prep.queries))
-                query_vecs = {q: check_vectors([v], self._dims, "a query")[0] for q, v in zip(prep.queries, vecs)}
+                query_vecs = {
+                    q: check_vectors([v], self._dims, "a query")[0] for q, v in zip(prep.queries, vecs, strict=True)
+                }
         return await asyncio.to_thread(self._execute, prep, doc_vecs, query_vecs)
 
     def _put_many(self, ops: list[PutOp], before: Before | None) -> list[int | None]:
@@ -694,7 +736,8 @@ class ChromaStore(BaseStore):
         assert self.cached_embeddings is not None
         emb = self.cached_embeddings
         vec = _embedded(lambda: emb.embed_query(query), "a query")
-        return check_vectors([vec], self._dims, "a query")[0]
+        row: np.ndarray = check_vectors([vec], self._dims, "a query")[0]
+        return row
 
     def _check_open(self) -> None:
         if self._closed:
@@ -760,7 +803,10 @@ class ChromaStore(BaseStore):
             self._near_labels_warned.add(namespace[0])
             logger.warning(
                 "namespace label %r is not a typed collection but is close to the typed collection label %r: if you meant "
-                "%r, fix the label (items under %r are untyped and searched apart)", namespace[0], near, near,
+                "%r, fix the label (items under %r are untyped and searched apart)",
+                namespace[0],
+                near,
+                near,
                 namespace[0],
             )
 
@@ -784,9 +830,7 @@ class ChromaStore(BaseStore):
         spec.validate(op.value)
         return PreparedPut(op, spec, dumps_value(op.value))
 
-    def _execute(
-        self, prep: _Prepared, doc_vecs: list[list[float]], query_vecs: dict[str, np.ndarray]
-    ) -> list[Result]:
+    def _execute(self, prep: _Prepared, doc_vecs: list[list[float]], query_vecs: dict[str, np.ndarray]) -> list[Result]:
         results = prep.results
         now = time.time()
         # Reads see the state before this batch's writes, as in InMemoryStore.
@@ -797,8 +841,8 @@ class ChromaStore(BaseStore):
             results[i] = self._run_search(op, query_vecs.get(op.query) if op.query else None, now)
         if prep.lists:
             with self.catalog.read() as conn:
-                for i, op in prep.lists:
-                    results[i] = list_namespaces(conn, op)
+                for i, lop in prep.lists:
+                    results[i] = list_namespaces(conn, lop)
         if prep.puts:
             self._writer.write(prep.puts, doc_vecs, now=now)
         self._start_flusher()
@@ -846,8 +890,18 @@ class ChromaStore(BaseStore):
                 continue
             if op.refresh_ttl and it.id is not None:
                 touched.append((it.id, it.ttl_minutes))
-            out.append((i, Item(value=it.value, key=it.key, namespace=it.namespace,
-                                created_at=_items_dt(it.created_at), updated_at=_items_dt(it.updated_at))))
+            out.append(
+                (
+                    i,
+                    Item(
+                        value=it.value,
+                        key=it.key,
+                        namespace=it.namespace,
+                        created_at=_items_dt(it.created_at),
+                        updated_at=_items_dt(it.updated_at),
+                    ),
+                )
+            )
         self._access.note(touched, now)
         return out
 
@@ -866,8 +920,14 @@ class ChromaStore(BaseStore):
         if op.refresh_ttl:
             self._access.note([(it.id, it.ttl_minutes) for _, it in hits if it.id is not None], now)
         return [
-            SearchItem(namespace=it.namespace, key=it.key, value=it.value, created_at=_items_dt(it.created_at),
-                       updated_at=_items_dt(it.updated_at), score=score)
+            SearchItem(
+                namespace=it.namespace,
+                key=it.key,
+                value=it.value,
+                created_at=_items_dt(it.created_at),
+                updated_at=_items_dt(it.updated_at),
+                score=score,
+            )
             for score, it in hits
         ]
 
@@ -917,7 +977,8 @@ class ChromaStore(BaseStore):
         now = time.time()
         with self.catalog.read() as conn:
             return sum(
-                1 for it in _items.expired(conn, now)
+                1
+                for it in _items.expired(conn, now)
                 if (refreshed := self._access.expiry(it.id or -1)) is None or refreshed < now
             )
 
@@ -986,6 +1047,6 @@ def _check_key(key: Any) -> None:
 
 
 def _items_dt(ts: float) -> Any:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    return datetime.fromtimestamp(ts, tz=timezone.utc)
+    return datetime.fromtimestamp(ts, tz=UTC)

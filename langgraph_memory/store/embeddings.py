@@ -33,8 +33,9 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -116,7 +117,7 @@ class SentenceTransformerEmbeddings(Embeddings):
         self.normalize = normalize
         self.batch_size = batch_size
         self.backend = _choose_backend(model_name, backend)
-        self._model = None
+        self._model: Any = None  # an OnnxSentenceEncoder, or a sentence-transformers model (loaded on first use)
         self._load_lock = threading.Lock()
 
     @property
@@ -150,7 +151,9 @@ class SentenceTransformerEmbeddings(Embeddings):
                 self._model = self._load_onnx(location)
                 logger.info(
                     "loaded embedding model %s from %s on ONNX Runtime in %.2f s",
-                    self.model_name, self._model.onnx_file, time.perf_counter() - started,
+                    self.model_name,
+                    self._model.onnx_file,
+                    time.perf_counter() - started,
                 )
                 return self._model
             # Never reach for the hub: these machines (and many deployments) are offline.
@@ -391,13 +394,17 @@ class CachedEmbeddings(Embeddings):
                     continue
                 logger.warning(
                     "embedding cache %s is damaged and could not be replaced (%s); embedding without "
-                    "the cache file (vectors are kept in memory only)", self.path, _reason(exc),
+                    "the cache file (vectors are kept in memory only)",
+                    self.path,
+                    _reason(exc),
                 )
                 return
             except (StorageError, LockTimeoutError) as exc:  # read-only, disk full, I/O error, locked
                 logger.warning(
                     "embedding cache %s cannot be used (%s); embedding without the cache file "
-                    "(vectors are kept in memory only)", self.path, _reason(exc),
+                    "(vectors are kept in memory only)",
+                    self.path,
+                    _reason(exc),
                 )
                 return
             self._conn, self._inode = conn, _inode(self.path)
@@ -418,7 +425,7 @@ class CachedEmbeddings(Embeddings):
         if inode is None or _inode(self.path) != inode:
             # Already replaced (another process moved it aside first) or gone: just reopen.
             return True
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         target = self.path.with_name(f"{self.path.name}.damaged-{stamp}")
         n = 1
         while target.exists():
@@ -440,7 +447,9 @@ class CachedEmbeddings(Embeddings):
         logger.warning(
             "embedding cache %s is damaged (%s); moved it aside to %s and started a fresh cache "
             "(texts will be embedded again as needed; delete the old file when you like)",
-            self.path, _reason(exc), target,
+            self.path,
+            _reason(exc),
+            target,
         )
         return True
 
@@ -456,13 +465,16 @@ class CachedEmbeddings(Embeddings):
             self._read_only = True
             logger.warning(
                 "embedding cache %s cannot be written (%s); new vectors are kept in memory only",
-                self.path, _reason(exc),
+                self.path,
+                _reason(exc),
             )
         elif not self._failing:
             self._failing = True
             logger.warning(
                 "could not %s the embedding cache %s (%s); vectors are kept in memory only until it works again",
-                what, self.path, _reason(exc),
+                what,
+                self.path,
+                _reason(exc),
             )
         return False
 
@@ -562,7 +574,7 @@ class CachedEmbeddings(Embeddings):
         todo_texts: list[str] = []
         todo_hashes: list[bytes] = []
         seen: set[bytes] = set()
-        for text, h in zip(texts, hashes):
+        for text, h in zip(texts, hashes, strict=True):
             if h not in found and h not in seen:
                 seen.add(h)
                 todo_texts.append(text)
@@ -579,7 +591,9 @@ class CachedEmbeddings(Embeddings):
                 f"embedding model {self.model_id} returned {len(vectors)} vectors for {len(todo_hashes)} texts"
             )
         # Models return lists of floats (LangChain's contract) or arrays: convert only arrays.
-        fresh = [(h, v.tolist() if hasattr(v, "tolist") else list(v)) for h, v in zip(todo_hashes, vectors)]
+        fresh = [
+            (h, v.tolist() if hasattr(v, "tolist") else list(v)) for h, v in zip(todo_hashes, vectors, strict=True)
+        ]
         self._store(fresh)
         found.update(fresh)
         return [found[h] for h in hashes]

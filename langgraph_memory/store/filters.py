@@ -40,7 +40,7 @@ def _equal(a: Any, b: Any) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, (dict, list, tuple)) or isinstance(b, (dict, list, tuple)):
         return False
     return a == b
@@ -86,7 +86,7 @@ def _match_value(value: Any, cond: Any) -> bool:
         return (
             isinstance(value, (list, tuple))
             and len(value) == len(cond)
-            and all(_match_value(v, c) for v, c in zip(value, cond))
+            and all(_match_value(v, c) for v, c in zip(value, cond, strict=True))
         )
     return _equal(value, cond)
 

@@ -35,10 +35,10 @@ from langgraph.store.base import SearchOp
 from langgraph_memory.catalog import Catalog, StoredItem
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import keywords as _keywords
-from langgraph_memory.store.registry import PLAIN, CollectionRegistry, MemoryType
-from langgraph_memory.store.ranking import HybridRanking, ScoreParts, score_parts
 from langgraph_memory.store import filters as _filters
 from langgraph_memory.store.planner import Plan, Planner
+from langgraph_memory.store.ranking import HybridRanking, ScoreParts, score_parts
+from langgraph_memory.store.registry import PLAIN, CollectionRegistry, MemoryType
 
 __all__ = ["Candidate", "Candidates", "HybridSearch", "score_candidates", "explain_candidates"]
 
@@ -106,20 +106,25 @@ class HybridSearch:
                 where, params = plan.scope_sql
 
                 def fetch(chunk: list[int]) -> dict[int, tuple[StoredItem, list[bytes]]]:
-                    got = {i: r for i, r in _items.get_with_vectors(conn, chunk, where, params).items()
-                           if _filters.matches(r[0].value, op.filter) and not omit(r[0])}
+                    got = {
+                        i: r
+                        for i, r in _items.get_with_vectors(conn, chunk, where, params).items()
+                        if _filters.matches(r[0].value, op.filter) and not omit(r[0])
+                    }
                     read.update(got)
                     return got
 
                 top = matches.walk(fetch, depth, known=found)
-        for cand, score in zip(found.values(), matches.scores_of(list(found))):
+        for cand, score in zip(found.values(), matches.scores_of(list(found)), strict=True):
             cand.keyword, cand.evidence = score, matches.evidence(score)
         new = [read[i] for i in top if i not in found and i in read]
         new = [(it, vecs) for it, vecs in new if _filters.matches(it.value, op.filter) and not omit(it)]
         sims = _best_cosines([vecs for _it, vecs in new], qvec)
         scores = matches.scores_of([it.id or -1 for it, _vecs in new])
-        out.items.extend(Candidate(it, sim, score, matches.evidence(score))
-                         for (it, _vecs), sim, score in zip(new, sims, scores))
+        out.items.extend(
+            Candidate(it, sim, score, matches.evidence(score))
+            for (it, _vecs), sim, score in zip(new, sims, scores, strict=True)
+        )
         plan.notes.append(f"hybrid: {len(top)} keyword candidates, {len(new)} not among the vector candidates")
         return out
 

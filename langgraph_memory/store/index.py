@@ -43,10 +43,10 @@ from langgraph_memory.catalog import Catalog, read_meta
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog import vectors as _vectors
-from langgraph_memory.store.registry import default_collections
 from langgraph_memory.errors import DiskFullError, LangGraphMemoryError, StoreBackendError
 from langgraph_memory.store._probe import probe, unreachable
 from langgraph_memory.store._session import SessionLock, fingerprint
+from langgraph_memory.store.registry import default_collections
 
 __all__ = ["ChromaIndex", "IndexUnavailable", "RebuildReport", "record_id", "parse_record_id"]
 
@@ -218,7 +218,8 @@ class ChromaIndex:
             where = self.handle.folder or self.root or "the Chroma server"
             return DiskFullError(
                 f"the disk holding the Chroma index ({where}) is full while {what}; the catalog holds every "
-                "acknowledged write, and the index catches up once space is freed", where,
+                "acknowledged write, and the index catches up once space is freed",
+                where,
             )
         self.broken.add(collection)
         try:
@@ -229,7 +230,10 @@ class ChromaIndex:
         logger.error(
             "the Chroma index of %r failed while %s (%s: %s); its searches now run exactly from the catalog. "
             "Call store.rebuild_index() (or `langgraph-memory index rebuild`) or reopen the store to rebuild it.",
-            collection, what, type(exc).__name__, exc,
+            collection,
+            what,
+            type(exc).__name__,
+            exc,
         )
         return IndexUnavailable(f"the Chroma index of {collection!r} failed while {what}: {exc}")
 
@@ -309,7 +313,7 @@ class ChromaIndex:
             except Exception as exc:  # noqa: BLE001
                 raise self._failed(collection, exc, "searching") from exc
         out = []
-        for rid, dist in zip(res["ids"][0], res["distances"][0]):
+        for rid, dist in zip(res["ids"][0], res["distances"][0], strict=True):
             item_id, idx = parse_record_id(rid)
             out.append((item_id, idx, float(dist)))
         return out
@@ -400,15 +404,21 @@ class ChromaIndex:
                 chroma = _queue.chroma_name(conn, name)
                 if chroma is None and not expected:
                     continue
-                specs.append({"name": chroma or self._default_name(name),
-                              "samples": self._recent(conn, name) + self._samples(conn, name, expected)})
+                specs.append(
+                    {
+                        "name": chroma or self._default_name(name),
+                        "samples": self._recent(conn, name) + self._samples(conn, name, expected),
+                    }
+                )
         return specs
 
     @staticmethod
     def _records(conn: Any, item_ids: list[int]) -> list[list[Any]]:
         """``[record id, vector]`` of every vector of these items."""
-        return [[record_id(item_id, idx), np.frombuffer(vec, dtype=np.float32).tolist()]
-                for item_id, idx, vec in _vectors.records_of(conn, item_ids)]
+        return [
+            [record_id(item_id, idx), np.frombuffer(vec, dtype=np.float32).tolist()]
+            for item_id, idx, vec in _vectors.records_of(conn, item_ids)
+        ]
 
     def _recent(self, conn: Any, collection: str) -> list[list[Any]]:
         """The records Chroma applied since it was last verified (the newest `_RECENT_MAX`).
@@ -459,7 +469,8 @@ class ChromaIndex:
             if missed:
                 self._rebuild_or_degrade(
                     f"{len(missed)} of {len(records)} records of {name!r} applied after the crash did not find "
-                    f"themselves ({why})", progress,
+                    f"themselves ({why})",
+                    progress,
                 )
                 return
         self.caught_up_checked = checked
@@ -500,7 +511,9 @@ class ChromaIndex:
         except IndexUnavailable as exc:
             self._rebuild_or_degrade(str(exc), progress)
         except DiskFullError:
-            logger.warning("the Chroma index could not catch up on open (disk full); it will on a later write", exc_info=True)
+            logger.warning(
+                "the Chroma index could not catch up on open (disk full); it will on a later write", exc_info=True
+            )
 
     def _rebuild_or_degrade(self, reason: str, progress: bool | ProgressFn) -> None:
         """Rebuild at open; if even that fails (a full disk), search exactly from the catalog meanwhile."""
@@ -510,7 +523,8 @@ class ChromaIndex:
             self.broken.update(self.collections)
             logger.error(
                 "could not rebuild the Chroma index (%s); searches run exactly from the catalog until a rebuild "
-                "succeeds (store.rebuild_index(), or reopen)", exc,
+                "succeeds (store.rebuild_index(), or reopen)",
+                exc,
             )
 
     def reconcile(self, counts: dict[str, int] | None = None) -> dict[str, int]:
@@ -542,6 +556,7 @@ class ChromaIndex:
         with self._use(write=True) as client:
             try:
                 col = self._collection(client, collection, create=True)
+                assert col is not None  # create=True always gives a collection
                 have: set[str] = set()
                 offset = 0
                 while True:
@@ -614,7 +629,9 @@ class ChromaIndex:
         self.last_rebuild = report
         logger.warning(
             "rebuilt the Chroma index: %d vectors in %d collections in %.1f s",
-            report.total, len([c for c in report.vectors.values() if c]), report.seconds,
+            report.total,
+            len([c for c in report.vectors.values() if c]),
+            report.seconds,
         )
         return report
 
@@ -664,7 +681,9 @@ class ChromaIndex:
                     pass
                 if not counts.get(name):
                     continue
-                col = client.get_or_create_collection(chroma, metadata={"hnsw:space": "cosine"}, embedding_function=None)
+                col = client.get_or_create_collection(
+                    chroma, metadata={"hnsw:space": "cosine"}, embedding_function=None
+                )
                 self._fill(col, name, report, tick)
 
     def _drop_server_collections(self, names: dict[str, str]) -> None:

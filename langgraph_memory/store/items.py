@@ -26,10 +26,10 @@ from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.connection import Connection
 from langgraph_memory.catalog.status import ItemStatus, Status
-from langgraph_memory.store.registry import CollectionRegistry
 from langgraph_memory.errors import NotFoundError
 from langgraph_memory.store._writer import Writer, check_vectors
 from langgraph_memory.store.records import PAGE_SIZE, record_text
+from langgraph_memory.store.registry import CollectionRegistry
 
 __all__ = ["StoreItems", "Before", "ItemKey"]
 
@@ -74,9 +74,7 @@ class StoreItems:
     def _collection_of(self, namespace: tuple[str, ...]) -> str:
         return self.collections.for_namespace(namespace).name
 
-    def put(
-        self, namespace: tuple[str, ...], key: str, value: dict[str, Any], *, before: Before | None = None
-    ) -> None:
+    def put(self, namespace: tuple[str, ...], key: str, value: dict[str, Any], *, before: Before | None = None) -> None:
         """``store.put``, with ``before(conn)`` run inside the same catalog transaction.
 
         The typed API registers an item's lineage and version this way, so
@@ -97,7 +95,7 @@ class StoreItems:
             if before is not None:
                 before(conn)
 
-        self._put_many([PutOp(namespace, key, None)], forget)  # type: ignore[arg-type]
+        self._put_many([PutOp(namespace, key, None)], forget)
 
     # ------------------------------------------------------------ status
 
@@ -176,6 +174,7 @@ class StoreItems:
         """Statuses of one collection's live items, by uid (the archive job and the decay cleanup read them)."""
         with self.catalog.read() as conn:
             return _status.of_collection(conn, self.collections.by_name(collection).name)
+
     def put_many(self, ops: list[PutOp], *, before: Before | None = None) -> list[int | None]:
         """``store.batch`` of puts and deletes, with ``before(conn)`` run inside the same catalog transaction.
 
@@ -202,7 +201,9 @@ class StoreItems:
             it.paths = [path for _i, path, _v in rows]
             it.texts = [record_text(it.value, path) for path in it.paths]
 
-    def iter_items(self, collection: str, *, with_vectors: bool = False, page_size: int = PAGE_SIZE) -> Iterator[StoredItem]:
+    def iter_items(
+        self, collection: str, *, with_vectors: bool = False, page_size: int = PAGE_SIZE
+    ) -> Iterator[StoredItem]:
         """Every item of a collection, a page at a time (bounded memory; no lock held across a yield)."""
         name = self.collections.by_name(collection).name
         after = 0

@@ -39,14 +39,16 @@ def validate_namespace(namespace: Any, *, for_write: bool) -> tuple[str, ...]:
         if not label:
             raise NamespaceError(f"Namespace labels cannot be empty strings. Got {namespace}.")
         if "." in label:
-            raise NamespaceError(f"Invalid namespace label {label!r} in {namespace}: labels cannot contain periods ('.').")
+            raise NamespaceError(
+                f"Invalid namespace label {label!r} in {namespace}: labels cannot contain periods ('.')."
+            )
         if "\x00" in label or NS_SEP in label or "\x1e" in label:
-            raise NamespaceError(f"Invalid namespace label {label!r} in {namespace}: labels cannot contain control separators.")
+            raise NamespaceError(
+                f"Invalid namespace label {label!r} in {namespace}: labels cannot contain control separators."
+            )
     # Limits apply to writes only: a namespace stored before they existed stays readable.
     if for_write and len(namespace) > MAX_NAMESPACE_LABELS:
-        raise NamespaceError(
-            f"a namespace may have at most {MAX_NAMESPACE_LABELS} labels, got {len(namespace)}"
-        )
+        raise NamespaceError(f"a namespace may have at most {MAX_NAMESPACE_LABELS} labels, got {len(namespace)}")
     if for_write:
         for i, label in enumerate(namespace):
             if len(label) > MAX_LABEL_CHARS:
@@ -64,7 +66,11 @@ def _does_match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
         return False
     if condition.match_type not in ("prefix", "suffix"):
         raise NamespaceError(f"unsupported namespace match type {condition.match_type!r}; use prefix or suffix")
-    pairs = zip(namespace, path, strict=False) if condition.match_type == "prefix" else zip(reversed(namespace), reversed(path), strict=False)
+    pairs = (
+        zip(namespace, path, strict=False)
+        if condition.match_type == "prefix"
+        else zip(reversed(namespace), reversed(path), strict=False)
+    )
     return all(p == "*" or k == p for k, p in pairs)
 
 

@@ -55,10 +55,10 @@ from langgraph_memory.catalog import vectors as _vectors
 from langgraph_memory.catalog.connection import Connection
 from langgraph_memory.catalog.fields import Condition, compile_filter
 from langgraph_memory.catalog.scope import ScopeSql
-from langgraph_memory.store.registry import CollectionRegistry, default_collections
 from langgraph_memory.errors import StorageError
 from langgraph_memory.store import filters as _filters
 from langgraph_memory.store.index import ChromaIndex, IndexUnavailable
+from langgraph_memory.store.registry import CollectionRegistry, default_collections
 from langgraph_memory.store.vectors import CollectionVectors, Segments, VectorCache, dot_rows
 
 __all__ = ["Plan", "Planner", "EXACT_MAX", "OVERFETCH"]
@@ -177,15 +177,27 @@ class Planner:
             if not n_coll:
                 continue
             if not prefix or (spec.typed and len(prefix) == 1):
-                out.append(_Scope(spec.name, True, n_coll, n_coll, v_coll, v_coll, _NO_IDS,
-                                  _scope.collection_scope(spec.name)))
+                out.append(
+                    _Scope(spec.name, True, n_coll, n_coll, v_coll, v_coll, _NO_IDS, _scope.collection_scope(spec.name))
+                )
                 continue
             bounds = _scope.prefix_bounds(prefix)
             n_scope, v_scope, ids, sql = _scope.namespace_scope(conn, spec.name, bounds, collection_items=n_coll)
             if n_scope:
                 whole = n_scope == n_coll
-                out.append(_Scope(spec.name, whole, n_scope, n_coll, v_scope, v_coll,
-                                  _NO_IDS if whole else ids, sql, None if whole else bounds))
+                out.append(
+                    _Scope(
+                        spec.name,
+                        whole,
+                        n_scope,
+                        n_coll,
+                        v_scope,
+                        v_coll,
+                        _NO_IDS if whole else ids,
+                        sql,
+                        None if whole else bounds,
+                    )
+                )
         return out
 
     def candidate_ids(self, conn: Connection, plan: Plan, filter: dict[str, Any] | None) -> list[int]:
@@ -268,6 +280,7 @@ class Planner:
             if sampled is None or sampled < COUNT_CAP:
                 if fcount is None:
                     fcount = _scope.filter_count(conn, conds, COUNT_CAP)
+                assert fcount is not None  # a filter gives conditions to count
                 s.matches = fcount
                 s.candidates = min(s.n_items, fcount)
                 if fcount >= COUNT_CAP:
@@ -277,8 +290,13 @@ class Planner:
                 s.matches = sampled
                 s.candidates = sampled
         scopes = [s for s in scopes if s.candidates]
-        plan = Plan("scan", [s.collection for s in scopes], sum(s.n_items for s in scopes),
-                    sum(s.candidates for s in scopes), exact)
+        plan = Plan(
+            "scan",
+            [s.collection for s in scopes],
+            sum(s.n_items for s in scopes),
+            sum(s.candidates for s in scopes),
+            exact,
+        )
         if scopes:
             plan.scope_sql = _scope.any_scope([s.sql for s in scopes])
         if not scopes:
@@ -394,9 +412,7 @@ class Planner:
                 return hits
             top *= 4  # the filter or TTL dropped some: rank further down
 
-    def _candidates(
-        self, conn: Connection, col: CollectionVectors, scope: _Scope, conds: list[Condition]
-    ) -> Segments:
+    def _candidates(self, conn: Connection, col: CollectionVectors, scope: _Scope, conds: list[Condition]) -> Segments:
         """The rows of the scope's items that match the filter index.
 
         From the smaller side: the scope's rows checked against the filter
@@ -440,8 +456,9 @@ class Planner:
         pending = sorted(_queue.pending_items(conn, scope.collection))
         col = self._resident(conn, scope)
         # The candidates' share of the index's records (items can have several vectors each).
-        share = max(scope.candidates * scope.n_vectors / max(scope.n_items, 1) / max(scope.n_collection_vectors, 1),
-                    1e-6)
+        share = max(
+            scope.candidates * scope.n_vectors / max(scope.n_items, 1) / max(scope.n_collection_vectors, 1), 1e-6
+        )
         if plan.fetch == 0 and scope.whole and not conds and not filter:
             n = max(need, MIN_FETCH)
         else:
@@ -478,7 +495,11 @@ class Planner:
             n *= 4
 
     def _in_scope(
-        self, conn: Connection, col: CollectionVectors | None, scope: _Scope, scope_ns: np.ndarray,
+        self,
+        conn: Connection,
+        col: CollectionVectors | None,
+        scope: _Scope,
+        scope_ns: np.ndarray,
         ids: np.ndarray,
     ) -> np.ndarray:
         """The ids (in their order) of items in the scope's namespaces."""
@@ -559,7 +580,7 @@ def _rank_rows(rows: list[tuple[int, bytes]], qvec: np.ndarray) -> list[tuple[in
     norms[norms == 0] = 1.0
     scores = dot_rows(matrix, q) / (norms * qn)
     best: dict[int, float] = {}
-    for item_id, score in zip(ids.tolist(), scores.tolist()):
+    for item_id, score in zip(ids.tolist(), scores.tolist(), strict=True):
         if score > best.get(item_id, -2.0):
             best[item_id] = score
     return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))

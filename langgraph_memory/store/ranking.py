@@ -100,11 +100,18 @@ class TemporalConfig:
     forgetting_threshold: float = 0.01
 
     def __post_init__(self) -> None:
-        for name in ("working_memory_decay", "session_memory_decay", "episodic_memory_decay",
-                     "semantic_memory_decay", "access_boost_factor", "forgetting_threshold"):
+        for name in (
+            "working_memory_decay",
+            "session_memory_decay",
+            "episodic_memory_decay",
+            "semantic_memory_decay",
+            "access_boost_factor",
+            "forgetting_threshold",
+        ):
             value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-                    and value >= 0):
+            if not (
+                isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+            ):
                 raise ValueError(f"TemporalConfig.{name} must be a finite number >= 0, got {value!r}")
         if not self.max_importance_multiplier >= 1.0:
             raise ValueError(
@@ -124,7 +131,9 @@ class TemporalConfig:
         return rate
 
 
-def temporal_weight(age_hours: float, memory_type: MemoryType = "episodic", config: TemporalConfig | None = None) -> float:
+def temporal_weight(
+    age_hours: float, memory_type: MemoryType = "episodic", config: TemporalConfig | None = None
+) -> float:
     """``exp(-rate * age_hours)``: 1.0 for a new memory, falling towards 0 (a negative age counts as 0).
 
     Examples:
@@ -135,7 +144,9 @@ def temporal_weight(age_hours: float, memory_type: MemoryType = "episodic", conf
     return math.exp(-cfg.decay_rate(memory_type) * max(age_hours, 0.0))
 
 
-def importance_multiplier(access_count: int, config: TemporalConfig | None = None, base_importance: float = 1.0) -> float:
+def importance_multiplier(
+    access_count: int, config: TemporalConfig | None = None, base_importance: float = 1.0
+) -> float:
     """``base_importance * (1 + access_boost_factor * access_count)``, capped at ``max_importance_multiplier``.
 
     Examples:

@@ -20,7 +20,7 @@ class SweeperFuture(concurrent.futures.Future[None]):
     handle at once, with the sweeper running; it does not wait for it to stop.
     """
 
-    def __await__(self):  # type: ignore[no-untyped-def]
+    def __await__(self):
         return self._started().__await__()
 
     async def _started(self) -> SweeperFuture:

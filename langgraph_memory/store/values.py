@@ -49,8 +49,10 @@ def _scalar_problem(obj: Any) -> str | None:
             return "inf is not JSON and would not come back as stored; use None or a large finite number"
         return None
     if isinstance(obj, (datetime, date, time)):
-        return (f"{type(obj).__name__} is not JSON; store value.isoformat() and parse it back "
-                "(datetimes are not converted silently)")
+        return (
+            f"{type(obj).__name__} is not JSON; store value.isoformat() and parse it back "
+            "(datetimes are not converted silently)"
+        )
     if isinstance(obj, (set, frozenset)):
         return f"a {type(obj).__name__} is not JSON; store a sorted list"
     if isinstance(obj, (bytes, bytearray, memoryview)):
@@ -78,8 +80,11 @@ def check_value(value: Any, *, max_depth: int = MAX_VALUE_DEPTH) -> None:
                 raise _refuse(path, f"nested deeper than {max_depth} levels of dicts and lists")
             for k, v in obj.items():
                 if not isinstance(k, str):
-                    raise _refuse(path + (k,), f"dict keys must be strings; the key {k!r} "
-                                                f"({type(k).__name__}) would come back as {json.dumps(str(k))}")
+                    raise _refuse(
+                        path + (k,),
+                        f"dict keys must be strings; the key {k!r} "
+                        f"({type(k).__name__}) would come back as {json.dumps(str(k))}",
+                    )
                 stack.append((v, path + (k,)))
         elif isinstance(obj, (list, tuple)):
             if len(path) >= max_depth:

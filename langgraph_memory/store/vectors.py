@@ -115,8 +115,15 @@ class CollectionVectors:
 
     @property
     def nbytes(self) -> int:
-        return int(self.matrix.nbytes + self.item_ids.nbytes + self.ns_ids.nbytes + self.alive.nbytes
-                   + self._ranks.nbytes + self._sorted_ids.nbytes + self._sorted_rows.nbytes)
+        return int(
+            self.matrix.nbytes
+            + self.item_ids.nbytes
+            + self.ns_ids.nbytes
+            + self.alive.nbytes
+            + self._ranks.nbytes
+            + self._sorted_ids.nbytes
+            + self._sorted_rows.nbytes
+        )
 
     @property
     def n_alive(self) -> int:
@@ -272,7 +279,7 @@ class CollectionVectors:
                 break
             want = min(len(rows), want * 4)
         best = order[np.sort(first)][:top]
-        return list(zip(ids[best].tolist(), scores[best].astype(np.float64).tolist()))
+        return list(zip(ids[best].tolist(), scores[best].astype(np.float64).tolist(), strict=True))
 
 
 class VectorCache:
@@ -378,8 +385,9 @@ class VectorCache:
             rows = next(batches, None)
         col.sort(self._names(conn, col))
         self._too_big.pop(collection, None)
-        logger.info("loaded %d vectors of %s into memory for exact search (%.0f MB)", col.n, collection,
-                    col.nbytes / 1e6)
+        logger.info(
+            "loaded %d vectors of %s into memory for exact search (%.0f MB)", col.n, collection, col.nbytes / 1e6
+        )
         return col
 
     @staticmethod
@@ -391,8 +399,9 @@ class VectorCache:
     def _append_rows(col: CollectionVectors, rows: list[tuple[int, int, bytes]], collection: str) -> bool:
         width = col.dims * 4
         if any(len(r[2]) != width for r in rows):
-            logger.warning("vectors of %s differ in size from the catalog's %d dimensions; not cached",
-                           collection, col.dims)
+            logger.warning(
+                "vectors of %s differ in size from the catalog's %d dimensions; not cached", collection, col.dims
+            )
             return False
         col.append(
             np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),

@@ -224,7 +224,9 @@ class RecordView:
             source = self._iter_records()
         skip = offset or 0
         for rid, it, path, vec in source:
-            if not where_matches(flat_metadata(it), where) or not _document_matches(record_text(it.value, path), where_document):
+            if not where_matches(flat_metadata(it), where) or not _document_matches(
+                record_text(it.value, path), where_document
+            ):
                 continue
             if skip:
                 skip -= 1
@@ -254,8 +256,14 @@ class RecordView:
             if query_texts is None or self._embed_query is None:
                 raise FilterError("query needs query_embeddings (or query_texts on a store with an embedding model)")
             query_embeddings = [self._embed_query(t) for t in query_texts]
-        out: dict[str, Any] = {"ids": [], "documents": [], "metadatas": [], "distances": [], "embeddings": [],
-                               "included": include}
+        out: dict[str, Any] = {
+            "ids": [],
+            "documents": [],
+            "metadatas": [],
+            "distances": [],
+            "embeddings": [],
+            "included": include,
+        }
         for q in np.asarray(query_embeddings, dtype=np.float32).reshape(-1, np.asarray(query_embeddings[0]).shape[-1]):
             rows, dists = self._nearest(q, n_results, where, where_document)
             res = self._result(rows, include)
@@ -286,7 +294,9 @@ class RecordView:
                 if rec is None:
                     continue
                 it, path, vec = rec
-                if where_matches(flat_metadata(it), where) and _document_matches(record_text(it.value, path), where_document):
+                if where_matches(flat_metadata(it), where) and _document_matches(
+                    record_text(it.value, path), where_document
+                ):
                     rows.append((record_id(item_id, idx), it, path, vec))
                     dists.append(dist)
                     if len(rows) >= k:

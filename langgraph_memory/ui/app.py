@@ -42,8 +42,15 @@ __all__ = ["build_app"]
 
 logger = logging.getLogger(__name__)
 
-NAV = [("/", "Overview"), ("/search", "Search"), ("/strategies", "Strategies"), ("/lessons", "Lessons"),
-       ("/sessions", "Sessions"), ("/threads", "Threads"), ("/archive", "Archive")]
+NAV = [
+    ("/", "Overview"),
+    ("/search", "Search"),
+    ("/strategies", "Strategies"),
+    ("/lessons", "Lessons"),
+    ("/sessions", "Sessions"),
+    ("/threads", "Threads"),
+    ("/archive", "Archive"),
+]
 
 
 def _ns(text: str | None) -> tuple[str, ...]:
@@ -82,13 +89,23 @@ def _preview(value: dict[str, Any], n: int = 140) -> str:
 
 
 def _environment() -> Environment:
-    env = Environment(loader=PackageLoader("langgraph_memory.ui", "templates"),
-                      autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(when=_when, size=_size, preview=_preview, ns=lambda ns: "/".join(ns or ()),
-                       coll_of=lambda ns: collection_for(tuple(ns or ())).name,
-                       pretty=lambda v: json.dumps(v, indent=2, ensure_ascii=False, default=str),
-                       pct=lambda v: f"{v:.0%}" if isinstance(v, (int, float)) else "-",
-                       f2=lambda v: f"{v:.2f}" if isinstance(v, (int, float)) else "-", num=lambda v: "-" if v is None else f"{v:.3f}")
+    env = Environment(
+        loader=PackageLoader("langgraph_memory.ui", "templates"),
+        autoescape=select_autoescape(["html"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        when=_when,
+        size=_size,
+        preview=_preview,
+        ns=lambda ns: "/".join(ns or ()),
+        coll_of=lambda ns: collection_for(tuple(ns or ())).name,
+        pretty=lambda v: json.dumps(v, indent=2, ensure_ascii=False, default=str),
+        pct=lambda v: f"{v:.0%}" if isinstance(v, (int, float)) else "-",
+        f2=lambda v: f"{v:.2f}" if isinstance(v, (int, float)) else "-",
+        num=lambda v: "-" if v is None else f"{v:.3f}",
+    )
     env.globals.update(nav=NAV, item_href=item_href, colors=svg.COLORS)
     return env
 
@@ -106,8 +123,12 @@ class UI:
     def render(self, request: Request, template: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         cookie = request.cookies.get(CSRF_COOKIE) or request.state.new_csrf
         html = self.env.get_template(template).render(
-            request=request, path=request.url.path, writes=self.guard.allow_writes,
-            csrf=self.guard.csrf_token(cookie), **ctx)
+            request=request,
+            path=request.url.path,
+            writes=self.guard.allow_writes,
+            csrf=self.guard.csrf_token(cookie),
+            **ctx,
+        )
         return HTMLResponse(html, status_code=status)
 
     def page(self, fn: Callable[[Request], Response]) -> Callable[[Request], Any]:
@@ -120,14 +141,24 @@ class UI:
                 return self.error(request, exc)
             except Exception:  # a bug: logged with its traceback, and the user gets a page that says so
                 logger.exception("the memory browser failed on %s", request.url.path)
-                return self.render(request, "error.html", status=500, title="Internal error",
-                                   message="the server failed on this page; its log has the details")
+                return self.render(
+                    request,
+                    "error.html",
+                    status=500,
+                    title="Internal error",
+                    message="the server failed on this page; its log has the details",
+                )
 
         return endpoint
 
     def error(self, request: Request, exc: LangGraphMemoryError) -> Response:
-        status = 404 if isinstance(exc, NotFoundError) else 400 if isinstance(
-            exc, (InvalidArgumentError, FilterError, ValidationError, NamespaceError)) else 500
+        status = (
+            404
+            if isinstance(exc, NotFoundError)
+            else 400
+            if isinstance(exc, (InvalidArgumentError, FilterError, ValidationError, NamespaceError))
+            else 500
+        )
         if status == 500:
             logger.warning("the memory browser could not serve %s: %s", request.url.path, exc)
         return self.render(request, "error.html", status=status, title=type(exc).__name__, message=str(exc))
@@ -156,20 +187,35 @@ class UI:
             try:
                 filt = json.loads(filter_text)
             except ValueError as exc:
-                raise FilterError(f"the filter must be JSON, like {{\"severity\": \"major\"}}: {exc}") from None
+                raise FilterError(f'the filter must be JSON, like {{"severity": "major"}}: {exc}') from None
             if not isinstance(filt, dict):
-                raise FilterError("the filter must be a JSON object, like {\"severity\": \"major\"}")
+                raise FilterError('the filter must be a JSON object, like {"severity": "major"}')
         found = plan = None
         if query or namespace or filt:
-            found = self.b.search(query or None, namespace=namespace, filter=filt, include_retired=include_retired,
-                                  page=page)
+            found = self.b.search(
+                query or None, namespace=namespace, filter=filt, include_retired=include_retired, page=page
+            )
             plan = self.b.explain(query or None, namespace=namespace, filter=filt)
-        args = {"q": query, "ns": ns_text, "collection": collection, "filter": filter_text,
-                "retired": "1" if include_retired else ""}
-        return self.render(request, "search.html", title="Search", found=found, plan=plan, args=args, page=page,
-                           size=SEARCH_PAGE_SIZE,
-                           collections=[s.name for s in (*COLLECTIONS.values(), GENERAL)],
-                           namespaces=self.b.namespaces()[:500], qs=lambda p: urlencode({**args, "page": p}))
+        args = {
+            "q": query,
+            "ns": ns_text,
+            "collection": collection,
+            "filter": filter_text,
+            "retired": "1" if include_retired else "",
+        }
+        return self.render(
+            request,
+            "search.html",
+            title="Search",
+            found=found,
+            plan=plan,
+            args=args,
+            page=page,
+            size=SEARCH_PAGE_SIZE,
+            collections=[s.name for s in (*COLLECTIONS.values(), GENERAL)],
+            namespaces=self.b.namespaces()[:500],
+            qs=lambda p: urlencode({**args, "page": p}),
+        )
 
     def item(self, request: Request) -> Response:
         key = request.path_params["key"]
@@ -177,8 +223,15 @@ class UI:
         view = self.b.item(key, ns)
         graph = svg.lineage(view.graph, lambda n: item_href(n.id, n.namespace)) if view.graph else None
         strategy = view.item.value.get("name") if view.collection == "strategy_library" else None
-        return self.render(request, "item.html", title=f"Item {key}", v=view, graph=graph, strategy=strategy,
-                           message=request.query_params.get("done"))
+        return self.render(
+            request,
+            "item.html",
+            title=f"Item {key}",
+            v=view,
+            graph=graph,
+            strategy=strategy,
+            message=request.query_params.get("done"),
+        )
 
     def strategies(self, request: Request) -> Response:
         page = self.b.strategies(page_number(request.query_params.get("page")))
@@ -186,18 +239,31 @@ class UI:
 
     def strategy(self, request: Request) -> Response:
         view = self.b.strategy(request.path_params["name"])
-        points = [{"at": v.created_at, "label": f"v{v.version}", "status": v.status or "gone",
-                   "href": f"#v{v.version}"} for v in view.versions]
+        points = [
+            {"at": v.created_at, "label": f"v{v.version}", "status": v.status or "gone", "href": f"#v{v.version}"}
+            for v in view.versions
+        ]
         curves = []
         for v in view.versions:
             for bt in v.backtests:
                 pts = (bt.value.get("equity_curve") or {}).get("points") or []
                 if pts:
-                    curves.append((f"v{v.version}" + ("" if bt.value.get("passed") is None
-                                                      else " pass" if bt.value["passed"] else " fail"), pts))
-        return self.render(request, "strategy.html", title=f"Strategy {view.name}", s=view,
-                           timeline=svg.timeline(points, title=f"versions of {view.name}"),
-                           equity=svg.lines(curves[-8:], title=f"equity curves of {view.name}"), n_curves=len(curves))
+                    curves.append(
+                        (
+                            f"v{v.version}"
+                            + ("" if bt.value.get("passed") is None else " pass" if bt.value["passed"] else " fail"),
+                            pts,
+                        )
+                    )
+        return self.render(
+            request,
+            "strategy.html",
+            title=f"Strategy {view.name}",
+            s=view,
+            timeline=svg.timeline(points, title=f"versions of {view.name}"),
+            equity=svg.lines(curves[-8:], title=f"equity curves of {view.name}"),
+            n_curves=len(curves),
+        )
 
     def lessons(self, request: Request) -> Response:
         page, n_open = self.b.lessons(page_number(request.query_params.get("page")))
@@ -212,8 +278,14 @@ class UI:
         return self.render(request, "threads.html", title="Threads", p=page)
 
     def archive(self, request: Request) -> Response:
-        return self.render(request, "archive.html", title="Archive", runs=self.b.archive_runs(),
-                           files=self.b.archive_files(), message=request.query_params.get("done"))
+        return self.render(
+            request,
+            "archive.html",
+            title="Archive",
+            runs=self.b.archive_runs(),
+            files=self.b.archive_files(),
+            message=request.query_params.get("done"),
+        )
 
     def archive_file(self, request: Request) -> Response:
         name = request.path_params["name"]
@@ -278,8 +350,11 @@ class UI:
                 await resp(scope, receive, send)
                 return
             if not guard.token_ok(request):
-                await PlainTextResponse("missing or wrong token: open this server's address with ?token=...\n", 401,
-                                        headers={"www-authenticate": "Bearer"})(scope, receive, send)
+                await PlainTextResponse(
+                    "missing or wrong token: open this server's address with ?token=...\n",
+                    401,
+                    headers={"www-authenticate": "Bearer"},
+                )(scope, receive, send)
                 return
             new_cookie = None if request.cookies.get(CSRF_COOKIE) else guard.new_csrf_cookie()
             scope.setdefault("state", {})["new_csrf"] = new_cookie
@@ -289,12 +364,17 @@ class UI:
                     headers = list(message.get("headers") or [])
                     headers.append((b"x-content-type-options", b"nosniff"))
                     headers.append((b"x-frame-options", b"DENY"))
-                    headers.append((b"content-security-policy",
-                                    b"default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
-                                    b"frame-ancestors 'none'; form-action 'self'"))
+                    headers.append(
+                        (
+                            b"content-security-policy",
+                            b"default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+                            b"frame-ancestors 'none'; form-action 'self'",
+                        )
+                    )
                     if new_cookie is not None:
-                        headers.append((b"set-cookie", f"{CSRF_COOKIE}={new_cookie}; Path=/; HttpOnly; "
-                                                       "SameSite=Strict".encode()))
+                        headers.append(
+                            (b"set-cookie", f"{CSRF_COOKIE}={new_cookie}; Path=/; HttpOnly; SameSite=Strict".encode())
+                        )
                     message = {**message, "headers": headers}
                 await send(message)
 
@@ -303,8 +383,7 @@ class UI:
         return checked
 
 
-def build_app(memory: Memory, *, allow_writes: bool = False, token: str | None = None,
-              host: str = "127.0.0.1") -> Any:
+def build_app(memory: Memory, *, allow_writes: bool = False, token: str | None = None, host: str = "127.0.0.1") -> Any:
     """The ASGI application browsing ``memory`` (serve it with uvicorn, or `langgraph_memory.ui.serve`).
 
     Example:

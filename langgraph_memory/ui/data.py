@@ -43,8 +43,18 @@ from langgraph_memory.research.collections import (
 )
 from langgraph_memory.store.scored import ExplainedSearch
 
-__all__ = ["Browser", "Page", "ItemView", "GraphNode", "LineageGraph", "StrategyView", "VersionRow", "Overview",
-           "Aggregates", "CollectionRow"]
+__all__ = [
+    "Browser",
+    "Page",
+    "ItemView",
+    "GraphNode",
+    "LineageGraph",
+    "StrategyView",
+    "VersionRow",
+    "Overview",
+    "Aggregates",
+    "CollectionRow",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -246,8 +256,9 @@ class Browser:
         with self._lock:
             worker = self._refreshing
             if worker is None:
-                worker = self._refreshing = threading.Thread(target=self._compute, args=(token,),
-                                                             name="lgm-ui-aggregates", daemon=True)
+                worker = self._refreshing = threading.Thread(
+                    target=self._compute, args=(token,), name="lgm-ui-aggregates", daemon=True
+                )
                 worker.start()
         if wait:
             worker.join()
@@ -266,18 +277,29 @@ class Browser:
         """Counts read now (kept counts: cheap at any size); sizes, dates and the plot from the last aggregate."""
         agg, stale = self._aggregates()
         with self.store.catalog.read() as conn:
-            items = {name: _items.count_items(conn, name) for name in (s.name for s in (*COLLECTIONS.values(), GENERAL))}
+            items = {
+                name: _items.count_items(conn, name) for name in (s.name for s in (*COLLECTIONS.values(), GENERAL))
+            }
             vectors = _browse.vector_counts(conn)
             backlog = _browse.index_backlog(conn)
             hidden = _status.live_counts(conn)
         rows = []
         for spec in (*COLLECTIONS.values(), GENERAL):
             c = agg.stats.collections.get(spec.name) if agg is not None else None
-            rows.append(CollectionRow(
-                spec.name, memory_type_for(spec.name), items[spec.name], vectors.get(spec.name, 0),
-                hidden.get(spec.name, {}).get("retired", 0), hidden.get(spec.name, {}).get("superseded", 0),
-                c.storage_bytes if c else None, c.archived if c else None, c.newest if c else None,
-                backlog.get(spec.name, 0)))
+            rows.append(
+                CollectionRow(
+                    spec.name,
+                    memory_type_for(spec.name),
+                    items[spec.name],
+                    vectors.get(spec.name, 0),
+                    hidden.get(spec.name, {}).get("retired", 0),
+                    hidden.get(spec.name, {}).get("superseded", 0),
+                    c.storage_bytes if c else None,
+                    c.archived if c else None,
+                    c.newest if c else None,
+                    backlog.get(spec.name, 0),
+                )
+            )
         index = self.store.vector_index
         notes = []
         if index.probe_seconds is not None:
@@ -303,11 +325,17 @@ class Browser:
     ) -> ExplainedSearch:
         """One page of a search, each hit with its score parts and the plan (no access is recorded)."""
         return self.store.search_explained(
-            namespace, query=query or None, filter=filter, limit=SEARCH_PAGE_SIZE, offset=page * SEARCH_PAGE_SIZE,
+            namespace,
+            query=query or None,
+            filter=filter,
+            limit=SEARCH_PAGE_SIZE,
+            offset=page * SEARCH_PAGE_SIZE,
             include_retired=include_retired,
         )
 
-    def explain(self, query: str | None, *, namespace: tuple[str, ...] = (), filter: dict[str, Any] | None = None) -> str:
+    def explain(
+        self, query: str | None, *, namespace: tuple[str, ...] = (), filter: dict[str, Any] | None = None
+    ) -> str:
         return str(self.store.explain(namespace, query=query or None, filter=filter, limit=SEARCH_PAGE_SIZE))
 
     # --------------------------------------------------------------- items
@@ -362,11 +390,24 @@ class Browser:
         if truncated:  # keep the nearest
             keep = sorted(nodes.values(), key=lambda n: (abs(n.depth), n.id))[:max_nodes]
             nodes = {n.id: n for n in keep}
-            nodes.setdefault(item_id, GraphNode(item_id, lin.item.collection, lin.item.namespace, lin.item.summary,
-                                                lin.item.status, lin.item.lifecycle, 0))
+            nodes.setdefault(
+                item_id,
+                GraphNode(
+                    item_id,
+                    lin.item.collection,
+                    lin.item.namespace,
+                    lin.item.summary,
+                    lin.item.status,
+                    lin.item.lifecycle,
+                    0,
+                ),
+            )
         with self.store.catalog.read() as conn:
-            edges = [(e.parent_id, e.child_id, e.relation) for e in _lin.parents_of(conn, list(nodes))
-                     if e.parent_id in nodes]
+            edges = [
+                (e.parent_id, e.child_id, e.relation)
+                for e in _lin.parents_of(conn, list(nodes))
+                if e.parent_id in nodes
+            ]
         return LineageGraph(item_id, nodes, edges, truncated)
 
     # ----------------------------------------------------------- strategies
@@ -384,8 +425,11 @@ class Browser:
             raise NotFoundError(f"no strategy named {name!r}")
         ids = [v.id for v in versions]
         with self.store.catalog.read() as conn:
-            backtests = [it for it in _browse.items_with_field(conn, "strategy_id", ids)
-                         if collection_for(it.namespace).name == "backtest_results"]
+            backtests = [
+                it
+                for it in _browse.items_with_field(conn, "strategy_id", ids)
+                if collection_for(it.namespace).name == "backtest_results"
+            ]
             parents = _lin.parents_of(conn, ids)
             hyp_ids = {e.child_id: [] for e in parents}  # type: dict[str, list[str]]
             for e in parents:
@@ -401,16 +445,26 @@ class Browser:
             hyps = _items.get_items(conn, [(r.namespace, r.id) for r in refs.values()])
         hyp_by_key = {it.key: it for it in hyps.values()}
         refs_v = self.memory.lineage_store.items(ids)
-        standing = {key: st.status for (_ns, key), st in
-                    self.store.items.statuses([(refs_v[i].namespace, i) for i in ids if i in refs_v]).items()}
+        standing = {
+            key: st.status
+            for (_ns, key), st in self.store.items.statuses(
+                [(refs_v[i].namespace, i) for i in ids if i in refs_v]
+            ).items()
+        }
         by_strategy: dict[str, list[StoredItem]] = {}
         for bt in backtests:
             by_strategy.setdefault(str(bt.value.get("strategy_id")), []).append(bt)
         rows = [
-            VersionRow(v.version, v.id, v.created_at, v.status,
-                       standing.get(v.id, "active"),
-                       v.record.model_dump() if v.record else None,
-                       by_strategy.get(v.id, []), [hyp_by_key[h] for h in hyp_ids.get(v.id, []) if h in hyp_by_key])
+            VersionRow(
+                v.version,
+                v.id,
+                v.created_at,
+                v.status,
+                standing.get(v.id, "active"),
+                v.record.model_dump() if v.record else None,
+                by_strategy.get(v.id, []),
+                [hyp_by_key[h] for h in hyp_ids.get(v.id, []) if h in hyp_by_key],
+            )
             for v in versions
         ]
         return StrategyView(name, rows)
@@ -449,8 +503,15 @@ class Browser:
         start = page * self.page_size
         rows = listed[start : start + self.page_size]
         sizes = cp.thread_sizes([t.thread_id for t in rows]) if callable(getattr(cp, "thread_sizes", None)) else {}
-        out = [{"thread_id": t.thread_id, "last_activity": t.last_activity, "checkpoints": t.checkpoints,
-                "bytes": sizes.get(t.thread_id)} for t in rows]
+        out = [
+            {
+                "thread_id": t.thread_id,
+                "last_activity": t.last_activity,
+                "checkpoints": t.checkpoints,
+                "bytes": sizes.get(t.thread_id),
+            }
+            for t in rows
+        ]
         return Page(out, page, self.page_size, len(listed))
 
     # ------------------------------------------------------------- archive
@@ -468,9 +529,16 @@ class Browser:
             except ValueError:
                 data = {}
             colls = data.get("collections") or {}
-            out.append({"run_id": run_id, "started_at": _dt(started), "finished_at": _dt(finished),
-                        "archived": sum(int(c.get("archived") or 0) for c in colls.values()),
-                        "dry_run": bool(data.get("dry_run")), "errors": data.get("errors") or []})
+            out.append(
+                {
+                    "run_id": run_id,
+                    "started_at": _dt(started),
+                    "finished_at": _dt(finished),
+                    "archived": sum(int(c.get("archived") or 0) for c in colls.values()),
+                    "dry_run": bool(data.get("dry_run")),
+                    "errors": data.get("errors") or [],
+                }
+            )
         return out
 
     def archive_files(self) -> list[Any]:
@@ -482,8 +550,17 @@ class Browser:
         if archiver is None or archiver.manifest.file(file) is None:
             raise NotFoundError(f"no archive file named {file!r}")
         total, rows = archiver.manifest.file_lines(file, limit=self.page_size, offset=page * self.page_size)
-        out = [{"line": r[0], "uid": r[1], "key": r[2], "namespace": tuple(str(r[3]).split(_items.NS_SEP)),
-                "status": r[4], "changed_at": _dt(r[5])} for r in rows]
+        out = [
+            {
+                "line": r[0],
+                "uid": r[1],
+                "key": r[2],
+                "namespace": tuple(str(r[3]).split(_items.NS_SEP)),
+                "status": r[4],
+                "changed_at": _dt(r[5]),
+            }
+            for r in rows
+        ]
         return Page(out, page, self.page_size, int(total))
 
     # ------------------------------------------------------------- actions

@@ -57,15 +57,25 @@ def _day(d: int) -> str:
     return datetime.fromtimestamp(d * 86400, tz=UTC).strftime("%Y-%m-%d")
 
 
-def bars(per_day: Sequence[tuple[int, int]], *, width: int = 720, height: int = 180, title: str = "items added per day",
-         empty: str = "no items yet") -> Markup:
+def bars(
+    per_day: Sequence[tuple[int, int]],
+    *,
+    width: int = 720,
+    height: int = 180,
+    title: str = "items added per day",
+    empty: str = "no items yet",
+) -> Markup:
     """Items added per day (``(day, count)``, day = epoch days), as bars on a continuous day axis."""
     pad_l, pad_b, pad_t = 48, 28, 10
     w, h = width - pad_l - 10, height - pad_b - pad_t
-    out = [f'<svg class="plot" role="img" aria-label="{escape(title)}" viewBox="0 0 {width} {height}" '
-           f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>']
+    out = [
+        f'<svg class="plot" role="img" aria-label="{escape(title)}" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'
+    ]
     if not per_day:
-        out.append(f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle" class="muted">{escape(empty)}</text></svg>')
+        out.append(
+            f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle" class="muted">{escape(empty)}</text></svg>'
+        )
         return Markup("".join(out))
     first, last = per_day[0][0], per_day[-1][0]
     span = max(1, last - first + 1)
@@ -73,13 +83,17 @@ def bars(per_day: Sequence[tuple[int, int]], *, width: int = 720, height: int = 
     bw = min(24.0, max(1.0, w / span * 0.9))
     for t in _ticks(0, top):
         y = pad_t + h - h * t / top
-        out.append(f'<line x1="{pad_l}" x2="{pad_l + w}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
-                   f'<text x="{pad_l - 6}" y="{y + 4:.1f}" text-anchor="end" class="tick">{_fmt(t)}</text>')
+        out.append(
+            f'<line x1="{pad_l}" x2="{pad_l + w}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
+            f'<text x="{pad_l - 6}" y="{y + 4:.1f}" text-anchor="end" class="tick">{_fmt(t)}</text>'
+        )
     for d, n in per_day:
         x = pad_l + w * (d - first) / span
         bh = h * n / top
-        out.append(f'<rect class="bar" x="{x:.1f}" y="{pad_t + h - bh:.1f}" width="{bw:.1f}" height="{bh:.1f}">'
-                   f'<title>{_day(d)}: {n}</title></rect>')
+        out.append(
+            f'<rect class="bar" x="{x:.1f}" y="{pad_t + h - bh:.1f}" width="{bw:.1f}" height="{bh:.1f}">'
+            f"<title>{_day(d)}: {n}</title></rect>"
+        )
     out.append(f'<text x="{pad_l}" y="{height - 8}" class="tick">{_day(first)}</text>')
     if last != first:
         out.append(f'<text x="{pad_l + w}" y="{height - 8}" text-anchor="end" class="tick">{_day(last)}</text>')
@@ -87,36 +101,47 @@ def bars(per_day: Sequence[tuple[int, int]], *, width: int = 720, height: int = 
     return Markup("".join(out))
 
 
-def lines(series: Sequence[tuple[str, Sequence[float]]], *, width: int = 720, height: int = 260,
-          title: str = "equity curves") -> Markup:
+def lines(
+    series: Sequence[tuple[str, Sequence[float]]], *, width: int = 720, height: int = 260, title: str = "equity curves"
+) -> Markup:
     """Several curves on one set of axes (x: the point's position, scaled to each curve's length)."""
     pad_l, pad_b, pad_t, pad_r = 52, 24, 10, 150
     w, h = width - pad_l - pad_r, height - pad_b - pad_t
-    out = [f'<svg class="plot" role="img" aria-label="{escape(title)}" viewBox="0 0 {width} {height}" '
-           f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>']
+    out = [
+        f'<svg class="plot" role="img" aria-label="{escape(title)}" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'
+    ]
     values = [v for _, pts in series for v in pts if isinstance(v, (int, float)) and math.isfinite(v)]
     if not values:
-        out.append(f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle" class="muted">no curve recorded</text></svg>')
+        out.append(
+            f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle" class="muted">no curve recorded</text></svg>'
+        )
         return Markup("".join(out))
     lo, hi = min(values), max(values)
     if hi == lo:
         lo, hi = lo - 1, hi + 1
     for t in _ticks(lo, hi):
         y = pad_t + h - h * (t - lo) / (hi - lo)
-        out.append(f'<line x1="{pad_l}" x2="{pad_l + w}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
-                   f'<text x="{pad_l - 6}" y="{y + 4:.1f}" text-anchor="end" class="tick">{_fmt(t)}</text>')
+        out.append(
+            f'<line x1="{pad_l}" x2="{pad_l + w}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
+            f'<text x="{pad_l - 6}" y="{y + 4:.1f}" text-anchor="end" class="tick">{_fmt(t)}</text>'
+        )
     for i, (name, pts) in enumerate(series):
         pts = [v for v in pts if isinstance(v, (int, float)) and math.isfinite(v)]
         if not pts:
             continue
         color = _SERIES[i % len(_SERIES)]
         n = max(1, len(pts) - 1)
-        path = " ".join(f"{'M' if j == 0 else 'L'}{pad_l + w * j / n:.1f},{pad_t + h - h * (v - lo) / (hi - lo):.1f}"
-                        for j, v in enumerate(pts))
+        path = " ".join(
+            f"{'M' if j == 0 else 'L'}{pad_l + w * j / n:.1f},{pad_t + h - h * (v - lo) / (hi - lo):.1f}"
+            for j, v in enumerate(pts)
+        )
         out.append(f'<path class="curve" d="{path}" stroke="{color}"><title>{escape(name)}</title></path>')
         ly = pad_t + 14 + 16 * i
-        out.append(f'<rect x="{pad_l + w + 12}" y="{ly - 9}" width="10" height="10" fill="{color}"/>'
-                   f'<text x="{pad_l + w + 26}" y="{ly}" class="legend">{escape(name[:20])}</text>')
+        out.append(
+            f'<rect x="{pad_l + w + 12}" y="{ly - 9}" width="10" height="10" fill="{color}"/>'
+            f'<text x="{pad_l + w + 26}" y="{ly}" class="legend">{escape(name[:20])}</text>'
+        )
     out.append("</svg>")
     return Markup("".join(out))
 
@@ -124,8 +149,10 @@ def lines(series: Sequence[tuple[str, Sequence[float]]], *, width: int = 720, he
 def timeline(points: Sequence[dict[str, Any]], *, width: int = 720, title: str = "versions") -> Markup:
     """Versions on a time axis: each point ``{"at": datetime, "label", "status", "href"}``, linked."""
     height, pad = 90, 40
-    out = [f'<svg class="plot timeline" role="img" aria-label="{escape(title)}" viewBox="0 0 {width} {height}" '
-           f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>']
+    out = [
+        f'<svg class="plot timeline" role="img" aria-label="{escape(title)}" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'
+    ]
     if not points:
         out.append("</svg>")
         return Markup("".join(out))
@@ -147,7 +174,7 @@ def timeline(points: Sequence[dict[str, Any]], *, width: int = 720, title: str =
         status = str(p.get("status") or "")
         out.append(
             f'<a href="{escape(p["href"])}"><circle cx="{x:.1f}" cy="{y}" r="8" class="st-{escape(status)}">'
-            f'<title>{escape(p["label"])} {escape(status)} {p["at"]:%Y-%m-%d %H:%M}</title></circle>'
+            f"<title>{escape(p['label'])} {escape(status)} {p['at']:%Y-%m-%d %H:%M}</title></circle>"
             f'<text x="{x:.1f}" y="{y - 14}" text-anchor="middle" class="tick">{escape(p["label"])}</text></a>'
         )
     out.append(f'<text x="{pad}" y="{height - 12}" class="tick">{points[0]["at"]:%Y-%m-%d %H:%M}</text>')
@@ -207,8 +234,14 @@ def lineage(graph: Any, href: Any, *, col_width: int = 260, row_height: int = 30
     pos: dict[str, tuple[int, int]] = {}
     for col in sorted(columns):
         ids = columns[col]
-        want = {n: (sum(pos[p][1] for p in parents[n] if p in pos) / max(1, sum(p in pos for p in parents[n]))
-                    if any(p in pos for p in parents[n]) else -1.0) for n in ids}
+        want = {
+            n: (
+                sum(pos[p][1] for p in parents[n] if p in pos) / max(1, sum(p in pos for p in parents[n]))
+                if any(p in pos for p in parents[n])
+                else -1.0
+            )
+            for n in ids
+        }
         if col > 0:
             ids.sort(key=lambda n: (want[n], order[n]))
         row = -1
@@ -224,8 +257,10 @@ def lineage(graph: Any, href: Any, *, col_width: int = 260, row_height: int = 30
         c, r = pos[n]
         return 10 + c * col_width, 10 + r * row_height
 
-    out = [f'<svg class="plot lineage" role="img" aria-label="lineage graph" viewBox="0 0 {width} {height}" '
-           f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg"><title>lineage</title>']
+    out = [
+        f'<svg class="plot lineage" role="img" aria-label="lineage graph" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg"><title>lineage</title>'
+    ]
     for p, c, rel in graph.edges:
         if p not in pos or c not in pos:
             continue
@@ -235,8 +270,10 @@ def lineage(graph: Any, href: Any, *, col_width: int = 260, row_height: int = 30
         y1 += box_h / 2
         y2 += box_h / 2
         mid = (x1 + x2) / 2
-        out.append(f'<path class="edge edge-{escape(rel)}" d="M{x1:.1f},{y1:.1f} C{mid:.1f},{y1:.1f} {mid:.1f},{y2:.1f} '
-                   f'{x2:.1f},{y2:.1f}"><title>{escape(rel)}</title></path>')
+        out.append(
+            f'<path class="edge edge-{escape(rel)}" d="M{x1:.1f},{y1:.1f} C{mid:.1f},{y1:.1f} {mid:.1f},{y2:.1f} '
+            f'{x2:.1f},{y2:.1f}"><title>{escape(rel)}</title></path>'
+        )
     for n, nd in nodes.items():
         x, y = xy(n)
         color = COLORS.get(nd.collection or "", "#5d6d7e")
@@ -249,7 +286,7 @@ def lineage(graph: Any, href: Any, *, col_width: int = 260, row_height: int = 30
             f'<rect x="{x:.1f}" y="{y:.1f}" width="{box_w}" height="{box_h}" rx="4" stroke="{color}"/>'
             f'<rect x="{x:.1f}" y="{y:.1f}" width="5" height="{box_h}" fill="{color}"/>'
             f'<text x="{x + 10:.1f}" y="{y + box_h / 2 + 4:.1f}">{escape(text)}</text>'
-            f'<title>{escape(nd.collection or "?")} [{escape(nd.lifecycle)}, {escape(nd.status)}]: {escape(nd.label)}</title></a>'
+            f"<title>{escape(nd.collection or '?')} [{escape(nd.lifecycle)}, {escape(nd.status)}]: {escape(nd.label)}</title></a>"
         )
     out.append("</svg>")
     return Markup("".join(out))

@@ -53,8 +53,7 @@ class DeltaState(TypedDict):
 
 def chat_graph(saver: BaseCheckpointSaver) -> Any:
     def reply(state: ChatState) -> dict[str, Any]:
-        return {"messages": [AIMessage(f"re: {state['messages'][-1].content}")],
-                "turns": state.get("turns", 0) + 1}
+        return {"messages": [AIMessage(f"re: {state['messages'][-1].content}")], "turns": state.get("turns", 0) + 1}
 
     builder = StateGraph(ChatState)
     builder.add_node("reply", reply)
@@ -174,8 +173,16 @@ def write_v1_file(path: Path, serde: Any, checkpoints: Sequence[tuple[str, str, 
                 "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
                 "parent_checkpoint_id, type, checkpoint, metadata, run_id, created_at, "
                 "delta_channels, hidden) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, NULL, 0)",
-                (thread_id, checkpoint_ns, checkpoint["id"], parent_id, type_, blob,
-                 json.dumps({"source": "loop", "step": 0}), time.time()),
+                (
+                    thread_id,
+                    checkpoint_ns,
+                    checkpoint["id"],
+                    parent_id,
+                    type_,
+                    blob,
+                    json.dumps({"source": "loop", "step": 0}),
+                    time.time(),
+                ),
             )
     finally:
         conn.close()

@@ -26,9 +26,7 @@ class CountState(TypedDict):
     trail: list[int]
 
 
-def count_graph(
-    saver: SqliteCheckpointer, target: int, pause: float, on_step: Callable[[], None] | None = None
-) -> Any:
+def count_graph(saver: SqliteCheckpointer, target: int, pause: float, on_step: Callable[[], None] | None = None) -> Any:
     def inc(state: CountState) -> dict[str, Any]:
         if on_step is not None:
             on_step()
@@ -70,8 +68,8 @@ def _acount(db: str, thread_id: str, target: str, pause: str) -> None:
 
 def _chat(db: str, prefix: str, invokes: str, go_file: str) -> None:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from test_checkpoint_graphs import _chat_graph  # the same graph as the in-process tests
     from langchain_core.messages import HumanMessage
+    from test_checkpoint_graphs import _chat_graph  # the same graph as the in-process tests
 
     saver = SqliteCheckpointer(db)
     graph = _chat_graph(saver)

@@ -6,8 +6,8 @@ import time
 from typing import Any
 
 from langgraph_memory.archive import Archiver
-from langgraph_memory.research.collections import collection_for
 from langgraph_memory.catalog import StoredItem
+from langgraph_memory.research.collections import collection_for
 
 DAY = 86400.0
 

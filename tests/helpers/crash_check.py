@@ -51,7 +51,9 @@ class CheckResult:
         )
 
 
-def replay(log_path: Path) -> tuple[dict[tuple[tuple[str, ...], str], dict[str, Any] | None], dict[str, Any] | None, list[dict[str, Any]]]:
+def replay(
+    log_path: Path,
+) -> tuple[dict[tuple[tuple[str, ...], str], dict[str, Any] | None], dict[str, Any] | None, list[dict[str, Any]]]:
     """The acknowledged state of plain items, the unacknowledged last intent, and acknowledged typed items.
 
     An intent cut short by a kill is settled by the check after that kill,
@@ -186,7 +188,9 @@ def _check_plain(store: Any, emb: Any, state: dict, pending: dict | None, result
     return applied[True] > 0
 
 
-def _check_typed(mem: Any, typed: list[dict[str, Any]], pending: dict | None, result: CheckResult) -> list[dict[str, Any]]:
+def _check_typed(
+    mem: Any, typed: list[dict[str, Any]], pending: dict | None, result: CheckResult
+) -> list[dict[str, Any]]:
     """Check typed items and their lineage; return the item an interrupted typed call made, if any."""
     store = mem.store
     acked = {t["id"]: t for t in typed}
@@ -211,7 +215,8 @@ def _check_typed(mem: Any, typed: list[dict[str, Any]], pending: dict | None, re
     with store.catalog.read() as conn:
         nodes = {r[0] for r in conn.execute("SELECT id FROM lineage_nodes")}
         typed_items = {
-            r[0] for r in conn.execute(
+            r[0]
+            for r in conn.execute(
                 "SELECT i.key FROM items i JOIN namespaces n ON n.id = i.ns_id WHERE n.collection != 'memories'"
             )
         }
@@ -224,8 +229,17 @@ def _check_typed(mem: Any, typed: list[dict[str, Any]], pending: dict | None, re
         ref = mem.lineage_store.item(item_id)
         label = next(lab for lab in ("research", "strategies", "lessons") if mem.namespace(lab) == ref.namespace)
         value = store.get(ref.namespace, item_id, refresh_ttl=False).value
-        made.append({"kind": "ack", "op": "typed", "label": label, "id": item_id, "parents": [],
-                     "version": value.get("version"), "name": value.get("name")})
+        made.append(
+            {
+                "kind": "ack",
+                "op": "typed",
+                "label": label,
+                "id": item_id,
+                "parents": [],
+                "version": value.get("version"),
+                "name": value.get("name"),
+            }
+        )
     for node in nodes - typed_items:
         result.orphaned.append(f"lineage node {node} without its item")
     for item_id in typed_items - nodes:

@@ -50,8 +50,17 @@ def main() -> None:
             items = []
             for _ in range(50):
                 counter += 1
-                items.append([list(ns), f"k{counter}", {"text": f"memory {counter} of {seed}", "n": counter,
-                                                        "kind": "even" if counter % 2 == 0 else "odd"}])
+                items.append(
+                    [
+                        list(ns),
+                        f"k{counter}",
+                        {
+                            "text": f"memory {counter} of {seed}",
+                            "n": counter,
+                            "kind": "even" if counter % 2 == 0 else "odd",
+                        },
+                    ]
+                )
             log("intent", op="put", items=items)
             store.batch([PutOp(tuple(ns), key, value) for ns, key, value in items])
             log("ack", op="put")

@@ -111,9 +111,7 @@ async def _writer(i: int, store: Any, saver: Any, rounds: int) -> None:
         await saver.aput_writes(config, [("messages", f"pending {r}")], f"task-{r}")
 
 
-async def measure(
-    store: Any, saver: Any, *, writers: int = 8, rounds: int = 20, schedstat: bool = False
-) -> Gaps:
+async def measure(store: Any, saver: Any, *, writers: int = 8, rounds: int = 20, schedstat: bool = False) -> Gaps:
     """Run the workload once with the ticker on the same loop; return the tick intervals."""
     gaps = Gaps()
     stop = asyncio.Event()

@@ -39,7 +39,10 @@ class Worker:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(_REPO), os.environ.get("PYTHONPATH")]))}
         self.proc = subprocess.Popen(
             [sys.executable, str(_WORKER), "run", url, prefix, str(threads), str(go_file), str(timeout)],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         self.lines: list[tuple[float, str]] = []
         self._cond = threading.Condition()
@@ -182,7 +185,7 @@ def server_drill(
             back = time.monotonic()
             backs.append(back)
             counts = [len(p.acks()) for p in procs]
-            for p, n in zip(procs, counts):
+            for p, n in zip(procs, counts, strict=False):
                 if not p.wait_for_acks(n + 1, back + 120):
                     raise RuntimeError(f"worker did not recover: {p.stop()[-2000:]}")
                 first = next(at for at, *_rest in p.acks()[n:])
@@ -191,7 +194,7 @@ def server_drill(
         stderr = [p.stop() for p in procs]
     acked: dict[str, tuple[str, int]] = {}
     ids: list[str] = []
-    for p, err in zip(procs, stderr):
+    for p, err in zip(procs, stderr, strict=False):
         for _at, thread_id, cid, count in p.acks():
             acked[thread_id] = (cid, count)
             ids.append(cid)

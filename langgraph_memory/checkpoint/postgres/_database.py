@@ -41,9 +41,7 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-ConnectionSource = (
-    "str | Connection[Any] | ConnectionPool[Any] | AsyncConnection[Any] | AsyncConnectionPool[Any]"
-)
+ConnectionSource = "str | Connection[Any] | ConnectionPool[Any] | AsyncConnection[Any] | AsyncConnectionPool[Any]"
 
 # Longest wait for a pooled connection before asking whether the server is back.
 _SLICE = 1.0
@@ -347,9 +345,7 @@ class Database:
         if self._ainflight >= self.pool_size:
             return False
         try:
-            conn = await psycopg.AsyncConnection.connect(
-                self._conninfo, connect_timeout=self._probe_timeout(remaining)
-            )
+            conn = await psycopg.AsyncConnection.connect(self._conninfo, connect_timeout=self._probe_timeout(remaining))
             await conn.close()
         except psycopg.Error:
             return False
@@ -361,11 +357,12 @@ class Database:
             task.add_done_callback(self._retired.remove)
         return True
 
-    def run_compat(self, fn: Callable[[SyncConnection], T], what: str) -> T:
+    # The shared code is typed for sqlite3.Connection; these adapters offer the same calls (duck-typed).
+    def run_compat(self, fn: Callable[[Any], T], what: str) -> T:
         """Run shared SQLite-dialect code (delta, retention) in one transaction."""
         return self.run(lambda conn: fn(SyncConnection(conn, self.schema)), what, transaction=True)
 
-    async def arun_compat(self, fn: Callable[[LoopConnection], T], what: str) -> T:
+    async def arun_compat(self, fn: Callable[[Any], T], what: str) -> T:
         """Async `_run_compat()`: the code runs on a worker thread, its SQL on this loop."""
         loop = asyncio.get_running_loop()
 

@@ -66,7 +66,7 @@ class GroupCommit:
             errors = self._flush([i.payload for i in batch])
         except BaseException as exc:  # flush reports errors; this is a bug or an interrupt
             errors = [exc] * len(batch)
-        for member, error in zip(batch, errors):
+        for member, error in zip(batch, errors, strict=True):
             member.error = error
             if member is not item:
                 member.done.set()
@@ -123,7 +123,7 @@ class AsyncGroupCommit:
                     errors = await self._flush([i.payload for i in batch])
                 except BaseException as exc:  # flush reports errors; this is a bug or a cancellation
                     errors = [exc] * len(batch)
-                for member, error in zip(batch, errors):
+                for member, error in zip(batch, errors, strict=True):
                     member.error = error
                     if not member.done.done():
                         member.done.set_result(None)

@@ -226,7 +226,7 @@ def writes_args(
         write_idx = WRITES_IDX_MAP.get(channel, idx)
         row = (*key, task_id, task_path, write_idx, channel, *serde.dumps_typed(value))
         columns = special if write_idx < 0 else regular
-        for column, item in zip(columns, row):
+        for column, item in zip(columns, row, strict=True):
             column.append(item)
     if regular[0] and special[0]:
         return "both", [*regular, *special]
@@ -270,8 +270,7 @@ def list_query(
         for key in filter:
             if not isinstance(key, str) or not _FILTER_KEY.match(key):
                 raise FilterError(
-                    f"metadata filter key {key!r} is not allowed: use letters, digits, "
-                    "'_', '.' and '-' only."
+                    f"metadata filter key {key!r} is not allowed: use letters, digits, '_', '.' and '-' only."
                 )
         wheres.append("c.metadata @> %s::jsonb")
         params.append(metadata_json(filter))
@@ -291,7 +290,8 @@ def row_to_tuple(serde: SerializerProtocol, row: Sequence[Any]) -> CheckpointTup
     checkpoint: Checkpoint = serde.loads_typed((type_, bytes(blob)))
     values = checkpoint.get("channel_values") or {}
     for channel, btype, value in blobs or ():
-        values[_text(channel)] = serde.loads_typed((_text(btype), None if value is None else bytes(value)))
+        # An empty channel is stored as its type with no bytes; the serializer reads (type, None) back as such.
+        values[_text(channel)] = serde.loads_typed((_text(btype), None if value is None else bytes(value)))  # type: ignore[arg-type]
     checkpoint["channel_values"] = values
     pending: list[PendingWrite] = []
     if writes:
@@ -301,7 +301,7 @@ def row_to_tuple(serde: SerializerProtocol, row: Sequence[Any]) -> CheckpointTup
         ]
         decoded.sort(key=lambda w: writes_sort_key(w[0], w[1], w[2]))
         pending = [
-            (task, channel, serde.loads_typed((wtype, None if value is None else bytes(value))))
+            (task, channel, serde.loads_typed((wtype, None if value is None else bytes(value))))  # type: ignore[arg-type]
             for _path, task, _idx, channel, wtype, value in decoded
         ]
     if isinstance(metadata, (str, bytes)):

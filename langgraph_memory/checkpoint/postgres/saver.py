@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import builtins
 import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
 from datetime import timedelta
 from types import TracebackType
 from typing import Any
@@ -260,7 +261,7 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
         filter: dict[str, Any] | None,
         before: RunnableConfig | None,
         limit: int | None,
-    ) -> Iterator[tuple[str, list[Any], int]]:
+    ) -> Generator[tuple[str, builtins.list[Any], int], builtins.list[Any], None]:
         """(sql, params, size) of successive pages; the caller sends back each page's last row."""
         where, params, order = _sql.list_query(self._sql, config, filter, before)
         remaining = limit
@@ -268,7 +269,7 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
         while remaining is None or remaining > 0:
             size = _LIST_PAGE if remaining is None else min(remaining, _LIST_PAGE * 10)
             sql = self._page_sql(where, order, after)
-            rows = yield sql, [*params, *(after or ()), size], size  # type: ignore[misc]
+            rows = yield sql, [*params, *(after or ()), size], size
             if remaining is not None:
                 remaining -= len(rows)
             if len(rows) < size:
@@ -321,9 +322,7 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
             sql, params, _size = next(plan)
             while True:
 
-                async def read(
-                    conn: AsyncConnection[Any], sql: str = sql, params: list[Any] = params
-                ) -> list[Any]:
+                async def read(conn: AsyncConnection[Any], sql: str = sql, params: list[Any] = params) -> list[Any]:
                     async with conn.cursor(row_factory=tuple_row, binary=True) as cur:
                         await cur.execute(sql, params)
                         return await cur.fetchall()
@@ -409,7 +408,7 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str,
-    ) -> tuple[str, list[Any]] | None:
+    ) -> tuple[str, builtins.list[Any]] | None:
         found = _sql.writes_args(self.serde, config, writes, task_id, task_path)
         if found is None:
             return None
@@ -463,7 +462,7 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
     # -- DeltaChannel history ----------------------------------------------
 
     def _delta_history(
-        self, config: RunnableConfig, channels: list[str]
+        self, config: RunnableConfig, channels: builtins.list[str]
     ) -> Callable[[Any], Mapping[str, DeltaChannelHistory]]:
         configurable = config["configurable"]
         thread_id = str(configurable["thread_id"])
@@ -499,9 +498,7 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
         """Async ``get_delta_channel_history``."""
         if not channels:
             return {}
-        return await self._db.arun_compat(
-            self._delta_history(config, list(channels)), "read delta channel history"
-        )
+        return await self._db.arun_compat(self._delta_history(config, list(channels)), "read delta channel history")
 
     # -- deleting, pruning, copying ------------------------------------------
 
@@ -556,7 +553,7 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
                 lambda conn: _maintenance.prune(conn, self.serde, ids, strategy), "prune threads"
             )
 
-    def _copy_statements(self, source: str, target: str) -> list[tuple[str, tuple[Any, ...]]]:
+    def _copy_statements(self, source: str, target: str) -> builtins.list[tuple[str, tuple[Any, ...]]]:
         s = f'"{self.schema}"'
         now = time.time()
         return [
@@ -616,15 +613,15 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
 
     # -- thread activity, for the archive job ---------------------------------
 
-    def list_threads(self) -> list[ThreadInfo]:
+    def list_threads(self) -> builtins.list[ThreadInfo]:
         """Every thread with its last activity time (UTC), most recently active first."""
         return self._db.run_compat(_maintenance.list_threads, "list threads")
 
-    async def alist_threads(self) -> list[ThreadInfo]:
+    async def alist_threads(self) -> builtins.list[ThreadInfo]:
         """Async ``list_threads``."""
         return await self._db.arun_compat(_maintenance.list_threads, "list threads")
 
-    def _prune_inactive(self, older_than: timedelta, strategy: str) -> Callable[[Any], list[str]]:
+    def _prune_inactive(self, older_than: timedelta, strategy: str) -> Callable[[Any], builtins.list[str]]:
         self._check_strategy(strategy)
         if older_than.total_seconds() < 0:
             raise ConfigError(f"older_than must not be negative, got {older_than}")
@@ -645,13 +642,13 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
 
         return write
 
-    def prune_inactive(self, older_than: timedelta, *, strategy: str = "keep_latest") -> list[str]:
+    def prune_inactive(self, older_than: timedelta, *, strategy: str = "keep_latest") -> builtins.list[str]:
         """Prune (or delete) threads with no checkpoint written for ``older_than``; return their ids.
 
         Choosing and pruning happen in one transaction.
         """
         return self._db.run_compat(self._prune_inactive(older_than, strategy), "prune inactive threads")
 
-    async def aprune_inactive(self, older_than: timedelta, *, strategy: str = "keep_latest") -> list[str]:
+    async def aprune_inactive(self, older_than: timedelta, *, strategy: str = "keep_latest") -> builtins.list[str]:
         """Async ``prune_inactive``."""
         return await self._db.arun_compat(self._prune_inactive(older_than, strategy), "prune inactive threads")

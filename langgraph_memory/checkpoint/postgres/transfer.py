@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from psycopg import Connection
 from psycopg.rows import tuple_row
 
@@ -88,9 +89,7 @@ def copy_from_sqlite(
     src = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
     try:
         threads = [t for (t,) in src.execute("SELECT DISTINCT thread_id FROM checkpoints ORDER BY 1")]
-        expected = {
-            table: src.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in _TABLES
-        }
+        expected = {table: src.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in _TABLES}
         saver.setup()
         s = f'"{saver.schema}"'
         statements = {
@@ -125,8 +124,20 @@ def copy_from_sqlite(
                     f"checkpoint {cid} of thread {thread_id!r} does not deserialize ({exc!r}); pass the "
                     "serde (e.g. the EncryptedSerializer) that wrote the file"
                 ) from exc
-            return (thread_id, ns, cid, parent, type_, blob, json.dumps({k: str(v) for k, v in versions.items()}),
-                    metadata or "{}", run_id, created, delta, hidden)
+            return (
+                thread_id,
+                ns,
+                cid,
+                parent,
+                type_,
+                blob,
+                json.dumps({k: str(v) for k, v in versions.items()}),
+                metadata or "{}",
+                run_id,
+                created,
+                delta,
+                hidden,
+            )
 
         def copy(conn: Connection[Any]) -> None:
             for table in _TABLES:
@@ -245,7 +256,7 @@ def import_from_postgres_saver(
 
 def _verify_import(saver: PostgresCheckpointer, reader: Any, threads: Sequence[str]) -> None:
     for thread_id in threads:
-        config = {"configurable": {"thread_id": thread_id}}
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
         source = sum(1 for _ in reader.list(config))
         copied = sum(1 for _ in saver.list(config))
         if copied < source:
