@@ -641,17 +641,7 @@ class ChromaStore(BaseStore):
         omit = base if exclude is None else (lambda it: base(it) or exclude(it.namespace, it.key))
         hits, plan = self.planner.run(op, qvec, omit=omit)
         logger.debug("search by vector %s: %s", op.namespace_prefix, plan)
-        return [
-            SearchItem(
-                namespace=it.namespace,
-                key=it.key,
-                value=it.value,
-                created_at=_items_dt(it.created_at),
-                updated_at=_items_dt(it.updated_at),
-                score=score,
-            )
-            for score, it in hits
-        ]
+        return _search_items(hits)
 
     def rebuild_index(self, *, progress: bool | Callable[[str, int, int], None] = True) -> RebuildReport:
         """Rebuild the Chroma index from the catalog's vectors (no re-embedding), and switch to it.
@@ -919,17 +909,7 @@ class ChromaStore(BaseStore):
         logger.debug("search %s: %s", op.namespace_prefix, plan)
         if op.refresh_ttl:
             self._access.note([(it.id, it.ttl_minutes) for _, it in hits if it.id is not None], now)
-        return [
-            SearchItem(
-                namespace=it.namespace,
-                key=it.key,
-                value=it.value,
-                created_at=_items_dt(it.created_at),
-                updated_at=_items_dt(it.updated_at),
-                score=score,
-            )
-            for score, it in hits
-        ]
+        return _search_items(hits)
 
     # ---------------------------------------------------------- upkeep
 
@@ -1044,6 +1024,21 @@ def _check_key(key: Any) -> None:
         raise InvalidArgumentError("keys must be non-empty strings, got ''")
     if len(key) > MAX_KEY_CHARS:
         raise InvalidArgumentError(f"a key has {len(key):,} characters; at most {MAX_KEY_CHARS} are allowed")
+
+
+def _search_items(hits: Iterable[tuple[float | None, StoredItem]]) -> list[SearchItem]:
+    """Scored catalog items as LangGraph's ``SearchItem``s."""
+    return [
+        SearchItem(
+            namespace=it.namespace,
+            key=it.key,
+            value=it.value,
+            created_at=_items_dt(it.created_at),
+            updated_at=_items_dt(it.updated_at),
+            score=score,
+        )
+        for score, it in hits
+    ]
 
 
 def _items_dt(ts: float) -> Any:
