@@ -42,13 +42,15 @@ from typing import TYPE_CHECKING
 from langgraph_memory import _compat
 from langgraph_memory._version import __version__ as __version__
 
+# The LangGraph server looks factories up in the module's namespace, not through __getattr__: import them now
+# (the factories module itself imports the store and checkpointer only when a factory opens one).
+from langgraph_memory.platform import platform_checkpointer, platform_store
+
 # Public names resolve on first use (PEP 562), so that ``langgraph-memory search`` or an
 # ``import langgraph_memory.errors`` does not pay for every subsystem (langchain's tools,
 # the archive, ingest) before doing anything. ``from langgraph_memory import X`` works as before.
 _LAZY = {
     "Memory": "langgraph_memory.memory",
-    "platform_store": "langgraph_memory.platform",
-    "platform_checkpointer": "langgraph_memory.platform",
     "ChromaStore": "langgraph_memory.store",
     "CollectionRegistry": "langgraph_memory.store.registry",
     "CollectionSpec": "langgraph_memory.store.registry",

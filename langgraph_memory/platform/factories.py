@@ -43,13 +43,15 @@ import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
-from langgraph_memory.checkpoint import SqliteCheckpointer
 from langgraph_memory.config import DATA_DIR_ENV
 from langgraph_memory.errors import ConfigError
-from langgraph_memory.store import ChromaStore
+
+if TYPE_CHECKING:  # imported where a factory opens one: `import langgraph_memory` stays cheap
+    from langgraph_memory.checkpoint import SqliteCheckpointer
+    from langgraph_memory.store import ChromaStore
 
 __all__ = [
     "CHROMA_URL_ENV",
@@ -210,6 +212,8 @@ def open_store(
     ttl = cfg.get("ttl") or None
     if ttl is not None and not isinstance(ttl, Mapping):
         raise ConfigError(f"store.ttl must be an object (default_ttl, refresh_on_read, ...), got {ttl!r}")
+    from langgraph_memory.store import ChromaStore
+
     opened = ChromaStore(_chroma_client(), index=index, ttl=dict(ttl) if ttl else None, data_dir=data_dir)  # type: ignore[arg-type]
     if ttl and ttl.get("sweep_interval_minutes"):
         opened.start_ttl_sweeper()
@@ -227,6 +231,8 @@ def open_checkpointer(*, data_dir: str | os.PathLike[str] | None = None) -> Sqli
         []
     """
     _check_data_dir(data_dir)
+    from langgraph_memory.checkpoint import SqliteCheckpointer
+
     return SqliteCheckpointer.from_data_dir(data_dir)
 
 
