@@ -463,6 +463,13 @@ class Planner:
             n = max(need, MIN_FETCH)
         else:
             n = max(MIN_FETCH, math.ceil(need / share * OVERFETCH))
+        if scope.n_items <= n:
+            # One fetch would already ask for every item in scope: scoring them exactly costs no more and, unlike
+            # HNSW, never misses one of two equal vectors (which made pages of one query overlap).
+            plan.notes.append(
+                f"{scope.collection}: {scope.n_items} items in scope, no more than one fetch: scored exactly"
+            )
+            return self._exact(conn, scope, conds, filter, qvec, need, omit)
         scope_ns = scope.ns_ids
         pending_set = set(pending)
         while True:
@@ -482,7 +489,9 @@ class Planner:
             if col is not None:
                 ranked = col.rank(Segments(rows=col.rows_of_items(ids)), qvec, len(ids))  # exact, from memory
             else:
-                ranked = sorted(((int(i), best[int(i)]) for i in ids), key=lambda kv: (-kv[1], kv[0]))
+                # Chroma's distance for one vector differs in its last bits from query to query (equal vectors
+                # swap places between pages); the catalog's vectors score the candidates the same every time.
+                ranked = _rank_rows(_vectors.vectors_of(conn, ids), qvec)
             hits = self._materialize(conn, ranked, filter, need, omit)
             if pending:
                 hits.extend(self._exact_items(conn, col, pending, scope, conds, filter, qvec, need, omit))
