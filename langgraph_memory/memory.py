@@ -345,9 +345,16 @@ class Memory(ResearchAPI, ProceduralAPI):
             owns_checkpointer = checkpointer is None
             if checkpointer is None and store.settings.catalog_url is not None:
                 # Threads go to the same server as the memory, so every worker resumes every thread.
+                from langgraph_memory._infra.pg import search_path_schema
                 from langgraph_memory.checkpoint.postgres import PostgresCheckpointer
 
-                checkpointer = PostgresCheckpointer(store.settings.catalog_url, timeout=store.settings.lock_timeout)
+                url = store.settings.catalog_url
+                schema = search_path_schema(url)
+                checkpointer = (
+                    PostgresCheckpointer(url, timeout=store.settings.lock_timeout, schema=schema)
+                    if schema
+                    else PostgresCheckpointer(url, timeout=store.settings.lock_timeout)
+                )
             elif checkpointer is None:
                 from langgraph_memory.checkpoint import SqliteCheckpointer
 

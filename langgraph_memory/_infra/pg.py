@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["is_postgres_url", "redact"]
+__all__ = ["is_postgres_url", "redact", "search_path_schema"]
 
 _SCHEMES = ("postgresql://", "postgres://")
 _PASSWORD_IN_URL = re.compile(r"^(postgres(?:ql)?://[^:@/]*):[^@/]*@")
@@ -31,3 +31,19 @@ def redact(address: str) -> str:
     """``address`` with any password (in the authority or as a ``password=`` parameter) replaced by ``***``."""
     out = _PASSWORD_IN_URL.sub(r"\1:***@", address)
     return _PASSWORD_PARAM.sub(r"\1***", out)
+
+
+_SEARCH_PATH = re.compile(r"-c\s*search_path\s*=\s*([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def search_path_schema(address: str) -> str | None:
+    """The first schema of a ``search_path`` set in the address's ``options`` (None when it sets none).
+
+    Several memories can share one database, each in its own schema
+    (``?options=-csearch_path%3Dname``); the catalog's tables and the
+    checkpointer's then both live in that schema.
+    """
+    from urllib.parse import unquote
+
+    match = _SEARCH_PATH.search(unquote(address))
+    return match[1] if match else None

@@ -36,7 +36,7 @@ from typing import Any
 
 import psycopg
 
-from langgraph_memory._infra.pg import redact
+from langgraph_memory._infra.pg import redact, search_path_schema
 from langgraph_memory.catalog.items import NamespaceIds
 from langgraph_memory.catalog.postgres import schema
 from langgraph_memory.catalog.postgres.connection import PgConnection
@@ -219,16 +219,19 @@ class PgCatalog:
                 try:
                     conn.raw.execute(f"SET LOCAL lock_timeout = {int(self.timeout * 1000)}")
                     if migrating:
-                        schema.migrate(conn.raw)
+                        schema.migrate(conn.raw, schema=search_path_schema(self.url))
                     conn.raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
                 except BaseException:
                     self._rollback(conn)
                     raise
             self._depth = 1
             try:
-                yield conn
-                with self._guarded("write to"):
-                    conn.execute("COMMIT")
+                # Pipelined: statements whose results the block does not read go out without a round trip
+                # each; a read (or the COMMIT) waits for everything before it.
+                with conn.raw.pipeline():
+                    yield conn
+                    with self._guarded("write to"):
+                        conn.execute("COMMIT")
             except BaseException as exc:
                 self.names.forget_uncommitted()
                 self._rollback(conn)

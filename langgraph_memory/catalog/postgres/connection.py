@@ -99,19 +99,27 @@ class PgCursor:
     def rowcount(self) -> int:
         return self._cur.rowcount
 
+    def _rows(self, fetch: Any) -> Any:
+        # A statement without a result (an UPDATE) has no rows to give, as in sqlite3; in a pipeline the
+        # description is only known once the result arrives, so ask for the rows and read the answer.
+        try:
+            return fetch()
+        except psycopg.ProgrammingError:
+            if self._cur.description is None:
+                return None
+            raise
+
     def fetchone(self) -> Any:
-        return self._cur.fetchone() if self._cur.description is not None else None
+        return self._rows(self._cur.fetchone)
 
     def fetchall(self) -> list[Any]:
-        return self._cur.fetchall() if self._cur.description is not None else []
+        return self._rows(self._cur.fetchall) or []
 
     def fetchmany(self, size: int) -> list[Any]:
-        return self._cur.fetchmany(size) if self._cur.description is not None else []
+        return self._rows(lambda: self._cur.fetchmany(size)) or []
 
     def __iter__(self) -> Iterator[Any]:
-        if self._cur.description is None:
-            return iter(())
-        return iter(self._cur)
+        return iter(self.fetchall())
 
 
 class PgConnection:

@@ -59,6 +59,7 @@ _OR_IGNORE = re.compile(r"^\s*INSERT OR IGNORE INTO", re.IGNORECASE)
 _OR_REPLACE = re.compile(r"^\s*INSERT OR REPLACE INTO\s+(\w+)\s*\(([^)]*)\)", re.IGNORECASE)
 _BOOL_SUM = re.compile(r"\bsum\(([^()]*?(?:=|>|<)[^()]*?)\)", re.IGNORECASE)
 _VAL_LITERAL = re.compile(r"\b((?:\w+\.)?val) = (\d+)\b")
+_CROSS_ON = re.compile(r"\bCROSS JOIN (\w+(?: \w+)?) ON\b")
 _RETURNING = re.compile(r"\sRETURNING\s", re.IGNORECASE)
 
 
@@ -101,4 +102,6 @@ def translate(sql: str) -> str:
     out = out.replace("length(CAST(i.value AS BLOB))", "octet_length(i.value)")
     out = out.replace("CAST(created_at / 86400 AS INTEGER)", "CAST(floor(created_at / 86400) AS BIGINT)")
     out = re.sub(r"\bWHERE \(1\)", "WHERE (TRUE)", out)
+    # SQLite's CROSS JOIN ... ON fixes the join order; PostgreSQL's CROSS JOIN takes no condition.
+    out = _CROSS_ON.sub(r"JOIN \1 ON", out)
     return out.replace("?", "%s")

@@ -213,16 +213,19 @@ CREATE UNIQUE INDEX IF NOT EXISTS session_turns_source ON session_turns(source) 
 """
 
 
-def migrate(raw: Any) -> int:
+def migrate(raw: Any, *, schema: str | None = None) -> int:
     """Create or upgrade the tables inside the caller's transaction; return the version found (0: new).
 
     ``raw`` is a psycopg connection inside a transaction. Concurrent callers
-    wait on `SCHEMA_LOCK`, so the second finds the tables made.
+    wait on `SCHEMA_LOCK`, so the second finds the tables made. ``schema``
+    (the address's ``search_path``) is created first when missing.
 
     Raises:
         RuntimeError: the database was written by a newer version of the package.
     """
     raw.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+    if schema:
+        raw.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
     raw.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
     row = raw.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     found = int(row[0]) if row else 0
@@ -232,9 +235,7 @@ def migrate(raw: Any) -> int:
             "upgrade langgraph-chroma-memory"
         )
     if found < SCHEMA_VERSION:
-        for stmt in _TABLES.split(";"):
-            if stmt.strip():
-                raw.execute(stmt)
+        raw.execute(_TABLES)  # one round trip: the statements carry no parameters
         raw.execute(
             "INSERT INTO meta(key, value) VALUES ('schema_version', %s) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
