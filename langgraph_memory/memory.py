@@ -343,24 +343,11 @@ class Memory(ResearchAPI, ProceduralAPI):
                 store = ChromaStore(chroma_client, index=index, ttl=ttl, settings=settings, ranking=ranking)
                 opened.append(store.close)
             owns_checkpointer = checkpointer is None
-            if checkpointer is None and store.settings.catalog_url is not None:
-                # Threads go to the same server as the memory, so every worker resumes every thread.
-                from langgraph_memory._infra.pg import search_path_schema
-                from langgraph_memory.checkpoint.postgres import PostgresCheckpointer
+            if checkpointer is None:
+                from langgraph_memory.checkpoint.factory import open_checkpointer
 
-                url = store.settings.catalog_url
-                schema = search_path_schema(url)
-                checkpointer = (
-                    PostgresCheckpointer(url, timeout=store.settings.lock_timeout, schema=schema)
-                    if schema
-                    else PostgresCheckpointer(url, timeout=store.settings.lock_timeout)
-                )
-            elif checkpointer is None:
-                from langgraph_memory.checkpoint import SqliteCheckpointer
-
-                checkpointer = SqliteCheckpointer(
-                    store.settings.checkpoints_path, lock_timeout=store.settings.lock_timeout
-                )
+                # On a server, threads go beside the memory, so every worker resumes every thread.
+                checkpointer = open_checkpointer(store.settings)
         except BaseException:
             unwind(opened, "Memory.open")
             raise

@@ -219,6 +219,15 @@ class Catalog:
         with self.read() as conn:
             return self.get_meta(conn, key)
 
+    @property
+    def where(self) -> str:
+        """The data directory this catalog belongs to, for messages."""
+        return str(self.path.parent)
+
+    def another(self) -> Catalog:
+        """A second catalog object on the same file, with a connection of its own (for long scans)."""
+        return Catalog(self.path, timeout=self.timeout)
+
     def peek_meta(self, key: str) -> str | None:
         """One setting, read through a short-lived connection of its own (never waits for this object's lock)."""
         return read_meta(self.path, key, timeout=self.timeout)

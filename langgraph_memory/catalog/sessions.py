@@ -363,8 +363,8 @@ def turns(
     vec = ", t.vec" if with_vectors else ""
     rows = conn.execute(
         f"SELECT {_TURN_COLS}{vec} FROM session_turns t JOIN sessions s ON s.id = t.session_id "
-        "WHERE t.session_id = ? AND s.purged_at IS NULL ORDER BY t.idx DESC LIMIT ?",
-        (session_id, -1 if limit is None else limit),
+        f"WHERE t.session_id = ? AND s.purged_at IS NULL ORDER BY t.idx DESC{'' if limit is None else ' LIMIT ?'}",
+        (session_id,) if limit is None else (session_id, limit),
     ).fetchall()
     return [_turn(r, r[11] if with_vectors else None) for r in reversed(rows)]
 

@@ -228,10 +228,14 @@ class PgCatalog:
             try:
                 # Pipelined: statements whose results the block does not read go out without a round trip
                 # each; a read (or the COMMIT) waits for everything before it.
-                with conn.raw.pipeline():
-                    yield conn
-                    with self._guarded("write to"):
-                        conn.execute("COMMIT")
+                with conn.raw.pipeline() as pipeline:
+                    conn.pipeline = pipeline
+                    try:
+                        yield conn
+                        with self._guarded("write to"):
+                            conn.execute("COMMIT")
+                    finally:
+                        conn.pipeline = None
             except BaseException as exc:
                 self.names.forget_uncommitted()
                 self._rollback(conn)
@@ -283,6 +287,15 @@ class PgCatalog:
         """One setting, read in its own statement."""
         with self.read() as conn:
             return self.get_meta(conn, key)
+
+    @property
+    def where(self) -> str:
+        """The server and database of this catalog (no password), for messages."""
+        return self.path
+
+    def another(self) -> PgCatalog:
+        """A second catalog object on the same database, with a connection of its own (for long scans)."""
+        return PgCatalog(self.url, timeout=self.timeout)
 
     def peek_meta(self, key: str) -> str | None:
         """One setting, read through a short-lived connection of its own (never waits for this object's lock)."""

@@ -91,12 +91,16 @@ def configure(conn: psycopg.Connection[Any]) -> None:
 class PgCursor:
     """The result of one statement: rows, ``rowcount``, and the id an INSERT gave (``lastrowid``)."""
 
-    def __init__(self, cur: ClientCursor[Any], lastrowid: int | None = None) -> None:
+    def __init__(self, cur: ClientCursor[Any], lastrowid: int | None = None, pipeline: Any = None) -> None:
         self._cur = cur
         self.lastrowid = lastrowid
+        self._pipeline = pipeline
 
     @property
     def rowcount(self) -> int:
+        if self._pipeline is not None:  # the count arrives with the statement's result
+            self._pipeline.sync()
+            self._pipeline = None
         return self._cur.rowcount
 
     def _rows(self, fetch: Any) -> Any:
@@ -129,6 +133,8 @@ class PgConnection:
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self.raw = conn
+        #: The pipeline a write transaction runs in (None outside one).
+        self.pipeline: Any = None
         configure(conn)
 
     @property
@@ -152,7 +158,7 @@ class PgConnection:
         except psycopg.Error:
             logger.debug("catalog statement failed: %s", pg)
             raise
-        return PgCursor(cur)
+        return PgCursor(cur, pipeline=self.pipeline)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> PgCursor:
         """Run one statement for each row of parameters."""
@@ -163,7 +169,7 @@ class PgConnection:
         except psycopg.Error:
             logger.debug("catalog statement failed: %s", pg)
             raise
-        return PgCursor(cur)
+        return PgCursor(cur, pipeline=self.pipeline)
 
     def commit(self) -> None:
         self.raw.commit()
