@@ -29,8 +29,9 @@ def open_checkpointer(settings: Settings) -> Any:
         from langgraph_memory.checkpoint.postgres import PostgresCheckpointer
 
         schema = search_path_schema(settings.catalog_url)
-        extra = {"schema": schema} if schema else {}
-        return PostgresCheckpointer(settings.catalog_url, timeout=settings.lock_timeout, **extra)
+        if schema:
+            return PostgresCheckpointer(settings.catalog_url, timeout=settings.lock_timeout, schema=schema)
+        return PostgresCheckpointer(settings.catalog_url, timeout=settings.lock_timeout)
     from langgraph_memory.checkpoint import SqliteCheckpointer
 
     return SqliteCheckpointer(settings.checkpoints_path, lock_timeout=settings.lock_timeout)
