@@ -299,14 +299,15 @@ def expired(
 
 
 def in_state(
-    conn: sqlite3.Connection, namespace: Sequence[str], state: SessionState, *, limit: int = -1
+    conn: sqlite3.Connection, namespace: Sequence[str], state: SessionState, *, limit: int | None = None
 ) -> list[Session]:
     """Sessions of ``namespace`` in ``state``, oldest activity first."""
     return [
         _session(row)
         for row in conn.execute(
-            f"SELECT {_SESSION_COLS} FROM sessions WHERE namespace = ? AND state = ? ORDER BY last_turn_at LIMIT ?",
-            (join_ns(namespace), state, limit),
+            f"SELECT {_SESSION_COLS} FROM sessions WHERE namespace = ? AND state = ? ORDER BY last_turn_at"
+            + ("" if limit is None or limit < 0 else " LIMIT ?"),
+            (join_ns(namespace), state) + (() if limit is None or limit < 0 else (limit,)),
         )
     ]
 
