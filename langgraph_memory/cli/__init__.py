@@ -33,7 +33,8 @@ Archives and the index:
     langgraph-memory index rebuild
     langgraph-memory index reindex [--model NAME]
 
-``--data-dir``, ``--json`` and ``-v`` go before or after the command. With
+``--data-dir`` (or ``--url postgresql://...`` with ``--local-dir``), ``--json``
+and ``-v`` go before or after the command. With
 ``--json`` stdout holds one JSON document and nothing else; progress bars
 and spinners go to stderr. Exit status: 0 done; 1 nothing matched what was
 asked (no hit, unknown id or name, nothing to restore or delete); 2 bad
@@ -72,6 +73,17 @@ def _common() -> argparse.ArgumentParser:
         "--data-dir",
         default=argparse.SUPPRESS,
         help="data directory (default: $LANGGRAPH_MEMORY_DIR, config file, ./memory)",
+    )
+    common.add_argument(
+        "--url",
+        default=argparse.SUPPRESS,
+        help="postgresql:// address of a memory on a server (default: $LANGGRAPH_MEMORY_URL, config file url)",
+    )
+    common.add_argument(
+        "--local-dir",
+        default=argparse.SUPPRESS,
+        help="with --url: folder for what stays local, embedding cache and archive files "
+        "(default: $LANGGRAPH_MEMORY_LOCAL_DIR, config file, ~/.cache/langgraph-memory/server-...)",
     )
     common.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON document on stdout"
