@@ -18,6 +18,7 @@ Live memory:
     langgraph-memory export ./share --namespace research
     langgraph-memory import ./share                    # merge a teammate's bundle
     langgraph-memory ingest papers/ notes.md           # files into memory, deduplicated
+    langgraph-memory migrate ./memory postgresql://db/memory   # the memory onto a server (and back)
     langgraph-memory mcp                               # the MCP server on stdio (--transport http)
     langgraph-memory ui                                # the memory browser on http://127.0.0.1:8766
 
@@ -103,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
         _live,
         _mcp,
         _migrate,
+        _move,
         _research,
         _threads,
         _ui,
@@ -117,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"langgraph-memory {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (_live, _research, _lifecycle, _threads, _migrate, _bundle, _ingest, _archive, _mcp, _ui):
+    for module in (_live, _research, _lifecycle, _threads, _migrate, _move, _bundle, _ingest, _archive, _mcp, _ui):
         module.register(sub, common)
     return p
 

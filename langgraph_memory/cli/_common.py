@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from langgraph_memory._infra.pg import is_postgres_url, redact
 from langgraph_memory.config import Settings
@@ -185,11 +185,17 @@ class Ctx:
     def open_memory(self, *, embed: bool = False, create: bool = False) -> Any:
         """``Memory.open`` on the data directory; with ``embed`` the configured model (loaded on first use)."""
         from langgraph_memory.memory import Memory
+        from langgraph_memory.platform.factories import chroma_client_from_env
 
         settings = self.settings(must_exist=not create)
+        # The index on the memory's Chroma server ($LANGGRAPH_MEMORY_CHROMA_URL), as the graphs sharing it use.
+        client = chroma_client_from_env()
+        embeddings: Literal[False] | None = None if embed else False
         if settings.catalog_url is not None:
-            return Memory.open(settings.catalog_url, local_dir=settings.data_dir, embeddings=None if embed else False)
-        return Memory.open(settings.data_dir, embeddings=None if embed else False)
+            return Memory.open(
+                settings.catalog_url, local_dir=settings.data_dir, embeddings=embeddings, chroma_client=client
+            )
+        return Memory.open(settings.data_dir, embeddings=embeddings, chroma_client=client)
 
     def checkpointer(self, settings: Settings) -> Any:
         """The memory's checkpointer for thread commands: PostgreSQL's beside a catalog on a server, else the

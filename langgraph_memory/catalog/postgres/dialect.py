@@ -60,6 +60,8 @@ _OR_REPLACE = re.compile(r"^\s*INSERT OR REPLACE INTO\s+(\w+)\s*\(([^)]*)\)", re
 _BOOL_SUM = re.compile(r"\bsum\(([^()]*?(?:=|>|<)[^()]*?)\)", re.IGNORECASE)
 _VAL_LITERAL = re.compile(r"\b((?:\w+\.)?val) = (\d+)\b")
 _RETURNING = re.compile(r"\sRETURNING\s", re.IGNORECASE)
+# SQLite's "CROSS JOIN t x ON ..." fixes the join order; PostgreSQL's CROSS JOIN takes no ON.
+_CROSS_JOIN_ON = re.compile(r"\bCROSS JOIN(\s+\w+\s+\w+\s+ON\b)")
 
 
 def _append_conflict(sql: str, clause: str) -> str:
@@ -100,5 +102,6 @@ def translate(sql: str) -> str:
     out = out.replace("UNION SELECT val FROM fields", "UNION SELECT val #>> '{}' FROM fields")
     out = out.replace("length(CAST(i.value AS BLOB))", "octet_length(i.value)")
     out = out.replace("CAST(created_at / 86400 AS INTEGER)", "CAST(floor(created_at / 86400) AS BIGINT)")
+    out = _CROSS_JOIN_ON.sub(r"JOIN\1", out)
     out = re.sub(r"\bWHERE \(1\)", "WHERE (TRUE)", out)
     return out.replace("?", "%s")
