@@ -218,3 +218,67 @@ def test_threads_copied_into_postgres_resume(
         assert graph.get_state(config).values == {"n": 41}
     code, threads = _cli(capsys, "threads", "list", "--url", pg_database, "--local-dir", str(tmp_path / "l"))
     assert code == 0 and [t["thread_id"] for t in threads] == ["resume-me"]
+
+
+@pytest.fixture
+def chroma_url(tmp_path: Path) -> Any:
+    """A `chroma run` server started by the project's script (it waits until the server answers)."""
+    import subprocess
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "chroma_server.sh"
+    folder = tmp_path / "chroma-server"
+    folder.mkdir()
+    import os
+    import sys
+
+    env = {**os.environ, "CHROMA_BIN": os.environ.get("CHROMA_BIN") or str(Path(sys.executable).parent / "chroma")}
+    started = subprocess.run(
+        ["bash", str(script), "start", str(folder)], capture_output=True, text=True, timeout=180, check=False, env=env
+    )
+    if started.returncode != 0:
+        pytest.fail(f"chroma_server.sh start failed: {started.stderr[-2000:]}")
+    try:
+        yield started.stdout.strip()
+    finally:
+        subprocess.run(
+            ["bash", str(script), "stop", str(folder)], capture_output=True, timeout=60, check=False, env=env
+        )
+
+
+def test_migrated_memory_on_two_machines_with_a_chroma_server(
+    pg_database: str,
+    chroma_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    fake_embeddings: Any,
+) -> None:
+    from urllib.parse import urlsplit
+
+    import chromadb
+
+    src = tmp_path / "memory"
+    with Memory.open(src, embeddings=fake_embeddings) as mem:
+        for i in range(40):
+            mem.store.put(("memories", "desk"), f"m{i}", {"content": f"observation {i} on the tape"})
+    code, _ = _cli(capsys, "migrate", str(src), pg_database, "--local-dir", str(tmp_path / "a"))
+    assert code == 0
+    parts = urlsplit(chroma_url)
+
+    def machine(name: str) -> Memory:
+        client = chromadb.HttpClient(host=parts.hostname, port=parts.port)
+        return Memory.open(pg_database, local_dir=tmp_path / name, chroma_client=client, embeddings=fake_embeddings)
+
+    with machine("a") as a, machine("b") as b:
+        # The first to open built the server's index from the catalog; both find what was migrated.
+        for mem in (a, b):
+            assert [r.key for r in mem.store.search(("memories",), query="observation 7 on the tape", limit=1)] == [
+                "m7"
+            ]
+        a.store.put(("memories", "desk"), "fresh", {"content": "written on machine a"})
+        assert [r.key for r in b.store.search(("memories",), query="written on machine a", limit=1)] == ["fresh"]
+    # The command line reaches the same index through $LANGGRAPH_MEMORY_CHROMA_URL.
+    monkeypatch.setenv("LANGGRAPH_MEMORY_CHROMA_URL", chroma_url)
+    code, check = _cli(capsys, "index", "check", "--url", pg_database, "--local-dir", str(tmp_path / "c"))
+    assert code == 0, check
+    assert not (tmp_path / "c" / "chroma" / "index-1").exists()  # nothing embedded on this machine
