@@ -43,6 +43,8 @@ logger = logging.getLogger(__name__)
 
 #: Rows written per target transaction.
 BATCH = 1000
+# Parameters in one statement: under SQLite's limit (32,766) and PostgreSQL's (65,535).
+_MAX_PARAMS = 30_000
 
 Progress = Callable[[str, int, "int | None"], None]
 
@@ -218,16 +220,18 @@ def _holds_memory(conn: Any) -> bool:
     return any(conn.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() is not None for t in _CONTENT)
 
 
-def _insert_sql(table: _Table) -> str:
+def _insert_sql(table: _Table, n_rows: int = 1) -> str:
+    """One INSERT of ``n_rows`` rows (a multi-row VALUES: one round trip for a batch, on either dialect)."""
     cols = ", ".join(table.columns)
-    marks = ", ".join("?" * len(table.columns))
+    row = "(" + ", ".join("?" * len(table.columns)) + ")"
+    values = ", ".join([row] * n_rows)
     key = ", ".join(table.order)
     if table.refresh:
         sets = ", ".join(f"{c} = excluded.{c}" for c in table.refresh)
-        return f"INSERT INTO {table.name}({cols}) VALUES ({marks}) ON CONFLICT({key}) DO UPDATE SET {sets}"
+        return f"INSERT INTO {table.name}({cols}) VALUES {values} ON CONFLICT({key}) DO UPDATE SET {sets}"
     # No conflict target: a row clashing on any unique key (an item's uid too) is kept as the target has it,
     # and the count check afterwards reports it.
-    return f"INSERT INTO {table.name}({cols}) VALUES ({marks}) ON CONFLICT DO NOTHING"
+    return f"INSERT INTO {table.name}({cols}) VALUES {values} ON CONFLICT DO NOTHING"
 
 
 def _pages(conn: Any, table: _Table, batch: int) -> Any:
@@ -263,7 +267,10 @@ def _write_rows(conn: Any, table: _Table, rows: Sequence[Sequence[Any]]) -> int:
         # The filter index keeps its values typed per dialect (JSONB on PostgreSQL): its own insert knows how.
         _fields.insert_rows(conn, [(r[0], r[1], r[2], r[3]) for r in rows])
     else:
-        conn.executemany(_insert_sql(table), [tuple(_plain(v) for v in r) for r in rows])
+        per = max(1, _MAX_PARAMS // len(table.columns))
+        for start in range(0, len(rows), per):
+            chunk = rows[start : start + per]
+            conn.execute(_insert_sql(table, len(chunk)), [_plain(v) for r in chunk for v in r])
     return _count(conn, table.name) - before
 
 
