@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import os
 import platform
 import tempfile
 import time
@@ -111,12 +112,15 @@ def main_() -> None:
     parser.add_argument("--url", required=True, help="postgresql:// address of a server (scripts/pg.sh start DIR)")
     parser.add_argument("--items", type=int, default=20_000)
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     rows = run(args.url, args.items)
+    load = max(load_before, os.getloadavg()[0])
     lines = [
         f"# migrate: {args.items:,} items with {DIMS}-d vectors",
         "",
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {cpu_model()}, Python {platform.python_version()}, "
-        f"PostgreSQL on loopback. Command: `python bench/migrate_bench.py --url ... --items {args.items}`",
+        f"PostgreSQL on loopback, load average {load:.1f} (other processes share the cores). "
+        f"Command: `python bench/migrate_bench.py --url ... --items {args.items}`",
         "",
         "| direction | seconds | items/s |",
         "|---|---:|---:|",

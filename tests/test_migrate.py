@@ -131,9 +131,14 @@ def test_migrate_into_postgres_and_back(
     code, archives = _cli(capsys, "archive", "list", "--url", pg_database, "--local-dir", str(local))
     assert code == 0 and [a["items"] for a in archives] == [1]
 
-    # Running it again is harmless: the diverged target is reported, nothing is overwritten.
+    # Running it again is harmless: the target was written to since, so nothing is copied (a row deleted
+    # there would come back).
+    with PgCatalog(pg_database) as cat:
+        before = _rows(cat, "items", "id, value")
     code = main(["migrate", str(src), pg_database, "--local-dir", str(local)])
-    assert code == 3 and "does not match" in capsys.readouterr().err.replace("\n", " ")
+    assert code == 3 and "written to since" in capsys.readouterr().err.replace("\n", " ")
+    with PgCatalog(pg_database) as cat:
+        assert _rows(cat, "items", "id, value") == before
 
     # The reverse direction exports the server's memory into a data directory.
     back = tmp_path / "exported"
@@ -157,12 +162,34 @@ def test_rerun_copies_nothing_and_verifies(
     assert code == 0 and first["copied"]["items"] == 7
     code, second = _cli(capsys, *args)
     assert code == 0 and second["verified"] and sum(second["copied"].values()) == 0 and second["keywords"] == 0
-    # An interrupted copy (rows missing on the target) is finished by the next run.
-    with PgCatalog(pg_database) as cat, cat.write() as conn:
-        conn.execute("DELETE FROM vectors WHERE item_id IN (SELECT id FROM items WHERE key IN ('k5', 'k6'))")
-        conn.execute("DELETE FROM items WHERE key IN ('k5', 'k6')")
+    # The source grew (the old folder was still in use): the next run copies what is new.
+    with Memory.open(src, embeddings=fake_embeddings) as mem:
+        mem.store.put(("memories",), "late", {"content": "written to the folder after the copy"})
     code, third = _cli(capsys, *args)
-    assert code == 0 and third["copied"]["items"] == 2 and third["copied"]["vectors"] == 2
+    assert code == 0 and third["copied"]["items"] == 1 and third["copied"]["vectors"] == 1
+
+
+def test_an_interrupted_copy_is_finished_by_the_next_run(
+    pg_database: str, tmp_path: Path, fake_embeddings: Any
+) -> None:
+    src = tmp_path / "memory"
+    with Memory.open(src, embeddings=fake_embeddings) as mem:
+        for i in range(9):
+            mem.store.put(("memories",), f"k{i}", {"content": f"fact {i}"})
+    calls = 0
+
+    def stop_midway(table: str, done: int, total: int | None) -> None:
+        nonlocal calls
+        calls += 1
+        if table == "vectors" and done >= 4:
+            raise KeyboardInterrupt  # the user pressed Ctrl-C while vectors were copied
+
+    with Catalog(src / "catalog.sqlite") as source, PgCatalog(pg_database) as target:
+        with pytest.raises(KeyboardInterrupt):
+            copy_catalog(source, target, progress=stop_midway, batch=4)
+        assert 0 < len(_rows(target, "vectors", "id")) < 9
+        report = copy_catalog(source, target, batch=4)
+    assert report.verified and report.copied["items"] == 0 and report.copied["vectors"] == 9 - 4
 
 
 def test_a_target_holding_another_memory_is_refused(

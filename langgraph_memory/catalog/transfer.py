@@ -7,6 +7,9 @@ point at each other; a row the target already holds (same key) is left as it
 is, so running the copy again after an interruption finishes it, and running
 it over a finished copy changes nothing. The counts of every table are then
 compared, and a difference is a [`MigrationError`][langgraph_memory.errors.MigrationError].
+A verified copy records the target's counts; once programs write to the
+target, copying into it again is refused (it would bring back rows deleted
+there).
 
 What is derived is rebuilt rather than copied: the keyword index (FTS5 on
 SQLite, a postings table on PostgreSQL) from the copied items, and the Chroma
@@ -37,7 +40,7 @@ from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, dialect_of
 from langgraph_memory.errors import MigrationError
 
-__all__ = ["CopyReport", "copy_catalog", "TABLES", "BATCH"]
+__all__ = ["CopyReport", "copy_catalog", "TABLES", "BATCH", "MIGRATED_KEY"]
 
 logger = logging.getLogger(__name__)
 
@@ -176,7 +179,9 @@ TABLES: tuple[_Table, ...] = (
 
 # Settings that describe one copy of the memory, not the memory: the schema version (each dialect keeps
 # its own), the state of the Chroma index and its queue (rebuilt on the target), and legacy imports.
-_LOCAL_META_PREFIXES = ("schema_version", "index_", "queue_pruned:", "vectors_epoch", "legacy_imported")
+_LOCAL_META_PREFIXES = ("schema_version", "index_", "queue_pruned:", "vectors_epoch", "legacy_imported", "migrated")
+#: Set on the target when a copy is verified: the row counts it had then (JSON).
+MIGRATED_KEY = "migrated_rows"
 _STATUS_VERSION = "status_version"
 # Tables whose rows mean the catalog holds a memory (a fresh catalog has none).
 _CONTENT = ("items", "namespaces", "lineage_nodes", "sessions", "ingested_files")
@@ -282,10 +287,20 @@ def _plain(value: Any) -> Any:
 def _check_target(source_id: str, target: Any) -> None:
     with target.read() as conn:
         held = _holds_memory(conn)
+        done = target.get_meta(conn, MIGRATED_KEY)
+        now = {t.name: _count(conn, t.name) for t in TABLES} if done else {}
     if held and target.catalog_id != source_id:
         raise MigrationError(
             f"{target.path} already holds a different memory (catalog {target.catalog_id[:12]}, not the source's "
             f"{source_id[:12]}); nothing was copied. Migrate into an empty database or data directory.",
+            target.path,
+        )
+    if done and json.loads(done) != now:
+        # Programs wrote to the target since the copy: copying again would bring back rows deleted there.
+        changed = ", ".join(sorted(name for name, n in now.items() if json.loads(done).get(name) != n))
+        raise MigrationError(
+            f"{target.path} was written to since this memory was copied into it ({changed} changed); nothing was "
+            "copied. The target is now the memory's home: migrate into an empty database to copy it again.",
             target.path,
         )
 
@@ -403,3 +418,5 @@ def _verify(src: Any, target: Any, report: CopyReport, keyword_total: int) -> No
             report.target,
         )
     report.verified = True
+    with target.write() as conn:
+        target.set_meta(conn, MIGRATED_KEY, json.dumps({t.name: have[t.name] for t in TABLES}, sort_keys=True))
