@@ -274,7 +274,9 @@ class Memory(ResearchAPI, ProceduralAPI):
         """Open (creating if needed) a data directory.
 
         Args:
-            data_dir: argument > ``LANGGRAPH_MEMORY_DIR`` > config file > ``./memory``.
+            data_dir: argument > ``LANGGRAPH_MEMORY_URL`` > ``LANGGRAPH_MEMORY_DIR`` >
+                config file > ``./memory``. A ``postgresql://`` address opens the
+                memory on that server (threads go to its ``PostgresCheckpointer``).
                 A missing data directory is created when the folder above it
                 exists; a deeper missing path (often a typo) is a `ConfigError`
                 unless ``create_parents=True``.
