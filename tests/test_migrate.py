@@ -143,10 +143,17 @@ def test_migrate_into_postgres_and_back(
     # The reverse direction exports the server's memory into a data directory.
     back = tmp_path / "exported"
     code, out = _cli(capsys, "migrate", pg_database, str(back), "--local-dir", str(local))
-    assert code == 0 and out["verified"] is True and out["threads"] is None
+    assert code == 0 and out["verified"] is True and out["threads"]["threads"] == 2
     assert out["rows"]["items"] == len(source_items) + 1
     with Memory.open(back, embeddings=fake_embeddings) as mem:
         assert mem.store.get(("memories", "u1"), "after") is not None
+        # The threads came back into checkpoints.sqlite, and resume there.
+        assert sorted(t.thread_id for t in mem.checkpointer.list_threads()) == ["t1", "t2"]
+        graph = mem.compile(_graph())
+        assert graph.get_state({"configurable": {"thread_id": "t1"}}).values == {"n": 1}
+        history = len(list(graph.get_state_history({"configurable": {"thread_id": "t1"}})))
+        assert graph.invoke({"n": 5}, {"configurable": {"thread_id": "t1"}}) == {"n": 6}
+        assert len(list(graph.get_state_history({"configurable": {"thread_id": "t1"}}))) > history
         assert [r.key for r in mem.store.search(("memories", "u1"), query="note 7 about coffee", limit=1)] == ["m7"]
 
 

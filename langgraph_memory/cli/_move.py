@@ -7,8 +7,8 @@ The catalog (items, vectors, filter rows, lineage, versions, statuses,
 sessions, ingestion records, the memory's settings) is copied row by row
 with a progress bar and verified by counting every table; the keyword index
 is rebuilt on the target, the Chroma index by the first store that opens it.
-From a data directory, ``checkpoints.sqlite`` goes into the
-PostgresCheckpointer on the same server. Archive files and ingested
+Threads go along: ``checkpoints.sqlite`` into the PostgresCheckpointer on
+the same server, or the server's threads into the exported directory's file. Archive files and ingested
 originals (``archive/``, ``raw/``) are copied into the target's local folder.
 The source is only read. Running it again copies only what is missing; a
 target holding another memory is refused.
@@ -122,10 +122,8 @@ def _migrate(ctx: Ctx) -> int:
     if threads is not None:
         ctx.say(
             f"Threads: {threads['threads']} threads, {threads['checkpoints']} checkpoints, "
-            f"{threads['writes']} pending writes copied into PostgreSQL; counts verified."
+            f"{threads['writes']} pending writes copied; counts verified."
         )
-    elif src_settings.catalog_url is not None and not a.no_checkpoints:
-        ctx.say("Threads stay on the server: exporting checkpoints to a file is not supported.")
     if files:
         ctx.say(f"Copied {files} archive and ingested files into {dst_settings.data_dir}.")
     ctx.say("The Chroma index is rebuilt from the catalog by the first program that opens the target.")
@@ -133,13 +131,24 @@ def _migrate(ctx: Ctx) -> int:
 
 
 def _copy_threads(src: Any, dst: Any, update: Any) -> dict[str, Any] | None:
-    """``checkpoints.sqlite`` of a data directory into the PostgresCheckpointer beside the target catalog."""
-    if src.catalog_url is not None or dst.catalog_url is None or not src.checkpoints_path.is_file():
-        return None
+    """Threads beside the catalogs: ``checkpoints.sqlite`` into the PostgresCheckpointer on the target's server,
+    or the source server's threads into the target directory's ``checkpoints.sqlite``."""
     from langgraph_memory.checkpoint.postgres import PostgresCheckpointer, copy_from_sqlite
+    from langgraph_memory.checkpoint.postgres.export import copy_to_sqlite
 
-    with PostgresCheckpointer(dst.catalog_url, timeout=dst.lock_timeout, check_conflicts=False) as saver:
-        report = copy_from_sqlite(src.checkpoints_path, saver, progress=lambda t, d, n: update(f"threads: {t}", d, n))
+    def tick(table: str, done: int, total: int | None) -> None:
+        update(f"threads: {table}", done, total)
+
+    if src.catalog_url is None and dst.catalog_url is not None:
+        if not src.checkpoints_path.is_file():
+            return None
+        with PostgresCheckpointer(dst.catalog_url, timeout=dst.lock_timeout, check_conflicts=False) as saver:
+            report = copy_from_sqlite(src.checkpoints_path, saver, progress=tick)
+    elif src.catalog_url is not None and dst.catalog_url is None:
+        with PostgresCheckpointer(src.catalog_url, timeout=src.lock_timeout, check_conflicts=False) as saver:
+            report = copy_to_sqlite(saver, dst.checkpoints_path, progress=tick)
+    else:
+        return None
     return {
         "threads": report.threads,
         "checkpoints": report.checkpoints,
