@@ -316,3 +316,24 @@ def test_migrated_memory_on_two_machines_with_a_chroma_server(
     code, check = _cli(capsys, "index", "check", "--url", pg_database, "--local-dir", str(tmp_path / "c"))
     assert code == 0, check
     assert not (tmp_path / "c" / "chroma" / "index-1").exists()  # nothing embedded on this machine
+
+
+def test_counts_that_differ_after_copying_are_a_typed_error(
+    pg_database: str, tmp_path: Path, fake_embeddings: Any
+) -> None:
+    from langgraph_memory.catalog.transfer import MIGRATED_KEY
+
+    src = tmp_path / "memory"
+    with Memory.open(src, embeddings=fake_embeddings) as mem:
+        mem.store.put(("memories",), "a", {"content": "one"})
+    with Catalog(src / "catalog.sqlite") as source, PgCatalog(pg_database) as target:
+        assert copy_catalog(source, target).verified
+        # The target gains a lineage node the source never had, and forgets when it was copied.
+        with target.write() as conn:
+            conn.execute(
+                "INSERT INTO lineage_nodes(id, collection, namespace, name, version, created_at)"
+                " VALUES ('extra', 'general', 'x', NULL, NULL, 0)"
+            )
+            target.set_meta(conn, MIGRATED_KEY, None)
+        with pytest.raises(MigrationError, match=r"lineage_nodes: 0 in the source, 1 in the target"):
+            copy_catalog(source, target)
