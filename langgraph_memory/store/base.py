@@ -174,8 +174,13 @@ class ChromaStore(BaseStore):
             ``"sentence-transformers/all-MiniLM-L6-v2"`` (loaded offline).
             Without it the store has no semantic search, like LangGraph's.
         ttl: LangGraph ``TTLConfig`` (minutes).
-        data_dir: the data directory (argument > ``LANGGRAPH_MEMORY_DIR`` >
-            config file > ``./memory``).
+        data_dir: the data directory (argument > ``LANGGRAPH_MEMORY_URL`` >
+            ``LANGGRAPH_MEMORY_DIR`` > config file > ``./memory``), or a
+            ``postgresql://`` address: the catalog then lives on that server.
+        local_dir: with an address, the folder for what stays local (the
+            embedding cache, archive files, an embedded index); argument >
+            ``LANGGRAPH_MEMORY_LOCAL_DIR`` > config file > a folder under
+            ``~/.cache/langgraph-memory`` named after the server.
         lock_timeout: seconds to wait for another process before raising
             ``LockTimeoutError`` (argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT``
             > config file > 30).
@@ -233,6 +238,7 @@ class ChromaStore(BaseStore):
         ttl: TTLConfig | None = None,
         data_dir: str | os.PathLike[str] | None = None,
         lock_timeout: float | None = None,
+        local_dir: str | os.PathLike[str] | None = None,
         access_flush_interval: float = 2.0,
         durability: Literal["normal", "full"] = "normal",
         reindex: bool = False,
@@ -253,9 +259,13 @@ class ChromaStore(BaseStore):
             raise ConfigError(f"ranking must be a HybridRanking or None (plain cosine), got {ranking!r}")
         #: How searches with a query rank: None (cosine) or a HybridRanking.
         self.ranking = ranking
-        if settings is not None and (data_dir is not None or lock_timeout is not None):
-            raise ConfigError("pass either settings= or data_dir=/lock_timeout=, not both")
-        self.settings = settings if settings is not None else Settings.resolve(data_dir, lock_timeout=lock_timeout)
+        if settings is not None and (data_dir is not None or lock_timeout is not None or local_dir is not None):
+            raise ConfigError("pass either settings= or data_dir=/lock_timeout=/local_dir=, not both")
+        self.settings = (
+            settings
+            if settings is not None
+            else Settings.resolve(data_dir, lock_timeout=lock_timeout, local_dir=local_dir)
+        )
         self.ttl_config = ttl
         self.index_config: dict[str, Any] | None = None
         # The model behind the embedding cache; `embeddings` is the object given in index= (see below).
@@ -366,7 +376,9 @@ class ChromaStore(BaseStore):
     def from_conn_string(cls, conn_string: str | os.PathLike[str], **kwargs: Any) -> ChromaStore:
         """Open the data directory ``conn_string`` names, as ``SqliteStore.from_conn_string`` opens a file.
 
-        ``":memory:"`` gives a temporary data directory, removed on close. The
+        A ``postgresql://`` address opens the memory on that server (as
+        ``PostgresStore.from_conn_string`` does; ``local_dir=`` names the folder
+        for what stays local). ``":memory:"`` gives a temporary data directory, removed on close. The
         result is the store itself, which is a context manager (``with`` and
         ``async with``), so code written for LangGraph's stores runs unchanged.
         Other arguments are the constructor's (``index=``, ``ttl=``...).
@@ -381,7 +393,9 @@ class ChromaStore(BaseStore):
         from langgraph_memory._infra.conn_string import open_conn_string
 
         store: ChromaStore
-        store, store._tempdir = open_conn_string(conn_string, lambda path, _tmp: cls(data_dir=path, **kwargs))
+        store, store._tempdir = open_conn_string(
+            conn_string, lambda path, _tmp: cls(data_dir=path, **kwargs), address=True
+        )
         return store
 
     def setup(self) -> None:

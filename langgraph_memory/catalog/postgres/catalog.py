@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
+import psycopg.conninfo
 
 from langgraph_memory._infra.pg import redact, search_path_schema
 from langgraph_memory.catalog.items import NamespaceIds
@@ -58,6 +59,14 @@ WRITE_LOCK = 0x6C676D5F777269
 # SQLSTATEs meaning the server is not there (now): connection exceptions, shutdown, start-up.
 _UNAVAILABLE = ("08", "57P01", "57P02", "57P03")
 _LOCK_NOT_AVAILABLE = "55P03"
+
+
+def _conninfo_keys(url: str) -> list[str]:
+    """The libpq parameters ``url`` sets (none when it cannot be parsed: connecting reports that)."""
+    try:
+        return list(psycopg.conninfo.conninfo_to_dict(url))
+    except psycopg.Error:
+        return []
 
 
 class PgCatalog:
@@ -107,18 +116,20 @@ class PgCatalog:
         if self._conn is not None and not self._conn.closed:
             return self._conn
         wait = max(1, int(round(self.timeout)))
+        # The address's own libpq parameters win (application_name, sslmode...); these are defaults.
+        given = set(_conninfo_keys(self.url))
+        defaults: dict[str, Any] = {
+            "connect_timeout": wait,
+            "keepalives": 1,
+            "keepalives_idle": 5,
+            "keepalives_interval": 2,
+            "keepalives_count": 3,
+            "tcp_user_timeout": wait * 1000,
+            "application_name": "langgraph-memory",
+        }
         try:
-            raw = psycopg.connect(
-                self.url,
-                autocommit=True,
-                connect_timeout=wait,
-                keepalives=1,
-                keepalives_idle=5,
-                keepalives_interval=2,
-                keepalives_count=3,
-                tcp_user_timeout=wait * 1000,
-                application_name="langgraph-memory",
-            )
+            conninfo = psycopg.conninfo.make_conninfo(self.url, **{k: v for k, v in defaults.items() if k not in given})
+            raw = psycopg.connect(conninfo, autocommit=True)
         except psycopg.Error as exc:
             raise self._translate(exc, "connect to") from None
         self._conn = PgConnection(raw)
