@@ -46,7 +46,7 @@ class LineageStore:
     """
 
     def __init__(self, catalog: Catalog | str | os.PathLike[str], *, lock_timeout: float | None = None) -> None:
-        if isinstance(catalog, Catalog):
+        if not isinstance(catalog, (str, os.PathLike)):  # a Catalog, or the PostgreSQL catalog (same interface)
             self.catalog = catalog
             self._owns = False
         else:

@@ -11,7 +11,9 @@ into PostgreSQL's, once per statement (cached):
 * ``group_concat(x, sep)`` becomes ``string_agg(CAST(x AS TEXT), sep)``, ``char(31)`` ``chr(31)``;
 * ``json_each(?) c`` (an id list given as JSON) becomes a set of ``bigint`` rows named ``c(value)``;
 * ``sum`` of a comparison counts with ``CASE``, and the filter index's JSONB values compare with JSON;
-* SQLite's ``sqlite_sequence`` row of the index queue becomes the queue's newest position.
+* SQLite's ``sqlite_sequence`` row of the index queue becomes the queue's newest position;
+* ``CROSS JOIN t ON ...`` (SQLite's way to fix the join order) becomes a plain ``JOIN t ON ...``;
+* ``LIMIT ?`` takes SQLite's ``-1`` for "no limit" (``LIMIT NULL`` in PostgreSQL).
 
 Statements that differ in more than spelling (the schema, the keyword index,
 the filter index's typed values) are written per dialect where they live.
@@ -60,6 +62,7 @@ _OR_REPLACE = re.compile(r"^\s*INSERT OR REPLACE INTO\s+(\w+)\s*\(([^)]*)\)", re
 _BOOL_SUM = re.compile(r"\bsum\(([^()]*?(?:=|>|<)[^()]*?)\)", re.IGNORECASE)
 _VAL_LITERAL = re.compile(r"\b((?:\w+\.)?val) = (\d+)\b")
 _RETURNING = re.compile(r"\sRETURNING\s", re.IGNORECASE)
+_CROSS_JOIN_ON = re.compile(r"\bCROSS JOIN (\w+(?:\s+\w+)?) ON\b", re.IGNORECASE)
 
 
 def _append_conflict(sql: str, clause: str) -> str:
@@ -101,4 +104,6 @@ def translate(sql: str) -> str:
     out = out.replace("length(CAST(i.value AS BLOB))", "octet_length(i.value)")
     out = out.replace("CAST(created_at / 86400 AS INTEGER)", "CAST(floor(created_at / 86400) AS BIGINT)")
     out = re.sub(r"\bWHERE \(1\)", "WHERE (TRUE)", out)
+    out = _CROSS_JOIN_ON.sub(r"JOIN \1 ON", out)
+    out = re.sub(r"\bLIMIT \?", "LIMIT NULLIF(?, -1)", out)
     return out.replace("?", "%s")
