@@ -42,6 +42,10 @@ def main() -> None:
     client = chromadb.HttpClient(host=host, port=int(port), settings=ChromaSettings(anonymized_telemetry=False))
     mem = Memory.open(url, embeddings=DeterministicFakeEmbedding(size=DIMS), chroma_client=client, lock_timeout=timeout)
     index = mem.store.vector_index
+
+    def serving() -> int:
+        return int(index.serving() and not index.broken)
+
     rng = random.Random(name)
     out.write(f"ready {time.monotonic():.6f}\n")
     n = 0
@@ -50,11 +54,11 @@ def main() -> None:
         try:
             if rng.random() < 0.3:
                 s = mem.store_strategy(STRATEGY, f"variant by {name} #{n}")
-                line = f"ack ver {s.version} {s.id} {time.monotonic():.6f} {int(index.serving())}"
+                line = f"ack ver {s.version} {s.id} {time.monotonic():.6f} {serving()}"
             else:
                 key = f"{name}-{n}"
                 mem.store.put(NAMESPACE, key, {"text": f"{name} wrote note {n}", "n": n}, index=["text"])
-                line = f"ack put {key} {time.monotonic():.6f} {int(index.serving())}"
+                line = f"ack put {key} {time.monotonic():.6f} {serving()}"
             n += 1
         except ServerUnavailableError as exc:
             now = time.monotonic()

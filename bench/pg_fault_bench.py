@@ -436,8 +436,10 @@ def main(argv: list[str] | None = None) -> int:
             "## PostgreSQL stopped with `pg_ctl stop -m immediate` at random points\n\n"
             + t1
             + "\n\nLost: acknowledged puts missing (or with another value) plus acknowledged versions whose number "
-            "holds another id. 'All working again': from `pg.sh start` returning to every writer's next "
-            "acknowledged write.\n\n"
+            "holds another id. Typed errors: `ServerUnavailableError`, one per failed call (each writer tries "
+            "again every 50 ms while the server is down); 'slowest error': the longest a failed call took. "
+            "'All working again': from `pg.sh start` returning to every writer's next acknowledged write. "
+            f"Versions stored although the caller saw an error: {pg['unacknowledged_stored']}.\n\n"
             "## Chroma server SIGKILLed, and once restarted on an empty directory\n\n"
             + t2
             + "\n\nAfter each restart, once every writer reported its index serving again (it caught up by itself), "

@@ -19,6 +19,8 @@ from langgraph_memory.store.index import IndexServerUnavailable, IndexUnavailabl
 from tests.helpers.chroma_server import ChromaServer, chroma_server  # noqa: F401 - the fixture
 from tests.helpers.pg_index_check import DIMS, checker, index_integrity
 
+pytestmark = pytest.mark.slow  # a real Chroma server, killed and restarted
+
 
 def _whole(report: dict) -> dict:
     """The problems of an integrity report (empty when every record is there once and finds itself)."""

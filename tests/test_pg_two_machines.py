@@ -26,6 +26,8 @@ from langgraph_memory.ingest import chunk_key, parent_key
 from tests.helpers.chroma_server import ChromaServer, chroma_server  # noqa: F401 - the fixture
 from tests.helpers.pg_index_check import check_server_index, checker
 
+pytestmark = pytest.mark.slow  # subprocesses and real servers
+
 HELPER = Path(__file__).parent / "helpers" / "pg_machine.py"
 ROOT = Path(__file__).resolve().parents[1]
 DIMS = 16
@@ -157,8 +159,8 @@ def test_one_hundred_versions_from_two_machines_are_exactly_1_to_100(
 def test_the_same_file_ingested_on_both_is_stored_once(
     machines: tuple[Machine, Machine],
     pg_database: str,
-    chroma_server: ChromaServer,
-    tmp_path: Path,  # noqa: F811
+    chroma_server: ChromaServer,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     a, b = machines
     doc = tmp_path / "shared" / "memo.md"
@@ -207,8 +209,8 @@ def test_a_session_is_promoted_once_when_both_try(machines: tuple[Machine, Machi
 def test_concurrent_writers_keep_the_server_index_whole(
     machines: tuple[Machine, Machine],
     pg_database: str,
-    chroma_server: ChromaServer,
-    tmp_path: Path,  # noqa: F811
+    chroma_server: ChromaServer,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     """Both machines write at once; every item then finds itself by its own vector, in Chroma and through search."""
     a, b = machines

@@ -212,7 +212,12 @@ class ChromaIndex:
             return col
         name = self._chroma_name(collection)
         if create:
-            col = client.get_or_create_collection(name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
+            try:
+                col = client.get_or_create_collection(name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
+            except Exception as exc:  # noqa: BLE001 - another machine created it at the same moment
+                if self.embedded or server_unreachable(exc):
+                    raise
+                col = client.get_collection(name, embedding_function=None)
             with self.catalog.write() as conn:
                 if _queue.chroma_name(conn, collection) is None:
                     _queue.set_chroma_name(conn, collection, name, 0)
@@ -292,7 +297,9 @@ class ChromaIndex:
         try:
             self._collections.clear()
             repaired = self.reconcile()
-        except LangGraphMemoryError as exc:  # still away (recorded by _failed), or the catalog is
+        except (LangGraphMemoryError, RuntimeError) as exc:
+            # Still away (recorded by _failed), the catalog is, or the caller holds a read snapshot (a
+            # repair writes): searches stay exact, and the next call outside a snapshot catches up.
             logger.debug("the Chroma index could not catch up yet: %s", exc)
             return False
         finally:
