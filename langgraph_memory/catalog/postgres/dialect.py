@@ -21,6 +21,8 @@ the filter index's typed values) are written per dialect where they live.
     'INSERT INTO versions VALUES (%s, %s) ON CONFLICT DO NOTHING'
     >>> translate("UPDATE items SET last_accessed_at = max(last_accessed_at, ?) WHERE id = ?")
     'UPDATE items SET last_accessed_at = GREATEST(last_accessed_at, %s) WHERE id = %s'
+    >>> translate("SELECT i.id FROM t f CROSS JOIN items i ON i.id = f.item_id LIMIT ?")
+    'SELECT i.id FROM t f JOIN items i ON i.id = f.item_id LIMIT NULLIF(%s, -1)'
 """
 
 from __future__ import annotations
