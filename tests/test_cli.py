@@ -114,6 +114,9 @@ def test_data_dir_and_json_go_before_or_after_the_command(live, capsys):
         ["index", "check"],
     ],
 )
+@pytest.mark.sqlite_only(
+    "a missing data directory; a memory on a server is named by its address (tests/test_pg_address.py)"
+)
 def test_a_missing_data_directory_is_named_and_not_created(argv, tmp_path, capsys):
     missing = tmp_path / "no-such-memory"
     code = main(["--data-dir", str(missing), *argv])

@@ -200,15 +200,11 @@ class Ctx:
     def checkpointer(self, settings: Settings) -> Any:
         """The memory's checkpointer for thread commands: PostgreSQL's beside a catalog on a server, else the
         data directory's ``checkpoints.sqlite`` (None when nothing was ever checkpointed there)."""
-        if settings.catalog_url is not None:
-            from langgraph_memory.checkpoint.postgres import PostgresCheckpointer
-
-            return PostgresCheckpointer(settings.catalog_url, timeout=settings.lock_timeout)
-        if not settings.checkpoints_path.exists():
+        if settings.catalog_url is None and not settings.checkpoints_path.exists():
             return None
-        from langgraph_memory.checkpoint import SqliteCheckpointer
+        from langgraph_memory.checkpoint.factory import open_checkpointer
 
-        return SqliteCheckpointer(settings.checkpoints_path, lock_timeout=settings.lock_timeout)
+        return open_checkpointer(settings)
 
     def load_model(self, mem: Any) -> None:
         """Load the embedding model now, behind a spinner (it takes seconds, once)."""

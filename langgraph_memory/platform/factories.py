@@ -45,7 +45,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 from urllib.parse import urlsplit
 
 from langgraph_memory.config import DATA_DIR_ENV, URL_ENV
@@ -251,17 +251,11 @@ def open_checkpointer(*, data_dir: str | os.PathLike[str] | None = None) -> Sqli
         []
     """
     _check_data_dir(data_dir)
+    from langgraph_memory.checkpoint.factory import open_checkpointer as open_for
     from langgraph_memory.config import Settings
 
-    settings = Settings.resolve(data_dir)
-    if settings.catalog_url is not None:
-        # Threads go to the same server as the memory, as Memory.open puts them.
-        from langgraph_memory.checkpoint.postgres import PostgresCheckpointer
-
-        return PostgresCheckpointer(settings.catalog_url, timeout=settings.lock_timeout)
-    from langgraph_memory.checkpoint import SqliteCheckpointer
-
-    return SqliteCheckpointer.from_data_dir(data_dir)
+    # Threads go where Memory.open puts them: beside the catalog, on its server when it has one.
+    return cast("SqliteCheckpointer | PostgresCheckpointer", open_for(Settings.resolve(data_dir)))
 
 
 class _Shared(Generic[T]):
