@@ -11,6 +11,7 @@ into PostgreSQL's, once per statement (cached):
 * ``group_concat(x, sep)`` becomes ``string_agg(CAST(x AS TEXT), sep)``, ``char(31)`` ``chr(31)``;
 * ``json_each(?) c`` (an id list given as JSON) becomes a set of ``bigint`` rows named ``c(value)``;
 * ``sum`` of a comparison counts with ``CASE``, and the filter index's JSONB values compare with JSON;
+* ``CROSS JOIN t ON ...`` (SQLite's fixed join order) becomes ``JOIN t ON ...``;
 * SQLite's ``sqlite_sequence`` row of the index queue becomes the queue's newest position.
 
 Statements that differ in more than spelling (the schema, the keyword index,
@@ -60,6 +61,8 @@ _OR_REPLACE = re.compile(r"^\s*INSERT OR REPLACE INTO\s+(\w+)\s*\(([^)]*)\)", re
 _BOOL_SUM = re.compile(r"\bsum\(([^()]*?(?:=|>|<)[^()]*?)\)", re.IGNORECASE)
 _VAL_LITERAL = re.compile(r"\b((?:\w+\.)?val) = (\d+)\b")
 _RETURNING = re.compile(r"\sRETURNING\s", re.IGNORECASE)
+# SQLite's CROSS JOIN fixes the join order and may take ON; PostgreSQL's takes no condition.
+_CROSS_ON = re.compile(r"\bCROSS JOIN (\w+(?: (?!ON\b)\w+)?) ON\b", re.IGNORECASE)
 
 
 def _append_conflict(sql: str, clause: str) -> str:
@@ -93,6 +96,7 @@ def translate(sql: str) -> str:
     out = _SCALAR.sub(lambda m: f"{'GREATEST' if m[1].lower() == 'max' else 'LEAST'}({m[2]},{m[3]})", out)
     out = _GROUP_CONCAT.sub(lambda m: f"string_agg(CAST({m[1]} AS TEXT),", out)
     out = out.replace("char(31)", "chr(31)")
+    out = _CROSS_ON.sub(r"JOIN \1 ON", out)
     out = _BOOL_SUM.sub(lambda m: f"sum(CASE WHEN {m[1]} THEN 1 ELSE 0 END)", out)
     # The filter index keeps values as JSONB: literal numbers compare as JSON numbers, and a
     # union with text columns reads the JSON string's text.
