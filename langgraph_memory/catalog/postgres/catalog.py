@@ -184,7 +184,7 @@ class PgCatalog:
                 return
             with self._guarded("read"):
                 conn = self._connect()
-                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                conn.defer("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             self._in_snapshot = True
             try:
                 with self._guarded("read"):
@@ -215,16 +215,19 @@ class PgCatalog:
                 return
             with self._guarded("write to"):
                 conn = self._connect()
-                conn.execute("BEGIN")
+                # BEGIN, the timeout and the write lock go to the server with the transaction's first statement.
+                conn.defer("BEGIN")
+                conn.defer(f"SET LOCAL lock_timeout = {int(self.timeout * 1000)}")
                 try:
-                    conn.raw.execute(f"SET LOCAL lock_timeout = {int(self.timeout * 1000)}")
                     if migrating:
+                        conn.send_deferred()
                         schema.migrate(conn.raw)
-                    conn.raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                    conn.defer(f"SELECT pg_advisory_xact_lock({WRITE_LOCK})")
                 except BaseException:
                     self._rollback(conn)
                     raise
             self._depth = 1
+            conn.batching = True
             try:
                 yield conn
                 with self._guarded("write to"):
@@ -239,6 +242,7 @@ class PgCatalog:
                 raise
             finally:
                 self._depth = 0
+                conn.batching = False
 
     def _rollback(self, conn: PgConnection) -> None:
         try:
