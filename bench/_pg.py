@@ -13,12 +13,15 @@ never creates the extension.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psycopg
+from langchain_core.embeddings import Embeddings
 
 _servers: list[Any] = []  # pgserver objects: the server stops when the process that started it exits
 
@@ -68,3 +71,21 @@ def drop_database(url: str, name: str) -> None:
 def database_size(url: str) -> int:
     with psycopg.connect(url, autocommit=True) as conn:
         return int(conn.execute("SELECT pg_database_size(current_database())").fetchone()[0])  # type: ignore[index]
+
+
+class HashEmbeddings(Embeddings):
+    """A unit vector per text from its hash: deterministic, no model (importable, so every process's model id agrees)."""
+
+    model_name = "bench-hash-384"
+    dims = 384
+
+    def _one(self, text: str) -> list[float]:
+        seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+        v = np.random.default_rng(seed).standard_normal(self.dims)
+        return (v / np.linalg.norm(v)).astype(np.float32).tolist()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._one(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._one(text)
