@@ -11,12 +11,14 @@ batch, and that a write of several statements is one round trip.
 from __future__ import annotations
 
 import tempfile
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
 from langgraph.store.base import PutOp
+from psycopg import pq
 
 from langgraph_memory.catalog.postgres.catalog import PgCatalog
 from langgraph_memory.config import Settings
@@ -106,7 +108,24 @@ def test_empty_transactions_send_nothing(cat: PgCatalog, monkeypatch: pytest.Mon
     assert count.sent == []
     with cat.snapshot() as conn:
         assert conn.execute("SELECT 1").fetchone()[0] == 1
-    assert len(count.sent) == 2  # BEGIN with the SELECT, then COMMIT
+    assert len(count.sent) == 1  # BEGIN with the SELECT; the COMMIT waits for the next statement
+
+
+def test_a_finished_read_transaction_is_committed_by_the_next_statement_or_soon_after(
+    cat: PgCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with cat.snapshot() as conn:
+        conn.execute("SELECT 1").fetchone()
+    count = _Count(monkeypatch)
+    with cat.snapshot() as conn:  # COMMIT of the last one, BEGIN and the SELECT: one round trip
+        conn.execute("SELECT 2").fetchone()
+    assert len(count.sent) == 1 and count.sent[0].startswith("COMMIT; BEGIN")
+    raw = conn.raw
+    deadline = time.monotonic() + 60
+    while raw.info.transaction_status != pq.TransactionStatus.IDLE:  # the settler sends it alone
+        assert time.monotonic() < deadline, "the read transaction was left open"
+        time.sleep(0.01)
+    assert len(count.sent) == 2 and count.sent[1] == "COMMIT"
 
 
 def test_a_batch_writing_one_key_twice_or_putting_and_deleting_it_ends_as_one_by_one(

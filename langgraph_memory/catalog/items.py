@@ -329,28 +329,32 @@ class _Known:
             dict.fromkeys((nid, w.key) for nid, w in zip(self.nids, self.writes, strict=True) if nid is not None)
         )
         self.state: dict[tuple[int, str], tuple[int, int] | None] = {}
-        for chunk in chunked(pairs, _CHUNK // 2):
-            rows = conn.execute(
-                "SELECT ns_id, key, id, n_vectors FROM items WHERE (ns_id, key) IN (VALUES "
-                + ", ".join(["(?, ?)"] * len(chunk))
-                + ")",
-                tuple(x for pair in chunk for x in pair),
-            ).fetchall()
-            self.state.update({(int(r[0]), str(r[1])): (int(r[2]), int(r[3])) for r in rows})
-        fresh = sum(
-            1
-            for nid, w in zip(self.nids, self.writes, strict=True)
-            if w.value_json is not None and (nid, w.key) not in self.state
-        )
+        # One id per put, drawn with the first lookup (ids of puts that turn out to be updates are skipped:
+        # an identity may have gaps), so a batch of up to _CHUNK // 2 items costs one round trip here.
+        puts = sum(1 for w in self.writes if w.value_json is not None)
         self._ids: list[int] = []
-        if fresh:
-            self._ids = [
-                int(r[0])
-                for r in conn.execute(
-                    "SELECT nextval(pg_get_serial_sequence('items', 'id')) FROM generate_series(1, ?)", (fresh,)
-                ).fetchall()
-            ]
-            self._ids.reverse()
+        chunks: list[Sequence[tuple[int, str]]] = list(chunked(pairs, _CHUNK // 2)) or [[]]
+        for n, chunk in enumerate(chunks):
+            lookup = (
+                "SELECT 0, ns_id, key, id, n_vectors FROM items WHERE (ns_id, key) IN (VALUES "
+                + ", ".join(["(?, ?)"] * len(chunk))
+                + ")"
+                if chunk
+                else "SELECT 0, 0, '', 0, 0 WHERE FALSE"
+            )
+            params: tuple[Any, ...] = tuple(x for pair in chunk for x in pair)
+            if n == 0 and puts:
+                lookup += (
+                    " UNION ALL SELECT 1, 0, '', nextval(pg_get_serial_sequence('items', 'id')), 0"
+                    " FROM generate_series(1, ?)"
+                )
+                params += (puts,)
+            for r in conn.execute(lookup, params).fetchall():
+                if r[0]:
+                    self._ids.append(int(r[3]))
+                else:
+                    self.state[(int(r[1]), str(r[2]))] = (int(r[3]), int(r[4]))
+        self._ids.sort(reverse=True)
         self._at = 0
 
     def lookup(self, w: ItemWrite) -> tuple[int | None, tuple[int, int] | None]:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -58,6 +59,8 @@ WRITE_LOCK = 0x6C676D5F777269
 # SQLSTATEs meaning the server is not there (now): connection exceptions, shutdown, start-up.
 _UNAVAILABLE = ("08", "57P01", "57P02", "57P03")
 _LOCK_NOT_AVAILABLE = "55P03"
+#: Seconds a finished read transaction may wait for the next statement to carry its COMMIT.
+SETTLE = 0.2
 
 
 class PgCatalog:
@@ -85,6 +88,9 @@ class PgCatalog:
         self.names = NamespaceIds()
         self._conn: PgConnection | None = None
         self._closed = False
+        self._settle = threading.Condition()
+        self._settle_at: float | None = None
+        self._settler: threading.Thread | None = None
         try:
             with self.write(migrating=True) as conn:
                 if self.get_meta(conn, "catalog_id") is None:
@@ -192,10 +198,10 @@ class PgCatalog:
             finally:
                 self._in_snapshot = False
                 if self._conn is conn and not conn.closed and conn.in_transaction:
-                    try:
-                        conn.execute("COMMIT")
-                    except psycopg.Error:  # a read transaction has nothing to lose
-                        self._drop_connection()
+                    # A read-only transaction has nothing to commit: its COMMIT goes with the next statement,
+                    # or alone once the connection sat idle for SETTLE seconds (so no snapshot is held long).
+                    conn.defer("COMMIT")
+                    self._settle_later()
 
     @contextmanager
     def write(self, *, migrating: bool = False) -> Iterator[PgConnection]:
@@ -244,6 +250,32 @@ class PgCatalog:
                 self._depth = 0
                 conn.batching = False
 
+    def _settle_later(self) -> None:
+        with self._settle:
+            self._settle_at = time.monotonic() + SETTLE
+            if self._settler is None or not self._settler.is_alive():
+                self._settler = threading.Thread(target=self._settle_loop, name="lgm-pg-settle", daemon=True)
+                self._settler.start()
+            self._settle.notify()
+
+    def _settle_loop(self) -> None:
+        while True:
+            with self._settle:
+                while not self._closed and (self._settle_at is None or time.monotonic() < self._settle_at):
+                    wait = None if self._settle_at is None else max(self._settle_at - time.monotonic(), 0.0)
+                    self._settle.wait(wait)
+                if self._closed:
+                    return
+                self._settle_at = None
+            with self._lock:
+                conn = self._conn
+                if conn is None or conn.closed or self._depth or self._in_snapshot or not conn.only_ends_deferred():
+                    continue
+                try:
+                    conn.flush()
+                except psycopg.Error:  # the next call reconnects; a read transaction has nothing to lose
+                    self._drop_connection()
+
     def _rollback(self, conn: PgConnection) -> None:
         try:
             if not conn.closed and conn.in_transaction:
@@ -256,6 +288,8 @@ class PgCatalog:
         with self._lock:
             self._closed = True
             self._drop_connection()
+        with self._settle:
+            self._settle.notify()
 
     def __enter__(self) -> PgCatalog:
         return self

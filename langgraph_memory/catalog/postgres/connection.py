@@ -216,6 +216,10 @@ class PgConnection:
         """Send ``sql`` (PostgreSQL's dialect, no parameters) in front of the next statement."""
         self._deferred.append((sql, None))
 
+    def only_ends_deferred(self) -> bool:
+        """Whether all that waits to be sent is the end of a transaction."""
+        return bool(self._deferred) and all(sql in _ENDS_TRANSACTION for sql, _ in self._deferred)
+
     def flush(self) -> None:
         """Send every deferred statement now."""
         if self._deferred:
