@@ -27,7 +27,7 @@ def test_requests_are_applied_together_and_wait_sees_them_done() -> None:
         release.wait(30)
         calls.append(names)
 
-    cu = IndexCatchUp(sync)
+    cu = IndexCatchUp(sync, delay=0)
     cu.request({"a"})
     assert not cu.wait(timeout=0.05)  # the first pass is blocked
     cu.request({"b"})

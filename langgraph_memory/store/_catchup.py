@@ -5,8 +5,9 @@ server commits it; the index is derived and catches up from the catalog's
 queue (searches score queued items exactly meanwhile, so none is missed).
 Applying the queue in the writer's own call cost a put about ten more round
 trips to the server and a Chroma upsert, several times the write itself.
-`IndexCatchUp` applies it from a daemon thread instead: writes in quick
-succession are applied together, and ``close()`` applies what is left.
+`IndexCatchUp` applies it from a daemon thread instead: writes within
+``delay`` of each other are applied together (a pass competes with the
+writer for the catalog's connection), and ``close()`` applies what is left.
 
     catch_up = IndexCatchUp(writer.sync)
     catch_up.request({"memories"})  # returns at once
@@ -32,8 +33,12 @@ class IndexCatchUp:
     them and leaves the changes queued); anything else it raises is logged.
     """
 
-    def __init__(self, sync: Callable[[set[str] | None], None], *, name: str = "lgm-index-catch-up") -> None:
+    def __init__(
+        self, sync: Callable[[set[str] | None], None], *, delay: float = 0.2, name: str = "lgm-index-catch-up"
+    ) -> None:
         self._sync = sync
+        #: Seconds a pass waits after the first request, so that a burst of writes is applied at once.
+        self.delay = delay
         self._name = name
         self._cv = threading.Condition()
         self._wanted: set[str] = set()
@@ -73,6 +78,8 @@ class IndexCatchUp:
                 self._cv.wait_for(lambda: bool(self._wanted) or self._stopped)
                 if not self._wanted:
                     return
+                if self.delay > 0 and not self._stopped:
+                    self._cv.wait_for(lambda: self._stopped, self.delay)
                 names, self._wanted = self._wanted, set()
                 self._busy = True
             try:

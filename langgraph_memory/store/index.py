@@ -271,6 +271,8 @@ class ChromaIndex:
                     with self.catalog.write() as conn:
                         _queue.mark_applied(conn, name, rows[-1][0])
                     applied += len(n_old)
+                    if len(rows) < 5000:
+                        break  # everything pending was in this read; a later write requests its own pass
         return applied
 
     @staticmethod
