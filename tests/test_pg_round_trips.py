@@ -22,7 +22,7 @@ from psycopg import pq
 
 from langgraph_memory.catalog.postgres.catalog import PgCatalog
 from langgraph_memory.config import Settings
-from langgraph_memory.errors import StorageError
+from langgraph_memory.errors import LockTimeoutError, StorageError
 from langgraph_memory.store import ChromaStore
 
 pytestmark = pytest.mark.timeout(180)
@@ -158,3 +158,35 @@ def test_a_batch_writing_one_key_twice_or_putting_and_deleting_it_ends_as_one_by
         assert store.get(ns, "old").created_at < store.get(ns, "k").created_at  # type: ignore[union-attr]
     finally:
         store.close()
+
+
+def test_an_unordered_write_does_not_wait_for_another_machines_write_lock(cat: PgCatalog, pg_database: str) -> None:
+    import threading
+
+    other = PgCatalog(pg_database, timeout=10)
+    short = PgCatalog(pg_database, timeout=1)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with other.write() as conn:
+            conn.execute("INSERT INTO meta(key, value) VALUES ('held', '1')")
+            conn.execute("SELECT 1").fetchone()  # the lock is taken with the first statement sent
+            holding.set()
+            release.wait(60)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    try:
+        assert holding.wait(60)
+        with cat.write(ordered=False) as conn:  # would wait up to the 10 s timeout, then fail, if it took the lock
+            conn.execute("INSERT INTO meta(key, value) VALUES ('free', '1')")
+        assert _meta(pg_database, "free") == "1"
+        with pytest.raises(LockTimeoutError):  # an ordered write waits for the lock, up to its timeout
+            with short.write() as conn:
+                conn.execute("INSERT INTO meta(key, value) VALUES ('blocked', '1')")
+    finally:
+        release.set()
+        t.join(60)
+        other.close()
+        short.close()
+    assert _meta(pg_database, "held") == "1" and _meta(pg_database, "blocked") is None

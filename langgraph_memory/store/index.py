@@ -268,7 +268,7 @@ class ChromaIndex:
                         raise
                     except Exception as exc:  # noqa: BLE001 - Chroma's errors are many and untyped
                         raise self._failed(name, exc, "applying changes") from exc
-                    with self.catalog.write() as conn:
+                    with self.catalog.write(ordered=False) as conn:  # needs no place in the change log
                         _queue.mark_applied(conn, name, rows[-1][0])
                     applied += len(n_old)
                     if len(rows) < 5000:

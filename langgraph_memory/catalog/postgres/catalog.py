@@ -204,8 +204,12 @@ class PgCatalog:
                     self._settle_later()
 
     @contextmanager
-    def write(self, *, migrating: bool = False) -> Iterator[PgConnection]:
+    def write(self, *, migrating: bool = False, ordered: bool = True) -> Iterator[PgConnection]:
         """One transaction holding the catalog's write lock: committed when the block ends, rolled back on error.
+
+        ``ordered=False`` skips the lock, for bookkeeping that allocates
+        nothing and appends nothing to the change log (the index marking
+        what it applied): it then never waits for other machines' writes.
 
         Nested use in the same thread joins the outer transaction.
         """
@@ -228,7 +232,8 @@ class PgCatalog:
                     if migrating:
                         conn.send_deferred()
                         schema.migrate(conn.raw)
-                    conn.defer(f"SELECT pg_advisory_xact_lock({WRITE_LOCK})")
+                    if ordered:
+                        conn.defer(f"SELECT pg_advisory_xact_lock({WRITE_LOCK})")
                 except BaseException:
                     self._rollback(conn)
                     raise
