@@ -141,8 +141,12 @@ class Catalog:
                     logger.debug("ending a read snapshot of %s failed", self.path, exc_info=True)
 
     @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
+    def write(self, *, ordered: bool = True) -> Iterator[sqlite3.Connection]:
         """One ``BEGIN IMMEDIATE`` transaction: committed when the block ends, rolled back on an error.
+
+        ``ordered`` is for the PostgreSQL catalog (whose writes that need no
+        place in the change log may skip its write lock); SQLite serializes
+        every write.
 
         Nested use in the same thread joins the outer transaction.
         """

@@ -51,6 +51,7 @@ from langgraph_memory.errors import (
     ValidationError,
 )
 from langgraph_memory.store import filters as _filters
+from langgraph_memory.store._catchup import IndexCatchUp
 from langgraph_memory.store._reindex import reembed
 from langgraph_memory.store._writer import PreparedPut, Writer, check_vectors, dumps_value, index_paths
 from langgraph_memory.store.access import AccessLog
@@ -315,6 +316,9 @@ class ChromaStore(BaseStore):
                 collections=collections.names(),
             )
             self._writer = Writer(self.catalog, self.vector_index, fields=fields, model=model, dims=dims)
+            if self.settings.catalog_url is not None:
+                # On a server a write is acknowledged at its commit; the derived index follows in a thread.
+                self._writer.catch_up = IndexCatchUp(self._writer.sync)
             if not (reindex and self._writer.needs_reembedding()):
                 self._writer.check_model()
                 reindex = False
@@ -930,6 +934,19 @@ class ChromaStore(BaseStore):
 
     # ---------------------------------------------------------- upkeep
 
+    def wait_for_index(self, timeout: float | None = None) -> bool:
+        """Wait until the Chroma index holds every write this store committed; False if ``timeout`` passed first.
+
+        With the catalog on a PostgreSQL server the index catches up in a
+        background thread (searches meanwhile score what it lacks exactly, so
+        none is missed); with a data directory it is current when a write
+        returns and this returns True at once.
+
+            store.put(("docs",), "a", {"text": "hello"})
+            store.wait_for_index(timeout=10)
+        """
+        return True if self._writer.catch_up is None else self._writer.catch_up.wait(timeout)
+
     def flush_access(self) -> int:
         """Apply pending reads (access counts, last access, TTL refresh) to the catalog; return items touched."""
         pending = self._access.take()
@@ -1012,7 +1029,10 @@ class ChromaStore(BaseStore):
         _OPEN_STORES.discard(self)
         self.stop_ttl_sweeper(timeout=5)
         self._flusher.stop(timeout=5)
-        steps: list[Callable[[], Any]] = [self._flush_access_best_effort, self.vector_index.close]
+        steps: list[Callable[[], Any]] = [self._flush_access_best_effort]
+        if self._writer.catch_up is not None:
+            steps.append(self._writer.catch_up.stop)
+        steps.append(self.vector_index.close)
         if self.cached_embeddings is not None:
             steps.append(self.cached_embeddings.close)
         steps.append(self.catalog.close)

@@ -354,9 +354,11 @@ class ChromaIndex:
                         raise
                     except Exception as exc:  # noqa: BLE001 - Chroma's errors are many and untyped
                         raise self._failed(name, exc, "applying changes") from exc
-                    with self.catalog.write() as conn:
+                    with self.catalog.write(ordered=False) as conn:  # needs no place in the change log
                         _queue.mark_applied(conn, name, rows[-1][0])
                     applied += len(n_old)
+                    if len(rows) < 5000:
+                        break  # everything pending was in this read; a later write requests its own pass
         return applied
 
     @staticmethod

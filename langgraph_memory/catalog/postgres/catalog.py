@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -59,6 +60,8 @@ WRITE_LOCK = 0x6C676D5F777269
 # SQLSTATEs meaning the server is not there (now): connection exceptions, shutdown, start-up.
 _UNAVAILABLE = ("08", "57P01", "57P02", "57P03")
 _LOCK_NOT_AVAILABLE = "55P03"
+#: Seconds a finished read transaction may wait for the next statement to carry its COMMIT.
+SETTLE = 0.2
 
 
 def _conninfo_keys(url: str) -> list[str]:
@@ -94,6 +97,9 @@ class PgCatalog:
         self.names = NamespaceIds()
         self._conn: PgConnection | None = None
         self._closed = False
+        self._settle = threading.Condition()
+        self._settle_at: float | None = None
+        self._settler: threading.Thread | None = None
         try:
             with self.write(migrating=True) as conn:
                 if self.get_meta(conn, "catalog_id") is None:
@@ -195,7 +201,7 @@ class PgCatalog:
                 return
             with self._guarded("read"):
                 conn = self._connect()
-                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                conn.defer("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             self._in_snapshot = True
             try:
                 with self._guarded("read"):
@@ -203,14 +209,18 @@ class PgCatalog:
             finally:
                 self._in_snapshot = False
                 if self._conn is conn and not conn.closed and conn.in_transaction:
-                    try:
-                        conn.execute("COMMIT")
-                    except psycopg.Error:  # a read transaction has nothing to lose
-                        self._drop_connection()
+                    # A read-only transaction has nothing to commit: its COMMIT goes with the next statement,
+                    # or alone once the connection sat idle for SETTLE seconds (so no snapshot is held long).
+                    conn.defer("COMMIT")
+                    self._settle_later()
 
     @contextmanager
-    def write(self, *, migrating: bool = False) -> Iterator[PgConnection]:
+    def write(self, *, migrating: bool = False, ordered: bool = True) -> Iterator[PgConnection]:
         """One transaction holding the catalog's write lock: committed when the block ends, rolled back on error.
+
+        ``ordered=False`` skips the lock, for bookkeeping that allocates
+        nothing and appends nothing to the change log (the index marking
+        what it applied): it then never waits for other machines' writes.
 
         Nested use in the same thread joins the outer transaction.
         """
@@ -226,27 +236,24 @@ class PgCatalog:
                 return
             with self._guarded("write to"):
                 conn = self._connect()
-                conn.execute("BEGIN")
+                # BEGIN, the timeout and the write lock go to the server with the transaction's first statement.
+                conn.defer("BEGIN")
+                conn.defer(f"SET LOCAL lock_timeout = {int(self.timeout * 1000)}")
                 try:
-                    conn.raw.execute(f"SET LOCAL lock_timeout = {int(self.timeout * 1000)}")
                     if migrating:
+                        conn.send_deferred()
                         schema.migrate(conn.raw, schema=search_path_schema(self.url))
-                    conn.raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                    if ordered:
+                        conn.defer(f"SELECT pg_advisory_xact_lock({WRITE_LOCK})")
                 except BaseException:
                     self._rollback(conn)
                     raise
             self._depth = 1
+            conn.batching = True
             try:
-                # Pipelined: statements whose results the block does not read go out without a round trip
-                # each; a read (or the COMMIT) waits for everything before it.
-                with conn.raw.pipeline() as pipeline:
-                    conn.pipeline = pipeline
-                    try:
-                        yield conn
-                        with self._guarded("write to"):
-                            conn.execute("COMMIT")
-                    finally:
-                        conn.pipeline = None
+                yield conn
+                with self._guarded("write to"):
+                    conn.execute("COMMIT")
             except BaseException as exc:
                 self.names.forget_uncommitted()
                 self._rollback(conn)
@@ -257,6 +264,33 @@ class PgCatalog:
                 raise
             finally:
                 self._depth = 0
+                conn.batching = False
+
+    def _settle_later(self) -> None:
+        with self._settle:
+            self._settle_at = time.monotonic() + SETTLE
+            if self._settler is None or not self._settler.is_alive():
+                self._settler = threading.Thread(target=self._settle_loop, name="lgm-pg-settle", daemon=True)
+                self._settler.start()
+            self._settle.notify()
+
+    def _settle_loop(self) -> None:
+        while True:
+            with self._settle:
+                while not self._closed and (self._settle_at is None or time.monotonic() < self._settle_at):
+                    wait = None if self._settle_at is None else max(self._settle_at - time.monotonic(), 0.0)
+                    self._settle.wait(wait)
+                if self._closed:
+                    return
+                self._settle_at = None
+            with self._lock:
+                conn = self._conn
+                if conn is None or conn.closed or self._depth or self._in_snapshot or not conn.only_ends_deferred():
+                    continue
+                try:
+                    conn.flush()
+                except psycopg.Error:  # the next call reconnects; a read transaction has nothing to lose
+                    self._drop_connection()
 
     def _rollback(self, conn: PgConnection) -> None:
         try:
@@ -270,6 +304,8 @@ class PgCatalog:
         with self._lock:
             self._closed = True
             self._drop_connection()
+        with self._settle:
+            self._settle.notify()
 
     def __enter__(self) -> PgCatalog:
         return self
