@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog.catalog import Catalog

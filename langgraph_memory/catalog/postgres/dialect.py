@@ -100,7 +100,6 @@ def translate(sql: str) -> str:
     out = _SCALAR.sub(lambda m: f"{'GREATEST' if m[1].lower() == 'max' else 'LEAST'}({m[2]},{m[3]})", out)
     out = _GROUP_CONCAT.sub(lambda m: f"string_agg(CAST({m[1]} AS TEXT),", out)
     out = out.replace("char(31)", "chr(31)")
-    out = _CROSS_ON.sub(r"JOIN \1 ON", out)
     out = _BOOL_SUM.sub(lambda m: f"sum(CASE WHEN {m[1]} THEN 1 ELSE 0 END)", out)
     # The filter index keeps values as JSONB: literal numbers compare as JSON numbers, and a
     # union with text columns reads the JSON string's text.
