@@ -55,6 +55,8 @@ def test_writes_and_searches_go_on_while_the_chroma_server_is_killed_and_it_catc
             _put(store, i)
         during = mem.store_lesson("Carry unwinds when funding costs jump")
         _put(other, 60)
+        # The index catches up after each commit, in a thread of its own: let it meet the dead server.
+        assert store.wait_for_index(60) and other.wait_for_index(60)
         # Small scopes: scored exactly, from either machine.
         assert store.search(("notes", "desk"), query="acknowledged note 45", limit=1)[0].key == "k45"
         hit = other.search(("notes", "desk"), query="acknowledged note 60", limit=1)[0]
@@ -90,7 +92,8 @@ def test_writes_and_searches_go_on_while_the_chroma_server_is_killed_and_it_catc
         report = index_integrity(other)
         assert report["memories"]["catalog"] == 62 and not _whole(report), _whole(report)
         assert report["lessons_learned"]["catalog"] == report["lessons_learned"]["server"] == 2
-        assert store.vector_index.health.recoveries >= 2
+        # Each outage was caught up from the catalog by a machine (which one sees it first depends on timing).
+        assert store.vector_index.health.recoveries + other.vector_index.health.recoveries >= 2
     finally:
         other.close()
         mem.close()
