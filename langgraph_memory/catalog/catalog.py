@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from langgraph_memory._infra import sqlite as _sqlite
 from langgraph_memory.catalog._schema import migrate
@@ -204,12 +204,12 @@ class Catalog:
     # ---------------------------------------------------------------- meta
 
     @staticmethod
-    def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
+    def get_meta(conn: Any, key: str) -> str | None:
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else row[0]
 
     @staticmethod
-    def set_meta(conn: sqlite3.Connection, key: str, value: str | None) -> None:
+    def set_meta(conn: Any, key: str, value: str | None) -> None:
         if value is None:
             conn.execute("DELETE FROM meta WHERE key = ?", (key,))
         else:

@@ -39,6 +39,7 @@ import psycopg
 import psycopg.conninfo
 
 from langgraph_memory._infra.pg import redact, search_path_schema
+from langgraph_memory.catalog.catalog import Catalog
 from langgraph_memory.catalog.items import NamespaceIds
 from langgraph_memory.catalog.postgres import schema
 from langgraph_memory.catalog.postgres.connection import PgConnection
@@ -315,25 +316,10 @@ class PgCatalog:
 
     # ---------------------------------------------------------------- meta
 
-    @staticmethod
-    def get_meta(conn: Any, key: str) -> str | None:
-        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else row[0]
-
-    @staticmethod
-    def set_meta(conn: Any, key: str, value: str | None) -> None:
-        if value is None:
-            conn.execute("DELETE FROM meta WHERE key = ?", (key,))
-        else:
-            conn.execute(
-                "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (key, value),
-            )
-
-    def meta(self, key: str) -> str | None:
-        """One setting, read in its own statement."""
-        with self.read() as conn:
-            return self.get_meta(conn, key)
+    # The same statements as the SQLite catalog's, through the dialect translation.
+    get_meta = staticmethod(Catalog.get_meta)
+    set_meta = staticmethod(Catalog.set_meta)
+    meta = Catalog.meta
 
     @property
     def where(self) -> str:
