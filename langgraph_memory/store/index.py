@@ -11,11 +11,13 @@ after a crash, is harmless.
 Opening checks that Chroma agrees with the catalog, as cheaply as the
 situation allows (`ChromaIndex.open()`):
 
-* after a clean close, when the folder's files are exactly as sealed, nothing
-  more than applying what is queued;
-* after a crash, or when the files changed since, a probe subprocess opens
-  the folder first (a damaged segment can crash the process that opens it),
-  then counts and an id-set comparison repair what differs;
+* after a clean close, when the folder's files (names, sizes, content) are
+  exactly as sealed, nothing more than applying what is queued;
+* after a clean close, when the files changed since (bit rot), the folder is
+  never opened: a rebuild replaces it;
+* after a crash, a probe subprocess opens the folder first (a damaged
+  segment can crash the process that opens it), then counts and an id-set
+  comparison repair what differs;
 * a folder that crashes, fails or answers wrongly is rebuilt from the
   catalog's vectors into a new folder (or, on a Chroma server, new
   collections), and the store switches over; nothing is re-embedded.
@@ -45,7 +47,7 @@ from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog import vectors as _vectors
 from langgraph_memory.errors import DiskFullError, LangGraphMemoryError, StoreBackendError
 from langgraph_memory.store._probe import probe, unreachable
-from langgraph_memory.store._session import SessionLock, fingerprint
+from langgraph_memory.store._session import SessionLock, fingerprint, is_content_seal
 from langgraph_memory.store.registry import default_collections
 
 __all__ = ["ChromaIndex", "IndexUnavailable", "RebuildReport", "record_id", "parse_record_id"]
@@ -364,7 +366,20 @@ class ChromaIndex:
         elif not folder.exists():
             if total:
                 self._rebuild_or_degrade(f"the index folder {folder} is missing", progress)
-        elif seal != fingerprint(folder):
+        elif (now := fingerprint(folder)) == seal:
+            pass
+        elif is_content_seal(seal):
+            # Closed cleanly, then changed on disk: a damaged HNSW file can crash the process that loads it,
+            # and a probe samples only some records, so the files are never opened; the catalog has it all.
+            # Marked broken first, so that an open after a failed rebuild (a full disk) rebuilds as well.
+            with self.catalog.write() as conn:
+                self.catalog.set_meta(conn, _BROKEN_KEY, "1")
+            self._rebuild_or_degrade(
+                f"the index files in {folder} changed after the last clean close (damaged on disk, or written "
+                f"by another program; content hash {now[:19]} against the seal's {(seal or '')[:19]})",
+                progress,
+            )
+        else:
             if total <= REBUILD_MAX:
                 self._rebuild_or_degrade(
                     f"the index was not closed cleanly; {total:,} vectors are rebuilt faster than checked", progress

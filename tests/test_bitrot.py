@@ -1,0 +1,80 @@
+"""Bit rot in a closed data directory: no crash, nothing lost, no wrong answer.
+
+Bits flipped inside the index's files (``data_level0.bin`` above all) with
+their sizes and modification times kept once made the next process die with
+SIGSEGV on its first put or search: the seal trusted names, sizes and
+mtimes. Here, round after round, bits are flipped in one file of the closed
+directory (every file but the catalog, in turn), and a fresh process opens
+it, reads every item back, finds each by its own vector and by its text,
+and puts more (`tests/helpers/bitrot.py`). The short version of
+``python bench/crash_bench.py --bitrot 200``.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.bitrot import NAMESPACE, flip_bits, run_child, targets, text_of
+
+DIMS = 16
+N = 3000  # what it took to crash a put on main
+ROUNDS = 10
+FLIPS = 8  # bits flipped per round, in one file
+
+
+def _build(data_dir: Path) -> list[str]:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langgraph.store.base import PutOp
+
+    from langgraph_memory.store import ChromaStore
+
+    keys = [f"k{i}" for i in range(N)]
+    store = ChromaStore(
+        data_dir=data_dir, index={"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS), "fields": ["text"]}
+    )
+    try:
+        for start in range(0, N, 500):
+            store.batch([PutOp(NAMESPACE, k, {"text": text_of(k), "key": k}) for k in keys[start : start + 500]])
+    finally:
+        store.close()
+    return keys
+
+
+# One file per round: the HNSW vectors-and-links file three times, every other file once.
+PLAN = [
+    "data_level0.bin",
+    "embeddings.sqlite",
+    "chroma.sqlite3",
+    "link_lists.bin",
+    "data_level0.bin",
+    "header.bin",
+    "length.bin",
+    "index_metadata.pickle",
+    "data_level0.bin",
+    "lgm-generation",
+]
+
+
+def _target(data_dir: Path, name: str) -> Path:
+    (path,) = [f for f in targets(data_dir) if f.name == name]
+    return path
+
+
+@pytest.mark.slow
+def test_bit_rot_never_crashes_loses_or_misleads(tmp_path: Path) -> None:
+    data_dir = tmp_path / "memory"
+    ledger = _build(data_dir)
+    rng = random.Random(26)
+    assert len(PLAN) == ROUNDS
+    for r, name in enumerate(PLAN):
+        target = _target(data_dir, name)
+        flip_bits(target, rng, FLIPS)
+        new = [f"r{r}-{i}" for i in range(100)]
+        result = run_child(data_dir, ledger, dims=DIMS, new=new, seed=r)
+        assert not result.crashed, f"round {r + 1} ({target.name}): the process died: {result.summary()}"
+        assert result.ok, f"round {r + 1} ({target.name}): {result.summary()}"
+        assert result.acked == new
+        ledger += result.acked
