@@ -12,6 +12,7 @@ and puts more (`tests/helpers/bitrot.py`). The short version of
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
@@ -78,3 +79,38 @@ def test_bit_rot_never_crashes_loses_or_misleads(tmp_path: Path) -> None:
         assert result.ok, f"round {r + 1} ({target.name}): {result.summary()}"
         assert result.acked == new
         ledger += result.acked
+
+
+def test_a_flipped_bit_in_the_embedding_cache_costs_a_re_embedding_not_a_wrong_vector(tmp_path: Path) -> None:
+    import numpy as np
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langgraph_memory.store.embeddings import CachedEmbeddings
+
+    inner = DeterministicFakeEmbedding(size=DIMS)
+    path = tmp_path / "embeddings.sqlite"
+    texts = [text_of(f"c{i}") for i in range(50)]
+    cache = CachedEmbeddings(inner, path=path)
+    cache.embed_documents(texts)
+    cache.close()
+    # Flip one bit in the middle of each of the first ten cached vectors, size and mtime kept.
+    data = path.read_bytes()
+    st = path.stat()
+    with open(path, "r+b") as f:
+        for text in texts[:10]:
+            at = data.find(np.asarray(inner.embed_query(text), dtype=np.float32).tobytes())
+            assert at >= 0
+            f.seek(at + DIMS * 2)
+            f.write(bytes([data[at + DIMS * 2] ^ 0x10]))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    cache = CachedEmbeddings(inner, path=path)
+    try:
+
+        def f32(vectors: list[list[float]]) -> np.ndarray:
+            return np.asarray(vectors, dtype=np.float32)
+
+        assert np.array_equal(f32(cache.embed_documents(texts)), f32([inner.embed_query(t) for t in texts]))
+        assert cache.misses == 10  # the damaged rows were embedded anew
+        assert np.array_equal(f32([cache.embed_query(texts[0])]), f32([inner.embed_query(texts[0])]))
+    finally:
+        cache.close()
