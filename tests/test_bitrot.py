@@ -114,3 +114,72 @@ def test_a_flipped_bit_in_the_embedding_cache_costs_a_re_embedding_not_a_wrong_v
         assert np.array_equal(f32([cache.embed_query(texts[0])]), f32([inner.embed_query(texts[0])]))
     finally:
         cache.close()
+
+
+def _kill_while_open(data_dir: Path) -> None:
+    """A process opens the store and dies by SIGKILL: an unclean shutdown."""
+    import signal
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from langchain_core.embeddings import DeterministicFakeEmbedding\n"
+        "from langgraph_memory.store import ChromaStore\n"
+        f"s = ChromaStore(data_dir=sys.argv[1], index={{'dims': {DIMS}, 'embed': DeterministicFakeEmbedding(size={DIMS})}})\n"
+        "print('ready', flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(data_dir)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready", proc.stderr
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+
+
+def _damage_leaf_of(path: Path, table: str) -> None:
+    """Flip one bit of the page type of a b-tree leaf of ``table`` (size and mtime kept)."""
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    try:
+        (page_size,) = conn.execute("PRAGMA page_size").fetchone()
+        pages = [r[0] for r in conn.execute("SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf'", (table,))]
+    finally:
+        conn.close()
+    assert pages
+    start = (pages[len(pages) // 2] - 1) * page_size
+    st = path.stat()
+    with open(path, "r+b") as f:
+        f.seek(start)
+        kind = f.read(1)[0]
+        assert kind in (0x0A, 0x0D)  # an index or table b-tree leaf
+        f.seek(start)
+        f.write(bytes([kind ^ 0x01]))  # no valid page type
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def test_a_damaged_catalog_page_is_found_on_the_open_after_an_unclean_shutdown(tmp_path: Path) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langgraph_memory.errors import CorruptFileError
+    from langgraph_memory.store import ChromaStore
+
+    data_dir = tmp_path / "memory"
+    _build(data_dir)
+    _kill_while_open(data_dir)
+    # A page of the filter index, which nothing reads until a filter needs it.
+    _damage_leaf_of(data_dir / "catalog.sqlite", "fields")
+    with pytest.raises(CorruptFileError) as err:
+        ChromaStore(data_dir=data_dir, index={"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS)})
+    assert "catalog.sqlite" in str(err.value) and "quick_check" in str(err.value)
