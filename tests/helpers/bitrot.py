@@ -93,13 +93,22 @@ class ChildResult:
 
 
 def run_child(
-    data_dir: Path, ledger: list[str], *, dims: int, new: list[str], seed: int, timeout: float = 600
+    data_dir: Path,
+    ledger: list[str],
+    *,
+    dims: int,
+    new: list[str],
+    seed: int,
+    checked: int = CHECKED_MAX,
+    timeout: float = 600,
 ) -> ChildResult:
     """Open ``data_dir`` in a fresh process, check ``ledger`` and put ``new``; the parent adds ``acked``."""
     root = Path(__file__).resolve().parents[2]
     path = os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])
     env = dict(os.environ, PYTHONPATH=path, HF_HUB_OFFLINE="1")
-    payload = json.dumps({"data_dir": str(data_dir), "ledger": ledger, "dims": dims, "new": new, "seed": seed})
+    payload = json.dumps(
+        {"data_dir": str(data_dir), "ledger": ledger, "dims": dims, "new": new, "seed": seed, "checked": checked}
+    )
     proc = subprocess.run(
         [sys.executable, str(Path(__file__).resolve())],
         input=payload,
@@ -154,14 +163,15 @@ def _main() -> None:
         report: dict[str, list[str]] = {"missing": [], "wrong_value": [], "wrong_by_vector": [], "wrong_by_text": []}
         rng = random.Random(spec["seed"])
         ledger = spec["ledger"]
-        sample = ledger if len(ledger) <= CHECKED_MAX else rng.sample(ledger, CHECKED_MAX)
+        checked = spec["checked"]
+        sample = ledger if len(ledger) <= checked else rng.sample(ledger, checked)
         _check(store, emb, sample, report)
         new = spec["new"]
         for start in range(0, len(new), 50):
             batch = new[start : start + 50]
             store.batch([PutOp(NAMESPACE, k, {"text": text_of(k), "key": k}) for k in batch])
             print("acked " + json.dumps(batch), flush=True)
-        _check(store, emb, new[-CHECKED_MAX:], report)
+        _check(store, emb, new[-checked:], report)
         rebuilt = store.vector_index.last_rebuild is not None
     finally:
         store.close()
