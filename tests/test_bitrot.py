@@ -24,6 +24,7 @@ DIMS = 16
 N = 3000  # what it took to crash a put on main
 ROUNDS = 10
 FLIPS = 8  # bits flipped per round, in one file
+CHECKED = 100  # acknowledged items each fresh process reads back and searches for (besides its own new ones)
 
 
 def _build(data_dir: Path) -> list[str]:
@@ -74,7 +75,7 @@ def test_bit_rot_never_crashes_loses_or_misleads(tmp_path: Path) -> None:
         target = _target(data_dir, name)
         flip_bits(target, rng, FLIPS)
         new = [f"r{r}-{i}" for i in range(100)]
-        result = run_child(data_dir, ledger, dims=DIMS, new=new, seed=r)
+        result = run_child(data_dir, ledger, dims=DIMS, new=new, seed=r, checked=CHECKED)
         assert not result.crashed, f"round {r + 1} ({target.name}): the process died: {result.summary()}"
         assert result.ok, f"round {r + 1} ({target.name}): {result.summary()}"
         assert result.acked == new
@@ -183,3 +184,60 @@ def test_a_damaged_catalog_page_is_found_on_the_open_after_an_unclean_shutdown(t
     with pytest.raises(CorruptFileError) as err:
         ChromaStore(data_dir=data_dir, index={"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS)})
     assert "catalog.sqlite" in str(err.value) and "quick_check" in str(err.value)
+
+
+def _small(data_dir: Path, n: int = 300) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langgraph.store.base import PutOp
+
+    from langgraph_memory.store import ChromaStore
+
+    store = ChromaStore(data_dir=data_dir, index={"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS)})
+    try:
+        store.batch([PutOp(NAMESPACE, f"k{i}", {"text": text_of(f"k{i}")}) for i in range(n)])
+    finally:
+        store.close()
+
+
+def _reopen(data_dir: Path):  # -> ChromaStore
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langgraph_memory.store import ChromaStore
+
+    return ChromaStore(data_dir=data_dir, index={"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS)})
+
+
+def test_a_copy_with_new_modification_times_keeps_its_seal(tmp_path: Path) -> None:
+    import shutil
+
+    _small(tmp_path / "a")
+    shutil.copytree(tmp_path / "a", tmp_path / "b", copy_function=shutil.copyfile)  # cp -r: new mtimes
+    store = _reopen(tmp_path / "b")
+    try:  # the same content: trusted as sealed, neither probed nor rebuilt
+        assert store.vector_index.last_rebuild is None and store.vector_index.probe_seconds is None
+        assert store.vector_index.catalog_check_seconds is None
+    finally:
+        store.close()
+
+
+def test_a_seal_of_an_older_version_counts_as_an_unclean_shutdown(tmp_path: Path) -> None:
+    import sqlite3
+
+    data_dir = tmp_path / "memory"
+    _small(data_dir)
+    conn = sqlite3.connect(data_dir / "catalog.sqlite")
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'index_seal'", ("0" * 64,))  # names, sizes and mtimes
+    assert conn.total_changes == 1
+    conn.commit()
+    conn.close()
+    store = _reopen(data_dir)
+    try:  # not taken for bit rot: the path after a crash (a small index is rebuilt unopened)
+        assert store.vector_index.last_rebuild is not None
+        assert "not closed cleanly" in store.vector_index.last_rebuild.reason
+    finally:
+        store.close()
+    again = _reopen(data_dir)  # the clean close wrote a content seal
+    try:
+        assert again.vector_index.last_rebuild is None and again.vector_index.probe_seconds is None
+    finally:
+        again.close()
