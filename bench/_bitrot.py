@@ -32,9 +32,12 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,56 +67,110 @@ def _build(data_dir: Path, items: int, dims: int, log: Log) -> list[str]:
     return keys
 
 
-def bitrot(rounds: int, items: int, dims: int, checked: int, seed: int, log: Log) -> list[list[str]]:
-    tmp = Path(tempfile.mkdtemp(prefix="lgm-bitrot-bench-"))
+@dataclass
+class _Chain:
+    """One directory's rounds: what its fresh processes found."""
+
+    crashes: list[str] = field(default_factory=list)
+    exits: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    lost: int = 0
+    wrong_vector: int = 0
+    wrong_text: int = 0
+    rebuilt: int = 0
+    acknowledged: int = 0
+    by_file: Counter[str] = field(default_factory=Counter)
+    seconds: list[float] = field(default_factory=list)
+
+
+def _chain(
+    name: str,
+    rounds: int,
+    template: Path,
+    keys: list[str],
+    dims: int,
+    checked: int,
+    seed: int,
+    progress: Callable[[_Chain], None],
+) -> _Chain:
+    tmp = Path(tempfile.mkdtemp(prefix=f"lgm-bitrot-bench-{name}-"))
     data_dir = tmp / "memory"
     rng = random.Random(seed)
-    crashes: list[str] = []
-    exits: list[str] = []
-    errors: list[str] = []
-    lost = wrong_value = wrong_vector = wrong_text = rebuilt = 0
-    by_file: Counter[str] = Counter()
-    seconds: list[float] = []
-    started = time.perf_counter()
+    out = _Chain()
     try:
-        ledger = _build(data_dir, items, dims, log)
+        shutil.copytree(template, data_dir)  # the same content: its seal holds
+        ledger = list(keys)
         for r in range(rounds):
             files = targets(data_dir)
             level0 = [f for f in files if f.name == "data_level0.bin"]
             others = [f for f in files if f.name != "data_level0.bin"]
             target = level0[0] if level0 and (r % 2 == 0 or not others) else rng.choice(others)
             flip_bits(target, rng, 1)
-            by_file[target.name] += 1
-            new = [f"r{r}-{i}" for i in range(50)]
+            out.by_file[target.name] += 1
+            new = [f"{name}-r{r}-{i}" for i in range(50)]
             t = time.perf_counter()
-            res = run_child(data_dir, ledger, dims=dims, new=new, seed=r, checked=checked)
-            seconds.append(time.perf_counter() - t)
+            res = run_child(data_dir, ledger, dims=dims, new=new, seed=seed + r, checked=checked)
+            out.seconds.append(time.perf_counter() - t)
             ledger += res.acked
-            rebuilt += res.rebuilt
-            lost += len(res.missing) + len(res.wrong_value)
-            wrong_value += len(res.wrong_value)
-            wrong_vector += len(res.wrong_by_vector)
-            wrong_text += len(res.wrong_by_text)
+            out.acknowledged = len(ledger)
+            out.rebuilt += res.rebuilt
+            out.lost += len(res.missing) + len(res.wrong_value)
+            out.wrong_vector += len(res.wrong_by_vector)
+            out.wrong_text += len(res.wrong_by_text)
+            where = f"{name} round {r + 1} ({target.name})"
             if res.crashed:
-                crashes.append(f"round {r + 1} ({target.name}): {res.summary()}")
+                out.crashes.append(f"{where}: {res.summary()}")
             elif res.returncode != 0:
-                exits.append(f"round {r + 1} ({target.name}): {res.summary()}")
+                out.exits.append(f"{where}: {res.summary()}")
             elif res.problems:
-                errors.append(f"round {r + 1} ({target.name}): {res.summary()}")
-            if (r + 1) % 10 == 0:
-                log(
-                    f"  {r + 1}/{rounds} flips: crashes {len(crashes)}, errors {len(exits)}, wrong {len(errors)}, "
-                    f"rebuilt {rebuilt}, {len(ledger):,} items acknowledged"
-                )
+                out.errors.append(f"{where}: {res.summary()}")
+            progress(out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def bitrot(rounds: int, items: int, dims: int, checked: int, seed: int, log: Log, chains: int = 1) -> list[list[str]]:
+    """``rounds`` flips over ``chains`` directories checked side by side (each chain's rounds in sequence)."""
+    started = time.perf_counter()
+    done = [0]
+    lock = threading.Lock()
+
+    def progress(_c: _Chain) -> None:
+        with lock:
+            done[0] += 1
+            if done[0] % 10 == 0:
+                log(f"  {done[0]}/{rounds} flips")
+
+    share = [rounds // chains + (1 if i < rounds % chains else 0) for i in range(chains)]
+    tmp = Path(tempfile.mkdtemp(prefix="lgm-bitrot-template-"))
+    try:
+        keys = _build(tmp / "memory", items, dims, log)
+        with ThreadPoolExecutor(chains) as pool:
+            results = list(
+                pool.map(
+                    lambda i: _chain(f"c{i}", share[i], tmp / "memory", keys, dims, checked, seed + 1000 * i, progress),
+                    range(chains),
+                )
+            )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    crashes = [x for c in results for x in c.crashes]
+    exits = [x for c in results for x in c.exits]
+    errors = [x for c in results for x in c.errors]
+    lost = sum(c.lost for c in results)
+    wrong_vector = sum(c.wrong_vector for c in results)
+    wrong_text = sum(c.wrong_text for c in results)
+    rebuilt = sum(c.rebuilt for c in results)
+    by_file: Counter[str] = sum((c.by_file for c in results), Counter())
+    seconds = [x for c in results for x in c.seconds]
     for line in (crashes + exits + errors)[:10]:
         log("FAIL " + line)
     minutes = (time.perf_counter() - started) / 60
     return [
         [
-            f"bit flips (one per round, size and mtime kept), each checked by a fresh process; {items:,} items "
-            f"({dims}-d) to start",
+            f"bit flips (one per round, size and mtime kept), each checked by a fresh process; {chains} "
+            f"directories of {items:,} items ({dims}-d) to start, checked side by side",
             f"{rounds} in {minutes:.1f} min",
         ],
         ["  flips per file", ", ".join(f"{name} {n}" for name, n in by_file.most_common())],

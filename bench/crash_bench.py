@@ -226,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bitrot-items", type=int, default=3000)
     ap.add_argument("--bitrot-dims", type=int, default=16)
     ap.add_argument("--bitrot-checked", type=int, default=100, help="acknowledged items each child checks")
+    ap.add_argument("--bitrot-chains", type=int, default=1, help="directories flipped and checked side by side")
     ap.add_argument("--seal-cost", action="store_true", help="time the content seal (no kills)")
     ap.add_argument("--seal-items", type=int, default=100_000)
     ap.add_argument("--seal-target", type=int, default=1_000_000)
@@ -275,7 +276,9 @@ def _bitrot_main(args: argparse.Namespace, log: Callable[[str], None], argv: lis
     rows: list[list[str]] = []
     if args.bitrot:
         log(f"bit rot: {args.bitrot} flips")
-        rows += bitrot(args.bitrot, args.bitrot_items, args.bitrot_dims, args.bitrot_checked, args.seed, log)
+        rows += bitrot(
+            args.bitrot, args.bitrot_items, args.bitrot_dims, args.bitrot_checked, args.seed, log, args.bitrot_chains
+        )
     if args.seal_cost:
         log(f"seal cost at {args.seal_items:,} and {args.seal_target:,} vectors")
         rows += seal_cost(args.seal_items, args.seal_target, 3, log)
