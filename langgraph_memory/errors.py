@@ -40,6 +40,8 @@ __all__ = [
     "DiskFullError",
     "ReadOnlyError",
     "CorruptFileError",
+    "ServerUnavailableError",
+    "MigrationError",
     "ModelMismatchError",
     "BundleError",
     "IngestError",
@@ -170,6 +172,24 @@ class ReadOnlyError(StorageError):
 
 class CorruptFileError(StorageError):
     """A file of the data directory is damaged: not the format it should be, or truncated."""
+
+
+class ServerUnavailableError(StorageError, ConnectionError):
+    """The PostgreSQL server holding the catalog (or the Chroma server holding the index) cannot be reached.
+
+    Raised within the configured timeout, never after a hang; nothing of the
+    failed call was stored. The library reconnects by itself once the server
+    is back, so the same call can simply be retried.
+    """
+
+
+class MigrationError(StorageError):
+    """Moving a memory between a data directory and a PostgreSQL server could not be done or verified.
+
+    The target holds a different memory, or after copying its row counts
+    differ from the source's (the message names the tables). The source is
+    never changed; running the migration again is safe.
+    """
 
 
 class ModelMismatchError(ConfigError):

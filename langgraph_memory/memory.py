@@ -269,11 +269,14 @@ class Memory(ResearchAPI, ProceduralAPI):
         lock_timeout: float | None = None,
         session_config: SessionConfig | None = None,
         create_parents: bool = False,
+        local_dir: str | os.PathLike[str] | None = None,
     ) -> Memory:
         """Open (creating if needed) a data directory.
 
         Args:
-            data_dir: argument > ``LANGGRAPH_MEMORY_DIR`` > config file > ``./memory``.
+            data_dir: argument > ``LANGGRAPH_MEMORY_URL`` > ``LANGGRAPH_MEMORY_DIR`` >
+                config file > ``./memory``. A ``postgresql://`` address opens the
+                memory on that server (threads go to its ``PostgresCheckpointer``).
                 A missing data directory is created when the folder above it
                 exists; a deeper missing path (often a typo) is a `ConfigError`
                 unless ``create_parents=True``.
@@ -302,6 +305,10 @@ class Memory(ResearchAPI, ProceduralAPI):
                 (argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT`` > config file > 30).
             session_config: session boundaries, promotion and cleanup for
                 ``mem.sessions`` (``SessionConfig``'s defaults).
+            local_dir: with a ``postgresql://`` address, the folder for what
+                stays local (embedding cache, archive files); argument >
+                ``LANGGRAPH_MEMORY_LOCAL_DIR`` > config file > a folder under
+                ``~/.cache/langgraph-memory`` named after the server.
 
         Examples:
             >>> mem = Memory.open("./memory", ttl={"default_ttl": 60 * 24 * 30})  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
@@ -322,6 +329,7 @@ class Memory(ResearchAPI, ProceduralAPI):
                 "ttl": ttl,
                 "chroma_client": chroma_client,
                 "lock_timeout": lock_timeout,
+                "local_dir": local_dir,
             }
             clash = [k for k, v in given.items() if v is not None]
             if clash:
@@ -331,8 +339,9 @@ class Memory(ResearchAPI, ProceduralAPI):
         opened: list[Callable[[], None]] = []
         try:
             if store is None:
-                settings = Settings.resolve(data_dir, lock_timeout=lock_timeout)
-                _check_parent(settings.data_dir, create_parents)
+                settings = Settings.resolve(data_dir, lock_timeout=lock_timeout, local_dir=local_dir)
+                if settings.catalog_url is None:
+                    _check_parent(settings.data_dir, create_parents)
                 if embeddings is False:
                     index = None
                 elif embeddings is not None:
@@ -343,15 +352,14 @@ class Memory(ResearchAPI, ProceduralAPI):
                 opened.append(store.close)
             owns_checkpointer = checkpointer is None
             if checkpointer is None:
-                from langgraph_memory.checkpoint import SqliteCheckpointer
+                from langgraph_memory.checkpoint.factory import open_checkpointer
 
-                checkpointer = SqliteCheckpointer(
-                    store.settings.checkpoints_path, lock_timeout=store.settings.lock_timeout
-                )
+                # On a server, threads go beside the memory, so every worker resumes every thread.
+                checkpointer = open_checkpointer(store.settings)
         except BaseException:
             unwind(opened, "Memory.open")
             raise
-        logger.debug("opened memory at %s", store.settings.data_dir)
+        logger.debug("opened memory at %s", store.settings.where)
         return cls(
             store,
             checkpointer,

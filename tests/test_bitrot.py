@@ -170,6 +170,7 @@ def _damage_leaf_of(path: Path, table: str) -> None:
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
+@pytest.mark.sqlite_only("damages a page of the catalog's SQLite file")
 def test_a_damaged_catalog_page_is_found_on_the_open_after_an_unclean_shutdown(tmp_path: Path) -> None:
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
@@ -220,6 +221,7 @@ def test_a_copy_with_new_modification_times_keeps_its_seal(tmp_path: Path) -> No
         store.close()
 
 
+@pytest.mark.sqlite_only("writes the seal into the catalog's SQLite file")
 def test_a_seal_of_an_older_version_counts_as_an_unclean_shutdown(tmp_path: Path) -> None:
     import sqlite3
 

@@ -46,18 +46,26 @@ class LineageStore:
     """
 
     def __init__(self, catalog: Catalog | str | os.PathLike[str], *, lock_timeout: float | None = None) -> None:
-        if isinstance(catalog, Catalog):
-            self.catalog = catalog
-            self._owns = False
-        else:
+        if isinstance(catalog, (str, os.PathLike)):
             self.catalog = Catalog(Path(catalog).expanduser(), timeout=resolve_lock_timeout(lock_timeout))
             self._owns = True
+        else:  # an open catalog: the SQLite file's, or PgCatalog (same interface)
+            self.catalog = catalog
+            self._owns = False
         self.path = self.catalog.path
 
     @classmethod
     def for_data_dir(cls, data_dir: str | os.PathLike[str], **kwargs: Any) -> LineageStore:
-        """Open the catalog of ``data_dir``."""
-        return cls(Path(data_dir) / CATALOG_FILE, **kwargs)
+        """Open the catalog of ``data_dir`` (a data directory, or a ``postgresql://`` address)."""
+        from langgraph_memory.catalog.factory import open_catalog
+        from langgraph_memory.config import Settings
+
+        settings = Settings.resolve(data_dir, lock_timeout=kwargs.get("lock_timeout"))
+        if settings.catalog_url is None:
+            return cls(settings.data_dir / CATALOG_FILE, **kwargs)
+        lineage = cls(open_catalog(settings))
+        lineage._owns = True
+        return lineage
 
     @property
     def closed(self) -> bool:

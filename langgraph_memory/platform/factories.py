@@ -21,7 +21,9 @@ Add to ``langgraph.json``:
 factories are exported from the package root.)
 
 Where the data lives comes from the environment, as everywhere in this
-package: ``LANGGRAPH_MEMORY_DIR`` (else the config file, else ``./memory``
+package: ``LANGGRAPH_MEMORY_URL`` (a ``postgresql://`` address: the memory
+and its threads on that server, local files in ``LANGGRAPH_MEMORY_LOCAL_DIR``)
+or ``LANGGRAPH_MEMORY_DIR`` (else the config file, else ``./memory``
 under the server's working directory), and optionally
 ``LANGGRAPH_MEMORY_CHROMA_URL`` for a Chroma server holding the index. Every
 loop of one server process shares one store and one checkpointer (both are
@@ -46,15 +48,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
-from langgraph_memory.config import DATA_DIR_ENV
+from langgraph_memory.config import DATA_DIR_ENV, URL_ENV
 from langgraph_memory.errors import ConfigError
 
 if TYPE_CHECKING:  # imported where a factory opens one: `import langgraph_memory` stays cheap
     from langgraph_memory.checkpoint import SqliteCheckpointer
+    from langgraph_memory.checkpoint.postgres import PostgresCheckpointer
     from langgraph_memory.store import ChromaStore
 
 __all__ = [
+    "CHROMA_TOKEN_ENV",
     "CHROMA_URL_ENV",
+    "chroma_client_from_env",
     "STORE_CONFIG_ENV",
     "open_checkpointer",
     "open_store",
@@ -71,6 +76,9 @@ STORE_CONFIG_ENV = "LANGGRAPH_STORE"
 
 CHROMA_URL_ENV = "LANGGRAPH_MEMORY_CHROMA_URL"
 """An optional Chroma server (``http://host:port``) to hold the index instead of ``<data_dir>/chroma``."""
+
+CHROMA_TOKEN_ENV = "LANGGRAPH_MEMORY_CHROMA_TOKEN"
+"""A bearer token sent to that Chroma server (for a proxy in front of it that checks one)."""
 
 T = TypeVar("T")
 
@@ -153,15 +161,22 @@ def resolve_embed(embed: Any, *, base: str | os.PathLike[str] | None = None) -> 
 
 
 def _check_data_dir(data_dir: str | os.PathLike[str] | None) -> None:
+    """Refuse a Chroma address where the memory's location goes (a ``postgresql://`` address is a memory)."""
     value = str(data_dir) if data_dir is not None else os.environ.get(DATA_DIR_ENV, "")
-    if urlsplit(value).scheme in {"postgres", "postgresql", "http", "https"}:
+    if urlsplit(value).scheme in {"http", "https"}:
         raise ConfigError(
-            f"{DATA_DIR_ENV}={value!r} is an address, not a folder: this factory keeps its data in a "
-            f"folder. Set {DATA_DIR_ENV} to a folder (a Chroma server goes in {CHROMA_URL_ENV})."
+            f"{DATA_DIR_ENV}={value!r} is a Chroma address, not a memory: set {DATA_DIR_ENV} to a folder "
+            f"(or {URL_ENV} to a postgresql:// address), and put a Chroma server in {CHROMA_URL_ENV}."
         )
 
 
-def _chroma_client() -> Any | None:
+def chroma_client_from_env() -> Any | None:
+    """A ``chromadb.HttpClient`` for ``LANGGRAPH_MEMORY_CHROMA_URL`` (None when it is unset).
+
+    ``LANGGRAPH_MEMORY_CHROMA_TOKEN``, if set, is sent as ``Authorization:
+    Bearer <token>`` on every request (for a server behind a proxy that
+    checks it: ``chroma run`` itself has no authentication).
+    """
     url = os.environ.get(CHROMA_URL_ENV)
     if not url:
         return None
@@ -171,12 +186,17 @@ def _chroma_client() -> Any | None:
     import chromadb
     from chromadb.config import Settings as ChromaSettings
 
+    token = os.environ.get(CHROMA_TOKEN_ENV)
     return chromadb.HttpClient(
         host=parts.hostname,
         port=parts.port or (443 if parts.scheme == "https" else 8000),
         ssl=parts.scheme == "https",
+        headers={"Authorization": f"Bearer {token}"} if token else None,
         settings=ChromaSettings(anonymized_telemetry=False),
     )
+
+
+_chroma_client = chroma_client_from_env
 
 
 def open_store(
@@ -217,12 +237,12 @@ def open_store(
     opened = ChromaStore(_chroma_client(), index=index, ttl=dict(ttl) if ttl else None, data_dir=data_dir)  # type: ignore[arg-type]
     if ttl and ttl.get("sweep_interval_minutes"):
         opened.start_ttl_sweeper()
-    logger.info("opened the store in %s for the LangGraph server", opened.settings.data_dir)
+    logger.info("opened the store in %s for the LangGraph server", opened.settings.where)
     return opened
 
 
-def open_checkpointer(*, data_dir: str | os.PathLike[str] | None = None) -> SqliteCheckpointer:
-    """The [`SqliteCheckpointer`][langgraph_memory.SqliteCheckpointer] of the data directory (``<data_dir>/checkpoints.sqlite``).
+def open_checkpointer(*, data_dir: str | os.PathLike[str] | None = None) -> SqliteCheckpointer | PostgresCheckpointer:
+    """The checkpointer of the memory: ``<data_dir>/checkpoints.sqlite``, or on the PostgreSQL server of an address.
 
     Examples:
         >>> import tempfile
@@ -231,6 +251,14 @@ def open_checkpointer(*, data_dir: str | os.PathLike[str] | None = None) -> Sqli
         []
     """
     _check_data_dir(data_dir)
+    from langgraph_memory.config import Settings
+
+    settings = Settings.resolve(data_dir)
+    if settings.catalog_url is not None:
+        # Threads go to the same server as the memory, as Memory.open puts them.
+        from langgraph_memory.checkpoint.postgres import PostgresCheckpointer
+
+        return PostgresCheckpointer(settings.catalog_url, timeout=settings.lock_timeout)
     from langgraph_memory.checkpoint import SqliteCheckpointer
 
     return SqliteCheckpointer.from_data_dir(data_dir)
@@ -266,7 +294,9 @@ class _Shared(Generic[T]):
 
 
 _stores: _Shared[ChromaStore] = _Shared(lambda: open_store(), lambda s: s.close())
-_checkpointers: _Shared[SqliteCheckpointer] = _Shared(lambda: open_checkpointer(), lambda c: c.close())
+_checkpointers: _Shared[SqliteCheckpointer | PostgresCheckpointer] = _Shared(
+    lambda: open_checkpointer(), lambda c: c.close()
+)
 
 
 @asynccontextmanager
@@ -284,11 +314,12 @@ async def platform_store() -> AsyncIterator[ChromaStore]:
 
 
 @asynccontextmanager
-async def platform_checkpointer() -> AsyncIterator[SqliteCheckpointer]:
+async def platform_checkpointer() -> AsyncIterator[SqliteCheckpointer | PostgresCheckpointer]:
     """The checkpointer for ``langgraph.json``: ``"checkpointer": {"path": "langgraph_memory.platform_checkpointer"}``.
 
     Opened (and closed) on a worker thread; threads and runs are kept in
-    ``<data_dir>/checkpoints.sqlite``, beside the store.
+    ``<data_dir>/checkpoints.sqlite``, beside the store (on the PostgreSQL
+    server when the memory is given as an address).
     """
     opened = await asyncio.to_thread(_checkpointers.acquire)
     try:

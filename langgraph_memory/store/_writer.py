@@ -162,11 +162,11 @@ class Writer:
             unfinished = self.catalog.get_meta(conn, REINDEX_KEY)
         if unfinished is not None:
             raise ModelMismatchError(
-                f"a re-embedding of {self.catalog.path.parent} with {unfinished} was cut short; finish it: "
+                f"a re-embedding of {self.catalog.where} with {unfinished} was cut short; finish it: "
                 "ChromaStore(data_dir=..., index=<that model>, reindex=True), or `langgraph-memory reindex`."
             )
         raise ModelMismatchError(
-            f"the vectors in {self.catalog.path.parent} were made by {have} ({dims} dimensions), but this store "
+            f"the vectors in {self.catalog.where} were made by {have} ({dims} dimensions), but this store "
             f"embeds with {self.model} ({self.dims} dimensions): their scores would not compare. Open it with "
             "the same model, or re-embed everything with the new one: ChromaStore(data_dir=..., index=..., "
             "reindex=True), or `langgraph-memory reindex --model NAME`."

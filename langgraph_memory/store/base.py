@@ -34,9 +34,10 @@ from langgraph.store.base import (
 )
 
 from langgraph_memory._infra.closing import close_all, unwind
-from langgraph_memory.catalog import Catalog, StoredItem
+from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import status as _status
+from langgraph_memory.catalog.factory import open_catalog
 from langgraph_memory.catalog.legacy import has_legacy, import_legacy
 from langgraph_memory.catalog.lineage_store import LineageStore
 from langgraph_memory.config import MAX_KEY_CHARS, Settings
@@ -173,8 +174,13 @@ class ChromaStore(BaseStore):
             ``"sentence-transformers/all-MiniLM-L6-v2"`` (loaded offline).
             Without it the store has no semantic search, like LangGraph's.
         ttl: LangGraph ``TTLConfig`` (minutes).
-        data_dir: the data directory (argument > ``LANGGRAPH_MEMORY_DIR`` >
-            config file > ``./memory``).
+        data_dir: the data directory (argument > ``LANGGRAPH_MEMORY_URL`` >
+            ``LANGGRAPH_MEMORY_DIR`` > config file > ``./memory``), or a
+            ``postgresql://`` address: the catalog then lives on that server.
+        local_dir: with an address, the folder for what stays local (the
+            embedding cache, archive files, an embedded index); argument >
+            ``LANGGRAPH_MEMORY_LOCAL_DIR`` > config file > a folder under
+            ``~/.cache/langgraph-memory`` named after the server.
         lock_timeout: seconds to wait for another process before raising
             ``LockTimeoutError`` (argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT``
             > config file > 30).
@@ -232,6 +238,7 @@ class ChromaStore(BaseStore):
         ttl: TTLConfig | None = None,
         data_dir: str | os.PathLike[str] | None = None,
         lock_timeout: float | None = None,
+        local_dir: str | os.PathLike[str] | None = None,
         access_flush_interval: float = 2.0,
         durability: Literal["normal", "full"] = "normal",
         reindex: bool = False,
@@ -252,9 +259,13 @@ class ChromaStore(BaseStore):
             raise ConfigError(f"ranking must be a HybridRanking or None (plain cosine), got {ranking!r}")
         #: How searches with a query rank: None (cosine) or a HybridRanking.
         self.ranking = ranking
-        if settings is not None and (data_dir is not None or lock_timeout is not None):
-            raise ConfigError("pass either settings= or data_dir=/lock_timeout=, not both")
-        self.settings = settings if settings is not None else Settings.resolve(data_dir, lock_timeout=lock_timeout)
+        if settings is not None and (data_dir is not None or lock_timeout is not None or local_dir is not None):
+            raise ConfigError("pass either settings= or data_dir=/lock_timeout=/local_dir=, not both")
+        self.settings = (
+            settings
+            if settings is not None
+            else Settings.resolve(data_dir, lock_timeout=lock_timeout, local_dir=local_dir)
+        )
         self.ttl_config = ttl
         self.index_config: dict[str, Any] | None = None
         # The model behind the embedding cache; `embeddings` is the object given in index= (see below).
@@ -285,12 +296,14 @@ class ChromaStore(BaseStore):
         opened: list[Callable[[], Any]] = []
         try:
             self.settings.ensure_dirs()
-            self.catalog = Catalog(
-                self.settings.catalog_path, timeout=self.settings.lock_timeout, durability=durability
-            )
+            self.catalog = open_catalog(self.settings, durability=durability)
             opened.append(self.catalog.close)
             model = self.cached_embeddings.model_id if self.cached_embeddings is not None else None
-            if client is None and has_legacy(self.settings.chroma_dir, self.catalog):
+            if (
+                client is None
+                and self.settings.catalog_url is None
+                and has_legacy(self.settings.chroma_dir, self.catalog)
+            ):
                 import_legacy(
                     self.settings.chroma_dir, self.settings.data_dir, self.catalog, model, dims, collections.names()
                 )
@@ -363,7 +376,9 @@ class ChromaStore(BaseStore):
     def from_conn_string(cls, conn_string: str | os.PathLike[str], **kwargs: Any) -> ChromaStore:
         """Open the data directory ``conn_string`` names, as ``SqliteStore.from_conn_string`` opens a file.
 
-        ``":memory:"`` gives a temporary data directory, removed on close. The
+        A ``postgresql://`` address opens the memory on that server (as
+        ``PostgresStore.from_conn_string`` does; ``local_dir=`` names the folder
+        for what stays local). ``":memory:"`` gives a temporary data directory, removed on close. The
         result is the store itself, which is a context manager (``with`` and
         ``async with``), so code written for LangGraph's stores runs unchanged.
         Other arguments are the constructor's (``index=``, ``ttl=``...).
@@ -378,7 +393,9 @@ class ChromaStore(BaseStore):
         from langgraph_memory._infra.conn_string import open_conn_string
 
         store: ChromaStore
-        store, store._tempdir = open_conn_string(conn_string, lambda path, _tmp: cls(data_dir=path, **kwargs))
+        store, store._tempdir = open_conn_string(
+            conn_string, lambda path, _tmp: cls(data_dir=path, **kwargs), address=True
+        )
         return store
 
     def setup(self) -> None:
