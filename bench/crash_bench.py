@@ -3,6 +3,9 @@
     python bench/crash_bench.py                   # 200 kills, then the open time at 100,000 items
     python bench/crash_bench.py --kills 20 --items 10000     # quick
     python bench/crash_bench.py --write           # also write bench/RESULTS_crash.md
+    python bench/crash_bench.py --bitrot 200 --seal-cost --write   # bit rot instead: bench/RESULTS_bitrot.md
+
+``--bitrot N`` and ``--seal-cost`` run instead of the kills: see ``bench/_bitrot.py``.
 
 Part 1 runs the SIGKILL suite's worker (``tests/helpers/crash_worker.py``:
 put, update and delete batches, typed-API calls with lineage and versions,
@@ -218,11 +221,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--items", type=int, default=100_000)
     ap.add_argument("--repeats", type=int, default=5, help="crashes at --items to time the open after")
     ap.add_argument("--seed", type=int, default=2026)
-    ap.add_argument("--write", action="store_true", help="write bench/RESULTS_crash.md")
+    ap.add_argument("--write", action="store_true", help="write bench/RESULTS_crash.md (or RESULTS_bitrot.md)")
+    ap.add_argument("--bitrot", type=int, default=0, help="bit flips, each checked by a fresh process (no kills)")
+    ap.add_argument("--bitrot-items", type=int, default=3000)
+    ap.add_argument("--bitrot-dims", type=int, default=16)
+    ap.add_argument("--bitrot-checked", type=int, default=100, help="acknowledged items each child checks")
+    ap.add_argument("--bitrot-chains", type=int, default=1, help="directories flipped and checked side by side")
+    ap.add_argument("--seal-cost", action="store_true", help="time the content seal (no kills)")
+    ap.add_argument("--seal-items", type=int, default=100_000)
+    ap.add_argument("--seal-target", type=int, default=1_000_000)
     args = ap.parse_args(argv)
 
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
+
+    if args.bitrot or args.seal_cost:
+        return _bitrot_main(args, log, argv if argv is not None else sys.argv[1:])
 
     started = time.time()
     log(f"part 1: {args.kills} kills")
@@ -251,6 +265,63 @@ def main(argv: list[str] | None = None) -> int:
         )
         RESULTS_PATH.write_text(text)
         log(f"wrote {RESULTS_PATH}")
+    return 0
+
+
+def _bitrot_main(args: argparse.Namespace, log: Callable[[str], None], argv: list[str]) -> int:
+    from _bitrot import bitrot, seal_cost
+
+    started = time.time()
+    m = machine(["chromadb", "xxhash"])
+    rows: list[list[str]] = []
+    if args.bitrot:
+        log(f"bit rot: {args.bitrot} flips")
+        rows += bitrot(
+            args.bitrot, args.bitrot_items, args.bitrot_dims, args.bitrot_checked, args.seed, log, args.bitrot_chains
+        )
+    if args.seal_cost:
+        log(f"seal cost at {args.seal_items:,} and {args.seal_target:,} vectors")
+        rows += seal_cost(args.seal_items, args.seal_target, 3, log)
+    m.load_end = os.getloadavg()
+    table = markdown_table(["measure", "result"], rows)
+    print(table)
+    if args.write:
+        # One section per part, so that the flips and the seal's cost can be measured in separate runs.
+        path = RESULTS_PATH.with_name("RESULTS_bitrot.md")
+        title = (
+            "## Bit flips"
+            if args.bitrot and not args.seal_cost
+            else "## Seal cost"
+            if args.seal_cost and not args.bitrot
+            else "## Bit flips and seal cost"
+        )
+        section = "\n".join(
+            [
+                title,
+                "",
+                f"Command: `python bench/crash_bench.py {' '.join(argv)}` (whole run {(time.time() - started) / 60:.1f} min)",
+                "",
+                *m.lines(),
+                f"- Code: library at {git_state(ROOT, ['langgraph_memory'])}",
+                "",
+                table,
+                "",
+            ]
+        )
+        head = [
+            "# Bit rot benchmark (bench/crash_bench.py --bitrot, --seal-cost)",
+            "",
+            "How it was measured: see the docstring of `bench/_bitrot.py`. Crashes, lost items and wrong answers",
+            "above zero are failures; `tests/test_bitrot.py` runs 10 rounds of 8 flips.",
+            "",
+        ]
+        sections = {}
+        if path.exists():
+            for part in path.read_text().split("\n## ")[1:]:
+                sections["## " + part.split("\n", 1)[0]] = "## " + part.rstrip("\n") + "\n"
+        sections[title] = section
+        path.write_text("\n".join(head) + "\n" + "\n".join(sections[k] for k in sorted(sections)))
+        log(f"wrote {path}")
     return 0
 
 

@@ -105,14 +105,25 @@ CASES = [(f, d) for f in HNSW_FILES for d in DAMAGE] + [
 ]
 
 
+def _unseal(data_dir: Path) -> None:
+    """Make the catalog hold no seal, as after a crash."""
+    conn = sqlite3.connect(data_dir / "catalog.sqlite")
+    conn.execute("DELETE FROM meta WHERE key = 'index_seal'")
+    conn.commit()
+    conn.close()
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("sealed", [False, True], ids=["after a crash", "after a clean close"])
 @pytest.mark.parametrize(("target", "damage"), CASES, ids=[f"{t}-{d}" for t, d in CASES])
 def test_damaged_index_is_rebuilt_and_answers_as_before(
-    pristine: tuple[Path, dict[int, str]], tmp_path: Path, target: str, damage: str
+    pristine: tuple[Path, dict[int, str]], tmp_path: Path, target: str, damage: str, sealed: bool
 ) -> None:
     source, before = pristine
     data_dir = tmp_path / "memory"
     shutil.copytree(source, data_dir)
+    if not sealed:
+        _unseal(data_dir)
     if target == "segment folder":
         shutil.rmtree(_segment(data_dir))
     elif target == "chroma.sqlite3":
@@ -122,7 +133,10 @@ def test_damaged_index_is_rebuilt_and_answers_as_before(
         (_sparse if damage.startswith("sparse") else DAMAGE[damage])(f)
     store = _open(data_dir)  # must not crash this process, whatever the damage
     try:
-        assert store.vector_index.probe_seconds is not None  # the changed files were noticed
+        if sealed:  # the content no longer matches the seal: rebuilt without being opened, not probed
+            assert store.vector_index.probe_seconds is None and store.vector_index.last_rebuild is not None
+        else:  # no seal: the probe opened the folder in a subprocess
+            assert store.vector_index.probe_seconds is not None
         assert _top1(store) == before
         assert store.items.count("research") == N
         # The rebuilt (or vetted) index holds exactly the catalog's vectors.

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import xxhash
 from langchain_core.embeddings import Embeddings
 
 from langgraph_memory._infra import sqlite as _sqlite
@@ -292,6 +293,24 @@ def _insert(conn: sqlite3.Connection, rows: list[tuple[str, bytes, bytes]]) -> N
         raise
 
 
+# Each cached vector carries a checksum of its text's hash and its bytes, so that a flipped bit (bit rot)
+# costs a re-embedding instead of a wrong vector stored or searched with; rows written before it had one
+# fail the check the same way, once.
+_CHECKSUM = 8
+
+
+def _sealed_blob(text_hash: bytes, vector: bytes) -> bytes:
+    return vector + xxhash.xxh64_digest(text_hash + vector)
+
+
+def _open_blob(text_hash: bytes, blob: bytes) -> bytes | None:
+    """The vector bytes of a cached row, or None if the row is damaged (or written without a checksum)."""
+    vector, check = blob[:-_CHECKSUM], blob[-_CHECKSUM:]
+    if len(blob) <= _CHECKSUM or len(vector) % 4 or xxhash.xxh64_digest(text_hash + vector) != check:
+        return None
+    return vector
+
+
 def _text_hash(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8")).digest()
 
@@ -497,10 +516,19 @@ class CachedEmbeddings(Embeddings):
                 except sqlite3.Error as exc:  # the texts are embedded anew instead
                     self._file_failed(exc, "read")
                     rows = []
+                damaged = 0
                 for h, blob in rows:
-                    vec = np.frombuffer(blob, dtype=np.float32).tolist()
+                    raw = _open_blob(bytes(h), bytes(blob))
+                    if raw is None:  # embedded anew, and the row replaced
+                        damaged += 1
+                        continue
+                    vec = np.frombuffer(raw, dtype=np.float32).tolist()
                     found[bytes(h)] = vec
                     self._remember(bytes(h), vec)
+                if damaged:
+                    logger.info(
+                        "%d rows of the embedding cache %s failed their checksum; re-embedding", damaged, self.path
+                    )
         return found
 
     def _select(self, conn: sqlite3.Connection, hashes: list[bytes]) -> list[tuple[bytes, bytes]]:
@@ -547,7 +575,7 @@ class CachedEmbeddings(Embeddings):
     def _write(self, pairs: list[tuple[bytes, list[float]]]) -> None:
         # One float32 matrix for the whole batch, then a row view per vector.
         matrix = np.asarray([vec for _, vec in pairs], dtype=np.float32)
-        rows = [(self.model_id, h, matrix[i].tobytes()) for i, (h, _) in enumerate(pairs)]
+        rows = [(self.model_id, h, _sealed_blob(h, matrix[i].tobytes())) for i, (h, _) in enumerate(pairs)]
         with self._lock:
             for _ in range(2):  # once more into a fresh file if this one turns out damaged
                 if self._conn is None or self._read_only:

@@ -11,11 +11,13 @@ after a crash, is harmless.
 Opening checks that Chroma agrees with the catalog, as cheaply as the
 situation allows (`ChromaIndex.open()`):
 
-* after a clean close, when the folder's files are exactly as sealed, nothing
-  more than applying what is queued;
-* after a crash, or when the files changed since, a probe subprocess opens
-  the folder first (a damaged segment can crash the process that opens it),
-  then counts and an id-set comparison repair what differs;
+* after a clean close, when the folder's files (names, sizes, content) are
+  exactly as sealed, nothing more than applying what is queued;
+* after a clean close, when the files changed since (bit rot), the folder is
+  never opened: a rebuild replaces it;
+* after a crash, a probe subprocess opens the folder first (a damaged
+  segment can crash the process that opens it), then counts and an id-set
+  comparison repair what differs;
 * a folder that crashes, fails or answers wrongly is rebuilt from the
   catalog's vectors into a new folder (or, on a Chroma server, new
   collections), and the store switches over; nothing is re-embedded.
@@ -40,14 +42,15 @@ import numpy as np
 
 from langgraph_memory._infra.chroma import ChromaHandle
 from langgraph_memory.catalog import Catalog
+from langgraph_memory.catalog import integrity as _integrity
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog import vectors as _vectors
-from langgraph_memory.errors import DiskFullError, LangGraphMemoryError, StoreBackendError
+from langgraph_memory.errors import CorruptFileError, DiskFullError, LangGraphMemoryError, StoreBackendError
 from langgraph_memory.store._probe import probe, unreachable
 from langgraph_memory.store._server_health import ServerHealth, missing
 from langgraph_memory.store._server_health import unreachable as server_unreachable
-from langgraph_memory.store._session import SessionLock, fingerprint
+from langgraph_memory.store._session import SessionLock, fingerprint, is_content_seal
 from langgraph_memory.store.registry import default_collections
 
 __all__ = ["ChromaIndex", "IndexUnavailable", "IndexServerUnavailable", "RebuildReport", "record_id", "parse_record_id"]
@@ -164,6 +167,8 @@ class ChromaIndex:
         self._epoch = -1
         #: collections Chroma failed on since the last rebuild (searched exactly meanwhile).
         self.broken: set[str] = set()
+        #: how long the open-time quick_check of the catalog took (None: the last session closed cleanly).
+        self.catalog_check_seconds: float | None = None
         #: how long the open-time probe took (None: the folder was sealed, no probe ran).
         self.probe_seconds: float | None = None
         #: the last rebuild this object did (at open or on request).
@@ -455,6 +460,11 @@ class ChromaIndex:
         with self.catalog.read() as conn:
             seal = self.catalog.get_meta(conn, _SEAL_KEY)
             broken = self.catalog.get_meta(conn, _BROKEN_KEY)
+        now = fingerprint(folder) if seal is not None and folder.exists() else None
+        rotted = is_content_seal(seal) and now != seal
+        if seal is None or rotted:
+            # The last session did not close, or the files changed on disk since: check the catalog's pages too.
+            self._check_catalog()
         counts = self._catalog_counts()
         total = sum(counts.values())
         if broken:
@@ -462,7 +472,20 @@ class ChromaIndex:
         elif not folder.exists():
             if total:
                 self._rebuild_or_degrade(f"the index folder {folder} is missing", progress)
-        elif seal != fingerprint(folder):
+        elif seal is not None and now == seal:
+            pass
+        elif rotted:
+            # Closed cleanly, then changed on disk: a damaged HNSW file can crash the process that loads it,
+            # and a probe samples only some records, so the files are never opened; the catalog has it all.
+            # Marked broken first, so that an open after a failed rebuild (a full disk) rebuilds as well.
+            with self.catalog.write() as conn:
+                self.catalog.set_meta(conn, _BROKEN_KEY, "1")
+            self._rebuild_or_degrade(
+                f"the index files in {folder} changed after the last clean close (damaged on disk, or written "
+                f"by another program; content hash {(now or '')[:19]} against the seal's {(seal or '')[:19]})",
+                progress,
+            )
+        else:
             if total <= REBUILD_MAX:
                 self._rebuild_or_degrade(
                     f"the index was not closed cleanly; {total:,} vectors are rebuilt faster than checked", progress
@@ -471,6 +494,28 @@ class ChromaIndex:
                 self._probe_and_catch_up(folder, counts, progress)
         with self.catalog.write() as conn:
             self.catalog.set_meta(conn, _SEAL_KEY, None)
+
+    def _check_catalog(self) -> None:
+        """SQLite's quick_check of the catalog's pages.
+
+        Raises:
+            CorruptFileError: the catalog is damaged; it is the truth, so nothing repairs it here.
+        """
+        started = time.perf_counter()
+        try:
+            with self.catalog.read() as conn:
+                problems = _integrity.quick_check(conn)
+        except CorruptFileError as exc:  # a page too damaged to be checked at all
+            problems = [str(exc.__cause__ or exc)]
+        self.catalog_check_seconds = time.perf_counter() - started
+        if problems:
+            raise CorruptFileError(
+                f"the catalog {self.catalog.path} is damaged (SQLite's quick_check: {'; '.join(problems[:3])}); it "
+                "holds every item and is not rebuilt from anything. Restore it from a backup (or a bundle), or "
+                "move the data directory aside to start afresh (see the README, 'Damaged files, full disks').",
+                self.catalog.path,
+            )
+        logger.info("checked the catalog's pages in %.2f s after an unclean shutdown", self.catalog_check_seconds)
 
     def _probe_and_catch_up(self, folder: Path, counts: dict[str, int], progress: bool | ProgressFn) -> None:
         """After an unclean shutdown: probe ``folder`` in a subprocess, apply what was queued, check that too."""
