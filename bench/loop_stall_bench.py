@@ -20,6 +20,7 @@ another checkout::
     .venv/bin/python bench/loop_stall_bench.py --label after
     .venv/bin/python bench/loop_stall_bench.py --model real    # the packaged MiniLM instead of fake vectors
     .venv/bin/python bench/loop_stall_bench.py --chroma-server # the index on a `chroma run` server (loopback)
+    .venv/bin/python bench/loop_stall_bench.py --index-process # the embedded index driven from a child process
 """
 
 from __future__ import annotations
@@ -105,6 +106,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=25, help="put+search+checkpoint rounds per writer")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--chroma-server", action="store_true", help="hold the index on a `chroma run` server")
+    parser.add_argument(
+        "--index-process", action="store_true", help="ChromaStore(index_process=True): embedded, in a child process"
+    )
     args = parser.parse_args(argv)
 
     import langgraph_memory
@@ -124,7 +128,8 @@ def main(argv: list[str] | None = None) -> None:
 
                 host, port = stack.enter_context(_chroma_server(Path(tmp) / "chroma-server"))
                 client = chromadb.HttpClient(host=host, port=port)
-            store = ChromaStore(client, data_dir=Path(tmp) / "memory", index={"dims": dims, "embed": emb})
+            extra = {"index_process": True} if args.index_process else {}
+            store = ChromaStore(client, data_dir=Path(tmp) / "memory", index={"dims": dims, "embed": emb}, **extra)
             saver = SqliteCheckpointer(Path(tmp) / "memory" / "checkpoints.sqlite")
             try:
                 gaps = asyncio.run(
@@ -143,7 +148,8 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"Loop stalls {args.label}: library from {source}; {args.writers} writers x {args.rounds} rounds "
         f"(put + search + checkpoint put + put_writes), model={args.model}, index "
-        f"{'on a chroma run server' if args.chroma_server else 'embedded'}; 1 ms ticker; intervals in ms"
+        f"{'on a chroma run server' if args.chroma_server else 'embedded'}"
+        f"{' in a child process' if args.index_process else ''}; 1 ms ticker; intervals in ms"
     )
     print(
         "| run | ticks | wall p50 | wall p99 | wall max | cpu p50 | cpu p99 | cpu max "

@@ -119,6 +119,8 @@ class ChromaIndex:
         client: a Chroma client of the caller's (a server's ``HttpClient``);
             its collections get names unique to this catalog.
         lock_timeout: seconds to wait for another process.
+        process: run the embedded client in a child process, so Chroma never
+            holds this process's GIL (see `langgraph_memory._infra.chroma_process`).
 
     Examples:
         >>> index = store.index  # needs an open store (store) holding the items named  # doctest: +SKIP
@@ -134,6 +136,7 @@ class ChromaIndex:
         client: Any | None = None,
         lock_timeout: float = 30.0,
         collections: Sequence[str] | None = None,
+        process: bool = False,
     ) -> None:
         self.catalog = catalog
         #: The collections this index keeps, by name.
@@ -145,7 +148,10 @@ class ChromaIndex:
             assert root is not None
             catalog_path = catalog.path
             self.handle = ChromaHandle.embedded(
-                root, lock_timeout, locate=lambda: self._folder_of(read_meta(catalog_path, _GEN_KEY))
+                root,
+                lock_timeout,
+                locate=lambda: self._folder_of(read_meta(catalog_path, _GEN_KEY)),
+                process=process,
             )
             self.session: SessionLock | None = SessionLock(root)
         else:
