@@ -106,6 +106,8 @@ class ChromaHandle:
                 with handle.lock.hold():
                     handle.drop_client()  # an in-process client of the folder gives way to the child's
                     handle.process = ChromaProcess(handle.lock.fileno)
+            if handle.process is not None:
+                handle.process.start()  # it imports chromadb while the store opens
             return handle
 
     @classmethod
@@ -139,7 +141,7 @@ class ChromaHandle:
             outermost = self.lock.depth == 1
             if outermost and self.path is not None:
                 generation = self._generation()
-                if self._client is None or generation != self._seen:
+                if self._client is None or generation != self._seen or self._child_ended():
                     self._reopen(generation)
             try:
                 yield self._client
@@ -149,6 +151,10 @@ class ChromaHandle:
                 if outermost and self._dirty and self.path is not None:
                     self._dirty = False
                     self._seen = self._bump_generation()
+
+    def _child_ended(self) -> bool:
+        # The child process holding the client died (or this is a fork): its client is gone.
+        return self.process is not None and not self.process.serves(self._client)
 
     def _counter(self) -> mmap.mmap:
         """The folder's write counter: 8 bytes mapped shared, so reading it costs no system call."""

@@ -70,6 +70,9 @@ class ChromaProcess:
         self._proc: subprocess.Popen[bytes] | None = None
         self._conn: Connection | None = None
         self._pid = 0
+        #: how many children were started: clients of an earlier one are gone with it.
+        self.starts = 0
+        self._ready = False
         self._mutex = threading.Lock()  # one request on the pipe at a time
         _live.add(self)
 
@@ -78,7 +81,15 @@ class ChromaProcess:
         """Whether the child is up (in this process: a forked copy of the parent starts its own)."""
         return self._proc is not None and self._pid == os.getpid() and self._proc.poll() is None
 
-    def _start(self) -> Connection:
+    def start(self) -> None:
+        """Start the child now, without waiting for it (it imports chromadb meanwhile; the first call waits)."""
+        with self._mutex:
+            if not self.running:
+                self._spawn()
+
+    def _spawn(self) -> None:
+        if self._proc is not None and self._pid == os.getpid():
+            self._reap()
         parent_read, child_write = os.pipe()
         child_read, parent_write = os.pipe()
         keep = [child_read, child_write]
@@ -98,8 +109,13 @@ class ChromaProcess:
         finally:
             os.close(child_read)
             os.close(child_write)
-        conn = _Pipe(parent_read, parent_write)
-        self._proc, self._conn, self._pid = proc, conn, os.getpid()
+        self._proc, self._conn, self._pid = proc, _Pipe(parent_read, parent_write), os.getpid()
+        self._ready = False
+        self.starts += 1
+
+    def _await_ready(self) -> None:
+        proc, conn = self._proc, self._conn
+        assert proc is not None and conn is not None
         try:
             ready = conn.recv()  # the child answers once chromadb is imported
         except (EOFError, OSError):
@@ -110,8 +126,8 @@ class ChromaProcess:
         if ready != "ready":  # pragma: no cover - only a broken install answers otherwise
             self._reap()
             raise IndexProcessError(f"the Chroma index process answered {ready!r} instead of starting")
+        self._ready = True
         logger.debug("started the Chroma index process %d", proc.pid)
-        return conn
 
     def _reap(self) -> None:
         if self._conn is not None:
@@ -125,13 +141,25 @@ class ChromaProcess:
                 self._proc.wait()
         self._proc, self._conn = None, None
 
-    def call(self, *request: Any) -> Any:
-        """Send one request and return its answer (or raise what the child raised)."""
+    def serves(self, client: object) -> bool:
+        """Whether ``client`` is a client living in the running child (not in one that has ended)."""
+        return (
+            isinstance(client, RemoteClient) and client.process is self and self.running and client.start == self.starts
+        )
+
+    def call(self, *request: Any, start: int | None = None) -> Any:
+        """Send one request and return its answer (or raise what the child raised).
+
+        ``start``: the child the request's client lives in; if that one has
+        ended, `IndexProcessError` rather than a request a new child cannot know.
+        """
         with self._mutex:
+            if start is not None and (start != self.starts or not self.running):
+                raise IndexProcessError("the Chroma index process this client lived in has ended; reopen the client")
             if not self.running or self._conn is None:
-                if self._proc is not None and self._pid == os.getpid():
-                    self._reap()
-                self._start()
+                self._spawn()
+            if not self._ready:
+                self._await_ready()
             assert self._conn is not None
             try:
                 self._conn.send(request)
@@ -150,7 +178,8 @@ class ChromaProcess:
 
     def open(self, folder: Path) -> RemoteClient:
         """An embedded client of ``folder``, living in the child."""
-        return RemoteClient(self, self.call("open", str(folder)), folder)
+        client_id = self.call("open", str(folder))
+        return RemoteClient(self, client_id, folder, self.starts)
 
     def stop(self) -> None:
         """End the child (it stops its clients first). A later call starts a new one."""
@@ -181,10 +210,12 @@ class _Pipe(Connection):
 class RemoteClient:
     """The part of ``chromadb``'s client API the index uses, answered by the child process."""
 
-    def __init__(self, process: ChromaProcess, client_id: int, folder: Path) -> None:
+    def __init__(self, process: ChromaProcess, client_id: int, folder: Path, start: int) -> None:
         self.process = process
         self.client_id = client_id
         self.folder = folder
+        #: which child of ``process`` holds it (see `ChromaProcess.serves`).
+        self.start = start
 
     def _wrap(self, value: Any) -> Any:
         if isinstance(value, tuple) and len(value) == 3 and value[0] == "__collection__":
@@ -198,7 +229,7 @@ class RemoteClient:
             raise AttributeError(name)
 
         def method(*args: Any, **kwargs: Any) -> Any:
-            return self._wrap(self.process.call("client", self.client_id, name, args, kwargs))
+            return self._wrap(self.process.call("client", self.client_id, name, args, kwargs, start=self.start))
 
         return method
 
@@ -208,7 +239,7 @@ class RemoteClient:
 
     def close(self) -> None:
         """Stop the client in the child (the child keeps running)."""
-        if self.process.running:
+        if self.process.serves(self):
             self.process.call("close", self.client_id)
 
 
@@ -227,7 +258,8 @@ class RemoteCollection:
             raise AttributeError(name)
 
         def method(*args: Any, **kwargs: Any) -> Any:
-            return self.client.process.call("collection", self.collection_id, name, args, kwargs)
+            client = self.client
+            return client.process.call("collection", self.collection_id, name, args, kwargs, start=client.start)
 
         return method
 
