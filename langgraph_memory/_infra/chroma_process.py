@@ -81,6 +81,11 @@ class ChromaProcess:
         """Whether the child is up (in this process: a forked copy of the parent starts its own)."""
         return self._proc is not None and self._pid == os.getpid() and self._proc.poll() is None
 
+    @property
+    def pid(self) -> int | None:
+        """The child's process id (None before it starts or after it ended)."""
+        return self._proc.pid if self.running and self._proc is not None else None
+
     def start(self) -> None:
         """Start the child now, without waiting for it (it imports chromadb meanwhile; the first call waits)."""
         with self._mutex:
@@ -346,6 +351,8 @@ def _serve(
             reply = (False, _picklable_error(exc))
         try:
             conn.send(reply)
+        except OSError:  # the parent is gone: the call is done, nothing more will come
+            break
         except Exception as exc:  # noqa: BLE001 - an answer that does not pickle
             conn.send((False, _RemoteFailure(f"the answer to {kind} could not be sent back: {exc}")))
     for client in clients.values():
