@@ -1,7 +1,7 @@
 # Two commands on a fresh machine; each creates .venv when missing.
 #   make run   - the main job: the trading-research graph on the embedded default (runtime dependencies only)
-#   make test  - the whole test suite (adds the dev extra)
-.PHONY: setup setup-runtime run test lint bench docs
+#   make test  - the whole test suite, once with the catalog on SQLite and once on PostgreSQL (adds the dev extra)
+.PHONY: setup setup-runtime run test test-pg lint bench docs
 
 PY := .venv/bin/python
 
@@ -17,6 +17,11 @@ run: setup-runtime
 
 test: setup
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -p no:cacheprovider
+	HF_HUB_OFFLINE=1 LGM_TEST_CATALOG=postgres $(PY) -m pytest -q -p no:cacheprovider
+
+# One backend: the catalog on PostgreSQL (a throwaway cluster from scripts/pg.sh, or LANGGRAPH_MEMORY_TEST_PG).
+test-pg: setup
+	HF_HUB_OFFLINE=1 LGM_TEST_CATALOG=postgres $(PY) -m pytest -q -p no:cacheprovider
 
 # Lint, format and types: what CI checks besides the tests.
 lint: setup

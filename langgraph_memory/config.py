@@ -23,12 +23,14 @@ archive), for how long to wait for another process's write before raising
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from langgraph_memory._infra.pg import is_postgres_url, redact
 from langgraph_memory.errors import ConfigError
 
 __all__ = [
@@ -60,6 +62,10 @@ __all__ = [
 ]
 
 DATA_DIR_ENV = "LANGGRAPH_MEMORY_DIR"
+#: A ``postgresql://`` address: the catalog on a PostgreSQL server, shared by every machine given it.
+URL_ENV = "LANGGRAPH_MEMORY_URL"
+#: Where a memory kept on a server holds what stays local (the embedding cache, archive files, an embedded index).
+LOCAL_DIR_ENV = "LANGGRAPH_MEMORY_LOCAL_DIR"
 EMBEDDING_MODEL_ENV = "EMBEDDING_MODEL"
 LOCK_TIMEOUT_ENV = "LANGGRAPH_MEMORY_LOCK_TIMEOUT"
 CONFIG_FILE_ENV = "LANGGRAPH_MEMORY_CONFIG"
@@ -181,6 +187,12 @@ def _resolve_embedding_model(model: str | None, file_cfg: dict[str, Any] | None)
     return str(chosen or DEFAULT_EMBEDDING_MODEL)
 
 
+def _default_local_dir(url: str) -> Path:
+    """A local folder named after the server and database of ``url`` (never its password)."""
+    digest = hashlib.sha256(redact(url).encode()).hexdigest()[:12]
+    return Path("~/.cache/langgraph-memory").expanduser() / f"server-{digest}"
+
+
 @dataclass(frozen=True)
 class Settings:
     """Resolved settings for one data directory.
@@ -194,6 +206,9 @@ class Settings:
     data_dir: Path
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     lock_timeout: float = LOCK_TIMEOUT_SECONDS
+    #: The ``postgresql://`` address of the catalog, or None for the SQLite catalog in `data_dir`.
+    #: With an address, `data_dir` is the local directory (embedding cache, archive files).
+    catalog_url: str | None = None
 
     @classmethod
     def resolve(
@@ -202,20 +217,52 @@ class Settings:
         *,
         embedding_model: str | None = None,
         lock_timeout: float | None = None,
+        local_dir: str | os.PathLike[str] | None = None,
     ) -> Settings:
-        """Resolve settings: argument > environment > config file > default."""
+        """Resolve settings: argument > environment > config file > default.
+
+        ``data_dir`` may be a ``postgresql://`` address (also from
+        ``LANGGRAPH_MEMORY_URL`` or the config file's ``url``): the catalog then
+        lives on that server, and ``local_dir`` (argument >
+        ``LANGGRAPH_MEMORY_LOCAL_DIR`` > config file > a folder under
+        ``~/.cache/langgraph-memory`` named after the server) holds what stays local.
+
+        Examples:
+            >>> Settings.resolve("postgresql://bob:pw@db:5432/mem", local_dir="/tmp/lgm-local").catalog_url
+            'postgresql://bob:pw@db:5432/mem'
+            >>> str(Settings.resolve("postgresql://bob:pw@db:5432/mem", local_dir="/tmp/lgm-local").data_dir)
+            '/tmp/lgm-local'
+        """
         file_cfg = _read_config_file()
         raw_dir = (
             data_dir
             if data_dir is not None
-            else os.environ.get(DATA_DIR_ENV) or file_cfg.get("data_dir") or DEFAULT_DATA_DIR
+            else os.environ.get(URL_ENV)
+            or os.environ.get(DATA_DIR_ENV)
+            or file_cfg.get("url")
+            or file_cfg.get("data_dir")
+            or DEFAULT_DATA_DIR
         )
         model = _resolve_embedding_model(embedding_model, file_cfg)
         timeout = _resolve_lock_timeout(lock_timeout, file_cfg)
+        if is_postgres_url(raw_dir):
+            url = str(raw_dir).strip()
+            local = local_dir or os.environ.get(LOCAL_DIR_ENV) or file_cfg.get("local_dir") or _default_local_dir(url)
+            return cls(
+                data_dir=Path(local).expanduser().resolve(),
+                embedding_model=str(model),
+                lock_timeout=timeout,
+                catalog_url=url,
+            )
         path = Path(raw_dir).expanduser()
         if path.exists() and not path.is_dir():
             raise ConfigError(f"data directory {path} exists and is not a directory; choose another path.")
         return cls(data_dir=path.resolve(), embedding_model=str(model), lock_timeout=timeout)
+
+    @property
+    def where(self) -> str:
+        """What this memory is, for messages: the data directory, or the server's address without its password."""
+        return redact(self.catalog_url) if self.catalog_url else str(self.data_dir)
 
     @property
     def chroma_dir(self) -> Path:

@@ -41,6 +41,7 @@ __all__ = [
     "DiskFullError",
     "ReadOnlyError",
     "CorruptFileError",
+    "ServerUnavailableError",
     "ModelMismatchError",
     "BundleError",
     "IngestError",
@@ -175,6 +176,15 @@ class ReadOnlyError(StorageError):
 
 class CorruptFileError(StorageError):
     """A file of the data directory is damaged: not the format it should be, or truncated."""
+
+
+class ServerUnavailableError(StorageError, ConnectionError):
+    """The PostgreSQL server holding the catalog (or the Chroma server holding the index) cannot be reached.
+
+    Raised within the configured timeout, never after a hang; nothing of the
+    failed call was stored. The library reconnects by itself once the server
+    is back, so the same call can simply be retried.
+    """
 
 
 class ModelMismatchError(ConfigError):

@@ -336,7 +336,8 @@ class Memory(ResearchAPI, ProceduralAPI):
         try:
             if store is None:
                 settings = Settings.resolve(data_dir, lock_timeout=lock_timeout)
-                _check_parent(settings.data_dir, create_parents)
+                if settings.catalog_url is None:
+                    _check_parent(settings.data_dir, create_parents)
                 if embeddings is False:
                     index = None
                 elif embeddings is not None:
@@ -348,7 +349,19 @@ class Memory(ResearchAPI, ProceduralAPI):
                 )
                 opened.append(store.close)
             owns_checkpointer = checkpointer is None
-            if checkpointer is None:
+            if checkpointer is None and store.settings.catalog_url is not None:
+                # Threads go to the same server as the memory, so every worker resumes every thread.
+                from langgraph_memory._infra.pg import search_path_schema
+                from langgraph_memory.checkpoint.postgres import PostgresCheckpointer
+
+                url = store.settings.catalog_url
+                schema = search_path_schema(url)
+                checkpointer = (
+                    PostgresCheckpointer(url, timeout=store.settings.lock_timeout, schema=schema)
+                    if schema
+                    else PostgresCheckpointer(url, timeout=store.settings.lock_timeout)
+                )
+            elif checkpointer is None:
                 from langgraph_memory.checkpoint import SqliteCheckpointer
 
                 checkpointer = SqliteCheckpointer(
@@ -357,7 +370,7 @@ class Memory(ResearchAPI, ProceduralAPI):
         except BaseException:
             unwind(opened, "Memory.open")
             raise
-        logger.debug("opened memory at %s", store.settings.data_dir)
+        logger.debug("opened memory at %s", store.settings.where)
         return cls(
             store,
             checkpointer,

@@ -14,6 +14,7 @@
 # user, which must own DIR; every parent of DIR must be traversable by it
 # (pytest's /tmp/pytest-of-root is not: use a folder made with mktemp -d under /tmp).
 # PG_BIN overrides the server's folder (default: the newest /usr/lib/postgresql/*/bin).
+# PG_SERVER_OPTIONS adds server settings (e.g. "-c fsync=off" for a test run whose server never crashes).
 set -euo pipefail
 
 usage() { echo "usage: $0 start|stop|crash|url|status DIR" >&2; exit 2; }
@@ -73,7 +74,7 @@ start)
         # Reuse the port of an earlier start (clients reconnect to the same URL after a restart).
         if [ -f "$dir/port" ] && [ "$attempt" -eq 1 ]; then port=$(cat "$dir/port"); else port=$(free_port); fi
         if as_pg "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-            -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=200" start >/dev/null; then
+            -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=200 ${PG_SERVER_OPTIONS:-}" start >/dev/null; then
             echo "$port" >"$dir/port"
             url
             exit 0

@@ -71,5 +71,60 @@ def no_blocking() -> Iterator:
         yield bb
 
 
+# The catalog's backend for the whole run: LGM_TEST_CATALOG=postgres puts every data directory's
+# catalog in a PostgreSQL schema (tests/helpers/catalog_backend.py).
+_PG_MODE: dict[str, object] = {}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from tests.helpers import catalog_backend
+
+    if os.environ.get(catalog_backend.BACKEND_ENV, "sqlite") != "postgres":
+        return
+    import sys
+    import sysconfig
+
+    from tests.helpers.postgres import create_database, start_cluster
+
+    server = os.environ.get("LANGGRAPH_MEMORY_TEST_PG")
+    if not server:
+        # Never crashed (fault tests crash private clusters with fsync on): skip the flushes only a crash needs.
+        os.environ["PG_SERVER_OPTIONS"] = "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        try:
+            cluster = start_cluster()
+        finally:
+            del os.environ["PG_SERVER_OPTIONS"]
+        _PG_MODE["cluster"] = cluster
+        server = cluster.url
+    os.environ[catalog_backend.SERVER_ENV] = create_database(server)
+    os.environ[catalog_backend.REPO_ENV] = str(Path(__file__).resolve().parent.parent)
+    pth = Path(sysconfig.get_paths()["purelib"]) / f"_lgm_test_catalog_{os.getpid()}.pth"
+    pth.write_text(catalog_backend.pth_line())
+    _PG_MODE["pth"] = pth
+    catalog_backend.install()
+    print(f"catalog backend: PostgreSQL ({os.environ[catalog_backend.SERVER_ENV]})", file=sys.stderr)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    cluster = _PG_MODE.pop("cluster", None)
+    if cluster is not None:
+        cluster.remove()  # type: ignore[attr-defined]
+    pth = _PG_MODE.pop("pth", None)
+    if pth is not None:
+        Path(str(pth)).unlink(missing_ok=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from tests.helpers import catalog_backend
+
+    if not catalog_backend.active():
+        return
+    for item in items:
+        mark = item.get_closest_marker("sqlite_only")
+        if mark is not None:
+            reason = mark.args[0] if mark.args else mark.kwargs.get("reason", "")
+            item.add_marker(pytest.mark.skip(reason=f"SQLite catalog only: {reason}"))
+
+
 # PostgreSQL servers (scripts/pg.sh): pg_url, pg_database, pg_cluster.
 from tests.helpers.postgres import pg_cluster, pg_database, pg_url  # noqa: E402,F401

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import chromadb
 import numpy as np
+import pytest
 from chromadb.config import Settings as ChromaSettings
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
@@ -75,6 +76,9 @@ def _old_layout(data_dir: Path, emb: DeterministicFakeEmbedding) -> None:
     ChromaHandle.stop_client(client)
 
 
+# The 0.1 layout is a local data directory: opening it imports it into its own SQLite catalog, and a
+# server memory gets it from there with `langgraph-memory migrate`.
+@pytest.mark.sqlite_only("imports a 0.1 data directory into the data directory's own catalog")
 def test_old_layout_is_imported_once(data_dir: Path) -> None:
     emb = DeterministicFakeEmbedding(size=FAKE_DIMS)
     _old_layout(data_dir, emb)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from langgraph_memory.catalog.fields import KIND_BOOL, KIND_STR
 from langgraph_memory.catalog.items import ITEM_COLUMNS, StoredItem, get_by_ids, item_from_row, rows_in
+from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, dialect_of
 from langgraph_memory.catalog.sessions import _SESSION_COLS, Session, _session
 
 __all__ = [
@@ -134,6 +135,11 @@ def lessons_page(
     return out
 
 
+def _text_val(conn: sqlite3.Connection) -> str:
+    # PostgreSQL keeps the filter index's values as JSONB; a string leaf reads back as its text.
+    return "val #>> ARRAY[]::text[]" if dialect_of(conn) == POSTGRESQL else "val"
+
+
 def items_with_field(conn: sqlite3.Connection, path: str, values: Sequence[str]) -> list[StoredItem]:
     """Items whose top-level string field ``path`` is one of ``values`` (by the filter index), oldest first."""
     ids = (
@@ -141,7 +147,7 @@ def items_with_field(conn: sqlite3.Connection, path: str, values: Sequence[str])
             row[0]
             for row in rows_in(
                 conn,
-                f"SELECT item_id FROM fields WHERE path = '{path}' AND kind = {KIND_STR} AND val IN ({{marks}})",
+                f"SELECT item_id FROM fields WHERE path = '{path}' AND kind = {KIND_STR} AND {_text_val(conn)} IN ({{marks}})",
                 values,
             )
         ]

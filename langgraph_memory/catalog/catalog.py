@@ -51,12 +51,17 @@ logger = logging.getLogger(__name__)
 class Catalog:
     """One catalog file, safe to share between threads (one connection behind a lock) and processes.
 
+    ``dialect`` is ``"sqlite"``; `langgraph_memory.catalog.postgres.catalog.PgCatalog`
+    has the same interface on a PostgreSQL server.
+
     Args:
         path: the SQLite file (created with its folder if missing).
         timeout: seconds to wait for another process's write transaction.
         durability: ``"normal"`` (survives a process crash) or ``"full"``
             (also survives power loss; an fsync per commit).
     """
+
+    dialect = "sqlite"
 
     def __init__(
         self,
@@ -213,6 +218,10 @@ class Catalog:
         """One setting, read in its own statement."""
         with self.read() as conn:
             return self.get_meta(conn, key)
+
+    def peek_meta(self, key: str) -> str | None:
+        """One setting, read through a short-lived connection of its own (never waits for this object's lock)."""
+        return read_meta(self.path, key, timeout=self.timeout)
 
 
 def read_meta(path: str | os.PathLike[str], key: str, *, timeout: float = 30.0) -> str | None:

@@ -19,9 +19,13 @@ part was exact.
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, SQLITE, dialect_of
 
 __all__ = [
     "KIND_NUM",
@@ -32,6 +36,8 @@ __all__ = [
     "field_rows",
     "Condition",
     "compile_filter",
+    "insert_rows",
+    "value_marks",
 ]
 
 KIND_NUM = 0
@@ -82,12 +88,36 @@ class Condition:
     op: str  # "=", ">", ">=", "<", "<="
     value: Any
 
-    def sql(self) -> tuple[str, tuple[Any, ...]]:
-        """``SELECT item_id FROM fields WHERE ...`` for this condition."""
+    def sql(self, dialect: str = SQLITE) -> tuple[str, tuple[Any, ...]]:
+        """``SELECT item_id FROM fields WHERE ...`` for this condition (PostgreSQL compares JSONB values)."""
+        if dialect == POSTGRESQL:
+            return (
+                f"SELECT item_id FROM fields WHERE path = ? AND kind = ? AND val {self.op} CAST(? AS jsonb)",
+                (self.path, self.kind, json.dumps(self.value)),
+            )
         return (
             f"SELECT item_id FROM fields WHERE path = ? AND kind = ? AND val {self.op} ?",
             (self.path, self.kind, self.value),
         )
+
+
+def value_marks(conn: Any, values: Iterable[Any]) -> tuple[str, tuple[Any, ...]]:
+    """Placeholders and parameters comparing ``val`` with ``values`` (``val IN (<marks>)``), in ``conn``'s dialect."""
+    vals = tuple(values)
+    if dialect_of(conn) == POSTGRESQL:
+        return ",".join(["CAST(? AS jsonb)"] * len(vals)), tuple(json.dumps(v) for v in vals)
+    return ",".join("?" * len(vals)), vals
+
+
+def insert_rows(conn: Any, rows: Iterable[tuple[str, int, Any, int]]) -> None:
+    """Add ``(path, kind, value, item_id)`` rows to the filter index (rows already there are kept)."""
+    if dialect_of(conn) == POSTGRESQL:
+        conn.executemany(
+            "INSERT OR IGNORE INTO fields(path, kind, val, item_id) VALUES (?, ?, CAST(? AS jsonb), ?)",
+            [(p, k, json.dumps(v), i) for p, k, v, i in rows],
+        )
+    else:
+        conn.executemany("INSERT OR IGNORE INTO fields(path, kind, val, item_id) VALUES (?, ?, ?, ?)", rows)
 
 
 def _compile(path: str, cond: Any, out: list[Condition]) -> bool:

@@ -34,6 +34,7 @@ import numpy as np
 from langgraph_memory.catalog import keywords as _keywords
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog.fields import field_rows
+from langgraph_memory.catalog.fields import insert_rows as insert_field_rows
 
 __all__ = [
     "NS_SEP",
@@ -282,7 +283,7 @@ def write_items(
         out.append(item_id)
     # One statement each for the whole batch: the per-item rows were deleted above, so order does not matter.
     if field_batch:
-        conn.executemany("INSERT OR IGNORE INTO fields(path, kind, val, item_id) VALUES (?, ?, ?, ?)", field_batch)
+        insert_field_rows(conn, field_batch)
     if vector_batch:
         conn.executemany("INSERT INTO vectors(item_id, idx, path, model_id, vec) VALUES (?, ?, ?, ?, ?)", vector_batch)
     # An item with no vectors before had no keyword row, so only updates of indexed items unindex.
@@ -297,10 +298,7 @@ def write_items(
 def _insert_fields(conn: sqlite3.Connection, item_id: int, value: dict[str, Any]) -> None:
     rows = field_rows(value)
     if rows:
-        conn.executemany(
-            "INSERT OR IGNORE INTO fields(path, kind, val, item_id) VALUES (?, ?, ?, ?)",
-            [(p, k, v, item_id) for p, k, v in rows],
-        )
+        insert_field_rows(conn, [(p, k, v, item_id) for p, k, v in rows])
 
 
 class _Counts:
@@ -326,8 +324,8 @@ class _Counts:
         if coll_rows:
             conn.executemany(
                 "INSERT INTO collection_counts(collection, n_items, n_vectors) VALUES (?, ?, ?) "
-                "ON CONFLICT(collection) DO UPDATE SET n_items = n_items + excluded.n_items,"
-                " n_vectors = n_vectors + excluded.n_vectors",
+                "ON CONFLICT(collection) DO UPDATE SET n_items = collection_counts.n_items + excluded.n_items,"
+                " n_vectors = collection_counts.n_vectors + excluded.n_vectors",
                 coll_rows,
             )
 

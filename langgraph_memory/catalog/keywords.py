@@ -46,16 +46,19 @@ planner's SQL for a namespace prefix and a filter).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
 import sqlite3
+import unicodedata
 from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, dialect_of
 from langgraph_memory.catalog.texts import record_text
 
 __all__ = [
@@ -138,6 +141,36 @@ def count_tokens(text: str) -> int:
     return len(_TOKEN.findall(text))
 
 
+def _fold(token: str) -> str:
+    """``token`` without diacritics, as FTS5's ``unicode61`` tokenizer folds it (``é`` is ``e``)."""
+    if token.isascii():
+        return token
+    return "".join(c for c in unicodedata.normalize("NFKD", token) if not unicodedata.combining(c))
+
+
+@functools.lru_cache(maxsize=65536)
+def _stem(token: str) -> str:
+    """The Porter stem of a folded, lower-case token, as FTS5's ``porter`` tokenizer stems it."""
+    return str(_porter().stemWord(token))
+
+
+@functools.lru_cache(maxsize=1)
+def _porter() -> Any:
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("porter")
+
+
+def index_terms(text: str) -> list[str]:
+    """The distinct index terms of ``text`` on PostgreSQL: its words, folded and stemmed as FTS5 does.
+
+    Example:
+        >>> index_terms("Trades whipsawed; trading RSI(14)")
+        ['trade', 'whipsaw', 'rsi', '14']
+    """
+    return list(dict.fromkeys(_stem(_fold(t)) for t in _TOKEN.findall(text.lower())))
+
+
 def indexed_text(value: dict[str, Any], paths: Iterable[str]) -> str | None:
     """The text an item is found by: the texts at its vectors' record paths, joined (None when there are none)."""
     texts = [t for t in (record_text(value, p) for p in dict.fromkeys(paths)) if t]
@@ -149,8 +182,19 @@ def index_items(conn: sqlite3.Connection, rows: Iterable[tuple[int, str | None]]
     batch = [(item_id, text, count_tokens(text)) for item_id, text in rows if text]
     if not batch:
         return
-    conn.executemany("INSERT INTO keywords(rowid, text) VALUES (?, ?)", [(fts_rowid(i, n), t) for i, t, n in batch])
-    conn.executemany("INSERT INTO keyword_lengths(item_id, n_tokens) VALUES (?, ?)", [(i, n) for i, _t, n in batch])
+    if dialect_of(conn) == POSTGRESQL:
+        terms = {i: index_terms(t) for i, t, _n in batch}
+        conn.executemany(
+            "INSERT INTO keyword_postings(term, doc) VALUES (?, ?)",
+            [(term, fts_rowid(i, n)) for i, _t, n in batch for term in terms[i]],
+        )
+        conn.executemany(
+            "INSERT INTO keyword_lengths(item_id, n_tokens, terms) VALUES (?, ?, ?)",
+            [(i, n, " ".join(terms[i])) for i, _t, n in batch],
+        )
+    else:
+        conn.executemany("INSERT INTO keywords(rowid, text) VALUES (?, ?)", [(fts_rowid(i, n), t) for i, t, n in batch])
+        conn.executemany("INSERT INTO keyword_lengths(item_id, n_tokens) VALUES (?, ?)", [(i, n) for i, _t, n in batch])
     conn.execute(
         "UPDATE keyword_stats SET docs = docs + ?, tokens = tokens + ? WHERE id = 1",
         (len(batch), sum(r[2] for r in batch)),
@@ -163,11 +207,20 @@ def unindex_items(conn: sqlite3.Connection, item_ids: Sequence[int]) -> None:
     for start in range(0, len(item_ids), _CHUNK):
         chunk = tuple(item_ids[start : start + _CHUNK])
         marks = ",".join("?" * len(chunk))
+        pg = dialect_of(conn) == POSTGRESQL
         rows = conn.execute(
-            f"SELECT item_id, n_tokens FROM keyword_lengths WHERE item_id IN ({marks})", chunk
+            f"SELECT item_id, n_tokens{', terms' if pg else ''} FROM keyword_lengths WHERE item_id IN ({marks})",
+            chunk,
         ).fetchall()
-        if rows:
+        if rows and pg:
+            conn.executemany(
+                "DELETE FROM keyword_postings WHERE term = ? AND doc = ?",
+                [(term, fts_rowid(r[0], r[1])) for r in rows for term in r[2].split()],
+            )
+            rows = [(r[0], r[1]) for r in rows]
+        elif rows:
             conn.executemany("DELETE FROM keywords WHERE rowid = ?", [(fts_rowid(i, n),) for i, n in rows])
+        if rows:
             conn.execute(f"DELETE FROM keyword_lengths WHERE item_id IN ({marks})", chunk)
             docs, tokens = docs + len(rows), tokens + sum(n for _i, n in rows)
     if docs:
@@ -179,14 +232,14 @@ def rebuild(conn: sqlite3.Connection, *, page: int = 5000) -> int:
 
     Runs inside the caller's write transaction (the schema migration, or a repair).
     """
-    conn.execute("DELETE FROM keywords")
+    conn.execute("DELETE FROM keyword_postings" if dialect_of(conn) == POSTGRESQL else "DELETE FROM keywords")
     conn.execute("DELETE FROM keyword_lengths")
     conn.execute("UPDATE keyword_stats SET docs = 0, tokens = 0 WHERE id = 1")
     after, total = 0, 0
     while True:
         rows = conn.execute(
             "SELECT i.id, i.value, (SELECT group_concat(path, char(31)) FROM"
-            " (SELECT path FROM vectors v WHERE v.item_id = i.id ORDER BY idx))"
+            " (SELECT path FROM vectors v WHERE v.item_id = i.id ORDER BY idx) AS paths)"
             " FROM items i WHERE i.id > ? AND i.n_vectors > 0 ORDER BY i.id LIMIT ?",
             (after, page),
         ).fetchall()
@@ -306,11 +359,17 @@ def match(
     mass = 0.0
     all_ids: list[np.ndarray] = []
     all_scores: list[np.ndarray] = []
+    pg = dialect_of(conn) == POSTGRESQL
     for term in terms:
-        # Quoted, a term (letters and digits only) is one FTS5 token whatever it spells (AND, NEAR, ...).
-        rows = conn.execute(
-            "SELECT rowid FROM keywords WHERE keywords MATCH ? LIMIT ?", (f'"{term}"', cap + 1)
-        ).fetchall()
+        if pg:
+            rows = conn.execute(
+                "SELECT doc FROM keyword_postings WHERE term = ? LIMIT ?", (_stem(_fold(term)), cap + 1)
+            ).fetchall()
+        else:
+            # Quoted, a term (letters and digits only) is one FTS5 token whatever it spells (AND, NEAR, ...).
+            rows = conn.execute(
+                "SELECT rowid FROM keywords WHERE keywords MATCH ? LIMIT ?", (f'"{term}"', cap + 1)
+            ).fetchall()
         n = len(rows)
         if n > cap:
             continue

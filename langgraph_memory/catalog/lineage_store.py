@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog.catalog import Catalog
@@ -46,8 +46,8 @@ class LineageStore:
     """
 
     def __init__(self, catalog: Catalog | str | os.PathLike[str], *, lock_timeout: float | None = None) -> None:
-        if isinstance(catalog, Catalog):
-            self.catalog = catalog
+        if isinstance(catalog, Catalog) or getattr(catalog, "dialect", None) == "postgresql":
+            self.catalog: Catalog = cast(Catalog, catalog)
             self._owns = False
         else:
             self.catalog = Catalog(Path(catalog).expanduser(), timeout=resolve_lock_timeout(lock_timeout))
@@ -56,8 +56,16 @@ class LineageStore:
 
     @classmethod
     def for_data_dir(cls, data_dir: str | os.PathLike[str], **kwargs: Any) -> LineageStore:
-        """Open the catalog of ``data_dir``."""
-        return cls(Path(data_dir) / CATALOG_FILE, **kwargs)
+        """Open the catalog of ``data_dir`` (a data directory, or a ``postgresql://`` address)."""
+        from langgraph_memory.catalog.factory import open_catalog
+        from langgraph_memory.config import Settings
+
+        settings = Settings.resolve(data_dir, lock_timeout=kwargs.get("lock_timeout"))
+        if settings.catalog_url is None:
+            return cls(settings.data_dir / CATALOG_FILE, **kwargs)
+        lineage = cls(open_catalog(settings))
+        lineage._owns = True
+        return lineage
 
     @property
     def closed(self) -> bool:

@@ -141,7 +141,7 @@ def vectors_epoch(conn: sqlite3.Connection) -> str | None:
 def bump_vectors_epoch(conn: sqlite3.Connection) -> None:
     """Tell every vector cache to reload (in the write transaction that rewrote vectors)."""
     conn.execute(
-        "INSERT INTO meta(key, value) VALUES (?, '1') ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+        "INSERT INTO meta(key, value) VALUES (?, '1') ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)",
         (_EPOCH_KEY,),
     )
 

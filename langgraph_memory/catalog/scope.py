@@ -36,6 +36,7 @@ import numpy as np
 
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog.fields import Condition
+from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, SQLITE, dialect_of
 
 __all__ = [
     "ScopeSql",
@@ -128,12 +129,12 @@ def any_scope(scopes: Sequence[ScopeSql]) -> ScopeSql:
     return f"({' OR '.join(s[0] for s in scopes)})", tuple(p for s in scopes for p in s[1])
 
 
-def filter_sql(conds: Sequence[Condition]) -> tuple[str, tuple[Any, ...]]:
+def filter_sql(conds: Sequence[Condition], dialect: str = SQLITE) -> tuple[str, tuple[Any, ...]]:
     """A query of the ids of the items whose filter-index rows meet every condition."""
     parts: list[str] = []
     params: list[Any] = []
     for cond in conds:
-        sql, p = cond.sql()
+        sql, p = cond.sql(dialect)
         parts.append(sql)
         params.extend(p)
     return " INTERSECT ".join(parts), tuple(params)
@@ -143,8 +144,8 @@ def filter_count(conn: sqlite3.Connection, conds: Sequence[Condition], cap: int)
     """Matches of the most selective condition, counted up to ``cap`` (None: no condition)."""
     best: int | None = None
     for cond in conds:
-        sql, params = cond.sql()
-        (n,) = conn.execute(f"SELECT count(*) FROM ({sql} LIMIT {int(cap)})", params).fetchone()
+        sql, params = cond.sql(dialect_of(conn))
+        (n,) = conn.execute(f"SELECT count(*) FROM ({sql} LIMIT {int(cap)}) AS matching", params).fetchone()
         best = n if best is None else min(best, n)
         if best == 0:
             break
@@ -153,7 +154,7 @@ def filter_count(conn: sqlite3.Connection, conds: Sequence[Condition], cap: int)
 
 def filter_matches(conn: sqlite3.Connection, conds: Sequence[Condition]) -> np.ndarray:
     """Ids of every item whose filter-index rows meet every condition."""
-    fsql, fparams = filter_sql(conds)
+    fsql, fparams = filter_sql(conds, dialect_of(conn))
     return _id_array(conn, fsql, fparams)
 
 
@@ -164,8 +165,9 @@ def passing(conn: sqlite3.Connection, conds: Sequence[Condition], ids: np.ndarra
     marks = _ids_sql(ids)
     mask = np.ones(len(ids), dtype=bool)
     for cond in conds:
-        sql, params = cond.sql()
-        sql = sql.replace("FROM fields WHERE", f"FROM fields INDEXED BY fields_item WHERE item_id IN ({marks}) AND")
+        sql, params = cond.sql(dialect_of(conn))
+        hint = "" if dialect_of(conn) == POSTGRESQL else " INDEXED BY fields_item"
+        sql = sql.replace("FROM fields WHERE", f"FROM fields{hint} WHERE item_id IN ({marks}) AND")
         mask &= np.isin(ids, _id_array(conn, sql, params))
         if not mask.any():
             break
@@ -178,7 +180,7 @@ def item_ids_in_scope(conn: sqlite3.Connection, scope: ScopeSql, conds: Sequence
     if not conds:
         return _id_array(conn, f"SELECT i.id FROM items i WHERE {where}", params)
     # The filter's matches drive the join: few of them, each checked against the scope by primary key.
-    fsql, fparams = filter_sql(conds)
+    fsql, fparams = filter_sql(conds, dialect_of(conn))
     return _id_array(
         conn,
         f"SELECT i.id FROM ({fsql}) f CROSS JOIN items i ON i.id = f.item_id WHERE {where}",
@@ -232,7 +234,7 @@ def newest_items(
     where = [scope[0]]
     params: list[Any] = list(scope[1])
     if conds:
-        fsql, fparams = filter_sql(conds)
+        fsql, fparams = filter_sql(conds, dialect_of(conn))
         where.append(f"i.id IN ({fsql})")
         params.extend(fparams)
     if unindexed_only:
@@ -257,7 +259,7 @@ def scope_vectors(conn: sqlite3.Connection, scope: ScopeSql, conds: Sequence[Con
     where = [scope[0]]
     params: list[Any] = list(scope[1])
     if conds:
-        fsql, fparams = filter_sql(conds)
+        fsql, fparams = filter_sql(conds, dialect_of(conn))
         where.append(f"v.item_id IN ({fsql})")
         params.extend(fparams)
     return conn.execute(

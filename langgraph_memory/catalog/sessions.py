@@ -454,7 +454,7 @@ def counts(conn: sqlite3.Connection) -> SessionCounts:
         "SELECT count(*) FROM session_turns t JOIN sessions s ON s.id = t.session_id WHERE s.purged_at IS NULL"
     ).fetchone()[0]
     known = conn.execute(
-        "SELECT count(*) FROM (SELECT id FROM sessions UNION SELECT val FROM fields WHERE path = 'session_id' AND kind = ?)",
+        "SELECT count(*) FROM (SELECT id FROM sessions UNION SELECT val FROM fields WHERE path = 'session_id' AND kind = ?) AS known",
         (KIND_STR,),
     ).fetchone()[0]
     return SessionCounts(

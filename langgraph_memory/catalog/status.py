@@ -135,7 +135,7 @@ def _row(row: Sequence[Any]) -> ItemStatus:
 def _bump(conn: sqlite3.Connection) -> None:
     conn.execute(
         "INSERT INTO meta(key, value) VALUES (?, '1') "
-        "ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)",
+        "ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)",
         (_VERSION_KEY,),
     )
 
@@ -234,9 +234,8 @@ def ensure(conn: sqlite3.Connection, statuses: Iterable[ItemStatus]) -> int:
     rows = _rows(statuses)
     if not rows:
         return 0
-    before = conn.total_changes
-    conn.executemany(f"INSERT OR IGNORE INTO item_status({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-    added = conn.total_changes - before
+    cur = conn.executemany(f"INSERT OR IGNORE INTO item_status({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    added = max(cur.rowcount, 0)
     if added:
         _bump(conn)
     return added

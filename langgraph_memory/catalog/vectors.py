@@ -44,7 +44,7 @@ __all__ = [
     "set_vectors",
 ]
 
-_HAS_VECTORS = "SELECT count(*) FROM (SELECT 1 FROM vectors LIMIT 1)"
+_HAS_VECTORS = "SELECT count(*) FROM (SELECT 1 FROM vectors LIMIT 1) AS one"
 _COUNTS_BY_COLLECTION = (
     "SELECT n.collection, count(*) FROM vectors v JOIN items i ON i.id = v.item_id "
     "JOIN namespaces n ON n.id = i.ns_id GROUP BY n.collection"

@@ -34,9 +34,10 @@ from langgraph.store.base import (
 )
 
 from langgraph_memory._infra.closing import close_all, unwind
-from langgraph_memory.catalog import Catalog, StoredItem
+from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import status as _status
+from langgraph_memory.catalog.factory import open_catalog
 from langgraph_memory.catalog.legacy import has_legacy, import_legacy
 from langgraph_memory.catalog.lineage_store import LineageStore
 from langgraph_memory.config import MAX_KEY_CHARS, Settings
@@ -293,12 +294,14 @@ class ChromaStore(BaseStore):
         opened: list[Callable[[], Any]] = []
         try:
             self.settings.ensure_dirs()
-            self.catalog = Catalog(
-                self.settings.catalog_path, timeout=self.settings.lock_timeout, durability=durability
-            )
+            self.catalog = open_catalog(self.settings, durability=durability)
             opened.append(self.catalog.close)
             model = self.cached_embeddings.model_id if self.cached_embeddings is not None else None
-            if client is None and has_legacy(self.settings.chroma_dir, self.catalog):
+            if (
+                client is None
+                and self.settings.catalog_url is None
+                and has_legacy(self.settings.chroma_dir, self.catalog)
+            ):
                 import_legacy(
                     self.settings.chroma_dir, self.settings.data_dir, self.catalog, model, dims, collections.names()
                 )

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from langgraph_memory._infra.chroma import ChromaHandle
-from langgraph_memory.catalog import Catalog, read_meta
+from langgraph_memory.catalog import Catalog
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog import vectors as _vectors
@@ -146,11 +146,10 @@ class ChromaIndex:
         self.root = root
         if client is None:
             assert root is not None
-            catalog_path = catalog.path
             self.handle = ChromaHandle.embedded(
                 root,
                 lock_timeout,
-                locate=lambda: self._folder_of(read_meta(catalog_path, _GEN_KEY)),
+                locate=lambda: self._folder_of(catalog.peek_meta(_GEN_KEY)),
                 process=process,
             )
             self.session: SessionLock | None = SessionLock(root)

@@ -1,0 +1,295 @@
+"""The catalog on a PostgreSQL server: the truth of a memory that several machines share.
+
+`PgCatalog` has the interface of the SQLite `Catalog`
+(`read()`, `snapshot()`, `write()`, `get_meta()`/`set_meta()`, ``names``,
+``catalog_id``), so the store, the typed API, sessions and ingestion run on
+either. It holds one connection behind a lock, as the SQLite catalog does,
+and hands out a `PgConnection` that runs the
+catalog's named queries.
+
+Writes are serialized across every machine by a transaction-level advisory
+lock taken at ``BEGIN`` (the PostgreSQL counterpart of SQLite's ``BEGIN
+IMMEDIATE``): version numbers, namespace ids and ingestion claims are
+decided by one writer at a time, and the index queue's positions commit in
+order, so a reader that has seen position ``n`` has seen everything before
+it. A write is acknowledged when PostgreSQL commits it.
+
+When the server cannot be reached, every call raises
+[`ServerUnavailableError`][langgraph_memory.errors.ServerUnavailableError] within
+``timeout`` seconds; the next call connects again, so the catalog recovers
+by itself once the server is back.
+
+    cat = PgCatalog("postgresql://postgres@127.0.0.1:5432/memory")
+    with cat.write() as conn:
+        cat.set_meta(conn, "greeting", "hello")
+    cat.close()
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+
+from langgraph_memory._infra.pg import redact, search_path_schema
+from langgraph_memory.catalog.items import NamespaceIds
+from langgraph_memory.catalog.postgres import schema
+from langgraph_memory.catalog.postgres.connection import PgConnection
+from langgraph_memory.errors import (
+    ConfigError,
+    LangGraphMemoryError,
+    LockTimeoutError,
+    ServerUnavailableError,
+    StorageError,
+    StoreBackendError,
+)
+
+__all__ = ["PgCatalog", "WRITE_LOCK"]
+
+logger = logging.getLogger(__name__)
+
+#: The advisory lock every write transaction holds until it commits ("lgm_wri").
+WRITE_LOCK = 0x6C676D5F777269
+# SQLSTATEs meaning the server is not there (now): connection exceptions, shutdown, start-up.
+_UNAVAILABLE = ("08", "57P01", "57P02", "57P03")
+_LOCK_NOT_AVAILABLE = "55P03"
+
+
+class PgCatalog:
+    """The catalog in a PostgreSQL database, shared by every process and machine given the same address.
+
+    Args:
+        url: a ``postgresql://`` address (libpq parameters such as
+            ``sslmode`` pass through).
+        timeout: seconds to wait for the server (connecting) and for other
+            machines' write transactions, before a typed error.
+    """
+
+    dialect = "postgresql"
+
+    def __init__(self, url: str, *, timeout: float = 30.0) -> None:
+        if not isinstance(url, str) or not url:
+            raise ConfigError(f"a PostgreSQL catalog needs a postgresql:// address, got {url!r}")
+        self.url = url
+        #: The address without its password: what messages and explain() show.
+        self.path = redact(url)
+        self.timeout = float(timeout)
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._in_snapshot = False
+        self.names = NamespaceIds()
+        self._conn: PgConnection | None = None
+        self._closed = False
+        try:
+            with self.write(migrating=True) as conn:
+                if self.get_meta(conn, "catalog_id") is None:
+                    self.set_meta(conn, "catalog_id", uuid.uuid4().hex)
+            with self.read() as conn:
+                self.catalog_id: str = str(self.get_meta(conn, "catalog_id"))
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------ plumbing
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _connect(self) -> PgConnection:
+        if self._closed:
+            raise StoreBackendError(f"the catalog {self.path} is closed; open the store again")
+        if self._conn is not None and not self._conn.closed:
+            return self._conn
+        wait = max(1, int(round(self.timeout)))
+        try:
+            raw = psycopg.connect(
+                self.url,
+                autocommit=True,
+                connect_timeout=wait,
+                keepalives=1,
+                keepalives_idle=5,
+                keepalives_interval=2,
+                keepalives_count=3,
+                tcp_user_timeout=wait * 1000,
+                application_name="langgraph-memory",
+            )
+        except psycopg.Error as exc:
+            raise self._translate(exc, "connect to") from None
+        self._conn = PgConnection(raw)
+        return self._conn
+
+    def _drop_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:  # already broken: nothing to release
+                logger.debug("closing a broken catalog connection failed", exc_info=True)
+
+    def _translate(self, exc: BaseException, what: str) -> LangGraphMemoryError:
+        if isinstance(exc, LangGraphMemoryError):
+            return exc
+        sqlstate = getattr(exc, "sqlstate", None) or ""
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = redact(first).replace(self.url, self.path)
+        if sqlstate == _LOCK_NOT_AVAILABLE or "lock timeout" in first:
+            return LockTimeoutError(
+                f"could not {what} the catalog {self.path}: another machine held its write lock for more than "
+                f"{self.timeout:g} s. Retry, or raise lock_timeout."
+            )
+        if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)) and (
+            not sqlstate or sqlstate.startswith(_UNAVAILABLE)
+        ):
+            return ServerUnavailableError(
+                f"could not {what} the catalog: the PostgreSQL server {self.path} is unreachable ({first}). "
+                "Nothing of this call was stored; the next call reconnects.",
+                self.path,
+            )
+        return StorageError(f"could not {what} the catalog {self.path}: {first}", self.path)
+
+    @contextmanager
+    def _guarded(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except LangGraphMemoryError:
+            raise
+        except (psycopg.Error, OSError) as exc:
+            if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)) or (
+                self._conn is not None and self._conn.closed
+            ):
+                self._drop_connection()
+            raise self._translate(exc, what) from None
+
+    @contextmanager
+    def read(self) -> Iterator[PgConnection]:
+        """The connection, for reads (inside a write transaction of this thread, that transaction's view)."""
+        with self._lock:
+            with self._guarded("read"):
+                conn = self._connect()
+                yield conn
+
+    @contextmanager
+    def snapshot(self) -> Iterator[PgConnection]:
+        """The connection inside one read-only repeatable-read transaction: every statement sees one commit."""
+        with self._lock:
+            if self._depth or self._in_snapshot:
+                with self._guarded("read"):
+                    yield self._connect()
+                return
+            with self._guarded("read"):
+                conn = self._connect()
+                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            self._in_snapshot = True
+            try:
+                with self._guarded("read"):
+                    yield conn
+            finally:
+                self._in_snapshot = False
+                if self._conn is conn and not conn.closed and conn.in_transaction:
+                    try:
+                        conn.execute("COMMIT")
+                    except psycopg.Error:  # a read transaction has nothing to lose
+                        self._drop_connection()
+
+    @contextmanager
+    def write(self, *, migrating: bool = False) -> Iterator[PgConnection]:
+        """One transaction holding the catalog's write lock: committed when the block ends, rolled back on error.
+
+        Nested use in the same thread joins the outer transaction.
+        """
+        with self._lock:
+            if self._in_snapshot:
+                raise RuntimeError("a catalog write cannot start inside a read snapshot")
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield self._connect()
+                finally:
+                    self._depth -= 1
+                return
+            with self._guarded("write to"):
+                conn = self._connect()
+                conn.execute("BEGIN")
+                try:
+                    conn.raw.execute(f"SET LOCAL lock_timeout = {int(self.timeout * 1000)}")
+                    if migrating:
+                        schema.migrate(conn.raw, schema=search_path_schema(self.url))
+                    conn.raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                except BaseException:
+                    self._rollback(conn)
+                    raise
+            self._depth = 1
+            try:
+                # Pipelined: statements whose results the block does not read go out without a round trip
+                # each; a read (or the COMMIT) waits for everything before it.
+                with conn.raw.pipeline():
+                    yield conn
+                    with self._guarded("write to"):
+                        conn.execute("COMMIT")
+            except BaseException as exc:
+                self.names.forget_uncommitted()
+                self._rollback(conn)
+                if isinstance(exc, (psycopg.Error, OSError)) and not isinstance(exc, LangGraphMemoryError):
+                    if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)):
+                        self._drop_connection()
+                    raise self._translate(exc, "write to") from None
+                raise
+            finally:
+                self._depth = 0
+
+    def _rollback(self, conn: PgConnection) -> None:
+        try:
+            if not conn.closed and conn.in_transaction:
+                conn.execute("ROLLBACK")
+        except psycopg.Error:  # the original error is the one to report
+            self._drop_connection()
+
+    def close(self) -> None:
+        """Close the connection; further calls raise [`StoreBackendError`][langgraph_memory.errors.StoreBackendError]."""
+        with self._lock:
+            self._closed = True
+            self._drop_connection()
+
+    def __enter__(self) -> PgCatalog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---------------------------------------------------------------- meta
+
+    @staticmethod
+    def get_meta(conn: Any, key: str) -> str | None:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    @staticmethod
+    def set_meta(conn: Any, key: str, value: str | None) -> None:
+        if value is None:
+            conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+        else:
+            conn.execute(
+                "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    def meta(self, key: str) -> str | None:
+        """One setting, read in its own statement."""
+        with self.read() as conn:
+            return self.get_meta(conn, key)
+
+    def peek_meta(self, key: str) -> str | None:
+        """One setting, read through a short-lived connection of its own (never waits for this object's lock)."""
+        wait = max(1, int(round(self.timeout)))
+        try:
+            with psycopg.connect(self.url, autocommit=True, connect_timeout=wait) as raw:
+                row = raw.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
+        except psycopg.Error as exc:
+            raise self._translate(exc, "read") from None
+        return None if row is None else str(row[0])
