@@ -7,11 +7,12 @@ checkpoints (``tests/helpers/loop_stall.py``). The target: p99 of the gaps
 * For the store as the LangGraph server gets it (``langgraph.json``'s factory,
   `langgraph_memory.platform.open_store`, which runs the embedded index in a
   child process), the bounds are on the real time between two ticks, less the
-  time the loop thread was ready to run but had no CPU (from
-  ``/proc/thread-self/schedstat``): that part is the machine's load, not our
-  code. What is left counts work on the loop, blocking calls, and every wait
-  for the GIL: an embedded Chroma client in this process holds the GIL for
-  the whole of each write (40-180 ms gaps measured, ``bench/RESULTS_loop.md``).
+  time the loop thread, or the process's other threads (one of which may hold
+  the GIL), were ready to run but had no CPU (``/proc/self/task/*/schedstat``):
+  that part is the machine's load, not our code. What is left counts work on
+  the loop, blocking calls, and every wait for the GIL held by a running
+  thread: an embedded Chroma client in this process holds the GIL for the
+  whole of each write (40-180 ms gaps measured, ``bench/RESULTS_loop.md``).
 * For the plain default (``ChromaStore()``, index in this process), only the
   loop thread's own CPU time between ticks is bounded: the work that ran ON
   the loop. Its GIL waits are the reason the factory uses a child process.

@@ -16,15 +16,16 @@ intervals since the previous tick:
   ``/proc/thread-self/schedstat``), i.e. the machine's load. Then
   ``wall - cpu - waited`` is the time the loop thread slept: its 1 ms timer,
   plus any wait for the GIL or for a blocking call.
-* ``others_waited`` (with ``schedstat=True``): the longest such wait of any
-  *other* thread of this process in the interval. A thread holding the GIL
+* ``others_waited`` (with ``schedstat=True``): the run-queue waits of the
+  *other* threads of this process in the interval, added up
+  (``others_waited_longest``: the longest of them). A thread holding the GIL
   cannot hand it over while it has no CPU, so on a loaded machine the loop
-  also waits for that.
-* ``unloaded``: ``wall - max(waited, others_waited)``. What the loop's other
-  tasks would see on an idle machine: the timer, the work on the loop, and
-  every wait for the GIL (a C call that keeps it, such as an embedded Chroma
-  write) or for a blocking call, but not the time the machine's other
-  processes had the CPU.
+  also waits for that; which thread held it is unknown, so all are counted.
+* ``unloaded``: ``wall - waited - others_waited``, but never less than
+  ``cpu``. What the loop's other tasks would see on an idle machine: the
+  timer, the work on the loop, and every wait for the GIL held by a running
+  thread (a C call that keeps it, such as an embedded Chroma write) or for a
+  blocking call, but not the time the machine's other processes had the CPU.
 
 Blocking that costs no CPU (a sleep, a disk sync, a lock wait on the loop) does
 not show in ``cpu``: run the workload under blockbuster as well
@@ -55,6 +56,7 @@ class Gaps:
     cpu: list[float] = field(default_factory=list)
     waited: list[float] = field(default_factory=list)
     others_waited: list[float] = field(default_factory=list)
+    others_waited_longest: list[float] = field(default_factory=list)
     #: how long each awaited call of the workload took, by name (``aput``, ``asearch``, ``checkpoint``).
     ops: dict[str, list[float]] = field(default_factory=dict)
 
@@ -65,8 +67,10 @@ class Gaps:
 
     @property
     def unloaded(self) -> list[float]:
-        """``wall - max(waited, others_waited)`` per tick (needs ``schedstat``): the gap less the machine's load."""
-        return [max(0.0, w - max(q, o)) for w, q, o in zip(self.wall, self.waited, self.others_waited, strict=True)]
+        """``max(cpu, wall - waited - others_waited)`` per tick (needs ``schedstat``): the gap less the load."""
+        return [
+            max(c, w - q - o) for w, c, q, o in zip(self.wall, self.cpu, self.waited, self.others_waited, strict=True)
+        ]
 
     @staticmethod
     def _pct(values: list[float], p: float) -> float:
@@ -98,11 +102,11 @@ class _OtherThreads:
         self.me = threading.get_native_id()
         self.fds: dict[int, int] = {}
         self.last: dict[int, float] = {}
-        self.longest_wait()
+        self.waits()
 
-    def longest_wait(self) -> float:
-        """The longest run-queue wait of one other thread since the previous call."""
-        longest = 0.0
+    def waits(self) -> tuple[float, float]:
+        """The longest run-queue wait of one other thread since the previous call, and their sum."""
+        longest = total = 0.0
         for name in os.listdir("/proc/self/task"):
             tid = int(name)
             if tid == self.me:
@@ -114,9 +118,10 @@ class _OtherThreads:
                 now = _runqueue_wait(fd)
             except (OSError, IndexError, ValueError):  # the thread ended meanwhile
                 continue
-            longest = max(longest, now - self.last.get(tid, now))
+            waited = now - self.last.get(tid, now)
+            longest, total = max(longest, waited), total + waited
             self.last[tid] = now
-        return longest
+        return longest, total
 
     def close(self) -> None:
         for fd in self.fds.values():
@@ -138,7 +143,9 @@ async def _ticker(stop: asyncio.Event, gaps: Gaps, schedstat: bool) -> None:
             if others is not None:
                 q = _runqueue_wait(fd)
                 gaps.waited.append(q - last_q)
-                gaps.others_waited.append(others.longest_wait())
+                longest, total = others.waits()
+                gaps.others_waited.append(total)
+                gaps.others_waited_longest.append(longest)
                 last_q = q
             last_wall, last_cpu = wall, cpu
     finally:
