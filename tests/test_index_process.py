@@ -114,6 +114,10 @@ def test_a_killed_child_is_replaced_and_nothing_is_lost(pstore: ChromaStore) -> 
     assert pstore.vector_index.count("memories") == 2
     assert not pstore.vector_index.broken
     assert {h.key for h in pstore.search(("memories",), query="the child died", limit=5)} == {"a", "b"}
+    # A rebuild fills its new folder in the child as well, and the store goes on from it.
+    assert pstore.rebuild_index().total == 2
+    assert pstore.vector_index.count("memories") == 2
+    assert handle.folder is not None and handle.folder.name == "index-2"
 
 
 @pytest.mark.skipif(fcntl is None or not sys.platform.startswith("linux"), reason="flock and /proc")

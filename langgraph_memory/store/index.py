@@ -663,7 +663,9 @@ class ChromaIndex:
         folder.mkdir(parents=True)
         client = None
         try:
-            client = ChromaHandle.open_persistent(folder)
+            # With an index process the new folder is filled there too: a rebuild's upserts hold the GIL.
+            process = self.handle.process
+            client = process.open(folder) if process is not None else ChromaHandle.open_persistent(folder)
             for name in self.collections:
                 if not counts.get(name):
                     continue
