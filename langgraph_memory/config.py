@@ -259,6 +259,14 @@ class Settings:
             raise ConfigError(f"data directory {path} exists and is not a directory; choose another path.")
         return cls(data_dir=path.resolve(), embedding_model=str(model), lock_timeout=timeout)
 
+    def __repr__(self) -> str:
+        # The address may carry a password: a repr ends up in logs and tracebacks.
+        url = None if self.catalog_url is None else redact(self.catalog_url)
+        return (
+            f"Settings(data_dir={self.data_dir!r}, embedding_model={self.embedding_model!r}, "
+            f"lock_timeout={self.lock_timeout!r}, catalog_url={url!r})"
+        )
+
     @property
     def where(self) -> str:
         """What this memory is, for messages: the data directory, or the server's address without its password."""

@@ -42,6 +42,7 @@ __all__ = [
     "ReadOnlyError",
     "CorruptFileError",
     "ServerUnavailableError",
+    "MigrationError",
     "ModelMismatchError",
     "BundleError",
     "IngestError",
@@ -184,6 +185,15 @@ class ServerUnavailableError(StorageError, ConnectionError):
     Raised within the configured timeout, never after a hang; nothing of the
     failed call was stored. The library reconnects by itself once the server
     is back, so the same call can simply be retried.
+    """
+
+
+class MigrationError(StorageError):
+    """Moving a memory between a data directory and a PostgreSQL server could not be done or verified.
+
+    The target holds a different memory, or after copying its row counts
+    differ from the source's (the message names the tables). The source is
+    never changed; running the migration again is safe.
     """
 
 

@@ -270,11 +270,14 @@ class Memory(ResearchAPI, ProceduralAPI):
         session_config: SessionConfig | None = None,
         create_parents: bool = False,
         index_process: bool = False,
+        local_dir: str | os.PathLike[str] | None = None,
     ) -> Memory:
         """Open (creating if needed) a data directory.
 
         Args:
-            data_dir: argument > ``LANGGRAPH_MEMORY_DIR`` > config file > ``./memory``.
+            data_dir: argument > ``LANGGRAPH_MEMORY_URL`` > ``LANGGRAPH_MEMORY_DIR`` >
+                config file > ``./memory``. A ``postgresql://`` address opens the
+                memory on that server (threads go to its ``PostgresCheckpointer``).
                 A missing data directory is created when the folder above it
                 exists; a deeper missing path (often a typo) is a `ConfigError`
                 unless ``create_parents=True``.
@@ -306,6 +309,10 @@ class Memory(ResearchAPI, ProceduralAPI):
             index_process: run the embedded Chroma index in a child process,
                 so its writes never hold this process's GIL (for async servers:
                 see ``ChromaStore``'s ``index_process``).
+            local_dir: with a ``postgresql://`` address, the folder for what
+                stays local (embedding cache, archive files); argument >
+                ``LANGGRAPH_MEMORY_LOCAL_DIR`` > config file > a folder under
+                ``~/.cache/langgraph-memory`` named after the server.
 
         Examples:
             >>> mem = Memory.open("./memory", ttl={"default_ttl": 60 * 24 * 30})  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
@@ -326,6 +333,7 @@ class Memory(ResearchAPI, ProceduralAPI):
                 "ttl": ttl,
                 "chroma_client": chroma_client,
                 "lock_timeout": lock_timeout,
+                "local_dir": local_dir,
             }
             clash = [k for k, v in given.items() if v is not None]
             if clash:
@@ -335,7 +343,7 @@ class Memory(ResearchAPI, ProceduralAPI):
         opened: list[Callable[[], None]] = []
         try:
             if store is None:
-                settings = Settings.resolve(data_dir, lock_timeout=lock_timeout)
+                settings = Settings.resolve(data_dir, lock_timeout=lock_timeout, local_dir=local_dir)
                 if settings.catalog_url is None:
                     _check_parent(settings.data_dir, create_parents)
                 if embeddings is False:
@@ -349,24 +357,11 @@ class Memory(ResearchAPI, ProceduralAPI):
                 )
                 opened.append(store.close)
             owns_checkpointer = checkpointer is None
-            if checkpointer is None and store.settings.catalog_url is not None:
-                # Threads go to the same server as the memory, so every worker resumes every thread.
-                from langgraph_memory._infra.pg import search_path_schema
-                from langgraph_memory.checkpoint.postgres import PostgresCheckpointer
+            if checkpointer is None:
+                from langgraph_memory.checkpoint.factory import open_checkpointer
 
-                url = store.settings.catalog_url
-                schema = search_path_schema(url)
-                checkpointer = (
-                    PostgresCheckpointer(url, timeout=store.settings.lock_timeout, schema=schema)
-                    if schema
-                    else PostgresCheckpointer(url, timeout=store.settings.lock_timeout)
-                )
-            elif checkpointer is None:
-                from langgraph_memory.checkpoint import SqliteCheckpointer
-
-                checkpointer = SqliteCheckpointer(
-                    store.settings.checkpoints_path, lock_timeout=store.settings.lock_timeout
-                )
+                # On a server, threads go beside the memory, so every worker resumes every thread.
+                checkpointer = open_checkpointer(store.settings)
         except BaseException:
             unwind(opened, "Memory.open")
             raise

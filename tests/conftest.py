@@ -128,3 +128,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # PostgreSQL servers (scripts/pg.sh): pg_url, pg_database, pg_cluster.
 from tests.helpers.postgres import pg_cluster, pg_database, pg_url  # noqa: E402,F401
+
+# Both checkpointers under one test: any_saver.
+from tests.helpers.savers import any_saver  # noqa: E402,F401

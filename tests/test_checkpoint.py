@@ -44,6 +44,9 @@ from langgraph_memory.errors import (
     LockTimeoutError,
 )
 
+# No catalog here: the checkpointers run in the SQLite-catalog run (PostgreSQL's too, on the session's server).
+pytestmark = pytest.mark.sqlite_only("checkpointer tests: no catalog involved, both checkpointers run in the other run")
+
 
 @pytest.fixture
 def saver(tmp_path: Path) -> Iterator[SqliteCheckpointer]:
@@ -194,7 +197,8 @@ def test_closed_saver_raises_checkpoint_error(tmp_path: Path) -> None:
 # -- reads and writes ------------------------------------------------------------
 
 
-def test_list_filter_before_limit_newest_first(saver: SqliteCheckpointer) -> None:
+def test_list_filter_before_limit_newest_first(any_saver: Any) -> None:
+    saver = any_saver
     parent = None
     stored = []
     for step in range(6):
@@ -212,7 +216,8 @@ def test_list_filter_before_limit_newest_first(saver: SqliteCheckpointer) -> Non
         list(saver.list(None, filter={"bad key')--": 1}))
 
 
-def test_list_pages_through_long_threads(saver: SqliteCheckpointer) -> None:
+def test_list_pages_through_long_threads(any_saver: Any) -> None:
+    saver = any_saver
     parent = None
     for step in range(250):  # more than two internal pages
         parent = _put(saver, "t", parent=parent, step=step)
@@ -222,14 +227,16 @@ def test_list_pages_through_long_threads(saver: SqliteCheckpointer) -> None:
     assert [t.metadata["step"] for t in saver.list(None, limit=101)] == list(range(249, 148, -1))
 
 
-def test_list_across_threads_with_shared_ids(saver: SqliteCheckpointer) -> None:
+def test_list_across_threads_with_shared_ids(any_saver: Any) -> None:
+    saver = any_saver
     _put(saver, "a")
     saver.copy_thread("a", "b")  # same checkpoint id on two threads
     threads = sorted(t.config["configurable"]["thread_id"] for t in saver.list(None))
     assert threads == ["a", "b"]
 
 
-def test_put_writes_idempotent_and_special_writes_replace(saver: SqliteCheckpointer) -> None:
+def test_put_writes_idempotent_and_special_writes_replace(any_saver: Any) -> None:
+    saver = any_saver
     stored = _put(saver, "t")
     saver.put_writes(stored, [("a", 1), ("b", 2)], "task-1", "path")
     saver.put_writes(stored, [("a", 100), ("b", 200)], "task-1", "path")  # a retry
@@ -247,7 +254,8 @@ def test_put_writes_idempotent_and_special_writes_replace(saver: SqliteCheckpoin
     }
 
 
-def test_pending_writes_in_writes_sort_key_order(saver: SqliteCheckpointer) -> None:
+def test_pending_writes_in_writes_sort_key_order(any_saver: Any) -> None:
+    saver = any_saver
     stored = _put(saver, "t")
     saver.put_writes(stored, [("c", "z1")], "task-z", "~b")
     saver.put_writes(stored, [("c", "a1"), ("c", "a2")], "task-a", "~c")
@@ -257,7 +265,8 @@ def test_pending_writes_in_writes_sort_key_order(saver: SqliteCheckpointer) -> N
     assert [w[2] for w in tup.pending_writes or []] == ["input", "z1", "a1", "a2"]
 
 
-def test_metadata_from_config_is_stored(saver: SqliteCheckpointer) -> None:
+def test_metadata_from_config_is_stored(any_saver: Any) -> None:
+    saver = any_saver
     config = generate_config("t")
     config["configurable"]["user"] = "ada"
     config["configurable"]["__secret"] = "no"
@@ -269,7 +278,8 @@ def test_metadata_from_config_is_stored(saver: SqliteCheckpointer) -> None:
     assert [t.metadata["user"] for t in saver.list(None, filter={"user": "ada"})] == ["ada"]
 
 
-def test_get_next_version_increases(saver: SqliteCheckpointer) -> None:
+def test_get_next_version_increases(any_saver: Any) -> None:
+    saver = any_saver
     v1 = saver.get_next_version(None, None)
     v2 = saver.get_next_version(v1, None)
     assert v1 < v2 and v2.startswith("0" * 31 + "2.")
@@ -303,6 +313,7 @@ def test_encrypting_serde_keeps_values_off_disk(tmp_path: Path) -> None:
 
 
 def test_delete_thread_only_that_thread(saver: SqliteCheckpointer) -> None:
+    # Counts rows in the SQLite file; tests/test_checkpoint_postgres.py has the PostgreSQL twin.
     a = _put(saver, "a")
     saver.put_writes(a, [("x", 1)], "task")
     _put(saver, "a", ns="child:1")
@@ -316,6 +327,7 @@ def test_delete_thread_only_that_thread(saver: SqliteCheckpointer) -> None:
 
 
 def test_prune_keep_latest_drops_old_writes_and_orphans(saver: SqliteCheckpointer) -> None:
+    # Counts rows in the SQLite file; tests/test_checkpoint_postgres.py has the PostgreSQL twin.
     first = _put(saver, "t")
     saver.put_writes(first, [("x", 1)], "task")
     orphan = generate_config("t", checkpoint_id="never-stored")
@@ -330,7 +342,8 @@ def test_prune_keep_latest_drops_old_writes_and_orphans(saver: SqliteCheckpointe
         saver.prune(["t"], strategy="keep_some")
 
 
-def test_copy_thread_is_independent(saver: SqliteCheckpointer) -> None:
+def test_copy_thread_is_independent(any_saver: Any) -> None:
+    saver = any_saver
     src = _put(saver, "src", values={"v": 1})
     saver.put_writes(src, [("v", 2)], "task")
     saver.copy_thread("src", "dst")
@@ -344,6 +357,7 @@ def test_copy_thread_is_independent(saver: SqliteCheckpointer) -> None:
 
 
 def test_list_threads_and_prune_inactive(saver: SqliteCheckpointer) -> None:
+    # Counts rows in the SQLite file; tests/test_checkpoint_postgres.py has the PostgreSQL twin.
     for thread_id in ("old", "new"):
         parent = None
         for step in range(3):
@@ -369,7 +383,8 @@ def test_list_threads_and_prune_inactive(saver: SqliteCheckpointer) -> None:
         saver.prune_inactive(timedelta(days=-1))
 
 
-async def test_async_thread_activity(saver: SqliteCheckpointer) -> None:
+async def test_async_thread_activity(any_saver: Any) -> None:
+    saver = any_saver
     await saver.aput(generate_config("t"), generate_checkpoint(), generate_metadata(), {})
     assert [i.thread_id for i in await saver.alist_threads()] == ["t"]
     assert await saver.aprune_inactive(timedelta(days=1)) == []
@@ -403,7 +418,8 @@ def _fallback_history(saver: SqliteCheckpointer, config: RunnableConfig, channel
     return BaseCheckpointSaver.get_delta_channel_history(saver, config=config, channels=channels)
 
 
-def test_delta_history_matches_reference_walk(saver: SqliteCheckpointer) -> None:
+def test_delta_history_matches_reference_walk(any_saver: Any) -> None:
+    saver = any_saver
     graph = _delta_graph(saver)
     config: RunnableConfig = {"configurable": {"thread_id": "d"}}
     graph.invoke({"log": ["start"], "total": 0}, config)
@@ -418,6 +434,7 @@ def test_delta_history_matches_reference_walk(saver: SqliteCheckpointer) -> None
 
 
 def test_prune_keep_latest_keeps_delta_state(saver: SqliteCheckpointer) -> None:
+    # Counts rows in the SQLite file; tests/test_checkpoint_postgres.py has the PostgreSQL twin.
     graph = _delta_graph(saver)
     config: RunnableConfig = {"configurable": {"thread_id": "d"}}
     graph.invoke({"log": ["start"], "total": 0}, config)
@@ -439,6 +456,7 @@ def test_prune_keep_latest_keeps_delta_state(saver: SqliteCheckpointer) -> None:
 
 
 def test_delete_for_runs_keeps_what_later_runs_need(saver: SqliteCheckpointer) -> None:
+    # Counts rows in the SQLite file; tests/test_checkpoint_postgres.py has the PostgreSQL twin.
     graph = _delta_graph(saver)
     config: RunnableConfig = {"configurable": {"thread_id": "d"}}
     first_run, second_run = str(uuid.uuid4()), str(uuid.uuid4())
@@ -464,7 +482,8 @@ def test_delete_for_runs_keeps_what_later_runs_need(saver: SqliteCheckpointer) -
     conn.close()
 
 
-def test_copy_thread_carries_delta_history(saver: SqliteCheckpointer) -> None:
+def test_copy_thread_carries_delta_history(any_saver: Any) -> None:
+    saver = any_saver
     graph = _delta_graph(saver)
     graph.invoke({"log": ["start"], "total": 0}, {"configurable": {"thread_id": "src"}})
     saver.prune(["src"])
@@ -477,7 +496,8 @@ def test_copy_thread_carries_delta_history(saver: SqliteCheckpointer) -> None:
 # -- concurrency and locking ---------------------------------------------------------
 
 
-def test_many_threads_share_one_saver(saver: SqliteCheckpointer) -> None:
+def test_many_threads_share_one_saver(any_saver: Any) -> None:
+    saver = any_saver
     errors: list[BaseException] = []
 
     def worker(n: int) -> None:
@@ -518,6 +538,7 @@ def test_lock_held_elsewhere_raises_lock_timeout(tmp_path: Path) -> None:
 
 
 def test_metadata_is_queryable_json(saver: SqliteCheckpointer) -> None:
+    # Counts rows in the SQLite file; tests/test_checkpoint_postgres.py has the PostgreSQL twin.
     _put(saver, "t", tags={"a": [1, 2]}, flag=True)
     conn = sqlite3.connect(saver.path)
     (raw,) = conn.execute("SELECT metadata FROM checkpoints").fetchone()

@@ -28,6 +28,9 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph_memory.checkpoint import SqliteCheckpointer
 from tests.helpers.postgres import create_database, drop_database
 
+# No catalog here: the checkpointers run in the SQLite-catalog run (PostgreSQL's too, on the session's server).
+pytestmark = pytest.mark.sqlite_only("checkpointer tests: no catalog involved, both checkpointers run in the other run")
+
 
 class _XorCipher:
     """A toy cipher (no extra dependency): enough to prove ``serde`` is used."""

@@ -18,6 +18,9 @@ from typing_extensions import TypedDict
 
 from langgraph_memory.checkpoint import SqliteCheckpointer
 
+# No catalog here: the checkpointers run in the SQLite-catalog run (PostgreSQL's too, on the session's server).
+pytestmark = pytest.mark.sqlite_only("checkpointer tests: no catalog involved, both checkpointers run in the other run")
+
 
 class ChatState(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
@@ -47,7 +50,8 @@ def saver(tmp_path: Path) -> Iterator[SqliteCheckpointer]:
         yield s
 
 
-async def test_invoke_and_ainvoke_share_one_saver(saver: SqliteCheckpointer) -> None:
+async def test_invoke_and_ainvoke_share_one_saver(any_saver: Any) -> None:
+    saver = any_saver
     graph = _chat_graph(saver)
     config = {"configurable": {"thread_id": "chat"}}
     graph.invoke({"messages": [HumanMessage("hi")]}, config)
@@ -73,7 +77,8 @@ async def test_invoke_and_ainvoke_share_one_saver(saver: SqliteCheckpointer) -> 
     assert graph.get_state(config).values["turns"] == 4
 
 
-async def test_state_history_and_time_travel(saver: SqliteCheckpointer) -> None:
+async def test_state_history_and_time_travel(any_saver: Any) -> None:
+    saver = any_saver
     graph = _chat_graph(saver)
     config = {"configurable": {"thread_id": "tt"}}
     graph.invoke({"messages": [HumanMessage("one")]}, config)
@@ -111,6 +116,8 @@ async def test_state_history_and_time_travel(saver: SqliteCheckpointer) -> None:
 
 
 def test_interrupt_and_resume_sync_then_async(saver: SqliteCheckpointer) -> None:
+    # Reopens the SQLite file as a restarted process would; PostgreSQL's: test_checkpoint_postgres.py.
+
     class ApprovalState(TypedDict):
         request: str
         approved: bool
@@ -140,7 +147,9 @@ def test_interrupt_and_resume_sync_then_async(saver: SqliteCheckpointer) -> None
     assert graph.get_state(config).next == ()
 
 
-async def test_subgraph_state_is_checkpointed(saver: SqliteCheckpointer) -> None:
+async def test_subgraph_state_is_checkpointed(any_saver: Any) -> None:
+    saver = any_saver
+
     class Inner(TypedDict):
         items: Annotated[list[str], lambda a, b: a + b]
 

@@ -23,6 +23,9 @@ from langgraph_memory.checkpoint import SqliteCheckpointer
 from langgraph_memory.checkpoint._pool import _COMMITS_PER_CHECKPOINT
 from tests.test_checkpoint_graphs import _chat_graph
 
+# No catalog here: the checkpointers run in the SQLite-catalog run (PostgreSQL's too, on the session's server).
+pytestmark = pytest.mark.sqlite_only("checkpointer tests: no catalog involved, both checkpointers run in the other run")
+
 
 @pytest.fixture
 async def saver(tmp_path: Path, no_blocking: Any) -> AsyncIterator[SqliteCheckpointer]:

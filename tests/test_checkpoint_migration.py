@@ -28,6 +28,9 @@ from tests._checkpoint_helpers.v1_fixture import (
     write_v1_file,
 )
 
+# No catalog here: the checkpointers run in the SQLite-catalog run (PostgreSQL's too, on the session's server).
+pytestmark = pytest.mark.sqlite_only("checkpointer tests: no catalog involved, both checkpointers run in the other run")
+
 
 class _XorCipher:
     """A toy cipher (no extra dependency): enough to show blobs stay encrypted."""

@@ -37,27 +37,12 @@ from langgraph.checkpoint.conformance.test_utils import (
 
 from langgraph_memory.checkpoint.postgres import SCHEMA_VERSION, PostgresCheckpointer
 from langgraph_memory.errors import CheckpointError, ConfigError
-from tests.test_checkpoint import (  # noqa: F401 (collected here, against PostgreSQL)
-    _put,
-    test_async_thread_activity,
-    test_copy_thread_carries_delta_history,
-    test_copy_thread_is_independent,
-    test_delta_history_matches_reference_walk,
-    test_get_next_version_increases,
-    test_list_across_threads_with_shared_ids,
-    test_list_filter_before_limit_newest_first,
-    test_list_pages_through_long_threads,
-    test_many_threads_share_one_saver,
-    test_metadata_from_config_is_stored,
-    test_pending_writes_in_writes_sort_key_order,
-    test_put_writes_idempotent_and_special_writes_replace,
-)
-from tests.test_checkpoint_graphs import (  # noqa: F401
-    _chat_graph,
-    test_invoke_and_ainvoke_share_one_saver,
-    test_state_history_and_time_travel,
-    test_subgraph_state_is_checkpointed,
-)
+from tests.test_checkpoint import _put
+from tests.test_checkpoint_graphs import _chat_graph
+
+# The tests both checkpointers share run on each (any_saver) in tests/test_checkpoint*.py; these are
+# PostgreSQL's own. No catalog here, so the PostgreSQL-catalog run skips them.
+pytestmark = pytest.mark.sqlite_only("checkpointer tests: no catalog involved, both checkpointers run in the other run")
 
 
 @pytest.fixture

@@ -19,8 +19,9 @@ import pytest
 from langchain_core.embeddings import Embeddings
 from langgraph.graph import END, START, StateGraph
 
-from langgraph_memory.checkpoint import SqliteCheckpointer
+from langgraph_memory.checkpoint.factory import open_checkpointer
 from langgraph_memory.cli import main
+from langgraph_memory.config import Settings
 from langgraph_memory.memory import Memory
 from langgraph_memory.store import ChromaStore
 from tests.conftest import FAKE_DIMS
@@ -112,6 +113,9 @@ def test_data_dir_and_json_go_before_or_after_the_command(live, capsys):
         ["archive", "run"],
         ["index", "check"],
     ],
+)
+@pytest.mark.sqlite_only(
+    "a missing data directory; a memory on a server is named by its address (tests/test_pg_address.py)"
 )
 def test_a_missing_data_directory_is_named_and_not_created(argv, tmp_path, capsys):
     missing = tmp_path / "no-such-memory"
@@ -363,7 +367,7 @@ def _checkpoint_threads(data_dir: Path, n: int) -> None:
     builder.add_node("inc", lambda x: x + 1)
     builder.add_edge(START, "inc")
     builder.add_edge("inc", END)
-    with SqliteCheckpointer.from_data_dir(data_dir) as saver:
+    with open_checkpointer(Settings.resolve(data_dir)) as saver:  # the memory's own: SQLite or PostgreSQL
         graph = builder.compile(checkpointer=saver)
         for i in range(n):
             graph.invoke(i, {"configurable": {"thread_id": f"t{i}"}})

@@ -30,6 +30,7 @@ def _fill(mnt: Path) -> Path:
     return filler
 
 
+@pytest.mark.sqlite_only("fills the disk under the data directory, where the SQLite catalog's access flush writes")
 def test_close_after_reading_on_a_full_disk_warns(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     emb = DeterministicFakeEmbedding(size=16)
     with tmpfs(tmp_path, "24m") as mnt:

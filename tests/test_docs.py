@@ -20,6 +20,10 @@ DOCS = ROOT / "docs"
 _NO_NETWORK = """
 import socket
 
+pytestmark = pytest.mark.sqlite_only(
+    "builds and checks the documentation site; no catalog involved"
+)
+
 def _refuse(*args, **kwargs):
     raise OSError("the docs build must not use the network")
 

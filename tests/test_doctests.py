@@ -15,6 +15,10 @@ import pytest
 
 import langgraph_memory
 
+pytestmark = pytest.mark.sqlite_only(
+    "docstring examples show the embedded default (one data directory); the calls they show run on PostgreSQL in the rest of the suite"
+)
+
 PACKAGE = Path(langgraph_memory.__file__).parent
 MODULES = sorted(
     m.name for m in pkgutil.walk_packages([str(PACKAGE)], prefix="langgraph_memory.") if not m.name.endswith("__main__")

@@ -97,13 +97,14 @@ def test_open_store_takes_index_and_ttl_as_the_server_passes_them(
         store.close()
 
 
-def test_addresses_are_not_folders(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("LANGGRAPH_MEMORY_DIR", "postgresql://db.example/memory")
-    with pytest.raises(ConfigError, match="is an address"):
+def test_chroma_addresses_are_not_memories(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A postgresql:// address is a memory (tests/test_pg_address.py opens one); a Chroma server's is not.
+    monkeypatch.setenv("LANGGRAPH_MEMORY_DIR", "http://127.0.0.1:8000")
+    with pytest.raises(ConfigError, match="is a Chroma address"):
         open_checkpointer()
-    with pytest.raises(ConfigError, match="is an address"):
+    with pytest.raises(ConfigError, match="is a Chroma address"):
         open_store({})
-    assert not (project / "postgresql:").exists()
+    assert not (project / "http:").exists()
 
 
 def test_bad_chroma_url(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,6 +19,7 @@ from langgraph_memory.errors import (
 from langgraph_memory.memory import Memory
 from langgraph_memory.research.collections import Lesson, ResearchFinding, Strategy
 from langgraph_memory.store import ChromaStore
+from tests.helpers import catalog_backend
 
 
 @pytest.fixture
@@ -38,10 +39,15 @@ def _is_uuid(value: str) -> bool:
 def test_open_hands_out_store_checkpointer_and_files(data_dir: Path, fake_embeddings) -> None:
     with Memory.open(data_dir, embeddings=fake_embeddings) as mem:
         assert isinstance(mem.store, ChromaStore)
-        assert isinstance(mem.checkpointer, SqliteCheckpointer)
-        assert Path(mem.checkpointer.path) == data_dir.resolve() / "checkpoints.sqlite"
-        mem.store_research_finding("x")
-        assert (data_dir / "catalog.sqlite").exists()
+        if catalog_backend.active():  # threads beside the catalog, on the server
+            assert type(mem.checkpointer).__name__ == "PostgresCheckpointer"
+            mem.store_research_finding("x")
+            assert not (data_dir / "catalog.sqlite").exists()
+        else:
+            assert isinstance(mem.checkpointer, SqliteCheckpointer)
+            assert Path(mem.checkpointer.path) == data_dir.resolve() / "checkpoints.sqlite"
+            mem.store_research_finding("x")
+            assert (data_dir / "catalog.sqlite").exists()
     with pytest.raises(ConfigError, match="closed"):
         mem.store_research_finding("after close")
     mem.close()  # idempotent
@@ -386,7 +392,8 @@ def test_open_on_a_given_store_uses_its_settings_and_leaves_it_open(data_dir: Pa
     try:
         with Memory.open(store=store) as mem:
             assert mem.store is store and mem.settings is store.settings
-            assert Path(mem.checkpointer.path) == data_dir.resolve() / "checkpoints.sqlite"
+            if not catalog_backend.active():
+                assert Path(mem.checkpointer.path) == data_dir.resolve() / "checkpoints.sqlite"
             f = mem.store_research_finding("through the given store")
         assert store.get(("research",), f.id) is not None  # Memory did not close what it did not open
         with pytest.raises(ConfigError, match="data_dir"):
@@ -447,4 +454,6 @@ def test_memory_node_and_archiver_share_one_lineage_store_and_one_settings(
         assert mem.lineage(child).ancestor_ids == [parent.id]  # written by the node, read through Memory
         archived = mem.archiver.get_archived(keys=[child])[0]
         assert archived.lineage["parents"][0]["id"] == parent.id  # read by the archiver from the same lineage
-        assert mem.checkpointer._pool.busy_timeout == mem.settings.lock_timeout  # type: ignore[attr-defined]
+        saver = mem.checkpointer  # SqliteCheckpointer, or PostgresCheckpointer with the catalog on PostgreSQL
+        timeout = saver._pool.busy_timeout if hasattr(saver, "_pool") else saver.timeout  # type: ignore[attr-defined]
+        assert timeout == mem.settings.lock_timeout

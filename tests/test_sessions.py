@@ -341,6 +341,7 @@ def test_promoted_memories_outlive_their_pruned_thread(mem: Memory) -> None:
     assert lin.ancestor_ids == [thread_node_id("t1"), sid] and lin.ancestors[0].status == "unknown"
 
 
+@pytest.mark.sqlite_only("migrates a version-5 SQLite catalog file")
 def test_a_version_5_catalog_gets_the_session_tables(data_dir: Path) -> None:
     with Memory.open(data_dir, embeddings=TopicEmbeddings()) as mem:
         mem.store.put(("memories",), "k", {"text": "kept"})

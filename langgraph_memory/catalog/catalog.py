@@ -141,8 +141,12 @@ class Catalog:
                     logger.debug("ending a read snapshot of %s failed", self.path, exc_info=True)
 
     @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
+    def write(self, *, ordered: bool = True) -> Iterator[sqlite3.Connection]:
         """One ``BEGIN IMMEDIATE`` transaction: committed when the block ends, rolled back on an error.
+
+        ``ordered`` is for the PostgreSQL catalog (whose writes that need no
+        place in the change log may skip its write lock); SQLite serializes
+        every write.
 
         Nested use in the same thread joins the outer transaction.
         """
@@ -218,6 +222,15 @@ class Catalog:
         """One setting, read in its own statement."""
         with self.read() as conn:
             return self.get_meta(conn, key)
+
+    @property
+    def where(self) -> str:
+        """The data directory this catalog belongs to, for messages."""
+        return str(self.path.parent)
+
+    def another(self) -> Catalog:
+        """A second catalog object on the same file, with a connection of its own (for long scans)."""
+        return Catalog(self.path, timeout=self.timeout)
 
     def peek_meta(self, key: str) -> str | None:
         """One setting, read through a short-lived connection of its own (never waits for this object's lock)."""

@@ -35,6 +35,7 @@ from langgraph_memory.catalog import keywords as _keywords
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog.fields import field_rows
 from langgraph_memory.catalog.fields import insert_rows as insert_field_rows
+from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, dialect_of
 
 __all__ = [
     "NS_SEP",
@@ -224,17 +225,27 @@ def write_items(
     vector_batch: list[tuple[int, int, str, int, bytes]] = []
     updated: list[int] = []
     keyword_batch: dict[int, str | None] = {}
-    for w in writes:
-        nid = names.get(conn, w.namespace) if w.value_json is None else names.ensure(conn, w.namespace, w.collection)
-        old = (
-            conn.execute("SELECT id, n_vectors FROM items WHERE ns_id = ? AND key = ?", (nid, w.key)).fetchone()
-            if nid is not None
-            else None
-        )
+    # On a server each statement is a round trip: the batch's items are looked up in one statement and
+    # new ones get ids from one, so that the rest of the batch goes to the server with its commit.
+    known = _Known(conn, writes, names) if dialect_of(conn) == POSTGRESQL else None
+    for w in writes if known is None else known.writes:
+        if known is not None:
+            nid, old = known.lookup(w)
+        else:
+            nid = (
+                names.get(conn, w.namespace) if w.value_json is None else names.ensure(conn, w.namespace, w.collection)
+            )
+            old = (
+                conn.execute("SELECT id, n_vectors FROM items WHERE ns_id = ? AND key = ?", (nid, w.key)).fetchone()
+                if nid is not None
+                else None
+            )
         if w.value_json is None:
             if old is not None:
                 item_id, n_old = int(old[0]), int(old[1])
                 _delete_rows(conn, [item_id])
+                if known is not None and nid is not None:
+                    known.state[(nid, w.key)] = None
                 counts.add(nid, w.collection, -1, -n_old)  # type: ignore[arg-type]
                 if n_old:
                     queued.setdefault(w.collection, []).append((item_id, n_old))
@@ -242,7 +253,10 @@ def write_items(
             continue
         assert nid is not None
         expires = now + w.ttl_minutes * 60.0 if w.ttl_minutes else None
-        if old is None:
+        if old is None and known is not None:
+            item_id, n_old = known.insert(conn, w, nid, now, expires)
+            counts.add(nid, w.collection, 1, len(w.vectors))
+        elif old is None:
             cur = conn.execute(
                 "INSERT INTO items(ns_id, key, uid, value, created_at, updated_at, last_accessed_at, access_count,"
                 " expires_at, ttl_minutes, n_vectors) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
@@ -273,6 +287,8 @@ def write_items(
                 conn.execute("DELETE FROM vectors WHERE item_id = ?", (item_id,))
                 updated.append(item_id)
             counts.add(nid, w.collection, 0, len(w.vectors) - n_old)
+            if known is not None:
+                known.state[(nid, w.key)] = (item_id, len(w.vectors))
         value = w.value if w.value is not None else json.loads(w.value_json)
         field_batch.extend((p, k, v, item_id) for p, k, v in field_rows(value))
         if w.vectors:
@@ -293,6 +309,80 @@ def write_items(
     for collection, entries in queued.items():
         _queue.enqueue(conn, collection, entries)
     return out
+
+
+class _Known:
+    """A batch's items as the catalog holds them, read in one statement (the PostgreSQL catalog's write path).
+
+    ``state`` follows the batch as it is applied (a key put twice, or put
+    and deleted, sees its own earlier write); new items take ids drawn from
+    the items' sequence in one statement, in the batch's order.
+    """
+
+    def __init__(self, conn: Any, writes: Iterable[ItemWrite], names: NamespaceIds) -> None:
+        self.writes = list(writes)
+        self.nids = [
+            names.get(conn, w.namespace) if w.value_json is None else names.ensure(conn, w.namespace, w.collection)
+            for w in self.writes
+        ]
+        pairs = list(
+            dict.fromkeys((nid, w.key) for nid, w in zip(self.nids, self.writes, strict=True) if nid is not None)
+        )
+        self.state: dict[tuple[int, str], tuple[int, int] | None] = {}
+        # One id per put, drawn with the first lookup (ids of puts that turn out to be updates are skipped:
+        # an identity may have gaps), so a batch of up to _CHUNK // 2 items costs one round trip here.
+        puts = sum(1 for w in self.writes if w.value_json is not None)
+        self._ids: list[int] = []
+        chunks: list[Sequence[tuple[int, str]]] = list(chunked(pairs, _CHUNK // 2)) or [[]]
+        for n, chunk in enumerate(chunks):
+            lookup = (
+                "SELECT 0, ns_id, key, id, n_vectors FROM items WHERE (ns_id, key) IN (VALUES "
+                + ", ".join(["(?, ?)"] * len(chunk))
+                + ")"
+                if chunk
+                else "SELECT 0, 0, '', 0, 0 WHERE FALSE"
+            )
+            params: tuple[Any, ...] = tuple(x for pair in chunk for x in pair)
+            if n == 0 and puts:
+                lookup += (
+                    " UNION ALL SELECT 1, 0, '', nextval(pg_get_serial_sequence('items', 'id')), 0"
+                    " FROM generate_series(1, ?)"
+                )
+                params += (puts,)
+            for r in conn.execute(lookup, params).fetchall():
+                if r[0]:
+                    self._ids.append(int(r[3]))
+                else:
+                    self.state[(int(r[1]), str(r[2]))] = (int(r[3]), int(r[4]))
+        self._ids.sort(reverse=True)
+        self._at = 0
+
+    def lookup(self, w: ItemWrite) -> tuple[int | None, tuple[int, int] | None]:
+        nid = self.nids[self._at]
+        self._at += 1
+        return nid, (self.state.get((nid, w.key)) if nid is not None else None)
+
+    def insert(self, conn: Any, w: ItemWrite, nid: int, now: float, expires: float | None) -> tuple[int, int]:
+        item_id = self._ids.pop()
+        conn.execute(
+            "INSERT INTO items(id, ns_id, key, uid, value, created_at, updated_at, last_accessed_at, access_count,"
+            " expires_at, ttl_minutes, n_vectors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
+            (
+                item_id,
+                nid,
+                w.key,
+                item_uid(w.namespace, w.key),
+                w.value_json,
+                now,
+                now,
+                now,
+                expires,
+                w.ttl_minutes,
+                len(w.vectors),
+            ),
+        )
+        self.state[(nid, w.key)] = (item_id, len(w.vectors))
+        return item_id, 0
 
 
 def _insert_fields(conn: sqlite3.Connection, item_id: int, value: dict[str, Any]) -> None:

@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog.catalog import Catalog
@@ -46,12 +46,12 @@ class LineageStore:
     """
 
     def __init__(self, catalog: Catalog | str | os.PathLike[str], *, lock_timeout: float | None = None) -> None:
-        if isinstance(catalog, Catalog) or getattr(catalog, "dialect", None) == "postgresql":
-            self.catalog: Catalog = cast(Catalog, catalog)
-            self._owns = False
-        else:
+        if isinstance(catalog, (str, os.PathLike)):
             self.catalog = Catalog(Path(catalog).expanduser(), timeout=resolve_lock_timeout(lock_timeout))
             self._owns = True
+        else:  # an open catalog: the SQLite file's, or PgCatalog (same interface)
+            self.catalog = catalog
+            self._owns = False
         self.path = self.catalog.path
 
     @classmethod

@@ -30,6 +30,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
+from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, dialect_of
+
 __all__ = [
     "RETAIN",
     "enqueue",
@@ -89,6 +91,10 @@ def applied(conn: sqlite3.Connection, collection: str) -> int:
 
 def mark_applied(conn: sqlite3.Connection, collection: str, seq: int) -> None:
     """Chroma applied every change of ``collection`` up to ``seq`` (in a write transaction)."""
+    if dialect_of(conn) == POSTGRESQL:
+        # Bookkeeping of derived state: lost in a server crash, the changes are applied again (upserts).
+        # Not waiting for the WAL flush keeps the catalog's connection free for the writes it serves.
+        conn.defer("SET LOCAL synchronous_commit = off")  # type: ignore[attr-defined]
     conn.execute("UPDATE index_state SET applied_seq = max(applied_seq, ?) WHERE collection = ?", (seq, collection))
     _prune(conn, collection, seq)
 

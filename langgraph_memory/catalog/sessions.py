@@ -299,14 +299,15 @@ def expired(
 
 
 def in_state(
-    conn: sqlite3.Connection, namespace: Sequence[str], state: SessionState, *, limit: int = -1
+    conn: sqlite3.Connection, namespace: Sequence[str], state: SessionState, *, limit: int | None = None
 ) -> list[Session]:
     """Sessions of ``namespace`` in ``state``, oldest activity first."""
     return [
         _session(row)
         for row in conn.execute(
-            f"SELECT {_SESSION_COLS} FROM sessions WHERE namespace = ? AND state = ? ORDER BY last_turn_at LIMIT ?",
-            (join_ns(namespace), state, limit),
+            f"SELECT {_SESSION_COLS} FROM sessions WHERE namespace = ? AND state = ? ORDER BY last_turn_at"
+            + ("" if limit is None or limit < 0 else " LIMIT ?"),
+            (join_ns(namespace), state) + (() if limit is None or limit < 0 else (limit,)),
         )
     ]
 
@@ -363,8 +364,8 @@ def turns(
     vec = ", t.vec" if with_vectors else ""
     rows = conn.execute(
         f"SELECT {_TURN_COLS}{vec} FROM session_turns t JOIN sessions s ON s.id = t.session_id "
-        "WHERE t.session_id = ? AND s.purged_at IS NULL ORDER BY t.idx DESC LIMIT ?",
-        (session_id, -1 if limit is None else limit),
+        f"WHERE t.session_id = ? AND s.purged_at IS NULL ORDER BY t.idx DESC{'' if limit is None else ' LIMIT ?'}",
+        (session_id,) if limit is None else (session_id, limit),
     ).fetchall()
     return [_turn(r, r[11] if with_vectors else None) for r in reversed(rows)]
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from langgraph_memory.catalog.fields import KIND_STR
 
-__all__ = ["CollectionTotals", "collection_totals", "distinct_strings", "namespace_count"]
+__all__ = ["CollectionTotals", "collection_totals", "distinct_strings", "namespace_count", "server_bytes"]
 
 
 @dataclass(frozen=True)
@@ -72,3 +72,15 @@ def distinct_strings(conn: sqlite3.Connection, path: str) -> int:
 def namespace_count(conn: sqlite3.Connection) -> int:
     """How many namespaces hold items now."""
     return int(conn.execute("SELECT count(*) FROM namespaces WHERE n_items > 0").fetchone()[0])
+
+
+def server_bytes(conn: sqlite3.Connection) -> int:
+    """Bytes the catalog's tables (with their indexes and TOAST) take on a PostgreSQL server.
+
+    Only for the PostgreSQL catalog: the SQLite catalog's size is its file's.
+    """
+    row = conn.execute(
+        "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r'"
+    ).fetchone()
+    return int(row[0]) if row else 0

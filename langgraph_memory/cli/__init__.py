@@ -18,6 +18,7 @@ Live memory:
     langgraph-memory export ./share --namespace research
     langgraph-memory import ./share                    # merge a teammate's bundle
     langgraph-memory ingest papers/ notes.md           # files into memory, deduplicated
+    langgraph-memory migrate ./memory postgresql://db/memory   # the memory onto a server (and back)
     langgraph-memory mcp                               # the MCP server on stdio (--transport http)
     langgraph-memory ui                                # the memory browser on http://127.0.0.1:8766
 
@@ -33,7 +34,8 @@ Archives and the index:
     langgraph-memory index rebuild
     langgraph-memory index reindex [--model NAME]
 
-``--data-dir``, ``--json`` and ``-v`` go before or after the command. With
+``--data-dir`` (or ``--url postgresql://...`` with ``--local-dir``), ``--json``
+and ``-v`` go before or after the command. With
 ``--json`` stdout holds one JSON document and nothing else; progress bars
 and spinners go to stderr. Exit status: 0 done; 1 nothing matched what was
 asked (no hit, unknown id or name, nothing to restore or delete); 2 bad
@@ -74,6 +76,17 @@ def _common() -> argparse.ArgumentParser:
         help="data directory (default: $LANGGRAPH_MEMORY_DIR, config file, ./memory)",
     )
     common.add_argument(
+        "--url",
+        default=argparse.SUPPRESS,
+        help="postgresql:// address of a memory on a server (default: $LANGGRAPH_MEMORY_URL, config file url)",
+    )
+    common.add_argument(
+        "--local-dir",
+        default=argparse.SUPPRESS,
+        help="with --url: folder for what stays local, embedding cache and archive files "
+        "(default: $LANGGRAPH_MEMORY_LOCAL_DIR, config file, ~/.cache/langgraph-memory/server-...)",
+    )
+    common.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON document on stdout"
     )
     common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log at INFO level")
@@ -91,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
         _live,
         _mcp,
         _migrate,
+        _move,
         _research,
         _threads,
         _ui,
@@ -105,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"langgraph-memory {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (_live, _research, _lifecycle, _threads, _migrate, _bundle, _ingest, _archive, _mcp, _ui):
+    for module in (_live, _research, _lifecycle, _threads, _migrate, _move, _bundle, _ingest, _archive, _mcp, _ui):
         module.register(sub, common)
     return p
 

@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
+from langgraph_memory._infra.pg import is_postgres_url, redact
 from langgraph_memory.config import Settings
 from langgraph_memory.errors import ConfigError, InvalidArgumentError
 
@@ -150,13 +151,29 @@ class Ctx:
 
     @property
     def data_dir(self) -> str | None:
-        return getattr(self.args, "data_dir", None)
+        """Where the memory is: ``--url`` (a ``postgresql://`` address) or ``--data-dir``; None for the default."""
+        url = getattr(self.args, "url", None)
+        data_dir = getattr(self.args, "data_dir", None)
+        if url is not None and data_dir is not None:
+            raise ConfigError("give --url or --data-dir, not both (--local-dir names the local folder of a server)")
+        if url is not None and not is_postgres_url(url):
+            raise ConfigError(f"--url must be a postgresql:// address, got {redact(str(url))!r}")
+        return url if url is not None else data_dir
+
+    @property
+    def local_dir(self) -> str | None:
+        return getattr(self.args, "local_dir", None)
 
     # ------------------------------------------------------------ opening
 
     def settings(self, *, must_exist: bool = True) -> Settings:
-        """The resolved settings; a missing data directory is `MissingDataDir` unless it may be created."""
-        settings = Settings.resolve(self.data_dir)
+        """The resolved settings; a missing data directory is `MissingDataDir` unless it may be created.
+
+        A memory on a server always exists (its tables are made on first open); its local folder is created.
+        """
+        settings = Settings.resolve(self.data_dir, local_dir=self.local_dir)
+        if settings.catalog_url is not None:
+            return settings
         if must_exist and not settings.data_dir.is_dir():
             raise MissingDataDir(
                 f"no memory at {settings.data_dir}: the data directory does not exist. Check --data-dir, "
@@ -168,9 +185,26 @@ class Ctx:
     def open_memory(self, *, embed: bool = False, create: bool = False) -> Any:
         """``Memory.open`` on the data directory; with ``embed`` the configured model (loaded on first use)."""
         from langgraph_memory.memory import Memory
+        from langgraph_memory.platform.factories import chroma_client_from_env
 
         settings = self.settings(must_exist=not create)
-        return Memory.open(settings.data_dir, embeddings=None if embed else False)
+        # The index on the memory's Chroma server ($LANGGRAPH_MEMORY_CHROMA_URL), as the graphs sharing it use.
+        client = chroma_client_from_env()
+        embeddings: Literal[False] | None = None if embed else False
+        if settings.catalog_url is not None:
+            return Memory.open(
+                settings.catalog_url, local_dir=settings.data_dir, embeddings=embeddings, chroma_client=client
+            )
+        return Memory.open(settings.data_dir, embeddings=embeddings, chroma_client=client)
+
+    def checkpointer(self, settings: Settings) -> Any:
+        """The memory's checkpointer for thread commands: PostgreSQL's beside a catalog on a server, else the
+        data directory's ``checkpoints.sqlite`` (None when nothing was ever checkpointed there)."""
+        if settings.catalog_url is None and not settings.checkpoints_path.exists():
+            return None
+        from langgraph_memory.checkpoint.factory import open_checkpointer
+
+        return open_checkpointer(settings)
 
     def load_model(self, mem: Any) -> None:
         """Load the embedding model now, behind a spinner (it takes seconds, once)."""

@@ -245,6 +245,7 @@ def _size(n: int) -> str:
 def _stats(ctx: Ctx) -> int:
     with ctx.open_memory() as mem:
         stats = mem.stats()
+        where = mem.settings.where  # a server's address (without its password), else the data directory
     if ctx.json:
         ctx.emit(stats.as_dict())
         return EXIT_OK
@@ -276,7 +277,7 @@ def _stats(ctx: Ctx) -> int:
         )
     )
     ctx.table(
-        f"Memory in {stats.data_dir}",
+        f"Memory in {where}",
         ("collection", "items", "with vectors", "storage", "oldest", "newest", "archived", "retired", "superseded"),
         rows,
         ids=("collection",),

@@ -56,7 +56,7 @@ def _serve(ctx: Ctx) -> int:
     # A server pointed at a new folder creates it (an MCP client's first run has no data yet).
     # Nothing goes to stdout: on stdio it is the protocol.
     with ctx.open_memory(embed=True, create=True) as mem:
-        ctx.err.print(f"langgraph-memory MCP server on {mem.data_dir} ({a.transport})", markup=False)
+        ctx.err.print(f"langgraph-memory MCP server on {mem.settings.where} ({a.transport})", markup=False)
         serve(
             mem,
             transport=a.transport,

@@ -38,13 +38,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _saver(ctx: Ctx) -> Any:
-    """The data directory's checkpointer, or None when nothing was ever checkpointed there."""
-    settings = ctx.settings()
-    if not settings.checkpoints_path.exists():
-        return None
-    from langgraph_memory.checkpoint import SqliteCheckpointer
-
-    return SqliteCheckpointer(settings.checkpoints_path, lock_timeout=settings.lock_timeout)
+    """The memory's checkpointer (on its server, or the data directory's file; None when there is none)."""
+    return ctx.checkpointer(ctx.settings())
 
 
 def _rows(threads: list[Any]) -> list[dict[str, Any]]:

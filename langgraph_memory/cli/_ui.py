@@ -40,7 +40,8 @@ def _serve(ctx: Ctx) -> int:
     check_ui_bind(a.host, token)  # before opening anything
     with ctx.open_memory(embed=True) as mem:
         ctx.err.print(
-            f"langgraph-memory browser on {mem.data_dir}" + (" (writes allowed)" if a.allow_writes else " (read-only)"),
+            f"langgraph-memory browser on {mem.settings.where}"
+            + (" (writes allowed)" if a.allow_writes else " (read-only)"),
             markup=False,
         )
 

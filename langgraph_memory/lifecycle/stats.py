@@ -132,11 +132,13 @@ def collect_stats(store: Any, *, archiver: Any | None = None, checkpointer: Any 
         >>> collect_stats(store).collections["lessons_learned"].items  # needs an open store (store) holding the items named  # doctest: +SKIP
         12
     """
+    on_server = getattr(store.catalog, "dialect", "sqlite") == "postgresql"
     with store.catalog.read() as conn:
         totals = _stats.collection_totals(conn)
         hidden = _status.live_counts(conn)
         namespaces = _stats.namespace_count(conn)
         sessions = _sessions.counts(conn)
+        catalog_bytes = _stats.server_bytes(conn) if on_server else None
     archived = archiver.archived_counts() if archiver is not None else {}
     collections: dict[str, CollectionStats] = {}
     for spec in store.collections:
@@ -163,9 +165,14 @@ def collect_stats(store: Any, *, archiver: Any | None = None, checkpointer: Any 
         checkpoints = sum(int(getattr(t, "checkpoints", 0)) for t in listed)
     settings = store.settings
     disk = {
-        "catalog": _bytes(settings.catalog_path),
+        # On a server: what the tables take there; the local directory keeps the rest.
+        "catalog": catalog_bytes if catalog_bytes is not None else _bytes(settings.catalog_path),
         "index": _bytes(settings.chroma_dir),
-        "checkpoints": _bytes(settings.checkpoints_path),
+        "checkpoints": (
+            int(checkpointer.size_bytes())  # type: ignore[union-attr]
+            if callable(getattr(checkpointer, "size_bytes", None))
+            else _bytes(settings.checkpoints_path)
+        ),
         "embedding_cache": _bytes(settings.embedding_cache_path),
         "archive": _bytes(settings.archive_dir),
     }

@@ -6,6 +6,7 @@ HTTP. From the command line:
     langgraph-memory --data-dir ./memory mcp                          # stdio
     langgraph-memory --data-dir ./memory mcp --transport http         # http://127.0.0.1:8765/mcp
     LANGGRAPH_MEMORY_MCP_TOKEN=... langgraph-memory mcp --transport http --host 0.0.0.0 --allow-remote
+    langgraph-memory --url postgresql://user@db/memory mcp            # a memory on a PostgreSQL server
 
 or from Python:
 

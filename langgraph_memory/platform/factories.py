@@ -21,7 +21,9 @@ Add to ``langgraph.json``:
 factories are exported from the package root.)
 
 Where the data lives comes from the environment, as everywhere in this
-package: ``LANGGRAPH_MEMORY_DIR`` (else the config file, else ``./memory``
+package: ``LANGGRAPH_MEMORY_URL`` (a ``postgresql://`` address: the memory
+and its threads on that server, local files in ``LANGGRAPH_MEMORY_LOCAL_DIR``)
+or ``LANGGRAPH_MEMORY_DIR`` (else the config file, else ``./memory``
 under the server's working directory), and optionally
 ``LANGGRAPH_MEMORY_CHROMA_URL`` for a Chroma server holding the index. Every
 loop of one server process shares one store and one checkpointer (both are
@@ -49,19 +51,22 @@ import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 from urllib.parse import urlsplit
 
-from langgraph_memory.config import DATA_DIR_ENV
+from langgraph_memory.config import DATA_DIR_ENV, URL_ENV
 from langgraph_memory.errors import ConfigError
 
 if TYPE_CHECKING:  # imported where a factory opens one: `import langgraph_memory` stays cheap
     from langgraph_memory.checkpoint import SqliteCheckpointer
+    from langgraph_memory.checkpoint.postgres import PostgresCheckpointer
     from langgraph_memory.store import ChromaStore
 
 __all__ = [
+    "CHROMA_TOKEN_ENV",
     "CHROMA_URL_ENV",
     "INDEX_PROCESS_ENV",
+    "chroma_client_from_env",
     "STORE_CONFIG_ENV",
     "open_checkpointer",
     "open_store",
@@ -81,6 +86,8 @@ CHROMA_URL_ENV = "LANGGRAPH_MEMORY_CHROMA_URL"
 
 INDEX_PROCESS_ENV = "LANGGRAPH_MEMORY_INDEX_PROCESS"
 """``0`` keeps the embedded index in the server's process (default ``1``: in a child process of its own)."""
+CHROMA_TOKEN_ENV = "LANGGRAPH_MEMORY_CHROMA_TOKEN"
+"""A bearer token sent to that Chroma server (for a proxy in front of it that checks one)."""
 
 T = TypeVar("T")
 
@@ -163,15 +170,22 @@ def resolve_embed(embed: Any, *, base: str | os.PathLike[str] | None = None) -> 
 
 
 def _check_data_dir(data_dir: str | os.PathLike[str] | None) -> None:
+    """Refuse a Chroma address where the memory's location goes (a ``postgresql://`` address is a memory)."""
     value = str(data_dir) if data_dir is not None else os.environ.get(DATA_DIR_ENV, "")
-    if urlsplit(value).scheme in {"postgres", "postgresql", "http", "https"}:
+    if urlsplit(value).scheme in {"http", "https"}:
         raise ConfigError(
-            f"{DATA_DIR_ENV}={value!r} is an address, not a folder: this factory keeps its data in a "
-            f"folder. Set {DATA_DIR_ENV} to a folder (a Chroma server goes in {CHROMA_URL_ENV})."
+            f"{DATA_DIR_ENV}={value!r} is a Chroma address, not a memory: set {DATA_DIR_ENV} to a folder "
+            f"(or {URL_ENV} to a postgresql:// address), and put a Chroma server in {CHROMA_URL_ENV}."
         )
 
 
-def _chroma_client() -> Any | None:
+def chroma_client_from_env() -> Any | None:
+    """A ``chromadb.HttpClient`` for ``LANGGRAPH_MEMORY_CHROMA_URL`` (None when it is unset).
+
+    ``LANGGRAPH_MEMORY_CHROMA_TOKEN``, if set, is sent as ``Authorization:
+    Bearer <token>`` on every request (for a server behind a proxy that
+    checks it: ``chroma run`` itself has no authentication).
+    """
     url = os.environ.get(CHROMA_URL_ENV)
     if not url:
         return None
@@ -181,10 +195,12 @@ def _chroma_client() -> Any | None:
     import chromadb
     from chromadb.config import Settings as ChromaSettings
 
+    token = os.environ.get(CHROMA_TOKEN_ENV)
     return chromadb.HttpClient(
         host=parts.hostname,
         port=parts.port or (443 if parts.scheme == "https" else 8000),
         ssl=parts.scheme == "https",
+        headers={"Authorization": f"Bearer {token}"} if token else None,
         settings=ChromaSettings(anonymized_telemetry=False),
     )
 
@@ -196,6 +212,9 @@ def _index_process_from_env() -> bool:
     if raw in {"0", "false", "no", "off"}:
         return False
     raise ConfigError(f"{INDEX_PROCESS_ENV} must be 1 or 0, got {raw!r}")
+
+
+_chroma_client = chroma_client_from_env
 
 
 def open_store(
@@ -248,12 +267,12 @@ def open_store(
     )
     if ttl and ttl.get("sweep_interval_minutes"):
         opened.start_ttl_sweeper()
-    logger.info("opened the store in %s for the LangGraph server", opened.settings.data_dir)
+    logger.info("opened the store in %s for the LangGraph server", opened.settings.where)
     return opened
 
 
-def open_checkpointer(*, data_dir: str | os.PathLike[str] | None = None) -> SqliteCheckpointer:
-    """The [`SqliteCheckpointer`][langgraph_memory.SqliteCheckpointer] of the data directory (``<data_dir>/checkpoints.sqlite``).
+def open_checkpointer(*, data_dir: str | os.PathLike[str] | None = None) -> SqliteCheckpointer | PostgresCheckpointer:
+    """The checkpointer of the memory: ``<data_dir>/checkpoints.sqlite``, or on the PostgreSQL server of an address.
 
     Examples:
         >>> import tempfile
@@ -262,9 +281,11 @@ def open_checkpointer(*, data_dir: str | os.PathLike[str] | None = None) -> Sqli
         []
     """
     _check_data_dir(data_dir)
-    from langgraph_memory.checkpoint import SqliteCheckpointer
+    from langgraph_memory.checkpoint.factory import open_checkpointer as open_for
+    from langgraph_memory.config import Settings
 
-    return SqliteCheckpointer.from_data_dir(data_dir)
+    # Threads go where Memory.open puts them: beside the catalog, on its server when it has one.
+    return cast("SqliteCheckpointer | PostgresCheckpointer", open_for(Settings.resolve(data_dir)))
 
 
 class _Shared(Generic[T]):
@@ -297,7 +318,9 @@ class _Shared(Generic[T]):
 
 
 _stores: _Shared[ChromaStore] = _Shared(lambda: open_store(), lambda s: s.close())
-_checkpointers: _Shared[SqliteCheckpointer] = _Shared(lambda: open_checkpointer(), lambda c: c.close())
+_checkpointers: _Shared[SqliteCheckpointer | PostgresCheckpointer] = _Shared(
+    lambda: open_checkpointer(), lambda c: c.close()
+)
 
 
 @asynccontextmanager
@@ -315,11 +338,12 @@ async def platform_store() -> AsyncIterator[ChromaStore]:
 
 
 @asynccontextmanager
-async def platform_checkpointer() -> AsyncIterator[SqliteCheckpointer]:
+async def platform_checkpointer() -> AsyncIterator[SqliteCheckpointer | PostgresCheckpointer]:
     """The checkpointer for ``langgraph.json``: ``"checkpointer": {"path": "langgraph_memory.platform_checkpointer"}``.
 
     Opened (and closed) on a worker thread; threads and runs are kept in
-    ``<data_dir>/checkpoints.sqlite``, beside the store.
+    ``<data_dir>/checkpoints.sqlite``, beside the store (on the PostgreSQL
+    server when the memory is given as an address).
     """
     opened = await asyncio.to_thread(_checkpointers.acquire)
     try:

@@ -25,6 +25,7 @@ from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog import vectors as _catalog_vectors
 from langgraph_memory.catalog.connection import Connection
 from langgraph_memory.errors import EmbeddingModelError, InvalidArgumentError, ModelMismatchError
+from langgraph_memory.store._catchup import IndexCatchUp
 from langgraph_memory.store.index import ChromaIndex, IndexUnavailable
 from langgraph_memory.store.records import text_path
 from langgraph_memory.store.registry import CollectionSpec
@@ -121,6 +122,8 @@ class Writer:
         self.model = model
         self.dims = dims
         self._model_id: int | None = None
+        #: When set, the index catches up in its thread after a commit instead of in the writer's call.
+        self.catch_up: IndexCatchUp | None = None
 
     def needs_reembedding(self) -> bool:
         """Whether stored vectors come from another model than this one (or a re-embedding was cut short).
@@ -162,11 +165,11 @@ class Writer:
             unfinished = self.catalog.get_meta(conn, REINDEX_KEY)
         if unfinished is not None:
             raise ModelMismatchError(
-                f"a re-embedding of {self.catalog.path.parent} with {unfinished} was cut short; finish it: "
+                f"a re-embedding of {self.catalog.where} with {unfinished} was cut short; finish it: "
                 "ChromaStore(data_dir=..., index=<that model>, reindex=True), or `langgraph-memory reindex`."
             )
         raise ModelMismatchError(
-            f"the vectors in {self.catalog.path.parent} were made by {have} ({dims} dimensions), but this store "
+            f"the vectors in {self.catalog.where} were made by {have} ({dims} dimensions), but this store "
             f"embeds with {self.model} ({self.dims} dimensions): their scores would not compare. Open it with "
             "the same model, or re-embed everything with the new one: ChromaStore(data_dir=..., index=..., "
             "reindex=True), or `langgraph-memory reindex --model NAME`."
@@ -244,7 +247,10 @@ class Writer:
                 for w in writes:
                     w.model_id = mid
             ids = _items.write_items(conn, writes, self.catalog.names, now=now)
-        self.sync({p.spec.name for p in puts})
+        if self.catch_up is not None:
+            self.catch_up.request({p.spec.name for p in puts})
+        else:
+            self.sync({p.spec.name for p in puts})
         return ids
 
     def sync(self, collections: set[str] | None = None) -> None:

@@ -51,6 +51,7 @@ from langgraph_memory.errors import (
     ValidationError,
 )
 from langgraph_memory.store import filters as _filters
+from langgraph_memory.store._catchup import IndexCatchUp
 from langgraph_memory.store._reindex import reembed
 from langgraph_memory.store._writer import PreparedPut, Writer, check_vectors, dumps_value, index_paths
 from langgraph_memory.store.access import AccessLog
@@ -174,8 +175,13 @@ class ChromaStore(BaseStore):
             ``"sentence-transformers/all-MiniLM-L6-v2"`` (loaded offline).
             Without it the store has no semantic search, like LangGraph's.
         ttl: LangGraph ``TTLConfig`` (minutes).
-        data_dir: the data directory (argument > ``LANGGRAPH_MEMORY_DIR`` >
-            config file > ``./memory``).
+        data_dir: the data directory (argument > ``LANGGRAPH_MEMORY_URL`` >
+            ``LANGGRAPH_MEMORY_DIR`` > config file > ``./memory``), or a
+            ``postgresql://`` address: the catalog then lives on that server.
+        local_dir: with an address, the folder for what stays local (the
+            embedding cache, archive files, an embedded index); argument >
+            ``LANGGRAPH_MEMORY_LOCAL_DIR`` > config file > a folder under
+            ``~/.cache/langgraph-memory`` named after the server.
         lock_timeout: seconds to wait for another process before raising
             ``LockTimeoutError`` (argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT``
             > config file > 30).
@@ -240,6 +246,7 @@ class ChromaStore(BaseStore):
         ttl: TTLConfig | None = None,
         data_dir: str | os.PathLike[str] | None = None,
         lock_timeout: float | None = None,
+        local_dir: str | os.PathLike[str] | None = None,
         access_flush_interval: float = 2.0,
         durability: Literal["normal", "full"] = "normal",
         reindex: bool = False,
@@ -261,9 +268,13 @@ class ChromaStore(BaseStore):
             raise ConfigError(f"ranking must be a HybridRanking or None (plain cosine), got {ranking!r}")
         #: How searches with a query rank: None (cosine) or a HybridRanking.
         self.ranking = ranking
-        if settings is not None and (data_dir is not None or lock_timeout is not None):
-            raise ConfigError("pass either settings= or data_dir=/lock_timeout=, not both")
-        self.settings = settings if settings is not None else Settings.resolve(data_dir, lock_timeout=lock_timeout)
+        if settings is not None and (data_dir is not None or lock_timeout is not None or local_dir is not None):
+            raise ConfigError("pass either settings= or data_dir=/lock_timeout=/local_dir=, not both")
+        self.settings = (
+            settings
+            if settings is not None
+            else Settings.resolve(data_dir, lock_timeout=lock_timeout, local_dir=local_dir)
+        )
         self.ttl_config = ttl
         self.index_config: dict[str, Any] | None = None
         # The model behind the embedding cache; `embeddings` is the object given in index= (see below).
@@ -314,6 +325,9 @@ class ChromaStore(BaseStore):
                 process=index_process,
             )
             self._writer = Writer(self.catalog, self.vector_index, fields=fields, model=model, dims=dims)
+            if self.settings.catalog_url is not None:
+                # On a server a write is acknowledged at its commit; the derived index follows in a thread.
+                self._writer.catch_up = IndexCatchUp(self._writer.sync)
             if not (reindex and self._writer.needs_reembedding()):
                 self._writer.check_model()
                 reindex = False
@@ -375,7 +389,9 @@ class ChromaStore(BaseStore):
     def from_conn_string(cls, conn_string: str | os.PathLike[str], **kwargs: Any) -> ChromaStore:
         """Open the data directory ``conn_string`` names, as ``SqliteStore.from_conn_string`` opens a file.
 
-        ``":memory:"`` gives a temporary data directory, removed on close. The
+        A ``postgresql://`` address opens the memory on that server (as
+        ``PostgresStore.from_conn_string`` does; ``local_dir=`` names the folder
+        for what stays local). ``":memory:"`` gives a temporary data directory, removed on close. The
         result is the store itself, which is a context manager (``with`` and
         ``async with``), so code written for LangGraph's stores runs unchanged.
         Other arguments are the constructor's (``index=``, ``ttl=``...).
@@ -390,7 +406,9 @@ class ChromaStore(BaseStore):
         from langgraph_memory._infra.conn_string import open_conn_string
 
         store: ChromaStore
-        store, store._tempdir = open_conn_string(conn_string, lambda path, _tmp: cls(data_dir=path, **kwargs))
+        store, store._tempdir = open_conn_string(
+            conn_string, lambda path, _tmp: cls(data_dir=path, **kwargs), address=True
+        )
         return store
 
     def setup(self) -> None:
@@ -925,6 +943,19 @@ class ChromaStore(BaseStore):
 
     # ---------------------------------------------------------- upkeep
 
+    def wait_for_index(self, timeout: float | None = None) -> bool:
+        """Wait until the Chroma index holds every write this store committed; False if ``timeout`` passed first.
+
+        With the catalog on a PostgreSQL server the index catches up in a
+        background thread (searches meanwhile score what it lacks exactly, so
+        none is missed); with a data directory it is current when a write
+        returns and this returns True at once.
+
+            store.put(("docs",), "a", {"text": "hello"})
+            store.wait_for_index(timeout=10)
+        """
+        return True if self._writer.catch_up is None else self._writer.catch_up.wait(timeout)
+
     def flush_access(self) -> int:
         """Apply pending reads (access counts, last access, TTL refresh) to the catalog; return items touched."""
         pending = self._access.take()
@@ -1007,7 +1038,10 @@ class ChromaStore(BaseStore):
         _OPEN_STORES.discard(self)
         self.stop_ttl_sweeper(timeout=5)
         self._flusher.stop(timeout=5)
-        steps: list[Callable[[], Any]] = [self._flush_access_best_effort, self.vector_index.close]
+        steps: list[Callable[[], Any]] = [self._flush_access_best_effort]
+        if self._writer.catch_up is not None:
+            steps.append(self._writer.catch_up.stop)
+        steps.append(self.vector_index.close)
         if self.cached_embeddings is not None:
             steps.append(self.cached_embeddings.close)
         steps.append(self.catalog.close)

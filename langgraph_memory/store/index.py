@@ -45,10 +45,12 @@ from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog import vectors as _vectors
 from langgraph_memory.errors import DiskFullError, LangGraphMemoryError, StoreBackendError
 from langgraph_memory.store._probe import probe, unreachable
+from langgraph_memory.store._server_health import ServerHealth, missing
+from langgraph_memory.store._server_health import unreachable as server_unreachable
 from langgraph_memory.store._session import SessionLock, fingerprint
 from langgraph_memory.store.registry import default_collections
 
-__all__ = ["ChromaIndex", "IndexUnavailable", "RebuildReport", "record_id", "parse_record_id"]
+__all__ = ["ChromaIndex", "IndexUnavailable", "IndexServerUnavailable", "RebuildReport", "record_id", "parse_record_id"]
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +74,14 @@ ProgressFn = Callable[[str, int, int], None]
 
 class IndexUnavailable(StoreBackendError):
     """Chroma failed on a collection; searches of it run exactly from the catalog until it is rebuilt."""
+
+
+class IndexServerUnavailable(IndexUnavailable):
+    """The Chroma server does not answer (or lost its data); the index catches up by itself once it does.
+
+    Writes are unaffected (the catalog acknowledges them); searches score
+    their candidates exactly from the catalog meanwhile.
+    """
 
 
 def _no_room(exc: BaseException) -> bool:
@@ -166,6 +176,9 @@ class ChromaIndex:
         self.last_rebuild: RebuildReport | None = None
         #: records applied while catching up after an unclean shutdown, then checked (see _check_caught_up).
         self.caught_up_checked = 0
+        #: A Chroma server's outages (never set for the embedded index): see `_server_health`.
+        self.health = ServerHealth()
+        self._recovering = False
 
     # ------------------------------------------------------------- naming
 
@@ -205,19 +218,46 @@ class ChromaIndex:
             return col
         name = self._chroma_name(collection)
         if create:
-            col = client.get_or_create_collection(name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
+            try:
+                col = client.get_or_create_collection(name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
+            except Exception as exc:  # noqa: BLE001 - another machine created it at the same moment
+                if self.embedded or server_unreachable(exc):
+                    raise
+                col = client.get_collection(name, embedding_function=None)
             with self.catalog.write() as conn:
                 if _queue.chroma_name(conn, collection) is None:
                     _queue.set_chroma_name(conn, collection, name, 0)
         else:
             try:
                 col = client.get_collection(name, embedding_function=None)
-            except Exception:  # noqa: BLE001 - Chroma raises several types for "missing"
+            except Exception as exc:  # noqa: BLE001 - Chroma raises several types for "missing"
+                if not self.embedded and server_unreachable(exc):
+                    raise
                 return None
         self._collections[collection] = col
         return col
 
     def _failed(self, collection: str, exc: BaseException, what: str) -> LangGraphMemoryError:
+        if not self.embedded and (server_unreachable(exc) or missing(exc)):
+            # Not damage: the server is away, or lost collections; the catalog has every vector.
+            self._collections.clear()
+            if server_unreachable(exc):
+                if self.health.down_since is None:
+                    logger.warning(
+                        "the Chroma server does not answer (%s: %s); writes go on in the catalog, searches are "
+                        "scored exactly, and the index catches up when it is back",
+                        type(exc).__name__,
+                        exc,
+                    )
+                self.health.failed(f"{type(exc).__name__}: {exc}")
+                return IndexServerUnavailable(f"the Chroma server does not answer while {what} ({exc})")
+            logger.warning(
+                "a Chroma collection of %r is missing on the server (%s); catching up from the catalog", collection, exc
+            )
+            self.health.mark_lost(str(exc))
+            return IndexServerUnavailable(
+                f"the Chroma collection of {collection!r} is missing on the server while {what}"
+            )
         if _no_room(exc):
             # A full disk is not damage: the changes stay queued and apply once there is room.
             where = self.handle.folder or self.root or "the Chroma server"
@@ -242,6 +282,50 @@ class ChromaIndex:
         )
         return IndexUnavailable(f"the Chroma index of {collection!r} failed while {what}: {exc}")
 
+    # ------------------------------------------------------ server outages
+
+    def serving(self) -> bool:
+        """Whether the index may be searched now (False while a Chroma server is away or not caught up)."""
+        return self.embedded or not self.health.trouble
+
+    def catch_up(self) -> bool:
+        """After a Chroma server outage: once it answers, compare it with the catalog and repair it.
+
+        Cheap when nothing is wrong (one attribute read). Call outside any
+        catalog transaction. Returns whether the index serves now; while the
+        server stays away, tries at most once per backoff interval.
+        """
+        if self.embedded or not self.health.trouble or self._recovering:
+            return True
+        if not self.health.may_try():
+            return False
+        self._recovering = True
+        try:
+            self._collections.clear()
+            repaired = self.reconcile()
+        except (LangGraphMemoryError, RuntimeError) as exc:
+            # Still away (recorded by _failed), the catalog is, or the caller holds a read snapshot (a
+            # repair writes): searches stay exact, and the next call outside a snapshot catches up.
+            logger.debug("the Chroma index could not catch up yet: %s", exc)
+            return False
+        finally:
+            self._recovering = False
+        away = self.health.down_for()
+        self.health.recovered()
+        logger.warning(
+            "the Chroma server answers again%s; the index caught up from the catalog (repaired: %s)",
+            f" after {away:.1f} s" if away else "",
+            repaired or "nothing",
+        )
+        return True
+
+    def _away(self, what: str) -> IndexServerUnavailable:
+        return IndexServerUnavailable(
+            f"the Chroma index is unavailable while {what}: the server "
+            f"{'does not answer' if self.health.down_since is not None else 'is catching up'}"
+            f" ({self.health.reason}); it catches up by itself when the server answers"
+        )
+
     # -------------------------------------------------------------- writes
 
     def sync(self, collections: list[str] | None = None) -> int:
@@ -250,6 +334,8 @@ class ChromaIndex:
         Raises:
             IndexUnavailable: Chroma failed (the changes stay queued).
         """
+        if not self.catch_up():
+            raise self._away("applying changes")
         names = collections or self.collections
         with self.catalog.read() as conn:
             names = [n for n in names if n not in self.broken and _queue.pending(conn, n, limit=1)]
@@ -274,9 +360,11 @@ class ChromaIndex:
                         raise
                     except Exception as exc:  # noqa: BLE001 - Chroma's errors are many and untyped
                         raise self._failed(name, exc, "applying changes") from exc
-                    with self.catalog.write() as conn:
+                    with self.catalog.write(ordered=False) as conn:  # needs no place in the change log
                         _queue.mark_applied(conn, name, rows[-1][0])
                     applied += len(n_old)
+                    if len(rows) < 5000:
+                        break  # everything pending was in this read; a later write requests its own pass
         return applied
 
     @staticmethod
@@ -309,12 +397,19 @@ class ChromaIndex:
         """
         if collection in self.broken:
             raise IndexUnavailable(f"the Chroma index of {collection!r} is waiting for a rebuild")
+        if not self.serving():  # caught up by catch_up(), outside the caller's catalog snapshot
+            raise self._away("searching")
         with self._use() as client:
             try:
                 col = self._collection(client, collection, create=False)
                 if col is None:
+                    if not self.embedded and self._catalog_has_vectors(collection):
+                        self.health.mark_lost(f"the collection of {collection!r} is missing")
+                        raise self._away("searching")
                     return []
                 res = col.query(query_embeddings=vector.reshape(1, -1), n_results=n, include=["distances"])
+            except LangGraphMemoryError:
+                raise
             except Exception as exc:  # noqa: BLE001
                 raise self._failed(collection, exc, "searching") from exc
         out = []
@@ -337,6 +432,10 @@ class ChromaIndex:
     def _catalog_counts(self) -> dict[str, int]:
         with self.catalog.read() as conn:
             return _vectors.vector_counts(conn)
+
+    def _catalog_has_vectors(self, collection: str) -> bool:
+        with self.catalog.read() as conn:
+            return _vectors.count_vectors(conn, collection) > 0
 
     # -------------------------------------------------------- check, repair
 
@@ -513,6 +612,8 @@ class ChromaIndex:
     def _reconcile_or_rebuild(self, progress: bool | ProgressFn, counts: dict[str, int] | None = None) -> None:
         try:
             self.reconcile(counts)
+        except IndexServerUnavailable:
+            logger.warning("the Chroma server does not answer at open; the index catches up when it does")
         except IndexUnavailable as exc:
             self._rebuild_or_degrade(str(exc), progress)
         except DiskFullError:
@@ -554,10 +655,6 @@ class ChromaIndex:
         return repaired
 
     def _repair_ids(self, collection: str) -> int:
-        with self.catalog.read() as conn:
-            want: dict[str, tuple[int, int]] = {}
-            for item_id, idx in _vectors.record_keys(conn, collection):
-                want[record_id(item_id, idx)] = (item_id, idx)
         with self._use(write=True) as client:
             try:
                 col = self._collection(client, collection, create=True)
@@ -570,6 +667,12 @@ class ChromaIndex:
                     if len(got["ids"]) < 10_000:
                         break
                     offset += 10_000
+                # Read after the server's ids: a record another machine applied meanwhile was committed
+                # before, so it is wanted (read in the other order, it would be deleted as extra).
+                with self.catalog.read() as conn:
+                    want: dict[str, tuple[int, int]] = {}
+                    for item_id, idx in _vectors.record_keys(conn, collection):
+                        want[record_id(item_id, idx)] = (item_id, idx)
                 extra = [rid for rid in have if rid not in want]
                 missing = sorted({want[rid][0] for rid in want if rid not in have})
                 for start in range(0, len(extra), 5000):

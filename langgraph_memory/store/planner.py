@@ -240,7 +240,7 @@ class Planner:
 
     def _choose(self, scope: _Scope, conds: list[Condition]) -> str:
         """``exact`` or ``hnsw``, by the work each would do (see the module's docstring)."""
-        if scope.collection in self.index.broken:
+        if scope.collection in self.index.broken or not self.index.serving():
             return "exact"
         if self.exact_max <= 0:
             return "hnsw"
@@ -309,11 +309,15 @@ class Planner:
             broken = [s.collection for s in scopes if s.collection in self.index.broken]
             if broken:
                 plan.notes.append(f"index of {', '.join(broken)} waiting for a rebuild")
+            if not self.index.serving():
+                plan.notes.append("Chroma server unavailable: scored exactly")
         return plan, scopes, conds
 
     def run(self, op: SearchOp, qvec: np.ndarray | None, *, omit: Omit) -> tuple[list[Hit], Plan]:
         """Run ``op`` (``qvec``: the embedded query, or None for a listing); return hits and the plan."""
         need = op.offset + op.limit
+        if qvec is not None:
+            self.index.catch_up()  # after a Chroma server outage (a no-op otherwise)
         with self._vectors_lock(), self.catalog.snapshot() as conn:
             plan, scopes, conds = self._plan(conn, op, qvec is not None, load=True)
             if plan.strategy == "empty" or need <= 0:

@@ -6,9 +6,10 @@ a hundred times (measured: 1,400 vectors, 8 ms from the catalog against
 matrix of every vector with its item id and namespace id, loaded on first use
 and kept in step through the catalog's change log (``index_queue``, see
 `langgraph_memory.catalog.queue`): before each use one query reads the
-log's head, and the items changed since are reloaded (by any process; the log
-is shared through the file). A cache left too far behind (the log was pruned
-past it) or a re-embedding (``vectors_epoch``) reloads the collection.
+log's head, and the items changed since are reloaded (by any process, on any
+machine: the log is in the catalog, a file or a PostgreSQL database). A cache
+left too far behind (the log was pruned past it) or a re-embedding
+(``vectors_epoch``) reloads the collection.
 
 The rows are sorted by namespace (then item id), so every namespace prefix is
 a contiguous run of rows: a user's namespace, or a tenth of a collection, is

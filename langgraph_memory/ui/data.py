@@ -233,7 +233,7 @@ class Browser:
             archiver = self.memory._existing_archiver()
             # A connection of its own: the scans take seconds at 100,000 items, and the store's one
             # connection (behind a lock) must keep serving pages meanwhile.
-            catalog = Catalog(self.store.catalog.path, timeout=self.store.catalog.timeout)
+            catalog = self.store.catalog.another()
             try:
                 view = _AggregateView(catalog, LineageStore(catalog), self.store.settings, self.store.collections)
                 stats = collect_stats(view, archiver=archiver, checkpointer=self.memory.checkpointer)

@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import psycopg
+import psycopg.conninfo
 
 from langgraph_memory._infra.pg import redact, search_path_schema
 from langgraph_memory.catalog.items import NamespaceIds
@@ -58,6 +60,16 @@ WRITE_LOCK = 0x6C676D5F777269
 # SQLSTATEs meaning the server is not there (now): connection exceptions, shutdown, start-up.
 _UNAVAILABLE = ("08", "57P01", "57P02", "57P03")
 _LOCK_NOT_AVAILABLE = "55P03"
+#: Seconds a finished read transaction may wait for the next statement to carry its COMMIT.
+SETTLE = 0.2
+
+
+def _conninfo_keys(url: str) -> list[str]:
+    """The libpq parameters ``url`` sets (none when it cannot be parsed: connecting reports that)."""
+    try:
+        return list(psycopg.conninfo.conninfo_to_dict(url))
+    except psycopg.Error:
+        return []
 
 
 class PgCatalog:
@@ -85,6 +97,9 @@ class PgCatalog:
         self.names = NamespaceIds()
         self._conn: PgConnection | None = None
         self._closed = False
+        self._settle = threading.Condition()
+        self._settle_at: float | None = None
+        self._settler: threading.Thread | None = None
         try:
             with self.write(migrating=True) as conn:
                 if self.get_meta(conn, "catalog_id") is None:
@@ -107,18 +122,20 @@ class PgCatalog:
         if self._conn is not None and not self._conn.closed:
             return self._conn
         wait = max(1, int(round(self.timeout)))
+        # The address's own libpq parameters win (application_name, sslmode...); these are defaults.
+        given = set(_conninfo_keys(self.url))
+        defaults: dict[str, Any] = {
+            "connect_timeout": wait,
+            "keepalives": 1,
+            "keepalives_idle": 5,
+            "keepalives_interval": 2,
+            "keepalives_count": 3,
+            "tcp_user_timeout": wait * 1000,
+            "application_name": "langgraph-memory",
+        }
         try:
-            raw = psycopg.connect(
-                self.url,
-                autocommit=True,
-                connect_timeout=wait,
-                keepalives=1,
-                keepalives_idle=5,
-                keepalives_interval=2,
-                keepalives_count=3,
-                tcp_user_timeout=wait * 1000,
-                application_name="langgraph-memory",
-            )
+            conninfo = psycopg.conninfo.make_conninfo(self.url, **{k: v for k, v in defaults.items() if k not in given})
+            raw = psycopg.connect(conninfo, autocommit=True)
         except psycopg.Error as exc:
             raise self._translate(exc, "connect to") from None
         self._conn = PgConnection(raw)
@@ -184,7 +201,7 @@ class PgCatalog:
                 return
             with self._guarded("read"):
                 conn = self._connect()
-                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                conn.defer("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             self._in_snapshot = True
             try:
                 with self._guarded("read"):
@@ -192,14 +209,18 @@ class PgCatalog:
             finally:
                 self._in_snapshot = False
                 if self._conn is conn and not conn.closed and conn.in_transaction:
-                    try:
-                        conn.execute("COMMIT")
-                    except psycopg.Error:  # a read transaction has nothing to lose
-                        self._drop_connection()
+                    # A read-only transaction has nothing to commit: its COMMIT goes with the next statement,
+                    # or alone once the connection sat idle for SETTLE seconds (so no snapshot is held long).
+                    conn.defer("COMMIT")
+                    self._settle_later()
 
     @contextmanager
-    def write(self, *, migrating: bool = False) -> Iterator[PgConnection]:
+    def write(self, *, migrating: bool = False, ordered: bool = True) -> Iterator[PgConnection]:
         """One transaction holding the catalog's write lock: committed when the block ends, rolled back on error.
+
+        ``ordered=False`` skips the lock, for bookkeeping that allocates
+        nothing and appends nothing to the change log (the index marking
+        what it applied): it then never waits for other machines' writes.
 
         Nested use in the same thread joins the outer transaction.
         """
@@ -215,23 +236,24 @@ class PgCatalog:
                 return
             with self._guarded("write to"):
                 conn = self._connect()
-                conn.execute("BEGIN")
+                # BEGIN, the timeout and the write lock go to the server with the transaction's first statement.
+                conn.defer("BEGIN")
+                conn.defer(f"SET LOCAL lock_timeout = {int(self.timeout * 1000)}")
                 try:
-                    conn.raw.execute(f"SET LOCAL lock_timeout = {int(self.timeout * 1000)}")
                     if migrating:
+                        conn.send_deferred()
                         schema.migrate(conn.raw, schema=search_path_schema(self.url))
-                    conn.raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                    if ordered:
+                        conn.defer(f"SELECT pg_advisory_xact_lock({WRITE_LOCK})")
                 except BaseException:
                     self._rollback(conn)
                     raise
             self._depth = 1
+            conn.batching = True
             try:
-                # Pipelined: statements whose results the block does not read go out without a round trip
-                # each; a read (or the COMMIT) waits for everything before it.
-                with conn.raw.pipeline():
-                    yield conn
-                    with self._guarded("write to"):
-                        conn.execute("COMMIT")
+                yield conn
+                with self._guarded("write to"):
+                    conn.execute("COMMIT")
             except BaseException as exc:
                 self.names.forget_uncommitted()
                 self._rollback(conn)
@@ -242,6 +264,33 @@ class PgCatalog:
                 raise
             finally:
                 self._depth = 0
+                conn.batching = False
+
+    def _settle_later(self) -> None:
+        with self._settle:
+            self._settle_at = time.monotonic() + SETTLE
+            if self._settler is None or not self._settler.is_alive():
+                self._settler = threading.Thread(target=self._settle_loop, name="lgm-pg-settle", daemon=True)
+                self._settler.start()
+            self._settle.notify()
+
+    def _settle_loop(self) -> None:
+        while True:
+            with self._settle:
+                while not self._closed and (self._settle_at is None or time.monotonic() < self._settle_at):
+                    wait = None if self._settle_at is None else max(self._settle_at - time.monotonic(), 0.0)
+                    self._settle.wait(wait)
+                if self._closed:
+                    return
+                self._settle_at = None
+            with self._lock:
+                conn = self._conn
+                if conn is None or conn.closed or self._depth or self._in_snapshot or not conn.only_ends_deferred():
+                    continue
+                try:
+                    conn.flush()
+                except psycopg.Error:  # the next call reconnects; a read transaction has nothing to lose
+                    self._drop_connection()
 
     def _rollback(self, conn: PgConnection) -> None:
         try:
@@ -255,6 +304,8 @@ class PgCatalog:
         with self._lock:
             self._closed = True
             self._drop_connection()
+        with self._settle:
+            self._settle.notify()
 
     def __enter__(self) -> PgCatalog:
         return self
@@ -283,6 +334,15 @@ class PgCatalog:
         """One setting, read in its own statement."""
         with self.read() as conn:
             return self.get_meta(conn, key)
+
+    @property
+    def where(self) -> str:
+        """The server and database of this catalog (no password), for messages."""
+        return self.path
+
+    def another(self) -> PgCatalog:
+        """A second catalog object on the same database, with a connection of its own (for long scans)."""
+        return PgCatalog(self.url, timeout=self.timeout)
 
     def peek_meta(self, key: str) -> str | None:
         """One setting, read through a short-lived connection of its own (never waits for this object's lock)."""

@@ -11,7 +11,8 @@ into PostgreSQL's, once per statement (cached):
 * ``group_concat(x, sep)`` becomes ``string_agg(CAST(x AS TEXT), sep)``, ``char(31)`` ``chr(31)``;
 * ``json_each(?) c`` (an id list given as JSON) becomes a set of ``bigint`` rows named ``c(value)``;
 * ``sum`` of a comparison counts with ``CASE``, and the filter index's JSONB values compare with JSON;
-* SQLite's ``sqlite_sequence`` row of the index queue becomes the queue's newest position.
+* SQLite's ``sqlite_sequence`` row of the index queue becomes the queue's newest position;
+* ``LIMIT -1`` (no limit, to SQLite) becomes ``LIMIT NULL``, and ``CROSS JOIN ... ON`` a ``JOIN``.
 
 Statements that differ in more than spelling (the schema, the keyword index,
 the filter index's typed values) are written per dialect where they live.
@@ -20,6 +21,8 @@ the filter index's typed values) are written per dialect where they live.
     'INSERT INTO versions VALUES (%s, %s) ON CONFLICT DO NOTHING'
     >>> translate("UPDATE items SET last_accessed_at = max(last_accessed_at, ?) WHERE id = ?")
     'UPDATE items SET last_accessed_at = GREATEST(last_accessed_at, %s) WHERE id = %s'
+    >>> translate("SELECT i.id FROM t f CROSS JOIN items i ON i.id = f.item_id LIMIT ?")
+    'SELECT i.id FROM t f JOIN items i ON i.id = f.item_id LIMIT NULLIF(%s, -1)'
 """
 
 from __future__ import annotations
@@ -59,8 +62,11 @@ _OR_IGNORE = re.compile(r"^\s*INSERT OR IGNORE INTO", re.IGNORECASE)
 _OR_REPLACE = re.compile(r"^\s*INSERT OR REPLACE INTO\s+(\w+)\s*\(([^)]*)\)", re.IGNORECASE)
 _BOOL_SUM = re.compile(r"\bsum\(([^()]*?(?:=|>|<)[^()]*?)\)", re.IGNORECASE)
 _VAL_LITERAL = re.compile(r"\b((?:\w+\.)?val) = (\d+)\b")
-_CROSS_ON = re.compile(r"\bCROSS JOIN (\w+(?: \w+)?) ON\b")
 _RETURNING = re.compile(r"\sRETURNING\s", re.IGNORECASE)
+# SQLite reads a negative LIMIT as none (the catalog passes -1 for "all"); PostgreSQL refuses it, and takes NULL.
+_LIMIT = re.compile(r"\bLIMIT \?")
+# SQLite's "CROSS JOIN t x ON ..." fixes the join order; PostgreSQL's CROSS JOIN takes no ON.
+_CROSS_JOIN_ON = re.compile(r"\bCROSS JOIN(\s+\w+\s+\w+\s+ON\b)")
 
 
 def _append_conflict(sql: str, clause: str) -> str:
@@ -101,7 +107,7 @@ def translate(sql: str) -> str:
     out = out.replace("UNION SELECT val FROM fields", "UNION SELECT val #>> '{}' FROM fields")
     out = out.replace("length(CAST(i.value AS BLOB))", "octet_length(i.value)")
     out = out.replace("CAST(created_at / 86400 AS INTEGER)", "CAST(floor(created_at / 86400) AS BIGINT)")
+    out = _CROSS_JOIN_ON.sub(r"JOIN\1", out)
+    out = _LIMIT.sub("LIMIT NULLIF(?, -1)", out)
     out = re.sub(r"\bWHERE \(1\)", "WHERE (TRUE)", out)
-    # SQLite's CROSS JOIN ... ON fixes the join order; PostgreSQL's CROSS JOIN takes no condition.
-    out = _CROSS_ON.sub(r"JOIN \1 ON", out)
     return out.replace("?", "%s")

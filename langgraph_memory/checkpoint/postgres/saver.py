@@ -613,6 +613,19 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
 
     # -- thread activity, for the archive job ---------------------------------
 
+    def size_bytes(self) -> int:
+        """Bytes the checkpointer's tables (with their indexes and TOAST) take on the server."""
+
+        def size(conn: Any) -> int:
+            row = conn.execute(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
+                (self._db.schema,),
+            ).fetchone()
+            return int(row[0]) if row else 0
+
+        return self._db.run(size, "measure the checkpoint tables")
+
     def list_threads(self) -> builtins.list[ThreadInfo]:
         """Every thread with its last activity time (UTC), most recently active first."""
         return self._db.run_compat(_maintenance.list_threads, "list threads")

@@ -1,0 +1,92 @@
+"""Bringing the Chroma index up to date in a thread of its own, after writes that already committed.
+
+With the catalog on a PostgreSQL server a write is acknowledged when the
+server commits it; the index is derived and catches up from the catalog's
+queue (searches score queued items exactly meanwhile, so none is missed).
+Applying the queue in the writer's own call cost a put about ten more round
+trips to the server and a Chroma upsert, several times the write itself.
+`IndexCatchUp` applies it from a daemon thread instead: writes within
+``delay`` of each other are applied together (a pass competes with the
+writer for the catalog's connection), and ``close()`` applies what is left.
+
+    catch_up = IndexCatchUp(writer.sync)
+    catch_up.request({"memories"})  # returns at once
+    catch_up.wait(timeout=10)       # True once everything requested is applied
+    catch_up.stop()
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+__all__ = ["IndexCatchUp"]
+
+logger = logging.getLogger(__name__)
+
+
+class IndexCatchUp:
+    """Runs ``sync(collections)`` in a daemon thread whenever collections are requested.
+
+    ``sync`` must not raise for index failures (the writer's ``sync`` logs
+    them and leaves the changes queued); anything else it raises is logged.
+    """
+
+    def __init__(
+        self, sync: Callable[[set[str] | None], None], *, delay: float = 0.2, name: str = "lgm-index-catch-up"
+    ) -> None:
+        self._sync = sync
+        #: Seconds a pass waits after the first request, so that a burst of writes is applied at once.
+        self.delay = delay
+        self._name = name
+        self._cv = threading.Condition()
+        self._wanted: set[str] = set()
+        self._busy = False
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+
+    def request(self, collections: set[str]) -> None:
+        """Apply ``collections``' queued changes soon; returns at once (inline once stopped)."""
+        with self._cv:
+            if not self._stopped:
+                self._wanted |= collections
+                if self._thread is None or not self._thread.is_alive():
+                    self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
+                    self._thread.start()
+                self._cv.notify_all()
+                return
+        self._sync(collections)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until every requested change was applied (or failed and stays queued); False on timeout."""
+        with self._cv:
+            return self._cv.wait_for(lambda: not self._wanted and not self._busy, timeout)
+
+    def stop(self, timeout: float | None = 30.0) -> None:
+        """Apply what was requested, then end the thread; later requests run inline."""
+        with self._cv:
+            self._stopped = True
+            self._cv.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+    def _loop(self) -> None:
+        while True:
+            with self._cv:
+                self._cv.wait_for(lambda: bool(self._wanted) or self._stopped)
+                if not self._wanted:
+                    return
+                if self.delay > 0 and not self._stopped:
+                    self._cv.wait_for(lambda: self._stopped, self.delay)
+                names, self._wanted = self._wanted, set()
+                self._busy = True
+            try:
+                self._sync(names)
+            except Exception:  # keep following: the changes stay queued for the next pass, close or open
+                logger.warning("applying committed changes to the Chroma index failed; they stay queued", exc_info=True)
+            finally:
+                with self._cv:
+                    self._busy = False
+                    self._cv.notify_all()

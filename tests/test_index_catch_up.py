@@ -1,0 +1,99 @@
+"""With the catalog on PostgreSQL a write returns at its commit and the Chroma index catches up in a thread.
+
+Searches must not miss what the index has not applied yet (they score queued
+items exactly), ``wait_for_index`` waits for it, and ``close`` applies what is left.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from typing import Any
+
+import pytest
+
+from langgraph_memory.config import Settings
+from langgraph_memory.store import ChromaStore
+from langgraph_memory.store._catchup import IndexCatchUp
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def test_requests_are_applied_together_and_wait_sees_them_done() -> None:
+    release = threading.Event()
+    calls: list[set[str] | None] = []
+
+    def sync(names: set[str] | None) -> None:
+        release.wait(30)
+        calls.append(names)
+
+    cu = IndexCatchUp(sync, delay=0)
+    cu.request({"a"})
+    assert not cu.wait(timeout=0.05)  # the first pass is blocked
+    cu.request({"b"})
+    cu.request({"c"})
+    release.set()
+    assert cu.wait(timeout=30)
+    assert calls[0] == {"a"} and set().union(*calls[1:]) == {"b", "c"}
+    cu.stop()
+    cu.request({"d"})  # after stop: inline
+    assert calls[-1] == {"d"}
+
+
+def test_a_failing_pass_is_logged_and_the_thread_keeps_following(caplog: pytest.LogCaptureFixture) -> None:
+    seen: list[set[str] | None] = []
+
+    def sync(names: set[str] | None) -> None:
+        seen.append(names)
+        if len(seen) == 1:
+            raise RuntimeError("boom")
+
+    cu = IndexCatchUp(sync)
+    cu.request({"a"})
+    assert cu.wait(timeout=30)
+    cu.request({"b"})
+    assert cu.wait(timeout=30)
+    assert seen == [{"a"}, {"b"}]
+    assert "stay queued" in caplog.text
+    cu.stop()
+
+
+def test_on_postgresql_a_write_is_searchable_before_the_index_caught_up(pg_database: str, fake_embeddings: Any) -> None:
+    local = tempfile.mkdtemp(prefix="lgm-catchup-")
+    store = ChromaStore(
+        settings=Settings.resolve(pg_database, local_dir=local),
+        index={"dims": 16, "embed": fake_embeddings, "fields": ["text"]},
+    )
+    try:
+        assert store._writer.catch_up is not None
+        gate = threading.Event()
+        real = store._writer.sync
+
+        def held(names: set[str] | None = None) -> None:
+            gate.wait(60)
+            real(names)
+
+        store._writer.catch_up._sync = held  # the index cannot catch up until the gate opens
+        for i in range(30):
+            store.put(("docs", f"n{i % 3}"), f"k{i}", {"text": f"note number {i}"})
+        assert store.vector_index.count("memories") == 0  # nothing applied yet
+        hits = store.search(("docs",), query="note number 7", limit=30)
+        assert len(hits) == 30
+        assert store.search(("docs", "n1"), query="note number 7", limit=5)[0].key in {f"k{i}" for i in range(1, 30, 3)}
+        assert not store.wait_for_index(timeout=0.05)
+        gate.set()
+        assert store.wait_for_index(timeout=60)
+        assert store.vector_index.count("memories") == 30
+        store.put(("docs", "n0"), "last", {"text": "applied on close"})
+    finally:
+        gate.set()
+        store.close()
+    again = ChromaStore(
+        settings=Settings.resolve(pg_database, local_dir=local),
+        index={"dims": 16, "embed": fake_embeddings, "fields": ["text"]},
+    )
+    try:
+        assert again.get(("docs", "n0"), "last") is not None
+        assert len(again.search(("docs",), query="applied on close", limit=40)) == 31
+    finally:
+        again.close()

@@ -1,0 +1,129 @@
+"""A Chroma server that dies (SIGKILL) or comes back empty, under a memory whose catalog is on PostgreSQL.
+
+The catalog holds every vector, so the server is only an index: writes are
+acknowledged while it is down, searches are scored exactly meanwhile, and
+once it answers again the index catches up (or is refilled, when it came back
+on an empty directory) by itself, so every acknowledged item finds itself by
+its own vector. Nothing here sees a raw HTTP error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
+
+from langgraph_memory import Memory
+from langgraph_memory.store.index import IndexServerUnavailable, IndexUnavailable
+from tests.helpers.chroma_server import ChromaServer, chroma_server  # noqa: F401 - the fixture
+from tests.helpers.pg_index_check import DIMS, checker, index_integrity
+
+pytestmark = pytest.mark.slow  # a real Chroma server, killed and restarted
+
+
+def _whole(report: dict) -> dict:
+    """The problems of an integrity report (empty when every record is there once and finds itself)."""
+    return {n: r for n, r in report.items() if r["missing"] or r["extra"] or r["not_first"]}
+
+
+def _put(store, i: int, ns: tuple[str, ...] = ("notes", "desk")) -> None:
+    store.put(ns, f"k{i}", {"text": f"acknowledged note {i}"}, index=["text"])
+
+
+def test_writes_and_searches_go_on_while_the_chroma_server_is_killed_and_it_catches_up(
+    pg_database: str,
+    chroma_server: ChromaServer,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LANGGRAPH_MEMORY_LOCAL_DIR", str(tmp_path / "machine-a"))
+    mem = Memory.open(
+        pg_database, embeddings=DeterministicFakeEmbedding(size=DIMS), chroma_client=chroma_server.client()
+    )
+    other = checker(pg_database, chroma_server, tmp_path / "machine-b")
+    try:
+        store = mem.store
+        for i in range(30):
+            _put(store, i)
+        lesson = mem.store_lesson("Tight stops get hit in high volatility regimes")
+        assert other.search(("notes",), query="acknowledged note 3", limit=1)[0].key == "k3"
+
+        chroma_server.kill()
+        # Writes: acknowledged (committed in PostgreSQL) although the index cannot take them.
+        for i in range(30, 60):
+            _put(store, i)
+        during = mem.store_lesson("Carry unwinds when funding costs jump")
+        _put(other, 60)
+        # Small scopes: scored exactly, from either machine.
+        assert store.search(("notes", "desk"), query="acknowledged note 45", limit=1)[0].key == "k45"
+        hit = other.search(("notes", "desk"), query="acknowledged note 60", limit=1)[0]
+        assert hit.key == "k60" and hit.score == pytest.approx(1.0, abs=1e-5)
+        got = mem.get_relevant_lessons("Carry unwinds when funding costs jump", k=1, min_relevance=None)
+        assert [h.id for h in got] == [during.id]
+        # Large scopes (plans that would use the index): they still work, scored exactly.
+        for s in (store, other):
+            s.planner.exact_max = 4
+            assert s.explain(("notes",), query="x").strategy == "exact"
+            assert s.search(("notes",), query="acknowledged note 51", limit=1)[0].key == "k51"
+        # The index itself says what is wrong, with a typed error.
+        with pytest.raises(IndexServerUnavailable, match="unavailable"):
+            store.vector_index.query("memories", store._embed_query("x"), 1)
+        assert issubclass(IndexServerUnavailable, IndexUnavailable)
+
+        chroma_server.start()  # same directory, same port
+        # Back: the next search or write catches the index up by itself.
+        assert store.search(("notes",), query="acknowledged note 55", limit=1)[0].key == "k55"
+        assert store.vector_index.serving()
+        assert other.search(("notes",), query="acknowledged note 33", limit=1)[0].key == "k33"
+        report = index_integrity(other)
+        assert report["memories"]["catalog"] == 61 and not _whole(report), _whole(report)
+        assert store.explain(("notes",), query="x").strategy == "hnsw"
+
+        chroma_server.kill()
+        chroma_server.start(empty=True)  # the server lost everything
+        _put(store, 61)
+        assert store.search(("notes",), query="acknowledged note 61", limit=1)[0].key == "k61"
+        assert other.search(("notes",), query="acknowledged note 7", limit=1)[0].key == "k7"
+        got = other.search(("lessons",), query="Tight stops get hit in high volatility regimes", limit=1)
+        assert got[0].key == lesson.id
+        report = index_integrity(other)
+        assert report["memories"]["catalog"] == 62 and not _whole(report), _whole(report)
+        assert report["lessons_learned"]["catalog"] == report["lessons_learned"]["server"] == 2
+        assert store.vector_index.health.recoveries >= 2
+    finally:
+        other.close()
+        mem.close()
+
+
+def test_a_store_opened_while_the_chroma_server_is_down_works_and_catches_up_later(
+    pg_database: str,
+    chroma_server: ChromaServer,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    first = checker(pg_database, chroma_server, tmp_path / "a")
+    for i in range(10):
+        _put(first, i)
+    first.close()
+    client = chroma_server.client()  # built while the server answers, as an application's would be
+    chroma_server.kill()
+    from langchain_core.embeddings import DeterministicFakeEmbedding as Fake
+
+    from langgraph_memory.config import Settings
+    from langgraph_memory.store import ChromaStore
+
+    store = ChromaStore(
+        client,
+        settings=Settings.resolve(pg_database, local_dir=tmp_path / "b"),
+        index={"dims": DIMS, "embed": Fake(size=DIMS)},
+    )
+    try:
+        _put(store, 10)
+        assert store.search(("notes",), query="acknowledged note 10", limit=1)[0].key == "k10"
+        assert not store.vector_index.broken  # not damage: nothing waits for a rebuild
+        chroma_server.start()
+        assert store.search(("notes",), query="acknowledged note 2", limit=1)[0].key == "k2"
+        report = index_integrity(store)
+        assert report["memories"]["catalog"] == 11 and not _whole(report), _whole(report)
+    finally:
+        store.close()

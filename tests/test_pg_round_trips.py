@@ -1,0 +1,192 @@
+"""The PostgreSQL catalog sends statements nobody waits for together, with the same results as one by one.
+
+Inside a write transaction, BEGIN, the write lock and every INSERT/UPDATE/DELETE
+without RETURNING travel with the next statement that returns rows, or with
+the COMMIT; a batch of items is looked up and given ids in one statement each.
+These tests check that the results are those of sending them one by one:
+row counts, errors failing the whole transaction, a key written twice in one
+batch, and that a write of several statements is one round trip.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from langgraph.store.base import PutOp
+from psycopg import pq
+
+from langgraph_memory.catalog.postgres.catalog import PgCatalog
+from langgraph_memory.config import Settings
+from langgraph_memory.errors import LockTimeoutError, StorageError
+from langgraph_memory.store import ChromaStore
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture
+def cat(pg_database: str) -> Iterator[PgCatalog]:
+    c = PgCatalog(pg_database, timeout=10)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+class _Count:
+    """Counts the statements (round trips) a connection sends."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.sent: list[str] = []
+        original = psycopg.ClientCursor.execute
+
+        def execute(cur: Any, query: Any, params: Any = None, **kw: Any) -> Any:
+            self.sent.append(str(query))
+            return original(cur, query, params, **kw)
+
+        monkeypatch.setattr(psycopg.ClientCursor, "execute", execute)
+
+
+def _meta(url: str, key: str) -> str | None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def test_a_write_of_several_statements_is_one_round_trip(
+    cat: PgCatalog, pg_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with cat.read():
+        pass  # connected
+    count = _Count(monkeypatch)
+    with cat.write() as conn:
+        for i in range(3):
+            conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)", (f"k{i}", f"it's {i}% done"))
+    assert len(count.sent) == 1, count.sent
+    assert _meta(pg_database, "k2") == "it's 2% done"
+
+
+def test_reads_inside_a_write_see_its_deferred_writes_and_row_counts_are_exact(cat: PgCatalog) -> None:
+    with cat.write() as conn:
+        conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", [(f"r{i}", "0") for i in range(1200)])
+        cur = conn.execute("UPDATE meta SET value = '1' WHERE key IN ('r1', 'r2', 'nope')")
+        assert cur.rowcount == 2
+        assert conn.execute("SELECT count(*) FROM meta WHERE key LIKE 'r%'").fetchone()[0] == 1200
+        dup = conn.executemany(
+            "INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", [("r5", "x"), ("new1", "x"), ("new1", "y")]
+        )
+        assert dup.rowcount == 1
+        # r1, r10-r19, r100-r199, r1000-r1199
+        assert conn.execute("DELETE FROM meta WHERE key LIKE 'r1%'").rowcount == 311
+    with cat.read() as conn:
+        assert conn.execute("SELECT count(*) FROM meta WHERE key LIKE 'r%'").fetchone()[0] == 889
+
+
+def test_an_error_in_a_deferred_statement_fails_the_whole_transaction(cat: PgCatalog, pg_database: str) -> None:
+    with pytest.raises(StorageError):
+        with cat.write() as conn:
+            conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)", ("first", "1"))
+            conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)", ("first", "again"))  # duplicate key
+    assert _meta(pg_database, "first") is None
+    with cat.write() as conn:  # the connection is usable again
+        conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)", ("first", "1"))
+    assert _meta(pg_database, "first") == "1"
+
+
+def test_empty_transactions_send_nothing(cat: PgCatalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    with cat.read():
+        pass
+    count = _Count(monkeypatch)
+    with cat.write():
+        pass
+    with cat.snapshot():
+        pass
+    assert count.sent == []
+    with cat.snapshot() as conn:
+        assert conn.execute("SELECT 1").fetchone()[0] == 1
+    assert len(count.sent) == 1  # BEGIN with the SELECT; the COMMIT waits for the next statement
+
+
+def test_a_finished_read_transaction_is_committed_by_the_next_statement_or_soon_after(
+    cat: PgCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with cat.snapshot() as conn:
+        conn.execute("SELECT 1").fetchone()
+    count = _Count(monkeypatch)
+    with cat.snapshot() as conn:  # COMMIT of the last one, BEGIN and the SELECT: one round trip
+        conn.execute("SELECT 2").fetchone()
+    assert len(count.sent) == 1 and count.sent[0].startswith("COMMIT; BEGIN")
+    raw = conn.raw
+    deadline = time.monotonic() + 60
+    while raw.info.transaction_status != pq.TransactionStatus.IDLE:  # the settler sends it alone
+        assert time.monotonic() < deadline, "the read transaction was left open"
+        time.sleep(0.01)
+    assert len(count.sent) == 2 and count.sent[1] == "COMMIT"
+
+
+def test_a_batch_writing_one_key_twice_or_putting_and_deleting_it_ends_as_one_by_one(
+    pg_database: str, fake_embeddings: Any
+) -> None:
+    local = tempfile.mkdtemp(prefix="lgm-pg-rt-")
+    store = ChromaStore(
+        settings=Settings.resolve(pg_database, local_dir=local),
+        index={"dims": 16, "embed": fake_embeddings, "fields": ["text"]},
+    )
+    try:
+        ns = ("docs", "a")
+        store.batch([PutOp(ns, "old", {"text": "kept"}), PutOp(ns, "gone", {"text": "deleted later"})])
+        store.batch(
+            [
+                PutOp(ns, "k", {"text": "first"}),
+                PutOp(ns, "k", {"text": "second"}),
+                PutOp(ns, "old", {"text": "updated"}),
+                PutOp(ns, "gone", None),
+                PutOp(ns, "tmp", {"text": "put"}),
+                PutOp(ns, "tmp", None),
+                PutOp(("docs", "b"), "new-ns", {"text": "in a new namespace"}),
+            ]
+        )
+        got = {it.key: it.value["text"] for it in store.search(("docs",), limit=20)}
+        assert got == {"k": "second", "old": "updated", "new-ns": "in a new namespace"}
+        assert store.get(ns, "gone") is None and store.get(ns, "tmp") is None
+        hits = store.search(("docs",), query="second", limit=3)
+        assert len(hits) == 3 and {h.key for h in hits} == {"k", "old", "new-ns"}
+        assert store.get(ns, "old").created_at < store.get(ns, "k").created_at  # type: ignore[union-attr]
+    finally:
+        store.close()
+
+
+def test_an_unordered_write_does_not_wait_for_another_machines_write_lock(cat: PgCatalog, pg_database: str) -> None:
+    import threading
+
+    other = PgCatalog(pg_database, timeout=10)
+    short = PgCatalog(pg_database, timeout=1)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with other.write() as conn:
+            conn.execute("INSERT INTO meta(key, value) VALUES ('held', '1')")
+            conn.execute("SELECT 1").fetchone()  # the lock is taken with the first statement sent
+            holding.set()
+            release.wait(60)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    try:
+        assert holding.wait(60)
+        with cat.write(ordered=False) as conn:  # would wait up to the 10 s timeout, then fail, if it took the lock
+            conn.execute("INSERT INTO meta(key, value) VALUES ('free', '1')")
+        assert _meta(pg_database, "free") == "1"
+        with pytest.raises(LockTimeoutError):  # an ordered write waits for the lock, up to its timeout
+            with short.write() as conn:
+                conn.execute("INSERT INTO meta(key, value) VALUES ('blocked', '1')")
+    finally:
+        release.set()
+        t.join(60)
+        other.close()
+        short.close()
+    assert _meta(pg_database, "held") == "1" and _meta(pg_database, "blocked") is None
