@@ -79,6 +79,7 @@ def pstore(data_dir: Path, fake_embeddings: DeterministicFakeEmbedding) -> Any:
 def test_the_index_lives_in_a_child_and_answers_as_the_embedded_one(pstore: ChromaStore) -> None:
     for i in range(20):
         pstore.put(("memories",), f"k{i}", {"text": f"lesson number {i}"})
+    assert pstore.wait_for_index(timeout=120)  # a catalog on a server feeds the index in a thread
     handle = pstore.vector_index.handle
     assert handle.process is not None and handle.process.pid not in (None, os.getpid())
     assert isinstance(handle.client, RemoteClient)
@@ -100,6 +101,7 @@ def test_the_index_lives_in_a_child_and_answers_as_the_embedded_one(pstore: Chro
 
 def test_a_killed_child_is_replaced_and_nothing_is_lost(pstore: ChromaStore) -> None:
     pstore.put(("memories",), "a", {"text": "before the child died"})
+    assert pstore.wait_for_index(timeout=120)
     handle = pstore.vector_index.handle
     assert handle.process is not None
     col = pstore.vector_index.chroma_collection("memories")
@@ -110,6 +112,7 @@ def test_a_killed_child_is_replaced_and_nothing_is_lost(pstore: ChromaStore) -> 
     with pytest.raises(IndexProcessError):
         col.count()  # a collection of the dead child is a typed error, not a hang or a KeyError
     pstore.put(("memories",), "b", {"text": "after the child died"})
+    assert pstore.wait_for_index(timeout=120)
     assert handle.process.pid not in (None, pid)
     assert pstore.vector_index.count("memories") == 2
     assert not pstore.vector_index.broken

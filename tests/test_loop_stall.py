@@ -104,7 +104,10 @@ async def test_the_langgraph_server_store_leaves_the_loop_free_in_real_time(
     assert unloaded["max"] <= MAX_MS, (unloaded, gaps.summary("wall"), gaps.summary("waited"))
     for i in range(8):
         assert len(await platform_store.asearch(("memories", f"user-{i}"), limit=50)) == 15
-    assert platform_store.vector_index.count("memories") == 8 * 15  # every vector reached the child's index
+    assert await asyncio.to_thread(platform_store.wait_for_index, 120)
+    assert (
+        await asyncio.to_thread(platform_store.vector_index.count, "memories") == 8 * 15
+    )  # every vector reached the child's index
 
 
 async def test_the_ticker_sees_work_on_the_loop() -> None:

@@ -21,6 +21,7 @@ def main() -> None:
         data_dir=sys.argv[1], index={"dims": 8, "embed": DeterministicFakeEmbedding(size=8)}, index_process=True
     )
     store.put(("memories",), "a", {"text": "written before the parent died"})
+    assert store.wait_for_index(timeout=120)
     handle = store.vector_index.handle
     assert store.vector_index.count("memories") == 1
     assert handle.process is not None and handle.process.pid is not None
