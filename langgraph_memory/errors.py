@@ -27,6 +27,7 @@ __all__ = [
     "NamespaceError",
     "FilterError",
     "StoreBackendError",
+    "IndexProcessError",
     "CheckpointError",
     "CheckpointUnavailableError",
     "CheckpointConflictError",
@@ -94,6 +95,10 @@ class FilterError(LangGraphMemoryError, ValueError):
 
 class StoreBackendError(LangGraphMemoryError, RuntimeError):
     """Chroma reported an error that is not the caller's fault."""
+
+
+class IndexProcessError(StoreBackendError):
+    """The child process that runs the Chroma index (``index_process=True``) failed to start or died."""
 
 
 class CheckpointError(LangGraphMemoryError, RuntimeError):

@@ -269,6 +269,7 @@ class Memory(ResearchAPI, ProceduralAPI):
         lock_timeout: float | None = None,
         session_config: SessionConfig | None = None,
         create_parents: bool = False,
+        index_process: bool = False,
         local_dir: str | os.PathLike[str] | None = None,
     ) -> Memory:
         """Open (creating if needed) a data directory.
@@ -305,6 +306,9 @@ class Memory(ResearchAPI, ProceduralAPI):
                 (argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT`` > config file > 30).
             session_config: session boundaries, promotion and cleanup for
                 ``mem.sessions`` (``SessionConfig``'s defaults).
+            index_process: run the embedded Chroma index in a child process,
+                so its writes never hold this process's GIL (for async servers:
+                see ``ChromaStore``'s ``index_process``).
             local_dir: with a ``postgresql://`` address, the folder for what
                 stays local (embedding cache, archive files); argument >
                 ``LANGGRAPH_MEMORY_LOCAL_DIR`` > config file > a folder under
@@ -348,7 +352,9 @@ class Memory(ResearchAPI, ProceduralAPI):
                     index = {"dims": _embedding_dims(embeddings), "embed": embeddings}
                 elif index is None:
                     index = ChromaStore.default_index(settings.embedding_model)
-                store = ChromaStore(chroma_client, index=index, ttl=ttl, settings=settings, ranking=ranking)
+                store = ChromaStore(
+                    chroma_client, index=index, ttl=ttl, settings=settings, ranking=ranking, index_process=index_process
+                )
                 opened.append(store.close)
             owns_checkpointer = checkpointer is None
             if checkpointer is None:

@@ -12,6 +12,10 @@ reopens its client before touching anything. One process alone never reopens.
 A Chroma server (``HttpClient``) serialises writers itself: its handle only
 serialises threads and never reopens.
 
+With ``process=True`` the embedded client lives in a child process
+(`langgraph_memory._infra.chroma_process`), so that Chroma's calls never hold
+this process's GIL; the lock and the counter work as above.
+
 The folder ``path`` holds the lock and the counter; the Chroma files live in
 the sub-folder that ``locate()`` names (the index can be rebuilt into a new
 sub-folder and switched over, see `langgraph_memory.store.index`).
@@ -27,9 +31,12 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph_memory._infra.lock import WriteLock
+
+if TYPE_CHECKING:
+    from langgraph_memory._infra.chroma_process import ChromaProcess
 
 __all__ = ["ChromaHandle"]
 
@@ -66,15 +73,21 @@ class ChromaHandle:
         self._dirty = False
         #: bumped whenever the client is replaced; holders of collections re-fetch them.
         self.epoch = 0
+        #: the child process running the embedded client, when the handle was asked for one.
+        self.process: ChromaProcess | None = None
 
     # ------------------------------------------------------------ factories
 
     @classmethod
-    def embedded(cls, path: Path, lock_timeout: float, locate: Callable[[], Path] | None = None) -> ChromaHandle:
+    def embedded(
+        cls, path: Path, lock_timeout: float, locate: Callable[[], Path] | None = None, *, process: bool = False
+    ) -> ChromaHandle:
         """The process-wide handle of the embedded folder ``path``.
 
         ``locate`` names the sub-folder the client opens (read again at every
-        reopen); the first store of a process to open ``path`` sets it.
+        reopen); the first store of a process to open ``path`` sets it. With
+        ``process`` the client runs in a child process from the next (re)open
+        on, for every store of the folder in this process.
         """
         key = str(path.resolve())
         with cls._registry_lock:
@@ -87,6 +100,14 @@ class ChromaHandle:
                 handle.lock.timeout = min(handle.lock.timeout, lock_timeout)
                 if locate is not None:
                     handle.locate = locate
+            if process and handle.process is None:
+                from langgraph_memory._infra.chroma_process import ChromaProcess
+
+                with handle.lock.hold():
+                    handle.drop_client()  # an in-process client of the folder gives way to the child's
+                    handle.process = ChromaProcess(handle.lock.fileno)
+            if handle.process is not None:
+                handle.process.start()  # it imports chromadb while the store opens
             return handle
 
     @classmethod
@@ -120,7 +141,7 @@ class ChromaHandle:
             outermost = self.lock.depth == 1
             if outermost and self.path is not None:
                 generation = self._generation()
-                if self._client is None or generation != self._seen:
+                if self._client is None or generation != self._seen or self._child_ended():
                     self._reopen(generation)
             try:
                 yield self._client
@@ -130,6 +151,10 @@ class ChromaHandle:
                 if outermost and self._dirty and self.path is not None:
                     self._dirty = False
                     self._seen = self._bump_generation()
+
+    def _child_ended(self) -> bool:
+        # The child process holding the client died (or this is a fork): its client is gone.
+        return self.process is not None and not self.process.serves(self._client)
 
     def _counter(self) -> mmap.mmap:
         """The folder's write counter: 8 bytes mapped shared, so reading it costs no system call."""
@@ -177,6 +202,9 @@ class ChromaHandle:
     @staticmethod
     def stop_client(client: Any) -> None:
         """Stop an embedded client's cached system, so a new client of its folder reads it afresh."""
+        if hasattr(client, "process") and hasattr(client, "client_id"):  # a RemoteClient: stopped in its child
+            client.close()
+            return
         from chromadb.api.shared_system_client import SharedSystemClient
 
         identifier = getattr(client, "_identifier", None)
@@ -197,6 +225,8 @@ class ChromaHandle:
         self._client = None
         self.folder = None
         self.epoch += 1
+        if self.process is not None:
+            self.process.stop()  # started again by the next use
 
     def switched(self) -> None:
         """The folder ``locate()`` names changed: every process (this one too) reopens before its next call."""
@@ -208,10 +238,11 @@ class ChromaHandle:
     def _reopen(self, generation: int) -> None:
         if self._client is not None:
             logger.debug("Chroma folder %s changed in another process: reopening", self.path)
-            self.drop_client()
+            self.stop_client(self._client)  # a child process, if any, stays up for the new client
+            self._client = None
         folder = Path(self.locate())
         folder.mkdir(parents=True, exist_ok=True)
-        self._client = self.open_persistent(folder)
+        self._client = self.process.open(folder) if self.process is not None else self.open_persistent(folder)
         self.folder = folder
         self._seen = generation
         self.epoch += 1

@@ -118,6 +118,19 @@ class WriteLock:
         assert self._fd is not None
         fcntl.flock(self._fd, fcntl.LOCK_UN)
 
+    def fileno(self) -> int | None:
+        """The open lock file's descriptor (None without ``fcntl``), for a child process to keep open.
+
+        ``flock`` locks belong to the open file description: a child holding
+        the descriptor keeps the lock held, if it is, after this process dies.
+        """
+        if self.path is None or fcntl is None:
+            return None
+        if self._fd is None or self._fd_pid != os.getpid():
+            self._fd = os.open(str(self.path), os.O_RDWR | os.O_CREAT, 0o644)
+            self._fd_pid = os.getpid()
+        return self._fd
+
     @property
     def depth(self) -> int:
         """How many times the calling thread holds the lock (call only while holding it)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from langgraph_memory.platform.factories import (
     CHROMA_URL_ENV,
+    INDEX_PROCESS_ENV,
     STORE_CONFIG_ENV,
     open_checkpointer,
     open_store,
@@ -23,6 +24,7 @@ from langgraph_memory.platform.factories import (
 
 __all__ = [
     "CHROMA_URL_ENV",
+    "INDEX_PROCESS_ENV",
     "STORE_CONFIG_ENV",
     "open_checkpointer",
     "open_store",

@@ -29,6 +29,12 @@ under the server's working directory), and optionally
 loop of one server process shares one store and one checkpointer (both are
 safe across threads and loops); the last loop to leave closes them.
 
+The embedded index runs in a child process of the server
+(``ChromaStore(index_process=True)``): Chroma's embedded client holds the GIL
+for the whole of each write, which would stop the server's event loop for
+6-180 ms at a time; from a child it cannot. ``LANGGRAPH_MEMORY_INDEX_PROCESS=0``
+keeps it in the server's process.
+
 See ``docs/langgraph_app.md`` for a whole project (``examples/langgraph_app``).
 """
 
@@ -59,6 +65,7 @@ if TYPE_CHECKING:  # imported where a factory opens one: `import langgraph_memor
 __all__ = [
     "CHROMA_TOKEN_ENV",
     "CHROMA_URL_ENV",
+    "INDEX_PROCESS_ENV",
     "chroma_client_from_env",
     "STORE_CONFIG_ENV",
     "open_checkpointer",
@@ -77,6 +84,8 @@ STORE_CONFIG_ENV = "LANGGRAPH_STORE"
 CHROMA_URL_ENV = "LANGGRAPH_MEMORY_CHROMA_URL"
 """An optional Chroma server (``http://host:port``) to hold the index instead of ``<data_dir>/chroma``."""
 
+INDEX_PROCESS_ENV = "LANGGRAPH_MEMORY_INDEX_PROCESS"
+"""``0`` keeps the embedded index in the server's process (default ``1``: in a child process of its own)."""
 CHROMA_TOKEN_ENV = "LANGGRAPH_MEMORY_CHROMA_TOKEN"
 """A bearer token sent to that Chroma server (for a proxy in front of it that checks one)."""
 
@@ -196,6 +205,15 @@ def chroma_client_from_env() -> Any | None:
     )
 
 
+def _index_process_from_env() -> bool:
+    raw = os.environ.get(INDEX_PROCESS_ENV, "1").strip().lower()
+    if raw in {"1", "true", "yes", "on", ""}:
+        return True
+    if raw in {"0", "false", "no", "off"}:
+        return False
+    raise ConfigError(f"{INDEX_PROCESS_ENV} must be 1 or 0, got {raw!r}")
+
+
 _chroma_client = chroma_client_from_env
 
 
@@ -204,6 +222,7 @@ def open_store(
     *,
     data_dir: str | os.PathLike[str] | None = None,
     base: str | os.PathLike[str] | None = None,
+    index_process: bool | None = None,
 ) -> ChromaStore:
     """A [`ChromaStore`][langgraph_memory.ChromaStore] for ``langgraph.json``'s ``store`` section (default: the server's, from the environment).
 
@@ -212,6 +231,9 @@ def open_store(
     mean for LangGraph's stores; with ``sweep_interval_minutes`` the store
     sweeps expired items on a thread of its own. Opening reads files: call it
     off the event loop ([`platform_store()`][langgraph_memory.platform_store] does).
+    ``index_process`` (default: ``LANGGRAPH_MEMORY_INDEX_PROCESS``, else on)
+    runs the embedded index in a child process, so that Chroma's writes never
+    stop the event loop (see [`ChromaStore`][langgraph_memory.ChromaStore]).
 
     Examples:
         >>> import tempfile
@@ -234,7 +256,15 @@ def open_store(
         raise ConfigError(f"store.ttl must be an object (default_ttl, refresh_on_read, ...), got {ttl!r}")
     from langgraph_memory.store import ChromaStore
 
-    opened = ChromaStore(_chroma_client(), index=index, ttl=dict(ttl) if ttl else None, data_dir=data_dir)  # type: ignore[arg-type]
+    if index_process is None:
+        index_process = _index_process_from_env()
+    opened = ChromaStore(
+        _chroma_client(),
+        index=index,  # type: ignore[arg-type]
+        ttl=dict(ttl) if ttl else None,  # type: ignore[arg-type]
+        data_dir=data_dir,
+        index_process=index_process,
+    )
     if ttl and ttl.get("sweep_interval_minutes"):
         opened.start_ttl_sweeper()
     logger.info("opened the store in %s for the LangGraph server", opened.settings.where)

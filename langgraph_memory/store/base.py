@@ -211,6 +211,13 @@ class ChromaStore(BaseStore):
             the research collections. ``None``: a plain LangGraph store, one
             general collection that takes any value in any namespace, exactly
             as ``InMemoryStore`` does.
+        index_process: run the embedded Chroma index in a child process of
+            its own. Chroma's embedded client holds the GIL for the whole of
+            each write (6-10 ms a vector on a quiet machine, over 100 ms on a
+            loaded one), which stops every thread, an async server's event
+            loop included; from a child it cannot. Costs a process (about
+            1.5 s to start, on first use) and a pipe round trip per call. The
+            LangGraph server factories turn it on. Ignored with ``client``.
 
     Examples:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -247,6 +254,7 @@ class ChromaStore(BaseStore):
         settings: Settings | None = None,
         ranking: HybridRanking | None = None,
         collections: CollectionRegistry | None | Default = DEFAULT,
+        index_process: bool = False,
     ) -> None:
         if collections is DEFAULT:
             collections = default_collections()
@@ -314,6 +322,7 @@ class ChromaStore(BaseStore):
                 client=client,
                 lock_timeout=self.settings.lock_timeout,
                 collections=collections.names(),
+                process=index_process,
             )
             self._writer = Writer(self.catalog, self.vector_index, fields=fields, model=model, dims=dims)
             if self.settings.catalog_url is not None:

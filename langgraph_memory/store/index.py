@@ -132,6 +132,8 @@ class ChromaIndex:
         client: a Chroma client of the caller's (a server's ``HttpClient``);
             its collections get names unique to this catalog.
         lock_timeout: seconds to wait for another process.
+        process: run the embedded client in a child process, so Chroma never
+            holds this process's GIL (see `langgraph_memory._infra.chroma_process`).
 
     Examples:
         >>> index = store.index  # needs an open store (store) holding the items named  # doctest: +SKIP
@@ -147,6 +149,7 @@ class ChromaIndex:
         client: Any | None = None,
         lock_timeout: float = 30.0,
         collections: Sequence[str] | None = None,
+        process: bool = False,
     ) -> None:
         self.catalog = catalog
         #: The collections this index keeps, by name.
@@ -157,7 +160,10 @@ class ChromaIndex:
         if client is None:
             assert root is not None
             self.handle = ChromaHandle.embedded(
-                root, lock_timeout, locate=lambda: self._folder_of(catalog.peek_meta(_GEN_KEY))
+                root,
+                lock_timeout,
+                locate=lambda: self._folder_of(catalog.peek_meta(_GEN_KEY)),
+                process=process,
             )
             self.session: SessionLock | None = SessionLock(root)
         else:
@@ -805,7 +811,9 @@ class ChromaIndex:
         folder.mkdir(parents=True)
         client = None
         try:
-            client = ChromaHandle.open_persistent(folder)
+            # With an index process the new folder is filled there too: a rebuild's upserts hold the GIL.
+            process = self.handle.process
+            client = process.open(folder) if process is not None else ChromaHandle.open_persistent(folder)
             for name in self.collections:
                 if not counts.get(name):
                     continue

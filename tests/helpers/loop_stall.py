@@ -16,6 +16,16 @@ intervals since the previous tick:
   ``/proc/thread-self/schedstat``), i.e. the machine's load. Then
   ``wall - cpu - waited`` is the time the loop thread slept: its 1 ms timer,
   plus any wait for the GIL or for a blocking call.
+* ``others_waited`` (with ``schedstat=True``): the run-queue waits of the
+  *other* threads of this process in the interval, added up
+  (``others_waited_longest``: the longest of them). A thread holding the GIL
+  cannot hand it over while it has no CPU, so on a loaded machine the loop
+  also waits for that; which thread held it is unknown, so all are counted.
+* ``unloaded``: ``wall - waited - others_waited``, but never less than
+  ``cpu``. What the loop's other tasks would see on an idle machine: the
+  timer, the work on the loop, and every wait for the GIL held by a running
+  thread (a C call that keeps it, such as an embedded Chroma write) or for a
+  blocking call, but not the time the machine's other processes had the CPU.
 
 Blocking that costs no CPU (a sleep, a disk sync, a lock wait on the loop) does
 not show in ``cpu``: run the workload under blockbuster as well
@@ -32,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import os
 import statistics
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,11 +55,22 @@ class Gaps:
     wall: list[float] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)
     waited: list[float] = field(default_factory=list)
+    others_waited: list[float] = field(default_factory=list)
+    others_waited_longest: list[float] = field(default_factory=list)
+    #: how long each awaited call of the workload took, by name (``aput``, ``asearch``, ``checkpoint``).
+    ops: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def slept(self) -> list[float]:
         """``wall - cpu - waited`` per tick (needs ``waited``)."""
         return [max(0.0, w - c - q) for w, c, q in zip(self.wall, self.cpu, self.waited, strict=True)]
+
+    @property
+    def unloaded(self) -> list[float]:
+        """``max(cpu, wall - waited - others_waited)`` per tick (needs ``schedstat``): the gap less the load."""
+        return [
+            max(c, w - q - o) for w, c, q, o in zip(self.wall, self.cpu, self.waited, self.others_waited, strict=True)
+        ]
 
     @staticmethod
     def _pct(values: list[float], p: float) -> float:
@@ -56,8 +78,8 @@ class Gaps:
         return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
     def summary(self, which: str) -> dict[str, float]:
-        """``{"ticks", "p50", "p99", "max"}`` of the ``wall`` or ``cpu`` intervals, in ms."""
-        values = getattr(self, which)
+        """``{"ticks", "p50", "p99", "max"}`` of the ``wall``, ``cpu``, ... intervals, or of ``ops[name]``, in ms."""
+        values = self.ops[which] if which in self.ops else getattr(self, which)
         if not values:
             return {"ticks": 0.0, "p50": float("nan"), "p99": float("nan"), "max": float("nan")}
         return {
@@ -73,9 +95,43 @@ def _runqueue_wait(fd: int) -> float:
     return int(os.pread(fd, 100, 0).split()[1]) / 1e9
 
 
+class _OtherThreads:
+    """The run-queue waits of this process's other threads (``/proc/self/task/<tid>/schedstat``)."""
+
+    def __init__(self) -> None:
+        self.me = threading.get_native_id()
+        self.fds: dict[int, int] = {}
+        self.last: dict[int, float] = {}
+        self.waits()
+
+    def waits(self) -> tuple[float, float]:
+        """The longest run-queue wait of one other thread since the previous call, and their sum."""
+        longest = total = 0.0
+        for name in os.listdir("/proc/self/task"):
+            tid = int(name)
+            if tid == self.me:
+                continue
+            fd = self.fds.get(tid)
+            try:
+                if fd is None:
+                    fd = self.fds[tid] = os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY)
+                now = _runqueue_wait(fd)
+            except (OSError, IndexError, ValueError):  # the thread ended meanwhile
+                continue
+            waited = now - self.last.get(tid, now)
+            longest, total = max(longest, waited), total + waited
+            self.last[tid] = now
+        return longest, total
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+
+
 async def _ticker(stop: asyncio.Event, gaps: Gaps, schedstat: bool) -> None:
     # Opened here, on the loop thread: the file describes the thread that opens it.
     fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY) if schedstat else -1
+    others = _OtherThreads() if schedstat else None
     try:
         last_wall, last_cpu = time.perf_counter(), time.thread_time()
         last_q = _runqueue_wait(fd) if schedstat else 0.0
@@ -84,40 +140,65 @@ async def _ticker(stop: asyncio.Event, gaps: Gaps, schedstat: bool) -> None:
             wall, cpu = time.perf_counter(), time.thread_time()
             gaps.wall.append(wall - last_wall)
             gaps.cpu.append(cpu - last_cpu)
-            if schedstat:
+            if others is not None:
                 q = _runqueue_wait(fd)
                 gaps.waited.append(q - last_q)
+                longest, total = others.waits()
+                gaps.others_waited.append(total)
+                gaps.others_waited_longest.append(longest)
                 last_q = q
             last_wall, last_cpu = wall, cpu
     finally:
         if fd >= 0:
             os.close(fd)
+        if others is not None:
+            others.close()
 
 
-async def _writer(i: int, store: Any, saver: Any, rounds: int) -> None:
+async def _timed(ops: dict[str, list[float]], name: str, call: Any) -> Any:
+    start = time.perf_counter()
+    result = await call
+    ops.setdefault(name, []).append(time.perf_counter() - start)
+    return result
+
+
+async def _writer(i: int, store: Any, saver: Any, rounds: int, ops: dict[str, list[float]]) -> None:
     from langgraph.checkpoint.base import empty_checkpoint
     from langgraph.checkpoint.base.id import uuid6
 
     config: dict[str, Any] = {"configurable": {"thread_id": f"w{i}", "checkpoint_ns": ""}}
     for r in range(rounds):
         ns = ("memories", f"user-{i}")
-        await store.aput(ns, f"k{r}", {"text": f"writer {i} lesson {r}: keep position sizes small"})
-        found = await store.asearch(ns, query=f"lesson {r}", limit=5)
+        await _timed(
+            ops, "aput", store.aput(ns, f"k{r}", {"text": f"writer {i} lesson {r}: keep position sizes small"})
+        )
+        found = await _timed(ops, "asearch", store.asearch(ns, query=f"lesson {r}", limit=5))
         assert found, "the item just put must be found"
         checkpoint = empty_checkpoint()
         checkpoint["id"] = str(uuid6(clock_seq=r))
         checkpoint["channel_values"] = {"messages": [f"turn {r} of writer {i}"] * 5}
-        config = await saver.aput(config, checkpoint, {"source": "loop", "step": r}, {"messages": f"{r + 1}"})
+        config = await _timed(
+            ops, "checkpoint", saver.aput(config, checkpoint, {"source": "loop", "step": r}, {"messages": f"{r + 1}"})
+        )
         await saver.aput_writes(config, [("messages", f"pending {r}")], f"task-{r}")
 
 
-async def measure(store: Any, saver: Any, *, writers: int = 8, rounds: int = 20, schedstat: bool = False) -> Gaps:
-    """Run the workload once with the ticker on the same loop; return the tick intervals."""
+async def measure(
+    store: Any, saver: Any, *, writers: int = 8, rounds: int = 20, schedstat: bool = False, warmup: int = 0
+) -> Gaps:
+    """Run the workload once with the ticker on the same loop; return the tick intervals.
+
+    ``warmup`` rounds run first, unmeasured: the first calls of a process
+    import modules and start threads (and the index's child process), which
+    a server does once, not per request.
+    """
+    if warmup:
+        await asyncio.gather(*(_writer(i, store, saver, warmup, {}) for i in range(writers)))
     gaps = Gaps()
     stop = asyncio.Event()
     ticker = asyncio.ensure_future(_ticker(stop, gaps, schedstat))
     try:
-        await asyncio.gather(*(_writer(i, store, saver, rounds) for i in range(writers)))
+        await asyncio.gather(*(_writer(i, store, saver, rounds, gaps.ops) for i in range(writers)))
     finally:
         stop.set()
         await ticker

@@ -1,6 +1,6 @@
 """Subprocess writer for tests: put N items into a data directory in small batches.
 
-usage: python store_writer.py DATA_DIR|http://HOST:PORT@DATA_DIR PREFIX N DIMS [START_FLAG]
+usage: python store_writer.py DATA_DIR|process:DATA_DIR|http://HOST:PORT@DATA_DIR PREFIX N DIMS [START_FLAG]
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ def main() -> None:
         server, data_dir = data_dir.removeprefix("http://").split("@", 1)
         host, port = server.split(":")
         store = ChromaStore(chromadb.HttpClient(host=host, port=int(port)), data_dir=data_dir, index=index)
+    elif data_dir.startswith("process:"):  # the index in a child process (index_process=True)
+        store = ChromaStore(data_dir=data_dir.removeprefix("process:"), index=index, index_process=True)
     else:
         store = ChromaStore(data_dir=data_dir, index=index)
     if start_flag is not None:  # start both writers together
