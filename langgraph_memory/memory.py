@@ -269,6 +269,7 @@ class Memory(ResearchAPI, ProceduralAPI):
         lock_timeout: float | None = None,
         session_config: SessionConfig | None = None,
         create_parents: bool = False,
+        read_only: bool = False,
     ) -> Memory:
         """Open (creating if needed) a data directory.
 
@@ -302,6 +303,14 @@ class Memory(ResearchAPI, ProceduralAPI):
                 (argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT`` > config file > 30).
             session_config: session boundaries, promotion and cleanup for
                 ``mem.sessions`` (``SessionConfig``'s defaults).
+            read_only: open an existing memory for reading only: searches,
+                listings, gets, lineage and stats work, with no access tracking,
+                no index repair and nothing written to the directory (it may
+                be a folder this process cannot write, or a copy of a live
+                one); every write raises
+                [`ReadOnlyError`][langgraph_memory.errors.ReadOnlyError].
+                Searches are scored exactly from the catalog's vectors
+                (Chroma is not opened).
 
         Examples:
             >>> mem = Memory.open("./memory", ttl={"default_ttl": 60 * 24 * 30})  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
@@ -332,21 +341,26 @@ class Memory(ResearchAPI, ProceduralAPI):
         try:
             if store is None:
                 settings = Settings.resolve(data_dir, lock_timeout=lock_timeout)
-                _check_parent(settings.data_dir, create_parents)
+                if not read_only:
+                    _check_parent(settings.data_dir, create_parents)
                 if embeddings is False:
                     index = None
                 elif embeddings is not None:
                     index = {"dims": _embedding_dims(embeddings), "embed": embeddings}
                 elif index is None:
                     index = ChromaStore.default_index(settings.embedding_model)
-                store = ChromaStore(chroma_client, index=index, ttl=ttl, settings=settings, ranking=ranking)
+                store = ChromaStore(
+                    chroma_client, index=index, ttl=ttl, settings=settings, ranking=ranking, read_only=read_only
+                )
                 opened.append(store.close)
             owns_checkpointer = checkpointer is None
             if checkpointer is None:
                 from langgraph_memory.checkpoint import SqliteCheckpointer
 
                 checkpointer = SqliteCheckpointer(
-                    store.settings.checkpoints_path, lock_timeout=store.settings.lock_timeout
+                    store.settings.checkpoints_path,
+                    lock_timeout=store.settings.lock_timeout,
+                    read_only=store.read_only,
                 )
         except BaseException:
             unwind(opened, "Memory.open")
@@ -360,6 +374,11 @@ class Memory(ResearchAPI, ProceduralAPI):
             owns_checkpointer=owns_checkpointer,
             session_config=session_config,
         )
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this memory was opened with ``read_only=True`` (every write raises ``ReadOnlyError``)."""
+        return self.store.read_only
 
     @property
     def data_dir(self) -> os.PathLike[str]:
@@ -408,6 +427,14 @@ class Memory(ResearchAPI, ProceduralAPI):
     @property
     def archiver(self) -> Any:
         """The archiver of this data directory (``langgraph_memory.archive``), built on first use."""
+        if self._archiver is None and self.read_only:
+            from langgraph_memory.errors import ReadOnlyError
+
+            raise ReadOnlyError(
+                f"this memory was opened read-only ({self.settings.data_dir}); archive runs, restores and archive "
+                "searches open the archive's manifest for writing: open it without read_only=True.",
+                self.settings.data_dir,
+            )
         if self._archiver is None:
             from langgraph_memory import archive as _archive
 
@@ -421,7 +448,7 @@ class Memory(ResearchAPI, ProceduralAPI):
 
     def _existing_archiver(self) -> Any | None:
         """The archiver if this data directory has an archive (no manifest is created just to look)."""
-        if self._archiver is None and not self.settings.manifest_path.exists():
+        if self._archiver is None and (self.read_only or not self.settings.manifest_path.exists()):
             return None
         return self.archiver
 

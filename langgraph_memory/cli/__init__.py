@@ -33,7 +33,9 @@ Archives and the index:
     langgraph-memory index rebuild
     langgraph-memory index reindex [--model NAME]
 
-``--data-dir``, ``--json`` and ``-v`` go before or after the command. With
+``--data-dir``, ``--json``, ``--read-only`` and ``-v`` go before or after the command.
+``--read-only`` reads a data directory without writing anything to it (a
+folder you cannot write, a copy of a live one); commands that write exit 2. With
 ``--json`` stdout holds one JSON document and nothing else; progress bars
 and spinners go to stderr. Exit status: 0 done; 1 nothing matched what was
 asked (no hit, unknown id or name, nothing to restore or delete); 2 bad
@@ -77,6 +79,12 @@ def _common() -> argparse.ArgumentParser:
         "--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON document on stdout"
     )
     common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log at INFO level")
+    common.add_argument(
+        "--read-only",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="open the memory read-only: nothing is written to the data directory; commands that write fail",
+    )
     return common
 
 

@@ -152,6 +152,11 @@ class Ctx:
     def data_dir(self) -> str | None:
         return getattr(self.args, "data_dir", None)
 
+    @property
+    def read_only(self) -> bool:
+        """``--read-only``: open the memory for reading only."""
+        return bool(getattr(self.args, "read_only", False))
+
     # ------------------------------------------------------------ opening
 
     def settings(self, *, must_exist: bool = True) -> Settings:
@@ -169,8 +174,8 @@ class Ctx:
         """``Memory.open`` on the data directory; with ``embed`` the configured model (loaded on first use)."""
         from langgraph_memory.memory import Memory
 
-        settings = self.settings(must_exist=not create)
-        return Memory.open(settings.data_dir, embeddings=None if embed else False)
+        settings = self.settings(must_exist=not create or self.read_only)
+        return Memory.open(settings.data_dir, embeddings=None if embed else False, read_only=self.read_only)
 
     def load_model(self, mem: Any) -> None:
         """Load the embedding model now, behind a spinner (it takes seconds, once)."""

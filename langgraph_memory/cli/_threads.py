@@ -44,7 +44,7 @@ def _saver(ctx: Ctx) -> Any:
         return None
     from langgraph_memory.checkpoint import SqliteCheckpointer
 
-    return SqliteCheckpointer(settings.checkpoints_path, lock_timeout=settings.lock_timeout)
+    return SqliteCheckpointer(settings.checkpoints_path, lock_timeout=settings.lock_timeout, read_only=ctx.read_only)
 
 
 def _rows(threads: list[Any]) -> list[dict[str, Any]]:

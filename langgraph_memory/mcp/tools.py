@@ -109,6 +109,26 @@ class MemoryTools:
         "reinstate_memory",
     )
 
+    #: The tools that write; a server over a read-only memory (``--read-only``) does not offer them.
+    WRITES: frozenset[str] = frozenset(
+        {
+            "store_memory",
+            "store_research_finding",
+            "store_hypothesis",
+            "update_hypothesis",
+            "store_strategy",
+            "set_strategy_status",
+            "store_backtest",
+            "store_lesson",
+            "resolve_lesson",
+            "store_market_regime",
+            "store_tool_definition",
+            "retire_memory",
+            "supersede_memory",
+            "reinstate_memory",
+        }
+    )
+
     def __init__(
         self, memory: Memory, *, namespace: Sequence[str] = ("memories",), min_relevance: float = MIN_RELEVANCE
     ) -> None:

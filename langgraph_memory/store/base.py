@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -45,11 +45,14 @@ from langgraph_memory.errors import (
     EmbeddingModelError,
     InvalidArgumentError,
     LangGraphMemoryError,
+    NotFoundError,
+    ReadOnlyError,
     StorageError,
     StoreBackendError,
     ValidationError,
 )
 from langgraph_memory.store import filters as _filters
+from langgraph_memory.store._exact_index import ExactOnlyIndex
 from langgraph_memory.store._reindex import reembed
 from langgraph_memory.store._writer import PreparedPut, Writer, check_vectors, dumps_value, index_paths
 from langgraph_memory.store.access import AccessLog
@@ -204,6 +207,14 @@ class ChromaStore(BaseStore):
             the research collections. ``None``: a plain LangGraph store, one
             general collection that takes any value in any namespace, exactly
             as ``InMemoryStore`` does.
+        read_only: open an existing data directory for reading only: gets,
+            searches and listings work; nothing is written to the directory
+            (no access counts, no TTL refresh, no index repair, no embedding
+            cache file), and every write raises
+            [`ReadOnlyError`][langgraph_memory.errors.ReadOnlyError]. Works on a
+            folder this process cannot write and on a copy of a live folder.
+            Chroma is not opened: searches are scored exactly from the
+            catalog's vectors.
 
     Examples:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -239,7 +250,10 @@ class ChromaStore(BaseStore):
         settings: Settings | None = None,
         ranking: HybridRanking | None = None,
         collections: CollectionRegistry | None | Default = DEFAULT,
+        read_only: bool = False,
     ) -> None:
+        #: Opened with ``read_only=True``: reads only, every write raises ``ReadOnlyError``.
+        self.read_only = bool(read_only)
         if collections is DEFAULT:
             collections = default_collections()
         elif collections is None:
@@ -268,7 +282,9 @@ class ChromaStore(BaseStore):
                 raise ConfigError("index config needs 'embed': an Embeddings, a function, or a model name")
             self.index_config = dict(index)
             inner = _make_embeddings(index["embed"])
-            self.cached_embeddings = CachedEmbeddings(inner, path=self.settings.embedding_cache_path)
+            # A read-only store keeps its query vectors in memory only: the cache file is a write.
+            cache_path = None if read_only else self.settings.embedding_cache_path
+            self.cached_embeddings = CachedEmbeddings(inner, path=cache_path)
             dims = index.get("dims")
             if dims is None and isinstance(inner, SentenceTransformerEmbeddings):
                 dims = inner.dims
@@ -284,23 +300,39 @@ class ChromaStore(BaseStore):
         self._tempdir: Any = None
         opened: list[Callable[[], Any]] = []
         try:
-            self.settings.ensure_dirs()
+            if read_only:
+                if reindex:
+                    raise ReadOnlyError("reindex=True re-embeds and writes; it cannot be used with read_only=True")
+                if not self.settings.catalog_path.is_file():
+                    raise NotFoundError(
+                        f"no memory to read at {self.settings.data_dir} ({self.settings.catalog_path.name} is "
+                        "missing); a read-only open never creates one. Check the path."
+                    )
+            else:
+                self.settings.ensure_dirs()
             self.catalog = Catalog(
-                self.settings.catalog_path, timeout=self.settings.lock_timeout, durability=durability
+                self.settings.catalog_path,
+                timeout=self.settings.lock_timeout,
+                durability=durability,
+                read_only=read_only,
             )
             opened.append(self.catalog.close)
             model = self.cached_embeddings.model_id if self.cached_embeddings is not None else None
-            if client is None and has_legacy(self.settings.chroma_dir, self.catalog):
+            if not read_only and client is None and has_legacy(self.settings.chroma_dir, self.catalog):
                 import_legacy(
                     self.settings.chroma_dir, self.settings.data_dir, self.catalog, model, dims, collections.names()
                 )
-            self.vector_index = ChromaIndex(
-                self.catalog,
-                root=self.settings.chroma_dir if client is None else None,
-                client=client,
-                lock_timeout=self.settings.lock_timeout,
-                collections=collections.names(),
-            )
+            if read_only:
+                # Chroma cannot be opened without writing to its folder: searches are scored exactly instead.
+                self.vector_index = cast(ChromaIndex, ExactOnlyIndex(self.catalog, collections.names()))
+            else:
+                self.vector_index = ChromaIndex(
+                    self.catalog,
+                    root=self.settings.chroma_dir if client is None else None,
+                    client=client,
+                    lock_timeout=self.settings.lock_timeout,
+                    collections=collections.names(),
+                )
             self._writer = Writer(self.catalog, self.vector_index, fields=fields, model=model, dims=dims)
             if not (reindex and self._writer.needs_reembedding()):
                 self._writer.check_model()
@@ -655,6 +687,7 @@ class ChromaStore(BaseStore):
             1200
         """
         self._check_open()
+        self._check_writable("rebuild the index")
         return self.vector_index.rebuild(progress=progress)
 
     def reindex(self, *, progress: bool | Callable[[int, int], None] = True) -> int:
@@ -669,6 +702,7 @@ class ChromaStore(BaseStore):
             1200
         """
         self._check_open()
+        self._check_writable("re-embed")
         return self._reembed(everything=True, progress=progress)
 
     def _reembed(self, *, everything: bool, progress: bool | Callable[[int, int], None]) -> int:
@@ -733,6 +767,14 @@ class ChromaStore(BaseStore):
         if self._closed:
             raise StoreBackendError("this ChromaStore is closed; open a new one")
 
+    def _check_writable(self, what: str) -> None:
+        if self.read_only:
+            raise ReadOnlyError(
+                f"cannot {what}: this store was opened read-only ({self.settings.data_dir}). "
+                "Open it without read_only=True (--read-only) to write.",
+                self.settings.data_dir,
+            )
+
     def _check_search(self, op: SearchOp) -> SearchOp:
         prefix = validate_namespace(op.namespace_prefix, for_write=False)
         self._warn_near_label(prefix)
@@ -767,6 +809,7 @@ class ChromaStore(BaseStore):
                 _count(op.offset, "offset")
                 prep.lists.append((i, op))
             elif isinstance(op, PutOp):
+                self._check_writable("put")
                 p = self._prepare_put(op)
                 key = (p.op.namespace, p.op.key)
                 if key in last_put:  # the last put of a key in a batch wins, as in InMemoryStore
@@ -892,7 +935,8 @@ class ChromaStore(BaseStore):
                     ),
                 )
             )
-        self._access.note(touched, now)
+        if not self.read_only:
+            self._access.note(touched, now)
         return out
 
     def _run_search(self, op: SearchOp, qvec: np.ndarray | None, now: float) -> list[SearchItem]:
@@ -907,7 +951,7 @@ class ChromaStore(BaseStore):
         else:
             hits, plan = self.planner.run(op, qvec, omit=omit)
         logger.debug("search %s: %s", op.namespace_prefix, plan)
-        if op.refresh_ttl:
+        if op.refresh_ttl and not self.read_only:
             self._access.note([(it.id, it.ttl_minutes) for _, it in hits if it.id is not None], now)
         return _search_items(hits)
 
@@ -938,6 +982,7 @@ class ChromaStore(BaseStore):
     def sweep_ttl(self) -> int:
         """Delete expired items now; return how many were deleted."""
         self._check_open()
+        self._check_writable("sweep expired items")
         self.flush_access()
         now = time.time()
         with self.catalog.write() as conn:
@@ -969,7 +1014,7 @@ class ChromaStore(BaseStore):
         In async code ``await store.start_ttl_sweeper()`` returns the same
         handle at once, the sweeper running (as LangGraph's async stores do).
         """
-        if not self.ttl_config:
+        if not self.ttl_config or self.read_only:  # a read-only store deletes nothing
             done = SweeperFuture()
             done.set_result(None)
             return done

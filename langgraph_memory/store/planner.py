@@ -240,7 +240,7 @@ class Planner:
 
     def _choose(self, scope: _Scope, conds: list[Condition]) -> str:
         """``exact`` or ``hnsw``, by the work each would do (see the module's docstring)."""
-        if scope.collection in self.index.broken:
+        if scope.collection in self.index.broken or not getattr(self.index, "searchable", True):
             return "exact"
         if self.exact_max <= 0:
             return "hnsw"
@@ -309,6 +309,8 @@ class Planner:
             broken = [s.collection for s in scopes if s.collection in self.index.broken]
             if broken:
                 plan.notes.append(f"index of {', '.join(broken)} waiting for a rebuild")
+            if not getattr(self.index, "searchable", True):
+                plan.notes.append("read-only: scored exactly from the catalog's vectors")
         return plan, scopes, conds
 
     def run(self, op: SearchOp, qvec: np.ndarray | None, *, omit: Omit) -> tuple[list[Hit], Plan]:
