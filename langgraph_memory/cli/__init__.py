@@ -40,7 +40,8 @@ folder you cannot write, a copy of a live one); commands that write exit 2. With
 and spinners go to stderr. Exit status: 0 done; 1 nothing matched what was
 asked (no hit, unknown id or name, nothing to restore or delete); 2 bad
 usage (arguments, a data directory that does not exist); 3 the command
-failed or found problems (a damaged file, a lock held too long).
+failed or found problems (a damaged file, a lock held too long); 130
+interrupted (Ctrl-C; an archive run says what the next run finishes).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from langgraph_memory.cli._common import EXIT_ERROR, EXIT_NOTHING, EXIT_USAGE, Ctx
+from langgraph_memory.cli._common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NOTHING, EXIT_USAGE, Ctx
 from langgraph_memory.errors import (
     ConfigError,
     FilterError,
@@ -160,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _exit_code(exc)
     except KeyboardInterrupt:
         ctx.err.print("interrupted")
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ __all__ = [
     "EXIT_NOTHING",
     "EXIT_USAGE",
     "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
     "Ctx",
     "MissingDataDir",
     "namespace_arg",
@@ -38,6 +39,8 @@ EXIT_NOTHING = 1
 EXIT_USAGE = 2
 #: The command failed (a damaged file, a lock held too long, a full disk) or found problems (verify).
 EXIT_ERROR = 3
+#: Interrupted (Ctrl-C, SIGINT): 128 + 2, as shells report it.
+EXIT_INTERRUPTED = 130
 
 # Tables on a pipe or in a file get this width, so nothing is squeezed (ids least of all).
 _PIPE_WIDTH = 200
