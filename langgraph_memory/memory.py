@@ -62,6 +62,7 @@ from langgraph_memory.ingest import DOCUMENTS_NAMESPACE, ChunkHit, IngestConfig,
 from langgraph_memory.ingest import recall as _recall_chunks
 from langgraph_memory.lifecycle.decay import DecayReport, cleanup_decayed
 from langgraph_memory.lifecycle.items import ItemLifecycle
+from langgraph_memory.lifecycle.states import value_status as _value_status
 from langgraph_memory.lifecycle.stats import MemoryStats, collect_stats
 from langgraph_memory.research.api import (
     HYPOTHESIS_STATUSES,
@@ -575,14 +576,17 @@ class Memory(ResearchAPI, ProceduralAPI):
                 missing.append(ref)
                 continue
             out[ref.id] = NodeSummary(
-                _summary(_label(ref.collection), it.value), "live", standing.get((ref.namespace, ref.id))
+                _summary(_label(ref.collection), it.value),
+                "live",
+                standing.get((ref.namespace, ref.id)),
+                _value_status(it.value),
             )
         archived = self._archived_values([r.id for r in missing])
         for ref in missing:
             value = archived.get(ref.id)
             st = standing.get((ref.namespace, ref.id))
             if value is not None:
-                out[ref.id] = NodeSummary(_summary(_label(ref.collection), value), "archived", st)
+                out[ref.id] = NodeSummary(_summary(_label(ref.collection), value), "archived", st, _value_status(value))
             else:
                 out[ref.id] = NodeSummary(f"{ref.id} (archived/unknown)", "unknown", st)
         return out

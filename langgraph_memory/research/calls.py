@@ -139,7 +139,11 @@ class ResearchCall:
                         "version": v.version,
                         "id": v.id,
                         "status": v.status,
+                        "storage": v.storage,
+                        "lifecycle": v.lifecycle,
+                        "superseded_by": v.superseded_by,
                         "created_at": v.created_at.isoformat(),
+                        # Deprecated: "storage" == "live". Kept so that older clients still read it.
                         "live": v.record is not None,
                     }
                     for v in result
