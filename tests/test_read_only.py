@@ -235,3 +235,29 @@ async def test_mcp_server_over_a_read_only_memory_offers_only_the_tools_that_rea
     assert "get_lineage" in names and "store_memory" not in names
     assert not found.is_error
     assert _tree(data_dir) == before
+
+
+def test_a_read_only_store_beside_a_live_writer_sees_each_acknowledged_put(tmp_path: Path) -> None:
+    live = tmp_path / "live"
+    index = {"dims": 16, "embed": DeterministicFakeEmbedding(size=16)}
+    with ChromaStore(data_dir=live, index=index) as store:
+        store.put(("live",), "seed", {"text": "seed"})
+    writer = subprocess.Popen(
+        [sys.executable, "-u", str(HELPERS / "readonly_writer.py"), str(live)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    try:
+        assert writer.stdout is not None
+        first = writer.stdout.readline()
+        assert first, writer.stderr.read() if writer.stderr else "writer exited"
+        with ChromaStore(data_dir=live, index=index, read_only=True) as ro:
+            for _ in range(20):
+                acked = int(writer.stdout.readline().split()[1])
+                # Every put the writer acknowledged before this read is seen (and the seed).
+                assert len(ro.search(("live",), limit=100_000)) >= acked + 1
+    finally:
+        writer.terminate()
+        writer.wait(timeout=60)
