@@ -261,3 +261,17 @@ def test_a_read_only_store_beside_a_live_writer_sees_each_acknowledged_put(tmp_p
     finally:
         writer.terminate()
         writer.wait(timeout=60)
+
+
+async def test_a_read_only_checkpointer_of_a_missing_file_reads_empty_and_refuses_writes(tmp_path: Path) -> None:
+    from langgraph_memory.checkpoint import SqliteCheckpointer
+
+    config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    checkpoint = {"v": 1, "id": "1", "ts": "", "channel_values": {}, "channel_versions": {}, "versions_seen": {}}
+    with SqliteCheckpointer(tmp_path / "none.sqlite", read_only=True) as saver:
+        assert list(saver.list(None)) == [] and saver.get_tuple(config) is None
+        with pytest.raises(ReadOnlyError, match="read-only"):
+            saver.put(config, checkpoint, {}, {})  # type: ignore[arg-type]
+        with pytest.raises(ReadOnlyError):
+            await saver.aput(config, checkpoint, {}, {})  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []
