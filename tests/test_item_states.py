@@ -53,6 +53,9 @@ def test_api_names_the_three_states_apart(superseded, fake_embeddings) -> None:
         v1, v2 = mem.versions("trend")
         assert (v1.status, v1.storage, v1.lifecycle, v1.superseded_by) == ("approved", "live", "superseded", s2)
         assert (v2.status, v2.storage, v2.lifecycle) == ("tested", "live", "active")
+        hits = {h.id: h for h in mem.get_similar_strategies("Buy 20-day highs", include_retired=True)}
+        assert (hits[s1].record.status, hits[s1].lifecycle) == ("approved", "superseded")
+        assert (hits[s2].record.status, hits[s2].lifecycle) == ("tested", "active")
 
 
 def test_cli_json_views_agree(superseded, capsys) -> None:

@@ -76,6 +76,7 @@ def hits_json(hits: Sequence[Hit[Any]]) -> dict[str, Any]:
             "relevance_score": relevance_percent(h.score),
             "namespace": list(h.namespace),
             "record": h.record.model_dump(mode="json"),
+            "lifecycle": h.lifecycle,
         }
         for h in hits
     ]
