@@ -172,7 +172,8 @@ class DiskFullError(StorageError):
 
 
 class ReadOnlyError(StorageError):
-    """The data directory or one of its files cannot be written (permissions, read-only mount)."""
+    """Nothing can be written: the memory was opened read-only (``read_only=True``, ``--read-only``), or the data
+    directory or one of its files cannot be written (permissions, a read-only mount)."""
 
 
 class CorruptFileError(StorageError):

@@ -62,6 +62,7 @@ from langgraph_memory.ingest import DOCUMENTS_NAMESPACE, ChunkHit, IngestConfig,
 from langgraph_memory.ingest import recall as _recall_chunks
 from langgraph_memory.lifecycle.decay import DecayReport, cleanup_decayed
 from langgraph_memory.lifecycle.items import ItemLifecycle
+from langgraph_memory.lifecycle.states import value_status as _value_status
 from langgraph_memory.lifecycle.stats import MemoryStats, collect_stats
 from langgraph_memory.research.api import (
     HYPOTHESIS_STATUSES,
@@ -271,6 +272,7 @@ class Memory(ResearchAPI, ProceduralAPI):
         create_parents: bool = False,
         index_process: bool = False,
         local_dir: str | os.PathLike[str] | None = None,
+        read_only: bool = False,
     ) -> Memory:
         """Open (creating if needed) a data directory.
 
@@ -313,6 +315,14 @@ class Memory(ResearchAPI, ProceduralAPI):
                 stays local (embedding cache, archive files); argument >
                 ``LANGGRAPH_MEMORY_LOCAL_DIR`` > config file > a folder under
                 ``~/.cache/langgraph-memory`` named after the server.
+            read_only: open an existing memory for reading only: searches,
+                listings, gets, lineage and stats work, with no access tracking,
+                no index repair and nothing written to the directory (it may
+                be a folder this process cannot write, or a copy of a live
+                one); every write raises
+                [`ReadOnlyError`][langgraph_memory.errors.ReadOnlyError].
+                Searches are scored exactly from the catalog's vectors
+                (Chroma is not opened).
 
         Examples:
             >>> mem = Memory.open("./memory", ttl={"default_ttl": 60 * 24 * 30})  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
@@ -344,7 +354,7 @@ class Memory(ResearchAPI, ProceduralAPI):
         try:
             if store is None:
                 settings = Settings.resolve(data_dir, lock_timeout=lock_timeout, local_dir=local_dir)
-                if settings.catalog_url is None:
+                if settings.catalog_url is None and not read_only:
                     _check_parent(settings.data_dir, create_parents)
                 if embeddings is False:
                     index = None
@@ -353,7 +363,13 @@ class Memory(ResearchAPI, ProceduralAPI):
                 elif index is None:
                     index = ChromaStore.default_index(settings.embedding_model)
                 store = ChromaStore(
-                    chroma_client, index=index, ttl=ttl, settings=settings, ranking=ranking, index_process=index_process
+                    chroma_client,
+                    index=index,
+                    ttl=ttl,
+                    settings=settings,
+                    ranking=ranking,
+                    index_process=index_process,
+                    read_only=read_only,
                 )
                 opened.append(store.close)
             owns_checkpointer = checkpointer is None
@@ -361,7 +377,7 @@ class Memory(ResearchAPI, ProceduralAPI):
                 from langgraph_memory.checkpoint.factory import open_checkpointer
 
                 # On a server, threads go beside the memory, so every worker resumes every thread.
-                checkpointer = open_checkpointer(store.settings)
+                checkpointer = open_checkpointer(store.settings, read_only=store.read_only)
         except BaseException:
             unwind(opened, "Memory.open")
             raise
@@ -374,6 +390,11 @@ class Memory(ResearchAPI, ProceduralAPI):
             owns_checkpointer=owns_checkpointer,
             session_config=session_config,
         )
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this memory was opened with ``read_only=True`` (every write raises ``ReadOnlyError``)."""
+        return self.store.read_only
 
     @property
     def data_dir(self) -> os.PathLike[str]:
@@ -422,6 +443,14 @@ class Memory(ResearchAPI, ProceduralAPI):
     @property
     def archiver(self) -> Any:
         """The archiver of this data directory (``langgraph_memory.archive``), built on first use."""
+        if self._archiver is None and self.read_only:
+            from langgraph_memory.errors import ReadOnlyError
+
+            raise ReadOnlyError(
+                f"this memory was opened read-only ({self.settings.data_dir}); archive runs, restores and archive "
+                "searches open the archive's manifest for writing: open it without read_only=True.",
+                self.settings.data_dir,
+            )
         if self._archiver is None:
             from langgraph_memory import archive as _archive
 
@@ -435,7 +464,7 @@ class Memory(ResearchAPI, ProceduralAPI):
 
     def _existing_archiver(self) -> Any | None:
         """The archiver if this data directory has an archive (no manifest is created just to look)."""
-        if self._archiver is None and not self.settings.manifest_path.exists():
+        if self._archiver is None and (self.read_only or not self.settings.manifest_path.exists()):
             return None
         return self.archiver
 
@@ -562,14 +591,17 @@ class Memory(ResearchAPI, ProceduralAPI):
                 missing.append(ref)
                 continue
             out[ref.id] = NodeSummary(
-                _summary(_label(ref.collection), it.value), "live", standing.get((ref.namespace, ref.id))
+                _summary(_label(ref.collection), it.value),
+                "live",
+                standing.get((ref.namespace, ref.id)),
+                _value_status(it.value),
             )
         archived = self._archived_values([r.id for r in missing])
         for ref in missing:
             value = archived.get(ref.id)
             st = standing.get((ref.namespace, ref.id))
             if value is not None:
-                out[ref.id] = NodeSummary(_summary(_label(ref.collection), value), "archived", st)
+                out[ref.id] = NodeSummary(_summary(_label(ref.collection), value), "archived", st, _value_status(value))
             else:
                 out[ref.id] = NodeSummary(f"{ref.id} (archived/unknown)", "unknown", st)
         return out

@@ -158,7 +158,7 @@ def test_a_subset_keeps_its_lineage_whole(source, tmp_path: Path, fake_embedding
         import_bundle(mem.store, bundle)
         lin = mem.lineage(source["lesson"])
         assert lin.ancestor_ids == [source["finding"], source["s1"]]
-        assert {a.status for a in lin.ancestors} == {"unknown"}  # known by id; their items were not shared
+        assert {a.storage for a in lin.ancestors} == {"unknown"}  # known by id; their items were not shared
         assert lin.descendants.children == []  # what came of the lesson (s2) was not shared
 
 

@@ -266,7 +266,7 @@ def test_delete_says_what_a_hard_delete_removes_archived_copies_included(live, c
     assert code == 0 and plan["dry_run"] and plan["matched"] == 2 and plan["deleted"] == 0
     lesson, s1 = plan["items"]
     assert (lesson["live"], lesson["lineage_node"], lesson["archived_copies"]) == (False, True, 1)
-    assert lesson["status"]["status"] == "retired" and lesson["status"]["reason"] == "noise"
+    assert lesson["lifecycle"]["lifecycle"] == "retired" and lesson["lifecycle"]["reason"] == "noise"
     assert [e["parent_id"] for e in lesson["edges"]] == [live["s1"]]
     assert (s1["live"], s1["vectors"], s1["version"]) == (True, 1, {"name": "mom", "version": 1})
     assert {(e["child_id"], e["relation"]) for e in s1["edges"]} == {
@@ -301,7 +301,7 @@ def test_delete_says_what_a_hard_delete_removes_archived_copies_included(live, c
 def test_retire_supersede_reinstate(live, capsys, fake_embeddings):
     d = live["dir"]
     code, st = _json(capsys, "--data-dir", d, "retire", live["finding"], "--reason", "the vendor restated prices")
-    assert code == 0 and (st["status"], st["reason"], st["namespace"]) == (
+    assert code == 0 and (st["lifecycle"], st["reason"], st["namespace"]) == (
         "retired",
         "the vendor restated prices",
         ["research"],
@@ -319,7 +319,7 @@ def test_retire_supersede_reinstate(live, capsys, fake_embeddings):
         "--include-retired",
     )
     assert code == 0 and [h["key"] for h in hits] == [live["finding"]]
-    assert hits[0]["status"]["status"] == "retired" and hits[0]["status"]["reason"] == "the vendor restated prices"
+    assert hits[0]["lifecycle"] == "retired" and hits[0]["reason"] == "the vendor restated prices"
     code, out = _run(
         capsys,
         "--data-dir",
@@ -332,14 +332,14 @@ def test_retire_supersede_reinstate(live, capsys, fake_embeddings):
     )
     assert code == 0 and "retired" in out
     code, item = _json(capsys, "--data-dir", d, "get", live["finding"])
-    assert code == 0 and item["status"]["status"] == "retired"
+    assert code == 0 and item["lifecycle"] == "retired" and item["storage"] == "live"
     code, out = _run(capsys, "--data-dir", d, "get", live["finding"])
     assert "retired" in out and "the vendor restated prices" in out
     code, listing = _json(capsys, "--data-dir", d, "list", "research")
-    assert listing["total"] == 1 and listing["items"][0]["status"]["status"] == "retired"  # listed, marked
+    assert listing["total"] == 1 and listing["items"][0]["lifecycle"] == "retired"  # listed, marked
 
     code, st = _json(capsys, "--data-dir", d, "supersede", live["s1"], live["s2"], "--reason", "longer lookback")
-    assert code == 0 and (st["status"], st["superseded_by"]) == ("superseded", live["s2"])
+    assert code == 0 and (st["lifecycle"], st["superseded_by"]) == ("superseded", live["s2"])
     code, out = _run(capsys, "--data-dir", d, "list", "strategies")
     assert code == 0 and "superseded" in out and "Rows 1-2 of 2" in out
     code, st = _json(capsys, "--data-dir", d, "retire", "m0", "--namespace", "memories/u2", "--reason", "duplicate")

@@ -29,16 +29,16 @@ def test_lineage_answers_for_an_archived_ancestor(data_dir: Path) -> None:
         assert mem.store.get(mem.namespace("research"), strong.id) is not None
         lin = mem.lineage(strategy.id)
         by_id = {a.id: a for a in lin.ancestors}
-        assert by_id[weak.id].status == "archived"
+        assert by_id[weak.id].storage == "archived"
         assert "Volume spikes" in by_id[weak.id].summary
-        assert by_id[strong.id].status == "live"
+        assert by_id[strong.id].storage == "live"
         assert [n.id for n in lin.descendants.walk()][1:] == [lesson.id]
 
         # Restoring brings it back live, with its original timestamps.
         restored = mem.archiver.restore(keys=[weak.id])
         assert restored.restored == 1
         assert mem.lineage(strategy.id) is not None
-        assert {a.id: a.status for a in mem.lineage(strategy.id).ancestors}[weak.id] == "live"
+        assert {a.id: a.storage for a in mem.lineage(strategy.id).ancestors}[weak.id] == "live"
 
 
 def test_memory_schedules_archival_and_close_stops_it(data_dir: Path) -> None:

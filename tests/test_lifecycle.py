@@ -257,7 +257,7 @@ def test_archive_takes_retired_at_once_and_superseded_after_90_idle_days(mem: Me
     assert archived[s3.id].status is not None and archived[s3.id].status.reason == "abandoned"
     assert archived[s1.id].status is not None and archived[s1.id].status.superseded_by == s2.id
     node = mem.lineage(s2.id).ancestors[0]
-    assert (node.id, node.status, node.lifecycle) == (s1.id, "archived", "superseded")
+    assert (node.id, node.storage, node.lifecycle) == (s1.id, "archived", "superseded")
 
     # restored, it comes back retired (hidden) and is not re-archived at once
     assert archiver.restore(keys=[s3.id]).restored == 1

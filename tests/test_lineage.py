@@ -119,7 +119,7 @@ def test_build_lineage_tree_merges_relations_and_marks_unknown(lin: LineageStore
     assert [a.id for a in result.ancestors] == ["f"]
     assert result.ancestors[0].summary == "finding"
     lesson = result.descendants.children[0]
-    assert (lesson.node.id, lesson.node.relation, lesson.node.status) == ("l1", "produced", "unknown")
+    assert (lesson.node.id, lesson.node.relation, lesson.node.storage) == ("l1", "produced", "unknown")
     assert lesson.node.summary == "l1"
     assert [(c.node.id, c.node.relation) for c in lesson.children] == [("s2", "derived_from, resolves")]
     assert result.descendant_ids == ["l1", "s2"]

@@ -294,7 +294,7 @@ async def test_an_agent_can_retire_supersede_and_reinstate_a_memory(server) -> N
 
         assert wrong["memory_id"] in await found("The desk rebalances on Mondays")
         retired = await _call(client, "retire_memory", memory_id=wrong["memory_id"], reason="it is Fridays")
-        assert (retired["status"], retired["reason"], retired["namespace"]) == (
+        assert (retired["lifecycle"], retired["reason"], retired["namespace"]) == (
             "retired",
             "it is Fridays",
             ["memories"],
@@ -302,10 +302,10 @@ async def test_an_agent_can_retire_supersede_and_reinstate_a_memory(server) -> N
         assert wrong["memory_id"] not in await found("The desk rebalances on Mondays")
         assert right["memory_id"] in await found("The desk rebalances on Fridays")
         got = await _call(client, "get_memory", memory_id=wrong["memory_id"])  # still readable by id, marked
-        assert got["status"]["status"] == "retired" and got["value"]["content"] == "The desk rebalances on Mondays"
+        assert got["lifecycle"] == "retired" and got["value"]["content"] == "The desk rebalances on Mondays"
 
         sup = await _call(client, "supersede_memory", old_id=f_old["id"], new_id=f_new["id"], reason="longer sample")
-        assert (sup["status"], sup["superseded_by"], sup["namespace"]) == ("superseded", f_new["id"], ["research"])
+        assert (sup["lifecycle"], sup["superseded_by"], sup["namespace"]) == ("superseded", f_new["id"], ["research"])
         hits = await _call(client, "query_research_findings", query="Carry pays 4% a year (2010-2019 sample)", limit=20)
         assert f_old["id"] not in {r["id"] for r in hits["results"]}
         assert (await _call(client, "get_lineage", item_id=f_new["id"]))["ancestors"][0]["id"] == f_old["id"]

@@ -270,7 +270,7 @@ def test_lineage_across_collections_and_restart(data_dir: Path, fake_embeddings)
         assert lin.ancestors[0].summary == "Vol clusters"
         assert lin.ancestors[1].summary.startswith("vb v1 [draft]")
         assert "[resolved]" in lin.ancestors[2].summary
-        assert all(a.status == "live" for a in lin.ancestors)
+        assert all(a.storage == "live" for a in lin.ancestors)
         tree = mem.lineage(f.id).descendants
         assert tree.node.id == f.id
         assert [c.node.id for c in tree.children] == [s1.id]
@@ -288,7 +288,7 @@ def test_lineage_of_item_gone_from_store_shows_unknown(mem: Memory) -> None:
     s = mem.store_strategy("x", "child", parent_id=f.id)
     mem.store.delete(("research",), f.id)
     node = mem.lineage(s.id).ancestors[0]
-    assert node.id == f.id and node.status == "unknown"
+    assert node.id == f.id and node.storage == "unknown"
     assert f.id in node.summary and "archived/unknown" in node.summary
     with pytest.raises(NotFoundError, match="no longer in the store"):
         mem.get(f.id)
@@ -302,7 +302,7 @@ def test_lineage_uses_archive_lookup_when_given(data_dir: Path, fake_embeddings)
         mem.store.delete(("research",), f.id)
         mem._archive_lookup = lambda ids: {i: {"content": "from the archive"} for i in ids}
         node = mem.lineage(s.id).ancestors[0]
-        assert (node.status, node.summary) == ("archived", "from the archive")
+        assert (node.storage, node.summary) == ("archived", "from the archive")
     finally:
         mem.close()
 

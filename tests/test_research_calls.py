@@ -48,7 +48,11 @@ def _cli_options(name: str) -> list[str]:
         if isinstance(a, argparse._SubParsersAction)
     )  # noqa: SLF001
     sub = research.choices[name]
-    return [a.dest for a in sub._actions if a.option_strings and a.dest not in ("help", "data_dir", "json", "verbose")]  # noqa: SLF001
+    return [
+        a.dest
+        for a in sub._actions
+        if a.option_strings and a.dest not in ("help", "data_dir", "json", "verbose", "read_only")
+    ]  # noqa: SLF001
 
 
 def test_mcp_and_cli_offer_exactly_what_the_api_declares(tmp_path: Path) -> None:

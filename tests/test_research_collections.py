@@ -231,7 +231,7 @@ def test_lineage_across_all_seven_collections(mem: Memory) -> None:
         "backtest_results",
     ]
     assert lin.item.collection == "lessons_learned"
-    assert all(a.status == "live" and a.lifecycle == "active" for a in lin.ancestors)
+    assert all(a.storage == "live" and a.lifecycle == "active" for a in lin.ancestors)
     summaries = {a.collection: a.summary for a in lin.ancestors}
     assert summaries["hypotheses"].startswith("[proposed] Breakouts fail")
     assert summaries["backtest_results"].startswith("v1 backtest [failed]: Sharpe 0.20")

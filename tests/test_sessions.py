@@ -203,7 +203,7 @@ def test_important_turns_become_episodic_memories_with_lineage(mem: Memory, cloc
     assert lin.ancestor_ids == [thread_node_id("t1"), sid]
     assert [a.relation for a in lin.ancestors] == [None, "promoted_from"]
     assert lin.ancestors[1].summary.startswith(f"session {sid[:8]} (3 turns, 1 promoted; thread t1, promoted: closed)")
-    assert lin.ancestors[0].summary == "thread t1" and lin.ancestors[0].status == "unknown"  # no checkpoint yet
+    assert lin.ancestors[0].summary == "thread t1" and lin.ancestors[0].storage == "unknown"  # no checkpoint yet
     assert mem.lineage(sid).descendant_ids == [item.key]
     # promoting again does nothing
     assert sm.promote_to_longterm(sid) == [] and sm.promote_to_longterm() == []
@@ -331,14 +331,14 @@ def test_promoted_memories_outlive_their_pruned_thread(mem: Memory) -> None:
     mem.compile(builder).invoke({"n": 0}, {"configurable": {"thread_id": "t1"}})
     sid = mem.sessions.add_turn(FACT, "", thread_id="t1")
     (turn,) = mem.sessions.promote_to_longterm(sid)
-    assert mem.lineage(turn.memory_key).ancestors[0].status == "live"  # type: ignore[arg-type]
+    assert mem.lineage(turn.memory_key).ancestors[0].storage == "live"  # type: ignore[arg-type]
     archiver = Archiver(mem.store, checkpointer=mem.checkpointer, thread_strategy="delete", thread_after_days=1)
     report = archiver.run(now=time.time() + 3 * 86400)
     archiver.close()
     assert report.threads == ["t1"] and mem.checkpointer.list_threads() == []
     assert mem.store.get(("episodes",), turn.memory_key) is not None  # type: ignore[arg-type]
     lin = mem.lineage(turn.memory_key)  # type: ignore[arg-type]
-    assert lin.ancestor_ids == [thread_node_id("t1"), sid] and lin.ancestors[0].status == "unknown"
+    assert lin.ancestor_ids == [thread_node_id("t1"), sid] and lin.ancestors[0].storage == "unknown"
 
 
 @pytest.mark.sqlite_only("migrates a version-5 SQLite catalog file")

@@ -168,7 +168,8 @@ def translate(exc: BaseException, path: str | os.PathLike[str], what: str = "use
         if code in _READONLY or "readonly" in low or "unable to open" in low:
             return ReadOnlyError(
                 f"{where} cannot be written ({text}); could not {what} it. Check the permissions of the "
-                "data directory, or give the store a writable data_dir.",
+                "data directory, or give the store a writable data_dir (or open it read-only: read_only=True, "
+                "--read-only).",
                 path,
             )
         if code in _IOERR or "disk i/o error" in low:

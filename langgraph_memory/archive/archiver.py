@@ -434,6 +434,15 @@ class Archiver:
         with self._exclusive():
             return self._recover()
 
+    def pending_recovery(self) -> list[str]:
+        """What the next run's recovery will do with what an interrupted run left, in words (nothing is done now).
+
+        Examples:
+            >>> archiver.pending_recovery()  # needs an archiver whose last run was cut off  # doctest: +SKIP
+            ['would discard unverified lessons_learned-20261126T130419988639Z-bb43c54b8704.jsonl.gz']
+        """
+        return self._pending_recovery()
+
     def _pending_recovery(self) -> list[str]:
         out = [f"would discard unverified {f.name}" for f in self.manifest.files(states=["writing"])]
         out += [f"would finish deletes of {f.name}" for f in self.manifest.files(states=["verified"])]

@@ -39,9 +39,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langgraph_memory._infra import sqlite as _sqlite
-from langgraph_memory.catalog._schema import migrate
+from langgraph_memory._infra.sqlite_ro import ReadOnlyConnection, connect_read_only
+from langgraph_memory.catalog._schema import SCHEMA_VERSION, migrate
 from langgraph_memory.catalog.items import NamespaceIds
-from langgraph_memory.errors import ConfigError, LangGraphMemoryError, StoreBackendError
+from langgraph_memory.errors import ConfigError, LangGraphMemoryError, ReadOnlyError, StoreBackendError
 
 __all__ = ["Catalog", "read_meta"]
 
@@ -59,6 +60,9 @@ class Catalog:
         timeout: seconds to wait for another process's write transaction.
         durability: ``"normal"`` (survives a process crash) or ``"full"``
             (also survives power loss; an fsync per commit).
+        read_only: read an existing file without writing anything beside it
+            (`langgraph_memory._infra.sqlite_ro`); `write()` then raises
+            [`ReadOnlyError`][langgraph_memory.errors.ReadOnlyError].
     """
 
     dialect = "sqlite"
@@ -69,6 +73,7 @@ class Catalog:
         *,
         timeout: float = 30.0,
         durability: Literal["normal", "full"] = "normal",
+        read_only: bool = False,
     ) -> None:
         if durability not in ("normal", "full"):
             raise ConfigError(f"durability must be 'normal' or 'full', got {durability!r}")
@@ -79,7 +84,23 @@ class Catalog:
         self._in_snapshot = False
         #: namespace ids, cached for every writer of this catalog object.
         self.names = NamespaceIds()
-        self._conn: sqlite3.Connection | None = _sqlite.connect(
+        #: Opened with ``read_only=True``: nothing is ever written.
+        self.read_only = read_only
+        self._ro: ReadOnlyConnection | None = None
+        self._conn: sqlite3.Connection | None = None
+        self.catalog_id: str = ""
+        if read_only:
+            self._ro = connect_read_only(self.path, timeout=self.timeout)
+            self._conn = self._ro.conn
+            try:
+                self._check_readable_schema()
+                with self.read() as conn:
+                    self.catalog_id = str(self.get_meta(conn, "catalog_id"))
+            except BaseException:
+                self.close()
+                raise
+            return
+        self._conn = _sqlite.connect(
             self.path, timeout=self.timeout, synchronous="FULL" if durability == "full" else "NORMAL"
         )
         try:
@@ -91,10 +112,21 @@ class Catalog:
                 if self.get_meta(conn, "catalog_id") is None:
                     self.set_meta(conn, "catalog_id", uuid.uuid4().hex)
             with self.read() as conn:
-                self.catalog_id: str = str(self.get_meta(conn, "catalog_id"))
+                self.catalog_id = str(self.get_meta(conn, "catalog_id"))
         except BaseException:
             self.close()
             raise
+
+    def _check_readable_schema(self) -> None:
+        with self.read() as conn:
+            found = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if found != SCHEMA_VERSION:
+            raise ReadOnlyError(
+                f"the catalog {self.path} has schema version {found}, this package reads version {SCHEMA_VERSION}; "
+                "it cannot be read without upgrading it, a write. Open it once without read_only (or upgrade "
+                "langgraph-chroma-memory if its version is newer).",
+                self.path,
+            )
 
     # ------------------------------------------------------------ plumbing
 
@@ -150,6 +182,12 @@ class Catalog:
 
         Nested use in the same thread joins the outer transaction.
         """
+        if self.read_only:
+            raise ReadOnlyError(
+                f"this memory was opened read-only ({self.path}); nothing can be written. "
+                "Open it without read_only=True (--read-only) to write.",
+                self.path,
+            )
         with self._lock:
             conn = self._connection()
             if self._in_snapshot:
@@ -191,9 +229,13 @@ class Catalog:
         with self._lock:
             if self._conn is not None:
                 try:
-                    self._conn.close()
+                    if self._ro is not None:
+                        self._ro.close()
+                    else:
+                        self._conn.close()
                 finally:
                     self._conn = None
+                    self._ro = None
 
     def __enter__(self) -> Catalog:
         return self

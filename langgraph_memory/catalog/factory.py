@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 __all__ = ["open_catalog"]
 
 
-def open_catalog(settings: Settings, *, durability: Literal["normal", "full"] = "normal") -> Catalog:
+def open_catalog(
+    settings: Settings, *, durability: Literal["normal", "full"] = "normal", read_only: bool = False
+) -> Catalog:
     """The catalog of ``settings``: `PgCatalog` for a ``postgresql://`` address, else the SQLite file.
 
     Both have one interface (`read()`, `write()`, `snapshot()`, meta), so the
@@ -30,4 +32,4 @@ def open_catalog(settings: Settings, *, durability: Literal["normal", "full"] = 
         from langgraph_memory.catalog.postgres.catalog import PgCatalog
 
         return cast(Catalog, PgCatalog(settings.catalog_url, timeout=settings.lock_timeout))
-    return Catalog(settings.catalog_path, timeout=settings.lock_timeout, durability=durability)
+    return Catalog(settings.catalog_path, timeout=settings.lock_timeout, durability=durability, read_only=read_only)

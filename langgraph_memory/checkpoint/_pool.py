@@ -43,11 +43,14 @@ from typing import Any, TypeVar
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph_memory._infra.sqlite import retry_locked, translate
+from langgraph_memory._infra.sqlite_ro import ReadOnlyConnection, connect_read_only
 from langgraph_memory.checkpoint.schema import (
+    SCHEMA_VERSION,
     Durability,
     configure_connection,
     ensure_schema,
     install_put_rows,
+    read_schema_version,
 )
 from langgraph_memory.errors import (
     CheckpointError,
@@ -82,8 +85,13 @@ class _ConnectionPool:
         durability: Durability,
         busy_timeout: float,
         serde: SerializerProtocol,
+        read_only: bool = False,
     ) -> None:
         self.path = path
+        # Read-only: nothing is written beside the file (see _infra.sqlite_ro); a missing file reads as empty.
+        self.read_only = read_only
+        self._serde = serde
+        self._ro: list[ReadOnlyConnection] = []
         self.durability: Durability = durability
         self.busy_timeout = busy_timeout
         self._free: list[sqlite3.Connection] = []
@@ -97,6 +105,12 @@ class _ConnectionPool:
         # The first connection creates or migrates the schema.
         self._schema_ready = False
         conn = self._open()
+        if read_only:
+            self._schema_ready = True
+            with self._lock:
+                self._all.append(conn)
+                self._free.append(conn)
+            return
         try:
             self.retry(lambda: ensure_schema(conn, serde), what="open the checkpoint file")
             install_put_rows(conn)
@@ -108,7 +122,27 @@ class _ConnectionPool:
             self._all.append(conn)
             self._free.append(conn)
 
+    def _open_read_only(self) -> sqlite3.Connection:
+        if not self.path.exists():
+            conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            ensure_schema(conn, self._serde)
+            return conn
+        ro = connect_read_only(self.path, timeout=self.busy_timeout)
+        found = read_schema_version(ro.conn)
+        if found != SCHEMA_VERSION:
+            ro.close()
+            raise ReadOnlyError(
+                f"checkpoint file {self.path} has schema version {found}, this package reads version "
+                f"{SCHEMA_VERSION}; open it once without read_only to upgrade it.",
+                self.path,
+            )
+        with self._lock:
+            self._ro.append(ro)
+        return ro.conn
+
     def _open(self) -> sqlite3.Connection:
+        if self.read_only:
+            return self._open_read_only()
         busy_timeout = self.busy_timeout
         try:
             conn = sqlite3.connect(
@@ -227,6 +261,12 @@ class _ConnectionPool:
             self._write_lock.release()
 
     def _acquire_write_lock(self, what: str) -> None:
+        if self.read_only:
+            raise ReadOnlyError(
+                f"could not {what}: the checkpointer of {self.path} was opened read-only. "
+                "Open it without read_only=True (--read-only) to write.",
+                self.path,
+            )
         if not self._write_lock.acquire(timeout=self.busy_timeout):
             raise LockTimeoutError(
                 f"could not {what}: another thread of this process held the write "
@@ -306,11 +346,14 @@ class _ConnectionPool:
         with self._lock:
             self._closed = True
             free, self._free = self._free, []
+            ro, self._ro = self._ro, []
         for conn in free:
             try:
                 conn.close()
             except sqlite3.Error:
                 logger.debug("closing a checkpoint connection failed", exc_info=True)
+        for handle in ro:  # removes any private copy (closing a closed connection is harmless)
+            handle.close()
 
 
 def rollback(conn: sqlite3.Connection) -> None:

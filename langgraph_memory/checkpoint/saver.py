@@ -91,6 +91,9 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         durability: ``"normal"`` (default): a committed checkpoint survives
             any process crash. ``"full"``: it also survives power loss, at
             the cost of an fsync per write.
+        read_only: read an existing file without writing anything beside it
+            (a folder this process cannot write, a copy of a live folder); a
+            missing file reads as empty. Every write raises ``ReadOnlyError``.
 
     Examples:
         ```python
@@ -122,6 +125,7 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
         lock_timeout: float | None = None,
         durability: Durability = "normal",
         busy_timeout: float | None = None,
+        read_only: bool = False,
     ) -> None:
         super().__init__(serde=serde)
         if busy_timeout is not None:
@@ -148,12 +152,17 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
                 f"{resolved} is a folder; SqliteCheckpointer needs the path of a database file in it, "
                 f"such as {resolved / 'checkpoints.sqlite'}"
             )
-        try:
-            resolved.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise translate(exc, resolved, "create the folder of") from exc
+        if not read_only:
+            try:
+                resolved.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise translate(exc, resolved, "create the folder of") from exc
         self.path: Path = resolved
-        self._pool = _ConnectionPool(resolved, durability=durability, busy_timeout=busy, serde=self.serde)
+        #: Opened with ``read_only=True``: reads only; every write raises ``ReadOnlyError``.
+        self.read_only = read_only
+        self._pool = _ConnectionPool(
+            resolved, durability=durability, busy_timeout=busy, serde=self.serde, read_only=read_only
+        )
         # Async calls run their SQLite work on this thread, in call order.
         self._worker = _Worker(f"lgm-checkpoint:{resolved.name}", self._pool)
         # The temporary folder of from_conn_string(":memory:"), removed on close.

@@ -34,13 +34,16 @@ Archives and the index:
     langgraph-memory index rebuild
     langgraph-memory index reindex [--model NAME]
 
-``--data-dir`` (or ``--url postgresql://...`` with ``--local-dir``), ``--json``
-and ``-v`` go before or after the command. With
+``--data-dir`` (or ``--url postgresql://...`` with ``--local-dir``), ``--json``,
+``--read-only`` and ``-v`` go before or after the command.
+``--read-only`` reads a data directory without writing anything to it (a
+folder you cannot write, a copy of a live one); commands that write exit 2. With
 ``--json`` stdout holds one JSON document and nothing else; progress bars
 and spinners go to stderr. Exit status: 0 done; 1 nothing matched what was
 asked (no hit, unknown id or name, nothing to restore or delete); 2 bad
 usage (arguments, a data directory that does not exist); 3 the command
-failed or found problems (a damaged file, a lock held too long).
+failed or found problems (a damaged file, a lock held too long); 130
+interrupted (Ctrl-C; an archive run says what the next run finishes).
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from langgraph_memory.cli._common import EXIT_ERROR, EXIT_NOTHING, EXIT_USAGE, Ctx
+from langgraph_memory.cli._common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NOTHING, EXIT_USAGE, Ctx
 from langgraph_memory.errors import (
     ConfigError,
     FilterError,
@@ -90,6 +93,12 @@ def _common() -> argparse.ArgumentParser:
         "--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON document on stdout"
     )
     common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log at INFO level")
+    common.add_argument(
+        "--read-only",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="open the memory read-only: nothing is written to the data directory; commands that write fail",
+    )
     return common
 
 
@@ -166,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _exit_code(exc)
     except KeyboardInterrupt:
         ctx.err.print("interrupted")
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

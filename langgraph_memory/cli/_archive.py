@@ -9,9 +9,20 @@ import signal
 import time
 from typing import Any
 
-from langgraph_memory.cli._common import EXIT_ERROR, EXIT_NOTHING, EXIT_OK, Ctx, positive_int, preview, stamp
+from langgraph_memory.cli._common import (
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_NOTHING,
+    EXIT_OK,
+    Ctx,
+    positive_int,
+    preview,
+    stamp,
+)
 
 __all__ = ["register"]
+
+logger = logging.getLogger(__name__)
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -81,14 +92,33 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 # ---------------------------------------------------------------- archive
 
 
+def _phases(update: Any) -> Any:
+    """The archive's progress callback: the bar, and (with ``-v``) one log line as each phase begins."""
+    seen: set[tuple[str, str]] = set()
+
+    def progress(phase: str, coll: str, done: int, total: int | None) -> None:
+        if (phase, coll) not in seen:
+            seen.add((phase, coll))
+            logger.info("archive run: %s %s", phase, coll)
+        update(f"{phase} {coll}", done, total)
+
+    return progress
+
+
 def _run(ctx: Ctx) -> int:
     a = ctx.args
     with ctx.open_memory() as mem, ctx.progress() as update:
-        report = mem.archiver.run(
-            dry_run=a.dry_run,
-            collections=a.collection,
-            progress=lambda phase, coll, done, total: update(f"{phase} {coll}", done, total),
+        ctx.err.print(
+            f"archive run on {mem.data_dir}{' (dry run)' if a.dry_run else ''}...", markup=False, soft_wrap=True
         )
+        try:
+            report = mem.archiver.run(
+                dry_run=a.dry_run,
+                collections=a.collection,
+                progress=_phases(update),
+            )
+        except KeyboardInterrupt:
+            return _cut_off(ctx, mem)
     if ctx.json:
         ctx.emit(report.as_dict())
         return EXIT_OK if report.ok else EXIT_ERROR
@@ -120,6 +150,30 @@ def _run(ctx: Ctx) -> int:
     for err in report.errors:
         ctx.err.print(f"error: {err}", markup=False, soft_wrap=True)
     return EXIT_OK if report.ok else EXIT_ERROR
+
+
+def _cut_off(ctx: Ctx, mem: Any) -> int:
+    """Ctrl-C stopped a run: say so, and what the next run does with what it left (exit 130)."""
+    try:
+        pending = mem.archiver.pending_recovery()
+    except Exception as exc:  # noqa: BLE001 - the run was cut off; this only adds detail
+        pending = [f"check the archive (could not read its manifest: {exc})"]
+    advice = [p.replace("would ", "", 1) for p in pending]
+    if ctx.json:
+        ctx.emit({"interrupted": True, "lost": 0, "next_run": advice})
+    ctx.err.print(
+        "archive run cut off (interrupted). Nothing was lost: items leave memory only once their archive file "
+        "is verified, and a file left unverified is never trusted.",
+        markup=False,
+        soft_wrap=True,
+    )
+    if advice:
+        ctx.err.print("The next `langgraph-memory archive run` will:", markup=False, soft_wrap=True)
+        for line in advice:
+            ctx.err.print(f"  - {line}", markup=False, soft_wrap=True)
+    else:
+        ctx.err.print("Nothing was left half done; run it again to archive.", markup=False, soft_wrap=True)
+    return EXIT_INTERRUPTED
 
 
 def _list(ctx: Ctx) -> int:

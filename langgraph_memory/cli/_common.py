@@ -20,6 +20,7 @@ __all__ = [
     "EXIT_NOTHING",
     "EXIT_USAGE",
     "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
     "Ctx",
     "MissingDataDir",
     "namespace_arg",
@@ -39,6 +40,8 @@ EXIT_NOTHING = 1
 EXIT_USAGE = 2
 #: The command failed (a damaged file, a lock held too long, a full disk) or found problems (verify).
 EXIT_ERROR = 3
+#: Interrupted (Ctrl-C, SIGINT): 128 + 2, as shells report it.
+EXIT_INTERRUPTED = 130
 
 # Tables on a pipe or in a file get this width, so nothing is squeezed (ids least of all).
 _PIPE_WIDTH = 200
@@ -164,6 +167,11 @@ class Ctx:
     def local_dir(self) -> str | None:
         return getattr(self.args, "local_dir", None)
 
+    @property
+    def read_only(self) -> bool:
+        """``--read-only``: open the memory for reading only."""
+        return bool(getattr(self.args, "read_only", False))
+
     # ------------------------------------------------------------ opening
 
     def settings(self, *, must_exist: bool = True) -> Settings:
@@ -187,15 +195,19 @@ class Ctx:
         from langgraph_memory.memory import Memory
         from langgraph_memory.platform.factories import chroma_client_from_env
 
-        settings = self.settings(must_exist=not create)
+        settings = self.settings(must_exist=not create or self.read_only)
         # The index on the memory's Chroma server ($LANGGRAPH_MEMORY_CHROMA_URL), as the graphs sharing it use.
         client = chroma_client_from_env()
         embeddings: Literal[False] | None = None if embed else False
         if settings.catalog_url is not None:
             return Memory.open(
-                settings.catalog_url, local_dir=settings.data_dir, embeddings=embeddings, chroma_client=client
+                settings.catalog_url,
+                local_dir=settings.data_dir,
+                embeddings=embeddings,
+                chroma_client=client,
+                read_only=self.read_only,
             )
-        return Memory.open(settings.data_dir, embeddings=embeddings, chroma_client=client)
+        return Memory.open(settings.data_dir, embeddings=embeddings, chroma_client=client, read_only=self.read_only)
 
     def checkpointer(self, settings: Settings) -> Any:
         """The memory's checkpointer for thread commands: PostgreSQL's beside a catalog on a server, else the
@@ -204,7 +216,7 @@ class Ctx:
             return None
         from langgraph_memory.checkpoint.factory import open_checkpointer
 
-        return open_checkpointer(settings)
+        return open_checkpointer(settings, read_only=self.read_only)
 
     def load_model(self, mem: Any) -> None:
         """Load the embedding model now, behind a spinner (it takes seconds, once)."""

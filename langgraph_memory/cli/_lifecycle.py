@@ -16,6 +16,7 @@ from langgraph_memory.cli._common import (
     stamp,
 )
 from langgraph_memory.errors import InvalidArgumentError
+from langgraph_memory.lifecycle.states import lifecycle_json
 
 __all__ = ["register"]
 
@@ -82,7 +83,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def _status_out(ctx: Ctx, verb: str, item_id: str, st: Any) -> int:
     if ctx.json:
-        ctx.emit({"id": item_id, "namespace": list(st.namespace), "collection": st.collection, **st.as_dict()})
+        ctx.emit({"id": item_id, "namespace": list(st.namespace), "collection": st.collection, **lifecycle_json(st)})
     else:
         by = f" by {st.superseded_by}" if st.superseded_by and st.status == "superseded" else ""
         why = f": {st.reason}" if st.reason else ""

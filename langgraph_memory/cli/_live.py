@@ -19,6 +19,8 @@ from langgraph_memory.cli._common import (
     stamp,
 )
 from langgraph_memory.errors import InvalidArgumentError, NotFoundError
+from langgraph_memory.lifecycle.states import item_states
+from langgraph_memory.lifecycle.states import value_status as _value_status
 from langgraph_memory.research.calls import research_calls
 from langgraph_memory.research.collections import GENERAL, collection_by_name, collection_for
 
@@ -82,19 +84,17 @@ def _search(ctx: Ctx) -> int:
     if a.min_relevance is not None:
         hits = [h for h in hits if h.score is not None and h.score >= a.min_relevance]
     if ctx.json:
-        ctx.emit(
-            [{**item_dict(h), "status": _status_of(statuses, h)} if a.include_retired else item_dict(h) for h in hits]
-        )
+        ctx.emit([{**item_dict(h), **_states(statuses, h)} for h in hits])
     elif hits and a.include_retired:
         ctx.table(
             f"Search: {a.query!r}",
-            ("score", "namespace", "key", "status", "text"),
+            ("score", "namespace", "key", "lifecycle", "text"),
             [
                 (
                     f"{h.score:.3f}" if h.score is not None else "-",
                     "/".join(h.namespace),
                     h.key,
-                    (_status_of(statuses, h) or {}).get("status", ""),
+                    _lifecycle_word(statuses, h),
                     preview(h.value),
                 )
                 for h in hits
@@ -131,8 +131,10 @@ def _get(ctx: Ctx) -> int:
         raise InvalidArgumentError(f"the key {a.key!r} is in {len(found)} namespaces ({spaces}); pass --namespace")
     it = found[0]
     st = statuses.get((it.namespace, it.key))
+    # Three states, three names (as in lineage and versions): the value's status, where it is stored, its lifecycle.
+    value_status = _value_status(it.value)
     if ctx.json:
-        ctx.emit({**item_dict(it), "status": st.as_dict() if st is not None else None})
+        ctx.emit({**item_dict(it), **item_states(it.value, st)})
         return EXIT_OK
     rows: list[tuple[str, Any]] = [
         ("namespace", "/".join(it.namespace)),
@@ -143,9 +145,14 @@ def _get(ctx: Ctx) -> int:
         ("last read", stamp(it.last_accessed_at)),
         ("reads", it.access_count),
     ]
+    if value_status is not None:
+        rows.append(("status", value_status))
+    rows.append(("storage", "live"))
     if st is not None:  # hidden from searches: say so, and why
         by = f" by {st.superseded_by}" if st.superseded_by and st.status == "superseded" else ""
-        rows.append(("status", f"{st.status}{by} ({stamp(st.changed_at)}): {st.reason or 'no reason given'}"))
+        rows.append(("lifecycle", f"{st.status}{by} ({stamp(st.changed_at)}): {st.reason or 'no reason given'}"))
+    else:
+        rows.append(("lifecycle", "active"))
     ctx.table(None, ("field", "value"), rows, ids=("value",))
     ctx.out.print_json(json.dumps(it.value, ensure_ascii=False))
     return EXIT_OK
@@ -185,7 +192,7 @@ def _list(ctx: Ctx) -> int:
         else:
             ctx.emit(
                 {
-                    "items": [{**item_dict(it), "status": _status_of(statuses, it)} for it in page],
+                    "items": [{**item_dict(it), **_states(statuses, it)} for it in page],
                     "total": shown,
                     "offset": a.offset,
                     "limit": a.limit,
@@ -205,13 +212,13 @@ def _list(ctx: Ctx) -> int:
     else:
         ctx.table(
             f"Items under {'/'.join(a.namespace)}",
-            ("key", "namespace", "updated", "status", "text"),
+            ("key", "namespace", "updated", "lifecycle", "text"),
             [
                 (
                     it.key,
                     "/".join(it.namespace),
                     stamp(it.updated_at),
-                    (_status_of(statuses, it) or {}).get("status", ""),
+                    _lifecycle_word(statuses, it),
                     preview(it.value),
                 )
                 for it in page
@@ -224,9 +231,14 @@ def _list(ctx: Ctx) -> int:
     return EXIT_OK
 
 
-def _status_of(statuses: dict[Any, Any], it: Any) -> dict[str, Any] | None:
+def _states(statuses: dict[Any, Any], it: Any) -> dict[str, Any]:
+    """The item's status, storage and lifecycle (see `langgraph_memory.lifecycle.states`)."""
+    return item_states(it.value, statuses.get((tuple(it.namespace), it.key)))
+
+
+def _lifecycle_word(statuses: dict[Any, Any], it: Any) -> str:
     st = statuses.get((tuple(it.namespace), it.key))
-    return st.as_dict() if st is not None else None
+    return st.status if st is not None else ""
 
 
 # ------------------------------------------------------------------ stats
@@ -308,7 +320,13 @@ def _lineage(ctx: Ctx) -> int:
 
     def label(node: Any) -> str:
         rel = f" [dim]({node.relation})[/]" if node.relation else ""
-        return f"{escape(node.summary)}{rel}  [cyan]{node.id}[/] [dim]{node.collection or '?'} {node.status}[/]"
+        states = [f"storage {node.storage}", f"lifecycle {node.lifecycle}"]
+        if node.superseded_by and node.lifecycle == "superseded":
+            states[-1] += f" by {node.superseded_by}"
+        if node.status:
+            states.insert(0, f"status {node.status}")
+        where = escape(f"{node.collection or '?'}; {', '.join(states)}")
+        return f"{escape(node.summary)}{rel}  [cyan]{node.id}[/] [dim]{where}[/]"
 
     if lin.ancestors:
         ctx.out.print("[bold]Ancestors[/] (root first)")
@@ -347,8 +365,18 @@ def _versions(ctx: Ctx) -> int:
     elif rows:
         ctx.table(
             f"Versions of {ctx.args.name!r}",
-            ("version", "id", "status", "created"),
-            [(r["version"], r["id"], r["status"] or "archived/deleted", r["created_at"][:16]) for r in rows],
+            ("version", "id", "status", "storage", "lifecycle", "created"),
+            [
+                (
+                    r["version"],
+                    r["id"],
+                    r["status"] or "-",
+                    "live" if r["storage"] == "live" else "archived or deleted",
+                    r["lifecycle"] + (f" by {r['superseded_by']}" if r["superseded_by"] else ""),
+                    r["created_at"][:16],
+                )
+                for r in rows
+            ],
             ids=("id",),
         )
     else:

@@ -40,6 +40,7 @@ from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.lineage import Edge
 from langgraph_memory.catalog.status import ItemStatus
 from langgraph_memory.errors import LineageCycleError, NotFoundError, ValidationError
+from langgraph_memory.lifecycle.states import lifecycle_json
 from langgraph_memory.research.lineage import LineageStore
 from langgraph_memory.store import ChromaStore
 from langgraph_memory.store.items import ItemKey
@@ -88,7 +89,8 @@ class DeleteReport:
             "lineage_node": self.lineage_node,
             "edges": [asdict(e) for e in self.edges],
             "version": {"name": self.version[0], "version": self.version[1]} if self.version is not None else None,
-            "status": self.status.as_dict() if self.status is not None else None,
+            # The lifecycle record (retired, superseded) the delete removes, if any.
+            "lifecycle": lifecycle_json(self.status) if self.status is not None else None,
             "archived_copies": self.archived_copies,
         }
 

@@ -99,10 +99,13 @@ def build_server(memory: Memory, *, namespace: Sequence[str] = ("memories",), na
             "market regimes, tool and workflow definitions). Search results carry a relevance_score in percent; "
             "under 30% is dropped. retire_memory hides a wrong memory from searches (reinstate_memory undoes it); "
             "get_memory_stats says what memory holds."
+            + (" This server is read-only: it offers only the tools that read." if memory.read_only else "")
         ),
         log_level="WARNING",
     )
     for tool_name in MemoryTools.TOOLS:
+        if memory.read_only and tool_name in MemoryTools.WRITES:
+            continue  # a read-only memory: clients see only the tools that read
         server.add_tool(_tool_errors(getattr(tools, tool_name)), name=tool_name, structured_output=True)
     return server
 

@@ -23,6 +23,7 @@ from pydantic import Field
 
 from langgraph_memory.config import MIN_RELEVANCE
 from langgraph_memory.errors import NotFoundError
+from langgraph_memory.lifecycle.states import item_states, lifecycle_json
 from langgraph_memory.memory import Memory
 from langgraph_memory.research.calls import ResearchCall, relevance_percent, research_calls
 from langgraph_memory.research.validation import Limit, Tags, Text, check_content, check_limit, check_tags
@@ -109,6 +110,26 @@ class MemoryTools:
         "reinstate_memory",
     )
 
+    #: The tools that write; a server over a read-only memory (``--read-only``) does not offer them.
+    WRITES: frozenset[str] = frozenset(
+        {
+            "store_memory",
+            "store_research_finding",
+            "store_hypothesis",
+            "update_hypothesis",
+            "store_strategy",
+            "set_strategy_status",
+            "store_backtest",
+            "store_lesson",
+            "resolve_lesson",
+            "store_market_regime",
+            "store_tool_definition",
+            "retire_memory",
+            "supersede_memory",
+            "reinstate_memory",
+        }
+    )
+
     def __init__(
         self, memory: Memory, *, namespace: Sequence[str] = ("memories",), min_relevance: float = MIN_RELEVANCE
     ) -> None:
@@ -171,13 +192,13 @@ class MemoryTools:
                 "value": item.value,
                 "created_at": _iso(item.created_at),
                 "updated_at": _iso(item.updated_at),
-                "status": st.as_dict() if st is not None else None,
+                **item_states(item.value, st),
             }
         st = self.memory.status(memory_id)
         return {
             "memory_id": memory_id,
             "record": record.model_dump(mode="json"),
-            "status": st.as_dict() if st is not None else None,
+            **item_states(record.model_dump(mode="json"), st),
         }
 
     # ------------------------------------------------------ lineage, stats
@@ -209,7 +230,7 @@ class MemoryTools:
         st = self.memory.retire(
             memory_id, check_content(reason, field="reason"), namespace=self._where(memory_id, namespace)
         )
-        return {"memory_id": memory_id, "namespace": list(st.namespace), **st.as_dict()}
+        return {"memory_id": memory_id, "namespace": list(st.namespace), **lifecycle_json(st)}
 
     def supersede_memory(
         self,
@@ -228,7 +249,7 @@ class MemoryTools:
             namespace=self._where(old_id, namespace),
             new_namespace=self._where(new_id, new_namespace),
         )
-        return {"memory_id": old_id, "namespace": list(st.namespace), **st.as_dict()}
+        return {"memory_id": old_id, "namespace": list(st.namespace), **lifecycle_json(st)}
 
     def reinstate_memory(self, memory_id: Text, namespace: Namespace = None) -> dict[str, Any]:
         """Undo retire_memory or supersede_memory: searches find the memory again."""

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
 from langgraph_memory.errors import ValidationError
@@ -58,17 +58,31 @@ HYPOTHESIS_STATUSES: tuple[str, ...] = get_args(HypothesisStatus)
 
 @dataclass(frozen=True)
 class StrategyVersion:
-    """One version of a named strategy; ``record`` is None once it left the store."""
+    """One version of a named strategy; ``record`` is None once it left the store.
+
+    Its three states have three names, as in lineage: `status` (the
+    strategy's own: draft, tested, approved), `storage` (``"live"`` in the
+    store, else ``"unknown"``: archived or deleted) and ``lifecycle``
+    (``"active"``, ``"superseded"``, ``"retired"``).
+    """
 
     name: str
     version: int
     id: str
     created_at: datetime
     record: Strategy | None
+    lifecycle: Literal["active", "retired", "superseded"] = "active"
+    superseded_by: str | None = None
 
     @property
     def status(self) -> str | None:
+        """The strategy's own status (draft, tested, approved); None once it left the store."""
         return self.record.status if self.record is not None else None
+
+    @property
+    def storage(self) -> Literal["live", "unknown"]:
+        """``"live"`` while the version is in the store; ``"unknown"`` once archived or deleted."""
+        return "live" if self.record is not None else "unknown"
 
 
 def _check_choice(value: str, allowed: tuple[str, ...], what: str) -> None:
@@ -409,16 +423,23 @@ class ResearchAPI:
             ItemRef(r.id, "strategy_library", refs[r.id].namespace if r.id in refs else fallback) for r in rows
         )
         records = {key: Strategy.model_validate(it.value) for key, it in live.items()}
-        return [
-            StrategyVersion(
-                name=r.name,
-                version=r.version,
-                id=r.id,
-                created_at=datetime.fromtimestamp(r.created_at, tz=UTC),
-                record=records.get(r.id),
+        where = {r.id: refs[r.id].namespace if r.id in refs else fallback for r in rows}
+        standing = self.typed.store.items.statuses([(ns, key) for key, ns in where.items()])
+        out = []
+        for r in rows:
+            st = standing.get((where[r.id], r.id))
+            out.append(
+                StrategyVersion(
+                    name=r.name,
+                    version=r.version,
+                    id=r.id,
+                    created_at=datetime.fromtimestamp(r.created_at, tz=UTC),
+                    record=records.get(r.id),
+                    lifecycle=st.status if st is not None else "active",
+                    superseded_by=st.superseded_by if st is not None and st.status == "superseded" else None,
+                )
             )
-            for r in rows
-        ]
+        return out
 
     # ----------------------------------------------------------- backtests
 

@@ -76,6 +76,7 @@ def hits_json(hits: Sequence[Hit[Any]]) -> dict[str, Any]:
             "relevance_score": relevance_percent(h.score),
             "namespace": list(h.namespace),
             "record": h.record.model_dump(mode="json"),
+            "lifecycle": h.lifecycle,
         }
         for h in hits
     ]
@@ -139,7 +140,11 @@ class ResearchCall:
                         "version": v.version,
                         "id": v.id,
                         "status": v.status,
+                        "storage": v.storage,
+                        "lifecycle": v.lifecycle,
+                        "superseded_by": v.superseded_by,
                         "created_at": v.created_at.isoformat(),
+                        # Deprecated: "storage" == "live". Kept so that older clients still read it.
                         "live": v.record is not None,
                     }
                     for v in result

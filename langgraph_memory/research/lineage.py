@@ -45,15 +45,28 @@ __all__ = [
 ]
 
 
+#: Where an item is: in the store, in the archive, or neither (deleted, or no archive at hand).
+Storage = Literal["live", "archived", "unknown"]
+#: Whether searches show it: active, or hidden as retired or superseded.
+Lifecycle = Literal["active", "retired", "superseded"]
+
+
 @dataclass
 class LineageNode:
     """An item seen from the lineage: where it lives and what it says.
 
-    ``status`` is ``"live"`` (in the store), ``"archived"`` (found in the
-    archive) or ``"unknown"`` (neither: deleted, or archived with no archive
-    lookup available). ``lifecycle`` is ``"active"``, ``"retired"`` or
-    ``"superseded"`` (then ``superseded_by`` names the replacement), with
-    the ``reason`` given; retired and superseded items stay in lineage.
+    Three states, each under its own name in every view (API, CLI, JSON):
+
+    * ``status``: the value's own, as stored in it (a strategy's ``"draft"``,
+      ``"tested"`` or ``"approved"``, a hypothesis' ``"proposed"``...; None
+      for records without one, or whose value is not at hand);
+    * ``storage``: ``"live"`` (in the store), ``"archived"`` (found in the
+      archive) or ``"unknown"`` (neither: deleted, or archived with no archive
+      lookup available);
+    * ``lifecycle``: ``"active"``, ``"retired"`` or ``"superseded"`` (then
+      ``superseded_by`` names the replacement), with the ``reason`` given;
+      retired and superseded items stay in lineage.
+
     ``relation`` is how this node relates to the one it was reached from
     (for ancestors: set on direct parents only); ``depth`` counts hops from
     the item asked about (negative for ancestors).
@@ -63,14 +76,15 @@ class LineageNode:
     collection: str | None
     namespace: tuple[str, ...] | None
     summary: str
-    status: Literal["live", "archived", "unknown"] = "unknown"
+    storage: Storage = "unknown"
     relation: str | None = None
     depth: int = 0
     name: str | None = None
     version: int | None = None
-    lifecycle: Literal["active", "retired", "superseded"] = "active"
+    lifecycle: Lifecycle = "active"
     reason: str | None = None
     superseded_by: str | None = None
+    status: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for JSON (the CLI's ``--json``, the MCP server)."""
@@ -80,6 +94,7 @@ class LineageNode:
             "namespace": list(self.namespace) if self.namespace is not None else None,
             "summary": self.summary,
             "status": self.status,
+            "storage": self.storage,
             "relation": self.relation,
             "depth": self.depth,
             "name": self.name,
@@ -101,11 +116,13 @@ class LineageNode:
 
 @dataclass(frozen=True)
 class NodeSummary:
-    """What a summariser says about one item: its summary, where it is, and its retired/superseded state."""
+    """What a summariser says about one item: its summary, where it is (``storage``), its retired/superseded
+    state (``standing``) and its value's own ``status``."""
 
     summary: str
-    status: Literal["live", "archived", "unknown"]
+    storage: Storage
     standing: ItemStatus | None = None
+    status: str | None = None
 
 
 @dataclass
@@ -227,6 +244,7 @@ def build_lineage(lineage: LineageStore, item_id: str, summarize: Summarizer, *,
             collection=ref.collection if ref else None,
             namespace=ref.namespace if ref else None,
             summary=info.summary,
+            storage=info.storage,
             status=info.status,
             relation=relation,
             depth=depth,

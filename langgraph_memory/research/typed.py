@@ -56,8 +56,10 @@ ParentIds = str | Sequence[str] | None
 class Hit(Generic[R]):
     """One search result: the typed ``record``, its cosine ``score`` and namespace.
 
-    ``status`` is set for a retired or superseded record (returned only when
-    the search was asked to include them).
+    ``status`` is the lifecycle record of a retired or superseded record
+    (returned only when the search was asked to include them); `lifecycle`
+    names its state, as every other view does. The record's own status (a
+    strategy's ``approved``) is ``record.status``.
     """
 
     record: R
@@ -68,6 +70,11 @@ class Hit(Generic[R]):
     @property
     def id(self) -> str:
         return str(getattr(self.record, "id", ""))
+
+    @property
+    def lifecycle(self) -> str:
+        """``"active"``, ``"retired"`` or ``"superseded"``."""
+        return self.status.status if self.status is not None else "active"
 
 
 def now_iso() -> str:

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -46,12 +46,15 @@ from langgraph_memory.errors import (
     EmbeddingModelError,
     InvalidArgumentError,
     LangGraphMemoryError,
+    NotFoundError,
+    ReadOnlyError,
     StorageError,
     StoreBackendError,
     ValidationError,
 )
 from langgraph_memory.store import filters as _filters
 from langgraph_memory.store._catchup import IndexCatchUp
+from langgraph_memory.store._exact_index import ExactOnlyIndex
 from langgraph_memory.store._reindex import reembed
 from langgraph_memory.store._writer import PreparedPut, Writer, check_vectors, dumps_value, index_paths
 from langgraph_memory.store.access import AccessLog
@@ -218,6 +221,14 @@ class ChromaStore(BaseStore):
             loop included; from a child it cannot. Costs a process (about
             1.5 s to start, on first use) and a pipe round trip per call. The
             LangGraph server factories turn it on. Ignored with ``client``.
+        read_only: open an existing data directory for reading only: gets,
+            searches and listings work; nothing is written to the directory
+            (no access counts, no TTL refresh, no index repair, no embedding
+            cache file), and every write raises
+            [`ReadOnlyError`][langgraph_memory.errors.ReadOnlyError]. Works on a
+            folder this process cannot write and on a copy of a live folder.
+            Chroma is not opened: searches are scored exactly from the
+            catalog's vectors.
 
     Examples:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -255,7 +266,10 @@ class ChromaStore(BaseStore):
         ranking: HybridRanking | None = None,
         collections: CollectionRegistry | None | Default = DEFAULT,
         index_process: bool = False,
+        read_only: bool = False,
     ) -> None:
+        #: Opened with ``read_only=True``: reads only, every write raises ``ReadOnlyError``.
+        self.read_only = bool(read_only)
         if collections is DEFAULT:
             collections = default_collections()
         elif collections is None:
@@ -288,7 +302,9 @@ class ChromaStore(BaseStore):
                 raise ConfigError("index config needs 'embed': an Embeddings, a function, or a model name")
             self.index_config = dict(index)
             inner = _make_embeddings(index["embed"])
-            self.cached_embeddings = CachedEmbeddings(inner, path=self.settings.embedding_cache_path)
+            # A read-only store keeps its query vectors in memory only: the cache file is a write.
+            cache_path = None if read_only else self.settings.embedding_cache_path
+            self.cached_embeddings = CachedEmbeddings(inner, path=cache_path)
             dims = index.get("dims")
             if dims is None and isinstance(inner, SentenceTransformerEmbeddings):
                 dims = inner.dims
@@ -304,26 +320,45 @@ class ChromaStore(BaseStore):
         self._tempdir: Any = None
         opened: list[Callable[[], Any]] = []
         try:
-            self.settings.ensure_dirs()
-            self.catalog = open_catalog(self.settings, durability=durability)
+            if read_only:
+                if reindex:
+                    raise ReadOnlyError("reindex=True re-embeds and writes; it cannot be used with read_only=True")
+                if self.settings.catalog_url is not None:
+                    raise ConfigError(
+                        "read_only=True opens a data directory; a memory on a server is read by its address"
+                    )
+                if not self.settings.catalog_path.is_file():
+                    raise NotFoundError(
+                        f"no memory to read at {self.settings.data_dir} ({self.settings.catalog_path.name} is "
+                        "missing); a read-only open never creates one. Check the path."
+                    )
+                self.catalog = open_catalog(self.settings, durability=durability, read_only=True)
+            else:
+                self.settings.ensure_dirs()
+                self.catalog = open_catalog(self.settings, durability=durability)
             opened.append(self.catalog.close)
             model = self.cached_embeddings.model_id if self.cached_embeddings is not None else None
             if (
-                client is None
+                not read_only
+                and client is None
                 and self.settings.catalog_url is None
                 and has_legacy(self.settings.chroma_dir, self.catalog)
             ):
                 import_legacy(
                     self.settings.chroma_dir, self.settings.data_dir, self.catalog, model, dims, collections.names()
                 )
-            self.vector_index = ChromaIndex(
-                self.catalog,
-                root=self.settings.chroma_dir if client is None else None,
-                client=client,
-                lock_timeout=self.settings.lock_timeout,
-                collections=collections.names(),
-                process=index_process,
-            )
+            if read_only:
+                # Chroma cannot be opened without writing to its folder: searches are scored exactly instead.
+                self.vector_index = cast(ChromaIndex, ExactOnlyIndex(self.catalog, collections.names()))
+            else:
+                self.vector_index = ChromaIndex(
+                    self.catalog,
+                    root=self.settings.chroma_dir if client is None else None,
+                    client=client,
+                    lock_timeout=self.settings.lock_timeout,
+                    collections=collections.names(),
+                    process=index_process,
+                )
             self._writer = Writer(self.catalog, self.vector_index, fields=fields, model=model, dims=dims)
             if self.settings.catalog_url is not None:
                 # On a server a write is acknowledged at its commit; the derived index follows in a thread.
@@ -685,6 +720,7 @@ class ChromaStore(BaseStore):
             1200
         """
         self._check_open()
+        self._check_writable("rebuild the index")
         return self.vector_index.rebuild(progress=progress)
 
     def reindex(self, *, progress: bool | Callable[[int, int], None] = True) -> int:
@@ -699,6 +735,7 @@ class ChromaStore(BaseStore):
             1200
         """
         self._check_open()
+        self._check_writable("re-embed")
         return self._reembed(everything=True, progress=progress)
 
     def _reembed(self, *, everything: bool, progress: bool | Callable[[int, int], None]) -> int:
@@ -763,6 +800,14 @@ class ChromaStore(BaseStore):
         if self._closed:
             raise StoreBackendError("this ChromaStore is closed; open a new one")
 
+    def _check_writable(self, what: str) -> None:
+        if self.read_only:
+            raise ReadOnlyError(
+                f"cannot {what}: this store was opened read-only ({self.settings.data_dir}). "
+                "Open it without read_only=True (--read-only) to write.",
+                self.settings.data_dir,
+            )
+
     def _check_search(self, op: SearchOp) -> SearchOp:
         prefix = validate_namespace(op.namespace_prefix, for_write=False)
         self._warn_near_label(prefix)
@@ -797,6 +842,7 @@ class ChromaStore(BaseStore):
                 _count(op.offset, "offset")
                 prep.lists.append((i, op))
             elif isinstance(op, PutOp):
+                self._check_writable("put")
                 p = self._prepare_put(op)
                 key = (p.op.namespace, p.op.key)
                 if key in last_put:  # the last put of a key in a batch wins, as in InMemoryStore
@@ -922,7 +968,8 @@ class ChromaStore(BaseStore):
                     ),
                 )
             )
-        self._access.note(touched, now)
+        if not self.read_only:
+            self._access.note(touched, now)
         return out
 
     def _run_search(self, op: SearchOp, qvec: np.ndarray | None, now: float) -> list[SearchItem]:
@@ -937,7 +984,7 @@ class ChromaStore(BaseStore):
         else:
             hits, plan = self.planner.run(op, qvec, omit=omit)
         logger.debug("search %s: %s", op.namespace_prefix, plan)
-        if op.refresh_ttl:
+        if op.refresh_ttl and not self.read_only:
             self._access.note([(it.id, it.ttl_minutes) for _, it in hits if it.id is not None], now)
         return _search_items(hits)
 
@@ -981,6 +1028,7 @@ class ChromaStore(BaseStore):
     def sweep_ttl(self) -> int:
         """Delete expired items now; return how many were deleted."""
         self._check_open()
+        self._check_writable("sweep expired items")
         self.flush_access()
         now = time.time()
         with self.catalog.write() as conn:
@@ -1012,7 +1060,7 @@ class ChromaStore(BaseStore):
         In async code ``await store.start_ttl_sweeper()`` returns the same
         handle at once, the sweeper running (as LangGraph's async stores do).
         """
-        if not self.ttl_config:
+        if not self.ttl_config or self.read_only:  # a read-only store deletes nothing
             done = SweeperFuture()
             done.set_result(None)
             return done

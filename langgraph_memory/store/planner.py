@@ -240,7 +240,11 @@ class Planner:
 
     def _choose(self, scope: _Scope, conds: list[Condition]) -> str:
         """``exact`` or ``hnsw``, by the work each would do (see the module's docstring)."""
-        if scope.collection in self.index.broken or not self.index.serving():
+        if (
+            scope.collection in self.index.broken
+            or not self.index.serving()
+            or not getattr(self.index, "searchable", True)
+        ):
             return "exact"
         if self.exact_max <= 0:
             return "hnsw"
@@ -311,6 +315,8 @@ class Planner:
                 plan.notes.append(f"index of {', '.join(broken)} waiting for a rebuild")
             if not self.index.serving():
                 plan.notes.append("Chroma server unavailable: scored exactly")
+            if not getattr(self.index, "searchable", True):
+                plan.notes.append("read-only: scored exactly from the catalog's vectors")
         return plan, scopes, conds
 
     def run(self, op: SearchOp, qvec: np.ndarray | None, *, omit: Omit) -> tuple[list[Hit], Plan]:

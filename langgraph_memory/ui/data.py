@@ -137,7 +137,7 @@ class GraphNode:
     collection: str | None
     namespace: tuple[str, ...] | None
     label: str
-    status: str
+    storage: str
     lifecycle: str
     depth: int
 
@@ -385,7 +385,7 @@ class Browser:
         for n in [*lin.ancestors, *lin.descendants.walk()]:
             if n.id in nodes:
                 continue
-            nodes[n.id] = GraphNode(n.id, n.collection, n.namespace, n.summary, n.status, n.lifecycle, n.depth)
+            nodes[n.id] = GraphNode(n.id, n.collection, n.namespace, n.summary, n.storage, n.lifecycle, n.depth)
         truncated = len(nodes) > max_nodes
         if truncated:  # keep the nearest
             keep = sorted(nodes.values(), key=lambda n: (abs(n.depth), n.id))[:max_nodes]
@@ -397,7 +397,7 @@ class Browser:
                     lin.item.collection,
                     lin.item.namespace,
                     lin.item.summary,
-                    lin.item.status,
+                    lin.item.storage,
                     lin.item.lifecycle,
                     0,
                 ),

@@ -286,7 +286,7 @@ def lineage(graph: Any, href: Any, *, col_width: int = 260, row_height: int = 30
             f'<rect x="{x:.1f}" y="{y:.1f}" width="{box_w}" height="{box_h}" rx="4" stroke="{color}"/>'
             f'<rect x="{x:.1f}" y="{y:.1f}" width="5" height="{box_h}" fill="{color}"/>'
             f'<text x="{x + 10:.1f}" y="{y + box_h / 2 + 4:.1f}">{escape(text)}</text>'
-            f"<title>{escape(nd.collection or '?')} [{escape(nd.lifecycle)}, {escape(nd.status)}]: {escape(nd.label)}</title></a>"
+            f"<title>{escape(nd.collection or '?')} [{escape(nd.lifecycle)}, {escape(nd.storage)}]: {escape(nd.label)}</title></a>"
         )
     out.append("</svg>")
     return Markup("".join(out))

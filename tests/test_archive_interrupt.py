@@ -1,0 +1,76 @@
+"""Ctrl-C during ``langgraph-memory archive run``: a real SIGINT to a real CLI process.
+
+The run must say it was cut off and what the next run does with what it left,
+exit 130, and lose nothing: the next run finishes the job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from langchain_core.embeddings import DeterministicFakeEmbedding
+
+from langgraph_memory import Memory
+from tests.helpers.archive_data import make_lessons
+
+CLI = Path(sys.executable).with_name("langgraph-memory")
+ROOT = Path(__file__).resolve().parents[1]
+N = 3000  # six chunks of 500: a SIGINT after the first lands mid-write
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    env["HF_HUB_OFFLINE"] = "1"
+    return env
+
+
+def test_ctrl_c_during_an_archive_run_says_so_exits_130_and_the_next_run_finishes(data_dir: Path) -> None:
+    emb = DeterministicFakeEmbedding(size=16)
+    with Memory.open(data_dir, embeddings=emb) as mem:
+        make_lessons(mem.store, emb, N)
+    proc = subprocess.Popen(
+        [str(CLI), "--data-dir", str(data_dir), "-v", "archive", "run"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    assert proc.stderr is not None
+    seen: list[str] = []
+    # Readiness through output: the first chunk of the file is written (with -v each phase is logged).
+    for line in proc.stderr:
+        seen.append(line)
+        if "archive run: write lessons_learned" in line:
+            break
+    else:
+        proc.wait(timeout=60)
+        raise AssertionError("the run ended before writing: " + "".join(seen))
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert "cut off" in err and "Nothing was lost" in err, err
+    assert "The next `langgraph-memory archive run` will:" in err and "discard unverified" in err, err
+    assert "Traceback" not in err
+    assert out.strip() == ""  # no table of a run that did not finish
+
+    again = subprocess.run(
+        [str(CLI), "--data-dir", str(data_dir), "--json", "archive", "run"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=300,
+    )
+    assert again.returncode == 0, again.stderr
+    report = json.loads(again.stdout)
+    assert any(r.startswith("discarded unverified") for r in report["recovered"]), report["recovered"]
+    with Memory.open(data_dir, embeddings=emb) as mem:
+        live = [it.uid for it in mem.store.items.iter_items("lessons_learned")]
+        archived = [a.uid for a in mem.archiver.iter_archived("lessons_learned")]
+    assert len(live) + len(archived) == N and len(set(live) | set(archived)) == N
+    assert len(archived) == N
