@@ -15,14 +15,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 
+pytestmark = pytest.mark.sqlite_only("builds and checks the documentation site; no catalog involved")
+
 # Loaded by the build's interpreter before mkdocs: any attempt to open a network connection fails the build,
 # so a plugin that fetches (Material's social cards, privacy plugin, remote inventories) cannot slip in.
 _NO_NETWORK = """
 import socket
-
-pytestmark = pytest.mark.sqlite_only(
-    "builds and checks the documentation site; no catalog involved"
-)
 
 def _refuse(*args, **kwargs):
     raise OSError("the docs build must not use the network")

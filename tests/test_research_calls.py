@@ -51,7 +51,7 @@ def _cli_options(name: str) -> list[str]:
     return [
         a.dest
         for a in sub._actions
-        if a.option_strings and a.dest not in ("help", "data_dir", "json", "verbose", "read_only")
+        if a.option_strings and a.dest not in ("help", "data_dir", "url", "local_dir", "json", "verbose", "read_only")
     ]  # noqa: SLF001
 
 
