@@ -24,6 +24,10 @@ from langgraph_memory import Memory
 from langgraph_memory.errors import NotFoundError, ReadOnlyError
 from langgraph_memory.store import ChromaStore
 
+# Read-only use reads a data directory's files and writes none of them; a memory on a server is read
+# through the server (its roles decide who may write), so there is nothing of this to test there.
+pytestmark = pytest.mark.sqlite_only("opens a data directory's files without writing them")
+
 HELPERS = Path(__file__).resolve().parent / "helpers"
 CLI = Path(sys.executable).with_name("langgraph-memory")
 ROOT = Path(__file__).resolve().parents[1]
