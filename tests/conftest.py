@@ -131,10 +131,11 @@ _SQLITE_ONLY: dict[str, str] = {
     "tests/test_store_damage.py": "damages the data directory's SQLite catalog and index files",
     "tests/test_store_disk_full.py": "fills the disk under the SQLite catalog (on a server the catalog is not there)",
     "tests/test_migrate.py": "copies a data directory's own SQLite catalog to PostgreSQL and back",
+    "tests/test_store_processes.py::test_a_held_catalog_lock_times_out_with_a_clear_error": (
+        "holds the SQLite catalog file's write lock"
+    ),
 }
 _PG_PENDING: dict[str, str] = {
-    "tests/test_store.py::test_langchain_vectorstore_view": "the LangChain view of a server memory",
-    "tests/test_rough_edges.py::test_3_as_vectorstore_is_read_only_with_clean_metadata": "the LangChain view",
     "tests/test_mcp_server.py::test_an_agent_can_retire_supersede_and_reinstate_a_memory": "MCP retire/reinstate",
     "tests/test_mcp_stdio.py::test_two_servers_on_one_data_directory": "two MCP servers on one memory",
     "tests/test_bitrot.py": "bit rot drills read the data directory's seal files",
@@ -143,6 +144,15 @@ _PG_PENDING: dict[str, str] = {
     "tests/test_ingest_large.py": "bounded memory of a 50 MB ingest",
     "tests/test_langgraph_server.py": "the langgraph dev server's environment",
     "tests/test_notebook.py": "the executed notebook",
+    "tests/test_store_processes.py::test_a_held_chroma_lock_delays_only_the_index": "index catch-up in a thread",
+    "tests/test_store_server.py::test_store_ops_on_a_chroma_server": "reads Chroma right after a put",
+    "tests/test_store_view.py::test_chroma_holds_only_vectors_and_the_view_reads_everything_from_the_catalog": (
+        "reads Chroma's own records right after a put"
+    ),
+    "tests/test_store_vectors.py::test_a_cache_behind_the_pruned_log_reloads": "prunes the SQLite log",
+    "tests/test_store_vectors.py::test_a_collection_over_the_budget_is_searched_without_the_cache": (
+        "counts Chroma's records right after a put"
+    ),
 }
 
 

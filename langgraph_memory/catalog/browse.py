@@ -208,7 +208,12 @@ def change_token(conn: sqlite3.Connection) -> tuple[object, ...]:
     An in-place update of a value that keeps its size does not change it: callers that cache
     aggregates over values also expire them by age.
     """
-    seq = conn.execute("SELECT name, seq FROM sqlite_sequence WHERE name IN ('items', 'index_queue')").fetchall()
+    if dialect_of(conn) == POSTGRESQL:  # the newest ids, committed (sequences are not transactional)
+        seq = conn.execute(
+            "SELECT 'items', (SELECT max(id) FROM items) UNION ALL SELECT 'index_queue', (SELECT max(seq) FROM index_queue)"
+        ).fetchall()
+    else:
+        seq = conn.execute("SELECT name, seq FROM sqlite_sequence WHERE name IN ('items', 'index_queue')").fetchall()
     counts = conn.execute("SELECT sum(n_items), sum(n_vectors) FROM collection_counts").fetchone()
     status = conn.execute("SELECT value FROM meta WHERE key = 'status_version'").fetchone()
     return (tuple(sorted(seq)), tuple(counts), status)

@@ -483,6 +483,9 @@ class ChromaStore(BaseStore):
         """
         embed = self._embed_query if self.cached_embeddings is not None else None
         hidden = None if include_retired else self._hidden.snapshot
+        # The view queries the Chroma index: with the catalog on a server that index catches up after each
+        # write, in a thread, so the view first lets it take every write this store acknowledged.
+        self.wait_for_index(self.settings.lock_timeout)
         return RecordView(
             self.catalog, self.vector_index, self.collections.by_name(label_or_name).name, embed, hidden=hidden
         )
