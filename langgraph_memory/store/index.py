@@ -58,6 +58,8 @@ __all__ = ["ChromaIndex", "IndexUnavailable", "IndexServerUnavailable", "Rebuild
 logger = logging.getLogger(__name__)
 
 _GEN_KEY = "index_generation"
+# Queued changes applied to Chroma per hold of the index lock.
+_APPLY_CHUNK = 500
 _SEAL_KEY = "index_seal"
 _BROKEN_KEY = "index_broken"
 _BATCH = 1000
@@ -347,17 +349,21 @@ class ChromaIndex:
         if not names:
             return 0
         applied = 0
-        with self._use(write=True) as client:
-            for name in names:
-                while True:
-                    with self.catalog.read() as conn:
-                        rows = _queue.pending(conn, name, limit=5000)
-                        if not rows:
-                            break
-                        n_old: dict[int, int] = {}
-                        for _seq, item_id, n in rows:
-                            n_old[item_id] = max(n_old.get(item_id, 0), n)
-                        vectors = _items.load_vectors(conn, list(n_old))
+        for name in names:
+            while True:
+                # Read from the catalog, then hold the index lock for this chunk's upsert only: a search holds
+                # the catalog and then asks for the index, so holding the index while asking for the catalog
+                # could wait on each other (with the catalog on a server, this runs in a thread of its own).
+                with self.catalog.read() as conn:
+                    rows = _queue.pending(conn, name, limit=_APPLY_CHUNK)
+                    if not rows:
+                        break
+                    n_old: dict[int, int] = {}
+                    for _seq, item_id, n in rows:
+                        n_old[item_id] = max(n_old.get(item_id, 0), n)
+                    vectors = _items.load_vectors(conn, list(n_old))
+                self._chroma_name(name)  # reads the catalog: before the index lock, not under it
+                with self._use(write=True) as client:
                     try:
                         col = self._collection(client, name, create=True)
                         self._apply(col, n_old, vectors)
@@ -365,11 +371,11 @@ class ChromaIndex:
                         raise
                     except Exception as exc:  # noqa: BLE001 - Chroma's errors are many and untyped
                         raise self._failed(name, exc, "applying changes") from exc
-                    with self.catalog.write(ordered=False) as conn:  # needs no place in the change log
-                        _queue.mark_applied(conn, name, rows[-1][0])
-                    applied += len(n_old)
-                    if len(rows) < 5000:
-                        break  # everything pending was in this read; a later write requests its own pass
+                with self.catalog.write(ordered=False) as conn:  # needs no place in the change log
+                    _queue.mark_applied(conn, name, rows[-1][0])
+                applied += len(n_old)
+                if len(rows) < _APPLY_CHUNK:
+                    break  # everything pending was in this read; a later write requests its own pass
         return applied
 
     @staticmethod
