@@ -138,6 +138,8 @@ def test_without_keywords_and_decay_the_ranking_is_the_dense_ranking(store: Chro
     for i in range(60):
         text = " ".join(WORDS[(i * j) % len(WORDS)] for j in range(1, 4))
         store.put(("notes", f"u{i % 3}"), f"k{i}", {"text": f"{text} {i}", "n": i % 4, "kind": "a" if i % 2 else "b"})
+    # Both searches of a pair must see one index: with the catalog on a server it catches up in a thread.
+    assert store.wait_for_index(60)
     cases = [
         (("notes",), {}),
         (("notes", "u1"), {}),
