@@ -257,23 +257,7 @@ def write_items(
             item_id, n_old = known.insert(conn, w, nid, now, expires)
             counts.add(nid, w.collection, 1, len(w.vectors))
         elif old is None:
-            cur = conn.execute(
-                "INSERT INTO items(ns_id, key, uid, value, created_at, updated_at, last_accessed_at, access_count,"
-                " expires_at, ttl_minutes, n_vectors) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
-                (
-                    nid,
-                    w.key,
-                    item_uid(w.namespace, w.key),
-                    w.value_json,
-                    now,
-                    now,
-                    now,
-                    expires,
-                    w.ttl_minutes,
-                    len(w.vectors),
-                ),
-            )
-            item_id, n_old = int(cur.lastrowid or 0), 0
+            item_id, n_old = _insert_item(conn, w, nid, now, expires), 0
             counts.add(nid, w.collection, 1, len(w.vectors))
         else:
             item_id, n_old = int(old[0]), int(old[1])
@@ -309,6 +293,30 @@ def write_items(
     for collection, entries in queued.items():
         _queue.enqueue(conn, collection, entries)
     return out
+
+
+def _insert_item(
+    conn: Any, w: ItemWrite, nid: int, now: float, expires: float | None, *, item_id: int | None = None
+) -> int:
+    """Insert a new item row for ``w``; return its id (``item_id`` when given, else the one the row got)."""
+    cols = "ns_id, key, uid, value, created_at, updated_at, last_accessed_at, access_count, expires_at, ttl_minutes, n_vectors"
+    row = (
+        nid,
+        w.key,
+        item_uid(w.namespace, w.key),
+        w.value_json,
+        now,
+        now,
+        now,
+        expires,
+        w.ttl_minutes,
+        len(w.vectors),
+    )
+    if item_id is not None:
+        conn.execute(f"INSERT INTO items(id, {cols}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)", (item_id, *row))
+        return item_id
+    cur = conn.execute(f"INSERT INTO items({cols}) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)", row)
+    return int(cur.lastrowid or 0)
 
 
 class _Known:
@@ -363,24 +371,7 @@ class _Known:
         return nid, (self.state.get((nid, w.key)) if nid is not None else None)
 
     def insert(self, conn: Any, w: ItemWrite, nid: int, now: float, expires: float | None) -> tuple[int, int]:
-        item_id = self._ids.pop()
-        conn.execute(
-            "INSERT INTO items(id, ns_id, key, uid, value, created_at, updated_at, last_accessed_at, access_count,"
-            " expires_at, ttl_minutes, n_vectors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
-            (
-                item_id,
-                nid,
-                w.key,
-                item_uid(w.namespace, w.key),
-                w.value_json,
-                now,
-                now,
-                now,
-                expires,
-                w.ttl_minutes,
-                len(w.vectors),
-            ),
-        )
+        item_id = _insert_item(conn, w, nid, now, expires, item_id=self._ids.pop())
         self.state[(nid, w.key)] = (item_id, len(w.vectors))
         return item_id, 0
 
