@@ -146,11 +146,6 @@ _PG_PENDING: dict[str, str] = {
     "tests/test_langgraph_server.py": "the example app under `langgraph dev`",
     "tests/test_notebook.py": "the executed notebook",
     "tests/test_store_vectors.py::test_a_cache_behind_the_pruned_log_reloads": "a vector cache behind the pruned log",
-    # Seen: a search during the index's first catch-up can wait out the 30 s lock timeout (the catch-up
-    # thread creates the Chroma collection and records its name in the catalog under the index lock).
-    "tests/test_hybrid.py::test_without_keywords_and_decay_the_ranking_is_the_dense_ranking[hnsw]": (
-        "a search during the first catch-up of the index"
-    ),
     # Seen: they read Chroma itself right after a put, and on PostgreSQL the index catches up in a thread.
     "tests/test_store_processes.py::test_a_held_chroma_lock_delays_only_the_index": "a held Chroma lock",
     "tests/test_store_server.py::test_store_ops_on_a_chroma_server": "Chroma's own records after a put",

@@ -31,6 +31,7 @@ import logging
 import random
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -172,6 +173,11 @@ class ChromaIndex:
             self.handle = ChromaHandle.for_client(client, lock_timeout)
             self.session = None
         self._collections: dict[str, Any] = {}
+        # Chroma names read from the catalog before the index lock is taken: holding the index while waiting
+        # for the catalog could wait forever on a search that holds the catalog and waits for the index.
+        self._names: dict[str, str] = {}
+        self._broken_to_record = False
+        self._held = threading.local()  # how deep this thread is inside ``_use``
         self._epoch = -1
         #: collections Chroma failed on since the last rebuild (searched exactly meanwhile).
         self.broken: set[str] = set()
@@ -204,26 +210,68 @@ class ChromaIndex:
             return collection
         return f"lgm-{self.catalog.catalog_id[:12]}-{collection}-g{generation}"
 
-    def _chroma_name(self, collection: str) -> str:
+    def _chroma_name(self, collection: str, *, record: bool = False) -> str:
+        """The Chroma name of ``collection``; with ``record``, written to the catalog if it has none yet.
+
+        Call it before taking the index lock (see ``_names``).
+        """
+        name = self._names.get(collection)
+        if name is not None:
+            return name
         with self.catalog.read() as conn:
             name = _queue.chroma_name(conn, collection)
-        return name or self._default_name(collection)
+        if name is None:
+            name = self._default_name(collection)
+            if record:
+                with self.catalog.write() as conn:
+                    if _queue.chroma_name(conn, collection) is None:
+                        _queue.set_chroma_name(conn, collection, name, 0)
+                    else:  # another machine named it meanwhile
+                        name = _queue.chroma_name(conn, collection) or name
+            else:
+                return name  # not recorded yet: read it again next time
+        self._names[collection] = name
+        return name
+
+    def _forget_names(self) -> None:
+        self._collections.clear()
+        self._names.clear()
 
     # ------------------------------------------------------------- access
 
     @contextmanager
     def _use(self, *, write: bool = False) -> Iterator[Any]:
-        with self.handle.use(write=write) as client:
-            if self._epoch != self.handle.epoch:
-                self._collections.clear()
-                self._epoch = self.handle.epoch
-            yield client
+        self._held.depth = self._holding() + 1
+        try:
+            with self.handle.use(write=write) as client:
+                if self._epoch != self.handle.epoch:
+                    self._collections.clear()
+                    self._epoch = self.handle.epoch
+                yield client
+        finally:
+            self._held.depth -= 1
+            if self._broken_to_record and not self._holding():
+                self._record_broken()
+
+    def _holding(self) -> int:
+        return int(getattr(self._held, "depth", 0))
+
+    def _record_broken(self) -> None:
+        # After the index lock is released (see ``_names``): the next open rebuilds.
+        self._broken_to_record = False
+        try:
+            with self.catalog.write() as conn:
+                self.catalog.set_meta(conn, _BROKEN_KEY, "1")
+        except LangGraphMemoryError:  # the catalog's own trouble is reported where it happens
+            logger.debug("could not record the broken index", exc_info=True)
 
     def _collection(self, client: Any, collection: str, *, create: bool) -> Any | None:
         col = self._collections.get(collection)
         if col is not None:
             return col
-        name = self._chroma_name(collection)
+        name = self._names.get(collection)
+        if name is None:  # a caller that did not resolve it first: read it under the lock
+            name = self._chroma_name(collection, record=create)
         if create:
             try:
                 col = client.get_or_create_collection(name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
@@ -231,9 +279,6 @@ class ChromaIndex:
                 if self.embedded or server_unreachable(exc):
                     raise
                 col = client.get_collection(name, embedding_function=None)
-            with self.catalog.write() as conn:
-                if _queue.chroma_name(conn, collection) is None:
-                    _queue.set_chroma_name(conn, collection, name, 0)
         else:
             try:
                 col = client.get_collection(name, embedding_function=None)
@@ -246,8 +291,9 @@ class ChromaIndex:
 
     def _failed(self, collection: str, exc: BaseException, what: str) -> LangGraphMemoryError:
         if not self.embedded and (server_unreachable(exc) or missing(exc)):
-            # Not damage: the server is away, or lost collections; the catalog has every vector.
-            self._collections.clear()
+            # Not damage: the server is away, or lost collections (another machine may have rebuilt them under
+            # new names); the catalog has every vector.
+            self._forget_names()
             if server_unreachable(exc):
                 if self.health.down_since is None:
                     logger.warning(
@@ -274,11 +320,9 @@ class ChromaIndex:
                 where,
             )
         self.broken.add(collection)
-        try:
-            with self.catalog.write() as conn:
-                self.catalog.set_meta(conn, _BROKEN_KEY, "1")
-        except LangGraphMemoryError:  # the catalog's own trouble is reported where it happens
-            logger.debug("could not record the broken index", exc_info=True)
+        self._broken_to_record = True
+        if not self._holding():
+            self._record_broken()
         logger.error(
             "the Chroma index of %r failed while %s (%s: %s); its searches now run exactly from the catalog. "
             "Call store.rebuild_index() (or `langgraph-memory index rebuild`) or reopen the store to rebuild it.",
@@ -308,7 +352,7 @@ class ChromaIndex:
             return False
         self._recovering = True
         try:
-            self._collections.clear()
+            self._forget_names()
             repaired = self.reconcile()
         except (LangGraphMemoryError, RuntimeError) as exc:
             # Still away (recorded by _failed), the catalog is, or the caller holds a read snapshot (a
@@ -362,7 +406,7 @@ class ChromaIndex:
                     for _seq, item_id, n in rows:
                         n_old[item_id] = max(n_old.get(item_id, 0), n)
                     vectors = _items.load_vectors(conn, list(n_old))
-                self._chroma_name(name)  # reads the catalog: before the index lock, not under it
+                self._chroma_name(name, record=True)  # before the index lock (see ``_names``)
                 with self._use(write=True) as client:
                     try:
                         col = self._collection(client, name, create=True)
@@ -410,19 +454,24 @@ class ChromaIndex:
             raise IndexUnavailable(f"the Chroma index of {collection!r} is waiting for a rebuild")
         if not self.serving():  # caught up by catch_up(), outside the caller's catalog snapshot
             raise self._away("searching")
+        self._chroma_name(collection)
         with self._use() as client:
             try:
                 col = self._collection(client, collection, create=False)
-                if col is None:
-                    if not self.embedded and self._catalog_has_vectors(collection):
-                        self.health.mark_lost(f"the collection of {collection!r} is missing")
-                        raise self._away("searching")
-                    return []
-                res = col.query(query_embeddings=vector.reshape(1, -1), n_results=n, include=["distances"])
+                res = (
+                    None
+                    if col is None
+                    else col.query(query_embeddings=vector.reshape(1, -1), n_results=n, include=["distances"])
+                )
             except LangGraphMemoryError:
                 raise
             except Exception as exc:  # noqa: BLE001
                 raise self._failed(collection, exc, "searching") from exc
+        if res is None:
+            if not self.embedded and self._catalog_has_vectors(collection):
+                self.health.mark_lost(f"the collection of {collection!r} is missing")
+                raise self._away("searching")
+            return []
         out = []
         for rid, dist in zip(res["ids"][0], res["distances"][0], strict=True):
             item_id, idx = parse_record_id(rid)
@@ -431,11 +480,13 @@ class ChromaIndex:
 
     def chroma_collection(self, collection: str) -> Any | None:
         """The raw Chroma collection indexing ``collection`` (None before its first vector), to look at."""
+        self._chroma_name(collection)
         with self._use() as client:
             return self._collection(client, collection, create=False)
 
     def count(self, collection: str) -> int:
         """How many vectors Chroma holds for ``collection``."""
+        self._chroma_name(collection)
         with self._use() as client:
             col = self._collection(client, collection, create=False)
             return 0 if col is None else int(col.count())
@@ -612,6 +663,7 @@ class ChromaIndex:
                 records = self._changed(conn, name, before.get(name, 0), _queue.applied(conn, name))
             if not records:
                 continue
+            self._chroma_name(name)
             with self._use() as client:
                 try:
                     col = self._collection(client, name, create=False)
@@ -706,6 +758,7 @@ class ChromaIndex:
         return repaired
 
     def _repair_ids(self, collection: str) -> int:
+        self._chroma_name(collection, record=True)
         with self._use(write=True) as client:
             try:
                 col = self._collection(client, collection, create=True)
@@ -718,18 +771,26 @@ class ChromaIndex:
                     if len(got["ids"]) < 10_000:
                         break
                     offset += 10_000
-                # Read after the server's ids: a record another machine applied meanwhile was committed
-                # before, so it is wanted (read in the other order, it would be deleted as extra).
-                with self.catalog.read() as conn:
-                    want: dict[str, tuple[int, int]] = {}
-                    for item_id, idx in _vectors.record_keys(conn, collection):
-                        want[record_id(item_id, idx)] = (item_id, idx)
-                extra = [rid for rid in have if rid not in want]
-                missing = sorted({want[rid][0] for rid in want if rid not in have})
+            except LangGraphMemoryError:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                raise self._failed(collection, exc, "repairing") from exc
+        # Read after the server's ids, and outside the index lock (see ``_names``): a record another machine
+        # applied meanwhile was committed before, so it is wanted (read in the other order, it would be deleted
+        # as extra).
+        with self.catalog.read() as conn:
+            want: dict[str, tuple[int, int]] = {}
+            for item_id, idx in _vectors.record_keys(conn, collection):
+                want[record_id(item_id, idx)] = (item_id, idx)
+            extra = [rid for rid in have if rid not in want]
+            missing = sorted({want[rid][0] for rid in want if rid not in have})
+            vectors = _items.load_vectors(conn, missing)
+        with self._use(write=True) as client:
+            try:
+                col = self._collection(client, collection, create=True)
+                assert col is not None
                 for start in range(0, len(extra), 5000):
                     col.delete(ids=extra[start : start + 5000])
-                with self.catalog.read() as conn:
-                    vectors = _items.load_vectors(conn, missing)
                 self._apply(col, {i: 0 for i in missing}, vectors)
             except LangGraphMemoryError:
                 raise
@@ -777,7 +838,7 @@ class ChromaIndex:
                     self.catalog.set_meta(conn, _VERIFIED_KEY + name, str(snapshot))  # all of it is new
         old_names = {name: self._default_name(name, generation) for name in self.collections}
         self.handle.switched()
-        self._collections.clear()
+        self._forget_names()
         self.broken.clear()
         if self.embedded:
             self._remove_stale_folders(self._folder_of(str(new_gen)))
