@@ -12,10 +12,9 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import pytest
-from langgraph.graph import END, START, StateGraph
 
 from langgraph_memory.catalog.catalog import Catalog
 from langgraph_memory.catalog.postgres.catalog import PgCatalog
@@ -24,34 +23,12 @@ from langgraph_memory.checkpoint.postgres import PostgresCheckpointer
 from langgraph_memory.cli import main
 from langgraph_memory.errors import MigrationError
 from langgraph_memory.memory import Memory
-from langgraph_memory.store import ChromaStore
-from tests.conftest import FAKE_DIMS
+from tests.helpers.server_memory import counter_graph, isolate
 
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fake_embeddings: Any) -> None:
-    for name in ("LANGGRAPH_MEMORY_DIR", "LANGGRAPH_MEMORY_URL", "LANGGRAPH_MEMORY_LOCAL_DIR", "EMBEDDING_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-    empty = tmp_path / "empty.toml"
-    empty.write_text("", encoding="utf-8")
-    monkeypatch.setenv("LANGGRAPH_MEMORY_CONFIG", str(empty))
-    monkeypatch.setattr(
-        ChromaStore,
-        "default_index",
-        classmethod(lambda cls, model_name=None: {"dims": FAKE_DIMS, "embed": fake_embeddings}),
-    )
-
-
-class _State(TypedDict):
-    n: int
-
-
-def _graph() -> Any:
-    builder = StateGraph(_State)
-    builder.add_node("inc", lambda s: {"n": s["n"] + 1})
-    builder.add_edge(START, "inc")
-    builder.add_edge("inc", END)
-    return builder
+    isolate(monkeypatch, tmp_path, fake_embeddings)
 
 
 QUERIES = ("coffee", "momentum earnings", "lookback whipsaws", "note 7", "ingested report on volatility")
@@ -74,7 +51,7 @@ def _seed(data_dir: Path, fake_embeddings: Any, tmp_path: Path) -> dict[str, Any
         mem.ingest(doc)
         mem.sessions.add_turn("what about coffee?", "it helps the morning review", thread_id="t-chat")
         mem.sessions.add_turn("and momentum?", "it decays after earnings", thread_id="t-chat")
-        graph = mem.compile(_graph())
+        graph = mem.compile(counter_graph())
         for t in ("t1", "t2"):
             graph.invoke({"n": 0}, {"configurable": {"thread_id": t}})
         report = mem.archiver.run()  # the retired lesson goes to an archive file at once
@@ -149,7 +126,7 @@ def test_migrate_into_postgres_and_back(
         assert mem.store.get(("memories", "u1"), "after") is not None
         # The threads came back into checkpoints.sqlite, and resume there.
         assert sorted(t.thread_id for t in mem.checkpointer.list_threads()) == ["t1", "t2"]
-        graph = mem.compile(_graph())
+        graph = mem.compile(counter_graph())
         assert graph.get_state({"configurable": {"thread_id": "t1"}}).values == {"n": 1}
         history = len(list(graph.get_state_history({"configurable": {"thread_id": "t1"}})))
         assert graph.invoke({"n": 5}, {"configurable": {"thread_id": "t1"}}) == {"n": 6}
@@ -243,11 +220,11 @@ def test_threads_copied_into_postgres_resume(
 ) -> None:
     src = tmp_path / "memory"
     with Memory.open(src, embeddings=fake_embeddings) as mem:
-        mem.compile(_graph()).invoke({"n": 40}, {"configurable": {"thread_id": "resume-me"}})
+        mem.compile(counter_graph()).invoke({"n": 40}, {"configurable": {"thread_id": "resume-me"}})
     code, _ = _cli(capsys, "migrate", str(src), pg_database, "--local-dir", str(tmp_path / "l"))
     assert code == 0
     with PostgresCheckpointer(pg_database) as saver:
-        graph = _graph().compile(checkpointer=saver)
+        graph = counter_graph().compile(checkpointer=saver)
         config = {"configurable": {"thread_id": "resume-me"}}
         assert graph.get_state(config).values == {"n": 41}
     code, threads = _cli(capsys, "threads", "list", "--url", pg_database, "--local-dir", str(tmp_path / "l"))

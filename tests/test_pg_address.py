@@ -16,10 +16,9 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import pytest
-from langgraph.graph import END, START, StateGraph
 
 from langgraph_memory.checkpoint import SqliteCheckpointer
 from langgraph_memory.checkpoint.postgres import PostgresCheckpointer
@@ -28,20 +27,14 @@ from langgraph_memory.errors import ConfigError
 from langgraph_memory.memory import Memory
 from langgraph_memory.store import ChromaStore
 from tests.conftest import FAKE_DIMS
+from tests.helpers.server_memory import counter_graph, isolate
 
 MCP_HELPER = Path(__file__).resolve().parent / "helpers" / "mcp_fake_server.py"
 
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fake_embeddings: Any) -> None:
-    for name in ("LANGGRAPH_MEMORY_DIR", "LANGGRAPH_MEMORY_URL", "LANGGRAPH_MEMORY_LOCAL_DIR", "EMBEDDING_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("LANGGRAPH_MEMORY_CONFIG", str(_write(tmp_path / "empty.toml", "")))
-    monkeypatch.setattr(
-        ChromaStore,
-        "default_index",
-        classmethod(lambda cls, model_name=None: {"dims": FAKE_DIMS, "embed": fake_embeddings}),
-    )
+    isolate(monkeypatch, tmp_path, fake_embeddings)
 
 
 def _write(path: Path, text: str) -> Path:
@@ -51,18 +44,6 @@ def _write(path: Path, text: str) -> Path:
 
 def _index(fake_embeddings: Any) -> dict[str, Any]:
     return {"dims": FAKE_DIMS, "embed": fake_embeddings}
-
-
-class _State(TypedDict):
-    n: int
-
-
-def _graph() -> Any:
-    builder = StateGraph(_State)
-    builder.add_node("inc", lambda s: {"n": s["n"] + 1})
-    builder.add_edge(START, "inc")
-    builder.add_edge("inc", END)
-    return builder
 
 
 def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
@@ -166,7 +147,7 @@ def test_cli_threads_on_the_postgres_checkpointer(
     pg_database: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], fake_embeddings: Any
 ) -> None:
     with Memory.open(pg_database, local_dir=tmp_path / "w", embeddings=fake_embeddings) as mem:
-        graph = mem.compile(_graph())
+        graph = mem.compile(counter_graph())
         for t in ("t1", "t2"):
             graph.invoke({"n": 0}, {"configurable": {"thread_id": t}})
     opts = ("--url", pg_database, "--local-dir", str(tmp_path / "cli"))
@@ -191,7 +172,7 @@ def test_archive_job_archives_threads_of_the_postgres_checkpointer(
     from langgraph_memory.archive.schedule import run_archive_job, schedule_archival
 
     with Memory.open(pg_database, local_dir=tmp_path / "w", embeddings=fake_embeddings) as mem:
-        graph = mem.compile(_graph())
+        graph = mem.compile(counter_graph())
         graph.invoke({"n": 41}, {"configurable": {"thread_id": "idle"}})
         archiver = Archiver(mem.store, checkpointer=mem.checkpointer, thread_after_days=0, thread_strategy="archive")
         try:
@@ -287,7 +268,7 @@ def test_platform_factories_open_the_server(
         store.close()
     with open_checkpointer() as saver:
         assert isinstance(saver, PostgresCheckpointer)
-        _graph().compile(checkpointer=saver).invoke({"n": 1}, {"configurable": {"thread_id": "p1"}})
+        counter_graph().compile(checkpointer=saver).invoke({"n": 1}, {"configurable": {"thread_id": "p1"}})
         assert [t.thread_id for t in saver.list_threads()] == ["p1"]
     # A Chroma address where the memory goes is still refused.
     monkeypatch.delenv("LANGGRAPH_MEMORY_URL")

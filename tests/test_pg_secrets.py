@@ -23,24 +23,14 @@ from langgraph_memory.checkpoint.postgres import PostgresCheckpointer
 from langgraph_memory.cli import main
 from langgraph_memory.errors import LangGraphMemoryError, ServerUnavailableError
 from langgraph_memory.memory import Memory
-from langgraph_memory.store import ChromaStore
-from tests.conftest import FAKE_DIMS
+from tests.helpers.server_memory import counter_graph, isolate
 
 SECRET = "SECRETPW"
 
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fake_embeddings: Any) -> None:
-    for name in ("LANGGRAPH_MEMORY_DIR", "LANGGRAPH_MEMORY_URL", "LANGGRAPH_MEMORY_LOCAL_DIR", "EMBEDDING_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-    empty = tmp_path / "empty.toml"
-    empty.write_text("", encoding="utf-8")
-    monkeypatch.setenv("LANGGRAPH_MEMORY_CONFIG", str(empty))
-    monkeypatch.setattr(
-        ChromaStore,
-        "default_index",
-        classmethod(lambda cls, model_name=None: {"dims": FAKE_DIMS, "embed": fake_embeddings}),
-    )
+    isolate(monkeypatch, tmp_path, fake_embeddings)
 
 
 def _with(url: str, *, user: str | None = None, password: str | None = None, port: int | None = None) -> str:
@@ -87,7 +77,7 @@ def test_the_password_never_shows(
     with Memory.open(secret_url, local_dir=tmp_path / "local", embeddings=fake_embeddings) as mem:
         mem.store.put(("memories", "u1"), "m1", {"content": "the password stays out of sight"})
         finding = mem.store_research_finding("Momentum decays after earnings", source="technical", confidence=0.8)
-        mem.compile(_graph()).invoke({"n": 1}, {"configurable": {"thread_id": "t1"}})
+        mem.compile(counter_graph()).invoke({"n": 1}, {"configurable": {"thread_id": "t1"}})
         seen.append(repr(mem.store.search(("memories",), query="password", limit=3)))
         seen.append(repr(mem.store.explain(("memories",), query="password")))
         seen.append(json.dumps(mem.stats().as_dict(), default=str))
@@ -148,7 +138,7 @@ def test_libpq_parameters_pass_through(
             # The address's parameters reach the server (the catalog's own default name gives way).
             assert conn.execute("SELECT current_setting('application_name')").fetchone()[0] == "lgm-desk-7"
             assert conn.execute("SELECT count(*) FROM items").fetchone()[0] == 1
-        mem.compile(_graph()).invoke({"n": 1}, {"configurable": {"thread_id": "t"}})
+        mem.compile(counter_graph()).invoke({"n": 1}, {"configurable": {"thread_id": "t"}})
         assert [t.thread_id for t in mem.checkpointer.list_threads()] == ["t"]
     # sslmode=require against a server without SSL: a typed error that says so, not a traceback.
     required = f"{secret_url}?sslmode=require"
@@ -158,18 +148,3 @@ def test_libpq_parameters_pass_through(
     code = main(["--url", required, "--local-dir", str(tmp_path / "cli"), "list"])
     err = capsys.readouterr().err
     assert code == 3 and "SSL" in err and SECRET not in err and "Traceback" not in err
-
-
-def _graph() -> Any:
-    from typing import TypedDict
-
-    from langgraph.graph import END, START, StateGraph
-
-    class State(TypedDict):
-        n: int
-
-    builder = StateGraph(State)
-    builder.add_node("inc", lambda s: {"n": s["n"] + 1})
-    builder.add_edge(START, "inc")
-    builder.add_edge("inc", END)
-    return builder
