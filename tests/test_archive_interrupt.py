@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -19,8 +20,9 @@ from langgraph_memory import Memory
 from tests.helpers.archive_data import make_lessons
 
 CLI = Path(sys.executable).with_name("langgraph-memory")
+HELD_CLI = Path(__file__).resolve().parent / "helpers" / "archive_interrupt_cli.py"
 ROOT = Path(__file__).resolve().parents[1]
-N = 3000  # six chunks of 500: a SIGINT after the first lands mid-write
+N = 3000  # six chunks of 500: the SIGINT lands after the first, mid-file
 
 
 def _env() -> dict[str, str]:
@@ -34,23 +36,20 @@ def test_ctrl_c_during_an_archive_run_says_so_exits_130_and_the_next_run_finishe
     emb = DeterministicFakeEmbedding(size=16)
     with Memory.open(data_dir, embeddings=emb) as mem:
         make_lessons(mem.store, emb, N)
+    marker = data_dir.parent / "holding"
     proc = subprocess.Popen(
-        [str(CLI), "--data-dir", str(data_dir), "-v", "archive", "run"],
+        [sys.executable, str(HELD_CLI), str(marker), "--data-dir", str(data_dir), "-v", "archive", "run"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=_env(),
     )
-    assert proc.stderr is not None
-    seen: list[str] = []
-    # Readiness through output: the first chunk of the file is written (with -v each phase is logged).
-    for line in proc.stderr:
-        seen.append(line)
-        if "archive run: write lessons_learned" in line:
-            break
-    else:
-        proc.wait(timeout=60)
-        raise AssertionError("the run ended before writing: " + "".join(seen))
+    # Readiness: the child holds after the first chunk of the file is written (the marker appears).
+    while not marker.exists():
+        if proc.poll() is not None:
+            out, err = proc.communicate()
+            raise AssertionError(f"the run ended before writing (exit {proc.returncode}): {err}")
+        time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, err
