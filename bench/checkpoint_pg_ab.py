@@ -16,6 +16,7 @@ Run::
 
     python bench/checkpoint_pg_ab.py                  # main against this checkout
     python bench/checkpoint_pg_ab.py --before HEAD~3 --rounds 7 --invokes 100
+    python bench/checkpoint_pg_ab.py --before-dir /tmp/variant   # a copy of the package with a change tried
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import asyncio
 import importlib
 import io
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -51,17 +53,20 @@ from tests.helpers.postgres import create_database, drop_database  # noqa: E402
 BEFORE_PACKAGE = "lgm_before"
 
 
-def load_before(ref: str, into: Path) -> Any:
-    """``PostgresCheckpointer`` of the package as of git ``ref``, imported as `BEFORE_PACKAGE`."""
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", "--format=tar", ref, "langgraph_memory"],
-        check=True,
-        capture_output=True,
-    ).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(into, filter="data")
+def load_before(ref: str, into: Path, source: Path | None = None) -> Any:
+    """``PostgresCheckpointer`` of the package as of git ``ref`` (or in folder ``source``), as `BEFORE_PACKAGE`."""
     package = into / BEFORE_PACKAGE
-    (into / "langgraph_memory").rename(package)
+    if source is not None:
+        shutil.copytree(source / "langgraph_memory", package, ignore=shutil.ignore_patterns("__pycache__"))
+    else:
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", "--format=tar", ref, "langgraph_memory"],
+            check=True,
+            capture_output=True,
+        ).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(into, filter="data")
+        (into / "langgraph_memory").rename(package)
     for path in package.rglob("*.py"):
         path.write_text(path.read_text().replace("langgraph_memory", BEFORE_PACKAGE))
     sys.path.insert(0, str(into))
@@ -145,13 +150,22 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", default=os.environ.get("LANGGRAPH_MEMORY_TEST_PG"))
     parser.add_argument("--before", default="main", help="git ref of the code to compare against")
+    parser.add_argument(
+        "--before-dir",
+        type=Path,
+        default=None,
+        help="compare against the langgraph_memory package in this folder instead (a variant being tried)",
+    )
     parser.add_argument("--invokes", type=int, default=60)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args(argv)
     checkpoint_bench.ROUNDS = args.rounds
-    args.before_sha = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--short", args.before], check=True, capture_output=True, text=True
-    ).stdout.strip()
+    if args.before_dir is not None:
+        args.before, args.before_sha = str(args.before_dir), "folder"
+    else:
+        args.before_sha = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", args.before], check=True, capture_output=True, text=True
+        ).stdout.strip()
     cluster = None
     if not args.url:
         from tests.helpers.postgres import start_cluster
@@ -162,7 +176,7 @@ def main(argv: list[str] | None = None) -> None:
     started = time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())
     try:
         with tempfile.TemporaryDirectory(prefix="lgm-ab-") as tmp:
-            before_cls = load_before(args.before, Path(tmp))
+            before_cls = load_before(args.before, Path(tmp), args.before_dir)
             results = run(args.url, before_cls, args.invokes)
     finally:
         if cluster is not None:
