@@ -8,6 +8,7 @@ open, and check the order of events (never elapsed time):
 * a put (urgent) commits while an ordinary batch is still in flight;
 * task writes that arrive while a put commits ride along with the next put;
 * with no next put, they commit by themselves once the linger is over;
+* a write that arrives when no put is committing commits at once;
 * one failing write fails only its own caller.
 """
 
@@ -115,6 +116,17 @@ def test_writes_commit_alone_when_no_put_follows() -> None:
     assert flush.batches == [["p1"], ["w1"]]
 
 
+def test_a_write_after_a_put_returned_does_not_wait_for_another() -> None:
+    # As LangGraph's durability="sync" and a caller's own loop do: put, then put_writes, then the next put.
+    flush = _Flush()
+    group = GroupCommit(flush, linger=3600.0)
+    group.submit("p1", urgent=True)
+    writer, errors = _in_thread(lambda: group.submit("w1"))
+    writer.join(60)
+    assert not writer.is_alive() and not errors
+    assert flush.batches == [["p1"], ["w1"]]
+
+
 def test_a_failing_write_fails_only_its_caller() -> None:
     flush = _Flush(hold={"p1"}, fail={"w2"})
     group = GroupCommit(flush, linger=60.0)
@@ -185,6 +197,14 @@ async def test_async_writes_commit_alone_when_no_put_follows() -> None:
     flush.release.set()
     await put1
     await writer
+    assert flush.batches == [["p1"], ["w1"]]
+
+
+async def test_async_write_after_a_put_returned_does_not_wait_for_another() -> None:
+    flush = _AsyncFlush()
+    group = AsyncGroupCommit(flush, linger=3600.0)
+    await group.submit("p1", urgent=True)
+    await asyncio.wait_for(group.submit("w1"), 60)
     assert flush.batches == [["p1"], ["w1"]]
 
 

@@ -21,8 +21,8 @@ Two kinds of write:
   PostgreSQL flushes the WAL of commits that overlap together, so running
   beside an ordinary commit costs little.
 
-While a put commits, ordinary writes wait for the next put instead of
-committing beside it: LangGraph runs a step's tasks while the previous
+Ordinary writes that arrive while a put commits wait for the next put
+instead of committing beside it: LangGraph runs a step's tasks while the previous
 checkpoint is being stored, so their writes arrive during a put, and the
 next put follows as soon as that one returns. Riding along with it, they
 cost no commit of their own, and the put never shares the disk with a
@@ -48,10 +48,11 @@ AsyncFlush = Callable[[list[Any]], Awaitable["list[BaseException | None]"]]
 
 
 class _Item:
-    __slots__ = ("done", "error", "finished", "payload", "taken")
+    __slots__ = ("done", "error", "finished", "payload", "rides", "taken")
 
-    def __init__(self, payload: Any, done: Any = None) -> None:
+    def __init__(self, payload: Any, done: Any = None, rides: bool = False) -> None:
         self.payload = payload
+        self.rides = rides  # arrived while a put was committing: waits for the next put
         self.error: BaseException | None = None
         self.taken = False  # in a batch being committed
         self.finished = False  # its batch is committed (or failed)
@@ -79,19 +80,19 @@ class GroupCommit:
         self._urgent = 0  # urgent batches being committed
         self._linger_until = 0.0  # monotonic time until which ordinary writes wait for a put
 
-    def _ordinary_wait(self) -> float | None:
+    def _ordinary_wait(self, rides: bool) -> float | None:
         """0 if an ordinary batch may start now, else how long to wait (None: until notified)."""
-        if self._ordinary_busy or self._urgent:
+        if self._ordinary_busy or (rides and self._urgent):
             return None
-        return max(self._linger_until - time.monotonic(), 0.0)
+        return max(self._linger_until - time.monotonic(), 0.0) if rides else 0.0
 
     def submit(self, payload: Any, *, urgent: bool = False) -> None:
         """Commit ``payload`` (alone or with others); raise its error, if any."""
-        item = _Item(payload)
         with self._cond:
+            item = _Item(payload, rides=self._urgent > 0)
             self._queue.append(item)
             while not item.taken and not urgent:
-                wait = self._ordinary_wait()
+                wait = self._ordinary_wait(item.rides)
                 if wait == 0.0:
                     break
                 self._cond.wait(wait)
@@ -142,10 +143,12 @@ class AsyncGroupCommit:
         self._linger_until = 0.0  # loop time
         self._timer: asyncio.TimerHandle | None = None
 
-    def _ordinary_may_start(self) -> bool:
+    def _ordinary_may_start(self, rides: bool) -> bool:
         loop = asyncio.get_running_loop()
-        if self._ordinary_busy or self._urgent:
+        if self._ordinary_busy or (rides and self._urgent):
             return False
+        if not rides:
+            return True
         remaining = self._linger_until - loop.time()
         if remaining > 0:
             if self._timer is None:
@@ -158,10 +161,11 @@ class AsyncGroupCommit:
         self._next_ordinary()
 
     async def submit(self, payload: Any, *, urgent: bool = False) -> None:
-        if not self._queue and (urgent or self._ordinary_may_start()):
+        rides = self._urgent > 0
+        if not self._queue and (urgent or self._ordinary_may_start(rides)):
             await self._commit_alone(payload, urgent=urgent)
             return
-        item = _Item(payload, asyncio.get_running_loop().create_future())
+        item = _Item(payload, asyncio.get_running_loop().create_future(), rides)
         self._queue.append(item)
         if urgent:
             self._start(item, urgent=True)
@@ -201,7 +205,7 @@ class AsyncGroupCommit:
 
     def _next_ordinary(self) -> None:
         # Writes that queued while a batch was in flight go now, together.
-        if self._queue and self._ordinary_may_start():
+        if self._queue and self._ordinary_may_start(all(i.rides for i in self._queue)):
             self._start(self._queue[0], urgent=False)
 
     async def _commit(self, batch: list[_Item], *, urgent: bool) -> None:
