@@ -9,7 +9,8 @@ Prints one table, the PostgreSQL section of ``bench/checkpoint_bench.py``
   interleaved (A, B, A, B, ...) so load drift hits both alike;
 * median ``put`` and ``put_writes`` latency while a thread of N checkpoints
   is written, and ``get_tuple`` and ``list(limit=10)`` on threads of 100 and
-  N (10,000 by default) checkpoints;
+  N (10,000 by default) checkpoints, the two savers taking turns call by
+  call (lockstep), so load that drifts during the run hits both alike;
 * the size of each saver's tables afterwards (``pg_total_relation_size``,
   indexes and TOAST included).
 
@@ -45,8 +46,6 @@ from checkpoint_bench import (
     Row,
     _checkpoint,
     _median_us,
-    read_latency_async,
-    read_latency_sync,
     steps_per_second_async,
     steps_per_second_sync,
 )
@@ -110,6 +109,80 @@ async def afill_timed(saver: BaseCheckpointSaver, thread_id: str, n: int) -> tup
     return puts, writes
 
 
+def fill_interleaved(
+    savers: list[BaseCheckpointSaver], thread_id: str, n: int
+) -> list[tuple[list[float], list[float]]]:
+    """`fill_timed` on several savers in lockstep: checkpoint i goes to each saver in turn."""
+    configs: list[dict[str, Any]] = [{"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}} for _ in savers]
+    times: list[tuple[list[float], list[float]]] = [([], []) for _ in savers]
+    for i in range(n):
+        for k, saver in enumerate(savers):
+            t0 = time.perf_counter()
+            configs[k] = saver.put(
+                configs[k], _checkpoint(i), {"source": "loop", "step": i}, {"messages": i + 1, "turns": i + 1}
+            )
+            t1 = time.perf_counter()
+            times[k][0].append(t1 - t0)
+            if i % 3 == 0:
+                saver.put_writes(configs[k], [("messages", [AIMessage("pending")])], f"task-{i}")
+                times[k][1].append(time.perf_counter() - t1)
+    return times
+
+
+async def afill_interleaved(
+    savers: list[BaseCheckpointSaver], thread_id: str, n: int
+) -> list[tuple[list[float], list[float]]]:
+    """Async `fill_interleaved`."""
+    configs: list[dict[str, Any]] = [{"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}} for _ in savers]
+    times: list[tuple[list[float], list[float]]] = [([], []) for _ in savers]
+    for i in range(n):
+        for k, saver in enumerate(savers):
+            t0 = time.perf_counter()
+            configs[k] = await saver.aput(
+                configs[k], _checkpoint(i), {"source": "loop", "step": i}, {"messages": i + 1, "turns": i + 1}
+            )
+            t1 = time.perf_counter()
+            times[k][0].append(t1 - t0)
+            if i % 3 == 0:
+                await saver.aput_writes(configs[k], [("messages", [AIMessage("pending")])], f"task-{i}")
+                times[k][1].append(time.perf_counter() - t1)
+    return times
+
+
+def read_interleaved(
+    savers: list[BaseCheckpointSaver], thread_id: str, repeats: int
+) -> list[tuple[list[float], list[float]]]:
+    """``get_tuple`` and ``list(limit=10)`` times per saver, the savers taking turns."""
+    config: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    times: list[tuple[list[float], list[float]]] = [([], []) for _ in savers]
+    for _ in range(repeats):
+        for k, saver in enumerate(savers):
+            t0 = time.perf_counter()
+            assert saver.get_tuple(config) is not None
+            t1 = time.perf_counter()
+            assert len(list(saver.list(config, limit=10))) == 10
+            times[k][0].append(t1 - t0)
+            times[k][1].append(time.perf_counter() - t1)
+    return times
+
+
+async def aread_interleaved(
+    savers: list[BaseCheckpointSaver], thread_id: str, repeats: int
+) -> list[tuple[list[float], list[float]]]:
+    """Async `read_interleaved`."""
+    config: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    times: list[tuple[list[float], list[float]]] = [([], []) for _ in savers]
+    for _ in range(repeats):
+        for k, saver in enumerate(savers):
+            t0 = time.perf_counter()
+            assert await saver.aget_tuple(config) is not None
+            t1 = time.perf_counter()
+            assert len([t async for t in saver.alist(config, limit=10)]) == 10
+            times[k][0].append(t1 - t0)
+            times[k][1].append(time.perf_counter() - t1)
+    return times
+
+
 def _their_conn(url: str) -> psycopg.Connection[Any]:
     # As PostgresSaver.from_conn_string opens it.
     return psycopg.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row)
@@ -135,12 +208,18 @@ def _run(urls: dict[str, str], invokes: int, long_thread: int, repeats: int) -> 
     rates = steps_per_second_sync({"PostgresSaver": theirs, "PostgresCheckpointer": ours}, invokes)
     lg = Row("PostgresSaver", "sync", rates["PostgresSaver"])
     mine = Row("PostgresCheckpointer", "sync", rates["PostgresCheckpointer"], peer="PostgresSaver")
-    for row, saver in ((lg, theirs), (mine, ours)):
-        fill_timed(saver, "short", 100)
-        puts, writes = fill_timed(saver, "long", long_thread)
+    # Both savers write and read in lockstep (one call each, in turn), so load that drifts hits both alike.
+    pair = ((lg, theirs), (mine, ours))
+    fill_interleaved([saver for _, saver in pair], "short", 100)
+    for (row, _), (puts, writes) in zip(
+        pair, fill_interleaved([saver for _, saver in pair], "long", long_thread), strict=True
+    ):
         row.latency["put"], row.latency["put_writes"] = _median_us(puts), _median_us(writes)
-        for label, thread in (("100", "short"), ("long", "long")):
-            row.latency[f"get@{label}"], row.latency[f"list@{label}"] = read_latency_sync(saver, thread, repeats)
+    for label, thread in (("100", "short"), ("long", "long")):
+        for (row, _), (gets, lists) in zip(
+            pair, read_interleaved([saver for _, saver in pair], thread, repeats), strict=True
+        ):
+            row.latency[f"get@{label}"], row.latency[f"list@{label}"] = _median_us(gets), _median_us(lists)
     conn.close()
     ours.close()
     lg.file_bytes = _table_bytes(urls["theirs"], _THEIR_TABLES)
@@ -160,8 +239,10 @@ def _run(urls: dict[str, str], invokes: int, long_thread: int, repeats: int) -> 
         alg = Row("AsyncPostgresSaver", "async", rates["AsyncPostgresSaver"])
         amine = Row("PostgresCheckpointer", "async", rates["PostgresCheckpointer"], peer="AsyncPostgresSaver")
         short_fill = max(100, long_thread // 10)
-        for row, saver in ((alg, atheirs), (amine, aours)):
-            puts, writes = await afill_timed(saver, "afill", short_fill)
+        apair = ((alg, atheirs), (amine, aours))
+        for (row, _), (puts, writes) in zip(
+            apair, await afill_interleaved([saver for _, saver in apair], "afill", short_fill), strict=True
+        ):
             row.latency["put"], row.latency["put_writes"] = _median_us(puts), _median_us(writes)
         await aconn.close()
         await aours.aclose()
@@ -172,16 +253,12 @@ def _run(urls: dict[str, str], invokes: int, long_thread: int, repeats: int) -> 
             urls["theirs"], autocommit=True, prepare_threshold=0, row_factory=dict_row
         )
         reader = AsyncPostgresSaver(aconn)
-        for label, thread in (("100", "short"), ("long", "long")):
-            alg.latency[f"get@{label}"], alg.latency[f"list@{label}"] = await read_latency_async(
-                reader, thread, repeats
-            )
-        await aconn.close()
         async with PostgresCheckpointer(urls["ours"]) as mine_reader:
             for label, thread in (("100", "short"), ("long", "long")):
-                amine.latency[f"get@{label}"], amine.latency[f"list@{label}"] = await read_latency_async(
-                    mine_reader, thread, repeats
-                )
+                timed = await aread_interleaved([reader, mine_reader], thread, repeats)
+                for row, (gets, lists) in zip((alg, amine), timed, strict=True):
+                    row.latency[f"get@{label}"], row.latency[f"list@{label}"] = _median_us(gets), _median_us(lists)
+        await aconn.close()
         return [alg, amine]
 
     rows.extend(asyncio.run(async_rows()))

@@ -425,13 +425,16 @@ class Database:
 
     # -- group commit ------------------------------------------------------------
 
-    def write(self, statement: tuple[str, Any, str]) -> None:
-        """Commit one ``(sql, params, what)`` write, possibly with others arriving meanwhile."""
-        self._group.submit(statement)
+    def write(self, statement: tuple[str, Any, str], *, urgent: bool = False) -> None:
+        """Commit one ``(sql, params, what)`` write, possibly with others arriving meanwhile.
 
-    async def awrite(self, statement: tuple[str, Any, str]) -> None:
+        ``urgent`` (a checkpoint) commits at once, never after a commit in flight (see `_group`).
+        """
+        self._group.submit(statement, urgent=urgent)
+
+    async def awrite(self, statement: tuple[str, Any, str], *, urgent: bool = False) -> None:
         """Async `write()`."""
-        await self._agroup().submit(statement)
+        await self._agroup().submit(statement, urgent=urgent)
 
     def _agroup(self) -> AsyncGroupCommit:
         loop = asyncio.get_running_loop()

@@ -376,7 +376,7 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
         """
         args = _sql.put_args(self.serde, config, checkpoint, metadata, new_versions)
         params = args.with_expect_head(self._expects_head(config, args))
-        self._db.write((self._sql.put, params, "save a checkpoint"))
+        self._db.write((self._sql.put, params, "save a checkpoint"), urgent=True)
         return self._saved_config(args)
 
     async def aput(
@@ -389,7 +389,7 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
         """Async ``put``: committed before the await returns."""
         args = _sql.put_args(self.serde, config, checkpoint, metadata, new_versions)
         params = args.with_expect_head(self._expects_head(config, args))
-        await self._db.awrite((self._sql.put, params, "save a checkpoint"))
+        await self._db.awrite((self._sql.put, params, "save a checkpoint"), urgent=True)
         return self._saved_config(args)
 
     @staticmethod
