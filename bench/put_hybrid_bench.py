@@ -140,6 +140,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--profile", choices=("put", "hybrid", "plain"), default=None)
+    p.add_argument(
+        "--query-words",
+        choices=("item", "none"),
+        default="item",
+        help="item: 3-6 words of a stored item (every word common: 13-16%% of items hold it); "
+        "none: a text no item shares a word with, as store_bench's queries ('q3.17')",
+    )
     args = p.parse_args(argv)
 
     def log(msg: str) -> None:
@@ -182,7 +189,10 @@ def main(argv: list[str] | None = None) -> int:
             i = rng.randrange(args.n)
             words = [w for w in texts[i].split()[1:] if w.isalpha()]
             k = min(len(words), rng.randint(3, 6))
-            q_texts.append(f"{' '.join(rng.sample(words, k))} ?{j}")
+            if args.query_words == "item":
+                q_texts.append(f"{' '.join(rng.sample(words, k))} ?{j}")
+            else:
+                q_texts.append(f"q0.{j}")
             q_rows.append(i)
         qv = near(mix, vectors[q_rows], mix.clusters(len(q_rows)))
         emb.add(q_texts, qv)
@@ -216,7 +226,10 @@ def main(argv: list[str] | None = None) -> int:
         ["search, HybridRanking()", fmt_ms(percentile(times["hybrid"], 50)), fmt_ms(percentile(times["hybrid"], 95))],
     ]
     over = percentile(times["hybrid"], 50) - percentile(times["plain"], 50)
-    print(f"{args.n:,} items, {args.catalog} catalog; {len(put_ms)} puts, {len(times['plain'])} queries per ranking")
+    print(
+        f"{args.n:,} items, {args.catalog} catalog; {len(put_ms)} puts, {len(times['plain'])} queries per ranking"
+        f" (query words: {args.query_words})"
+    )
     print()
     print(markdown_table(["store-side", "p50 ms", "p95 ms"], rows, [False, True, True]))
     print()
