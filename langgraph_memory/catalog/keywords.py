@@ -417,8 +417,7 @@ def match(
         else:
             # Quoted, a term (letters and digits only) is one FTS5 token whatever it spells (AND, NEAR, ...).
             n, joined = conn.execute(
-                "SELECT count(*), group_concat(rowid) FROM"
-                " (SELECT rowid FROM keywords WHERE keywords MATCH ? LIMIT ?)",
+                "SELECT count(*), group_concat(rowid) FROM (SELECT rowid FROM keywords WHERE keywords MATCH ? LIMIT ?)",
                 (f'"{term}"', cap + 1),
             ).fetchone()
         if n > cap:
