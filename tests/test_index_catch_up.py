@@ -97,3 +97,64 @@ def test_on_postgresql_a_write_is_searchable_before_the_index_caught_up(pg_datab
         assert len(again.search(("docs",), query="applied on close", limit=40)) == 31
     finally:
         again.close()
+
+
+def test_a_burst_of_requests_is_applied_in_one_pass_after_writes_pause() -> None:
+    calls: list[set[str] | None] = []
+    cu = IndexCatchUp(calls.append, delay=0.3, max_wait=60.0, max_pending=10_000)
+    for i in range(20):
+        cu.request({f"c{i % 2}"})
+    assert cu.wait(timeout=30)
+    assert calls == [{"c0", "c1"}]
+    cu.stop()
+
+
+def test_a_steady_stream_is_applied_once_enough_writes_wait() -> None:
+    applied = threading.Event()
+    calls: list[set[str] | None] = []
+
+    def sync(names: set[str] | None) -> None:
+        calls.append(names)
+        applied.set()
+
+    cu = IndexCatchUp(sync, delay=60.0, max_wait=60.0, max_pending=5)
+    cu.request({"a"}, writes=3)
+    assert not applied.wait(0.05)  # neither a pause nor enough writes yet
+    cu.request({"a"}, writes=2)
+    assert applied.wait(30)  # five writes wait: applied without a pause
+    assert cu.wait(timeout=30) and calls == [{"a"}]
+    cu.stop()
+
+
+def test_in_a_data_directory_a_put_returns_before_the_index_applies_it_and_is_searchable(
+    tmp_path: Any, fake_embeddings: Any
+) -> None:
+    store = ChromaStore(data_dir=tmp_path / "d", index={"dims": 16, "embed": fake_embeddings, "fields": ["text"]})
+    try:
+        assert store._writer.catch_up is not None
+        gate = threading.Event()
+        real = store._writer.sync
+
+        def held(names: set[str] | None = None) -> None:
+            gate.wait(60)
+            real(names)
+
+        store._writer.catch_up._sync = held
+        for i in range(12):
+            store.put(("docs", f"n{i % 3}"), f"k{i}", {"text": f"note number {i}"})
+        assert store.vector_index.count("memories") == 0  # acknowledged at the commit, not applied yet
+        assert len(store.search(("docs",), query="note number 7", limit=20)) == 12
+        assert store.search(("docs",), query="note number 7", limit=1)[0].key == "k7"
+        gate.set()
+        assert store.wait_for_index(timeout=60)
+        assert store.vector_index.count("memories") == 12
+        store.put(("docs", "n0"), "last", {"text": "applied on close"})
+    finally:
+        gate.set()
+        store.close()
+    again = ChromaStore(data_dir=tmp_path / "d", index={"dims": 16, "embed": fake_embeddings, "fields": ["text"]})
+    try:
+        assert again.vector_index.count("memories") == 13  # close applied what was left
+        assert again.search(("docs",), query="applied on close", limit=1)[0].key == "last"
+    finally:
+        again.close()

@@ -197,3 +197,28 @@ def test_a_version_1_data_directory_gets_its_keyword_index_on_open(data_dir: Pat
         with s.catalog.read() as c:
             assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
             assert c.execute("SELECT docs FROM keyword_stats").fetchone()[0] == 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 400), st.sampled_from([0.5, 1.0, 1.5, 2.25])), max_size=120),
+    st.integers(0, 130),
+    st.integers(0, 2**32 - 1),
+)
+def test_best_is_the_head_of_the_full_order_with_ties_broken_by_id(
+    pairs: list[tuple[int, float]], k: int, seed: int
+) -> None:
+    import numpy as np
+
+    by_id = dict(pairs)
+    ids = np.array(list(by_id), dtype=np.int64)
+    scores = np.array(list(by_id.values()))
+    m = _keywords.KeywordMatches(ids, scores)
+    expected = [i for i, _s in sorted(by_id.items(), key=lambda kv: (-kv[1], kv[0]))]
+    assert m.ids.tolist() == expected
+    assert m.best(k).tolist() == expected[:k]
+    keep = np.random.default_rng(seed).random(len(ids)) < 0.5
+    kept = set(m.ids_by_id()[keep].tolist())
+    assert m.best(k, keep).tolist() == [i for i in expected if i in kept][:k]
+    seen: list[int] = []
+    assert m.walk(lambda chunk: (seen.extend(chunk), set(chunk) & kept)[1], k) == [i for i in expected if i in kept][:k]

@@ -24,6 +24,7 @@ def _raw(store: ChromaStore, name: str) -> Any:
 
 def test_chroma_holds_only_vectors_and_the_view_reads_everything_from_the_catalog(store: ChromaStore) -> None:
     store.put(("research",), "f1", {"content": "Carry trades unwind when volatility spikes", "source": "macro"})
+    assert store.wait_for_index(timeout=60)  # the index follows the commit in its thread
     raw = _raw(store, "research_findings").get(include=["documents", "metadatas", "embeddings"])
     assert raw["documents"] == [None] and raw["metadatas"] == [None]  # the catalog holds the rest
     assert len(raw["embeddings"][0]) == FAKE_DIMS

@@ -53,7 +53,6 @@ import re
 import sqlite3
 import unicodedata
 from collections.abc import Callable, Container, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -255,7 +254,6 @@ def _idf(docs: int, n: int) -> float:
     return math.log(1 + (docs - n + 0.5) / (n + 0.5))
 
 
-@dataclass
 class KeywordMatches:
     """Every item holding a query term, with its BM25 score: ``ids`` and ``scores``, best first.
 
@@ -263,18 +261,63 @@ class KeywordMatches:
     of a memory of average length holding every term (a term no memory holds
     counts with the idf of a term held by none). `evidence()` puts a score
     on that absolute scale.
+
+    The matches are kept by id; the best-first order is made only as far as a
+    search reads it (`best()`): a common word matches tens of thousands of
+    items, of which a search keeps a few dozen.
     """
 
-    ids: np.ndarray
-    scores: np.ndarray
-    mass: float = 0.0
+    def __init__(self, ids: np.ndarray, scores: np.ndarray, mass: float = 0.0, *, by_id: bool = False) -> None:
+        if by_id:  # already sorted by id, ids distinct
+            self._sorted_ids, self._sorted_scores = ids, scores
+        else:
+            order = np.argsort(ids, kind="stable")
+            self._sorted_ids, self._sorted_scores = ids[order], scores[order]
+        self.mass = mass
+        self._ranked: np.ndarray | None = None
 
-    def __post_init__(self) -> None:
-        by_id = np.argsort(self.ids, kind="stable")
-        self._sorted_ids, self._sorted_scores = self.ids[by_id], self.scores[by_id]
+    @property
+    def ids(self) -> np.ndarray:
+        """Every matching item's id, best first (ties: lower id first)."""
+        return self._sorted_ids[self._order()]
+
+    @property
+    def scores(self) -> np.ndarray:
+        """The scores of `ids`, in the same order."""
+        return self._sorted_scores[self._order()]
+
+    def _order(self) -> np.ndarray:
+        if self._ranked is None:
+            self._ranked = np.lexsort((self._sorted_ids, -self._sorted_scores))
+        return self._ranked
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self._sorted_ids)
+
+    def best(self, k: int, keep: np.ndarray | None = None) -> np.ndarray:
+        """The ids of the best ``k`` matches, best first (among those where the mask ``keep`` is True).
+
+        ``keep`` is a boolean mask over the matches in id order (`ids_by_id()`).
+
+        Example:
+            >>> KeywordMatches(np.array([3, 1, 2]), np.array([0.5, 2.0, 0.5])).best(2).tolist()
+            [1, 2]
+        """
+        pos = np.arange(len(self._sorted_ids)) if keep is None else np.flatnonzero(keep)
+        if k <= 0 or not len(pos):
+            return np.zeros(0, dtype=np.int64)
+        scores = self._sorted_scores[pos]
+        if k < len(pos):
+            # Everything scoring at least the k-th best score (ties at the boundary included), then sorted.
+            kth = -np.partition(-scores, k - 1)[k - 1]
+            sel = np.flatnonzero(scores >= kth)
+            pos, scores = pos[sel], scores[sel]
+        ids = self._sorted_ids[pos]  # ascending: lexsort breaks score ties by id
+        return ids[np.lexsort((ids, -scores))][:k]
+
+    def ids_by_id(self) -> np.ndarray:
+        """Every matching item's id, in increasing order (what `best()`'s mask is over)."""
+        return self._sorted_ids
 
     def evidence(self, score: float) -> float:
         """``score`` as a share of the query's idf mass, in [0, 1] (0.0 for a query without terms).
@@ -294,10 +337,10 @@ class KeywordMatches:
 
     def scores_of(self, item_ids: Sequence[int]) -> list[float]:
         """The scores of several items (0.0 for those holding no query term)."""
-        if not len(self.ids) or not item_ids:
+        if not len(self._sorted_ids) or not item_ids:
             return [0.0] * len(item_ids)
         want = np.asarray(item_ids, dtype=np.int64)
-        pos = np.minimum(np.searchsorted(self._sorted_ids, want), len(self.ids) - 1)
+        pos = np.minimum(np.searchsorted(self._sorted_ids, want), len(self._sorted_ids) - 1)
         return np.where(self._sorted_ids[pos] == want, self._sorted_scores[pos], 0.0).tolist()
 
     def top(
@@ -316,13 +359,15 @@ class KeywordMatches:
         Batches grow until ``limit`` ids are kept or the matches run out.
         """
         out: list[int] = []
-        ids = self.ids.tolist()
+        n = len(self._sorted_ids)
         pos, batch = 0, max(limit, 16)
-        while pos < len(ids) and len(out) < limit:
-            chunk = ids[pos : pos + batch]
+        while pos < n and len(out) < limit:
+            # Rank only as far as this batch reaches (the whole order costs a sort of every match).
+            reach = min(n, pos + batch)
+            chunk = (self.ids[pos:reach] if self._ranked is not None else self.best(reach)[pos:]).tolist()
             kept = fetch([i for i in chunk if i not in known])
             out.extend(i for i in chunk if i in known or i in kept)
-            pos += len(chunk)
+            pos = reach
             batch *= 4
         return out[:limit]
 
@@ -349,7 +394,7 @@ def match(
     max_term_items: int = MAX_TERM_ITEMS,
 ) -> KeywordMatches:
     """Score every item holding one of ``query``'s terms (see the module's docstring for how)."""
-    empty = KeywordMatches(np.zeros(0, dtype=np.int64), np.zeros(0))
+    empty = KeywordMatches(np.zeros(0, dtype=np.int64), np.zeros(0), by_id=True)
     terms = query_terms(query, stop_words)
     docs, tokens = conn.execute("SELECT docs, tokens FROM keyword_stats WHERE id = 1").fetchone()
     if not terms or not docs:
@@ -361,31 +406,40 @@ def match(
     all_scores: list[np.ndarray] = []
     pg = dialect_of(conn) == POSTGRESQL
     for term in terms:
+        # The posting list as one string of rowids, parsed by numpy: a row per posting cost more in Python
+        # than the index's own read.
         if pg:
-            rows = conn.execute(
-                "SELECT doc FROM keyword_postings WHERE term = ? LIMIT ?", (_stem(_fold(term)), cap + 1)
-            ).fetchall()
+            n, joined = conn.execute(
+                "SELECT count(*), string_agg(doc::text, ',') FROM"
+                " (SELECT doc FROM keyword_postings WHERE term = ? LIMIT ?) AS p",
+                (_stem(_fold(term)), cap + 1),
+            ).fetchone()
         else:
             # Quoted, a term (letters and digits only) is one FTS5 token whatever it spells (AND, NEAR, ...).
-            rows = conn.execute(
-                "SELECT rowid FROM keywords WHERE keywords MATCH ? LIMIT ?", (f'"{term}"', cap + 1)
-            ).fetchall()
-        n = len(rows)
+            n, joined = conn.execute(
+                "SELECT count(*), group_concat(rowid) FROM (SELECT rowid FROM keywords WHERE keywords MATCH ? LIMIT ?)",
+                (f'"{term}"', cap + 1),
+            ).fetchone()
         if n > cap:
             continue
         mass += _idf(docs, n)
         if not n:
             continue
-        rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
+        rowids = np.fromstring(joined, dtype=np.int64, sep=",")
         rel = np.maximum(rowids & _LEN_MAX, 1) / avg
         all_ids.append(rowids >> _LEN_BITS)
         all_scores.append(_idf(docs, n) * (_K1 + 1) / (1 + _K1 * (1 - length_norm + length_norm * rel)))
     if not all_ids:
         return KeywordMatches(empty.ids, empty.scores, mass)
-    ids, inverse = np.unique(np.concatenate(all_ids), return_inverse=True)
-    scores = np.bincount(inverse, weights=np.concatenate(all_scores))
-    order = np.lexsort((ids, -scores))
-    return KeywordMatches(ids[order], scores[order], mass)
+    every, weights = np.concatenate(all_ids), np.concatenate(all_scores)
+    top = int(every.max())
+    if top <= 8 * len(every) + 65536:
+        # Item ids are dense: sum each item's term scores in an array indexed by id (no sort).
+        dense = np.bincount(every, weights=weights, minlength=top + 1)
+        ids = np.flatnonzero(dense)
+        return KeywordMatches(ids, dense[ids], mass, by_id=True)
+    ids, inverse = np.unique(every, return_inverse=True)
+    return KeywordMatches(ids, np.bincount(inverse, weights=weights), mass, by_id=True)
 
 
 def search(

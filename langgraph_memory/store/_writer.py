@@ -248,7 +248,7 @@ class Writer:
                     w.model_id = mid
             ids = _items.write_items(conn, writes, self.catalog.names, now=now)
         if self.catch_up is not None:
-            self.catch_up.request({p.spec.name for p in puts})
+            self.catch_up.request({p.spec.name for p in puts}, len(puts))
         else:
             self.sync({p.spec.name for p in puts})
         return ids

@@ -360,8 +360,10 @@ class ChromaStore(BaseStore):
                     process=index_process,
                 )
             self._writer = Writer(self.catalog, self.vector_index, fields=fields, model=model, dims=dims)
-            if self.settings.catalog_url is not None:
-                # On a server a write is acknowledged at its commit; the derived index follows in a thread.
+            if not read_only:
+                # A write is acknowledged at its commit; the derived index follows in a thread (searches score
+                # what it lacks exactly). Inline, a single put waited for Chroma's upsert, which grows with the
+                # collection (7.6 ms at 10,000 items, 34 ms at 100,000), where the commit alone stays flat.
                 self._writer.catch_up = IndexCatchUp(self._writer.sync)
             if not (reindex and self._writer.needs_reembedding()):
                 self._writer.check_model()
@@ -996,10 +998,9 @@ class ChromaStore(BaseStore):
     def wait_for_index(self, timeout: float | None = None) -> bool:
         """Wait until the Chroma index holds every write this store committed; False if ``timeout`` passed first.
 
-        With the catalog on a PostgreSQL server the index catches up in a
-        background thread (searches meanwhile score what it lacks exactly, so
-        none is missed); with a data directory it is current when a write
-        returns and this returns True at once.
+        The index catches up in a background thread once writes pause
+        (searches meanwhile score what it lacks exactly, so none is missed);
+        a read-only store has no index to wait for and returns True at once.
 
             store.put(("docs",), "a", {"text": "hello"})
             store.wait_for_index(timeout=10)

@@ -97,9 +97,16 @@ class HybridSearch:
         with self.catalog.read() as conn:
             matches = _keywords.match(conn, op.query, length_norm=ranking.length_norm)
             if plan.strategy == "exact":
-                # Few candidates: list them, as the exact vector plan does, and keep the matches among them.
-                allowed = set(self.planner.candidate_ids(conn, plan, op.filter))
-                top = matches.walk(lambda chunk: allowed, depth, known=found)
+                # Few candidates, which the vector search just scored: keep the matches among them.
+                if plan.exact_ids is not None:
+                    allowed = np.concatenate(plan.exact_ids) if plan.exact_ids else np.zeros(0, dtype=np.int64)
+                else:
+                    allowed = np.asarray(self.planner.candidate_ids(conn, plan, op.filter), dtype=np.int64)
+                by_id = matches.ids_by_id()
+                keep = np.isin(by_id, allowed)
+                if found:
+                    keep |= np.isin(by_id, np.fromiter(found, dtype=np.int64, count=len(found)))
+                top = matches.best(depth, keep).tolist()
                 read = _items.get_with_vectors(conn, [i for i in top if i not in found])
             else:
                 # Many: read the best matches in batches, each checked against the scope (in SQL) and the filter.

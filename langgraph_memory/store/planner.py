@@ -118,6 +118,9 @@ class Plan:
     #: An SQL condition on items ``i`` selecting the namespace scope (not the filter), with its parameters;
     #: hybrid search scopes keyword candidates with it. None when nothing is in scope.
     scope_sql: tuple[str, tuple[Any, ...]] | None = field(default=None, repr=False)
+    #: The ids of the items an ``exact`` plan scored (the scope's items matching the filter index, with
+    #: vectors): hybrid search keeps the keyword matches among them without listing them again.
+    exact_ids: list[np.ndarray] | None = field(default=None, repr=False)
 
     def __str__(self) -> str:
         parts = [
@@ -332,9 +335,11 @@ class Planner:
                 hits: list[Hit] = [(None, it) for it in self._scan(conn, scopes, conds, op, need, omit)]
                 return hits[op.offset : need], plan
             scored: list[Hit] = []
+            if plan.strategy == "exact":
+                plan.exact_ids = []
             for s in scopes:
                 if s.strategy == "exact":
-                    scored.extend(self._exact(conn, s, conds, op.filter, qvec, need, omit))
+                    scored.extend(self._exact(conn, s, conds, op.filter, qvec, need, omit, plan.exact_ids))
                     continue
                 try:
                     scored.extend(self._hnsw(conn, s, conds, op.filter, plan, qvec, need, omit))
@@ -407,13 +412,18 @@ class Planner:
         qvec: np.ndarray,
         need: int,
         omit: Omit,
+        scored_ids: list[np.ndarray] | None = None,
     ) -> list[Hit]:
-        """Score every candidate's vectors; the best ``need`` that match."""
+        """Score every candidate's vectors; the best ``need`` that match (the candidates' ids to ``scored_ids``)."""
         col = self._resident(conn, scope)
         if col is None:
             ranked = self._exact_from_catalog(conn, scope, conds, qvec)
+            if scored_ids is not None:
+                scored_ids.append(np.fromiter((i for i, _s in ranked), dtype=np.int64, count=len(ranked)))
             return self._materialize(conn, ranked, filter, need, omit)
         segments = self._candidates(conn, col, scope, conds)
+        if scored_ids is not None:
+            scored_ids.append(col.items_of(segments))
         top = need
         while True:
             ranked = col.rank(segments, qvec, top)

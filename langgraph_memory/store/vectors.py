@@ -244,6 +244,13 @@ class CollectionVectors:
     def everything(self) -> Segments:
         return Segments([(0, self.n)] if self.n else [])
 
+    def items_of(self, segments: Segments) -> np.ndarray:
+        """The item ids of ``segments``' live rows (an item with several vectors may repeat)."""
+        parts = [self.item_ids[a:b][self.alive[a:b]] for a, b in segments.runs]
+        if len(segments.rows):
+            parts.append(self.item_ids[segments.rows[self.alive[segments.rows]]])
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
     def rank(self, segments: Segments, qvec: np.ndarray, top: int) -> list[tuple[int, float]]:
         """The best ``top`` items among ``segments`` as ``(item id, cosine)``, best first.
 
