@@ -3,14 +3,17 @@
 A damaged HNSW segment can make Chroma crash the process that opens it
 (SIGSEGV in the first ``count()`` or query), raise errors, or answer wrongly
 without a word (a truncated ``data_level0.bin`` silently misses half of its
-items). `probe()` runs this file as a script in a subprocess: it opens the
-folder, counts each collection and queries it with vectors from the catalog
-(every record changed since the index was last verified, and random others),
-each of which must find its own record first. A crash, a hang, an error or
+items). `probe()` runs this file as a script in a subprocess: it first
+checks the structure of every HNSW file with numpy (`_hnsw_check`: every
+neighbour id, link count and level in range), then opens the folder, counts
+each collection and queries it with vectors from the catalog (every record
+changed since the index was last verified, and random others), each of
+which must find its own record first. A crash, a hang, an error or
 wrong answers mark the folder for a rebuild; the store's own process never
 touched it.
 
-This file imports nothing from the package, so the subprocess starts in
+This file imports nothing from the package (`_hnsw_check` is loaded by
+path), so the subprocess starts in
 about half a second (mostly ``import chromadb``).
 """
 
@@ -130,8 +133,30 @@ def unreachable(col: Any, records: list[list[Any]], n_vectors: int) -> list[str]
     return [rid for rid, _vec in batched(first, max(1, min(WIDE, n_vectors)))] if first else []
 
 
+def _structure(folder: Path) -> dict[str, str]:
+    """What `_hnsw_check` finds wrong in the folder's HNSW files, read without hnswlib (loaded by path: this
+    script runs outside the package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "_lgm_hnsw_check", Path(__file__).resolve().with_name("_hnsw_check.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    found: dict[str, str] = module.check_folder(folder)
+    return {f"HNSW segment {name}": why for name, why in found.items()}
+
+
 def _main() -> None:
     spec = json.loads(sys.stdin.read())
+    # hnswlib trusts every id and count in its files, and a sample query only walks part of the graph: the
+    # structure is checked whole first, and a folder that fails it is never handed to Chroma.
+    damaged = _structure(Path(spec["folder"]))
+    if damaged:
+        print(json.dumps(damaged))
+        return
     import chromadb
     from chromadb.config import Settings
 
