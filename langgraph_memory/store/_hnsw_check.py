@@ -207,11 +207,16 @@ def _check_level0(seg: Path, h: Header, levels: np.ndarray, cosine: bool) -> str
             bad = start + int(np.flatnonzero((used & (ids >= h.count)).any(axis=1))[0])
             return f"data_level0.bin: element {bad} links to an element past the {h.count} there are"
         vectors = rows[:, h.offset_data : h.label_offset].view(np.float32)
-        norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors, dtype=np.float64))
-        wrong = ~np.isfinite(norms) | (np.abs(norms - 1.0) > _NORM_TOLERANCE) if cosine else ~np.isfinite(norms)
+        # A batch of row-by-row dot products: several times faster here than einsum over these strided rows.
+        with np.errstate(all="ignore"):
+            squares = np.matmul(vectors[:, None, :], vectors[:, :, None]).ravel()
+        wrong = ~np.isfinite(squares)
+        if cosine:
+            wrong |= np.abs(squares - 1.0) > 2 * _NORM_TOLERANCE
         if wrong.any():
             bad = start + int(np.flatnonzero(wrong)[0])
-            return f"data_level0.bin: the vector of element {bad} has norm {norms[bad - start]:.6g} ({dims}-d)"
+            norm = float(np.sqrt(np.float64(squares[bad - start])))
+            return f"data_level0.bin: the vector of element {bad} has norm {norm:.6g} ({dims}-d)"
         labels[start : start + len(rows)] = rows[:, h.label_offset : h.label_offset + 8].view(np.uint64)[:, 0]
     if len(np.unique(labels)) != h.count:
         return "data_level0.bin: two elements carry the same label"
