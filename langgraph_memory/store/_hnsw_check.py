@@ -43,6 +43,7 @@ open anything.
 from __future__ import annotations
 
 import struct
+from bisect import bisect_left
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -167,21 +168,28 @@ def _upper_levels(seg: Path, h: Header) -> tuple[np.ndarray | None, str]:
     # has a size of 0 and no block, so the next non-zero word from a position is the next size field
     # that is not 0 (the elements in between have none).
     nonzero = np.flatnonzero(words)
+    # Plain lists and bisect: one step per element with upper levels (about one in M), each a few
+    # hundred nanoseconds, where a numpy call per step costs microseconds.
+    where, value = nonzero.tolist(), words[nonzero].tolist()
     pos = 0
     element = 0
+    found: list[tuple[int, int, int]] = []
     while element < h.count:
-        at = int(np.searchsorted(nonzero, pos))
-        nxt = int(nonzero[at]) if at < len(nonzero) else len(words)
+        at = bisect_left(where, pos)
+        nxt = where[at] if at < len(where) else len(words)
         if element + (nxt - pos) >= h.count:  # the rest have no upper levels
             pos += h.count - element
             break
         element += nxt - pos  # elements whose size field is 0
-        nbytes = int(words[nxt])
+        nbytes = value[at]
         if nbytes % block or nbytes // block > h.max_level:
             return None, f"link_lists.bin: element {element} has {nbytes} bytes of links (levels of {block} bytes)"
-        out[element] = (nbytes // block, nxt + 1)
+        found.append((element, nbytes // block, nxt + 1))
         pos = nxt + 1 + nbytes // 4
         element += 1
+    if found:
+        rows = np.asarray(found, dtype=np.int64)
+        out[rows[:, 0]] = rows[:, 1:]
     if pos > len(words):
         return None, f"link_lists.bin holds {len(words) * 4} bytes, the header's {h.count} elements need {pos * 4}"
     if int(out[h.entry_point, 0]) != h.max_level:
@@ -218,7 +226,8 @@ def _check_level0(seg: Path, h: Header, levels: np.ndarray, cosine: bool) -> str
             norm = float(np.sqrt(np.float64(squares[bad - start])))
             return f"data_level0.bin: the vector of element {bad} has norm {norm:.6g} ({dims}-d)"
         labels[start : start + len(rows)] = rows[:, h.label_offset : h.label_offset + 8].view(np.uint64)[:, 0]
-    if len(np.unique(labels)) != h.count:
+    ordered = np.sort(labels)  # a sort: several times faster here than np.unique's hash table
+    if (ordered[1:] == ordered[:-1]).any():
         return "data_level0.bin: two elements carry the same label"
     return ""
 
