@@ -336,7 +336,8 @@ def _bitrot_main(args: argparse.Namespace, log: Callable[[str], None], argv: lis
             "# Bit rot benchmark (bench/crash_bench.py --bitrot, --seal-cost)",
             "",
             "How it was measured: see the docstring of `bench/_bitrot.py`. Crashes, lost items and wrong answers",
-            "above zero are failures; `tests/test_bitrot.py` runs 10 rounds of 8 flips.",
+            "above zero are failures; `tests/test_bitrot.py` runs 10 rounds of 8 flips, and",
+            "`tests/test_bitrot_unsealed.py` flips neighbour ids and random bits in an index a crash left unsealed.",
             "",
         ]
         sections = {}
