@@ -110,6 +110,9 @@ def test_the_check_finds_a_broken_header_a_level_and_a_vector(template: tuple[Pa
     assert "level-0 header" in damaged("data_level0.bin", 5 * h.size_per_element + 1, 0x10)  # a link count
     # The sign of a float in the middle of a vector: its norm stays 1; the exponent's top bit does not.
     assert "norm" in damaged("data_level0.bin", 7 * h.size_per_element + h.offset_data + 4 * 3 + 3, 0x40)
+    # Labels: a high bit of one (past 32-bit ids), and a low bit that makes it another element's.
+    assert "32-bit" in damaged("data_level0.bin", 9 * h.size_per_element + h.label_offset + 5, 0x02)
+    assert "same label" in damaged("data_level0.bin", 9 * h.size_per_element + h.label_offset, 0x01)
     # An element's upper-level size: no longer a whole number of levels.
     words = np.fromfile(seg / "link_lists.bin", dtype=np.uint32)
     first = int(np.flatnonzero(words)[0])

@@ -30,7 +30,8 @@ Checked: the header against the file sizes and itself; every used
 neighbour id below the element count; every count at most its level's
 maximum; every element's level at most ``maxlevel``; every neighbour of a
 level-``l`` link at least at level ``l`` (hnswlib reads that neighbour's
-level-``l`` list); the entry point at the top level; labels distinct;
+level-``l`` list); the entry point at the top level; labels distinct and
+within 32 bits;
 vectors finite and, in a cosine index, of unit length. Memory stays bounded
 (level 0 is read in chunks) and the work is vectorised but for one step over
 the elements that have upper levels (about one in ``M``).
@@ -229,6 +230,9 @@ def _check_level0(seg: Path, h: Header, levels: np.ndarray, cosine: bool) -> str
     ordered = np.sort(labels)  # a sort: several times faster here than np.unique's hash table
     if (ordered[1:] == ordered[:-1]).any():
         return "data_level0.bin: two elements carry the same label"
+    # Chroma's labels are its 32-bit offset ids: a flipped high bit of the 64-bit label leaves that range.
+    if int(ordered[-1]) >= 1 << 32:
+        return f"data_level0.bin: a label ({int(ordered[-1])}) is past Chroma's 32-bit ids"
     return ""
 
 
