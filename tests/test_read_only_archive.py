@@ -160,3 +160,21 @@ def test_a_read_only_memory_without_an_archive_reads_an_empty_one_and_creates_no
             mem.schedule_archival(interval=3600)
     assert _tree(data_dir) == before
     assert not (data_dir / "archive").exists()
+
+
+def test_a_damaged_manifest_read_only_is_reported_and_restore_refuses(tmp_path: Path, capsys) -> None:
+    from langgraph_memory.cli import main
+
+    data_dir = tmp_path / "memory"
+    archived, _strategy = _fill(data_dir)
+    (data_dir / "archive" / "manifest.sqlite").write_bytes(b"not a database " * 500)
+    before = _tree(data_dir)
+    code = main(["--data-dir", str(data_dir), "--read-only", "archive", "check", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 3 and report["manifest"] == "damaged"  # EXIT_ERROR
+    code = main(["--data-dir", str(data_dir), "--read-only", "archive", "restore", "--key", archived])
+    err = capsys.readouterr().err
+    assert code == 3 and "manifest.sqlite" in err and "damaged" in err  # refused: CorruptFileError, not a traceback
+    with Memory.open(data_dir, embeddings=DeterministicFakeEmbedding(size=16), read_only=True) as mem:
+        assert mem.store.get(("research",), archived) is None  # the memory itself opens and reads
+    assert _tree(data_dir) == before
