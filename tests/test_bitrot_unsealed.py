@@ -14,6 +14,7 @@ runs the same above 25,000 vectors.
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 from pathlib import Path
@@ -25,6 +26,9 @@ from tests.helpers.bitrot import NAMESPACE, flip_bits, flip_neighbour_ids, run_c
 
 DIMS = 16
 N = 3000
+# The children open the data directory by its path, so with its own SQLite catalog (tests/test_bitrot.py
+# waits for the same on PostgreSQL); the structure checks themselves read only the Chroma folder.
+_CHILDREN = pytest.mark.sqlite_only("child processes open the data directory's own catalog")
 
 
 def _build(data_dir: Path) -> list[str]:
@@ -105,6 +109,7 @@ def test_the_check_finds_a_broken_header_a_level_and_a_vector(template: tuple[Pa
             f.write(bytes([byte ^ xor]))
         return check_segment(copy)
 
+    assert "level multiplier" in damaged("header.bin", 4 + 6 * 8 + 4 + 4 + 3 * 8 + 7, 0x04)  # mult's exponent
     assert "capacity" in damaged("header.bin", 4 + 2 * 8 + 3, 0x01)  # the element count, far past the capacity
     assert "entry point" in damaged("header.bin", 4 + 6 * 8 + 4 + 3, 0x40)  # the entry point out of range
     assert "level-0 header" in damaged("data_level0.bin", 5 * h.size_per_element + 1, 0x10)  # a link count
@@ -125,14 +130,44 @@ def test_the_check_finds_a_broken_header_a_level_and_a_vector(template: tuple[Pa
     assert "data_level0.bin holds" in check_segment(copy)
 
 
+def test_a_lowered_ef_construction_is_found_against_the_configuration(
+    template: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    from langgraph_memory.store._hnsw_check import check_parameters
+
+    seg = segment_of(template[0])
+    assert check_parameters(seg.parent, {(100, 16)}) == {}  # Chroma's defaults, which the store keeps
+    copy = tmp_path / "index" / seg.name
+    shutil.copytree(seg, copy)
+    _flip_ef_construction(copy)
+    assert check_segment(copy) == ""  # in range: only the configuration tells
+    assert "ef_construction 36" in check_parameters(copy.parent, {(100, 16)})[seg.name]
+
+
+def _flip_ef_construction(seg: Path) -> None:
+    """100 -> 36: a bit of the header's last field, size and mtime kept."""
+    path = seg / "header.bin"
+    st = path.stat()
+    with open(path, "r+b") as f:
+        f.seek(92)
+        byte = f.read(1)[0]
+        f.seek(92)
+        f.write(bytes([byte ^ 0x40]))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("upper", [False, True], ids=["level0", "upper-levels"])
+@_CHILDREN
+@pytest.mark.parametrize("damage", ["level0", "upper-levels", "ef_construction"])
 def test_flipped_neighbour_ids_after_a_crash_are_rebuilt_not_loaded(
-    template: tuple[Path, list[str]], tmp_path: Path, upper: bool
+    template: tuple[Path, list[str]], tmp_path: Path, damage: str
 ) -> None:
     data_dir, ledger = _copy(template, tmp_path)
     ledger = _crash(data_dir, ledger, "crash")
-    flip_neighbour_ids(segment_of(data_dir), random.Random(7), 8, upper=upper)
+    if damage == "ef_construction":
+        _flip_ef_construction(segment_of(data_dir))
+    else:
+        flip_neighbour_ids(segment_of(data_dir), random.Random(7), 8, upper=damage == "upper-levels")
     new = [f"after-{i}" for i in range(50)]
     res = run_child(data_dir, ledger, dims=DIMS, new=new, seed=1, checked=200, rebuild_max=0)
     assert not res.crashed, res.summary()
@@ -146,6 +181,7 @@ PLAN = ["data_level0.bin", "link_lists.bin", "data_level0.bin", "header.bin", "l
 
 
 @pytest.mark.slow
+@_CHILDREN
 def test_random_flips_after_crashes_never_crash_lose_or_mislead(
     template: tuple[Path, list[str]], tmp_path: Path
 ) -> None:

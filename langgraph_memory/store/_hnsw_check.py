@@ -30,8 +30,9 @@ Checked: the header against the file sizes and itself; every used
 neighbour id below the element count; every count at most its level's
 maximum; every element's level at most ``maxlevel``; every neighbour of a
 level-``l`` link at least at level ``l`` (hnswlib reads that neighbour's
-level-``l`` list); the entry point at the top level; labels distinct and
-within 32 bits;
+level-``l`` list); the entry point at the top level; the level multiplier
+hnswlib's own (`check_parameters` compares ``ef_construction`` and ``M``
+with the collections' configuration); labels distinct and within 32 bits;
 vectors finite and, in a cosine index, of unit length. Memory stays bounded
 (level 0 is read in chunks) and the work is vectorised but for one step over
 the elements that have upper levels (about one in ``M``).
@@ -43,6 +44,7 @@ open anything.
 
 from __future__ import annotations
 
+import math
 import struct
 from bisect import bisect_left
 from dataclasses import dataclass
@@ -50,7 +52,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["HEADER", "Header", "check_folder", "check_segment", "read_header", "segments"]
+__all__ = ["HEADER", "Header", "check_folder", "check_parameters", "check_segment", "read_header", "segments"]
 
 HEADER = "header.bin"
 _HEADER = struct.Struct("<i6QiI3QdQ")
@@ -106,6 +108,27 @@ def check_folder(folder: Path) -> dict[str, str]:
     return out
 
 
+def check_parameters(folder: Path, allowed: set[tuple[int, int]]) -> dict[str, str]:
+    """Segments whose ``(ef_construction, M)`` is none of the collections' configured ``allowed`` pairs.
+
+    hnswlib builds every later insert with these header values: a flipped bit
+    that lowers ``ef_construction`` passes every range check yet links new
+    elements so poorly that a search can miss them.
+    """
+    out = {}
+    for seg in segments(folder):
+        try:
+            h = read_header(seg / HEADER)
+        except (OSError, ValueError) as exc:
+            out[seg.name] = f"cannot read the header: {exc}"
+            continue
+        if (h.ef_construction, h.m) not in allowed:
+            out[seg.name] = (
+                f"header: ef_construction {h.ef_construction}, M {h.m}; the collections are built with {sorted(allowed)}"
+            )
+    return out
+
+
 def check_segment(seg: Path, *, cosine: bool = True) -> str:
     """Empty when every stored id, count and level of the segment in ``seg`` is in range, else the first problem.
 
@@ -143,6 +166,8 @@ def _check_header(seg: Path, h: Header) -> str:
         return f"header: record size {h.size_per_element}, label at {h.label_offset}, vector at {h.offset_data}"
     if h.count == 0:
         return ""
+    if abs(h.mult - 1 / math.log(h.m)) > 1e-9:  # hnswlib sets mult to 1/ln(M); new elements draw levels by it
+        return f"header: level multiplier {h.mult!r}, not 1/ln({h.m})"
     if not (0 <= h.max_level <= _LEVEL_MAX) or h.entry_point >= h.count:
         return f"header: top level {h.max_level}, entry point {h.entry_point} of {h.count} elements"
     need = h.count * h.size_per_element

@@ -133,19 +133,40 @@ def unreachable(col: Any, records: list[list[Any]], n_vectors: int) -> list[str]
     return [rid for rid, _vec in batched(first, max(1, min(WIDE, n_vectors)))] if first else []
 
 
-def _structure(folder: Path) -> dict[str, str]:
-    """What `_hnsw_check` finds wrong in the folder's HNSW files, read without hnswlib (loaded by path: this
-    script runs outside the package)."""
+def _checker() -> Any:
+    """`_hnsw_check`, loaded by path: this script runs outside the package."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location(
-        "_lgm_hnsw_check", Path(__file__).resolve().with_name("_hnsw_check.py")
-    )
+    name = "_lgm_hnsw_check"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().with_name("_hnsw_check.py"))
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
-    found: dict[str, str] = module.check_folder(folder)
+    return module
+
+
+def _structure(folder: Path) -> dict[str, str]:
+    """What `_hnsw_check` finds wrong in the folder's HNSW files, read without hnswlib."""
+    found: dict[str, str] = _checker().check_folder(folder)
+    return {f"HNSW segment {name}": why for name, why in found.items()}
+
+
+def _parameters(client: Any, folder: Path) -> dict[str, str]:
+    """Segments built with another ``ef_construction`` or ``M`` than any collection is configured with.
+
+    Listing collections reads Chroma's catalog only; no segment is loaded yet.
+    """
+    allowed = set()
+    for col in client.list_collections():
+        hnsw = (getattr(col, "configuration_json", None) or {}).get("hnsw") or {}
+        if "ef_construction" in hnsw and "max_neighbors" in hnsw:
+            allowed.add((int(hnsw["ef_construction"]), int(hnsw["max_neighbors"])))
+    if not allowed:  # a Chroma that does not say: nothing to compare with
+        return {}
+    found: dict[str, str] = _checker().check_parameters(folder, allowed)
     return {f"HNSW segment {name}": why for name, why in found.items()}
 
 
@@ -169,6 +190,13 @@ def _main() -> None:
                 or {"*": f"cannot open the folder: {exc}"}
             )
         )
+        return
+    try:
+        damaged = _parameters(client, Path(spec["folder"]))
+    except Exception as exc:  # noqa: BLE001
+        damaged = {"*": f"cannot read the collections' configuration: {type(exc).__name__}: {exc}"}
+    if damaged:
+        print(json.dumps(damaged))
         return
     print(json.dumps({c["name"]: _check(client, c) for c in spec["collections"]}))
 
