@@ -5,16 +5,17 @@ A damaged HNSW segment can make Chroma crash the process that opens it
 without a word (a truncated ``data_level0.bin`` silently misses half of its
 items). `probe()` runs this file as a script in a subprocess: it first
 checks the structure of every HNSW file with numpy (`_hnsw_check`: every
-neighbour id, link count and level in range), then opens the folder, counts
-each collection and queries it with vectors from the catalog (every record
-changed since the index was last verified, and random others), each of
-which must find its own record first. A crash, a hang, an error or
+neighbour id, link count and level in range), then opens the folder,
+compares each segment's build parameters with its collections'
+configuration, counts each collection and queries it with vectors from the
+catalog (every record changed since the index was last verified, and random
+others), each of which must find its own record first. A crash, a hang, an error or
 wrong answers mark the folder for a rebuild; the store's own process never
 touched it.
 
 This file imports nothing from the package (`_hnsw_check` is loaded by
-path), so the subprocess starts in
-about half a second (mostly ``import chromadb``).
+path), so the subprocess starts in about half a second (mostly ``import
+chromadb``).
 """
 
 from __future__ import annotations
