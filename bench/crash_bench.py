@@ -4,8 +4,11 @@
     python bench/crash_bench.py --kills 20 --items 10000     # quick
     python bench/crash_bench.py --write           # also write bench/RESULTS_crash.md
     python bench/crash_bench.py --bitrot 200 --seal-cost --write   # bit rot instead: bench/RESULTS_bitrot.md
+    python bench/crash_bench.py --bitrot 50 --bitrot-unsealed --write   # crash then flip, above REBUILD_MAX
+    python bench/crash_bench.py --hnsw-check-cost --write   # the HNSW structure check at 100,000 and 1,000,000
 
-``--bitrot N`` and ``--seal-cost`` run instead of the kills: see ``bench/_bitrot.py``.
+``--bitrot N`` and ``--seal-cost`` run instead of the kills: see ``bench/_bitrot.py``;
+``--bitrot-unsealed`` and ``--hnsw-check-cost``: see ``bench/_bitrot_unsealed.py``.
 
 Part 1 runs the SIGKILL suite's worker (``tests/helpers/crash_worker.py``:
 put, update and delete batches, typed-API calls with lineage and versions,
@@ -227,6 +230,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bitrot-dims", type=int, default=16)
     ap.add_argument("--bitrot-checked", type=int, default=100, help="acknowledged items each child checks")
     ap.add_argument("--bitrot-chains", type=int, default=1, help="directories flipped and checked side by side")
+    ap.add_argument(
+        "--bitrot-unsealed",
+        action="store_true",
+        help="with --bitrot N: crash then flip, in an unsealed index above REBUILD_MAX (see bench/_bitrot_unsealed.py)",
+    )
+    ap.add_argument("--hnsw-check-cost", action="store_true", help="time the HNSW structure check (no kills)")
     ap.add_argument("--seal-cost", action="store_true", help="time the content seal (no kills)")
     ap.add_argument("--seal-items", type=int, default=100_000)
     ap.add_argument("--seal-target", type=int, default=1_000_000)
@@ -235,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    if args.bitrot or args.seal_cost:
+    if args.bitrot or args.seal_cost or args.hnsw_check_cost:
         return _bitrot_main(args, log, argv if argv is not None else sys.argv[1:])
 
     started = time.time()
@@ -274,7 +283,13 @@ def _bitrot_main(args: argparse.Namespace, log: Callable[[str], None], argv: lis
     started = time.time()
     m = machine(["chromadb", "xxhash"])
     rows: list[list[str]] = []
-    if args.bitrot:
+    if args.bitrot and args.bitrot_unsealed:
+        from _bitrot_unsealed import unsealed
+
+        items = args.bitrot_items if "--bitrot-items" in " ".join(argv) else 26_000
+        log(f"bit rot after crashes: {args.bitrot} flips, {items:,} items")
+        rows += unsealed(args.bitrot, items, args.bitrot_dims, args.bitrot_checked, args.seed, log, args.bitrot_chains)
+    elif args.bitrot:
         log(f"bit rot: {args.bitrot} flips")
         rows += bitrot(
             args.bitrot, args.bitrot_items, args.bitrot_dims, args.bitrot_checked, args.seed, log, args.bitrot_chains
@@ -282,6 +297,11 @@ def _bitrot_main(args: argparse.Namespace, log: Callable[[str], None], argv: lis
     if args.seal_cost:
         log(f"seal cost at {args.seal_items:,} and {args.seal_target:,} vectors")
         rows += seal_cost(args.seal_items, args.seal_target, 3, log)
+    if args.hnsw_check_cost:
+        from _bitrot_unsealed import check_cost
+
+        log(f"HNSW structure check at {args.seal_items:,} and {args.seal_target:,} vectors")
+        rows += check_cost([args.seal_items, args.seal_target], 3, log)
     m.load_end = os.getloadavg()
     table = markdown_table(["measure", "result"], rows)
     print(table)
@@ -289,7 +309,11 @@ def _bitrot_main(args: argparse.Namespace, log: Callable[[str], None], argv: lis
         # One section per part, so that the flips and the seal's cost can be measured in separate runs.
         path = RESULTS_PATH.with_name("RESULTS_bitrot.md")
         title = (
-            "## Bit flips"
+            "## Bit flips after a crash, above REBUILD_MAX (unsealed index)"
+            if args.bitrot and args.bitrot_unsealed
+            else "## HNSW structure check cost"
+            if args.hnsw_check_cost and not args.bitrot and not args.seal_cost
+            else "## Bit flips"
             if args.bitrot and not args.seal_cost
             else "## Seal cost"
             if args.seal_cost and not args.bitrot
@@ -312,7 +336,8 @@ def _bitrot_main(args: argparse.Namespace, log: Callable[[str], None], argv: lis
             "# Bit rot benchmark (bench/crash_bench.py --bitrot, --seal-cost)",
             "",
             "How it was measured: see the docstring of `bench/_bitrot.py`. Crashes, lost items and wrong answers",
-            "above zero are failures; `tests/test_bitrot.py` runs 10 rounds of 8 flips.",
+            "above zero are failures; `tests/test_bitrot.py` runs 10 rounds of 8 flips, and",
+            "`tests/test_bitrot_unsealed.py` flips neighbour ids and random bits in an index a crash left unsealed.",
             "",
         ]
         sections = {}

@@ -442,15 +442,11 @@ class Memory(ResearchAPI, ProceduralAPI):
 
     @property
     def archiver(self) -> Any:
-        """The archiver of this data directory (``langgraph_memory.archive``), built on first use."""
-        if self._archiver is None and self.read_only:
-            from langgraph_memory.errors import ReadOnlyError
+        """The archiver of this data directory (``langgraph_memory.archive``), built on first use.
 
-            raise ReadOnlyError(
-                f"this memory was opened read-only ({self.settings.data_dir}); archive runs, restores and archive "
-                "searches open the archive's manifest for writing: open it without read_only=True.",
-                self.settings.data_dir,
-            )
+        Read-only (``read_only=True``) it lists, searches, reads and verifies
+        the archive; runs, restores and forgetting raise ``ReadOnlyError``.
+        """
         if self._archiver is None:
             from langgraph_memory import archive as _archive
 
@@ -464,7 +460,7 @@ class Memory(ResearchAPI, ProceduralAPI):
 
     def _existing_archiver(self) -> Any | None:
         """The archiver if this data directory has an archive (no manifest is created just to look)."""
-        if self._archiver is None and (self.read_only or not self.settings.manifest_path.exists()):
+        if self._archiver is None and not self.settings.manifest_path.exists():
             return None
         return self.archiver
 

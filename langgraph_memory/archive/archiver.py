@@ -66,6 +66,7 @@ from langgraph_memory.errors import (
     ArchiveIntegrityError,
     ConfigError,
     LockTimeoutError,
+    ReadOnlyError,
     StorageError,
 )
 from langgraph_memory.research.collections import COLLECTIONS, GENERAL, RetentionPolicy, collection_by_name
@@ -143,6 +144,9 @@ class Archiver:
         retired_after_days: retired items are archived once idle this long
             (default 0: at once), in every collection; None: never for that reason.
         superseded_after_days: likewise for superseded items (default 90).
+        read_only: read the archive without writing anything (default: whether the store is read-only):
+            listing, searching, reading, verifying and dry runs work; a run, a restore, `recover()` and
+            `forget()` raise [`ReadOnlyError`][langgraph_memory.errors.ReadOnlyError].
 
     ``settings`` and ``lineage`` are the store's: one data directory, one of each.
 
@@ -167,6 +171,7 @@ class Archiver:
         lineage: Any | None = None,
         retired_after_days: float | None = RETIRED_ARCHIVE_AFTER_DAYS,
         superseded_after_days: float | None = SUPERSEDED_ARCHIVE_AFTER_DAYS,
+        read_only: bool | None = None,
     ) -> None:
         if thread_strategy not in ("keep_latest", "delete", "archive"):
             raise ConfigError(f"thread_strategy must be 'keep_latest', 'delete' or 'archive', got {thread_strategy!r}")
@@ -174,10 +179,13 @@ class Archiver:
         self.settings = store.settings
         self.checkpointer = checkpointer
         self.archive_dir = Path(archive_dir) if archive_dir is not None else Path(self.settings.archive_dir)
-        try:
-            self.archive_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise _sqlite.translate(exc, self.archive_dir, "create the archive folder") from exc
+        #: Reads only: nothing is created or changed in the archive folder.
+        self.read_only = bool(getattr(store, "read_only", False)) if read_only is None else read_only
+        if not self.read_only:
+            try:
+                self.archive_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise _sqlite.translate(exc, self.archive_dir, "create the archive folder") from exc
         self.policies: dict[str, RetentionPolicy | None] = default_policies()
         for name, pol in (policies or {}).items():
             spec = collection_by_name(name)
@@ -196,7 +204,7 @@ class Archiver:
         self._run_lock_file = filelock.FileLock(str(self.archive_dir / "run.lock"), timeout=timeout, thread_local=False)
         self._thread_lock = threading.RLock()
         self._lock_timeout = timeout
-        self.manifest = Manifest(self.archive_dir / MANIFEST_FILE)
+        self.manifest = Manifest(self.archive_dir / MANIFEST_FILE, read_only=self.read_only)
         #: The store's own lineage (its catalog) unless one is given: one lineage per data directory.
         self.lineage = lineage if lineage is not None else getattr(store, "lineage", None)
         # Fault injection for tests: called with a step name at each step boundary.
@@ -227,8 +235,21 @@ class Archiver:
             self._fault(step)
 
     @contextmanager
-    def _exclusive(self) -> Iterator[None]:
-        """One run or restore at a time, across threads and processes."""
+    def _exclusive(self, what: str, *, writes: bool = True) -> Iterator[None]:
+        """One run or restore at a time, across threads and processes.
+
+        Read-only, a step that ``writes`` raises `ReadOnlyError`; a dry run
+        takes no lock (the lock file would be a write) and reads as it goes.
+        """
+        if self.read_only:
+            if writes:
+                raise ReadOnlyError(
+                    f"the archive in {self.archive_dir} was opened read-only; could not {what}. Open the memory "
+                    "without read_only=True (--read-only) to archive, restore or forget.",
+                    self.archive_dir,
+                )
+            yield
+            return
         if not self._thread_lock.acquire(timeout=self._lock_timeout):
             raise LockTimeoutError(
                 f"another archive run in this process did not finish within {self._lock_timeout:.0f}s"
@@ -283,7 +304,7 @@ class Archiver:
         at = time.time() if now is None else _ts(now)
         report = ArchiveReport(run_id=uuid.uuid4().hex[:12], dry_run=dry_run, now=at, started_at=time.time())
         wanted = None if collections is None else {collection_by_name(c).name for c in collections}
-        with self._exclusive():
+        with self._exclusive("run an archive", writes=not dry_run):
             report.recovered = self._pending_recovery() if dry_run else self._recover()
             report.ttl_swept = self.store.count_expired() if dry_run else int(self.store.sweep_ttl())
             self.store.flush_access()
@@ -431,7 +452,7 @@ class Archiver:
 
         Runs automatically at the start of every `run()`.
         """
-        with self._exclusive():
+        with self._exclusive("recover an interrupted run"):
             return self._recover()
 
     def pending_recovery(self) -> list[str]:
@@ -577,7 +598,7 @@ class Archiver:
         ``deleted`` in the manifest, and no search, lookup or restore returns
         them again.
         """
-        with self._exclusive():
+        with self._exclusive("forget archived items"):
             return self.manifest.mark_deleted(list(uids))
 
     def iter_archived(
@@ -683,7 +704,7 @@ class Archiver:
         coll = collection_by_name(collection).name if collection else None
         prefix = tuple(namespace_prefix or ())
         report = RestoreReport(dry_run=dry_run)
-        with self._exclusive():
+        with self._exclusive("restore archived items", writes=not dry_run):
             if not dry_run:
                 _steps.settle_restores(self.store, self.manifest)
             wanted = self.manifest.archived_lines(uids=uids, keys=keys) if keys or uids else None

@@ -49,12 +49,14 @@ from pathlib import Path
 from typing import Any
 
 from langgraph_memory._infra import sqlite as _sqlite
+from langgraph_memory._infra.sqlite_ro import ReadOnlyConnection, connect_read_only
 from langgraph_memory.archive.format import FORMAT_VERSION
 from langgraph_memory.errors import (
     ArchiveError,
     CorruptFileError,
     LangGraphMemoryError,
     LockTimeoutError,
+    ReadOnlyError,
 )
 
 __all__ = ["Manifest", "ArchiveFile", "FILE_STATES", "ITEM_STATES"]
@@ -147,9 +149,16 @@ class Manifest:
     raw ``sqlite3`` error.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = Path(path)
+        #: Opened with ``read_only=True``: reads only, writes nothing beside the file; every change raises
+        #: [`ReadOnlyError`][langgraph_memory.errors.ReadOnlyError].
+        self.read_only = read_only
         self._lock = threading.RLock()
+        self._ro: ReadOnlyConnection | None = None
+        if read_only:
+            self._open_read_only()
+            return
         with self._guard("open"):
             self._conn = _sqlite.connect(self.path, synchronous="FULL")
         try:
@@ -159,19 +168,46 @@ class Manifest:
                 row = c.execute("SELECT value FROM meta WHERE key='format_version'").fetchone()
                 if row is None:
                     c.execute("INSERT INTO meta VALUES ('format_version', ?)", (str(FORMAT_VERSION),))
-                elif int(row[0]) > FORMAT_VERSION:
-                    raise ArchiveError(
-                        f"archive manifest {self.path} has format version {row[0]}, newer than this "
-                        f"langgraph-memory understands ({FORMAT_VERSION}); upgrade the package."
-                    )
+                else:
+                    self._check_version(row[0])
         except BaseException:
             self._conn.close()
             raise
 
+    def _open_read_only(self) -> None:
+        """Read an existing manifest without writing beside it; a missing one reads as an empty archive."""
+        if not self.path.exists():
+            # No archive yet: an empty manifest in memory, so that every read answers "nothing archived".
+            self._conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+            self._conn.executescript(_SCHEMA)
+            self._conn.execute("PRAGMA query_only = ON")
+            return
+        with self._guard("open"):
+            self._ro = connect_read_only(self.path)
+        self._conn = self._ro.conn
+        try:
+            with self._lock, self._guard("open"):
+                row = self._conn.execute("SELECT value FROM meta WHERE key='format_version'").fetchone()
+            if row is not None:
+                self._check_version(row[0])
+        except BaseException:
+            self._ro.close()
+            raise
+
+    def _check_version(self, value: str) -> None:
+        if int(value) > FORMAT_VERSION:
+            raise ArchiveError(
+                f"archive manifest {self.path} has format version {value}, newer than this "
+                f"langgraph-memory understands ({FORMAT_VERSION}); upgrade the package."
+            )
+
     def close(self) -> None:
         with self._lock:
             try:
-                self._conn.close()
+                if self._ro is not None:
+                    self._ro.close()
+                else:
+                    self._conn.close()
             except sqlite3.Error:  # a last WAL checkpoint failing (disk full) leaves the WAL to the next open
                 pass
 
@@ -213,6 +249,12 @@ class Manifest:
         On any error the step is rolled back (the first error is the one
         raised, even when the rollback fails too, as it can on a full disk).
         """
+        if self.read_only:
+            raise ReadOnlyError(
+                f"the archive manifest {self.path} was opened read-only; could not {what} it. Open the memory "
+                "without read_only=True (--read-only) to archive, restore or forget.",
+                self.path,
+            )
         with self._lock, self._guard(what):
             self._conn.execute("BEGIN IMMEDIATE")
             try:

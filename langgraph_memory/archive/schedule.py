@@ -18,7 +18,7 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from langgraph_memory.errors import ConfigError
+from langgraph_memory.errors import ConfigError, ReadOnlyError
 
 __all__ = [
     "schedule_archival",
@@ -85,6 +85,12 @@ def schedule_archival(
         >>> job = schedule_archival(archiver, interval=timedelta(hours=6))  # starts a scheduler job  # doctest: +SKIP
         >>> job.next_run_time  # starts a scheduler job  # doctest: +SKIP
     """
+    if getattr(archiver, "read_only", False) and not dry_run:  # each run would fail in its thread: refuse now
+        raise ReadOnlyError(
+            f"the archive in {archiver.archive_dir} was opened read-only; archive runs write. Open the memory "
+            "without read_only=True (--read-only) to schedule them.",
+            archiver.archive_dir,
+        )
     if cron is not None and interval is not None:
         raise ConfigError("schedule_archival takes cron= or interval=, not both")
     if cron is None and interval is None:

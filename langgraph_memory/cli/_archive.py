@@ -184,7 +184,7 @@ def _list(ctx: Ctx) -> int:
     settings = ctx.settings()
     files: list[Any] = []
     if settings.manifest_path.exists():
-        m = Manifest(settings.manifest_path)
+        m = Manifest(settings.manifest_path, read_only=ctx.read_only)
         try:
             coll = collection_by_name(a.collection).name if a.collection else None
             files = m.files(collection=coll, states=None if a.all else ("verified", "complete"))

@@ -3,15 +3,19 @@
 A damaged HNSW segment can make Chroma crash the process that opens it
 (SIGSEGV in the first ``count()`` or query), raise errors, or answer wrongly
 without a word (a truncated ``data_level0.bin`` silently misses half of its
-items). `probe()` runs this file as a script in a subprocess: it opens the
-folder, counts each collection and queries it with vectors from the catalog
-(every record changed since the index was last verified, and random others),
-each of which must find its own record first. A crash, a hang, an error or
+items). `probe()` runs this file as a script in a subprocess: it first
+checks the structure of every HNSW file with numpy (`_hnsw_check`: every
+neighbour id, link count and level in range), then opens the folder,
+compares each segment's build parameters with its collections'
+configuration, counts each collection and queries it with vectors from the
+catalog (every record changed since the index was last verified, and random
+others), each of which must find its own record first. A crash, a hang, an error or
 wrong answers mark the folder for a rebuild; the store's own process never
 touched it.
 
-This file imports nothing from the package, so the subprocess starts in
-about half a second (mostly ``import chromadb``).
+This file imports nothing from the package (`_hnsw_check` is loaded by
+path), so the subprocess starts in about half a second (mostly ``import
+chromadb``).
 """
 
 from __future__ import annotations
@@ -130,8 +134,51 @@ def unreachable(col: Any, records: list[list[Any]], n_vectors: int) -> list[str]
     return [rid for rid, _vec in batched(first, max(1, min(WIDE, n_vectors)))] if first else []
 
 
+def _checker() -> Any:
+    """`_hnsw_check`, loaded by path: this script runs outside the package."""
+    import importlib.util
+
+    name = "_lgm_hnsw_check"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().with_name("_hnsw_check.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def _structure(folder: Path) -> dict[str, str]:
+    """What `_hnsw_check` finds wrong in the folder's HNSW files, read without hnswlib."""
+    found: dict[str, str] = _checker().check_folder(folder)
+    return {f"HNSW segment {name}": why for name, why in found.items()}
+
+
+def _parameters(client: Any, folder: Path) -> dict[str, str]:
+    """Segments built with another ``ef_construction`` or ``M`` than any collection is configured with.
+
+    Listing collections reads Chroma's catalog only; no segment is loaded yet.
+    """
+    allowed = set()
+    for col in client.list_collections():
+        hnsw = (getattr(col, "configuration_json", None) or {}).get("hnsw") or {}
+        if "ef_construction" in hnsw and "max_neighbors" in hnsw:
+            allowed.add((int(hnsw["ef_construction"]), int(hnsw["max_neighbors"])))
+    if not allowed:  # a Chroma that does not say: nothing to compare with
+        return {}
+    found: dict[str, str] = _checker().check_parameters(folder, allowed)
+    return {f"HNSW segment {name}": why for name, why in found.items()}
+
+
 def _main() -> None:
     spec = json.loads(sys.stdin.read())
+    # hnswlib trusts every id and count in its files, and a sample query only walks part of the graph: the
+    # structure is checked whole first, and a folder that fails it is never handed to Chroma.
+    damaged = _structure(Path(spec["folder"]))
+    if damaged:
+        print(json.dumps(damaged))
+        return
     import chromadb
     from chromadb.config import Settings
 
@@ -144,6 +191,13 @@ def _main() -> None:
                 or {"*": f"cannot open the folder: {exc}"}
             )
         )
+        return
+    try:
+        damaged = _parameters(client, Path(spec["folder"]))
+    except Exception as exc:  # noqa: BLE001
+        damaged = {"*": f"cannot read the collections' configuration: {type(exc).__name__}: {exc}"}
+    if damaged:
+        print(json.dumps(damaged))
         return
     print(json.dumps({c["name"]: _check(client, c) for c in spec["collections"]}))
 

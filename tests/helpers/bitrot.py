@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -57,6 +58,63 @@ def targets(data_dir: Path) -> list[Path]:
     return sorted(out)
 
 
+def segment_of(data_dir: Path) -> Path:
+    """The one HNSW segment folder of the data directory's current index."""
+    from langgraph_memory.store._hnsw_check import segments
+
+    (index,) = [p for p in (data_dir / "chroma").iterdir() if p.is_dir() and p.name.startswith("index-")]
+    (seg,) = segments(index)
+    return seg
+
+
+def flip_neighbour_ids(seg: Path, rng: random.Random, flips: int, *, upper: bool = False) -> list[tuple[int, int]]:
+    """Flip one high bit of ``flips`` stored neighbour ids (level 0, or ``upper`` levels); size and mtime kept.
+
+    The bit is one the element count does not reach, so the id leaves the
+    range: what hnswlib would follow out of its arrays. Returns ``(element,
+    old id)`` of each.
+    """
+    import numpy as np
+
+    from langgraph_memory.store._hnsw_check import _upper_levels, read_header
+
+    h = read_header(seg / "header.bin")
+    high = range(max(h.count.bit_length(), 1), 32)
+    done: list[tuple[int, int]] = []
+    if upper:
+        levels, why = _upper_levels(seg, h)
+        assert levels is not None, why
+        path = seg / "link_lists.bin"
+        words = np.fromfile(path, dtype=np.uint32)
+        owners = np.flatnonzero(levels[:, 0] > 0)
+        while len(done) < flips:
+            e = int(rng.choice(owners))
+            start = int(levels[e, 1]) + rng.randrange(int(levels[e, 0])) * (1 + h.max_m)
+            if words[start] == 0:
+                continue
+            at = start + 1 + rng.randrange(int(words[start]))
+            done.append((e, int(words[at])))
+            words[at] ^= np.uint32(1 << rng.choice(high))
+    else:
+        path = seg / "data_level0.bin"
+        data = np.fromfile(path, dtype=np.uint8).reshape(h.count, h.size_per_element)
+        while len(done) < flips:
+            e = rng.randrange(h.count)
+            n = int(data[e, 0]) | int(data[e, 1]) << 8
+            if n == 0:
+                continue
+            ids = data[e, 4 : h.offset_data].view(np.uint32)
+            j = rng.randrange(n)
+            done.append((e, int(ids[j])))
+            ids[j] ^= np.uint32(1 << rng.choice(high))
+        words = data
+    st = path.stat()
+    with open(path, "r+b") as f:  # in place, as a disk would: same size, same inode
+        f.write(words.tobytes())
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    return done
+
+
 @dataclass
 class ChildResult:
     """What one fresh process found: its exit status and what it checked."""
@@ -69,10 +127,19 @@ class ChildResult:
     wrong_by_text: list[str] = field(default_factory=list)
     rebuilt: bool = False
     stderr: str = ""
+    #: asked to die by SIGKILL once it reported (leaving the index unsealed, as a crash does)
+    unclean: bool = False
+    reported: bool = False
+    #: why the open rebuilt the index (empty: it did not)
+    rebuild_reason: str = ""
 
     @property
     def crashed(self) -> bool:
-        return self.returncode < 0
+        return self.returncode < 0 and not self._killed_as_asked
+
+    @property
+    def _killed_as_asked(self) -> bool:
+        return self.unclean and self.reported and self.returncode == -signal.SIGKILL
 
     @property
     def problems(self) -> int:
@@ -80,10 +147,10 @@ class ChildResult:
 
     @property
     def ok(self) -> bool:
-        return self.returncode == 0 and not self.problems
+        return (self.returncode == 0 or self._killed_as_asked) and not self.problems
 
     def summary(self) -> str:
-        if self.returncode != 0:
+        if self.returncode != 0 and not self._killed_as_asked:
             tail = self.stderr.strip().splitlines()[-3:]
             return f"exit status {self.returncode}: {' | '.join(tail)}"
         return (
@@ -101,13 +168,30 @@ def run_child(
     seed: int,
     checked: int = CHECKED_MAX,
     timeout: float = 600,
+    rebuild_max: int | None = None,
+    unclean: bool = False,
 ) -> ChildResult:
-    """Open ``data_dir`` in a fresh process, check ``ledger`` and put ``new``; the parent adds ``acked``."""
+    """Open ``data_dir`` in a fresh process, check ``ledger`` and put ``new``; the parent adds ``acked``.
+
+    ``rebuild_max`` overrides the store's ``REBUILD_MAX`` in the child (0: an
+    index left by a crash is always probed, as one of more than 25,000
+    vectors is); ``unclean`` makes the child die by SIGKILL after its report,
+    so the next child finds the index unsealed.
+    """
     root = Path(__file__).resolve().parents[2]
     path = os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])
     env = dict(os.environ, PYTHONPATH=path, HF_HUB_OFFLINE="1")
     payload = json.dumps(
-        {"data_dir": str(data_dir), "ledger": ledger, "dims": dims, "new": new, "seed": seed, "checked": checked}
+        {
+            "data_dir": str(data_dir),
+            "ledger": ledger,
+            "dims": dims,
+            "new": new,
+            "seed": seed,
+            "checked": checked,
+            "rebuild_max": rebuild_max,
+            "unclean": unclean,
+        }
     )
     proc = subprocess.run(
         [sys.executable, str(Path(__file__).resolve())],
@@ -117,7 +201,7 @@ def run_child(
         env=env,
         timeout=timeout,
     )
-    result = ChildResult(proc.returncode, stderr=proc.stderr)
+    result = ChildResult(proc.returncode, stderr=proc.stderr, unclean=unclean)
     # The acknowledged keys are printed as each put returns, so even a child that died later reports them.
     for line in proc.stdout.splitlines():
         if line.startswith("acked "):
@@ -129,6 +213,8 @@ def run_child(
             result.wrong_by_vector = report["wrong_by_vector"]
             result.wrong_by_text = report["wrong_by_text"]
             result.rebuilt = report["rebuilt"]
+            result.rebuild_reason = report.get("rebuild_reason", "")
+            result.reported = True
     return result
 
 
@@ -155,7 +241,10 @@ def _main() -> None:
     from langgraph.store.base import PutOp
 
     from langgraph_memory.store import ChromaStore
+    from langgraph_memory.store import index as _index
 
+    if spec.get("rebuild_max") is not None:
+        _index.REBUILD_MAX = spec["rebuild_max"]
     emb = DeterministicFakeEmbedding(size=spec["dims"])
     store = ChromaStore(data_dir=spec["data_dir"], index={"dims": spec["dims"], "embed": emb, "fields": ["text"]})
     try:
@@ -172,10 +261,15 @@ def _main() -> None:
             store.batch([PutOp(NAMESPACE, k, {"text": text_of(k), "key": k}) for k in batch])
             print("acked " + json.dumps(batch), flush=True)
         _check(store, emb, new[-checked:], report)
-        rebuilt = store.vector_index.last_rebuild is not None
-    finally:
+        last = store.vector_index.last_rebuild
+    except BaseException:
         store.close()
-    print("report " + json.dumps({**report, "rebuilt": rebuilt}), flush=True)
+        raise
+    reason = last.reason if last is not None else ""
+    print("report " + json.dumps({**report, "rebuilt": last is not None, "rebuild_reason": reason}), flush=True)
+    if spec.get("unclean"):
+        os.kill(os.getpid(), signal.SIGKILL)
+    store.close()
 
 
 if __name__ == "__main__":

@@ -53,7 +53,8 @@ def main() -> None:
             "retire": lambda: mem.retire(finding_id, reason="test"),
             "sweep": lambda: mem.store.sweep_ttl(),
             "rebuild": lambda: mem.store.rebuild_index(progress=False),
-            "archive": lambda: mem.archiver,
+            "archive": lambda: mem.archiver.run(),
+            "restore": lambda: mem.archiver.restore(all_items=True),
             "checkpoint": lambda: mem.checkpointer.put(
                 {"configurable": {"thread_id": "t", "checkpoint_ns": ""}},
                 {"v": 1, "id": "1", "ts": "", "channel_values": {}, "channel_versions": {}, "versions_seen": {}},
