@@ -185,12 +185,15 @@ def test_the_store_runs_a_conflicting_put_again_under_the_lock(
         store.close()
 
 
-def test_one_process_at_a_time_claims_a_collections_log(cat: PgCatalog, pg_database: str) -> None:
+def test_one_process_at_a_time_claims_a_collections_log(cat: PgCatalog, short: PgCatalog, pg_database: str) -> None:
     other = PgCatalog(pg_database, timeout=10)
     try:
         with cat.read() as a, other.read() as b:
             assert applier.try_claim(a, "memories")
             assert not applier.try_claim(b, "memories")
+            with pytest.raises(LockTimeoutError):  # claim() waits for it, up to the transaction's lock_timeout
+                with short.write(ordered=False) as s:
+                    applier.claim(s, "memories")
             assert applier.try_claim(b, "lessons")  # another collection's log is another claim
             applier.release(a, "memories")
             assert applier.try_claim(b, "memories")

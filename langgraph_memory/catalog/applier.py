@@ -4,19 +4,21 @@ With the catalog on a PostgreSQL server, every process that writes asks
 for the index to catch up after its commit. Without a claim each of them
 reads the same pending rows and upserts the same vectors into the one
 Chroma server (measured: 8 processes applied each change several times
-over). `try_claim()` takes a session-level advisory lock named after the
-collection, without waiting; the process that gets it applies everything
-pending, the others wait for the applied position to pass what they wrote
-(`applied()`), or for their own turn. The server drops the lock with its
-connection, so a process that dies never leaves the log unapplied.
+over). `claim()` takes a session-level advisory lock named after the
+collection (waiting, inside a transaction, up to its ``lock_timeout``): one
+process applies everything pending while the others wait for their turn,
+and then usually find nothing left to apply. The server drops the lock with
+its connection, so a process that dies never leaves the log unapplied.
 
 A SQLite catalog lives on one machine, where the index already has a lock
 of its own: there every claim succeeds at once.
 
-    if try_claim(conn, "memories"):
-        try:
-            ...  # apply the pending rows
-        finally:
+    with catalog.write(ordered=False) as conn:
+        claim(conn, "memories")
+    try:
+        ...  # apply the pending rows
+    finally:
+        with catalog.read() as conn:
             release(conn, "memories")
 """
 
@@ -26,10 +28,19 @@ import sqlite3
 
 from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, dialect_of
 
-__all__ = ["APPLY_LOCK_CLASS", "try_claim", "release"]
+__all__ = ["APPLY_LOCK_CLASS", "claim", "try_claim", "release"]
 
 #: The first half of the two-part advisory lock key ("lgma"); the second is the collection name's hash.
 APPLY_LOCK_CLASS = 0x6C676D61
+
+
+def claim(conn: sqlite3.Connection, collection: str) -> None:
+    """Wait for the claim on ``collection``'s log (in a transaction: its ``lock_timeout`` bounds the wait).
+
+    The claim outlives the transaction; `release()` gives it up.
+    """
+    if dialect_of(conn) == POSTGRESQL:
+        conn.execute("SELECT pg_advisory_lock(?, hashtext(?))", (APPLY_LOCK_CLASS, collection)).fetchone()
 
 
 def try_claim(conn: sqlite3.Connection, collection: str) -> bool:

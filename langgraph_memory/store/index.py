@@ -62,8 +62,6 @@ logger = logging.getLogger(__name__)
 _GEN_KEY = "index_generation"
 # Queued changes applied to Chroma per hold of the index lock.
 _APPLY_CHUNK = 500
-# Seconds between looks at a log that another process is applying.
-_CLAIM_POLL = 0.05
 _SEAL_KEY = "index_seal"
 _BROKEN_KEY = "index_broken"
 _BATCH = 1000
@@ -437,11 +435,10 @@ class ChromaIndex:
                 first = _queue.pending(conn, name, limit=1)
                 if not first or first[0][0] > head:
                     return applied
-                claimed = _applier.try_claim(conn, name)
-            if not claimed:
-                # Another process applies this log now: it will pass our changes, or leave us the claim.
-                time.sleep(_CLAIM_POLL)
-                continue
+            if self.catalog.dialect != "sqlite":
+                # Waits while another process applies this log (most often, then, nothing is left to apply).
+                with log.write(ordered=False) as conn:
+                    _applier.claim(conn, name)
             try:
                 applied += self._apply_pending(name)
             finally:

@@ -12,7 +12,11 @@ lock taken at ``BEGIN`` (the PostgreSQL counterpart of SQLite's ``BEGIN
 IMMEDIATE``): version numbers, namespace ids and ingestion claims are
 decided by one writer at a time, and the index queue's positions commit in
 order, so a reader that has seen position ``n`` has seen everything before
-it. A write is acknowledged when PostgreSQL commits it.
+it. A plain put (``write(late=True)``) reads the items it replaces first and
+sends the lock with its changes and its ``COMMIT``, so the lock is held only
+while the server runs them, never across a round trip to a client that a
+busy machine has descheduled; what it read is checked again under the lock.
+A write is acknowledged when PostgreSQL commits it.
 
 When the server cannot be reached, every call raises
 [`ServerUnavailableError`][langgraph_memory.errors.ServerUnavailableError] within
