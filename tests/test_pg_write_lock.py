@@ -244,3 +244,46 @@ def test_a_write_whose_log_another_process_applies_is_applied_once_that_one_lets
     finally:
         claimer.close()
         store.close()
+
+
+def test_noted_reads_are_flushed_without_waiting_for_another_machines_write_lock(
+    pg_database: str, fake_embeddings: Any
+) -> None:
+    local = tempfile.mkdtemp(prefix="lgm-pg-wl-")
+    store = ChromaStore(
+        settings=Settings.resolve(pg_database, local_dir=local, lock_timeout=2),
+        index={"dims": 16, "embed": fake_embeddings, "fields": ["text"]},
+    )
+    other = PgCatalog(pg_database, timeout=10)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with other.write() as conn:
+            conn.execute("SELECT 1").fetchone()
+            holding.set()
+            release.wait(120)
+
+    t = threading.Thread(target=hold)
+    try:
+        store.put(NS, "a", {"text": "read twice"})
+        store.put(NS, "b", {"text": "read once"})
+        store.get(NS, "a")
+        store.get(NS, "a")
+        store.get(NS, "b")
+        t.start()
+        assert holding.wait(60)
+        # An ordered write would wait 2 s for the lock, then fail with LockTimeoutError.
+        assert store.flush_access() == 2
+    finally:
+        release.set()
+        if t.is_alive():
+            t.join(60)
+        other.close()
+    try:
+        got = store.get(NS, "a", refresh_ttl=False)
+        assert got is not None
+        with psycopg.connect(pg_database, autocommit=True) as conn:
+            counts = dict(conn.execute("SELECT key, access_count FROM items").fetchall())
+        assert counts == {"a": 2, "b": 1}
+    finally:
+        store.close()
