@@ -623,11 +623,12 @@ def apply_access(conn: sqlite3.Connection, rows: Sequence[tuple[float, int, floa
     """Add noted reads ``(at, count, expires_at, item id)`` to their items; return how many items exist."""
     # One call for all (on a server: one round trip, not one per item), in id order so that two
     # processes flushing at once lock the rows they share in the same order.
+    ordered = sorted(rows, key=lambda r: r[3])
     cur = conn.executemany(
         "UPDATE items SET last_accessed_at = max(last_accessed_at, ?), access_count = access_count + ?,"
         " expires_at = CASE WHEN ? IS NULL OR expires_at IS NULL THEN expires_at ELSE max(expires_at, ?) END"
         " WHERE id = ?",
-        sorted(((at, count, expires, expires, item_id) for at, count, expires, item_id in rows), key=lambda r: r[4]),
+        [(at, count, expires, expires, item_id) for at, count, expires, item_id in ordered],
     )
     return max(cur.rowcount, 0)
 
