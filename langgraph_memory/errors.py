@@ -42,6 +42,7 @@ __all__ = [
     "ReadOnlyError",
     "CorruptFileError",
     "ServerUnavailableError",
+    "WriteConflictError",
     "MigrationError",
     "ModelMismatchError",
     "BundleError",
@@ -186,6 +187,14 @@ class ServerUnavailableError(StorageError, ConnectionError):
     Raised within the configured timeout, never after a hang; nothing of the
     failed call was stored. The library reconnects by itself once the server
     is back, so the same call can simply be retried.
+    """
+
+
+class WriteConflictError(StorageError):
+    """A write that read before it took the catalog's write lock found what it read changed by another machine.
+
+    The library retries such a write itself (holding the lock from its
+    start); it reaches a caller only if that retry conflicts too.
     """
 
 

@@ -173,11 +173,12 @@ class Catalog:
                     logger.debug("ending a read snapshot of %s failed", self.path, exc_info=True)
 
     @contextmanager
-    def write(self, *, ordered: bool = True) -> Iterator[sqlite3.Connection]:
+    def write(self, *, ordered: bool = True, late: bool = False) -> Iterator[sqlite3.Connection]:
         """One ``BEGIN IMMEDIATE`` transaction: committed when the block ends, rolled back on an error.
 
-        ``ordered`` is for the PostgreSQL catalog (whose writes that need no
-        place in the change log may skip its write lock); SQLite serializes
+        ``ordered`` and ``late`` are for the PostgreSQL catalog (whose writes
+        that need no place in the change log may skip its write lock, and
+        whose puts may take it only at their first change); SQLite serializes
         every write.
 
         Nested use in the same thread joins the outer transaction.

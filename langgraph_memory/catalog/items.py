@@ -319,6 +319,13 @@ def _insert_item(
     return int(cur.lastrowid or 0)
 
 
+# Items of a batch whose row (id, vector count) is not what the batch read before the write lock.
+_CHANGED_SINCE_READ = (
+    "SELECT 1 FROM (VALUES {rows}) AS v(ns_id, key, id, n) LEFT JOIN items i ON i.ns_id = v.ns_id AND i.key = v.key"
+    " WHERE i.id IS DISTINCT FROM v.id OR i.n_vectors IS DISTINCT FROM v.n"
+)
+
+
 class _Known:
     """A batch's items as the catalog holds them, read in one statement (the PostgreSQL catalog's write path).
 
@@ -364,6 +371,20 @@ class _Known:
                     self.state[(int(r[1]), str(r[2]))] = (int(r[3]), int(r[4]))
         self._ids.sort(reverse=True)
         self._at = 0
+        self._check_when_ordered(conn, pairs)
+
+    def _check_when_ordered(self, conn: Any, pairs: list[tuple[int, str]]) -> None:
+        """A put that read before the write lock (``late``) fails at the lock if another writer changed that."""
+        if pairs:
+            rows = [(nid, key, *(self.state.get((nid, key)) or (None, None))) for nid, key in pairs]
+            marks = ", ".join(
+                ["(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT))"] * len(rows)
+            )
+            if not conn.check_when_ordered(_CHANGED_SINCE_READ.format(rows=marks), [x for r in rows for x in r]):
+                return
+        gone = [join_ns(w.namespace) for nid, w in zip(self.nids, self.writes, strict=True) if nid is None]
+        if gone:
+            conn.check_when_ordered(f"SELECT 1 FROM namespaces WHERE ns IN ({', '.join('?' * len(gone))})", gone)
 
     def lookup(self, w: ItemWrite) -> tuple[int | None, tuple[int, int] | None]:
         nid = self.nids[self._at]
@@ -600,16 +621,16 @@ def load_vectors(conn: sqlite3.Connection, item_ids: Sequence[int]) -> dict[int,
 
 def apply_access(conn: sqlite3.Connection, rows: Sequence[tuple[float, int, float | None, int]]) -> int:
     """Add noted reads ``(at, count, expires_at, item id)`` to their items; return how many items exist."""
-    touched = 0
-    for at, count, expires, item_id in rows:
-        cur = conn.execute(
-            "UPDATE items SET last_accessed_at = max(last_accessed_at, ?), access_count = access_count + ?,"
-            " expires_at = CASE WHEN ? IS NULL OR expires_at IS NULL THEN expires_at ELSE max(expires_at, ?) END"
-            " WHERE id = ?",
-            (at, count, expires, expires, item_id),
-        )
-        touched += cur.rowcount
-    return touched
+    # One call for all (on a server: one round trip, not one per item), in id order so that two
+    # processes flushing at once lock the rows they share in the same order.
+    ordered = sorted(rows, key=lambda r: r[3])
+    cur = conn.executemany(
+        "UPDATE items SET last_accessed_at = max(last_accessed_at, ?), access_count = access_count + ?,"
+        " expires_at = CASE WHEN ? IS NULL OR expires_at IS NULL THEN expires_at ELSE max(expires_at, ?) END"
+        " WHERE id = ?",
+        [(at, count, expires, expires, item_id) for at, count, expires, item_id in ordered],
+    )
+    return max(cur.rowcount, 0)
 
 
 def expired(conn: sqlite3.Connection, now: float, *, collection: str | None = None) -> list[StoredItem]:

@@ -68,12 +68,15 @@ def enqueue(conn: sqlite3.Connection, collection: str, entries: Sequence[tuple[i
 
 def pending(conn: sqlite3.Connection, collection: str, limit: int | None = None) -> list[tuple[int, int, int]]:
     """Queued changes of ``collection`` not applied yet: ``(seq, item_id, n_old)``, oldest first."""
-    after = applied(conn, collection)
-    sql = "SELECT seq, item_id, n_old FROM index_queue WHERE collection = ? AND seq > ? ORDER BY seq"
-    params: tuple[object, ...] = (collection, after)
+    # One statement (on a server, one round trip): the position applied is read with the rows.
+    sql = (
+        "SELECT seq, item_id, n_old FROM index_queue WHERE collection = ? AND seq > "
+        "coalesce((SELECT applied_seq FROM index_state WHERE collection = ?), 0) ORDER BY seq"
+    )
+    params: tuple[object, ...] = (collection, collection)
     if limit is not None:
         sql += " LIMIT ?"
-        params = (collection, after, limit)
+        params = (collection, collection, limit)
     return [(int(s), int(i), int(n)) for s, i, n in conn.execute(sql, params)]
 
 

@@ -24,7 +24,7 @@ from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog import vectors as _catalog_vectors
 from langgraph_memory.catalog.connection import Connection
-from langgraph_memory.errors import EmbeddingModelError, InvalidArgumentError, ModelMismatchError
+from langgraph_memory.errors import EmbeddingModelError, InvalidArgumentError, ModelMismatchError, WriteConflictError
 from langgraph_memory.store._catchup import IndexCatchUp
 from langgraph_memory.store.index import ChromaIndex, IndexUnavailable
 from langgraph_memory.store.records import text_path
@@ -236,7 +236,32 @@ class Writer:
                     value=dict(p.op.value) if p.op.value is not None else None,
                 )
             )
-        with self.catalog.write() as conn:
+        # A plain put reads the items it replaces before it takes the catalog's write lock, and takes the lock
+        # only with its changes (a lock held across round trips serialized every machine's writes); should
+        # another machine change those items in between, it runs again holding the lock from the start.
+        late = before is None and (self._model_id is not None or not any(w.vectors for w in writes))
+        try:
+            ids = self._commit(writes, puts, before, now=now, late=late)
+        except WriteConflictError:
+            if not late:
+                raise
+            ids = self._commit(writes, puts, before, now=now, late=False)
+        if self.catch_up is not None:
+            self.catch_up.request({p.spec.name for p in puts}, len(puts))
+        else:
+            self.sync({p.spec.name for p in puts})
+        return ids
+
+    def _commit(
+        self,
+        writes: list[_items.ItemWrite],
+        puts: list[PreparedPut],
+        before: Callable[[Connection], Mapping[int, dict[str, Any]] | None] | None,
+        *,
+        now: float,
+        late: bool,
+    ) -> list[int | None]:
+        with self.catalog.write(late=late) as conn:
             if before is not None:
                 for i, value in (before(conn) or {}).items():
                     puts[i].spec.validate(value)
@@ -246,12 +271,7 @@ class Writer:
                 mid = self.model_id(conn)
                 for w in writes:
                     w.model_id = mid
-            ids = _items.write_items(conn, writes, self.catalog.names, now=now)
-        if self.catch_up is not None:
-            self.catch_up.request({p.spec.name for p in puts}, len(puts))
-        else:
-            self.sync({p.spec.name for p in puts})
-        return ids
+            return _items.write_items(conn, writes, self.catalog.names, now=now)
 
     def sync(self, collections: set[str] | None = None) -> None:
         """Apply queued changes to Chroma after a commit; a failure is logged, never raised.

@@ -43,6 +43,7 @@ import numpy as np
 
 from langgraph_memory._infra.chroma import ChromaHandle
 from langgraph_memory.catalog import Catalog
+from langgraph_memory.catalog import applier as _applier
 from langgraph_memory.catalog import integrity as _integrity
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
@@ -192,6 +193,9 @@ class ChromaIndex:
         #: A Chroma server's outages (never set for the embedded index): see `_server_health`.
         self.health = ServerHealth()
         self._recovering = False
+        # With the catalog on a server, applying the log runs on a connection of its own (see `_log`).
+        self._log_catalog: Catalog | None = None
+        self._log_lock = threading.Lock()
 
     # ------------------------------------------------------------- naming
 
@@ -388,38 +392,89 @@ class ChromaIndex:
         if not self.catch_up():
             raise self._away("applying changes")
         names = collections or self.collections
-        with self.catalog.read() as conn:
+        log = self._log()
+        with log.read() as conn:
             names = [n for n in names if n not in self.broken and _queue.pending(conn, n, limit=1)]
         if not names:
             return 0
         applied = 0
         for name in names:
-            while True:
-                # Read from the catalog, then hold the index lock for this chunk's upsert only: a search holds
-                # the catalog and then asks for the index, so holding the index while asking for the catalog
-                # could wait on each other (with the catalog on a server, this runs in a thread of its own).
-                with self.catalog.read() as conn:
-                    rows = _queue.pending(conn, name, limit=_APPLY_CHUNK)
-                    if not rows:
-                        break
-                    n_old: dict[int, int] = {}
-                    for _seq, item_id, n in rows:
-                        n_old[item_id] = max(n_old.get(item_id, 0), n)
-                    vectors = _items.load_vectors(conn, list(n_old))
-                self._chroma_name(name, record=True)  # before the index lock (see ``_names``)
-                with self._use(write=True) as client:
-                    try:
-                        col = self._collection(client, name, create=True)
-                        self._apply(col, n_old, vectors)
-                    except LangGraphMemoryError:
-                        raise
-                    except Exception as exc:  # noqa: BLE001 - Chroma's errors are many and untyped
-                        raise self._failed(name, exc, "applying changes") from exc
-                with self.catalog.write(ordered=False) as conn:  # needs no place in the change log
-                    _queue.mark_applied(conn, name, rows[-1][0])
-                applied += len(n_old)
-                if len(rows) < _APPLY_CHUNK:
-                    break  # everything pending was in this read; a later write requests its own pass
+            applied += self._sync_claimed(name)
+        return applied
+
+    def _log(self) -> Catalog:
+        """The catalog as the log's applier uses it.
+
+        On a server, a second connection: the catalog's own is shared by
+        this process's puts and searches, and a pass of the applier (a dozen
+        statements, each a round trip) would hold them up.
+        """
+        if self.catalog.dialect == "sqlite":
+            return self.catalog
+        with self.catalog.read():
+            pass  # a write of this process still open (in another thread) commits first: then its rows are seen
+        with self._log_lock:
+            if self._log_catalog is None or self._log_catalog.closed:
+                self._log_catalog = self.catalog.another()
+            return self._log_catalog
+
+    def _sync_claimed(self, name: str) -> int:
+        """Apply ``name``'s log up to its head now, or wait until the process that claimed it has.
+
+        Processes sharing a catalog on a server share one Chroma server: one
+        of them applies a collection's log at a time (see
+        `langgraph_memory.catalog.applier`), so no change is upserted twice.
+        """
+        applied = 0
+        head: int | None = None
+        log = self._log()
+        while True:
+            with log.read() as conn:
+                if head is None:
+                    head = _queue.last_seq(conn)
+                first = _queue.pending(conn, name, limit=1)
+                if not first or first[0][0] > head:
+                    return applied
+            if self.catalog.dialect != "sqlite":
+                # Waits while another process applies this log (most often, then, nothing is left to apply).
+                with log.write(ordered=False) as conn:
+                    _applier.claim(conn, name)
+            try:
+                applied += self._apply_pending(name)
+            finally:
+                with log.read() as conn:
+                    _applier.release(conn, name)
+
+    def _apply_pending(self, name: str) -> int:
+        """Apply every change of ``name`` pending now (the caller holds the claim on its log)."""
+        applied = 0
+        log = self._log()
+        while True:
+            # Read from the catalog, then hold the index lock for this chunk's upsert only: a search holds
+            # the catalog and then asks for the index, so holding the index while asking for the catalog
+            # could wait on each other (with the catalog on a server, this runs in a thread of its own).
+            with log.read() as conn:
+                rows = _queue.pending(conn, name, limit=_APPLY_CHUNK)
+                if not rows:
+                    break
+                n_old: dict[int, int] = {}
+                for _seq, item_id, n in rows:
+                    n_old[item_id] = max(n_old.get(item_id, 0), n)
+                vectors = _items.load_vectors(conn, list(n_old))
+            self._chroma_name(name, record=True)  # before the index lock (see ``_names``)
+            with self._use(write=True) as client:
+                try:
+                    col = self._collection(client, name, create=True)
+                    self._apply(col, n_old, vectors)
+                except LangGraphMemoryError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - Chroma's errors are many and untyped
+                    raise self._failed(name, exc, "applying changes") from exc
+            with log.write(ordered=False) as conn:  # needs no place in the change log
+                _queue.mark_applied(conn, name, rows[-1][0])
+            applied += len(n_old)
+            if len(rows) < _APPLY_CHUNK:
+                break  # everything pending was in this read; a later write requests its own pass
         return applied
 
     @staticmethod
@@ -925,6 +980,10 @@ class ChromaIndex:
                 self.sync()
         except LangGraphMemoryError:
             logger.warning("could not apply queued changes to Chroma on close; the next open will", exc_info=True)
+        with self._log_lock:
+            if self._log_catalog is not None:
+                self._log_catalog.close()
+                self._log_catalog = None
         if self.session is None or not self.session.held:
             return
         try:

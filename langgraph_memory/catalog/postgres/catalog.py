@@ -12,7 +12,11 @@ lock taken at ``BEGIN`` (the PostgreSQL counterpart of SQLite's ``BEGIN
 IMMEDIATE``): version numbers, namespace ids and ingestion claims are
 decided by one writer at a time, and the index queue's positions commit in
 order, so a reader that has seen position ``n`` has seen everything before
-it. A write is acknowledged when PostgreSQL commits it.
+it. A plain put (``write(late=True)``) reads the items it replaces first and
+sends the lock with its changes and its ``COMMIT``, so the lock is held only
+while the server runs them, never across a round trip to a client that a
+busy machine has descheduled; what it read is checked again under the lock.
+A write is acknowledged when PostgreSQL commits it.
 
 When the server cannot be reached, every call raises
 [`ServerUnavailableError`][langgraph_memory.errors.ServerUnavailableError] within
@@ -50,6 +54,7 @@ from langgraph_memory.errors import (
     ServerUnavailableError,
     StorageError,
     StoreBackendError,
+    WriteConflictError,
 )
 
 __all__ = ["PgCatalog", "WRITE_LOCK"]
@@ -61,6 +66,7 @@ WRITE_LOCK = 0x6C676D5F777269
 # SQLSTATEs meaning the server is not there (now): connection exceptions, shutdown, start-up.
 _UNAVAILABLE = ("08", "57P01", "57P02", "57P03")
 _LOCK_NOT_AVAILABLE = "55P03"
+_SERIALIZATION_FAILURE = "40001"
 #: Seconds a finished read transaction may wait for the next statement to carry its COMMIT.
 SETTLE = 0.2
 
@@ -156,6 +162,8 @@ class PgCatalog:
         sqlstate = getattr(exc, "sqlstate", None) or ""
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         first = redact(first).replace(self.url, self.path)
+        if sqlstate == _SERIALIZATION_FAILURE:
+            return WriteConflictError(f"could not {what} the catalog {self.path}: {first}", self.path)
         if sqlstate == _LOCK_NOT_AVAILABLE or "lock timeout" in first:
             return LockTimeoutError(
                 f"could not {what} the catalog {self.path}: another machine held its write lock for more than "
@@ -216,12 +224,21 @@ class PgCatalog:
                     self._settle_later()
 
     @contextmanager
-    def write(self, *, migrating: bool = False, ordered: bool = True) -> Iterator[PgConnection]:
+    def write(self, *, migrating: bool = False, ordered: bool = True, late: bool = False) -> Iterator[PgConnection]:
         """One transaction holding the catalog's write lock: committed when the block ends, rolled back on error.
 
         ``ordered=False`` skips the lock, for bookkeeping that allocates
         nothing and appends nothing to the change log (the index marking
         what it applied): it then never waits for other machines' writes.
+
+        ``late=True`` takes the lock with the transaction's first change
+        instead of at ``BEGIN``, so it is held only while the server runs the
+        changes and commits, never across a round trip to this process. For
+        a put, whose reads before that point are checked again under the
+        lock (`PgConnection.check_when_ordered`): if another machine changed
+        them, the transaction fails with
+        [`WriteConflictError`][langgraph_memory.errors.WriteConflictError]
+        and the caller runs it again with ``late=False``.
 
         Nested use in the same thread joins the outer transaction.
         """
@@ -244,7 +261,9 @@ class PgCatalog:
                     if migrating:
                         conn.send_deferred()
                         schema.migrate(conn.raw, schema=search_path_schema(self.url))
-                    if ordered:
+                    if ordered and late and not migrating:
+                        conn.order_lock = f"SELECT pg_advisory_xact_lock({WRITE_LOCK})"
+                    elif ordered:
                         conn.defer(f"SELECT pg_advisory_xact_lock({WRITE_LOCK})")
                 except BaseException:
                     self._rollback(conn)
@@ -266,6 +285,7 @@ class PgCatalog:
             finally:
                 self._depth = 0
                 conn.batching = False
+                conn.order_lock = None
 
     def _settle_later(self) -> None:
         with self._settle:

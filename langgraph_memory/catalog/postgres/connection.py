@@ -201,6 +201,9 @@ class PgConnection:
         #: Defer writes until a statement needs an answer (set inside write transactions).
         self.batching = False
         self._deferred: list[tuple[str, _Pending | None]] = []
+        #: A lock to take in front of the transaction's first change (a write opened with ``late=True``).
+        self.order_lock: str | None = None
+        self._order_checks: list[str] = []
         configure(conn)
         self._literals = Transformer(conn)
 
@@ -215,6 +218,33 @@ class PgConnection:
     def defer(self, sql: str) -> None:
         """Send ``sql`` (PostgreSQL's dialect, no parameters) in front of the next statement."""
         self._deferred.append((sql, None))
+
+    def check_when_ordered(self, stale: str, params: Sequence[Any] = ()) -> bool:
+        """Fail the transaction (SQLSTATE 40001) if the query ``stale`` finds a row once `order_lock` is held.
+
+        For a write that read before taking the lock: ``stale`` (SQLite's
+        dialect) finds what changed since. Returns False when the lock was
+        taken already (what was read came after it: nothing to check).
+        """
+        if self.order_lock is None:
+            return False
+        body = self._bind(translate(stale), tuple(params))
+        tag = "$lgm$"
+        while tag in body:  # a dollar quote ends only at its own tag: pick one the values do not contain
+            tag = f"$lgm{len(tag)}$"
+        self._order_checks.append(
+            f"DO {tag} BEGIN IF EXISTS ({body}) THEN RAISE EXCEPTION 'read rows changed before the write lock' "
+            f"USING ERRCODE = 'serialization_failure'; END IF; END {tag}"
+        )
+        return True
+
+    def _order(self, pg: str) -> None:
+        """Before the transaction's first change: its lock, then the checks of what was read before it."""
+        if self.order_lock is not None and _DML.match(pg) is not None:
+            self._deferred.append((self.order_lock, None))
+            self._deferred.extend((sql, None) for sql in self._order_checks)
+            self.order_lock = None
+            self._order_checks = []
 
     def only_ends_deferred(self) -> bool:
         """Whether all that waits to be sent is the end of a transaction."""
@@ -285,7 +315,10 @@ class PgConnection:
         cur = ClientCursor(self.raw)
         done = self._ends(pg)
         if done is not None:
+            self.order_lock = None
+            self._order_checks = []
             return done
+        self._order(pg)
         try:
             if _SERIAL_INSERT.match(pg):
                 self._run(cur, f"{pg} RETURNING {'seq' if 'index_queue' in pg[:40] else 'id'}", tuple(params or ()))
@@ -307,6 +340,7 @@ class PgConnection:
         pg = translate(sql)
         params = [tuple(r) for r in rows]
         m = _ROW_INSERT.match(pg)
+        self._order(pg)
         statements: list[tuple[str, tuple[Any, ...]]]
         if m is not None and len(params) > 1:
             head, row, tail = m.groups()
