@@ -145,16 +145,7 @@ _PG_PENDING: dict[str, str] = {
     "tests/test_ingest_large.py": "bounded memory of a 50 MB ingest",
     "tests/test_langgraph_server.py": "the example app under `langgraph dev`",
     "tests/test_notebook.py": "the executed notebook",
-    "tests/test_store_vectors.py::test_a_cache_behind_the_pruned_log_reloads": "a vector cache behind the pruned log",
     # Seen: they read Chroma itself right after a put, and on PostgreSQL the index catches up in a thread.
-    "tests/test_store_processes.py::test_a_held_chroma_lock_delays_only_the_index": "a held Chroma lock",
-    "tests/test_store_server.py::test_store_ops_on_a_chroma_server": "Chroma's own records after a put",
-    "tests/test_store_vectors.py::test_a_collection_over_the_budget_is_searched_without_the_cache": (
-        "Chroma's record count after a put"
-    ),
-    "tests/test_store_view.py::test_chroma_holds_only_vectors_and_the_view_reads_everything_from_the_catalog": (
-        "Chroma's own records after a put"
-    ),
 }
 
 

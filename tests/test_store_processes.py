@@ -125,5 +125,6 @@ def test_a_held_chroma_lock_delays_only_the_index(data_dir: Path) -> None:
         holder.kill()
         holder.wait()
     store.put(("research",), "after", {"content": "written once the lock is free"})  # applies the queue
+    assert store.wait_for_index(timeout=120)  # with the catalog on a server the queue is applied in a thread
     assert store.vector_index.count("research_findings") == 3
     store.close()
