@@ -137,15 +137,9 @@ _SQLITE_ONLY: dict[str, str] = {
 }
 _PG_PENDING: dict[str, str] = {
     # Not investigated yet: what each covers.
-    "tests/test_mcp_server.py::test_an_agent_can_retire_supersede_and_reinstate_a_memory": "MCP retire/reinstate",
-    "tests/test_mcp_stdio.py::test_two_servers_on_one_data_directory": "two MCP servers on one memory",
-    "tests/test_bitrot.py": "bit rot in the local index and side files",
     "tests/test_crash.py::test_random_sigkills_lose_nothing": "the store's SIGKILL drill",
-    "tests/test_sessions_crash.py": "SIGKILL during session promotion",
     "tests/test_ingest_large.py": "bounded memory of a 50 MB ingest",
     "tests/test_langgraph_server.py": "the example app under `langgraph dev`",
-    "tests/test_notebook.py": "the executed notebook",
-    # Seen: they read Chroma itself right after a put, and on PostgreSQL the index catches up in a thread.
 }
 
 
