@@ -136,10 +136,14 @@ _SQLITE_ONLY: dict[str, str] = {
     ),
 }
 _PG_PENDING: dict[str, str] = {
-    # Not investigated yet: what each covers.
-    "tests/test_crash.py::test_random_sigkills_lose_nothing": "the store's SIGKILL drill",
-    "tests/test_ingest_large.py": "bounded memory of a 50 MB ingest",
-    "tests/test_langgraph_server.py": "the example app under `langgraph dev`",
+    # Investigated; each passes what it checks, but not within the suite's 600 s per test on a loaded machine:
+    # with the catalog on a server every kill cycle and every ingested batch costs round trips to it.
+    "tests/test_crash.py::test_random_sigkills_lose_nothing": (
+        "the store's SIGKILL drill: reached 10-18 of its 22 kills in 600 s (load average ~19), no check failed"
+    ),
+    "tests/test_ingest_large.py": (
+        "bounded memory of a 50 MB ingest: peak 9.8 MB at 5 MB, but the 50 MB run under tracemalloc took > 600 s"
+    ),
 }
 
 
