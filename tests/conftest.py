@@ -136,24 +136,13 @@ _SQLITE_ONLY: dict[str, str] = {
     ),
 }
 _PG_PENDING: dict[str, str] = {
-    # Not investigated yet: what each covers.
-    "tests/test_mcp_server.py::test_an_agent_can_retire_supersede_and_reinstate_a_memory": "MCP retire/reinstate",
-    "tests/test_mcp_stdio.py::test_two_servers_on_one_data_directory": "two MCP servers on one memory",
-    "tests/test_bitrot.py": "bit rot in the local index and side files",
-    "tests/test_crash.py::test_random_sigkills_lose_nothing": "the store's SIGKILL drill",
-    "tests/test_sessions_crash.py": "SIGKILL during session promotion",
-    "tests/test_ingest_large.py": "bounded memory of a 50 MB ingest",
-    "tests/test_langgraph_server.py": "the example app under `langgraph dev`",
-    "tests/test_notebook.py": "the executed notebook",
-    "tests/test_store_vectors.py::test_a_cache_behind_the_pruned_log_reloads": "a vector cache behind the pruned log",
-    # Seen: they read Chroma itself right after a put, and on PostgreSQL the index catches up in a thread.
-    "tests/test_store_processes.py::test_a_held_chroma_lock_delays_only_the_index": "a held Chroma lock",
-    "tests/test_store_server.py::test_store_ops_on_a_chroma_server": "Chroma's own records after a put",
-    "tests/test_store_vectors.py::test_a_collection_over_the_budget_is_searched_without_the_cache": (
-        "Chroma's record count after a put"
+    # Investigated; each passes what it checks, but not within the suite's 600 s per test on a loaded machine:
+    # with the catalog on a server every kill cycle and every ingested batch costs round trips to it.
+    "tests/test_crash.py::test_random_sigkills_lose_nothing": (
+        "the store's SIGKILL drill: passed in 1,261 s at a load average of ~18 (needs --timeout over 600)"
     ),
-    "tests/test_store_view.py::test_chroma_holds_only_vectors_and_the_view_reads_everything_from_the_catalog": (
-        "Chroma's own records after a put"
+    "tests/test_ingest_large.py": (
+        "bounded memory of a 50 MB ingest: peak 9.8 MB at 5 MB, but the 50 MB run under tracemalloc took > 600 s"
     ),
 }
 

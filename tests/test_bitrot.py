@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import catalog_backend
 from tests.helpers.bitrot import NAMESPACE, flip_bits, run_child, targets, text_of
 
 DIMS = 16
@@ -200,12 +201,15 @@ def _small(data_dir: Path, n: int = 300) -> None:
         store.close()
 
 
-def _reopen(data_dir: Path):  # -> ChromaStore
+def _reopen(data_dir: Path, catalog: str | None = None):  # -> ChromaStore
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
     from langgraph_memory.store import ChromaStore
 
-    return ChromaStore(data_dir=data_dir, index={"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS)})
+    index = {"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS)}
+    if catalog is not None:  # the local files of ``data_dir`` with a catalog on a server
+        return ChromaStore(data_dir=catalog, local_dir=data_dir, index=index)
+    return ChromaStore(data_dir=data_dir, index=index)
 
 
 def test_a_copy_with_new_modification_times_keeps_its_seal(tmp_path: Path) -> None:
@@ -213,7 +217,8 @@ def test_a_copy_with_new_modification_times_keeps_its_seal(tmp_path: Path) -> No
 
     _small(tmp_path / "a")
     shutil.copytree(tmp_path / "a", tmp_path / "b", copy_function=shutil.copyfile)  # cp -r: new mtimes
-    store = _reopen(tmp_path / "b")
+    # With the catalog on a server the copy is of the local files only, opened with the same catalog.
+    store = _reopen(tmp_path / "b", catalog=catalog_backend.catalog_of(tmp_path / "a"))
     try:  # the same content: trusted as sealed, neither probed nor rebuilt
         assert store.vector_index.last_rebuild is None and store.vector_index.probe_seconds is None
         assert store.vector_index.catalog_check_seconds is None

@@ -38,6 +38,8 @@ def test_a_50_mb_file_is_ingested_in_bounded_memory(data_dir: Path, tmp_path: Pa
         warm_up = tmp_path / "warm-up.txt"
         warm_up.write_text("Opens the Chroma index and fills the caches before memory is measured.")
         mem.ingest(warm_up)
+        # With the catalog on a server the index catches up in a thread: let it open Chroma now, not while measured.
+        assert mem.store.wait_for_index(timeout=120)
         tracemalloc.start()
         try:
             report = mem.ingest(big, config=config)

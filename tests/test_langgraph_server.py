@@ -30,8 +30,9 @@ import httpx
 import pytest
 from langgraph_sdk import get_client
 
-from langgraph_memory.checkpoint import SqliteCheckpointer
+from langgraph_memory.platform import open_checkpointer
 from langgraph_memory.store import ChromaStore
+from tests.helpers import catalog_backend
 
 pytestmark = pytest.mark.slow
 
@@ -223,12 +224,14 @@ def test_example_app_under_langgraph_dev(server: Server) -> None:
     text = server.log.read_text()
     assert "BlockingError" not in text
     assert "You've set --allow-blocking" not in text  # blockbuster was on for every run
-    assert "Using custom checkpointer: SqliteCheckpointer" in text
+    # Threads go beside the catalog: on its server when the catalog is on PostgreSQL.
+    saver = "PostgresCheckpointer" if catalog_backend.active() else "SqliteCheckpointer"
+    assert f"Using custom checkpointer: {saver}" in text
     assert "Using custom store" in text and "ChromaStore" in text
 
     # Everything the server acknowledged is in LANGGRAPH_MEMORY_DIR, readable once it stopped.
     with ChromaStore(data_dir=server.data_dir) as store:
         stored = {item.key for item in store.search(("lessons",), limit=50)}
     assert set(lesson_ids) <= stored
-    with SqliteCheckpointer.from_data_dir(server.data_dir) as saver:
-        assert result["thread_id"] in {t.thread_id for t in saver.list_threads()}
+    with open_checkpointer(data_dir=server.data_dir) as threads:  # the server's own factory
+        assert result["thread_id"] in {t.thread_id for t in threads.list_threads()}

@@ -19,6 +19,7 @@ from mcp import Client, StdioServerParameters
 
 from langgraph_memory.mcp.server import MemoryTools
 from langgraph_memory.memory import Memory
+from tests.helpers import catalog_backend
 
 CLI = Path(sys.executable).with_name("langgraph-memory")
 HELPER = Path(__file__).resolve().parent / "helpers" / "mcp_fake_server.py"
@@ -69,7 +70,9 @@ async def test_two_servers_on_one_data_directory(tmp_path: Path) -> None:
 
     async def agent(name: str) -> list[tuple[str, str]]:
         params = StdioServerParameters(
-            command=sys.executable, args=[str(HELPER), "--data-dir", str(data_dir), "mcp"], env=ENV
+            command=sys.executable,
+            args=[str(HELPER), "--data-dir", str(data_dir), "mcp"],
+            env={**ENV, **catalog_backend.child_env()},  # the servers' catalog is where this test reads it
         )
         async with Client(params, read_timeout_seconds=120) as client:
             out = []

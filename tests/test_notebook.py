@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import catalog_backend
+
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 
@@ -61,5 +63,5 @@ def test_quickstart_notebook_executes(tmp_path: Path, kernel_for_this_python: st
     assert "iterations: 3 then 1" in outputs  # the second run learnt from the first
     assert "recall_memory ->" in outputs and "created memory" in outputs  # the agent's tools, LangMem's
     assert "('research_findings', 'unknown'), ('strategy_library', 'unknown')" in outputs  # the bundle's lineage
-    assert (data_dir / "catalog.sqlite").exists()
-    assert (data_dir / "trading" / "catalog.sqlite").exists()
+    assert catalog_backend.has_catalog(data_dir)
+    assert catalog_backend.has_catalog(data_dir / "trading")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -26,6 +25,7 @@ import pytest
 from langgraph_memory import Memory
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.sessions import SessionConfig
+from tests.helpers import catalog_backend
 from tests.helpers.crash_check import index_problems
 from tests.helpers.session_data import Clock, TopicEmbeddings
 from tests.helpers.session_kill import promote_in_order
@@ -120,7 +120,7 @@ def test_sigkill_mid_promotion_loses_no_turn_and_promotes_none_twice(tmp_path: P
     data_dir, reference = tmp_path / "data", tmp_path / "reference"
     build(data_dir, seed)
     _forget_chroma_clients()
-    shutil.copytree(data_dir, reference)
+    catalog_backend.copy_data_dir(data_dir, reference)
     with Memory.open(reference, embeddings=TopicEmbeddings()) as mem:
         promote_in_order(mem)
         expected = snapshot(mem)

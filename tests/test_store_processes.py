@@ -125,6 +125,6 @@ def test_a_held_chroma_lock_delays_only_the_index(data_dir: Path) -> None:
         holder.kill()
         holder.wait()
     store.put(("research",), "after", {"content": "written once the lock is free"})
-    assert store.wait_for_index(timeout=60)  # the index's thread applies the whole queue
+    assert store.wait_for_index(timeout=120)  # the index's thread applies the whole queue
     assert store.vector_index.count("research_findings") == 3
     store.close()

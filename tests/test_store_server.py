@@ -74,7 +74,7 @@ def test_store_ops_on_a_chroma_server(chroma_server: tuple[str, int], data_dir: 
     store.delete(("notes", "srv"), "n1")
     assert store.get(("notes", "srv"), "n1") is None
     # The server holds the vectors only, in collections named for this catalog.
-    assert store.wait_for_index(timeout=60)  # the index follows the commits in its thread
+    assert store.wait_for_index(timeout=120)  # the index follows the commits in its thread
     raw = store.vector_index.chroma_collection("research_findings")
     assert raw is not None and raw.name.startswith("lgm-") and raw.count() == 1
     assert raw.get(include=["metadatas"])["metadatas"] == [None]

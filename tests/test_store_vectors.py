@@ -128,6 +128,7 @@ def test_a_cache_behind_the_pruned_log_reloads(
         seen = store.vectors._versions["memories"].seq
         before = store.vectors.resident("memories")
         store.batch([PutOp(("u", "c"), f"n{i}", {"text": f"later note {i}"}) for i in range(50)])
+        assert store.wait_for_index(timeout=120)  # the index prunes the log it applied (in a thread on a server)
         with store.catalog.read() as conn:
             assert _queue.pruned_upto(conn, "memories") > seen
         assert _got(store, ("u",), "later note 7") == _exact(store, ("u",), "later note 7")

@@ -24,10 +24,6 @@ def _raw(store: ChromaStore, name: str) -> Any:
 
 def test_chroma_holds_only_vectors_and_the_view_reads_everything_from_the_catalog(store: ChromaStore) -> None:
     store.put(("research",), "f1", {"content": "Carry trades unwind when volatility spikes", "source": "macro"})
-    assert store.wait_for_index(timeout=60)  # the index follows the commit in its thread
-    raw = _raw(store, "research_findings").get(include=["documents", "metadatas", "embeddings"])
-    assert raw["documents"] == [None] and raw["metadatas"] == [None]  # the catalog holds the rest
-    assert len(raw["embeddings"][0]) == FAKE_DIMS
     view = store.collection("research")
     assert view.get(include=["documents"])["documents"] == ["Carry trades unwind when volatility spikes"]
     assert view.get(include=["documents"])["metadatas"] is None  # not asked for, not returned
@@ -38,6 +34,11 @@ def test_chroma_holds_only_vectors_and_the_view_reads_everything_from_the_catalo
     meta = q["metadatas"][0][0]
     assert meta["namespace"] == ["research"] and meta["key"] == "f1"
     assert not any(k.startswith("lgm:") for k in meta)  # no internal keys handed out
+    # The view above needs no index; Chroma itself follows the commits in a thread.
+    assert store.wait_for_index(timeout=120)
+    raw = _raw(store, "research_findings").get(include=["documents", "metadatas", "embeddings"])
+    assert raw["documents"] == [None] and raw["metadatas"] == [None]  # the catalog holds the rest
+    assert len(raw["embeddings"][0]) == FAKE_DIMS
 
 
 def test_the_view_and_langchain_store_are_read_only(store: ChromaStore) -> None:

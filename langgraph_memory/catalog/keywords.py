@@ -147,9 +147,17 @@ def _fold(token: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", token) if not unicodedata.combining(c))
 
 
-@functools.lru_cache(maxsize=65536)
 def _stem(token: str) -> str:
     """The Porter stem of a folded, lower-case token, as FTS5's ``porter`` tokenizer stems it."""
+    # Porter's rules rewrite letters only: a number is its own stem, and numbers (prices, dates, ids)
+    # are most of the distinct tokens of many texts, enough to wash every word out of the cache.
+    if token.isdigit():
+        return token
+    return _stem_word(token)
+
+
+@functools.lru_cache(maxsize=65536)
+def _stem_word(token: str) -> str:
     return str(_porter().stemWord(token))
 
 
@@ -167,7 +175,8 @@ def index_terms(text: str) -> list[str]:
         >>> index_terms("Trades whipsawed; trading RSI(14)")
         ['trade', 'whipsaw', 'rsi', '14']
     """
-    return list(dict.fromkeys(_stem(_fold(t)) for t in _TOKEN.findall(text.lower())))
+    # Each distinct word is folded and stemmed once (the same terms in the same order as word by word).
+    return list(dict.fromkeys([_stem(_fold(t)) for t in dict.fromkeys(_TOKEN.findall(text.lower()))]))
 
 
 def indexed_text(value: dict[str, Any], paths: Iterable[str]) -> str | None:

@@ -191,8 +191,9 @@ def changed_since(conn: sqlite3.Connection, collection: str, after: int) -> list
 def recently_changed(conn: sqlite3.Connection, collection: str, after: int, upto: int, limit: int) -> list[int]:
     """Ids of the items of ``collection`` changed in log positions ``(after, upto]``, newest first, at most ``limit``."""
     rows = conn.execute(
-        "SELECT DISTINCT item_id FROM index_queue WHERE collection = ? AND seq > ? AND seq <= ? "
-        "ORDER BY seq DESC LIMIT ?",
+        # Each item once, by its latest change (PostgreSQL refuses DISTINCT ordered by a column not selected).
+        "SELECT item_id FROM index_queue WHERE collection = ? AND seq > ? AND seq <= ? "
+        "GROUP BY item_id ORDER BY max(seq) DESC LIMIT ?",
         (collection, after, upto, limit),
     ).fetchall()
     return [int(r[0]) for r in rows]

@@ -90,7 +90,8 @@ def _id_array(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) ->
 
 def _ids_sql(ids: Sequence[int] | np.ndarray) -> str:
     """Integer ids inlined into SQL (they come from the catalog, never from a user)."""
-    return ",".join(str(int(i)) for i in ids)
+    # No ids is "IN (NULL)", an empty set on both backends ("IN ()" is a syntax error on PostgreSQL).
+    return ",".join(str(int(i)) for i in ids) or "NULL"
 
 
 def prefix_bounds(prefix: Sequence[str]) -> tuple[str, str, str]:

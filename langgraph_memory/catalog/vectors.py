@@ -103,6 +103,8 @@ def count_vectors(conn: sqlite3.Connection, collection: str, *, shown_only: bool
 
 def vectors_of(conn: sqlite3.Connection, item_ids: Sequence[int] | np.ndarray) -> list[tuple[int, bytes]]:
     """``(item id, float32 bytes)`` of every vector of these items (ids from the catalog, at most a few hundred)."""
+    if len(item_ids) == 0:  # "IN ()" is an empty set on SQLite and a syntax error on PostgreSQL
+        return []
     ids = ",".join(str(int(i)) for i in item_ids)
     return conn.execute(f"SELECT item_id, vec FROM vectors WHERE item_id IN ({ids})").fetchall()
 

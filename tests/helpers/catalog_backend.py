@@ -90,6 +90,73 @@ def install() -> None:
     Settings.resolve = classmethod(resolve)  # type: ignore[method-assign,assignment]
 
 
+def catalog_of(data_dir: Any) -> str | None:
+    """The address of ``data_dir``'s catalog in this run (None on SQLite, where it is a file inside it).
+
+    To open a copy of a data directory's local files with the original's
+    catalog: ``ChromaStore(data_dir=catalog_of(a), local_dir=b)``.
+    """
+    if not active():
+        return None
+    schema = schema_for(data_dir)
+    _ensure_schema(os.environ[SERVER_ENV], schema)
+    return url_for(os.environ[SERVER_ENV], schema)
+
+
+def has_catalog(data_dir: Any) -> bool:
+    """Whether a program made ``data_dir``'s catalog: its SQLite file, or its tables in the run's schema."""
+    from pathlib import Path
+
+    if not active():
+        return (Path(data_dir) / "catalog.sqlite").exists()
+    import psycopg
+
+    with psycopg.connect(os.environ[SERVER_ENV], autocommit=True, connect_timeout=10) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = %s AND table_name = 'items'",
+            (schema_for(data_dir),),
+        ).fetchone()
+    return bool(row and row[0])
+
+
+def copy_data_dir(source: Any, target: Any) -> None:
+    """``cp -r source target`` of a data directory, its catalog included wherever this run keeps it.
+
+    On PostgreSQL the target's schema gets a copy of the source's catalog
+    (`copy_catalog`, the copy `langgraph-memory migrate` makes); its index
+    is rebuilt from that catalog on the first open, as after a migration.
+    """
+    import shutil
+
+    shutil.copytree(source, target)
+    if not active():
+        return
+    from langgraph_memory.catalog.factory import open_catalog
+    from langgraph_memory.catalog.transfer import copy_catalog
+    from langgraph_memory.config import Settings
+
+    src = open_catalog(Settings.resolve(source))
+    try:
+        dst = open_catalog(Settings.resolve(target))
+        try:
+            report = copy_catalog(src, dst)
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    if not report.verified:
+        raise AssertionError(f"the catalog of {source} was not copied whole: {report}")
+
+
+def child_env() -> dict[str, str]:
+    """The variables a subprocess needs to map its data directories as this run does (none on SQLite).
+
+    For subprocesses started with a bare environment (an MCP client passes
+    only a few safe variables to the server it starts).
+    """
+    return {name: os.environ[name] for name in (BACKEND_ENV, SERVER_ENV, REPO_ENV) if name in os.environ}
+
+
 def pth_line() -> str:
     """The line of the ``.pth`` file: install the mapping in a subprocess of a PostgreSQL-mode run."""
     return (
