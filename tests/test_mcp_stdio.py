@@ -35,7 +35,9 @@ async def _call(client: Client, tool: str, **args: Any) -> Any:
 @pytest.mark.slow
 async def test_the_installed_command_serves_memory_over_stdio_with_the_default_model(tmp_path: Path) -> None:
     data_dir = tmp_path / "memory"  # does not exist yet: the server creates it (a client's first run has no data yet)
-    params = StdioServerParameters(command=str(CLI), args=["--data-dir", str(data_dir), "mcp"], env=ENV)
+    params = StdioServerParameters(
+        command=str(CLI), args=["--data-dir", str(data_dir), "mcp"], env={**ENV, **catalog_backend.child_env()}
+    )
     async with Client(params, read_timeout_seconds=180) as client:
         assert [t.name for t in (await client.list_tools()).tools] == list(MemoryTools.TOOLS)
         ts = await _call(
@@ -61,7 +63,7 @@ async def test_the_installed_command_serves_memory_over_stdio_with_the_default_m
         assert (await _call(client, "get_lineage", item_id=s["id"]))["ancestors"][0]["id"] == f["id"]
         bad = await client.call_tool("search_memory", {"query": "x", "limit": 21})
         assert bad.is_error and "limit must be a whole number from 1 to 20" in bad.content[0].text
-    assert (data_dir / "catalog.sqlite").exists()
+    assert catalog_backend.has_catalog(data_dir)
 
 
 async def test_two_servers_on_one_data_directory(tmp_path: Path) -> None:
