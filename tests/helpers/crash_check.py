@@ -277,6 +277,10 @@ def index_problems(store: Any) -> list[str]:
 
 def _check_index(store: Any, result: CheckResult) -> None:
     """Chroma holds exactly the catalog's vector records, and each finds itself."""
+    # Chroma follows the commits in a thread of the store: compare once it holds every committed write.
+    if not store.wait_for_index(timeout=300):
+        result.lost.append("the index did not catch up within 300 s")
+        return
     for name in all_collections():
         with store.catalog.read() as conn:
             rows = conn.execute(
