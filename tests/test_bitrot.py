@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import catalog_backend
-from tests.helpers.bitrot import NAMESPACE, flip_bits, run_child, targets, text_of
+from tests.helpers.bitrot import NAMESPACE, build, flip_bits, run_child, targets, text_of
 
 DIMS = 16
 N = 3000  # what it took to crash a put on main
@@ -29,21 +29,7 @@ CHECKED = 100  # acknowledged items each fresh process reads back and searches f
 
 
 def _build(data_dir: Path) -> list[str]:
-    from langchain_core.embeddings import DeterministicFakeEmbedding
-    from langgraph.store.base import PutOp
-
-    from langgraph_memory.store import ChromaStore
-
-    keys = [f"k{i}" for i in range(N)]
-    store = ChromaStore(
-        data_dir=data_dir, index={"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS), "fields": ["text"]}
-    )
-    try:
-        for start in range(0, N, 500):
-            store.batch([PutOp(NAMESPACE, k, {"text": text_of(k), "key": k}) for k in keys[start : start + 500]])
-    finally:
-        store.close()
-    return keys
+    return build(data_dir, N, DIMS)
 
 
 # One file per round: the HNSW vectors-and-links file three times, every other file once.

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from langgraph_memory.store._hnsw_check import check_folder, check_segment
-from tests.helpers.bitrot import NAMESPACE, flip_bits, flip_neighbour_ids, run_child, segment_of, text_of
+from tests.helpers.bitrot import build, flip_bits, flip_neighbour_ids, run_child, segment_of
 
 DIMS = 16
 N = 3000
@@ -32,21 +32,7 @@ _CHILDREN = pytest.mark.sqlite_only("child processes open the data directory's o
 
 
 def _build(data_dir: Path) -> list[str]:
-    from langchain_core.embeddings import DeterministicFakeEmbedding
-    from langgraph.store.base import PutOp
-
-    from langgraph_memory.store import ChromaStore
-
-    keys = [f"k{i}" for i in range(N)]
-    store = ChromaStore(
-        data_dir=data_dir, index={"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS), "fields": ["text"]}
-    )
-    try:
-        for start in range(0, N, 500):
-            store.batch([PutOp(NAMESPACE, k, {"text": text_of(k), "key": k}) for k in keys[start : start + 500]])
-    finally:
-        store.close()
-    return keys
+    return build(data_dir, N, DIMS)
 
 
 @pytest.fixture(scope="module")

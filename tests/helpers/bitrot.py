@@ -32,6 +32,25 @@ def text_of(key: str) -> str:
     return f"a note about {key} and nothing else"
 
 
+def build(data_dir: Path, n: int, dims: int) -> list[str]:
+    """Store ``n`` notes (keys ``k0``...) with fake ``dims``-d vectors, in batches of 500, and close: a sealed folder."""
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langgraph.store.base import PutOp
+
+    from langgraph_memory.store import ChromaStore
+
+    keys = [f"k{i}" for i in range(n)]
+    store = ChromaStore(
+        data_dir=data_dir, index={"dims": dims, "embed": DeterministicFakeEmbedding(size=dims), "fields": ["text"]}
+    )
+    try:
+        for start in range(0, n, 500):
+            store.batch([PutOp(NAMESPACE, k, {"text": text_of(k), "key": k}) for k in keys[start : start + 500]])
+    finally:
+        store.close()
+    return keys
+
+
 def flip_bits(path: Path, rng: random.Random, flips: int) -> list[int]:
     """Flip one random bit at each of ``flips`` random offsets of ``path``; keep its size and mtime."""
     st = path.stat()
