@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langgraph_memory import Memory
@@ -32,13 +33,19 @@ def _env() -> dict[str, str]:
     return env
 
 
-def test_ctrl_c_during_an_archive_run_says_so_exits_130_and_the_next_run_finishes(data_dir: Path) -> None:
+@pytest.mark.parametrize("ignore_sigint", [False, True], ids=["terminal", "started-with-sigint-ignored"])
+def test_ctrl_c_during_an_archive_run_says_so_exits_130_and_the_next_run_finishes(
+    data_dir: Path, ignore_sigint: bool
+) -> None:
     emb = DeterministicFakeEmbedding(size=16)
     with Memory.open(data_dir, embeddings=emb) as mem:
         make_lessons(mem.store, emb, N)
     marker = data_dir.parent / "holding"
+    argv = [sys.executable, str(HELD_CLI), str(marker), "--data-dir", str(data_dir), "-v", "archive", "run"]
+    if ignore_sigint:  # as a background job of a non-interactive shell starts (a script, CI): SIGINT ignored
+        argv = ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *argv]
     proc = subprocess.Popen(
-        [sys.executable, str(HELD_CLI), str(marker), "--data-dir", str(data_dir), "-v", "archive", "run"],
+        argv,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -6,7 +6,10 @@ import argparse
 import json
 import logging
 import signal
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from langgraph_memory.cli._common import (
@@ -112,11 +115,12 @@ def _run(ctx: Ctx) -> int:
             f"archive run on {mem.data_dir}{' (dry run)' if a.dry_run else ''}...", markup=False, soft_wrap=True
         )
         try:
-            report = mem.archiver.run(
-                dry_run=a.dry_run,
-                collections=a.collection,
-                progress=_phases(update),
-            )
+            with _stoppable():
+                report = mem.archiver.run(
+                    dry_run=a.dry_run,
+                    collections=a.collection,
+                    progress=_phases(update),
+                )
         except KeyboardInterrupt:
             return _cut_off(ctx, mem)
     if ctx.json:
@@ -394,13 +398,7 @@ def _scheduler(ctx: Ctx) -> int:
     a = ctx.args
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     scheduler = BackgroundScheduler()
-    # Installed explicitly: a process started from a background job of a non-interactive shell (a
-    # script, CI, `make test &`) inherits SIGINT as ignored, and then never stopped on Ctrl-C. SIGTERM,
-    # what supervisors send, stops it the same way (the running archive job finishes first).
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _interrupt)
-    with ctx.open_memory() as mem:
+    with _stoppable(), ctx.open_memory() as mem:
         try:
             job = schedule_archival(mem.archiver, cron=a.cron, interval=a.interval, scheduler=scheduler, start=True)
             if ctx.json:
@@ -415,10 +413,30 @@ def _scheduler(ctx: Ctx) -> int:
             ctx.err.print("Stopping the scheduler...")
         finally:
             if scheduler.running:
-                scheduler.shutdown(wait=True)
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+                scheduler.shutdown(wait=True)  # the running archive job finishes first
     return EXIT_OK
+
+
+@contextmanager
+def _stoppable() -> Iterator[None]:
+    """SIGINT and SIGTERM raise KeyboardInterrupt inside the block, whatever the process inherited.
+
+    Installed explicitly: a process started from a background job of a
+    non-interactive shell (a script, CI, `make test &`) inherits SIGINT as
+    ignored, and then never stopped on Ctrl-C. SIGTERM, what supervisors
+    send, stops it the same way.
+    """
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _interrupt(signum: int, frame: Any) -> None:
