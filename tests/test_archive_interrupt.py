@@ -51,14 +51,19 @@ def test_ctrl_c_during_an_archive_run_says_so_exits_130_and_the_next_run_finishe
         text=True,
         env=_env(),
     )
-    # Readiness: the child holds after the first chunk of the file is written (the marker appears).
-    while not marker.exists():
-        if proc.poll() is not None:
-            out, err = proc.communicate()
-            raise AssertionError(f"the run ended before writing (exit {proc.returncode}): {err}")
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=300)
+    try:
+        # Readiness: the child holds after the first chunk of the file is written (the marker appears).
+        while not marker.exists():
+            if proc.poll() is not None:
+                out, err = proc.communicate()
+                raise AssertionError(f"the run ended before writing (exit {proc.returncode}): {err}")
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:  # a failed check must not leave the held child behind
+            proc.kill()
+            proc.wait()
     assert proc.returncode == 130, err
     assert "cut off" in err and "Nothing was lost" in err, err
     assert "The next `langgraph-memory archive run` will:" in err and "discard unverified" in err, err

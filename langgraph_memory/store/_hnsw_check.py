@@ -186,8 +186,13 @@ def _upper_levels(seg: Path, h: Header) -> tuple[np.ndarray | None, str]:
     size = path.stat().st_size
     if size % 4:
         return None, f"link_lists.bin holds {size} bytes, not whole uint32s"
-    words = np.memmap(path, dtype=np.uint32, mode="r") if size else np.zeros(0, dtype=np.uint32)
     block = 4 + 4 * h.max_m
+    # Each element holds a 4-byte size and at most max_level blocks: a longer file (a sparse one of terabytes,
+    # after damage) is refused before it is scanned.
+    most = h.count * (4 + max(h.max_level, 0) * block)
+    if size > most:
+        return None, f"link_lists.bin holds {size} bytes, more than the header's {h.count} elements can ({most})"
+    words = np.memmap(path, dtype=np.uint32, mode="r") if size else np.zeros(0, dtype=np.uint32)
     out = np.zeros((h.count, 2), dtype=np.int64)
     out[:, 1] = -1
     # Each element's size field follows the previous element's block; an element without upper levels
