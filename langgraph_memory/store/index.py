@@ -228,10 +228,11 @@ class ChromaIndex:
             name = self._default_name(collection)
             if record:
                 with self.catalog.write() as conn:
-                    if _queue.chroma_name(conn, collection) is None:
+                    recorded = _queue.chroma_name(conn, collection)  # another machine may have named it meanwhile
+                    if recorded is None:
                         _queue.set_chroma_name(conn, collection, name, 0)
-                    else:  # another machine named it meanwhile
-                        name = _queue.chroma_name(conn, collection) or name
+                    else:
+                        name = recorded
             else:
                 return name  # not recorded yet: read it again next time
         self._names[collection] = name
@@ -273,9 +274,8 @@ class ChromaIndex:
         col = self._collections.get(collection)
         if col is not None:
             return col
-        name = self._names.get(collection)
-        if name is None:  # a caller that did not resolve it first: read it under the lock
-            name = self._chroma_name(collection, record=create)
+        # Resolved by the caller before the lock; one that did not reads the catalog here, under it.
+        name = self._chroma_name(collection, record=create)
         if create:
             try:
                 col = client.get_or_create_collection(name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
