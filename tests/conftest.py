@@ -118,7 +118,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 # (the SQLite catalog, its migrations, a disk filled under it); the second does not pass with the catalog on
 # PostgreSQL yet: each is a known gap of the PostgreSQL run, listed here so that it is never silently lost.
 _SQLITE_ONLY: dict[str, str] = {
-    "tests/test_keywords.py::test_keyword_index_stays_in_step_with_every_write_path": "reads SQLite's FTS5 table",
     "tests/test_keywords.py::test_update_replaces_the_text_and_index_false_removes_it": "reads SQLite's FTS5 table",
     "tests/test_keywords.py::test_a_version_1_data_directory_gets_its_keyword_index_on_open": "migrates a SQLite file",
     "tests/test_lifecycle.py::test_a_version_1_catalog_migrates": "migrates a version-1 SQLite catalog file",
@@ -136,13 +135,10 @@ _SQLITE_ONLY: dict[str, str] = {
     ),
 }
 _PG_PENDING: dict[str, str] = {
-    # Investigated; each passes what it checks, but not within the suite's 600 s per test on a loaded machine:
-    # with the catalog on a server every kill cycle and every ingested batch costs round trips to it.
+    # Investigated; passes what it checks, but not within the suite's 600 s per test on a loaded machine:
+    # with the catalog on a server every kill cycle costs round trips to it.
     "tests/test_crash.py::test_random_sigkills_lose_nothing": (
         "the store's SIGKILL drill: passed in 1,261 s at a load average of ~18 (needs --timeout over 600)"
-    ),
-    "tests/test_ingest_large.py": (
-        "bounded memory of a 50 MB ingest: peak 9.8 MB at 5 MB, but the 50 MB run under tracemalloc took > 600 s"
     ),
 }
 

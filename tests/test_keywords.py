@@ -50,8 +50,22 @@ def _expected_rows(store: ChromaStore) -> dict[int, str]:
     return out
 
 
+def _postings(store: ChromaStore) -> dict[int, set[str]]:
+    """PostgreSQL's keyword index: each item's terms, from its postings (each doc also carrying the length)."""
+    out: dict[int, set[str]] = {}
+    with store.catalog.read() as conn:
+        lengths = dict(conn.execute("SELECT item_id, n_tokens FROM keyword_lengths"))
+        for term, doc in conn.execute("SELECT term, doc FROM keyword_postings"):
+            assert doc == _keywords.fts_rowid(doc >> 10, lengths[doc >> 10])
+            out.setdefault(int(doc) >> 10, set()).add(term)
+    return out
+
+
 def _check_in_step(store: ChromaStore, root: tuple[str, ...]) -> None:
-    assert _keyword_rows(store) == _expected_rows(store)
+    if store.catalog.dialect == "postgresql":
+        assert _postings(store) == {i: set(_keywords.index_terms(t)) for i, t in _expected_rows(store).items()}
+    else:
+        assert _keyword_rows(store) == _expected_rows(store)
     with store.catalog.read() as conn:
         docs, tokens = conn.execute("SELECT docs, tokens FROM keyword_stats").fetchone()
         n, total = conn.execute("SELECT count(*), coalesce(sum(n_tokens), 0) FROM keyword_lengths").fetchone()

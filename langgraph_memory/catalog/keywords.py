@@ -90,6 +90,8 @@ _CHUNK = 900
 # An FTS5 rowid is the item id shifted left by this many bits, plus the item's length (capped to fit).
 _LEN_BITS = 10
 _LEN_MAX = (1 << _LEN_BITS) - 1
+# `fts_rowid` of a keyword_lengths row ``l``, computed by PostgreSQL.
+_PG_DOC = f"(l.item_id << {_LEN_BITS}) | LEAST(l.n_tokens, {_LEN_MAX})"
 
 
 def fts_rowid(item_id: int, n_tokens: int) -> int:
@@ -179,6 +181,15 @@ def index_terms(text: str) -> list[str]:
     return list(dict.fromkeys([_stem(_fold(t)) for t in dict.fromkeys(_TOKEN.findall(text.lower()))]))
 
 
+def _terms_and_count(text: str) -> tuple[list[str], int]:
+    """`index_terms` and `count_tokens` of ``text``, splitting it once when lower-casing keeps its words."""
+    if not text.isascii():  # lower() may change a non-ASCII word's letters, and so where it splits
+        return index_terms(text), count_tokens(text)
+    tokens = _TOKEN.findall(text)
+    words = dict.fromkeys(t.lower() for t in dict.fromkeys(tokens))
+    return list(dict.fromkeys([_stem(w) for w in words])), len(tokens)
+
+
 def indexed_text(value: dict[str, Any], paths: Iterable[str]) -> str | None:
     """The text an item is found by: the texts at its vectors' record paths, joined (None when there are none)."""
     texts = [t for t in (record_text(value, p) for p in dict.fromkeys(paths)) if t]
@@ -187,19 +198,31 @@ def indexed_text(value: dict[str, Any], paths: Iterable[str]) -> str | None:
 
 def index_items(conn: sqlite3.Connection, rows: Iterable[tuple[int, str | None]]) -> None:
     """Index ``(item id, text)`` rows inside the caller's transaction (the items must not be indexed yet)."""
-    batch = [(item_id, text, count_tokens(text)) for item_id, text in rows if text]
+    pg = dialect_of(conn) == POSTGRESQL
+    batch: list[tuple[int, str, int]] = []
+    for item_id, text in rows:
+        if text and pg:  # on PostgreSQL the text is not stored: its terms are
+            terms, n = _terms_and_count(text)
+            batch.append((item_id, " ".join(terms), n))
+        elif text:
+            batch.append((item_id, text, count_tokens(text)))
     if not batch:
         return
-    if dialect_of(conn) == POSTGRESQL:
-        terms = {i: index_terms(t) for i, t, _n in batch}
+    if pg:
         conn.executemany(
-            "INSERT INTO keyword_postings(term, doc) VALUES (?, ?)",
-            [(term, fts_rowid(i, n)) for i, _t, n in batch for term in terms[i]],
+            "INSERT INTO keyword_lengths(item_id, n_tokens, terms) VALUES (?, ?, ?)", [(i, n, t) for i, t, n in batch]
         )
-        conn.executemany(
-            "INSERT INTO keyword_lengths(item_id, n_tokens, terms) VALUES (?, ?, ?)",
-            [(i, n, " ".join(terms[i])) for i, _t, n in batch],
-        )
+        # The postings are the terms just recorded, one row each: the server splits them, so a long text
+        # sends its terms once as one string instead of one bound row per term (a 32,000-character chunk
+        # has thousands).
+        for start in range(0, len(batch), _CHUNK):
+            chunk = [r[0] for r in batch[start : start + _CHUNK]]
+            conn.execute(
+                f"INSERT INTO keyword_postings(term, doc) SELECT t.term, {_PG_DOC} FROM keyword_lengths l "
+                f"CROSS JOIN LATERAL unnest(string_to_array(l.terms, ' ')) AS t(term) "
+                f"WHERE l.item_id IN ({','.join('?' * len(chunk))})",
+                chunk,
+            )
     else:
         conn.executemany("INSERT INTO keywords(rowid, text) VALUES (?, ?)", [(fts_rowid(i, n), t) for i, t, n in batch])
         conn.executemany("INSERT INTO keyword_lengths(item_id, n_tokens) VALUES (?, ?)", [(i, n) for i, _t, n in batch])
@@ -221,9 +244,12 @@ def unindex_items(conn: sqlite3.Connection, item_ids: Sequence[int]) -> None:
             chunk,
         ).fetchall()
         if rows and pg:
-            conn.executemany(
-                "DELETE FROM keyword_postings WHERE term = ? AND doc = ?",
-                [(term, fts_rowid(r[0], r[1])) for r in rows for term in r[2].split()],
+            # Each item's postings are its recorded terms: one statement finds them, however many there are.
+            conn.execute(
+                f"DELETE FROM keyword_postings p USING keyword_lengths l "
+                f"CROSS JOIN LATERAL unnest(string_to_array(l.terms, ' ')) AS t(term) "
+                f"WHERE l.item_id IN ({marks}) AND p.term = t.term AND p.doc = {_PG_DOC}",
+                chunk,
             )
             rows = [(r[0], r[1]) for r in rows]
         elif rows:
