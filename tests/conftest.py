@@ -114,9 +114,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         Path(str(pth)).unlink(missing_ok=True)
 
 
-# Tests that run on the SQLite catalog only, and why. The first group tests a data directory's own files
-# (the SQLite catalog, its migrations, a disk filled under it); the second does not pass with the catalog on
-# PostgreSQL yet: each is a known gap of the PostgreSQL run, listed here so that it is never silently lost.
+# Tests that run on the SQLite catalog only, and why: each tests a data directory's own files (the SQLite
+# catalog, its migrations, a disk filled under it).
 _SQLITE_ONLY: dict[str, str] = {
     "tests/test_keywords.py::test_update_replaces_the_text_and_index_false_removes_it": "reads SQLite's FTS5 table",
     "tests/test_keywords.py::test_a_version_1_data_directory_gets_its_keyword_index_on_open": "migrates a SQLite file",
@@ -134,13 +133,9 @@ _SQLITE_ONLY: dict[str, str] = {
         "holds the SQLite catalog file's write lock"
     ),
 }
-_PG_PENDING: dict[str, str] = {
-    # Investigated; passes what it checks, but not within the suite's 600 s per test on a loaded machine:
-    # with the catalog on a server every kill cycle costs round trips to it.
-    "tests/test_crash.py::test_random_sigkills_lose_nothing": (
-        "the store's SIGKILL drill: passed in 1,261 s at a load average of ~18 (needs --timeout over 600)"
-    ),
-}
+# Tests that do not pass with the catalog on PostgreSQL yet, and why (none today): a known gap is listed here,
+# so that it is never silently lost.
+_PG_PENDING: dict[str, str] = {}
 
 
 def _listed(nodeid: str, table: dict[str, str]) -> str | None:
