@@ -114,6 +114,17 @@ def _ref(row: Sequence[Any]) -> ItemRef:
 # ---------------------------------------------------------------------- writes
 
 
+# Before a version is allocated: the item's own version (if it has one), the newest version of the name with
+# its lineage collection, and whether the item already has children (only then can a new link close a cycle).
+_VERSION_STATE = (
+    "SELECT (SELECT version FROM versions WHERE id = ?), v.version, v.id, n.collection,"
+    " (SELECT 1 FROM lineage_edges WHERE parent_id = ? LIMIT 1)"
+    " FROM (SELECT 1 AS one) o"
+    " LEFT JOIN (SELECT version, id FROM versions WHERE name = ? ORDER BY version DESC LIMIT 1) v ON 1 = 1"
+    " LEFT JOIN lineage_nodes n ON n.id = v.id"
+)
+
+
 def register(
     conn: sqlite3.Connection,
     item_id: str,
@@ -137,21 +148,26 @@ def register(
     parent_list = [(check_id(p, "parent id"), str(rel)) for p, rel in parents]
     now = time.time()
     version: int | None = None
+    known: dict[str, str] = {}  # parents' collections, read with the version
+    has_children: bool | None = None
     if version_name is not None:
-        existing = conn.execute("SELECT version FROM versions WHERE id = ?", (item_id,)).fetchone()
+        # One statement: on a server every read here is a round trip made while the write lock is held.
+        existing, latest, latest_id, latest_collection, child_edge = conn.execute(
+            _VERSION_STATE, (item_id, item_id, version_name)
+        ).fetchone()
+        has_children = child_edge is not None
         if existing is not None:
-            version = int(existing[0])
+            version = int(existing)
         else:
-            row = conn.execute(
-                "SELECT version, id FROM versions WHERE name = ? ORDER BY version DESC LIMIT 1", (version_name,)
-            ).fetchone()
-            version = (int(row[0]) + 1) if row else 1
+            version = (int(latest) + 1) if latest is not None else 1
             conn.execute(
                 "INSERT INTO versions(name, version, id, created_at) VALUES (?, ?, ?, ?)",
                 (version_name, version, item_id, now),
             )
-            if row is not None and link_previous_version and row[1] != item_id:
-                parent_list.append((row[1], "previous_version"))
+            if latest is not None and link_previous_version and latest_id != item_id:
+                parent_list.append((latest_id, "previous_version"))
+                if latest_collection is not None:
+                    known[latest_id] = latest_collection
     conn.execute(
         "INSERT INTO lineage_nodes(id, collection, namespace, name, version, created_at) VALUES (?, ?, ?, ?, ?, ?) "
         "ON CONFLICT(id) DO UPDATE SET collection = excluded.collection, namespace = excluded.namespace, "
@@ -159,7 +175,7 @@ def register(
         (item_id, collection, json.dumps(list(namespace)), name or version_name, version, now),
     )
     for parent_id, relation in parent_list:
-        _link(conn, item_id, parent_id, relation, collection, now)
+        _link(conn, item_id, parent_id, relation, collection, now, known.get(parent_id), has_children)
     return version
 
 
@@ -194,17 +210,33 @@ def _is_ancestor(conn: sqlite3.Connection, start: str, target: str) -> bool:
 
 
 def _link(
-    conn: sqlite3.Connection, child_id: str, parent_id: str, relation: str, child_collection: str, now: float
+    conn: sqlite3.Connection,
+    child_id: str,
+    parent_id: str,
+    relation: str,
+    child_collection: str,
+    now: float,
+    parent_collection: str | None = None,
+    child_has_children: bool | None = None,
 ) -> Edge:
-    prow = conn.execute("SELECT collection FROM lineage_nodes WHERE id = ?", (parent_id,)).fetchone()
+    """Insert one edge; ``parent_collection`` and ``child_has_children``, when the caller read them, save reads."""
+    prow = (
+        (parent_collection,)
+        if parent_collection is not None
+        else conn.execute("SELECT collection FROM lineage_nodes WHERE id = ?", (parent_id,)).fetchone()
+    )
     if prow is None:
         raise LineageError(f"unknown parent {parent_id!r}: store the parent through Memory first, or check the id")
     if child_id == parent_id:
         raise LineageCycleError(f"item {child_id!r} cannot be its own parent")
     # A child with no children of its own (every newly stored item) cannot close a cycle: this skips
     # a walk over all of the parent's ancestors, which made building a long chain quadratic.
-    has_children = conn.execute("SELECT 1 FROM lineage_edges WHERE parent_id = ? LIMIT 1", (child_id,)).fetchone()
-    if has_children is not None and _is_ancestor(conn, parent_id, child_id):
+    has_children = (
+        child_has_children
+        if child_has_children is not None
+        else conn.execute("SELECT 1 FROM lineage_edges WHERE parent_id = ? LIMIT 1", (child_id,)).fetchone() is not None
+    )
+    if has_children and _is_ancestor(conn, parent_id, child_id):
         raise LineageCycleError(
             f"linking {child_id!r} under {parent_id!r} would make a cycle: {child_id!r} is already an "
             f"ancestor of {parent_id!r}"
