@@ -44,6 +44,7 @@ __all__ = [
     "collection_counts",
     "collection_scope",
     "namespace_scope",
+    "counts_and_namespace_scope",
     "any_scope",
     "filter_sql",
     "filter_count",
@@ -70,6 +71,12 @@ _PREFIX_COUNTS = (
     f"FROM namespaces WHERE {_PREFIX_COND}"
 )
 _IN_PREFIX = f"i.ns_id IN (SELECT id FROM namespaces WHERE {_PREFIX_COND})"
+# Both in one statement (the prefix's row has no collection name): on a server, one round trip per search less.
+_COUNTS_AND_PREFIX = (
+    "SELECT collection, n_items, n_vectors, NULL FROM collection_counts UNION ALL "
+    "SELECT NULL, coalesce(sum(n_items), 0), coalesce(sum(n_vectors), 0), group_concat(id, ' ') "
+    f"FROM namespaces WHERE {_PREFIX_COND}"
+)
 # Two statements: min and max together defeat SQLite's min/max optimisation (a full scan).
 _MIN_ITEM_ID = "SELECT min(id) FROM items"
 _MAX_ITEM_ID = "SELECT max(id) FROM items"
@@ -123,6 +130,23 @@ def namespace_scope(
     n_items, n_vectors, ids = conn.execute(_PREFIX_COUNTS, params).fetchone()
     ns_ids = _NO_IDS if n_items == collection_items else _parse_ids(ids)
     return int(n_items), int(n_vectors), ns_ids, (_IN_PREFIX, params)
+
+
+def counts_and_namespace_scope(
+    conn: sqlite3.Connection, collection: str, bounds: tuple[str, str, str]
+) -> tuple[dict[str, tuple[int, int]], tuple[int, int, np.ndarray, ScopeSql]]:
+    """`collection_counts()` and `namespace_scope()` of ``collection`` under a prefix, read in one statement."""
+    params = (collection, *bounds)
+    counts: dict[str, tuple[int, int]] = {}
+    prefix: tuple[Any, Any, Any] = (0, 0, None)
+    for name, n_items, n_vectors, ids in conn.execute(_COUNTS_AND_PREFIX, params):
+        if name is None:
+            prefix = (n_items, n_vectors, ids)
+        else:
+            counts[name] = (int(n_items), int(n_vectors))
+    n_items, n_vectors, ids = prefix
+    ns_ids = _NO_IDS if n_items == counts.get(collection, (0, 0))[0] else _parse_ids(ids)
+    return counts, (int(n_items), int(n_vectors), ns_ids, (_IN_PREFIX, params))
 
 
 def any_scope(scopes: Sequence[ScopeSql]) -> ScopeSql:

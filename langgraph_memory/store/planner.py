@@ -174,7 +174,14 @@ class Planner:
     def _scopes(self, conn: Connection, prefix: tuple[str, ...]) -> list[_Scope]:
         specs = [self.collections.for_namespace(prefix)] if prefix else list(self.collections)
         out: list[_Scope] = []
-        counts = _scope.collection_counts(conn)
+        known: dict[str, tuple[int, int, np.ndarray, _scope.ScopeSql]] = {}
+        if prefix and len(specs) == 1 and not (specs[0].typed and len(prefix) == 1):
+            # The usual search (under a prefix of one collection): its counts and its scope in one read.
+            counts, known[specs[0].name] = _scope.counts_and_namespace_scope(
+                conn, specs[0].name, _scope.prefix_bounds(prefix)
+            )
+        else:
+            counts = _scope.collection_counts(conn)
         for spec in specs:
             n_coll, v_coll = counts.get(spec.name, (0, 0))
             if not n_coll:
@@ -185,7 +192,9 @@ class Planner:
                 )
                 continue
             bounds = _scope.prefix_bounds(prefix)
-            n_scope, v_scope, ids, sql = _scope.namespace_scope(conn, spec.name, bounds, collection_items=n_coll)
+            n_scope, v_scope, ids, sql = known.get(spec.name) or _scope.namespace_scope(
+                conn, spec.name, bounds, collection_items=n_coll
+            )
             if n_scope:
                 whole = n_scope == n_coll
                 out.append(

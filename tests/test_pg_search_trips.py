@@ -1,0 +1,81 @@
+"""Round trips of the calls a load mix makes most, with the catalog on PostgreSQL.
+
+On a busy machine every round trip to the server costs a scheduling delay,
+and a write's round trips are made while holding the lock every machine's
+writes wait for. These tests count the statements one call sends: a search
+reads its collection's counts and its namespace scope in one statement, and a
+version bump reads its version state (own version, newest version, its
+lineage, the item's children) in one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from langgraph_memory import Memory
+from langgraph_memory.catalog import scope as _scope
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture
+def mem(pg_database: str, tmp_path: Path, fake_embeddings: Any) -> Iterator[Memory]:
+    with Memory.open(pg_database, local_dir=tmp_path / "local", embeddings=fake_embeddings) as m:
+        yield m
+
+
+def _sent(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    sent: list[str] = []
+    original = psycopg.ClientCursor.execute
+
+    def execute(cur: Any, query: Any, params: Any = None, **kw: Any) -> Any:
+        sent.append(str(query))
+        return original(cur, query, params, **kw)
+
+    monkeypatch.setattr(psycopg.ClientCursor, "execute", execute)
+    return sent
+
+
+def test_a_search_reads_its_counts_and_scope_in_one_statement(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = mem.store
+    for i in range(6):
+        store.put(("load", f"w{i % 2}"), f"k{i}", {"text": f"spreads widened on day {i}"})
+    store.put(("other",), "x", {"text": "elsewhere"})
+    sent = _sent(monkeypatch)
+    hits = store.search(("load", "w0"), query="spreads widened", limit=10)
+    assert sorted(h.key for h in hits) == ["k0", "k2", "k4"]
+    counts = [s for s in sent if "collection_counts" in s]
+    assert len(counts) == 1 and "FROM namespaces" in counts[0], sent
+    assert not any("FROM namespaces" in s and "collection_counts" not in s and "sum(n_items)" in s for s in sent)
+
+
+def test_the_one_statement_reads_what_the_two_read(mem: Memory) -> None:
+    store = mem.store
+    for ns in [("load", "a"), ("load", "a", "b"), ("load", "ab"), ("load", "c"), ("other",)]:
+        store.put(ns, "k", {"text": "t"})
+        store.put(ns, "k2", {"text": "u"}, index=False)
+    for prefix in [("load",), ("load", "a"), ("load", "c"), ("load", "none"), ("other",)]:
+        bounds = _scope.prefix_bounds(prefix)
+        with store.catalog.snapshot() as conn:
+            name = store.planner.collections.for_namespace(prefix).name
+            counts, (n, v, ids, sql) = _scope.counts_and_namespace_scope(conn, name, bounds)
+            want_counts = _scope.collection_counts(conn)
+            wn, wv, wids, wsql = _scope.namespace_scope(conn, name, bounds, collection_items=want_counts[name][0])
+        assert counts == want_counts
+        assert (n, v, sorted(ids.tolist()), sql) == (wn, wv, sorted(wids.tolist()), wsql), prefix
+
+
+def test_a_version_bump_reads_its_version_state_in_one_statement(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = mem.research.store_strategy("trend", "20-day momentum")
+    sent = _sent(monkeypatch)
+    second = mem.research.store_strategy("trend", "30-day momentum")
+    assert (first.version, second.version) == (1, 2)
+    assert [e.parent_id for e in mem.lineage_store.parents(second.id)] == [first.id]
+    assert sum("FROM versions" in s for s in sent) == 1, sent
+    assert not any(s.startswith("SELECT collection FROM lineage_nodes") for s in sent), sent
+    assert not any(s.startswith("SELECT 1 FROM lineage_edges") for s in sent), sent
