@@ -79,3 +79,22 @@ def test_a_version_bump_reads_its_version_state_in_one_statement(mem: Memory, mo
     assert sum("FROM versions" in s for s in sent) == 1, sent
     assert not any(s.startswith("SELECT collection FROM lineage_nodes") for s in sent), sent
     assert not any(s.startswith("SELECT 1 FROM lineage_edges") for s in sent), sent
+
+
+def test_a_typed_write_reads_its_item_before_the_write_lock(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = mem.research.store_strategy("carry", "long the high yielder")
+    mem.research.store_lesson("sized too big", failure_type="overfit")
+    sent = _sent(monkeypatch)
+    lesson = mem.research.store_lesson("stopped out at the open", failure_type="overfit")
+    # A lesson (no version, no parent): its item is read first; the lock goes with its changes and COMMIT.
+    locked = [s for s in sent if "pg_advisory_xact_lock" in s]
+    assert len(locked) == 1 and "COMMIT" in locked[0] and "INSERT INTO items" in locked[0], sent
+    assert any("FROM items WHERE (ns_id, key)" in s for s in sent[: sent.index(locked[0])]), sent
+    sent.clear()
+    second = mem.research.store_strategy("carry", "long the high yielder, hedged")
+    # A version: the lock goes with the read of the version numbers, after the item's read.
+    locked = [s for s in sent if "pg_advisory_xact_lock" in s]
+    assert len(locked) == 1 and "FROM versions" in locked[0], sent
+    assert any("FROM items WHERE (ns_id, key)" in s for s in sent[: sent.index(locked[0])]), sent
+    assert (first.version, second.version) == (1, 2)
+    assert mem.store.get(mem.namespace("lessons"), lesson.id) is not None

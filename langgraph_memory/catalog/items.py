@@ -46,6 +46,7 @@ __all__ = [
     "split_ns",
     "item_uid",
     "write_items",
+    "look_up",
     "delete_items",
     "restore_items",
     "get_items",
@@ -210,13 +211,28 @@ class ItemWrite:
     value: dict[str, Any] | None = None
 
 
+def look_up(conn: sqlite3.Connection, writes: Sequence[ItemWrite], names: NamespaceIds) -> object | None:
+    """The items ``writes`` replace, read ahead for `write_items` (PostgreSQL; None on SQLite, which reads them there).
+
+    In a write opened with ``late=True`` this read is made before the write
+    lock and checked again once it is taken.
+    """
+    return _Known(conn, writes, names) if dialect_of(conn) == POSTGRESQL else None
+
+
 def write_items(
-    conn: sqlite3.Connection, writes: Iterable[ItemWrite], names: NamespaceIds, *, now: float
+    conn: sqlite3.Connection,
+    writes: Iterable[ItemWrite],
+    names: NamespaceIds,
+    *,
+    now: float,
+    looked_up: object | None = None,
 ) -> list[int | None]:
     """Apply puts and deletes inside the caller's transaction; return each item's row id (None if deleted).
 
     On update the item keeps its row id, ``created_at`` and access data;
-    ``updated_at`` and ``last_accessed_at`` move to ``now``.
+    ``updated_at`` and ``last_accessed_at`` move to ``now``. ``looked_up`` is
+    what `look_up()` read of the same ``writes``.
     """
     out: list[int | None] = []
     queued: dict[str, list[tuple[int, int]]] = {}
@@ -227,7 +243,11 @@ def write_items(
     keyword_batch: dict[int, str | None] = {}
     # On a server each statement is a round trip: the batch's items are looked up in one statement and
     # new ones get ids from one, so that the rest of the batch goes to the server with its commit.
-    known = _Known(conn, writes, names) if dialect_of(conn) == POSTGRESQL else None
+    known = (
+        looked_up
+        if isinstance(looked_up, _Known)
+        else (_Known(conn, writes, names) if dialect_of(conn) == POSTGRESQL else None)
+    )
     for w in writes if known is None else known.writes:
         if known is not None:
             nid, old = known.lookup(w)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph_memory.catalog.items import chunked, rows_in
+from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, dialect_of
 from langgraph_memory.errors import LineageCycleError, LineageError
 
 __all__ = [
@@ -147,6 +148,10 @@ def register(
     item_id = check_id(item_id, "item id")
     parent_list = [(check_id(p, "parent id"), str(rel)) for p, rel in parents]
     now = time.time()
+    if (version_name is not None or parent_list) and dialect_of(conn) == POSTGRESQL:
+        # What follows reads what other writers change (versions, parents): under the write lock, which a
+        # write opened with ``late=True`` has not taken yet.
+        conn.order_now()  # type: ignore[attr-defined]
     version: int | None = None
     known: dict[str, str] = {}  # parents' collections, read with the version
     has_children: bool | None = None

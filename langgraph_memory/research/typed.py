@@ -37,7 +37,7 @@ from langgraph_memory.research.collections import COLLECTIONS, collection_by_nam
 from langgraph_memory.research.lineage import ItemRef, LineageStore
 from langgraph_memory.research.validation import check_tags
 from langgraph_memory.store import ChromaStore
-from langgraph_memory.store.items import StoreItems
+from langgraph_memory.store.items import LocksItself, StoreItems
 from langgraph_memory.store.ranking import keep_relevant
 
 __all__ = ["Hit", "TypedItems", "ParentIds", "athread", "now_iso", "parent_list", "MODELS"]
@@ -193,7 +193,7 @@ class TypedItems:
             value["version"] = version
             return {0: value}
 
-        self.store.items.put(namespace, item_id, value, before=register)
+        self.store.items.put(namespace, item_id, value, before=LocksItself(register))
         return MODELS[label].model_validate(value)
 
     def update(

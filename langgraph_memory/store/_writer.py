@@ -35,6 +35,25 @@ __all__ = ["PreparedPut", "Writer", "index_paths", "dumps_value", "check_vectors
 
 logger = logging.getLogger(__name__)
 
+
+class LocksItself:
+    """A ``before`` that takes the catalog's write lock itself, before it reads what other writers change.
+
+    The put then reads its items first without the lock (checked again
+    once it is taken), as a plain put does, so on a server the lock is held
+    for fewer round trips. The callback must take the lock before any such
+    read: the typed API's lineage registration does (`catalog.lineage.register`).
+
+        store.items.put(ns, key, value, before=LocksItself(register))
+    """
+
+    def __init__(self, fn: Callable[[Connection], Mapping[int, dict[str, Any]] | None]) -> None:
+        self.fn = fn
+
+    def __call__(self, conn: Connection) -> Mapping[int, dict[str, Any]] | None:
+        return self.fn(conn)
+
+
 MODEL_KEY = "embedding_model"
 DIMS_KEY = "embedding_dims"
 #: set while a re-embedding runs (to the target model): a crash leaves it, and opening says so.
@@ -239,7 +258,9 @@ class Writer:
         # A plain put reads the items it replaces before it takes the catalog's write lock, and takes the lock
         # only with its changes (a lock held across round trips serialized every machine's writes); should
         # another machine change those items in between, it runs again holding the lock from the start.
-        late = before is None and (self._model_id is not None or not any(w.vectors for w in writes))
+        late = (before is None or isinstance(before, LocksItself)) and (
+            self._model_id is not None or not any(w.vectors for w in writes)
+        )
         try:
             ids = self._commit(writes, puts, before, now=now, late=late)
         except WriteConflictError:
@@ -262,6 +283,8 @@ class Writer:
         late: bool,
     ) -> list[int | None]:
         with self.catalog.write(late=late) as conn:
+            # Read ahead of ``before``, which takes the lock once it needs it (LocksItself).
+            looked_up = _items.look_up(conn, writes, self.catalog.names) if before is not None and late else None
             if before is not None:
                 for i, value in (before(conn) or {}).items():
                     puts[i].spec.validate(value)
@@ -271,7 +294,7 @@ class Writer:
                 mid = self.model_id(conn)
                 for w in writes:
                     w.model_id = mid
-            return _items.write_items(conn, writes, self.catalog.names, now=now)
+            return _items.write_items(conn, writes, self.catalog.names, now=now, looked_up=looked_up)
 
     def sync(self, collections: set[str] | None = None) -> None:
         """Apply queued changes to Chroma after a commit; a failure is logged, never raised.

@@ -240,7 +240,16 @@ class PgConnection:
 
     def _order(self, pg: str) -> None:
         """Before the transaction's first change: its lock, then the checks of what was read before it."""
-        if self.order_lock is not None and _DML.match(pg) is not None:
+        if _DML.match(pg) is not None:
+            self.order_now()
+
+    def order_now(self) -> None:
+        """Take `order_lock` (then check what was read before it) with the next statement, even a read.
+
+        For a write that must read under the lock (a version number) after
+        reads that need not (its items).
+        """
+        if self.order_lock is not None:
             self._deferred.append((self.order_lock, None))
             self._deferred.extend((sql, None) for sql in self._order_checks)
             self.order_lock = None
