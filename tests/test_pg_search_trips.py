@@ -98,3 +98,18 @@ def test_a_typed_write_reads_its_item_before_the_write_lock(mem: Memory, monkeyp
     assert any("FROM items WHERE (ns_id, key)" in s for s in sent[: sent.index(locked[0])]), sent
     assert (first.version, second.version) == (1, 2)
     assert mem.store.get(mem.namespace("lessons"), lesson.id) is not None
+
+
+def test_a_write_commits_without_waiting_under_the_lock_then_waits_for_the_disk_in_the_same_round_trip(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch, pg_database: str
+) -> None:
+    mem.store.put(("load", "w0"), "k", {"text": "first"})
+    sent = _sent(monkeypatch)
+    mem.store.put(("load", "w0"), "k", {"text": "second"})
+    final = sent[-1]
+    assert "synchronous_commit = off" in sent[0] and any("pg_advisory_xact_lock" in s for s in sent), sent
+    # The lock ends with the first COMMIT; the second transaction's synchronous commit flushes the WAL past it.
+    assert final.endswith("COMMIT; BEGIN; SELECT pg_current_xact_id(); COMMIT"), final
+    with psycopg.connect(pg_database, autocommit=True) as conn:
+        assert conn.execute("SHOW synchronous_commit").fetchone()[0] == "on"  # the server's setting is untouched
+    assert mem.store.get(("load", "w0"), "k").value == {"text": "second"}  # type: ignore[union-attr]

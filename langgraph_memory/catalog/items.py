@@ -179,6 +179,9 @@ class NamespaceIds:
         nid = self.get(conn, namespace)
         if nid is not None:
             return nid
+        if dialect_of(conn) == POSTGRESQL:
+            # Read before the write lock (a late write): another machine may create the row meanwhile.
+            conn.check_when_ordered("SELECT 1 FROM namespaces WHERE ns = ?", (join_ns(namespace),))  # type: ignore[attr-defined]
         cur = conn.execute(
             "INSERT INTO namespaces(ns, collection, depth) VALUES (?, ?, ?)",
             (join_ns(namespace), collection, len(namespace)),

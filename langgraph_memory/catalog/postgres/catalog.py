@@ -261,6 +261,10 @@ class PgCatalog:
                     if migrating:
                         conn.send_deferred()
                         schema.migrate(conn.raw, schema=search_path_schema(self.url))
+                    if ordered and not migrating:
+                        # The lock is released when the transaction ends: its COMMIT must not wait for the disk
+                        # (see PgConnection.commit_durably, which waits after the lock is gone).
+                        conn.defer("SET LOCAL synchronous_commit = off")
                     if ordered and late and not migrating:
                         conn.order_lock = f"SELECT pg_advisory_xact_lock({WRITE_LOCK})"
                     elif ordered:
@@ -273,7 +277,10 @@ class PgCatalog:
             try:
                 yield conn
                 with self._guarded("write to"):
-                    conn.execute("COMMIT")
+                    if ordered and not migrating:
+                        conn.commit_durably()
+                    else:
+                        conn.execute("COMMIT")
             except BaseException as exc:
                 self.names.forget_uncommitted()
                 self._rollback(conn)
