@@ -47,6 +47,15 @@ _ROW_INSERT = re.compile(
     re.I | re.S,
 )
 _ENDS_TRANSACTION = frozenset({"COMMIT", "ROLLBACK"})
+# A transaction committed as the server is configured (synchronously, by default) that writes a row of this
+# connection's own (no other waits for it) and removes it: its commit flushes the WAL past every record this
+# connection wrote before it.
+_MARK = "'commit_mark:' || pg_backend_pid()"
+_FLUSH = (
+    "BEGIN; "
+    f"INSERT INTO meta(key, value) VALUES ({_MARK}, '') ON CONFLICT (key) DO NOTHING; "
+    f"DELETE FROM meta WHERE key = {_MARK}; COMMIT"
+)
 _TOKEN = re.compile(r"(%%|%s)")
 _DML = re.compile(r"^\s*(INSERT|UPDATE|DELETE)\b", re.I)
 _RETURNING = re.compile(r"\bRETURNING\b", re.I)
@@ -390,7 +399,9 @@ class PgConnection:
         waiting, which releases the lock, and in the same round trip a
         second, synchronous transaction that takes a transaction id commits:
         its commit flushes the WAL up to its own record, which comes after
-        ours, so when this returns our commit is durable; and flushes of
+        ours, so when this returns our commit is durable (it must write a
+        row: a transaction that wrote nothing commits without a flush, even
+        with an id); and flushes of
         several machines' writes now share one disk write. Others may read
         the write a moment before it is durable; a crash then loses it with
         everything committed after it, never a write acknowledged to anyone.
@@ -399,7 +410,7 @@ class PgConnection:
         self._order_checks = []
         if self._ends("COMMIT") is not None:  # the transaction never reached the server
             return
-        self._run(ClientCursor(self.raw), "COMMIT; BEGIN; SELECT pg_current_xact_id(); COMMIT", ())
+        self._run(ClientCursor(self.raw), f"COMMIT; {_FLUSH}", ())
 
     def commit(self) -> None:
         self.raw.commit()
