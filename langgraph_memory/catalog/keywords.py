@@ -57,6 +57,7 @@ from typing import Any
 
 import numpy as np
 
+from langgraph_memory.catalog.keyword_cache import STAMP_SQL, VERSION_KEY, PostingCache
 from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, dialect_of
 from langgraph_memory.catalog.texts import record_text
 
@@ -207,6 +208,16 @@ def index_items(conn: sqlite3.Connection, rows: Iterable[tuple[int, str | None]]
         "UPDATE keyword_stats SET docs = docs + ?, tokens = tokens + ? WHERE id = 1",
         (len(batch), sum(r[2] for r in batch)),
     )
+    _bump(conn)
+
+
+def _bump(conn: sqlite3.Connection) -> None:
+    """Count a change of the index in ``meta`` (same transaction): caches of its posting lists must read again."""
+    conn.execute(
+        "INSERT INTO meta(key, value) VALUES (?, '1') "
+        "ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)",
+        (VERSION_KEY,),
+    )
 
 
 def unindex_items(conn: sqlite3.Connection, item_ids: Sequence[int]) -> None:
@@ -233,6 +244,7 @@ def unindex_items(conn: sqlite3.Connection, item_ids: Sequence[int]) -> None:
             docs, tokens = docs + len(rows), tokens + sum(n for _i, n in rows)
     if docs:
         conn.execute("UPDATE keyword_stats SET docs = docs - ?, tokens = tokens - ? WHERE id = 1", (docs, tokens))
+        _bump(conn)
 
 
 def rebuild(conn: sqlite3.Connection, *, page: int = 5000) -> int:
@@ -243,6 +255,7 @@ def rebuild(conn: sqlite3.Connection, *, page: int = 5000) -> int:
     conn.execute("DELETE FROM keyword_postings" if dialect_of(conn) == POSTGRESQL else "DELETE FROM keywords")
     conn.execute("DELETE FROM keyword_lengths")
     conn.execute("UPDATE keyword_stats SET docs = 0, tokens = 0 WHERE id = 1")
+    _bump(conn)
     after, total = 0, 0
     while True:
         rows = conn.execute(
@@ -401,11 +414,22 @@ def match(
     length_norm: float = LENGTH_NORM,
     stop_words: frozenset[str] = STOP_WORDS,
     max_term_items: int = MAX_TERM_ITEMS,
+    cache: PostingCache | None = None,
 ) -> KeywordMatches:
-    """Score every item holding one of ``query``'s terms (see the module's docstring for how)."""
+    """Score every item holding one of ``query``'s terms (see the module's docstring for how).
+
+    With a ``cache`` (`langgraph_memory.catalog.keyword_cache`), posting lists read
+    since the index last changed are taken from memory: same scores, no re-read.
+    """
     empty = KeywordMatches(np.zeros(0, dtype=np.int64), np.zeros(0), by_id=True)
     terms = query_terms(query, stop_words)
-    docs, tokens = conn.execute("SELECT docs, tokens FROM keyword_stats WHERE id = 1").fetchone()
+    if cache is not None:
+        # The stamp first: a list read after it may be newer, never older, and a newer one is
+        # dropped by the next search, which finds the stamp moved.
+        stamp = tuple(conn.execute(STAMP_SQL).fetchone())
+        docs, tokens = stamp[1], stamp[2]
+    else:
+        docs, tokens = conn.execute("SELECT docs, tokens FROM keyword_stats WHERE id = 1").fetchone()
     if not terms or not docs:
         return empty
     avg = tokens / docs if tokens else 1.0
@@ -415,6 +439,15 @@ def match(
     all_scores: list[np.ndarray] = []
     pg = dialect_of(conn) == POSTGRESQL
     for term in terms:
+        got = cache.get(stamp, term, cap=cap) if cache is not None else None
+        if got is not None:
+            n, rowids = got
+            if n > cap or rowids is None:
+                continue
+            mass += _idf(docs, n)
+            if n:
+                _add_term(all_ids, all_scores, rowids, _idf(docs, n), avg, length_norm)
+            continue
         # The posting list as one string of rowids, parsed by numpy: a row per posting cost more in Python
         # than the index's own read.
         if pg:
@@ -430,14 +463,16 @@ def match(
                 (f'"{term}"', cap + 1),
             ).fetchone()
         if n > cap:
+            if cache is not None:
+                cache.put(stamp, term, n, None)
             continue
         mass += _idf(docs, n)
+        rowids = np.fromstring(joined, dtype=np.int64, sep=",") if n else np.zeros(0, dtype=np.int64)
+        if cache is not None:
+            cache.put(stamp, term, n, rowids)
         if not n:
             continue
-        rowids = np.fromstring(joined, dtype=np.int64, sep=",")
-        rel = np.maximum(rowids & _LEN_MAX, 1) / avg
-        all_ids.append(rowids >> _LEN_BITS)
-        all_scores.append(_idf(docs, n) * (_K1 + 1) / (1 + _K1 * (1 - length_norm + length_norm * rel)))
+        _add_term(all_ids, all_scores, rowids, _idf(docs, n), avg, length_norm)
     if not all_ids:
         return KeywordMatches(empty.ids, empty.scores, mass)
     every, weights = np.concatenate(all_ids), np.concatenate(all_scores)
@@ -449,6 +484,15 @@ def match(
         return KeywordMatches(ids, dense[ids], mass, by_id=True)
     ids, inverse = np.unique(every, return_inverse=True)
     return KeywordMatches(ids, np.bincount(inverse, weights=weights), mass, by_id=True)
+
+
+def _add_term(
+    all_ids: list[np.ndarray], all_scores: list[np.ndarray], rowids: np.ndarray, idf: float, avg: float, b: float
+) -> None:
+    """Append one term's postings: the item ids and each one's BM25 term score (length from the rowid)."""
+    rel = np.maximum(rowids & _LEN_MAX, 1) / avg
+    all_ids.append(rowids >> _LEN_BITS)
+    all_scores.append(idf * (_K1 + 1) / (1 + _K1 * (1 - b + b * rel)))
 
 
 def search(

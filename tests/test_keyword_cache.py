@@ -1,0 +1,172 @@
+"""Cached posting lists: keyword scores and hybrid rankings identical to reading every list, across writes."""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from langgraph_memory.catalog import keywords as _keywords
+from langgraph_memory.catalog.keyword_cache import PostingCache
+from langgraph_memory.store import ChromaStore
+from langgraph_memory.store.ranking import HybridRanking
+from tests.conftest import FAKE_DIMS
+
+# Words whose porter stem is no other word's and is the word itself, so a token scan is the true answer.
+COMMON = ["spy", "gold", "oil", "bond", "yen", "vix"]  # each in most items
+RARE = ["qqq", "macd", "carry", "swap", "iwm", "dia", "ether", "copper"]
+QUERIES = [
+    "spy gold oil bond yen",
+    "spy gold",
+    "vix",
+    "oil yen qqq",
+    "macd carry spy",
+    "copper ether dia iwm bond",
+    "nothing shared",
+]
+
+
+def _text(rng: random.Random, i: int) -> str:
+    words = [w for w in COMMON if rng.random() < 0.7] + [w for w in RARE if rng.random() < 0.08]
+    words += ["filler"] * rng.randint(0, 6)  # lengths differ, so the length norm matters
+    rng.shuffle(words)
+    return " ".join(words) + f" n{i}"
+
+
+def _fill(store: ChromaStore, n: int, seed: int = 0) -> dict[str, str]:
+    rng = random.Random(seed)
+    texts = {f"k{i}": _text(rng, i) for i in range(n)}
+    for i, (key, text) in enumerate(texts.items()):
+        store.put(("notes", f"u{i % 3}"), key, {"text": text, "kind": "a" if i % 2 else "b"})
+    return texts
+
+
+def _brute_bm25(texts: dict[int, str], query: str, b: float = _keywords.LENGTH_NORM) -> dict[int, float]:
+    """BM25 with each term counted once per item, from the texts themselves (the exhaustive answer)."""
+    terms = _keywords.query_terms(query)
+    toks = {i: re.findall(r"[^\W_]+", t.lower()) for i, t in texts.items()}
+    docs = len(texts)
+    avg = sum(len(t) for t in toks.values()) / docs
+    out: dict[int, float] = {}
+    for term in terms:
+        holders = [i for i, t in toks.items() if term in t]
+        if not holders:
+            continue
+        idf = math.log(1 + (docs - len(holders) + 0.5) / (len(holders) + 0.5))
+        for i in holders:
+            rel = max(min(len(toks[i]), 1023), 1) / avg
+            out[i] = out.get(i, 0.0) + idf * 2.2 / (1 + 1.2 * (1 - b + b * rel))
+    return out
+
+
+def _item_texts(store: ChromaStore) -> dict[int, str]:
+    return {it.id: it.value["text"] for it in store.items.iter_items("memories") if it.id is not None and it.n_vectors}
+
+
+def _check_matches(store: ChromaStore, cache: PostingCache) -> None:
+    texts = _item_texts(store)
+    with store.catalog.read() as conn:
+        for query in QUERIES:
+            plain = _keywords.match(conn, query)
+            for _ in range(2):  # the first read fills the cache, the second is served from it
+                cached = _keywords.match(conn, query, cache=cache)
+                assert cached.ids.tolist() == plain.ids.tolist(), query
+                assert cached.scores.tolist() == plain.scores.tolist(), query
+                assert cached.mass == plain.mass
+            want = _brute_bm25(texts, query)
+            assert set(cached.ids.tolist()) == set(want), query
+            got = dict(zip(cached.ids.tolist(), cached.scores.tolist(), strict=True))
+            assert all(math.isclose(got[i], s, rel_tol=1e-9) for i, s in want.items()), query
+            # The top 20 of the exhaustive computation, ties by id as the store breaks them.
+            top = sorted(want, key=lambda i: (-want[i], i))[:20]
+            assert cached.best(20).tolist() == [i for i in top if want[i] > 0], query
+
+
+def _rankings(store: ChromaStore) -> list[list[tuple[str, float]]]:
+    out = []
+    for query in QUERIES:
+        for prefix, kw in [(("notes",), {}), (("notes", "u1"), {}), (("notes",), {"filter": {"kind": "a"}})]:
+            hits = store.search(prefix, query=query, limit=10, refresh_ttl=False, **kw)
+            out.append([(h.key, h.score) for h in hits])
+    return out
+
+
+@pytest.mark.parametrize("exact_max", [5000, 5], ids=["exact", "hnsw"])
+def test_cached_search_equals_reading_every_list_where_common_words_dominate(
+    data_dir: Path, fake_embeddings, exact_max: int
+) -> None:
+    store = ChromaStore(
+        data_dir=data_dir,
+        index={"dims": FAKE_DIMS, "embed": fake_embeddings, "fields": ["text"]},
+        ranking=HybridRanking(temporal=None),
+    )
+    store.planner.exact_max = exact_max
+    try:
+        _fill(store, 160)
+        assert store.wait_for_index(60)
+        cache = PostingCache()
+        _check_matches(store, cache)
+        assert len(cache) > 0
+        store.hybrid.postings = None
+        want = _rankings(store)
+        store.hybrid.postings = PostingCache()
+        assert _rankings(store) == want  # fills the cache
+        assert len(store.hybrid.postings) >= len(COMMON)
+        assert _rankings(store) == want  # served from it
+    finally:
+        store.close()
+
+
+def test_every_kind_of_write_between_searches_is_seen(data_dir: Path, fake_embeddings) -> None:
+    store = ChromaStore(
+        data_dir=data_dir,
+        index={"dims": FAKE_DIMS, "embed": fake_embeddings, "fields": ["text"]},
+        ranking=HybridRanking(temporal=None),
+    )
+    try:
+        texts = _fill(store, 60, seed=1)
+        cache = PostingCache()
+
+        def check() -> None:
+            _check_matches(store, cache)
+            assert store.wait_for_index(60)
+            store.hybrid.postings = None
+            want = _rankings(store)
+            store.hybrid.postings = cache_store
+            assert _rankings(store) == want
+
+        cache_store = PostingCache()
+        store.hybrid.postings = cache_store
+        check()
+        store.put(("notes", "u0"), "new", {"text": "spy gold oil bond yen vix qqq", "kind": "a"})
+        check()
+        # Same length, other words: the index totals do not move, the counter does.
+        store.put(("notes", "u0"), "k3", {"text": " ".join(["copper"] * len(texts["k3"].split())), "kind": "a"})
+        check()
+        store.delete(("notes", "u1"), "k4")
+        store.put(("notes", "u2"), "k5", {"text": "not indexed spy"}, index=False)
+        check()
+        keys = [h.key for h in store.search(("notes",), query="spy gold oil bond yen vix qqq", limit=3)]
+        assert keys[0] == "new"
+    finally:
+        store.close()
+
+
+def test_a_cache_keeps_at_most_its_postings_and_drops_everything_when_the_stamp_moves() -> None:
+    cache = PostingCache(max_postings=5)
+    assert cache.get(("1", 3, 9), "a", cap=10) is None  # a search reads first: the cache takes its stamp
+    cache.put(("1", 3, 9), "a", 3, np.arange(3))
+    cache.put(("1", 3, 9), "b", 2, np.arange(2))
+    cache.put(("1", 3, 9), "c", 2, np.arange(2))  # over 5: "a", the least recently used, goes
+    assert cache.get(("1", 3, 9), "a", cap=10) is None
+    assert cache.get(("1", 3, 9), "b", cap=10) is not None
+    cache.put(("1", 3, 9), "long", 50, None)  # only its count: above the cap it was read with
+    assert cache.get(("1", 3, 9), "long", cap=10) == (50, None)
+    assert cache.get(("1", 3, 9), "long", cap=100) is None  # a larger cap needs the list itself
+    assert cache.get(("2", 3, 9), "b", cap=10) is None
+    cache.put(("1", 3, 9), "b", 2, np.arange(2))  # read before the change: not kept
+    assert len(cache) == 0
