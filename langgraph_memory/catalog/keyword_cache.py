@@ -19,6 +19,8 @@ to ``max_postings`` postings in all (8 bytes each: 32 MB at the default).
 
     >>> import numpy as np
     >>> cache = PostingCache()
+    >>> cache.get((1, 10, 80), "rsi", cap=100) is None   # a search reads the stamp first: the cache takes it
+    True
     >>> cache.put((1, 10, 80), "rsi", 2, np.array([1030, 2055]))
     >>> cache.get((1, 10, 80), "rsi", cap=100)[0]
     2
