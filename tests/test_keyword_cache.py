@@ -165,8 +165,32 @@ def test_a_cache_keeps_at_most_its_postings_and_drops_everything_when_the_stamp_
     assert cache.get(("1", 3, 9), "a", cap=10) is None
     assert cache.get(("1", 3, 9), "b", cap=10) is not None
     cache.put(("1", 3, 9), "long", 50, None)  # only its count: above the cap it was read with
-    assert cache.get(("1", 3, 9), "long", cap=10) == (50, None)
+    long = cache.get(("1", 3, 9), "long", cap=10)
+    assert long is not None and (long.n, long.rowids) == (50, None)
     assert cache.get(("1", 3, 9), "long", cap=100) is None  # a larger cap needs the list itself
     assert cache.get(("2", 3, 9), "b", cap=10) is None
     cache.put(("1", 3, 9), "b", 2, np.arange(2))  # read before the change: not kept
     assert len(cache) == 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_matches_by_id_array_pick_the_same_best_as_the_listed_matches(seed: int) -> None:
+    # Scores by item id as match() sums them for a large store: most ids hold a common word, scores tie
+    # often (few distinct values), and the best few are rare, so the sampled threshold is put to the test.
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(9_000, 120_000))
+    dense = np.where(rng.random(n) < 0.55, rng.integers(1, 6, n) * 0.75, 0.0)
+    dense[rng.integers(0, n, 3)] = 9.0  # a handful of strong matches, fewer than most k
+    listed_ids = np.flatnonzero(dense)
+    listed = _keywords.KeywordMatches(listed_ids, dense[listed_ids], 4.0, by_id=True)
+    by_array = _keywords.KeywordMatches.from_dense(dense, 4.0)
+    assert len(by_array) == len(listed)
+    for k in (1, 2, 5, 20, 21, 100, 420, 5_000, n):
+        assert by_array.best(k).tolist() == listed.best(k).tolist(), k
+    probe = [-1, 0, 1, int(listed_ids[0]), int(listed_ids[-1]), n - 1, n, n + 50]
+    assert by_array.scores_of(probe) == listed.scores_of(probe)
+    in_scope = set(rng.choice(listed_ids, len(listed_ids) // 10, replace=False).tolist())
+    for limit in (1, 20, 300):
+        fresh = _keywords.KeywordMatches.from_dense(dense, 4.0)
+        assert fresh.walk(lambda ids: in_scope & set(ids), limit) == listed.walk(lambda ids: in_scope & set(ids), limit)
+    assert by_array.ids_by_id().tolist() == listed_ids.tolist()

@@ -21,8 +21,8 @@ to ``max_postings`` postings in all (8 bytes each: 32 MB at the default).
     >>> cache = PostingCache()
     >>> cache.get((1, 10, 80), "rsi", cap=100) is None   # a search reads the stamp first: the cache takes it
     True
-    >>> cache.put((1, 10, 80), "rsi", 2, np.array([1030, 2055]))
-    >>> cache.get((1, 10, 80), "rsi", cap=100)[0]
+    >>> _ = cache.put((1, 10, 80), "rsi", 2, np.array([1030, 2055]))
+    >>> cache.get((1, 10, 80), "rsi", cap=100).n
     2
     >>> cache.get((2, 11, 88), "rsi", cap=100) is None   # the index changed: dropped
     True
@@ -33,11 +33,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["PostingCache", "STAMP_SQL", "VERSION_KEY", "MAX_CACHED_POSTINGS"]
+__all__ = ["PostingCache", "Postings", "STAMP_SQL", "VERSION_KEY", "MAX_CACHED_POSTINGS"]
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +55,18 @@ MAX_CACHED_POSTINGS = 4_000_000
 Stamp = tuple[Any, ...]
 
 
+@dataclass
+class Postings:
+    """One term's cached posting list."""
+
+    #: How many items hold the term (above the cap it was read with: that cap + 1).
+    n: int
+    #: The keyword index's rowids (item id and length) of those items; None when ``n`` is above the cap.
+    rowids: np.ndarray | None
+    #: What the reader derived from ``rowids`` and wants to keep with them (valid as long as they are).
+    derived: dict[Any, Any] = field(default_factory=dict)
+
+
 class PostingCache:
     """Posting lists (FTS5 rowids: item id and length) by query term, for one catalog, thread-safe.
 
@@ -65,11 +78,11 @@ class PostingCache:
         self.max_postings = max_postings
         self._lock = threading.Lock()
         self._stamp: Stamp | None = None
-        self._lists: OrderedDict[str, tuple[int, np.ndarray | None]] = OrderedDict()
+        self._lists: OrderedDict[str, Postings] = OrderedDict()
         self._size = 0
 
-    def get(self, stamp: Stamp, term: str, *, cap: int) -> tuple[int, np.ndarray | None] | None:
-        """``(n, rowids)`` of ``term`` if cached at ``stamp`` (rowids None: more than ``cap`` postings); else None.
+    def get(self, stamp: Stamp, term: str, *, cap: int) -> Postings | None:
+        """``term``'s postings if cached at ``stamp`` and valid for ``cap``; else None.
 
         A stamp other than the cache's drops every list.
         """
@@ -78,28 +91,27 @@ class PostingCache:
                 self._reset(stamp)
                 return None
             got = self._lists.get(term)
-            if got is None:
-                return None
-            n, rowids = got
-            if rowids is None and n <= cap:  # cached as too long for a smaller cap: its true length is unknown
-                return None
+            if got is None or (got.rowids is None and got.n <= cap):
+                return None  # (cached as too long for a smaller cap: its true length is unknown)
             self._lists.move_to_end(term)
-            return n, rowids
+            return got
 
-    def put(self, stamp: Stamp, term: str, n: int, rowids: np.ndarray | None) -> None:
+    def put(self, stamp: Stamp, term: str, n: int, rowids: np.ndarray | None) -> Postings:
         """Keep ``term``'s list as read at ``stamp`` (``rowids`` None: only its count, ``n``, above the cap)."""
+        entry = Postings(n, rowids)
         size = 0 if rowids is None else len(rowids)
         with self._lock:
             if stamp != self._stamp or size > self.max_postings:
-                return  # read before a change another search has already seen: not valid now
+                return entry  # read before a change another search has already seen: not valid now
             old = self._lists.pop(term, None)
-            if old is not None and old[1] is not None:
-                self._size -= len(old[1])
-            self._lists[term] = (n, rowids)
+            if old is not None and old.rowids is not None:
+                self._size -= len(old.rowids)
+            self._lists[term] = entry
             self._size += size
             while self._size > self.max_postings:
-                _term, (_n, dropped) = self._lists.popitem(last=False)
-                self._size -= 0 if dropped is None else len(dropped)
+                _term, dropped = self._lists.popitem(last=False)
+                self._size -= 0 if dropped.rowids is None else len(dropped.rowids)
+        return entry
 
     def clear(self) -> None:
         """Drop every list."""

@@ -57,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-from langgraph_memory.catalog.keyword_cache import STAMP_SQL, VERSION_KEY, PostingCache
+from langgraph_memory.catalog.keyword_cache import STAMP_SQL, VERSION_KEY, PostingCache, Postings
 from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, dialect_of
 from langgraph_memory.catalog.texts import record_text
 
@@ -291,12 +291,45 @@ class KeywordMatches:
 
     def __init__(self, ids: np.ndarray, scores: np.ndarray, mass: float = 0.0, *, by_id: bool = False) -> None:
         if by_id:  # already sorted by id, ids distinct
-            self._sorted_ids, self._sorted_scores = ids, scores
+            self._by_id: tuple[np.ndarray, np.ndarray] | None = (ids, scores)
         else:
             order = np.argsort(ids, kind="stable")
-            self._sorted_ids, self._sorted_scores = ids[order], scores[order]
+            self._by_id = (ids[order], scores[order])
         self.mass = mass
         self._ranked: np.ndarray | None = None
+        self._dense: np.ndarray | None = None
+        self._count: int | None = None
+
+    @classmethod
+    def from_dense(cls, dense: np.ndarray, mass: float = 0.0) -> KeywordMatches:
+        """Matches from scores indexed by item id (0.0: no match).
+
+        Listing the matches by id costs a pass over every id, and half the items
+        may hold a common word: a search that keeps a few dozen picks them from
+        the array itself (`best()`, `scores_of()`).
+
+        Example:
+            >>> KeywordMatches.from_dense(np.array([0.0, 2.0, 0.5, 0.5])).best(2).tolist()
+            [1, 2]
+        """
+        out = cls(np.zeros(0, dtype=np.int64), np.zeros(0), mass, by_id=True)
+        out._by_id, out._dense = None, dense
+        return out
+
+    @property
+    def _sorted_ids(self) -> np.ndarray:
+        return self._listed()[0]
+
+    @property
+    def _sorted_scores(self) -> np.ndarray:
+        return self._listed()[1]
+
+    def _listed(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._by_id is None:
+            assert self._dense is not None
+            ids = np.flatnonzero(self._dense)
+            self._by_id = (ids, self._dense[ids])
+        return self._by_id
 
     @property
     def ids(self) -> np.ndarray:
@@ -314,6 +347,10 @@ class KeywordMatches:
         return self._ranked
 
     def __len__(self) -> int:
+        if self._by_id is None and self._dense is not None:
+            if self._count is None:
+                self._count = int(np.count_nonzero(self._dense))
+            return self._count
         return len(self._sorted_ids)
 
     def best(self, k: int, keep: np.ndarray | None = None) -> np.ndarray:
@@ -325,6 +362,10 @@ class KeywordMatches:
             >>> KeywordMatches(np.array([3, 1, 2]), np.array([0.5, 2.0, 0.5])).best(2).tolist()
             [1, 2]
         """
+        if keep is None and self._by_id is None and k > 0:
+            got = self._best_of_dense(k)
+            if got is not None:
+                return got
         pos = np.arange(len(self._sorted_ids)) if keep is None else np.flatnonzero(keep)
         if k <= 0 or not len(pos):
             return np.zeros(0, dtype=np.int64)
@@ -336,6 +377,32 @@ class KeywordMatches:
             pos, scores = pos[sel], scores[sel]
         ids = self._sorted_ids[pos]  # ascending: lexsort breaks score ties by id
         return ids[np.lexsort((ids, -scores))][:k]
+
+    def _best_of_dense(self, k: int) -> np.ndarray | None:
+        """`best()` (``k`` > 0) from the scores by id, through the items above a threshold; None: not worth it."""
+        dense = self._dense
+        assert dense is not None
+        step = len(dense) // 4096
+        if step < 2:
+            return None
+        # A threshold from every step-th item: about j * step items score at least the sample's j-th best.
+        sample = dense[::step]
+        j = 4 * k // step + 2
+        if j >= len(sample) // 2:
+            return None
+        theta = -np.partition(-sample, j - 1)[j - 1]
+        if theta <= 0.0:
+            return None
+        pos = np.flatnonzero(dense >= theta)
+        if len(pos) < k:
+            return None  # the sample was unlucky: the k best are not all above it
+        # The same selection as over every match: the k best all score at least theta.
+        scores = dense[pos]
+        if k < len(pos):
+            kth = -np.partition(-scores, k - 1)[k - 1]
+            sel = np.flatnonzero(scores >= kth)
+            pos, scores = pos[sel], scores[sel]
+        return pos[np.lexsort((pos, -scores))][:k]
 
     def ids_by_id(self) -> np.ndarray:
         """Every matching item's id, in increasing order (what `best()`'s mask is over)."""
@@ -359,6 +426,10 @@ class KeywordMatches:
 
     def scores_of(self, item_ids: Sequence[int]) -> list[float]:
         """The scores of several items (0.0 for those holding no query term)."""
+        if self._by_id is None and self._dense is not None:
+            want = np.asarray(item_ids, dtype=np.int64)
+            ok = (want >= 0) & (want < len(self._dense))
+            return np.where(ok, self._dense[np.where(ok, want, 0)], 0.0).tolist()
         if not len(self._sorted_ids) or not item_ids:
             return [0.0] * len(item_ids)
         want = np.asarray(item_ids, dtype=np.int64)
@@ -381,7 +452,7 @@ class KeywordMatches:
         Batches grow until ``limit`` ids are kept or the matches run out.
         """
         out: list[int] = []
-        n = len(self._sorted_ids)
+        n = len(self)
         pos, batch = 0, max(limit, 16)
         while pos < n and len(out) < limit:
             # Rank only as far as this batch reaches (the whole order costs a sort of every match).
@@ -441,12 +512,11 @@ def match(
     for term in terms:
         got = cache.get(stamp, term, cap=cap) if cache is not None else None
         if got is not None:
-            n, rowids = got
-            if n > cap or rowids is None:
+            if got.n > cap or got.rowids is None:
                 continue
-            mass += _idf(docs, n)
-            if n:
-                _add_term(all_ids, all_scores, rowids, _idf(docs, n), avg, length_norm)
+            mass += _idf(docs, got.n)
+            if got.n:
+                _add_term(all_ids, all_scores, got, _idf(docs, got.n), avg, length_norm)
             continue
         # The posting list as one string of rowids, parsed by numpy: a row per posting cost more in Python
         # than the index's own read.
@@ -468,31 +538,36 @@ def match(
             continue
         mass += _idf(docs, n)
         rowids = np.fromstring(joined, dtype=np.int64, sep=",") if n else np.zeros(0, dtype=np.int64)
-        if cache is not None:
-            cache.put(stamp, term, n, rowids)
+        entry = cache.put(stamp, term, n, rowids) if cache is not None else Postings(n, rowids)
         if not n:
             continue
-        _add_term(all_ids, all_scores, rowids, _idf(docs, n), avg, length_norm)
+        _add_term(all_ids, all_scores, entry, _idf(docs, n), avg, length_norm)
     if not all_ids:
         return KeywordMatches(empty.ids, empty.scores, mass)
     every, weights = np.concatenate(all_ids), np.concatenate(all_scores)
     top = int(every.max())
     if top <= 8 * len(every) + 65536:
         # Item ids are dense: sum each item's term scores in an array indexed by id (no sort).
-        dense = np.bincount(every, weights=weights, minlength=top + 1)
-        ids = np.flatnonzero(dense)
-        return KeywordMatches(ids, dense[ids], mass, by_id=True)
+        return KeywordMatches.from_dense(np.bincount(every, weights=weights, minlength=top + 1), mass)
     ids, inverse = np.unique(every, return_inverse=True)
     return KeywordMatches(ids, np.bincount(inverse, weights=weights), mass, by_id=True)
 
 
 def _add_term(
-    all_ids: list[np.ndarray], all_scores: list[np.ndarray], rowids: np.ndarray, idf: float, avg: float, b: float
+    all_ids: list[np.ndarray], all_scores: list[np.ndarray], postings: Postings, idf: float, avg: float, b: float
 ) -> None:
     """Append one term's postings: the item ids and each one's BM25 term score (length from the rowid)."""
-    rel = np.maximum(rowids & _LEN_MAX, 1) / avg
-    all_ids.append(rowids >> _LEN_BITS)
-    all_scores.append(idf * (_K1 + 1) / (1 + _K1 * (1 - b + b * rel)))
+    # The ids and each posting's length normalisation depend only on the list, the average length and b:
+    # a cached list keeps them, and the score is then one division (the same operations as without it).
+    derived = postings.derived.get((avg, b))
+    if derived is None:
+        rowids = postings.rowids
+        assert rowids is not None
+        rel = np.maximum(rowids & _LEN_MAX, 1) / avg
+        derived = postings.derived[(avg, b)] = (rowids >> _LEN_BITS, 1 + _K1 * (1 - b + b * rel))
+    ids, norm = derived
+    all_ids.append(ids)
+    all_scores.append(idf * (_K1 + 1) / norm)
 
 
 def search(
