@@ -15,7 +15,8 @@ token totals beside it. A search reads the stamp first (one statement); when
 it moved, every cached list is dropped. The scores are then computed from
 the cached lists exactly as from freshly read ones, so results are identical
 with or without the cache. Lists are kept least recently used first out, up
-to ``max_postings`` postings in all (8 bytes each: 32 MB at the default).
+to ``max_postings`` postings in all (24 bytes each with the ids and length norms a search derives
+from them: at most 96 MB at the default).
 
     >>> import numpy as np
     >>> cache = PostingCache()
@@ -49,7 +50,7 @@ STAMP_SQL = (
     "SELECT (SELECT value FROM meta WHERE key = 'keyword_version'), s.docs, s.tokens"
     " FROM keyword_stats s WHERE s.id = 1"
 )
-#: How many postings a cache keeps at most, over all its terms (8 bytes each).
+#: How many postings a cache keeps at most, over all its terms (24 bytes each with what is derived from them).
 MAX_CACHED_POSTINGS = 4_000_000
 
 Stamp = tuple[Any, ...]
