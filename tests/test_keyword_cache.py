@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+import os
 import random
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -194,3 +197,40 @@ def test_matches_by_id_array_pick_the_same_best_as_the_listed_matches(seed: int)
         fresh = _keywords.KeywordMatches.from_dense(dense, 4.0)
         assert fresh.walk(lambda ids: in_scope & set(ids), limit) == listed.walk(lambda ids: in_scope & set(ids), limit)
     assert by_array.ids_by_id().tolist() == listed_ids.tolist()
+
+
+def test_a_write_from_another_process_is_seen_by_the_next_search(data_dir: Path) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    dims = 32
+    helper = Path(__file__).parent / "helpers" / "store_writer.py"
+    store = ChromaStore(data_dir=data_dir, index={"dims": dims, "embed": DeterministicFakeEmbedding(size=dims)})
+    store.ranking = HybridRanking(temporal=None)
+    try:
+        for i in range(30):
+            store.put(("research", "p"), f"p{i}", {"content": f"spy finding {i}", "n": i})
+        query = "alpha finding"
+        cache = store.hybrid.postings
+        assert cache is not None
+        with store.catalog.read() as conn:
+            before = _keywords.match(conn, query, cache=cache)
+        assert len(before) == 30 and len(cache) == 2  # "alpha" (no posting) and "finding", cached
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1]) + os.pathsep + env.get("PYTHONPATH", "")
+        done = subprocess.run(
+            [sys.executable, str(helper), str(data_dir), "alpha", "5", str(dims)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        with store.catalog.read() as conn:
+            after = _keywords.match(conn, query, cache=cache)
+            fresh = _keywords.match(conn, query)
+        assert len(after) == 35
+        assert after.ids.tolist() == fresh.ids.tolist() and after.scores.tolist() == fresh.scores.tolist()
+        keys = [h.key for h in store.search(("research",), query=query, limit=5, refresh_ttl=False)]
+        assert all(k.startswith("alpha-") for k in keys), keys
+    finally:
+        store.close()
