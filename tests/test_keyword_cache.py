@@ -234,3 +234,30 @@ def test_a_write_from_another_process_is_seen_by_the_next_search(data_dir: Path)
         assert all(k.startswith("alpha-") for k in keys), keys
     finally:
         store.close()
+
+
+def test_a_cache_filled_inside_a_write_that_rolls_back_is_never_used(data_dir: Path, fake_embeddings) -> None:
+    store = ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings, "fields": ["text"]})
+    try:
+        store.put(("notes",), "x", {"text": "spy gold oil"})
+        store.put(("notes",), "y", {"text": "bond yen vix"})
+        store.put(("notes",), "z", {"text": "spy spy spy"})
+        ids = {it.value["text"]: it.id for it in store.items.iter_items("memories")}
+        cache = PostingCache()
+
+        class _Abort(Exception):
+            pass
+
+        # Inside a write: "x" loses "spy" (same length, so the totals do not move), and a search caches that.
+        with pytest.raises(_Abort), store.catalog.write() as conn:
+            _keywords.unindex_items(conn, [ids["spy gold oil"]])
+            _keywords.index_items(conn, [(ids["spy gold oil"], "copper gold oil")])
+            assert len(_keywords.match(conn, "spy", cache=cache)) == 1
+            raise _Abort
+        # Another write with the same shape commits (two index changes, same totals).
+        store.put(("notes",), "y", {"text": "bond yen dia"})
+        with store.catalog.read() as conn:
+            assert len(_keywords.match(conn, "spy")) == 2
+            assert len(_keywords.match(conn, "spy", cache=cache)) == 2
+    finally:
+        store.close()

@@ -9,9 +9,9 @@ lists, when the index has not changed since the last query.
 
 `PostingCache` keeps the lists `keywords.match()` read, tagged with the
 index's *stamp*: ``meta.keyword_version``, which every write to the keyword
-index bumps in its own transaction (`keywords.index_items()`,
-`keywords.unindex_items()`, `keywords.rebuild()`), with the document and
-token totals beside it. A search reads the stamp first (one statement); when
+index sets to a new random value in its own transaction
+(`keywords.index_items()`, `keywords.unindex_items()`, `keywords.rebuild()`),
+with the document and token totals beside it. A search reads the stamp first (one statement); when
 it moved, every cached list is dropped. The scores are then computed from
 the cached lists exactly as from freshly read ones, so results are identical
 with or without the cache. Lists are kept least recently used first out, up
@@ -43,7 +43,7 @@ __all__ = ["PostingCache", "Postings", "STAMP_SQL", "VERSION_KEY", "MAX_CACHED_P
 
 logger = logging.getLogger(__name__)
 
-#: The ``meta`` key counting the keyword index's changes.
+#: The ``meta`` key holding the keyword index's version (a new random value at every change).
 VERSION_KEY = "keyword_version"
 #: What a cached list is valid for: the change counter and the totals, read in one statement.
 STAMP_SQL = (

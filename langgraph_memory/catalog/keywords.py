@@ -52,6 +52,7 @@ import math
 import re
 import sqlite3
 import unicodedata
+import uuid
 from collections.abc import Callable, Container, Iterable, Sequence
 from typing import Any
 
@@ -212,11 +213,12 @@ def index_items(conn: sqlite3.Connection, rows: Iterable[tuple[int, str | None]]
 
 
 def _bump(conn: sqlite3.Connection) -> None:
-    """Count a change of the index in ``meta`` (same transaction): caches of its posting lists must read again."""
+    """Give the index a new version in ``meta`` (same transaction): caches of its posting lists must read again."""
+    # A random value, not a counter: a cache filled inside a transaction that then rolls back must never
+    # match the version the next writer commits.
     conn.execute(
-        "INSERT INTO meta(key, value) VALUES (?, '1') "
-        "ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)",
-        (VERSION_KEY,),
+        "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (VERSION_KEY, uuid.uuid4().hex),
     )
 
 
