@@ -35,6 +35,7 @@ from langgraph.store.base import SearchOp
 from langgraph_memory.catalog import Catalog, StoredItem
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import keywords as _keywords
+from langgraph_memory.catalog.keyword_cache import PostingCache
 from langgraph_memory.store import filters as _filters
 from langgraph_memory.store.planner import Plan, Planner
 from langgraph_memory.store.ranking import HybridRanking, ScoreParts, score_parts
@@ -84,6 +85,9 @@ class HybridSearch:
         self.catalog = catalog
         self.planner = planner
         self.collections = collections
+        # Query words held by most items have long posting lists: read once per change of the index
+        # (None: read every list for every search).
+        self.postings: PostingCache | None = PostingCache()
 
     def candidates(self, op: SearchOp, qvec: np.ndarray, ranking: HybridRanking, *, omit: Omit) -> Candidates:
         """Both searches' candidates with both scores (and the matching items that have no vectors)."""
@@ -95,7 +99,7 @@ class HybridSearch:
             return out
         read: dict[int, tuple[StoredItem, list[bytes]]] = {}
         with self.catalog.read() as conn:
-            matches = _keywords.match(conn, op.query, length_norm=ranking.length_norm)
+            matches = _keywords.match(conn, op.query, length_norm=ranking.length_norm, cache=self.postings)
             if plan.strategy == "exact":
                 # Few candidates, which the vector search just scored: keep the matches among them.
                 if plan.exact_ids is not None:
