@@ -127,7 +127,9 @@ class KeywordSide:
                 texts["date"].append(datetime.fromtimestamp(t.at, UTC).strftime("%-d %B %Y"))
                 texts["context"].append(f"{prev}\n{nxt}")
                 # The library's index of a turn stored with a second field "previous + turn + next".
-                texts["window2"].append("\n".join(dict.fromkeys([t.text, "\n".join(x for x in (prev, t.text, nxt) if x)])))
+                texts["window2"].append(
+                    "\n".join(dict.fromkeys([t.text, "\n".join(x for x in (prev, t.text, nxt) if x)]))
+                )
         self.vocab: dict[str, int] = {}
         self.fields = {f: Field(texts[f], self.vocab) for f in self.FIELDS}
         self.bi_fields = {f: Field(texts[f], self.vocab, bigrams=True) for f in ("turn", "window2")}
@@ -172,8 +174,9 @@ class KeywordSide:
     def conv_slice(self, conv: str, n: int) -> slice:
         return slice(self.offset[conv], self.offset[conv] + n)
 
-    def expansion_scores(self, q: Question, n: int, fb: np.ndarray, weights: np.ndarray, terms_kept: int,
-                         s: Bm25) -> np.ndarray:
+    def expansion_scores(
+        self, q: Question, n: int, fb: np.ndarray, weights: np.ndarray, terms_kept: int, s: Bm25
+    ) -> np.ndarray:
         """RM3: BM25 of the ``terms_kept`` best expansion terms of the feedback turns ``fb`` (conversation
         positions, weighted by ``weights``), each term weighted by its relevance-model probability."""
         fl = self.fields[s.fields[0][0]]
@@ -248,6 +251,7 @@ class Setting:
     candidates: int = 20
     bm25: Bm25 = field(default_factory=Bm25)
     fusion: str = "noisy-or"  # or "zscore"
+    share: float = 1.0  # keyword evidence is 1 at this share of the query's idf mass (noisy-or)
     #: neighbour propagation: score += alpha * best neighbour's score ("cand": among candidates; "pool": the
     #: neighbours of the candidates join the pool; "kw": propagate keyword evidence before fusion)
     alpha: float = 0.0
@@ -300,7 +304,7 @@ class Ranker:
         mask = np.zeros(q.n, dtype=bool)
         mask[_top(cos, st.candidates)] = True
         mask[_top(bm, st.candidates, positive=True)] = True
-        ev = np.minimum(1.0, bm / mass) if mass > 0 else np.zeros(q.n)
+        ev = np.minimum(1.0, bm / (st.share * mass)) if mass > 0 else np.zeros(q.n)
         if st.alpha and st.propagate == "kw":
             ev = np.minimum(1.0, ev + st.alpha * _neighbours_best(ev, q.session, st.radius))
         if st.fusion == "zscore":
@@ -394,23 +398,134 @@ def families(ws: Sequence[float] = (0.8, 0.9, 1.0)) -> list[tuple[str, Callable[
         return out
 
     return [
-        ("noisy-or, keyword / query's idf mass (the library's HybridRanking)", lambda: g(lambda w: Setting(w=w), w=(0.6, 0.7, 0.8, 0.9, 1.0))),
+        (
+            "noisy-or, keyword / query's idf mass (the library's HybridRanking)",
+            lambda: g(lambda w: Setting(w=w), w=(0.6, 0.7, 0.8, 0.9, 1.0)),
+        ),
         ("+ more candidates a side", lambda: g(lambda w, c: Setting(w=w, candidates=c), w=ws, c=(20, 40, 80))),
-        ("z-score fusion over the candidates", lambda: g(lambda w, c: Setting(w=w, fusion="zscore", candidates=c), w=(0.5, 0.75, 1.0, 1.5, 2.0), c=(20, 40))),
-        ("+ neighbour propagation, among candidates", lambda: g(lambda w, a, r: Setting(w=w, alpha=a, radius=r), w=ws, a=(0.1, 0.2, 0.3, 0.5), r=(1, 2))),
-        ("+ neighbour propagation, neighbours of candidates join", lambda: g(lambda w, a, r: Setting(w=w, alpha=a, radius=r, propagate="pool"), w=ws, a=(0.1, 0.2, 0.3, 0.5), r=(1, 2))),
-        ("+ keyword evidence propagated from neighbours", lambda: g(lambda w, a: Setting(w=w, alpha=a, propagate="kw"), w=ws, a=(0.25, 0.5, 0.75, 1.0))),
-        ("+ RM3 keyword expansion", lambda: g(lambda w, m, t, beta: Setting(w=w, rm3=(m, t, beta)), w=ws, m=(3, 10), t=(5, 20), beta=(0.25, 0.5, 1.0))),
-        ("+ Rocchio on the query vector", lambda: g(lambda w, k, beta: Setting(w=w, rocchio=(k, beta)), w=ws, k=(3, 5, 10), beta=(0.25, 0.5, 1.0))),
-        ("+ BM25 counting term frequency", lambda: g(lambda w, k1, b: Setting(w=w, bm25=Bm25(tf=True, k1=k1, b=b)), w=ws, k1=(0.6, 1.2, 2.0), b=(0.1, 0.3, 0.75))),
-        ("+ BM25 b / stop words", lambda: g(lambda w, b, sw: Setting(w=w, bm25=Bm25(b=b, stop_words=sw)), w=ws, b=(0.0, 0.1, 0.3, 0.5), sw=(True, False))),
+        (
+            "z-score fusion over the candidates",
+            lambda: g(
+                lambda w, c: Setting(w=w, fusion="zscore", candidates=c), w=(0.5, 0.75, 1.0, 1.5, 2.0), c=(20, 40)
+            ),
+        ),
+        (
+            "+ neighbour propagation, among candidates",
+            lambda: g(lambda w, a, r: Setting(w=w, alpha=a, radius=r), w=ws, a=(0.1, 0.2, 0.3, 0.5), r=(1, 2)),
+        ),
+        (
+            "+ neighbour propagation, neighbours of candidates join",
+            lambda: g(
+                lambda w, a, r: Setting(w=w, alpha=a, radius=r, propagate="pool"),
+                w=ws,
+                a=(0.1, 0.2, 0.3, 0.5),
+                r=(1, 2),
+            ),
+        ),
+        (
+            "+ neighbour propagation, neighbours of candidates join (wider grid)",
+            lambda: g(
+                lambda w, a, r: Setting(w=w, alpha=a, radius=r, propagate="pool"),
+                w=ws,
+                a=(0.3, 0.5, 0.75, 1.0),
+                r=(1, 2, 3),
+            ),
+        ),
+        (
+            "z-score fusion + neighbour propagation, neighbours of candidates join",
+            lambda: g(
+                lambda w, c, a, r: Setting(w=w, fusion="zscore", candidates=c, alpha=a, radius=r, propagate="pool"),
+                w=(1.0, 1.5),
+                c=(20, 40),
+                a=(0.3, 0.5, 0.75, 1.0),
+                r=(1, 2),
+            ),
+        ),
+        (
+            "+ BM25 counting term frequency + neighbour propagation, neighbours join",
+            lambda: g(
+                lambda w, bm, a, r: Setting(w=w, bm25=bm, alpha=a, radius=r, propagate="pool"),
+                w=(0.9, 1.0),
+                bm=(Bm25(), Bm25(tf=True, b=0.1), Bm25(tf=True, b=0.3)),
+                a=(0.5, 0.75, 1.0),
+                r=(1, 2),
+            ),
+        ),
+        (
+            "z-score fusion + neighbour propagation, neighbours join (wider grid)",
+            lambda: g(
+                lambda w, a, r: Setting(w=w, fusion="zscore", alpha=a, radius=r, propagate="pool"),
+                w=(1.0, 1.5, 2.0, 3.0),
+                a=(0.5, 0.75, 1.0, 1.5),
+                r=(1, 2, 3),
+            ),
+        ),
+        (
+            "noisy-or, keyword / share of the idf mass + neighbour propagation, neighbours join",
+            lambda: g(
+                lambda w, sh, a, r: Setting(w=w, share=sh, alpha=a, radius=r, propagate="pool"),
+                w=(0.9, 1.0),
+                sh=(0.5, 0.75, 1.0),
+                a=(0.5, 0.75, 1.0),
+                r=(1, 2),
+            ),
+        ),
+        (
+            "+ keyword evidence propagated from neighbours",
+            lambda: g(lambda w, a: Setting(w=w, alpha=a, propagate="kw"), w=ws, a=(0.25, 0.5, 0.75, 1.0)),
+        ),
+        (
+            "+ RM3 keyword expansion",
+            lambda: g(
+                lambda w, m, t, beta: Setting(w=w, rm3=(m, t, beta)), w=ws, m=(3, 10), t=(5, 20), beta=(0.25, 0.5, 1.0)
+            ),
+        ),
+        (
+            "+ Rocchio on the query vector",
+            lambda: g(lambda w, k, beta: Setting(w=w, rocchio=(k, beta)), w=ws, k=(3, 5, 10), beta=(0.25, 0.5, 1.0)),
+        ),
+        (
+            "+ BM25 counting term frequency",
+            lambda: g(
+                lambda w, k1, b: Setting(w=w, bm25=Bm25(tf=True, k1=k1, b=b)),
+                w=ws,
+                k1=(0.6, 1.2, 2.0),
+                b=(0.1, 0.3, 0.75),
+            ),
+        ),
+        (
+            "+ BM25 b / stop words",
+            lambda: g(
+                lambda w, b, sw: Setting(w=w, bm25=Bm25(b=b, stop_words=sw)),
+                w=ws,
+                b=(0.0, 0.1, 0.3, 0.5),
+                sw=(True, False),
+            ),
+        ),
         ("+ BM25 bigrams", lambda: g(lambda w, bg: Setting(w=w, bm25=Bm25(bigrams=bg)), w=ws, bg=(0.25, 0.5, 1.0))),
-        ("+ speaker and date as keyword fields", lambda: g(lambda w, spk, date: Setting(w=w, bm25=Bm25(fields=(("body", 1.0), ("speaker", spk), ("date", date)))), w=ws, spk=(0.0, 0.25, 0.5, 1.0), date=(0.0, 0.5, 1.0))),
-        ("+ neighbours' words as a weighted keyword field", lambda: g(lambda w, ctx: Setting(w=w, bm25=Bm25(fields=(("turn", 1.0), ("context", ctx)))), w=ws, ctx=(0.1, 0.25, 0.5, 0.75))),
+        (
+            "+ speaker and date as keyword fields",
+            lambda: g(
+                lambda w, spk, date: Setting(w=w, bm25=Bm25(fields=(("body", 1.0), ("speaker", spk), ("date", date)))),
+                w=ws,
+                spk=(0.0, 0.25, 0.5, 1.0),
+                date=(0.0, 0.5, 1.0),
+            ),
+        ),
+        (
+            "+ neighbours' words as a weighted keyword field",
+            lambda: g(
+                lambda w, ctx: Setting(w=w, bm25=Bm25(fields=(("turn", 1.0), ("context", ctx)))),
+                w=ws,
+                ctx=(0.1, 0.25, 0.5, 0.75),
+            ),
+        ),
     ]
 
 
 def _label(v: object) -> str:
+    if isinstance(v, Bm25):
+        return "terms once" if not v.tf else f"tf (k1 {v.k1}, b {v.b})"
     return str(v)
 
 
@@ -469,16 +584,14 @@ def check_keyword_side(ranker: Ranker, qs: list[Q], library_bm25: dict[str, np.n
     return worst
 
 
-def run(
-    ranker: Ranker, qs: list[Q], turns: dict[str, list[Turn]], *, only: Sequence[str] = ()
-) -> dict[str, dict[str, np.ndarray]]:
-    """recall@10 of every question under every setting: row label -> setting label -> recalls."""
-    out: dict[str, dict[str, np.ndarray]] = {}
-    for design, view, turn_field in DESIGNS:
-        for family, grid in families():
-            if only and not any(o in family for o in only):
-                continue
-            out[f"{family}; stored: {design}"] = {
-                k: recalls(ranker, qs, _for_design(st, turn_field), view, turns) for k, st in grid().items()
-            }
-    return out
+def run(ranker: Ranker, qs: list[Q], turns: dict[str, list[Turn]], *, only: Sequence[str] = ()):
+    """recall@10 of every question under every setting of each family, one (row label, {setting: recalls}) at a
+    time."""
+    for family, grid in families():
+        if only and not any(o in family for o in only):
+            continue
+        for design, view, turn_field in DESIGNS:
+            yield (
+                f"{family}; stored: {design}",
+                {k: recalls(ranker, qs, _for_design(st, turn_field), view, turns) for k, st in grid().items()},
+            )
