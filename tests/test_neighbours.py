@@ -130,3 +130,20 @@ def test_new_ranking_options_are_validated() -> None:
         with pytest.raises(ValueError):
             HybridRanking(**bad)  # type: ignore[arg-type]
     assert HybridRanking().neighbours == 0 and HybridRanking().fusion == "noisy-or"
+
+
+async def test_async_search_ranks_as_the_sync_one(data_dir: Path) -> None:
+    store = ChromaStore(
+        data_dir=data_dir,
+        index={"dims": 4, "embed": _Unrelated()},
+        ranking=HybridRanking(temporal=None, fusion="zscore", neighbours=1),
+    )
+    try:
+        for i, text in enumerate(["hello there", "the zebra escaped", "it ran to the park", "bye"]):
+            store.put(("chat",), f"t:{i}", {"text": text})
+        sync = store.search(("chat",), query="zebra", refresh_ttl=False)
+        hits = await store.asearch(("chat",), query="zebra", refresh_ttl=False)
+        assert [(h.key, h.score) for h in hits] == [(h.key, h.score) for h in sync]
+        assert hits[0].key == "t:1" and {h.key for h in hits[1:3]} == {"t:0", "t:2"}
+    finally:
+        store.close()
