@@ -34,10 +34,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from langgraph_memory.catalog.items import ItemWrite, NamespaceIds
+# The writes are `items.ItemWrite`s and ``names`` an `items.NamespaceIds`; items imports this module,
+# so they are typed loosely here rather than imported back (the layout allows no cycle).
+ItemWrite = Any
+NamespaceIds = Any
 
 __all__ = ["BULK_MIN", "BulkWrites", "takes"]
 
