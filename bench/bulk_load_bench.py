@@ -119,6 +119,17 @@ def _run(tree: Path, n: int, batch: int, url: str, folder: Path) -> dict[str, An
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
+def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each measure's median over repeated loads."""
+    out: dict[str, Any] = {}
+    for k, v in runs[0].items():
+        if isinstance(v, list):
+            out[k] = [statistics.median(r[k][i] for r in runs) for i in range(len(v))]
+        else:
+            out[k] = statistics.median(r[k] for r in runs)
+    return out
+
+
 def _tree_state(tree: Path) -> str:
     def git(*a: str) -> str:
         return subprocess.run(["git", "-C", str(tree), *a], capture_output=True, text=True).stdout.strip()
@@ -132,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--catalog", choices=["sqlite", "postgres", "both"], default="sqlite")
+    ap.add_argument("--repeats", type=int, default=1, help="loads per tree and size (the table gives medians)")
     ap.add_argument("--before", type=Path, help="another tree to run alternately (e.g. /work/main)")
     ap.add_argument("--write", action="store_true", help="append the table to bench/RESULTS_store.md")
     args = ap.parse_args(argv)
@@ -154,16 +166,26 @@ def main(argv: list[str] | None = None) -> int:
         for n in args.sizes:
             for catalog in catalogs:
                 # Before first at one size, after first at the next: drift hits neither side alone.
-                order = trees if (args.sizes.index(n) + catalogs.index(catalog)) % 2 == 0 else trees[::-1]
-                for label, tree in order:
-                    folder = tmp / f"{label}-{catalog}-{n}"
-                    url = ""
-                    if catalog == "postgres":
-                        url = fresh_database(pg_url, f"bulk_{label}_{n}")
-                    load = os.getloadavg()[0]
-                    log(f"{n:,} items, {catalog}, {label} ({tree}), load {load:.1f} ...")
-                    r = _run(tree, n, args.batch, url, folder)
-                    log(f"  {json.dumps(r)}")
+                runs: dict[str, list[dict[str, Any]]] = {label: [] for label, _ in trees}
+                loads: dict[str, list[float]] = {label: [] for label, _ in trees}
+                for rep in range(args.repeats):
+                    first = (args.sizes.index(n) + catalogs.index(catalog) + rep) % 2
+                    for label, tree in trees if first == 0 else trees[::-1]:
+                        folder = tmp / f"{label}-{catalog}-{n}"
+                        url = ""
+                        if catalog == "postgres":
+                            url = fresh_database(pg_url, f"bulk_{label}_{n}")
+                        loads[label].append(os.getloadavg()[0])
+                        log(f"{n:,} items, {catalog}, {label} ({tree}), load {loads[label][-1]:.1f} ...")
+                        r = _run(tree, n, args.batch, url, folder)
+                        log(f"  {json.dumps(r)}")
+                        runs[label].append(r)
+                        shutil.rmtree(folder, ignore_errors=True)
+                        if catalog == "postgres":
+                            drop_database(pg_url, f"bulk_{label}_{n}")
+                for label, _tree in trees:
+                    r = _median(runs[label])
+                    load = statistics.median(loads[label])
                     rows.append(
                         [
                             f"{n:,}",
@@ -178,9 +200,6 @@ def main(argv: list[str] | None = None) -> int:
                             f"{load:.1f}",
                         ]
                     )
-                    shutil.rmtree(folder, ignore_errors=True)
-                    if catalog == "postgres":
-                        drop_database(pg_url, f"bulk_{label}_{n}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     from _common import markdown_table
@@ -214,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
                 "",
                 f"Batches of {args.batch:,} `PutOp` with precomputed 384-d vectors; items/s acknowledged = items / time"
                 " inside `batch()`; indexed = until `wait_for_index()` returned (Chroma holds every vector);"
-                " search p50 over 10 queries right after the last batch (index still catching up) and after.",
+                " search p50 over 10 queries right after the last batch (index still catching up) and after;"
+                f" medians of {args.repeats} load(s) per row, the trees run alternately.",
                 "",
             ]
         )
