@@ -59,9 +59,7 @@ _UPDATE = (
 # One namespace's items among a list of keys (given as JSON): the UNIQUE (ns_id, key) index answers each.
 # CROSS JOIN keeps the keys outside: with a plain JOIN SQLite walked the namespace's items and scanned the key
 # list for each (the batch's cost grew with the store).
-_LOOKUP = (
-    "SELECT i.key, i.id, i.n_vectors FROM json_each(?) k CROSS JOIN items i ON i.ns_id = ? AND i.key = k.value"
-)
+_LOOKUP = "SELECT i.key, i.id, i.n_vectors FROM json_each(?) k CROSS JOIN items i ON i.ns_id = ? AND i.key = k.value"
 # The next id AUTOINCREMENT would give: above every id ever used, which sqlite_sequence records.
 _LAST_ID = (
     "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'items'), 0),"
