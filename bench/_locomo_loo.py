@@ -351,6 +351,15 @@ def loo_main(data: Path, *, write: bool, results: Path) -> None:
                 names,
             )
         )
+    # Query-time ideas (neighbour propagation, feedback, BM25 variants, z-score fusion): _locomo_ideas.
+    import _locomo_ideas
+
+    ranker, ideas_qs = _locomo_ideas.prepare(turns, asked, embed_minilm, qvecs, temporal)
+    for label, per in _locomo_ideas.run(ranker, ideas_qs, turns):
+        for k, r in per.items():
+            every[f"{label} | {k}"] = r
+        rows.append(leave_one_out(f"query time: {label}", per, convs_of, names))
+        print(f"  {rows[-1].mean:.3f} {label}", flush=True)
     best = leave_one_out("best design, chosen per fold (stored text, fusion and setting)", every, convs_of, names)
     rows.append(best)
 

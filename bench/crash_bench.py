@@ -3,6 +3,7 @@
     python bench/crash_bench.py                   # 200 kills, then the open time at 100,000 items
     python bench/crash_bench.py --kills 20 --items 10000     # quick
     python bench/crash_bench.py --write           # also write bench/RESULTS_crash.md
+    python bench/crash_bench.py --bulk 1000 --kills 30 --write   # SIGKILL during bulk batches (appends)
     python bench/crash_bench.py --bitrot 200 --seal-cost --write   # bit rot instead: bench/RESULTS_bitrot.md
     python bench/crash_bench.py --bitrot 50 --bitrot-unsealed --write   # crash then flip, above REBUILD_MAX
     python bench/crash_bench.py --hnsw-check-cost --write   # the HNSW structure check at 100,000 and 1,000,000
@@ -89,7 +90,7 @@ def _kill(cmd: list[str], delay: float) -> None:
         proc.wait()
 
 
-def kills(n: int, seed: int, log: Callable[[str], None]) -> list[list[str]]:
+def kills(n: int, seed: int, log: Callable[[str], None], *, bulk: int = 0) -> list[list[str]]:
     tmp = Path(tempfile.mkdtemp(prefix="lgm-crash-bench-"))
     data_dir, log_path = tmp / "memory", tmp / "log.jsonl"
     rng = random.Random(seed)
@@ -101,11 +102,13 @@ def kills(n: int, seed: int, log: Callable[[str], None]) -> list[list[str]]:
     started = time.perf_counter()
     try:
         for k in range(n):
-            mode = "rebuild" if k % 25 == 24 else "mix"
+            mode = "bulk" if bulk else "rebuild" if k % 25 == 24 else "mix"
             delay = rng.uniform(0.02, 0.4) if mode == "rebuild" else rng.uniform(0.05, 1.5)
-            _kill([sys.executable, str(WORKER), str(data_dir), str(log_path), str(rng.randrange(10**6)), mode], delay)
+            extra = [str(bulk)] if bulk else []
+            seed_k = str(rng.randrange(10**6))
+            _kill([sys.executable, str(WORKER), str(data_dir), str(log_path), seed_k, mode, *extra], delay)
             probe = k % 2 == 0
-            last = check(data_dir, log_path, probe=probe)
+            last = check(data_dir, log_path, probe=probe, filter_sample=300 if bulk else None)
             opens[probe].append(last.open_seconds)
             by_path[probe] += len(last.lost) + len(last.orphaned) + len(last.torn)
             totals["lost"] += len(last.lost)
@@ -124,8 +127,13 @@ def kills(n: int, seed: int, log: Callable[[str], None]) -> list[list[str]]:
         shutil.rmtree(tmp, ignore_errors=True)
     assert last is not None
     minutes = (time.perf_counter() - started) / 60
+    what = (
+        f"kills (SIGKILL at a random moment of a stream of bulk batches: {bulk:,} new items, or up to 300 updates)"
+        if bulk
+        else "kills (SIGKILL at a random moment; every 25th during rebuild_index)"
+    )
     rows = [
-        ["kills (SIGKILL at a random moment; every 25th during rebuild_index)", f"{n} in {minutes:.1f} min"],
+        [what, f"{n} in {minutes:.1f} min"],
         ["acknowledged writes checked after the last kill (items live, typed items)", f"{last.acknowledged:,}"],
         [
             "lost: acknowledged, then missing or wrong (value, vector, listing, filter, lineage, version)",
@@ -235,6 +243,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="with --bitrot N: crash then flip, in an unsealed index above REBUILD_MAX (see bench/_bitrot_unsealed.py)",
     )
+    ap.add_argument(
+        "--bulk",
+        type=int,
+        default=0,
+        metavar="N",
+        help="kill during bulk batches of N items instead (no part 2); --write appends to RESULTS_crash.md",
+    )
     ap.add_argument("--hnsw-check-cost", action="store_true", help="time the HNSW structure check (no kills)")
     ap.add_argument("--seal-cost", action="store_true", help="time the content seal (no kills)")
     ap.add_argument("--seal-items", type=int, default=100_000)
@@ -248,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
         return _bitrot_main(args, log, argv if argv is not None else sys.argv[1:])
 
     started = time.time()
+    if args.bulk:
+        return _bulk_main(args, log, started)
     log(f"part 1: {args.kills} kills")
     rows = kills(args.kills, args.seed, log)
     log(f"part 2: open after a crash at {args.items:,} items")
@@ -274,6 +291,37 @@ def main(argv: list[str] | None = None) -> int:
         )
         RESULTS_PATH.write_text(text)
         log(f"wrote {RESULTS_PATH}")
+    return 0
+
+
+def _bulk_main(args: argparse.Namespace, log: Callable[[str], None], started: float) -> int:
+    log(f"{args.kills} kills during bulk batches of {args.bulk:,}")
+    table = markdown_table(["measure", "result"], kills(args.kills, args.seed, log, bulk=args.bulk))
+    print(table)
+    if args.write:
+        m = machine(["chromadb", "langgraph"])
+        cmd = f"python bench/crash_bench.py --bulk {args.bulk} --kills {args.kills} --write"
+        text = "\n".join(
+            [
+                "",
+                "## SIGKILL during bulk batches",
+                "",
+                f"Command: `{cmd}` (whole run {(time.time() - started) / 60:.1f} min)",
+                "",
+                *m.lines(),
+                f"- Code: library at {git_state(ROOT, ['langgraph_memory'])}",
+                "",
+                table,
+                "",
+                "Batches of this size take the catalog's bulk path (`langgraph_memory/catalog/bulk.py`). Lost: an",
+                "acknowledged item missing or wrong; orphaned (duplicated): an item or Chroma record present",
+                "without its acknowledgement or its counterpart; torn: an interrupted batch applied in part.",
+                "",
+            ]
+        )
+        with RESULTS_PATH.open("a") as fh:
+            fh.write(text)
+        log(f"appended to {RESULTS_PATH}")
     return 0
 
 

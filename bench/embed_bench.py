@@ -267,12 +267,11 @@ def e2e(n_items: int, turns: list[str], qs: list[str], n_ops: int) -> dict[str, 
     res: dict[str, dict[str, list[float]]] = {b: {"search": [], "put": []} for b in RUNTIMES}
     try:
         store = ChromaStore(data_dir=tmp, index={"dims": 384, "embed": inner["onnx"]})
-        assert store.embeddings is not None and store.settings is not None
+        cached = store.cached_embeddings
+        assert cached is not None and store.settings is not None
         t0 = time.perf_counter()
         # Fill the store's embedding cache in one pass: the puts below then skip the model.
-        filler = CachedEmbeddings(
-            inner["onnx"], path=store.settings.embedding_cache_path, model_id=store.embeddings.model_id
-        )
+        filler = CachedEmbeddings(inner["onnx"], path=store.settings.embedding_cache_path, model_id=cached.model_id)
         for s in range(0, n_items, 512):
             filler.embed_documents(texts[s : s + 512])
         filler.close()
@@ -286,7 +285,7 @@ def e2e(n_items: int, turns: list[str], qs: list[str], n_ops: int) -> dict[str, 
         print(f"  built a store of {n_items} items in {time.perf_counter() - t0:.0f} s", flush=True)
         for i in range(n_ops * 2):
             backend = RUNTIMES[i % 2]
-            store.embeddings.inner = inner[backend]  # same model id: same cache, same collection
+            cached.inner = inner[backend]  # same model id: same cache, same collection
             q = f"{qs[i % len(qs)]} ({i})"  # new to the cache
             t0 = time.perf_counter()
             store.search(("memories", f"u{i % 100}"), query=q, limit=10)

@@ -331,6 +331,11 @@ def main() -> None:
         f"keyword (BM25, b = {default.length_norm})": evaluate(by_keyword),
         "hybrid": through_store(no_decay, clocked=False),
         "hybrid + temporal": through_store(default, clocked=True),
+        # The LOO winner (bench/RESULTS_locomo.md): keys are LoCoMo's dia_ids, "D<session>:<turn>", a thread each.
+        "hybrid + temporal, z-score + neighbours": through_store(
+            dataclasses.replace(default, fusion="zscore", zscore_weight=1.5, neighbours=2, neighbour_weight=0.75),
+            clocked=True,
+        ),
     }
     for label, order, _ranking in (
         ("hybrid", library(no_decay), no_decay),

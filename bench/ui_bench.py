@@ -39,20 +39,19 @@ DIMS = 384
 LIMIT_MS = 200.0
 NOTES = """
 Reading it:
-- Every listing, item, strategy and the overview answer in tens of milliseconds at p50: pages read
-  one page of rows through an index (the primary key, the filter index, the kept counts). The overview's
-  sizes, dates and plot need a scan of every value (3.8 s here), so they are computed in the background
-  on a connection of their own, at start and whenever the catalog changed, and the page shows the last
-  result with its time; its counts are read on every request.
-- Search pages cost what the store's hybrid search costs (`store.search` with the same arguments took
-  80-300 ms in-process at this load; `bench/RESULTS_hybrid.md` has it at 7-13 ms p50 per collection on a
-  quieter machine). A deeper page ranks offset + limit candidates, so page 10 costs more than page 1.
-  The first search of a process waits for Chroma to load each collection's HNSW index (seconds per
-  collection at 100,000 vectors under this load), as any first search of the store does.
+- Every listing, item, strategy and the overview answer in milliseconds to tens of milliseconds at p50:
+  pages read one page of rows through an index (the primary key, the filter index, the kept counts). The
+  overview's sizes, dates and plot need a scan of every value, so they are computed in the background on a
+  connection of their own, at start and whenever the catalog changed, and the page shows the last result
+  with its time; its counts are read on every request.
+- Search pages cost what the store's hybrid search costs. A deeper page ranks offset + limit candidates,
+  so page 10 costs more than page 1. The first search of a process waits for Chroma to load each
+  collection's HNSW index (seconds per collection at 100,000 vectors), as any first search of the store
+  does; "first request" shows it and the target is read after it.
 - Deep pages of lessons (rows 15,000-15,050, open lessons first) scan the collection backwards with a
   check per row; page 1 does not.
-- The load average (other engineers' jobs on the same 2 cores) was 13-16 throughout: expect several
-  times less on a quiet machine.
+- Read the load average above before comparing runs: on these 2 shared cores a load of 13-16 made the
+  search pages 3-6x slower than on a quiet machine.
 """
 WORDS = (
     "momentum lookback volatility whipsaw drawdown sharpe regime trend breakout stop loss earnings "

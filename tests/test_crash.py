@@ -32,7 +32,9 @@ def _acks(log: Path) -> int:
     return log.read_bytes().count(b'"kind": "ack"') if log.exists() else 0
 
 
-def _kill_after(data_dir: Path, log: Path, seed: int, delay: float, mode: str = "mix", acks: int = 0) -> None:
+def _kill_after(
+    data_dir: Path, log: Path, seed: int, delay: float, mode: str = "mix", acks: int = 0, *extra: str
+) -> None:
     """Start the worker, let it acknowledge ``acks`` more operations, wait ``delay`` more seconds, SIGKILL it.
 
     Waiting for acknowledgements rather than for a time keeps every kill meaningful on a loaded machine, where
@@ -42,7 +44,7 @@ def _kill_after(data_dir: Path, log: Path, seed: int, delay: float, mode: str = 
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     target = _acks(log) + acks
     proc = subprocess.Popen(
-        [sys.executable, str(WORKER), str(data_dir), str(log), str(seed), mode],
+        [sys.executable, str(WORKER), str(data_dir), str(log), str(seed), mode, *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -70,16 +72,16 @@ def test_random_sigkills_lose_nothing(tmp_path: Path) -> None:
     rebuilt = kill = 0
     result = None
     # With the catalog on a server every search is a few round trips to it, and the check searches by filter
-    # once per acknowledged item (thousands by the last kills): there a fresh random sample of 300 items per
-    # check is searched, while every item's value, listing, vector and index record are still checked.
-    searches = 300 if catalog_backend.active() else None
+    # once per acknowledged item (thousands by the last kills): there 300 items spread over them are searched
+    # per check, while every item's value, listing, vector and index record are still checked.
+    filter_sample = 300 if catalog_backend.active() else None
     # At least 22 kills, and enough acknowledged writes to mean something: on a
     # loaded machine the worker writes less between kills, so it gets more kills.
     while kill < 22 or (result is not None and result.acknowledged <= 500 and kill < 40):
         _kill_after(data_dir, log, rng.randrange(10**6), rng.uniform(0.0, 0.5), acks=rng.randint(1, 6))
         kill += 1
         # Every other open probes the index, as for one of more than REBUILD_MAX vectors; the others rebuild it.
-        result = check(data_dir, log, probe=kill % 2 == 0, searches=searches)
+        result = check(data_dir, log, probe=kill % 2 == 0, filter_sample=filter_sample)
         assert result.ok, f"after kill {kill}: {result.summary()}"
         assert result.probed if kill % 2 == 0 else result.rebuilt  # no clean close: checked or rebuilt before use
         rebuilt += result.rebuilt
@@ -100,3 +102,16 @@ def test_sigkill_during_rebuild_index_loses_nothing(tmp_path: Path) -> None:
         assert result.ok, f"after kill {kill + 1} during rebuild_index: {result.summary()}"
     leftovers = [p.name for p in (data_dir / "chroma").glob("index-*")]
     assert len(leftovers) == 1, leftovers  # half-built folders are removed on open
+
+
+@pytest.mark.slow
+def test_sigkills_during_bulk_batches_lose_nothing(tmp_path: Path) -> None:
+    """Batches on the catalog's bulk path: each acknowledged one is all there, an interrupted one all or nothing."""
+    data_dir, log = tmp_path / "memory", tmp_path / "log.jsonl"
+    rng = random.Random(2511)
+    for kill in range(6):
+        # A kill after 1-3 acknowledged batches, at a random point of the next (about 0.1-1 s each here).
+        _kill_after(data_dir, log, rng.randrange(10**6), rng.uniform(0.0, 0.6), "bulk", rng.randint(1, 3), "300")
+        result = check(data_dir, log, probe=kill % 2 == 0, filter_sample=200)
+        assert result.ok, f"after kill {kill + 1} during bulk batches: {result.summary()}"
+    assert result.acknowledged >= 6 * 300, result.summary()

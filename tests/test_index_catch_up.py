@@ -158,3 +158,40 @@ def test_in_a_data_directory_a_put_returns_before_the_index_applies_it_and_is_se
         assert again.search(("docs",), query="applied on close", limit=1)[0].key == "last"
     finally:
         again.close()
+
+
+def test_a_bulk_load_is_applied_after_it_pauses_not_after_each_batch() -> None:
+    applied = threading.Event()
+    calls: list[set[str] | None] = []
+
+    def sync(names: set[str] | None) -> None:
+        calls.append(names)
+        applied.set()
+
+    cu = IndexCatchUp(sync, delay=0.01, max_pending=5, bulk_writes=100, bulk_delay=60.0, bulk_pending=1000)
+    cu.request({"a"}, writes=300)  # a bulk batch: neither its size nor a short pause starts a pass
+    cu.request({"a"}, writes=300)
+    assert not applied.wait(0.3)
+    cu.request({"a"}, writes=400)  # 1,000 bulk writes wait: applied without a pause
+    assert applied.wait(30)
+    assert cu.wait(timeout=30) and calls == [{"a"}]
+    applied.clear()
+    cu.request({"b"}, writes=300)
+    assert not applied.wait(0.3)
+    assert cu.wait(timeout=30)  # waiting for the index starts the pass at once
+    assert calls == [{"a"}, {"b"}]
+    cu.request({"c"}, writes=1)  # a single write after the load: the short pause again
+    assert cu.wait(timeout=30) and calls[-1] == {"c"}
+    cu.stop()
+
+
+def test_during_a_bulk_load_a_batch_being_written_is_no_pause() -> None:
+    applied = threading.Event()
+    cu = IndexCatchUp(lambda names: applied.set(), bulk_writes=100, bulk_delay=0.2, bulk_max_wait=60.0)
+    cu.request({"a"}, writes=500)
+    with cu.writing():  # the next batch takes longer than the pause
+        assert not applied.wait(0.6)
+    cu.request({"a"}, writes=500)
+    assert applied.wait(30)  # the load paused after it: applied
+    assert cu.wait(timeout=30)
+    cu.stop()

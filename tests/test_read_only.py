@@ -82,7 +82,9 @@ def _restore_write(root: Path) -> None:
 
 
 def _child(data_dir: Path, finding: str, strategy: str) -> dict:
-    cmd = _unprivileged([sys.executable, str(HELPERS / "readonly_child.py"), str(data_dir), finding, strategy])
+    cmd = _unprivileged(
+        [sys.executable, str(HELPERS / "readonly_child.py"), "memory", str(data_dir), finding, strategy]
+    )
     proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout)

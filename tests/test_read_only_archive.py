@@ -57,7 +57,7 @@ def unwritable(tmp_path: Path):  # -> Iterator[tuple[Path, str, str, dict]]
 
 def test_every_read_of_the_archive_works_read_only_and_every_write_refuses(unwritable) -> None:
     ro, archived, strategy, before = unwritable
-    cmd = _unprivileged([sys.executable, str(HELPERS / "readonly_archive_child.py"), str(ro), archived, strategy])
+    cmd = _unprivileged([sys.executable, str(HELPERS / "readonly_child.py"), "archive", str(ro), archived, strategy])
     proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=300)
     after = _tree(ro)
     assert proc.returncode == 0, proc.stderr[-3000:]

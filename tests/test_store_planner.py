@@ -109,3 +109,47 @@ def test_a_broken_index_is_searched_exactly(data_dir: Path) -> None:
     finally:
         store.vector_index.broken.clear()
         store.close()
+
+
+def test_hnsw_recall_is_measured_on_the_searches_themselves(big: ChromaStore) -> None:
+    watch = big.planner.recall
+    assert watch.recall("memories") is None or watch.recall("memories") >= 0.9  # earlier tests' searches
+    for i in range(6):
+        assert big.explain(("notes",), query=f"note {i}").strategy == "hnsw"
+        big.search(("notes",), query=f"note {i}", limit=5)
+    # 600 clustered-enough 16-d vectors: HNSW finds the true top 5, and the planner keeps it.
+    assert watch.recall("memories") is not None and watch.recall("memories") >= 0.9
+    assert big.explain(("notes",), query="note 9").strategy == "hnsw"
+
+
+def test_a_collection_where_hnsw_answers_badly_is_scored_exactly(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langgraph_memory.store import _recall
+
+    # Every measured recall counts as poor: the planner's reaction, not HNSW's quality, is under test.
+    monkeypatch.setattr(_recall, "RECALL_FLOOR", 1.01)
+    store = ChromaStore(
+        data_dir=data_dir,
+        index={"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS), "fields": ["text"]},
+    )
+    store.planner.exact_max = 5  # scopes over 30 vectors go to HNSW
+    try:
+        store.batch([PutOp(("notes",), f"n{i}", {"text": f"note {i}"}) for i in range(300)])
+        store.wait_for_index()
+        assert store.explain(("notes",), query="note 1").strategy == "hnsw"
+        for i in range(_recall.MIN_CHECKS):
+            store.search(("notes",), query=f"note {i}", limit=5)
+        plan = store.explain(("notes",), query="note 7")
+        assert plan.strategy == "exact" and "HNSW recall measured" in str(plan), str(plan)
+        got = [h.key for h in store.search(("notes",), query="note 7", limit=5)]
+        assert got == _exact_answer(store, ("notes",), "note 7", lambda v: True)
+        # HNSW is still checked now and then, so a collection that changes can win it back.
+        before = len(store.planner.recall._checks["memories"])
+        for i in range(_recall.EVERY):
+            store.search(("notes",), query=f"note {i}", limit=5)
+        assert len(store.planner.recall._checks["memories"]) > before or before == _recall.WINDOW
+        monkeypatch.setattr(_recall, "RECALL_FLOOR", 0.0)
+        assert store.explain(("notes",), query="note 7").strategy == "hnsw"
+    finally:
+        store.close()

@@ -31,8 +31,10 @@ from typing import Any
 
 import numpy as np
 
+from langgraph_memory.catalog import bulk as _bulk
 from langgraph_memory.catalog import keywords as _keywords
 from langgraph_memory.catalog import queue as _queue
+from langgraph_memory.catalog.bulk import BulkWrites
 from langgraph_memory.catalog.fields import field_rows
 from langgraph_memory.catalog.fields import insert_rows as insert_field_rows
 from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, dialect_of
@@ -246,11 +248,14 @@ def write_items(
     keyword_batch: dict[int, str | None] = {}
     # On a server each statement is a round trip: the batch's items are looked up in one statement and
     # new ones get ids from one, so that the rest of the batch goes to the server with its commit.
-    known = (
-        looked_up
-        if isinstance(looked_up, _Known)
-        else (_Known(conn, writes, names) if dialect_of(conn) == POSTGRESQL else None)
-    )
+    known: _Known | BulkWrites | None = None
+    if dialect_of(conn) == POSTGRESQL:
+        known = looked_up if isinstance(looked_up, _Known) else _Known(conn, writes, names)
+    else:
+        writes = writes if isinstance(writes, Sequence) else list(writes)
+        # A large batch reads its keys and writes its item rows in a few statements (see catalog.bulk).
+        known = BulkWrites(conn, writes, names, item_uid) if _bulk.takes(writes) else None
+    bulk = known if isinstance(known, BulkWrites) else None
     for w in writes if known is None else known.writes:
         if known is not None:
             nid, old = known.lookup(w)
@@ -284,14 +289,18 @@ def write_items(
             counts.add(nid, w.collection, 1, len(w.vectors))
         else:
             item_id, n_old = int(old[0]), int(old[1])
-            conn.execute(
-                "UPDATE items SET value = ?, updated_at = ?, last_accessed_at = ?, expires_at = ?, ttl_minutes = ?,"
-                " n_vectors = ? WHERE id = ?",
-                (w.value_json, now, now, expires, w.ttl_minutes, len(w.vectors), item_id),
-            )
-            conn.execute("DELETE FROM fields WHERE item_id = ?", (item_id,))
+            if bulk is not None:
+                bulk.update(w, item_id, now, expires, had_vectors=bool(n_old))
+            else:
+                conn.execute(
+                    "UPDATE items SET value = ?, updated_at = ?, last_accessed_at = ?, expires_at = ?, ttl_minutes = ?,"
+                    " n_vectors = ? WHERE id = ?",
+                    (w.value_json, now, now, expires, w.ttl_minutes, len(w.vectors), item_id),
+                )
+                conn.execute("DELETE FROM fields WHERE item_id = ?", (item_id,))
+                if n_old:
+                    conn.execute("DELETE FROM vectors WHERE item_id = ?", (item_id,))
             if n_old:
-                conn.execute("DELETE FROM vectors WHERE item_id = ?", (item_id,))
                 updated.append(item_id)
             counts.add(nid, w.collection, 0, len(w.vectors) - n_old)
             if known is not None:
@@ -304,6 +313,8 @@ def write_items(
         if n_old or w.vectors:
             queued.setdefault(w.collection, []).append((item_id, max(n_old, len(w.vectors))))
         out.append(item_id)
+    if bulk is not None:
+        bulk.flush(conn)
     # One statement each for the whole batch: the per-item rows were deleted above, so order does not matter.
     if field_batch:
         insert_field_rows(conn, field_batch)

@@ -52,11 +52,13 @@ import math
 import re
 import sqlite3
 import unicodedata
+import uuid
 from collections.abc import Callable, Container, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
+from langgraph_memory.catalog.keyword_cache import STAMP_SQL, VERSION_KEY, PostingCache, Postings
 from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, dialect_of
 from langgraph_memory.catalog.texts import record_text
 
@@ -230,6 +232,17 @@ def index_items(conn: sqlite3.Connection, rows: Iterable[tuple[int, str | None]]
         "UPDATE keyword_stats SET docs = docs + ?, tokens = tokens + ? WHERE id = 1",
         (len(batch), sum(r[2] for r in batch)),
     )
+    _bump(conn)
+
+
+def _bump(conn: sqlite3.Connection) -> None:
+    """Give the index a new version in ``meta`` (same transaction): caches of its posting lists must read again."""
+    # A random value, not a counter: a cache filled inside a transaction that then rolls back must never
+    # match the version the next writer commits.
+    conn.execute(
+        "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (VERSION_KEY, uuid.uuid4().hex),
+    )
 
 
 def unindex_items(conn: sqlite3.Connection, item_ids: Sequence[int]) -> None:
@@ -259,6 +272,7 @@ def unindex_items(conn: sqlite3.Connection, item_ids: Sequence[int]) -> None:
             docs, tokens = docs + len(rows), tokens + sum(n for _i, n in rows)
     if docs:
         conn.execute("UPDATE keyword_stats SET docs = docs - ?, tokens = tokens - ? WHERE id = 1", (docs, tokens))
+        _bump(conn)
 
 
 def rebuild(conn: sqlite3.Connection, *, page: int = 5000) -> int:
@@ -269,6 +283,7 @@ def rebuild(conn: sqlite3.Connection, *, page: int = 5000) -> int:
     conn.execute("DELETE FROM keyword_postings" if dialect_of(conn) == POSTGRESQL else "DELETE FROM keywords")
     conn.execute("DELETE FROM keyword_lengths")
     conn.execute("UPDATE keyword_stats SET docs = 0, tokens = 0 WHERE id = 1")
+    _bump(conn)
     after, total = 0, 0
     while True:
         rows = conn.execute(
@@ -304,12 +319,45 @@ class KeywordMatches:
 
     def __init__(self, ids: np.ndarray, scores: np.ndarray, mass: float = 0.0, *, by_id: bool = False) -> None:
         if by_id:  # already sorted by id, ids distinct
-            self._sorted_ids, self._sorted_scores = ids, scores
+            self._by_id: tuple[np.ndarray, np.ndarray] | None = (ids, scores)
         else:
             order = np.argsort(ids, kind="stable")
-            self._sorted_ids, self._sorted_scores = ids[order], scores[order]
+            self._by_id = (ids[order], scores[order])
         self.mass = mass
         self._ranked: np.ndarray | None = None
+        self._dense: np.ndarray | None = None
+        self._count: int | None = None
+
+    @classmethod
+    def from_dense(cls, dense: np.ndarray, mass: float = 0.0) -> KeywordMatches:
+        """Matches from scores indexed by item id (0.0: no match).
+
+        Listing the matches by id costs a pass over every id, and half the items
+        may hold a common word: a search that keeps a few dozen picks them from
+        the array itself (`best()`, `scores_of()`).
+
+        Example:
+            >>> KeywordMatches.from_dense(np.array([0.0, 2.0, 0.5, 0.5])).best(2).tolist()
+            [1, 2]
+        """
+        out = cls(np.zeros(0, dtype=np.int64), np.zeros(0), mass, by_id=True)
+        out._by_id, out._dense = None, dense
+        return out
+
+    @property
+    def _sorted_ids(self) -> np.ndarray:
+        return self._listed()[0]
+
+    @property
+    def _sorted_scores(self) -> np.ndarray:
+        return self._listed()[1]
+
+    def _listed(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._by_id is None:
+            assert self._dense is not None
+            ids = np.flatnonzero(self._dense)
+            self._by_id = (ids, self._dense[ids])
+        return self._by_id
 
     @property
     def ids(self) -> np.ndarray:
@@ -327,6 +375,10 @@ class KeywordMatches:
         return self._ranked
 
     def __len__(self) -> int:
+        if self._by_id is None and self._dense is not None:
+            if self._count is None:
+                self._count = int(np.count_nonzero(self._dense))
+            return self._count
         return len(self._sorted_ids)
 
     def best(self, k: int, keep: np.ndarray | None = None) -> np.ndarray:
@@ -338,6 +390,10 @@ class KeywordMatches:
             >>> KeywordMatches(np.array([3, 1, 2]), np.array([0.5, 2.0, 0.5])).best(2).tolist()
             [1, 2]
         """
+        if keep is None and self._by_id is None and k > 0:
+            got = self._best_of_dense(k)
+            if got is not None:
+                return got
         pos = np.arange(len(self._sorted_ids)) if keep is None else np.flatnonzero(keep)
         if k <= 0 or not len(pos):
             return np.zeros(0, dtype=np.int64)
@@ -349,6 +405,32 @@ class KeywordMatches:
             pos, scores = pos[sel], scores[sel]
         ids = self._sorted_ids[pos]  # ascending: lexsort breaks score ties by id
         return ids[np.lexsort((ids, -scores))][:k]
+
+    def _best_of_dense(self, k: int) -> np.ndarray | None:
+        """`best()` (``k`` > 0) from the scores by id, through the items above a threshold; None: not worth it."""
+        dense = self._dense
+        assert dense is not None
+        step = len(dense) // 4096
+        if step < 2:
+            return None
+        # A threshold from every step-th item: about j * step items score at least the sample's j-th best.
+        sample = dense[::step]
+        j = 4 * k // step + 2
+        if j >= len(sample) // 2:
+            return None
+        theta = -np.partition(-sample, j - 1)[j - 1]
+        if theta <= 0.0:
+            return None
+        pos = np.flatnonzero(dense >= theta)
+        if len(pos) < k:
+            return None  # the sample was unlucky: the k best are not all above it
+        # The same selection as over every match: the k best all score at least theta.
+        scores = dense[pos]
+        if k < len(pos):
+            kth = -np.partition(-scores, k - 1)[k - 1]
+            sel = np.flatnonzero(scores >= kth)
+            pos, scores = pos[sel], scores[sel]
+        return pos[np.lexsort((pos, -scores))][:k]
 
     def ids_by_id(self) -> np.ndarray:
         """Every matching item's id, in increasing order (what `best()`'s mask is over)."""
@@ -372,6 +454,10 @@ class KeywordMatches:
 
     def scores_of(self, item_ids: Sequence[int]) -> list[float]:
         """The scores of several items (0.0 for those holding no query term)."""
+        if self._by_id is None and self._dense is not None:
+            want = np.asarray(item_ids, dtype=np.int64)
+            ok = (want >= 0) & (want < len(self._dense))
+            return np.where(ok, self._dense[np.where(ok, want, 0)], 0.0).tolist()
         if not len(self._sorted_ids) or not item_ids:
             return [0.0] * len(item_ids)
         want = np.asarray(item_ids, dtype=np.int64)
@@ -394,7 +480,7 @@ class KeywordMatches:
         Batches grow until ``limit`` ids are kept or the matches run out.
         """
         out: list[int] = []
-        n = len(self._sorted_ids)
+        n = len(self)
         pos, batch = 0, max(limit, 16)
         while pos < n and len(out) < limit:
             # Rank only as far as this batch reaches (the whole order costs a sort of every match).
@@ -427,11 +513,22 @@ def match(
     length_norm: float = LENGTH_NORM,
     stop_words: frozenset[str] = STOP_WORDS,
     max_term_items: int = MAX_TERM_ITEMS,
+    cache: PostingCache | None = None,
 ) -> KeywordMatches:
-    """Score every item holding one of ``query``'s terms (see the module's docstring for how)."""
+    """Score every item holding one of ``query``'s terms (see the module's docstring for how).
+
+    With a ``cache`` (`langgraph_memory.catalog.keyword_cache`), posting lists read
+    since the index last changed are taken from memory: same scores, no re-read.
+    """
     empty = KeywordMatches(np.zeros(0, dtype=np.int64), np.zeros(0), by_id=True)
     terms = query_terms(query, stop_words)
-    docs, tokens = conn.execute("SELECT docs, tokens FROM keyword_stats WHERE id = 1").fetchone()
+    if cache is not None:
+        # The stamp first: a list read after it may be newer, never older, and a newer one is
+        # dropped by the next search, which finds the stamp moved.
+        stamp = tuple(conn.execute(STAMP_SQL).fetchone())
+        docs, tokens = stamp[1], stamp[2]
+    else:
+        docs, tokens = conn.execute("SELECT docs, tokens FROM keyword_stats WHERE id = 1").fetchone()
     if not terms or not docs:
         return empty
     avg = tokens / docs if tokens else 1.0
@@ -441,6 +538,14 @@ def match(
     all_scores: list[np.ndarray] = []
     pg = dialect_of(conn) == POSTGRESQL
     for term in terms:
+        got = cache.get(stamp, term, cap=cap) if cache is not None else None
+        if got is not None:
+            if got.n > cap or got.rowids is None:
+                continue
+            mass += _idf(docs, got.n)
+            if got.n:
+                _add_term(all_ids, all_scores, got, _idf(docs, got.n), avg, length_norm)
+            continue
         # The posting list as one string of rowids, parsed by numpy: a row per posting cost more in Python
         # than the index's own read.
         if pg:
@@ -456,25 +561,41 @@ def match(
                 (f'"{term}"', cap + 1),
             ).fetchone()
         if n > cap:
+            if cache is not None:
+                cache.put(stamp, term, n, None)
             continue
         mass += _idf(docs, n)
+        rowids = np.fromstring(joined, dtype=np.int64, sep=",") if n else np.zeros(0, dtype=np.int64)
+        entry = cache.put(stamp, term, n, rowids) if cache is not None else Postings(n, rowids)
         if not n:
             continue
-        rowids = np.fromstring(joined, dtype=np.int64, sep=",")
-        rel = np.maximum(rowids & _LEN_MAX, 1) / avg
-        all_ids.append(rowids >> _LEN_BITS)
-        all_scores.append(_idf(docs, n) * (_K1 + 1) / (1 + _K1 * (1 - length_norm + length_norm * rel)))
+        _add_term(all_ids, all_scores, entry, _idf(docs, n), avg, length_norm)
     if not all_ids:
         return KeywordMatches(empty.ids, empty.scores, mass)
     every, weights = np.concatenate(all_ids), np.concatenate(all_scores)
     top = int(every.max())
     if top <= 8 * len(every) + 65536:
         # Item ids are dense: sum each item's term scores in an array indexed by id (no sort).
-        dense = np.bincount(every, weights=weights, minlength=top + 1)
-        ids = np.flatnonzero(dense)
-        return KeywordMatches(ids, dense[ids], mass, by_id=True)
+        return KeywordMatches.from_dense(np.bincount(every, weights=weights, minlength=top + 1), mass)
     ids, inverse = np.unique(every, return_inverse=True)
     return KeywordMatches(ids, np.bincount(inverse, weights=weights), mass, by_id=True)
+
+
+def _add_term(
+    all_ids: list[np.ndarray], all_scores: list[np.ndarray], postings: Postings, idf: float, avg: float, b: float
+) -> None:
+    """Append one term's postings: the item ids and each one's BM25 term score (length from the rowid)."""
+    # The ids and each posting's length normalisation depend only on the list, the average length and b:
+    # a cached list keeps them, and the score is then one division (the same operations as without it).
+    derived = postings.derived.get((avg, b))
+    if derived is None:
+        rowids = postings.rowids
+        assert rowids is not None
+        rel = np.maximum(rowids & _LEN_MAX, 1) / avg
+        derived = postings.derived[(avg, b)] = (rowids >> _LEN_BITS, 1 + _K1 * (1 - b + b * rel))
+    ids, norm = derived
+    all_ids.append(ids)
+    all_scores.append(idf * (_K1 + 1) / norm)
 
 
 def search(

@@ -179,7 +179,15 @@ TABLES: tuple[_Table, ...] = (
 
 # Settings that describe one copy of the memory, not the memory: the schema version (each dialect keeps
 # its own), the state of the Chroma index and its queue (rebuilt on the target), and legacy imports.
-_LOCAL_META_PREFIXES = ("schema_version", "index_", "queue_pruned:", "vectors_epoch", "legacy_imported", "migrated")
+_LOCAL_META_PREFIXES = (
+    "schema_version",
+    "index_",
+    "queue_pruned:",
+    "vectors_epoch",
+    "legacy_imported",
+    "migrated",
+    "keyword_version",
+)
 #: Set on the target when a copy is verified: the row counts it had then (JSON).
 MIGRATED_KEY = "migrated_rows"
 _STATUS_VERSION = "status_version"

@@ -11,6 +11,7 @@ after the commit is logged and repaired later, never reported as a failed put.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -261,12 +262,13 @@ class Writer:
         late = (before is None or isinstance(before, LocksItself)) and (
             self._model_id is not None or not any(w.vectors for w in writes)
         )
-        try:
-            ids = self._commit(writes, puts, before, now=now, late=late)
-        except WriteConflictError:
-            if not late:
-                raise
-            ids = self._commit(writes, puts, before, now=now, late=False)
+        with self.catch_up.writing() if self.catch_up is not None else contextlib.nullcontext():
+            try:
+                ids = self._commit(writes, puts, before, now=now, late=late)
+            except WriteConflictError:
+                if not late:
+                    raise
+                ids = self._commit(writes, puts, before, now=now, late=False)
         if self.catch_up is not None:
             self.catch_up.request({p.spec.name for p in puts}, len(puts))
         else:

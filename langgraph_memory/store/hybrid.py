@@ -25,9 +25,11 @@ turn them into the final score.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from langgraph.store.base import SearchOp
@@ -35,7 +37,9 @@ from langgraph.store.base import SearchOp
 from langgraph_memory.catalog import Catalog, StoredItem
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import keywords as _keywords
+from langgraph_memory.catalog.keyword_cache import PostingCache
 from langgraph_memory.store import filters as _filters
+from langgraph_memory.store import neighbours as _neighbours
 from langgraph_memory.store.planner import Plan, Planner
 from langgraph_memory.store.ranking import HybridRanking, ScoreParts, score_parts
 from langgraph_memory.store.registry import PLAIN, CollectionRegistry, MemoryType
@@ -60,6 +64,8 @@ class Candidate:
     #: The BM25 score as a share of the query's idf mass, in [0, 1]: what the fusion uses (see
     #: `langgraph_memory.catalog.keywords.KeywordMatches.evidence()`).
     evidence: float = 0.0
+    #: Read only as a thread neighbour of another candidate (``HybridRanking.neighbours``).
+    joined: bool = False
 
 
 @dataclass
@@ -84,6 +90,9 @@ class HybridSearch:
         self.catalog = catalog
         self.planner = planner
         self.collections = collections
+        # Query words held by most items have long posting lists: read once per change of the index
+        # (None: read every list for every search).
+        self.postings: PostingCache | None = PostingCache()
 
     def candidates(self, op: SearchOp, qvec: np.ndarray, ranking: HybridRanking, *, omit: Omit) -> Candidates:
         """Both searches' candidates with both scores (and the matching items that have no vectors)."""
@@ -95,7 +104,7 @@ class HybridSearch:
             return out
         read: dict[int, tuple[StoredItem, list[bytes]]] = {}
         with self.catalog.read() as conn:
-            matches = _keywords.match(conn, op.query, length_norm=ranking.length_norm)
+            matches = _keywords.match(conn, op.query, length_norm=ranking.length_norm, cache=self.postings)
             if plan.strategy == "exact":
                 # Few candidates, which the vector search just scored: keep the matches among them.
                 if plan.exact_ids is not None:
@@ -122,6 +131,10 @@ class HybridSearch:
                     return got
 
                 top = matches.walk(fetch, depth, known=found)
+            joined: list[tuple[StoredItem, list[bytes]]] = []
+            if ranking.neighbours:
+                searched = [c.item for c in found.values()] + [read[i][0] for i in top if i not in found and i in read]
+                joined = self._neighbours(conn, op, searched, ranking.neighbours, omit)
         for cand, score in zip(found.values(), matches.scores_of(list(found)), strict=True):
             cand.keyword, cand.evidence = score, matches.evidence(score)
         new = [read[i] for i in top if i not in found and i in read]
@@ -132,8 +145,28 @@ class HybridSearch:
             Candidate(it, sim, score, matches.evidence(score))
             for (it, _vecs), sim, score in zip(new, sims, scores, strict=True)
         )
+        if joined:
+            have = {c.item.id for c in out.items}
+            extra = [(it, vecs) for it, vecs in joined if it.id not in have]
+            sims = _best_cosines([vecs for _it, vecs in extra], qvec)
+            scores = matches.scores_of([it.id or -1 for it, _vecs in extra])
+            out.items.extend(
+                Candidate(it, sim, score, matches.evidence(score), joined=True)
+                for (it, _vecs), sim, score in zip(extra, sims, scores, strict=True)
+            )
         plan.notes.append(f"hybrid: {len(top)} keyword candidates, {len(new)} not among the vector candidates")
         return out
+
+    def _neighbours(
+        self, conn: Any, op: SearchOp, items: list[StoredItem], radius: int, omit: Omit
+    ) -> list[tuple[StoredItem, list[bytes]]]:
+        """The thread neighbours of ``items`` that the search's filter allows, each with its vectors' bytes."""
+        got = _items.get_items(conn, _neighbours.neighbour_keys(items, radius))
+        kept = [
+            it for it in got.values() if it.id is not None and _filters.matches(it.value, op.filter) and not omit(it)
+        ]
+        vecs = _items.load_vectors(conn, [it.id for it in kept if it.id is not None])
+        return [(it, [v for _idx, _path, v in vecs.get(it.id or -1, [])]) for it in kept if vecs.get(it.id or -1)]
 
     def run(self, op: SearchOp, qvec: np.ndarray, ranking: HybridRanking, *, omit: Omit) -> tuple[list[Hit], Plan]:
         """Run ``op`` with hybrid ranking; return hits (best first, ``offset`` applied) and the plan."""
@@ -186,10 +219,33 @@ def explain_candidates(
             memory_type=types[ns],
         )
         out.append((parts, c))
+    if ranking.fusion == "zscore" or ranking.neighbours:
+        relevance = _neighbours.relative_relevance(
+            [c.item for _p, c in out],
+            [c.similarity for _p, c in out],
+            [c.keyword for _p, c in out],
+            [p.relevance for p, _c in out],
+            [c.joined for _p, c in out],
+            fusion=ranking.fusion,
+            zscore_weight=ranking.zscore_weight,
+            neighbours=ranking.neighbours,
+            neighbour_weight=ranking.neighbour_weight,
+        )
+        out = [(_with_relevance(p, r), c) for (p, c), r in zip(out, relevance, strict=True)]
     # Ties (e.g. negative cosines, all clipped to 0) fall back to the similarity, then the item id, as in
     # the vector search: with keywords and decay off the order is the vector search's.
     out.sort(key=lambda sc: (-sc[0].final, -sc[1].similarity, sc[1].item.id or 0))
     return out
+
+
+def _with_relevance(parts: ScoreParts, relevance: float) -> ScoreParts:
+    """``parts`` with another relevance, its temporal weighting applied as `score_parts` applies it."""
+    final = (
+        relevance
+        if parts.retention is None
+        else relevance * (1.0 - parts.temporal_share + parts.temporal_share * parts.retention)
+    )
+    return dataclasses.replace(parts, relevance=relevance, final=final)
 
 
 def _best_cosines(per_item: list[list[bytes]], qvec: np.ndarray) -> list[float]:

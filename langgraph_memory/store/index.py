@@ -910,7 +910,8 @@ class ChromaIndex:
         )
         return report
 
-    def _fill(self, col: Any, collection: str, report: RebuildReport, tick: ProgressFn) -> None:
+    def _fill(self, upsert: Callable[..., Any], collection: str, report: RebuildReport, tick: ProgressFn) -> None:
+        """Copy a collection's vectors from the catalog, batch by batch, through ``upsert``."""
         after = 0
         done = 0
         while True:
@@ -921,7 +922,7 @@ class ChromaIndex:
             after = rows[-1][0]
             dims = len(rows[0][3]) // 4
             matrix = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), dims)
-            col.upsert(ids=[record_id(r[1], r[2]) for r in rows], embeddings=matrix)
+            upsert(ids=[record_id(r[1], r[2]) for r in rows], embeddings=matrix)
             done += len(rows)
             tick(collection, len(rows), 0)
         report.vectors[collection] = done
@@ -940,7 +941,7 @@ class ChromaIndex:
                 if not counts.get(name):
                     continue
                 col = client.get_or_create_collection(name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
-                self._fill(col, name, report, tick)
+                self._fill(col.upsert, name, report, tick)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)  # a half-built folder is of no use
             raise
@@ -949,19 +950,28 @@ class ChromaIndex:
                 ChromaHandle.stop_client(client)
 
     def _rebuild_server(self, new_gen: int, counts: dict[str, int], report: RebuildReport, tick: ProgressFn) -> None:
-        with self._use(write=True) as client:
-            for name in self.collections:
-                chroma = self._default_name(name, new_gen)
+        for name in self.collections:
+            chroma = self._default_name(name, new_gen)
+            with self._use(write=True) as client:
                 try:
                     client.delete_collection(chroma)
                 except Exception:  # noqa: BLE001 - not there: the usual case
                     pass
-                if not counts.get(name):
-                    continue
-                col = client.get_or_create_collection(
-                    chroma, metadata={"hnsw:space": "cosine"}, embedding_function=None
-                )
-                self._fill(col, name, report, tick)
+                col = None
+                if counts.get(name):
+                    col = client.get_or_create_collection(
+                        chroma, metadata={"hnsw:space": "cosine"}, embedding_function=None
+                    )
+            if col is None:
+                continue
+
+            # The catalog is read between holds of the index lock, never under it: a search may hold the
+            # catalog while it waits for this lock, so the other order could deadlock.
+            def upsert(col: Any = col, **batch: Any) -> None:
+                with self._use(write=True):
+                    col.upsert(**batch)
+
+            self._fill(upsert, name, report, tick)
 
     def _drop_server_collections(self, names: dict[str, str]) -> None:
         with self._use(write=True) as client:

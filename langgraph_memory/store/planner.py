@@ -57,6 +57,7 @@ from langgraph_memory.catalog.fields import Condition, compile_filter
 from langgraph_memory.catalog.scope import ScopeSql
 from langgraph_memory.errors import StorageError
 from langgraph_memory.store import filters as _filters
+from langgraph_memory.store._recall import RecallWatch
 from langgraph_memory.store.index import ChromaIndex, IndexUnavailable
 from langgraph_memory.store.registry import CollectionRegistry, default_collections
 from langgraph_memory.store.vectors import CollectionVectors, Segments, VectorCache, dot_rows
@@ -72,6 +73,11 @@ EXACT_MAX = 2000
 #: A namespace prefix (or a whole collection) of at most ``exact_max`` times this many vectors is
 #: scored in place: a run of rows, about 0.15 us each, with no lookup and no gather.
 FULL_SCAN_FACTOR = 6
+#: A whole scope of at most this many vectors is scored in place, instead of asking HNSW, once HNSW's
+#: recall measured on the collection is poor (`RecallWatch`): unstructured vectors, where HNSW finds
+#: about a third of the true top 10. Measured here (``bench/uniform_recall_bench.py``): scoring 50,000
+#: vectors in place costs about twice an HNSW query.
+WEAK_SCAN_MAX = 50_000
 #: At most this many candidates are scored from vectors read out of the catalog (no cache).
 UNCACHED_MAX = 400
 #: The first HNSW round fetches this many times what the candidates' share predicts.
@@ -168,6 +174,7 @@ class Planner:
         self.index = index
         self.vectors = vectors
         self.exact_max = exact_max
+        self.recall = RecallWatch()
 
     # ----------------------------------------------------------- estimates
 
@@ -266,8 +273,18 @@ class Planner:
             return "exact" if vectors <= min(self.exact_max, UNCACHED_MAX) else "hnsw"
         if not conds or scope.candidates == scope.n_items:
             # A namespace prefix is a run of rows, scored in place.
-            return "exact" if scope.n_vectors <= self.exact_max * FULL_SCAN_FACTOR else "hnsw"
+            if scope.n_vectors <= self.exact_max * FULL_SCAN_FACTOR or self._weak(scope, conds):
+                return "exact"
+            return "hnsw"
         return "exact" if vectors <= self.exact_max else "hnsw"
+
+    def _weak(self, scope: _Scope, conds: list[Condition]) -> bool:
+        """Whether the scope is scored in place because HNSW measured poorly on its collection."""
+        return (
+            not conds
+            and self.exact_max * FULL_SCAN_FACTOR < scope.n_vectors <= WEAK_SCAN_MAX
+            and self.recall.weak(scope.collection)
+        )
 
     # --------------------------------------------------------------- entry
 
@@ -329,6 +346,11 @@ class Planner:
                 plan.notes.append("Chroma server unavailable: scored exactly")
             if not getattr(self.index, "searchable", True):
                 plan.notes.append("read-only: scored exactly from the catalog's vectors")
+            for s in scopes:
+                if s.strategy == "exact" and self._weak(s, conds):
+                    plan.notes.append(
+                        f"{s.collection}: HNSW recall measured {self.recall.recall(s.collection):.2f} here; scored exactly"
+                    )
         return plan, scopes, conds
 
     def run(self, op: SearchOp, qvec: np.ndarray | None, *, omit: Omit) -> tuple[list[Hit], Plan]:
@@ -348,7 +370,13 @@ class Planner:
                 plan.exact_ids = []
             for s in scopes:
                 if s.strategy == "exact":
-                    scored.extend(self._exact(conn, s, conds, op.filter, qvec, need, omit, plan.exact_ids))
+                    exact = self._exact(conn, s, conds, op.filter, qvec, need, omit, plan.exact_ids)
+                    if self._weak(s, conds) and not op.filter and self.recall.due(s.collection):
+                        # Keep measuring HNSW where it is not used, so that a collection that changes wins it back.
+                        with contextlib.suppress(IndexUnavailable, StorageError):
+                            hnsw = self._hnsw(conn, s, conds, op.filter, Plan("hnsw"), qvec, need, omit, check=False)
+                            self._record(s.collection, hnsw, exact, need)
+                    scored.extend(exact)
                     continue
                 try:
                     scored.extend(self._hnsw(conn, s, conds, op.filter, plan, qvec, need, omit))
@@ -480,8 +508,15 @@ class Planner:
         qvec: np.ndarray,
         need: int,
         omit: Omit,
+        *,
+        check: bool = True,
     ) -> list[Hit]:
-        """An unfiltered Chroma query, over-fetched and widened, each hit checked in the catalog."""
+        """An unfiltered Chroma query, over-fetched and widened, each hit checked in the catalog.
+
+        With ``check``, a search that `RecallWatch` says is due is also scored
+        exactly (for a scope small enough to be scored in place), and the
+        recall of the HNSW answer is recorded.
+        """
         pending = sorted(_queue.pending_items(conn, scope.collection))
         col = self._resident(conn, scope)
         # The candidates' share of the index's records (items can have several vectors each).
@@ -526,11 +561,28 @@ class Planner:
                 hits.extend(self._exact_items(conn, col, pending, scope, conds, filter, qvec, need, omit))
             exhausted = len(found) < n
             if sum(1 for h in hits if h[1].id not in pending_set) >= need or exhausted:
+                if (
+                    check
+                    and not conds
+                    and not filter
+                    and scope.n_vectors <= WEAK_SCAN_MAX
+                    and self.recall.due(scope.collection)
+                ):
+                    self._record(
+                        scope.collection, hits, self._exact(conn, scope, conds, filter, qvec, need, omit), need
+                    )
                 return hits
             if n * 4 > max(self.exact_max * 4, scope.n_collection // 2):
                 plan.notes.append(f"{scope.collection}: widening would read most of the index; scored exactly")
                 return self._exact(conn, scope, conds, filter, qvec, need, omit)
             n *= 4
+
+    def _record(self, collection: str, hnsw: list[Hit], exact: list[Hit], need: int) -> None:
+        """Record how many of the exact best ``need`` the HNSW answer held."""
+        best = sorted(exact, key=lambda h: -(h[0] or 0.0))[:need]
+        ranked = sorted(hnsw, key=lambda h: -(h[0] or 0.0))[:need]
+        truth = {h[1].id for h in best}
+        self.recall.record(collection, found=len(truth & {h[1].id for h in ranked}), of=len(truth))
 
     def _in_scope(
         self,

@@ -263,6 +263,18 @@ class HybridRanking:
     temporal_share: float = 0.1
     #: The clock ages are measured against (seconds since the epoch), e.g. to rank "as of" a date.
     clock: Callable[[], float] = time.time
+    #: How cosine and keyword evidence combine: ``"noisy-or"`` (`fuse()`, an absolute scale) or ``"zscore"``
+    #: (each side's z-score over the candidates, ``z_cosine + zscore_weight * z_keyword``: a relative scale;
+    #: see `langgraph_memory.store.neighbours`).
+    fusion: Literal["noisy-or", "zscore"] = "noisy-or"
+    #: Weight of the keyword z-score against the cosine's (``fusion="zscore"`` only).
+    zscore_weight: float = 1.5
+    #: Items keyed ``"<thread>:<position>"`` up to this many positions apart in a namespace are neighbours: a
+    #: candidate is raised by its best neighbour's relevance, and the candidates' neighbours are searched too
+    #: (0: off). ``HybridRanking(fusion="zscore", neighbours=2)`` is the best measured on conversations.
+    neighbours: int = 0
+    #: How much of the best neighbour's relevance is added to a candidate's.
+    neighbour_weight: float = 0.75
 
     def __post_init__(self) -> None:
         _unit("keyword_weight", self.keyword_weight)
@@ -272,6 +284,14 @@ class HybridRanking:
             raise ValueError(f"HybridRanking.keyword_scale must be 'query' or 'best', got {self.keyword_scale!r}")
         if isinstance(self.candidates, bool) or not isinstance(self.candidates, int) or self.candidates < 1:
             raise ValueError(f"HybridRanking.candidates must be a whole number >= 1, got {self.candidates!r}")
+        if self.fusion not in ("noisy-or", "zscore"):
+            raise ValueError(f"HybridRanking.fusion must be 'noisy-or' or 'zscore', got {self.fusion!r}")
+        for name in ("zscore_weight", "neighbour_weight"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 10.0:
+                raise ValueError(f"HybridRanking.{name} must be a number from 0 to 10, got {value!r}")
+        if isinstance(self.neighbours, bool) or not isinstance(self.neighbours, int) or not 0 <= self.neighbours <= 16:
+            raise ValueError(f"HybridRanking.neighbours must be a whole number from 0 to 16, got {self.neighbours!r}")
         if self.temporal is not None and not isinstance(self.temporal, TemporalConfig):
             raise ValueError(f"HybridRanking.temporal must be a TemporalConfig or None, got {self.temporal!r}")
 

@@ -139,6 +139,8 @@ class CollectionRegistry:
         self._typed = typed
         self._by_name = by_name
         self.general = general
+        # Every put asks about its label; the answer never changes (the registry is fixed once made).
+        self._near: dict[str, str | None] = {}
 
     @property
     def typed(self) -> Mapping[str, CollectionSpec]:
@@ -174,7 +176,12 @@ class CollectionRegistry:
         """
         if label in self._typed:
             return None
-        return next((typed for typed in sorted(self._typed) if _one_edit(label, typed) or _plural(label, typed)), None)
+        if label in self._near:
+            return self._near[label]
+        near = next((typed for typed in sorted(self._typed) if _one_edit(label, typed) or _plural(label, typed)), None)
+        if len(self._near) < 10_000:  # bounded: labels may be user input
+            self._near[label] = near
+        return near
 
     def by_name(self, name: str) -> CollectionSpec:
         """Look a collection up by its name or its namespace label."""

@@ -1,10 +1,12 @@
 """A process that writes to a data directory until it is killed, logging what was acknowledged.
 
-usage: python crash_worker.py DATA_DIR LOG SEED [mix|rebuild]
+usage: python crash_worker.py DATA_DIR LOG SEED [mix|rebuild|bulk [BATCH]]
 
 It opens ``Memory`` (fake 16-d embeddings) and loops over random operations:
 put batches of 50 items, updates, delete batches, typed-API calls (finding,
-strategy with a version, lesson) and ``rebuild_index``. Before each
+strategy with a version, lesson) and ``rebuild_index``; in ``bulk`` mode,
+batches large enough for the catalog's bulk path instead (BATCH new items,
+default 1,000, or updates of up to 300 acknowledged ones). Before each
 operation it appends an ``intent`` line to LOG, and after the call returned
 an ``ack`` line (plain ``os.write``: the kernel keeps it when the process is
 killed). :mod:`tests.helpers.crash_check` replays the log against the
@@ -23,6 +25,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langgraph.store.base import PutOp
 
 from langgraph_memory import Memory
+from langgraph_memory.catalog.bulk import BULK_MIN
 from tests.helpers.crash_check import replay
 
 DIMS = 16
@@ -33,6 +36,7 @@ STRATEGY_NAMES = ["trend", "carry", "value"]
 def main() -> None:
     data_dir, log_path, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
     mode = sys.argv[4] if len(sys.argv) > 4 else "mix"
+    bulk_size = int(sys.argv[5]) if len(sys.argv) > 5 else 1000
     rng = random.Random(seed)
     fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
@@ -44,6 +48,9 @@ def main() -> None:
     counter = rng.randrange(10**9)
     print("ready", flush=True)
     while True:
+        if mode == "bulk":
+            counter = _bulk_batch(store, rng, log, log_path, seed, counter, bulk_size)
+            continue
         roll = 1.0 if mode == "rebuild" else rng.random()
         if roll < 0.45:
             ns = rng.choice(NAMESPACES)
@@ -99,6 +106,29 @@ def main() -> None:
             log("intent", op="rebuild")
             store.rebuild_index(progress=False)
             log("ack", op="rebuild")
+
+
+def _bulk_batch(
+    store: object, rng: random.Random, log: object, log_path: str, seed: int, counter: int, size: int
+) -> int:
+    """One batch for the bulk path: ``size`` new items, or updates of up to 300 acknowledged ones."""
+    known = _known(log_path) if rng.random() < 0.3 else []
+    items = []
+    if len(known) >= 2 * BULK_MIN:
+        for ns, key in rng.sample(known, rng.randint(BULK_MIN, min(300, len(known)))):
+            counter += 1
+            items.append([ns, key, {"text": f"bulk update {counter} of {seed}", "n": counter, "kind": "updated"}])
+    else:
+        ns = list(rng.choice(NAMESPACES))
+        for _ in range(size):
+            counter += 1
+            items.append(
+                [ns, f"b{counter}", {"text": f"bulk memory {counter} of {seed}", "n": counter, "kind": "bulk"}]
+            )
+    log("intent", op="put", items=items)  # type: ignore[operator]
+    store.batch([PutOp(tuple(ns), key, value) for ns, key, value in items])  # type: ignore[attr-defined]
+    log("ack", op="put")  # type: ignore[operator]
+    return counter
 
 
 def _known(log_path: str) -> list[tuple[list[str], str]]:

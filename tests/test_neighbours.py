@@ -1,0 +1,149 @@
+"""Relative hybrid ranking: z-score fusion and neighbour propagation along a thread (store/neighbours.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from langchain_core.embeddings import Embeddings
+
+from langgraph_memory.catalog import StoredItem
+from langgraph_memory.store import ChromaStore
+from langgraph_memory.store.neighbours import neighbour_keys, relative_relevance, thread_position
+from langgraph_memory.store.ranking import HybridRanking
+
+
+class _Unrelated(Embeddings):
+    """Every memory at cosine 0 to every query: what is left of a score is keyword evidence (and neighbours)."""
+
+    dims = 4
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[0.0, 1.0, 0.0, 0.0] for _t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return [1.0, 0.0, 0.0, 0.0]
+
+
+def _item(i: int, key: str, ns: tuple[str, ...] = ("s",)) -> StoredItem:
+    return StoredItem(ns, key, {}, 0.0, 0.0, 0.0, id=i)
+
+
+def test_keys_name_a_thread_and_a_position() -> None:
+    assert thread_position("abc:3") == ("abc", 3)
+    assert thread_position("sess:with:colons:12") == ("sess:with:colons", 12)
+    for key in ("plain", "x:", ":4", "x:-1", "x:1.5"):
+        assert thread_position(key) is None, key
+    items = [_item(1, "t:0"), _item(2, "t:1"), _item(3, "note"), _item(4, "t:1", ("other",))]
+    assert neighbour_keys(items, 2) == [
+        (("s",), "t:2"),
+        (("s",), "t:3"),
+        (("other",), "t:0"),
+        (("other",), "t:2"),
+        (("other",), "t:3"),
+    ]
+
+
+def test_zscore_fusion_ranks_by_standing_among_the_searched_candidates() -> None:
+    items = [_item(i, f"k{i}") for i in range(4)]
+    sims, kws = [0.9, 0.5, 0.1, 0.5], [0.0, 2.0, 4.0, 100.0]
+    joined = [False, False, False, True]  # the last one must not move the statistics
+    rel = relative_relevance(
+        items, sims, kws, [0.0] * 4, joined, fusion="zscore", zscore_weight=1.0, neighbours=0, neighbour_weight=0.0
+    )
+    # Over the first three: z(cos) = (1.22, 0, -1.22), z(kw) = (-1.22, 0, 1.22): each sums to 0, then shifted.
+    assert rel[0] == pytest.approx(rel[1]) and rel[1] == pytest.approx(rel[2])
+    assert rel[3] == 1.0 and all(0.0 <= r <= 1.0 for r in rel)
+    heavier = relative_relevance(
+        items[:3], sims[:3], kws[:3], [0.0] * 3, joined[:3], fusion="zscore", zscore_weight=2.0, neighbours=0,
+        neighbour_weight=0.0,
+    )  # fmt: skip
+    assert heavier[2] == 1.0 and heavier[0] < heavier[1] < heavier[2]
+
+
+def test_a_candidate_is_raised_by_its_best_neighbour_in_the_same_thread_only() -> None:
+    items = [_item(1, "t:1"), _item(2, "t:2"), _item(3, "t:4"), _item(4, "u:3"), _item(5, "t:3", ("other",))]
+    fused = [0.2, 0.8, 0.1, 0.9, 0.9]
+    rel = relative_relevance(
+        items, [0.0] * 5, [0.0] * 5, fused, [False] * 5, fusion="noisy-or", zscore_weight=1.5, neighbours=1,
+        neighbour_weight=0.5,
+    )  # fmt: skip
+    # t:1 gets half of t:2's; t:2 half of t:1's; t:4 has no neighbour at distance 1 (t:3 is in another namespace).
+    assert rel == pytest.approx([(0.2 + 0.4) / 1.5, (0.8 + 0.1) / 1.5, 0.1 / 1.5, 0.9 / 1.5, 0.9 / 1.5])
+    wider = relative_relevance(
+        items, [0.0] * 5, [0.0] * 5, fused, [False] * 5, fusion="noisy-or", zscore_weight=1.5, neighbours=2,
+        neighbour_weight=0.5,
+    )  # fmt: skip
+    assert wider[2] == pytest.approx((0.1 + 0.4) / 1.5)  # t:2 is two positions away
+
+
+def test_search_finds_the_turn_after_the_one_that_matches(data_dir: Path) -> None:
+    """The answer shares no word with the question; the turn before it does: neighbours bring it in."""
+    store = ChromaStore(data_dir=data_dir, index={"dims": 4, "embed": _Unrelated()})
+    try:
+        for i in range(40):
+            store.put(("chat",), f"filler:{i}", {"text": f"we talked about the weather {i}", "kind": "a"})
+        turns = [
+            "Mel: good morning",
+            "Caro: did you see the zebra at the zoo?",
+            "Mel: yes, black and white stripes, so pretty",
+            "Caro: let us go again",
+        ]
+        for i, text in enumerate(turns):
+            store.put(("chat",), f"s1:{i}", {"text": text, "kind": "a" if i != 3 else "b"})
+        store.put(("elsewhere",), "s1:2", {"text": "an unrelated memory with the same key", "kind": "a"})
+        query = "Where was the zebra?"
+
+        store.ranking = HybridRanking(candidates=3, temporal=None)
+        plain = store.search(("chat",), query=query, limit=5, refresh_ttl=False)
+        assert plain[0].key == "s1:1"
+        assert "s1:2" not in [h.key for h in plain[:3]]  # cosine 0, no word in common: found only by chance
+
+        store.ranking = HybridRanking(candidates=3, temporal=None, neighbours=1, neighbour_weight=0.5)
+        hits = store.search(("chat",), query=query, limit=5, refresh_ttl=False, filter={"kind": "a"})
+        assert [h.key for h in hits[:3]] == ["s1:1", "s1:0", "s1:2"] or [h.key for h in hits[:3]] == [
+            "s1:1",
+            "s1:2",
+            "s1:0",
+        ]
+        assert hits[1].score == pytest.approx(hits[2].score) and 0 < hits[1].score < hits[0].score <= 1.0
+        assert "s1:3" not in [h.key for h in hits]  # its neighbour matched, but the filter excludes it
+
+        store.ranking = HybridRanking(candidates=3, temporal=None, fusion="zscore", neighbours=2)
+        hits = store.search(("chat",), query=query, limit=4, refresh_ttl=False)
+        assert hits[0].key == "s1:1" and hits[0].score == pytest.approx(1.0)
+        assert {h.key for h in hits[1:4]} == {"s1:0", "s1:2", "s1:3"}
+        assert all(0.0 <= h.score <= 1.0 for h in hits)
+    finally:
+        store.close()
+
+
+def test_new_ranking_options_are_validated() -> None:
+    for bad in [
+        {"fusion": "rrf"},
+        {"zscore_weight": -1},
+        {"neighbour_weight": 11},
+        {"neighbours": -1},
+        {"neighbours": 1.5},
+        {"neighbours": True},
+    ]:
+        with pytest.raises(ValueError):
+            HybridRanking(**bad)  # type: ignore[arg-type]
+    assert HybridRanking().neighbours == 0 and HybridRanking().fusion == "noisy-or"
+
+
+async def test_async_search_ranks_as_the_sync_one(data_dir: Path) -> None:
+    store = ChromaStore(
+        data_dir=data_dir,
+        index={"dims": 4, "embed": _Unrelated()},
+        ranking=HybridRanking(temporal=None, fusion="zscore", neighbours=1),
+    )
+    try:
+        for i, text in enumerate(["hello there", "the zebra escaped", "it ran to the park", "bye"]):
+            store.put(("chat",), f"t:{i}", {"text": text})
+        sync = store.search(("chat",), query="zebra", refresh_ttl=False)
+        hits = await store.asearch(("chat",), query="zebra", refresh_ttl=False)
+        assert [(h.key, h.score) for h in hits] == [(h.key, h.score) for h in sync]
+        assert hits[0].key == "t:1" and {h.key for h in hits[1:3]} == {"t:0", "t:2"}
+    finally:
+        store.close()
