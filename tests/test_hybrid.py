@@ -20,6 +20,7 @@ from langgraph_memory.store import ChromaStore
 from langgraph_memory.store.ranking import HybridRanking, TemporalConfig, calculate_final_score
 from tests.conftest import FAKE_DIMS
 from tests.helpers.archive_data import old_item
+from tests.helpers.embedders import Unrelated
 
 NOW = 1_900_000_000.0
 NO_DECAY = HybridRanking(temporal=None)
@@ -262,18 +263,6 @@ def test_ranking_option_is_validated(data_dir: Path, fake_embeddings) -> None:
 # ------------------------------------------------------- keyword evidence scale
 
 
-class _Unrelated(Embeddings):
-    """Every memory at cosine 0 to every query: what is left of a score is keyword evidence."""
-
-    dims = 4
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [[0.0, 1.0, 0.0, 0.0] for _t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return [1.0, 0.0, 0.0, 0.0]
-
-
 CHAT = [
     "Caroline: I went to a support group yesterday and it was so powerful",
     "Caroline: I'm researching adoption agencies, I want to give a kid a loving home",
@@ -289,7 +278,7 @@ CHAT = [
 def test_a_memory_sharing_only_a_common_name_falls_under_the_relevance_threshold(data_dir: Path) -> None:
     # Without a calibrated scale the best keyword match always got the full boost: these memories scored
     # 0.6 with cosine 0, only because no memory said anything about politics.
-    store = ChromaStore(data_dir=data_dir, index={"dims": 4, "embed": _Unrelated()}, ranking=NO_DECAY)
+    store = ChromaStore(data_dir=data_dir, index={"dims": 4, "embed": Unrelated()}, ranking=NO_DECAY)
     try:
         for i, text in enumerate(CHAT):
             store.put(("chat",), f"t{i}", {"text": text})

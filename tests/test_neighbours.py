@@ -5,24 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from langchain_core.embeddings import Embeddings
 
 from langgraph_memory.catalog import StoredItem
 from langgraph_memory.store import ChromaStore
 from langgraph_memory.store.neighbours import neighbour_keys, relative_relevance, thread_position
 from langgraph_memory.store.ranking import HybridRanking
-
-
-class _Unrelated(Embeddings):
-    """Every memory at cosine 0 to every query: what is left of a score is keyword evidence (and neighbours)."""
-
-    dims = 4
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [[0.0, 1.0, 0.0, 0.0] for _t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return [1.0, 0.0, 0.0, 0.0]
+from tests.helpers.embedders import Unrelated
 
 
 def _item(i: int, key: str, ns: tuple[str, ...] = ("s",)) -> StoredItem:
@@ -79,7 +67,7 @@ def test_a_candidate_is_raised_by_its_best_neighbour_in_the_same_thread_only() -
 
 def test_search_finds_the_turn_after_the_one_that_matches(data_dir: Path) -> None:
     """The answer shares no word with the question; the turn before it does: neighbours bring it in."""
-    store = ChromaStore(data_dir=data_dir, index={"dims": 4, "embed": _Unrelated()})
+    store = ChromaStore(data_dir=data_dir, index={"dims": 4, "embed": Unrelated()})
     try:
         for i in range(40):
             store.put(("chat",), f"filler:{i}", {"text": f"we talked about the weather {i}", "kind": "a"})
@@ -135,7 +123,7 @@ def test_new_ranking_options_are_validated() -> None:
 async def test_async_search_ranks_as_the_sync_one(data_dir: Path) -> None:
     store = ChromaStore(
         data_dir=data_dir,
-        index={"dims": 4, "embed": _Unrelated()},
+        index={"dims": 4, "embed": Unrelated()},
         ranking=HybridRanking(temporal=None, fusion="zscore", neighbours=1),
     )
     try:

@@ -41,7 +41,7 @@ from typing import Any
 ItemWrite = Any
 NamespaceIds = Any
 
-__all__ = ["BULK_MIN", "BulkWrites", "takes"]
+__all__ = ["BULK_MIN", "BulkWrites", "item_row", "takes"]
 
 #: A batch of at least this many writes takes the bulk path (below it, the per-item statements cost little).
 BULK_MIN = 64
@@ -65,6 +65,11 @@ _LAST_ID = (
     "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'items'), 0),"
     " coalesce((SELECT max(id) FROM items), 0))"
 )
+
+
+def item_row(w: ItemWrite, nid: int, uid: str, now: float, expires: float | None) -> tuple[Any, ...]:
+    """A new item's row after its id, in the column order of the inserts here and in `items` (``access_count`` is a literal 0)."""
+    return (nid, w.key, uid, w.value_json, now, now, now, expires, w.ttl_minutes, len(w.vectors))
 
 
 def takes(writes: Sequence[ItemWrite]) -> bool:
@@ -113,21 +118,7 @@ class BulkWrites:
 
     def insert(self, conn: Any, w: ItemWrite, nid: int, now: float, expires: float | None) -> tuple[int, int]:
         item_id, self._next = self._next, self._next + 1
-        self._inserts.append(
-            (
-                item_id,
-                nid,
-                w.key,
-                self._uid(w.namespace, w.key),
-                w.value_json,
-                now,
-                now,
-                now,
-                expires,
-                w.ttl_minutes,
-                len(w.vectors),
-            )
-        )
+        self._inserts.append((item_id, *item_row(w, nid, self._uid(w.namespace, w.key), now, expires)))
         self.state[(nid, w.key)] = (item_id, len(w.vectors))
         return item_id, 0
 

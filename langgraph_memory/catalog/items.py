@@ -334,18 +334,7 @@ def _insert_item(
 ) -> int:
     """Insert a new item row for ``w``; return its id (``item_id`` when given, else the one the row got)."""
     cols = "ns_id, key, uid, value, created_at, updated_at, last_accessed_at, access_count, expires_at, ttl_minutes, n_vectors"
-    row = (
-        nid,
-        w.key,
-        item_uid(w.namespace, w.key),
-        w.value_json,
-        now,
-        now,
-        now,
-        expires,
-        w.ttl_minutes,
-        len(w.vectors),
-    )
+    row = _bulk.item_row(w, nid, item_uid(w.namespace, w.key), now, expires)
     if item_id is not None:
         conn.execute(f"INSERT INTO items(id, {cols}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)", (item_id, *row))
         return item_id
