@@ -563,6 +563,7 @@ class Planner:
             if sum(1 for h in hits if h[1].id not in pending_set) >= need or exhausted:
                 if (
                     check
+                    and col is not None  # scored in memory: never a read of the scope's vectors from the catalog
                     and not conds
                     and not filter
                     and scope.n_vectors <= WEAK_SCAN_MAX
