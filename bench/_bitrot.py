@@ -42,27 +42,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from tests.helpers.bitrot import NAMESPACE, flip_bits, run_child, targets, text_of  # noqa: E402
+from tests.helpers.bitrot import build, flip_bits, run_child, targets  # noqa: E402
 
 Log = Callable[[str], None]
 
 
 def _build(data_dir: Path, items: int, dims: int, log: Log) -> list[str]:
-    from langchain_core.embeddings import DeterministicFakeEmbedding
-    from langgraph.store.base import PutOp
-
-    from langgraph_memory.store import ChromaStore
-
-    keys = [f"k{i}" for i in range(items)]
     t = time.perf_counter()
-    store = ChromaStore(
-        data_dir=data_dir, index={"dims": dims, "embed": DeterministicFakeEmbedding(size=dims), "fields": ["text"]}
-    )
-    try:
-        for start in range(0, items, 1000):
-            store.batch([PutOp(NAMESPACE, k, {"text": text_of(k), "key": k}) for k in keys[start : start + 1000]])
-    finally:
-        store.close()
+    keys = build(data_dir, items, dims, batch=1000)
     log(f"  built {items:,} items ({dims}-d) in {time.perf_counter() - t:.0f} s")
     return keys
 

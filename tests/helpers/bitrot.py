@@ -32,8 +32,8 @@ def text_of(key: str) -> str:
     return f"a note about {key} and nothing else"
 
 
-def build(data_dir: Path, n: int, dims: int) -> list[str]:
-    """Store ``n`` notes (keys ``k0``...) with fake ``dims``-d vectors, in batches of 500, and close: a sealed folder."""
+def build(data_dir: Path, n: int, dims: int, *, batch: int = 500) -> list[str]:
+    """Store ``n`` notes (keys ``k0``...) with fake ``dims``-d vectors, ``batch`` at a time, and close: a sealed folder."""
     from langchain_core.embeddings import DeterministicFakeEmbedding
     from langgraph.store.base import PutOp
 
@@ -44,8 +44,8 @@ def build(data_dir: Path, n: int, dims: int) -> list[str]:
         data_dir=data_dir, index={"dims": dims, "embed": DeterministicFakeEmbedding(size=dims), "fields": ["text"]}
     )
     try:
-        for start in range(0, n, 500):
-            store.batch([PutOp(NAMESPACE, k, {"text": text_of(k), "key": k}) for k in keys[start : start + 500]])
+        for start in range(0, n, batch):
+            store.batch([PutOp(NAMESPACE, k, {"text": text_of(k), "key": k}) for k in keys[start : start + batch]])
     finally:
         store.close()
     return keys
