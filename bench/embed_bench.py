@@ -21,7 +21,8 @@ both alike:
 ChromaStore holding N items (their vectors put through the embedding cache
 first, so building it costs one batch pass), then single searches with new
 queries and single puts of new texts, the model on ONNX and on torch
-alternating op by op on the same store.
+alternating op by op on the same store (with ``--int8``, the int8 model too, on a
+store of its own), each op's time in the model beside it.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ DATA = next(
     (d for d in (Path(__file__).resolve().parents[i] / "shared" / "data" / "locomo" for i in (2, 3)) if d.is_dir()),
     Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo",
 )
-RUNTIMES = ("torch", "onnx")  # compared op by op everywhere; --int8 adds the opt-in model to the model table
+RUNTIMES = ("torch", "onnx")  # compared op by op everywhere; --int8 adds the opt-in model
 LABEL = {
     "torch": "sentence-transformers 6.2, torch (stock)",
     "onnx": "shipped: ONNX Runtime, fp32 export",
@@ -252,48 +253,108 @@ def fidelity(rts: dict[str, Stock | Shipped], turns: dict[str, list[dict]], qs: 
 # ------------------------------------------------------------ the store end to end
 
 
-def e2e(n_items: int, turns: list[str], qs: list[str], n_ops: int) -> dict[str, dict[str, list[float]]]:
-    """Single searches and puts on a ChromaStore of ``n_items`` items, the model on ONNX and torch alternating."""
+class _Timed:
+    """The model wrapped so that the share of each store call spent in it is known."""
+
+    def __init__(self, inner, spent: list[float]) -> None:
+        self.inner, self.spent = inner, spent
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    def embed_query(self, text: str) -> list[float]:
+        t0 = time.perf_counter()
+        try:
+            return self.inner.embed_query(text)
+        finally:
+            self.spent.append(1000 * (time.perf_counter() - t0))
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        t0 = time.perf_counter()
+        try:
+            return self.inner.embed_documents(texts)
+        finally:
+            self.spent.append(1000 * (time.perf_counter() - t0))
+
+
+def e2e(
+    n_items: int, turns: list[str], qs: list[str], n_ops: int, names: tuple[str, ...] = RUNTIMES
+) -> dict[str, dict[str, list[float]]]:
+    """Single searches and puts on a ChromaStore of ``n_items`` items, the runtimes alternating op by op.
+
+    torch and ONNX share one store (same model id, same cache and collection); the int8 model has its own id,
+    so it gets a store of its own holding the same texts. Each op's time in the model is recorded beside it.
+    """
     from langgraph.store.base import PutOp
 
     from langgraph_memory.store import ChromaStore
-    from langgraph_memory.store.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings
+    from langgraph_memory.store.embeddings import (
+        INT8_EMBEDDING_MODEL,
+        CachedEmbeddings,
+        SentenceTransformerEmbeddings,
+    )
 
-    inner = {b: SentenceTransformerEmbeddings(backend=b) for b in RUNTIMES}
+    inner = {
+        b: SentenceTransformerEmbeddings(INT8_EMBEDDING_MODEL)
+        if b == "int8"
+        else SentenceTransformerEmbeddings(backend=b)
+        for b in names
+    }
     for e in inner.values():
         e.load()
     texts = [f"{turns[i % len(turns)]} (note {i})" for i in range(n_items)]
     tmp = Path(tempfile.mkdtemp(prefix="embed_bench_e2e_"))
-    res: dict[str, dict[str, list[float]]] = {b: {"search": [], "put": []} for b in RUNTIMES}
+    res: dict[str, dict[str, list[float]]] = {
+        b: {"search": [], "put": [], "search_model": [], "put_model": []} for b in names
+    }
+    stores: dict[str, ChromaStore] = {}
     try:
-        store = ChromaStore(data_dir=tmp, index={"dims": 384, "embed": inner["onnx"]})
-        cached = store.cached_embeddings
-        assert cached is not None and store.settings is not None
-        t0 = time.perf_counter()
-        # Fill the store's embedding cache in one pass: the puts below then skip the model.
-        filler = CachedEmbeddings(inner["onnx"], path=store.settings.embedding_cache_path, model_id=cached.model_id)
-        for s in range(0, n_items, 512):
-            filler.embed_documents(texts[s : s + 512])
-        filler.close()
-        for s in range(0, n_items, 500):
-            store.batch(
-                [
-                    PutOp(("memories", f"u{i % 100}"), f"k{i}", {"content": texts[i]})
-                    for i in range(s, min(s + 500, n_items))
-                ]
+        for group in ("fp32", "int8"):
+            members = [b for b in names if (b == "int8") == (group == "int8")]
+            if not members:
+                continue
+            store = ChromaStore(data_dir=tmp / group, index={"dims": 384, "embed": inner[members[0]]})
+            cached = store.cached_embeddings
+            assert cached is not None and store.settings is not None
+            t0 = time.perf_counter()
+            # Fill the store's embedding cache in one pass: the puts below then skip the model.
+            filler = CachedEmbeddings(
+                inner[members[0]], path=store.settings.embedding_cache_path, model_id=cached.model_id
             )
-        print(f"  built a store of {n_items} items in {time.perf_counter() - t0:.0f} s", flush=True)
-        for i in range(n_ops * 2):
-            backend = RUNTIMES[i % 2]
-            cached.inner = inner[backend]  # same model id: same cache, same collection
+            for s in range(0, n_items, 512):
+                filler.embed_documents(texts[s : s + 512])
+            filler.close()
+            for s in range(0, n_items, 500):
+                store.batch(
+                    [
+                        PutOp(("memories", f"u{i % 100}"), f"k{i}", {"content": texts[i]})
+                        for i in range(s, min(s + 500, n_items))
+                    ]
+                )
+            print(f"  built a {group} store of {n_items} items in {time.perf_counter() - t0:.0f} s", flush=True)
+            for b in members:
+                stores[b] = store
+        spent: list[float] = []
+        for i in range(n_ops * len(names)):
+            backend = names[i % len(names)]
+            store = stores[backend]
+            cached = store.cached_embeddings
+            assert cached is not None
+            cached.inner = _Timed(inner[backend], spent)  # same model id: same cache, same collection
             q = f"{qs[i % len(qs)]} ({i})"  # new to the cache
-            t0 = time.perf_counter()
-            store.search(("memories", f"u{i % 100}"), query=q, limit=10)
-            res[backend]["search"].append(1000 * (time.perf_counter() - t0))
-            t0 = time.perf_counter()
-            store.put(("memories", f"u{i % 100}"), f"new{i}", {"content": f"{turns[-1 - i % len(turns)]} [{i}]"})
-            res[backend]["put"].append(1000 * (time.perf_counter() - t0))
-        store.close()
+            for op in ("search", "put"):
+                spent.clear()
+                t0 = time.perf_counter()
+                if op == "search":
+                    store.search(("memories", f"u{i % 100}"), query=q, limit=10)
+                else:
+                    store.put(
+                        ("memories", f"u{i % 100}"), f"new{i}", {"content": f"{turns[-1 - i % len(turns)]} [{i}]"}
+                    )
+                res[backend][op].append(1000 * (time.perf_counter() - t0))
+                res[backend][f"{op}_model"].append(sum(spent))
+        for store in {id(s): s for s in stores.values()}.values():
+            store.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return res
@@ -347,7 +408,11 @@ def cold_cli(n: int) -> dict[str, dict[str, list[float]]]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--child", choices=(*RUNTIMES, "int8"), help=argparse.SUPPRESS)
-    p.add_argument("--int8", action="store_true", help="also measure the opt-in int8 model (model table only)")
+    p.add_argument(
+        "--int8",
+        action="store_true",
+        help="also measure the opt-in int8 model (the model table and the store end to end)",
+    )
     p.add_argument("--data", default=str(DATA))
     p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--queries", type=int, default=30, help="queries per runtime per round")
@@ -397,7 +462,7 @@ def main() -> None:
     ends = None
     if args.e2e_items:
         print(f"the store end to end at {args.e2e_items} items:", flush=True)
-        ends = e2e(args.e2e_items, all_turns, all_qs, args.e2e_ops)
+        ends = e2e(args.e2e_items, all_turns, all_qs, args.e2e_ops, names)
     mach.load_end = os.getloadavg()
     mach.code = git_state(Path(__file__).resolve().parents[1], ["langgraph_memory", "bench/embed_bench.py"])
 
@@ -476,10 +541,12 @@ def main() -> None:
                 LABEL[r],
                 f"{fmt_ms(percentile(ends[r]['search'], 50))} ms",
                 f"{fmt_ms(percentile(ends[r]['search'], 95))} ms",
+                f"{fmt_ms(percentile(ends[r]['search_model'], 50))} ms",
                 f"{fmt_ms(percentile(ends[r]['put'], 50))} ms",
                 f"{fmt_ms(percentile(ends[r]['put'], 95))} ms",
+                f"{fmt_ms(percentile(ends[r]['put_model'], 50))} ms",
             ]
-            for r in RUNTIMES
+            for r in names
         ]
         lines += [
             "",
@@ -488,9 +555,9 @@ def main() -> None:
             "to the embedding cache; search: one namespace, limit 10):",
             "",
             markdown_table(
-                ["model runtime", "search p50", "search p95", "put p50", "put p95"],
+                ["model runtime", "search p50", "search p95", "its model p50", "put p50", "put p95", "its model p50"],
                 erows,
-                [False, True, True, True, True],
+                [False] + [True] * 6,
             ),
         ]
     print("\n" + "\n".join(lines))
