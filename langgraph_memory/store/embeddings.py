@@ -362,8 +362,14 @@ class CachedEmbeddings(Embeddings):
         self.misses = 0
         self._lru: OrderedDict[bytes, list[float]] = OrderedDict()
         self._lru_size = memory_items
+        # Three locks, so that a lookup never waits for the background writer's commit:
+        # _lock guards the file (opening, replacing, writing), _read_lock the reading
+        # connection beside it (WAL: readers do not wait for a writer), _lru_lock the LRU.
         self._lock = threading.Lock()
+        self._read_lock = threading.Lock()
+        self._lru_lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
+        self._reader: sqlite3.Connection | None = None
         self._inode: int | None = None  # of the file self._conn has open
         self._read_only = False  # writing failed for good: reads go on
         self._failing = False  # the last write failed: warn once per streak
@@ -427,9 +433,33 @@ class CachedEmbeddings(Embeddings):
                 )
                 return
             self._conn, self._inode = conn, _inode(self.path)
+            reader = self._open_reader()
+            with self._read_lock:
+                self._reader = reader
             return
 
+    def _open_reader(self) -> sqlite3.Connection | None:
+        """A second connection for lookups; None if it cannot be had (lookups then use the writer's)."""
+        assert self.path is not None
+        try:
+            conn = sqlite3.connect(str(self.path), timeout=5.0, check_same_thread=False, isolation_level=None)
+        except sqlite3.Error:
+            return None
+        try:
+            conn.execute("PRAGMA query_only=1")
+        except sqlite3.Error:
+            conn.close()
+            return None
+        return conn
+
     def _close_conn(self) -> None:
+        with self._read_lock:
+            if self._reader is not None:
+                try:
+                    self._reader.close()
+                except sqlite3.Error:
+                    logger.debug("closing a reader of the embedding cache %s failed", self.path, exc_info=True)
+                self._reader = None
         if self._conn is None:
             return
         try:
@@ -502,7 +532,7 @@ class CachedEmbeddings(Embeddings):
     def _lookup(self, hashes: Sequence[bytes]) -> dict[bytes, list[float]]:
         found: dict[bytes, list[float]] = {}
         missing: list[bytes] = []
-        with self._lock:
+        with self._lru_lock:
             for h in hashes:
                 vec = self._lru.get(h)
                 if vec is not None:
@@ -510,26 +540,41 @@ class CachedEmbeddings(Embeddings):
                     found[h] = vec
                 else:
                     missing.append(h)
-            if missing and self._conn is not None:
-                try:
-                    rows = self._select(self._conn, missing)
-                except sqlite3.Error as exc:  # the texts are embedded anew instead
-                    self._file_failed(exc, "read")
-                    rows = []
-                damaged = 0
-                for h, blob in rows:
-                    raw = _open_blob(bytes(h), bytes(blob))
-                    if raw is None:  # embedded anew, and the row replaced
-                        damaged += 1
-                        continue
-                    vec = np.frombuffer(raw, dtype=np.float32).tolist()
-                    found[bytes(h)] = vec
-                    self._remember(bytes(h), vec)
-                if damaged:
-                    logger.info(
-                        "%d rows of the embedding cache %s failed their checksum; re-embedding", damaged, self.path
-                    )
+        if not missing:
+            return found
+        damaged = 0
+        fresh: list[tuple[bytes, list[float]]] = []
+        for h, blob in self._read_rows(missing):
+            raw = _open_blob(bytes(h), bytes(blob))
+            if raw is None:  # embedded anew, and the row replaced
+                damaged += 1
+                continue
+            fresh.append((bytes(h), np.frombuffer(raw, dtype=np.float32).tolist()))
+        if damaged:
+            logger.info("%d rows of the embedding cache %s failed their checksum; re-embedding", damaged, self.path)
+        with self._lru_lock:
+            for h, vec in fresh:
+                found[h] = vec
+                self._remember(h, vec)
         return found
+
+    def _read_rows(self, hashes: list[bytes]) -> list[tuple[bytes, bytes]]:
+        """The cached rows of ``hashes``: through the reader, else (no reader, or it failed) the writer's
+        connection under the file lock, where a damaged file is handled."""
+        with self._read_lock:
+            if self._reader is not None:
+                try:
+                    return self._select(self._reader, hashes)
+                except sqlite3.Error:
+                    pass  # seen again below, where the file's problems are handled
+        with self._lock:
+            if self._conn is None:
+                return []
+            try:
+                return self._select(self._conn, hashes)
+            except sqlite3.Error as exc:  # the texts are embedded anew instead
+                self._file_failed(exc, "read")
+                return []
 
     def _select(self, conn: sqlite3.Connection, hashes: list[bytes]) -> list[tuple[bytes, bytes]]:
         rows: list[tuple[bytes, bytes]] = []
@@ -543,13 +588,14 @@ class CachedEmbeddings(Embeddings):
         return rows
 
     def _remember(self, h: bytes, vec: list[float]) -> None:
+        """Keep ``vec`` in the LRU (under ``_lru_lock``)."""
         self._lru[h] = vec
         self._lru.move_to_end(h)
         while len(self._lru) > self._lru_size:
             self._lru.popitem(last=False)
 
     def _store(self, pairs: list[tuple[bytes, list[float]]]) -> None:
-        with self._lock:
+        with self._lru_lock:
             for h, vec in pairs:
                 self._remember(h, vec)
         if self._conn is not None and not self._read_only and pairs:
