@@ -34,13 +34,13 @@ def mem(pg_database: str, tmp_path: Path, fake_embeddings: Any) -> Iterator[Memo
 
 def _sent(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     sent: list[str] = []
-    original = psycopg.ClientCursor.execute
+    for cls in (psycopg.ClientCursor, psycopg.Cursor):  # statements bound on the client, and on the server
 
-    def execute(cur: Any, query: Any, params: Any = None, **kw: Any) -> Any:
-        sent.append(str(query))
-        return original(cur, query, params, **kw)
+        def execute(cur: Any, query: Any, params: Any = None, *, _original: Any = cls.execute, **kw: Any) -> Any:
+            sent.append(str(query))
+            return _original(cur, query, params, **kw)
 
-    monkeypatch.setattr(psycopg.ClientCursor, "execute", execute)
+        monkeypatch.setattr(cls, "execute", execute)
     return sent
 
 

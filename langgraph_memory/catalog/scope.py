@@ -329,10 +329,18 @@ def scope_vectors(conn: sqlite3.Connection, scope: ScopeSql, conds: Sequence[Con
         fsql, fparams = filter_sql(conds, dialect_of(conn))
         where.append(f"v.item_id IN ({fsql})")
         params.extend(fparams)
-    return conn.execute(
+    return _fetch_vectors(
+        conn,
         f"SELECT v.item_id, v.vec FROM vectors v JOIN items i ON i.id = v.item_id WHERE {' AND '.join(where)}",
         tuple(params),
-    ).fetchall()
+    )
+
+
+def _fetch_vectors(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[Any]:
+    """The rows of a query reading vectors: on a server, in binary (``bytea`` in text is hex, twice as long)."""
+    if dialect_of(conn) == POSTGRESQL:
+        return conn.fetch_binary(sql, params)  # type: ignore[attr-defined,no-any-return]
+    return conn.execute(sql, params).fetchall()
 
 
 def scope_vectors_with_items(
@@ -352,7 +360,8 @@ def scope_vectors_with_items(
         params.extend(fparams)
     vectors: list[tuple[int, bytes]] = []
     rows: dict[int, tuple[Any, ...]] = {}
-    for row in conn.execute(
+    for row in _fetch_vectors(
+        conn,
         f"SELECT v.vec, {_items.ITEM_COLUMNS} FROM vectors v JOIN items i ON i.id = v.item_id "
         f"JOIN namespaces n ON n.id = i.ns_id WHERE {' AND '.join(where)}",
         tuple(params),
