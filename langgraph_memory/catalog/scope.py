@@ -339,7 +339,7 @@ def scope_vectors(conn: sqlite3.Connection, scope: ScopeSql, conds: Sequence[Con
 def _fetch_vectors(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[Any]:
     """The rows of a query reading vectors: on a server, in binary (``bytea`` in text is hex, twice as long)."""
     if dialect_of(conn) == POSTGRESQL:
-        return conn.fetch_binary(sql, params)  # type: ignore[attr-defined,no-any-return]
+        return conn.fetch_binary(sql, params)  # type: ignore[attr-defined]
     return conn.execute(sql, params).fetchall()
 
 
