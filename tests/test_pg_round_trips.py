@@ -21,6 +21,7 @@ from langgraph.store.base import PutOp
 from psycopg import pq
 
 from langgraph_memory.catalog.postgres.catalog import PgCatalog
+from langgraph_memory.catalog.postgres.connection import _FLUSH
 from langgraph_memory.config import Settings
 from langgraph_memory.errors import LockTimeoutError, StorageError
 from langgraph_memory.store import ChromaStore
@@ -190,3 +191,64 @@ def test_an_unordered_write_does_not_wait_for_another_machines_write_lock(cat: P
         other.close()
         short.close()
     assert _meta(pg_database, "held") == "1" and _meta(pg_database, "blocked") is None
+
+
+def _store(url: str, local: str, emb: Any) -> ChromaStore:
+    return ChromaStore(
+        settings=Settings.resolve(url, local_dir=local), index={"dims": 16, "embed": emb, "fields": ["text"]}
+    )
+
+
+def test_a_put_of_a_key_this_process_never_put_is_one_round_trip_and_checked_against_other_machines(
+    pg_database: str, fake_embeddings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A key this process did not put lately is sent as new, with no lookup; the server checks under the write
+    # lock that no such item exists. Another machine's items must never be duplicated or lost that way.
+    a = _store(pg_database, tempfile.mkdtemp(prefix="lgm-pg-a-"), fake_embeddings)
+    b = _store(pg_database, tempfile.mkdtemp(prefix="lgm-pg-b-"), fake_embeddings)
+    ns = ("notes", "shared")
+    try:
+        a.put(ns, "warm", {"text": "first put: creates the namespace, draws ids ahead"})
+        a.put(ns, "warm-2", {"text": "second put: the namespace's id"})
+        b.put(ns, "warm-b", {"text": "first put of b"})
+        count = _Count(monkeypatch)
+        a.put(ns, "new", {"text": "a brand new note"})
+        assert len(count.sent) == 1, count.sent
+        assert count.sent[0].endswith(f"COMMIT; {_FLUSH}") and "pg_advisory_xact_lock" in count.sent[0]
+        # b has never put "new": its guess is wrong, the check under the lock fails it, and it runs again.
+        count.sent.clear()
+        b.put(ns, "new", {"text": "replaced by the other machine"})
+        assert "FROM items WHERE (ns_id, key)" not in count.sent[0], count.sent  # sent as new: refused
+        assert any("FROM items WHERE (ns_id, key)" in s for s in count.sent[1:]), count.sent  # then looked up
+        got = a.get(ns, "new")
+        assert got is not None and got.value == {"text": "replaced by the other machine"}
+        hits = a.search(ns, query="replaced by the other machine", limit=10)
+        assert [h.key for h in hits].count("new") == 1
+        assert {h.key for h in hits} == {"warm", "warm-2", "warm-b", "new"}
+        # a put "new" itself, so it looks it up; b deleted it meanwhile: a's put makes it anew.
+        b.delete(ns, "new")
+        a.put(ns, "new", {"text": "back again"})
+        assert b.get(ns, "new").value == {"text": "back again"}  # type: ignore[union-attr]
+        # b deletes a key it never put, and puts it back as new: no duplicate, the old keywords gone.
+        b.delete(ns, "warm")
+        b.put(ns, "warm", {"text": "warmed over"})
+        with psycopg.connect(pg_database, autocommit=True) as conn:
+            ((n, keys),) = conn.execute(
+                "SELECT count(*), count(DISTINCT key) FROM items i JOIN namespaces n ON n.id = i.ns_id WHERE n.ns = %s",
+                ("notes\x1fshared",),
+            ).fetchall()
+            assert n == keys == 4
+            counted = conn.execute("SELECT n_items FROM namespaces WHERE ns = %s", ("notes\x1fshared",)).fetchone()[0]
+            assert counted == 4
+            docs, tokens = conn.execute("SELECT docs, tokens FROM keyword_stats").fetchone()
+            assert (docs, tokens) == conn.execute(
+                "SELECT count(*), coalesce(sum(n_tokens), 0) FROM keyword_lengths"
+            ).fetchone()
+            terms = {t for (t,) in conn.execute("SELECT DISTINCT term FROM keyword_postings")}
+        from langgraph_memory.catalog import keywords as _keywords
+
+        live = ["second put: the namespace's id", "first put of b", "back again", "warmed over"]
+        assert terms == {t for text in live for t in _keywords.index_terms(text)}
+    finally:
+        a.close()
+        b.close()

@@ -20,6 +20,8 @@ import pytest
 from langgraph_memory import Memory
 from langgraph_memory.catalog import scope as _scope
 from langgraph_memory.catalog.postgres.connection import _FLUSH
+from langgraph_memory.config import Settings
+from langgraph_memory.store import ChromaStore
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -32,13 +34,13 @@ def mem(pg_database: str, tmp_path: Path, fake_embeddings: Any) -> Iterator[Memo
 
 def _sent(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     sent: list[str] = []
-    original = psycopg.ClientCursor.execute
+    for cls in (psycopg.ClientCursor, psycopg.Cursor):  # statements bound on the client, and on the server
 
-    def execute(cur: Any, query: Any, params: Any = None, **kw: Any) -> Any:
-        sent.append(str(query))
-        return original(cur, query, params, **kw)
+        def execute(cur: Any, query: Any, params: Any = None, *, _original: Any = cls.execute, **kw: Any) -> Any:
+            sent.append(str(query))
+            return _original(cur, query, params, **kw)
 
-    monkeypatch.setattr(psycopg.ClientCursor, "execute", execute)
+        monkeypatch.setattr(cls, "execute", execute)
     return sent
 
 
@@ -116,3 +118,65 @@ def test_a_write_commits_without_waiting_under_the_lock_then_waits_for_the_disk_
     with psycopg.connect(pg_database, autocommit=True) as conn:
         assert conn.execute("SHOW synchronous_commit").fetchone()[0] == configured  # the server's setting is untouched
     assert mem.store.get(("load", "w0"), "k").value == {"text": "second"}  # type: ignore[union-attr]
+
+
+def _plain_store(url: str, local: Path, emb: Any) -> ChromaStore:
+    """A store as LangGraph code opens it (no keyword ranking), its catalog on the server."""
+    return ChromaStore(
+        settings=Settings.resolve(url, local_dir=local), index={"dims": 16, "embed": emb, "fields": ["text"]}
+    )
+
+
+def test_a_one_namespace_search_is_two_round_trips_and_sees_another_machines_writes(
+    pg_database: str, tmp_path: Path, fake_embeddings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The status version and the change log's head come with the counts, and a small scope's values with its
+    # vectors: what another machine changed in between must still show (a value replaced, an item retired).
+    ns = ("load", "w0")
+    store = _plain_store(pg_database, tmp_path / "one", fake_embeddings)
+    other = _plain_store(pg_database, tmp_path / "other", fake_embeddings)
+    try:
+        for i in range(5):
+            other.put(ns, f"k{i}", {"text": f"spreads widened on day {i}"})
+        store.search(ns, query="spreads widened", limit=10)  # connected, caches warm
+        sent = _sent(monkeypatch)
+        hits = store.search(ns, query="spreads widened", limit=3)  # fewer than in scope: no listing of the rest
+        assert len(hits) == 3
+        assert len(sent) == 2, sent
+        assert "FROM meta" in sent[0] and "collection_counts" in sent[0], sent
+        assert "i.value" in sent[1] and "v.vec" in sent[1], sent
+        other.put(ns, "k1", {"text": "replaced on the other machine"})
+        other.items.set_status([(ns, "k2")], "retired", reason="stale")
+        got = {h.key: h.value["text"] for h in store.search(ns, query="spreads widened", limit=10)}
+        assert sorted(got) == ["k0", "k1", "k3", "k4"], got
+        assert got["k1"] == "replaced on the other machine"
+        assert len(store.search(ns, query="spreads widened", limit=10, include_retired=True)) == 5
+        other.items.set_status([(ns, "k3")], "retired", reason="stale too")
+        assert sorted(h.key for h in store.search(ns, query="spreads", limit=10)) == ["k0", "k1", "k4"]
+        other.delete(ns, "k4")
+        assert sorted(h.key for h in store.search(ns, query="spreads", limit=10)) == ["k0", "k1"]
+    finally:
+        other.close()
+        store.close()
+
+
+def test_a_search_whose_collection_is_in_memory_sees_another_machines_puts(
+    pg_database: str, tmp_path: Path, fake_embeddings: Any
+) -> None:
+    # The change log's head read with the counts brings the in-memory vectors up to date.
+    from langgraph.store.base import PutOp
+
+    ns = ("load", "big")
+    store = _plain_store(pg_database, tmp_path / "one", fake_embeddings)
+    other = _plain_store(pg_database, tmp_path / "other", fake_embeddings)
+    try:
+        other.batch([PutOp(ns, f"k{i}", {"text": f"filler note {i}"}) for i in range(600)])
+        store.search(ns, query="filler note 3", limit=3)  # 600 items: the collection is loaded into memory
+        assert store.planner.vectors is not None and store.planner.vectors.cached("memories")
+        other.put(ns, "fresh", {"text": "a completely new thought"})
+        assert [h.key for h in store.search(ns, query="a completely new thought", limit=1)] == ["fresh"]
+        other.delete(ns, "fresh")
+        assert "fresh" not in {h.key for h in store.search(ns, query="a completely new thought", limit=5)}
+    finally:
+        other.close()
+        store.close()

@@ -206,8 +206,8 @@ class _PlanLog:
         self.plans: list[Any] = []
         run = store.planner.run
 
-        def recording(op: Any, qvec: Any, *, omit: Any) -> Any:
-            hits, plan = run(op, qvec, omit=omit)
+        def recording(op: Any, qvec: Any, **omit: Any) -> Any:
+            hits, plan = run(op, qvec, **omit)
             self.plans.append(plan)
             return hits, plan
 

@@ -164,6 +164,12 @@ class NamespaceIds:
     def __init__(self) -> None:
         self._ids: dict[tuple[str, ...], int] = {}
         self._lock = threading.Lock()
+        #: Item ids drawn ahead for new items, and the keys this process put lately (PostgreSQL's write path).
+        self.new_items = NewItemIds()
+
+    def cached(self, namespace: tuple[str, ...]) -> int | None:
+        """The id of ``namespace`` if this process knows it already (no statement)."""
+        return self._ids.get(namespace)
 
     def get(self, conn: sqlite3.Connection, namespace: tuple[str, ...]) -> int | None:
         nid = self._ids.get(namespace)
@@ -195,6 +201,40 @@ class NamespaceIds:
         """Drop everything (after a rollback the cache may name rows that were never committed)."""
         with self._lock:
             self._ids.clear()
+
+
+class NewItemIds:
+    """Ids drawn ahead from the items' sequence, and the keys this process put lately.
+
+    A put of keys this process has not put lately is sent as new, with ids
+    from here: no lookup, and the whole transaction is one round trip. That
+    is a guess, not knowledge (another machine may have put the key, or
+    deleted it), so it is checked by the server under the write lock
+    (`PgConnection.check_when_ordered`): if any key exists, the transaction
+    fails before its changes and the put runs again the usual way. An id
+    drawn and never used is a gap in the sequence, as a rollback leaves.
+    """
+
+    #: Ids drawn ahead with a lookup that finds the pool short.
+    DRAW = 64
+    #: Keys remembered as put lately (a hint only: forgetting one costs a lookup, never a wrong write).
+    RECENT = 4096
+
+    def __init__(self) -> None:
+        self.spare: list[int] = []
+        self._recent: dict[tuple[int, str], None] = {}
+
+    def short(self, n: int) -> int:
+        """How many ids to draw with a lookup of ``n`` puts (0 when the pool holds enough for the next one)."""
+        return 0 if len(self.spare) > n else self.DRAW
+
+    def noted(self, nid: int, key: str) -> bool:
+        return (nid, key) in self._recent
+
+    def note(self, nid: int, key: str) -> None:
+        self._recent[(nid, key)] = None
+        if len(self._recent) > self.RECENT:
+            del self._recent[next(iter(self._recent))]
 
 
 @dataclass
@@ -305,6 +345,8 @@ def write_items(
             counts.add(nid, w.collection, 0, len(w.vectors) - n_old)
             if known is not None:
                 known.state[(nid, w.key)] = (item_id, len(w.vectors))
+                if isinstance(known, _Known):
+                    known.note(nid, w.key)
         value = w.value if w.value is not None else json.loads(w.value_json)
         field_batch.extend((p, k, v, item_id) for p, k, v in field_rows(value))
         if w.vectors:
@@ -359,6 +401,11 @@ class _Known:
 
     def __init__(self, conn: Any, writes: Iterable[ItemWrite], names: NamespaceIds) -> None:
         self.writes = list(writes)
+        self.state: dict[tuple[int, str], tuple[int, int] | None] = {}
+        self._at = 0
+        self._pool = names.new_items
+        if self._sent_as_new(conn, names):
+            return
         self.nids = [
             names.get(conn, w.namespace) if w.value_json is None else names.ensure(conn, w.namespace, w.collection)
             for w in self.writes
@@ -366,10 +413,12 @@ class _Known:
         pairs = list(
             dict.fromkeys((nid, w.key) for nid, w in zip(self.nids, self.writes, strict=True) if nid is not None)
         )
-        self.state: dict[tuple[int, str], tuple[int, int] | None] = {}
         # One id per put, drawn with the first lookup (ids of puts that turn out to be updates are skipped:
-        # an identity may have gaps), so a batch of up to _CHUNK // 2 items costs one round trip here.
+        # an identity may have gaps), so a batch of up to _CHUNK // 2 items costs one round trip here; and
+        # ids ahead for the next puts sent as new, when the pool runs short.
         puts = sum(1 for w in self.writes if w.value_json is not None)
+        ahead = self._pool.short(puts) if puts else 0
+        puts += ahead
         self._ids: list[int] = []
         chunks: list[Sequence[tuple[int, str]]] = list(chunked(pairs, _CHUNK // 2)) or [[]]
         for n, chunk in enumerate(chunks):
@@ -393,8 +442,31 @@ class _Known:
                 else:
                     self.state[(int(r[1]), str(r[2]))] = (int(r[3]), int(r[4]))
         self._ids.sort(reverse=True)
-        self._at = 0
+        if ahead:
+            self._pool.spare = self._ids[:ahead] + self._pool.spare
+            del self._ids[:ahead]
         self._check_when_ordered(conn, pairs)
+
+    def _sent_as_new(self, conn: Any, names: NamespaceIds) -> bool:
+        """Take every write as a new item, with ids from the pool, if that is likely and will be checked.
+
+        Only for puts of keys this process did not put lately, in namespaces
+        it knows, in a write whose lock is still to be taken (so the check
+        that no such item exists runs under it: `_check_when_ordered` with
+        no row read). Returns False, having read nothing, when it does not apply.
+        """
+        if getattr(conn, "order_lock", None) is None or len(self._pool.spare) < len(self.writes):
+            return False
+        nids = [names.cached(w.namespace) for w in self.writes]
+        if any(w.value_json is None for w in self.writes) or any(nid is None for nid in nids):
+            return False
+        pairs = list(dict.fromkeys((nid, w.key) for nid, w in zip(nids, self.writes, strict=True)))
+        if len(pairs) != len(self.writes) or any(self._pool.noted(nid, key) for nid, key in pairs):  # type: ignore[arg-type]
+            return False
+        self.nids = nids
+        self._ids = sorted((self._pool.spare.pop() for _ in self.writes), reverse=True)
+        self._check_when_ordered(conn, pairs)  # type: ignore[arg-type]
+        return True
 
     def _check_when_ordered(self, conn: Any, pairs: list[tuple[int, str]]) -> None:
         """A put that read before the write lock (``late``) fails at the lock if another writer changed that."""
@@ -417,7 +489,12 @@ class _Known:
     def insert(self, conn: Any, w: ItemWrite, nid: int, now: float, expires: float | None) -> tuple[int, int]:
         item_id = _insert_item(conn, w, nid, now, expires, item_id=self._ids.pop())
         self.state[(nid, w.key)] = (item_id, len(w.vectors))
+        self.note(nid, w.key)
         return item_id, 0
+
+    def note(self, nid: int, key: str) -> None:
+        """This process put ``key``: its next put looks it up first (it most likely exists)."""
+        self._pool.note(nid, key)
 
 
 def _insert_fields(conn: sqlite3.Connection, item_id: int, value: dict[str, Any]) -> None:

@@ -247,6 +247,9 @@ def _bump(conn: sqlite3.Connection) -> None:
 
 def unindex_items(conn: sqlite3.Connection, item_ids: Sequence[int]) -> None:
     """Remove items from the index inside the caller's transaction (ids not indexed are ignored)."""
+    if dialect_of(conn) == POSTGRESQL:
+        _unindex_items_unread(conn, item_ids)
+        return
     docs = tokens = 0
     for start in range(0, len(item_ids), _CHUNK):
         chunk = tuple(item_ids[start : start + _CHUNK])
@@ -273,6 +276,37 @@ def unindex_items(conn: sqlite3.Connection, item_ids: Sequence[int]) -> None:
     if docs:
         conn.execute("UPDATE keyword_stats SET docs = docs - ?, tokens = tokens - ? WHERE id = 1", (docs, tokens))
         _bump(conn)
+
+
+def _unindex_items_unread(conn: sqlite3.Connection, item_ids: Sequence[int]) -> None:
+    """`unindex_items()` on PostgreSQL, in statements that return nothing: they go with the transaction's next.
+
+    The counts come off ``keyword_stats``, and the version is bumped, from
+    the rows being deleted, read by the server (never a round trip here to
+    read them first: a replacing put waited for one, under the write lock).
+    Each statement sees the rows the ones before it left.
+    """
+    for start in range(0, len(item_ids), _CHUNK):
+        chunk = tuple(item_ids[start : start + _CHUNK])
+        marks = ",".join("?" * len(chunk))
+        rows = f"FROM keyword_lengths WHERE item_id IN ({marks})"
+        conn.execute(
+            "INSERT INTO meta(key, value) SELECT ?, ? "
+            f"WHERE EXISTS (SELECT 1 {rows}) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (VERSION_KEY, uuid.uuid4().hex, *chunk),
+        )
+        conn.execute(
+            f"UPDATE keyword_stats SET docs = docs - (SELECT count(*) {rows}), "
+            f"tokens = tokens - (SELECT coalesce(sum(n_tokens), 0) {rows}) WHERE id = 1",
+            (*chunk, *chunk),
+        )
+        conn.execute(
+            f"DELETE FROM keyword_postings p USING keyword_lengths l "
+            f"CROSS JOIN LATERAL unnest(string_to_array(l.terms, ' ')) AS t(term) "
+            f"WHERE l.item_id IN ({marks}) AND p.term = t.term AND p.doc = {_PG_DOC}",
+            chunk,
+        )
+        conn.execute(f"DELETE {rows}", chunk)
 
 
 def rebuild(conn: sqlite3.Connection, *, page: int = 5000) -> int:

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, dialect_of
 
 __all__ = [
+    "EPOCH_KEY",
     "RETAIN",
     "enqueue",
     "pending",
@@ -54,6 +55,8 @@ __all__ = [
 #: Applied log positions kept for vector caches to catch up from.
 RETAIN = 100_000
 _EPOCH_KEY = "vectors_epoch"
+#: The meta key of the vectors' epoch in `log_head()` (read with other heads by `scope.planning_read()`).
+EPOCH_KEY = _EPOCH_KEY
 _PRUNED_KEY = "queue_pruned:"
 
 

@@ -30,11 +30,14 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog import queue as _queue
+from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.fields import Condition
 from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, SQLITE, dialect_of
 
@@ -45,6 +48,8 @@ __all__ = [
     "collection_scope",
     "namespace_scope",
     "counts_and_namespace_scope",
+    "Heads",
+    "planning_read",
     "any_scope",
     "filter_sql",
     "filter_count",
@@ -56,6 +61,7 @@ __all__ = [
     "sample_collection",
     "newest_items",
     "scope_vectors",
+    "scope_vectors_with_items",
 ]
 
 #: An SQL condition on items ``i`` and its parameters, as the catalog produced it.
@@ -76,6 +82,13 @@ _COUNTS_AND_PREFIX = (
     "SELECT collection, n_items, n_vectors, NULL FROM collection_counts UNION ALL "
     "SELECT NULL, coalesce(sum(n_items), 0), coalesce(sum(n_vectors), 0), group_concat(id, ' ') "
     f"FROM namespaces WHERE {_PREFIX_COND}"
+)
+# The heads a search compares its caches with (status changes, the change log, the vectors' epoch), as one
+# more row of the statement above: tagged by a name no collection has (a collection name has no space).
+_HEADS_TAG = " heads"
+_HEADS = (
+    f"SELECT '{_HEADS_TAG}', (SELECT seq FROM sqlite_sequence WHERE name = 'index_queue'), "
+    "CAST((SELECT value FROM meta WHERE key = ?) AS INTEGER), (SELECT value FROM meta WHERE key = ?)"
 )
 # Two statements: min and max together defeat SQLite's min/max optimisation (a full scan).
 _MIN_ITEM_ID = "SELECT min(id) FROM items"
@@ -136,17 +149,46 @@ def counts_and_namespace_scope(
     conn: sqlite3.Connection, collection: str, bounds: tuple[str, str, str]
 ) -> tuple[dict[str, tuple[int, int]], tuple[int, int, np.ndarray, ScopeSql]]:
     """`collection_counts()` and `namespace_scope()` of ``collection`` under a prefix, read in one statement."""
+    counts, scope, _heads = planning_read(conn, collection, bounds)
+    return counts, scope
+
+
+@dataclass(frozen=True)
+class Heads:
+    """What caches of catalog reads compare with, read in a search's first statement.
+
+    ``status_version`` is `status.version()`, ``log_seq`` and ``epoch`` are `queue.log_head()`.
+    """
+
+    status_version: int
+    log_seq: int
+    epoch: str | None
+
+
+def planning_read(
+    conn: sqlite3.Connection, collection: str, bounds: tuple[str, str, str]
+) -> tuple[dict[str, tuple[int, int]], tuple[int, int, np.ndarray, ScopeSql], Heads]:
+    """`counts_and_namespace_scope()` and the `Heads`, in one statement.
+
+    On a server a search then needs no round trip of its own to check its
+    hidden set (`status.HiddenItems`) and its vectors in memory against the catalog.
+    """
     params = (collection, *bounds)
     counts: dict[str, tuple[int, int]] = {}
     prefix: tuple[Any, Any, Any] = (0, 0, None)
-    for name, n_items, n_vectors, ids in conn.execute(_COUNTS_AND_PREFIX, params):
+    heads = Heads(0, 0, None)
+    for name, n_items, n_vectors, ids in conn.execute(
+        f"{_COUNTS_AND_PREFIX} UNION ALL {_HEADS}", (*params, _status.VERSION_KEY, _queue.EPOCH_KEY)
+    ):
         if name is None:
             prefix = (n_items, n_vectors, ids)
+        elif name == _HEADS_TAG:
+            heads = Heads(int(n_vectors or 0), int(n_items or 0), None if ids is None else str(ids))
         else:
             counts[name] = (int(n_items), int(n_vectors))
     n_items, n_vectors, ids = prefix
     ns_ids = _NO_IDS if n_items == counts.get(collection, (0, 0))[0] else _parse_ids(ids)
-    return counts, (int(n_items), int(n_vectors), ns_ids, (_IN_PREFIX, params))
+    return counts, (int(n_items), int(n_vectors), ns_ids, (_IN_PREFIX, params)), heads
 
 
 def any_scope(scopes: Sequence[ScopeSql]) -> ScopeSql:
@@ -287,7 +329,44 @@ def scope_vectors(conn: sqlite3.Connection, scope: ScopeSql, conds: Sequence[Con
         fsql, fparams = filter_sql(conds, dialect_of(conn))
         where.append(f"v.item_id IN ({fsql})")
         params.extend(fparams)
-    return conn.execute(
+    return _fetch_vectors(
+        conn,
         f"SELECT v.item_id, v.vec FROM vectors v JOIN items i ON i.id = v.item_id WHERE {' AND '.join(where)}",
         tuple(params),
-    ).fetchall()
+    )
+
+
+def _fetch_vectors(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[Any]:
+    """The rows of a query reading vectors: on a server, in binary (``bytea`` in text is hex, twice as long)."""
+    if dialect_of(conn) == POSTGRESQL:
+        return conn.fetch_binary(sql, params)  # type: ignore[attr-defined]
+    return conn.execute(sql, params).fetchall()
+
+
+def scope_vectors_with_items(
+    conn: sqlite3.Connection, scope: ScopeSql, conds: Sequence[Condition]
+) -> tuple[list[tuple[int, bytes]], dict[int, tuple[Any, ...]]]:
+    """`scope_vectors()`, and each of those items' row of `items.ITEM_COLUMNS` (unparsed), in one statement.
+
+    For a small scope on a server: its winners' values come with the
+    vectors, instead of in a second round trip once they are ranked.
+    Turn a row into an item with `items.item_from_row()`.
+    """
+    where = [scope[0]]
+    params: list[Any] = list(scope[1])
+    if conds:
+        fsql, fparams = filter_sql(conds, dialect_of(conn))
+        where.append(f"v.item_id IN ({fsql})")
+        params.extend(fparams)
+    vectors: list[tuple[int, bytes]] = []
+    rows: dict[int, tuple[Any, ...]] = {}
+    for row in _fetch_vectors(
+        conn,
+        f"SELECT v.vec, {_items.ITEM_COLUMNS} FROM vectors v JOIN items i ON i.id = v.item_id "
+        f"JOIN namespaces n ON n.id = i.ns_id WHERE {' AND '.join(where)}",
+        tuple(params),
+    ):
+        item_id = int(row[1])
+        vectors.append((item_id, row[0]))
+        rows[item_id] = tuple(row[1:])
+    return vectors, rows

@@ -34,6 +34,7 @@ from typing import Any, Literal
 from langgraph_memory.catalog.items import chunked, get_items, item_uid, join_ns, rows_in, split_ns
 
 __all__ = [
+    "VERSION_KEY",
     "Status",
     "ItemStatus",
     "StatusTarget",
@@ -53,6 +54,8 @@ __all__ = [
 Status = Literal["retired", "superseded"]
 STATUSES: tuple[str, ...] = ("retired", "superseded")
 _VERSION_KEY = "status_version"
+#: The meta key of `version()` (read with other heads by `scope.planning_read()`).
+VERSION_KEY = _VERSION_KEY
 _COLS = "uid, collection, ns, key, item_created_at, status, reason, superseded_by, superseded_by_ns, changed_at"
 
 
@@ -327,9 +330,12 @@ class HiddenItems:
         self._version = -1
         self._uids: dict[str, float] = {}
 
-    def snapshot(self, conn: sqlite3.Connection) -> dict[str, float]:
-        """``{uid: created_at}`` of hidden items, current as of this call."""
-        v = version(conn)
+    def snapshot(self, conn: sqlite3.Connection, known_version: int | None = None) -> dict[str, float]:
+        """``{uid: created_at}`` of hidden items, current as of this call.
+
+        ``known_version``: `version()` as just read in the same transaction (saves reading it again).
+        """
+        v = version(conn) if known_version is None else known_version
         if v != self._version:
             self._uids = hidden(conn)
             self._version = v

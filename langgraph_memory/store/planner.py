@@ -54,7 +54,8 @@ from langgraph_memory.catalog import scope as _scope
 from langgraph_memory.catalog import vectors as _vectors
 from langgraph_memory.catalog.connection import Connection
 from langgraph_memory.catalog.fields import Condition, compile_filter
-from langgraph_memory.catalog.scope import ScopeSql
+from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, dialect_of
+from langgraph_memory.catalog.scope import Heads, ScopeSql
 from langgraph_memory.errors import StorageError
 from langgraph_memory.store import filters as _filters
 from langgraph_memory.store._recall import RecallWatch
@@ -80,6 +81,9 @@ FULL_SCAN_FACTOR = 6
 WEAK_SCAN_MAX = 50_000
 #: At most this many candidates are scored from vectors read out of the catalog (no cache).
 UNCACHED_MAX = 400
+#: On a server, a scope of at most this many items not in memory is read with its items' values, in the same
+#: statement as its vectors: one round trip, instead of a second for the winners' values once ranked.
+WITH_VALUES_MAX = 256
 #: The first HNSW round fetches this many times what the candidates' share predicts.
 OVERFETCH = 2.0
 #: Fewest records an HNSW round asks for (a larger ``n_results`` also widens HNSW's beam: better recall).
@@ -90,6 +94,9 @@ COUNT_CAP = 4000
 SAMPLE = 256
 
 Omit = Callable[[StoredItem], bool]
+#: What to leave out, decided inside the search's snapshot: given the status version its first statement read
+#: (None when it read none).
+LateOmit = Callable[[Connection, int | None], Omit]
 Hit = tuple[float | None, StoredItem]
 
 
@@ -107,6 +114,7 @@ class _Scope:
     candidates: int = 0  # estimated items in scope matching the filter
     matches: int | None = None  # items anywhere matching the filter index (capped), None without a filter
     strategy: str = "exact"
+    heads: Heads | None = None  # read with the counts (None when they were read without)
 
 
 @dataclass
@@ -182,9 +190,11 @@ class Planner:
         specs = [self.collections.for_namespace(prefix)] if prefix else list(self.collections)
         out: list[_Scope] = []
         known: dict[str, tuple[int, int, np.ndarray, _scope.ScopeSql]] = {}
+        heads: Heads | None = None
         if prefix and len(specs) == 1 and not (specs[0].typed and len(prefix) == 1):
-            # The usual search (under a prefix of one collection): its counts and its scope in one read.
-            counts, known[specs[0].name] = _scope.counts_and_namespace_scope(
+            # The usual search (under a prefix of one collection): its counts, its scope and the heads its
+            # caches compare with, in one read.
+            counts, known[specs[0].name], heads = _scope.planning_read(
                 conn, specs[0].name, _scope.prefix_bounds(prefix)
             )
         else:
@@ -215,6 +225,7 @@ class Planner:
                         _NO_IDS if whole else ids,
                         sql,
                         None if whole else bounds,
+                        heads=heads,
                     )
                 )
         return out
@@ -353,8 +364,13 @@ class Planner:
                     )
         return plan, scopes, conds
 
-    def run(self, op: SearchOp, qvec: np.ndarray | None, *, omit: Omit) -> tuple[list[Hit], Plan]:
-        """Run ``op`` (``qvec``: the embedded query, or None for a listing); return hits and the plan."""
+    def run(
+        self, op: SearchOp, qvec: np.ndarray | None, *, omit: Omit | None = None, omit_for: LateOmit | None = None
+    ) -> tuple[list[Hit], Plan]:
+        """Run ``op`` (``qvec``: the embedded query, or None for a listing); return hits and the plan.
+
+        What to leave out is ``omit``, or ``omit_for(conn, status version)`` decided inside the search's snapshot.
+        """
         need = op.offset + op.limit
         if qvec is not None:
             self.index.catch_up()  # after a Chroma server outage (a no-op otherwise)
@@ -362,6 +378,11 @@ class Planner:
             plan, scopes, conds = self._plan(conn, op, qvec is not None, load=True)
             if plan.strategy == "empty" or need <= 0:
                 return [], plan
+            if omit_for is not None:
+                heads = scopes[0].heads if scopes else None
+                omit = omit_for(conn, None if heads is None else heads.status_version)
+            if omit is None:
+                omit = _keep_all
             if qvec is None:
                 hits: list[Hit] = [(None, it) for it in self._scan(conn, scopes, conds, op, need, omit)]
                 return hits[op.offset : need], plan
@@ -424,7 +445,7 @@ class Planner:
         """The scope's collection in memory, brought up to date, or None when it is not loaded."""
         if self.vectors is None or not self.vectors.cached(scope.collection):
             return None
-        return self.vectors.get(conn, scope.collection)
+        return self.vectors.get(conn, scope.collection, _log_head(scope))
 
     def _load_for(self, conn: Connection, scope: _Scope) -> None:
         """Load the scope's collection into memory when the search is big enough to gain from it.
@@ -438,7 +459,7 @@ class Planner:
             and scope.n_items > min(self.exact_max, UNCACHED_MAX)
             and self.vectors.fits(scope.collection, scope.n_collection_vectors)
         ):
-            self.vectors.get(conn, scope.collection)
+            self.vectors.get(conn, scope.collection, _log_head(scope))
 
     def _exact(
         self,
@@ -453,6 +474,12 @@ class Planner:
     ) -> list[Hit]:
         """Score every candidate's vectors; the best ``need`` that match (the candidates' ids to ``scored_ids``)."""
         col = self._resident(conn, scope)
+        if col is None and scope.n_items <= WITH_VALUES_MAX and dialect_of(conn) == POSTGRESQL:
+            vecs, rows = _scope.scope_vectors_with_items(conn, scope.sql, conds)
+            ranked = _rank_rows(vecs, qvec)
+            if scored_ids is not None:
+                scored_ids.append(np.fromiter((i for i, _s in ranked), dtype=np.int64, count=len(ranked)))
+            return self._materialize(conn, ranked, filter, need, omit, rows)
         if col is None:
             ranked = self._exact_from_catalog(conn, scope, conds, qvec)
             if scored_ids is not None:
@@ -638,15 +665,19 @@ class Planner:
         filter: dict[str, Any] | None,
         need: int,
         omit: Omit,
+        rows: dict[int, tuple[Any, ...]] | None = None,
     ) -> list[Hit]:
-        """Read ranked items in order, keep those that match, until ``need``."""
+        """Read ranked items in order (from ``rows`` read already, else the catalog), keep those that match."""
         out: list[Hit] = []
         pos = 0
         batch = max(need, 16)
         while pos < len(ranked) and len(out) < need:
             chunk = ranked[pos : pos + batch]
             pos += batch
-            items = _items.get_by_ids(conn, [i for i, _ in chunk])
+            if rows is not None:
+                items = {i: _items.item_from_row(rows[i]) for i, _ in chunk if i in rows}
+            else:
+                items = _items.get_by_ids(conn, [i for i, _ in chunk])
             for item_id, score in chunk:
                 it = items.get(item_id)
                 if it is None or not _filters.matches(it.value, filter) or omit(it):
@@ -656,6 +687,15 @@ class Planner:
                     break
             batch *= 2
         return out
+
+
+def _keep_all(_it: StoredItem) -> bool:
+    return False
+
+
+def _log_head(scope: _Scope) -> tuple[int, str | None] | None:
+    """The change log's head read with the scope's counts, if it was."""
+    return None if scope.heads is None else (scope.heads.log_seq, scope.heads.epoch)
 
 
 def _rank_rows(rows: list[tuple[int, bytes]], qvec: np.ndarray) -> list[tuple[int, float]]:

@@ -345,12 +345,15 @@ class VectorCache:
                 self._versions.pop(name, None)
                 self._too_big.pop(name, None)
 
-    def get(self, conn: Connection, collection: str) -> CollectionVectors | None:
+    def get(
+        self, conn: Connection, collection: str, head: tuple[int, str | None] | None = None
+    ) -> CollectionVectors | None:
         """The vectors of ``collection`` as the catalog holds them now, or None when they do not fit.
 
-        Call with `lock` held, inside one read snapshot of the catalog.
+        Call with `lock` held, inside one read snapshot of the catalog; ``head``
+        is `queue.log_head()` when it was read already in that snapshot.
         """
-        version = _Version(*_queue.log_head(conn))
+        version = _Version(*(_queue.log_head(conn) if head is None else head))
         col = self._cols.get(collection)
         if col is not None:
             seen = self._versions[collection]

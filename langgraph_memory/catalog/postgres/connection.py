@@ -352,6 +352,26 @@ class PgConnection:
             raise
         return PgCursor(cur)
 
+    def fetch_binary(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """Every row of one query (SQLite dialect), its values bound by the server and its results in binary.
+
+        For reads of many vectors: ``bytea`` in text comes as hex, twice its
+        size and decoded by the client (measured, 100 vectors of 384
+        dimensions with their items: 2.9 ms against 1.5 ms in binary). The
+        parameters must be of the types of the columns they meet (the
+        server binds them: no ``? IS NULL``). Sent on its own, after what is
+        deferred; psycopg prepares it once it has been run a few times.
+        """
+        pg = translate(sql)
+        self.flush()
+        try:
+            with self.raw.cursor(binary=True) as cur:
+                cur.execute(pg, tuple(params))
+                return cur.fetchall()
+        except psycopg.Error:
+            logger.debug("catalog statement failed: %s", pg)
+            raise
+
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> PgCursor:
         """Run one statement for each row of parameters (an INSERT: one statement per 500 rows)."""
         cur = ClientCursor(self.raw)
