@@ -241,6 +241,8 @@ def run_size(n: int, server: str, workdir: Path, args: argparse.Namespace, log: 
     try:
         for s in args.stores:
             backends[s], res.load[s] = load_store(s, data, server, workdir, args, log)
+        if args.load_only:
+            return res
         run_cases(backends, data, res, log)
         run_puts(backends, data, res, args, log)
     finally:
@@ -354,6 +356,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--workdir", default="/tmp/lgm_pgbench", help="pgserver data, our local folders, load markers")
     p.add_argument("--reload", action="store_true", help="load the items again even if an earlier run did")
     p.add_argument("--write", default=None, metavar="PATH", help="also write the tables as markdown")
+    p.add_argument(
+        "--load-only",
+        action="store_true",
+        help="load (and mark) the items, time nothing: a later run with the same --workdir times them",
+    )
     args = p.parse_args(argv)
     args.sizes_list = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     args.stores = [s.strip() for s in args.stores.split(",") if s.strip()]
@@ -377,6 +384,9 @@ def main(argv: list[str] | None = None) -> int:
     info = server_info(server)
     log(f"server: {info}; load average {'/'.join(f'{x:.2f}' for x in os.getloadavg())} on {mach.nproc} cores")
     runs = [run_size(n, server, workdir, args, log) for n in args.sizes_list]
+    if args.load_only:
+        log("loaded: " + "; ".join(f"{r.n:,} items: {r.load}" for r in runs))
+        return 0
     mach.load_end = os.getloadavg()
     search_t, put_t, verdicts = tables(runs)
     title = f"Store bench on PostgreSQL ({info}): search p50 / p95 ms, k={K}, {args.queries} queries per case"

@@ -202,8 +202,8 @@ def _store(url: str, local: str, emb: Any) -> ChromaStore:
 def test_a_put_of_a_key_this_process_never_put_is_one_round_trip_and_checked_against_other_machines(
     pg_database: str, fake_embeddings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A key this process did not put lately is sent as new, with no lookup; the server checks under the write
-    # lock that no such item exists. Another machine's items must never be duplicated or lost that way.
+    # A key this process did not put lately is sent as new, with no lookup and no check statement: the items'
+    # UNIQUE (ns_id, key) refuses a key that exists. Another machine's items must never be duplicated or lost.
     a = _store(pg_database, tempfile.mkdtemp(prefix="lgm-pg-a-"), fake_embeddings)
     b = _store(pg_database, tempfile.mkdtemp(prefix="lgm-pg-b-"), fake_embeddings)
     ns = ("notes", "shared")
@@ -215,7 +215,8 @@ def test_a_put_of_a_key_this_process_never_put_is_one_round_trip_and_checked_aga
         a.put(ns, "new", {"text": "a brand new note"})
         assert len(count.sent) == 1, count.sent
         assert count.sent[0].endswith(f"COMMIT; {_FLUSH}") and "pg_advisory_xact_lock" in count.sent[0]
-        # b has never put "new": its guess is wrong, the check under the lock fails it, and it runs again.
+        assert "DO $" not in count.sent[0]  # no plpgsql block compiled per put
+        # b has never put "new": its guess is wrong, the UNIQUE constraint refuses it, and it runs again.
         count.sent.clear()
         b.put(ns, "new", {"text": "replaced by the other machine"})
         assert "FROM items WHERE (ns_id, key)" not in count.sent[0], count.sent  # sent as new: refused

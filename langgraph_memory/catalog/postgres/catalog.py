@@ -67,6 +67,7 @@ WRITE_LOCK = 0x6C676D5F777269
 _UNAVAILABLE = ("08", "57P01", "57P02", "57P03")
 _LOCK_NOT_AVAILABLE = "55P03"
 _SERIALIZATION_FAILURE = "40001"
+_UNIQUE_VIOLATION = "23505"
 #: Seconds a finished read transaction may wait for the next statement to carry its COMMIT.
 SETTLE = 0.2
 
@@ -164,6 +165,10 @@ class PgCatalog:
         first = redact(first).replace(self.url, self.path)
         if sqlstate == _SERIALIZATION_FAILURE:
             return WriteConflictError(f"could not {what} the catalog {self.path}: {first}", self.path)
+        if sqlstate == _UNIQUE_VIOLATION and self._conn is not None and self._conn.guessed_new:
+            # A key sent as new exists (another machine put it): nothing was written, and the caller runs
+            # the put again with its lookup, as after any conflict.
+            return WriteConflictError(f"could not {what} the catalog {self.path}: a key sent as new exists", self.path)
         if sqlstate == _LOCK_NOT_AVAILABLE or "lock timeout" in first:
             return LockTimeoutError(
                 f"could not {what} the catalog {self.path}: another machine held its write lock for more than "
@@ -293,6 +298,7 @@ class PgCatalog:
                 self._depth = 0
                 conn.batching = False
                 conn.order_lock = None
+                conn.guessed_new = False
 
     def _settle_later(self) -> None:
         with self._settle:

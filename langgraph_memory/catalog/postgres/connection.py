@@ -213,6 +213,9 @@ class PgConnection:
         #: A lock to take in front of the transaction's first change (a write opened with ``late=True``).
         self.order_lock: str | None = None
         self._order_checks: list[str] = []
+        #: Set by a put that sends its items as new without looking them up (under a late lock): a duplicate key
+        #: then fails on the items' UNIQUE (ns_id, key), which the catalog reports as a write conflict.
+        self.guessed_new = False
         configure(conn)
         self._literals = Transformer(conn)
 
