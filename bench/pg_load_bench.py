@@ -406,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
 
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    server = args.pg_url or start_server(workdir / "pg")
+    server = args.pg_url or start_server(workdir / "pg", pgvector="pgstore" in stores)
     chroma_url = args.chroma_url or start_chroma(workdir)
     info = server_info(server)
     log(f"server {info}; Chroma {chroma_url}; {args.processes} processes x {args.seconds:g} s per store")

@@ -380,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
 
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    server = args.pg_url or start_server(workdir / "pg")
+    server = args.pg_url or start_server(workdir / "pg", pgvector="pgstore" in args.stores)
     info = server_info(server)
     log(f"server: {info}; load average {'/'.join(f'{x:.2f}' for x in os.getloadavg())} on {mach.nproc} cores")
     runs = [run_size(n, server, workdir, args, log) for n in args.sizes_list]
