@@ -298,17 +298,12 @@ def newest_items(
     that stops early pays for what it used. ``unindexed_only`` keeps the
     items that have no vectors.
     """
-    where = [scope[0]]
-    params: list[Any] = list(scope[1])
-    if conds:
-        fsql, fparams = filter_sql(conds, dialect_of(conn))
-        where.append(f"i.id IN ({fsql})")
-        params.extend(fparams)
+    where, params = _scope_where(conn, scope, conds, "i.id")
     if unindexed_only:
-        where.append("i.n_vectors = 0")
+        where += " AND i.n_vectors = 0"
     sql = (
         f"SELECT {_items.ITEM_COLUMNS} FROM items i JOIN namespaces n ON n.id = i.ns_id "
-        f"WHERE {' AND '.join(where)} ORDER BY i.updated_at DESC, i.id DESC LIMIT ? OFFSET ?"
+        f"WHERE {where} ORDER BY i.updated_at DESC, i.id DESC LIMIT ? OFFSET ?"
     )
     offset = 0
     while True:
@@ -321,17 +316,24 @@ def newest_items(
         page *= 4
 
 
-def scope_vectors(conn: sqlite3.Connection, scope: ScopeSql, conds: Sequence[Condition]) -> list[tuple[int, bytes]]:
-    """``(item id, float32 bytes)`` of every vector of the items in ``scope`` meeting ``conds``."""
-    where = [scope[0]]
-    params: list[Any] = list(scope[1])
+def _scope_where(
+    conn: sqlite3.Connection, scope: ScopeSql, conds: Sequence[Condition], id_column: str
+) -> tuple[str, list[Any]]:
+    """The WHERE clause (and its parameters) of ``scope`` and of ``conds`` on the item ids in ``id_column``."""
+    where, params = scope[0], list(scope[1])
     if conds:
         fsql, fparams = filter_sql(conds, dialect_of(conn))
-        where.append(f"v.item_id IN ({fsql})")
+        where += f" AND {id_column} IN ({fsql})"
         params.extend(fparams)
+    return where, params
+
+
+def scope_vectors(conn: sqlite3.Connection, scope: ScopeSql, conds: Sequence[Condition]) -> list[tuple[int, bytes]]:
+    """``(item id, float32 bytes)`` of every vector of the items in ``scope`` meeting ``conds``."""
+    where, params = _scope_where(conn, scope, conds, "v.item_id")
     return _fetch_vectors(
         conn,
-        f"SELECT v.item_id, v.vec FROM vectors v JOIN items i ON i.id = v.item_id WHERE {' AND '.join(where)}",
+        f"SELECT v.item_id, v.vec FROM vectors v JOIN items i ON i.id = v.item_id WHERE {where}",
         tuple(params),
     )
 
@@ -352,18 +354,13 @@ def scope_vectors_with_items(
     vectors, instead of in a second round trip once they are ranked.
     Turn a row into an item with `items.item_from_row()`.
     """
-    where = [scope[0]]
-    params: list[Any] = list(scope[1])
-    if conds:
-        fsql, fparams = filter_sql(conds, dialect_of(conn))
-        where.append(f"v.item_id IN ({fsql})")
-        params.extend(fparams)
+    where, params = _scope_where(conn, scope, conds, "v.item_id")
     vectors: list[tuple[int, bytes]] = []
     rows: dict[int, tuple[Any, ...]] = {}
     for row in _fetch_vectors(
         conn,
         f"SELECT v.vec, {_items.ITEM_COLUMNS} FROM vectors v JOIN items i ON i.id = v.item_id "
-        f"JOIN namespaces n ON n.id = i.ns_id WHERE {' AND '.join(where)}",
+        f"JOIN namespaces n ON n.id = i.ns_id WHERE {where}",
         tuple(params),
     ):
         item_id = int(row[1])
