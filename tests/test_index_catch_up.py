@@ -195,3 +195,24 @@ def test_during_a_bulk_load_a_batch_being_written_is_no_pause() -> None:
     assert applied.wait(30)  # the load paused after it: applied
     assert cu.wait(timeout=30)
     cu.stop()
+
+
+def test_what_the_index_has_not_applied_is_read_per_collection_behind_others(store: Any) -> None:
+    # A collection whose changes are all applied, behind a busier one: nothing pending (read without walking the
+    # other's newer rows), and a change of its own after that is pending again. On both catalog backends.
+    from langgraph_memory.catalog import queue
+
+    with store.catalog.write() as conn:
+        queue.enqueue(conn, "quiet", [(1, 0), (2, 0)])
+        quiet_head = queue.last_seq(conn)
+        queue.enqueue(conn, "busy", [(10 + i, 0) for i in range(50)])
+        queue.set_chroma_name(conn, "quiet", "quiet", quiet_head)  # indexed up to its head
+    with store.catalog.read() as conn:
+        assert queue.pending_items(conn, "quiet") == [] and queue.pending(conn, "quiet") == []
+        assert sorted(queue.pending_items(conn, "busy")) == [10 + i for i in range(50)]  # never applied: all
+        assert [i for _s, i, _n in queue.pending(conn, "busy", limit=3)] == [10, 11, 12]
+    with store.catalog.write() as conn:
+        queue.enqueue(conn, "quiet", [(3, 1)])
+    with store.catalog.read() as conn:
+        assert queue.pending_items(conn, "quiet") == [3]
+        assert [(i, n) for _s, i, n in queue.pending(conn, "quiet")] == [(3, 1)]

@@ -180,3 +180,29 @@ def test_a_search_whose_collection_is_in_memory_sees_another_machines_puts(
     finally:
         other.close()
         store.close()
+
+
+def test_a_search_of_whole_collections_reads_its_heads_with_the_counts(
+    pg_database: str, tmp_path: Path, fake_embeddings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No prefix: every collection whole, the collection in memory (600 items). The status version and the change
+    # log's head come with the counts, not in statements of their own, and still follow another machine.
+    from langgraph.store.base import PutOp
+
+    ns = ("load", "big")
+    store = _plain_store(pg_database, tmp_path / "one", fake_embeddings)
+    other = _plain_store(pg_database, tmp_path / "other", fake_embeddings)
+    try:
+        other.batch([PutOp(ns, f"k{i}", {"text": f"filler note {i}"}) for i in range(600)])
+        store.search((), query="filler note 3", limit=3)  # connected, the collection loaded
+        sent = _sent(monkeypatch)
+        assert store.search((), query="filler note 7", limit=3)
+        assert "collection_counts" in sent[0] and "FROM meta" in sent[0], sent
+        assert sum("FROM meta" in s for s in sent) == 1, sent
+        other.put(ns, "fresh", {"text": "a completely new thought"})
+        assert [h.key for h in store.search((), query="a completely new thought", limit=1)] == ["fresh"]
+        other.items.set_status([(ns, "fresh")], "retired", reason="stale")
+        assert "fresh" not in {h.key for h in store.search((), query="a completely new thought", limit=5)}
+    finally:
+        other.close()
+        store.close()

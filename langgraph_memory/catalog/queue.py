@@ -58,6 +58,15 @@ _EPOCH_KEY = "vectors_epoch"
 #: The meta key of the vectors' epoch in `log_head()` (read with other heads by `scope.planning_read()`).
 EPOCH_KEY = _EPOCH_KEY
 _PRUNED_KEY = "queue_pruned:"
+_APPLIED = "coalesce((SELECT applied_seq FROM index_state WHERE collection = ?), 0)"
+# The rows of one collection (four parameters, all its name) that Chroma has not applied. Its newest position
+# gates the scan: PostgreSQL estimates ``seq > applied`` from the whole queue and walks it by ``seq``, through
+# every other collection's newer rows (measured: 25 ms for a collection 100,000 positions behind another one,
+# with nothing pending; 0.3 ms gated).
+_UNAPPLIED = (
+    f"collection = ? AND seq > {_APPLIED} "
+    f"AND coalesce((SELECT max(seq) FROM index_queue WHERE collection = ?), 0) > {_APPLIED}"
+)
 
 
 def enqueue(conn: sqlite3.Connection, collection: str, entries: Sequence[tuple[int, int]]) -> None:
@@ -72,14 +81,11 @@ def enqueue(conn: sqlite3.Connection, collection: str, entries: Sequence[tuple[i
 def pending(conn: sqlite3.Connection, collection: str, limit: int | None = None) -> list[tuple[int, int, int]]:
     """Queued changes of ``collection`` not applied yet: ``(seq, item_id, n_old)``, oldest first."""
     # One statement (on a server, one round trip): the position applied is read with the rows.
-    sql = (
-        "SELECT seq, item_id, n_old FROM index_queue WHERE collection = ? AND seq > "
-        "coalesce((SELECT applied_seq FROM index_state WHERE collection = ?), 0) ORDER BY seq"
-    )
-    params: tuple[object, ...] = (collection, collection)
+    sql = f"SELECT seq, item_id, n_old FROM index_queue WHERE {_UNAPPLIED} ORDER BY seq"
+    params: tuple[object, ...] = (collection,) * 4
     if limit is not None:
         sql += " LIMIT ?"
-        params = (collection, collection, limit)
+        params = (*params, limit)
     return [(int(s), int(i), int(n)) for s, i, n in conn.execute(sql, params)]
 
 
@@ -130,11 +136,7 @@ def pending_items(conn: sqlite3.Connection, collection: str) -> list[int]:
     """The items of ``collection`` with changes Chroma has not applied yet (one statement)."""
     return [
         int(r[0])
-        for r in conn.execute(
-            "SELECT DISTINCT item_id FROM index_queue WHERE collection = ? AND seq > "
-            "coalesce((SELECT applied_seq FROM index_state WHERE collection = ?), 0)",
-            (collection, collection),
-        )
+        for r in conn.execute(f"SELECT DISTINCT item_id FROM index_queue WHERE {_UNAPPLIED}", (collection,) * 4)
     ]
 
 

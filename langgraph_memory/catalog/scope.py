@@ -78,8 +78,9 @@ _PREFIX_COUNTS = (
 )
 _IN_PREFIX = f"i.ns_id IN (SELECT id FROM namespaces WHERE {_PREFIX_COND})"
 # Both in one statement (the prefix's row has no collection name): on a server, one round trip per search less.
+_COUNTS_ROWS = "SELECT collection, n_items, n_vectors, NULL FROM collection_counts"
 _COUNTS_AND_PREFIX = (
-    "SELECT collection, n_items, n_vectors, NULL FROM collection_counts UNION ALL "
+    f"{_COUNTS_ROWS} UNION ALL "
     "SELECT NULL, coalesce(sum(n_items), 0), coalesce(sum(n_vectors), 0), group_concat(id, ' ') "
     f"FROM namespaces WHERE {_PREFIX_COND}"
 )
@@ -123,6 +124,21 @@ def prefix_bounds(prefix: Sequence[str]) -> tuple[str, str, str]:
 def collection_counts(conn: sqlite3.Connection) -> dict[str, tuple[int, int]]:
     """``{collection: (items, vectors)}`` for every collection that ever held an item."""
     return {name: (int(i), int(v)) for name, i, v in conn.execute(_COLLECTION_COUNTS)}
+
+
+def counts_and_heads(conn: sqlite3.Connection) -> tuple[dict[str, tuple[int, int]], Heads]:
+    """`collection_counts()` and the `Heads`, in one statement (for a search over whole collections)."""
+    counts: dict[str, tuple[int, int]] = {}
+    heads = Heads(0, 0, None)
+    for name, n_items, n_vectors, epoch in conn.execute(
+        f"{_COUNTS_ROWS} UNION ALL {_HEADS}",
+        (_status.VERSION_KEY, _queue.EPOCH_KEY),
+    ):
+        if name == _HEADS_TAG:
+            heads = _heads_of(n_items, n_vectors, epoch)
+        else:
+            counts[name] = (int(n_items), int(n_vectors))
+    return counts, heads
 
 
 def collection_scope(collection: str) -> ScopeSql:
@@ -183,12 +199,17 @@ def planning_read(
         if name is None:
             prefix = (n_items, n_vectors, ids)
         elif name == _HEADS_TAG:
-            heads = Heads(int(n_vectors or 0), int(n_items or 0), None if ids is None else str(ids))
+            heads = _heads_of(n_items, n_vectors, ids)
         else:
             counts[name] = (int(n_items), int(n_vectors))
     n_items, n_vectors, ids = prefix
     ns_ids = _NO_IDS if n_items == counts.get(collection, (0, 0))[0] else _parse_ids(ids)
     return counts, (int(n_items), int(n_vectors), ns_ids, (_IN_PREFIX, params)), heads
+
+
+def _heads_of(log_seq: Any, status_version: Any, epoch: Any) -> Heads:
+    """The `Heads` from the columns of `_HEADS`' row (the column order of the counts' rows)."""
+    return Heads(int(status_version or 0), int(log_seq or 0), None if epoch is None else str(epoch))
 
 
 def any_scope(scopes: Sequence[ScopeSql]) -> ScopeSql:

@@ -198,14 +198,24 @@ class Planner:
                 conn, specs[0].name, _scope.prefix_bounds(prefix)
             )
         else:
-            counts = _scope.collection_counts(conn)
+            counts, heads = _scope.counts_and_heads(conn)
         for spec in specs:
             n_coll, v_coll = counts.get(spec.name, (0, 0))
             if not n_coll:
                 continue
             if not prefix or (spec.typed and len(prefix) == 1):
                 out.append(
-                    _Scope(spec.name, True, n_coll, n_coll, v_coll, v_coll, _NO_IDS, _scope.collection_scope(spec.name))
+                    _Scope(
+                        spec.name,
+                        True,
+                        n_coll,
+                        n_coll,
+                        v_coll,
+                        v_coll,
+                        _NO_IDS,
+                        _scope.collection_scope(spec.name),
+                        heads=heads,
+                    )
                 )
                 continue
             bounds = _scope.prefix_bounds(prefix)
