@@ -153,3 +153,31 @@ def test_a_collection_where_hnsw_answers_badly_is_scored_exactly(
         assert store.explain(("notes",), query="note 7").strategy == "hnsw"
     finally:
         store.close()
+
+
+def test_an_hnsw_answer_stuck_far_from_the_query_is_caught_and_scored_exactly(
+    big: ChromaStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # HNSW can settle in the wrong part of its graph and return only far items. A sample of the scope scored
+    # exactly beats such an answer: the search asks wider, then scores exactly, and returns the true best.
+    queries = [f"note {i}" for i in (5, 123, 250, 377, 499)]
+    with caplog.at_level(logging.DEBUG, logger="langgraph_memory.store.base"):
+        for q in queries:  # HNSW as it is: exact on 600 items of 16 dimensions, never second-guessed
+            assert [h.key for h in big.search(("notes",), query=q, limit=5)] == _exact_answer(
+                big, ("notes",), q, lambda v: True
+            )
+    assert not any("sample beat" in r.getMessage() for r in caplog.records)
+    real = big.planner.index.query
+    monkeypatch.setattr(big.planner.index, "query", lambda name, vector, n: real(name, -np.asarray(vector), n))
+    caplog.clear()
+    flt = {"kind": "common"}
+    with caplog.at_level(logging.DEBUG, logger="langgraph_memory.store.base"):
+        for q in queries:
+            got = [h.key for h in big.search(("notes",), query=q, limit=5)]
+            assert got == _exact_answer(big, ("notes",), q, lambda v: True), q
+            got = [h.key for h in big.search(("notes",), query=q, filter=flt, limit=5)]
+            assert got == _exact_answer(big, ("notes",), q, lambda v: _matches(v, flt)), q
+    plans = [r.getMessage() for r in caplog.records if "HNSW n_results" in r.getMessage()]  # not the listings
+    assert len(plans) == 2 * len(queries) and all(
+        "sample beat HNSW's answer twice; scored exactly" in p for p in plans
+    ), plans

@@ -57,6 +57,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_BUDGET_BYTES = 1 << 30
 #: Sort the tail in once it holds this share of the rows (or the dead rows reach it).
 _TAIL_SHARE = 0.05
+#: Blocks of consecutive rows that `CollectionVectors.beaten()` samples.
+_PROBE_BLOCKS = 16
 #: Bytes per row besides the vector: item id, namespace id, namespace rank, alive.
 _ROW_OVERHEAD = 8 + 8 + 8 + 1
 
@@ -250,6 +252,37 @@ class CollectionVectors:
         if len(segments.rows):
             parts.append(self.item_ids[segments.rows[self.alive[segments.rows]]])
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    def beaten(self, segments: Segments, qvec: np.ndarray, bar: float, skip: np.ndarray, size: int) -> bool:
+        """Whether an evenly spread sample of about ``size`` of ``segments``' live rows holds an item scoring
+        above ``bar``, other than the items in ``skip``.
+
+        A check of an approximate answer whose ``bar``-th best it claims is
+        the collection's: any item above that bar must be in it.
+        """
+        total = len(segments)
+        if not total or size <= 0:
+            return False
+        q = np.asarray(qvec, dtype=np.float32)
+        bar *= float(np.linalg.norm(q)) or 1.0
+        # Blocks of consecutive rows, read in place: rows gathered one by one from a large matrix cost
+        # four times as much (a page each).
+        per = max(1, size // _PROBE_BLOCKS)
+        for a, b in segments.runs:
+            k = max(1, round(_PROBE_BLOCKS * (b - a) / total))
+            for i in range(k):
+                start = a + (b - a) * i // k
+                stop = min(start + per, b)
+                if self._beaten(start + np.nonzero(dot_rows(self.matrix[start:stop], q) > bar)[0], skip):
+                    return True
+        if len(segments.rows):
+            rows = segments.rows[:: max(1, total // size)]
+            return self._beaten(rows[dot_rows(self.matrix[rows], q) > bar], skip)
+        return False
+
+    def _beaten(self, rows: np.ndarray, skip: np.ndarray) -> bool:
+        rows = rows[self.alive[rows]]
+        return bool(len(rows)) and not np.isin(self.item_ids[rows], skip).all()
 
     def rank(self, segments: Segments, qvec: np.ndarray, top: int) -> list[tuple[int, float]]:
         """The best ``top`` items among ``segments`` as ``(item id, cosine)``, best first.
