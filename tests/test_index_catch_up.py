@@ -216,3 +216,49 @@ def test_what_the_index_has_not_applied_is_read_per_collection_behind_others(sto
     with store.catalog.read() as conn:
         assert queue.pending_items(conn, "quiet") == [3]
         assert [(i, n) for _s, i, n in queue.pending(conn, "quiet")] == [(3, 1)]
+
+
+def test_on_postgresql_an_hnsw_search_scores_what_the_index_lacks_and_the_counts_say_which(
+    pg_database: str, fake_embeddings: Any
+) -> None:
+    # The statement that reads a search's counts names the collections with changes the index lacks: an HNSW
+    # search reads those changes only there, and must still find them while the index is held back.
+    from langgraph.store.base import PutOp
+
+    from langgraph_memory.catalog import scope as _scope
+
+    local = tempfile.mkdtemp(prefix="lgm-catchup-")
+    store = ChromaStore(
+        settings=Settings.resolve(pg_database, local_dir=local),
+        index={"dims": 16, "embed": fake_embeddings, "fields": ["text"]},
+    )
+    gate = threading.Event()
+    try:
+        store.planner.exact_max = 5  # scopes over 30 vectors go to HNSW
+        store.batch([PutOp(("docs", f"n{i % 4}"), f"k{i}", {"text": f"old note {i}"}) for i in range(200)])
+        assert store.wait_for_index(timeout=60)
+        with store.catalog.snapshot() as conn:
+            assert _scope.counts_and_heads(conn)[1].unapplied == frozenset()
+        real = store._writer.sync
+
+        def held(names: set[str] | None = None) -> None:
+            gate.wait(60)
+            real(names)
+
+        assert store._writer.catch_up is not None
+        store._writer.catch_up._sync = held
+        store.put(("docs", "n1"), "fresh", {"text": "fresh note"})
+        with store.catalog.snapshot() as conn:
+            assert _scope.counts_and_heads(conn)[1].unapplied == frozenset({"memories"})
+            assert _scope.planning_read(conn, "memories", _scope.prefix_bounds(("docs",)))[2].unapplied == {"memories"}
+        assert store.explain(("docs",), query="fresh note").strategy == "hnsw"
+        assert store.search(("docs",), query="fresh note", limit=3)[0].key == "fresh"
+        assert store.search((), query="fresh note", limit=3)[0].key == "fresh"
+        gate.set()
+        assert store.wait_for_index(timeout=60)
+        with store.catalog.snapshot() as conn:
+            assert _scope.counts_and_heads(conn)[1].unapplied == frozenset()
+        assert store.search(("docs",), query="fresh note", limit=3)[0].key == "fresh"
+    finally:
+        gate.set()
+        store.close()

@@ -68,6 +68,13 @@ _UNAPPLIED = (
     f"AND coalesce((SELECT max(seq) FROM index_queue WHERE collection = ?), 0) > {_APPLIED}"
 )
 
+#: The collections with changes Chroma has not applied (a query of one column, for other statements to embed).
+UNAPPLIED_COLLECTIONS = (
+    "SELECT c.collection FROM collection_counts c "
+    "WHERE coalesce((SELECT max(q.seq) FROM index_queue q WHERE q.collection = c.collection), 0) > "
+    "coalesce((SELECT s.applied_seq FROM index_state s WHERE s.collection = c.collection), 0)"
+)
+
 
 def enqueue(conn: sqlite3.Connection, collection: str, entries: Sequence[tuple[int, int]]) -> None:
     """Record that the items ``(item_id, n_old)`` of ``collection`` changed their vectors."""

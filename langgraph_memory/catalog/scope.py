@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -91,6 +91,12 @@ _HEADS = (
     f"SELECT '{_HEADS_TAG}', (SELECT seq FROM sqlite_sequence WHERE name = 'index_queue'), "
     "CAST((SELECT value FROM meta WHERE key = ?) AS INTEGER), (SELECT value FROM meta WHERE key = ?)"
 )
+# The collections whose changes Chroma has not all applied, one more row (names joined by spaces): a search
+# through HNSW reads what it lacks only for those.
+_UNAPPLIED_TAG = " unapplied"
+_UNAPPLIED = (
+    f"SELECT '{_UNAPPLIED_TAG}', NULL, NULL, group_concat(collection, ' ') FROM ({_queue.UNAPPLIED_COLLECTIONS}) u"
+)
 # Two statements: min and max together defeat SQLite's min/max optimisation (a full scan).
 _MIN_ITEM_ID = "SELECT min(id) FROM items"
 _MAX_ITEM_ID = "SELECT max(id) FROM items"
@@ -129,16 +135,13 @@ def collection_counts(conn: sqlite3.Connection) -> dict[str, tuple[int, int]]:
 def counts_and_heads(conn: sqlite3.Connection) -> tuple[dict[str, tuple[int, int]], Heads]:
     """`collection_counts()` and the `Heads`, in one statement (for a search over whole collections)."""
     counts: dict[str, tuple[int, int]] = {}
-    heads = Heads(0, 0, None)
-    for name, n_items, n_vectors, epoch in conn.execute(
-        f"{_COUNTS_ROWS} UNION ALL {_HEADS}",
-        (_status.VERSION_KEY, _queue.EPOCH_KEY),
+    heads = _Heads()
+    for name, n_items, n_vectors, last in conn.execute(
+        f"{_COUNTS_ROWS} UNION ALL {_HEADS} UNION ALL {_UNAPPLIED}", (_status.VERSION_KEY, _queue.EPOCH_KEY)
     ):
-        if name == _HEADS_TAG:
-            heads = _heads_of(n_items, n_vectors, epoch)
-        else:
+        if not heads.take(name, n_items, n_vectors, last):
             counts[name] = (int(n_items), int(n_vectors))
-    return counts, heads
+    return counts, heads.read()
 
 
 def collection_scope(collection: str) -> ScopeSql:
@@ -173,12 +176,36 @@ def counts_and_namespace_scope(
 class Heads:
     """What caches of catalog reads compare with, read in a search's first statement.
 
-    ``status_version`` is `status.version()`, ``log_seq`` and ``epoch`` are `queue.log_head()`.
+    ``status_version`` is `status.version()`, ``log_seq`` and ``epoch`` are `queue.log_head()`,
+    ``unapplied`` the collections with changes Chroma has not applied (`queue.pending_items()` is
+    empty for the others; None when not read).
     """
 
     status_version: int
     log_seq: int
     epoch: str | None
+    unapplied: frozenset[str] | None = None
+
+
+class _Heads:
+    """Collects the tagged rows of `_HEADS` and `_UNAPPLIED` among a statement's rows."""
+
+    def __init__(self) -> None:
+        self._heads = Heads(0, 0, None)
+        self._unapplied: frozenset[str] = frozenset()
+
+    def take(self, name: Any, a: Any, b: Any, c: Any) -> bool:
+        """Keep a tagged row's columns; False for a row of another kind."""
+        if name == _HEADS_TAG:
+            self._heads = Heads(int(b or 0), int(a or 0), None if c is None else str(c))
+        elif name == _UNAPPLIED_TAG:
+            self._unapplied = frozenset(str(c or "").split())
+        else:
+            return False
+        return True
+
+    def read(self) -> Heads:
+        return replace(self._heads, unapplied=self._unapplied)
 
 
 def planning_read(
@@ -192,24 +219,18 @@ def planning_read(
     params = (collection, *bounds)
     counts: dict[str, tuple[int, int]] = {}
     prefix: tuple[Any, Any, Any] = (0, 0, None)
-    heads = Heads(0, 0, None)
+    heads = _Heads()
     for name, n_items, n_vectors, ids in conn.execute(
-        f"{_COUNTS_AND_PREFIX} UNION ALL {_HEADS}", (*params, _status.VERSION_KEY, _queue.EPOCH_KEY)
+        f"{_COUNTS_AND_PREFIX} UNION ALL {_HEADS} UNION ALL {_UNAPPLIED}",
+        (*params, _status.VERSION_KEY, _queue.EPOCH_KEY),
     ):
         if name is None:
             prefix = (n_items, n_vectors, ids)
-        elif name == _HEADS_TAG:
-            heads = _heads_of(n_items, n_vectors, ids)
-        else:
+        elif not heads.take(name, n_items, n_vectors, ids):
             counts[name] = (int(n_items), int(n_vectors))
     n_items, n_vectors, ids = prefix
     ns_ids = _NO_IDS if n_items == counts.get(collection, (0, 0))[0] else _parse_ids(ids)
-    return counts, (int(n_items), int(n_vectors), ns_ids, (_IN_PREFIX, params)), heads
-
-
-def _heads_of(log_seq: Any, status_version: Any, epoch: Any) -> Heads:
-    """The `Heads` from the columns of `_HEADS`' row (the column order of the counts' rows)."""
-    return Heads(int(status_version or 0), int(log_seq or 0), None if epoch is None else str(epoch))
+    return counts, (int(n_items), int(n_vectors), ns_ids, (_IN_PREFIX, params)), heads.read()
 
 
 def any_scope(scopes: Sequence[ScopeSql]) -> ScopeSql:

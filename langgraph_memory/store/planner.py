@@ -561,7 +561,11 @@ class Planner:
         exactly (for a scope small enough to be scored in place), and the
         recall of the HNSW answer is recorded.
         """
-        pending = sorted(_queue.pending_items(conn, scope.collection))
+        unapplied = scope.heads.unapplied if scope.heads is not None else None
+        if unapplied is not None and scope.collection not in unapplied:
+            pending: list[int] = []  # read with the counts: Chroma holds every change of the collection
+        else:
+            pending = sorted(_queue.pending_items(conn, scope.collection))
         col = self._resident(conn, scope)
         # The candidates' share of the index's records (items can have several vectors each).
         share = max(
