@@ -95,3 +95,53 @@ def test_cache_counts_hits_and_survives_reopen(tmp_path: Path) -> None:
 def test_model_id_names_the_model() -> None:
     assert "DeterministicFakeEmbedding" in embeddings_model_id(DeterministicFakeEmbedding(size=4))
     assert embeddings_model_id(SentenceTransformerEmbeddings("x/y")).endswith(":x/y")
+
+
+class _SlowFake(DeterministicFakeEmbedding):
+    """A model that takes 20 ms per call, as a real one on a CPU does."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        import time
+
+        time.sleep(0.02)
+        return super().embed_documents(texts)
+
+
+def test_the_cache_file_is_read_only_while_it_costs_less_than_the_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    path = tmp_path / "cache.sqlite"
+    texts = [f"text {i}" for i in range(100)]
+    filler = CachedEmbeddings(DeterministicFakeEmbedding(size=8), path=path, model_id="fake-8")
+    filler.embed_documents(texts)
+    filler.close()
+
+    def opened(inner: DeterministicFakeEmbedding) -> tuple[CachedEmbeddings, list[int]]:
+        cache = CachedEmbeddings(inner, path=path, model_id="fake-8", memory_items=1)
+        reads: list[int] = []
+        real = cache._read_rows
+
+        def cold(hashes: list[bytes]) -> list[tuple[bytes, bytes]]:  # a file whose pages the host evicted
+            reads.append(len(hashes))
+            time.sleep(0.005)
+            return real(hashes)
+
+        monkeypatch.setattr(cache, "_read_rows", cold)
+        return cache, reads
+
+    fast, reads = opened(DeterministicFakeEmbedding(size=8))
+    fast.embed_query("a question")  # not cached for this model: its cost is measured
+    got = [fast.embed_documents([t])[0] for t in texts]
+    want = DeterministicFakeEmbedding(size=8).embed_documents(texts)
+    assert np.allclose(got, want, atol=1e-6)
+    assert 1 <= len(reads) <= 1 + len(texts) // 32 + 1, reads  # a probe now and then, to follow the file's cost
+    fast.close()
+
+    slow, reads = opened(_SlowFake(size=8))
+    slow.embed_documents(["never cached"])
+    got = [slow.embed_documents([t])[0] for t in texts[:20]]
+    assert np.allclose(got, want[:20], atol=1e-6)
+    assert len(reads) == 21 and slow.hits == 20  # 5 ms a read beats 20 ms a call: every lookup reads the file
+    slow.close()
