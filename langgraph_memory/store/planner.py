@@ -87,7 +87,7 @@ WITH_VALUES_MAX = 256
 #: The first HNSW round fetches this many times what the candidates' share predicts.
 OVERFETCH = 2.0
 #: Rows of the scope scored exactly to check an HNSW answer (see `Planner._missed`).
-PROBE_ROWS = 1024
+PROBE_ROWS = 512
 #: How much wider the next HNSW round is once the sample beat an answer (measured: 5 of 50 answers at 100,000
 #: items held none of the true 10 until 300 records were asked for, the first round asking for 50).
 PROBE_WIDEN = 8
