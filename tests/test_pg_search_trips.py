@@ -127,82 +127,79 @@ def _plain_store(url: str, local: Path, emb: Any) -> ChromaStore:
     )
 
 
-def test_a_one_namespace_search_is_two_round_trips_and_sees_another_machines_writes(
-    pg_database: str, tmp_path: Path, fake_embeddings: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The status version and the change log's head come with the counts, and a small scope's values with its
-    # vectors: what another machine changed in between must still show (a value replaced, an item retired).
-    ns = ("load", "w0")
+@pytest.fixture
+def two(pg_database: str, tmp_path: Path, fake_embeddings: Any) -> Iterator[tuple[ChromaStore, ChromaStore]]:
+    """This machine's store and another machine's, on one catalog."""
     store = _plain_store(pg_database, tmp_path / "one", fake_embeddings)
     other = _plain_store(pg_database, tmp_path / "other", fake_embeddings)
     try:
-        for i in range(5):
-            other.put(ns, f"k{i}", {"text": f"spreads widened on day {i}"})
-        store.search(ns, query="spreads widened", limit=10)  # connected, caches warm
-        sent = _sent(monkeypatch)
-        hits = store.search(ns, query="spreads widened", limit=3)  # fewer than in scope: no listing of the rest
-        assert len(hits) == 3
-        assert len(sent) == 2, sent
-        assert "FROM meta" in sent[0] and "collection_counts" in sent[0], sent
-        assert "i.value" in sent[1] and "v.vec" in sent[1], sent
-        other.put(ns, "k1", {"text": "replaced on the other machine"})
-        other.items.set_status([(ns, "k2")], "retired", reason="stale")
-        got = {h.key: h.value["text"] for h in store.search(ns, query="spreads widened", limit=10)}
-        assert sorted(got) == ["k0", "k1", "k3", "k4"], got
-        assert got["k1"] == "replaced on the other machine"
-        assert len(store.search(ns, query="spreads widened", limit=10, include_retired=True)) == 5
-        other.items.set_status([(ns, "k3")], "retired", reason="stale too")
-        assert sorted(h.key for h in store.search(ns, query="spreads", limit=10)) == ["k0", "k1", "k4"]
-        other.delete(ns, "k4")
-        assert sorted(h.key for h in store.search(ns, query="spreads", limit=10)) == ["k0", "k1"]
+        yield store, other
     finally:
         other.close()
         store.close()
 
 
+def test_a_one_namespace_search_is_two_round_trips_and_sees_another_machines_writes(
+    two: tuple[ChromaStore, ChromaStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The status version and the change log's head come with the counts, and a small scope's values with its
+    # vectors: what another machine changed in between must still show (a value replaced, an item retired).
+    ns = ("load", "w0")
+    store, other = two
+    for i in range(5):
+        other.put(ns, f"k{i}", {"text": f"spreads widened on day {i}"})
+    store.search(ns, query="spreads widened", limit=10)  # connected, caches warm
+    sent = _sent(monkeypatch)
+    hits = store.search(ns, query="spreads widened", limit=3)  # fewer than in scope: no listing of the rest
+    assert len(hits) == 3
+    assert len(sent) == 2, sent
+    assert "FROM meta" in sent[0] and "collection_counts" in sent[0], sent
+    assert "i.value" in sent[1] and "v.vec" in sent[1], sent
+    other.put(ns, "k1", {"text": "replaced on the other machine"})
+    other.items.set_status([(ns, "k2")], "retired", reason="stale")
+    got = {h.key: h.value["text"] for h in store.search(ns, query="spreads widened", limit=10)}
+    assert sorted(got) == ["k0", "k1", "k3", "k4"], got
+    assert got["k1"] == "replaced on the other machine"
+    assert len(store.search(ns, query="spreads widened", limit=10, include_retired=True)) == 5
+    other.items.set_status([(ns, "k3")], "retired", reason="stale too")
+    assert sorted(h.key for h in store.search(ns, query="spreads", limit=10)) == ["k0", "k1", "k4"]
+    other.delete(ns, "k4")
+    assert sorted(h.key for h in store.search(ns, query="spreads", limit=10)) == ["k0", "k1"]
+
+
 def test_a_search_whose_collection_is_in_memory_sees_another_machines_puts(
-    pg_database: str, tmp_path: Path, fake_embeddings: Any
+    two: tuple[ChromaStore, ChromaStore],
 ) -> None:
     # The change log's head read with the counts brings the in-memory vectors up to date.
     from langgraph.store.base import PutOp
 
     ns = ("load", "big")
-    store = _plain_store(pg_database, tmp_path / "one", fake_embeddings)
-    other = _plain_store(pg_database, tmp_path / "other", fake_embeddings)
-    try:
-        other.batch([PutOp(ns, f"k{i}", {"text": f"filler note {i}"}) for i in range(600)])
-        store.search(ns, query="filler note 3", limit=3)  # 600 items: the collection is loaded into memory
-        assert store.planner.vectors is not None and store.planner.vectors.cached("memories")
-        other.put(ns, "fresh", {"text": "a completely new thought"})
-        assert [h.key for h in store.search(ns, query="a completely new thought", limit=1)] == ["fresh"]
-        other.delete(ns, "fresh")
-        assert "fresh" not in {h.key for h in store.search(ns, query="a completely new thought", limit=5)}
-    finally:
-        other.close()
-        store.close()
+    store, other = two
+    other.batch([PutOp(ns, f"k{i}", {"text": f"filler note {i}"}) for i in range(600)])
+    store.search(ns, query="filler note 3", limit=3)  # 600 items: the collection is loaded into memory
+    assert store.planner.vectors is not None and store.planner.vectors.cached("memories")
+    other.put(ns, "fresh", {"text": "a completely new thought"})
+    assert [h.key for h in store.search(ns, query="a completely new thought", limit=1)] == ["fresh"]
+    other.delete(ns, "fresh")
+    assert "fresh" not in {h.key for h in store.search(ns, query="a completely new thought", limit=5)}
 
 
 def test_a_search_of_whole_collections_reads_its_heads_with_the_counts(
-    pg_database: str, tmp_path: Path, fake_embeddings: Any, monkeypatch: pytest.MonkeyPatch
+    two: tuple[ChromaStore, ChromaStore], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # No prefix: every collection whole, the collection in memory (600 items). The status version and the change
     # log's head come with the counts, not in statements of their own, and still follow another machine.
     from langgraph.store.base import PutOp
 
     ns = ("load", "big")
-    store = _plain_store(pg_database, tmp_path / "one", fake_embeddings)
-    other = _plain_store(pg_database, tmp_path / "other", fake_embeddings)
-    try:
-        other.batch([PutOp(ns, f"k{i}", {"text": f"filler note {i}"}) for i in range(600)])
-        store.search((), query="filler note 3", limit=3)  # connected, the collection loaded
-        sent = _sent(monkeypatch)
-        assert store.search((), query="filler note 7", limit=3)
-        assert "collection_counts" in sent[0] and "FROM meta" in sent[0], sent
-        assert sum("FROM meta" in s for s in sent) == 1, sent
-        other.put(ns, "fresh", {"text": "a completely new thought"})
-        assert [h.key for h in store.search((), query="a completely new thought", limit=1)] == ["fresh"]
-        other.items.set_status([(ns, "fresh")], "retired", reason="stale")
-        assert "fresh" not in {h.key for h in store.search((), query="a completely new thought", limit=5)}
-    finally:
-        other.close()
-        store.close()
+    store, other = two
+    other.batch([PutOp(ns, f"k{i}", {"text": f"filler note {i}"}) for i in range(600)])
+    store.search((), query="filler note 3", limit=3)  # connected, the collection loaded
+    sent = _sent(monkeypatch)
+    assert store.search((), query="filler note 7", limit=3)
+    assert "collection_counts" in sent[0] and "FROM meta" in sent[0], sent
+    assert sum("FROM meta" in s for s in sent) == 1, sent
+    other.put(ns, "fresh", {"text": "a completely new thought"})
+    assert [h.key for h in store.search((), query="a completely new thought", limit=1)] == ["fresh"]
+    other.items.set_status([(ns, "fresh")], "retired", reason="stale")
+    assert "fresh" not in {h.key for h in store.search((), query="a completely new thought", limit=5)}
