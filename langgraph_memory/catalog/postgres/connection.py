@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import psycopg
 from psycopg import ClientCursor, pq
+from psycopg import errors as pg_errors
 from psycopg.adapt import Dumper, Loader, Transformer
 from psycopg.types.numeric import FloatDumper, IntDumper
 
@@ -140,10 +141,20 @@ class PgCursor:
 class _Pending:
     """Where a deferred statement's row count lands once it has run."""
 
-    __slots__ = ("rowcount",)
+    __slots__ = ("_rowcount",)
 
     def __init__(self) -> None:
-        self.rowcount = -1
+        self._rowcount: int | None = -1
+
+    @property
+    def rowcount(self) -> int:
+        if self._rowcount is None:
+            raise RuntimeError("the row count of a statement must be read before its transaction commits")
+        return self._rowcount
+
+    @rowcount.setter
+    def rowcount(self, value: int | None) -> None:
+        self._rowcount = value
 
 
 class _Deferred(PgCursor):
@@ -433,7 +444,32 @@ class PgConnection:
         self._order_checks = []
         if self._ends("COMMIT") is not None:  # the transaction never reached the server
             return
-        self._run(ClientCursor(self.raw), f"COMMIT; {_FLUSH}", ())
+        deferred, self._deferred = self._deferred, []
+        for _, pending in deferred:  # nobody read them inside the transaction: nobody will
+            if pending is not None:
+                pending.rowcount = None
+        self._send_script("; ".join([sql for sql, _ in deferred] + ["COMMIT", _FLUSH]))
+
+    def _send_script(self, script: str) -> None:
+        """Run ``script`` (statements bound already, none returning rows anyone reads) in one round trip.
+
+        Through libpq's blocking ``PQexec``, which releases the GIL from
+        sending to the last result, and keeps only that last result: the
+        cursor's non-blocking wait wakes this thread up and takes the GIL
+        back for each step, and while the process's other threads (the
+        index catch-up, the embedding cache's writer) hold the GIL each
+        wake-up waits for them (measured on the put's commit: 0.9 ms of a
+        5.9 ms single put). A failed statement ends the script: its error
+        is the result, raised as psycopg raises it.
+        """
+        encoding = self.raw.info.encoding
+        result = self.raw.pgconn.exec_(script.encode(encoding))  # OperationalError when the connection is gone
+        if result.status == pq.ExecStatus.FATAL_ERROR:
+            if not result.error_field(pq.DiagnosticField.SQLSTATE):  # from libpq: the connection broke
+                raise psycopg.OperationalError(result.get_error_message(encoding) or "the connection was lost")
+            raise pg_errors.error_from_result(result, encoding=encoding)
+        if result.status not in (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK, pq.ExecStatus.EMPTY_QUERY):
+            raise psycopg.InternalError(f"unexpected result of a catalog script: {pq.ExecStatus(result.status).name}")
 
     def commit(self) -> None:
         self.raw.commit()
