@@ -160,8 +160,8 @@ class _Pending:
 class _Deferred(PgCursor):
     """The cursor of statements sent later (rows they changed, summed); reading it sends them now."""
 
-    def __init__(self, conn: PgConnection, pending: list[_Pending]) -> None:
-        super().__init__(ClientCursor(conn.raw))
+    def __init__(self, conn: PgConnection, pending: list[_Pending]) -> None:  # no cursor: nothing ran yet
+        self.lastrowid = None
         self._conn = conn
         self._pending = pending
 
@@ -344,7 +344,6 @@ class PgConnection:
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:
         """Run one statement (SQLite dialect, ``?`` placeholders)."""
         pg = translate(sql)
-        cur = ClientCursor(self.raw)
         done = self._ends(pg)
         if done is not None:
             self.order_lock = None
@@ -352,14 +351,16 @@ class PgConnection:
             return done
         self._order(pg)
         try:
-            if _SERIAL_INSERT.match(pg):
-                self._run(cur, f"{pg} RETURNING {'seq' if 'index_queue' in pg[:40] else 'id'}", tuple(params or ()))
-                row = cur.fetchone()
-                return PgCursor(cur, None if row is None else int(row[0]))
-            if self._deferrable(pg):
+            serial = _SERIAL_INSERT.match(pg) is not None
+            if not serial and self._deferrable(pg):
                 pending = _Pending()
                 self._deferred.append((self._bind(pg, tuple(params or ())), pending))
                 return _Deferred(self, [pending])
+            cur = ClientCursor(self.raw)
+            if serial:
+                self._run(cur, f"{pg} RETURNING {'seq' if 'index_queue' in pg[:40] else 'id'}", tuple(params or ()))
+                row = cur.fetchone()
+                return PgCursor(cur, None if row is None else int(row[0]))
             self._run(cur, pg, tuple(params or ()))
         except psycopg.Error:
             logger.debug("catalog statement failed: %s", pg)
@@ -388,7 +389,6 @@ class PgConnection:
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> PgCursor:
         """Run one statement for each row of parameters (an INSERT: one statement per 500 rows)."""
-        cur = ClientCursor(self.raw)
         pg = translate(sql)
         params = [tuple(r) for r in rows]
         m = _ROW_INSERT.match(pg)
@@ -409,6 +409,7 @@ class PgConnection:
                     pendings.append(_Pending())
                     self._deferred.append((self._bind(stmt, args), pendings[-1]))
                 return _Deferred(self, pendings)
+            cur = ClientCursor(self.raw)
             if m is not None and len(params) > 1:
                 total = 0
                 for stmt, args in statements:
