@@ -272,3 +272,16 @@ def test_the_row_count_of_a_statement_left_for_the_commit_is_read_inside_its_tra
     with pytest.raises(RuntimeError, match="before its transaction commits"):
         _ = late.rowcount
     assert _meta(cat.url, "late") == "1"
+
+
+def test_values_deferred_to_the_commit_are_spelled_as_psycopg_spells_them(cat: PgCatalog) -> None:
+    from psycopg.adapt import Transformer
+
+    values = [0, 7, -7, 2**70, -(2**70), 1.5, -1.5, 1e-05, 0.1 + 0.2, float("nan"), float("inf"), float("-inf")]
+    values += [None, True, "it's", b"\x00\xff", -0.0]
+    with cat.read() as conn:
+        literals = Transformer(conn.raw)
+        for v in values:
+            assert conn._bind("%s", (v,)) == literals.as_literal(v).decode(), v
+        assert conn._bind("SELECT %s - %s", (1, -1)) == "SELECT 1 -  -1"  # never "--", a comment
+        assert conn.execute("SELECT ? - ?, ? * 2", (1, -1, -2.5)).fetchone() == (2, -5.0)
