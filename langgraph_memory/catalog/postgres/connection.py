@@ -479,7 +479,9 @@ class PgConnection:
         index catch-up, the embedding cache's writer) hold the GIL each
         wake-up waits for them (measured on the put's commit: 0.9 ms of a
         5.9 ms single put). A failed statement ends the script: its error
-        is the result, raised as psycopg raises it.
+        is the result, raised as psycopg raises it. The call cannot be
+        interrupted (Ctrl-C is seen when it returns): it is bounded by the
+        write lock's ``lock_timeout`` and the connection's TCP timeouts.
         """
         encoding = self.raw.info.encoding
         result = self.raw.pgconn.exec_(script.encode(encoding))  # OperationalError when the connection is gone
