@@ -1,7 +1,7 @@
 """Round trips to the PostgreSQL catalog per store operation: one-namespace search, single put, and the rest.
 
 Counts every statement string the catalog's psycopg connection sends (one
-``execute`` is one round trip, however many statements it carries) for each
+``execute``, or one commit script, is one round trip, however many statements it carries) for each
 operation of a small fixed workload, on a server of yours:
 
     PYTHONPATH=$PWD HF_HUB_OFFLINE=1 python bench/pg_round_trips.py postgresql://postgres@127.0.0.1:5432/postgres
@@ -39,6 +39,16 @@ def _traced(sent: list[str]) -> None:
                 return _o(cur, query, *a, **kw)
 
             setattr(cls, name, wrapper)
+    # A commit goes as one script of bound statements, past the cursors.
+    from langgraph_memory.catalog.postgres.connection import PgConnection
+
+    script = PgConnection._send_script
+
+    def send_script(conn: Any, sql: str) -> None:
+        sent.append(sql)
+        script(conn, sql)
+
+    PgConnection._send_script = send_script  # type: ignore[method-assign]
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ from langgraph.store.base import PutOp
 from psycopg import pq
 
 from langgraph_memory.catalog.postgres.catalog import PgCatalog
-from langgraph_memory.catalog.postgres.connection import _FLUSH
+from langgraph_memory.catalog.postgres.connection import _FLUSH, PgConnection
 from langgraph_memory.config import Settings
 from langgraph_memory.errors import LockTimeoutError, StorageError
 from langgraph_memory.store import ChromaStore
@@ -39,17 +39,23 @@ def cat(pg_database: str) -> Iterator[PgCatalog]:
 
 
 class _Count:
-    """Counts the statements (round trips) a connection sends."""
+    """Counts the statements (round trips) a connection sends: through a cursor, or as a script (a commit)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.sent: list[str] = []
         original = psycopg.ClientCursor.execute
+        script = PgConnection._send_script
 
         def execute(cur: Any, query: Any, params: Any = None, **kw: Any) -> Any:
             self.sent.append(str(query))
             return original(cur, query, params, **kw)
 
+        def send_script(conn: PgConnection, sql: str) -> None:
+            self.sent.append(sql)
+            script(conn, sql)
+
         monkeypatch.setattr(psycopg.ClientCursor, "execute", execute)
+        monkeypatch.setattr(PgConnection, "_send_script", send_script)
 
 
 def _meta(url: str, key: str) -> str | None:
@@ -253,3 +259,29 @@ def test_a_put_of_a_key_this_process_never_put_is_one_round_trip_and_checked_aga
     finally:
         a.close()
         b.close()
+
+
+def test_the_row_count_of_a_statement_left_for_the_commit_is_read_inside_its_transaction(cat: PgCatalog) -> None:
+    # The commit runs as one script whose intermediate results are not kept: a row count read only after it
+    # is refused, never given as zero.
+    with cat.write() as conn:
+        inside = conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)", ("counted", "1"))
+        assert inside.rowcount == 1
+        late = conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)", ("late", "1"))
+    assert inside.rowcount == 1
+    with pytest.raises(RuntimeError, match="before its transaction commits"):
+        _ = late.rowcount
+    assert _meta(cat.url, "late") == "1"
+
+
+def test_values_deferred_to_the_commit_are_spelled_as_psycopg_spells_them(cat: PgCatalog) -> None:
+    from psycopg.adapt import Transformer
+
+    values = [0, 7, -7, 2**70, -(2**70), 1.5, -1.5, 1e-05, 0.1 + 0.2, float("nan"), float("inf"), float("-inf")]
+    values += [None, True, "it's", b"\x00\xff", -0.0]
+    with cat.read() as conn:
+        literals = Transformer(conn.raw)
+        for v in values:
+            assert conn._bind("%s", (v,)) == literals.as_literal(v).decode(), v
+        assert conn._bind("SELECT %s - %s", (1, -1)) == "SELECT 1 -  -1"  # never "--", a comment
+        assert conn.execute("SELECT ? - ?, ? * 2", (1, -1, -2.5)).fetchone() == (2, -5.0)

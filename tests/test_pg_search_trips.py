@@ -19,7 +19,7 @@ import pytest
 
 from langgraph_memory import Memory
 from langgraph_memory.catalog import scope as _scope
-from langgraph_memory.catalog.postgres.connection import _FLUSH
+from langgraph_memory.catalog.postgres.connection import _FLUSH, PgConnection
 from langgraph_memory.config import Settings
 from langgraph_memory.store import ChromaStore
 
@@ -41,6 +41,13 @@ def _sent(monkeypatch: pytest.MonkeyPatch) -> list[str]:
             return _original(cur, query, params, **kw)
 
         monkeypatch.setattr(cls, "execute", execute)
+    script = PgConnection._send_script  # a commit: its statements bound, in one round trip
+
+    def send_script(conn: PgConnection, sql: str) -> None:
+        sent.append(sql)
+        script(conn, sql)
+
+    monkeypatch.setattr(PgConnection, "_send_script", send_script)
     return sent
 
 
