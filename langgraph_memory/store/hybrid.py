@@ -7,15 +7,19 @@ same scope and filter and ranks their union:
 * **vector candidates**: the planner's own search (``exact`` or ``hnsw``,
   `planner`), asked for ``ranking.candidates`` results;
 * **keyword candidates**: the catalog's keyword index
-  (`langgraph_memory.catalog.keywords`), scoped by the same SQL the
-  planner builds for the namespace prefix and the filter index
-  (`candidate_ids()` when the vector plan is ``exact``,
-  else the plan's ``scope_sql``), each checked against the whole filter as
-  vector hits are.
+  (`langgraph_memory.catalog.keywords`), read inside the vector search's own
+  snapshot (`Planner.run()`'s ``then``): the best matches in the same scope
+  and filter, checked as vector hits are. The scope is the planner's
+  (`ScopeScorer`): in memory when the collection is, else its SQL. A scope
+  of at most `WITHIN_MAX` items, all scored by an ``exact`` plan, has its
+  items' keyword scores looked up in the posting lists; a larger one scores
+  the query's words over the whole index and walks the best matches.
 
-Each candidate then has both scores: the keyword index scores every item
-holding a query word at once, and a keyword candidate's cosine comes from its
-vectors in the catalog. The ranking functions of `langgraph_memory.ranking`
+Each candidate then has both scores: the keyword index scores the items
+holding a query word, and a keyword candidate's cosine comes from the
+planner's own scoring (the one the vector search would have given it), so
+only the keyword candidates kept are read from the catalog.
+The ranking functions of `langgraph_memory.ranking`
 turn them into the final score.
 
     >>> from langgraph_memory.ranking import HybridRanking
@@ -181,12 +185,10 @@ class HybridSearch:
         assert op.query is not None
         found = {it.id for score, it in dense if score is not None and it.id is not None}
         known = np.fromiter(found, dtype=np.int64, count=len(found))
-        within = scorer.exact_ids() if not ranking.neighbours else None
-        if within is not None and len(within) + len(known) <= WITHIN_MAX:
+        within = scorer.exact_ids(WITHIN_MAX) if not ranking.neighbours else None
+        if within is not None:
             # Few items in scope, all scored by the vector search: look their scores up in the posting lists.
             within = np.union1d(within, known)
-        else:
-            within = None
         matches = _keywords.match(conn, op.query, length_norm=ranking.length_norm, cache=self.postings, within=within)
         sims: dict[int, float] = {}
         read: dict[int, StoredItem] = {}
