@@ -1,4 +1,4 @@
-"""Hybrid search latency against dense search on the same data (target: hybrid p50 at most 2x dense at 100,000 items).
+"""Hybrid search latency against dense search on the same data (target: hybrid p50 at most dense p50 + 2 ms).
 
     .venv/bin/python bench/hybrid_bench.py                    # 100,000 items, 300 queries per case
     .venv/bin/python bench/hybrid_bench.py --n 10000 --queries 100
@@ -43,7 +43,7 @@ from langgraph_memory.store.ranking import HybridRanking  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS_hybrid.md"
 MARKER = "<!-- tables -->\n"
-MAX_RATIO = 2.0  # the target: hybrid p50 / dense p50 at 100,000 items
+MAX_EXTRA_MS = 2.0  # the target: hybrid p50 - dense p50, in every case, at 10,000 and 100,000 items
 NS_ITEMS = 100
 _SYLLABLES = ["ka", "lo", "mi", "tren", "sa", "vo", "ri", "dun", "pel", "ta", "gor", "ne", "bi", "qua", "ster", "xi"]
 
@@ -165,7 +165,7 @@ def main() -> None:
                 plans.add(store.explain(prefix, query=q, filter=flt).strategy)
         d50, h50 = percentile(times["dense"], 50), percentile(times["hybrid"], 50)
         ratio = h50 / d50
-        if title.startswith("whole prefix (") and ratio > MAX_RATIO:
+        if h50 - d50 > MAX_EXTRA_MS:
             verdict = False
         rows.append(
             [
@@ -176,17 +176,27 @@ def main() -> None:
                 fmt_ms(h50),
                 fmt_ms(percentile(times["hybrid"], 95)),
                 f"{ratio:.2f}x",
+                f"{h50 - d50:+.2f}",
             ]
         )
         print(rows[-1], flush=True)
     store.close()
     mach.load_end = os.getloadavg()
     mach.code = git_state(Path(__file__).resolve().parents[1], ["langgraph_memory", "bench"])
-    header = ["case", "plan", "dense p50 ms", "dense p95 ms", "hybrid p50 ms", "hybrid p95 ms", "hybrid / dense p50"]
-    table = markdown_table(header, rows, [False, False, True, True, True, True, True])
+    header = [
+        "case",
+        "plan",
+        "dense p50 ms",
+        "dense p95 ms",
+        "hybrid p50 ms",
+        "hybrid p95 ms",
+        "hybrid / dense p50",
+        "hybrid - dense p50 ms",
+    ]
+    table = markdown_table(header, rows, [False, False, True, True, True, True, True, True])
     summary = (
-        f"{args.n:,} items, {args.queries} timed queries per case; target: whole-prefix hybrid p50 at most "
-        f"{MAX_RATIO:.0f}x dense: {'met' if verdict else 'NOT met'}"
+        f"{args.n:,} items, {args.queries} timed queries per case; target: hybrid p50 at most dense p50 + "
+        f"{MAX_EXTRA_MS:.0f} ms in every case: {'met' if verdict else 'NOT met'}"
     )
     print(table)
     print(summary)

@@ -8,6 +8,7 @@ import re
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,6 +18,7 @@ from langgraph.store.base import SearchOp
 from langgraph_memory.archive import Archiver
 from langgraph_memory.catalog import keywords as _keywords
 from langgraph_memory.catalog._schema import SCHEMA_VERSION
+from langgraph_memory.catalog.keyword_cache import PostingCache
 from langgraph_memory.store import ChromaStore
 from tests.conftest import FAKE_DIMS
 from tests.helpers.archive_data import DAY
@@ -236,3 +238,31 @@ def test_best_is_the_head_of_the_full_order_with_ties_broken_by_id(
     assert m.best(k, keep).tolist() == [i for i in expected if i in kept][:k]
     seen: list[int] = []
     assert m.walk(lambda chunk: (seen.extend(chunk), set(chunk) & kept)[1], k) == [i for i in expected if i in kept][:k]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    texts=st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6), min_size=1, max_size=12),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
+    subset=st.sets(st.integers(0, 15)),
+)
+def test_matches_within_some_items_score_them_as_the_whole_index_does(
+    shared, texts: list[list[str]], query: list[str], subset: set[int]
+) -> None:
+    # A small scope's keyword scores are looked up in the posting lists, not added up over every match.
+    store, _archiver = shared
+    root = ("within", str(next(_counter)))
+    for i, words in enumerate(texts):
+        store.put((*root,), f"k{i}", {"text": " ".join(words)})
+    with store.catalog.read() as conn:
+        ids = [r[0] for r in conn.execute("SELECT id FROM items ORDER BY id")]
+        within = np.asarray(sorted({ids[i % len(ids)] for i in subset}), dtype=np.int64)
+        q = " ".join(query)
+        whole = _keywords.match(conn, q)
+        for cache in (None, PostingCache()):
+            for _ in range(2):  # the second time from the cache's lists
+                part = _keywords.match(conn, q, within=within, cache=cache)
+                assert part.mass == whole.mass
+                assert part.scores_of(within.tolist()) == whole.scores_of(within.tolist())  # the same floats
+                keep = np.isin(whole.ids_by_id(), within)
+                assert part.best(5).tolist() == whole.best(5, keep).tolist()

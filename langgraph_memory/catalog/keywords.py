@@ -548,11 +548,16 @@ def match(
     stop_words: frozenset[str] = STOP_WORDS,
     max_term_items: int = MAX_TERM_ITEMS,
     cache: PostingCache | None = None,
+    within: np.ndarray | None = None,
 ) -> KeywordMatches:
     """Score every item holding one of ``query``'s terms (see the module's docstring for how).
 
     With a ``cache`` (`langgraph_memory.catalog.keyword_cache`), posting lists read
     since the index last changed are taken from memory: same scores, no re-read.
+    With ``within`` (item ids, increasing, distinct), only those items are
+    scored, each looked up in the posting lists (a search over a few hundred
+    items need not add up the scores of the whole catalog's matches); their
+    scores and the idf mass are the same as without it.
     """
     empty = KeywordMatches(np.zeros(0, dtype=np.int64), np.zeros(0), by_id=True)
     terms = query_terms(query, stop_words)
@@ -606,6 +611,8 @@ def match(
         _add_term(all_ids, all_scores, entry, _idf(docs, n), avg, length_norm)
     if not all_ids:
         return KeywordMatches(empty.ids, empty.scores, mass)
+    if within is not None:
+        return _match_within(all_ids, all_scores, np.asarray(within, dtype=np.int64), mass)
     every, weights = np.concatenate(all_ids), np.concatenate(all_scores)
     top = int(every.max())
     if top <= 8 * len(every) + 65536:
@@ -613,6 +620,23 @@ def match(
         return KeywordMatches.from_dense(np.bincount(every, weights=weights, minlength=top + 1), mass)
     ids, inverse = np.unique(every, return_inverse=True)
     return KeywordMatches(ids, np.bincount(inverse, weights=weights), mass, by_id=True)
+
+
+def _match_within(
+    all_ids: list[np.ndarray], all_scores: list[np.ndarray], within: np.ndarray, mass: float
+) -> KeywordMatches:
+    """`match()`'s scores of the items ``within`` (ids increasing): each term's list searched for them."""
+    total = np.zeros(len(within))
+    for ids, scores in zip(all_ids, all_scores, strict=True):
+        if len(ids) > 1 and not bool(np.all(ids[1:] >= ids[:-1])):  # a server may hand a list over unordered
+            order = np.argsort(ids, kind="stable")
+            ids, scores = ids[order], scores[order]
+        pos = np.minimum(np.searchsorted(ids, within), len(ids) - 1)
+        hit = ids[pos] == within
+        # Term by term, in the query's order: each item's sum is the same float as bincount's in `match()`.
+        total[hit] += scores[pos[hit]]
+    held = np.flatnonzero(total)
+    return KeywordMatches(within[held], total[held], mass, by_id=True)
 
 
 def _add_term(

@@ -979,20 +979,20 @@ class ChromaStore(BaseStore):
 
     def _run_search(self, op: SearchOp, qvec: np.ndarray | None, now: float) -> list[SearchItem]:
         ranking = self.ranking
+
+        # The hidden set is checked inside the search's snapshot, against the status version its first
+        # statement read: on a server, no round trip of its own.
+        def omit_for(conn: Any, status_version: int | None) -> Callable[[StoredItem], bool]:
+            return self._omitter(now, self._hidden.snapshot(conn, status_version))
+
         if ranking is not None and qvec is not None and op.query:
-            hidden = None
-            if not isinstance(op, SearchAllOp):
-                with self.catalog.read() as conn:
-                    hidden = self._hidden.snapshot(conn)
-            hits, plan = self.hybrid.run(op, qvec, ranking, omit=self._omitter(now, hidden))
+            if isinstance(op, SearchAllOp):
+                hits, plan = self.hybrid.run(op, qvec, ranking, omit=self._omitter(now))
+            else:
+                hits, plan = self.hybrid.run(op, qvec, ranking, omit_for=omit_for)
         elif isinstance(op, SearchAllOp):
             hits, plan = self.planner.run(op, qvec, omit=self._omitter(now))
         else:
-            # The hidden set is checked inside the search's snapshot, against the status version its first
-            # statement read: on a server, no round trip of its own.
-            def omit_for(conn: Any, status_version: int | None) -> Callable[[StoredItem], bool]:
-                return self._omitter(now, self._hidden.snapshot(conn, status_version))
-
             hits, plan = self.planner.run(op, qvec, omit_for=omit_for)
         logger.debug("search %s: %s", op.namespace_prefix, plan)
         if op.refresh_ttl and not self.read_only:

@@ -7,15 +7,19 @@ same scope and filter and ranks their union:
 * **vector candidates**: the planner's own search (``exact`` or ``hnsw``,
   `planner`), asked for ``ranking.candidates`` results;
 * **keyword candidates**: the catalog's keyword index
-  (`langgraph_memory.catalog.keywords`), scoped by the same SQL the
-  planner builds for the namespace prefix and the filter index
-  (`candidate_ids()` when the vector plan is ``exact``,
-  else the plan's ``scope_sql``), each checked against the whole filter as
-  vector hits are.
+  (`langgraph_memory.catalog.keywords`), read inside the vector search's own
+  snapshot (`Planner.run()`'s ``then``): the best matches in the same scope
+  and filter, checked as vector hits are. The scope is the planner's
+  (`ScopeScorer`): in memory when the collection is, else its SQL. A scope
+  of at most `WITHIN_MAX` items, all scored by an ``exact`` plan, has its
+  items' keyword scores looked up in the posting lists; a larger one scores
+  the query's words over the whole index and walks the best matches.
 
-Each candidate then has both scores: the keyword index scores every item
-holding a query word at once, and a keyword candidate's cosine comes from its
-vectors in the catalog. The ranking functions of `langgraph_memory.ranking`
+Each candidate then has both scores: the keyword index scores the items
+holding a query word, and a keyword candidate's cosine comes from the
+planner's own scoring (the one the vector search would have given it), so
+only the keyword candidates kept are read from the catalog.
+The ranking functions of `langgraph_memory.ranking`
 turn them into the final score.
 
     >>> from langgraph_memory.ranking import HybridRanking
@@ -40,7 +44,7 @@ from langgraph_memory.catalog import keywords as _keywords
 from langgraph_memory.catalog.keyword_cache import PostingCache
 from langgraph_memory.store import filters as _filters
 from langgraph_memory.store import neighbours as _neighbours
-from langgraph_memory.store.planner import Plan, Planner
+from langgraph_memory.store.planner import LateOmit, Plan, Planner, ScopeScorer
 from langgraph_memory.store.ranking import HybridRanking, ScoreParts, score_parts
 from langgraph_memory.store.registry import PLAIN, CollectionRegistry, MemoryType
 
@@ -50,6 +54,10 @@ logger = logging.getLogger(__name__)
 
 Omit = Callable[[StoredItem], bool]
 Hit = tuple[float | None, StoredItem]
+
+#: A search whose scope holds at most this many scored items looks their keyword scores up in the posting lists
+#: (`keywords.match()` ``within``); a larger one scores the query's words over the whole index and walks its best.
+WITHIN_MAX = 2000
 
 
 @dataclass
@@ -78,6 +86,19 @@ class Candidates:
     plan: Plan
 
 
+@dataclass
+class _KeywordSide:
+    """What the keyword search of one hybrid search found, beside the vector candidates."""
+
+    matches: _keywords.KeywordMatches
+    #: Keyword candidates the vector search did not return, each with its cosine, best match first.
+    new: list[tuple[StoredItem, float]]
+    #: Thread neighbours read for ``HybridRanking.neighbours``, each with its vectors' bytes.
+    joined: list[tuple[StoredItem, list[bytes]]]
+    #: How many keyword candidates there were (vector candidates among them).
+    n_top: int
+
+
 class HybridSearch:
     """Runs hybrid searches over one catalog, through its planner.
 
@@ -94,68 +115,120 @@ class HybridSearch:
         # (None: read every list for every search).
         self.postings: PostingCache | None = PostingCache()
 
-    def candidates(self, op: SearchOp, qvec: np.ndarray, ranking: HybridRanking, *, omit: Omit) -> Candidates:
-        """Both searches' candidates with both scores (and the matching items that have no vectors)."""
+    def candidates(
+        self,
+        op: SearchOp,
+        qvec: np.ndarray,
+        ranking: HybridRanking,
+        *,
+        omit: Omit | None = None,
+        omit_for: LateOmit | None = None,
+    ) -> Candidates:
+        """Both searches' candidates with both scores (and the matching items that have no vectors).
+
+        What to leave out is ``omit``, or ``omit_for(conn, status version)``, as for `Planner.run()`.
+        """
         depth = max(ranking.candidates, op.offset + op.limit)
-        dense, plan = self.planner.run(op._replace(limit=depth, offset=0), qvec, omit=omit)
+        keyword: list[_KeywordSide] = []
+
+        def keyword_side(conn: Any, scorer: ScopeScorer, dense: list[Hit], omit: Omit) -> None:
+            keyword.append(self._keyword_side(conn, scorer, op, ranking, depth, dense, omit))
+
+        wanted = bool(op.query) and ranking.keyword_weight != 0.0
+        dense, plan = self.planner.run(
+            op._replace(limit=depth, offset=0),
+            qvec,
+            omit=omit,
+            omit_for=omit_for,
+            then=keyword_side if wanted else None,
+        )
         found = {it.id: Candidate(it, float(score)) for score, it in dense if score is not None and it.id is not None}
         out = Candidates(list(found.values()), [it for score, it in dense if score is None], plan)
-        if not op.query or ranking.keyword_weight == 0.0 or plan.strategy == "empty" or plan.scope_sql is None:
+        if not keyword:
             return out
-        read: dict[int, tuple[StoredItem, list[bytes]]] = {}
-        with self.catalog.read() as conn:
-            matches = _keywords.match(conn, op.query, length_norm=ranking.length_norm, cache=self.postings)
-            if plan.strategy == "exact":
-                # Few candidates, which the vector search just scored: keep the matches among them.
-                if plan.exact_ids is not None:
-                    allowed = np.concatenate(plan.exact_ids) if plan.exact_ids else np.zeros(0, dtype=np.int64)
-                else:
-                    allowed = np.asarray(self.planner.candidate_ids(conn, plan, op.filter), dtype=np.int64)
-                by_id = matches.ids_by_id()
-                keep = np.isin(by_id, allowed)
-                if found:
-                    keep |= np.isin(by_id, np.fromiter(found, dtype=np.int64, count=len(found)))
-                top = matches.best(depth, keep).tolist()
-                read = _items.get_with_vectors(conn, [i for i in top if i not in found])
-            else:
-                # Many: read the best matches in batches, each checked against the scope (in SQL) and the filter.
-                where, params = plan.scope_sql
-
-                def fetch(chunk: list[int]) -> dict[int, tuple[StoredItem, list[bytes]]]:
-                    got = {
-                        i: r
-                        for i, r in _items.get_with_vectors(conn, chunk, where, params).items()
-                        if _filters.matches(r[0].value, op.filter) and not omit(r[0])
-                    }
-                    read.update(got)
-                    return got
-
-                top = matches.walk(fetch, depth, known=found)
-            joined: list[tuple[StoredItem, list[bytes]]] = []
-            if ranking.neighbours:
-                searched = [c.item for c in found.values()] + [read[i][0] for i in top if i not in found and i in read]
-                joined = self._neighbours(conn, op, searched, ranking.neighbours, omit)
-        for cand, score in zip(found.values(), matches.scores_of(list(found)), strict=True):
-            cand.keyword, cand.evidence = score, matches.evidence(score)
-        new = [read[i] for i in top if i not in found and i in read]
-        new = [(it, vecs) for it, vecs in new if _filters.matches(it.value, op.filter) and not omit(it)]
-        sims = _best_cosines([vecs for _it, vecs in new], qvec)
-        scores = matches.scores_of([it.id or -1 for it, _vecs in new])
+        side = keyword[0]
+        for cand, score in zip(found.values(), side.matches.scores_of(list(found)), strict=True):
+            cand.keyword, cand.evidence = score, side.matches.evidence(score)
+        scores = side.matches.scores_of([it.id or -1 for it, _sim in side.new])
         out.items.extend(
-            Candidate(it, sim, score, matches.evidence(score))
-            for (it, _vecs), sim, score in zip(new, sims, scores, strict=True)
+            Candidate(it, sim, score, side.matches.evidence(score))
+            for (it, sim), score in zip(side.new, scores, strict=True)
         )
-        if joined:
+        if side.joined:
             have = {c.item.id for c in out.items}
-            extra = [(it, vecs) for it, vecs in joined if it.id not in have]
+            extra = [(it, vecs) for it, vecs in side.joined if it.id not in have]
             sims = _best_cosines([vecs for _it, vecs in extra], qvec)
-            scores = matches.scores_of([it.id or -1 for it, _vecs in extra])
+            scores = side.matches.scores_of([it.id or -1 for it, _vecs in extra])
             out.items.extend(
-                Candidate(it, sim, score, matches.evidence(score), joined=True)
+                Candidate(it, sim, score, side.matches.evidence(score), joined=True)
                 for (it, _vecs), sim, score in zip(extra, sims, scores, strict=True)
             )
-        plan.notes.append(f"hybrid: {len(top)} keyword candidates, {len(new)} not among the vector candidates")
+        plan.notes.append(f"hybrid: {side.n_top} keyword candidates, {len(side.new)} not among the vector candidates")
         return out
+
+    def _keyword_side(
+        self,
+        conn: Any,
+        scorer: ScopeScorer,
+        op: SearchOp,
+        ranking: HybridRanking,
+        depth: int,
+        dense: list[Hit],
+        omit: Omit,
+    ) -> _KeywordSide:
+        """The keyword candidates of a search, inside its snapshot: the best ``depth`` matches in scope.
+
+        Each keyword candidate's cosine comes from the planner's own scoring
+        (`ScopeScorer`: in memory when the collection is), so it is the one the
+        vector search would have given it; only the candidates kept are read.
+        """
+        assert op.query is not None
+        found = {it.id for score, it in dense if score is not None and it.id is not None}
+        known = np.fromiter(found, dtype=np.int64, count=len(found))
+        within = scorer.exact_ids(WITHIN_MAX) if not ranking.neighbours else None
+        if within is not None:
+            # Few items in scope, all scored by the vector search: look their scores up in the posting lists.
+            within = np.union1d(within, known)
+        matches = _keywords.match(conn, op.query, length_norm=ranking.length_norm, cache=self.postings, within=within)
+        sims: dict[int, float] = {}
+        read: dict[int, StoredItem] = {}
+        if scorer.exact:
+            # As the exact plan's candidates: the best matches in scope (checked on values afterwards).
+            if within is not None:
+                top = matches.best(depth).tolist()
+            else:
+
+                def member(chunk: list[int]) -> dict[int, float]:
+                    got = scorer.rank(chunk)
+                    sims.update(got)
+                    return got
+
+                top = matches.walk(member, depth, known=found)
+            rest = [i for i in top if i not in found]
+            missing = [i for i in rest if i not in sims]
+            if missing:
+                sims.update(scorer.rank(missing))
+            read = _items.get_by_ids(conn, [i for i in rest if i in sims])
+        else:
+            # Many: the best matches in scope that pass the filter, read in batches.
+
+            def fetch(chunk: list[int]) -> set[int]:
+                got = scorer.rank(chunk)
+                items = _items.get_by_ids(conn, list(got))
+                kept = {i for i, it in items.items() if _filters.matches(it.value, op.filter) and not omit(it)}
+                sims.update((i, got[i]) for i in kept)
+                read.update((i, items[i]) for i in kept)
+                return kept
+
+            top = matches.walk(fetch, depth, known=found)
+        new = [(read[i], sims[i]) for i in top if i not in found and i in read]
+        new = [(it, sim) for it, sim in new if _filters.matches(it.value, op.filter) and not omit(it)]
+        joined: list[tuple[StoredItem, list[bytes]]] = []
+        if ranking.neighbours:
+            searched = [it for score, it in dense if score is not None]
+            searched += [read[i] for i in top if i not in found and i in read]
+            joined = self._neighbours(conn, op, searched, ranking.neighbours, omit)
+        return _KeywordSide(matches, new, joined, len(top))
 
     def _neighbours(
         self, conn: Any, op: SearchOp, items: list[StoredItem], radius: int, omit: Omit
@@ -168,16 +241,30 @@ class HybridSearch:
         vecs = _items.load_vectors(conn, [it.id for it in kept if it.id is not None])
         return [(it, [v for _idx, _path, v in vecs.get(it.id or -1, [])]) for it in kept if vecs.get(it.id or -1)]
 
-    def run(self, op: SearchOp, qvec: np.ndarray, ranking: HybridRanking, *, omit: Omit) -> tuple[list[Hit], Plan]:
+    def run(
+        self,
+        op: SearchOp,
+        qvec: np.ndarray,
+        ranking: HybridRanking,
+        *,
+        omit: Omit | None = None,
+        omit_for: LateOmit | None = None,
+    ) -> tuple[list[Hit], Plan]:
         """Run ``op`` with hybrid ranking; return hits (best first, ``offset`` applied) and the plan."""
-        hits, plan = self.run_explained(op, qvec, ranking, omit=omit)
+        hits, plan = self.run_explained(op, qvec, ranking, omit=omit, omit_for=omit_for)
         return [(parts.final if parts is not None else None, it) for parts, it in hits], plan
 
     def run_explained(
-        self, op: SearchOp, qvec: np.ndarray, ranking: HybridRanking, *, omit: Omit
+        self,
+        op: SearchOp,
+        qvec: np.ndarray,
+        ranking: HybridRanking,
+        *,
+        omit: Omit | None = None,
+        omit_for: LateOmit | None = None,
     ) -> tuple[list[tuple[ScoreParts | None, StoredItem]], Plan]:
         """``run``, each hit with its `ScoreParts` (None: unscored)."""
-        found = self.candidates(op, qvec, ranking, omit=omit)
+        found = self.candidates(op, qvec, ranking, omit=omit, omit_for=omit_for)
         need = op.offset + op.limit
         scored = explain_candidates(found.items, ranking, now=ranking.clock(), collections=self.collections)
         hits: list[tuple[ScoreParts | None, StoredItem]] = [(parts, c.item) for parts, c in scored[:need]]
