@@ -316,7 +316,8 @@ def _text_hash(text: str) -> bytes:
 
 
 class _Costs:
-    """What one text costs through the model and through the cache file, to read the file only while it is cheaper.
+    """What one text costs through the model and through the cache file, to read the file only while it is cheaper
+    (it is written all the same, off the put path: another process, or a slower model, may use it).
 
     A lookup of a cold file pays random reads (measured: 30 ms per text on a
     1 GB cache whose pages the host had evicted), more than a fast model
@@ -346,13 +347,9 @@ class _Costs:
         self.model_ran(time.perf_counter() - started, len(texts))
         return vectors
 
-    def file_pays(self) -> bool:
-        """Whether reading the file costs less than the model (or either is not measured yet)."""
-        return self._model is None or self._file is None or self._model >= self._file
-
     def read_file(self) -> bool:
         """Whether this lookup reads the file (races between threads only shift when a probe falls)."""
-        if self.file_pays():
+        if self._model is None or self._file is None or self._model >= self._file:
             return True
         self._skipped += 1
         if self._skipped >= _FILE_PROBE:
@@ -654,7 +651,7 @@ class CachedEmbeddings(Embeddings):
         with self._lru_lock:
             for h, vec in pairs:
                 self._remember(h, vec)
-        if self._conn is not None and not self._read_only and pairs and self._costs.file_pays():
+        if self._conn is not None and not self._read_only and pairs:
             # The file is a cache: rows are written by a background thread, off the
             # put path (a crash can only cost a re-embedding, never a memory).
             self._pending.put(pairs)
