@@ -58,26 +58,27 @@ _EPOCH_KEY = "vectors_epoch"
 #: The meta key of the vectors' epoch in `log_head()` (read with other heads by `scope.planning_read()`).
 EPOCH_KEY = _EPOCH_KEY
 _PRUNED_KEY = "queue_pruned:"
-_APPLIED = "coalesce((SELECT applied_seq FROM index_state WHERE collection = ?), 0)"
-# The rows of one collection (every parameter its name) that Chroma has not applied. Its newest position
-# gates the scan: PostgreSQL estimates ``seq > applied`` from the whole queue and walks it by ``seq``, through
-# every other collection's newer rows (measured: 25 ms for a collection 100,000 positions behind another one,
-# with nothing pending; 0.3 ms gated).
+# How far Chroma applied one collection's changes (``{0}``: the collection, a placeholder or a column).
+_APPLIED = "coalesce((SELECT s.applied_seq FROM index_state s WHERE s.collection = {0}), 0)"
 # The newest position of one collection, read from the end of its run in the (collection, seq) index. As
 # max(seq), or with ``collection = x`` (which makes the order by collection void), PostgreSQL may walk the
 # whole queue backwards by seq instead, until a row of the collection (measured: 11 ms past 23,000 newer rows
 # of another collection); a range of one collection keeps the order only that index gives.
 _NEWEST = (
-    "(SELECT q.seq FROM index_queue q WHERE q.collection >= {0} AND q.collection <= {0} "
-    "ORDER BY q.collection DESC, q.seq DESC LIMIT 1)"
+    "coalesce((SELECT q.seq FROM index_queue q WHERE q.collection >= {0} AND q.collection <= {0} "
+    "ORDER BY q.collection DESC, q.seq DESC LIMIT 1), 0)"
 )
-_UNAPPLIED = f"collection = ? AND seq > {_APPLIED} AND coalesce({_NEWEST.format('?')}, 0) > {_APPLIED}"
+# The rows of one collection (every parameter its name) that Chroma has not applied. Its newest position
+# gates the scan: PostgreSQL estimates ``seq > applied`` from the whole queue and walks it by ``seq``, through
+# every other collection's newer rows (measured: 25 ms for a collection 100,000 positions behind another one,
+# with nothing pending; 0.3 ms gated).
+_UNAPPLIED = f"collection = ? AND seq > {_APPLIED.format('?')} AND {_NEWEST.format('?')} > {_APPLIED.format('?')}"
+_UNAPPLIED_PARAMS = _UNAPPLIED.count("?")
 
 #: The collections with changes Chroma has not applied (a query of one column, for other statements to embed).
 UNAPPLIED_COLLECTIONS = (
     "SELECT c.collection FROM collection_counts c "
-    f"WHERE coalesce({_NEWEST.format('c.collection')}, 0) > "
-    "coalesce((SELECT s.applied_seq FROM index_state s WHERE s.collection = c.collection), 0)"
+    f"WHERE {_NEWEST.format('c.collection')} > {_APPLIED.format('c.collection')}"
 )
 
 
@@ -94,7 +95,7 @@ def pending(conn: sqlite3.Connection, collection: str, limit: int | None = None)
     """Queued changes of ``collection`` not applied yet: ``(seq, item_id, n_old)``, oldest first."""
     # One statement (on a server, one round trip): the position applied is read with the rows.
     sql = f"SELECT seq, item_id, n_old FROM index_queue WHERE {_UNAPPLIED} ORDER BY seq"
-    params: tuple[object, ...] = (collection,) * _UNAPPLIED.count("?")
+    params: tuple[object, ...] = (collection,) * _UNAPPLIED_PARAMS
     if limit is not None:
         sql += " LIMIT ?"
         params = (*params, limit)
@@ -149,7 +150,7 @@ def pending_items(conn: sqlite3.Connection, collection: str) -> list[int]:
     return [
         int(r[0])
         for r in conn.execute(
-            f"SELECT DISTINCT item_id FROM index_queue WHERE {_UNAPPLIED}", (collection,) * _UNAPPLIED.count("?")
+            f"SELECT DISTINCT item_id FROM index_queue WHERE {_UNAPPLIED}", (collection,) * _UNAPPLIED_PARAMS
         )
     ]
 

@@ -533,10 +533,7 @@ class Planner:
         From the smaller side: the scope's rows checked against the filter
         index, or the filter's items checked against the scope.
         """
-        if scope.bounds is None:  # the whole collection
-            in_scope = col.everything()
-        else:
-            in_scope = col.namespace_rows(*scope.bounds, scope.ns_ids)
+        in_scope = _scope_rows(col, scope)
         if not conds:
             return in_scope
         if scope.matches is not None and len(in_scope) <= scope.matches:
@@ -665,7 +662,7 @@ class Planner:
             return False
         scores = np.sort(np.fromiter((1.0 - d for _i, _x, d in found), dtype=np.float64, count=len(found)))[::-1]
         bar = float(scores[min(len(scores), max(1, math.ceil(depth))) - 1]) + _SCORE_SLACK
-        segments = col.everything() if scope.bounds is None else col.namespace_rows(*scope.bounds, scope.ns_ids)
+        segments = _scope_rows(col, scope)
         got = np.fromiter((i for i, _x, _d in found), dtype=np.int64, count=len(found))
         return col.beaten(segments, qvec, bar, got, PROBE_ROWS)
 
@@ -818,6 +815,11 @@ class ScopeScorer:
 
 def _keep_all(_it: StoredItem) -> bool:
     return False
+
+
+def _scope_rows(col: CollectionVectors, scope: _Scope) -> Segments:
+    """The rows of ``col`` in the scope: all of them for a whole collection, else its namespaces' runs."""
+    return col.everything() if scope.bounds is None else col.namespace_rows(*scope.bounds, scope.ns_ids)
 
 
 def _log_head(scope: _Scope) -> tuple[int, str | None] | None:

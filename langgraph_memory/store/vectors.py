@@ -254,7 +254,7 @@ class CollectionVectors:
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
     def beaten(self, segments: Segments, qvec: np.ndarray, bar: float, skip: np.ndarray, size: int) -> bool:
-        """Whether an evenly spread sample of about ``size`` of ``segments``' live rows holds an item scoring
+        """Whether a sample of about ``size`` of ``segments``' live rows, in blocks spread over them, holds an item scoring
         above ``bar``, other than the items in ``skip``.
 
         A check of an approximate answer whose ``bar``-th best it claims is
@@ -265,8 +265,7 @@ class CollectionVectors:
             return False
         q = np.asarray(qvec, dtype=np.float32)
         bar *= float(np.linalg.norm(q)) or 1.0
-        # Blocks of consecutive rows, read in place: rows gathered one by one from a large matrix cost
-        # four times as much (a page each).
+        # Blocks of consecutive rows, scored in place: no gather of rows one page apart.
         per = max(1, size // _PROBE_BLOCKS)
         for a, b in segments.runs:
             k = max(1, round(_PROBE_BLOCKS * (b - a) / total))
