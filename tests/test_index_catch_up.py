@@ -6,8 +6,8 @@ items exactly), ``wait_for_index`` waits for it, and ``close`` applies what is l
 
 from __future__ import annotations
 
-import tempfile
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -58,8 +58,10 @@ def test_a_failing_pass_is_logged_and_the_thread_keeps_following(caplog: pytest.
     cu.stop()
 
 
-def test_on_postgresql_a_write_is_searchable_before_the_index_caught_up(pg_database: str, fake_embeddings: Any) -> None:
-    local = tempfile.mkdtemp(prefix="lgm-catchup-")
+def test_on_postgresql_a_write_is_searchable_before_the_index_caught_up(
+    pg_database: str, fake_embeddings: Any, tmp_path: Path
+) -> None:
+    local = tmp_path
     store = ChromaStore(
         settings=Settings.resolve(pg_database, local_dir=local),
         index={"dims": 16, "embed": fake_embeddings, "fields": ["text"]},
@@ -219,7 +221,7 @@ def test_what_the_index_has_not_applied_is_read_per_collection_behind_others(sto
 
 
 def test_on_postgresql_an_hnsw_search_scores_what_the_index_lacks_and_the_counts_say_which(
-    pg_database: str, fake_embeddings: Any
+    pg_database: str, fake_embeddings: Any, tmp_path: Path
 ) -> None:
     # The statement that reads a search's counts names the collections with changes the index lacks: an HNSW
     # search reads those changes only there, and must still find them while the index is held back.
@@ -227,7 +229,7 @@ def test_on_postgresql_an_hnsw_search_scores_what_the_index_lacks_and_the_counts
 
     from langgraph_memory.catalog import scope as _scope
 
-    local = tempfile.mkdtemp(prefix="lgm-catchup-")
+    local = tmp_path
     store = ChromaStore(
         settings=Settings.resolve(pg_database, local_dir=local),
         index={"dims": 16, "embed": fake_embeddings, "fields": ["text"]},

@@ -813,6 +813,27 @@ class ChromaIndex:
         return repaired
 
     def _repair_ids(self, collection: str) -> int:
+        """Make ``collection`` on the server hold exactly the catalog's record ids, under the log's claim.
+
+        On a shared server, a repair and another process's pass over the log
+        (or two repairs) could upsert the same records at once; Chroma's HNSW
+        rewires an upserted record in place, and an in-place update is where
+        it can leave a record its graph no longer reaches
+        (chroma-core/chroma#7758). Under the log's claim they take turns, and
+        the second reads the ids the first added.
+        """
+        if self.catalog.dialect == "sqlite":
+            return self._repair_claimed(collection)
+        log = self._log()
+        with log.write(ordered=False) as conn:
+            _applier.claim(conn, collection)
+        try:
+            return self._repair_claimed(collection)
+        finally:
+            with log.read() as conn:
+                _applier.release(conn, collection)
+
+    def _repair_claimed(self, collection: str) -> int:
         self._chroma_name(collection, record=True)
         with self._use(write=True) as client:
             try:
