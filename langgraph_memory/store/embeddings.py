@@ -323,7 +323,9 @@ class _Costs:
     1 GB cache whose pages the host had evicted), more than a fast model
     takes. While the model's recent cost per text is below the file's, only
     every `_FILE_PROBE`-th lookup reads the file, to follow how its cost
-    changes. Both are moving averages of what calls took.
+    changes; while the file has answered every text (the model never ran),
+    every `_FILE_PROBE`-th lookup goes to the model, to time it. Both are
+    moving averages of what calls took.
     """
 
     def __init__(self) -> None:
@@ -349,8 +351,15 @@ class _Costs:
 
     def read_file(self) -> bool:
         """Whether this lookup reads the file (races between threads only shift when a probe falls)."""
-        if self._model is None or self._file is None or self._model >= self._file:
+        if self._file is None:
             return True
+        if self._model is None:
+            # The file has answered every text so far, so the model was never timed: now and then it answers
+            # instead, or a cold file would be read forever in front of a model that costs microseconds.
+            return not self._probe()
+        return self._model >= self._file or self._probe()
+
+    def _probe(self) -> bool:
         self._skipped += 1
         if self._skipped >= _FILE_PROBE:
             self._skipped = 0
