@@ -7,8 +7,10 @@ write lock, then get [`LockTimeoutError`][langgraph_memory.errors.LockTimeoutErr
 commit of a write transaction is the acknowledgement of every put: with WAL
 and ``synchronous=NORMAL`` a committed transaction survives the process
 being killed at any instant (``durability="full"`` also survives power loss,
-at an ``fsync`` per commit). Every SQLite or OS error comes out typed and
-naming the file (`langgraph_memory._sqlite.guarded()`).
+at an ``fsync`` per commit). A large transaction's WAL checkpoint (copying
+its pages into the file) runs in a thread beside the next write, not inside
+its commit (`langgraph_memory._infra.wal_checkpoints`). Every SQLite or OS
+error comes out typed and naming the file (`langgraph_memory._sqlite.guarded()`).
 
 The tables and what they hold are described in `langgraph_memory.catalog._schema`;
 the operations on them live beside this module (`items`, `lineage`,
