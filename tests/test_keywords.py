@@ -13,11 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.embeddings import DeterministicFakeEmbedding
-from langgraph.store.base import SearchOp
+from langgraph.store.base import PutOp, SearchOp
 
 from langgraph_memory.archive import Archiver
 from langgraph_memory.catalog import keywords as _keywords
 from langgraph_memory.catalog._schema import SCHEMA_VERSION
+from langgraph_memory.catalog.bulk import BULK_MIN
 from langgraph_memory.catalog.keyword_cache import PostingCache
 from langgraph_memory.store import ChromaStore
 from tests.conftest import FAKE_DIMS
@@ -153,6 +154,30 @@ def test_update_replaces_the_text_and_index_false_removes_it(store: ChromaStore)
     assert _keyword_rows(store) == {}
     store.put(("notes",), "multi", {"a": "spy", "b": ["vix", "yen"]}, index=["a", "b[*]"])
     assert list(_keyword_rows(store).values()) == ["spy\nvix\nyen"]
+
+
+@pytest.mark.parametrize("n", [1, BULK_MIN])
+def test_a_put_indexes_the_texts_its_value_holds_at_its_record_paths(store: ChromaStore, n: int) -> None:
+    # The writer hands the texts it embedded to the keyword index; they must be what reading the value back at
+    # each vector's record path gives (as a rebuild does), for every kind of path.
+    values = [
+        ({"a": "spy", "b": ["vix", "yen"], "c": "", "d": {"e": "gold"}}, ["a", "b[*]", "c", "d.e", "a"]),
+        ({"b": ["oil"], "n": 3, "d": {"e": ["x", "y"]}}, ["b[*]", "n", "d.e", "missing"]),
+        ({"lesson": "carry unwinds", "more": [{"t": "bond"}, {"t": "rsi"}]}, ["$", "more[*].t"]),
+        ({"lesson": "macd crosses"}, None),
+    ]
+    store.batch(
+        [
+            PutOp(("notes", f"u{i % 3}"), f"k{i}", values[i % len(values)][0], index=values[i % len(values)][1])
+            for i in range(n * len(values))
+        ]
+    )
+    expected = _expected_rows(store)
+    assert len(expected) == n * len(values)
+    if store.catalog.dialect == "postgresql":
+        assert _postings(store) == {i: set(_keywords.index_terms(t)) for i, t in expected.items()}
+    else:
+        assert _keyword_rows(store) == expected
 
 
 def test_search_is_scoped_by_prefix_and_filter_like_vector_search(store: ChromaStore) -> None:

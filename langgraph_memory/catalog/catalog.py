@@ -7,8 +7,10 @@ write lock, then get [`LockTimeoutError`][langgraph_memory.errors.LockTimeoutErr
 commit of a write transaction is the acknowledgement of every put: with WAL
 and ``synchronous=NORMAL`` a committed transaction survives the process
 being killed at any instant (``durability="full"`` also survives power loss,
-at an ``fsync`` per commit). Every SQLite or OS error comes out typed and
-naming the file (`langgraph_memory._sqlite.guarded()`).
+at an ``fsync`` per commit). A large transaction's WAL checkpoint (copying
+its pages into the file) runs in a thread beside the next write, not inside
+its commit (`langgraph_memory._infra.wal_checkpoints`). Every SQLite or OS
+error comes out typed and naming the file (`langgraph_memory._sqlite.guarded()`).
 
 The tables and what they hold are described in `langgraph_memory.catalog._schema`;
 the operations on them live beside this module (`items`, `lineage`,
@@ -28,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
@@ -40,6 +43,7 @@ from typing import Any, Literal
 
 from langgraph_memory._infra import sqlite as _sqlite
 from langgraph_memory._infra.sqlite_ro import ReadOnlyConnection, connect_read_only
+from langgraph_memory._infra.wal_checkpoints import WalCheckpoints
 from langgraph_memory.catalog._schema import SCHEMA_VERSION, migrate
 from langgraph_memory.catalog.items import NamespaceIds
 from langgraph_memory.errors import ConfigError, LangGraphMemoryError, ReadOnlyError, StoreBackendError
@@ -47,6 +51,9 @@ from langgraph_memory.errors import ConfigError, LangGraphMemoryError, ReadOnlyE
 __all__ = ["Catalog", "read_meta"]
 
 logger = logging.getLogger(__name__)
+
+#: A write transaction that changed at least this many rows leaves its WAL checkpoint to `WalCheckpoints`.
+LARGE_WRITE_ROWS = 2000
 
 
 class Catalog:
@@ -88,6 +95,8 @@ class Catalog:
         self.read_only = read_only
         self._ro: ReadOnlyConnection | None = None
         self._conn: sqlite3.Connection | None = None
+        #: Copies the WAL back into the file beside the writes, not inside their commits (see `WalCheckpoints`).
+        self._checkpoints: WalCheckpoints | None = None
         self.catalog_id: str = ""
         if read_only:
             self._ro = connect_read_only(self.path, timeout=self.timeout)
@@ -107,6 +116,7 @@ class Catalog:
             with _sqlite.guarded(self.path, "open"):
                 self._conn.execute("PRAGMA foreign_keys = OFF")
                 self._conn.execute("PRAGMA cache_size = -32768")  # 32 MB: vectors are read in bulk
+            self._checkpoints = WalCheckpoints(self.path)
             with self.write() as conn:
                 migrate(conn)
                 if self.get_meta(conn, "catalog_id") is None:
@@ -208,10 +218,16 @@ class Catalog:
                     advice="Another process is writing a large batch; retry, or raise lock_timeout.",
                 )
             self._depth = 1
+            changes = conn.total_changes
             try:
                 yield conn
+                # A large transaction (a bulk batch: thousands of rows, thousands of pages) would copy its pages
+                # into the file again in the checkpoint inside its commit; a thread does that beside the next.
+                large = conn.total_changes - changes >= LARGE_WRITE_ROWS
+                checkpoints = self._checkpoints if large else None
                 with _sqlite.guarded(self.path, "write"):
-                    conn.execute("COMMIT")
+                    with checkpoints.deferred(conn) if checkpoints is not None else contextlib.nullcontext():
+                        conn.execute("COMMIT")
             except BaseException as exc:
                 self.names.forget_uncommitted()
                 try:
@@ -228,6 +244,9 @@ class Catalog:
     def close(self) -> None:
         """Close the file; further calls raise [`StoreBackendError`][langgraph_memory.errors.StoreBackendError]."""
         with self._lock:
+            if self._checkpoints is not None:
+                self._checkpoints.close()  # first: the last connection closed copies the WAL back itself
+                self._checkpoints = None
             if self._conn is not None:
                 try:
                     if self._ro is not None:

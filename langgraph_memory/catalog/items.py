@@ -254,6 +254,9 @@ class ItemWrite:
     model_id: int | None = None
     #: the value ``value_json`` encodes, when the caller has it (saves parsing it again).
     value: dict[str, Any] | None = None
+    #: the text each of ``vectors`` embeds, in their order, when the caller has them (the keyword index then
+    #: takes them instead of reading each record path of ``value`` again); must match ``value``.
+    texts: list[str] | None = None
 
 
 def look_up(conn: sqlite3.Connection, writes: Sequence[ItemWrite], names: NamespaceIds) -> object | None:
@@ -350,7 +353,7 @@ def write_items(
         value = w.value if w.value is not None else json.loads(w.value_json)
         field_batch.extend((p, k, v, item_id) for p, k, v in field_rows(value))
         if w.vectors:
-            keyword_batch[item_id] = _keywords.indexed_text(value, (path for path, _ in w.vectors))
+            keyword_batch[item_id] = _keywords.indexed_text(value, [path for path, _ in w.vectors], w.texts)
         vector_batch.extend((item_id, i, path, w.model_id or 0, vec) for i, (path, vec) in enumerate(w.vectors))
         if n_old or w.vectors:
             queued.setdefault(w.collection, []).append((item_id, max(n_old, len(w.vectors))))

@@ -192,10 +192,21 @@ def _terms_and_count(text: str) -> tuple[list[str], int]:
     return list(dict.fromkeys([_stem(w) for w in words])), len(tokens)
 
 
-def indexed_text(value: dict[str, Any], paths: Iterable[str]) -> str | None:
-    """The text an item is found by: the texts at its vectors' record paths, joined (None when there are none)."""
-    texts = [t for t in (record_text(value, p) for p in dict.fromkeys(paths)) if t]
-    return "\n".join(texts) if texts else None
+def indexed_text(value: dict[str, Any], paths: Iterable[str], texts: Sequence[str] | None = None) -> str | None:
+    """The text an item is found by: the texts at its vectors' record paths, joined (None when there are none).
+
+    ``texts``, when given, are the texts at ``paths`` in the same order (the
+    writer has them: it just embedded them), so ``value`` is not read again.
+    """
+    if texts is None:
+        found = [record_text(value, p) for p in dict.fromkeys(paths)]
+    else:
+        by_path: dict[str, str] = {}
+        for p, t in zip(paths, texts, strict=True):
+            by_path.setdefault(p, t)
+        found = list(by_path.values())
+    kept = [t for t in found if t]
+    return "\n".join(kept) if kept else None
 
 
 def index_items(conn: sqlite3.Connection, rows: Iterable[tuple[int, str | None]]) -> None:

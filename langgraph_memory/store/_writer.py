@@ -12,6 +12,7 @@ after the commit is logged and repaired later, never reported as a failed put.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -80,6 +81,12 @@ def index_paths(paths: Any) -> list[tuple[str, Any]]:
             raise InvalidArgumentError(f"index paths must be non-empty strings, got {p!r}")
         out.append((p, tokenize_path(p) if p != "$" else p))
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _path_tokens(path: str) -> list[str]:
+    """`tokenize_path` of a collection's embedded field, parsed once (a bulk load's puts repeat it; not mutated)."""
+    return tokenize_path(path)
 
 
 def check_vectors(vectors: Sequence[Sequence[float]], dims: int | None, what: str) -> np.ndarray:
@@ -200,7 +207,7 @@ class Writer:
         if self.model is None or op.index is False:
             return []
         if op.index is None:
-            paths = [(spec.embed_field, tokenize_path(spec.embed_field))] if spec.embed_field else self.fields
+            paths = [(spec.embed_field, _path_tokens(spec.embed_field))] if spec.embed_field else self.fields
         else:
             paths = index_paths(op.index)
         out: list[tuple[str, str]] = []
@@ -254,6 +261,7 @@ class Writer:
                     ttl_minutes=float(ttl) if ttl else None,
                     vectors=vecs,
                     value=dict(p.op.value) if p.op.value is not None else None,
+                    texts=[t for _path, t in p.texts],
                 )
             )
         # A plain put reads the items it replaces before it takes the catalog's write lock, and takes the lock
@@ -292,6 +300,7 @@ class Writer:
                     puts[i].spec.validate(value)
                     writes[i].value_json = dumps_value(value)
                     writes[i].value = value
+                    writes[i].texts = None  # the keyword index reads the new value's texts itself
             if any(w.vectors for w in writes):
                 mid = self.model_id(conn)
                 for w in writes:

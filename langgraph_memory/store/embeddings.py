@@ -726,9 +726,11 @@ class CachedEmbeddings(Embeddings):
             raise EmbeddingModelError(
                 f"embedding model {self.model_id} returned {len(vectors)} vectors for {len(todo_hashes)} texts"
             )
-        # Models return lists of floats (LangChain's contract) or arrays: convert only arrays.
+        # Models return lists of floats (LangChain's contract) or arrays: convert only arrays (and other
+        # sequences); a list is kept as it is, not copied (a bulk load's thousand vectors a batch).
         fresh = [
-            (h, v.tolist() if hasattr(v, "tolist") else list(v)) for h, v in zip(todo_hashes, vectors, strict=True)
+            (h, v if type(v) is list else v.tolist() if hasattr(v, "tolist") else list(v))
+            for h, v in zip(todo_hashes, vectors, strict=True)
         ]
         self._store(fresh)
         found.update(fresh)

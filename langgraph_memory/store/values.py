@@ -96,11 +96,16 @@ def check_value(value: Any, *, max_depth: int = MAX_VALUE_DEPTH) -> None:
                 raise _refuse(path, problem)
 
 
+# What ``json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)`` builds per call:
+# made once (a bulk load encodes a thousand values a batch); encoding keeps no state, so threads share it.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def dumps_checked(value: Any, *, max_bytes: int = MAX_VALUE_BYTES) -> str:
     """``value`` as compact JSON after `check_value()`, or `ValidationError` past ``max_bytes``."""
     check_value(value)
     try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = _ENCODER.encode(value)
     except (TypeError, ValueError, RecursionError) as exc:  # a subclass with a custom encoding, say
         raise ValidationError(f"store values must be JSON: {exc}") from None
     size = len(text.encode("utf-8", "surrogatepass"))
