@@ -181,6 +181,9 @@ def test_keyword_candidates_respect_prefix_filter_and_expiry(data_dir: Path, fak
         for i in range(30):  # vector candidates that share no word with the query
             store.put(("notes", "a"), f"f{i}", {"text": f"filler {i}", "kind": "x"})
         assert _keys(store, ("notes", "a"), "zebra", filter={"kind": {"$ne": "y"}}, limit=1) == ["in"]
+        # An indexed filter: the keyword candidates' filter-index check is made as their items are read.
+        assert _keys(store, ("notes", "a"), "zebra", filter={"kind": "x"}, limit=1) == ["in"]
+        assert _keys(store, ("notes",), "zebra", filter={"kind": "y"}, limit=1) == ["other-kind"]
         assert set(_keys(store, ("notes",), "zebra", limit=3)) == {"in", "other-ns", "other-kind"}
         assert "hybrid" in str(store.explain(("notes",), query="zebra"))
         assert store.explain(("notes",), query="zebra").strategy == ("hnsw" if exact_max == 5 else "exact")
@@ -313,3 +316,25 @@ def test_keyword_evidence_is_the_share_of_the_query_idf_mass(store: ChromaStore)
     assert name_only.evidence(name_only.scores[0]) < 0.5 * both.evidence(both.scores[0])
     assert 0.0 <= min(both.evidence(s) for s in both.scores) and max(both.evidence(s) for s in both.scores) <= 1.0
     assert _keywords.KeywordMatches(name_only.ids[:0], name_only.scores[:0]).evidence(1.0) == 0.0
+
+
+def test_keyword_candidates_items_are_read_with_the_filter_index_check(store: ChromaStore) -> None:
+    from langgraph_memory.catalog import items as _items
+    from langgraph_memory.catalog import scope as _scope
+    from langgraph_memory.catalog.fields import compile_filter
+
+    store.put(("n",), "a", {"text": "zebra one", "kind": "k", "n": 1})
+    store.put(("n",), "b", {"text": "zebra two", "kind": "j", "n": 2})
+    store.put(("n",), "c", {"text": "zebra three", "n": 3})
+    with store.catalog.read() as conn:
+        found = _items.get_items(conn, [(("n",), k) for k in "abc"])
+        ids = {key: found[(("n",), key)].id for key in "abc"}
+        every = [i for i in ids.values() if i is not None]
+        kind_k = _scope.passing_items(conn, compile_filter({"kind": "k"})[0], every)
+        two = _scope.passing_items(conn, compile_filter({"kind": "k", "n": 1})[0], [*every, *every])
+        none = _scope.passing_items(conn, compile_filter({"kind": "k", "n": 2})[0], every)
+        unfiltered = _scope.passing_items(conn, [], every)
+        by_id = _items.get_by_ids(conn, every)
+    assert list(kind_k) == [ids["a"]] and kind_k[ids["a"]].value == {"text": "zebra one", "kind": "k", "n": 1}
+    assert list(two) == [ids["a"]] and none == {}
+    assert unfiltered == by_id and len(by_id) == 3

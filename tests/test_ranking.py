@@ -8,8 +8,11 @@ import pytest
 
 from langgraph_memory.research.collections import memory_type_for
 from langgraph_memory.store.ranking import (
+    HybridRanking,
     TemporalConfig,
     importance_multiplier,
+    score_parts,
+    score_parts_many,
     temporal_weight,
 )
 
@@ -47,3 +50,27 @@ def test_collections_map_to_memory_types() -> None:
     assert memory_type_for("lessons_learned") == "episodic"
     assert memory_type_for("research_findings") == "semantic"
     assert memory_type_for("something_new") == "episodic"
+
+
+@pytest.mark.parametrize(
+    "ranking",
+    [HybridRanking(), HybridRanking(temporal=None), HybridRanking(temporal=TemporalConfig(enable_reinforcement=False))],
+    ids=["decay", "no-decay", "no-reinforcement"],
+)
+def test_scoring_many_candidates_gives_each_the_same_floats_as_scoring_it_alone(ranking: HybridRanking) -> None:
+    import random
+
+    rng = random.Random(7)
+    types = ["working", "session", "episodic", "semantic"]
+    rows = [
+        (rng.uniform(-0.2, 1.0), rng.random(), rng.uniform(-5.0, 5000.0), rng.randrange(0, 80), rng.choice(types))
+        for _ in range(400)
+    ]
+    many = score_parts_many(rows, ranking)  # type: ignore[arg-type]
+    alone = [
+        score_parts(sim, kw, ranking, age_hours=age, access_count=n, memory_type=mt)  # type: ignore[arg-type]
+        for sim, kw, age, n, mt in rows
+    ]
+    assert many == alone  # exact: the fused ranking must not move by a bit
+    with pytest.raises(ValueError, match="unknown memory type"):
+        score_parts_many([(0.5, 0.5, 1.0, 0, "yearly")], HybridRanking())  # type: ignore[list-item]

@@ -585,7 +585,9 @@ def match(
     cap = max_term_items
     mass = 0.0
     all_ids: list[np.ndarray] = []
-    all_scores: list[np.ndarray] = []
+    # Each term's score is ``factor / norm`` per posting; it is divided out only for the postings a search
+    # sums (with ``within``, the few items looked up instead of every posting of every term).
+    all_scores: list[tuple[float, np.ndarray]] = []
     pg = dialect_of(conn) == POSTGRESQL
     for term in terms:
         got = cache.get(stamp, term, cap=cap) if cache is not None else None
@@ -624,7 +626,7 @@ def match(
         return KeywordMatches(empty.ids, empty.scores, mass)
     if within is not None:
         return _match_within(all_ids, all_scores, np.asarray(within, dtype=np.int64), mass)
-    every, weights = np.concatenate(all_ids), np.concatenate(all_scores)
+    every, weights = np.concatenate(all_ids), np.concatenate([factor / norm for factor, norm in all_scores])
     top = int(every.max())
     if top <= 8 * len(every) + 65536:
         # Item ids are dense: sum each item's term scores in an array indexed by id (no sort).
@@ -634,24 +636,30 @@ def match(
 
 
 def _match_within(
-    all_ids: list[np.ndarray], all_scores: list[np.ndarray], within: np.ndarray, mass: float
+    all_ids: list[np.ndarray], all_scores: list[tuple[float, np.ndarray]], within: np.ndarray, mass: float
 ) -> KeywordMatches:
     """`match()`'s scores of the items ``within`` (ids increasing): each term's list searched for them."""
     total = np.zeros(len(within))
-    for ids, scores in zip(all_ids, all_scores, strict=True):
+    for ids, (factor, norm) in zip(all_ids, all_scores, strict=True):
         if len(ids) > 1 and not bool(np.all(ids[1:] >= ids[:-1])):  # a server may hand a list over unordered
             order = np.argsort(ids, kind="stable")
-            ids, scores = ids[order], scores[order]
+            ids, norm = ids[order], norm[order]
         pos = np.minimum(np.searchsorted(ids, within), len(ids) - 1)
         hit = ids[pos] == within
-        # Term by term, in the query's order: each item's sum is the same float as bincount's in `match()`.
-        total[hit] += scores[pos[hit]]
+        # Term by term, in the query's order: each item's sum is the same float as bincount's in `match()`
+        # (and each term's score the same division, made for these postings only).
+        total[hit] += factor / norm[pos[hit]]
     held = np.flatnonzero(total)
     return KeywordMatches(within[held], total[held], mass, by_id=True)
 
 
 def _add_term(
-    all_ids: list[np.ndarray], all_scores: list[np.ndarray], postings: Postings, idf: float, avg: float, b: float
+    all_ids: list[np.ndarray],
+    all_scores: list[tuple[float, np.ndarray]],
+    postings: Postings,
+    idf: float,
+    avg: float,
+    b: float,
 ) -> None:
     """Append one term's postings: the item ids and each one's BM25 term score (length from the rowid)."""
     # The ids and each posting's length normalisation depend only on the list, the average length and b:
@@ -664,7 +672,7 @@ def _add_term(
         derived = postings.derived[(avg, b)] = (rowids >> _LEN_BITS, 1 + _K1 * (1 - b + b * rel))
     ids, norm = derived
     all_ids.append(ids)
-    all_scores.append(idf * (_K1 + 1) / norm)
+    all_scores.append((idf * (_K1 + 1), norm))
 
 
 def search(

@@ -54,6 +54,7 @@ __all__ = [
     "filter_sql",
     "filter_count",
     "filter_matches",
+    "passing_items",
     "passing",
     "item_ids_in_scope",
     "namespaces_of",
@@ -281,6 +282,41 @@ def passing(conn: sqlite3.Connection, conds: Sequence[Condition], ids: np.ndarra
         if not mask.any():
             break
     return ids[mask]
+
+
+def passing_items(
+    conn: sqlite3.Connection, conds: Sequence[Condition], ids: Sequence[int]
+) -> dict[int, _items.StoredItem]:
+    """The items among ``ids`` whose filter-index rows meet every condition, read in the same statement.
+
+    `passing()` then `items.get_by_ids()` in one statement: a hybrid search
+    reads its keyword candidates' items anyway, and the check was a statement
+    of its own per batch.
+    """
+    if not conds:
+        return _items.get_by_ids(conn, ids)
+    out: dict[int, _items.StoredItem] = {}
+    hint = "" if dialect_of(conn) == POSTGRESQL else " INDEXED BY fields_item"
+    for chunk in _items.chunked(list(dict.fromkeys(int(i) for i in ids))):
+        marks = _ids_sql(chunk)
+        checks: list[str] = []
+        params: list[Any] = []
+        for cond in conds:
+            sql, cparams = cond.sql(dialect_of(conn))
+            checks.append(
+                " AND i.id IN ("
+                + sql.replace("FROM fields WHERE", f"FROM fields{hint} WHERE item_id IN ({marks}) AND")
+                + ")"
+            )
+            params.extend(cparams)
+        rows = conn.execute(
+            f"SELECT {_items.ITEM_COLUMNS} FROM items i JOIN namespaces n ON n.id = i.ns_id"
+            f" WHERE i.id IN ({marks}){''.join(checks)}",
+            tuple(params),
+        )
+        for row in rows:
+            out[int(row[0])] = _items.item_from_row(row)
+    return out
 
 
 def item_ids_in_scope(conn: sqlite3.Connection, scope: ScopeSql, conds: Sequence[Condition]) -> np.ndarray:

@@ -45,7 +45,7 @@ from langgraph_memory.catalog.keyword_cache import PostingCache
 from langgraph_memory.store import filters as _filters
 from langgraph_memory.store import neighbours as _neighbours
 from langgraph_memory.store.planner import LateOmit, Plan, Planner, ScopeScorer
-from langgraph_memory.store.ranking import HybridRanking, ScoreParts, score_parts
+from langgraph_memory.store.ranking import HybridRanking, ScoreParts, score_parts_many
 from langgraph_memory.store.registry import PLAIN, CollectionRegistry, MemoryType
 
 __all__ = ["Candidate", "Candidates", "HybridSearch", "score_candidates", "explain_candidates"]
@@ -207,14 +207,16 @@ class HybridSearch:
             rest = [i for i in top if i not in found]
             missing = [i for i in rest if i not in sims]
             if missing:
-                sims.update(scorer.rank(missing))
+                # Matches ``within`` are items the search scored: in scope and meeting the filter index already.
+                sims.update(scorer.rank(missing, filter_index=within is None))
             read = _items.get_by_ids(conn, [i for i in rest if i in sims])
         else:
             # Many: the best matches in scope that pass the filter, read in batches.
 
             def fetch(chunk: list[int]) -> set[int]:
-                got = scorer.rank(chunk)
-                items = _items.get_by_ids(conn, list(got))
+                # Scope and vectors from the scorer; the filter index checked as the items are read.
+                got = scorer.rank(chunk, filter_index=False)
+                items = scorer.items(list(got))
                 kept = {i for i, it in items.items() if _filters.matches(it.value, op.filter) and not omit(it)}
                 sims.update((i, got[i]) for i in kept)
                 read.update((i, items[i]) for i in kept)
@@ -289,7 +291,7 @@ def explain_candidates(
     """Each candidate's score parts (cosine, keyword, temporal, final), best final score first."""
     top_keyword = max((c.keyword for c in cands), default=0.0) if ranking.keyword_scale == "best" else 0.0
     types: dict[tuple[str, ...], MemoryType] = {}
-    out: list[tuple[ScoreParts, Candidate]] = []
+    rows: list[tuple[float, float, float, int, MemoryType]] = []
     for c in cands:
         ns = c.item.namespace
         if ns not in types:
@@ -297,15 +299,8 @@ def explain_candidates(
         # Keyword evidence on the query's own scale, not the best candidate's: a memory sharing only a
         # common word with the query gets a small boost even when no memory matches better.
         evidence = c.evidence if ranking.keyword_scale == "query" else (c.keyword / top_keyword if top_keyword else 0.0)
-        parts = score_parts(
-            c.similarity,
-            evidence,
-            ranking,
-            age_hours=(now - c.item.updated_at) / 3600.0,
-            access_count=c.item.access_count,
-            memory_type=types[ns],
-        )
-        out.append((parts, c))
+        rows.append((c.similarity, evidence, (now - c.item.updated_at) / 3600.0, c.item.access_count, types[ns]))
+    out = list(zip(score_parts_many(rows, ranking), cands, strict=True))
     if ranking.fusion == "zscore" or ranking.neighbours:
         relevance = _neighbours.relative_relevance(
             [c.item for _p, c in out],

@@ -62,6 +62,7 @@ __all__ = [
     "HybridRanking",
     "ScoreParts",
     "score_parts",
+    "score_parts_many",
     "fuse",
     "retention",
     "calculate_final_score",
@@ -340,6 +341,43 @@ def score_parts(
     kept = retention(age_hours, access_count, memory_type, ranking.temporal)
     final = min(1.0, max(0.0, relevance)) * (1.0 - ranking.temporal_share + ranking.temporal_share * kept)
     return ScoreParts(similarity, keyword, relevance, kept, ranking.temporal_share, final)
+
+
+def score_parts_many(
+    rows: Sequence[tuple[float, float, float, int, MemoryType]], ranking: HybridRanking
+) -> list[ScoreParts]:
+    """`score_parts` of many candidates, each ``(similarity, keyword, age_hours, access_count, memory_type)``.
+
+    The same arithmetic as `score_parts`, candidate by candidate (the same
+    floats), with each memory type's decay rate looked up once: a hybrid
+    search scores about 40 candidates to keep 10.
+
+    Example:
+        >>> r = HybridRanking()
+        >>> score_parts_many([(0.5, 0.5, 24.0, 2, "episodic")], r) == [
+        ...     score_parts(0.5, 0.5, r, age_hours=24.0, access_count=2, memory_type="episodic")]
+        True
+    """
+    weight = ranking.keyword_weight
+    cfg = ranking.temporal
+    out: list[ScoreParts] = []
+    if cfg is None:
+        for similarity, keyword, _age, _count, _type in rows:
+            relevance = fuse(similarity, keyword, weight)
+            out.append(ScoreParts(similarity, keyword, relevance, None, 0.0, relevance))
+        return out
+    share = ranking.temporal_share
+    rates: dict[str, float] = {}
+    for similarity, keyword, age_hours, access_count, memory_type in rows:
+        relevance = fuse(similarity, keyword, weight)
+        rate = rates.get(memory_type)
+        if rate is None:
+            rate = rates[memory_type] = cfg.decay_rate(memory_type)
+        # `retention()`, inlined: temporal_weight * importance_multiplier, capped at 1.
+        kept = min(1.0, math.exp(-rate * max(age_hours, 0.0)) * importance_multiplier(access_count, cfg))
+        final = min(1.0, max(0.0, relevance)) * (1.0 - share + share * kept)
+        out.append(ScoreParts(similarity, keyword, relevance, kept, share, final))
+    return out
 
 
 def keep_relevant(items: Sequence[S], min_relevance: float | None) -> list[S]:
