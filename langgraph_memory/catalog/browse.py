@@ -22,7 +22,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from langgraph_memory.catalog.fields import KIND_BOOL, KIND_STR
-from langgraph_memory.catalog.items import ITEM_COLUMNS, StoredItem, get_by_ids, item_from_row, rows_in
+from langgraph_memory.catalog.items import (
+    ITEM_COLUMNS_BY_ID,
+    StoredItem,
+    get_by_ids,
+    item_from_row,
+    rows_in,
+)
 from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, dialect_of
 from langgraph_memory.catalog.sessions import _SESSION_COLS, Session, _session
 
@@ -42,7 +48,6 @@ __all__ = [
     "change_token",
 ]
 
-_FROM = "FROM items i JOIN namespaces n ON n.id = i.ns_id"
 
 
 @dataclass(frozen=True)
@@ -154,7 +159,10 @@ def items_with_field(conn: sqlite3.Connection, path: str, values: Sequence[str])
         if path.isidentifier()
         else []
     )
-    items = [item_from_row(r) for r in rows_in(conn, f"SELECT {ITEM_COLUMNS} {_FROM} WHERE i.id IN ({{marks}})", ids)]
+    items = [
+        item_from_row(r)
+        for r in rows_in(conn, f"SELECT {ITEM_COLUMNS_BY_ID} FROM items i WHERE i.id IN ({{marks}})", ids)
+    ]
     return sorted(items, key=lambda it: it.id or 0)
 
 

@@ -310,8 +310,7 @@ def passing_items(
             )
             params.extend(cparams)
         rows = conn.execute(
-            f"SELECT {_items.ITEM_COLUMNS} FROM items i JOIN namespaces n ON n.id = i.ns_id"
-            f" WHERE i.id IN ({marks}){''.join(checks)}",
+            f"SELECT {_items.ITEM_COLUMNS_BY_ID} FROM items i WHERE i.id IN ({marks}){''.join(checks)}",
             tuple(params),
         )
         for row in rows:
