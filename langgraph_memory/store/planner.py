@@ -587,9 +587,9 @@ class Planner:
         else:
             # An item's records sit near one another (its fields say related things), so fewer distinct items
             # than records come back: with three fields a third of searches widened and paid a second fetch and
-            # read. Asking for sqrt(records per item) times more measured best (100,000 items, three fields:
-            # 3 searches in 55 widened, against 19; the full factor made every HNSW query dearer than the
-            # widening it saved).
+            # read. Asking for sqrt(records per item) times more, 3 searches in 55 widened (100,000 items, three
+            # fields: p50 unchanged, mean 15.0 against 17.0 ms, recall 0.986 against 0.978); the full factor
+            # made every HNSW query dearer than the widening it saved.
             per_item = math.sqrt(max(scope.n_vectors / max(scope.n_items, 1), 1.0))
             n = max(MIN_FETCH, math.ceil(need * per_item / share * OVERFETCH))
         if scope.n_items <= n:
