@@ -49,7 +49,6 @@ __all__ = [
 ]
 
 
-
 @dataclass(frozen=True)
 class StrategyName:
     """A named strategy: how many versions it has and when the first and last were made."""
