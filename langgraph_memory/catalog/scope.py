@@ -268,6 +268,13 @@ def filter_matches(conn: sqlite3.Connection, conds: Sequence[Condition]) -> np.n
     return _id_array(conn, fsql, fparams)
 
 
+def _cond_within(conn: sqlite3.Connection, cond: Condition, marks: str) -> tuple[str, tuple[Any, ...]]:
+    """``cond``'s query of item ids, looked up among the items ``marks`` only (through the item-id index)."""
+    sql, params = cond.sql(dialect_of(conn))
+    hint = "" if dialect_of(conn) == POSTGRESQL else " INDEXED BY fields_item"
+    return sql.replace("FROM fields WHERE", f"FROM fields{hint} WHERE item_id IN ({marks}) AND"), tuple(params)
+
+
 def passing(conn: sqlite3.Connection, conds: Sequence[Condition], ids: np.ndarray) -> np.ndarray:
     """The ids (in their order) whose filter-index rows meet every condition."""
     if not conds or not len(ids):
@@ -275,9 +282,7 @@ def passing(conn: sqlite3.Connection, conds: Sequence[Condition], ids: np.ndarra
     marks = _ids_sql(ids)
     mask = np.ones(len(ids), dtype=bool)
     for cond in conds:
-        sql, params = cond.sql(dialect_of(conn))
-        hint = "" if dialect_of(conn) == POSTGRESQL else " INDEXED BY fields_item"
-        sql = sql.replace("FROM fields WHERE", f"FROM fields{hint} WHERE item_id IN ({marks}) AND")
+        sql, params = _cond_within(conn, cond, marks)
         mask &= np.isin(ids, _id_array(conn, sql, params))
         if not mask.any():
             break
@@ -296,18 +301,13 @@ def passing_items(
     if not conds:
         return _items.get_by_ids(conn, ids)
     out: dict[int, _items.StoredItem] = {}
-    hint = "" if dialect_of(conn) == POSTGRESQL else " INDEXED BY fields_item"
     for chunk in _items.chunked(list(dict.fromkeys(int(i) for i in ids))):
         marks = _ids_sql(chunk)
         checks: list[str] = []
         params: list[Any] = []
         for cond in conds:
-            sql, cparams = cond.sql(dialect_of(conn))
-            checks.append(
-                " AND i.id IN ("
-                + sql.replace("FROM fields WHERE", f"FROM fields{hint} WHERE item_id IN ({marks}) AND")
-                + ")"
-            )
+            sql, cparams = _cond_within(conn, cond, marks)
+            checks.append(f" AND i.id IN ({sql})")
             params.extend(cparams)
         rows = conn.execute(
             f"SELECT {_items.ITEM_COLUMNS_BY_ID} FROM items i WHERE i.id IN ({marks}){''.join(checks)}",
