@@ -75,6 +75,8 @@ _NEWEST = (
 _UNAPPLIED = f"collection = ? AND seq > {_APPLIED.format('?')} AND {_NEWEST.format('?')} > {_APPLIED.format('?')}"
 _UNAPPLIED_PARAMS = _UNAPPLIED.count("?")
 
+#: The changes Chroma applied, summed over the collections (a query of one value, for other statements to embed).
+APPLIED_TOTAL = "SELECT coalesce(sum(applied_seq), 0) FROM index_state"
 #: The collections with changes Chroma has not applied (a query of one column, for other statements to embed).
 UNAPPLIED_COLLECTIONS = (
     "SELECT c.collection FROM collection_counts c "

@@ -93,10 +93,11 @@ _HEADS = (
     "CAST((SELECT value FROM meta WHERE key = ?) AS INTEGER), (SELECT value FROM meta WHERE key = ?)"
 )
 # The collections whose changes Chroma has not all applied, one more row (names joined by spaces): a search
-# through HNSW reads what it lacks only for those.
+# through HNSW reads what it lacks only for those. With them, how far Chroma applied changes in all.
 _UNAPPLIED_TAG = " unapplied"
 _UNAPPLIED = (
-    f"SELECT '{_UNAPPLIED_TAG}', NULL, NULL, group_concat(collection, ' ') FROM ({_queue.UNAPPLIED_COLLECTIONS}) u"
+    f"SELECT '{_UNAPPLIED_TAG}', ({_queue.APPLIED_TOTAL}), NULL, group_concat(collection, ' ') "
+    f"FROM ({_queue.UNAPPLIED_COLLECTIONS}) u"
 )
 # Two statements: min and max together defeat SQLite's min/max optimisation (a full scan).
 _MIN_ITEM_ID = "SELECT min(id) FROM items"
@@ -179,13 +180,15 @@ class Heads:
 
     ``status_version`` is `status.version()`, ``log_seq`` and ``epoch`` are `queue.log_head()`,
     ``unapplied`` the collections with changes Chroma has not applied (`queue.pending_items()` is
-    empty for the others; None when not read).
+    empty for the others; None when not read), ``applied`` the changes Chroma applied, summed over
+    the collections (it moves whenever an application commits).
     """
 
     status_version: int
     log_seq: int
     epoch: str | None
     unapplied: frozenset[str] | None = None
+    applied: int = 0
 
 
 class _Heads:
@@ -194,6 +197,7 @@ class _Heads:
     def __init__(self) -> None:
         self._heads = Heads(0, 0, None)
         self._unapplied: frozenset[str] = frozenset()
+        self._applied = 0
 
     def take(self, name: Any, a: Any, b: Any, c: Any) -> bool:
         """Keep a tagged row's columns; False for a row of another kind."""
@@ -201,12 +205,13 @@ class _Heads:
             self._heads = Heads(int(b or 0), int(a or 0), None if c is None else str(c))
         elif name == _UNAPPLIED_TAG:
             self._unapplied = frozenset(str(c or "").split())
+            self._applied = int(a or 0)
         else:
             return False
         return True
 
     def read(self) -> Heads:
-        return replace(self._heads, unapplied=self._unapplied)
+        return replace(self._heads, unapplied=self._unapplied, applied=self._applied)
 
 
 def planning_read(

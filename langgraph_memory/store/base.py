@@ -1100,6 +1100,7 @@ class ChromaStore(BaseStore):
         steps: list[Callable[[], Any]] = [self._flush_access_best_effort]
         if self._writer.catch_up is not None:
             steps.append(self._writer.catch_up.stop)
+        steps.append(self.planner.close)
         steps.append(self.vector_index.close)
         if self.cached_embeddings is not None:
             steps.append(self.cached_embeddings.close)

@@ -102,6 +102,11 @@ def record_id(item_id: int, idx: int) -> str:
     return str(item_id) if idx == 0 else f"{item_id}:{idx}"
 
 
+def _answer_records(res: Any) -> list[tuple[int, int, float]]:
+    """A Chroma query's answer for one vector as ``(item id, vector number, cosine distance)``, nearest first."""
+    return [(*parse_record_id(rid), float(dist)) for rid, dist in zip(res["ids"][0], res["distances"][0], strict=True)]
+
+
 def parse_record_id(rid: str) -> tuple[int, int]:
     """``(item id, vector number)`` of a Chroma id made by `record_id()`."""
     head, _, tail = rid.partition(":")
@@ -527,11 +532,28 @@ class ChromaIndex:
                 self.health.mark_lost(f"the collection of {collection!r} is missing")
                 raise self._away("searching")
             return []
-        out = []
-        for rid, dist in zip(res["ids"][0], res["distances"][0], strict=True):
-            item_id, idx = parse_record_id(rid)
-            out.append((item_id, idx, float(dist)))
-        return out
+        return _answer_records(res)
+
+    def query_quietly(self, collection: str, vector: np.ndarray, n: int) -> list[tuple[int, int, float]] | None:
+        """`query()` from another thread while the caller holds the catalog: None where `query()` would not answer.
+
+        It never reads or writes the catalog (the caller may be inside a
+        catalog transaction, waiting for this answer) and reports nothing: a
+        collection not looked up yet, a broken or unreachable index, or any
+        failure gives None, and the caller's own `query()` then sees and
+        reports it.
+        """
+        col = self._collections.get(collection)
+        if col is None or collection in self.broken or not self.serving():
+            return None
+        try:
+            with self.handle.use() as _client:
+                if self._epoch != self.handle.epoch:  # reopened: the collection handle is stale
+                    return None
+                res = col.query(query_embeddings=vector.reshape(1, -1), n_results=n, include=["distances"])
+            return _answer_records(res)
+        except Exception:  # noqa: BLE001 - reported by the caller's own query
+            return None
 
     def chroma_collection(self, collection: str) -> Any | None:
         """The raw Chroma collection indexing ``collection`` (None before its first vector), to look at."""

@@ -38,6 +38,7 @@ logs every plan at debug level. The thresholds were chosen by measurement
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 from collections.abc import Callable, Sequence
@@ -60,6 +61,7 @@ from langgraph_memory.catalog.scope import Heads, ScopeSql
 from langgraph_memory.errors import StorageError
 from langgraph_memory.store import filters as _filters
 from langgraph_memory.store._recall import RecallWatch
+from langgraph_memory.store.early_query import EarlyQueries, EarlyQuery
 from langgraph_memory.store.index import ChromaIndex, IndexUnavailable
 from langgraph_memory.store.registry import CollectionRegistry, default_collections
 from langgraph_memory.store.vectors import CollectionVectors, Segments, VectorCache, dot_rows
@@ -193,6 +195,13 @@ class Planner:
         self.vectors = vectors
         self.exact_max = exact_max
         self.recall = RecallWatch()
+        self.early = EarlyQueries()
+        # How far Chroma had applied changes at a snapshot read earlier (see `_check_early`).
+        self._applied_seen: tuple[int, str | None] | None = None
+
+    def close(self) -> None:
+        """Stop the workers that start HNSW queries early."""
+        self.early.close()
 
     # ----------------------------------------------------------- estimates
 
@@ -401,10 +410,17 @@ class Planner:
         candidates there, from the same vectors, without a second read transaction.
         """
         need = op.offset + op.limit
+        early_key = None
         if qvec is not None:
             self.index.catch_up()  # after a Chroma server outage (a no-op otherwise)
+            early_key = _early_key(op, need)
         with self._vectors_lock(), self.catalog.snapshot() as conn:
+            applied = self._applied_seen
+            early = self._start_early(early_key, qvec) if applied is not None else None
             plan, scopes, conds = self._plan(conn, op, qvec is not None, load=True)
+            if early_key is not None:
+                early = self._check_early(early, applied, scopes)
+                self._remember_fetch(early_key, plan, scopes, conds, op.filter, need)
             if plan.strategy == "empty" or need <= 0:
                 return [], plan
             if omit_for is not None:
@@ -429,7 +445,7 @@ class Planner:
                     scored.extend(exact)
                     continue
                 try:
-                    scored.extend(self._hnsw(conn, s, conds, op.filter, plan, qvec, need, omit))
+                    scored.extend(self._hnsw(conn, s, conds, op.filter, plan, qvec, need, omit, early=early))
                 except (IndexUnavailable, StorageError):
                     plan.notes.append(f"{s.collection}: index failed, searched exactly")
                     scored.extend(self._exact(conn, s, conds, op.filter, qvec, need, omit))
@@ -565,6 +581,7 @@ class Planner:
         omit: Omit,
         *,
         check: bool = True,
+        early: EarlyQuery | None = None,
     ) -> list[Hit]:
         """An unfiltered Chroma query, over-fetched and widened, each hit checked in the catalog.
 
@@ -578,20 +595,8 @@ class Planner:
         else:
             pending = sorted(_queue.pending_items(conn, scope.collection))
         col = self._resident(conn, scope)
-        # The candidates' share of the index's records (items can have several vectors each).
-        share = max(
-            scope.candidates * scope.n_vectors / max(scope.n_items, 1) / max(scope.n_collection_vectors, 1), 1e-6
-        )
-        if plan.fetch == 0 and scope.whole and not conds and not filter:
-            n = max(need, MIN_FETCH)
-        else:
-            # An item's records sit near one another (its fields say related things), so fewer distinct items
-            # than records come back: with three fields a third of searches widened and paid a second fetch and
-            # read. Asking for sqrt(records per item) times more, 3 searches in 55 widened (100,000 items, three
-            # fields: p50 unchanged, mean 15.0 against 17.0 ms, recall 0.986 against 0.978); the full factor
-            # made every HNSW query dearer than the widening it saved.
-            per_item = math.sqrt(max(scope.n_vectors / max(scope.n_items, 1), 1.0))
-            n = max(MIN_FETCH, math.ceil(need * per_item / share * OVERFETCH))
+        share = _share(scope)
+        n = self._first_fetch(scope, conds, filter, plan, need)
         if scope.n_items <= n:
             # One fetch would already ask for every item in scope: scoring them exactly costs no more and, unlike
             # HNSW, never misses one of two equal vectors (which made pages of one query overlap).
@@ -603,9 +608,16 @@ class Planner:
         pending_set = set(pending)
         probes = 0
         while True:
-            plan.fetch = max(plan.fetch, n)
             plan.rounds += 1
-            found = self.index.query(scope.collection, qvec, n)
+            found = None
+            if early is not None and plan.rounds == 1:
+                found = early.take(scope.collection, n)
+                if found is not None:
+                    n = early.n  # as many records or more: read the answer as that round's
+                    plan.notes.append(f"{scope.collection}: HNSW queried while planning ({n} records)")
+            if found is None:
+                found = self.index.query(scope.collection, qvec, n)
+            plan.fetch = max(plan.fetch, n)
             if check and col is not None and probes < 2 and self._missed(col, scope, qvec, found, need / share):
                 probes += 1
                 if probes == 2 or n * PROBE_WIDEN > scope.n_collection // 2:
@@ -652,6 +664,62 @@ class Planner:
                 plan.notes.append(f"{scope.collection}: widening would read most of the index; scored exactly")
                 return self._exact(conn, scope, conds, filter, qvec, need, omit)
             n *= 4
+
+    def _first_fetch(
+        self, scope: _Scope, conds: list[Condition], filter: dict[str, Any] | None, plan: Plan, need: int
+    ) -> int:
+        """How many records the first HNSW round over ``scope`` asks Chroma for."""
+        if plan.fetch == 0 and scope.whole and not conds and not filter:
+            return max(need, MIN_FETCH)
+        # An item's records sit near one another (its fields say related things), so fewer distinct items
+        # than records come back: with three fields a third of searches widened and paid a second fetch and
+        # read. Asking for sqrt(records per item) times more, 3 searches in 55 widened (100,000 items, three
+        # fields: p50 unchanged, mean 15.0 against 17.0 ms, recall 0.986 against 0.978); the full factor
+        # made every HNSW query dearer than the widening it saved.
+        per_item = math.sqrt(max(scope.n_vectors / max(scope.n_items, 1), 1.0))
+        return max(MIN_FETCH, math.ceil(need * per_item / _share(scope) * OVERFETCH))
+
+    def _start_early(self, key: tuple[Any, ...] | None, qvec: np.ndarray | None) -> EarlyQuery | None:
+        """Start the HNSW query that the last search of ``key`` began with (see `EarlyQueries`)."""
+        guess = self.early.guess(key) if key is not None and qvec is not None else None
+        if guess is None or qvec is None:
+            return None
+        collection, n = guess
+        return self.early.start(collection, n, lambda: self.index.query_quietly(collection, qvec, n))
+
+    def _check_early(
+        self, early: EarlyQuery | None, applied: tuple[int, str | None] | None, scopes: list[_Scope]
+    ) -> EarlyQuery | None:
+        """``early`` if Chroma applied nothing between its start and this search's snapshot, else None.
+
+        ``applied`` is what an earlier snapshot read, before ``early`` started.
+        A change Chroma applied after the query started, and marked applied
+        before the snapshot, would be in neither the answer nor the changes
+        the snapshot still lists as unapplied: with the same total, there was
+        none.
+        """
+        heads = scopes[0].heads if scopes else None
+        now = None if heads is None or heads.unapplied is None else (heads.applied, heads.epoch)
+        if now is not None:
+            self._applied_seen = now
+        return early if early is not None and now is not None and now == applied else None
+
+    def _remember_fetch(
+        self,
+        key: tuple[Any, ...],
+        plan: Plan,
+        scopes: list[_Scope],
+        conds: list[Condition],
+        filter: dict[str, Any] | None,
+        need: int,
+    ) -> None:
+        """Note the first HNSW query of a one-collection search, for the next search of ``key`` to start early."""
+        if len(scopes) == 1 and scopes[0].strategy == "hnsw" and not self._weak(scopes[0], conds):
+            n = self._first_fetch(scopes[0], conds, filter, Plan(plan.strategy), need)
+            if scopes[0].n_items > n:
+                self.early.remember(key, scopes[0].collection, n)
+                return
+        self.early.forget(key)
 
     def _missed(
         self, col: CollectionVectors, scope: _Scope, qvec: np.ndarray, found: list[tuple[int, int, float]], depth: float
@@ -835,6 +903,22 @@ def _keep_all(_it: StoredItem) -> bool:
 def _scope_rows(col: CollectionVectors, scope: _Scope) -> Segments:
     """The rows of ``col`` in the scope: all of them for a whole collection, else its namespaces' runs."""
     return col.everything() if scope.bounds is None else col.namespace_rows(*scope.bounds, scope.ns_ids)
+
+
+def _share(scope: _Scope) -> float:
+    """The candidates' share of the index's records (items can have several vectors each)."""
+    return max(scope.candidates * scope.n_vectors / max(scope.n_items, 1) / max(scope.n_collection_vectors, 1), 1e-6)
+
+
+def _early_key(op: SearchOp, need: int) -> tuple[Any, ...] | None:
+    """What makes two searches plan the same first HNSW query: the prefix, the filter and the depth."""
+    if not op.namespace_prefix:
+        return None  # several collections: several queries
+    try:
+        filter_key = json.dumps(op.filter, sort_keys=True, default=repr) if op.filter else ""
+    except (TypeError, ValueError):
+        return None
+    return (tuple(op.namespace_prefix), filter_key, need)
 
 
 def _log_head(scope: _Scope) -> tuple[int, str | None] | None:
