@@ -10,9 +10,9 @@ batch, and that a write of several statements is one round trip.
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -136,9 +136,9 @@ def test_a_finished_read_transaction_is_committed_by_the_next_statement_or_soon_
 
 
 def test_a_batch_writing_one_key_twice_or_putting_and_deleting_it_ends_as_one_by_one(
-    pg_database: str, fake_embeddings: Any
+    tmp_path: Path, pg_database: str, fake_embeddings: Any
 ) -> None:
-    local = tempfile.mkdtemp(prefix="lgm-pg-rt-")
+    local = str(tmp_path / "rt")
     store = ChromaStore(
         settings=Settings.resolve(pg_database, local_dir=local),
         index={"dims": 16, "embed": fake_embeddings, "fields": ["text"]},
@@ -206,12 +206,12 @@ def _store(url: str, local: str, emb: Any) -> ChromaStore:
 
 
 def test_a_put_of_a_key_this_process_never_put_is_one_round_trip_and_checked_against_other_machines(
-    pg_database: str, fake_embeddings: Any, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, pg_database: str, fake_embeddings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A key this process did not put lately is sent as new, with no lookup and no check statement: the items'
     # UNIQUE (ns_id, key) refuses a key that exists. Another machine's items must never be duplicated or lost.
-    a = _store(pg_database, tempfile.mkdtemp(prefix="lgm-pg-a-"), fake_embeddings)
-    b = _store(pg_database, tempfile.mkdtemp(prefix="lgm-pg-b-"), fake_embeddings)
+    a = _store(pg_database, str(tmp_path / "a"), fake_embeddings)
+    b = _store(pg_database, str(tmp_path / "b"), fake_embeddings)
     ns = ("notes", "shared")
     try:
         a.put(ns, "warm", {"text": "first put: creates the namespace, draws ids ahead"})

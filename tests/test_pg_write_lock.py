@@ -14,10 +14,10 @@ PostgreSQL only: SQLite serializes every write with its file lock.
 from __future__ import annotations
 
 import json
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -149,9 +149,9 @@ def test_a_late_put_of_a_key_another_machine_created_meanwhile_conflicts_instead
 
 
 def test_the_store_runs_a_conflicting_put_again_under_the_lock(
-    pg_database: str, fake_embeddings: Any, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, pg_database: str, fake_embeddings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    local = tempfile.mkdtemp(prefix="lgm-pg-wl-")
+    local = str(tmp_path / "wl")
     store = ChromaStore(
         settings=Settings.resolve(pg_database, local_dir=local),
         index={"dims": 16, "embed": fake_embeddings, "fields": ["text"]},
@@ -215,9 +215,9 @@ def test_one_process_at_a_time_claims_a_collections_log(cat: PgCatalog, short: P
 
 
 def test_a_write_whose_log_another_process_applies_is_applied_once_that_one_lets_go(
-    pg_database: str, fake_embeddings: Any
+    tmp_path: Path, pg_database: str, fake_embeddings: Any
 ) -> None:
-    local = tempfile.mkdtemp(prefix="lgm-pg-wl-")
+    local = str(tmp_path / "wl")
     store = ChromaStore(
         settings=Settings.resolve(pg_database, local_dir=local),
         index={"dims": 16, "embed": fake_embeddings, "fields": ["text"]},
@@ -247,9 +247,9 @@ def test_a_write_whose_log_another_process_applies_is_applied_once_that_one_lets
 
 
 def test_noted_reads_are_flushed_without_waiting_for_another_machines_write_lock(
-    pg_database: str, fake_embeddings: Any
+    tmp_path: Path, pg_database: str, fake_embeddings: Any
 ) -> None:
-    local = tempfile.mkdtemp(prefix="lgm-pg-wl-")
+    local = str(tmp_path / "wl")
     store = ChromaStore(
         settings=Settings.resolve(pg_database, local_dir=local, lock_timeout=2),
         index={"dims": 16, "embed": fake_embeddings, "fields": ["text"]},
