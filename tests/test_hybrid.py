@@ -338,3 +338,67 @@ def test_keyword_candidates_items_are_read_with_the_filter_index_check(store: Ch
     assert list(kind_k) == [ids["a"]] and kind_k[ids["a"]].value == {"text": "zebra one", "kind": "k", "n": 1}
     assert list(two) == [ids["a"]] and none == {}
     assert unfiltered == by_id and len(by_id) == 3
+
+
+class _Cosines(Embeddings):
+    """Vectors at a chosen cosine to every query, by a word in the text (queries hold none of them)."""
+
+    COS = {"near": 0.9, "far": 0.0, "match": 0.85}
+    dims = 4
+
+    def _vec(self, text: str) -> list[float]:
+        c = next((cos for word, cos in self.COS.items() if word in text), 1.0)
+        return [c, math.sqrt(1 - c * c), 0.0, 0.0]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._vec(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vec(text)
+
+
+@pytest.mark.parametrize("exact_max", [2000, 5], ids=["exact", "hnsw"])
+def test_keyword_candidates_that_cannot_reach_the_best_are_not_read_or_scored(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, exact_max: int
+) -> None:
+    import langgraph_memory.store.hybrid as _hybrid
+    from langgraph_memory.catalog import items as _items
+
+    store = ChromaStore(data_dir=data_dir, index={"dims": 4, "embed": _Cosines()}, ranking=NO_DECAY)
+    store.planner.exact_max = exact_max
+    try:
+        for i in range(30):  # the vector candidates: close, no query word
+            store.put(("notes",), f"near{i}", {"text": f"near note {i}"})
+        for i in range(10):  # far, and holding one query word of four: they cannot reach the best three
+            store.put(("notes",), f"far{i}", {"text": f"far zebra {i}"})
+        store.put(("notes",), "match", {"text": "match zebra quagga okapi tapir"})
+        assert store.wait_for_index(60)
+        read: list[int] = []
+        scored: list[int] = []
+        get_by_ids, explain = _hybrid._items.get_by_ids, _hybrid.explain_candidates
+
+        def spy_read(conn, item_ids):
+            read.extend(item_ids)
+            return get_by_ids(conn, item_ids)
+
+        def spy_explain(cands, ranking, **kw):
+            scored.extend(c.item.id for c in cands)
+            return explain(cands, ranking, **kw)
+
+        monkeypatch.setattr(_hybrid._items, "get_by_ids", spy_read)
+        monkeypatch.setattr(_hybrid, "explain_candidates", spy_explain)
+        hits = store.search(("notes",), query="zebra quagga okapi tapir", limit=3, refresh_ttl=False)
+        assert hits[0].key == "match" and all(h.key.startswith("near") for h in hits[1:])
+        with store.catalog.read() as conn:
+            far = {it.id for it in _items.get_items(conn, [(("notes",), f"far{i}") for i in range(10)]).values()}
+        assert len(far) == 10
+        assert not far & set(scored)  # below the bar: not scored (and, for an exact plan, not read)
+        if exact_max == 2000:
+            assert not far & set(read)
+        # The same results as when every keyword candidate is read and scored.
+        monkeypatch.setattr(_hybrid.Bar, "of", classmethod(lambda cls, *a, **kw: None))
+        every = store.search(("notes",), query="zebra quagga okapi tapir", limit=3, refresh_ttl=False)
+        assert [(h.key, h.score) for h in every] == [(h.key, h.score) for h in hits]
+        assert far <= set(scored)
+    finally:
+        store.close()
