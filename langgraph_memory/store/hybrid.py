@@ -132,7 +132,7 @@ class Bar:
         collections: CollectionRegistry,
     ) -> Bar | None:
         """The bar set by the vector candidates ``dense`` (None: too few of them, or a ranking that compares)."""
-        if ranking.fusion != "noisy-or" or ranking.neighbours or ranking.keyword_scale != "query" or best <= 0:
+        if not _scored_alone(ranking) or best <= 0:
             return None
         scored = {it.id: (float(score), it) for score, it in dense if score is not None and it.id is not None}
         if len(scored) < best:
@@ -409,7 +409,7 @@ def explain_candidates(
     ``known``: parts computed already (at ``now``), by item id; used where a
     candidate's score depends on itself alone (``noisy-or`` fusion on the query's scale, no neighbours).
     """
-    if known and ranking.fusion == "noisy-or" and not ranking.neighbours and ranking.keyword_scale == "query":
+    if known and _scored_alone(ranking):
         todo = [c for c in cands if c.item.id not in known]
         fresh = iter(score_parts_many(_score_rows(_evidence(todo, ranking), now, collections), ranking))
         parts = [known[c.item.id] if c.item.id in known else next(fresh) for c in cands]
@@ -433,6 +433,11 @@ def explain_candidates(
     # the vector search: with keywords and decay off the order is the vector search's.
     out.sort(key=lambda sc: (-sc[0].final, -sc[1].similarity, sc[1].item.id or 0))
     return out
+
+
+def _scored_alone(ranking: HybridRanking) -> bool:
+    """Whether ``ranking`` scores each candidate from itself alone (``noisy-or`` on the query's scale, no neighbours)."""
+    return ranking.fusion == "noisy-or" and not ranking.neighbours and ranking.keyword_scale == "query"
 
 
 def _evidence(cands: list[Candidate], ranking: HybridRanking) -> list[tuple[float, float, StoredItem]]:

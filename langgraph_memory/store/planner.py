@@ -420,7 +420,7 @@ class Planner:
             plan, scopes, conds = self._plan(conn, op, qvec is not None, load=True)
             if early_key is not None:
                 early = self._check_early(early, applied, scopes)
-                self._remember_fetch(early_key, plan, scopes, conds, op.filter, need)
+                self._remember_fetch(early_key, scopes, conds, op.filter, need)
             if plan.strategy == "empty" or need <= 0:
                 return [], plan
             if omit_for is not None:
@@ -596,7 +596,7 @@ class Planner:
             pending = sorted(_queue.pending_items(conn, scope.collection))
         col = self._resident(conn, scope)
         share = _share(scope)
-        n = self._first_fetch(scope, conds, filter, plan, need)
+        n = self._first_fetch(scope, conds, filter, need, first=plan.fetch == 0)
         if scope.n_items <= n:
             # One fetch would already ask for every item in scope: scoring them exactly costs no more and, unlike
             # HNSW, never misses one of two equal vectors (which made pages of one query overlap).
@@ -666,10 +666,10 @@ class Planner:
             n *= 4
 
     def _first_fetch(
-        self, scope: _Scope, conds: list[Condition], filter: dict[str, Any] | None, plan: Plan, need: int
+        self, scope: _Scope, conds: list[Condition], filter: dict[str, Any] | None, need: int, *, first: bool
     ) -> int:
-        """How many records the first HNSW round over ``scope`` asks Chroma for."""
-        if plan.fetch == 0 and scope.whole and not conds and not filter:
+        """How many records the first HNSW round over ``scope`` asks Chroma for (``first``: the search's first round)."""
+        if first and scope.whole and not conds and not filter:
             return max(need, MIN_FETCH)
         # An item's records sit near one another (its fields say related things), so fewer distinct items
         # than records come back: with three fields a third of searches widened and paid a second fetch and
@@ -707,7 +707,6 @@ class Planner:
     def _remember_fetch(
         self,
         key: tuple[Any, ...],
-        plan: Plan,
         scopes: list[_Scope],
         conds: list[Condition],
         filter: dict[str, Any] | None,
@@ -715,7 +714,7 @@ class Planner:
     ) -> None:
         """Note the first HNSW query of a one-collection search, for the next search of ``key`` to start early."""
         if len(scopes) == 1 and scopes[0].strategy == "hnsw" and not self._weak(scopes[0], conds):
-            n = self._first_fetch(scopes[0], conds, filter, Plan(plan.strategy), need)
+            n = self._first_fetch(scopes[0], conds, filter, need, first=True)
             if scopes[0].n_items > n:
                 self.early.remember(key, scopes[0].collection, n)
                 return
