@@ -440,6 +440,54 @@ async def test_server_crash_async_path(pg_cluster: Any) -> None:
         await saver.aclose()
 
 
+_SILENT_SERVER_RUN = """
+import asyncio, sys
+from langgraph_memory.checkpoint.postgres import PostgresCheckpointer
+from langgraph_memory.errors import CheckpointUnavailableError
+
+async def main() -> None:
+    saver = PostgresCheckpointer(sys.argv[1], timeout=1.5)
+    try:
+        await saver.aget_tuple({"configurable": {"thread_id": "t"}})
+    except CheckpointUnavailableError:
+        print("typed error")
+
+asyncio.run(main())  # never closes the saver: asyncio.run must still end
+print("loop closed")
+"""
+
+
+def test_asyncio_run_ends_while_the_pool_is_still_connecting() -> None:
+    """A server that accepts TCP but never answers keeps a pool connect in flight when ``asyncio.run`` ends.
+
+    psycopg_pool's worker catches the shutdown's one cancellation and waits on
+    its queue again; without the saver's guard the process never exits.
+    """
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)  # never accepts: the handshake gets no answer
+        url = f"postgresql://postgres@127.0.0.1:{silent.getsockname()[1]}/postgres"
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _SILENT_SERVER_RUN, url],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            # Generous: the child needs about 3 s; a hang never ends.
+            out, err = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            pytest.fail("asyncio.run never returned: the pool's worker swallowed the loop's cancellation")
+    assert proc.returncode == 0, err
+    assert out.split() == ["typed", "error", "loop", "closed"]
+
+
 # -- list() at scale stays an index scan ---------------------------------------------
 
 

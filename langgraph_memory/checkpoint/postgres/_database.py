@@ -45,6 +45,8 @@ ConnectionSource = "str | Connection[Any] | ConnectionPool[Any] | AsyncConnectio
 
 # Longest wait for a pooled connection before asking whether the server is back.
 _SLICE = 1.0
+# How long a pool closed at loop shutdown waits for its workers to stop.
+_GUARD_CLOSE_SECONDS = 5.0
 # SQLSTATE classes that mean "the server is not there (now)": connection
 # exceptions, and the server shutting down or starting up.
 _UNAVAILABLE_STATES = ("08", "57P01", "57P02", "57P03")
@@ -60,6 +62,22 @@ def _redacted(conninfo: str) -> str:
     except psycopg.Error:
         return "<unparsable address>"
     return f"{params.get('host', 'localhost')}:{params.get('port', 5432)}/{params.get('dbname', '')}"
+
+
+async def _close_when_cancelled(pool: AsyncConnectionPool[Any]) -> None:
+    """Wait until cancelled, then close *pool*.
+
+    ``asyncio.run`` ends by cancelling every task once and waiting for them.
+    A pool worker that is connecting at that moment catches the cancellation
+    (psycopg_pool keeps its pool consistent that way) and goes back to its
+    queue, so the loop would wait forever. Closing the pool sends the workers
+    their stop message.
+    """
+    try:
+        await asyncio.get_running_loop().create_future()
+    finally:
+        with contextlib.suppress(Exception):
+            await pool.close(timeout=_GUARD_CLOSE_SECONDS)
 
 
 class Database:
@@ -102,6 +120,7 @@ class Database:
         self._inflight = 0  # connections of the sync pool in use by this saver
         self._ainflight = 0
         self._retired: list[Any] = []  # old async pools being closed
+        self._apool_guard: asyncio.Task[None] | None = None
         # put and put_writes share commits when they arrive together (see _group).
         self._group = GroupCommit(self._flush)
         self._agroups: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncGroupCommit] = (
@@ -151,7 +170,7 @@ class Database:
         if self._closed:
             raise CheckpointError("the checkpointer is closed; open a new PostgresCheckpointer")
         loop = asyncio.get_running_loop()
-        if self._apool is not None and (not self._owns_pools or self._apool_loop is loop):
+        if self._apool is not None and (not self._owns_pools or (self._apool_loop is loop and not self._apool.closed)):
             return self._apool
         if self._conninfo is None:
             raise ConfigError(
@@ -171,6 +190,7 @@ class Database:
         )
         self._apool, self._apool_loop = pool, loop
         await pool.open(wait=False)
+        self._apool_guard = loop.create_task(_close_when_cancelled(pool), name="lgm-checkpoint-pool-guard")
         return pool
 
     def close(self) -> None:
@@ -179,10 +199,11 @@ class Database:
         if self._owns_pools:
             if self._pool is not None:
                 self._pool.close()
-            apool, loop = self._apool, self._apool_loop
-            if apool is not None and loop is not None and not loop.is_closed() and not loop.is_running():
-                with contextlib.suppress(Exception):
-                    loop.run_until_complete(apool.close())
+            guard, loop = self._apool_guard, self._apool_loop
+            if guard is not None and loop is not None and not loop.is_closed() and not loop.is_running():
+                guard.cancel()  # it closes the pool
+                with contextlib.suppress(BaseException):
+                    loop.run_until_complete(guard)
 
     async def aclose(self) -> None:
         """Async `close()`."""
@@ -190,6 +211,8 @@ class Database:
         if self._owns_pools:
             if self._apool is not None and self._apool_loop is asyncio.get_running_loop():
                 await self._apool.close()
+                if self._apool_guard is not None:
+                    self._apool_guard.cancel()  # its own close of the pool is then a no-op
             if self._pool is not None:
                 await asyncio.to_thread(self._pool.close)
 
