@@ -187,3 +187,32 @@ def test_many_updates_sort_the_tail_in_and_stay_exact(data_dir: Path, small_limi
                 assert _got(store, prefix, query) == _exact(store, prefix, query), (round_, prefix, query)
         col = store.vectors.resident("memories")
         assert col is not None and col.n_dead < col.n  # dead rows were compacted away along the way
+
+
+@pytest.mark.parametrize("spread", [1, 1000], ids=["dense ids: table", "sparse ids: binary search"])
+def test_rows_of_items_and_namespaces_match_a_plain_scan(spread: int) -> None:
+    """Base rows (sorted), dead rows and tail rows, looked up by item id as a scan of every row finds them."""
+    from langgraph_memory.store.vectors import CollectionVectors
+
+    rng = np.random.default_rng(7)
+    col = CollectionVectors(4)
+    ids = np.arange(1, 301) * spread
+    per_item = rng.integers(1, 4, size=len(ids))  # one to three vectors an item, as with several index fields
+    item_of_row = np.repeat(ids, per_item)
+    ns_of_item = dict(zip(ids.tolist(), rng.integers(1, 20, size=len(ids)).tolist(), strict=True))
+    col.append(item_of_row, np.array([ns_of_item[i] for i in item_of_row]), rng.standard_normal((len(item_of_row), 4)))
+    col.sort({n: f"ns{n:02d}" for n in range(1, 20)})
+    assert bool(len(col._first_row)) == (spread == 1)
+    col.kill_items(ids[::7])  # replaced: their old rows die, the new ones go to the tail
+    moved = ids[::7]
+    col.append(moved, np.array([ns_of_item[i] for i in moved.tolist()]), rng.standard_normal((len(moved), 4)))
+    col.append(np.array([99_999_999]), np.array([5]), rng.standard_normal((1, 4)))  # outside the table's range
+    ns_of_item[99_999_999] = 5
+
+    ask = np.concatenate([rng.choice(ids, 80, replace=False), [99_999_999, 0, -3, ids[-1] + 1]])
+    live = np.nonzero(col.alive[: col.n])[0]
+    want_rows = sorted(r for r in live.tolist() if col.item_ids[r] in set(ask.tolist()))
+    assert sorted(col.rows_of_items(ask).tolist()) == want_rows
+    scope = np.array([2, 3, 5, 11])
+    want = [bool(i in ns_of_item and ns_of_item[i] in scope and i in col.item_ids[live]) for i in ask.tolist()]
+    assert col.in_namespaces(ask, scope).tolist() == want

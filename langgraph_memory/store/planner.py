@@ -758,10 +758,8 @@ class Planner:
         if scope.whole or not len(ids):
             return ids
         if col is not None:
-            rows = col.rows_of_items(ids)
-            have, ns = col.item_ids[rows], col.ns_ids[rows]
-        else:
-            have, ns = _scope.namespaces_of(conn, ids)
+            return ids[col.in_namespaces(ids, scope_ns)]
+        have, ns = _scope.namespaces_of(conn, ids)
         return ids[np.isin(ids, have[np.isin(ns, scope_ns)])]
 
     @staticmethod
