@@ -7,6 +7,7 @@ items exactly), ``wait_for_index`` waits for it, and ``close`` applies what is l
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,31 @@ def test_a_steady_stream_is_applied_once_enough_writes_wait() -> None:
     cu.request({"a"}, writes=2)
     assert applied.wait(30)  # five writes wait: applied without a pause
     assert cu.wait(timeout=30) and calls == [{"a"}]
+    cu.stop()
+
+
+def test_writes_during_the_pause_do_not_wake_the_thread_each_time() -> None:
+    """Each wake-up takes the GIL from the writer while it waits on its round trip, so later requests only
+    move the pause's end; the thread reads it when its wait runs out."""
+    calls: list[set[str] | None] = []
+    cu = IndexCatchUp(calls.append, delay=30.0, max_wait=60.0, max_pending=10_000)
+    wakes = 0
+
+    class Counting(threading.Condition):
+        def wait(self, timeout: float | None = None) -> bool:
+            nonlocal wakes
+            got = super().wait(timeout)
+            if threading.current_thread().name == "lgm-index-catch-up":
+                wakes += 1
+            return got
+
+    cu._cv = Counting()
+    cu.request({"a"})
+    for _ in range(50):
+        time.sleep(0.001)  # lets a woken thread run, as a put's round trip does
+        cu.request({"a"})
+    assert wakes <= 2, f"the thread woke {wakes} times for 51 requests"
+    assert cu.wait(timeout=30) and calls == [{"a"}]  # waiting still ends the pause at once
     cu.stop()
 
 

@@ -91,7 +91,8 @@ class IndexCatchUp:
         with self._cv:
             if not self._stopped:
                 now = time.monotonic()
-                if not self._wanted:
+                idle = not self._wanted
+                if idle:
                     self._first = now
                     self._bulk = False
                 self._bulk = self._bulk or writes >= self.bulk_writes
@@ -101,7 +102,11 @@ class IndexCatchUp:
                 if self._thread is None or not self._thread.is_alive():
                     self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
                     self._thread.start()
-                self._cv.notify_all()
+                if idle or self._pending >= self._bounds()[2]:
+                    # Otherwise the thread is waiting for the pause and finds the later request when its wait
+                    # ends: woken by every put, it took the GIL each time the put let go of it (for its round
+                    # trip), and the put then waited to get it back.
+                    self._cv.notify_all()
                 return
         self._sync(collections)
 

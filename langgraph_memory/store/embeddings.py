@@ -371,6 +371,10 @@ class _Costs:
 _COST_WEIGHT = 0.1
 #: While the model is cheaper than the cache file, one lookup in this many still reads the file.
 _FILE_PROBE = 32
+#: The cache's writer gathers vectors this long before it writes them (a cache loses nothing by waiting).
+_GATHER_SECONDS = 0.05
+#: Queued by `CachedEmbeddings.flush()`: nothing to write, only a mark to wait for.
+_WRITE_NOW: list[tuple[bytes, list[float]]] = []
 
 
 class CachedEmbeddings(Embeddings):
@@ -433,6 +437,7 @@ class CachedEmbeddings(Embeddings):
         self._failing = False  # the last write failed: warn once per streak
         self._pending: queue.Queue[list[tuple[bytes, list[float]]] | None] = queue.Queue()
         self._writer: threading.Thread | None = None
+        self._wake = threading.Event()  # ends the writer's gathering early (flush, close)
         self._costs = _Costs()
         if self.path is not None:
             with self._lock:
@@ -451,6 +456,7 @@ class CachedEmbeddings(Embeddings):
         """Write what is pending, close the cache file (the wrapped model is left alone)."""
         if self._writer is not None:
             self._pending.put(None)
+            self._wake.set()
             self._writer.join()
             self._writer = None
         with self._lock:
@@ -670,15 +676,28 @@ class CachedEmbeddings(Embeddings):
 
     def _write_loop(self) -> None:
         while True:
-            pairs = self._pending.get()
-            if pairs is None:
-                return
+            entries = [self._pending.get()]
+            if entries[0] is not None and entries[0] is not _WRITE_NOW:
+                # Gather for a moment, asleep: woken by each single put's vector, this thread took the GIL
+                # whenever the put let go of it (for its round trip to the catalog), and the put then waited.
+                self._wake.wait(_GATHER_SECONDS)
+            while True:
+                try:
+                    entries.append(self._pending.get_nowait())
+                except queue.Empty:
+                    break
+            self._wake.clear()
+            batch = [pair for e in entries if e is not None and e is not _WRITE_NOW for pair in e]
             try:
-                self._write(pairs)
+                if batch:
+                    self._write(batch)
             except Exception:  # a cache write failing must not take anything down
-                logger.warning("could not write %d embeddings to the cache", len(pairs), exc_info=True)
+                logger.warning("could not write %d embeddings to the cache", len(batch), exc_info=True)
             finally:
-                self._pending.task_done()
+                for _ in entries:
+                    self._pending.task_done()
+            if any(e is None for e in entries):
+                return
 
     def _write(self, pairs: list[tuple[bytes, list[float]]]) -> None:
         # One float32 matrix for the whole batch, then a row view per vector.
@@ -702,6 +721,8 @@ class CachedEmbeddings(Embeddings):
     def flush(self) -> None:
         """Wait until every embedded vector is in the cache file (or was given up on, see the class doc)."""
         if self._writer is not None:
+            self._pending.put(_WRITE_NOW)
+            self._wake.set()
             self._pending.join()
 
     def _split(self, texts: list[str]) -> tuple[list[bytes], dict[bytes, list[float]], list[str], list[bytes]]:

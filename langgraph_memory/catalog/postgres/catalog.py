@@ -302,11 +302,15 @@ class PgCatalog:
 
     def _settle_later(self) -> None:
         with self._settle:
+            idle = self._settle_at is None
             self._settle_at = time.monotonic() + SETTLE
             if self._settler is None or not self._settler.is_alive():
                 self._settler = threading.Thread(target=self._settle_loop, name="lgm-pg-settle", daemon=True)
                 self._settler.start()
-            self._settle.notify()
+            if idle:
+                # A settler already waiting finds the later time when its wait ends; woken by every read, it
+                # took the GIL whenever the reader let go of it for a round trip.
+                self._settle.notify()
 
     def _settle_loop(self) -> None:
         while True:
