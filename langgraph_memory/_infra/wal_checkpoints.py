@@ -65,6 +65,7 @@ class WalCheckpoints:
         self._cv = threading.Condition()
         self._wanted = False
         self._stopped = False
+        self._resting = False  # between two checkpoints: requests need not wake the thread
         self._thread: threading.Thread | None = None
         #: Checkpoints run so far (for tests and diagnostics).
         self.runs = 0
@@ -83,7 +84,8 @@ class WalCheckpoints:
                     logger.debug("could not start the WAL checkpoint thread of %s", self.path, exc_info=True)
                     return
                 self._thread = thread
-            self._cv.notify_all()
+            if not self._resting:  # a resting thread finds the request when its rest ends (see IndexCatchUp)
+                self._cv.notify_all()
 
     @contextlib.contextmanager
     def deferred(self, conn: sqlite3.Connection) -> Iterator[None]:
@@ -126,6 +128,8 @@ class WalCheckpoints:
                 except sqlite3.Error:  # e.g. another connection checkpointing: the next request tries again
                     logger.debug("WAL checkpoint of %s failed", self.path, exc_info=True)
                 with self._cv:
+                    self._resting = True
                     self._cv.wait_for(lambda: self._stopped, self.interval - (time.monotonic() - started))
+                    self._resting = False
         finally:
             conn.close()
