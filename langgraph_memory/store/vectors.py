@@ -330,18 +330,19 @@ class CollectionVectors:
             return False
         q = np.asarray(qvec, dtype=np.float32)
         bar *= float(np.linalg.norm(q)) or 1.0
-        # Blocks of consecutive rows (whole pages, not rows one page apart), scored in one product.
+        # Blocks of consecutive rows, scored in place: no gather of rows one page apart.
         per = max(1, size // _PROBE_BLOCKS)
-        blocks = []
         for a, b in segments.runs:
             k = max(1, round(_PROBE_BLOCKS * (b - a) / total))
-            starts = a + (b - a) * np.arange(k) // k
-            stops = np.minimum(starts + per, b)
-            blocks.append(np.repeat(starts, stops - starts) + _offsets(stops - starts))
+            for i in range(k):
+                start = a + (b - a) * i // k
+                stop = min(start + per, b)
+                if self._beaten(start + np.nonzero(dot_rows(self.matrix[start:stop], q) > bar)[0], skip):
+                    return True
         if len(segments.rows):
-            blocks.append(segments.rows[:: max(1, total // size)])
-        rows = np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.int64)
-        return self._beaten(rows[dot_rows(self.matrix[rows], q) > bar], skip)
+            rows = segments.rows[:: max(1, total // size)]
+            return self._beaten(rows[dot_rows(self.matrix[rows], q) > bar], skip)
+        return False
 
     def _beaten(self, rows: np.ndarray, skip: np.ndarray) -> bool:
         rows = rows[self.alive[rows]]
