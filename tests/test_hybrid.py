@@ -358,20 +358,23 @@ class _Cosines(Embeddings):
 
 
 @pytest.mark.parametrize("exact_max", [2000, 5], ids=["exact", "hnsw"])
+@pytest.mark.parametrize("case", ["plain", "filtered", "expired left out"])
 def test_keyword_candidates_that_cannot_reach_the_best_are_not_read_or_scored(
-    data_dir: Path, monkeypatch: pytest.MonkeyPatch, exact_max: int
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, exact_max: int, case: str
 ) -> None:
     import langgraph_memory.store.hybrid as _hybrid
     from langgraph_memory.catalog import items as _items
 
-    store = ChromaStore(data_dir=data_dir, index={"dims": 4, "embed": _Cosines()}, ranking=NO_DECAY)
+    ttl = {"omit_expired": True} if case == "expired left out" else None
+    store = ChromaStore(data_dir=data_dir, index={"dims": 4, "embed": _Cosines()}, ranking=NO_DECAY, ttl=ttl)
     store.planner.exact_max = exact_max
+    search = {"filter": {"kind": "note"}} if case == "filtered" else {}
     try:
         for i in range(30):  # the vector candidates: close, no query word
-            store.put(("notes",), f"near{i}", {"text": f"near note {i}"})
+            store.put(("notes",), f"near{i}", {"text": f"near note {i}", "kind": "note"})
         for i in range(10):  # far, and holding one query word of four: they cannot reach the best three
-            store.put(("notes",), f"far{i}", {"text": f"far zebra {i}"})
-        store.put(("notes",), "match", {"text": "match zebra quagga okapi tapir"})
+            store.put(("notes",), f"far{i}", {"text": f"far zebra {i}", "kind": "note"})
+        store.put(("notes",), "match", {"text": "match zebra quagga okapi tapir", "kind": "note"})
         assert store.wait_for_index(60)
         read: list[int] = []
         scored: list[int] = []
@@ -385,19 +388,31 @@ def test_keyword_candidates_that_cannot_reach_the_best_are_not_read_or_scored(
             scored.extend(c.item.id for c in cands)
             return explain(cands, ranking, **kw)
 
+        items_of = _hybrid.ScopeScorer.items
+
+        def spy_items(self, item_ids):  # read with the filter index check
+            read.extend(item_ids)
+            return items_of(self, item_ids)
+
         monkeypatch.setattr(_hybrid._items, "get_by_ids", spy_read)
+        monkeypatch.setattr(_hybrid.ScopeScorer, "items", spy_items)
         monkeypatch.setattr(_hybrid, "explain_candidates", spy_explain)
-        hits = store.search(("notes",), query="zebra quagga okapi tapir", limit=3, refresh_ttl=False)
+        hits = store.search(("notes",), query="zebra quagga okapi tapir", limit=3, refresh_ttl=False, **search)
         assert hits[0].key == "match" and all(h.key.startswith("near") for h in hits[1:])
         with store.catalog.read() as conn:
             far = {it.id for it in _items.get_items(conn, [(("notes",), f"far{i}") for i in range(10)]).values()}
         assert len(far) == 10
-        assert not far & set(scored)  # below the bar: not scored (and, for an exact plan, not read)
-        if exact_max == 2000:
+        assert not far & set(scored)  # below the bar: not scored
+        if exact_max == 2000 or case != "expired left out":
+            # Not read either: an exact plan's walk never needs them, and an hnsw plan's knows from the
+            # filter index alone which of them count.
             assert not far & set(read)
+        else:
+            # What an hnsw plan's walk leaves out is decided on each item: it reads them to know where it ends.
+            assert far <= set(read)
         # The same results as when every keyword candidate is read and scored.
         monkeypatch.setattr(_hybrid.Bar, "of", classmethod(lambda cls, *a, **kw: None))
-        every = store.search(("notes",), query="zebra quagga okapi tapir", limit=3, refresh_ttl=False)
+        every = store.search(("notes",), query="zebra quagga okapi tapir", limit=3, refresh_ttl=False, **search)
         assert [(h.key, h.score) for h in every] == [(h.key, h.score) for h in hits]
         assert far <= set(scored)
     finally:

@@ -216,3 +216,24 @@ def test_rows_of_items_and_namespaces_match_a_plain_scan(spread: int) -> None:
     scope = np.array([2, 3, 5, 11])
     want = [bool(i in ns_of_item and ns_of_item[i] in scope and i in col.item_ids[live]) for i in ask.tolist()]
     assert col.in_namespaces(ask, scope).tolist() == want
+
+
+def test_best_cosines_are_the_scores_rank_gives() -> None:
+    """Each item's best live row, as `rank()` scores it (the same float), for items of one to three rows."""
+    from langgraph_memory.store.vectors import CollectionVectors, Segments
+
+    rng = np.random.default_rng(11)
+    col = CollectionVectors(8)
+    ids = np.arange(1, 201)
+    item_of_row = np.repeat(ids, rng.integers(1, 4, size=len(ids)))
+    col.append(item_of_row, np.ones(len(item_of_row), dtype=np.int64), rng.standard_normal((len(item_of_row), 8)))
+    col.sort({1: "ns"})
+    col.kill_items(ids[::5])
+    col.append(ids[::5], np.ones(len(ids[::5]), dtype=np.int64), rng.standard_normal((len(ids[::5]), 8)))
+    q = rng.standard_normal(8) * 3.0  # not unit length: both divide by its norm
+    ask = rng.choice(ids, 60, replace=False)
+    rows = col.rows_of_items(ask)
+    got = col.best_cosines(rows, q)
+    want = dict(col.rank(Segments(rows=rows), q, len(ask)))
+    assert got == want and set(got) == set(ask.tolist())
+    assert col.best_cosines(rows[:0], q) == {}

@@ -63,7 +63,7 @@ from langgraph_memory.store.hybrid import HybridSearch
 from langgraph_memory.store.index import ChromaIndex, RebuildReport
 from langgraph_memory.store.items import Before, StoreItems
 from langgraph_memory.store.namespaces import list_namespaces, validate_namespace
-from langgraph_memory.store.planner import Plan, Planner
+from langgraph_memory.store.planner import Plan, Planner, keep_all
 from langgraph_memory.store.ranking import HybridRanking, ScoreParts
 from langgraph_memory.store.registry import DEFAULT, PLAIN, CollectionRegistry, Default, default_collections
 from langgraph_memory.store.scored import ExplainedHit, ExplainedSearch
@@ -934,7 +934,7 @@ class ChromaStore(BaseStore):
     def _omitter(self, now: float, hidden: dict[str, float] | None = None) -> Callable[[StoredItem], bool]:
         """What reads leave out: expired items (with ``omit_expired``) and the ``hidden`` (retired, superseded)."""
         if not self._omits_expired and not hidden:
-            return lambda _it: False
+            return keep_all
 
         def expired(it: StoredItem) -> bool:
             if it.expires_at is None or it.expires_at >= now:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +46,7 @@ from langgraph_memory.catalog import keywords as _keywords
 from langgraph_memory.catalog.keyword_cache import PostingCache
 from langgraph_memory.store import filters as _filters
 from langgraph_memory.store import neighbours as _neighbours
-from langgraph_memory.store.planner import LateOmit, Plan, Planner, ScopeScorer
+from langgraph_memory.store.planner import LateOmit, Plan, Planner, ScopeScorer, keep_all
 from langgraph_memory.store.ranking import HybridRanking, ScoreParts, fuse, score_parts_many
 from langgraph_memory.store.registry import PLAIN, CollectionRegistry, MemoryType
 
@@ -316,8 +316,18 @@ class HybridSearch:
             read = _items.get_by_ids(conn, rest)
         else:
             # Many: the best matches in scope that pass the filter, read in batches.
+            counted = scorer.filter_exact and omit is keep_all
 
-            def fetch(chunk: list[int]) -> set[int]:
+            def count(chunk: list[int]) -> Container[int]:
+                # The filter index says which items pass and none is left out, so the walk knows where it
+                # ends without reading items: only those that could reach the bar are read.
+                got = scorer.rank(chunk)
+                sims.update(got)
+                held = bar()
+                read.update(_items.get_by_ids(conn, list(got) if held is None else held.reaching(list(got), got)))
+                return got.keys()
+
+            def fetch(chunk: list[int]) -> Container[int]:
                 # Scope and vectors from the scorer; the filter index checked as the items are read.
                 got = scorer.rank(chunk, filter_index=False)
                 items = scorer.items(list(got))
@@ -326,7 +336,7 @@ class HybridSearch:
                 read.update((i, items[i]) for i in kept)
                 return kept
 
-            top = matches.walk(fetch, depth, known=found)
+            top = matches.walk(count if counted else fetch, depth, known=found)
         n_new = sum(1 for i in top if i not in found)
         new = [(read[i], sims[i]) for i in top if i not in found and i in read]
         new = [(it, sim) for it, sim in new if _filters.matches(it.value, op.filter) and not omit(it)]

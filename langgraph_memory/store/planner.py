@@ -427,7 +427,7 @@ class Planner:
                 heads = scopes[0].heads if scopes else None
                 omit = omit_for(conn, None if heads is None else heads.status_version)
             if omit is None:
-                omit = _keep_all
+                omit = keep_all
             if qvec is None:
                 hits: list[Hit] = [(None, it) for it in self._scan(conn, scopes, conds, op, need, omit)]
                 return hits[op.offset : need], plan
@@ -842,6 +842,8 @@ class ScopeScorer:
         self._plan = plan
         #: The search scored every candidate exactly (``exact_ids`` lists them).
         self.exact = plan.strategy == "exact"
+        #: The filter index decides the filter alone (no condition is left to check on values).
+        self.filter_exact = plan.filter_exact
         self._scopes = scopes
         self._conds = conds
         self._qvec = qvec
@@ -875,11 +877,10 @@ class ScopeScorer:
                 rows = col.rows_of_items(ids)
                 if not s.whole:
                     rows = rows[np.isin(col.ns_ids[rows], s.ns_ids)]
-                kept = np.unique(col.item_ids[rows])
-                if filter_index:
-                    kept = planner._passing(conn, self._conds, kept)
-                if len(kept):
-                    out.update(col.rank(Segments(rows=col.rows_of_items(kept)), self._qvec, len(kept)))
+                if filter_index and self._conds:
+                    owners = col.item_ids[rows]
+                    rows = rows[np.isin(owners, planner._passing(conn, self._conds, np.unique(owners)))]
+                out.update(col.best_cosines(rows, self._qvec))
                 continue
             where, params = s.sql
             kept = np.asarray(sorted(_keywords.in_scope(conn, ids.tolist(), where, params)), dtype=np.int64)
@@ -893,7 +894,8 @@ class ScopeScorer:
         return _scope.passing_items(self._conn, self._conds, item_ids)
 
 
-def _keep_all(_it: StoredItem) -> bool:
+def keep_all(_it: StoredItem) -> bool:
+    """The `Omit` that leaves nothing out (a search may then count items it has not read)."""
     return False
 
 

@@ -348,6 +348,22 @@ class CollectionVectors:
         rows = rows[self.alive[rows]]
         return bool(len(rows)) and not np.isin(self.item_ids[rows], skip).all()
 
+    def best_cosines(self, rows: np.ndarray, qvec: np.ndarray) -> dict[int, float]:
+        """Each item's best cosine over ``rows`` (live rows, e.g. from `rows_of_items()`): what `rank()` gives it.
+
+        Every item is wanted here, so there is no selection to make: for the few dozen rows of a hybrid
+        search's keyword candidates, `rank()`'s selection cost more than the scoring.
+        """
+        if not len(rows):
+            return {}
+        q = np.asarray(qvec, dtype=np.float32)
+        scores = (dot_rows(self.matrix[rows], q) / (float(np.linalg.norm(q)) or 1.0)).astype(np.float64).tolist()
+        out: dict[int, float] = {}
+        for item, score in zip(self.item_ids[rows].tolist(), scores, strict=True):
+            if item not in out or score > out[item]:
+                out[item] = score
+        return out
+
     def rank(self, segments: Segments, qvec: np.ndarray, top: int) -> list[tuple[int, float]]:
         """The best ``top`` items among ``segments`` as ``(item id, cosine)``, best first.
 
