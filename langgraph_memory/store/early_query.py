@@ -45,6 +45,11 @@ class EarlyQuery:
         self.n = n
         self._future = future
 
+    @property
+    def running(self) -> bool:
+        """Whether Chroma has not answered yet (waiting now would be waiting for it)."""
+        return not self._future.done()
+
     def take(self, collection: str, n: int) -> Records | None:
         """The answer, if it is for ``collection`` and at least ``n`` records; else None (query again)."""
         if collection != self.collection or n > self.n:

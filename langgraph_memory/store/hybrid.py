@@ -209,9 +209,16 @@ class HybridSearch:
         """
         depth = max(ranking.candidates, op.offset + op.limit)
         keyword: list[_KeywordSide] = []
+        early: list[_keywords.KeywordMatches] = []
 
         def keyword_side(conn: Any, scorer: ScopeScorer, dense: list[Hit], omit: Omit) -> None:
-            keyword.append(self._keyword_side(conn, scorer, op, ranking, depth, dense, omit, best, now))
+            matches = early[0] if early else None
+            keyword.append(self._keyword_side(conn, scorer, op, ranking, depth, dense, omit, best, now, matches))
+
+        def match_early(conn: Any) -> None:
+            # While Chroma answers the vector query (in its worker, the GIL released) the posting lists are read.
+            assert op.query is not None
+            early.append(self._match(conn, op.query, ranking))
 
         wanted = bool(op.query) and ranking.keyword_weight != 0.0
         dense, plan = self.planner.run(
@@ -220,6 +227,7 @@ class HybridSearch:
             omit=omit,
             omit_for=omit_for,
             then=keyword_side if wanted else None,
+            meanwhile=match_early if wanted else None,
         )
         found = {it.id: Candidate(it, float(score)) for score, it in dense if score is not None and it.id is not None}
         out = Candidates(list(found.values()), [it for score, it in dense if score is None], plan)
@@ -261,6 +269,7 @@ class HybridSearch:
         omit: Omit,
         best: int | None = None,
         now: float | None = None,
+        matches: _keywords.KeywordMatches | None = None,
     ) -> _KeywordSide:
         """The keyword candidates of a search, inside its snapshot: the best ``depth`` matches in scope.
 
@@ -268,6 +277,7 @@ class HybridSearch:
         (`ScopeScorer`: in memory when the collection is), so it is the one the
         vector search would have given it; only the candidates kept are read.
         With ``best`` and ``now``, those that cannot reach the ``best`` final scores are dropped (`Bar`).
+        ``matches``: the query's keyword matches over the whole index, read already in this snapshot.
         """
         assert op.query is not None
         found = {it.id for score, it in dense if score is not None and it.id is not None}
@@ -276,7 +286,8 @@ class HybridSearch:
         if within is not None:
             # Few items in scope, all scored by the vector search: look their scores up in the posting lists.
             within = np.union1d(within, known)
-        matches = _keywords.match(conn, op.query, length_norm=ranking.length_norm, cache=self.postings, within=within)
+        if matches is None or within is not None:
+            matches = self._match(conn, op.query, ranking, within)
         bars: list[Bar | None] = []
 
         def bar() -> Bar | None:
@@ -351,6 +362,11 @@ class HybridSearch:
             searched += [read[i] for i in top if i not in found and i in read]
             joined = self._neighbours(conn, op, searched, ranking.neighbours, omit)
         return _KeywordSide(matches, new, joined, len(top), n_new, bars[0] if bars else None)
+
+    def _match(
+        self, conn: Any, query: str, ranking: HybridRanking, within: np.ndarray | None = None
+    ) -> _keywords.KeywordMatches:
+        return _keywords.match(conn, query, length_norm=ranking.length_norm, cache=self.postings, within=within)
 
     def _neighbours(
         self, conn: Any, op: SearchOp, items: list[StoredItem], radius: int, omit: Omit

@@ -110,6 +110,8 @@ LateOmit = Callable[[Connection, int | None], Omit]
 Hit = tuple[float | None, StoredItem]
 #: Called by `Planner.run()` inside the search's snapshot, after the vector search: ``(conn, scorer, hits, omit)``.
 Then = Callable[[Connection, "ScopeScorer", list[Hit], Omit], None]
+#: Work a search does in its snapshot while an HNSW query it started early is under way (`Planner.run`).
+Meanwhile = Callable[[Connection], None]
 
 
 @dataclass
@@ -401,6 +403,7 @@ class Planner:
         omit: Omit | None = None,
         omit_for: LateOmit | None = None,
         then: Then | None = None,
+        meanwhile: Meanwhile | None = None,
     ) -> tuple[list[Hit], Plan]:
         """Run ``op`` (``qvec``: the embedded query, or None for a listing); return hits and the plan.
 
@@ -408,6 +411,9 @@ class Planner:
         ``then`` (a search with a query only) runs in the same snapshot after the vector search, given a
         `ScopeScorer` of the search's scope and what the search left out: hybrid search scores its keyword
         candidates there, from the same vectors, without a second read transaction.
+        ``meanwhile`` runs (at most once, in the same snapshot) when the search
+        would wait for an HNSW query it started before planning: hybrid search
+        reads its posting lists while Chroma answers.
         """
         need = op.offset + op.limit
         early_key = None
@@ -445,7 +451,10 @@ class Planner:
                     scored.extend(exact)
                     continue
                 try:
-                    scored.extend(self._hnsw(conn, s, conds, op.filter, plan, qvec, need, omit, early=early))
+                    scored.extend(
+                        self._hnsw(conn, s, conds, op.filter, plan, qvec, need, omit, early=early, meanwhile=meanwhile)
+                    )
+                    meanwhile = None
                 except (IndexUnavailable, StorageError):
                     plan.notes.append(f"{s.collection}: index failed, searched exactly")
                     scored.extend(self._exact(conn, s, conds, op.filter, qvec, need, omit))
@@ -582,12 +591,14 @@ class Planner:
         *,
         check: bool = True,
         early: EarlyQuery | None = None,
+        meanwhile: Meanwhile | None = None,
     ) -> list[Hit]:
         """An unfiltered Chroma query, over-fetched and widened, each hit checked in the catalog.
 
         With ``check``, a search that `RecallWatch` says is due is also scored
         exactly (for a scope small enough to be scored in place), and the
-        recall of the HNSW answer is recorded.
+        recall of the HNSW answer is recorded. ``meanwhile`` runs before
+        waiting for ``early``'s answer, if it is not in yet.
         """
         unapplied = scope.heads.unapplied if scope.heads is not None else None
         if unapplied is not None and scope.collection not in unapplied:
@@ -611,6 +622,8 @@ class Planner:
             plan.rounds += 1
             found = None
             if early is not None and plan.rounds == 1:
+                if meanwhile is not None and early.running:
+                    meanwhile(conn)
                 found = early.take(scope.collection, n)
                 if found is not None:
                     n = early.n  # as many records or more: read the answer as that round's
