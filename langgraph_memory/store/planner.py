@@ -450,11 +450,11 @@ class Planner:
                             self._record(s.collection, hnsw, exact, need)
                     scored.extend(exact)
                     continue
+                hook, meanwhile = meanwhile, None  # the first hnsw scope's wait only, even if that scope fails
                 try:
                     scored.extend(
-                        self._hnsw(conn, s, conds, op.filter, plan, qvec, need, omit, early=early, meanwhile=meanwhile)
+                        self._hnsw(conn, s, conds, op.filter, plan, qvec, need, omit, early=early, meanwhile=hook)
                     )
-                    meanwhile = None
                 except (IndexUnavailable, StorageError):
                     plan.notes.append(f"{s.collection}: index failed, searched exactly")
                     scored.extend(self._exact(conn, s, conds, op.filter, qvec, need, omit))
