@@ -1,0 +1,151 @@
+"""One ChromaStore built from store_bench's general items, kept on disk, probed again and again.
+
+store_bench.py builds every store afresh and removes it, which at 1,000,000 items costs half
+an hour before the first query. This probe builds the store once into ``--data-dir`` (the same
+items, vectors and queries as store_bench at that size and seed) and then times, on a quiet
+machine, what store_bench times at that size: its one-namespace and whole-prefix searches,
+interleaved query by query with the store's own Chroma collection asked for the best 10 (the
+floor: the same HNSW index, no catalog), and single puts (store-side, vectors looked up by text).
+
+    python bench/store_scale_probe.py --n 1000000 --data-dir /tmp/scale1m --case whole --queries 200
+    python bench/store_scale_probe.py --n 1000000 --data-dir /tmp/scale1m --case ns --puts 300
+    python bench/store_scale_probe.py --n 1000000 --data-dir /tmp/scale1m --case whole --profile whole.prof
+
+``--vector-cache-mb`` opens the store with another vector cache budget (the default holds about
+650,000 vectors of 384 dimensions). Probe puts are deleted again before the store is closed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import store_bench as sb  # noqa: E402 - the bench's data, next to this file
+
+CASES = {"ns": 0, "whole": 1}
+
+
+def open_store(data: sb.Data, data_dir: Path, cache_mb: float | None) -> Any:
+    from langgraph_memory.store import ChromaStore
+
+    extra = {} if cache_mb is None else {"vector_cache_mb": cache_mb}
+    index = {"dims": sb.DIMS, "embed": sb.LookupEmbeddings(data), "fields": ["content"]}
+    return ChromaStore(data_dir=data_dir / "chromastore", index=index, **extra)
+
+
+def build(data: sb.Data, data_dir: Path, batch: int) -> None:
+    """Load the general items in batches; print the acknowledged and the indexed rate."""
+    store = open_store(data, data_dir, None)
+    backend = sb.StoreBackend(store, store.close)
+    items = data.sets[0]
+    start = time.perf_counter()
+    for first in range(0, len(items), batch):
+        backend.put(items, range(first, min(len(items), first + batch)))
+    acked = time.perf_counter() - start
+    store.wait_for_index()
+    indexed = time.perf_counter() - start
+    store.close()
+    n = len(items)
+    print(f"built {n:,} items: {n / acked:,.0f}/s acknowledged, {n / indexed:,.0f}/s indexed ({indexed:.0f} s)")
+
+
+def pct(xs: list[float], q: float) -> float:
+    return float(np.percentile(xs, q))
+
+
+def probe(data: sb.Data, args: argparse.Namespace) -> None:
+    store = open_store(data, args.data_dir, args.vector_cache_mb)
+    try:
+        case = data.cases[CASES[args.case]]
+        chroma = store.vector_index.chroma_collection(case.items.collection)
+
+        def ours(q: sb.Query) -> list[str]:
+            return [h.key for h in store.search(q.prefix, query=q.text, filter=q.filter, limit=sb.K)]
+
+        def floor(q: sb.Query) -> None:
+            chroma.query(query_embeddings=data.vectors[q.row : q.row + 1], n_results=sb.K, include=["distances"])
+
+        for q in case.warmup:  # the first search also loads the vector cache, when the collection fits it
+            ours(q)
+            floor(q)
+        queries = [case.queries[j % len(case.queries)] for j in range(args.queries)]
+        prof = cProfile.Profile() if args.profile else None
+        lat: dict[str, list[float]] = {"store": [], "floor": []}
+        found = wanted = 0
+        for j, q in enumerate(queries):
+            for which in ("store", "floor") if j % 2 == 0 else ("floor", "store"):
+                t = time.perf_counter()
+                if which == "floor":
+                    floor(q)
+                else:
+                    if prof is not None:
+                        prof.enable()
+                    got = ours(q)
+                    if prof is not None:
+                        prof.disable()
+                    found += len(set(got) & set(q.exact))
+                    wanted += len(q.exact)
+                lat[which].append((time.perf_counter() - t) * 1e3)
+        s, f = lat["store"], lat["floor"]
+        plan = store.search_explained(queries[0].prefix, query=queries[0].text, limit=sb.K).plan
+        print(
+            f"{data.n:,} items, {case.name}, {len(queries)} queries, load {os.getloadavg()[0]:.2f}: "
+            f"store p50 {pct(s, 50):.2f} ms (p95 {pct(s, 95):.2f}), floor p50 {pct(f, 50):.2f} ms "
+            f"(p95 {pct(f, 95):.2f}), store/floor {pct(s, 50) / pct(f, 50):.2f}x, recall@10 {found / wanted:.3f}"
+        )
+        print(f"  plan: {plan}")
+        if prof is not None:
+            prof.dump_stats(args.profile)
+        if args.puts:
+            items = data.sets[0]
+            picks = [j * 997 % len(items) for j in range(args.puts)]
+            put_ms = []
+            for j, i in enumerate(picks):
+                t = time.perf_counter()
+                store.put(items.namespaces[i], f"probe{j}", dict(items.values[i]))
+                put_ms.append((time.perf_counter() - t) * 1e3)
+            print(
+                f"  {args.puts} single puts: p50 {pct(put_ms, 50):.2f} ms, p95 {pct(put_ms, 95):.2f} ms, "
+                f"max {max(put_ms):.1f} ms"
+            )
+            for j, i in enumerate(picks):
+                store.delete(items.namespaces[i], f"probe{j}")
+            store.wait_for_index()
+    finally:
+        store.close()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--n", type=int, default=1_000_000, help="general items (store_bench's size)")
+    p.add_argument("--data-dir", type=Path, required=True, help="built here when it holds no store yet")
+    p.add_argument("--case", choices=sorted(CASES), default="whole")
+    p.add_argument("--queries", type=int, default=200, help="timed queries (store_bench's 50, repeated)")
+    p.add_argument("--puts", type=int, default=0, help="single puts to time after the searches")
+    p.add_argument("--vector-cache-mb", type=float, default=None)
+    p.add_argument("--profile", default=None, help="write a cProfile of the store's searches here")
+    p.add_argument("--batch", type=int, default=1000, help="puts per batch while building")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    # store_bench's data as at 1,000,000 items at every size: the general items only, and its one-namespace
+    # and whole-prefix cases, 50 queries each after 5 warm-ups.
+    data = sb.build_data(args.n, big=True, n_queries=50, warmup=5, seed=args.seed)
+    gc.collect()
+    gc.freeze()
+    if not (args.data_dir / "chromastore" / "catalog.sqlite").exists():
+        build(data, args.data_dir, args.batch)
+    probe(data, args)
+
+
+if __name__ == "__main__":
+    main()
