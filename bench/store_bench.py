@@ -658,11 +658,13 @@ def extension_sqlite() -> tuple[Any | None, str]:
     )
 
 
-def open_chromastore(data: Data, tmp: Path) -> StoreBackend:
+def open_chromastore(data: Data, tmp: Path, **settings: Any) -> StoreBackend:
     from langgraph_memory.store import ChromaStore
 
     store = ChromaStore(
-        data_dir=tmp / "chromastore", index={"dims": DIMS, "embed": LookupEmbeddings(data), "fields": ["content"]}
+        data_dir=tmp / "chromastore",
+        index={"dims": DIMS, "embed": LookupEmbeddings(data), "fields": ["content"]},
+        **settings,
     )
     return StoreBackend(store, store.close)
 

@@ -26,8 +26,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import store_bench as sb  # noqa: E402 - the bench's data, next to this file
 
@@ -35,11 +33,8 @@ CASES = {"ns": 0, "whole": 1}
 
 
 def open_store(data: sb.Data, data_dir: Path, cache_mb: float | None) -> Any:
-    from langgraph_memory.store import ChromaStore
-
-    extra = {} if cache_mb is None else {"vector_cache_mb": cache_mb}
-    index = {"dims": sb.DIMS, "embed": sb.LookupEmbeddings(data), "fields": ["content"]}
-    return ChromaStore(data_dir=data_dir / "chromastore", index=index, **extra)
+    settings = {} if cache_mb is None else {"vector_cache_mb": cache_mb}
+    return sb.open_chromastore(data, data_dir, **settings).store
 
 
 def build(data: sb.Data, data_dir: Path, batch: int) -> None:
@@ -56,10 +51,6 @@ def build(data: sb.Data, data_dir: Path, batch: int) -> None:
     store.close()
     n = len(items)
     print(f"built {n:,} items: {n / acked:,.0f}/s acknowledged, {n / indexed:,.0f}/s indexed ({indexed:.0f} s)")
-
-
-def pct(xs: list[float], q: float) -> float:
-    return float(np.percentile(xs, q))
 
 
 def probe(data: sb.Data, args: argparse.Namespace) -> None:
@@ -79,28 +70,25 @@ def probe(data: sb.Data, args: argparse.Namespace) -> None:
             floor(q)
         queries = [case.queries[j % len(case.queries)] for j in range(args.queries)]
         prof = cProfile.Profile() if args.profile else None
-        lat: dict[str, list[float]] = {"store": [], "floor": []}
-        found = wanted = 0
+        s, f = sb.Timing(), sb.Timing()
         for j, q in enumerate(queries):
             for which in ("store", "floor") if j % 2 == 0 else ("floor", "store"):
                 t = time.perf_counter()
                 if which == "floor":
                     floor(q)
-                else:
-                    if prof is not None:
-                        prof.enable()
-                    got = ours(q)
-                    if prof is not None:
-                        prof.disable()
-                    found += len(set(got) & set(q.exact))
-                    wanted += len(q.exact)
-                lat[which].append((time.perf_counter() - t) * 1e3)
-        s, f = lat["store"], lat["floor"]
+                    f.lat.append((time.perf_counter() - t) * 1e3)
+                    continue
+                if prof is not None:
+                    prof.enable()
+                got = ours(q)
+                if prof is not None:
+                    prof.disable()
+                s.add((time.perf_counter() - t) * 1e3, got, q.exact)
         plan = store.search_explained(queries[0].prefix, query=queries[0].text, limit=sb.K).plan
         print(
             f"{data.n:,} items, {case.name}, {len(queries)} queries, load {os.getloadavg()[0]:.2f}: "
-            f"store p50 {pct(s, 50):.2f} ms (p95 {pct(s, 95):.2f}), floor p50 {pct(f, 50):.2f} ms "
-            f"(p95 {pct(f, 95):.2f}), store/floor {pct(s, 50) / pct(f, 50):.2f}x, recall@10 {found / wanted:.3f}"
+            f"store p50 {s.p50:.2f} ms (p95 {s.p95:.2f}), floor p50 {f.p50:.2f} ms "
+            f"(p95 {f.p95:.2f}), store/floor {s.p50 / f.p50:.2f}x, recall@10 {s.recall:.3f}"
         )
         print(f"  plan: {plan}")
         if prof is not None:
@@ -108,14 +96,13 @@ def probe(data: sb.Data, args: argparse.Namespace) -> None:
         if args.puts:
             items = data.sets[0]
             picks = [j * 997 % len(items) for j in range(args.puts)]
-            put_ms = []
+            puts = sb.Timing()
             for j, i in enumerate(picks):
                 t = time.perf_counter()
                 store.put(items.namespaces[i], f"probe{j}", dict(items.values[i]))
-                put_ms.append((time.perf_counter() - t) * 1e3)
+                puts.lat.append((time.perf_counter() - t) * 1e3)
             print(
-                f"  {args.puts} single puts: p50 {pct(put_ms, 50):.2f} ms, p95 {pct(put_ms, 95):.2f} ms, "
-                f"max {max(put_ms):.1f} ms"
+                f"  {args.puts} single puts: p50 {puts.p50:.2f} ms, p95 {puts.p95:.2f} ms, max {max(puts.lat):.1f} ms"
             )
             for j, i in enumerate(picks):
                 store.delete(items.namespaces[i], f"probe{j}")
@@ -136,7 +123,6 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=1000, help="puts per batch while building")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     # store_bench's data as at 1,000,000 items at every size: the general items only, and its one-namespace
     # and whole-prefix cases, 50 queries each after 5 warm-ups.
     data = sb.build_data(args.n, big=True, n_queries=50, warmup=5, seed=args.seed)
