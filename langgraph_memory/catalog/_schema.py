@@ -43,6 +43,10 @@ SQLite-only table is the keyword index, which PostgreSQL does with a
   each conversation session (its thread, state, why it ended, how many of
   its turns were promoted) and the turns it holds, with their embeddings,
   until cleanup forgets them (see `langgraph_memory.catalog.sessions`).
+* ``prefix_counts`` (version 7): the item and vector counts under every
+  namespace prefix (each namespace's first label, first two labels, ...,
+  itself), so that planning a search under a prefix reads one row however
+  many namespaces it holds.
 """
 
 from __future__ import annotations
@@ -50,11 +54,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import keywords as _keywords
 
 __all__ = ["SCHEMA_VERSION", "migrate"]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -271,6 +276,28 @@ CREATE INDEX IF NOT EXISTS session_turns_at ON session_turns(at);
 CREATE UNIQUE INDEX IF NOT EXISTS session_turns_source ON session_turns(source) WHERE source IS NOT NULL
 """
 
+# Version 7: the counts of every namespace prefix (kept by the same writes as the counts of version 2).
+_V7_PREFIX_COUNTS = """
+CREATE TABLE IF NOT EXISTS prefix_counts (
+    collection  TEXT NOT NULL,
+    prefix      TEXT NOT NULL,
+    n_items     INTEGER NOT NULL DEFAULT 0,
+    n_vectors   INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (collection, prefix)
+) WITHOUT ROWID
+"""
+
+
+def _fill_prefix_counts(conn: sqlite3.Connection) -> None:
+    """Sum the namespaces' counts into ``prefix_counts`` (a file that had items before version 7)."""
+    rows = conn.execute("SELECT ns, collection, n_items, n_vectors FROM namespaces WHERE n_items > 0 OR n_vectors > 0")
+    conn.execute("DELETE FROM prefix_counts")
+    conn.executemany(
+        "INSERT INTO prefix_counts(collection, prefix, n_items, n_vectors) VALUES (?, ?, ?, ?)",
+        _items.prefix_count_rows(rows),
+    )
+
+
 _MIGRATIONS: dict[int, str] = {
     1: _V1,
     2: _V2_COUNTS,
@@ -278,9 +305,10 @@ _MIGRATIONS: dict[int, str] = {
     4: _V4_FILES,
     5: _V5_KEYWORDS,
     6: _V6_SESSIONS,
+    7: _V7_PREFIX_COUNTS,
 }
 #: Data steps after a version's DDL, for files that had rows before it (not run on a new file).
-_BACKFILLS: dict[int, Callable[[sqlite3.Connection], object]] = {5: _keywords.rebuild}
+_BACKFILLS: dict[int, Callable[[sqlite3.Connection], object]] = {5: _keywords.rebuild, 7: _fill_prefix_counts}
 
 
 def migrate(conn: sqlite3.Connection) -> int:

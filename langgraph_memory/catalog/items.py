@@ -63,6 +63,8 @@ __all__ = [
     "namespace_counts",
     "namespaces_with_items",
     "namespace_names",
+    "prefixes",
+    "prefix_count_rows",
     "items_by_key",
     "ITEM_COLUMNS",
     "ITEM_COLUMNS_BY_ID",
@@ -321,7 +323,7 @@ def write_items(
                 _delete_rows(conn, [item_id])
                 if known is not None and nid is not None:
                     known.state[(nid, w.key)] = None
-                counts.add(nid, w.collection, -1, -n_old)  # type: ignore[arg-type]
+                counts.add(nid, w.namespace, w.collection, -1, -n_old)  # type: ignore[arg-type]
                 if n_old:
                     queued.setdefault(w.collection, []).append((item_id, n_old))
             out.append(None)
@@ -330,10 +332,10 @@ def write_items(
         expires = now + w.ttl_minutes * 60.0 if w.ttl_minutes else None
         if old is None and known is not None:
             item_id, n_old = known.insert(conn, w, nid, now, expires)
-            counts.add(nid, w.collection, 1, len(w.vectors))
+            counts.add(nid, w.namespace, w.collection, 1, len(w.vectors))
         elif old is None:
             item_id, n_old = _insert_item(conn, w, nid, now, expires), 0
-            counts.add(nid, w.collection, 1, len(w.vectors))
+            counts.add(nid, w.namespace, w.collection, 1, len(w.vectors))
         else:
             item_id, n_old = int(old[0]), int(old[1])
             if bulk is not None:
@@ -349,7 +351,7 @@ def write_items(
                     conn.execute("DELETE FROM vectors WHERE item_id = ?", (item_id,))
             if n_old:
                 updated.append(item_id)
-            counts.add(nid, w.collection, 0, len(w.vectors) - n_old)
+            counts.add(nid, w.namespace, w.collection, 0, len(w.vectors) - n_old)
             if known is not None:
                 known.state[(nid, w.key)] = (item_id, len(w.vectors))
                 if isinstance(known, _Known):
@@ -514,16 +516,48 @@ def _insert_fields(conn: sqlite3.Connection, item_id: int, value: dict[str, Any]
         insert_field_rows(conn, [(p, k, v, item_id) for p, k, v in rows])
 
 
+def prefixes(namespace: Sequence[str]) -> list[str]:
+    """Every prefix of ``namespace`` that `prefix_counts` keeps, as stored: its first label, ..., itself."""
+    return [join_ns(namespace[:depth]) for depth in range(1, len(namespace) + 1)]
+
+
+def prefix_count_rows(namespaces: Iterable[tuple[str, str, int, int]]) -> list[tuple[str, str, int, int]]:
+    """``(collection, prefix, items, vectors)`` summed over ``(ns, collection, items, vectors)`` rows of namespaces.
+
+    What the ``prefix_counts`` table holds, computed from the ``namespaces``
+    table (to fill it when a catalog gets it, and to check it).
+    """
+    sums: dict[tuple[str, str], list[int]] = {}
+    for ns, collection, n_items, n_vectors in namespaces:
+        for prefix in prefixes(split_ns(ns)):
+            d = sums.setdefault((collection, prefix), [0, 0])
+            d[0] += int(n_items)
+            d[1] += int(n_vectors)
+    return [(collection, prefix, d[0], d[1]) for (collection, prefix), d in sorted(sums.items())]
+
+
 class _Counts:
-    """Changes to the item and vector counts of namespaces and collections, applied in one go."""
+    """Changes to the item and vector counts of namespaces, their prefixes and collections, applied in one go.
+
+    A search under a prefix reads its counts in one row of ``prefix_counts``,
+    so a put updates a row for each of its namespace's prefixes (a few), not
+    the search a sum over every namespace under the prefix.
+    """
 
     def __init__(self) -> None:
         self.by_ns: dict[int, list[int]] = {}
+        self.by_prefix: dict[tuple[str, str], list[int]] = {}
         self.by_collection: dict[str, list[int]] = {}
+        self._prefixes: dict[tuple[str, ...], list[str]] = {}
 
-    def add(self, ns_id: int, collection: str, items: int, vectors: int) -> None:
-        for key, table in ((ns_id, self.by_ns), (collection, self.by_collection)):
-            d = table.setdefault(key, [0, 0])  # type: ignore[arg-type]
+    def add(self, ns_id: int, namespace: tuple[str, ...], collection: str, items: int, vectors: int) -> None:
+        names = self._prefixes.get(namespace)
+        if names is None:
+            names = self._prefixes[namespace] = prefixes(namespace)
+        keys: list[tuple[dict[Any, list[int]], Any]] = [(self.by_ns, ns_id), (self.by_collection, collection)]
+        keys.extend((self.by_prefix, (collection, prefix)) for prefix in names)
+        for table, key in keys:
+            d = table.setdefault(key, [0, 0])
             d[0] += items
             d[1] += vectors
 
@@ -532,6 +566,14 @@ class _Counts:
         if ns_rows:
             conn.executemany(
                 "UPDATE namespaces SET n_items = n_items + ?, n_vectors = n_vectors + ? WHERE id = ?", ns_rows
+            )
+        prefix_rows = [(c, p, d[0], d[1]) for (c, p), d in sorted(self.by_prefix.items()) if d[0] or d[1]]
+        if prefix_rows:
+            conn.executemany(
+                "INSERT INTO prefix_counts(collection, prefix, n_items, n_vectors) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(collection, prefix) DO UPDATE SET n_items = prefix_counts.n_items + excluded.n_items,"
+                " n_vectors = prefix_counts.n_vectors + excluded.n_vectors",
+                prefix_rows,
             )
         coll_rows = [(name, d[0], d[1]) for name, d in self.by_collection.items() if d[0] or d[1]]
         if coll_rows:
@@ -563,8 +605,9 @@ def delete_items(conn: sqlite3.Connection, items: Sequence[StoredItem], collecti
         rows.extend(conn.execute(f"SELECT id, ns_id, n_vectors FROM items WHERE id IN ({marks})", tuple(chunk)))
     _delete_rows(conn, [r[0] for r in rows])
     counts = _Counts()
-    for _, nid, n_vectors in rows:
-        counts.add(nid, collection, -1, -n_vectors)
+    namespace_of = {it.id: it.namespace for it in items}
+    for item_id, nid, n_vectors in rows:
+        counts.add(nid, namespace_of[item_id], collection, -1, -n_vectors)
     counts.apply(conn)
     _queue.enqueue(conn, collection, [(r[0], r[2]) for r in rows if r[2]])
     return len(rows)
@@ -627,7 +670,7 @@ def restore_items(
             queued.append((item_id, len(vecs)))
             paths = [it.paths[i] if i < len(it.paths) else "" for i in range(len(vecs))]
             _keywords.index_items(conn, [(item_id, _keywords.indexed_text(it.value, paths))])
-        counts.add(nid, collection, 1, len(vecs))
+        counts.add(nid, it.namespace, collection, 1, len(vecs))
         it.id = item_id
         it.n_vectors = len(vecs)
         written.append(it)

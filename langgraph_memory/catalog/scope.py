@@ -73,18 +73,18 @@ _NO_IDS = np.zeros(0, dtype=np.int64)
 _COLLECTION_COUNTS = "SELECT collection, n_items, n_vectors FROM collection_counts"
 _IN_COLLECTION = "i.ns_id IN (SELECT id FROM namespaces WHERE collection = ?)"
 _PREFIX_COND = "collection = ? AND (ns = ? OR (ns >= ? AND ns < ?)) AND n_items > 0"
-_PREFIX_COUNTS = (
-    "SELECT coalesce(sum(n_items), 0), coalesce(sum(n_vectors), 0), group_concat(id, ' ') "
-    f"FROM namespaces WHERE {_PREFIX_COND}"
+# A prefix's counts are one row of prefix_counts; the ids of its namespaces are read only when it holds part of
+# its collection (a search over the whole collection needs none, and there may be thousands).
+_PREFIX_ROW = (
+    "SELECT NULL, p.n_items, p.n_vectors, CASE WHEN p.n_items = "
+    "(SELECT c.n_items FROM collection_counts c WHERE c.collection = p.collection) THEN NULL "
+    f"ELSE (SELECT group_concat(id, ' ') FROM namespaces WHERE {_PREFIX_COND}) END "
+    "FROM prefix_counts p WHERE p.collection = ? AND p.prefix = ?"
 )
 _IN_PREFIX = f"i.ns_id IN (SELECT id FROM namespaces WHERE {_PREFIX_COND})"
 # Both in one statement (the prefix's row has no collection name): on a server, one round trip per search less.
 _COUNTS_ROWS = "SELECT collection, n_items, n_vectors, NULL FROM collection_counts"
-_COUNTS_AND_PREFIX = (
-    f"{_COUNTS_ROWS} UNION ALL "
-    "SELECT NULL, coalesce(sum(n_items), 0), coalesce(sum(n_vectors), 0), group_concat(id, ' ') "
-    f"FROM namespaces WHERE {_PREFIX_COND}"
-)
+_COUNTS_AND_PREFIX = f"{_COUNTS_ROWS} UNION ALL {_PREFIX_ROW}"
 # The heads a search compares its caches with (status changes, the change log, the vectors' epoch), as one
 # more row of the statement above: tagged by a name no collection has (a collection name has no space).
 _HEADS_TAG = " heads"
@@ -152,17 +152,18 @@ def collection_scope(collection: str) -> ScopeSql:
 
 
 def namespace_scope(
-    conn: sqlite3.Connection, collection: str, bounds: tuple[str, str, str], *, collection_items: int = -1
+    conn: sqlite3.Connection, collection: str, bounds: tuple[str, str, str]
 ) -> tuple[int, int, np.ndarray, ScopeSql]:
     """Items and vectors of ``collection`` at or under a prefix (see `prefix_bounds()`).
 
     Returns ``(items, vectors, ids of the namespaces holding them, the scope)``;
-    the ids are left empty (not parsed) when the prefix holds all
-    ``collection_items`` items of the collection.
+    the ids are left empty (not read) when the prefix holds every item of the
+    collection.
     """
     params = (collection, *bounds)
-    n_items, n_vectors, ids = conn.execute(_PREFIX_COUNTS, params).fetchone()
-    ns_ids = _NO_IDS if n_items == collection_items else _parse_ids(ids)
+    row = conn.execute(_PREFIX_ROW, (*params, collection, bounds[0])).fetchone()
+    _, n_items, n_vectors, ids = row or (None, 0, 0, None)
+    ns_ids = _parse_ids(ids)
     return int(n_items), int(n_vectors), ns_ids, (_IN_PREFIX, params)
 
 
@@ -228,7 +229,7 @@ def planning_read(
     heads = _Heads()
     for name, n_items, n_vectors, ids in conn.execute(
         f"{_COUNTS_AND_PREFIX} UNION ALL {_HEADS} UNION ALL {_UNAPPLIED}",
-        (*params, _status.VERSION_KEY, _queue.EPOCH_KEY),
+        (*params, collection, bounds[0], _status.VERSION_KEY, _queue.EPOCH_KEY),
     ):
         if name is None:
             prefix = (n_items, n_vectors, ids)

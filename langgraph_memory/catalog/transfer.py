@@ -74,6 +74,12 @@ TABLES: tuple[_Table, ...] = (
         "namespaces", ("id", "ns", "collection", "depth", "n_items", "n_vectors"), ("id",), ("n_items", "n_vectors")
     ),
     _Table("collection_counts", ("collection", "n_items", "n_vectors"), ("collection",), ("n_items", "n_vectors")),
+    _Table(
+        "prefix_counts",
+        ("collection", "prefix", "n_items", "n_vectors"),
+        ("collection", "prefix"),
+        ("n_items", "n_vectors"),
+    ),
     _Table("models", ("id", "name", "dims"), ("id",)),
     _Table(
         "items",

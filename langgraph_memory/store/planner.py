@@ -240,9 +240,7 @@ class Planner:
                 )
                 continue
             bounds = _scope.prefix_bounds(prefix)
-            n_scope, v_scope, ids, sql = known.get(spec.name) or _scope.namespace_scope(
-                conn, spec.name, bounds, collection_items=n_coll
-            )
+            n_scope, v_scope, ids, sql = known.get(spec.name) or _scope.namespace_scope(conn, spec.name, bounds)
             if n_scope:
                 whole = n_scope == n_coll
                 out.append(

@@ -11,6 +11,7 @@ from pathlib import Path
 
 # What versions 2 and later added, newest first.
 _ADDED_AFTER_1 = """
+DROP TABLE IF EXISTS prefix_counts;
 DROP TABLE IF EXISTS keywords;
 DROP TABLE IF EXISTS keyword_lengths;
 DROP TABLE IF EXISTS keyword_stats;

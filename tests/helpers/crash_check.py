@@ -275,8 +275,20 @@ def _check_counts(store: Any, result: CheckResult) -> None:
             "GROUP BY collection) t ON t.collection = c.collection "
             "WHERE c.n_items != t.items OR c.n_vectors != t.vectors"
         ).fetchall()
+        recorded = {
+            (c, p): (int(i), int(v))
+            for c, p, i, v in conn.execute("SELECT collection, prefix, n_items, n_vectors FROM prefix_counts")
+        }
+        summed = _items.prefix_count_rows(conn.execute("SELECT ns, collection, n_items, n_vectors FROM namespaces"))
     for row in wrong:
         result.orphaned.append(f"counts of {row[0]!r}: recorded {row[1]}/{row[2]}, actual {row[3]}/{row[4]}")
+    for collection, prefix, n_items, n_vectors in summed:
+        got = recorded.pop((collection, prefix), (0, 0))
+        if got != (n_items, n_vectors):
+            result.orphaned.append(f"counts under {prefix!r}: recorded {got[0]}/{got[1]}, actual {n_items}/{n_vectors}")
+    for (_, prefix), got in recorded.items():
+        if got != (0, 0):
+            result.orphaned.append(f"counts under {prefix!r} with no namespace: {got[0]}/{got[1]}")
 
 
 def index_problems(store: Any) -> list[str]:
