@@ -1379,7 +1379,8 @@ def _run_model_lengths(
             dm, ds = t_model.seconds - m0, t_store.seconds - s0
             fractions.append(dm / ds)
             log(f"  round {r + 1}: model {n / dm:.1f} texts/s, ChromaStore put {n / ds:.1f} items/s ({dm / ds:.3f})")
-        assert store.embeddings is not None and store.embeddings.misses == n * len(rounds), "cache was not cold"
+        cache = store.cached_embeddings
+        assert cache is not None and cache.misses == n * len(rounds), "cache was not cold"
         store.close()
         _release_chroma()
     finally:
