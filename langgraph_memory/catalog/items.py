@@ -548,14 +548,10 @@ class _Counts:
         self.by_ns: dict[int, list[int]] = {}
         self.by_prefix: dict[tuple[str, str], list[int]] = {}
         self.by_collection: dict[str, list[int]] = {}
-        self._prefixes: dict[tuple[str, ...], list[str]] = {}
 
     def add(self, ns_id: int, namespace: tuple[str, ...], collection: str, items: int, vectors: int) -> None:
-        names = self._prefixes.get(namespace)
-        if names is None:
-            names = self._prefixes[namespace] = prefixes(namespace)
         keys: list[tuple[dict[Any, list[int]], Any]] = [(self.by_ns, ns_id), (self.by_collection, collection)]
-        keys.extend((self.by_prefix, (collection, prefix)) for prefix in names)
+        keys.extend((self.by_prefix, (collection, prefix)) for prefix in prefixes(namespace))
         for table, key in keys:
             d = table.setdefault(key, [0, 0])
             d[0] += items

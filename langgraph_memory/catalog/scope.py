@@ -160,11 +160,14 @@ def namespace_scope(
     the ids are left empty (not read) when the prefix holds every item of the
     collection.
     """
-    params = (collection, *bounds)
-    row = conn.execute(_PREFIX_ROW, (*params, collection, bounds[0])).fetchone()
+    row = conn.execute(_PREFIX_ROW, _prefix_row_params(collection, bounds)).fetchone()
     _, n_items, n_vectors, ids = row or (None, 0, 0, None)
-    ns_ids = _parse_ids(ids)
-    return int(n_items), int(n_vectors), ns_ids, (_IN_PREFIX, params)
+    return int(n_items), int(n_vectors), _parse_ids(ids), (_IN_PREFIX, (collection, *bounds))
+
+
+def _prefix_row_params(collection: str, bounds: tuple[str, str, str]) -> tuple[str, ...]:
+    """The parameters of `_PREFIX_ROW`: the namespaces' condition (for the ids), then the prefix's row."""
+    return (collection, *bounds, collection, bounds[0])
 
 
 def counts_and_namespace_scope(
@@ -223,21 +226,19 @@ def planning_read(
     On a server a search then needs no round trip of its own to check its
     hidden set (`status.HiddenItems`) and its vectors in memory against the catalog.
     """
-    params = (collection, *bounds)
     counts: dict[str, tuple[int, int]] = {}
     prefix: tuple[Any, Any, Any] = (0, 0, None)
     heads = _Heads()
     for name, n_items, n_vectors, ids in conn.execute(
         f"{_COUNTS_AND_PREFIX} UNION ALL {_HEADS} UNION ALL {_UNAPPLIED}",
-        (*params, collection, bounds[0], _status.VERSION_KEY, _queue.EPOCH_KEY),
+        (*_prefix_row_params(collection, bounds), _status.VERSION_KEY, _queue.EPOCH_KEY),
     ):
         if name is None:
             prefix = (n_items, n_vectors, ids)
         elif not heads.take(name, n_items, n_vectors, ids):
             counts[name] = (int(n_items), int(n_vectors))
-    n_items, n_vectors, ids = prefix
-    ns_ids = _NO_IDS if n_items == counts.get(collection, (0, 0))[0] else _parse_ids(ids)
-    return counts, (int(n_items), int(n_vectors), ns_ids, (_IN_PREFIX, params)), heads.read()
+    n_items, n_vectors, ids = prefix  # no ids when the prefix holds the whole collection (see _PREFIX_ROW)
+    return counts, (int(n_items), int(n_vectors), _parse_ids(ids), (_IN_PREFIX, (collection, *bounds))), heads.read()
 
 
 def any_scope(scopes: Sequence[ScopeSql]) -> ScopeSql:
