@@ -47,6 +47,10 @@ SQLite-only table is the keyword index, which PostgreSQL does with a
   namespace prefix (each namespace's first label, first two labels, ...,
   itself), so that planning a search under a prefix reads one row however
   many namespaces it holds.
+* Version 8 changes no table: a namespace's vectors take the row ids of
+  its own run (``ns_id << 32`` on, see `langgraph_memory.catalog.items.vector_run`),
+  so they are neighbours in the file; an older file's vectors are moved
+  into their runs when it is migrated.
 """
 
 from __future__ import annotations
@@ -56,10 +60,11 @@ from collections.abc import Callable
 
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import keywords as _keywords
+from langgraph_memory.catalog import vectors as _vectors
 
 __all__ = ["SCHEMA_VERSION", "migrate"]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -306,9 +311,14 @@ _MIGRATIONS: dict[int, str] = {
     5: _V5_KEYWORDS,
     6: _V6_SESSIONS,
     7: _V7_PREFIX_COUNTS,
+    8: "",
 }
 #: Data steps after a version's DDL, for files that had rows before it (not run on a new file).
-_BACKFILLS: dict[int, Callable[[sqlite3.Connection], object]] = {5: _keywords.rebuild, 7: _fill_prefix_counts}
+_BACKFILLS: dict[int, Callable[[sqlite3.Connection], object]] = {
+    5: _keywords.rebuild,
+    7: _fill_prefix_counts,
+    8: _vectors.move_into_runs,
+}
 
 
 def migrate(conn: sqlite3.Connection) -> int:

@@ -82,6 +82,12 @@ _PREFIX_ROW = (
     "FROM prefix_counts p WHERE p.collection = ? AND p.prefix = ?"
 )
 _IN_PREFIX = f"i.ns_id IN (SELECT id FROM namespaces WHERE {_PREFIX_COND})"
+# The namespaces' condition of each scope, and the vectors of those namespaces read as their runs of row ids.
+_NAMESPACES_OF_SCOPE = {_IN_COLLECTION: "collection = ?", _IN_PREFIX: _PREFIX_COND}
+_IN_RUNS = (
+    "SELECT v.item_id, v.vec FROM (SELECT id FROM namespaces WHERE {cond}) AS n CROSS JOIN vectors v "
+    f"WHERE v.id BETWEEN n.id << {_items.VECTOR_RUN_BITS} AND ((n.id + 1) << {_items.VECTOR_RUN_BITS}) - 1"
+)
 # Both in one statement (the prefix's row has no collection name): on a server, one round trip per search less.
 _COUNTS_ROWS = "SELECT collection, n_items, n_vectors, NULL FROM collection_counts"
 _COUNTS_AND_PREFIX = f"{_COUNTS_ROWS} UNION ALL {_PREFIX_ROW}"
@@ -412,8 +418,21 @@ def _scope_where(
     return where, params
 
 
-def scope_vectors(conn: sqlite3.Connection, scope: ScopeSql, conds: Sequence[Condition]) -> list[tuple[int, bytes]]:
-    """``(item id, float32 bytes)`` of every vector of the items in ``scope`` meeting ``conds``."""
+def scope_vectors(
+    conn: sqlite3.Connection, scope: ScopeSql, conds: Sequence[Condition], n_vectors: int | None = None
+) -> list[tuple[int, bytes]]:
+    """``(item id, float32 bytes)`` of every vector of the items in ``scope`` meeting ``conds``.
+
+    Given the scope's ``n_vectors`` (as the planning read counted them), an
+    unfiltered scope on SQLite is read as its namespaces' runs of row ids
+    (`items.vector_run()`), neighbouring rows, instead of item by item
+    through the index; when the runs hold fewer rows than that (vectors
+    written before the runs), it is read item by item after all.
+    """
+    if n_vectors is not None and not conds and dialect_of(conn) == SQLITE and scope[0] in _NAMESPACES_OF_SCOPE:
+        rows = conn.execute(_IN_RUNS.format(cond=_NAMESPACES_OF_SCOPE[scope[0]]), scope[1]).fetchall()
+        if len(rows) == n_vectors:
+            return rows
     where, params = _scope_where(conn, scope, conds, "v.item_id")
     return _fetch_vectors(
         conn,

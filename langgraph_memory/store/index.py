@@ -47,6 +47,7 @@ from langgraph_memory.catalog import applier as _applier
 from langgraph_memory.catalog import integrity as _integrity
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
+from langgraph_memory.catalog import scope as _scope
 from langgraph_memory.catalog import vectors as _vectors
 from langgraph_memory.errors import CorruptFileError, DiskFullError, LangGraphMemoryError, StoreBackendError
 from langgraph_memory.store._probe import probe, unreachable
@@ -772,7 +773,7 @@ class ChromaIndex:
         """Up to `_SAMPLES` vectors of ``collection`` Chroma must hold (none still queued)."""
         if not n_vectors:
             return []
-        span = _vectors.vector_id_range(conn)
+        span = _scope.item_id_range(conn)
         if span is None:
             return []
         lo, hi = span

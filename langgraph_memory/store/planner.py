@@ -574,7 +574,7 @@ class Planner:
         self, conn: Connection, scope: _Scope, conds: list[Condition], qvec: np.ndarray
     ) -> list[tuple[int, float]]:
         """Every candidate scored from the vectors read out of the catalog, best first."""
-        return _rank_rows(_scope.scope_vectors(conn, scope.sql, conds), qvec)
+        return _rank_rows(_scope.scope_vectors(conn, scope.sql, conds, scope.n_vectors), qvec)
 
     def _hnsw(
         self,

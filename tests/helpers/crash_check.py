@@ -280,6 +280,13 @@ def _check_counts(store: Any, result: CheckResult) -> None:
             for c, p, i, v in conn.execute("SELECT collection, prefix, n_items, n_vectors FROM prefix_counts")
         }
         summed = _items.prefix_count_rows(conn.execute("SELECT ns, collection, n_items, n_vectors FROM namespaces"))
+        # A vector in a run of row ids belongs to the run's namespace (a search of one namespace reads its run).
+        strays = conn.execute(
+            f"SELECT v.id, i.ns_id FROM vectors v JOIN items i ON i.id = v.item_id WHERE v.id >= {1 << _items.VECTOR_RUN_BITS}"
+            f" AND v.id >> {_items.VECTOR_RUN_BITS} != i.ns_id"
+        ).fetchall()
+    for vid, nid in strays:
+        result.orphaned.append(f"vector row {vid} in the run of namespace {vid >> _items.VECTOR_RUN_BITS}, not {nid}")
     for row in wrong:
         result.orphaned.append(f"counts of {row[0]!r}: recorded {row[1]}/{row[2]}, actual {row[3]}/{row[4]}")
     for collection, prefix, n_items, n_vectors in summed:

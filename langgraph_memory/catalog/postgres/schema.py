@@ -12,6 +12,12 @@ shape:
   keyed ``(term, doc)``, where ``doc`` is the item id and its length in
   words packed as in SQLite's FTS5 rowid (see `langgraph_memory.catalog.keywords`).
 
+Vector row ids come in one run per namespace, as on SQLite (version 8;
+`langgraph_memory.catalog.items.vector_run`), so a catalog copied either way
+keeps every vector in its own namespace's run; vectors written before
+version 8 keep their ids, below every run, and are not moved: PostgreSQL's
+heap keeps rows in no id order, so moving them would gain nothing here.
+
 `migrate()` runs under a transaction-level advisory lock, so machines that
 open the same database at once create the tables once; the version lives in
 ``meta.schema_version``.
@@ -25,7 +31,7 @@ from langgraph_memory.catalog import items as _items
 
 __all__ = ["SCHEMA_VERSION", "migrate", "SCHEMA_LOCK"]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 #: The advisory lock taken while migrating (a constant every process agrees on).
 SCHEMA_LOCK = 0x6C676D5F736368  # "lgm_sch"
 
