@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from langgraph_memory.catalog.catalog import Catalog
+from langgraph_memory.catalog.items import VECTOR_RUN_BITS
 from langgraph_memory.catalog.postgres.catalog import PgCatalog
 from langgraph_memory.catalog.transfer import TABLES, copy_catalog
 from langgraph_memory.checkpoint.postgres import PostgresCheckpointer
@@ -31,6 +32,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fake_embeddings:
     isolate(monkeypatch, tmp_path, fake_embeddings)
 
 
+_RUNS = 1 << VECTOR_RUN_BITS  # the first vector row id of a namespace's run
 QUERIES = ("coffee", "momentum earnings", "lookback whipsaws", "note 7", "ingested report on volatility")
 
 
@@ -102,8 +104,18 @@ def test_migrate_into_postgres_and_back(
         assert sorted(t.thread_id for t in mem.checkpointer.list_threads()) == ["t1", "t2"]
         assert mem.checkpointer.get_tuple({"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}) is not None
         assert len(_rows(mem.store.catalog, "session_turns", "user_text")) == 2
-        # A new put gets a new id (the server's id sequences moved past the copied ones).
+        # A new put gets a new id (the server's id sequences moved past the copied ones), its vector one below
+        # the runs of row ids the copied vectors keep (see catalog.items.vector_run).
         mem.store.put(("memories", "u1"), "after", {"content": "written on the server after the move"})
+        with mem.store.catalog.read() as conn:
+            new = [
+                int(i)
+                for (i,) in conn.execute(
+                    "SELECT v.id FROM vectors v JOIN items i ON i.id = v.item_id WHERE i.key = 'after'"
+                )
+            ]
+            (below,) = conn.execute(f"SELECT count(*) FROM vectors WHERE id < {_RUNS}").fetchone()
+        assert new and max(new) < _RUNS and below == len(new)
     # The archive came along: listed and restorable from the server's local folder.
     code, archives = _cli(capsys, "archive", "list", "--url", pg_database, "--local-dir", str(local))
     assert code == 0 and [a["items"] for a in archives] == [1]
@@ -132,6 +144,9 @@ def test_migrate_into_postgres_and_back(
         assert graph.invoke({"n": 5}, {"configurable": {"thread_id": "t1"}}) == {"n": 6}
         assert len(list(graph.get_state_history({"configurable": {"thread_id": "t1"}}))) > history
         assert [r.key for r in mem.store.search(("memories", "u1"), query="note 7 about coffee", limit=1)] == ["m7"]
+        # The vector written on the server sits outside its namespace's run: the search finds it all the same.
+        found = {r.key for r in mem.store.search(("memories", "u1"), query="written on the server", limit=50)}
+        assert found == {f"m{i}" for i in range(25)} | {"after"}
 
 
 def test_rerun_copies_nothing_and_verifies(

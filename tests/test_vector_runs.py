@@ -1,10 +1,11 @@
 """Each namespace's vectors in a run of row ids of its own, which a search of a few namespaces reads as a range.
 
-Every write puts a vector in its namespace's run (single puts, large
-batches, restores), a search reads the runs and falls back to reading item
-by item when they hold fewer rows than the namespaces count, an older SQLite
+On SQLite every write puts a vector in its namespace's run (single puts,
+large batches, restores), a search reads the runs and falls back to reading
+item by item when they hold fewer rows than the namespaces count, an older
 file has its vectors moved into their runs when it is opened, and a
-re-embedding misses no vector written behind its position.
+re-embedding misses no vector written behind its position (on both
+backends). A catalog copied to PostgreSQL and back is in `test_migrate`.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ def _fill(store: ChromaStore, rng: random.Random, n: int, tag: str) -> None:
         store.put(rng.choice(_NAMESPACES), f"{tag}{i}", {"text": f"memory {tag} {i}"})
 
 
+@pytest.mark.sqlite_only("PostgreSQL keeps its sequence's vector ids (its heap has no row order to keep)")
 def test_every_write_puts_vectors_in_their_namespace_run(store: ChromaStore) -> None:
     rng = random.Random(3)
     _fill(store, rng, 40, "k")
@@ -118,6 +120,7 @@ def test_a_search_of_a_namespace_reads_its_run_and_falls_back_when_rows_sit_outs
     assert len(hits) == n_items
 
 
+@pytest.mark.sqlite_only("PostgreSQL keeps its sequence's vector ids (its heap has no row order to keep)")
 def test_a_full_run_goes_on_below_the_runs(store: ChromaStore) -> None:
     ns = _NAMESPACES[0]
     store.put(ns, "first", {"text": "memory first"})

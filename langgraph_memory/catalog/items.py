@@ -79,7 +79,7 @@ NS_SEP = "\x1f"
 _KEY_SEP = "\x1e"
 # SQLite's default limit on host parameters is 32766; stay well under it.
 _CHUNK = 900
-#: A namespace's vectors take row ids ``ns_id << VECTOR_RUN_BITS | k`` (see `vector_run()`).
+#: On SQLite a namespace's vectors take row ids ``ns_id << VECTOR_RUN_BITS | k`` (see `vector_run()`).
 VECTOR_RUN_BITS = 32
 _LOWEST_RUN = 1 << VECTOR_RUN_BITS  # namespace ids start at 1
 
@@ -157,11 +157,11 @@ def vector_run(ns_id: int) -> tuple[int, int]:
     per namespace keep a namespace's vectors on neighbouring pages: a search
     of one namespace reads them as one range instead of a page per vector
     spread over the whole file (at 1,000,000 items: 0.12-0.18 ms against
-    0.84-0.88 ms for 100 vectors). PostgreSQL allots the same ids, so a
-    catalog copied either way keeps the layout. Rows written before it (on
-    PostgreSQL, or copied from there) keep ids below every run, and a reader
-    that counts fewer rows in the runs than the namespaces hold reads them
-    the other way (`langgraph_memory.catalog.scope.scope_vectors`).
+    0.84-0.88 ms for 100 vectors). Rows written on PostgreSQL (and copied
+    from there) have ids below every run, so a row in a run always belongs
+    to the run's namespace; a reader that counts fewer rows in the runs than
+    the namespaces hold reads them the other way
+    (`langgraph_memory.catalog.scope.scope_vectors`).
     """
     first = int(ns_id) << VECTOR_RUN_BITS
     return first, first + (1 << VECTOR_RUN_BITS) - 1
@@ -179,8 +179,18 @@ _INSERT_VECTOR = (
 
 
 def _insert_vectors(conn: sqlite3.Connection, rows: Sequence[tuple[int, int, int, str, int, bytes]]) -> None:
-    """Insert ``(namespace id, item id, index, path, model id, float32 bytes)`` rows, each in its namespace's run."""
+    """Insert ``(namespace id, item id, index, path, model id, float32 bytes)`` rows, each in its namespace's run.
+
+    On SQLite. PostgreSQL's heap keeps rows in no id order, so there the ids
+    stay its sequence's, below every run (`langgraph_memory.catalog.transfer`
+    keeps the sequence there), and its rows go in one multi-row statement.
+    """
     if not rows:
+        return
+    if dialect_of(conn) == POSTGRESQL:
+        conn.executemany(
+            "INSERT INTO vectors(item_id, idx, path, model_id, vec) VALUES (?, ?, ?, ?, ?)", [r[1:] for r in rows]
+        )
         return
     params = []
     for nid, *rest in rows:

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph_memory.catalog import fields as _fields
+from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import keywords as _keywords
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, dialect_of
@@ -360,12 +361,19 @@ def _index_keywords(target: Any, batch: int) -> int:
 
 
 def _advance_ids(conn: Any) -> None:
-    """Move PostgreSQL's id sequences past the copied ids (SQLite's AUTOINCREMENT follows by itself)."""
+    """Move PostgreSQL's id sequences past the copied ids (SQLite's AUTOINCREMENT follows by itself).
+
+    Vectors copied from SQLite keep the ids of their namespaces' runs
+    (`items.vector_run()`); the sequence goes on below the runs, so that a
+    vector written on the server never takes an id in another namespace's run.
+    """
     if dialect_of(conn) != POSTGRESQL:
         return
     for table in sorted(_INTEGER_IDS):
+        below = f" WHERE id < {1 << _items.VECTOR_RUN_BITS}" if table == "vectors" else ""
         conn.execute(
-            f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT coalesce(max(id), 0) + 1 FROM {table}), false)"
+            f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+            f"(SELECT coalesce(max(id), 0) + 1 FROM {table}{below}), false)"
         )
 
 

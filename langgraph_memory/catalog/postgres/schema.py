@@ -12,11 +12,11 @@ shape:
   keyed ``(term, doc)``, where ``doc`` is the item id and its length in
   words packed as in SQLite's FTS5 rowid (see `langgraph_memory.catalog.keywords`).
 
-Vector row ids come in one run per namespace, as on SQLite (version 8;
-`langgraph_memory.catalog.items.vector_run`), so a catalog copied either way
-keeps every vector in its own namespace's run; vectors written before
-version 8 keep their ids, below every run, and are not moved: PostgreSQL's
-heap keeps rows in no id order, so moving them would gain nothing here.
+Vector row ids stay the sequence's here, below the runs of row ids a
+SQLite catalog gives each namespace (version 8,
+`langgraph_memory.catalog.items.vector_run`): PostgreSQL's heap keeps rows
+in no id order, so runs would gain nothing. Vectors copied from SQLite keep
+their run ids; the version only keeps older packages from writing here.
 
 `migrate()` runs under a transaction-level advisory lock, so machines that
 open the same database at once create the tables once; the version lives in
