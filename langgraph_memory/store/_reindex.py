@@ -58,24 +58,25 @@ def reembed(
     logger.info("re-embedding %d vectors with %s", total, model)
     with _bar(progress, total) as tick:
         # A vector written meanwhile takes the next id of its namespace's run, maybe behind the pass's
-        # position: passes go on until one finds nothing left.
-        found = -1
-        while found:
-            found = after = 0
-            while True:
-                with catalog.read() as conn:
-                    rows = _vectors.texts_not_made_by(conn, new_id, after, _BATCH)
-                if not rows:
+        # position: a pass that found any starts another, until one finds nothing left.
+        after = found = 0
+        while True:
+            with catalog.read() as conn:
+                rows = _vectors.texts_not_made_by(conn, new_id, after, _BATCH)
+            if not rows:
+                if not found:
                     break
-                after = rows[-1][0]
-                texts = [record_text(json.loads(value), path) or "" for _vid, path, value in rows]
-                matrix = check_vectors(embed(texts), dims, f"{len(texts)} texts being re-embedded")
-                with catalog.write() as conn:
-                    _queue.bump_vectors_epoch(conn)
-                    _vectors.set_vectors(conn, new_id, [(rows[k][0], matrix[k]) for k in range(len(rows))])
-                found += len(rows)
-                tick(len(rows))
-            done += found
+                after = found = 0
+                continue
+            after = rows[-1][0]
+            texts = [record_text(json.loads(value), path) or "" for _vid, path, value in rows]
+            matrix = check_vectors(embed(texts), dims, f"{len(texts)} texts being re-embedded")
+            with catalog.write() as conn:
+                _queue.bump_vectors_epoch(conn)
+                _vectors.set_vectors(conn, new_id, [(rows[k][0], matrix[k]) for k in range(len(rows))])
+            found += len(rows)
+            done += len(rows)
+            tick(len(rows))
     with catalog.write() as conn:
         catalog.set_meta(conn, MODEL_KEY, model)
         catalog.set_meta(conn, DIMS_KEY, str(dims))
