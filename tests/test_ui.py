@@ -195,8 +195,15 @@ class Tab:
         self.errors: list[str] = []
         self.page.on("console", lambda m: self.errors.append(f"console: {m.text}") if m.type == "error" else None)
         self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
-        self.page.on("requestfailed", lambda r: self.errors.append(f"request failed: {r.url}"))
+        self.page.on("requestfailed", self._failed)
+        self.page.on("response", lambda r: self.errors.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
         self.shots = shots
+
+    def _failed(self, request: Any) -> None:
+        # A click that navigates cancels the old page's requests still in flight (on a loaded machine, often
+        # its favicon): the browser's doing, not a failed response. Error statuses are caught by "response".
+        if request.failure != "net::ERR_ABORTED":
+            self.errors.append(f"request failed: {request.url} ({request.failure})")
 
     def open(self, url: str) -> Any:
         resp = self.page.goto(url)
