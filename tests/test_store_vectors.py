@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langgraph.store.base import PutOp
 
 from langgraph_memory.catalog import queue as _queue
+from langgraph_memory.catalog.items import join_ns
 from langgraph_memory.store import ChromaStore
 from langgraph_memory.store import planner as _planner
 
@@ -237,3 +239,43 @@ def test_best_cosines_are_the_scores_rank_gives() -> None:
     want = dict(col.rank(Segments(rows=rows), q, len(ask)))
     assert got == want and set(got) == set(ask.tolist())
     assert col.best_cosines(rows[:0], q) == {}
+
+
+def test_hnsw_candidates_are_read_from_the_catalog_only_as_far_as_they_can_rank(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the cache, an HNSW answer reads the vectors of the candidates that can make it, no more."""
+    read: list[int] = []
+    vectors_of = _planner._vectors.vectors_of
+
+    def spy(conn, item_ids):
+        read.append(len(item_ids))
+        return vectors_of(conn, item_ids)
+
+    with _open(data_dir, vector_cache_mb=0, ttl={"omit_expired": True}) as store:
+        store.planner.exact_max = 0  # every search takes HNSW: 50 candidates for 5 results
+        _fill(store, [("u", f"{i}") for i in range(6)], 100)
+        assert store.wait_for_index(timeout=120)
+        monkeypatch.setattr(_planner._vectors, "vectors_of", spy)
+        queries = ["u/3 note 9", "u/1 note 42", "u/5 note 77", "u/0 note 5"]
+        for query in queries:
+            read.clear()
+            assert _got(store, ("u",), query) == _exact(store, ("u",), query)
+            assert store.explain(("u",), query=query).strategy == "hnsw"
+            assert len(read) == 1 and 5 <= read[0] < 50, read
+        # The best three expire: the first read leaves two results, and the next reads on down HNSW's order.
+        top = _exact(store, ("u",), queries[0], k=3)
+        with store.catalog.write() as conn:
+            for ns, key in top:
+                conn.execute(
+                    "UPDATE items SET expires_at = ? WHERE key = ? AND ns_id = (SELECT id FROM namespaces WHERE ns = ?)",
+                    (time.time() - 60, key, join_ns(ns)),
+                )
+        read.clear()
+        explained = store.search_explained(("u",), query=queries[0], limit=5)
+        got = [(tuple(h.item.namespace), h.item.key) for h in explained.hits]
+        assert not set(got) & set(top) and len(got) == 5
+        assert got == _exact(store, ("u",), queries[0])  # listing leaves the expired out too
+        # Read on from the same HNSW answer: no second, wider HNSW round.
+        assert explained.plan is not None and explained.plan.rounds == 1
+        assert len(read) >= 2 and sum(read) < 50, read
