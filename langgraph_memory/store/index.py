@@ -67,6 +67,11 @@ _SEAL_KEY = "index_seal"
 _BROKEN_KEY = "index_broken"
 _BATCH = 1000
 _SAMPLES = 32
+#: How a collection is created (an existing one keeps its own settings until a rebuild makes it anew). Cosine,
+#: and 32 graph neighbours instead of Chroma's 16: with 16, items written late in a large load were left
+#: with no path to them (recall@10 0.90-0.97 at 1,000,000 items, the missed item not in the top 300 even with
+#: ``ef_search`` 300); with 32, 1.000 at 100,000 items for 8% slower indexing and 9% slower queries.
+_HNSW_METADATA = {"hnsw:space": "cosine", "hnsw:M": 32}
 #: After an unclean shutdown, at most this many records changed since the index was last verified are
 #: checked per collection (the newest), besides `_SAMPLES` random ones.
 _RECENT_MAX = 2000
@@ -284,7 +289,7 @@ class ChromaIndex:
         name = self._chroma_name(collection, record=create)
         if create:
             try:
-                col = client.get_or_create_collection(name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
+                col = client.get_or_create_collection(name, metadata=dict(_HNSW_METADATA), embedding_function=None)
             except Exception as exc:  # noqa: BLE001 - another machine created it at the same moment
                 if self.embedded or server_unreachable(exc):
                     raise
@@ -984,7 +989,7 @@ class ChromaIndex:
             for name in self.collections:
                 if not counts.get(name):
                     continue
-                col = client.get_or_create_collection(name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
+                col = client.get_or_create_collection(name, metadata=dict(_HNSW_METADATA), embedding_function=None)
                 self._fill(col.upsert, name, report, tick)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)  # a half-built folder is of no use
@@ -1004,7 +1009,7 @@ class ChromaIndex:
                 col = None
                 if counts.get(name):
                     col = client.get_or_create_collection(
-                        chroma, metadata={"hnsw:space": "cosine"}, embedding_function=None
+                        chroma, metadata=dict(_HNSW_METADATA), embedding_function=None
                     )
             if col is None:
                 continue
