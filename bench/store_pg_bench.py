@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import psycopg  # noqa: E402
 from _common import fmt_ms, git_state, machine, markdown_table, percentile  # noqa: E402
 from _pg import fresh_database, server_info, start_server, with_database  # noqa: E402
-from store_bench import DIMS, Data, ItemSet, K, LookupEmbeddings, StoreBackend, build_data  # noqa: E402
+from store_bench import BIG, DIMS, Data, ItemSet, K, LookupEmbeddings, StoreBackend, build_data  # noqa: E402
 
 STORES = ("ours", "pgstore")
 TITLES = {"ours": "ChromaStore on PG", "pgstore": "PostgresStore"}
@@ -258,7 +258,8 @@ def run_puts(
 
 def run_size(n: int, server: str, workdir: Path, args: argparse.Namespace, log: Callable[[str], None]) -> SizeRun:
     t0 = time.perf_counter()
-    data = build_data(n, big=False, n_queries=args.queries, warmup=args.warmup, seed=args.seed)
+    # As store_bench: at its big size the general items only, and the one-namespace and whole-prefix cases.
+    data = build_data(n, big=n >= BIG, n_queries=args.queries, warmup=args.warmup, seed=args.seed)
     gc.collect()
     gc.freeze()
     log(
