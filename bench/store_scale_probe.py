@@ -13,6 +13,13 @@ floor: the same HNSW index, no catalog), and single puts (store-side, vectors lo
 
 ``--vector-cache-mb`` opens the store with another vector cache budget (the default holds about
 650,000 vectors of 384 dimensions). Probe puts are deleted again before the store is closed.
+
+``--append B`` times a load into the built store instead: ``B`` batches of ``--batch`` new items
+(texts not seen before, so the embedding cache misses as in a real load; vectors of the general
+set), spread over the general set's namespaces as its own load was, each ``batch()`` timed until
+acknowledged; ``--profile`` then profiles those calls. The items are deleted again afterwards.
+
+    python bench/store_scale_probe.py --n 1000000 --data-dir /tmp/scale1m --append 20 --profile load.prof
 """
 
 from __future__ import annotations
@@ -111,6 +118,46 @@ def probe(data: sb.Data, args: argparse.Namespace) -> None:
         store.close()
 
 
+def append(data: sb.Data, args: argparse.Namespace) -> None:
+    """Time ``args.append`` batches of new items put into the built store (see the module's docstring)."""
+    from langgraph.store.base import PutOp
+
+    store = open_store(data, args.data_dir, args.vector_cache_mb)
+    items = data.sets[0]
+    prof = cProfile.Profile() if args.profile else None
+    spent: list[float] = []
+    keys: list[tuple[tuple[str, ...], str]] = []
+    try:
+        for b in range(args.append):
+            ops = []
+            for j in range(args.batch):
+                i = (b * args.batch + j) * 7919 % len(items)
+                value = dict(items.values[i])
+                value["content"] = f"{value['content']} (appended {b}.{j})"
+                data.text_row[value["content"]] = data.text_row[items.values[i]["content"]]  # the lookup model's row
+                ops.append(PutOp(items.namespaces[i], f"append{b}.{j}", value, index=items.index))
+                keys.append((items.namespaces[i], f"append{b}.{j}"))
+            if prof is not None:
+                prof.enable()
+            t = time.perf_counter()
+            store.batch(ops)
+            spent.append(time.perf_counter() - t)
+            if prof is not None:
+                prof.disable()
+        total = sum(spent)
+        print(
+            f"{data.n:,} items, {args.append} batches of {args.batch} appended, load {os.getloadavg()[0]:.2f}: "
+            f"{len(keys) / total:,.0f} items/s acknowledged, batch p50 {sorted(spent)[len(spent) // 2] * 1e3:.0f} ms"
+        )
+        if prof is not None:
+            prof.dump_stats(args.profile)
+        for start in range(0, len(keys), 1000):
+            store.batch([PutOp(ns, key, None) for ns, key in keys[start : start + 1000]])
+        store.wait_for_index()
+    finally:
+        store.close()
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=1_000_000, help="general items (store_bench's size)")
@@ -119,7 +166,8 @@ def main() -> None:
     p.add_argument("--queries", type=int, default=200, help="timed queries (store_bench's 50, repeated)")
     p.add_argument("--puts", type=int, default=0, help="single puts to time after the searches")
     p.add_argument("--vector-cache-mb", type=float, default=None)
-    p.add_argument("--profile", default=None, help="write a cProfile of the store's searches here")
+    p.add_argument("--profile", default=None, help="write a cProfile of the store's searches (or appends) here")
+    p.add_argument("--append", type=int, default=0, help="time this many batches of new items instead of searches")
     p.add_argument("--batch", type=int, default=1000, help="puts per batch while building")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
@@ -130,7 +178,10 @@ def main() -> None:
     gc.freeze()
     if not (args.data_dir / "chromastore" / "catalog.sqlite").exists():
         build(data, args.data_dir, args.batch)
-    probe(data, args)
+    if args.append:
+        append(data, args)
+    else:
+        probe(data, args)
 
 
 if __name__ == "__main__":
