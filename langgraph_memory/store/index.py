@@ -68,9 +68,10 @@ _BROKEN_KEY = "index_broken"
 _BATCH = 1000
 _SAMPLES = 32
 #: How a collection is created (an existing one keeps its own settings until a rebuild makes it anew). Cosine,
-#: and 32 graph neighbours instead of Chroma's 16: with 16, items written late in a large load were left
-#: with no path to them (recall@10 0.90-0.97 at 1,000,000 items, the missed item not in the top 300 even with
-#: ``ef_search`` 300); with 32, 1.000 at 100,000 items for 8% slower indexing and 9% slower queries.
+#: and 32 graph neighbours instead of Chroma's 16. On clustered items, 16 left some of the true top 10 where the
+#: search does not go: recall@10 0.958-0.980 at 100,000 items and 0.90-0.97 at 1,000,000, the missed items not
+#: among 300 records asked for. With 32: 1.000 at 100,000 and 0.948 against 0.932 at 1,000,000, for 5-8% slower
+#: indexing (bench/hnsw_graph_bench.py).
 _HNSW_METADATA = {"hnsw:space": "cosine", "hnsw:M": 32}
 #: After an unclean shutdown, at most this many records changed since the index was last verified are
 #: checked per collection (the newest), besides `_SAMPLES` random ones.
