@@ -122,12 +122,12 @@ def test_a_lowered_ef_construction_is_found_against_the_configuration(
     from langgraph_memory.store._hnsw_check import check_parameters
 
     seg = segment_of(template[0])
-    assert check_parameters(seg.parent, {(100, 32)}) == {}  # the settings the store makes its collections with
+    assert check_parameters(seg.parent, {(100, 16)}) == {}  # Chroma's defaults, which the store keeps
     copy = tmp_path / "index" / seg.name
     shutil.copytree(seg, copy)
     _flip_ef_construction(copy)
     assert check_segment(copy) == ""  # in range: only the configuration tells
-    assert "ef_construction 36" in check_parameters(copy.parent, {(100, 32)})[seg.name]
+    assert "ef_construction 36" in check_parameters(copy.parent, {(100, 16)})[seg.name]
 
 
 def _flip_ef_construction(seg: Path) -> None:

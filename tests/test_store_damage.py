@@ -175,9 +175,6 @@ def test_rebuild_index_on_request(pristine: tuple[Path, dict[int, str]], tmp_pat
         assert report.total == N and report.vectors == {"research_findings": N}
         assert sum(done for _, done in seen) == N
         assert sorted(p.name for p in (data_dir / "chroma").glob("index-*")) == ["index-2"]
-        # Made anew with the store's graph settings (an index made with Chroma's defaults comes back with them).
-        hnsw = store.vector_index.chroma_collection("research_findings").configuration_json["hnsw"]
-        assert (hnsw["space"], hnsw["max_neighbors"]) == ("cosine", 32)
         assert _top1(store) == before
     finally:
         store.close()

@@ -77,7 +77,6 @@ def test_store_ops_on_a_chroma_server(chroma_server: tuple[str, int], data_dir: 
     assert store.wait_for_index(timeout=120)  # the index follows the commits in its thread
     raw = store.vector_index.chroma_collection("research_findings")
     assert raw is not None and raw.name.startswith("lgm-") and raw.count() == 1
-    assert raw.configuration_json["hnsw"]["max_neighbors"] == 32  # the graph degree that keeps late items found
     assert raw.get(include=["metadatas"])["metadatas"] == [None]
     store.close()
     again = _server_store(chroma_server, data_dir)
@@ -86,8 +85,7 @@ def test_store_ops_on_a_chroma_server(chroma_server: tuple[str, int], data_dir: 
     # A rebuild makes new server collections and drops the old ones.
     report = again.rebuild_index(progress=False)
     assert report.total == 1
-    rebuilt = again.vector_index.chroma_collection("research_findings")
-    assert rebuilt.name != raw.name and rebuilt.configuration_json["hnsw"]["max_neighbors"] == 32
+    assert again.vector_index.chroma_collection("research_findings").name != raw.name
     assert again.search(("research",), query="served finding", limit=1)[0].key == "f1"
     again.close()
 

@@ -67,12 +67,6 @@ _SEAL_KEY = "index_seal"
 _BROKEN_KEY = "index_broken"
 _BATCH = 1000
 _SAMPLES = 32
-#: How a collection is created (an existing one keeps its own settings until a rebuild makes it anew). Cosine,
-#: and 32 graph neighbours instead of Chroma's 16. On clustered items, 16 left some of the true top 10 where the
-#: search does not go: recall@10 0.958-0.980 at 100,000 items and 0.90-0.97 at 1,000,000, the missed items not
-#: among 300 records asked for. With 32: 1.000 at 100,000 and 0.948 against 0.932 at 1,000,000, for 5-8% slower
-#: indexing (bench/hnsw_graph_bench.py).
-_HNSW_METADATA = {"hnsw:space": "cosine", "hnsw:M": 32}
 #: After an unclean shutdown, at most this many records changed since the index was last verified are
 #: checked per collection (the newest), besides `_SAMPLES` random ones.
 _RECENT_MAX = 2000
@@ -290,7 +284,7 @@ class ChromaIndex:
         name = self._chroma_name(collection, record=create)
         if create:
             try:
-                col = client.get_or_create_collection(name, metadata=dict(_HNSW_METADATA), embedding_function=None)
+                col = client.get_or_create_collection(name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
             except Exception as exc:  # noqa: BLE001 - another machine created it at the same moment
                 if self.embedded or server_unreachable(exc):
                     raise
@@ -990,7 +984,7 @@ class ChromaIndex:
             for name in self.collections:
                 if not counts.get(name):
                     continue
-                col = client.get_or_create_collection(name, metadata=dict(_HNSW_METADATA), embedding_function=None)
+                col = client.get_or_create_collection(name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
                 self._fill(col.upsert, name, report, tick)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)  # a half-built folder is of no use
@@ -1010,7 +1004,7 @@ class ChromaIndex:
                 col = None
                 if counts.get(name):
                     col = client.get_or_create_collection(
-                        chroma, metadata=dict(_HNSW_METADATA), embedding_function=None
+                        chroma, metadata={"hnsw:space": "cosine"}, embedding_function=None
                     )
             if col is None:
                 continue
