@@ -3,9 +3,9 @@
 At 1,000,000 items an HNSW query with Chroma's defaults (16 neighbours,
 ``ef_construction`` 100) missed an item of the true top 10 on about a quarter
 of store_bench's whole-prefix queries, and asking for more records (which
-widens the beam past ``ef_search``) found none of them: in clusters of 5,000
-nearly equidistant items the search does not go where they lie, and how many
-it misses depends on the graph. This bench builds one bare Chroma collection per setting from the
+widens the beam past ``ef_search``) found none of them: among clusters of about
+1,000 nearly equidistant items the search does not go where they lie, and how
+many it misses depends on the graph. This bench builds one bare Chroma collection per setting from the
 same items in the same order (store_bench's general set: clustered 384-d
 vectors, written in batches of 1,000 as a load writes them), then times the
 whole-prefix queries on every collection interleaved, query by query, rotating
