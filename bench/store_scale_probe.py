@@ -147,7 +147,7 @@ def append(data: sb.Data, args: argparse.Namespace) -> None:
         total = sum(spent)
         print(
             f"{data.n:,} items, {args.append} batches of {args.batch} appended, load {os.getloadavg()[0]:.2f}: "
-            f"{len(keys) / total:,.0f} items/s acknowledged, batch p50 {sorted(spent)[len(spent) // 2] * 1e3:.0f} ms"
+            f"{len(keys) / total:,.0f} items/s acknowledged, batch p50 {sb.percentile(spent, 50) * 1e3:.0f} ms"
         )
         if prof is not None:
             prof.dump_stats(args.profile)
