@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -97,60 +98,89 @@ def test_model_id_names_the_model() -> None:
     assert embeddings_model_id(SentenceTransformerEmbeddings("x/y")).endswith(":x/y")
 
 
-class _SlowFake(DeterministicFakeEmbedding):
-    """A model that takes 20 ms per call, as a real one on a CPU does."""
+class _Clock:
+    """Time that passes only when a test says so, so what a call costs never depends on how busy the host is."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _TimedFake(DeterministicFakeEmbedding):
+    """A fake model whose calls take ``seconds`` on ``clock``: ``slowed`` of them take ``pause`` instead."""
+
+    clock: Any
+    seconds: float
+    slowed: int = 0
+    pause: float = 0.0
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        import time
-
-        time.sleep(0.02)
+        if self.slowed:
+            self.slowed -= 1
+            self.clock.now += self.pause
+        else:
+            self.clock.now += self.seconds
         return super().embed_documents(texts)
 
 
 def test_the_cache_file_is_read_only_while_it_costs_less_than_the_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import time
-
     path = tmp_path / "cache.sqlite"
     texts = [f"text {i}" for i in range(100)]
     filler = CachedEmbeddings(DeterministicFakeEmbedding(size=8), path=path, model_id="fake-8")
     filler.embed_documents(texts)
     filler.close()
+    want = DeterministicFakeEmbedding(size=8).embed_documents(texts)
+    clock = _Clock()
 
-    def opened(inner: DeterministicFakeEmbedding) -> tuple[CachedEmbeddings, list[int]]:
+    def opened(seconds: float, *, slowed: int = 0) -> tuple[CachedEmbeddings, list[int]]:
+        inner = _TimedFake(size=8, clock=clock, seconds=seconds, slowed=slowed, pause=0.05)
         cache = CachedEmbeddings(inner, path=path, model_id="fake-8", memory_items=1)
+        monkeypatch.setattr(cache._costs, "clock", clock)
         reads: list[int] = []
         real = cache._read_rows
 
-        def cold(hashes: list[bytes]) -> list[tuple[bytes, bytes]]:  # a file whose pages the host evicted
+        def cold(hashes: list[bytes]) -> list[tuple[bytes, bytes]]:  # a file whose pages the host evicted: 5 ms
             reads.append(len(hashes))
-            time.sleep(0.005)
+            clock.now += 0.005
             return real(hashes)
 
         monkeypatch.setattr(cache, "_read_rows", cold)
         return cache, reads
 
-    fast, reads = opened(DeterministicFakeEmbedding(size=8))
-    fast.embed_query("a question")  # not cached for this model: its cost is measured
+    # A model at 10 µs a text: once both are timed, only every 32nd lookup reads the file, to follow its cost.
+    fast, reads = opened(0.00001)
+    fast.embed_query("a question")  # not in the file: both costs are measured
     got = [fast.embed_documents([t])[0] for t in texts]
-    want = DeterministicFakeEmbedding(size=8).embed_documents(texts)
     assert np.allclose(got, want, atol=1e-6)
-    assert 1 <= len(reads) <= 1 + len(texts) // 32 + 1, reads  # a probe now and then, to follow the file's cost
+    assert len(reads) == 1 + len(texts) // 32, reads
     fast.close()
 
-    # Every text in the file, so no lookup misses it: the model is timed on a lookup of its own now and then,
-    # and once it is known to be cheaper, the file is left alone.
-    warm, reads = opened(DeterministicFakeEmbedding(size=8))
+    # Every text in the file, so the model never runs unless asked: lookups 1-32 read the file, the 33rd
+    # times the model, and from then on only the 65th and the 97th read the file.
+    warm, reads = opened(0.00001)
     got = [warm.embed_documents([t])[0] for t in texts]
     assert np.allclose(got, want, atol=1e-6)
-    assert 32 <= len(reads) <= 32 + 1 + len(texts) // 32, reads
+    assert len(reads) == 32 + 2, reads
     assert warm.hits == len(reads)
     warm.close()
 
-    slow, reads = opened(_SlowFake(size=8))
+    # The model's first timed call (the 33rd lookup) is slowed to 50 ms by the host. The file answers
+    # meanwhile and the model is timed again at the 65th and 97th; from then its median is 10 µs, and of
+    # the last 103 lookups only the 129th, 161st and 193rd read the file.
+    paused, reads = opened(0.00001, slowed=1)
+    for t in texts + texts:
+        paused.embed_documents([t])
+    assert len(reads) == 32 + 31 + 31 + 3, reads
+    paused.close()
+
+    # A model at 20 ms a call, as a real one on a CPU: 5 ms a read beats it, so every lookup reads the file.
+    slow, reads = opened(0.02)
     slow.embed_documents(["never cached"])
     got = [slow.embed_documents([t])[0] for t in texts[:20]]
     assert np.allclose(got, want[:20], atol=1e-6)
-    assert len(reads) == 21 and slow.hits == 20  # 5 ms a read beats 20 ms a call: every lookup reads the file
+    assert len(reads) == 21 and slow.hits == 20
     slow.close()

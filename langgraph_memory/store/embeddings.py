@@ -29,9 +29,10 @@ import logging
 import os
 import queue
 import sqlite3
+import statistics
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -321,56 +322,51 @@ class _Costs:
 
     A lookup of a cold file pays random reads (measured: 30 ms per text on a
     1 GB cache whose pages the host had evicted), more than a fast model
-    takes. While the model's recent cost per text is below the file's, only
-    every `_FILE_PROBE`-th lookup reads the file, to follow how its cost
-    changes; while the file has answered every text (the model never ran),
-    every `_FILE_PROBE`-th lookup goes to the model, to time it. Both are
-    moving averages of what calls took.
+    takes. Whichever side is cheaper answers, and every `_PROBE`-th lookup
+    goes to the other side, to follow how its cost changes (the model is
+    timed even while the file has answered every text). Each cost is the
+    median of its last `_COST_SAMPLES` calls, so one call slowed by the host
+    (a pause, a busy core) never decides on its own.
     """
 
-    def __init__(self) -> None:
-        self._model: float | None = None
-        self._file: float | None = None
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.clock = clock
+        self._model: deque[float] = deque(maxlen=_COST_SAMPLES)
+        self._file: deque[float] = deque(maxlen=_COST_SAMPLES)
         self._skipped = 0
 
-    @staticmethod
-    def _mix(old: float | None, new: float) -> float:
-        return new if old is None else old + _COST_WEIGHT * (new - old)
-
     def model_ran(self, seconds: float, texts: int) -> None:
-        self._model = self._mix(self._model, seconds / max(texts, 1))
+        self._model.append(seconds / max(texts, 1))
 
     def file_read(self, seconds: float, texts: int) -> None:
-        self._file = self._mix(self._file, seconds / max(texts, 1))
+        self._file.append(seconds / max(texts, 1))
 
     def timed_model(self, embed: Callable[[list[str]], list[list[float]]], texts: list[str]) -> list[list[float]]:
-        started = time.perf_counter()
+        started = self.clock()
         vectors = embed(texts)
-        self.model_ran(time.perf_counter() - started, len(texts))
+        self.model_ran(self.clock() - started, len(texts))
         return vectors
 
     def read_file(self) -> bool:
         """Whether this lookup reads the file (races between threads only shift when a probe falls)."""
-        if self._file is None:
+        if not self._file:
             return True
-        if self._model is None:
-            # The file has answered every text so far, so the model was never timed: now and then it answers
-            # instead, or a cold file would be read forever in front of a model that costs microseconds.
+        if not self._model or statistics.median(self._file) <= statistics.median(self._model):
             return not self._probe()
-        return self._model >= self._file or self._probe()
+        return self._probe()
 
     def _probe(self) -> bool:
         self._skipped += 1
-        if self._skipped >= _FILE_PROBE:
+        if self._skipped >= _PROBE:
             self._skipped = 0
             return True
         return False
 
 
-#: Weight of the newest call in `_Costs`' moving averages.
-_COST_WEIGHT = 0.1
-#: While the model is cheaper than the cache file, one lookup in this many still reads the file.
-_FILE_PROBE = 32
+#: How many recent calls `_Costs` takes the median of, per side.
+_COST_SAMPLES = 5
+#: One lookup in this many goes to the side that costs more, to time it again.
+_PROBE = 32
 #: The cache's writer gathers vectors this long before it writes them (a cache loses nothing by waiting).
 _GATHER_SECONDS = 0.05
 #: Queued by `CachedEmbeddings.flush()`: nothing to write, only a mark to wait for.
@@ -609,9 +605,9 @@ class CachedEmbeddings(Embeddings):
             return found
         damaged = 0
         fresh: list[tuple[bytes, list[float]]] = []
-        started = time.perf_counter()
+        started = self._costs.clock()
         rows = self._read_rows(missing)
-        self._costs.file_read(time.perf_counter() - started, len(missing))
+        self._costs.file_read(self._costs.clock() - started, len(missing))
         for h, blob in rows:
             raw = _open_blob(bytes(h), bytes(blob))
             if raw is None:  # embedded anew, and the row replaced
@@ -766,9 +762,9 @@ class CachedEmbeddings(Embeddings):
         hashes, found, todo, todo_hashes = await asyncio.to_thread(self._split, list(texts))
         vectors: list[list[float]] = []
         if todo:
-            started = time.perf_counter()
+            started = self._costs.clock()
             vectors = await self.inner.aembed_documents(todo)
-            self._costs.model_ran(time.perf_counter() - started, len(todo))
+            self._costs.model_ran(self._costs.clock() - started, len(todo))
         return await asyncio.to_thread(self._finish, hashes, found, todo_hashes, vectors)
 
     def embed_query(self, text: str) -> list[float]:
