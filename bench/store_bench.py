@@ -1053,7 +1053,6 @@ def _run_chroma_group(data: Data, res: SizeResult, tmp: Path, args: argparse.Nam
             cs.close()
         del bare
         _release_chroma()
-        gc.collect()
 
 
 def _short_of_ram(case: Case, args: argparse.Namespace) -> str | None:
