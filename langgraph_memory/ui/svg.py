@@ -320,9 +320,10 @@ def _order(graph: Any, layer: dict[str, int], edges: list[tuple[str, str]]) -> l
     for _sweep in range(4):
         for rows, near in ((range(1, len(layers)), up), (range(len(layers) - 2, -1, -1), down)):
             for lvl in rows:
-                place = {n: i for ids in layers for i, n in enumerate(ids)}
+                # Places relative to each row's centre, as rows are drawn centred.
+                place = {n: i - (len(ids) - 1) / 2 for ids in layers for i, n in enumerate(ids)}
 
-                def key(n: str, near: dict[str, list[str]] = near, place: dict[str, int] = place) -> tuple[Any, ...]:
+                def key(n: str, near: dict[str, list[str]] = near, place: dict[str, float] = place) -> tuple[Any, ...]:
                     xs = [place[m] for m in near[n]]
                     v = graph.nodes[n].version
                     return (v is not None, v or 0, sum(xs) / len(xs) if xs else place[n])
