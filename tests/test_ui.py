@@ -8,7 +8,8 @@ free port; a test waits for its "listening on" line.
 Browser tests need Debian's ``chromium`` and Playwright for Python (no
 browser download): they are skipped when either is missing, and fail
 instead under ``CI=true``. Screenshots go to ``<pytest tmp>/ui-screenshots``;
-``LGM_UI_SCREENSHOTS=docs/img`` writes them there as well.
+``LGM_UI_SCREENSHOTS=docs/img`` writes the ones the docs show (search, strategy,
+lineage) there as well, as ``ui-<page>.png``.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 TOKEN = "a-token-of-more-than-16-characters"
+#: The screenshots docs/ui.md and the README show (LGM_UI_SCREENSHOTS=docs/img refreshes them).
+DOC_SHOTS = {"search", "strategy", "lineage"}
 
 pytestmark = pytest.mark.slow
 
@@ -210,11 +213,15 @@ class Tab:
         assert resp is not None and resp.status == 200, f"{url}: {resp.status if resp else 'no response'}"
         return resp
 
-    def shot(self, name: str) -> None:
+    def shot(self, name: str, selector: str | None = None) -> None:
+        """A screenshot of the whole page, or of the element at ``selector``, as ``<name>.png``."""
         self.shots.mkdir(parents=True, exist_ok=True)
-        self.page.screenshot(path=str(self.shots / f"{name}.png"), full_page=True)
+        if selector is None:
+            self.page.screenshot(path=str(self.shots / f"{name}.png"), full_page=True)
+        else:
+            self.page.locator(selector).screenshot(path=str(self.shots / f"{name}.png"))
         extra = os.environ.get("LGM_UI_SCREENSHOTS")
-        if extra:
+        if extra and name in DOC_SHOTS:
             Path(extra).mkdir(parents=True, exist_ok=True)
             shutil.copy(self.shots / f"{name}.png", Path(extra) / f"ui-{name}.png")
 
@@ -246,18 +253,43 @@ def test_every_page_renders_with_plots_and_no_console_error(readonly: Server, ta
     assert "cosine" in tab.page.inner_text("table.hits") and "hybrid" in tab.page.inner_text("p.plan")
     tab.shot("search")
 
+    # a namespace one typo away from a collection's label: the page says which one was meant, and links to it
+    tab.open(base + "search?q=lookback+too+short+whipsaw&ns=lesson")
+    assert "did you mean" in tab.page.inner_text("#near-namespace")
+    tab.page.locator("#near-namespace a").click()
+    tab.page.wait_for_selector("tr.hit")
+    assert tab.page.input_value("input[name=ns]") == "lessons" and tab.page.locator("#near-namespace").count() == 0
+
     tab.open(base + "strategies")
     tab.page.locator("a.strategy-link").first.click()
     tab.page.wait_for_selector("#equity svg")
     assert tab.page.locator("#equity svg path.curve").count() >= 3
     assert tab.page.locator("#timeline svg circle").count() >= 3
     assert "rejected" in tab.page.inner_text("main") and "confirmed" in tab.page.inner_text("main")
+    # the equity curves run over the backtests' dates (the example's series starts in 2019)
+    dates = tab.page.locator("#equity svg text.date").all_text_contents()
+    assert len(dates) >= 3 and dates[0].startswith("20") and "equity (start = 1.0)" in tab.page.text_content("#equity")
     tab.shot("strategy")
 
     tab.page.locator("table.metrics a", has_text="v1").first.click()
     tab.page.wait_for_selector(".graph svg")
-    assert tab.page.locator(".graph svg a.node").count() >= 3
+    graph = tab.page.locator(".graph svg")
+    assert graph.locator("a.node").count() >= 13
+    heads = graph.locator("a.node text.head").all_text_contents()
+    assert {"strategy v1", "strategy v2", "strategy v3"} <= {h.split(" (")[0] for h in heads}, heads  # v3 (superseded)
+    relations = graph.locator("text.rel")
+    assert relations.count() >= 10 and relations.first.is_visible()
+    assert "tests" in relations.all_text_contents()
+    # the whole lineage is in view at 1280 px: nothing scrolls sideways, neither the graph nor the page
+    widths = tab.page.evaluate(
+        """() => { const g = document.querySelector('.graph'), d = document.documentElement;
+                   return [g.scrollWidth, g.clientWidth, d.scrollWidth, d.clientWidth]; }"""
+    )
+    assert widths[0] <= widths[1] and widths[2] <= widths[3], widths
+    box = graph.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 1280
     tab.shot("item")
+    tab.shot("lineage", ".graph")
 
     for path, name, text in [
         ("strategies", "strategies", "versions"),

@@ -11,7 +11,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langgraph_memory.memory import Memory
 from langgraph_memory.ui import svg
-from langgraph_memory.ui.data import GraphNode, LineageGraph
+from langgraph_memory.ui.data import Browser, GraphNode, LineageGraph
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
@@ -56,7 +56,16 @@ def test_search_explained_gives_the_parts_of_the_scores_search_ranks_by(mem: Mem
     assert before == {it.key: it.access_count for it in mem.store.items.iter_items("memories")}
 
 
-def test_lineage_drawing_stays_readable_at_200_nodes() -> None:
+def _boxes(tree: ET.Element) -> dict[str, tuple[float, float, float, float]]:
+    """Each node's box (x, y, width, height), by item id."""
+    out = {}
+    for a in tree.findall(f"{SVG_NS}a"):
+        rect = a.find(f"{SVG_NS}rect")
+        out[a.get("data-id")] = tuple(float(rect.get(k)) for k in ("x", "y", "width", "height"))
+    return out
+
+
+def test_lineage_drawing_stays_readable_and_page_wide_at_200_nodes() -> None:
     nodes = {"root": GraphNode("root", "research_findings", ("research",), "the hub finding", "live", "active", 0)}
     edges = []
     for i in range(150):
@@ -72,19 +81,97 @@ def test_lineage_drawing_stays_readable_at_200_nodes() -> None:
     tree = ET.fromstring(out)
     links = tree.findall(f"{SVG_NS}a")
     assert len(links) == 200 and {a.get("href") for a in links} == {f"/item/{n}" for n in nodes}
-    boxes = []
-    for a in links:
-        rect = a.find(f"{SVG_NS}rect")
-        x, y, w, h = (float(rect.get(k)) for k in ("x", "y", "width", "height"))
-        assert w >= 150 and h >= 20  # boxes keep their size; the picture grows instead
-        label = a.find(f"{SVG_NS}text").text
-        assert len(label) <= 34
-        boxes.append((x, y, w, h))
-    boxes.sort()
-    for (x1, y1, _w1, h1), (x2, y2, _w2, _h2) in zip(boxes, boxes[1:], strict=False):
-        assert not (x1 == x2 and y2 < y1 + h1), "two nodes overlap"
-    assert float(tree.get("height")) >= 150 * 20
-    assert len(tree.findall(f"{SVG_NS}path")) == len(edges)
+    boxes = list(_boxes(tree).values())
+    for _x, _y, w, h in boxes:
+        assert w >= 150 and h >= 40  # boxes keep their size; the picture grows down instead
+    for i, (x1, y1, w1, h1) in enumerate(boxes):
+        for x2, y2, _w2, _h2 in boxes[i + 1 :]:
+            assert not (abs(x1 - x2) < w1 and abs(y1 - y2) < h1), "two nodes overlap"
+    # wide layers wrap onto more rows: the picture stays about a page wide and grows down
+    assert float(tree.get("width")) <= 1280 and float(tree.get("height")) >= 30 * 60
+    assert len(tree.findall(f"{SVG_NS}path[@class]")) == len(edges)
+
+
+def test_lineage_is_layered_by_kind_with_versions_relation_names_and_full_labels(mem: Memory) -> None:
+    from starlette.testclient import TestClient
+
+    from langgraph_memory.ui import build_app
+
+    ids = _research(mem)
+    s3 = mem.store_strategy("mom", "120-day momentum", parent_id=ids["s2"], hypothesis_id=ids["hypothesis"])
+    client = TestClient(build_app(mem), base_url="http://127.0.0.1")
+    page = client.get(f"/item/{ids['s1']}").text
+    tree = ET.fromstring(re.search(r"<svg class=\"plot lineage\".*?</svg>", page, re.S).group(0))
+    boxes = _boxes(tree)
+    heads = {a.get("data-id"): a.find(f"{SVG_NS}text[@class='head']").text for a in tree.findall(f"{SVG_NS}a")}
+    # strategy versions say which version they are
+    assert heads[ids["s1"]] == "strategy v1" and heads[ids["s2"]] == "strategy v2" and heads[s3.id] == "strategy v3"
+    # layers run down: finding, hypothesis, strategy versions, backtests, lesson
+    y = {n: boxes[n][1] for n in boxes}
+    backtests = [n for n, h in heads.items() if h == "backtest"]
+    assert y[ids["finding"]] < y[ids["hypothesis"]] < y[ids["s1"]] == y[ids["s2"]] == y[s3.id]
+    assert all(y[ids["s1"]] < y[b] < y[ids["lesson"]] for b in backtests) and len(backtests) == 2
+    # versions in their order, left to right
+    assert boxes[ids["s1"]][0] < boxes[ids["s2"]][0] < boxes[s3.id][0]
+    # relation names are drawn on the edges, not only in tooltips
+    drawn = {t.text for t in tree.findall(f"{SVG_NS}text[@class='rel']")}
+    assert {"derived_from", "tests", "backtest_of", "learned_from"} <= {r for t in drawn for r in t.split(", ")}
+    # the whole label on hover, however long
+    long = mem.store_lesson("a lesson long enough to be cut in its box: " + "whipsaw " * 20, strategy_id=s3.id)
+    page = client.get(f"/item/{long.id}").text
+    label = Browser(mem).lineage_graph(long.id).nodes[long.id].label
+    node = ET.fromstring(re.search(rf'<a href="[^"]+" class="node root" data-id="{long.id}">.*?</a>', page).group(0))
+    shown = " ".join(t.text for t in node.findall("text")[1:])  # parsed alone: no SVG namespace
+    assert len(shown) < len(label) and node.find("title").text.endswith(f": {label}")
+    # and the drawing scales to the page instead of scrolling sideways
+    assert 'viewBox="0 0 ' in page and "overflow: auto" not in client.get("/static/style.css").text.split(".graph")[1]
+
+
+def test_equity_curves_have_a_date_axis_and_a_labelled_equity_axis(mem: Memory) -> None:
+    from starlette.testclient import TestClient
+
+    from langgraph_memory.ui import build_app
+
+    s = mem.store_strategy("dated", "momentum with a known period")
+    mem.store_backtest(
+        s.id, sharpe=1.0, period_start="2021-03-01", period_end="2023-06-30", equity_curve=[1, 1.1, 1.05, 1.3]
+    )
+    page = TestClient(build_app(mem), base_url="http://127.0.0.1").get("/strategies/dated").text
+    plot = ET.fromstring(re.search(r'<figure id="equity">(.*?)</figure>', page, re.S).group(1))
+    dates = [t.text for t in plot.iter(f"{SVG_NS}text") if "date" in (t.get("class") or "")]
+    assert len(dates) >= 3 and all(re.fullmatch(r"20\d\d(-\d\d)?", d) for d in dates), dates
+    assert "2021" <= min(dates) and max(dates) <= "2023-06"
+    labels = [t.text for t in plot.iter(f"{SVG_NS}text") if t.get("class") == "axis-label"]
+    assert "equity (start = 1.0)" in labels and any("2021-03-01 to 2023-06-30" in t for t in labels)
+    # the curve spans its period: from the axis' left end to its right end
+    xs = [float(p.split(",")[0][1:]) for p in plot.find(f"{SVG_NS}path").get("d").split()]
+    assert xs[0] == pytest.approx(62) and xs[-1] == pytest.approx(720 - 150)
+
+
+def test_search_page_says_which_collection_a_namespace_typo_meant(mem: Memory) -> None:
+    from starlette.testclient import TestClient
+
+    from langgraph_memory.ui import build_app
+
+    _research(mem)
+    client = TestClient(build_app(mem), base_url="http://127.0.0.1")
+    page = client.get("/search?q=whipsaw&ns=lesson").text
+    hint = re.search(r'<p class="hint" id="near-namespace">(.*?)</p>', page, re.S)
+    assert hint is not None and "did you mean" in hint.group(1)
+    link = re.search(r'href="(/search\?[^"]+)"', hint.group(1)).group(1).replace("&amp;", "&")
+    assert "ns=lessons" in link and "q=whipsaw" in link
+    followed = client.get(link).text
+    assert 'id="near-namespace"' not in followed and 'class="hit"' in followed
+    assert 'id="near-namespace"' not in client.get("/search?q=whipsaw&ns=lessons").text
+
+
+def test_the_browser_does_not_import_the_cli() -> None:
+    import ast
+
+    for path in (Path(svg.__file__).parent).glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                assert not (node.module or "").startswith("langgraph_memory.cli"), (path.name, node.module)
 
 
 def test_plots_are_svg_with_marks() -> None:

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from langgraph_memory._infra.pg import is_postgres_url, redact
 from langgraph_memory.config import Settings
 from langgraph_memory.errors import ConfigError, InvalidArgumentError
+from langgraph_memory.research.collections import preview
 
 __all__ = [
     "EXIT_OK",
@@ -117,20 +118,6 @@ def find_items(mem: Any, key: str, namespace: tuple[str, ...] | None) -> list[An
         if namespace is not None:
             return list(_items.get_items(conn, [(namespace, key)]).values())
         return _items.items_by_key(conn, key)
-
-
-def preview(value: dict[str, Any], n: int = 100) -> str:
-    """The text of a value for a table: its prose field if it has one, else its JSON."""
-    from langgraph_memory.research.collections import COLLECTIONS
-
-    for field in ("content", "text", "lesson", "description", *(s.embed_field for s in COLLECTIONS.values())):
-        if field and isinstance(value.get(field), str):
-            text = value[field]
-            break
-    else:
-        text = json.dumps(value, ensure_ascii=False)
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 @dataclass

@@ -68,6 +68,7 @@ __all__ = [
     "memory_type_for",
     "collection_for",
     "collection_by_name",
+    "preview",
 ]
 
 
@@ -381,3 +382,20 @@ def collection_by_name(name: str) -> CollectionSpec:
 def memory_type_for(collection: str) -> MemoryType:
     """The memory type of ``collection`` (episodic for one not listed in ``MEMORY_TYPES``)."""
     return MEMORY_TYPES.get(collection, "episodic")
+
+
+def preview(value: dict[str, Any], n: int = 100) -> str:
+    """The text of a value for a table or a page: its prose field if it has one, else its JSON, cut to ``n``.
+
+    Example:
+        >>> preview({"lesson": "lookback   too short", "severity": "major"})
+        'lookback too short'
+    """
+    for field in ("content", "text", "lesson", "description", *(s.embed_field for s in COLLECTIONS.values())):
+        if field and isinstance(value.get(field), str):
+            text = value[field]
+            break
+    else:
+        text = json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"

@@ -1,8 +1,8 @@
 """The memory browser's web application (Starlette): pages, actions, and the checks in front of them.
 
-Pages are rendered on the server (Jinja2 templates, SVG plots); the only
-files the browser loads are the stylesheet and script shipped in
-``langgraph_memory/ui/static``. Handlers that read memory are plain
+Pages are rendered on the server (Jinja2 templates, SVG plots) and run no
+script; the only files the browser loads are the stylesheet and icon shipped
+in ``langgraph_memory/ui/static``. Handlers that read memory are plain
 functions, which Starlette runs in its thread pool, so a slow read never
 blocks the event loop.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -33,7 +33,13 @@ from langgraph_memory.errors import (
     ValidationError,
 )
 from langgraph_memory.memory import Memory
-from langgraph_memory.research.collections import COLLECTIONS, GENERAL, collection_by_name, collection_for
+from langgraph_memory.research.collections import (
+    COLLECTIONS,
+    GENERAL,
+    collection_by_name,
+    collection_for,
+    preview,
+)
 from langgraph_memory.ui import svg
 from langgraph_memory.ui.data import SEARCH_PAGE_SIZE, Browser, page_number
 from langgraph_memory.ui.security import CSRF_COOKIE, TOKEN_COOKIE, Guard
@@ -65,6 +71,14 @@ def _when(value: Any) -> str:
     return value.strftime("%Y-%m-%d %H:%M")
 
 
+def _date(text: Any) -> date | None:
+    """A backtest's period bound (``2024-01-31`` or an ISO timestamp), or None when it is missing or not a date."""
+    try:
+        return date.fromisoformat(str(text)[:10]) if text else None
+    except ValueError:
+        return None
+
+
 def _size(n: int | None) -> str:
     if n is None:
         return "-"
@@ -82,12 +96,6 @@ def item_href(key: str, namespace: tuple[str, ...] | list[str] | None) -> str:
     return url + ("?" + urlencode({"ns": "/".join(namespace)}) if namespace else "")
 
 
-def _preview(value: dict[str, Any], n: int = 140) -> str:
-    from langgraph_memory.cli._common import preview
-
-    return preview(value, n)
-
-
 def _environment() -> Environment:
     env = Environment(
         loader=PackageLoader("langgraph_memory.ui", "templates"),
@@ -98,7 +106,7 @@ def _environment() -> Environment:
     env.filters.update(
         when=_when,
         size=_size,
-        preview=_preview,
+        preview=lambda value, n=140: preview(value, n),
         ns=lambda ns: "/".join(ns or ()),
         coll_of=lambda ns: collection_for(tuple(ns or ())).name,
         pretty=lambda v: json.dumps(v, indent=2, ensure_ascii=False, default=str),
@@ -203,10 +211,13 @@ class UI:
             "filter": filter_text,
             "retired": "1" if include_retired else "",
         }
+        near = self.b.near_namespace(_ns(ns_text))
         return self.render(
             request,
             "search.html",
             title="Search",
+            near=near,
+            near_qs=urlencode({**args, "ns": "/".join(near)}) if near else "",
             found=found,
             plan=plan,
             args=args,
@@ -248,12 +259,10 @@ class UI:
             for bt in v.backtests:
                 pts = (bt.value.get("equity_curve") or {}).get("points") or []
                 if pts:
+                    passed = bt.value.get("passed")
+                    name = f"v{v.version}" + ("" if passed is None else " pass" if passed else " fail")
                     curves.append(
-                        (
-                            f"v{v.version}"
-                            + ("" if bt.value.get("passed") is None else " pass" if bt.value["passed"] else " fail"),
-                            pts,
-                        )
+                        svg.Curve(name, pts, _date(bt.value.get("period_start")), _date(bt.value.get("period_end")))
                     )
         return self.render(
             request,
@@ -367,7 +376,7 @@ class UI:
                     headers.append(
                         (
                             b"content-security-policy",
-                            b"default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+                            b"default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'none'; "
                             b"frame-ancestors 'none'; form-action 'self'",
                         )
                     )

@@ -140,6 +140,8 @@ class GraphNode:
     storage: str
     lifecycle: str
     depth: int
+    #: the strategy version's number (v1, v2, ...); None for items that are not versions
+    version: int | None = None
 
 
 @dataclass
@@ -314,6 +316,14 @@ class Browser:
         with self.store.catalog.read() as conn:
             return _items.namespace_counts(conn)
 
+    def near_namespace(self, namespace: tuple[str, ...]) -> tuple[str, ...] | None:
+        """The namespace probably meant when ``namespace`` starts with a near miss of a typed label, or None.
+
+        ``("lesson",)`` gives ``("lessons",)``: the search page says so, rather than only the server's log.
+        """
+        near = self.store.collections.near_label(namespace[0]) if namespace else None
+        return (near, *namespace[1:]) if near is not None else None
+
     def search(
         self,
         query: str | None,
@@ -408,6 +418,8 @@ class Browser:
                 for e in _lin.parents_of(conn, list(nodes))
                 if e.parent_id in nodes
             ]
+            for node_id, v in _lin.versions_of(conn, list(nodes)).items():
+                nodes[node_id].version = v.version
         return LineageGraph(item_id, nodes, edges, truncated)
 
     # ----------------------------------------------------------- strategies

@@ -11,13 +11,15 @@ arrives, a test can read it, and it prints. Each function returns markup
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
-from datetime import UTC, datetime
-from typing import Any
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, NamedTuple
 
+import networkx as nx
 from markupsafe import Markup, escape
 
-__all__ = ["bars", "lines", "timeline", "lineage", "COLORS"]
+__all__ = ["bars", "lines", "Curve", "timeline", "lineage", "COLORS"]
 
 #: A color per collection (the lineage graph, the timeline, the legend).
 COLORS = {
@@ -101,17 +103,50 @@ def bars(
     return Markup("".join(out))
 
 
+class Curve(NamedTuple):
+    """One equity curve: its name, its points (evenly spaced in time) and, when known, the period they span."""
+
+    name: str
+    points: Sequence[float]
+    start: date | None = None
+    end: date | None = None
+
+
+def _date_ticks(first: date, last: date, n: int = 6) -> list[date]:
+    """Dates for a time axis: month starts every 1, 2, 3, 6, 12... months, or days for a short span."""
+    days = (last - first).days
+    if days < 62:
+        return [first + timedelta(days=round(days * i / (n - 1))) for i in range(n)] if days else [first]
+    months = (last.year - first.year) * 12 + last.month - first.month
+    step = next(m for m in (1, 2, 3, 6, 12, 24, 60, 120, 1200) if months / m <= n)
+    # Month starts on a multiple of the step (quarters in Jan, Apr, Jul, Oct; years in January).
+    k = first.year * 12 + first.month - 1 + (first.day > 1)
+    k += -k % step
+    out = []
+    while (d := date(k // 12, k % 12 + 1, 1)) <= last:
+        out.append(d)
+        k += step
+    return out or [first, last]
+
+
 def lines(
-    series: Sequence[tuple[str, Sequence[float]]], *, width: int = 720, height: int = 260, title: str = "equity curves"
+    series: Sequence[Curve | tuple[Any, ...]], *, width: int = 720, height: int = 280, title: str = "equity curves"
 ) -> Markup:
-    """Several curves on one set of axes (x: the point's position, scaled to each curve's length)."""
-    pad_l, pad_b, pad_t, pad_r = 52, 24, 10, 150
+    """Equity curves on one set of axes: y the equity (start = 1.0), x the date.
+
+    Each curve's points are spread evenly over its ``start``..``end``; the
+    axis runs from the first start to the last end. When a curve has no
+    period, every curve is drawn over the share of its own period instead
+    (start to end), and the axis says so.
+    """
+    curves = [Curve(*s) for s in series]
+    pad_l, pad_b, pad_t, pad_r = 62, 42, 10, 150
     w, h = width - pad_l - pad_r, height - pad_b - pad_t
     out = [
         f'<svg class="plot" role="img" aria-label="{escape(title)}" viewBox="0 0 {width} {height}" '
         f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'
     ]
-    values = [v for _, pts in series for v in pts if isinstance(v, (int, float)) and math.isfinite(v)]
+    values = [v for c in curves for v in c.points if isinstance(v, (int, float)) and math.isfinite(v)]
     if not values:
         out.append(
             f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle" class="muted">no curve recorded</text></svg>'
@@ -126,21 +161,60 @@ def lines(
             f'<line x1="{pad_l}" x2="{pad_l + w}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
             f'<text x="{pad_l - 6}" y="{y + 4:.1f}" text-anchor="end" class="tick">{_fmt(t)}</text>'
         )
-    for i, (name, pts) in enumerate(series):
-        pts = [v for v in pts if isinstance(v, (int, float)) and math.isfinite(v)]
+    out.append(
+        f'<text class="axis-label" transform="translate(14 {pad_t + h / 2:.1f}) rotate(-90)" '
+        'text-anchor="middle">equity (start = 1.0)</text>'
+    )
+    dated = all(c.start is not None and c.end is not None and c.end > c.start for c in curves)
+    base = height - pad_b
+    if dated:
+        first = min(c.start for c in curves if c.start is not None)
+        last = max(c.end for c in curves if c.end is not None)
+        span = max(1, (last - first).days)
+
+        def at(d: date) -> float:
+            return pad_l + w * (d - first).days / span
+
+        ticks = _date_ticks(first, last)
+        fmt = "%Y" if len(ticks) > 1 and (ticks[1] - ticks[0]).days > 300 else "%Y-%m" if span > 62 else "%Y-%m-%d"
+        for d in ticks:
+            out.append(
+                f'<line x1="{at(d):.1f}" x2="{at(d):.1f}" y1="{pad_t}" y2="{base}" class="grid"/>'
+                f'<text x="{at(d):.1f}" y="{base + 16}" text-anchor="middle" class="tick date">{d:{fmt}}</text>'
+            )
+        axis = f"date ({first:%Y-%m-%d} to {last:%Y-%m-%d})"
+    else:
+        for share in (0, 0.25, 0.5, 0.75, 1):
+            x = pad_l + w * share
+            out.append(
+                f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{pad_t}" y2="{base}" class="grid"/>'
+                f'<text x="{x:.1f}" y="{base + 16}" text-anchor="middle" class="tick">{share:.0%}</text>'
+            )
+        axis = "share of each backtest's period (no dates recorded)"
+    out.append(
+        f'<line x1="{pad_l}" x2="{pad_l + w}" y1="{base}" y2="{base}" class="axis"/>'
+        f'<text class="axis-label" x="{pad_l + w / 2:.1f}" y="{height - 6}" text-anchor="middle">{escape(axis)}</text>'
+    )
+    for i, c in enumerate(curves):
+        pts = [v for v in c.points if isinstance(v, (int, float)) and math.isfinite(v)]
         if not pts:
             continue
         color = _SERIES[i % len(_SERIES)]
         n = max(1, len(pts) - 1)
+        if dated and c.start is not None and c.end is not None:
+            x0, x1 = at(c.start), at(c.end)
+        else:
+            x0, x1 = pad_l, pad_l + w
         path = " ".join(
-            f"{'M' if j == 0 else 'L'}{pad_l + w * j / n:.1f},{pad_t + h - h * (v - lo) / (hi - lo):.1f}"
+            f"{'M' if j == 0 else 'L'}{x0 + (x1 - x0) * j / n:.1f},{pad_t + h - h * (v - lo) / (hi - lo):.1f}"
             for j, v in enumerate(pts)
         )
-        out.append(f'<path class="curve" d="{path}" stroke="{color}"><title>{escape(name)}</title></path>')
+        period = f" ({c.start} to {c.end})" if c.start is not None else ""
+        out.append(f'<path class="curve" d="{path}" stroke="{color}"><title>{escape(c.name + period)}</title></path>')
         ly = pad_t + 14 + 16 * i
         out.append(
             f'<rect x="{pad_l + w + 12}" y="{ly - 9}" width="10" height="10" fill="{color}"/>'
-            f'<text x="{pad_l + w + 26}" y="{ly}" class="legend">{escape(name[:20])}</text>'
+            f'<text x="{pad_l + w + 26}" y="{ly}" class="legend">{escape(c.name[:20])}</text>'
         )
     out.append("</svg>")
     return Markup("".join(out))
@@ -182,111 +256,175 @@ def timeline(points: Sequence[dict[str, Any]], *, width: int = 720, title: str =
     return Markup("".join(out))
 
 
-def lineage(graph: Any, href: Any, *, col_width: int = 260, row_height: int = 30) -> Markup:
-    """A lineage graph, left (oldest ancestors) to right (descendants); each node links to ``href(node)``.
+#: The research kinds, in the order their layers run down the lineage graph.
+KIND_LAYERS = {
+    "research_findings": 0,
+    "market_regimes": 0,
+    "hypotheses": 1,
+    "strategy_library": 2,
+    "backtest_results": 3,
+    "lessons_learned": 4,
+}
+_KIND_NAMES = {
+    "research_findings": "finding",
+    "market_regimes": "regime",
+    "hypotheses": "hypothesis",
+    "strategy_library": "strategy",
+    "backtest_results": "backtest",
+    "lessons_learned": "lesson",
+    "tool_definitions": "tool",
+    "memories": "memory",
+}
 
-    Nodes sit in columns by their longest path from a root, each level with
-    its parents where the row is free, so chains run straight and a node's
-    children stack beside it; a column of 100 nodes stays readable by
-    growing the picture, not by shrinking text.
+
+def _layers(graph: Any) -> dict[str, int]:
+    """Each node's layer: the Sugiyama layering (topological generations) of the lineage.
+
+    The research loop closes on itself in kind (a lesson feeds the next
+    hypothesis and version), so, as Sugiyama's cycle-removal step does,
+    edges that run against the kind order (findings, hypotheses, strategy
+    versions, backtests, lessons) or within one kind (v1 to v2) are left
+    out of the layering and drawn as back or side edges. Items of other
+    kinds keep every edge.
+    """
+    dag = nx.DiGraph()
+    dag.add_nodes_from(graph.nodes)
+    for p, c, _rel in graph.edges:
+        if p == c or p not in graph.nodes or c not in graph.nodes:
+            continue
+        kp = KIND_LAYERS.get(graph.nodes[p].collection or "")
+        kc = KIND_LAYERS.get(graph.nodes[c].collection or "")
+        if kp is not None and kc is not None and kp >= kc:
+            continue
+        dag.add_edge(p, c)
+    # A subgraph of the lineage, which refuses cycles: topological generations always exist.
+    return {n: i for i, gen in enumerate(nx.topological_generations(dag)) for n in gen}
+
+
+def _order(graph: Any, layer: dict[str, int], edges: list[tuple[str, str]]) -> list[list[str]]:
+    """The nodes of each layer, left to right: a few barycenter sweeps down and up (Sugiyama's crossing step).
+
+    Strategy versions keep their version order; other nodes move under the
+    mean place of their neighbours in the layer above (down) or below (up).
+    """
+    layers: list[list[str]] = [[] for _ in range(max(layer.values(), default=-1) + 1)]
+    for n in sorted(graph.nodes, key=lambda n: (graph.nodes[n].version or 0, graph.nodes[n].label, n)):
+        layers[layer[n]].append(n)
+    up: dict[str, list[str]] = {n: [] for n in graph.nodes}
+    down: dict[str, list[str]] = {n: [] for n in graph.nodes}
+    for p, c in edges:
+        if layer[p] != layer[c]:
+            hi, lo = (p, c) if layer[p] < layer[c] else (c, p)
+            down[hi].append(lo)
+            up[lo].append(hi)
+    for _sweep in range(4):
+        for rows, near in ((range(1, len(layers)), up), (range(len(layers) - 2, -1, -1), down)):
+            for lvl in rows:
+                # Places relative to each row's centre, as rows are drawn centred.
+                place = {n: i - (len(ids) - 1) / 2 for ids in layers for i, n in enumerate(ids)}
+
+                def key(n: str, near: dict[str, list[str]] = near, place: dict[str, float] = place) -> tuple[Any, ...]:
+                    xs = [place[m] for m in near[n]]
+                    v = graph.nodes[n].version
+                    return (v is not None, v or 0, sum(xs) / len(xs) if xs else place[n])
+
+                layers[lvl].sort(key=key)
+    return layers
+
+
+def lineage(
+    graph: Any, href: Any, *, per_row: int = 5, box_width: int = 210, box_height: int = 58, gap: int = 34
+) -> Markup:
+    """A lineage graph in layers, top to bottom: findings, hypotheses, strategy versions, backtests, lessons.
+
+    Layers come from `networkx.topological_generations` (see `_layers`), the
+    order within a layer from barycenter sweeps (`_order`), as in a Sugiyama
+    layout. A layer of more than ``per_row`` nodes wraps onto more rows, so
+    the picture keeps its width (it scales to the page) and grows down. Each
+    node links to ``href(node)`` and shows its kind, its version (strategy
+    versions) and the start of its label; hovering shows the whole label.
+    Each edge names its relation; edges that go back up (a lesson that led
+    to a later hypothesis or version) are dashed, and versions of one
+    strategy are joined by arcs above them.
     """
     nodes = graph.nodes
-    parents: dict[str, list[str]] = {n: [] for n in nodes}
-    children: dict[str, list[str]] = {n: [] for n in nodes}
-    for p, c, _rel in graph.edges:
-        if p in nodes and c in nodes and p != c:
-            parents[c].append(p)
-            children[p].append(c)
-    # Longest-path layering (Kahn's order); a node on a cycle (never in lineage) falls back to its depth.
-    layer: dict[str, int] = {}
-    indeg = {n: len(set(ps)) for n, ps in parents.items()}
-    queue = sorted(n for n, d in indeg.items() if d == 0)
-    while queue:
-        n = queue.pop(0)
-        layer.setdefault(n, 0)
-        for c in dict.fromkeys(children[n]):
-            layer[c] = max(layer.get(c, 0), layer[n] + 1)
-            indeg[c] -= 1
-            if indeg[c] == 0:
-                queue.append(c)
-    base = min((nd.depth for nd in nodes.values()), default=0)
-    for n, nd in nodes.items():
-        layer.setdefault(n, nd.depth - base)
-    # Depth-first order from the roots (children in the order they were linked), so a node's
-    # descendants stay next to it.
-    order: dict[str, int] = {}
-    roots = [n for n in nodes if not parents[n]] or sorted(nodes)
-    for r in sorted(roots, key=lambda n: (layer[n], nodes[n].collection or "", n)):
-        stack = [r]
-        while stack:
-            n = stack.pop()
-            if n in order:
-                continue
-            order[n] = len(order)
-            stack.extend(reversed(children[n]))
-    for n in nodes:
-        order.setdefault(n, len(order))
-    columns: dict[int, list[str]] = {}
-    for n in sorted(nodes, key=lambda n: order[n]):
-        columns.setdefault(layer[n], []).append(n)
-    # Each node goes level with its parents (their mean row) or, when that row is taken, just below:
-    # chains run straight, and a parent's children stack beside it.
-    pos: dict[str, tuple[int, int]] = {}
-    for col in sorted(columns):
-        ids = columns[col]
-        want = {
-            n: (
-                sum(pos[p][1] for p in parents[n] if p in pos) / max(1, sum(p in pos for p in parents[n]))
-                if any(p in pos for p in parents[n])
-                else -1.0
-            )
-            for n in ids
-        }
-        if col > 0:
-            ids.sort(key=lambda n: (want[n], order[n]))
-        row = -1
-        for n in ids:
-            row = max(row + 1, int(round(want[n]))) if want[n] >= 0 else row + 1
-            pos[n] = (col, row)
-    n_cols = max(columns) + 1 if columns else 1
-    n_rows = max((r for _c, r in pos.values()), default=0) + 1
-    box_w, box_h = col_width - 50, row_height - 8
-    width, height = n_cols * col_width + 20, n_rows * row_height + 20
-
-    def xy(n: str) -> tuple[float, float]:
-        c, r = pos[n]
-        return 10 + c * col_width, 10 + r * row_height
-
+    layer = _layers(graph)
+    rels: dict[tuple[str, str], list[str]] = {}
+    for p, c, rel in graph.edges:
+        if p in nodes and c in nodes and p != c and rel not in rels.setdefault((p, c), []):
+            rels[(p, c)].append(rel)
+    step_x, step_y = box_width + gap, box_height + 62
+    pos: dict[str, tuple[float, float]] = {}
+    row = 0
+    for ids in _order(graph, layer, list(rels)):
+        for start in range(0, len(ids), per_row):
+            chunk = ids[start : start + per_row]
+            left = 10 + (per_row - len(chunk)) * step_x / 2  # a short row is centred
+            for i, n in enumerate(chunk):
+                pos[n] = (left + i * step_x, 10 + row * step_y)
+            row += 1
+    width = 20 + per_row * step_x - gap
+    height = 20 + max(1, row) * step_y - 62
     out = [
         f'<svg class="plot lineage" role="img" aria-label="lineage graph" viewBox="0 0 {width} {height}" '
         f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg"><title>lineage</title>'
+        '<defs><marker id="arrow" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="7" markerHeight="7" '
+        'orient="auto"><path d="M0,0 L8,4 L0,8 z" class="arrowhead"/></marker></defs>'
     ]
-    for p, c, rel in graph.edges:
-        if p not in pos or c not in pos:
-            continue
-        x1, y1 = xy(p)
-        x2, y2 = xy(c)
-        x1 += box_w
-        y1 += box_h / 2
-        y2 += box_h / 2
-        mid = (x1 + x2) / 2
-        out.append(
-            f'<path class="edge edge-{escape(rel)}" d="M{x1:.1f},{y1:.1f} C{mid:.1f},{y1:.1f} {mid:.1f},{y2:.1f} '
-            f'{x2:.1f},{y2:.1f}"><title>{escape(rel)}</title></path>'
-        )
+    # Edges that go back up leave their source's top and reach their target's bottom at spread points,
+    # so that their names, written just under the target, do not overlap.
+    back = [(p, c) for p, c in rels if pos[p][1] > pos[c][1]]
+    outs = {p: [e for e in back if e[0] == p] for p, _ in back}
+    ins = {c: [e for e in back if e[1] == c] for _, c in back}
+    labels = []
+    for (p, c), names in rels.items():
+        (x1, y1), (x2, y2) = pos[p], pos[c]
+        rel = ", ".join(names)
+        cls = "edge " + " ".join(f"edge-{escape(r)}" for r in names)
+        if y1 < y2:  # down to a later layer: bottom of the parent to the top of the child
+            ax, ay, bx, by = x1 + box_width / 2, y1 + box_height, x2 + box_width / 2, y2
+            bend = (by - ay) / 2
+            d = f"M{ax:.1f},{ay:.1f} C{ax:.1f},{ay + bend:.1f} {bx:.1f},{by - bend:.1f} {bx:.1f},{by:.1f}"
+            mx, my = (ax + bx) / 2, (ay + by) / 2
+        elif y1 > y2:  # back up
+            cls += " back"
+            i, k = outs[p].index((p, c)), len(outs[p])
+            j, m = ins[c].index((p, c)), len(ins[c])
+            ax, ay = x1 + box_width * (i + 1) / (k + 1), y1
+            bx, by = x2 + box_width * (j + 1) / (m + 1), y2 + box_height
+            bend = (ay - by) / 2
+            d = f"M{ax:.1f},{ay:.1f} C{ax:.1f},{ay - bend:.1f} {bx:.1f},{by + bend:.1f} {bx:.1f},{by:.1f}"
+            mx, my = bx, by + 14
+        else:  # the same row (v1 to v2): an arc above the boxes
+            right = x2 > x1
+            ax = x1 + box_width * (0.8 if right else 0.2)
+            bx = x2 + box_width * (0.2 if right else 0.8)
+            d = f"M{ax:.1f},{y1:.1f} Q{(ax + bx) / 2:.1f},{y1 - 36:.1f} {bx:.1f},{y1:.1f}"
+            mx, my = (ax + bx) / 2, y1 - 20
+        out.append(f'<path class="{cls}" d="{d}" marker-end="url(#arrow)"><title>{escape(rel)}</title></path>')
+        labels.append(f'<text class="rel" x="{mx:.1f}" y="{my + 3:.1f}" text-anchor="middle">{escape(rel)}</text>')
+    chars = max(8, int((box_width - 16) / 6.2))  # 11 px text: about 6 px a character
     for n, nd in nodes.items():
-        x, y = xy(n)
+        x, y = pos[n]
         color = COLORS.get(nd.collection or "", "#5d6d7e")
         cls = "node root" if n == graph.root else "node"
         if nd.lifecycle != "active":
             cls += f" {nd.lifecycle}"
-        text = nd.label if len(nd.label) <= 34 else nd.label[:33] + "…"
+        kind = _KIND_NAMES.get(nd.collection or "", nd.collection or "item")
+        head = f"{kind} v{nd.version}" if nd.version is not None else kind
+        if nd.lifecycle != "active":
+            head += f" ({nd.lifecycle})"
+        body = "".join(
+            f'<text x="{x + 12:.1f}" y="{y + 32 + 14 * i:.1f}">{escape(line)}</text>'
+            for i, line in enumerate(textwrap.wrap(nd.label, chars, max_lines=2, placeholder=" …"))
+        )
         out.append(
             f'<a href="{escape(href(nd))}" class="{cls}" data-id="{escape(n)}">'
-            f'<rect x="{x:.1f}" y="{y:.1f}" width="{box_w}" height="{box_h}" rx="4" stroke="{color}"/>'
-            f'<rect x="{x:.1f}" y="{y:.1f}" width="5" height="{box_h}" fill="{color}"/>'
-            f'<text x="{x + 10:.1f}" y="{y + box_h / 2 + 4:.1f}">{escape(text)}</text>'
-            f"<title>{escape(nd.collection or '?')} [{escape(nd.lifecycle)}, {escape(nd.storage)}]: {escape(nd.label)}</title></a>"
+            f'<rect x="{x:.1f}" y="{y:.1f}" width="{box_width}" height="{box_height}" rx="4" stroke="{color}"/>'
+            f'<rect x="{x:.1f}" y="{y:.1f}" width="5" height="{box_height}" fill="{color}"/>'
+            f'<text class="head" x="{x + 12:.1f}" y="{y + 16:.1f}" fill="{color}">{escape(head)}</text>{body}'
+            f"<title>{escape(head)} [{escape(nd.lifecycle)}, {escape(nd.storage)}]: {escape(nd.label)}</title></a>"
         )
+    out.extend(labels)  # last, so no box hides a relation's name
     out.append("</svg>")
     return Markup("".join(out))
