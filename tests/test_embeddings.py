@@ -12,20 +12,20 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from langgraph_memory.errors import EmbeddingModelError
-from langgraph_memory.store import ChromaStore
-from langgraph_memory.store.embeddings import (
+from langgraph_memory.embeddings.model import (
     DEFAULT_DIMS,
     CachedEmbeddings,
     SentenceTransformerEmbeddings,
     default_embeddings,
     embeddings_model_id,
 )
+from langgraph_memory.errors import EmbeddingModelError
+from langgraph_memory.store import ChromaStore
 
 
 def test_importing_the_package_does_not_import_torch() -> None:
     code = (
-        "import sys, langgraph_memory, langgraph_memory.store, langgraph_memory.store.embeddings; "
+        "import sys, langgraph_memory, langgraph_memory.store, langgraph_memory.embeddings.model; "
         "print('torch' in sys.modules, 'sentence_transformers' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

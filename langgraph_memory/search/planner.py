@@ -59,12 +59,12 @@ from langgraph_memory.catalog.fields import Condition, compile_filter
 from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, dialect_of
 from langgraph_memory.catalog.scope import Heads, ScopeSql
 from langgraph_memory.errors import StorageError
-from langgraph_memory.store import filters as _filters
-from langgraph_memory.store._recall import RecallWatch
-from langgraph_memory.store.early_query import EarlyQueries, EarlyQuery
-from langgraph_memory.store.index import ChromaIndex, IndexUnavailable
-from langgraph_memory.store.registry import CollectionRegistry, default_collections
-from langgraph_memory.store.vectors import CollectionVectors, Segments, VectorCache, dot_rows
+from langgraph_memory.index.chroma import ChromaIndex, IndexUnavailable
+from langgraph_memory.registry import CollectionRegistry, default_collections
+from langgraph_memory.search import filters as _filters
+from langgraph_memory.search._recall import RecallWatch
+from langgraph_memory.search.early_query import EarlyQueries, EarlyQuery
+from langgraph_memory.search.vectors import CollectionVectors, Segments, VectorCache, dot_rows
 
 __all__ = ["Plan", "Planner", "EXACT_MAX", "OVERFETCH"]
 
