@@ -29,7 +29,8 @@ cap) and picks, per collection, one of:
 
 Every search reads one snapshot of the catalog (one read transaction).
 Chroma's ``where`` is never used: measured here, its cost grows with the
-whole collection, not with the matches (see PITFALLS). `Planner.explain()`
+whole collection, not with the matches (77 ms at 100,000 items with 100 matching, against
+2 ms unfiltered, Chroma 1.5.9). `Planner.explain()`
 tells which plan a search gets, as a database's ``EXPLAIN`` does; the store
 logs every plan at debug level. The thresholds were chosen by measurement
 (``bench/store_bench.py``; see ``bench/RESULTS.md``).
