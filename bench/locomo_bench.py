@@ -55,7 +55,7 @@ from langgraph.store.base import PutOp, SearchOp  # noqa: E402
 
 from langgraph_memory.catalog import keywords as _keywords  # noqa: E402
 from langgraph_memory.catalog.items import join_ns  # noqa: E402
-from langgraph_memory.embeddings.model import CachedEmbeddings, SentenceTransformerEmbeddings  # noqa: E402
+from langgraph_memory.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings  # noqa: E402
 from langgraph_memory.search.hybrid import Candidate, score_candidates  # noqa: E402
 from langgraph_memory.search.ranking import HybridRanking, fuse  # noqa: E402
 from langgraph_memory.store import ChromaStore  # noqa: E402

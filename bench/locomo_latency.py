@@ -23,7 +23,7 @@ from langgraph.store.base import PutOp
 from locomo_bench import EMBED_CACHE, questions
 from locomo_bench import turns as load
 
-from langgraph_memory.embeddings.model import CachedEmbeddings, SentenceTransformerEmbeddings
+from langgraph_memory.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings
 from langgraph_memory.search.ranking import HybridRanking
 from langgraph_memory.store import ChromaStore
 

@@ -60,7 +60,7 @@ from _common import fmt_ms, git_state, machine, markdown_table, percentile  # no
 from langgraph.store.base import PutOp  # noqa: E402
 from locomo_bench import CATEGORIES, questions, session_time  # noqa: E402
 
-from langgraph_memory.embeddings.model import CachedEmbeddings, SentenceTransformerEmbeddings  # noqa: E402
+from langgraph_memory.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings  # noqa: E402
 from langgraph_memory.search.ranking import HybridRanking  # noqa: E402
 from langgraph_memory.sessions import SessionConfig, SessionMemory  # noqa: E402
 from langgraph_memory.sessions.importance import novelty  # noqa: E402

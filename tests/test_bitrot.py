@@ -73,7 +73,7 @@ def test_a_flipped_bit_in_the_embedding_cache_costs_a_re_embedding_not_a_wrong_v
     import numpy as np
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
-    from langgraph_memory.embeddings.model import CachedEmbeddings
+    from langgraph_memory.embeddings import CachedEmbeddings
 
     inner = DeterministicFakeEmbedding(size=DIMS)
     path = tmp_path / "embeddings.sqlite"

@@ -201,7 +201,7 @@ def test_every_public_name_imports() -> None:
 SQL_ELSEWHERE: dict[str, str] = {
     "checkpoint/": "the checkpointer's own tables and files (the package ships alone, without the catalog)",
     "_infra/": "connection set-up (PRAGMAs), no table of any domain",
-    "embeddings/model.py": "the embedding cache's own SQLite file",
+    "embeddings/cache.py": "the embedding cache's own SQLite file",
     "archive/manifest.py": "the archive manifest's own file (its tables items and meta are not the catalog's)",
     "archive/_steps.py": "the archive manifest's tables, in the manifest's transactions",
     "archive/_thread_files.py": "the archive manifest's tables, in the manifest's transactions",

@@ -12,9 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from langgraph_memory.embeddings import _onnx_cache
+from langgraph_memory.embeddings import SentenceTransformerEmbeddings, _onnx_cache, embeddings_model_id
 from langgraph_memory.embeddings._onnx_embed import OnnxSentenceEncoder
-from langgraph_memory.embeddings.model import SentenceTransformerEmbeddings, embeddings_model_id
 from langgraph_memory.errors import ConfigError, ModelFileError
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None and importlib.util.find_spec("onnx") is not None
@@ -271,7 +270,7 @@ def test_an_unwritable_cache_without_the_file_is_a_typed_error(tmp_path: Path, m
 def test_int8_is_an_opt_in_with_its_own_model_id(
     onnx_emb: SentenceTransformerEmbeddings, verified_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langgraph_memory.embeddings.model import INT8_EMBEDDING_MODEL, CachedEmbeddings
+    from langgraph_memory.embeddings import INT8_EMBEDDING_MODEL, CachedEmbeddings
 
     folder = _cache_with(tmp_path, verified_file)  # the int8 file is made from the fp32 one, without torch
     monkeypatch.setenv(_onnx_cache.MODEL_CACHE_ENV, str(folder))

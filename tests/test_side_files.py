@@ -32,7 +32,7 @@ from langgraph.graph import StateGraph
 
 from langgraph_memory.archive import Archiver
 from langgraph_memory.checkpoint import SqliteCheckpointer
-from langgraph_memory.embeddings.model import CachedEmbeddings
+from langgraph_memory.embeddings import CachedEmbeddings
 from langgraph_memory.errors import (
     CorruptFileError,
     DiskFullError,
@@ -121,7 +121,7 @@ def test_damaged_embedding_cache_is_moved_aside_and_rebuilt(tmp_path: Path, mode
     assert np.allclose(cache.embed_documents(TEXTS), expected, atol=1e-6)
     assert cache.file_in_use
     cache.close()
-    _check_rebuilt(path, expected, damaged, warnings_of("langgraph_memory.embeddings.model"))
+    _check_rebuilt(path, expected, damaged, warnings_of("langgraph_memory.embeddings.cache"))
 
 
 def test_embedding_cache_damaged_while_open_is_replaced(tmp_path: Path, warnings_of) -> None:
@@ -132,7 +132,7 @@ def test_embedding_cache_damaged_while_open_is_replaced(tmp_path: Path, warnings
     assert np.allclose(cache.embed_documents(TEXTS), expected, atol=1e-6)  # read fails: embedded anew
     cache.embed_documents(["one more text"])
     cache.close()
-    _check_rebuilt(path, expected, None, warnings_of("langgraph_memory.embeddings.model"))
+    _check_rebuilt(path, expected, None, warnings_of("langgraph_memory.embeddings.cache"))
 
 
 def test_store_puts_and_searches_over_a_damaged_cache(data_dir: Path, warnings_of) -> None:
@@ -150,7 +150,7 @@ def test_store_puts_and_searches_over_a_damaged_cache(data_dir: Path, warnings_o
     finally:
         store.close()
     assert list(data_dir.glob("embeddings.sqlite.damaged-*"))
-    assert any(str(cache_path) in w for w in warnings_of("langgraph_memory.embeddings.model"))
+    assert any(str(cache_path) in w for w in warnings_of("langgraph_memory.embeddings.cache"))
 
 
 # ------------------------------------------------------------------ archive manifest
@@ -363,7 +363,7 @@ def test_read_only_cache_warns_and_embeds_in_memory(tmp_path: Path, read_only_di
         assert cache.embed_documents(["a new text"]) and cache.hits >= 1  # the in-memory LRU
         cache.close()
         if not cache.file_in_use:
-            assert any(str(path) in w for w in warnings_of("langgraph_memory.embeddings.model"))
+            assert any(str(path) in w for w in warnings_of("langgraph_memory.embeddings.cache"))
     assert not (folder / "new").exists()
 
 
@@ -408,7 +408,7 @@ def test_full_disk_cache_keeps_vectors_in_memory(tmp_path: Path, warnings_of) ->
         filler = fill(mnt, leave=16 * 1024)
         first = cache.embed_documents(TEXTS)
         cache.flush()  # the background writes failed
-        assert any(str(path) in w for w in warnings_of("langgraph_memory.embeddings.model"))
+        assert any(str(path) in w for w in warnings_of("langgraph_memory.embeddings.cache"))
         assert np.allclose(cache.embed_documents(TEXTS), first) and cache.hits >= len(TEXTS)  # the LRU
         filler.unlink()
         cache.embed_documents(["after the disk has room"])

@@ -41,7 +41,8 @@ from langgraph_memory.catalog.factory import open_catalog
 from langgraph_memory.catalog.legacy import has_legacy, import_legacy
 from langgraph_memory.catalog.lineage_store import LineageStore
 from langgraph_memory.config import MAX_KEY_CHARS, Settings
-from langgraph_memory.embeddings.model import _DEFAULT_ALIASES, CachedEmbeddings, SentenceTransformerEmbeddings
+from langgraph_memory.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings
+from langgraph_memory.embeddings.model import _DEFAULT_ALIASES
 from langgraph_memory.errors import (
     ConfigError,
     EmbeddingModelError,

@@ -17,7 +17,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langgraph_memory.archive.manifest import Manifest
 from langgraph_memory.catalog import Catalog
-from langgraph_memory.embeddings.model import CachedEmbeddings
+from langgraph_memory.embeddings import CachedEmbeddings
 
 OPENERS = {
     "embedding-cache": lambda p: CachedEmbeddings(DeterministicFakeEmbedding(size=4), path=p).close(),
