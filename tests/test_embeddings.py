@@ -6,6 +6,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -79,16 +80,18 @@ def test_env_var_selects_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_cache_counts_hits_and_survives_reopen(tmp_path: Path) -> None:
     path = tmp_path / "cache.sqlite"
     inner = DeterministicFakeEmbedding(size=8)
-    cache = CachedEmbeddings(inner, path=path, model_id="fake-8")
+    cache = CachedEmbeddings(inner, path=path, model_id="fake-8", file_min_seconds=0)
     first = cache.embed_documents(["alpha", "beta", "alpha"])
     assert (cache.misses, cache.hits) == (2, 1)
     assert first[0] == first[2]
     cache.close()
-    again = CachedEmbeddings(inner, path=path, model_id="fake-8")
+    again = CachedEmbeddings(inner, path=path, model_id="fake-8", file_min_seconds=0)
     second = again.embed_documents(["beta", "alpha"])
     assert (again.misses, again.hits) == (0, 2)
     assert np.allclose(second[1], first[0], atol=1e-6)
-    other_model = CachedEmbeddings(DeterministicFakeEmbedding(size=8), path=path, model_id="another-model")
+    other_model = CachedEmbeddings(
+        DeterministicFakeEmbedding(size=8), path=path, model_id="another-model", file_min_seconds=0
+    )
     other_model.embed_documents(["alpha"])
     assert other_model.misses == 1  # keyed by model as well as by text
 
@@ -110,11 +113,11 @@ class _CountingFake(DeterministicFakeEmbedding):
 
 def test_a_vector_is_in_the_file_when_the_call_that_embedded_it_returns(tmp_path: Path) -> None:
     path = tmp_path / "cache.sqlite"
-    writer = CachedEmbeddings(DeterministicFakeEmbedding(size=8), path=path, model_id="fake-8")
+    writer = CachedEmbeddings(DeterministicFakeEmbedding(size=8), path=path, model_id="fake-8", file_min_seconds=0)
     want = writer.embed_documents([f"text {i}" for i in range(50)])
     # Another process's cache, opened while the first is still open and before any flush or close.
     inner = _CountingFake(size=8)
-    reader = CachedEmbeddings(inner, path=path, model_id="fake-8", memory_items=1)
+    reader = CachedEmbeddings(inner, path=path, model_id="fake-8", memory_items=1, file_min_seconds=0)
     got = reader.embed_documents([f"text {i}" for i in range(50)])
     assert inner.asked == 0 and reader.hits == 50
     assert np.allclose(got, want, atol=1e-6)
@@ -124,7 +127,7 @@ def test_a_vector_is_in_the_file_when_the_call_that_embedded_it_returns(tmp_path
 
 def test_the_cache_file_holds_a_384_d_vector_in_under_2_5_kb(tmp_path: Path) -> None:
     path = tmp_path / "cache.sqlite"
-    cache = CachedEmbeddings(DeterministicFakeEmbedding(size=384), path=path, model_id="fake-384")
+    cache = CachedEmbeddings(DeterministicFakeEmbedding(size=384), path=path, model_id="fake-384", file_min_seconds=0)
     n = 2000
     for start in range(0, n, 100):  # in batches, as puts arrive
         cache.embed_documents([f"a memory of some length, number {i}" for i in range(start, start + 100)])
@@ -133,3 +136,26 @@ def test_the_cache_file_holds_a_384_d_vector_in_under_2_5_kb(tmp_path: Path) -> 
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
     assert path.stat().st_size / n < 2500
+
+
+class _SlowFake(DeterministicFakeEmbedding):
+    """A fake model that takes at least 1 ms a call, as a real model on a CPU takes several."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        time.sleep(0.001 * len(texts))
+        return super().embed_documents(texts)
+
+
+def test_the_file_serves_a_model_that_costs_more_than_it_and_not_one_that_costs_less(tmp_path: Path) -> None:
+    texts = [f"text {i}" for i in range(200)]
+    fast = CachedEmbeddings(DeterministicFakeEmbedding(size=8), path=tmp_path / "fast.sqlite", model_id="fake-8")
+    fast.embed_documents(texts)  # microseconds a text: writing it down would cost more than embedding it again
+    fast.close()
+    slow = CachedEmbeddings(_SlowFake(size=8), path=tmp_path / "slow.sqlite", model_id="fake-8")
+    slow.embed_documents(texts[:5])  # the first call is timed; the file is used from then on
+    slow.embed_documents(texts[5:])
+    slow.close()
+    for name, cached in (("fast", 0), ("slow", 200)):
+        conn = sqlite3.connect(tmp_path / f"{name}.sqlite")
+        assert conn.execute("SELECT count(*) FROM cached_vectors").fetchone()[0] == cached, name
+        conn.close()

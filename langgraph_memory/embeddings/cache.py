@@ -13,9 +13,11 @@ restarts and is shared by the processes of one data directory.
 
 The file is one table keyed by a 64-bit hash of (model, text), so a row is its vector and nothing else:
 1.9 KB per 384-d vector, measured, where a ``WITHOUT ROWID`` table keyed by the full hashes took 4.7 KB.
-Rows are written by the call that embedded them, in one transaction (25 us for one row here, in WAL
-mode, against the 2-10 ms the default model takes for a text), and read before the model is asked: a
-lookup reads one page.
+Rows are written by the call that embedded them, in one transaction, and read before the model is asked
+(a lookup reads one page). The file is used only for a model that costs more than it does: a text that
+took the model under `FILE_MIN_SECONDS` (a fake or precomputed model takes microseconds) is kept in memory
+only, since writing it (25-80 us a row here, in WAL mode) would cost more than embedding it again. The
+default model takes 2-10 ms a text.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -65,6 +68,9 @@ def embeddings_model_id(embeddings: Embeddings) -> str:
         name = f"{getattr(func, '__module__', '')}.{getattr(func, '__qualname__', repr(func))}"
     return f"{base}:{name}" if name else base
 
+
+#: A model that took less than this per text (its last call) is asked again rather than the file read or written.
+FILE_MIN_SECONDS = 0.0005
 
 # 8 KB pages hold four 1.5 KB vectors where 4 KB pages hold two (1.9 against 2.3 KB a row, measured).
 _PAGE_SIZE = 8192
@@ -137,7 +143,9 @@ class CachedEmbeddings(Embeddings):
       writing works again); the vectors stay in the in-memory LRU. The same
       at open, or a lock held past the timeout: the cache runs without the file.
 
-    `file_in_use` says whether the file is being used.
+    The file is read and written only while the model's last call cost at least ``file_min_seconds`` a text
+    (`FILE_MIN_SECONDS`); ``file_min_seconds=0`` uses it for every model. `file_in_use` says whether the file
+    is open.
 
     Examples:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -154,6 +162,7 @@ class CachedEmbeddings(Embeddings):
         path: str | os.PathLike[str] | None = None,
         model_id: str | None = None,
         memory_items: int = 4096,
+        file_min_seconds: float = FILE_MIN_SECONDS,
     ) -> None:
         self.inner = inner
         self.model_id = model_id or embeddings_model_id(inner)
@@ -168,6 +177,8 @@ class CachedEmbeddings(Embeddings):
         self._inode: int | None = None  # of the file self._conn has open
         self._read_only = False  # writing failed for good: reads go on
         self._failing = False  # the last write failed: warn once per streak
+        self._model_seconds: float | None = None  # per text, in the model's last call
+        self._file_min_seconds = file_min_seconds
         if self.path is not None:
             with self._lock:
                 self._open_file()
@@ -306,7 +317,7 @@ class CachedEmbeddings(Embeddings):
                 found[h] = vec
             else:
                 missing.append(h)
-        if not missing or self._conn is None:
+        if not missing or not self._file_pays():
             return found
         by_key = {_key(h): h for h in missing}
         try:
@@ -338,7 +349,7 @@ class CachedEmbeddings(Embeddings):
         """Keep new vectors in the LRU and write them to the file (under ``_lock``)."""
         for h, vec in pairs:
             self._remember(h, vec)
-        if self._conn is None or self._read_only or not pairs:
+        if not pairs or self._read_only or not self._file_pays():
             return
         # One float32 matrix for the whole batch, then a row view per vector.
         matrix = np.asarray([vec for _, vec in pairs], dtype=np.float32)
@@ -356,6 +367,13 @@ class CachedEmbeddings(Embeddings):
                 self._failing = False
                 logger.info("writing to the embedding cache %s works again", self.path)
             return
+
+    def _file_pays(self) -> bool:
+        """Whether the file is worth a read or a write: it is open and the model costs more (under ``_lock``)."""
+        return self._conn is not None and (self._model_seconds is None or self._model_seconds >= self._file_min_seconds)
+
+    def _timed(self, seconds: float, texts: int) -> None:
+        self._model_seconds = seconds / max(texts, 1)
 
     def _split(self, texts: list[str]) -> tuple[list[bytes], dict[bytes, list[float]], list[str], list[bytes]]:
         hashes = [_text_hash(self.model_id, t) for t in texts]
@@ -393,13 +411,21 @@ class CachedEmbeddings(Embeddings):
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         hashes, found, todo, todo_hashes = self._split(list(texts))
-        vectors = self.inner.embed_documents(todo) if todo else []
+        vectors: list[list[float]] = []
+        if todo:
+            started = time.perf_counter()
+            vectors = self.inner.embed_documents(todo)
+            self._timed(time.perf_counter() - started, len(todo))
         return self._finish(hashes, found, todo_hashes, vectors)
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
         # The file's reads and writes go to a worker thread: nothing of SQLite runs on the event loop.
         hashes, found, todo, todo_hashes = await asyncio.to_thread(self._split, list(texts))
-        vectors = await self.inner.aembed_documents(todo) if todo else []
+        vectors: list[list[float]] = []
+        if todo:
+            started = time.perf_counter()
+            vectors = await self.inner.aembed_documents(todo)
+            self._timed(time.perf_counter() - started, len(todo))
         return await asyncio.to_thread(self._finish, hashes, found, todo_hashes, vectors)
 
     def embed_query(self, text: str) -> list[float]:

@@ -20,7 +20,9 @@ from langgraph_memory.catalog import Catalog
 from langgraph_memory.embeddings import CachedEmbeddings
 
 OPENERS = {
-    "embedding-cache": lambda p: CachedEmbeddings(DeterministicFakeEmbedding(size=4), path=p).close(),
+    "embedding-cache": lambda p: CachedEmbeddings(
+        DeterministicFakeEmbedding(size=4), path=p, file_min_seconds=0
+    ).close(),
     "catalog": lambda p: Catalog(p).close(),
     "manifest": lambda p: Manifest(p),
 }
