@@ -196,7 +196,7 @@ def _size(folder: Path) -> int:
 
 def _time_hash(folder: Path, repeats: int) -> tuple[float, float]:
     """Median seconds of the seal's hash of ``folder``: from the page cache, and from disk."""
-    from langgraph_memory.store._session import fingerprint
+    from langgraph_memory.index._session import fingerprint
 
     fingerprint(folder)
     warm, cold = [], []

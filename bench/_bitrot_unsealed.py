@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 from _bitrot import _build, _evict, _size
 
-from langgraph_memory.store._hnsw_check import check_segment
+from langgraph_memory.index._hnsw_check import check_segment
 from tests.helpers.bitrot import flip_bits, flip_neighbour_ids, run_child, segment_of
 
 Log = Callable[[str], None]
@@ -249,7 +249,7 @@ def _time_check(seg: Path, repeats: int) -> tuple[float, float, float]:
 
 def _time_seal(seg: Path, repeats: int) -> float:
     """Median wall seconds of the seal's content hash of the same files, from the page cache (for scale)."""
-    from langgraph_memory.store._session import fingerprint
+    from langgraph_memory.index._session import fingerprint
 
     fingerprint(seg)
     out = []

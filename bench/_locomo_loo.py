@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 from _locomo_signals import Signals, Turn
-from langgraph_memory.ranking import calculate_final_score
+
+from langgraph_memory.search.ranking import calculate_final_score
 
 K = 10
 CANDIDATES = 20  # the library's HybridRanking.candidates
@@ -264,6 +265,7 @@ def loo_main(data: Path, *, write: bool, results: Path) -> None:
         window,
     )
     from _static_model import StaticEmbeddings
+
     from langgraph_memory.embeddings import (
         CachedEmbeddings,
         SentenceTransformerEmbeddings,

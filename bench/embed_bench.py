@@ -108,7 +108,7 @@ class Shipped:
     """The library's default model, as ``ChromaStore.default_index()`` gets it."""
 
     def __init__(self, int8: bool = False) -> None:
-        from langgraph_memory.store.embeddings import INT8_EMBEDDING_MODEL, SentenceTransformerEmbeddings
+        from langgraph_memory.embeddings.model import INT8_EMBEDDING_MODEL, SentenceTransformerEmbeddings
 
         self.emb = SentenceTransformerEmbeddings(INT8_EMBEDDING_MODEL) if int8 else SentenceTransformerEmbeddings()
         self.emb.load()
@@ -287,12 +287,12 @@ def e2e(
     """
     from langgraph.store.base import PutOp
 
-    from langgraph_memory.store import ChromaStore
-    from langgraph_memory.store.embeddings import (
+    from langgraph_memory.embeddings.model import (
         INT8_EMBEDDING_MODEL,
         CachedEmbeddings,
         SentenceTransformerEmbeddings,
     )
+    from langgraph_memory.store import ChromaStore
 
     inner = {
         b: SentenceTransformerEmbeddings(INT8_EMBEDDING_MODEL)

@@ -38,8 +38,8 @@ from langgraph.store.base import PutOp  # noqa: E402
 from store_bench import DIMS, Mixture, near  # noqa: E402
 
 from langgraph_memory.catalog.keywords import STOP_WORDS  # noqa: E402
+from langgraph_memory.search.ranking import HybridRanking  # noqa: E402
 from langgraph_memory.store import ChromaStore  # noqa: E402
-from langgraph_memory.store.ranking import HybridRanking  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS_hybrid.md"
 MARKER = "<!-- tables -->\n"

@@ -295,7 +295,7 @@ def main() -> None:
 
         model = DeterministicFakeEmbedding(size=32)
     else:
-        from langgraph_memory.store.embeddings import SentenceTransformerEmbeddings
+        from langgraph_memory.embeddings.model import SentenceTransformerEmbeddings
 
         model = SentenceTransformerEmbeddings()
         model.embed_query("warm up")

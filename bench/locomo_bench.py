@@ -55,10 +55,10 @@ from langgraph.store.base import PutOp, SearchOp  # noqa: E402
 
 from langgraph_memory.catalog import keywords as _keywords  # noqa: E402
 from langgraph_memory.catalog.items import join_ns  # noqa: E402
+from langgraph_memory.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings  # noqa: E402
+from langgraph_memory.search.hybrid import Candidate, score_candidates  # noqa: E402
+from langgraph_memory.search.ranking import HybridRanking, fuse  # noqa: E402
 from langgraph_memory.store import ChromaStore  # noqa: E402
-from langgraph_memory.store.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings  # noqa: E402
-from langgraph_memory.store.hybrid import Candidate, score_candidates  # noqa: E402
-from langgraph_memory.store.ranking import HybridRanking, fuse  # noqa: E402
 
 KS = (1, 5, 10)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}

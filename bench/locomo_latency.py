@@ -23,9 +23,9 @@ from langgraph.store.base import PutOp
 from locomo_bench import EMBED_CACHE, questions
 from locomo_bench import turns as load
 
+from langgraph_memory.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings
+from langgraph_memory.search.ranking import HybridRanking
 from langgraph_memory.store import ChromaStore
-from langgraph_memory.store.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings
-from langgraph_memory.store.ranking import HybridRanking
 
 emb = CachedEmbeddings(SentenceTransformerEmbeddings(), path=EMBED_CACHE)
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

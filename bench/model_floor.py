@@ -110,8 +110,8 @@ def main() -> None:
 
     import onnxruntime as ort
 
-    from langgraph_memory.store._onnx_cache import default_model_file
-    from langgraph_memory.store.embeddings import DEFAULT_EMBEDDING_MODEL, _resolve_model_location
+    from langgraph_memory.embeddings._onnx_cache import default_model_file
+    from langgraph_memory.embeddings.model import DEFAULT_EMBEDDING_MODEL, _resolve_model_location
 
     mach = machine(["onnxruntime", "numpy"])
     location = _resolve_model_location(DEFAULT_EMBEDDING_MODEL)

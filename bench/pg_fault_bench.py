@@ -240,7 +240,7 @@ def _not_found(url: str, server: Any, local: Path, puts: dict[str, int]) -> int:
 
     from langgraph_memory.catalog import items as _items
     from langgraph_memory.catalog import queue as _queue
-    from langgraph_memory.store.index import record_id
+    from langgraph_memory.index.chroma import record_id
 
     store = _checker(url, server, local)
     try:

@@ -43,8 +43,8 @@ from langchain_core.embeddings import Embeddings  # noqa: E402
 from langgraph.store.base import PutOp  # noqa: E402
 from store_bench import _WORDS, DIMS, GROUPS, NS_ITEMS, Mixture, near  # noqa: E402
 
+from langgraph_memory.search.ranking import HybridRanking  # noqa: E402
 from langgraph_memory.store import ChromaStore  # noqa: E402
-from langgraph_memory.store.ranking import HybridRanking  # noqa: E402
 
 BATCH = 1000
 

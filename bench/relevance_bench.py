@@ -5,7 +5,7 @@
 Runs ``examples/trading_research.py`` twice in a fresh folder with the real
 default model (the second run recalls the first's lessons), then asks its
 recall queries, and some others, of the lessons and research namespaces.
-Each candidate of :class:`~langgraph_memory.ranking.HybridRanking` (the
+Each candidate of :class:`~langgraph_memory.search.ranking.HybridRanking` (the
 ``Memory.open`` default) is scored twice: keyword evidence over the best
 candidate's BM25 (the scale before) and over the query's idf mass (the scale
 now). The table counts the results at or above
@@ -28,15 +28,15 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "examples"))
 from _common import git_state, machine, markdown_table
 from langgraph.store.base import SearchOp
-from langgraph_memory.ranking import (
+
+from langgraph_memory.config import MIN_RELEVANCE
+from langgraph_memory.memory import Memory
+from langgraph_memory.search.ranking import (
     HybridRanking,
     calculate_final_score,
     fuse,
     memory_type_for,
 )
-
-from langgraph_memory.config import MIN_RELEVANCE
-from langgraph_memory.memory import Memory
 
 RESULTS = ROOT / "bench" / "RESULTS_relevance.md"
 

@@ -60,12 +60,12 @@ from _common import fmt_ms, git_state, machine, markdown_table, percentile  # no
 from langgraph.store.base import PutOp  # noqa: E402
 from locomo_bench import CATEGORIES, questions, session_time  # noqa: E402
 
+from langgraph_memory.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings  # noqa: E402
+from langgraph_memory.search.ranking import HybridRanking  # noqa: E402
 from langgraph_memory.sessions import SessionConfig, SessionMemory  # noqa: E402
 from langgraph_memory.sessions.importance import novelty  # noqa: E402
 from langgraph_memory.sessions.promotion import chunk_turn  # noqa: E402
 from langgraph_memory.store import ChromaStore  # noqa: E402
-from langgraph_memory.store.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings  # noqa: E402
-from langgraph_memory.store.ranking import HybridRanking  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS_session.md"
 MARKER = "<!-- tables -->"

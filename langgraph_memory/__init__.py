@@ -39,12 +39,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from langgraph_memory import _compat
 from langgraph_memory._version import __version__ as __version__
 
 # The LangGraph server looks factories up in the module's namespace, not through __getattr__: import them now
 # (the factories module itself imports the store and checkpointer only when a factory opens one).
 from langgraph_memory.platform import platform_checkpointer, platform_store
+from langgraph_memory.registry import set_default_collections
+from langgraph_memory.research.collections import RESEARCH
+
+# The store knows no domain: the package hands it the research collections as the default of a store opened
+# without ``collections=`` (about 10 ms of import: pydantic models, nothing of Chroma or the model).
+set_default_collections(RESEARCH)
 
 # Public names resolve on first use (PEP 562), so that ``langgraph-memory search`` or an
 # ``import langgraph_memory.errors`` does not pay for every subsystem (langchain's tools,
@@ -52,11 +57,10 @@ from langgraph_memory.platform import platform_checkpointer, platform_store
 _LAZY = {
     "Memory": "langgraph_memory.memory",
     "ChromaStore": "langgraph_memory.store",
-    "CollectionRegistry": "langgraph_memory.store.registry",
-    "CollectionSpec": "langgraph_memory.store.registry",
-    "RESEARCH": "langgraph_memory.research.collections",
-    "HybridRanking": "langgraph_memory.store.ranking",
-    "TemporalConfig": "langgraph_memory.store.ranking",
+    "CollectionRegistry": "langgraph_memory.registry",
+    "CollectionSpec": "langgraph_memory.registry",
+    "HybridRanking": "langgraph_memory.search.ranking",
+    "TemporalConfig": "langgraph_memory.search.ranking",
     "SqliteCheckpointer": "langgraph_memory.checkpoint",
     "Archiver": "langgraph_memory.archive",
     "schedule_archival": "langgraph_memory.archive",
@@ -78,9 +82,9 @@ _LAZY = {
     "CollectionStats": "langgraph_memory.lifecycle.stats",
     "DecayReport": "langgraph_memory.lifecycle.decay",
     "Settings": "langgraph_memory.config",
-    "SentenceTransformerEmbeddings": "langgraph_memory.store.embeddings",
-    "CachedEmbeddings": "langgraph_memory.store.embeddings",
-    "default_embeddings": "langgraph_memory.store.embeddings",
+    "SentenceTransformerEmbeddings": "langgraph_memory.embeddings",
+    "CachedEmbeddings": "langgraph_memory.embeddings",
+    "default_embeddings": "langgraph_memory.embeddings",
     "LangGraphMemoryError": "langgraph_memory.errors",
     "IngestConfig": "langgraph_memory.ingest",
     "IngestReport": "langgraph_memory.ingest",
@@ -100,6 +104,7 @@ if TYPE_CHECKING:
     from langgraph_memory.catalog.status import ItemStatus
     from langgraph_memory.checkpoint import SqliteCheckpointer
     from langgraph_memory.config import Settings
+    from langgraph_memory.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings, default_embeddings
     from langgraph_memory.errors import LangGraphMemoryError
     from langgraph_memory.graph.conversation import conversation_node, last_human_text
     from langgraph_memory.graph.nodes import recall_node, store_node
@@ -110,15 +115,13 @@ if TYPE_CHECKING:
     from langgraph_memory.lifecycle.stats import CollectionStats, MemoryStats
     from langgraph_memory.memory import Hit, Memory, StrategyVersion
     from langgraph_memory.platform import platform_checkpointer, platform_store
+    from langgraph_memory.registry import CollectionRegistry, CollectionSpec
     from langgraph_memory.research.api import ResearchAPI
-    from langgraph_memory.research.collections import RESEARCH
     from langgraph_memory.research.lineage import Lineage
     from langgraph_memory.research.procedures import ProceduralAPI
+    from langgraph_memory.search.ranking import HybridRanking, TemporalConfig
     from langgraph_memory.sessions import CleanupReport, Session, SessionConfig, SessionMemory, SessionTurn
     from langgraph_memory.store import ChromaStore
-    from langgraph_memory.store.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings, default_embeddings
-    from langgraph_memory.store.ranking import HybridRanking, TemporalConfig
-    from langgraph_memory.store.registry import CollectionRegistry, CollectionSpec
 
 __all__ = [
     "Memory",
@@ -166,9 +169,6 @@ __all__ = [
     "conversation_node",
     "last_human_text",
 ]
-
-# Old module paths (langgraph_memory.collections, ...) keep importing; the package's own imports use the new ones.
-_compat.install()
 
 
 def __getattr__(name: str) -> object:

@@ -72,9 +72,6 @@ CONFIG_FILE_ENV = "LANGGRAPH_MEMORY_CONFIG"
 
 DEFAULT_DATA_DIR = "./memory"
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-#: The collection registry a store gets when it is not given one (``module:attribute``). The product's default
-#: is the research collections; the store resolves this name on first use and never imports the domain itself.
-DEFAULT_COLLECTIONS = "langgraph_memory.research.collections:RESEARCH"
 
 # File names inside the data directory (the catalog; the lineage file of version 0.1, imported into
 # the catalog on first open) and its archive folder (the manifest).

@@ -199,11 +199,11 @@ class WriteConflictError(StorageError):
 
 
 class MigrationError(StorageError):
-    """Moving a memory between a data directory and a PostgreSQL server could not be done or verified.
+    """A catalog's schema or a move between a data directory and a PostgreSQL server could not be done.
 
-    The target holds a different memory, or after copying its row counts
-    differ from the source's (the message names the tables). The source is
-    never changed; running the migration again is safe.
+    The catalog was written by a newer release (upgrade the package), or a move's target holds a different
+    memory, or after copying its row counts differ from the source's (the message names the tables). The source
+    is never changed; running the migration again is safe.
     """
 
 

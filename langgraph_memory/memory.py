@@ -33,8 +33,8 @@ explicitly, and it offers their calls directly:
   ``("episodes", *scope)`` when a session ends
   ([`Memory.schedule_session_cleanup()`][langgraph_memory.Memory.schedule_session_cleanup]
   runs its cleanup on the archive job's scheduler);
-* [`Memory.stats()`][langgraph_memory.Memory.stats] (`langgraph_memory.stats`) and
-  [`Memory.cleanup_decayed()`][langgraph_memory.Memory.cleanup_decayed] (`langgraph_memory.decay`);
+* [`Memory.stats()`][langgraph_memory.Memory.stats] (`langgraph_memory.lifecycle.stats`) and
+  [`Memory.cleanup_decayed()`][langgraph_memory.Memory.cleanup_decayed] (`langgraph_memory.lifecycle.decay`);
 * [`Memory.lineage()`][langgraph_memory.Memory.lineage], with each item's summary and state.
 
 Every call has an async twin with an ``a`` prefix and the same arguments.
@@ -75,6 +75,7 @@ from langgraph_memory.research.collections import COLLECTIONS, collection_by_nam
 from langgraph_memory.research.lineage import ItemRef, Lineage, LineageStore, NodeSummary, build_lineage
 from langgraph_memory.research.procedures import ProceduralAPI
 from langgraph_memory.research.typed import TypedItems, athread
+from langgraph_memory.search.ranking import HybridRanking, TemporalConfig
 from langgraph_memory.sessions import (
     EPISODES_NAMESPACE,
     SESSIONS_COLLECTION,
@@ -84,7 +85,6 @@ from langgraph_memory.sessions import (
 )
 from langgraph_memory.sessions.promotion import session_summaries
 from langgraph_memory.store import ChromaStore
-from langgraph_memory.store.ranking import HybridRanking, TemporalConfig
 
 __all__ = ["Memory", "Hit", "StrategyVersion", "STRATEGY_STATUSES", "HYPOTHESIS_STATUSES"]
 
@@ -702,7 +702,7 @@ class Memory(ResearchAPI, ProceduralAPI):
     ) -> DecayReport:
         """Find the memories whose decayed weight fell under the forgetting threshold; retire them unless ``dry_run``.
 
-        See `langgraph_memory.decay`: a dry run (the default) reports,
+        See `langgraph_memory.lifecycle.decay`: a dry run (the default) reports,
         a real run retires (nothing is deleted; the next archive run moves
         them to the archive).
 

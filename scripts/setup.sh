@@ -69,7 +69,7 @@ fi
 if [ -n "$DID" ]; then
     # The default embedding model runs on ONNX Runtime from a file exported once per machine (~10 s) into
     # the user cache; doing it here spares the first search the wait.
-    "$VENV/bin/python" -m langgraph_memory.store._onnx_cache >>"$LOG" 2>&1 \
+    "$VENV/bin/python" -m langgraph_memory.embeddings._onnx_cache >>"$LOG" 2>&1 \
         || echo "setup: could not export the embedding model now; the first embedding will try again" >&2
     echo "setup: done in ${SECONDS} s (pip's log: $LOG)"
 fi

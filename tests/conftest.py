@@ -55,7 +55,7 @@ def any_store(request: pytest.FixtureRequest, data_dir: Path, fake_embeddings: D
 @pytest.fixture(scope="session")
 def real_embeddings():
     """The default offline model, loaded once for the whole session."""
-    from langgraph_memory.store.embeddings import SentenceTransformerEmbeddings
+    from langgraph_memory.embeddings.model import SentenceTransformerEmbeddings
 
     emb = SentenceTransformerEmbeddings()
     emb.embed_query("warm up")

@@ -73,12 +73,12 @@ def test_a_flipped_bit_in_the_embedding_cache_costs_a_re_embedding_not_a_wrong_v
     import numpy as np
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
-    from langgraph_memory.store.embeddings import CachedEmbeddings
+    from langgraph_memory.embeddings import CachedEmbeddings
 
     inner = DeterministicFakeEmbedding(size=DIMS)
     path = tmp_path / "embeddings.sqlite"
     texts = [text_of(f"c{i}") for i in range(50)]
-    cache = CachedEmbeddings(inner, path=path)
+    cache = CachedEmbeddings(inner, path=path, file_min_seconds=0)
     cache.embed_documents(texts)
     cache.close()
     # Flip one bit in the middle of each of the first ten cached vectors, size and mtime kept.
@@ -91,7 +91,7 @@ def test_a_flipped_bit_in_the_embedding_cache_costs_a_re_embedding_not_a_wrong_v
             f.seek(at + DIMS * 2)
             f.write(bytes([data[at + DIMS * 2] ^ 0x10]))
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-    cache = CachedEmbeddings(inner, path=path)
+    cache = CachedEmbeddings(inner, path=path, file_min_seconds=0)
     try:
 
         def f32(vectors: list[list[float]]) -> np.ndarray:

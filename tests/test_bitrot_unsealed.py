@@ -5,7 +5,7 @@ probed in a subprocess, and the store opens it in-process when the probe
 passes. The probe's sample queries walk only part of the HNSW graph, so a
 neighbour id that bit rot sent out of range elsewhere passed, and hnswlib
 then followed it in the user's process (SIGSEGV). The probe now checks the
-structure of the HNSW files whole first (`langgraph_memory.store._hnsw_check`).
+structure of the HNSW files whole first (`langgraph_memory.index._hnsw_check`).
 
 The children run with ``REBUILD_MAX`` 0, so that a 3,000-vector index takes
 the path of a 25,000+ one; ``bench/crash_bench.py --bitrot N --bitrot-unsealed``
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from langgraph_memory.store._hnsw_check import check_folder, check_segment
+from langgraph_memory.index._hnsw_check import check_folder, check_segment
 from tests.helpers.bitrot import build, flip_bits, flip_neighbour_ids, run_child, segment_of
 
 DIMS = 16
@@ -80,7 +80,7 @@ def test_the_check_finds_every_neighbour_id_out_of_range(
 def test_the_check_finds_a_broken_header_a_level_and_a_vector(template: tuple[Path, list[str]], tmp_path: Path) -> None:
     import numpy as np
 
-    from langgraph_memory.store._hnsw_check import read_header
+    from langgraph_memory.index._hnsw_check import read_header
 
     seg = segment_of(template[0])
     h = read_header(seg / "header.bin")
@@ -119,7 +119,7 @@ def test_the_check_finds_a_broken_header_a_level_and_a_vector(template: tuple[Pa
 def test_a_lowered_ef_construction_is_found_against_the_configuration(
     template: tuple[Path, list[str]], tmp_path: Path
 ) -> None:
-    from langgraph_memory.store._hnsw_check import check_parameters
+    from langgraph_memory.index._hnsw_check import check_parameters
 
     seg = segment_of(template[0])
     assert check_parameters(seg.parent, {(100, 16)}) == {}  # Chroma's defaults, which the store keeps

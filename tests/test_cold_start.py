@@ -15,7 +15,7 @@ HEAVY = (
     "chromadb",
     "onnxruntime",
     "langgraph_memory.memory",
-    "langgraph_memory.tools",
+    "langgraph_memory.graph.tools",
     "langgraph_memory.store",
     "langgraph_memory.ingest",
 )

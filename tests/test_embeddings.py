@@ -3,29 +3,30 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from langgraph_memory.errors import EmbeddingModelError
-from langgraph_memory.store import ChromaStore
-from langgraph_memory.store.embeddings import (
+from langgraph_memory.embeddings import (
     DEFAULT_DIMS,
     CachedEmbeddings,
     SentenceTransformerEmbeddings,
     default_embeddings,
     embeddings_model_id,
 )
+from langgraph_memory.errors import EmbeddingModelError
+from langgraph_memory.store import ChromaStore
 
 
 def test_importing_the_package_does_not_import_torch() -> None:
     code = (
-        "import sys, langgraph_memory, langgraph_memory.store, langgraph_memory.store.embeddings; "
+        "import sys, langgraph_memory, langgraph_memory.store, langgraph_memory.embeddings.model; "
         "print('torch' in sys.modules, 'sentence_transformers' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -79,16 +80,18 @@ def test_env_var_selects_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_cache_counts_hits_and_survives_reopen(tmp_path: Path) -> None:
     path = tmp_path / "cache.sqlite"
     inner = DeterministicFakeEmbedding(size=8)
-    cache = CachedEmbeddings(inner, path=path, model_id="fake-8")
+    cache = CachedEmbeddings(inner, path=path, model_id="fake-8", file_min_seconds=0)
     first = cache.embed_documents(["alpha", "beta", "alpha"])
     assert (cache.misses, cache.hits) == (2, 1)
     assert first[0] == first[2]
     cache.close()
-    again = CachedEmbeddings(inner, path=path, model_id="fake-8")
+    again = CachedEmbeddings(inner, path=path, model_id="fake-8", file_min_seconds=0)
     second = again.embed_documents(["beta", "alpha"])
     assert (again.misses, again.hits) == (0, 2)
     assert np.allclose(second[1], first[0], atol=1e-6)
-    other_model = CachedEmbeddings(DeterministicFakeEmbedding(size=8), path=path, model_id="another-model")
+    other_model = CachedEmbeddings(
+        DeterministicFakeEmbedding(size=8), path=path, model_id="another-model", file_min_seconds=0
+    )
     other_model.embed_documents(["alpha"])
     assert other_model.misses == 1  # keyed by model as well as by text
 
@@ -98,89 +101,61 @@ def test_model_id_names_the_model() -> None:
     assert embeddings_model_id(SentenceTransformerEmbeddings("x/y")).endswith(":x/y")
 
 
-class _Clock:
-    """Time that passes only when a test says so, so what a call costs never depends on how busy the host is."""
+class _CountingFake(DeterministicFakeEmbedding):
+    """A fake model that counts the texts it is asked to embed."""
 
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class _TimedFake(DeterministicFakeEmbedding):
-    """A fake model whose calls take ``seconds`` on ``clock``: ``slowed`` of them take ``pause`` instead."""
-
-    clock: Any
-    seconds: float
-    slowed: int = 0
-    pause: float = 0.0
+    asked: int = 0
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        if self.slowed:
-            self.slowed -= 1
-            self.clock.now += self.pause
-        else:
-            self.clock.now += self.seconds
+        self.asked += len(texts)
         return super().embed_documents(texts)
 
 
-def test_the_cache_file_is_read_only_while_it_costs_less_than_the_model(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_vector_is_in_the_file_when_the_call_that_embedded_it_returns(tmp_path: Path) -> None:
     path = tmp_path / "cache.sqlite"
-    texts = [f"text {i}" for i in range(100)]
-    filler = CachedEmbeddings(DeterministicFakeEmbedding(size=8), path=path, model_id="fake-8")
-    filler.embed_documents(texts)
-    filler.close()
-    want = DeterministicFakeEmbedding(size=8).embed_documents(texts)
-    clock = _Clock()
-
-    def opened(seconds: float, *, slowed: int = 0) -> tuple[CachedEmbeddings, list[int]]:
-        inner = _TimedFake(size=8, clock=clock, seconds=seconds, slowed=slowed, pause=0.05)
-        cache = CachedEmbeddings(inner, path=path, model_id="fake-8", memory_items=1)
-        monkeypatch.setattr(cache._costs, "clock", clock)
-        reads: list[int] = []
-        real = cache._read_rows
-
-        def cold(hashes: list[bytes]) -> list[tuple[bytes, bytes]]:  # a file whose pages the host evicted: 5 ms
-            reads.append(len(hashes))
-            clock.now += 0.005
-            return real(hashes)
-
-        monkeypatch.setattr(cache, "_read_rows", cold)
-        return cache, reads
-
-    # A model at 10 µs a text: once both are timed, only every 32nd lookup reads the file, to follow its cost.
-    fast, reads = opened(0.00001)
-    fast.embed_query("a question")  # not in the file: both costs are measured
-    got = [fast.embed_documents([t])[0] for t in texts]
+    writer = CachedEmbeddings(DeterministicFakeEmbedding(size=8), path=path, model_id="fake-8", file_min_seconds=0)
+    want = writer.embed_documents([f"text {i}" for i in range(50)])
+    # Another process's cache, opened while the first is still open and before any flush or close.
+    inner = _CountingFake(size=8)
+    reader = CachedEmbeddings(inner, path=path, model_id="fake-8", memory_items=1, file_min_seconds=0)
+    got = reader.embed_documents([f"text {i}" for i in range(50)])
+    assert inner.asked == 0 and reader.hits == 50
     assert np.allclose(got, want, atol=1e-6)
-    assert len(reads) == 1 + len(texts) // 32, reads
+    writer.close()
+    reader.close()
+
+
+def test_the_cache_file_holds_a_384_d_vector_in_under_2_5_kb(tmp_path: Path) -> None:
+    path = tmp_path / "cache.sqlite"
+    cache = CachedEmbeddings(DeterministicFakeEmbedding(size=384), path=path, model_id="fake-384", file_min_seconds=0)
+    n = 2000
+    for start in range(0, n, 100):  # in batches, as puts arrive
+        cache.embed_documents([f"a memory of some length, number {i}" for i in range(start, start + 100)])
+    cache.close()
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    assert path.stat().st_size / n < 2500
+
+
+class _SlowFake(DeterministicFakeEmbedding):
+    """A fake model that takes at least 1 ms a call, as a real model on a CPU takes several."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        time.sleep(0.001 * len(texts))
+        return super().embed_documents(texts)
+
+
+def test_the_file_serves_a_model_that_costs_more_than_it_and_not_one_that_costs_less(tmp_path: Path) -> None:
+    texts = [f"text {i}" for i in range(200)]
+    fast = CachedEmbeddings(DeterministicFakeEmbedding(size=8), path=tmp_path / "fast.sqlite", model_id="fake-8")
+    fast.embed_documents(texts)  # microseconds a text: writing it down would cost more than embedding it again
     fast.close()
-
-    # Every text in the file, so the model never runs unless asked: lookups 1-32 read the file, the 33rd
-    # times the model, and from then on only the 65th and the 97th read the file.
-    warm, reads = opened(0.00001)
-    got = [warm.embed_documents([t])[0] for t in texts]
-    assert np.allclose(got, want, atol=1e-6)
-    assert len(reads) == 32 + 2, reads
-    assert warm.hits == len(reads)
-    warm.close()
-
-    # The model's first timed call (the 33rd lookup) is slowed to 50 ms by the host. The file answers
-    # meanwhile and the model is timed again at the 65th and 97th; from then its median is 10 µs, and of
-    # the last 103 lookups only the 129th, 161st and 193rd read the file.
-    paused, reads = opened(0.00001, slowed=1)
-    for t in texts + texts:
-        paused.embed_documents([t])
-    assert len(reads) == 32 + 31 + 31 + 3, reads
-    paused.close()
-
-    # A model at 20 ms a call, as a real one on a CPU: 5 ms a read beats it, so every lookup reads the file.
-    slow, reads = opened(0.02)
-    slow.embed_documents(["never cached"])
-    got = [slow.embed_documents([t])[0] for t in texts[:20]]
-    assert np.allclose(got, want[:20], atol=1e-6)
-    assert len(reads) == 21 and slow.hits == 20
+    slow = CachedEmbeddings(_SlowFake(size=8), path=tmp_path / "slow.sqlite", model_id="fake-8")
+    slow.embed_documents(texts[:5])  # the first call is timed; the file is used from then on
+    slow.embed_documents(texts[5:])
     slow.close()
+    for name, cached in (("fast", 0), ("slow", 200)):
+        conn = sqlite3.connect(tmp_path / f"{name}.sqlite")
+        assert conn.execute("SELECT count(*) FROM cached_vectors").fetchone()[0] == cached, name
+        conn.close()

@@ -17,8 +17,8 @@ from langgraph_memory.errors import ConfigError
 from langgraph_memory.graph.nodes import recall_node
 from langgraph_memory.graph.tools import create_recall_tool
 from langgraph_memory.memory import Memory
+from langgraph_memory.search.ranking import HybridRanking, TemporalConfig, calculate_final_score
 from langgraph_memory.store import ChromaStore
-from langgraph_memory.store.ranking import HybridRanking, TemporalConfig, calculate_final_score
 from tests.conftest import FAKE_DIMS
 from tests.helpers.archive_data import old_item
 from tests.helpers.embedders import Unrelated
@@ -363,7 +363,7 @@ class _Cosines(Embeddings):
 def test_keyword_candidates_that_cannot_reach_the_best_are_not_read_or_scored(
     data_dir: Path, monkeypatch: pytest.MonkeyPatch, exact_max: int, case: str
 ) -> None:
-    import langgraph_memory.store.hybrid as _hybrid
+    import langgraph_memory.search.hybrid as _hybrid
     from langgraph_memory.catalog import items as _items
 
     ttl = {"omit_expired": True} if case == "expired left out" else None
@@ -426,7 +426,7 @@ def test_posting_lists_are_read_while_chroma_answers_the_early_query(
     """A repeated hnsw search reads its keyword matches while its early HNSW query runs; results unchanged."""
     import threading
 
-    from langgraph_memory.store.planner import Planner
+    from langgraph_memory.search.planner import Planner
 
     store = ChromaStore(data_dir=data_dir, index={"dims": 4, "embed": _Cosines()}, ranking=NO_DECAY)
     store.planner.exact_max = 5

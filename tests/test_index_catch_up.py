@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from langgraph_memory.config import Settings
+from langgraph_memory.index._catchup import IndexCatchUp
 from langgraph_memory.store import ChromaStore
-from langgraph_memory.store._catchup import IndexCatchUp
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -15,8 +15,8 @@ import pytest
 
 from langgraph_memory.catalog import keywords as _keywords
 from langgraph_memory.catalog.keyword_cache import PostingCache
+from langgraph_memory.search.ranking import HybridRanking
 from langgraph_memory.store import ChromaStore
-from langgraph_memory.store.ranking import HybridRanking
 from tests.conftest import FAKE_DIMS
 
 # Words whose porter stem is no other word's and is the word itself, so a token scan is the true answer.

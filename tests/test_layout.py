@@ -1,16 +1,12 @@
-"""The package's layers show in its folders: imports only point down, and old import paths keep working."""
+"""The package's layers show in its folders: imports only point down, even those made by name."""
 
 from __future__ import annotations
 
 import ast
-import importlib
 import re
 from pathlib import Path
 
-import pytest
-
 import langgraph_memory
-from langgraph_memory import _compat
 
 PACKAGE = Path(langgraph_memory.__file__).parent
 
@@ -18,25 +14,28 @@ PACKAGE = Path(langgraph_memory.__file__).parent
 LAYERS: dict[str, int] = {
     "errors": 0,
     "config": 0,
+    "registry": 0,
+    "_version": 0,
     "_infra": 0,
     "checkpoint": 1,
     "catalog": 2,
-    "store": 3,
-    "research": 4,
-    "lifecycle": 4,
-    "ingest": 4,
-    "sessions": 4,
-    "archive": 4,
-    "bundle": 4,
-    "graph": 5,
-    "memory": 6,
-    "platform": 6,
-    "mcp": 7,
-    "cli": 7,
-    "ui": 7,
-    "__init__": 8,
-    "_compat": 8,
-    "_version": 0,
+    "index": 3,
+    "embeddings": 3,
+    "search": 4,
+    "store": 5,
+    "research": 6,
+    "lifecycle": 6,
+    "ingest": 6,
+    "sessions": 6,
+    "archive": 6,
+    "bundle": 6,
+    "graph": 7,
+    "memory": 8,
+    "platform": 8,
+    "mcp": 9,
+    "cli": 9,
+    "ui": 9,
+    "__init__": 10,
 }
 
 
@@ -56,10 +55,20 @@ def _layer(module: str) -> int:
     return LAYERS[top]
 
 
-def _imports(path: Path) -> list[tuple[int, str]]:
-    """Every ``langgraph_memory`` module that ``path`` imports, at any depth of the code."""
+#: A module named in a string: ``"langgraph_memory.x.y"`` or ``"langgraph_memory.x.y:attribute"``.
+_NAMED = re.compile(r"^(langgraph_memory(?:\.\w+)+)(?::\w+)?$")
+
+
+def _imports(path: Path, *, by_name: bool = True) -> list[tuple[int, str]]:
+    """Every ``langgraph_memory`` module that ``path`` imports, at any depth of the code.
+
+    Imports by name count too: a string that names one of our modules (``importlib.import_module(...)``, a
+    table of lazy imports, a ``module:attribute`` setting) is an import that merely happens later. Those
+    count for layering, not for cycles (``by_name=False``): they run after every module has loaded.
+    """
     tree = ast.parse(path.read_text(), filename=str(path))
     out: list[tuple[int, str]] = []
+    docstrings = _docstrings(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             out += [(node.lineno, a.name) for a in node.names if a.name.startswith("langgraph_memory")]
@@ -67,11 +76,29 @@ def _imports(path: Path) -> list[tuple[int, str]]:
             # ``from langgraph_memory.x import y`` may import the module ``x.y``.
             for alias in node.names:
                 sub = f"{node.module}.{alias.name}"
-                is_module = (PACKAGE.parent / sub.replace(".", "/")).with_suffix(".py").exists() or (
-                    PACKAGE.parent / sub.replace(".", "/") / "__init__.py"
-                ).exists()
-                out.append((node.lineno, sub if is_module else node.module))
+                out.append((node.lineno, sub if _is_module(sub) else node.module))
+        elif by_name and isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            named = _NAMED.match(node.value)
+            if named and _is_module(named.group(1)):
+                out.append((node.lineno, named.group(1)))
     return out
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the docstring nodes of ``tree``'s module, classes and functions."""
+    return {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+
+
+def _is_module(dotted: str) -> bool:
+    base = PACKAGE.parent / dotted.replace(".", "/")
+    return base.with_suffix(".py").exists() or (base / "__init__.py").exists()
 
 
 def _modules() -> dict[str, Path]:
@@ -84,15 +111,17 @@ def test_no_import_points_up() -> None:
         if name == "langgraph_memory":
             continue
         for line, target in _imports(path):
-            if target in _compat.MOVED:
-                upward.append(f"{name}:{line} imports the old path {target}")
-            elif _layer(target) > _layer(name):
+            if _layer(target) > _layer(name):
                 upward.append(f"{name}:{line} imports {target}")
     assert upward == []
 
 
 def test_no_import_cycle() -> None:
-    graph = {name: {t for _, t in _imports(path)} for name, path in _modules().items() if name != "langgraph_memory"}
+    graph = {
+        name: {t for _, t in _imports(path, by_name=False)}
+        for name, path in _modules().items()
+        if name != "langgraph_memory"
+    }
     # Tarjan's strongly connected components, iteratively.
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -144,25 +173,22 @@ def test_no_import_cycle() -> None:
 
 def test_the_root_holds_only_the_facade() -> None:
     root_modules = sorted(p.stem for p in PACKAGE.glob("*.py"))
-    assert root_modules == ["__init__", "_compat", "_version", "config", "errors", "memory"]
+    assert root_modules == ["__init__", "_version", "config", "errors", "memory", "registry"]
 
 
-@pytest.mark.parametrize("old", sorted(_compat.MOVED))
-def test_old_module_paths_still_import(old: str) -> None:
-    module = importlib.import_module(old)
-    assert module is importlib.import_module(_compat.MOVED[old])
-    assert module.__spec__ is not None and module.__spec__.name == _compat.MOVED[old]
-
-
-def test_old_names_still_import() -> None:
-    from langgraph_memory.collections import COLLECTIONS, collection_for
-    from langgraph_memory.lineage import Lineage, LineageStore
-    from langgraph_memory.ranking import MEMORY_TYPES, HybridRanking, memory_type_for
-
-    assert collection_for(("lessons",)) is COLLECTIONS["lessons"]
-    assert memory_type_for("lessons_learned") == MEMORY_TYPES["lessons_learned"] == "episodic"
-    assert HybridRanking is langgraph_memory.HybridRanking and Lineage is langgraph_memory.Lineage
-    assert LineageStore.__module__ == "langgraph_memory.catalog.lineage_store"
+def test_a_module_named_in_a_string_counts_as_an_import(tmp_path: Path) -> None:
+    src = tmp_path / "m.py"
+    src.write_text(
+        '"""langgraph_memory.research names a module in a docstring: not an import."""\n'
+        "import importlib\n"
+        "importlib.import_module('langgraph_memory.research.collections')\n"
+        "DEFAULT = 'langgraph_memory.graph.nodes:recall_node'\n"
+        "NOT_A_MODULE = 'langgraph_memory.no_such_thing'\n"
+    )
+    assert sorted(t for _, t in _imports(src)) == [
+        "langgraph_memory.graph.nodes",
+        "langgraph_memory.research.collections",
+    ]
 
 
 def test_every_public_name_imports() -> None:
@@ -175,7 +201,7 @@ def test_every_public_name_imports() -> None:
 SQL_ELSEWHERE: dict[str, str] = {
     "checkpoint/": "the checkpointer's own tables and files (the package ships alone, without the catalog)",
     "_infra/": "connection set-up (PRAGMAs), no table of any domain",
-    "store/embeddings.py": "the embedding cache's own SQLite file",
+    "embeddings/cache.py": "the embedding cache's own SQLite file",
     "archive/manifest.py": "the archive manifest's own file (its tables items and meta are not the catalog's)",
     "archive/_steps.py": "the archive manifest's tables, in the manifest's transactions",
     "archive/_thread_files.py": "the archive manifest's tables, in the manifest's transactions",
@@ -195,14 +221,7 @@ def _sql_on_catalog_tables(path: Path, tables: list[str], *, name: str | None = 
     """Where ``path`` runs a statement, or holds SQL text that names a catalog table (docstrings aside)."""
     on_table = re.compile(r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+(" + "|".join(tables) + r")\b", re.IGNORECASE)
     tree = ast.parse(path.read_text(), filename=str(path))
-    docstrings = {
-        id(node.body[0].value)
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-        and node.body
-        and isinstance(node.body[0], ast.Expr)
-        and isinstance(node.body[0].value, ast.Constant)
-    }
+    docstrings = _docstrings(tree)
     rel = name or path.relative_to(PACKAGE).as_posix()
     found = []
     for node in ast.walk(tree):

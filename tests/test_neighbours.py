@@ -1,4 +1,4 @@
-"""Relative hybrid ranking: z-score fusion and neighbour propagation along a thread (store/neighbours.py)."""
+"""Relative hybrid ranking: z-score fusion and neighbour propagation along a thread (search/neighbours.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from langgraph_memory.catalog import StoredItem
+from langgraph_memory.search.neighbours import neighbour_keys, relative_relevance, thread_position
+from langgraph_memory.search.ranking import HybridRanking
 from langgraph_memory.store import ChromaStore
-from langgraph_memory.store.neighbours import neighbour_keys, relative_relevance, thread_position
-from langgraph_memory.store.ranking import HybridRanking
 from tests.helpers.embedders import Unrelated
 
 

@@ -12,10 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from langgraph_memory.embeddings import SentenceTransformerEmbeddings, _onnx_cache, embeddings_model_id
+from langgraph_memory.embeddings._onnx_embed import OnnxSentenceEncoder
 from langgraph_memory.errors import ConfigError, ModelFileError
-from langgraph_memory.store import _onnx_cache
-from langgraph_memory.store._onnx_embed import OnnxSentenceEncoder
-from langgraph_memory.store.embeddings import SentenceTransformerEmbeddings, embeddings_model_id
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None and importlib.util.find_spec("onnx") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="the torch reference (and the export) need torch and onnx")
@@ -195,7 +194,7 @@ def _without_torch(code: str, env_cache: Path) -> subprocess.CompletedProcess[st
 def test_a_verified_file_loads_without_torch(tmp_path: Path, verified_file: Path) -> None:
     folder = _cache_with(tmp_path, verified_file)
     code = (
-        "from langgraph_memory.store.embeddings import SentenceTransformerEmbeddings\n"
+        "from langgraph_memory.embeddings.model import SentenceTransformerEmbeddings\n"
         "v = SentenceTransformerEmbeddings().embed_query('rates')\n"
         "print(len(v), 'torch' in sys.modules and sys.modules['torch'] is not None)\n"
     )
@@ -211,7 +210,7 @@ def test_a_damaged_file_without_torch_is_a_typed_error(tmp_path: Path, verified_
     data[len(data) // 2] ^= 0xFF  # one flipped byte in the weights: ONNX Runtime would load it silently
     path.write_bytes(bytes(data))
     code = (
-        "from langgraph_memory.store.embeddings import SentenceTransformerEmbeddings\n"
+        "from langgraph_memory.embeddings.model import SentenceTransformerEmbeddings\n"
         "from langgraph_memory.errors import ModelFileError\n"
         "try:\n    SentenceTransformerEmbeddings().embed_query('rates')\n"
         "except ModelFileError as exc:\n    print('ModelFileError', 'damaged' in str(exc), 'torch' in str(exc))\n"
@@ -236,7 +235,7 @@ def test_partial_or_damaged_files_are_exported_again_once_by_concurrent_processe
     code = (
         "import logging, sys\n"
         "logging.basicConfig(level=logging.INFO, stream=sys.stdout, format='%(name)s %(message)s')\n"
-        "from langgraph_memory.store._onnx_cache import default_model_file\n"
+        "from langgraph_memory.embeddings._onnx_cache import default_model_file\n"
         f"print('FILE', default_model_file({str(model_dir)!r}, cache_dir={str(folder)!r}))\n"
     )
     procs = [
@@ -271,7 +270,7 @@ def test_an_unwritable_cache_without_the_file_is_a_typed_error(tmp_path: Path, m
 def test_int8_is_an_opt_in_with_its_own_model_id(
     onnx_emb: SentenceTransformerEmbeddings, verified_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langgraph_memory.store.embeddings import INT8_EMBEDDING_MODEL, CachedEmbeddings
+    from langgraph_memory.embeddings import INT8_EMBEDDING_MODEL, CachedEmbeddings
 
     folder = _cache_with(tmp_path, verified_file)  # the int8 file is made from the fp32 one, without torch
     monkeypatch.setenv(_onnx_cache.MODEL_CACHE_ENV, str(folder))

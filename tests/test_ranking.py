@@ -7,7 +7,7 @@ import math
 import pytest
 
 from langgraph_memory.research.collections import memory_type_for
-from langgraph_memory.store.ranking import (
+from langgraph_memory.search.ranking import (
     HybridRanking,
     TemporalConfig,
     importance_multiplier,

@@ -230,11 +230,11 @@ def test_6_install_from_a_clone_extras_and_type_hints() -> None:
 
 @pytest.mark.slow
 def test_7_loading_the_model_is_logged_at_info(caplog: pytest.LogCaptureFixture) -> None:
-    from langgraph_memory.store.embeddings import SentenceTransformerEmbeddings
+    from langgraph_memory.embeddings.model import SentenceTransformerEmbeddings
 
     emb = SentenceTransformerEmbeddings()
     assert not emb.loaded
-    with caplog.at_level(logging.INFO, logger="langgraph_memory.store.embeddings"):
+    with caplog.at_level(logging.INFO, logger="langgraph_memory.embeddings.model"):
         emb.load()
     messages = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
     assert any(m.startswith("loading embedding model") for m in messages)

@@ -32,6 +32,7 @@ from langgraph.graph import StateGraph
 
 from langgraph_memory.archive import Archiver
 from langgraph_memory.checkpoint import SqliteCheckpointer
+from langgraph_memory.embeddings import CachedEmbeddings
 from langgraph_memory.errors import (
     CorruptFileError,
     DiskFullError,
@@ -39,7 +40,6 @@ from langgraph_memory.errors import (
     StorageError,
 )
 from langgraph_memory.store import ChromaStore
-from langgraph_memory.store.embeddings import CachedEmbeddings
 from tests.helpers.tmpfs import fill, remount_read_only, tmpfs
 
 MODES = ("garbage", "half", "header")
@@ -92,7 +92,7 @@ TEXTS = [f"text number {i}, about position sizing" for i in range(1500)]
 
 
 def _fill_cache(path: Path) -> list[list[float]]:
-    cache = CachedEmbeddings(DeterministicFakeEmbedding(size=64), path=path, model_id="fake-64")
+    cache = CachedEmbeddings(DeterministicFakeEmbedding(size=64), path=path, model_id="fake-64", file_min_seconds=0)
     vectors = cache.embed_documents(TEXTS)
     cache.close()
     assert side_files_gone(path)
@@ -106,7 +106,7 @@ def _check_rebuilt(path: Path, expected: list[list[float]], damaged: bytes | Non
         assert aside[0].read_bytes() == damaged
     assert any(str(path) in w and aside[0].name in w for w in warnings), warnings
     # The fresh file took the vectors: a new process finds them all.
-    again = CachedEmbeddings(DeterministicFakeEmbedding(size=64), path=path, model_id="fake-64")
+    again = CachedEmbeddings(DeterministicFakeEmbedding(size=64), path=path, model_id="fake-64", file_min_seconds=0)
     assert np.allclose(again.embed_documents(TEXTS), expected, atol=1e-6)
     assert (again.hits, again.misses) == (len(TEXTS), 0)
     again.close()
@@ -117,22 +117,22 @@ def test_damaged_embedding_cache_is_moved_aside_and_rebuilt(tmp_path: Path, mode
     path = tmp_path / "embeddings.sqlite"
     expected = _fill_cache(path)
     damaged = damage(path, mode)
-    cache = CachedEmbeddings(DeterministicFakeEmbedding(size=64), path=path, model_id="fake-64")
+    cache = CachedEmbeddings(DeterministicFakeEmbedding(size=64), path=path, model_id="fake-64", file_min_seconds=0)
     assert np.allclose(cache.embed_documents(TEXTS), expected, atol=1e-6)
     assert cache.file_in_use
     cache.close()
-    _check_rebuilt(path, expected, damaged, warnings_of("langgraph_memory.store.embeddings"))
+    _check_rebuilt(path, expected, damaged, warnings_of("langgraph_memory.embeddings.cache"))
 
 
 def test_embedding_cache_damaged_while_open_is_replaced(tmp_path: Path, warnings_of) -> None:
     path = tmp_path / "embeddings.sqlite"
     expected = _fill_cache(path)
-    cache = CachedEmbeddings(DeterministicFakeEmbedding(size=64), path=path, model_id="fake-64")
+    cache = CachedEmbeddings(DeterministicFakeEmbedding(size=64), path=path, model_id="fake-64", file_min_seconds=0)
     garble_after_first_page(path)
     assert np.allclose(cache.embed_documents(TEXTS), expected, atol=1e-6)  # read fails: embedded anew
     cache.embed_documents(["one more text"])
     cache.close()
-    _check_rebuilt(path, expected, None, warnings_of("langgraph_memory.store.embeddings"))
+    _check_rebuilt(path, expected, None, warnings_of("langgraph_memory.embeddings.cache"))
 
 
 def test_store_puts_and_searches_over_a_damaged_cache(data_dir: Path, warnings_of) -> None:
@@ -150,7 +150,7 @@ def test_store_puts_and_searches_over_a_damaged_cache(data_dir: Path, warnings_o
     finally:
         store.close()
     assert list(data_dir.glob("embeddings.sqlite.damaged-*"))
-    assert any(str(cache_path) in w for w in warnings_of("langgraph_memory.store.embeddings"))
+    assert any(str(cache_path) in w for w in warnings_of("langgraph_memory.embeddings.cache"))
 
 
 # ------------------------------------------------------------------ archive manifest
@@ -358,12 +358,12 @@ def test_read_only_cache_warns_and_embeds_in_memory(tmp_path: Path, read_only_di
     expected = _fill_cache(folder / "embeddings.sqlite")
     read_only_dir()
     for path in (folder / "embeddings.sqlite", folder / "new" / "embeddings.sqlite"):
-        cache = CachedEmbeddings(DeterministicFakeEmbedding(size=64), path=path, model_id="fake-64")
+        cache = CachedEmbeddings(DeterministicFakeEmbedding(size=64), path=path, model_id="fake-64", file_min_seconds=0)
         assert np.allclose(cache.embed_documents(TEXTS[:50] + ["a new text"])[:50], expected[:50], atol=1e-6)
         assert cache.embed_documents(["a new text"]) and cache.hits >= 1  # the in-memory LRU
         cache.close()
         if not cache.file_in_use:
-            assert any(str(path) in w for w in warnings_of("langgraph_memory.store.embeddings"))
+            assert any(str(path) in w for w in warnings_of("langgraph_memory.embeddings.cache"))
     assert not (folder / "new").exists()
 
 
@@ -402,18 +402,18 @@ def test_read_only_archive_folder_raises_read_only_error(data_dir: Path, tmp_pat
 def test_full_disk_cache_keeps_vectors_in_memory(tmp_path: Path, warnings_of) -> None:
     with tmpfs(tmp_path, "2m") as mnt:
         path = mnt / "embeddings.sqlite"
-        cache = CachedEmbeddings(DeterministicFakeEmbedding(size=64), path=path, model_id="fake-64")
+        cache = CachedEmbeddings(DeterministicFakeEmbedding(size=64), path=path, model_id="fake-64", file_min_seconds=0)
         cache.embed_documents(["warm up"])
         cache.flush()
         filler = fill(mnt, leave=16 * 1024)
         first = cache.embed_documents(TEXTS)
         cache.flush()  # the background writes failed
-        assert any(str(path) in w for w in warnings_of("langgraph_memory.store.embeddings"))
+        assert any(str(path) in w for w in warnings_of("langgraph_memory.embeddings.cache"))
         assert np.allclose(cache.embed_documents(TEXTS), first) and cache.hits >= len(TEXTS)  # the LRU
         filler.unlink()
         cache.embed_documents(["after the disk has room"])
         cache.close()
-        again = CachedEmbeddings(DeterministicFakeEmbedding(size=64), path=path, model_id="fake-64")
+        again = CachedEmbeddings(DeterministicFakeEmbedding(size=64), path=path, model_id="fake-64", file_min_seconds=0)
         again.embed_documents(["after the disk has room", "warm up"])
         assert again.hits == 2  # writing resumed once there was room
         again.close()

@@ -12,8 +12,8 @@ from typing_extensions import TypedDict
 
 from langgraph_memory.lifecycle.decay import cleanup_decayed
 from langgraph_memory.memory import Memory
+from langgraph_memory.search.ranking import TemporalConfig
 from langgraph_memory.store._writer import dumps_value
-from langgraph_memory.store.ranking import TemporalConfig
 
 HOUR = 3600.0
 VEC_BYTES = 16 * 4  # the fake model's 16 float32s

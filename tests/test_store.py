@@ -396,7 +396,8 @@ def test_persistence_across_reopen(data_dir: Path, fake_embeddings: Deterministi
 
 
 def test_embedding_cache_hits_within_and_across_instances(data_dir: Path) -> None:
-    model = CountingEmbeddings()
+    # 2 ms a call, as a model on a CPU: the cache file is used for models that cost more than reading it.
+    model = CountingEmbeddings(delay=0.002)
     s = ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": model})
     s.put(("research",), "a", {"content": "same text"})
     s.put(("research",), "b", {"content": "same text"})
@@ -404,7 +405,7 @@ def test_embedding_cache_hits_within_and_across_instances(data_dir: Path) -> Non
     assert model.texts == 2
     assert s.cached_embeddings.hits == 2 and s.cached_embeddings.misses == 2
     s.close()
-    model2 = CountingEmbeddings()
+    model2 = CountingEmbeddings(delay=0.002)
     s2 = ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": model2})
     s2.put(("research",), "e", {"content": "same text"})
     assert model2.texts == 0  # served from the cache file

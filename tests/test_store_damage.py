@@ -43,7 +43,7 @@ def _top1(store: ChromaStore) -> dict[int, str]:
 def _probe_at_any_size(monkeypatch: pytest.MonkeyPatch) -> None:
     # These tests are about the probe: it runs for indexes of more than REBUILD_MAX vectors; smaller ones
     # are rebuilt after an unclean shutdown without being opened (test_a_small_index_is_rebuilt_...).
-    from langgraph_memory.store import index as _index
+    from langgraph_memory.index import chroma as _index
 
     monkeypatch.setattr(_index, "REBUILD_MAX", 0)
 
@@ -218,7 +218,7 @@ def test_a_record_counts_as_unreachable_only_if_a_wide_search_misses_it_too(tmp_
     import numpy as np
     from chromadb.config import Settings
 
-    from langgraph_memory.store._probe import unreachable
+    from langgraph_memory.index._probe import unreachable
 
     client = chromadb.PersistentClient(path=str(tmp_path / "chroma"), settings=Settings(anonymized_telemetry=False))
     col = client.create_collection("probe-test", embedding_function=None, metadata={"hnsw:space": "cosine"})
@@ -258,7 +258,7 @@ def test_changes_applied_after_an_unclean_shutdown_are_checked(
 def test_a_small_index_is_rebuilt_after_an_unclean_shutdown_without_being_opened(
     pristine: tuple[Path, dict[int, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langgraph_memory.store import index as _index
+    from langgraph_memory.index import chroma as _index
 
     monkeypatch.setattr(_index, "REBUILD_MAX", N)
     data_dir = tmp_path / "memory"

@@ -71,7 +71,7 @@ def test_the_plan_fits_the_candidate_set_and_answers_exactly(
 
 
 def _matches(value: dict, flt: dict) -> bool:
-    from langgraph_memory.store.filters import matches
+    from langgraph_memory.search.filters import matches
 
     return matches(value, flt)
 
@@ -125,7 +125,7 @@ def test_hnsw_recall_is_measured_on_the_searches_themselves(big: ChromaStore) ->
 def test_a_collection_where_hnsw_answers_badly_is_scored_exactly(
     data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langgraph_memory.store import _recall
+    from langgraph_memory.search import _recall
 
     # Every measured recall counts as poor: the planner's reaction, not HNSW's quality, is under test.
     monkeypatch.setattr(_recall, "RECALL_FLOOR", 1.01)

@@ -20,8 +20,8 @@ from langgraph.store.base import PutOp
 
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog.items import join_ns
+from langgraph_memory.search import planner as _planner
 from langgraph_memory.store import ChromaStore
-from langgraph_memory.store import planner as _planner
 
 DIMS = 16
 EMB = DeterministicFakeEmbedding(size=DIMS)
@@ -194,7 +194,7 @@ def test_many_updates_sort_the_tail_in_and_stay_exact(data_dir: Path, small_limi
 @pytest.mark.parametrize("spread", [1, 1000], ids=["dense ids: table", "sparse ids: binary search"])
 def test_rows_of_items_and_namespaces_match_a_plain_scan(spread: int) -> None:
     """Base rows (sorted), dead rows and tail rows, looked up by item id as a scan of every row finds them."""
-    from langgraph_memory.store.vectors import CollectionVectors
+    from langgraph_memory.search.vectors import CollectionVectors
 
     rng = np.random.default_rng(7)
     col = CollectionVectors(4)
@@ -222,7 +222,7 @@ def test_rows_of_items_and_namespaces_match_a_plain_scan(spread: int) -> None:
 
 def test_best_cosines_are_the_scores_rank_gives() -> None:
     """Each item's best live row, as `rank()` scores it (the same float), for items of one to three rows."""
-    from langgraph_memory.store.vectors import CollectionVectors, Segments
+    from langgraph_memory.search.vectors import CollectionVectors, Segments
 
     rng = np.random.default_rng(11)
     col = CollectionVectors(8)

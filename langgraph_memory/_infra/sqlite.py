@@ -86,12 +86,13 @@ def connect(
     *,
     timeout: float = 30.0,
     synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+    page_size: int | None = None,
 ) -> sqlite3.Connection:
     """An autocommit connection to ``path`` in WAL mode, usable from any thread.
 
     Creates the file's folder when missing. Waits up to ``timeout`` seconds
     for other processes, both in SQLite's busy handler and while switching
-    the file to WAL.
+    the file to WAL. ``page_size`` applies to a new file only (an existing one keeps its pages).
 
     Examples:
         >>> import tempfile, pathlib
@@ -106,6 +107,8 @@ def connect(
             raise translate(exc, path, "create the folder of") from exc
         conn = sqlite3.connect(str(path), timeout=timeout, check_same_thread=False, isolation_level=None)
         try:
+            if page_size is not None:
+                conn.execute(f"PRAGMA page_size={int(page_size)}")
             retry_locked(
                 lambda: conn.execute("PRAGMA journal_mode=WAL").fetchone(),
                 timeout=timeout,

@@ -24,7 +24,7 @@ from langgraph_memory.archive.manifest import READABLE, ArchiveFile, Manifest
 from langgraph_memory.archive.reports import ArchiveHit
 from langgraph_memory.errors import ArchiveIntegrityError, ConfigError
 from langgraph_memory.research.collections import collection_by_name
-from langgraph_memory.store.filters import matches, validate_filter
+from langgraph_memory.search.filters import matches, validate_filter
 
 __all__ = ["check_file", "get_items", "iter_items", "live_records", "search", "verify_files"]
 

@@ -70,7 +70,7 @@ from langgraph_memory.errors import (
     StorageError,
 )
 from langgraph_memory.research.collections import COLLECTIONS, GENERAL, RetentionPolicy, collection_by_name
-from langgraph_memory.store.filters import validate_filter
+from langgraph_memory.search.filters import validate_filter
 
 __all__ = ["Archiver", "ThreadPruner", "ProgressCallback", "default_policies"]
 
@@ -95,7 +95,7 @@ class ThreadPruner(Protocol):
 
 
 def default_policies() -> dict[str, RetentionPolicy | None]:
-    """Retention per collection name, from `langgraph_memory.collections` (their defaults)."""
+    """Retention per collection name, from `langgraph_memory.research.collections` (their defaults)."""
     return {spec.name: spec.retention for spec in (*COLLECTIONS.values(), GENERAL)}
 
 

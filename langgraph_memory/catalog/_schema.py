@@ -1,10 +1,7 @@
-"""The catalog's tables, and the migrations that bring an older file up to date.
+"""The SQLite catalog's tables, and the migrations that bring an older file up to date.
 
-Plain SQL that runs on SQLite today and maps one to one onto PostgreSQL
-later (``INTEGER PRIMARY KEY AUTOINCREMENT`` becomes ``BIGSERIAL``, ``BLOB``
-becomes ``BYTEA``, ``REAL`` becomes ``DOUBLE PRECISION``; the one
-SQLite-only table is the keyword index, which PostgreSQL does with a
-``tsvector`` column).
+The PostgreSQL catalog has the same tables with PostgreSQL's types (`langgraph_memory.catalog.postgres.schema`);
+the keyword index, an FTS5 table here, is a table of stemmed terms there.
 
 * ``meta``: the catalog's own settings (its id, the embedding model and
   dimensions of its vectors, the current Chroma folder, the index seal).
@@ -21,7 +18,7 @@ SQLite-only table is the keyword index, which PostgreSQL does with a
 * ``fields``: one row per scalar leaf of each value (path, kind, value), so a
   filter finds its items through an index instead of reading every value.
 * ``index_queue`` and ``index_state``: the changes Chroma has not applied yet,
-  and how far each Chroma collection got (see `langgraph_memory.store.index`).
+  and how far each Chroma collection got (see `langgraph_memory.index.chroma`).
 * ``lineage_nodes``, ``lineage_edges``, ``versions``: where items came from,
   and the versions of named strategies, written in the same transaction as
   the items themselves.
@@ -61,6 +58,7 @@ from collections.abc import Callable
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import keywords as _keywords
 from langgraph_memory.catalog import vectors as _vectors
+from langgraph_memory.errors import MigrationError
 
 __all__ = ["SCHEMA_VERSION", "migrate"]
 
@@ -327,13 +325,13 @@ def migrate(conn: sqlite3.Connection) -> int:
     Returns the version the file had before (0 for a new file).
 
     Raises:
-        RuntimeError: the file was written by a newer version of the package.
+        MigrationError: the file was written by a newer version of the package.
     """
     found = int(conn.execute("PRAGMA user_version").fetchone()[0])
     if found > SCHEMA_VERSION:
-        raise RuntimeError(
-            f"the catalog has schema version {found}, newer than this package's {SCHEMA_VERSION}; "
-            "upgrade langgraph-chroma-memory"
+        raise MigrationError(
+            f"the catalog has schema version {found}, newer than this package's {SCHEMA_VERSION}: it was written "
+            "by a newer release; upgrade langgraph-chroma-memory (pip install -U langgraph-chroma-memory)"
         )
     for version in range(found + 1, SCHEMA_VERSION + 1):
         for stmt in _MIGRATIONS[version].split(";"):

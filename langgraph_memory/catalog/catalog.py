@@ -10,7 +10,7 @@ being killed at any instant (``durability="full"`` also survives power loss,
 at an ``fsync`` per commit). A large transaction's WAL checkpoint (copying
 its pages into the file) runs in a thread beside the next write, not inside
 its commit (`langgraph_memory._infra.wal_checkpoints`). Every SQLite or OS
-error comes out typed and naming the file (`langgraph_memory._sqlite.guarded()`).
+error comes out typed and naming the file (`langgraph_memory._infra.sqlite.guarded()`).
 
 The tables and what they hold are described in `langgraph_memory.catalog._schema`;
 the operations on them live beside this module (`items`, `lineage`,

@@ -10,7 +10,7 @@ and nulls are not indexed: a filter on them is applied to the values.
 
 `compile_filter()` turns the indexable part of a LangGraph filter into
 SQL selecting candidate item ids; the caller still checks every candidate
-with `langgraph_memory.store.filters.matches()` unless the compiled
+with `langgraph_memory.search.filters.matches()` unless the compiled
 part was exact.
 
     >>> field_rows({"status": "approved", "metrics": {"sharpe": 1.4}, "ok": True})

@@ -4,7 +4,7 @@ A catalog page damaged on disk shows only when a statement reads it, which
 may be long after the open (and a search that skips the page answers without
 it). After a clean close the files are as the last session left them, so
 the check is run only when the previous session did not close: the store
-knows that from its index seal (`langgraph_memory.store.index`). SQLite's
+knows that from its index seal (`langgraph_memory.index.chroma`). SQLite's
 ``quick_check`` reads every page and checks each b-tree's structure and
 records (not the indexes' agreement with their tables, which
 ``integrity_check`` adds at several times the cost).

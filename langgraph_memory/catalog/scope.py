@@ -1,6 +1,6 @@
 """What a search reads to plan and run: counts, namespace scopes, filter matches, samples and pages.
 
-The planner (`langgraph_memory.store.planner`) decides; these
+The planner (`langgraph_memory.search.planner`) decides; these
 functions answer its questions, one statement each, inside the snapshot the
 planner holds. A *scope* is an SQL condition on the items table (aliased
 ``i``) with its parameters (`ScopeSql`): the planner never writes

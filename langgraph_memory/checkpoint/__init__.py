@@ -1,4 +1,4 @@
-"""The checkpointer: LangGraph state on SQLite, for sync and async graphs alike.
+"""The checkpointers: LangGraph state on SQLite or PostgreSQL, for sync and async graphs alike.
 
 ::
 
@@ -7,6 +7,9 @@
     saver = SqliteCheckpointer(data_dir="/tmp/lgm-demo")   # <data_dir>/checkpoints.sqlite
     # graph = builder.compile(checkpointer=saver); graph.invoke(...) or await graph.ainvoke(...)
     saver.close()
+
+On a server, ``langgraph_memory.checkpoint.postgres.PostgresCheckpointer`` is the same API (it needs the
+``postgres`` extra); ``Memory.open("postgresql://...")`` picks it for you.
 """
 
 from __future__ import annotations

@@ -328,7 +328,7 @@ def _verify(ctx: Ctx) -> int:
 
 
 def _index_check(ctx: Ctx) -> int:
-    from langgraph_memory.store.index import all_collections
+    from langgraph_memory.index.chroma import all_collections
 
     with ctx.open_memory() as mem:
         store = mem.store

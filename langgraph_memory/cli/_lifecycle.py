@@ -135,7 +135,7 @@ def _archived_namespaces(mem: Any, key: str) -> list[tuple[str, ...]]:
 
 def _by_key(mem: Any, a: Any) -> tuple[list[ItemKey], dict[ItemKey, Any]]:
     """The items the keys name: live ones (in --namespace, else any), else what lineage or the archive knows."""
-    from langgraph_memory.store.filters import matches
+    from langgraph_memory.search.filters import matches
 
     targets: list[ItemKey] = []
     values: dict[ItemKey, Any] = {}

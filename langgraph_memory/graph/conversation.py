@@ -29,7 +29,7 @@ thread's earlier turns not recorded yet (the node added to a running
 thread) are recorded too, up to ``max_turns_per_session`` of them.
 
 This module does not use ``from __future__ import annotations``, like
-`langgraph_memory.nodes`: LangGraph reads node signatures at run time.
+`langgraph_memory.graph.nodes`: LangGraph reads node signatures at run time.
 """
 
 import asyncio

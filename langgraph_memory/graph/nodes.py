@@ -37,7 +37,7 @@ from langgraph.store.base import BaseStore, SearchItem
 from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
 from langgraph_memory.errors import ConfigError, InvalidArgumentError, ValidationError
 from langgraph_memory.research.collections import collection_for
-from langgraph_memory.store.ranking import keep_relevant
+from langgraph_memory.search.ranking import keep_relevant
 
 __all__ = ["recall_node", "store_node", "format_namespace", "search_options"]
 
@@ -218,7 +218,7 @@ def recall_node(
         filter: a LangGraph store filter applied to every namespace.
         k: how many results (default 5).
         min_relevance: drop results scoring lower (default ``MIN_RELEVANCE``, 0.3: a relevance of 30 %
-            relevance; None keeps them all; see `langgraph_memory.ranking`).
+            relevance; None keeps them all; see `langgraph_memory.search.ranking`).
         include_retired: also recall retired and superseded items (a
             ``ChromaStore`` leaves them out by default).
 

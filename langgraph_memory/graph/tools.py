@@ -17,7 +17,7 @@ With a ``ChromaStore`` the recall tool leaves out retired and superseded
 items unless built with ``include_retired=True``.
 
 Arguments are checked as the MCP server checks them
-(`langgraph_memory.validation`): content must not be empty, at most 10
+(`langgraph_memory.research.validation`): content must not be empty, at most 10
 tags of at most 50 characters, a limit from 1 to 20. A stored value is
 exactly ``{<text field>: content}`` (plus ``tags`` when given), the same
 value LangMem's tools store, so the text scores against queries as LangMem's
@@ -42,7 +42,7 @@ from langgraph_memory.errors import ConfigError
 from langgraph_memory.graph.nodes import NamespaceSpec, format_namespace, search_options
 from langgraph_memory.research.collections import collection_for
 from langgraph_memory.research.validation import check_content, check_limit, check_tags
-from langgraph_memory.store.ranking import keep_relevant
+from langgraph_memory.search.ranking import keep_relevant
 
 __all__ = ["create_recall_tool", "create_store_tool"]
 

@@ -1,6 +1,6 @@
 """Forgetting by decay: retire the memories whose weight fell under the forgetting threshold.
 
-``cleanup_expired_memories``, over `langgraph_memory.ranking`:
+``cleanup_expired_memories``, over `langgraph_memory.search.ranking`:
 an item's weight is ``temporal_weight(hours idle, memory type) *
 importance_multiplier(access count)``, with its collection's memory type
 (`MEMORY_TYPES`) and hours counted from its
@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 
 from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog.status import ItemStatus
+from langgraph_memory.registry import MemoryType
+from langgraph_memory.search.ranking import TemporalConfig, importance_multiplier, temporal_weight
 from langgraph_memory.store.items import StoreItems
-from langgraph_memory.store.ranking import TemporalConfig, importance_multiplier, temporal_weight
-from langgraph_memory.store.registry import MemoryType
 
 __all__ = ["DecayedItem", "DecayReport", "decay_weight", "cleanup_decayed"]
 

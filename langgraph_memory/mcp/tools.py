@@ -27,7 +27,7 @@ from langgraph_memory.lifecycle.states import item_states, lifecycle_json
 from langgraph_memory.memory import Memory
 from langgraph_memory.research.calls import ResearchCall, relevance_percent, research_calls
 from langgraph_memory.research.validation import Limit, Tags, Text, check_content, check_limit, check_tags
-from langgraph_memory.store.ranking import keep_relevant
+from langgraph_memory.search.ranking import keep_relevant
 
 __all__ = ["MemoryTools"]
 

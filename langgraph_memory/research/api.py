@@ -207,7 +207,7 @@ class ResearchAPI:
         ``source`` keeps one source only; ``min_confidence`` drops findings
         below it (and those without a confidence); ``min_relevance`` drops
         results scoring lower (default 0.3, a relevance of 30 %; None keeps them all; see
-        `langgraph_memory.ranking` for what a score means); retired and superseded findings
+        `langgraph_memory.search.ranking` for what a score means); retired and superseded findings
         come back only with ``include_retired`` (their ``Hit.status`` says which).
         """
         flt: dict[str, Any] = {}

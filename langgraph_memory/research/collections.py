@@ -35,7 +35,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from langgraph_memory.config import ARCHIVE_AFTER_DAYS, EQUITY_CURVE_POINTS, LOW_CONFIDENCE_THRESHOLD
-from langgraph_memory.store.registry import (
+from langgraph_memory.registry import (
     GENERAL,
     CollectionRegistry,
     CollectionSpec,

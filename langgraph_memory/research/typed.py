@@ -36,9 +36,9 @@ from langgraph_memory.errors import NotFoundError, ValidationError
 from langgraph_memory.research.collections import COLLECTIONS, collection_by_name
 from langgraph_memory.research.lineage import ItemRef, LineageStore
 from langgraph_memory.research.validation import check_tags
+from langgraph_memory.search.ranking import keep_relevant
 from langgraph_memory.store import ChromaStore
 from langgraph_memory.store.items import LocksItself, StoreItems
-from langgraph_memory.store.ranking import keep_relevant
 
 __all__ = ["Hit", "TypedItems", "ParentIds", "athread", "now_iso", "parent_list", "MODELS"]
 

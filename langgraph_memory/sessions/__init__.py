@@ -16,7 +16,7 @@ The modules: `config` (``SessionConfig``, every tunable), `memory`
 `promotion` (what a promoted turn is stored as, and its lineage); the
 rows live in the catalog (`langgraph_memory.catalog.sessions`). The
 conversation node that records turns from a graph is
-[`langgraph_memory.conversation.conversation_node()`][langgraph_memory.conversation_node]; the scheduled cleanup
+[`langgraph_memory.graph.conversation.conversation_node()`][langgraph_memory.conversation_node]; the scheduled cleanup
 is [`langgraph_memory.archive.schedule_session_cleanup()`][langgraph_memory.schedule_session_cleanup].
 """
 

@@ -13,10 +13,8 @@ Chroma/LangChain view), `access` (reads that count).
 """
 
 from langgraph_memory.catalog import StoredItem
-from langgraph_memory.store.base import ChromaStore, SearchAllOp
-from langgraph_memory.store.index import RebuildReport
-from langgraph_memory.store.planner import Plan
-from langgraph_memory.store.registry import (
+from langgraph_memory.index.chroma import RebuildReport
+from langgraph_memory.registry import (
     GENERAL,
     PLAIN,
     CollectionRegistry,
@@ -25,6 +23,8 @@ from langgraph_memory.store.registry import (
     default_collections,
     set_default_collections,
 )
+from langgraph_memory.search.planner import Plan
+from langgraph_memory.store.base import ChromaStore, SearchAllOp
 
 __all__ = [
     "ChromaStore",

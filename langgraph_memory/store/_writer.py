@@ -27,10 +27,10 @@ from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog import vectors as _catalog_vectors
 from langgraph_memory.catalog.connection import Connection
 from langgraph_memory.errors import EmbeddingModelError, InvalidArgumentError, ModelMismatchError, WriteConflictError
-from langgraph_memory.store._catchup import IndexCatchUp
-from langgraph_memory.store.index import ChromaIndex, IndexUnavailable
+from langgraph_memory.index._catchup import IndexCatchUp
+from langgraph_memory.index.chroma import ChromaIndex, IndexUnavailable
+from langgraph_memory.registry import CollectionSpec
 from langgraph_memory.store.records import text_path
-from langgraph_memory.store.registry import CollectionSpec
 from langgraph_memory.store.values import dumps_checked
 
 __all__ = ["PreparedPut", "Writer", "index_paths", "dumps_value", "check_vectors"]

@@ -41,6 +41,8 @@ from langgraph_memory.catalog.factory import open_catalog
 from langgraph_memory.catalog.legacy import has_legacy, import_legacy
 from langgraph_memory.catalog.lineage_store import LineageStore
 from langgraph_memory.config import MAX_KEY_CHARS, Settings
+from langgraph_memory.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings
+from langgraph_memory.embeddings.model import _DEFAULT_ALIASES
 from langgraph_memory.errors import (
     ConfigError,
     EmbeddingModelError,
@@ -52,23 +54,22 @@ from langgraph_memory.errors import (
     StoreBackendError,
     ValidationError,
 )
-from langgraph_memory.store import filters as _filters
-from langgraph_memory.store._catchup import IndexCatchUp
-from langgraph_memory.store._exact_index import ExactOnlyIndex
+from langgraph_memory.index._catchup import IndexCatchUp
+from langgraph_memory.index._exact_index import ExactOnlyIndex
+from langgraph_memory.index.chroma import ChromaIndex, RebuildReport
+from langgraph_memory.registry import DEFAULT, PLAIN, CollectionRegistry, Default, default_collections
+from langgraph_memory.search import filters as _filters
+from langgraph_memory.search.hybrid import HybridSearch
+from langgraph_memory.search.planner import Plan, Planner, keep_all
+from langgraph_memory.search.ranking import HybridRanking, ScoreParts
+from langgraph_memory.search.scored import ExplainedHit, ExplainedSearch
+from langgraph_memory.search.vectors import DEFAULT_BUDGET_BYTES, VectorCache
 from langgraph_memory.store._reindex import reembed
 from langgraph_memory.store._writer import PreparedPut, Writer, check_vectors, dumps_value, index_paths
 from langgraph_memory.store.access import AccessLog
-from langgraph_memory.store.embeddings import _DEFAULT_ALIASES, CachedEmbeddings, SentenceTransformerEmbeddings
-from langgraph_memory.store.hybrid import HybridSearch
-from langgraph_memory.store.index import ChromaIndex, RebuildReport
 from langgraph_memory.store.items import Before, StoreItems
 from langgraph_memory.store.namespaces import list_namespaces, validate_namespace
-from langgraph_memory.store.planner import Plan, Planner, keep_all
-from langgraph_memory.store.ranking import HybridRanking, ScoreParts
-from langgraph_memory.store.registry import DEFAULT, PLAIN, CollectionRegistry, Default, default_collections
-from langgraph_memory.store.scored import ExplainedHit, ExplainedSearch
 from langgraph_memory.store.ttl import Sweeper, SweeperFuture
-from langgraph_memory.store.vectors import DEFAULT_BUDGET_BYTES, VectorCache
 from langgraph_memory.store.view import RecordView, ViewClient
 
 __all__ = ["ChromaStore", "SearchAllOp"]
@@ -209,7 +210,7 @@ class ChromaStore(BaseStore):
             or a [`HybridRanking`][langgraph_memory.HybridRanking] (hybrid keyword
             + vector search with temporal decay and reinforcement; scores in
             [0, 1]). Kept in the attribute ``ranking``, which may be changed.
-        collections: the [CollectionRegistry][langgraph_memory.store.registry.CollectionRegistry]
+        collections: the [CollectionRegistry][langgraph_memory.registry.CollectionRegistry]
             that maps a namespace's first label to a typed collection. Default:
             the research collections. ``None``: a plain LangGraph store, one
             general collection that takes any value in any namespace, exactly
@@ -417,7 +418,7 @@ class ChromaStore(BaseStore):
     @classmethod
     def default_index(cls, model_name: str | None = None) -> IndexConfig:
         """An ``IndexConfig`` for the configured offline sentence-transformers model."""
-        from langgraph_memory.store.embeddings import default_embeddings
+        from langgraph_memory.embeddings.model import default_embeddings
 
         emb = default_embeddings(model_name)
         return {"dims": emb.dims, "embed": emb}

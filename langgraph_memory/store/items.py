@@ -27,9 +27,9 @@ from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.connection import Connection
 from langgraph_memory.catalog.status import ItemStatus, Status
 from langgraph_memory.errors import NotFoundError
+from langgraph_memory.registry import CollectionRegistry
 from langgraph_memory.store._writer import LocksItself, Writer, check_vectors
 from langgraph_memory.store.records import PAGE_SIZE, record_text
-from langgraph_memory.store.registry import CollectionRegistry
 
 __all__ = ["StoreItems", "Before", "ItemKey", "LocksItself"]
 

@@ -33,7 +33,7 @@ from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import vectors as _catalog_vectors
 from langgraph_memory.catalog.connection import Connection
 from langgraph_memory.errors import FilterError, ReadOnlyError
-from langgraph_memory.store.index import ChromaIndex, IndexUnavailable, parse_record_id, record_id
+from langgraph_memory.index.chroma import ChromaIndex, IndexUnavailable, parse_record_id, record_id
 from langgraph_memory.store.records import record_text
 
 __all__ = ["RecordView", "ViewClient", "flat_metadata", "where_matches"]

@@ -41,7 +41,7 @@ from langgraph_memory.research.collections import (
     collection_for,
     memory_type_for,
 )
-from langgraph_memory.store.scored import ExplainedSearch
+from langgraph_memory.search.scored import ExplainedSearch
 
 __all__ = [
     "Browser",

@@ -79,7 +79,7 @@ def targets(data_dir: Path) -> list[Path]:
 
 def segment_of(data_dir: Path) -> Path:
     """The one HNSW segment folder of the data directory's current index."""
-    from langgraph_memory.store._hnsw_check import segments
+    from langgraph_memory.index._hnsw_check import segments
 
     (index,) = [p for p in (data_dir / "chroma").iterdir() if p.is_dir() and p.name.startswith("index-")]
     (seg,) = segments(index)
@@ -95,7 +95,7 @@ def flip_neighbour_ids(seg: Path, rng: random.Random, flips: int, *, upper: bool
     """
     import numpy as np
 
-    from langgraph_memory.store._hnsw_check import _upper_levels, read_header
+    from langgraph_memory.index._hnsw_check import _upper_levels, read_header
 
     h = read_header(seg / "header.bin")
     high = range(max(h.count.bit_length(), 1), 32)
@@ -259,8 +259,8 @@ def _main() -> None:
     from langchain_core.embeddings import DeterministicFakeEmbedding
     from langgraph.store.base import PutOp
 
+    from langgraph_memory.index import chroma as _index
     from langgraph_memory.store import ChromaStore
-    from langgraph_memory.store import index as _index
 
     if spec.get("rebuild_max") is not None:
         _index.REBUILD_MAX = spec["rebuild_max"]

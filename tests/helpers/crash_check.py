@@ -22,8 +22,8 @@ from langgraph.store.base import GetOp, get_text_at_path
 
 from langgraph_memory import Memory
 from langgraph_memory.catalog import items as _items
-from langgraph_memory.store._probe import WIDE, unreachable
-from langgraph_memory.store.index import all_collections, parse_record_id, record_id
+from langgraph_memory.index._probe import WIDE, unreachable
+from langgraph_memory.index.chroma import all_collections, parse_record_id, record_id
 
 DIMS = 16
 
@@ -98,7 +98,7 @@ def check(data_dir: Path, log_path: Path, *, probe: bool = False, filter_sample:
     """
     import time
 
-    from langgraph_memory.store import index as _index
+    from langgraph_memory.index import chroma as _index
 
     result = CheckResult()
     emb = DeterministicFakeEmbedding(size=DIMS)

@@ -16,8 +16,8 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langgraph_memory.catalog import vectors as catalog_vectors
 from langgraph_memory.config import Settings
+from langgraph_memory.index.chroma import parse_record_id, record_id
 from langgraph_memory.store import ChromaStore
-from langgraph_memory.store.index import parse_record_id, record_id
 
 __all__ = ["checker", "index_integrity", "check_server_index", "DIMS"]
 

@@ -17,10 +17,12 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langgraph_memory.archive.manifest import Manifest
 from langgraph_memory.catalog import Catalog
-from langgraph_memory.store.embeddings import CachedEmbeddings
+from langgraph_memory.embeddings import CachedEmbeddings
 
 OPENERS = {
-    "embedding-cache": lambda p: CachedEmbeddings(DeterministicFakeEmbedding(size=4), path=p).close(),
+    "embedding-cache": lambda p: CachedEmbeddings(
+        DeterministicFakeEmbedding(size=4), path=p, file_min_seconds=0
+    ).close(),
     "catalog": lambda p: Catalog(p).close(),
     "manifest": lambda p: Manifest(p),
 }

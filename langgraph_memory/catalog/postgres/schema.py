@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph_memory.catalog import items as _items
+from langgraph_memory.errors import MigrationError
 
 __all__ = ["SCHEMA_VERSION", "migrate", "SCHEMA_LOCK"]
 
@@ -249,7 +250,7 @@ def migrate(raw: Any, *, schema: str | None = None) -> int:
     (the address's ``search_path``) is created first when missing.
 
     Raises:
-        RuntimeError: the database was written by a newer version of the package.
+        MigrationError: the database was written by a newer version of the package.
     """
     raw.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
     if schema:
@@ -258,9 +259,9 @@ def migrate(raw: Any, *, schema: str | None = None) -> int:
     row = raw.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     found = int(row[0]) if row else 0
     if found > SCHEMA_VERSION:
-        raise RuntimeError(
-            f"the catalog has schema version {found}, newer than this package's {SCHEMA_VERSION}; "
-            "upgrade langgraph-chroma-memory"
+        raise MigrationError(
+            f"the catalog has schema version {found}, newer than this package's {SCHEMA_VERSION}: it was written "
+            "by a newer release; upgrade langgraph-chroma-memory (pip install -U langgraph-chroma-memory)"
         )
     if found < SCHEMA_VERSION:
         raw.execute(_TABLES)  # one round trip: the statements carry no parameters

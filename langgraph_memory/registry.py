@@ -9,7 +9,7 @@ it comes, as LangGraph's ``InMemoryStore`` takes it.
 ```python
 from pydantic import BaseModel
 
-from langgraph_memory.store.registry import CollectionRegistry, CollectionSpec
+from langgraph_memory.registry import CollectionRegistry, CollectionSpec
 
 
 class Note(BaseModel):
@@ -25,7 +25,6 @@ assert notes.for_namespace(("other",)).name == "memories"
 from __future__ import annotations
 
 import enum
-import importlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -33,7 +32,6 @@ from typing import Any, Literal
 import pydantic
 from pydantic import BaseModel
 
-from langgraph_memory.config import DEFAULT_COLLECTIONS
 from langgraph_memory.errors import ConfigError, NotFoundError, ValidationError
 
 __all__ = [
@@ -209,23 +207,20 @@ DEFAULT = Default.DEFAULT
 #: A plain LangGraph store: one general collection, any value in any namespace.
 PLAIN = CollectionRegistry()
 
-_default: CollectionRegistry | None = None
+_default: CollectionRegistry = PLAIN
 
 
 def default_collections() -> CollectionRegistry:
-    """The registry a store gets when it is not given one: ``config.DEFAULT_COLLECTIONS`` (the research ones).
+    """The registry a store gets when it is not given one.
+
+    The store knows no domain: whoever wires the product sets it with `set_default_collections`. The package
+    (``import langgraph_memory``) sets the research collections, so a bare ``ChromaStore()`` validates
+    lessons, strategies and the rest; until something sets one, it is `PLAIN`.
 
     Examples:
         >>> sorted(default_collections().typed)[:3]
         ['backtests', 'hypotheses', 'lessons']
     """
-    global _default
-    if _default is None:
-        module, _, attr = DEFAULT_COLLECTIONS.partition(":")
-        registry = getattr(importlib.import_module(module), attr)
-        if not isinstance(registry, CollectionRegistry):
-            raise ConfigError(f"{DEFAULT_COLLECTIONS} is not a CollectionRegistry")
-        _default = registry
     return _default
 
 

@@ -44,7 +44,7 @@ def _max_seq_length(model_dir: Path) -> int:
 
 
 class OnnxSentenceEncoder:
-    """Mean-pooled sentence vectors from an ONNX export (see `langgraph_memory.store._onnx_export`).
+    """Mean-pooled sentence vectors from an ONNX export (see `langgraph_memory.embeddings._onnx_export`).
 
     Args:
         onnx_file: the exported graph (inputs ``input_ids``, ``attention_mask``, ``token_type_ids``).

@@ -50,11 +50,11 @@ from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog import scope as _scope
 from langgraph_memory.catalog import vectors as _vectors
 from langgraph_memory.errors import CorruptFileError, DiskFullError, LangGraphMemoryError, StoreBackendError
-from langgraph_memory.store._probe import probe, unreachable
-from langgraph_memory.store._server_health import ServerHealth, missing
-from langgraph_memory.store._server_health import unreachable as server_unreachable
-from langgraph_memory.store._session import SessionLock, fingerprint, is_content_seal
-from langgraph_memory.store.registry import default_collections
+from langgraph_memory.index._probe import probe, unreachable
+from langgraph_memory.index._server_health import ServerHealth, missing
+from langgraph_memory.index._server_health import unreachable as server_unreachable
+from langgraph_memory.index._session import SessionLock, fingerprint, is_content_seal
+from langgraph_memory.registry import default_collections
 
 __all__ = ["ChromaIndex", "IndexUnavailable", "IndexServerUnavailable", "RebuildReport", "record_id", "parse_record_id"]
 

@@ -56,7 +56,7 @@ from typing import Literal, TypeVar
 
 from langgraph.store.base import SearchItem
 
-from langgraph_memory.store.registry import MemoryType
+from langgraph_memory.registry import MemoryType
 
 __all__ = [
     "HybridRanking",
@@ -238,10 +238,10 @@ class HybridRanking:
     ``ChromaStore`` default) keeps plain cosine similarity, identical to
     ``InMemoryStore``. ``HybridRanking(temporal=None)`` fuses without decay;
     ``HybridRanking(keyword_weight=0.0, temporal=None)`` ranks as plain cosine.
-    How the score is made: see `langgraph_memory.ranking`.
+    How the score is made: see `langgraph_memory.search.ranking`.
 
     Examples:
-        >>> from langgraph_memory.ranking import HybridRanking, TemporalConfig
+        >>> from langgraph_memory.search.ranking import HybridRanking, TemporalConfig
         >>> ranking = HybridRanking(temporal=TemporalConfig(episodic_memory_decay=0.001))
         >>> ranking.keyword_weight, ranking.temporal_share
         (1.0, 0.1)
@@ -266,7 +266,7 @@ class HybridRanking:
     clock: Callable[[], float] = time.time
     #: How cosine and keyword evidence combine: ``"noisy-or"`` (`fuse()`, an absolute scale) or ``"zscore"``
     #: (each side's z-score over the candidates, ``z_cosine + zscore_weight * z_keyword``: a relative scale;
-    #: see `langgraph_memory.store.neighbours`).
+    #: see `langgraph_memory.search.neighbours`).
     fusion: Literal["noisy-or", "zscore"] = "noisy-or"
     #: Weight of the keyword z-score against the cosine's (``fusion="zscore"`` only).
     zscore_weight: float = 1.5

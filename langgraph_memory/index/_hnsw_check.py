@@ -38,7 +38,7 @@ vectors finite and, in a cosine index, of unit length. Memory stays bounded
 the elements that have upper levels (about one in ``M``).
 
 This file imports only numpy and the standard library: the probe
-subprocess (`langgraph_memory.store._probe`) runs it before it lets Chroma
+subprocess (`langgraph_memory.index._probe`) runs it before it lets Chroma
 open anything.
 """
 

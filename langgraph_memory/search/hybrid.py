@@ -21,10 +21,10 @@ planner's own scoring (the one the vector search would have given it), so
 only the keyword candidates kept are read from the catalog; and a keyword
 candidate whose score cannot reach the best results' (`Bar`) is not scored,
 nor read when the walk over the matches did not need its item.
-The ranking functions of `langgraph_memory.ranking`
+The ranking functions of `langgraph_memory.search.ranking`
 turn them into the final score.
 
-    >>> from langgraph_memory.ranking import HybridRanking
+    >>> from langgraph_memory.search.ranking import HybridRanking
     >>> store = ChromaStore(data_dir="/tmp/m", index=..., ranking=HybridRanking())  # needs an open store (store) holding the items named  # doctest: +SKIP
     >>> store.search(("research",), query="SPY RSI(14) lookback 60")  # needs an open store (store) holding the items named  # doctest: +SKIP
 """
@@ -44,11 +44,11 @@ from langgraph_memory.catalog import Catalog, StoredItem
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import keywords as _keywords
 from langgraph_memory.catalog.keyword_cache import PostingCache
-from langgraph_memory.store import filters as _filters
-from langgraph_memory.store import neighbours as _neighbours
-from langgraph_memory.store.planner import LateOmit, Plan, Planner, ScopeScorer, keep_all
-from langgraph_memory.store.ranking import HybridRanking, ScoreParts, fuse, score_parts_many
-from langgraph_memory.store.registry import PLAIN, CollectionRegistry, MemoryType
+from langgraph_memory.registry import PLAIN, CollectionRegistry, MemoryType
+from langgraph_memory.search import filters as _filters
+from langgraph_memory.search import neighbours as _neighbours
+from langgraph_memory.search.planner import LateOmit, Plan, Planner, ScopeScorer, keep_all
+from langgraph_memory.search.ranking import HybridRanking, ScoreParts, fuse, score_parts_many
 
 __all__ = ["Bar", "Candidate", "Candidates", "HybridSearch", "score_candidates", "explain_candidates"]
 
@@ -415,7 +415,7 @@ class HybridSearch:
 def score_candidates(
     cands: list[Candidate], ranking: HybridRanking, *, now: float, collections: CollectionRegistry = PLAIN
 ) -> list[tuple[float, Candidate]]:
-    """Each candidate's final score (see `langgraph_memory.store.ranking`), best first.
+    """Each candidate's final score (see `langgraph_memory.search.ranking`), best first.
 
     ``collections`` says each namespace's memory type, which sets how fast it decays.
     """

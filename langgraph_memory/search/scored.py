@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 from langgraph.store.base import SearchItem
 
-from langgraph_memory.store.planner import Plan
-from langgraph_memory.store.ranking import ScoreParts
+from langgraph_memory.search.planner import Plan
+from langgraph_memory.search.ranking import ScoreParts
 
 __all__ = ["ExplainedHit", "ExplainedSearch"]
 

@@ -2,11 +2,11 @@
 
 This is the only part of the default model that needs torch, transformers and
 onnx, and it runs once per machine (at set-up, or on first use; see
-`langgraph_memory.store._onnx_cache`). The graph takes ``input_ids``,
+`langgraph_memory.embeddings._onnx_cache`). The graph takes ``input_ids``,
 ``attention_mask`` and ``token_type_ids`` and returns the mean-pooled,
 not yet normalised, sentence embedding, as sentence-transformers computes it.
 
-    from langgraph_memory.store._onnx_export import export_onnx
+    from langgraph_memory.embeddings._onnx_export import export_onnx
     export_onnx(model_dir, Path("/tmp/minilm.onnx"))   # ~10 s, raises EmbeddingModelError
 
 The TorchScript exporter (``dynamo=False``, opset 17) is deterministic: with
@@ -85,7 +85,7 @@ def export_onnx(model_dir: Path, target: Path) -> None:
             f"making the ONNX file of the default model needs torch and onnx ({exc}); install them "
             "(pip install 'torch==2.13.0' onnx) or copy the model file from a machine that has it"
         ) from exc
-    from langgraph_memory.store._onnx_embed import OnnxSentenceEncoder
+    from langgraph_memory.embeddings._onnx_embed import OnnxSentenceEncoder
 
     started = time.perf_counter()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -148,7 +148,7 @@ def quantize_onnx(fp32_file: Path, model_dir: Path, target: Path) -> None:
     Needs onnx (onnxruntime's quantizer reads the graph with it), not torch. A
     probe cosine under 0.95 removes ``target`` and raises `EmbeddingModelError`.
     """
-    from langgraph_memory.store._onnx_embed import OnnxSentenceEncoder
+    from langgraph_memory.embeddings._onnx_embed import OnnxSentenceEncoder
 
     try:
         from onnxruntime.quantization import QuantType, quantize_dynamic

@@ -11,7 +11,7 @@ user left it. Every process that opens a data directory holds a shared
   file) with the *seal* the catalog holds. Equal: the folder is exactly as a
   clean close left it. Missing: a process died while the folder was open, and
   the store probes the folder in a subprocess before opening it
-  (`langgraph_memory.store._probe`). Different: the files changed after a
+  (`langgraph_memory.index._probe`). Different: the files changed after a
   clean close (bit rot, another program), and the store never opens them: it
   rebuilds the index from the catalog. Then it removes the seal: from now on
   a crash leaves none.

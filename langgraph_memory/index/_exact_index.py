@@ -18,7 +18,7 @@ import numpy as np
 
 from langgraph_memory.catalog import Catalog
 from langgraph_memory.errors import ReadOnlyError
-from langgraph_memory.store.index import IndexUnavailable, RebuildReport
+from langgraph_memory.index.chroma import IndexUnavailable, RebuildReport
 
 __all__ = ["ExactOnlyIndex"]
 
