@@ -319,6 +319,7 @@ class CachedEmbeddings(Embeddings):
                 missing.append(h)
         if not missing or not self._file_pays():
             return found
+        assert self._conn is not None  # _file_pays() says the file is open
         by_key = {_key(h): h for h in missing}
         try:
             rows = _select(self._conn, list(by_key))
