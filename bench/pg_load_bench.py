@@ -94,15 +94,15 @@ class _Ours:
         return len(self.mem.store.search(prefix, query=query, limit=10))
 
     def finding(self, text: str, n: int) -> list[Any]:
-        f = self.mem.research.store_research_finding(text, topic="load", n=n)
+        f = self.mem.store_research_finding(text, topic="load", n=n)
         return [["typed", f.id, n]]
 
     def lesson(self, text: str, n: int) -> list[Any]:
-        lesson = self.mem.research.store_lesson(text, failure_type="overfit", n=n)
+        lesson = self.mem.store_lesson(text, failure_type="overfit", n=n)
         return [["typed", lesson.id, n]]
 
     def bump(self, name: str, text: str, n: int) -> list[Any]:
-        s = self.mem.research.store_strategy(name, text, n=n)
+        s = self.mem.store_strategy(name, text, n=n)
         return [["version", name, s.version, s.id, n]]
 
     def close(self) -> None:
@@ -217,7 +217,7 @@ def verify_ours(url: str, chroma_url: str, acks: list[Any]) -> tuple[int, list[s
                 lost += it is None or it.value.get("n") != a[3]
             elif a[0] == "typed":
                 try:
-                    rec = store.mem.research.get(a[1])
+                    rec = store.mem.get(a[1])
                     lost += getattr(rec, "n", None) != a[2] and (rec.model_extra or {}).get("n") != a[2]
                 except Exception:  # noqa: BLE001 - NotFoundError: lost
                     lost += 1
@@ -228,7 +228,7 @@ def verify_ours(url: str, chroma_url: str, acks: list[Any]) -> tuple[int, list[s
                     notes.append(f"strategy {a[1]}: version {a[2]} acknowledged twice")
                 acked_versions[a[1]][a[2]] = a[3]
         for name, acked in acked_versions.items():
-            stored = {v.version: v.id for v in store.mem.research.versions(name)}
+            stored = {v.version: v.id for v in store.mem.versions(name)}
             lost += sum(1 for v, i in acked.items() if stored.get(v) != i)
             if sorted(stored) != list(range(1, len(stored) + 1)):
                 notes.append(f"strategy {name}: versions are not 1..{len(stored)}")

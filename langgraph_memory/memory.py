@@ -19,13 +19,15 @@ them share that one settings object and the store's one
 do the graph nodes that write through ``mem.store``.
 
 ``Memory`` is composed of parts that each take their collaborators
-explicitly, and it offers their calls directly:
+explicitly. The typed research calls are its own, reached one way
+(``mem.store_backtest(...)``): each is declared once, in
+[`ResearchAPI`][langgraph_memory.ResearchAPI] (six collections:
+``store_backtest``, ``query_hypotheses``, ``store_lesson``, ...) or
+[`ProceduralAPI`][langgraph_memory.ProceduralAPI] (the seventh, tool and
+workflow definitions), which ``Memory`` inherits; the CLI and the MCP
+tools are derived from those declarations (`langgraph_memory.research.calls`).
+The other parts are attributes:
 
-* ``mem.research`` ([`ResearchAPI`][langgraph_memory.ResearchAPI]):
-  the typed calls of six collections (``store_backtest``,
-  ``query_hypotheses``, ``store_lesson``, ...), and ``mem.procedures``
-  ([`ProceduralAPI`][langgraph_memory.ProceduralAPI]) those of the
-  seventh, tool and workflow definitions;
 * ``mem.lifecycle`` (`ItemLifecycle`):
   ``retire``, ``supersede``, ``reinstate``, ``status`` and the hard ``delete``;
 * ``mem.sessions`` ([`SessionMemory`][langgraph_memory.SessionMemory]):
@@ -197,8 +199,8 @@ class Memory(ResearchAPI, ProceduralAPI):
     """One data directory: the store, the checkpointer, lineage, the typed research API, stats and cleanup.
 
     The typed research calls ([ResearchAPI][langgraph_memory.ResearchAPI] and
-    [ProceduralAPI][langgraph_memory.ProceduralAPI]) are Memory's own: ``mem.store_backtest``
-    is ``mem.research.store_backtest``, declared once, in the research API.
+    [ProceduralAPI][langgraph_memory.ProceduralAPI]) are Memory's own, reached one way:
+    ``mem.store_backtest(...)``, declared once, in the research API.
 
     Build it with `open()`. Closing it (or leaving its ``with`` block)
     flushes and closes the store and the checkpointer if Memory opened them,
@@ -235,11 +237,8 @@ class Memory(ResearchAPI, ProceduralAPI):
         self._owns_checkpointer = owns_checkpointer
         self._closed = False
         typed = TypedItems(store, self.lineage_store, scope=self.scope, guard=self._check_open)
-        ResearchAPI.__init__(self, typed)  # the research calls are Memory's own, over the same typed items
-        #: The typed research API (findings to lessons) alone.
-        self.research = ResearchAPI(typed)
-        #: Tool and workflow definitions (procedural memory); its calls are also Memory's own.
-        self.procedures = ProceduralAPI(typed)
+        # The research calls are Memory's own (ResearchAPI and ProceduralAPI share these typed items).
+        ResearchAPI.__init__(self, typed)
         #: Retire, supersede, reinstate and hard-delete items.
         self.lifecycle = ItemLifecycle(store, self.lineage_store, self._existing_archiver, guard=self._check_open)
         #: Session memory (short-term), promoted to episodic memory in ``("episodes", *scope)``.
@@ -578,7 +577,7 @@ class Memory(ResearchAPI, ProceduralAPI):
 
     def _summarize_items(self, refs: list[ItemRef]) -> dict[str, NodeSummary]:
         standing = self.store.items.statuses([(r.namespace, r.id) for r in refs])
-        live = self.research.typed.live_items(refs)
+        live = self.typed.live_items(refs)
         out: dict[str, NodeSummary] = {}
         missing: list[ItemRef] = []
         for ref in refs:

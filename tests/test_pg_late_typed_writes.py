@@ -67,7 +67,7 @@ def test_a_finding_stored_while_another_machine_creates_its_namespace_succeeds_o
     two: tuple[Memory, Memory], pg_database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     a, b = two
-    a.research.store_lesson("a first write records the model", failure_type="overfit")  # later writes go late
+    a.store_lesson("a first write records the model", failure_type="overfit")  # later writes go late
     original = _items.NamespaceIds.get
     raced: list[bool] = []
 
@@ -75,11 +75,11 @@ def test_a_finding_stored_while_another_machine_creates_its_namespace_succeeds_o
         found = original(self, conn, namespace)
         if found is None and not raced and self is a.store.catalog.names and namespace == a.namespace("research"):
             raced.append(True)
-            b.research.store_research_finding("theirs", topic="race")
+            b.store_research_finding("theirs", topic="race")
         return found
 
     monkeypatch.setattr(_items.NamespaceIds, "get", stale)
-    mine = a.research.store_research_finding("mine", topic="race")
+    mine = a.store_research_finding("mine", topic="race")
     assert raced
     with psycopg.connect(pg_database, autocommit=True) as conn:
         n_ns = conn.execute("SELECT count(*) FROM namespaces WHERE ns = %s", (_items.join_ns(a.namespace("research")),))

@@ -81,9 +81,9 @@ def test_the_one_statement_reads_what_the_two_read(mem: Memory) -> None:
 
 
 def test_a_version_bump_reads_its_version_state_in_one_statement(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
-    first = mem.research.store_strategy("trend", "20-day momentum")
+    first = mem.store_strategy("trend", "20-day momentum")
     sent = _sent(monkeypatch)
-    second = mem.research.store_strategy("trend", "30-day momentum")
+    second = mem.store_strategy("trend", "30-day momentum")
     assert (first.version, second.version) == (1, 2)
     assert [e.parent_id for e in mem.lineage_store.parents(second.id)] == [first.id]
     assert sum("FROM versions" in s for s in sent) == 1, sent
@@ -92,16 +92,16 @@ def test_a_version_bump_reads_its_version_state_in_one_statement(mem: Memory, mo
 
 
 def test_a_typed_write_reads_its_item_before_the_write_lock(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
-    first = mem.research.store_strategy("carry", "long the high yielder")
-    mem.research.store_lesson("sized too big", failure_type="overfit")
+    first = mem.store_strategy("carry", "long the high yielder")
+    mem.store_lesson("sized too big", failure_type="overfit")
     sent = _sent(monkeypatch)
-    lesson = mem.research.store_lesson("stopped out at the open", failure_type="overfit")
+    lesson = mem.store_lesson("stopped out at the open", failure_type="overfit")
     # A lesson (no version, no parent): its item is read first; the lock goes with its changes and COMMIT.
     locked = [s for s in sent if "pg_advisory_xact_lock" in s]
     assert len(locked) == 1 and "COMMIT" in locked[0] and "INSERT INTO items" in locked[0], sent
     assert any("FROM items WHERE (ns_id, key)" in s for s in sent[: sent.index(locked[0])]), sent
     sent.clear()
-    second = mem.research.store_strategy("carry", "long the high yielder, hedged")
+    second = mem.store_strategy("carry", "long the high yielder, hedged")
     # A version: the lock goes with the read of the version numbers, after the item's read.
     locked = [s for s in sent if "pg_advisory_xact_lock" in s]
     assert len(locked) == 1 and "FROM versions" in locked[0], sent

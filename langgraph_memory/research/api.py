@@ -133,9 +133,9 @@ class ResearchAPI:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
         >>> import tempfile
         >>> with Memory.open(tempfile.mkdtemp(), embeddings=DeterministicFakeEmbedding(size=16)) as mem:
-        ...     h = mem.research.store_hypothesis("Trends persist", confidence=0.6)
-        ...     s = mem.research.store_strategy("trend", "60-day momentum", hypothesis_id=h.id)
-        ...     b = mem.research.store_backtest(s.id, sharpe=1.2, max_drawdown=0.15)
+        ...     h = mem.store_hypothesis("Trends persist", confidence=0.6)
+        ...     s = mem.store_strategy("trend", "60-day momentum", hypothesis_id=h.id)
+        ...     b = mem.store_backtest(s.id, sharpe=1.2, max_drawdown=0.15)
         ...     (b.strategy_name, b.strategy_version), mem.lineage(b.id).ancestor_ids == [h.id, s.id]
         (('trend', 1), True)
     """

@@ -43,8 +43,8 @@ class ProceduralAPI:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
         >>> import tempfile
         >>> with Memory.open(tempfile.mkdtemp(), embeddings=DeterministicFakeEmbedding(size=16)) as mem:
-        ...     _ = mem.procedures.store_tool_definition("scan", "Find breakouts")
-        ...     mem.procedures.store_tool_definition("scan", "Find breakouts on volume").version
+        ...     _ = mem.store_tool_definition("scan", "Find breakouts")
+        ...     mem.store_tool_definition("scan", "Find breakouts on volume").version
         2
     """
 
