@@ -1,4 +1,4 @@
-"""The catalog: the source of truth of a data directory, in SQLite (WAL).
+"""The catalog: the source of truth of a data directory, in SQLite (WAL) or on PostgreSQL (`.postgres`).
 
 It holds every item (namespace, key, value, timestamps, TTL, access data),
 its vectors and the model that made them, an index of the values' scalar
