@@ -122,10 +122,10 @@ PY
 install_torch() {
     local index=https://download.pytorch.org/whl/cpu
     if python3 -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1] + '/torch/', timeout=10)" "$index" 2>/dev/null; then
-        pip install torch==2.13.0 --index-url "$index"
+        pip install -q torch==2.13.0 --index-url "$index"
     else
         echo "fresh-clone: $index does not answer here: dropping --index-url, as the README allows where pip finds a CPU build"
-        pip install torch==2.13.0
+        pip install -q torch==2.13.0
     fi
     python -c "import torch; assert torch.version.cuda is None, 'a CUDA build of torch was installed'; print('torch', torch.__version__)"
 }
