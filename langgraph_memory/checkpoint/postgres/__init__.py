@@ -8,7 +8,7 @@
         saver.setup()
         # graph = builder.compile(checkpointer=saver); graph.invoke(...) or await graph.ainvoke(...)
 
-Needs ``psycopg`` and ``psycopg_pool`` (``pip install 'langgraph-chroma-memory[postgres]'``).
+Needs ``psycopg`` and ``psycopg_pool``: the ``postgres`` extra (``pip install -e ".[postgres]"`` in the clone).
 """
 
 from __future__ import annotations
