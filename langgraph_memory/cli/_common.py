@@ -25,6 +25,8 @@ __all__ = [
     "MissingDataDir",
     "namespace_arg",
     "positive_int",
+    "json_arg",
+    "json_object_arg",
     "stamp",
     "iso",
     "item_dict",
@@ -69,6 +71,35 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a number of at least 1, got {value}")
+    return value
+
+
+def json_arg(text: str) -> Any:
+    """An argparse type: a JSON value; broken JSON is refused saying where, with an example of the form.
+
+    Every JSON option (``--filter``, ``--costs``, ``--parameters``...) parses through here, so they all
+    fail alike: ``argument --filter: not valid JSON (Expecting property name ... at column 2): '{bad'``.
+    """
+    import argparse
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(
+            f"not valid JSON ({exc.msg} at column {exc.colno}): {text!r}. "
+            """Write it in single quotes for the shell, e.g. '{"key": "value"}'"""
+        ) from None
+
+
+def json_object_arg(text: str) -> dict[str, Any]:
+    """An argparse type: a JSON object (``{...}``), as filters and records are."""
+    import argparse
+
+    value = json_arg(text)
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(
+            f'expected a JSON object, like \'{{"severity": "major"}}\', got {type(value).__name__} {text!r}'
+        )
     return value
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
 from langgraph_memory.errors import ValidationError
@@ -49,6 +49,20 @@ from langgraph_memory.research.collections import parameter_hash as _hash_parame
 from langgraph_memory.research.lineage import ItemRef
 from langgraph_memory.research.procedures import TOOL_VERSION_PREFIX
 from langgraph_memory.research.typed import Hit, ParentIds, TypedItems, athread, now_iso, parent_list
+from langgraph_memory.research.units import (
+    CAGR,
+    CONFIDENCE,
+    DRAWDOWN,
+    ITERATION,
+    SHARPE,
+    SORTINO,
+    TRADES,
+    TREND_STRENGTH,
+    TURNOVER,
+    VOLATILITY,
+    WIN_RATE,
+    check_units,
+)
 
 __all__ = ["STRATEGY_STATUSES", "HYPOTHESIS_STATUSES", "Hit", "ResearchAPI", "StrategyVersion"]
 
@@ -157,13 +171,14 @@ class ResearchAPI:
 
     # ------------------------------------------------------------ research
 
+    @check_units
     def store_research_finding(
         self,
         content: str,
         *,
         source: str | None = None,
         topic: str | None = None,
-        confidence: float | None = None,
+        confidence: Annotated[float | None, CONFIDENCE] = None,
         parent_id: ParentIds = None,
         session_id: str | None = None,
         agent_id: str | None = None,
@@ -192,13 +207,14 @@ class ResearchAPI:
         }
         return self.typed.put("research", value, [(p, "derived_from") for p in parents])  # type: ignore[return-value]
 
+    @check_units
     def query_research_findings(
         self,
         query: str,
         *,
         k: int = DEFAULT_K,
         source: str | None = None,
-        min_confidence: float = 0.0,
+        min_confidence: Annotated[float, CONFIDENCE] = 0.0,
         min_relevance: float | None = MIN_RELEVANCE,
         include_retired: bool = False,
     ) -> list[Hit[ResearchFinding]]:
@@ -221,12 +237,13 @@ class ResearchAPI:
 
     # ---------------------------------------------------------- hypotheses
 
+    @check_units
     def store_hypothesis(
         self,
         statement: str,
         *,
         rationale: str | None = None,
-        confidence: float | None = None,
+        confidence: Annotated[float | None, CONFIDENCE] = None,
         status: HypothesisStatus = "proposed",
         evidence_ids: Sequence[str] = (),
         parent_id: ParentIds = None,
@@ -263,12 +280,13 @@ class ResearchAPI:
         }
         return self.typed.put("hypotheses", value, [(p, "derived_from") for p in parents])  # type: ignore[return-value]
 
+    @check_units
     def update_hypothesis(
         self,
         hypothesis_id: str,
         *,
         status: HypothesisStatus | None = None,
-        confidence: float | None = None,
+        confidence: Annotated[float | None, CONFIDENCE] = None,
         add_evidence: Sequence[str] = (),
         rationale: str | None = None,
     ) -> Hypothesis:
@@ -291,13 +309,14 @@ class ResearchAPI:
 
         return self.typed.update(hypothesis_id, "hypotheses", change)  # type: ignore[return-value]
 
+    @check_units
     def query_hypotheses(
         self,
         query: str,
         *,
         k: int = DEFAULT_K,
         status: HypothesisStatus | None = None,
-        min_confidence: float = 0.0,
+        min_confidence: Annotated[float, CONFIDENCE] = 0.0,
         min_relevance: float | None = MIN_RELEVANCE,
         include_retired: bool = False,
     ) -> list[Hit[Hypothesis]]:
@@ -443,6 +462,7 @@ class ResearchAPI:
 
     # ----------------------------------------------------------- backtests
 
+    @check_units
     def store_backtest(
         self,
         strategy_id: str,
@@ -450,14 +470,14 @@ class ResearchAPI:
         period_start: str | None = None,
         period_end: str | None = None,
         universe: Sequence[str] = (),
-        sharpe: float | None = None,
-        sortino: float | None = None,
-        max_drawdown: float | None = None,
-        cagr: float | None = None,
-        volatility: float | None = None,
-        trades: int | None = None,
-        win_rate: float | None = None,
-        turnover: float | None = None,
+        sharpe: Annotated[float | None, SHARPE] = None,
+        sortino: Annotated[float | None, SORTINO] = None,
+        max_drawdown: Annotated[float | None, DRAWDOWN] = None,
+        cagr: Annotated[float | None, CAGR] = None,
+        volatility: Annotated[float | None, VOLATILITY] = None,
+        trades: Annotated[int | None, TRADES] = None,
+        win_rate: Annotated[float | None, WIN_RATE] = None,
+        turnover: Annotated[float | None, TURNOVER] = None,
         costs: BacktestCosts | dict[str, float] | None = None,
         parameters: dict[str, Any] | None = None,
         equity_curve: Sequence[float] | EquityCurve | None = None,
@@ -486,8 +506,6 @@ class ResearchAPI:
         if parameters is None:
             live = self.typed.live_items([ref]).get(strategy_id)
             parameters = dict(live.value.get("parameters") or {}) if live is not None else {}
-        if trades is not None and (isinstance(trades, bool) or not isinstance(trades, int)):
-            raise ValidationError(f"trades must be a whole number, got {trades!r}")
         if isinstance(equity_curve, EquityCurve):
             curve: dict[str, Any] | None = equity_curve.model_dump()
         elif equity_curve is not None:
@@ -533,6 +551,7 @@ class ResearchAPI:
             "backtests", value, [(strategy_id, "backtest_of"), *parents]
         )
 
+    @check_units
     def query_backtests(
         self,
         query: str | None = None,
@@ -540,8 +559,8 @@ class ResearchAPI:
         k: int = DEFAULT_K,
         strategy_id: str | None = None,
         strategy_name: str | None = None,
-        min_sharpe: float | None = None,
-        max_drawdown: float | None = None,
+        min_sharpe: Annotated[float | None, SHARPE] = None,
+        max_drawdown: Annotated[float | None, DRAWDOWN] = None,
         passed: bool | None = None,
         parameter_hash: str | None = None,
         min_relevance: float | None = MIN_RELEVANCE,
@@ -574,13 +593,14 @@ class ResearchAPI:
 
     # -------------------------------------------------------------- lessons
 
+    @check_units
     def store_lesson(
         self,
         lesson: str,
         *,
         strategy_id: str | None = None,
         backtest_id: str | None = None,
-        iteration: int | None = None,
+        iteration: Annotated[int | None, ITERATION] = None,
         failure_type: str | None = None,
         feedback: dict[str, Any] | None = None,
         severity: LessonSeverity = "major",
@@ -662,6 +682,7 @@ class ResearchAPI:
 
     # -------------------------------------------------------------- regimes
 
+    @check_units
     def store_market_regime(
         self,
         description: str,
@@ -669,8 +690,8 @@ class ResearchAPI:
         regime_type: RegimeType | None = None,
         start_date: str | None = None,
         end_date: str | None = None,
-        volatility: float | None = None,
-        trend_strength: float | None = None,
+        volatility: Annotated[float | None, VOLATILITY] = None,
+        trend_strength: Annotated[float | None, TREND_STRENGTH] = None,
         indicators: dict[str, Any] | None = None,
         characteristics: dict[str, Any] | None = None,
         parent_id: ParentIds = None,

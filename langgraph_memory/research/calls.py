@@ -29,6 +29,7 @@ from langgraph_memory.research.api import ResearchAPI
 from langgraph_memory.research.collections import BacktestCosts, EquityCurve
 from langgraph_memory.research.procedures import ProceduralAPI
 from langgraph_memory.research.typed import Hit, ParentIds
+from langgraph_memory.research.units import unit_of
 from langgraph_memory.research.validation import Limit, Tags, Text, check_content, check_limit, check_tags
 
 __all__ = ["CALLS", "HIDDEN", "ResearchCall", "research_calls", "hits_json", "relevance_percent"]
@@ -81,6 +82,11 @@ def hits_json(hits: Sequence[Hit[Any]]) -> dict[str, Any]:
         for h in hits
     ]
     return {"results": results, "total_results": len(results)}
+
+
+def _bare(hint: Any) -> Any:
+    """``hint`` without its ``Annotated`` metadata."""
+    return typing.get_args(hint)[0] if typing.get_origin(hint) is typing.Annotated else hint
 
 
 def _offered(name: str, hint: Any) -> tuple[Any, Check | None]:
@@ -158,7 +164,7 @@ class ResearchCall:
 
 
 def _build(name: str, method: Callable[..., Any]) -> ResearchCall:
-    hints = typing.get_type_hints(method)
+    hints = typing.get_type_hints(method, include_extras=True)
     params: list[inspect.Parameter] = []
     checks: dict[str, Check] = {}
     renames: dict[str, str] = {}
@@ -170,8 +176,10 @@ def _build(name: str, method: Callable[..., Any]) -> ResearchCall:
         if p.name == "k":
             offered, kind, check = "limit", Limit, check_limit
             renames["limit"] = "k"
+        elif unit_of(kind) is not None:
+            check = None  # offered with its unit (the schema's description and bounds); the method checks it
         else:
-            kind, check = _offered(p.name, kind)
+            kind, check = _offered(p.name, _bare(kind))
         if check is not None:
             checks[offered] = check
         # JSON has no tuples: an empty sequence is offered as nothing.

@@ -16,12 +16,13 @@ searches find the current definition only. ``Memory`` builds a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
 from langgraph_memory.errors import NotFoundError, ValidationError
 from langgraph_memory.research.collections import ToolDefinition, ToolKind
 from langgraph_memory.research.typed import Hit, ParentIds, TypedItems, athread, parent_list
+from langgraph_memory.research.units import VERSION, check_units
 
 __all__ = ["ProceduralAPI", "TOOL_VERSION_PREFIX", "TOOL_KINDS"]
 
@@ -97,7 +98,8 @@ class ProceduralAPI:
             supersede_previous=True,
         )
 
-    def get_tool_definition(self, name: str, version: int | None = None) -> ToolDefinition:
+    @check_units
+    def get_tool_definition(self, name: str, version: Annotated[int | None, VERSION] = None) -> ToolDefinition:
         """The current definition of the tool or workflow ``name`` (or its ``version``).
 
         Raises:
