@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import signal
 import threading
@@ -18,6 +17,7 @@ from langgraph_memory.cli._common import (
     EXIT_NOTHING,
     EXIT_OK,
     Ctx,
+    json_object_arg,
     positive_int,
     preview,
     stamp,
@@ -43,13 +43,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("query")
     p.add_argument("--collection", default=None, help="only this collection (name or label); default: all")
     p.add_argument("-k", "--limit", dest="k", type=positive_int, default=5)
-    p.add_argument("--filter", type=json.loads, default=None, help='JSON filter, e.g. \'{"severity": "major"}\'')
+    p.add_argument("--filter", type=json_object_arg, default=None, help='JSON filter, e.g. \'{"severity": "major"}\'')
     p.set_defaults(func=_search)
     p = asub.add_parser("restore", parents=[common], help="bring archived items back to the live store")
     p.add_argument("--key", action="append", default=[], help="item key (repeatable)")
     p.add_argument("--uid", action="append", default=[], help="item uid (repeatable)")
     p.add_argument("--collection")
-    p.add_argument("--filter", type=json.loads, default=None)
+    p.add_argument("--filter", type=json_object_arg, default=None)
     p.add_argument("--namespace", help="namespace prefix, labels joined by '/'")
     p.add_argument("--all", action="store_true", help="restore every archived item selected by --collection")
     p.add_argument("--dry-run", action="store_true")

@@ -13,6 +13,7 @@ from langgraph_memory.cli._common import (
     Ctx,
     find_items,
     item_dict,
+    json_object_arg,
     namespace_arg,
     positive_int,
     preview,
@@ -33,7 +34,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--namespace", type=namespace_arg, help="only under this namespace (labels joined by '/')")
     p.add_argument("--collection", help="only this collection (name or label, e.g. lessons)")
     p.add_argument("-k", "--limit", type=positive_int, default=5, help="how many results (default 5)")
-    p.add_argument("--filter", type=json.loads, default=None, help='JSON filter, e.g. \'{"severity": "major"}\'')
+    p.add_argument("--filter", type=json_object_arg, default=None, help='JSON filter, e.g. \'{"severity": "major"}\'')
     p.add_argument("--min-relevance", type=float, default=None, help="drop results under this cosine score")
     p.add_argument("--include-retired", action="store_true", help="also return retired and superseded memories")
     p.set_defaults(func=_search)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections.abc
 import functools
 import inspect
+import re
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from langgraph_memory.research.typed import Hit, ParentIds
 from langgraph_memory.research.units import unit_of
 from langgraph_memory.research.validation import Limit, Tags, Text, check_content, check_limit, check_tags
 
-__all__ = ["CALLS", "HIDDEN", "ResearchCall", "research_calls", "hits_json", "relevance_percent"]
+__all__ = ["CALLS", "HIDDEN", "ResearchCall", "research_calls", "hits_json", "plain_text", "relevance_percent"]
 
 #: The research calls offered outside Python, by the name they are offered under.
 CALLS: Mapping[str, Callable[..., Any]] = {
@@ -62,6 +63,18 @@ CALLS: Mapping[str, Callable[..., Any]] = {
 HIDDEN = frozenset({"self", "session_id", "agent_id", "min_relevance", "include_retired"})
 
 Check = Callable[[Any], Any]
+
+
+def plain_text(doc: str) -> str:
+    """Docstring prose as plain text for a terminal or an agent: no reST or mkdocs markup, one line.
+
+    Examples:
+        >>> plain_text("Store a lesson (``learned_from``); see [`Hit`][langgraph_memory.Hit] and `EquityCurve`.")
+        'Store a lesson (learned_from); see Hit and EquityCurve.'
+    """
+    text = re.sub(r"\[`?([^\]`]+)`?\]\[[^\]]*\]", r"\1", doc)  # [`Name`][module.Name]: a cross-reference
+    text = re.sub(r"``(.+?)``|`([^`]+)`", lambda m: m.group(1) or m.group(2), text)
+    return " ".join(text.split())
 
 
 def relevance_percent(score: float | None) -> float | None:
@@ -186,7 +199,7 @@ def _build(name: str, method: Callable[..., Any]) -> ResearchCall:
         default = None if isinstance(p.default, tuple) and not p.default else p.default
         params.append(inspect.Parameter(offered, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind))
     doc = inspect.getdoc(method) or name
-    summary = " ".join(doc.split("\n\n", 1)[0].split())
+    summary = plain_text(doc.split("\n\n", 1)[0])
     return ResearchCall(
         name, method, inspect.Signature(params, return_annotation=dict[str, Any]), summary, checks, renames
     )
