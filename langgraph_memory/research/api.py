@@ -165,7 +165,8 @@ class ResearchAPI:
         """The typed record stored under ``item_id`` (any typed collection).
 
         Raises:
-            NotFoundError: the id is unknown, or the item left the store.
+            ArchivedError: the item left the store for the archive (the message says how to restore it).
+            NotFoundError: the id is unknown, or the item was deleted.
         """
         return self.typed.get(item_id)
 

@@ -32,7 +32,7 @@ from pydantic import BaseModel
 
 from langgraph_memory.catalog import StoredItem, item_uid
 from langgraph_memory.catalog.status import ItemStatus
-from langgraph_memory.errors import NotFoundError, ValidationError
+from langgraph_memory.errors import ArchivedError, NotFoundError, ValidationError
 from langgraph_memory.research.collections import COLLECTIONS, collection_by_name
 from langgraph_memory.research.lineage import ItemRef, LineageStore
 from langgraph_memory.research.validation import check_tags
@@ -121,6 +121,8 @@ class TypedItems:
         scope: extra namespace labels (e.g. a desk id): records of label
             ``research`` live in ``("research", *scope)``.
         guard: called before every operation; raises when the owner is closed.
+        archived: looks an id up in the archive (``Memory.archived``), so that a
+            record that left the store is reported as archived, with how to restore it.
 
     Examples:
         >>> typed = TypedItems(store, store.lineage)  # needs an open store (store) holding the items named  # doctest: +SKIP
@@ -134,11 +136,13 @@ class TypedItems:
         *,
         scope: tuple[str, ...] = (),
         guard: Callable[[], None] | None = None,
+        archived: Callable[[str], Any] | None = None,
     ) -> None:
         self.store = store
         self.lineage = lineage
         self.scope = tuple(scope)
         self._guard = guard
+        self._archived = archived
 
     def namespace(self, label: str) -> tuple[str, ...]:
         """The namespace of ``label``'s records (e.g. ``("lessons", *scope)``)."""
@@ -226,16 +230,18 @@ class TypedItems:
         ref = self.ref(item_id, label)
         item = self.store.get(ref.namespace, item_id)
         if item is None:
-            raise NotFoundError(
-                f"item {item_id!r} is no longer in the store (archived or deleted); restore it from the archive first"
-            )
+            archived = self._archived(item_id) if self._archived is not None else None
+            if archived is not None:
+                raise ArchivedError(archived.explain())
+            raise NotFoundError(f"item {item_id!r} is no longer in the store: it was deleted (the archive has no copy)")
         return ref, dict(item.value)
 
     def get(self, item_id: str) -> BaseModel:
         """The typed record stored under ``item_id`` (any typed collection).
 
         Raises:
-            NotFoundError: the id is unknown, or the item left the store.
+            ArchivedError: the item left the store for the archive (the message says how to restore it).
+            NotFoundError: the id is unknown, or the item was deleted.
         """
         ref, value = self.load(item_id)
         model = MODELS.get(collection_by_name(ref.collection).label or "")
