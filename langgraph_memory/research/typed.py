@@ -56,10 +56,24 @@ ParentIds = str | Sequence[str] | None
 class Hit(Generic[R]):
     """One search result: the typed ``record``, its cosine ``score`` and namespace.
 
+    It reads like the store's own search results (``SearchItem``) too: ``hit.value`` is the record as a
+    dict, ``hit.key`` its id, beside ``hit.namespace`` and ``hit.score``. The record's
+    fields are on ``hit.record`` (``hit.record.lesson``); asking the hit for one says so.
+
     ``status`` is the lifecycle record of a retired or superseded record
     (returned only when the search was asked to include them); `lifecycle`
     names its state, as every other view does. The record's own status (a
     strategy's ``approved``) is ``record.status``.
+
+    Examples:
+        >>> from langgraph_memory.research.collections import Lesson
+        >>> hit = Hit(Lesson(lesson="Stops too tight", id="l1"), 0.8, ("lessons",))
+        >>> hit.record.lesson, hit.value["lesson"], hit.key, hit.score
+        ('Stops too tight', 'Stops too tight', 'l1', 0.8)
+        >>> hit.lesson
+        Traceback (most recent call last):
+        ...
+        AttributeError: 'Hit' object has no attribute 'lesson': the record's fields are on hit.record (hit.record.lesson), or hit.value["lesson"] as a dict
     """
 
     record: R
@@ -72,9 +86,28 @@ class Hit(Generic[R]):
         return str(getattr(self.record, "id", ""))
 
     @property
+    def key(self) -> str:
+        """The record's id, the key the store holds it under (as ``SearchItem.key``)."""
+        return self.id
+
+    @property
+    def value(self) -> dict[str, Any]:
+        """The record as a JSON-ready dict of the fields that are set (as ``SearchItem.value``)."""
+        return self.record.model_dump(mode="json", exclude_none=True)
+
+    @property
     def lifecycle(self) -> str:
         """``"active"``, ``"retired"`` or ``"superseded"``."""
         return self.status.status if self.status is not None else "active"
+
+    def __getattr__(self, name: str) -> Any:
+        # Only for names a Hit lacks: say where a guessed record field is, instead of a bare AttributeError.
+        if name.startswith("_") or name == "record":
+            raise AttributeError(name)
+        message = f"{type(self).__name__!r} object has no attribute {name!r}"
+        if name in type(self.record).model_fields or name in (self.record.model_extra or {}):
+            message += f': the record\'s fields are on hit.record (hit.record.{name}), or hit.value["{name}"] as a dict'
+        raise AttributeError(message)
 
 
 def now_iso() -> str:
