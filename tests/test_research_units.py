@@ -163,3 +163,16 @@ def test_the_docs_state_every_record_fields_unit() -> None:
             for unit in (m for m in field.metadata if isinstance(m, Unit)):
                 row = next((line for line in table.splitlines() if f"`{name}`" in line and line.startswith("| ")), "")
                 assert row.endswith(f"| {unit.describe()} |"), (spec.name, name, row)
+
+
+def test_a_relevance_threshold_of_30_is_refused_with_the_score_it_meant(tmp_path: Path, fake_embeddings) -> None:
+    # The MCP tools show relevance in percent; the threshold is a score: 30 would silently drop every hit.
+    refused = _cli(tmp_path / "memory", "search", "stops", "--min-relevance", "30")
+    assert refused.returncode == 2
+    assert "argument --min-relevance: --min-relevance must be a fraction from -1 to 1" in refused.stderr
+    assert "did you mean 0.3?" in refused.stderr
+    with Memory.open(tmp_path / "memory", embeddings=fake_embeddings) as mem:
+        mem.store_lesson("Tight stops get hit by noise")
+        with pytest.raises(ValidationError, match=r"min_relevance .*did you mean 0\.3\?"):
+            mem.get_relevant_lessons("stops", min_relevance=30)
+        assert len(mem.get_relevant_lessons("stops", min_relevance=None)) == 1

@@ -27,6 +27,7 @@ __all__ = [
     "positive_int",
     "json_arg",
     "json_object_arg",
+    "unit_arg",
     "stamp",
     "iso",
     "item_dict",
@@ -101,6 +102,25 @@ def json_object_arg(text: str) -> dict[str, Any]:
             f'expected a JSON object, like \'{{"severity": "major"}}\', got {type(value).__name__} {text!r}'
         )
     return value
+
+
+def unit_arg(unit: Any, name: str) -> Callable[[str], float]:
+    """An argparse type for a number with a `langgraph_memory.research.units.Unit`: its range, its hint."""
+    import argparse
+
+    from langgraph_memory.errors import ValidationError
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number ({unit.describe()}), got {text!r}") from None
+        try:
+            return float(unit.check(value, name))
+        except ValidationError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
 
 
 def stamp(ts: float | datetime | None) -> str:

@@ -19,12 +19,14 @@ from langgraph_memory.cli._common import (
     positive_int,
     preview,
     stamp,
+    unit_arg,
 )
 from langgraph_memory.errors import InvalidArgumentError, NotFoundError
 from langgraph_memory.lifecycle.states import item_states
 from langgraph_memory.lifecycle.states import value_status as _value_status
 from langgraph_memory.research.calls import research_calls
 from langgraph_memory.research.collections import GENERAL, collection_by_name, collection_for
+from langgraph_memory.research.units import RELEVANCE
 
 __all__ = ["register"]
 
@@ -36,7 +38,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--collection", help="only this collection (name or label, e.g. lessons)")
     p.add_argument("-k", "--limit", type=positive_int, default=5, help="how many results (default 5)")
     p.add_argument("--filter", type=json_object_arg, default=None, help='JSON filter, e.g. \'{"severity": "major"}\'')
-    p.add_argument("--min-relevance", type=float, default=None, help="drop results under this cosine score")
+    p.add_argument(
+        "--min-relevance",
+        type=unit_arg(RELEVANCE, "--min-relevance"),
+        default=None,
+        help=f"drop results scoring under this ({RELEVANCE.describe()})".replace("%", "%%"),
+    )
     p.add_argument("--include-retired", action="store_true", help="also return retired and superseded memories")
     p.set_defaults(func=_search)
 

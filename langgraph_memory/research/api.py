@@ -54,6 +54,7 @@ from langgraph_memory.research.units import (
     CONFIDENCE,
     DRAWDOWN,
     ITERATION,
+    RELEVANCE,
     SHARPE,
     SORTINO,
     TRADES,
@@ -216,7 +217,7 @@ class ResearchAPI:
         k: int = DEFAULT_K,
         source: str | None = None,
         min_confidence: Annotated[float, CONFIDENCE] = 0.0,
-        min_relevance: float | None = MIN_RELEVANCE,
+        min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
     ) -> list[Hit[ResearchFinding]]:
         """Findings most similar to ``query``, best first.
@@ -318,7 +319,7 @@ class ResearchAPI:
         k: int = DEFAULT_K,
         status: HypothesisStatus | None = None,
         min_confidence: Annotated[float, CONFIDENCE] = 0.0,
-        min_relevance: float | None = MIN_RELEVANCE,
+        min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
     ) -> list[Hit[Hypothesis]]:
         """Hypotheses most similar to ``query``, optionally of one ``status`` and at least ``min_confidence``."""
@@ -398,6 +399,7 @@ class ResearchAPI:
             value["approved_at"] = now_iso()
         return self.typed.put("strategies", value, links, version_name=name)  # type: ignore[return-value]
 
+    @check_units
     def get_similar_strategies(
         self,
         description: str,
@@ -405,7 +407,7 @@ class ResearchAPI:
         k: int = DEFAULT_K,
         status: StrategyStatus | None = None,
         name: str | None = None,
-        min_relevance: float | None = MIN_RELEVANCE,
+        min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
     ) -> list[Hit[Strategy]]:
         """Strategies whose description is most similar, optionally of one ``status`` or ``name``."""
@@ -564,7 +566,7 @@ class ResearchAPI:
         max_drawdown: Annotated[float | None, DRAWDOWN] = None,
         passed: bool | None = None,
         parameter_hash: str | None = None,
-        min_relevance: float | None = MIN_RELEVANCE,
+        min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
     ) -> list[Hit[BacktestResult]]:
         """Backtests most similar to ``query`` (newest first without one), filtered by strategy and numbers.
@@ -647,6 +649,7 @@ class ResearchAPI:
         }
         return self.typed.put("lessons", value, parents)  # type: ignore[return-value]
 
+    @check_units
     def get_relevant_lessons(
         self,
         context: str,
@@ -654,7 +657,7 @@ class ResearchAPI:
         k: int = DEFAULT_K,
         include_resolved: bool = False,
         failure_type: str | None = None,
-        min_relevance: float | None = MIN_RELEVANCE,
+        min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
     ) -> list[Hit[Lesson]]:
         """Lessons most relevant to ``context``: unresolved ones unless ``include_resolved``."""
@@ -713,13 +716,14 @@ class ResearchAPI:
         }
         return self.typed.put("regimes", value, [(p, "derived_from") for p in parents])  # type: ignore[return-value]
 
+    @check_units
     def query_market_regimes(
         self,
         query: str,
         *,
         k: int = DEFAULT_K,
         regime_type: RegimeType | None = None,
-        min_relevance: float | None = MIN_RELEVANCE,
+        min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
     ) -> list[Hit[MarketRegime]]:
         """Regimes most similar to ``query``, optionally of one ``regime_type``."""

@@ -48,6 +48,7 @@ __all__ = [
     "COST_FRACTION",
     "ITERATION",
     "VERSION",
+    "RELEVANCE",
     "TREND_STRENGTH",
 ]
 
@@ -153,6 +154,7 @@ BPS = Unit("basis points: 1 bp = 0.01 %", ge=0)
 COST_FRACTION = Unit("costs paid over the whole backtest, a fraction of starting capital: 0.02 = 2 %", ge=0)
 ITERATION = Unit("the research loop's iteration", ge=0, whole=True)
 VERSION = Unit("a version number, 1 for the first", ge=1, whole=True)
+RELEVANCE = Unit("a search score to keep: 0.3 = a relevance of 30 %", ge=-1, le=1, fraction=True)
 TREND_STRENGTH = Unit("trend strength on your indicator's own scale (an ADX of 25, say)")
 
 
