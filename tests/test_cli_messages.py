@@ -140,3 +140,10 @@ def test_with_json_an_error_is_a_json_object_on_stdout(tmp_path: Path) -> None:
 def test_without_json_an_error_leaves_stdout_empty(tmp_path: Path) -> None:
     proc = _cli("--data-dir", str(tmp_path / "memory"), "search", "x", "--filter", "{bad")
     assert proc.returncode == 2 and proc.stdout == ""
+
+
+def test_a_bad_namespace_says_what_a_namespace_is() -> None:
+    proc = _cli("list", "/")
+    assert proc.returncode == 2
+    assert "argument namespace: a namespace needs at least one label, like 'memories/u1', got '/'" in proc.stderr
+    assert "invalid namespace_arg value" not in proc.stderr

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from langgraph_memory._infra.pg import is_postgres_url, redact
 from langgraph_memory.config import Settings
-from langgraph_memory.errors import ConfigError, InvalidArgumentError
+from langgraph_memory.errors import ConfigError
 
 __all__ = [
     "EXIT_OK",
@@ -55,10 +55,13 @@ class MissingDataDir(ConfigError):
 
 
 def namespace_arg(text: str) -> tuple[str, ...]:
-    """``"memories/u1"`` as ``("memories", "u1")`` (labels joined by ``/``)."""
+    """An argparse type: ``"memories/u1"`` as ``("memories", "u1")`` (labels joined by ``/``)."""
+    import argparse
+
     labels = tuple(label for label in text.split("/") if label)
     if not labels:
-        raise InvalidArgumentError(f"a namespace needs at least one label, like 'memories/u1', got {text!r}")
+        # argparse shows an ArgumentTypeError's own message; any other error as "invalid namespace_arg value".
+        raise argparse.ArgumentTypeError(f"a namespace needs at least one label, like 'memories/u1', got {text!r}")
     return labels
 
 
