@@ -34,6 +34,7 @@ __all__ = [
     "LineageError",
     "LineageCycleError",
     "NotFoundError",
+    "ArchivedError",
     "ArchiveError",
     "ArchiveIntegrityError",
     "InvalidArgumentError",
@@ -135,6 +136,10 @@ class NotFoundError(LangGraphMemoryError, KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its message; we do not.
         return str(self.args[0]) if self.args else ""
+
+
+class ArchivedError(NotFoundError):
+    """The item asked for left live memory for the archive; the message says when and how to restore it."""
 
 
 class ArchiveError(LangGraphMemoryError, RuntimeError):

@@ -51,7 +51,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from langchain_core.embeddings import Embeddings
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -87,6 +87,9 @@ from langgraph_memory.sessions import (
 )
 from langgraph_memory.sessions.promotion import session_summaries
 from langgraph_memory.store import ChromaStore
+
+if TYPE_CHECKING:
+    from langgraph_memory.archive import ArchivedItem
 
 __all__ = ["Memory", "Hit", "StrategyVersion", "STRATEGY_STATUSES", "HYPOTHESIS_STATUSES"]
 
@@ -236,7 +239,7 @@ class Memory(ResearchAPI, ProceduralAPI):
         self._owns_store = owns_store
         self._owns_checkpointer = owns_checkpointer
         self._closed = False
-        typed = TypedItems(store, self.lineage_store, scope=self.scope, guard=self._check_open)
+        typed = TypedItems(store, self.lineage_store, scope=self.scope, guard=self._check_open, archived=self.archived)
         # The research calls are Memory's own (ResearchAPI and ProceduralAPI share these typed items).
         ResearchAPI.__init__(self, typed)
         #: Retire, supersede, reinstate and hard-delete items.
@@ -514,6 +517,21 @@ class Memory(ResearchAPI, ProceduralAPI):
         shutdown = getattr(sched, "shutdown", None)
         if callable(shutdown) and getattr(sched, "running", True):
             shutdown(wait=False)
+
+    def archived(self, key: str, *, namespace: Sequence[str] | None = None) -> ArchivedItem | None:
+        """The archived copy of ``key`` (in ``namespace``, if given; the latest one), or None.
+
+        Only the archive is looked at: an item back in live memory may still have an old archived copy.
+        A data directory without an archive gets none made by looking.
+
+        Examples:
+            >>> mem.archived(lesson_id).explain()  # needs an open Memory (mem) whose archive holds the lesson  # doctest: +SKIP
+        """
+        self._check_open()
+        archiver = self._existing_archiver()
+        if archiver is None:
+            return None
+        return archiver.find(key, namespace=tuple(namespace) if namespace is not None else None)  # type: ignore[no-any-return]
 
     def _archived_values(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """Values of archived items by key, via the archive's lookup when there is one."""

@@ -45,6 +45,7 @@ __all__ = [
     "Default",
     "default_collections",
     "set_default_collections",
+    "writing",
 ]
 
 #: How an item ages: working and session memory fade fast, episodes slower, facts and procedures slowest.
@@ -100,16 +101,35 @@ class CollectionSpec:
         if self.schema is None:
             return
         try:
-            self.schema.model_validate(value)
+            self.schema.model_validate(value, context=_WRITE)
         except pydantic.ValidationError as exc:
             problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or '<value>'}: {err['msg']}" for err in exc.errors()
+                f"{'.'.join(str(p) for p in err['loc']) or '<value>'}: {_message(err)}" for err in exc.errors()
             )
             fields = sorted({str(err["loc"][0]) for err in exc.errors() if err["loc"]})
             raise ValidationError(
                 f"invalid value for collection {self.name!r} (namespace label {self.label!r}): {problems}. "
                 f"Fix the field(s) {', '.join(fields) or 'shown'} and put again."
             ) from None
+
+
+# What `CollectionSpec.validate` tells a schema's validators: this value is being written (see `writing`).
+_WRITE = {"write": True}
+
+
+def writing(context: Any) -> bool:
+    """Whether a schema validator runs for a write (`CollectionSpec.validate`), not for a read of a stored value.
+
+    Checks added to a schema later (a range, say) belong to writes: what was stored before must still read.
+    """
+    return isinstance(context, dict) and context.get("write") is True
+
+
+def _message(err: Any) -> str:
+    # A validator's own message (a ValueError it raised) reads better without pydantic's "Value error, ".
+    if err.get("type") == "value_error" and "error" in (err.get("ctx") or {}):
+        return str(err["ctx"]["error"])
+    return str(err["msg"])
 
 
 #: The general collection: any value, in any namespace no typed collection claims.

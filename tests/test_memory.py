@@ -124,7 +124,9 @@ def test_research_findings_store_and_query_filters(mem: Memory) -> None:
     hits = mem.query_research_findings("x", k=2, min_relevance=None)
     assert len(hits) == 2 and all(isinstance(h.score, float) for h in hits)
     assert hits[0].score >= hits[1].score
-    assert mem.query_research_findings("x", k=10, min_relevance=1.01) == []
+    assert mem.query_research_findings("x", k=10, min_relevance=0.999) == []
+    with pytest.raises(ValidationError, match="min_relevance must be a fraction from -1 to 1"):
+        mem.query_research_findings("x", k=10, min_relevance=1.01)  # scores are at most 1
 
 
 def test_research_finding_validation(mem: Memory) -> None:

@@ -306,6 +306,7 @@ def restore_file(
 
     for chunk in chunks(items(), chunk_size):
         report.keys.extend(a.key for a in chunk)
+        report.hidden.extend(a.status for a in chunk if a.status is not None)
         if report.dry_run:
             report.restored += len(chunk)
             continue

@@ -41,6 +41,7 @@ import os
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -102,6 +103,32 @@ class ArchivedItem:
     @property
     def value(self) -> dict[str, Any]:
         return self.item.value
+
+    def explain(self) -> str:
+        """Where the item went and how to bring it back, for a reader who looked for it in live memory.
+
+        Examples:
+            >>> archived.explain()  # needs an archived item  # doctest: +SKIP
+            "'l-17' is archived: it left live memory on 2026-12-06 03:00 UTC (lessons_learned-....jsonl.gz). ..."
+        """
+        when = datetime.fromtimestamp(self.archived_at, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+        text = f"{self.key!r} is archived: it left live memory on {when} ({self.file})"
+        if self.status is not None:
+            text += f", {hidden_because(self.status)}"
+        text += (
+            f". Restore it with `langgraph-memory archive restore --key {self.key}` "
+            f"(in Python: memory.archiver.restore(keys=[{self.key!r}]))"
+        )
+        if self.status is not None:
+            text += f"; it comes back {self.status.status}, as it was, until `langgraph-memory reinstate {self.key}`"
+        return text + "."
+
+
+def hidden_because(st: ItemStatus) -> str:
+    """Why searches leave an item out, in words: ``retired (reason: stale)`` or ``superseded by <id>``."""
+    if st.status == "superseded" and st.superseded_by:
+        return f"superseded by {st.superseded_by}" + (f" ({st.reason})" if st.reason else "")
+    return f"{st.status} ({st.reason or 'no reason given'})"
 
 
 def lineage_links(value: dict[str, Any], extra: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from langgraph_memory.archive.format import ArchivedItem
+from langgraph_memory.catalog.status import ItemStatus
 
 __all__ = ["CollectionReport", "ArchiveReport", "RestoreReport", "ArchiveHit"]
 
@@ -80,12 +81,15 @@ class RestoreReport:
 
     ``restored`` items were written back; ``already_live`` were live already
     (restoring twice is a no-op); ``keys`` lists the keys of both.
+    ``hidden`` are those that come back retired or superseded, as they were
+    when archived: searches leave them out until they are reinstated.
     """
 
     dry_run: bool = False
     restored: int = 0
     already_live: int = 0
     keys: list[str] = field(default_factory=list)
+    hidden: list[ItemStatus] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
     @property

@@ -39,7 +39,9 @@ Archives and the index:
 ``--read-only`` reads a data directory without writing anything to it (a
 folder you cannot write, a copy of a live one); commands that write exit 2. With
 ``--json`` stdout holds one JSON document and nothing else; progress bars
-and spinners go to stderr. Exit status: 0 done; 1 nothing matched what was
+and spinners go to stderr. An error is a JSON document too,
+``{"error": {"type": "NotFoundError", "message": "...", "exit_code": 1}}``,
+beside the exit status and the message on stderr. Exit status: 0 done; 1 nothing matched what was
 asked (no hit, unknown id or name, nothing to restore or delete); 2 bad
 usage (arguments, a data directory that does not exist); 3 the command
 failed or found problems (a damaged file, a lock held too long); 130
@@ -49,9 +51,11 @@ interrupted (Ctrl-C; an archive run says what the next run finishes).
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from langgraph_memory.cli._common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NOTHING, EXIT_USAGE, Ctx
 from langgraph_memory.errors import (
@@ -68,6 +72,20 @@ from langgraph_memory.errors import (
 )
 
 __all__ = ["main", "build_parser"]
+
+
+class _UsageError(Exception):
+    """argparse refused the command line (raised by `_Parser.error` so that `main` can report it as JSON too)."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+
+
+class _Parser(argparse.ArgumentParser):
+    # Subparsers are made of the parser's own class, so every command's errors come through here.
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(self, message)
 
 
 def _common() -> argparse.ArgumentParser:
@@ -120,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     common = _common()
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="langgraph-memory",
         description="Durable, searchable memory for LangGraph agents.",
         parents=[common],
@@ -161,7 +179,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         >>> main(["--data-dir", "/tmp/lgm", "list", "--json"])  # runs the command line on a data directory under /tmp  # doctest: +SKIP
         0
     """
-    args = build_parser().parse_args(argv)
+    wants_json = "--json" in (sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except _UsageError as exc:
+        if wants_json:
+            _emit_error("UsageError", f"{exc.parser.prog}: {exc}", EXIT_USAGE)
+        exc.parser.print_usage(sys.stderr)
+        exc.parser.exit(EXIT_USAGE, f"{exc.parser.prog}: error: {exc}\n")
     if getattr(args, "verbose", False):
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     ctx = Ctx.create(args)
@@ -170,12 +195,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LangGraphMemoryError as exc:
         from rich.markup import escape
 
+        code = _exit_code(exc)
+        if ctx.json:
+            _emit_error(type(exc).__name__, str(exc), code)
         # soft_wrap: a path in the message must stay on one line, whatever the terminal's width.
         ctx.err.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
-        return _exit_code(exc)
+        return code
     except KeyboardInterrupt:
+        if ctx.json:
+            _emit_error("KeyboardInterrupt", "interrupted", EXIT_INTERRUPTED)
         ctx.err.print("interrupted")
         return EXIT_INTERRUPTED
+    except Exception as exc:
+        # Not one of ours: the traceback still goes to stderr, but a script reading --json gets an object.
+        if ctx.json:
+            _emit_error(type(exc).__name__, str(exc), EXIT_ERROR)
+        raise
+
+
+def _emit_error(kind: str, message: str, code: int) -> None:
+    """With ``--json``, an error is a JSON object on stdout too: ``{"error": {"type", "message", "exit_code"}}``."""
+    error = {"type": kind, "message": message, "exit_code": code}
+    sys.stdout.write(json.dumps({"error": error}, ensure_ascii=False, indent=2) + "\n")
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import signal
 import threading
@@ -18,10 +17,12 @@ from langgraph_memory.cli._common import (
     EXIT_NOTHING,
     EXIT_OK,
     Ctx,
+    json_object_arg,
     positive_int,
     preview,
     stamp,
 )
+from langgraph_memory.lifecycle.states import lifecycle_json
 
 __all__ = ["register"]
 
@@ -43,13 +44,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("query")
     p.add_argument("--collection", default=None, help="only this collection (name or label); default: all")
     p.add_argument("-k", "--limit", dest="k", type=positive_int, default=5)
-    p.add_argument("--filter", type=json.loads, default=None, help='JSON filter, e.g. \'{"severity": "major"}\'')
+    p.add_argument("--filter", type=json_object_arg, default=None, help='JSON filter, e.g. \'{"severity": "major"}\'')
     p.set_defaults(func=_search)
     p = asub.add_parser("restore", parents=[common], help="bring archived items back to the live store")
     p.add_argument("--key", action="append", default=[], help="item key (repeatable)")
     p.add_argument("--uid", action="append", default=[], help="item uid (repeatable)")
     p.add_argument("--collection")
-    p.add_argument("--filter", type=json.loads, default=None)
+    p.add_argument("--filter", type=json_object_arg, default=None)
     p.add_argument("--namespace", help="namespace prefix, labels joined by '/'")
     p.add_argument("--all", action="store_true", help="restore every archived item selected by --collection")
     p.add_argument("--dry-run", action="store_true")
@@ -262,6 +263,7 @@ def _search(ctx: Ctx) -> int:
 
 
 def _restore(ctx: Ctx) -> int:
+    from langgraph_memory.archive.format import hidden_because
     from langgraph_memory.errors import InvalidArgumentError
 
     a = ctx.args
@@ -284,14 +286,33 @@ def _restore(ctx: Ctx) -> int:
                 "restored": report.restored,
                 "already_live": report.already_live,
                 "matched": report.matched,
+                # Back, but still left out of searches: retired or superseded when they were archived.
+                "hidden": [
+                    {"key": st.key, "namespace": list(st.namespace), **lifecycle_json(st)} for st in report.hidden
+                ],
             }
         )
     else:
         verb = "would restore" if report.dry_run else "restored"
-        ctx.say(f"{verb} {report.restored} items; {report.already_live} were already live.")
+        ctx.say(f"{verb} {_items(report.restored)}; {report.already_live} were already live.")
         if not report.matched:
             ctx.say("Nothing in the archive matched.")
+        if report.hidden:
+            come = "would come" if report.dry_run else "came"
+            ctx.say(
+                f"{_items(len(report.hidden))} {come} back as {'they were' if len(report.hidden) > 1 else 'it was'} "
+                "when archived, hidden from searches:"
+            )
+            for st in report.hidden:
+                ctx.say(f"  {st.key}: {hidden_because(st)}")
+            key = report.hidden[0].key if len(report.hidden) == 1 else "<key>"
+            each = "" if len(report.hidden) == 1 else " (for each)"
+            ctx.say(f"`langgraph-memory reinstate {key}`{each} makes it searchable again.")
     return EXIT_OK if report.matched else EXIT_NOTHING
+
+
+def _items(n: int) -> str:
+    return f"{n} item" if n == 1 else f"{n} items"
 
 
 def _verify(ctx: Ctx) -> int:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from langgraph_memory._infra.pg import is_postgres_url, redact
 from langgraph_memory.config import Settings
-from langgraph_memory.errors import ConfigError, InvalidArgumentError
+from langgraph_memory.errors import ConfigError
 from langgraph_memory.research.collections import preview
 
 __all__ = [
@@ -26,6 +26,9 @@ __all__ = [
     "MissingDataDir",
     "namespace_arg",
     "positive_int",
+    "json_arg",
+    "json_object_arg",
+    "unit_arg",
     "stamp",
     "iso",
     "item_dict",
@@ -53,10 +56,13 @@ class MissingDataDir(ConfigError):
 
 
 def namespace_arg(text: str) -> tuple[str, ...]:
-    """``"memories/u1"`` as ``("memories", "u1")`` (labels joined by ``/``)."""
+    """An argparse type: ``"memories/u1"`` as ``("memories", "u1")`` (labels joined by ``/``)."""
+    import argparse
+
     labels = tuple(label for label in text.split("/") if label)
     if not labels:
-        raise InvalidArgumentError(f"a namespace needs at least one label, like 'memories/u1', got {text!r}")
+        # argparse shows an ArgumentTypeError's own message; any other error as "invalid namespace_arg value".
+        raise argparse.ArgumentTypeError(f"a namespace needs at least one label, like 'memories/u1', got {text!r}")
     return labels
 
 
@@ -71,6 +77,54 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a number of at least 1, got {value}")
     return value
+
+
+def json_arg(text: str) -> Any:
+    """An argparse type: a JSON value; broken JSON is refused saying where, with an example of the form.
+
+    Every JSON option (``--filter``, ``--costs``, ``--parameters``...) parses through here, so they all
+    fail alike: ``argument --filter: not valid JSON (Expecting property name ... at column 2): '{bad'``.
+    """
+    import argparse
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(
+            f"not valid JSON ({exc.msg} at column {exc.colno}): {text!r}. "
+            """Write it in single quotes for the shell, e.g. '{"key": "value"}'"""
+        ) from None
+
+
+def json_object_arg(text: str) -> dict[str, Any]:
+    """An argparse type: a JSON object (``{...}``), as filters and records are."""
+    import argparse
+
+    value = json_arg(text)
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(
+            f'expected a JSON object, like \'{{"severity": "major"}}\', got {type(value).__name__} {text!r}'
+        )
+    return value
+
+
+def unit_arg(unit: Any, name: str) -> Callable[[str], float]:
+    """An argparse type for a number with a `langgraph_memory.research.units.Unit`: its range, its hint."""
+    import argparse
+
+    from langgraph_memory.errors import ValidationError
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number ({unit.describe()}), got {text!r}") from None
+        try:
+            return float(unit.check(value, name))
+        except ValidationError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
 
 
 def stamp(ts: float | datetime | None) -> str:

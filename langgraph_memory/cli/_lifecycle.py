@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from langgraph_memory.cli._common import (
@@ -11,6 +10,7 @@ from langgraph_memory.cli._common import (
     EXIT_OK,
     Ctx,
     find_items,
+    json_object_arg,
     namespace_arg,
     preview,
     stamp,
@@ -73,7 +73,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         type=namespace_arg,
         help="every live item under this namespace, retired ones included (or the keys' namespace)",
     )
-    p.add_argument("--filter", type=json.loads, default=None, help="only live items matching this JSON filter")
+    p.add_argument("--filter", type=json_object_arg, default=None, help="only live items matching this JSON filter")
     p.add_argument("--yes", action="store_true", help="really delete (without it: a dry run)")
     p.set_defaults(func=_delete)
 

@@ -12,17 +12,21 @@ from langgraph_memory.cli._common import (
     EXIT_OK,
     Ctx,
     find_items,
+    iso,
     item_dict,
+    json_object_arg,
     namespace_arg,
     positive_int,
     preview,
     stamp,
+    unit_arg,
 )
 from langgraph_memory.errors import InvalidArgumentError, NotFoundError
 from langgraph_memory.lifecycle.states import item_states
 from langgraph_memory.lifecycle.states import value_status as _value_status
 from langgraph_memory.research.calls import research_calls
 from langgraph_memory.research.collections import GENERAL, collection_by_name, collection_for
+from langgraph_memory.research.units import RELEVANCE
 
 __all__ = ["register"]
 
@@ -33,8 +37,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--namespace", type=namespace_arg, help="only under this namespace (labels joined by '/')")
     p.add_argument("--collection", help="only this collection (name or label, e.g. lessons)")
     p.add_argument("-k", "--limit", type=positive_int, default=5, help="how many results (default 5)")
-    p.add_argument("--filter", type=json.loads, default=None, help='JSON filter, e.g. \'{"severity": "major"}\'')
-    p.add_argument("--min-relevance", type=float, default=None, help="drop results under this cosine score")
+    p.add_argument("--filter", type=json_object_arg, default=None, help='JSON filter, e.g. \'{"severity": "major"}\'')
+    p.add_argument(
+        "--min-relevance",
+        type=unit_arg(RELEVANCE, "--min-relevance"),
+        default=None,
+        help=f"drop results scoring under this ({RELEVANCE.describe()})".replace("%", "%%"),
+    )
     p.add_argument("--include-retired", action="store_true", help="also return retired and superseded memories")
     p.set_defaults(func=_search)
 
@@ -73,16 +82,37 @@ def _search(ctx: Ctx) -> int:
         general = spec is GENERAL
         if spec.label and not prefix:
             prefix = (spec.label,)
+
+    def keep(found: list[Any]) -> list[Any]:
+        if general:  # the general collection has no label of its own: keep its items
+            found = [h for h in found if collection_for(tuple(h.namespace)) is GENERAL]
+        if a.min_relevance is not None:
+            found = [h for h in found if h.score is not None and h.score >= a.min_relevance]
+        return found
+
+    hidden: list[Any] = []
+    archived: list[Any] = []
     with ctx.open_memory(embed=True) as mem:
         ctx.load_model(mem)
-        hits = mem.store.search(
-            prefix, query=a.query, filter=a.filter, limit=a.limit, refresh_ttl=False, include_retired=a.include_retired
+        hits = keep(
+            mem.store.search(
+                prefix,
+                query=a.query,
+                filter=a.filter,
+                limit=a.limit,
+                refresh_ttl=False,
+                include_retired=a.include_retired,
+            )
         )
         statuses = mem.store.items.statuses([(tuple(h.namespace), h.key) for h in hits]) if a.include_retired else {}
-    if general:  # the general collection has no label of its own: keep its items
-        hits = [h for h in hits if collection_for(tuple(h.namespace)) is GENERAL]
-    if a.min_relevance is not None:
-        hits = [h for h in hits if h.score is not None and h.score >= a.min_relevance]
+        if not hits:  # say what else matches, and how to get it back
+            if not a.include_retired:
+                hidden = keep(
+                    mem.store.search(
+                        prefix, query=a.query, filter=a.filter, limit=a.limit, refresh_ttl=False, include_retired=True
+                    )
+                )
+            archived = keep(_archived_matches(mem, prefix, a))
     if ctx.json:
         ctx.emit([{**item_dict(h), **_states(statuses, h)} for h in hits])
     elif hits and a.include_retired:
@@ -113,7 +143,47 @@ def _search(ctx: Ctx) -> int:
         )
     else:
         ctx.say("No matches.")
+    _say_what_is_hidden(ctx, a.query, hidden, archived)
     return EXIT_OK if hits else EXIT_NOTHING
+
+
+def _archived_matches(mem: Any, prefix: tuple[str, ...], a: Any) -> list[Any]:
+    """The archive's best matches for a search (none when the memory has no archive: looking makes none)."""
+    if not mem.settings.manifest_path.exists():
+        return []
+    archiver = mem.archiver
+    if a.collection:
+        names = [collection_by_name(a.collection).name]
+    else:
+        names = sorted({f.collection for f in archiver.list_archives() if f.kind == "items"})
+    found: list[Any] = []
+    for name in names:
+        found.extend(
+            archiver.search_archive(name, a.query, filter=a.filter, k=a.limit, namespace_prefix=prefix or None)
+        )
+    found.sort(key=lambda h: h.score if h.score is not None else float("-inf"), reverse=True)
+    return found
+
+
+def _memories(n: int) -> str:
+    return "1 memory that matches is" if n == 1 else f"{n} memories that match are"
+
+
+def _say_what_is_hidden(ctx: Ctx, query: str, hidden: list[Any], archived: list[Any]) -> None:
+    """Nothing live matched: say what else does (retired or superseded items, archived ones) and how to get it."""
+    if hidden:
+        ctx.say(
+            f"{_memories(len(hidden))} retired or superseded, which searches leave out. "
+            f"--include-retired shows them; `langgraph-memory reinstate {hidden[0].key}` brings one back."
+        )
+    if archived:
+        ctx.say(f"{_memories(len(archived))} in the archive, which a live search leaves out:")
+        for h in archived[:3]:
+            ctx.say(f"  {h.key}  {'/'.join(h.namespace)}  {preview(h.value, 60)}")
+        ctx.say(
+            f"`langgraph-memory archive search {query!r}` searches the archive; "
+            f"`langgraph-memory archive restore --key {archived[0].key}` brings one back."
+        )
 
 
 # -------------------------------------------------------------------- get
@@ -124,6 +194,9 @@ def _get(ctx: Ctx) -> int:
     with ctx.open_memory() as mem:
         found = find_items(mem, a.key, a.namespace)
         statuses = mem.store.items.statuses([(it.namespace, it.key) for it in found])
+        archived = mem.archived(a.key, namespace=a.namespace) if not found else None
+    if archived is not None:
+        return _show_archived(ctx, archived)
     if not found:
         raise NotFoundError(f"no memory with key {a.key!r}" + (f" in {'/'.join(a.namespace)}" if a.namespace else ""))
     if len(found) > 1:
@@ -155,6 +228,36 @@ def _get(ctx: Ctx) -> int:
         rows.append(("lifecycle", "active"))
     ctx.table(None, ("field", "value"), rows, ids=("value",))
     ctx.out.print_json(json.dumps(it.value, ensure_ascii=False))
+    return EXIT_OK
+
+
+def _show_archived(ctx: Ctx, archived: Any) -> int:
+    """``get`` of an item that left live memory for the archive: the archived copy, and how to restore it."""
+    it = archived.item
+    restore = f"langgraph-memory archive restore --key {it.key}"
+    if ctx.json:
+        ctx.emit(
+            {
+                **item_dict(it),
+                **item_states(it.value, archived.status, storage="archived"),
+                "archived_at": iso(archived.archived_at),
+                "archive_file": archived.file,
+                "restore": restore,
+            }
+        )
+        return EXIT_OK
+    rows: list[tuple[str, Any]] = [
+        ("namespace", "/".join(it.namespace)),
+        ("key", it.key),
+        ("collection", archived.collection),
+        ("created", stamp(it.created_at)),
+        ("updated", stamp(it.updated_at)),
+        ("storage", f"archived {stamp(archived.archived_at)} in {archived.file}"),
+        ("lifecycle", archived.status.status if archived.status is not None else "active"),
+    ]
+    ctx.table(None, ("field", "value"), rows, ids=("value",))
+    ctx.out.print_json(json.dumps(it.value, ensure_ascii=False))
+    ctx.say(archived.explain())
     return EXIT_OK
 
 

@@ -9,25 +9,39 @@ from __future__ import annotations
 import argparse
 import functools
 import inspect
-import json
 import types
 import typing
 from typing import Any, Literal
 
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
-from langgraph_memory.cli._common import EXIT_OK, Ctx
+from langgraph_memory.cli._common import EXIT_OK, Ctx, json_arg, json_object_arg
 from langgraph_memory.config import MIN_RELEVANCE
 from langgraph_memory.research.calls import ResearchCall, research_calls
+from langgraph_memory.research.units import Unit
 
 __all__ = ["register"]
 
 
-def _json_object(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
+def _help(param: inspect.Parameter, hint: Any) -> str | None:
+    """What an option takes, from its declaration: the unit of a number, a Field's description, a model's fields.
+
+    argparse reads ``%`` in help as a format: it is doubled.
+    """
+    text: str | None = None
+    if typing.get_origin(param.annotation) is typing.Annotated:
+        for meta in param.annotation.__metadata__:
+            if isinstance(meta, Unit):
+                text = meta.describe()
+            elif isinstance(meta, FieldInfo) and meta.description and hint is not str:  # not "the text; not empty"
+                text = meta.description
+    if text is None and isinstance(hint, type) and issubclass(hint, BaseModel):
+        units = {
+            name: next((m for m in f.metadata if isinstance(m, Unit)), None) for name, f in hint.model_fields.items()
+        }
+        text = "a JSON object of " + ", ".join(f"{name} ({u.describe()})" if u else name for name, u in units.items())
+    return None if text is None else text.replace("%", "%%")
 
 
 def _option(parser: argparse.ArgumentParser, param: inspect.Parameter) -> None:
@@ -38,7 +52,7 @@ def _option(parser: argparse.ArgumentParser, param: inspect.Parameter) -> None:
     optional = typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint)
     if optional:
         hint = next(a for a in typing.get_args(hint) if a is not type(None))
-    kwargs: dict[str, Any] = {"dest": param.name}
+    kwargs: dict[str, Any] = {"dest": param.name, "help": _help(param, hint)}
     required = param.default is inspect.Parameter.empty
     if required:
         kwargs["required"] = True
@@ -51,11 +65,14 @@ def _option(parser: argparse.ArgumentParser, param: inspect.Parameter) -> None:
         kwargs["action"] = argparse.BooleanOptionalAction
     elif origin is list:
         (item,) = typing.get_args(hint)
-        kwargs.update(nargs="+", type=item if item in (str, int, float) else _json_object)
+        scalar = item in (str, int, float)
+        kwargs.update(
+            nargs="+", type=item if scalar else json_object_arg if typing.get_origin(item) is dict else json_arg
+        )
     elif hint in (int, float, str):
         kwargs["type"] = hint
     elif origin is dict or (isinstance(hint, type) and issubclass(hint, BaseModel)):
-        kwargs.update(type=_json_object, metavar="JSON")
+        kwargs.update(type=json_object_arg, metavar="JSON")
     flag = "--" + param.name.replace("_", "-")
     parser.add_argument(flag, **kwargs)
 

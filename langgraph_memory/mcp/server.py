@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import functools
 import hmac
+import inspect
 import ipaddress
 import logging
 import socket
@@ -53,6 +54,7 @@ from langgraph_memory.config import MCP_PORT, MCP_TOKEN_ENV
 from langgraph_memory.errors import ConfigError, LangGraphMemoryError
 from langgraph_memory.mcp.tools import MemoryTools
 from langgraph_memory.memory import Memory
+from langgraph_memory.research.calls import plain_text
 
 __all__ = ["MemoryTools", "build_server", "serve", "check_bind", "DEFAULT_PORT", "TOKEN_ENV"]
 
@@ -106,7 +108,13 @@ def build_server(memory: Memory, *, namespace: Sequence[str] = ("memories",), na
     for tool_name in MemoryTools.TOOLS:
         if memory.read_only and tool_name in MemoryTools.WRITES:
             continue  # a read-only memory: clients see only the tools that read
-        server.add_tool(_tool_errors(getattr(tools, tool_name)), name=tool_name, structured_output=True)
+        fn = getattr(tools, tool_name)
+        server.add_tool(
+            _tool_errors(fn),
+            name=tool_name,
+            description=plain_text(inspect.getdoc(fn) or tool_name),  # an agent reads it: no reST markup
+            structured_output=True,
+        )
     return server
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
 from langgraph_memory.errors import ValidationError
@@ -49,6 +49,21 @@ from langgraph_memory.research.collections import parameter_hash as _hash_parame
 from langgraph_memory.research.lineage import ItemRef
 from langgraph_memory.research.procedures import TOOL_VERSION_PREFIX
 from langgraph_memory.research.typed import Hit, ParentIds, TypedItems, athread, now_iso, parent_list
+from langgraph_memory.research.units import (
+    CAGR,
+    CONFIDENCE,
+    DRAWDOWN,
+    ITERATION,
+    RELEVANCE,
+    SHARPE,
+    SORTINO,
+    TRADES,
+    TREND_STRENGTH,
+    TURNOVER,
+    VOLATILITY,
+    WIN_RATE,
+    check_units,
+)
 
 __all__ = ["STRATEGY_STATUSES", "HYPOTHESIS_STATUSES", "Hit", "ResearchAPI", "StrategyVersion"]
 
@@ -151,19 +166,21 @@ class ResearchAPI:
         """The typed record stored under ``item_id`` (any typed collection).
 
         Raises:
-            NotFoundError: the id is unknown, or the item left the store.
+            ArchivedError: the item left the store for the archive (the message says how to restore it).
+            NotFoundError: the id is unknown, or the item was deleted.
         """
         return self.typed.get(item_id)
 
     # ------------------------------------------------------------ research
 
+    @check_units
     def store_research_finding(
         self,
         content: str,
         *,
         source: str | None = None,
         topic: str | None = None,
-        confidence: float | None = None,
+        confidence: Annotated[float | None, CONFIDENCE] = None,
         parent_id: ParentIds = None,
         session_id: str | None = None,
         agent_id: str | None = None,
@@ -192,14 +209,15 @@ class ResearchAPI:
         }
         return self.typed.put("research", value, [(p, "derived_from") for p in parents])  # type: ignore[return-value]
 
+    @check_units
     def query_research_findings(
         self,
         query: str,
         *,
         k: int = DEFAULT_K,
         source: str | None = None,
-        min_confidence: float = 0.0,
-        min_relevance: float | None = MIN_RELEVANCE,
+        min_confidence: Annotated[float, CONFIDENCE] = 0.0,
+        min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
     ) -> list[Hit[ResearchFinding]]:
         """Findings most similar to ``query``, best first.
@@ -221,12 +239,13 @@ class ResearchAPI:
 
     # ---------------------------------------------------------- hypotheses
 
+    @check_units
     def store_hypothesis(
         self,
         statement: str,
         *,
         rationale: str | None = None,
-        confidence: float | None = None,
+        confidence: Annotated[float | None, CONFIDENCE] = None,
         status: HypothesisStatus = "proposed",
         evidence_ids: Sequence[str] = (),
         parent_id: ParentIds = None,
@@ -263,12 +282,13 @@ class ResearchAPI:
         }
         return self.typed.put("hypotheses", value, [(p, "derived_from") for p in parents])  # type: ignore[return-value]
 
+    @check_units
     def update_hypothesis(
         self,
         hypothesis_id: str,
         *,
         status: HypothesisStatus | None = None,
-        confidence: float | None = None,
+        confidence: Annotated[float | None, CONFIDENCE] = None,
         add_evidence: Sequence[str] = (),
         rationale: str | None = None,
     ) -> Hypothesis:
@@ -291,14 +311,15 @@ class ResearchAPI:
 
         return self.typed.update(hypothesis_id, "hypotheses", change)  # type: ignore[return-value]
 
+    @check_units
     def query_hypotheses(
         self,
         query: str,
         *,
         k: int = DEFAULT_K,
         status: HypothesisStatus | None = None,
-        min_confidence: float = 0.0,
-        min_relevance: float | None = MIN_RELEVANCE,
+        min_confidence: Annotated[float, CONFIDENCE] = 0.0,
+        min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
     ) -> list[Hit[Hypothesis]]:
         """Hypotheses most similar to ``query``, optionally of one ``status`` and at least ``min_confidence``."""
@@ -378,6 +399,7 @@ class ResearchAPI:
             value["approved_at"] = now_iso()
         return self.typed.put("strategies", value, links, version_name=name)  # type: ignore[return-value]
 
+    @check_units
     def get_similar_strategies(
         self,
         description: str,
@@ -385,7 +407,7 @@ class ResearchAPI:
         k: int = DEFAULT_K,
         status: StrategyStatus | None = None,
         name: str | None = None,
-        min_relevance: float | None = MIN_RELEVANCE,
+        min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
     ) -> list[Hit[Strategy]]:
         """Strategies whose description is most similar, optionally of one ``status`` or ``name``."""
@@ -443,6 +465,7 @@ class ResearchAPI:
 
     # ----------------------------------------------------------- backtests
 
+    @check_units
     def store_backtest(
         self,
         strategy_id: str,
@@ -450,14 +473,14 @@ class ResearchAPI:
         period_start: str | None = None,
         period_end: str | None = None,
         universe: Sequence[str] = (),
-        sharpe: float | None = None,
-        sortino: float | None = None,
-        max_drawdown: float | None = None,
-        cagr: float | None = None,
-        volatility: float | None = None,
-        trades: int | None = None,
-        win_rate: float | None = None,
-        turnover: float | None = None,
+        sharpe: Annotated[float | None, SHARPE] = None,
+        sortino: Annotated[float | None, SORTINO] = None,
+        max_drawdown: Annotated[float | None, DRAWDOWN] = None,
+        cagr: Annotated[float | None, CAGR] = None,
+        volatility: Annotated[float | None, VOLATILITY] = None,
+        trades: Annotated[int | None, TRADES] = None,
+        win_rate: Annotated[float | None, WIN_RATE] = None,
+        turnover: Annotated[float | None, TURNOVER] = None,
         costs: BacktestCosts | dict[str, float] | None = None,
         parameters: dict[str, Any] | None = None,
         equity_curve: Sequence[float] | EquityCurve | None = None,
@@ -486,8 +509,6 @@ class ResearchAPI:
         if parameters is None:
             live = self.typed.live_items([ref]).get(strategy_id)
             parameters = dict(live.value.get("parameters") or {}) if live is not None else {}
-        if trades is not None and (isinstance(trades, bool) or not isinstance(trades, int)):
-            raise ValidationError(f"trades must be a whole number, got {trades!r}")
         if isinstance(equity_curve, EquityCurve):
             curve: dict[str, Any] | None = equity_curve.model_dump()
         elif equity_curve is not None:
@@ -533,6 +554,7 @@ class ResearchAPI:
             "backtests", value, [(strategy_id, "backtest_of"), *parents]
         )
 
+    @check_units
     def query_backtests(
         self,
         query: str | None = None,
@@ -540,11 +562,11 @@ class ResearchAPI:
         k: int = DEFAULT_K,
         strategy_id: str | None = None,
         strategy_name: str | None = None,
-        min_sharpe: float | None = None,
-        max_drawdown: float | None = None,
+        min_sharpe: Annotated[float | None, SHARPE] = None,
+        max_drawdown: Annotated[float | None, DRAWDOWN] = None,
         passed: bool | None = None,
         parameter_hash: str | None = None,
-        min_relevance: float | None = MIN_RELEVANCE,
+        min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
     ) -> list[Hit[BacktestResult]]:
         """Backtests most similar to ``query`` (newest first without one), filtered by strategy and numbers.
@@ -574,13 +596,14 @@ class ResearchAPI:
 
     # -------------------------------------------------------------- lessons
 
+    @check_units
     def store_lesson(
         self,
         lesson: str,
         *,
         strategy_id: str | None = None,
         backtest_id: str | None = None,
-        iteration: int | None = None,
+        iteration: Annotated[int | None, ITERATION] = None,
         failure_type: str | None = None,
         feedback: dict[str, Any] | None = None,
         severity: LessonSeverity = "major",
@@ -626,6 +649,7 @@ class ResearchAPI:
         }
         return self.typed.put("lessons", value, parents)  # type: ignore[return-value]
 
+    @check_units
     def get_relevant_lessons(
         self,
         context: str,
@@ -633,7 +657,7 @@ class ResearchAPI:
         k: int = DEFAULT_K,
         include_resolved: bool = False,
         failure_type: str | None = None,
-        min_relevance: float | None = MIN_RELEVANCE,
+        min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
     ) -> list[Hit[Lesson]]:
         """Lessons most relevant to ``context``: unresolved ones unless ``include_resolved``."""
@@ -662,6 +686,7 @@ class ResearchAPI:
 
     # -------------------------------------------------------------- regimes
 
+    @check_units
     def store_market_regime(
         self,
         description: str,
@@ -669,8 +694,8 @@ class ResearchAPI:
         regime_type: RegimeType | None = None,
         start_date: str | None = None,
         end_date: str | None = None,
-        volatility: float | None = None,
-        trend_strength: float | None = None,
+        volatility: Annotated[float | None, VOLATILITY] = None,
+        trend_strength: Annotated[float | None, TREND_STRENGTH] = None,
         indicators: dict[str, Any] | None = None,
         characteristics: dict[str, Any] | None = None,
         parent_id: ParentIds = None,
@@ -691,13 +716,14 @@ class ResearchAPI:
         }
         return self.typed.put("regimes", value, [(p, "derived_from") for p in parents])  # type: ignore[return-value]
 
+    @check_units
     def query_market_regimes(
         self,
         query: str,
         *,
         k: int = DEFAULT_K,
         regime_type: RegimeType | None = None,
-        min_relevance: float | None = MIN_RELEVANCE,
+        min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
     ) -> list[Hit[MarketRegime]]:
         """Regimes most similar to ``query``, optionally of one ``regime_type``."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections.abc
 import functools
 import inspect
+import re
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,9 +30,10 @@ from langgraph_memory.research.api import ResearchAPI
 from langgraph_memory.research.collections import BacktestCosts, EquityCurve
 from langgraph_memory.research.procedures import ProceduralAPI
 from langgraph_memory.research.typed import Hit, ParentIds
+from langgraph_memory.research.units import unit_of
 from langgraph_memory.research.validation import Limit, Tags, Text, check_content, check_limit, check_tags
 
-__all__ = ["CALLS", "HIDDEN", "ResearchCall", "research_calls", "hits_json", "relevance_percent"]
+__all__ = ["CALLS", "HIDDEN", "ResearchCall", "research_calls", "hits_json", "plain_text", "relevance_percent"]
 
 #: The research calls offered outside Python, by the name they are offered under.
 CALLS: Mapping[str, Callable[..., Any]] = {
@@ -63,6 +65,18 @@ HIDDEN = frozenset({"self", "session_id", "agent_id", "min_relevance", "include_
 Check = Callable[[Any], Any]
 
 
+def plain_text(doc: str) -> str:
+    """Docstring prose as plain text for a terminal or an agent: no reST or mkdocs markup, one line.
+
+    Examples:
+        >>> plain_text("Store a lesson (``learned_from``); see [`Hit`][langgraph_memory.Hit] and `EquityCurve`.")
+        'Store a lesson (learned_from); see Hit and EquityCurve.'
+    """
+    text = re.sub(r"\[`?([^\]`]+)`?\]\[[^\]]*\]", r"\1", doc)  # [`Name`][module.Name]: a cross-reference
+    text = re.sub(r"``(.+?)``|`([^`]+)`", lambda m: m.group(1) or m.group(2), text)
+    return " ".join(text.split())
+
+
 def relevance_percent(score: float | None) -> float | None:
     """A score as a relevance percentage (cosine similarity times 100), as agents read it."""
     return None if score is None else round(float(score) * 100.0, 1)
@@ -81,6 +95,11 @@ def hits_json(hits: Sequence[Hit[Any]]) -> dict[str, Any]:
         for h in hits
     ]
     return {"results": results, "total_results": len(results)}
+
+
+def _bare(hint: Any) -> Any:
+    """``hint`` without its ``Annotated`` metadata."""
+    return typing.get_args(hint)[0] if typing.get_origin(hint) is typing.Annotated else hint
 
 
 def _offered(name: str, hint: Any) -> tuple[Any, Check | None]:
@@ -158,7 +177,7 @@ class ResearchCall:
 
 
 def _build(name: str, method: Callable[..., Any]) -> ResearchCall:
-    hints = typing.get_type_hints(method)
+    hints = typing.get_type_hints(method, include_extras=True)
     params: list[inspect.Parameter] = []
     checks: dict[str, Check] = {}
     renames: dict[str, str] = {}
@@ -170,15 +189,17 @@ def _build(name: str, method: Callable[..., Any]) -> ResearchCall:
         if p.name == "k":
             offered, kind, check = "limit", Limit, check_limit
             renames["limit"] = "k"
+        elif unit_of(kind) is not None:
+            check = None  # offered with its unit (the schema's description and bounds); the method checks it
         else:
-            kind, check = _offered(p.name, kind)
+            kind, check = _offered(p.name, _bare(kind))
         if check is not None:
             checks[offered] = check
         # JSON has no tuples: an empty sequence is offered as nothing.
         default = None if isinstance(p.default, tuple) and not p.default else p.default
         params.append(inspect.Parameter(offered, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind))
     doc = inspect.getdoc(method) or name
-    summary = " ".join(doc.split("\n\n", 1)[0].split())
+    summary = plain_text(doc.split("\n\n", 1)[0])
     return ResearchCall(
         name, method, inspect.Signature(params, return_annotation=dict[str, Any]), summary, checks, renames
     )

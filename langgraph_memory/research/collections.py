@@ -30,9 +30,9 @@ import json
 import math
 from collections.abc import Sequence
 from datetime import date, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from langgraph_memory.config import ARCHIVE_AFTER_DAYS, EQUITY_CURVE_POINTS, LOW_CONFIDENCE_THRESHOLD
 from langgraph_memory.registry import (
@@ -41,6 +41,23 @@ from langgraph_memory.registry import (
     CollectionSpec,
     MemoryType,
     RetentionPolicy,
+    writing,
+)
+from langgraph_memory.research.units import (
+    BPS,
+    CAGR,
+    CONFIDENCE,
+    COST_FRACTION,
+    DRAWDOWN,
+    ITERATION,
+    SHARPE,
+    SORTINO,
+    TRADES,
+    TREND_STRENGTH,
+    TURNOVER,
+    VOLATILITY,
+    WIN_RATE,
+    Unit,
 )
 
 __all__ = [
@@ -98,6 +115,17 @@ class _Schema(BaseModel):
     # Strict: "0.8" is not a confidence; extra fields are the user's own and kept.
     model_config = ConfigDict(extra="allow", strict=True)
 
+    @field_validator("*", mode="after")
+    @classmethod
+    def _in_unit(cls, value: Any, info: ValidationInfo) -> Any:
+        # Numbers are held to their unit's range when written; records written before a range was declared
+        # must still read back, so reads (no write context) take them as stored.
+        field = cls.model_fields.get(info.field_name or "")
+        unit = next((m for m in field.metadata if isinstance(m, Unit)), None) if field is not None else None
+        if unit is None or not writing(info.context):
+            return value
+        return unit.check(value, info.field_name or "value")
+
 
 class ResearchFinding(_Schema):
     """A research finding (collection ``research_findings``); ``content`` is embedded."""
@@ -107,7 +135,7 @@ class ResearchFinding(_Schema):
     parent_id: str | None = None
     source: str | None = None
     topic: str | None = None
-    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    confidence: Annotated[float | None, CONFIDENCE] = None
     session_id: str | None = None
     agent_id: str | None = None
     tags: list[str] = Field(default_factory=list)
@@ -131,7 +159,7 @@ class Hypothesis(_Schema):
     statement: str = Field(min_length=1)
     rationale: str | None = None
     status: HypothesisStatus = "proposed"
-    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    confidence: Annotated[float | None, CONFIDENCE] = None
     evidence_ids: list[str] = Field(default_factory=list)
     id: str | None = None
     parent_id: str | None = None
@@ -161,9 +189,9 @@ class Strategy(_Schema):
     hypothesis_id: str | None = None
     asset_class: str | None = None
     time_horizon: str | None = None
-    sharpe_ratio: float | None = None
-    max_drawdown: float | None = None
-    win_rate: float | None = Field(default=None, ge=0.0, le=1.0)
+    sharpe_ratio: Annotated[float | None, SHARPE] = None
+    max_drawdown: Annotated[float | None, DRAWDOWN] = None
+    win_rate: Annotated[float | None, WIN_RATE] = None
     created_at: str | None = None
     approved_at: str | None = None
     tags: list[str] = Field(default_factory=list)
@@ -188,10 +216,9 @@ def parameter_hash(parameters: dict[str, Any]) -> str:
 class BacktestCosts(_Schema):
     """Trading costs a backtest assumed and paid."""
 
-    commission_bps: float | None = Field(default=None, ge=0.0)
-    slippage_bps: float | None = Field(default=None, ge=0.0)
-    #: costs paid over the whole backtest, as a fraction of starting capital.
-    total: float | None = Field(default=None, ge=0.0)
+    commission_bps: Annotated[float | None, BPS] = None
+    slippage_bps: Annotated[float | None, BPS] = None
+    total: Annotated[float | None, COST_FRACTION] = None
 
 
 class EquityCurve(_Schema):
@@ -233,9 +260,9 @@ class EquityCurve(_Schema):
 class BacktestResult(_Schema):
     """One backtest of one strategy version (collection ``backtest_results``); ``summary`` is embedded.
 
-    Performance is annualised where it says so; ``max_drawdown`` is a
-    positive fraction (0.18 = 18 %), ``turnover`` the annual one-way turnover
-    as a multiple of capital. ``parameter_hash`` identifies the parameter set
+    Every number has a unit (`langgraph_memory.research.units`): fractions
+    are fractions (``max_drawdown`` 0.18 = 18 %, ``cagr`` 0.09 = 9 % a year),
+    ratios are plain numbers, costs are basis points. ``parameter_hash`` identifies the parameter set
     (`parameter_hash()`), so identical runs can be found.
     """
 
@@ -246,14 +273,14 @@ class BacktestResult(_Schema):
     period_start: str | None = None
     period_end: str | None = None
     universe: list[str] = Field(default_factory=list)
-    sharpe: float | None = None
-    sortino: float | None = None
-    max_drawdown: float | None = Field(default=None, ge=0.0)
-    cagr: float | None = None
-    volatility: float | None = Field(default=None, ge=0.0)
-    trades: int | None = Field(default=None, ge=0)
-    win_rate: float | None = Field(default=None, ge=0.0, le=1.0)
-    turnover: float | None = Field(default=None, ge=0.0)
+    sharpe: Annotated[float | None, SHARPE] = None
+    sortino: Annotated[float | None, SORTINO] = None
+    max_drawdown: Annotated[float | None, DRAWDOWN] = None
+    cagr: Annotated[float | None, CAGR] = None
+    volatility: Annotated[float | None, VOLATILITY] = None
+    trades: Annotated[int | None, TRADES] = None
+    win_rate: Annotated[float | None, WIN_RATE] = None
+    turnover: Annotated[float | None, TURNOVER] = None
     costs: BacktestCosts | None = None
     parameters: dict[str, Any] = Field(default_factory=dict)
     parameter_hash: str | None = None
@@ -282,7 +309,7 @@ class Lesson(_Schema):
     parent_id: str | None = None
     strategy_id: str | None = None
     backtest_id: str | None = None
-    iteration: int | None = Field(default=None, ge=0)
+    iteration: Annotated[int | None, ITERATION] = None
     failure_type: str | None = None
     severity: LessonSeverity = "major"
     resolved: bool = False
@@ -303,8 +330,8 @@ class MarketRegime(_Schema):
     parent_id: str | None = None
     start_date: str | None = None
     end_date: str | None = None
-    volatility: float | None = Field(default=None, ge=0.0)
-    trend_strength: float | None = None
+    volatility: Annotated[float | None, VOLATILITY] = None
+    trend_strength: Annotated[float | None, TREND_STRENGTH] = None
     created_at: str | None = None
     indicators: dict[str, Any] = Field(default_factory=dict)
     characteristics: dict[str, Any] = Field(default_factory=dict)

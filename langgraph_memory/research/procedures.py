@@ -16,12 +16,13 @@ searches find the current definition only. ``Memory`` builds a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
 from langgraph_memory.errors import NotFoundError, ValidationError
 from langgraph_memory.research.collections import ToolDefinition, ToolKind
 from langgraph_memory.research.typed import Hit, ParentIds, TypedItems, athread, parent_list
+from langgraph_memory.research.units import RELEVANCE, VERSION, check_units
 
 __all__ = ["ProceduralAPI", "TOOL_VERSION_PREFIX", "TOOL_KINDS"]
 
@@ -97,7 +98,8 @@ class ProceduralAPI:
             supersede_previous=True,
         )
 
-    def get_tool_definition(self, name: str, version: int | None = None) -> ToolDefinition:
+    @check_units
+    def get_tool_definition(self, name: str, version: Annotated[int | None, VERSION] = None) -> ToolDefinition:
         """The current definition of the tool or workflow ``name`` (or its ``version``).
 
         Raises:
@@ -111,13 +113,14 @@ class ProceduralAPI:
             raise NotFoundError(f"no tool definition named {name!r}" + (f" with version {version}" if version else ""))
         return self.typed.get(rows[-1].id)  # type: ignore[return-value]
 
+    @check_units
     def query_tool_definitions(
         self,
         query: str,
         *,
         k: int = DEFAULT_K,
         kind: ToolKind | None = None,
-        min_relevance: float | None = MIN_RELEVANCE,
+        min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
     ) -> list[Hit[ToolDefinition]]:
         """Current tool and workflow definitions most similar to ``query`` (older versions with ``include_retired``)."""

@@ -32,7 +32,7 @@ from pydantic import BaseModel
 
 from langgraph_memory.catalog import StoredItem, item_uid
 from langgraph_memory.catalog.status import ItemStatus
-from langgraph_memory.errors import NotFoundError, ValidationError
+from langgraph_memory.errors import ArchivedError, NotFoundError, ValidationError
 from langgraph_memory.research.collections import COLLECTIONS, collection_by_name
 from langgraph_memory.research.lineage import ItemRef, LineageStore
 from langgraph_memory.research.validation import check_tags
@@ -56,10 +56,24 @@ ParentIds = str | Sequence[str] | None
 class Hit(Generic[R]):
     """One search result: the typed ``record``, its cosine ``score`` and namespace.
 
+    It reads like the store's own search results (``SearchItem``) too: ``hit.value`` is the record as a
+    dict, ``hit.key`` its id, beside ``hit.namespace`` and ``hit.score``. The record's
+    fields are on ``hit.record`` (``hit.record.lesson``); asking the hit for one says so.
+
     ``status`` is the lifecycle record of a retired or superseded record
     (returned only when the search was asked to include them); `lifecycle`
     names its state, as every other view does. The record's own status (a
     strategy's ``approved``) is ``record.status``.
+
+    Examples:
+        >>> from langgraph_memory.research.collections import Lesson
+        >>> hit = Hit(Lesson(lesson="Stops too tight", id="l1"), 0.8, ("lessons",))
+        >>> hit.record.lesson, hit.value["lesson"], hit.key, hit.score
+        ('Stops too tight', 'Stops too tight', 'l1', 0.8)
+        >>> hit.lesson
+        Traceback (most recent call last):
+        ...
+        AttributeError: 'Hit' object has no attribute 'lesson': the record's fields are on hit.record (hit.record.lesson), or hit.value["lesson"] as a dict
     """
 
     record: R
@@ -72,9 +86,28 @@ class Hit(Generic[R]):
         return str(getattr(self.record, "id", ""))
 
     @property
+    def key(self) -> str:
+        """The record's id, the key the store holds it under (as ``SearchItem.key``)."""
+        return self.id
+
+    @property
+    def value(self) -> dict[str, Any]:
+        """The record as a JSON-ready dict of the fields that are set (as ``SearchItem.value``)."""
+        return self.record.model_dump(mode="json", exclude_none=True)
+
+    @property
     def lifecycle(self) -> str:
         """``"active"``, ``"retired"`` or ``"superseded"``."""
         return self.status.status if self.status is not None else "active"
+
+    def __getattr__(self, name: str) -> Any:
+        # Only for names a Hit lacks: say where a guessed record field is, instead of a bare AttributeError.
+        if name.startswith("_") or name == "record":
+            raise AttributeError(name)
+        message = f"{type(self).__name__!r} object has no attribute {name!r}"
+        if name in type(self.record).model_fields or name in (self.record.model_extra or {}):
+            message += f': the record\'s fields are on hit.record (hit.record.{name}), or hit.value["{name}"] as a dict'
+        raise AttributeError(message)
 
 
 def now_iso() -> str:
@@ -121,6 +154,8 @@ class TypedItems:
         scope: extra namespace labels (e.g. a desk id): records of label
             ``research`` live in ``("research", *scope)``.
         guard: called before every operation; raises when the owner is closed.
+        archived: looks an id up in the archive (``Memory.archived``), so that a
+            record that left the store is reported as archived, with how to restore it.
 
     Examples:
         >>> typed = TypedItems(store, store.lineage)  # needs an open store (store) holding the items named  # doctest: +SKIP
@@ -134,11 +169,13 @@ class TypedItems:
         *,
         scope: tuple[str, ...] = (),
         guard: Callable[[], None] | None = None,
+        archived: Callable[[str], Any] | None = None,
     ) -> None:
         self.store = store
         self.lineage = lineage
         self.scope = tuple(scope)
         self._guard = guard
+        self._archived = archived
 
     def namespace(self, label: str) -> tuple[str, ...]:
         """The namespace of ``label``'s records (e.g. ``("lessons", *scope)``)."""
@@ -226,16 +263,18 @@ class TypedItems:
         ref = self.ref(item_id, label)
         item = self.store.get(ref.namespace, item_id)
         if item is None:
-            raise NotFoundError(
-                f"item {item_id!r} is no longer in the store (archived or deleted); restore it from the archive first"
-            )
+            archived = self._archived(item_id) if self._archived is not None else None
+            if archived is not None:
+                raise ArchivedError(archived.explain())
+            raise NotFoundError(f"item {item_id!r} is no longer in the store: it was deleted (the archive has no copy)")
         return ref, dict(item.value)
 
     def get(self, item_id: str) -> BaseModel:
         """The typed record stored under ``item_id`` (any typed collection).
 
         Raises:
-            NotFoundError: the id is unknown, or the item left the store.
+            ArchivedError: the item left the store for the archive (the message says how to restore it).
+            NotFoundError: the id is unknown, or the item was deleted.
         """
         ref, value = self.load(item_id)
         model = MODELS.get(collection_by_name(ref.collection).label or "")
