@@ -278,7 +278,8 @@ class HybridRanking:
     this way (``Memory.open`` does by default); ``ranking=None`` (the
     ``ChromaStore`` default) keeps plain cosine similarity, identical to
     ``InMemoryStore``. ``HybridRanking(temporal=None)`` fuses without decay;
-    ``HybridRanking(keyword_weight=0.0, temporal=None)`` ranks as plain cosine.
+    ``HybridRanking(keyword_weight=0.0, temporal=None, neighbours=0)`` ranks as plain cosine
+    (``neighbours`` only changes how conversation turns rank).
     How the score is made: see `langgraph_memory.ranking`.
 
     Examples:
