@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -24,14 +26,20 @@ def example():
     sys.modules.pop("trading_research_evidence", None)
 
 
-@pytest.mark.parametrize("query", ["carry", "momentum"])
-def test_single_word_queries_on_the_example_memory_rank_by_the_evidence(
-    example, tmp_path: Path, real_embeddings, query: str
-) -> None:
-    data_dir = tmp_path / "memory"
+@pytest.fixture(scope="module")
+def example_memory(example, tmp_path_factory: pytest.TempPathFactory, real_embeddings) -> Path:
+    """The example's memory after two objectives (momentum, then carry), as a new user would have it."""
+    data_dir = tmp_path_factory.mktemp("evidence") / "memory"
     example.run(data_dir=data_dir, embeddings=real_embeddings)
     example.run("Carry trade on G10 currencies", data_dir=data_dir, embeddings=real_embeddings)
-    with Memory.open(data_dir, embeddings=real_embeddings) as mem:
+    return data_dir
+
+
+@pytest.mark.parametrize("query", ["carry", "momentum"])
+def test_single_word_queries_on_the_example_memory_rank_by_the_evidence(
+    example_memory: Path, real_embeddings, query: str
+) -> None:
+    with Memory.open(example_memory, embeddings=real_embeddings) as mem:
         found = mem.store.search_explained((), query=query, limit=20)
     hits = [h for h in found.hits if h.parts is not None]
     assert found.ranking == "hybrid" and len(hits) >= 3
@@ -54,3 +62,33 @@ def test_single_word_queries_on_the_example_memory_rank_by_the_evidence(
                 and not same
             )
             assert not dominated, (a.item.key, pa, b.item.key, pb)
+
+
+@pytest.mark.parametrize("query", ["carry", "momentum"])
+def test_the_cli_shows_no_tie_between_hits_of_different_evidence(
+    example_memory: Path, real_embeddings, query: str
+) -> None:
+    """The real console script: its printed scores differ wherever the cosine and keyword evidence do."""
+    cli = str(Path(sys.executable).with_name("langgraph-memory"))
+    out = subprocess.run(
+        [cli, "--data-dir", str(example_memory), "search", query, "-k", "20"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        timeout=300,
+        check=True,
+    ).stdout
+    with Memory.open(example_memory, embeddings=real_embeddings) as mem:
+        parts = {h.item.key: h.parts for h in mem.store.search_explained((), query=query, limit=20).hits}
+    printed = []  # (score as printed, key) of each row of the table
+    for line in out.splitlines():
+        cells = [c.strip() for c in line.replace("│", "|").split("|") if c.strip()]
+        if len(cells) >= 3 and cells[0].replace(".", "", 1).isdigit() and cells[2] in parts:
+            printed.append((cells[0], cells[2]))
+    assert len(printed) >= 3, out
+    for i, (score_a, key_a) in enumerate(printed):
+        for score_b, key_b in printed[i + 1 :]:
+            a, b = parts[key_a], parts[key_b]
+            assert a is not None and b is not None
+            if (round(a.cosine, 6), round(a.keyword, 6)) != (round(b.cosine, 6), round(b.keyword, 6)):
+                assert score_a != score_b, (key_a, a, key_b, b)
