@@ -2,8 +2,8 @@
 
     .venv/bin/python bench/locomo_bench.py [--data ../shared/data/locomo] [--write]
 
-Every turn of each conversation is stored in one ChromaStore as a memory
-(text "speaker: text", plus the caption of a shared photo) in the namespace
+Every turn of each conversation is stored in one ChromaStore as a conversation turn
+(value kind "turn", text "speaker: text" plus the caption of a shared photo) in the namespace
 ("locomo", <conversation>), dated at its session's time; every question of
 categories 1-4 is asked of that namespace, "as of" the conversation's last
 session, and we count the share of its evidence turns among the top k

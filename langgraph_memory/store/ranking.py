@@ -1,7 +1,7 @@
 """Ranking search results: hybrid fusion, temporal decay with reinforcement, the relevance threshold.
 
 A search with [`HybridRanking`][langgraph_memory.HybridRanking] on (``ChromaStore(ranking=HybridRanking())``,
-the default of ``Memory.open``) scores each candidate in three steps, each
+the default of ``Memory.open``) scores each candidate in these steps, each
 keeping the score in [0, 1], higher better:
 
 1. **similarity**: the cosine similarity of the query and the item's best
