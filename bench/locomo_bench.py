@@ -2,8 +2,8 @@
 
     .venv/bin/python bench/locomo_bench.py [--data ../shared/data/locomo] [--write]
 
-Every turn of each conversation is stored in one ChromaStore as a memory
-(text "speaker: text", plus the caption of a shared photo) in the namespace
+Every turn of each conversation is stored in one ChromaStore as a conversation turn
+(value kind "turn", text "speaker: text" plus the caption of a shared photo) in the namespace
 ("locomo", <conversation>), dated at its session's time; every question of
 categories 1-4 is asked of that namespace, "as of" the conversation's last
 session, and we count the share of its evidence turns among the top k
@@ -266,7 +266,8 @@ def main() -> None:
         last_session[name] = max(t["at"] for t in ts)
         ns = ("locomo", name)
         for i in range(0, len(ts), 256):
-            store.batch([PutOp(ns, t["dia_id"], {"text": t["text"]}) for t in ts[i : i + 256]])
+            # Stored as conversation turns (what session memory stores): keys "D<session>:<turn>", kind "turn".
+            store.batch([PutOp(ns, t["dia_id"], {"text": t["text"], "kind": "turn"}) for t in ts[i : i + 256]])
         with store.catalog.write() as conn:  # date each turn at its session (puts are dated now)
             conn.executemany(
                 "UPDATE items SET created_at = ?, updated_at = ?, last_accessed_at = ?"
@@ -329,10 +330,13 @@ def main() -> None:
     main_rows = {
         "dense (cosine)": through_store(None, clocked=False),
         f"keyword (BM25, b = {default.length_norm})": evaluate(by_keyword),
+        # The default ranks turns with their neighbours (keys are LoCoMo's dia_ids, "D<session>:<turn>").
         "hybrid": through_store(no_decay, clocked=False),
         "hybrid + temporal": through_store(default, clocked=True),
-        # The LOO winner (bench/RESULTS_locomo.md): keys are LoCoMo's dia_ids, "D<session>:<turn>", a thread each.
-        "hybrid + temporal, z-score + neighbours": through_store(
+        "hybrid + temporal, turns ranked alone (neighbours = 0)": through_store(
+            dataclasses.replace(default, neighbours=0), clocked=True
+        ),
+        "hybrid + temporal, z-score + neighbours (the conversation setting before)": through_store(
             dataclasses.replace(default, fusion="zscore", zscore_weight=1.5, neighbours=2, neighbour_weight=0.75),
             clocked=True,
         ),
@@ -365,7 +369,12 @@ def main() -> None:
             for lam in (0.3, 0.4, 0.5, 0.6)
         ],
         *[
-            ("noisy-or", f"noisy-or, w = {w}, b = {b}", library(dataclasses.replace(no_decay, keyword_weight=w)), b)
+            (
+                "noisy-or",
+                f"noisy-or, w = {w}, b = {b}",
+                library(dataclasses.replace(no_decay, keyword_weight=w, neighbours=0)),
+                b,
+            )
             for b in norms
             for w in (0.4, 0.5, 0.6, 0.7, 0.8)
         ],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -67,7 +68,8 @@ def test_tickers_and_parameters_are_found_first_where_dense_search_misses(data_d
 
 @pytest.fixture
 def clocked(store: ChromaStore) -> ChromaStore:
-    store.ranking = HybridRanking(clock=lambda: NOW)
+    # The mechanics at TemporalConfig's own rates and the earlier share (the ranking's defaults are chosen elsewhere).
+    store.ranking = HybridRanking(clock=lambda: NOW, temporal=TemporalConfig(), temporal_share=0.1)
     return store
 
 
@@ -92,7 +94,9 @@ def test_older_of_two_equal_memories_ranks_lower_by_the_configured_rate(clocked:
         kept = math.exp(-0.01 * 24 * days)
         assert hit.score == pytest.approx(relevance * (0.9 + 0.1 * kept))
     # A faster configured rate widens the gap by exactly that rate.
-    clocked.ranking = HybridRanking(clock=lambda: NOW, temporal=TemporalConfig(episodic_memory_decay=0.05))
+    clocked.ranking = HybridRanking(
+        clock=lambda: NOW, temporal=TemporalConfig(episodic_memory_decay=0.05), temporal_share=0.1
+    )
     fast = clocked.search(("lessons",), query="volatility doubles", refresh_ttl=False)
     ratio = (0.9 + 0.1 * math.exp(-0.05 * 24 * 5)) / (0.9 + 0.1 * math.exp(-0.05 * 24))
     assert fast[1].score / fast[0].score == pytest.approx(ratio)
@@ -367,7 +371,10 @@ def test_keyword_candidates_that_cannot_reach_the_best_are_not_read_or_scored(
     from langgraph_memory.catalog import items as _items
 
     ttl = {"omit_expired": True} if case == "expired left out" else None
-    store = ChromaStore(data_dir=data_dir, index={"dims": 4, "embed": _Cosines()}, ranking=NO_DECAY, ttl=ttl)
+    # Without neighbours: with them, a candidate under the bar is read to learn whether it is a conversation
+    # turn (whose neighbours could raise it), though still not scored when it is not one.
+    ranking = dataclasses.replace(NO_DECAY, neighbours=0)
+    store = ChromaStore(data_dir=data_dir, index={"dims": 4, "embed": _Cosines()}, ranking=ranking, ttl=ttl)
     store.planner.exact_max = exact_max
     search = {"filter": {"kind": "note"}} if case == "filtered" else {}
     try:
@@ -416,6 +423,13 @@ def test_keyword_candidates_that_cannot_reach_the_best_are_not_read_or_scored(
         every = store.search(("notes",), query="zebra quagga okapi tapir", limit=3, refresh_ttl=False, **search)
         assert [(h.key, h.score) for h in every] == [(h.key, h.score) for h in hits]
         assert far <= set(scored)
+        monkeypatch.undo()
+        scored.clear()
+        monkeypatch.setattr(_hybrid, "explain_candidates", spy_explain)
+        store.ranking = NO_DECAY  # neighbours on: the same results, and the far notes (not turns) still not scored
+        assert [(h.key, h.score) for h in store.search(("notes",), query="zebra quagga okapi tapir", limit=3,
+                                                       refresh_ttl=False, **search)] == [(h.key, h.score) for h in hits]  # fmt: skip
+        assert not far & set(scored)
     finally:
         store.close()
 

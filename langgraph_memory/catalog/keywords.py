@@ -482,16 +482,17 @@ class KeywordMatches:
         return self._sorted_ids
 
     def evidence(self, score: float) -> float:
-        """``score`` as a share of the query's idf mass, in [0, 1] (0.0 for a query without terms).
+        """``score`` as a share of the query's idf mass (0.0 for a query without terms); not capped.
 
         A memory sharing only a common word with a query of several terms gets
-        little, however it ranks among the matches.
+        a small share, however it ranks among the matches; a short memory holding
+        every term gets more than 1 (the ranking squashes it: `keyword_evidence`).
 
         Example:
             >>> KeywordMatches(np.array([1]), np.array([1.5]), mass=6.0).evidence(1.5)
             0.25
         """
-        return min(1.0, score / self.mass) if self.mass > 0 else 0.0
+        return score / self.mass if self.mass > 0 else 0.0
 
     def score(self, item_id: int) -> float:
         """The score of one item (0.0 when it holds no query term)."""

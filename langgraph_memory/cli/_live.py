@@ -121,7 +121,7 @@ def _search(ctx: Ctx) -> int:
             ("score", "namespace", "key", "lifecycle", "text"),
             [
                 (
-                    f"{h.score:.3f}" if h.score is not None else "-",
+                    f"{h.score:.4f}" if h.score is not None else "-",
                     "/".join(h.namespace),
                     h.key,
                     _lifecycle_word(statuses, h),
@@ -136,7 +136,7 @@ def _search(ctx: Ctx) -> int:
             f"Search: {a.query!r}",
             ("score", "namespace", "key", "text"),
             [
-                (f"{h.score:.3f}" if h.score is not None else "-", "/".join(h.namespace), h.key, preview(h.value))
+                (f"{h.score:.4f}" if h.score is not None else "-", "/".join(h.namespace), h.key, preview(h.value))
                 for h in hits
             ],
             ids=("key",),

@@ -48,7 +48,7 @@ from langgraph_memory.registry import PLAIN, CollectionRegistry, MemoryType
 from langgraph_memory.search import filters as _filters
 from langgraph_memory.search import neighbours as _neighbours
 from langgraph_memory.search.planner import LateOmit, Plan, Planner, ScopeScorer, keep_all
-from langgraph_memory.search.ranking import HybridRanking, ScoreParts, fuse, score_parts_many
+from langgraph_memory.search.ranking import HybridRanking, ScoreParts, _evidence_of, fuse, score_parts_many
 
 __all__ = ["Bar", "Candidate", "Candidates", "HybridSearch", "score_candidates", "explain_candidates"]
 
@@ -71,11 +71,13 @@ class Candidate:
     similarity: float
     #: BM25 score of the item for the query's words (0: no word in common).
     keyword: float = 0.0
-    #: The BM25 score as a share of the query's idf mass, in [0, 1]: what the fusion uses (see
-    #: `langgraph_memory.catalog.keywords.KeywordMatches.evidence()`).
+    #: The BM25 score as a share of the query's idf mass: what the fusion squashes into evidence (see
+    #: `langgraph_memory.catalog.keywords.KeywordMatches.evidence()` and `ranking.keyword_evidence`).
     evidence: float = 0.0
-    #: Read only as a thread neighbour of another candidate (``HybridRanking.neighbours``).
+    #: Read only as a neighbouring turn of another candidate (``HybridRanking.neighbours``).
     joined: bool = False
+    #: Found by the vector search (its candidates' mean relevance is what a turn's neighbour must beat).
+    vector: bool = False
 
 
 @dataclass
@@ -111,12 +113,15 @@ class Bar:
     fall below.
 
     Only where a candidate's score depends on itself alone (``noisy-or``
-    fusion on the query's scale, no neighbours): `Bar.of()` gives None otherwise.
+    fusion on the query's scale): `Bar.of()` gives None otherwise. A
+    conversation turn may be raised by its neighbours (`neighbours`), so
+    a keyword candidate that is a turn is always kept; the raise only adds, so
+    the bar set before it stays a floor.
     """
 
     score: float
     matches: _keywords.KeywordMatches
-    keyword_weight: float
+    ranking: HybridRanking
     #: The vector candidates' score parts by item id, computed to set the bar (`explain_candidates` reuses them).
     parts: dict[int, ScoreParts]
 
@@ -143,16 +148,30 @@ class Bar:
         ]
         parts = score_parts_many(_score_rows(entries, now, collections), ranking)
         finals = sorted(p.final for p in parts)
-        return cls(finals[-best], matches, ranking.keyword_weight, dict(zip(scored, parts, strict=True)))
+        return cls(finals[-best], matches, ranking, dict(zip(scored, parts, strict=True)))
 
-    def reaching(self, item_ids: list[int], sims: dict[int, float]) -> list[int]:
-        """Those of ``item_ids`` (cosines in ``sims``) whose final score could reach the bar, in their order."""
+    def reaching(
+        self,
+        item_ids: list[int],
+        sims: dict[int, float],
+        turns: Callable[[list[int]], Container[int]] | None = None,
+    ) -> list[int]:
+        """Those of ``item_ids`` (cosines in ``sims``) whose final score could reach the bar, in their order.
+
+        ``turns`` says which of the others are conversation turns, which their neighbours may raise: those
+        are kept too (with ``HybridRanking.neighbours`` on).
+        """
         scores = self.matches.scores_of(item_ids)
-        return [
-            i
+        weight = self.ranking.keyword_weight
+        ok = [
+            fuse(sims[i], _evidence_of(self.matches.evidence(kw), self.ranking), weight) * (1.0 + _BAR_SLACK)
+            >= self.score
             for i, kw in zip(item_ids, scores, strict=True)
-            if fuse(sims[i], self.matches.evidence(kw), self.keyword_weight) * (1.0 + _BAR_SLACK) >= self.score
         ]
+        if turns is not None and self.ranking.neighbours and not all(ok):
+            raised = turns([i for i, good in zip(item_ids, ok, strict=True) if not good])
+            ok = [good or i in raised for i, good in zip(item_ids, ok, strict=True)]
+        return [i for i, good in zip(item_ids, ok, strict=True) if good]
 
 
 @dataclass
@@ -229,7 +248,11 @@ class HybridSearch:
             then=keyword_side if wanted else None,
             meanwhile=match_early if wanted else None,
         )
-        found = {it.id: Candidate(it, float(score)) for score, it in dense if score is not None and it.id is not None}
+        found = {
+            it.id: Candidate(it, float(score), vector=True)
+            for score, it in dense
+            if score is not None and it.id is not None
+        }
         out = Candidates(list(found.values()), [it for score, it in dense if score is None], plan)
         if not keyword:
             return out
@@ -282,7 +305,7 @@ class HybridSearch:
         assert op.query is not None
         found = {it.id for score, it in dense if score is not None and it.id is not None}
         known = np.fromiter(found, dtype=np.int64, count=len(found))
-        within = scorer.exact_ids(WITHIN_MAX) if not ranking.neighbours else None
+        within = scorer.exact_ids(WITHIN_MAX)
         if within is not None:
             # Few items in scope, all scored by the vector search: look their scores up in the posting lists.
             within = np.union1d(within, known)
@@ -323,7 +346,7 @@ class HybridSearch:
             held = bar() if rest else None
             if held is not None:
                 # The walk above never looked at the items: one that cannot win need not be read.
-                rest = held.reaching(rest, sims)
+                rest = held.reaching(rest, sims, lambda ids: _turn_ids(conn, ids))
             read = _items.get_by_ids(conn, rest)
         else:
             # Many: the best matches in scope that pass the filter, read in batches.
@@ -335,7 +358,8 @@ class HybridSearch:
                 got = scorer.rank(chunk)
                 sims.update(got)
                 held = bar()
-                read.update(_items.get_by_ids(conn, list(got) if held is None else held.reaching(list(got), got)))
+                ids = list(got) if held is None else held.reaching(list(got), got, lambda ids: _turn_ids(conn, ids))
+                read.update(_items.get_by_ids(conn, ids))
                 return got.keys()
 
             def fetch(chunk: list[int]) -> Container[int]:
@@ -354,7 +378,12 @@ class HybridSearch:
         held = bar() if new else None
         if held is not None and not scorer.exact:
             # (Read already: the walk needed each item's filter and omit check to know where it ends.)
-            kept = set(held.reaching([it.id or -1 for it, _sim in new], {it.id or -1: sim for it, sim in new}))
+            turns = {it.id for it, _sim in new if it.id is not None and _neighbours.is_turn(it)}
+            kept = set(
+                held.reaching(
+                    [it.id or -1 for it, _sim in new], {it.id or -1: sim for it, sim in new}, lambda _ids: turns
+                )
+            )
             new = [(it, sim) for it, sim in new if it.id in kept]
         joined: list[tuple[StoredItem, list[bytes]]] = []
         if ranking.neighbours:
@@ -371,10 +400,16 @@ class HybridSearch:
     def _neighbours(
         self, conn: Any, op: SearchOp, items: list[StoredItem], radius: int, omit: Omit
     ) -> list[tuple[StoredItem, list[bytes]]]:
-        """The thread neighbours of ``items`` that the search's filter allows, each with its vectors' bytes."""
-        got = _items.get_items(conn, _neighbours.neighbour_keys(items, radius))
+        """The neighbouring turns of the turns among ``items`` that the search's filter allows, each with its
+        vectors' bytes."""
+        keys = _neighbours.neighbour_keys(items, radius)
+        if not keys:
+            return []
+        got = _items.get_items(conn, keys)
         kept = [
-            it for it in got.values() if it.id is not None and _filters.matches(it.value, op.filter) and not omit(it)
+            it
+            for it in got.values()
+            if it.id is not None and _neighbours.is_turn(it) and _filters.matches(it.value, op.filter) and not omit(it)
         ]
         vecs = _items.load_vectors(conn, [it.id for it in kept if it.id is not None])
         return [(it, [v for _idx, _path, v in vecs.get(it.id or -1, [])]) for it in kept if vecs.get(it.id or -1)]
@@ -442,8 +477,8 @@ def explain_candidates(
     else:
         parts = score_parts_many(_score_rows(_evidence(cands, ranking), now, collections), ranking)
     out = list(zip(parts, cands, strict=True))
-    if ranking.fusion == "zscore" or ranking.neighbours:
-        relevance = _neighbours.relative_relevance(
+    if ranking.fusion == "zscore" or (ranking.neighbours and any(_neighbours.is_turn(c.item) for c in cands)):
+        raised = _neighbours.relative_relevance(
             [c.item for _p, c in out],
             [c.similarity for _p, c in out],
             [c.keyword for _p, c in out],
@@ -453,17 +488,24 @@ def explain_candidates(
             zscore_weight=ranking.zscore_weight,
             neighbours=ranking.neighbours,
             neighbour_weight=ranking.neighbour_weight,
+            vector=[c.vector for _p, c in out] if any(c.vector for c in cands) else None,
         )
-        out = [(_with_relevance(p, r), c) for (p, c), r in zip(out, relevance, strict=True)]
-    # Ties (e.g. negative cosines, all clipped to 0) fall back to the similarity, then the item id, as in
-    # the vector search: with keywords and decay off the order is the vector search's.
-    out.sort(key=lambda sc: (-sc[0].final, -sc[1].similarity, sc[1].item.id or 0))
+        out = [(_with_relevance(p, r, c.item, ranking), c) for (p, c), r in zip(out, raised, strict=True)]
+    # Equal scores (equal evidence, or negative cosines all clipped to 0) go to the stronger side, then the
+    # cosine, then the item id: with keywords and decay off the order is the vector search's.
+    out.sort(key=lambda sc: (-sc[0].final, -max(sc[0].cosine, sc[0].keyword), -sc[1].similarity, sc[1].item.id or 0))
     return out
 
 
 def _scored_alone(ranking: HybridRanking) -> bool:
-    """Whether ``ranking`` scores each candidate from itself alone (``noisy-or`` on the query's scale, no neighbours)."""
-    return ranking.fusion == "noisy-or" and not ranking.neighbours and ranking.keyword_scale == "query"
+    """Whether ``ranking`` scores each candidate from itself alone (``noisy-or`` on the query's scale), conversation
+    turns aside: their neighbours raise them after (`neighbours`)."""
+    return ranking.fusion == "noisy-or" and ranking.keyword_scale == "query"
+
+
+def _turn_ids(conn: Any, item_ids: list[int]) -> set[int]:
+    """Which of ``item_ids`` are conversation turns (their items read)."""
+    return {i for i, it in _items.get_by_ids(conn, item_ids).items() if _neighbours.is_turn(it)}
 
 
 def _evidence(cands: list[Candidate], ranking: HybridRanking) -> list[tuple[float, float, StoredItem]]:
@@ -490,14 +532,29 @@ def _score_rows(
     return rows
 
 
-def _with_relevance(parts: ScoreParts, relevance: float) -> ScoreParts:
-    """``parts`` with another relevance, its temporal weighting applied as `score_parts` applies it."""
+def _with_relevance(
+    parts: ScoreParts, raised: _neighbours.Raised, item: StoredItem, ranking: HybridRanking
+) -> ScoreParts:
+    """``parts`` with the relevance after neighbours and z-scores, its temporal weighting applied as
+    `score_parts` applies it, and the setting that ranked it named."""
+    relevance = raised.relevance
     final = (
         relevance
         if parts.retention is None
         else relevance * (1.0 - parts.temporal_share + parts.temporal_share * parts.retention)
     )
-    return dataclasses.replace(parts, relevance=relevance, final=final)
+    turn = bool(ranking.neighbours) and _neighbours.is_turn(item)
+    setting = ("hybrid, z-score" if ranking.fusion == "zscore" else "hybrid") + (
+        f", turn with neighbours (radius {ranking.neighbours})" if turn else ""
+    )
+    return dataclasses.replace(
+        parts,
+        relevance=relevance,
+        final=final,
+        setting=setting,
+        neighbour=raised.neighbour,
+        raised_by=relevance - parts.relevance if raised.neighbour is not None and ranking.fusion != "zscore" else 0.0,
+    )
 
 
 def _best_cosines(per_item: list[list[bytes]], qvec: np.ndarray) -> list[float]:

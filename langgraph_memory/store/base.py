@@ -623,6 +623,11 @@ class ChromaStore(BaseStore):
         plan = self.planner.explain(op, has_query=bool(query) and self.cached_embeddings is not None)
         if self.ranking is not None and query and self.cached_embeddings is not None and plan.strategy != "empty":
             plan.notes.append("hybrid: fused with keyword candidates from the catalog's keyword index")
+            if self.ranking.neighbours:
+                plan.notes.append(
+                    f"hybrid: conversation turns (value kind 'turn', key '<thread>:<position>') rank with their"
+                    f" neighbouring turns up to {self.ranking.neighbours} positions away"
+                )
         return plan
 
     def search_explained(
@@ -659,7 +664,8 @@ class ChromaStore(BaseStore):
         else:
             plain, plan = self.planner.run(op, qvec, omit=omit)
             hits = [
-                (None if score is None else ScoreParts(score, 0.0, score, None, 0.0, score), it) for score, it in plain
+                (None if score is None else ScoreParts(score, 0.0, score, None, 0.0, score, setting="cosine"), it)
+                for score, it in plain
             ]
             kind = "cosine" if qvec is not None else "none"
         out = ExplainedSearch(plan=plan, ranking=kind)

@@ -112,7 +112,8 @@ def _environment() -> Environment:
         pretty=lambda v: json.dumps(v, indent=2, ensure_ascii=False, default=str),
         pct=lambda v: f"{v:.0%}" if isinstance(v, (int, float)) else "-",
         f2=lambda v: f"{v:.2f}" if isinstance(v, (int, float)) else "-",
-        num=lambda v: "-" if v is None else f"{v:.3f}",
+        # Four decimals: scores that differ by their evidence should not look tied.
+        num=lambda v: "-" if v is None else f"{v:.4f}",
     )
     env.globals.update(nav=NAV, item_href=item_href, colors=svg.COLORS)
     return env
