@@ -14,7 +14,7 @@ by a candidate's standing among the others rather than on an absolute scale:
   too, so a turn whose answer sits in the turn before it can be found: a
   window is retrieved at query time instead of being stored at write time.
 
-Measured on LoCoMo by leave-one-conversation-out (``bench/RESULTS_locomo.md``):
+Measured on LoCoMo by leave-one-conversation-out (``bench/results/RESULTS_locomo.md``):
 with both, recall@10 over plain stored turns goes from 0.675 to 0.754.
 
 Under z-score fusion the relevance is divided by the best candidate's, so it

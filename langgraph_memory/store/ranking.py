@@ -22,7 +22,7 @@ keeping the score in [0, 1], higher better:
 
 The fusion was chosen by leave-one-conversation-out on LoCoMo against
 reciprocal-rank fusion, a weighted sum, a static-embedding second signal and
-other keyword scales (``bench/RESULTS_locomo.md``): with keyword evidence on
+other keyword scales (``bench/results/RESULTS_locomo.md``): with keyword evidence on
 the query's scale, ``keyword_weight = 1`` was chosen on every fold.
 
 **The relevance threshold.** One rule for every caller that recalls (graph
