@@ -55,6 +55,7 @@ from bench.checkpoint._graph import (
     steps_per_second_async,
     steps_per_second_sync,
 )
+from bench.common.report import cpu_flags, cpu_model
 from langgraph_memory._infra.pg_cluster import PgCluster, create_database, drop_database
 from langgraph_memory.checkpoint.postgres import PostgresCheckpointer
 
@@ -313,7 +314,7 @@ def render(rows: list[Row], args: argparse.Namespace, server_version: str) -> Ta
         )
     table.caption = (
         f"PostgreSQL {server_version}, python {platform.python_version()}, psycopg {psycopg.__version__}, "
-        f"{os.cpu_count()} CPUs; vs peer = median of per-round ratios; latency = median of {args.repeats} "
+        f"{os.cpu_count()} CPUs ({cpu_model()}; {cpu_flags()}); vs peer = median of per-round ratios; latency = median of {args.repeats} "
         f"(put/put_writes: of every write of the {long_label}-checkpoint thread, sync; of a "
         f"{max(100, args.long_thread // 10):,}-checkpoint thread, async); table size = graph run plus threads of "
         f"100 and {long_label} checkpoints (sync rows), graph run plus the async fill (async rows)"

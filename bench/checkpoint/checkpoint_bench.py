@@ -51,7 +51,7 @@ from bench.checkpoint._graph import (  # noqa: E402
     steps_per_second_sync,
 )
 from bench.checkpoint._postgres import main as postgres_main  # noqa: E402
-from bench.common.report import cpu_model  # noqa: E402
+from bench.common.report import cpu_flags, cpu_model  # noqa: E402
 from langgraph_memory.checkpoint import SqliteCheckpointer  # noqa: E402
 
 
@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> None:
     console = Console(width=200)
     console.print(render(rows, args))
     console.print(
-        f"Machine: nproc={os.cpu_count()}; CPU {cpu_model()}; Python {platform.python_version()}; "
+        f"Machine: nproc={os.cpu_count()}; CPU {cpu_model()} ({cpu_flags()}); Python {platform.python_version()}; "
         f"SQLite {sqlite3.sqlite_version}; started {started}; load average (1/5/15 min) "
         f"{load_start} at start, {_load()} at end."
     )

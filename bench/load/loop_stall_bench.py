@@ -53,7 +53,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.append(str(ROOT))  # after PYTHONPATH: a checkout named there wins
 
-from bench.common.report import cpu_model  # noqa: E402
+from bench.common.report import cpu_flags, cpu_model  # noqa: E402
 
 
 def _helper():  # type: ignore[no-untyped-def]
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{ckpt['p50']:.1f} | {open_s:.2f} | {sum(gaps.wall):.2f} |"
         )
     print(
-        f"Machine: nproc={os.cpu_count()}; CPU {cpu_model()}; Python {sys.version.split()[0]}; started {started}; "
+        f"Machine: nproc={os.cpu_count()}; CPU {cpu_model()} ({cpu_flags()}); Python {sys.version.split()[0]}; started {started}; "
         f"load average {load_start} at start, {'/'.join(f'{x:.2f}' for x in os.getloadavg())} at end."
     )
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common.report import cpu_model
+from bench.common.report import cpu_flags, cpu_model
 from langgraph_memory.archive import Archiver
 from langgraph_memory.catalog import StoredItem
 from langgraph_memory.store import ChromaStore
@@ -159,7 +159,7 @@ def main() -> None:
             ("restore all", f"{restore_s:.1f} s ({args.items / restore_s:,.0f} items/s)"),
             ("tracemalloc peak (Python, second run only)", f"{py_peak / 2**20:,.1f} MB"),
         ]
-    machine = f"nproc {os.cpu_count()}, {cpu_model()}, Python {platform.python_version()}, {datetime.now(UTC):%Y-%m-%d}"
+    machine = f"nproc {os.cpu_count()}, {cpu_model()} ({cpu_flags()}), Python {platform.python_version()}, {datetime.now(UTC):%Y-%m-%d}"
     table = ["| measure | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]
     text = (
         f"## Archive run ({args.items:,} items, {DIMS}-d vectors)\n\n"

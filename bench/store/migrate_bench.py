@@ -28,7 +28,7 @@ import numpy as np
 import psycopg
 from langchain_core.embeddings import Embeddings
 
-from bench.common.report import cpu_model
+from bench.common.report import cpu_flags, cpu_model
 from langgraph_memory.cli import main
 from langgraph_memory.store import ChromaStore
 
@@ -118,7 +118,7 @@ def main_() -> None:
     lines = [
         f"# migrate: {args.items:,} items with {DIMS}-d vectors",
         "",
-        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {cpu_model()}, Python {platform.python_version()}, "
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {cpu_model()} ({cpu_flags()}), Python {platform.python_version()}, "
         f"PostgreSQL on loopback, load average {load:.1f} (other processes share the cores). "
         f"Command: `python bench/store/migrate_bench.py --url ... --items {args.items}`",
         "",
