@@ -206,12 +206,14 @@ def create_database(server_url: str, name: str | None = None) -> str:
     """
     import psycopg
 
+    replace = name is not None
     if name is None:
         name = f"lgm_{uuid.uuid4().hex[:12]}"
     elif not re.fullmatch(r"[a-z_][a-z0-9_]*", name):
         raise ValueError(f"bad database name {name!r}: lower-case letters, digits and _")
     with psycopg.connect(server_url, autocommit=True, connect_timeout=10) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if replace:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')
     return with_database(server_url, name)
 
