@@ -1,6 +1,6 @@
 """bench/ stays a set of scripts over shared modules: no import cycle, no import from tests/, no borrowed privates.
 
-Read with ``ast``, nothing imported, so the check takes milliseconds. A *shared*
+Read with ``ast``, nothing imported (under a second for all of bench/). A *shared*
 module is one in ``bench/common/`` or whose file name starts with ``_``; every
 other file is a *script*, run from the command line and imported by nobody.
 Bench modules name each other in full (``bench.store._stores``): a bare
