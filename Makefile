@@ -33,6 +33,6 @@ docs: setup
 	$(PY) -m mkdocs build --strict
 
 bench: setup
-	$(PY) bench/store_bench.py
-	$(PY) bench/checkpoint_bench.py
-	$(PY) bench/archive_bench.py
+	$(PY) bench/store/store_bench.py
+	$(PY) bench/checkpoint/checkpoint_bench.py
+	$(PY) bench/store/archive_bench.py

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Gather the tables each benchmark wrote (bench/RESULTS_*.md) into bench/RESULTS.md.
+# Gather the tables each benchmark wrote (bench/results/RESULTS_*.md) into bench/results/RESULTS.md.
 set -euo pipefail
-cd "$(dirname "$0")"
+cd "$(dirname "$0")/results"
 {
   echo "# Benchmark results"
   echo
-  echo "Each section is the table its script printed and wrote to \`bench/RESULTS_<name>.md\`, with the machine it ran on."
-  echo "Re-run a script (\`.venv/bin/python bench/<name>_bench.py\`), then \`bash bench/collect_results.sh\`."
+  echo "Each section is the table its script printed and wrote to \`bench/results/RESULTS_<name>.md\`, with the machine it ran on."
+  echo "Re-run a script (\`.venv/bin/python bench/<area>/<name>_bench.py\`), then \`bash bench/collect_results.sh\`."
   for name in store checkpoint archive locomo hybrid ingest session crash; do
     if [ -f "RESULTS_${name}.md" ]; then
       echo

@@ -95,7 +95,7 @@ MAX_TAGS = 10
 MAX_TAG_CHARS = 50
 MAX_SEARCH_LIMIT = 20
 # Limits on what is stored, the same through the store, the typed API, the CLI and MCP (past one:
-# ValidationError, or NamespaceError for a namespace). Measured in bench/limits_bench.py: a put grows
+# ValidationError, or NamespaceError for a namespace). Measured in bench/store/limits_bench.py: a put grows
 # linearly with the value's size (its text is chunked and embedded), so the value cap bounds a put's
 # time and memory; labels and keys are rows in indexed catalog columns, kept short.
 MAX_NAMESPACE_LABELS = 16  # labels in one namespace

@@ -6,8 +6,8 @@ SIGSEGV on its first put or search: the seal trusted names, sizes and
 mtimes. Here, round after round, bits are flipped in one file of the closed
 directory (every file but the catalog, in turn), and a fresh process opens
 it, reads every item back, finds each by its own vector and by its text,
-and puts more (`tests/helpers/bitrot.py`). The short version of
-``python bench/crash_bench.py --bitrot 200``.
+and puts more (`bench/common/bitrot.py`). The short version of
+``python bench/faults/crash_bench.py --bitrot 200``.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.common.bitrot import NAMESPACE, build, flip_bits, run_child, targets, text_of
 from tests.helpers import catalog_backend
-from tests.helpers.bitrot import NAMESPACE, build, flip_bits, run_child, targets, text_of
 
 DIMS = 16
 N = 3000  # what it took to crash a put on main

@@ -8,7 +8,7 @@ then followed it in the user's process (SIGSEGV). The probe now checks the
 structure of the HNSW files whole first (`langgraph_memory.index._hnsw_check`).
 
 The children run with ``REBUILD_MAX`` 0, so that a 3,000-vector index takes
-the path of a 25,000+ one; ``bench/crash_bench.py --bitrot N --bitrot-unsealed``
+the path of a 25,000+ one; ``bench/faults/crash_bench.py --bitrot N --bitrot-unsealed``
 runs the same above 25,000 vectors.
 """
 
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.common.bitrot import build, flip_bits, flip_neighbour_ids, run_child, segment_of
 from langgraph_memory.index._hnsw_check import check_folder, check_segment
-from tests.helpers.bitrot import build, flip_bits, flip_neighbour_ids, run_child, segment_of
 
 DIMS = 16
 N = 3000

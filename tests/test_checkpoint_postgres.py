@@ -291,7 +291,7 @@ async def test_async_calls_do_not_block_the_event_loop(saver: PostgresCheckpoint
 # -- several processes on one database ------------------------------------------------
 
 _REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
-_WORKER = _REPO / "tests" / "helpers" / "pg_checkpoint_worker.py"
+_WORKER = _REPO / "bench" / "common" / "pg_checkpoint_worker.py"
 
 
 def _spawn(*args: str) -> Any:
@@ -499,7 +499,7 @@ def test_list_with_filter_and_before_is_an_index_scan(saver: PostgresCheckpointe
     bitmap scan of the same index bounded by the thread and ``before``.
 
     Rows are inserted with SQL (generate_series) to build the scale quickly;
-    ``bench/checkpoint_bench.py`` measures list at 10,000 checkpoints per thread.
+    ``bench/checkpoint/checkpoint_bench.py`` measures list at 10,000 checkpoints per thread.
     """
     with psycopg.connect(pg_database, autocommit=True) as conn:
         conn.execute(
@@ -636,12 +636,12 @@ def test_cli_checkpoints_migrate(tmp_path: Any, pg_database: str, capsys: Any) -
     assert main(["checkpoints", "migrate", str(tmp_path), str(tmp_path)]) == 2
 
 
-# -- crash drills (short versions of bench/checkpoint_pg_crash_bench.py) --------------------
+# -- crash drills (short versions of bench/faults/checkpoint_pg_crash_bench.py) --------------------
 
 
 def test_sigkilled_workers_lose_no_acknowledged_checkpoint(pg_database: str, tmp_path: Any) -> None:
     """A worker SIGKILLed mid-invoke 3 times: every acknowledged checkpoint is stored, every thread resumes."""
-    from tests.helpers.pg_crash import kill_drill
+    from bench.common.pg_crash import kill_drill
 
     with PostgresCheckpointer(pg_database) as s:
         s.setup()
@@ -653,7 +653,7 @@ def test_sigkilled_workers_lose_no_acknowledged_checkpoint(pg_database: str, tmp
 
 def test_server_stopped_under_four_writers(pg_cluster: Any, tmp_path: Any) -> None:
     """``pg_ctl stop -m immediate`` under 4 writing processes: typed errors only, nothing lost, all recover."""
-    from tests.helpers.pg_crash import server_drill
+    from bench.common.pg_crash import server_drill
     from tests.helpers.postgres import create_database
 
     url = create_database(pg_cluster.url)

@@ -1,13 +1,13 @@
 """SIGKILL at random points: every acknowledged write survives, nothing is half-written or orphaned.
 
-A worker process (``tests/helpers/crash_worker.py``) writes to a data
+A worker process (``bench/common/crash_worker.py``) writes to a data
 directory (put, update and delete batches, typed-API calls with lineage and
 versions, ``rebuild_index``) and logs each acknowledgement; the test kills it
 with SIGKILL at a random moment, reopens the directory and checks it against
-the log (``tests/helpers/crash_check.py``): values, vectors, Chroma records,
+the log (``bench/common/crash_check.py``): values, vectors, Chroma records,
 listings, filters, lineage and versions, in both directions. The long version
 (200 kills, and the time to open after a crash at 100,000 items) is
-``bench/crash_bench.py``.
+``bench/faults/crash_bench.py``.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.common.crash_check import check
 from tests.helpers import catalog_backend
-from tests.helpers.crash_check import check
 
-WORKER = Path(__file__).parent / "helpers" / "crash_worker.py"
+WORKER = Path(__file__).resolve().parents[1] / "bench" / "common" / "crash_worker.py"
 
 
 def _acks(log: Path) -> int:

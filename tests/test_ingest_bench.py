@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "ingest_bench.py"
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "load" / "ingest_bench.py"
 
 
 @pytest.mark.slow

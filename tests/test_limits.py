@@ -1,7 +1,7 @@
 """The documented limits (``langgraph_memory.config``): the largest value is accepted, one more is refused.
 
 The same limits hold through the store, the typed API, the CLI and the MCP
-tools, each time with a typed error; ``bench/limits_bench.py`` measures what
+tools, each time with a typed error; ``bench/store/limits_bench.py`` measures what
 the largest accepted value costs.
 """
 

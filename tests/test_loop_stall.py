@@ -1,7 +1,7 @@
 """Async store and checkpointer calls leave the event loop free.
 
 A 1 ms ticker runs on the loop while 8 coroutines put, search and save
-checkpoints (``tests/helpers/loop_stall.py``). The target: p99 of the gaps
+checkpoints (``bench/common/loop_stall.py``). The target: p99 of the gaps
 ≤ 5 ms, none over 20 ms.
 
 * For the store as the LangGraph server gets it (``langgraph.json``'s factory,
@@ -12,7 +12,7 @@ checkpoints (``tests/helpers/loop_stall.py``). The target: p99 of the gaps
   that part is the machine's load, not our code. What is left counts work on
   the loop, blocking calls, and every wait for the GIL held by a running
   thread: an embedded Chroma client in this process holds the GIL for the
-  whole of each write (40-180 ms gaps measured, ``bench/RESULTS_loop.md``).
+  whole of each write (40-180 ms gaps measured, ``bench/results/RESULTS_loop.md``).
 * For the plain default (``ChromaStore()``, index in this process), only the
   loop thread's own CPU time between ticks is bounded: the work that ran ON
   the loop. Its GIL waits are the reason the factory uses a child process.
@@ -42,11 +42,11 @@ from typing import Any
 
 import pytest
 
+from bench.common.loop_stall import Gaps, measure
 from langgraph_memory.checkpoint import SqliteCheckpointer
 from langgraph_memory.platform import open_store
 from langgraph_memory.store import ChromaStore
 from tests.conftest import FAKE_DIMS
-from tests.helpers.loop_stall import Gaps, measure
 
 P99_MS = 5.0
 MAX_MS = 20.0

@@ -5,7 +5,7 @@ The cluster is a private one (``pg_cluster``) stopped as a crash would stop it
 raises ``ServerUnavailableError`` (a ``StorageError``) while the server is
 down, and the same objects work again once it is back, without reopening.
 How fast the errors come and how soon the library is back is measured in
-``bench/pg_fault_bench.py``; here a call that does not return is caught by a
+``bench/faults/pg_fault_bench.py``; here a call that does not return is caught by a
 generous deadline (a hang, not a slow call).
 """
 
@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
+from bench.common.pg_index_check import DIMS
 from langgraph_memory import Memory
 from langgraph_memory.errors import ServerUnavailableError, StorageError
-from tests.helpers.pg_index_check import DIMS
 from tests.helpers.postgres import PgCluster, create_database
 
 TIMEOUT = 5.0  # the memory's configured timeout (lock_timeout)
@@ -112,11 +112,11 @@ def test_every_call_raises_a_typed_error_while_postgres_is_down_and_works_after_
 
 @pytest.mark.slow
 def test_the_short_fault_bench_loses_nothing(tmp_path: Path) -> None:
-    """bench/pg_fault_bench.py in its short form: crashes under writers, kills under the index."""
+    """bench/faults/pg_fault_bench.py in its short form: crashes under writers, kills under the index."""
     out = tmp_path / "report.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "pg_fault_bench.py"), "--short", "--json", str(out)],
+        [sys.executable, str(ROOT / "bench" / "faults" / "pg_fault_bench.py"), "--short", "--json", str(out)],
         env=env,
         capture_output=True,
         text=True,

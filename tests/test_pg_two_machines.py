@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
+from bench.common.pg_index_check import check_server_index, checker
 from langgraph_memory.catalog import files as catalog_files
 from langgraph_memory.ingest import chunk_key, parent_key
 from tests.helpers.chroma_server import ChromaServer, chroma_server  # noqa: F401 - the fixture
-from tests.helpers.pg_index_check import check_server_index, checker
 
 pytestmark = pytest.mark.slow  # subprocesses and real servers
 

@@ -19,11 +19,11 @@ import psycopg
 import pytest
 from langgraph.store.base import PutOp
 
+from bench.common.crash_check import index_problems
 from langgraph_memory import Memory
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import scope as _scope
 from langgraph_memory.store import ChromaStore
-from tests.helpers.crash_check import index_problems
 
 _NAMESPACES = [("a",), ("a", "x"), ("a", "x", "1"), ("a", "xy"), ("a", "y", "2"), ("b",), ("b", "x")]
 _PREFIXES = [("a",), ("a", "x"), ("a", "x", "1"), ("a", "xy"), ("a", "y"), ("b",), ("b", "x"), ("c",)]

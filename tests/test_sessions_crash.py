@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from bench.common.crash_check import index_problems
 from langgraph_memory import Memory
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.sessions import SessionConfig
 from tests.helpers import catalog_backend
-from tests.helpers.crash_check import index_problems
 from tests.helpers.session_data import Clock, TopicEmbeddings
 from tests.helpers.session_kill import promote_in_order
 

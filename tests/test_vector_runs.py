@@ -20,13 +20,13 @@ import numpy as np
 import pytest
 from langgraph.store.base import PutOp
 
+from bench.common.crash_check import index_problems
 from langgraph_memory import Memory
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import scope as _scope
 from langgraph_memory.catalog import vectors as _vectors
 from langgraph_memory.store import ChromaStore
 from langgraph_memory.store._reindex import reembed
-from tests.helpers.crash_check import index_problems
 
 _NAMESPACES = [("u", "a"), ("u", "b"), ("u", "c"), ("v",)]
 _BITS = _items.VECTOR_RUN_BITS

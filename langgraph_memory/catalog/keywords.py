@@ -26,7 +26,7 @@ query at 100,000 items), instead of FTS5's ``bm25()``, which costs a few
 microseconds per matching row (about 5 ms) and fixes the length
 normalisation at ``b = 0.75``. Memories of a few sentences rarely repeat a
 word, and less length normalisation ranks them better (``b = 0.3``, measured on LoCoMo:
-``bench/RESULTS_locomo.md``). A term found in more than `MAX_TERM_ITEMS`
+``bench/results/RESULTS_locomo.md``). A term found in more than `MAX_TERM_ITEMS`
 items is left out, as a stop word would be: it says little and costs much.
 `KeywordMatches.top()` then keeps the best items in a scope (the
 planner's SQL for a namespace prefix and a filter).

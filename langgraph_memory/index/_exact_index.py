@@ -7,7 +7,7 @@ read-only memory must write nothing. So a store opened with
 search exactly (`Planner`'s ``exact`` plan), from the vectors held in memory
 (`VectorCache`, loaded from the catalog by the first large search) or read
 out of the catalog. The answers are the true top results, as an exact plan's
-always are; the cost grows with the collection (see ``bench/RESULTS_readonly.md``).
+always are; the cost grows with the collection (see ``bench/results/RESULTS_readonly.md``).
 """
 
 from __future__ import annotations

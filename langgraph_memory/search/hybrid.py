@@ -108,7 +108,7 @@ class Bar:
     read; below the bar it cannot be among the ``best`` (ties included), so
     it is not scored, and not read unless the walk over the matches needs
     its item to know where it ends (an ``hnsw`` plan's filter and omit
-    checks). Measured on ``bench/hybrid_bench.py`` at 10,000 items: 16 of
+    checks). Measured on ``bench/recall/hybrid_bench.py`` at 10,000 items: 16 of
     the 17 keyword candidates a search finds beside its vector candidates
     fall below.
 

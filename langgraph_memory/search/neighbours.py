@@ -22,7 +22,7 @@ Any caller can store turns the same way. With ``HybridRanking.neighbours = r``
   best``, and everything is divided by the best candidate's: a relative scale.
 
 Memories that are not turns are ranked by their own evidence alone.
-Measured on LoCoMo by leave-one-conversation-out (``bench/RESULTS_ranking.md``).
+Measured on LoCoMo by leave-one-conversation-out (``bench/results/RESULTS_ranking.md``).
 
     >>> thread_position("session-7:12"), thread_position("note")
     (('session-7', 12), None)

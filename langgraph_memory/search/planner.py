@@ -33,7 +33,7 @@ whole collection, not with the matches (77 ms at 100,000 items with 100 matching
 2 ms unfiltered, Chroma 1.5.9). `Planner.explain()`
 tells which plan a search gets, as a database's ``EXPLAIN`` does; the store
 logs every plan at debug level. The thresholds were chosen by measurement
-(``bench/store_bench.py``; see ``bench/RESULTS.md``).
+(``bench/store/store_bench.py``; see ``bench/results/RESULTS.md``).
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ EXACT_MAX = 2000
 FULL_SCAN_FACTOR = 6
 #: A whole scope of at most this many vectors is scored in place, instead of asking HNSW, once HNSW's
 #: recall measured on the collection is poor (`RecallWatch`): unstructured vectors, where HNSW finds
-#: about a third of the true top 10. Measured here (``bench/uniform_recall_bench.py``): scoring 50,000
+#: about a third of the true top 10. Measured here (``bench/store/uniform_recall_bench.py``): scoring 50,000
 #: vectors in place costs about twice an HNSW query.
 WEAK_SCAN_MAX = 50_000
 #: At most this many candidates are scored from vectors read out of the catalog (no cache).

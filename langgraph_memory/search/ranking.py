@@ -34,7 +34,7 @@ keeping the score in [0, 1], higher better:
 Equal final scores (equal evidence) are ordered by the stronger side, then the cosine.
 
 The fusion and its settings were chosen by leave-one-conversation-out on
-LoCoMo, each conversation reported (``bench/RESULTS_ranking.md``): with
+LoCoMo, each conversation reported (``bench/results/RESULTS_ranking.md``): with
 turns ranked with their neighbours, recall@10 is at least 0.03 above BM25
 alone on every development conversation.
 
@@ -149,10 +149,10 @@ class TemporalConfig:
 
 #: The rates `HybridRanking` ranks with by default: `TemporalConfig`'s, with episodic memories decaying at
 #: 0.005 per hour (a day keeps 0.89, a month 0.03). Chosen with ``temporal_share = 0.2`` on
-#: ``bench/recency/`` (a restated, corrected or replaced fact should outrank the one it replaced) as the
+#: ``bench/recall/recency/`` (a restated, corrected or replaced fact should outrank the one it replaced) as the
 #: best setting that costs LoCoMo no recall@10 and keeps the default 0.03 above BM25 on every conversation:
 #: 72% of its questions put the current fact first, against 28% with the earlier share 0.1 and rate 0.01
-#: (``bench/recency/RESULTS_recency.md``).
+#: (``bench/results/RESULTS_recency.md``).
 RANKING_TEMPORAL = TemporalConfig(episodic_memory_decay=0.005)
 
 

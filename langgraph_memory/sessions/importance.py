@@ -25,7 +25,7 @@ reaching ``SessionConfig.promotion_threshold`` (0.7) is promoted:
 * A turn recorded with an explicit ``importance=`` (say, a user's "remember
   this") keeps that value: the caller knows better.
 
-**How it was chosen** (``bench/session_bench.py``, ``bench/RESULTS_session.md``).
+**How it was chosen** (``bench/recall/session_bench.py``, ``bench/results/RESULTS_session.md``).
 LoCoMo's conversations were replayed turn by turn on a simulated clock; the
 questions were then asked of long-term memory only. Signals were compared on
 conversations 26, 30 and 41 and the rule reported on 42 and 43, held out.
