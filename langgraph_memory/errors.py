@@ -34,6 +34,8 @@ __all__ = [
     "LineageError",
     "LineageCycleError",
     "NotFoundError",
+    "MemoryNotFoundError",
+    "MissingExtraError",
     "ArchiveError",
     "ArchiveIntegrityError",
     "InvalidArgumentError",
@@ -135,6 +137,20 @@ class NotFoundError(LangGraphMemoryError, KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its message; we do not.
         return str(self.args[0]) if self.args else ""
+
+
+class MemoryNotFoundError(NotFoundError, ConfigError):
+    """The folder holds no memory, and the open never creates one (``read_only=True``, ``create=False``, the
+    CLI's reading commands); ``path`` names the folder, which was left untouched."""
+
+    def __init__(self, message: str, path: object = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class MissingExtraError(ConfigError, ImportError):
+    """A feature needs an optional dependency that is not installed; the message names the extra to install,
+    as in ``pip install 'langgraph-chroma-memory[postgres]'``."""
 
 
 class ArchiveError(LangGraphMemoryError, RuntimeError):

@@ -46,7 +46,7 @@ from langgraph_memory.errors import (
     EmbeddingModelError,
     InvalidArgumentError,
     LangGraphMemoryError,
-    NotFoundError,
+    MemoryNotFoundError,
     ReadOnlyError,
     StorageError,
     StoreBackendError,
@@ -229,6 +229,10 @@ class ChromaStore(BaseStore):
             folder this process cannot write and on a copy of a live folder.
             Chroma is not opened: searches are scored exactly from the
             catalog's vectors.
+        create: ``False`` opens only a data directory that already holds a
+            memory: any other folder (empty, missing, or holding other files)
+            raises [`MemoryNotFoundError`][langgraph_memory.errors.MemoryNotFoundError]
+            and is left untouched. For tools that only read or change what is there.
 
     Examples:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -267,6 +271,7 @@ class ChromaStore(BaseStore):
         collections: CollectionRegistry | None | Default = DEFAULT,
         index_process: bool = False,
         read_only: bool = False,
+        create: bool = True,
     ) -> None:
         #: Opened with ``read_only=True``: reads only, every write raises ``ReadOnlyError``.
         self.read_only = bool(read_only)
@@ -289,6 +294,29 @@ class ChromaStore(BaseStore):
             if settings is not None
             else Settings.resolve(data_dir, lock_timeout=lock_timeout, local_dir=local_dir)
         )
+        # Before anything opens a file (the embedding cache does): a folder that is no memory, or that cannot
+        # be written, is refused with a typed error before a single file is made.
+        if read_only:
+            if reindex:
+                raise ReadOnlyError("reindex=True re-embeds and writes; it cannot be used with read_only=True")
+            if self.settings.catalog_url is not None:
+                raise ConfigError("read_only=True opens a data directory; a memory on a server is read by its address")
+            if not self.settings.catalog_path.is_file():
+                raise MemoryNotFoundError(
+                    f"no memory to read at {self.settings.data_dir} ({self.settings.catalog_path.name} is "
+                    "missing); a read-only open never creates one. Check the path.",
+                    self.settings.data_dir,
+                )
+        else:
+            if not create and not self.settings.has_memory():
+                raise MemoryNotFoundError(
+                    f"{self.settings.data_dir} is not a memory ({self.settings.catalog_path.name} is missing), "
+                    "and this open does not create one. Check the path (data_dir=, --data-dir or "
+                    "$LANGGRAPH_MEMORY_DIR); a program that calls Memory.open, `langgraph-memory ingest` or a "
+                    "store_ command creates a memory.",
+                    self.settings.data_dir,
+                )
+            self.settings.ensure_dirs()
         self.ttl_config = ttl
         self.index_config: dict[str, Any] | None = None
         # The model behind the embedding cache; `embeddings` is the object given in index= (see below).
@@ -321,20 +349,8 @@ class ChromaStore(BaseStore):
         opened: list[Callable[[], Any]] = []
         try:
             if read_only:
-                if reindex:
-                    raise ReadOnlyError("reindex=True re-embeds and writes; it cannot be used with read_only=True")
-                if self.settings.catalog_url is not None:
-                    raise ConfigError(
-                        "read_only=True opens a data directory; a memory on a server is read by its address"
-                    )
-                if not self.settings.catalog_path.is_file():
-                    raise NotFoundError(
-                        f"no memory to read at {self.settings.data_dir} ({self.settings.catalog_path.name} is "
-                        "missing); a read-only open never creates one. Check the path."
-                    )
                 self.catalog = open_catalog(self.settings, durability=durability, read_only=True)
             else:
-                self.settings.ensure_dirs()
                 self.catalog = open_catalog(self.settings, durability=durability)
             opened.append(self.catalog.close)
             model = self.cached_embeddings.model_id if self.cached_embeddings is not None else None
