@@ -59,6 +59,9 @@ def test_a_folder_that_cannot_be_written_is_a_read_only_error_before_any_other_w
         assert str(target) in done.stderr
 
 
+@pytest.mark.sqlite_only(
+    "a memory on a server always exists (its tables are made on open); only a folder can be no memory"
+)
 def test_opening_without_create_leaves_a_folder_that_is_no_memory_untouched(tmp_path: Path) -> None:
     folder = tmp_path / "notes"
     folder.mkdir()
@@ -74,6 +77,9 @@ def test_opening_without_create_leaves_a_folder_that_is_no_memory_untouched(tmp_
     Memory.open(folder / "memory", embeddings=False, create=False).close()  # ... then opened without create
 
 
+@pytest.mark.sqlite_only(
+    "a memory on a server always exists (its tables are made on open); only a folder can be no memory"
+)
 @pytest.mark.parametrize(
     "command",
     [

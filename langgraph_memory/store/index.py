@@ -603,8 +603,9 @@ class ChromaIndex:
             broken = self.catalog.get_meta(conn, _BROKEN_KEY)
         now = fingerprint(folder) if seal is not None and folder.exists() else None
         rotted = is_content_seal(seal) and now != seal
-        if seal is None or rotted:
+        if (seal is None and not self.catalog.created) or rotted:
             # The last session did not close, or the files changed on disk since: check the catalog's pages too.
+            # (A catalog this open made has no last session: a new memory starts quietly.)
             self._check_catalog()
         counts = self._catalog_counts()
         total = sum(counts.values())

@@ -108,9 +108,12 @@ class PgCatalog:
         self._settle = threading.Condition()
         self._settle_at: float | None = None
         self._settler: threading.Thread | None = None
+        #: This open made the catalog (a new memory): nothing before it could have shut down uncleanly.
+        self.created = False
         try:
             with self.write(migrating=True) as conn:
                 if self.get_meta(conn, "catalog_id") is None:
+                    self.created = True
                     self.set_meta(conn, "catalog_id", uuid.uuid4().hex)
             with self.read() as conn:
                 self.catalog_id: str = str(self.get_meta(conn, "catalog_id"))
