@@ -34,6 +34,7 @@ from langgraph.store.base import (
 )
 
 from langgraph_memory._infra.closing import close_all, unwind
+from langgraph_memory._infra.extras import require_extra
 from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import status as _status
@@ -116,6 +117,9 @@ def _make_embeddings(embed: Any) -> Embeddings:
         embed in _DEFAULT_ALIASES or embed.startswith("sentence-transformers/") or Path(embed).is_dir()
     ):
         return SentenceTransformerEmbeddings(embed)
+    if isinstance(embed, str):
+        # LangGraph reads "provider:model" names with LangChain's init_embeddings, an optional dependency.
+        require_extra("langchain", f"the embedding model {embed!r} (a LangChain 'provider:model' name)")
     return ensure_embeddings(embed)
 
 
