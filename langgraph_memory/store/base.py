@@ -78,6 +78,9 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+# How often wait_for_index asks again for changes a pass could not apply (the index's first backoff).
+_INDEX_RETRY_SECONDS = 0.25
+
 # Stores still open, closed at interpreter exit: pending reads and queued index changes land.
 _OPEN_STORES: weakref.WeakSet[ChromaStore] = weakref.WeakSet()
 
@@ -1025,13 +1028,33 @@ class ChromaStore(BaseStore):
         """Wait until the Chroma index holds every write this store committed; False if ``timeout`` passed first.
 
         The index catches up in a background thread once writes pause
-        (searches meanwhile score what it lacks exactly, so none is missed);
-        a read-only store has no index to wait for and returns True at once.
+        (searches meanwhile score what it lacks exactly, so none is missed).
+        While the Chroma server is away the changes stay queued: this keeps
+        trying until they are applied or the timeout passes. A collection whose
+        index failed (searched exactly until `rebuild_index()`) is not waited
+        for; a read-only store has no index to wait for and returns True at once.
 
             store.put(("docs",), "a", {"text": "hello"})
             store.wait_for_index(timeout=10)
         """
-        return True if self._writer.catch_up is None else self._writer.catch_up.wait(timeout)
+        catch_up = self._writer.catch_up
+        if catch_up is None:
+            return True
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not catch_up.wait(left):
+                return False
+            behind = self.vector_index.behind()
+            if not behind:
+                return True
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            # The pass could not apply them (the server is away): ask again; the index itself spaces out its
+            # attempts on a server that does not answer, so this only sets how soon a return is noticed.
+            time.sleep(_INDEX_RETRY_SECONDS if left is None else min(_INDEX_RETRY_SECONDS, left))
+            catch_up.request(behind)
 
     def flush_access(self) -> int:
         """Apply pending reads (access counts, last access, TTL refresh) to the catalog; return items touched."""
