@@ -857,6 +857,8 @@ class ChromaStore(BaseStore):
             prep.results.append(None)
             if isinstance(op, GetOp):
                 ns = validate_namespace(op.namespace, for_write=False)
+                if isinstance(op.key, str) and "\x00" in op.key:
+                    continue  # no such key is ever stored (see _check_key): None, as for any missing key
                 prep.gets.append((i, op._replace(namespace=ns)))
             elif isinstance(op, SearchOp):
                 op = self._check_search(op)
@@ -1173,6 +1175,9 @@ def _check_key(key: Any) -> None:
         raise InvalidArgumentError("keys must be non-empty strings, got ''")
     if len(key) > MAX_KEY_CHARS:
         raise InvalidArgumentError(f"a key has {len(key):,} characters; at most {MAX_KEY_CHARS} are allowed")
+    if "\x00" in key:
+        # PostgreSQL's text cannot hold NUL; refused on both backends, so a memory moves between them whole.
+        raise InvalidArgumentError(f"keys cannot contain a NUL character (\\x00), got {key!r}")
 
 
 def _search_items(hits: Iterable[tuple[float | None, StoredItem]]) -> list[SearchItem]:
