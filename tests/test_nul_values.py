@@ -60,3 +60,28 @@ def test_a_sqlite_memory_with_nul_values_migrates_to_postgresql(
         assert mem.store.get(("docs",), "n").value["access"] == "pub\x00lic"
         assert [i.key for i in mem.store.search(("docs",), filter={"access": "pub\x00lic"})] == ["n"]
         assert [i.key for i in mem.store.search(("docs",), filter={"access": "public"})] == ["p"]
+
+
+@pytest.mark.sqlite_only("copies a memory from a data directory (SQLite) to the server")
+def test_a_sqlite_catalog_whose_filter_index_holds_nul_from_an_older_version_migrates(
+    tmp_path: Path, pg_database: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sqlite3
+
+    emb = DeterministicFakeEmbedding(size=8)
+    src = tmp_path / "memory"
+    with Memory.open(src, embeddings=emb) as mem:
+        mem.store.put(("docs",), "n", {"access": "pub\x00lic", "meta": {"a\x00b": 1}, "text": "x"})
+    # Versions before this one indexed such leaves on SQLite: put the rows they wrote back in the file.
+    with sqlite3.connect(src / "catalog.sqlite") as raw:
+        item_id = raw.execute("SELECT id FROM items WHERE key = 'n'").fetchone()[0]
+        raw.executemany(
+            "INSERT INTO fields(path, kind, val, item_id) VALUES (?, ?, ?, ?)",
+            [("access", 1, "pub\x00lic", item_id), ("meta\x1fa\x00b", 0, 1, item_id)],
+        )
+    code = main(["migrate", str(src), pg_database, "--local-dir", str(tmp_path / "local"), "--json"])
+    report: dict[str, Any] = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["verified"] is True, report
+    with Memory.open(pg_database, local_dir=tmp_path / "machine-b", embeddings=emb) as mem:
+        assert [i.key for i in mem.store.search(("docs",), filter={"access": "pub\x00lic"})] == ["n"]
+        assert [i.key for i in mem.store.search(("docs",), filter={"meta": {"a\x00b": 1}})] == ["n"]

@@ -21,9 +21,10 @@ def test_the_index_writer_after_a_postgresql_restart_warns_in_one_line(
 ) -> None:
     url = create_database(pg_cluster.url)
     monkeypatch.setenv("LANGGRAPH_MEMORY_LOCAL_DIR", str(tmp_path / "local"))
-    with caplog.at_level(logging.WARNING), Memory.open(
-        url, embeddings=DeterministicFakeEmbedding(size=8), lock_timeout=5
-    ) as mem:
+    with (
+        caplog.at_level(logging.WARNING),
+        Memory.open(url, embeddings=DeterministicFakeEmbedding(size=8), lock_timeout=5) as mem,
+    ):
         mem.store.put(("notes",), "a", {"text": "before the restart"})
         assert mem.store.wait_for_index(timeout=30)
         pg_cluster.crash()
