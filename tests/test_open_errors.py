@@ -108,3 +108,15 @@ def test_a_read_command_on_a_folder_that_is_no_memory_says_so_and_writes_nothing
     assert "Traceback" not in done.stderr
     assert sorted(os.listdir(folder)) == ["readme.txt"]
     assert sorted(os.listdir(tmp_path)) == ["notamemory"]
+
+
+@pytest.mark.sqlite_only("the PostgreSQL test mode maps every folder, the target too, onto the server")
+def test_migrating_into_a_folder_that_cannot_be_made_is_a_typed_error(tmp_path: Path, pg_database: str) -> None:
+    Memory.open(pg_database, local_dir=tmp_path / "local", embeddings=False).close()
+    done = subprocess.run(
+        [str(CLI), "migrate", pg_database, "/proc/nope", "--local-dir", str(tmp_path / "local")],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "/proc/nope" in done.stderr and "Traceback" not in done.stderr
