@@ -23,6 +23,7 @@ archive), for how long to wait for another process's write before raising
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import tomllib
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from langgraph_memory._infra.pg import is_postgres_url, redact
-from langgraph_memory.errors import ConfigError
+from langgraph_memory.errors import ConfigError, DiskFullError, ReadOnlyError, StorageError
 
 __all__ = [
     "Settings",
@@ -230,6 +231,12 @@ class Settings:
             >>> str(Settings.resolve("postgresql://bob:pw@db:5432/mem", local_dir="/tmp/lgm-local").data_dir)
             '/tmp/lgm-local'
         """
+        if isinstance(data_dir, str) and not data_dir.strip():
+            # Path("") is the current directory: a memory would be spread over whatever folder the caller is in.
+            raise ConfigError(
+                "data_dir is empty; name a folder (such as './memory'), or leave it out for the default "
+                f"({DATA_DIR_ENV}, the config file, or {DEFAULT_DATA_DIR})"
+            )
         file_cfg = _read_config_file()
         raw_dir = (
             data_dir
@@ -315,6 +322,44 @@ class Settings:
         return self.chroma_dir / "LOCK"
 
     def ensure_dirs(self) -> None:
-        """Create the data directory and its sub-folders if missing."""
+        """Create the data directory and its sub-folders if missing.
+
+        Raises:
+            ReadOnlyError: the folder cannot be written (permissions, a read-only mount).
+            DiskFullError: no room to create it.
+            ConfigError: the path cannot hold a folder (``/proc/...``, a file in the way).
+        """
         for path in (self.data_dir, self.chroma_dir, self.raw_dir, self.archive_dir):
-            path.mkdir(parents=True, exist_ok=True)
+            try:
+                path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise self._folder_error(path, exc) from exc
+
+    def has_memory(self) -> bool:
+        """Whether the data directory holds a memory (its catalog, or the files of a version 0.1 memory).
+
+        Always True for a memory on a server: its tables are made on first open.
+        """
+        if self.catalog_url is not None:
+            return True
+        return (
+            self.catalog_path.is_file() or self.lineage_path.is_file() or (self.chroma_dir / "chroma.sqlite3").is_file()
+        )
+
+    def _folder_error(self, path: Path, exc: OSError) -> StorageError | ConfigError:
+        """A typed error for a folder of the memory that could not be made, naming it and the fix."""
+        why = exc.strerror or str(exc)
+        where = f"the data directory {self.data_dir}" if path == self.data_dir else f"{path} (in {self.data_dir})"
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            return ReadOnlyError(
+                f"cannot create {where}: {why}. This process cannot write there: choose a folder it can write "
+                "(data_dir=, --data-dir or $LANGGRAPH_MEMORY_DIR) or fix the folder's permissions; a memory "
+                "already there can be read with read_only=True (--read-only).",
+                path,
+            )
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return DiskFullError(f"cannot create {where}: {why}; free some space and retry.", path)
+        return ConfigError(
+            f"cannot create {where}: {why}. Choose a data directory on a file system that holds ordinary "
+            "folders (data_dir=, --data-dir or $LANGGRAPH_MEMORY_DIR)."
+        )

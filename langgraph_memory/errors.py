@@ -35,6 +35,8 @@ __all__ = [
     "LineageCycleError",
     "NotFoundError",
     "ArchivedError",
+    "MemoryNotFoundError",
+    "MissingExtraError",
     "ArchiveError",
     "ArchiveIntegrityError",
     "InvalidArgumentError",
@@ -140,6 +142,20 @@ class NotFoundError(LangGraphMemoryError, KeyError):
 
 class ArchivedError(NotFoundError):
     """The item asked for left live memory for the archive; the message says when and how to restore it."""
+
+
+class MemoryNotFoundError(NotFoundError, ConfigError):
+    """The folder holds no memory, and the open never creates one (``read_only=True``, ``create=False``, the
+    CLI's reading commands); ``path`` names the folder, which was left untouched."""
+
+    def __init__(self, message: str, path: object = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class MissingExtraError(ConfigError, ImportError):
+    """A feature needs an optional dependency that is not installed; the message names the extra to install,
+    as in ``pip install 'langgraph-chroma-memory[postgres]'``."""
 
 
 class ArchiveError(LangGraphMemoryError, RuntimeError):

@@ -275,6 +275,7 @@ class Memory(ResearchAPI, ProceduralAPI):
         index_process: bool = False,
         local_dir: str | os.PathLike[str] | None = None,
         read_only: bool = False,
+        create: bool = True,
     ) -> Memory:
         """Open (creating if needed) a data directory.
 
@@ -325,6 +326,17 @@ class Memory(ResearchAPI, ProceduralAPI):
                 [`ReadOnlyError`][langgraph_memory.errors.ReadOnlyError].
                 Searches are scored exactly from the catalog's vectors
                 (Chroma is not opened).
+            create: ``False`` opens only a folder that already holds a
+                memory, to read or change what is there: any other folder
+                (missing, empty, or holding other files) raises
+                [`MemoryNotFoundError`][langgraph_memory.errors.MemoryNotFoundError]
+                and is left untouched.
+
+        Raises:
+            ConfigError: ``data_dir`` is empty, or a path that cannot hold a folder (``/proc/...``).
+            ReadOnlyError: the data directory cannot be written (permissions, a read-only mount).
+            MemoryNotFoundError: ``create=False`` or ``read_only=True`` on a folder that holds no memory.
+            MissingExtraError: a ``postgresql://`` address without the ``postgres`` extra installed.
 
         Examples:
             >>> mem = Memory.open("./memory", ttl={"default_ttl": 60 * 24 * 30})  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
@@ -356,7 +368,7 @@ class Memory(ResearchAPI, ProceduralAPI):
         try:
             if store is None:
                 settings = Settings.resolve(data_dir, lock_timeout=lock_timeout, local_dir=local_dir)
-                if settings.catalog_url is None and not read_only:
+                if settings.catalog_url is None and not read_only and create:
                     _check_parent(settings.data_dir, create_parents)
                 if embeddings is False:
                     index = None
@@ -372,6 +384,7 @@ class Memory(ResearchAPI, ProceduralAPI):
                     ranking=ranking,
                     index_process=index_process,
                     read_only=read_only,
+                    create=create,
                 )
                 opened.append(store.close)
             owns_checkpointer = checkpointer is None

@@ -9,7 +9,7 @@ batches large enough for the catalog's bulk path instead (BATCH new items,
 default 1,000, or updates of up to 300 acknowledged ones). Before each
 operation it appends an ``intent`` line to LOG, and after the call returned
 an ``ack`` line (plain ``os.write``: the kernel keeps it when the process is
-killed). :mod:`tests.helpers.crash_check` replays the log against the
+killed). :mod:`bench.common.crash_check` replays the log against the
 reopened directory.
 """
 

@@ -38,7 +38,7 @@ from langgraph_memory._infra.lock import WriteLock
 if TYPE_CHECKING:
     from langgraph_memory._infra.chroma_process import ChromaProcess
 
-__all__ = ["ChromaHandle"]
+__all__ = ["ChromaHandle", "DeferredHttpClient"]
 
 logger = logging.getLogger(__name__)
 
@@ -246,3 +246,48 @@ class ChromaHandle:
         self.folder = folder
         self._seen = generation
         self.epoch += 1
+
+
+class DeferredHttpClient:
+    """A ``chromadb.HttpClient`` made on its first call instead of at once.
+
+    chromadb's constructor asks the server who the caller is, so with the
+    server down a process could not even start. Made on first use, a call
+    while the server is away fails as any call in an outage does (the index
+    then scores searches exactly and catches up once the server answers),
+    and the next call tries to connect again.
+
+        client = DeferredHttpClient("127.0.0.1", 8000)   # no request yet
+        client.heartbeat()                               # connects now
+    """
+
+    def __init__(self, host: str, port: int, *, ssl: bool = False, headers: dict[str, str] | None = None) -> None:
+        from chromadb.config import Settings as ChromaSettings
+
+        self.host, self.port, self.ssl, self.headers = host, port, ssl, headers
+        self._settings = ChromaSettings(anonymized_telemetry=False)
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def get_settings(self) -> Any:
+        """The client's settings (not persistent: a server's), without a request."""
+        return self._settings if self._client is None else self._client.get_settings()
+
+    def connect(self) -> Any:
+        """The ``HttpClient``, made now if it was not yet (raises what chromadb raises while the server is away)."""
+        with self._lock:
+            if self._client is None:
+                import chromadb
+
+                self._client = chromadb.HttpClient(
+                    host=self.host, port=self.port, ssl=self.ssl, headers=self.headers, settings=self._settings
+                )
+            return self._client
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # never connect for private lookups (copy, pickle, and this class's own fields)
+            raise AttributeError(name)
+        return getattr(self.connect(), name)
+
+    def __repr__(self) -> str:
+        return f"DeferredHttpClient({'https' if self.ssl else 'http'}://{self.host}:{self.port})"

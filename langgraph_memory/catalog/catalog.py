@@ -98,6 +98,8 @@ class Catalog:
         #: Copies the WAL back into the file beside the writes, not inside their commits (see `WalCheckpoints`).
         self._checkpoints: WalCheckpoints | None = None
         self.catalog_id: str = ""
+        #: This open made the catalog (a new memory): nothing before it could have shut down uncleanly.
+        self.created = False
         if read_only:
             self._ro = connect_read_only(self.path, timeout=self.timeout)
             self._conn = self._ro.conn
@@ -118,7 +120,7 @@ class Catalog:
                 self._conn.execute("PRAGMA cache_size = -32768")  # 32 MB: vectors are read in bulk
             self._checkpoints = WalCheckpoints(self.path)
             with self.write() as conn:
-                migrate(conn)
+                self.created = migrate(conn) == 0
                 if self.get_meta(conn, "catalog_id") is None:
                     self.set_meta(conn, "catalog_id", uuid.uuid4().hex)
             with self.read() as conn:

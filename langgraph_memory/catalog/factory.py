@@ -29,6 +29,9 @@ def open_catalog(
     result is typed as the SQLite `Catalog`, whose calls it answers.
     """
     if settings.catalog_url is not None:
+        from langgraph_memory._infra.extras import require_extra
+
+        require_extra("postgres", "a memory on a PostgreSQL server")
         from langgraph_memory.catalog.postgres.catalog import PgCatalog
 
         return cast(Catalog, PgCatalog(settings.catalog_url, timeout=settings.lock_timeout))

@@ -6,7 +6,10 @@ the path is the keys joined by ``\\x1f`` (so any key works, hyphens, dots and
 leading digits included), the kind keeps ``True`` apart from ``1`` (LangGraph
 filters compare as PostgreSQL's JSONB does), and numbers compare as numbers
 (``1`` equals ``1.0``). Strings longer than `MAX_INDEXED_CHARS`, lists
-and nulls are not indexed: a filter on them is applied to the values.
+and nulls are not indexed: a filter on them is applied to the values. Nor
+are strings and keys holding a NUL character, on either backend: PostgreSQL's
+``TEXT`` and ``JSONB`` cannot hold one, and both backends must index (and so
+match) the same leaves.
 
 `compile_filter()` turns the indexable part of a LangGraph filter into
 SQL selecting candidate item ids; the caller still checks every candidate
@@ -47,6 +50,8 @@ PATH_SEP = "\x1f"
 # Longer strings are prose: nobody filters on a paragraph by equality, and the index stays small.
 MAX_INDEXED_CHARS = 256
 
+_NUL = "\x00"
+
 _RANGE_SQL = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
 
@@ -54,7 +59,7 @@ def _leaf(v: Any) -> tuple[int, Any] | None:
     if isinstance(v, bool):
         return KIND_BOOL, int(v)
     if isinstance(v, str):
-        return (KIND_STR, v) if len(v) <= MAX_INDEXED_CHARS else None
+        return (KIND_STR, v) if len(v) <= MAX_INDEXED_CHARS and _NUL not in v else None
     if isinstance(v, int):
         return (KIND_NUM, v) if -(2**63) <= v < 2**63 else None
     if isinstance(v, float):
@@ -70,6 +75,8 @@ def field_rows(value: dict[str, Any], prefix: str = "") -> list[tuple[str, int, 
         base, node = stack.pop(0)
         for k, v in node.items():
             path = f"{base}{k}"
+            if _NUL in path:
+                continue
             if isinstance(v, dict):
                 stack.append((path + PATH_SEP, v))
                 continue
@@ -112,9 +119,14 @@ def value_marks(conn: Any, values: Iterable[Any]) -> tuple[str, tuple[Any, ...]]
 def insert_rows(conn: Any, rows: Iterable[tuple[str, int, Any, int]]) -> None:
     """Add ``(path, kind, value, item_id)`` rows to the filter index (rows already there are kept)."""
     if dialect_of(conn) == POSTGRESQL:
+        # A SQLite catalog written before NULs were left out may hold such rows; a copy leaves them behind.
         conn.executemany(
             "INSERT OR IGNORE INTO fields(path, kind, val, item_id) VALUES (?, ?, CAST(? AS jsonb), ?)",
-            [(p, k, json.dumps(v), i) for p, k, v, i in rows],
+            [
+                (p, k, json.dumps(v), i)
+                for p, k, v, i in rows
+                if _NUL not in p and not (isinstance(v, str) and _NUL in v)
+            ],
         )
     else:
         conn.executemany("INSERT OR IGNORE INTO fields(path, kind, val, item_id) VALUES (?, ?, ?, ?)", rows)
@@ -122,6 +134,8 @@ def insert_rows(conn: Any, rows: Iterable[tuple[str, int, Any, int]]) -> None:
 
 def _compile(path: str, cond: Any, out: list[Condition]) -> bool:
     """Append the indexable conditions of ``cond`` at ``path``; return whether they say everything."""
+    if _NUL in path:  # no such path is indexed (see the module docstring): checked on the values
+        return False
     if isinstance(cond, dict):
         if any(isinstance(k, str) and k.startswith("$") for k in cond):
             exact = True

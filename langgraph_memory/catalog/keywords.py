@@ -167,6 +167,9 @@ def _stem_word(token: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def _porter() -> Any:
+    from langgraph_memory._infra.extras import require_extra
+
+    require_extra("postgres", "the keyword index on PostgreSQL")
     import snowballstemmer
 
     return snowballstemmer.stemmer("porter")

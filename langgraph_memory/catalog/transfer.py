@@ -236,6 +236,22 @@ def _count(conn: Any, table: str) -> int:
     return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
 
 
+def _source_count(src: Any, table: _Table, target: Any) -> int:
+    """The rows of ``table`` a copy into ``target`` brings over.
+
+    Filter index rows holding a NUL character, which older versions wrote on SQLite, stay behind on
+    PostgreSQL: it cannot hold them, and no filter reads them any more (see `langgraph_memory.catalog.fields`).
+    """
+    if table.name == "fields" and target.dialect == POSTGRESQL and dialect_of(src) != POSTGRESQL:
+        row = src.execute(
+            "SELECT count(*) FROM fields WHERE instr(path, char(0)) = 0 "
+            "AND NOT (kind = ? AND instr(CAST(val AS BLOB), x'00') > 0)",
+            (_fields.KIND_STR,),
+        ).fetchone()
+        return int(row[0])
+    return _count(src, table.name)
+
+
 def _holds_memory(conn: Any) -> bool:
     return any(conn.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() is not None for t in _CONTENT)
 
@@ -395,7 +411,7 @@ def copy_catalog(source: Any, target: Any, *, progress: Progress | None = None, 
         report.meta = _copy_meta(src, target)
         target.catalog_id = source_id
         for table in TABLES:
-            total = _count(src, table.name)
+            total = _source_count(src, table, target)
             report.rows[table.name] = total
             done = copied = 0
             if progress is not None:

@@ -184,7 +184,7 @@ def _migrate_to_v2(conn: sqlite3.Connection, serde: SerializerProtocol) -> None:
     conn.execute("DROP TABLE checkpoints")  # its indexes go with it
     conn.execute("ALTER TABLE checkpoints_v2 RENAME TO checkpoints")
     _run_statements(conn, _V2_INDEXES)
-    logger.info("migrated %d checkpoints to schema version 2", len(keys))
+    (logger.info if keys else logger.debug)("migrated %d checkpoints to schema version 2", len(keys))
 
 
 Migration = Callable[[sqlite3.Connection, SerializerProtocol], None]
@@ -289,8 +289,10 @@ def ensure_schema(conn: sqlite3.Connection, serde: SerializerProtocol) -> int:
     try:
         # Re-read inside the write lock: another process may have migrated.
         version = read_schema_version(conn)
+        # A new file is created, not migrated: worth a line only when an existing file changes.
+        log = logger.info if version else logger.debug
         for target in range(version + 1, SCHEMA_VERSION + 1):
-            logger.info("migrating checkpoint schema to version %d", target)
+            log("migrating checkpoint schema to version %d", target)
             MIGRATIONS[target](conn, serde)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute("COMMIT")

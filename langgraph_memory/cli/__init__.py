@@ -63,6 +63,7 @@ from langgraph_memory.errors import (
     FilterError,
     InvalidArgumentError,
     LangGraphMemoryError,
+    MemoryNotFoundError,
     MissingPathError,
     NamespaceError,
     NotFoundError,
@@ -152,7 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _exit_code(exc: LangGraphMemoryError) -> int:
-    if isinstance(exc, NotFoundError):
+    # No memory where one was named is bad usage (as a missing data directory is), not "nothing matched".
+    if isinstance(exc, NotFoundError) and not isinstance(exc, MemoryNotFoundError):
         return EXIT_NOTHING
     # A data directory the process may not write (permissions, a read-only mount) is the caller's to fix.
     if isinstance(

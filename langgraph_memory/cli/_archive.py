@@ -397,7 +397,7 @@ def _index_reindex(ctx: Ctx) -> int:
     index = ChromaStore.default_index(ctx.args.model)
     # Opening with reindex=True moves vectors made by another model to this one (its own progress bar);
     # then every vector left is re-embedded, for a model that changed under the same name.
-    with ChromaStore(settings=settings, index=index, reindex=True) as store, ctx.progress() as update:
+    with ChromaStore(settings=settings, index=index, reindex=True, create=False) as store, ctx.progress() as update:
         n = store.reindex(progress=lambda done, total: update("re-embed", done, total))
         model = store.cached_embeddings.model_id if store.cached_embeddings is not None else None
     if ctx.json:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from langgraph_memory._infra.pg import is_postgres_url, redact
 from langgraph_memory.config import Settings
-from langgraph_memory.errors import ConfigError
+from langgraph_memory.errors import ConfigError, MemoryNotFoundError
 from langgraph_memory.research.collections import preview
 
 __all__ = [
@@ -51,7 +51,7 @@ EXIT_INTERRUPTED = 130
 _PIPE_WIDTH = 200
 
 
-class MissingDataDir(ConfigError):
+class MissingDataDir(MemoryNotFoundError):
     """The data directory a command should read does not exist."""
 
 
@@ -232,7 +232,11 @@ class Ctx:
         return settings
 
     def open_memory(self, *, embed: bool = False, create: bool = False) -> Any:
-        """``Memory.open`` on the data directory; with ``embed`` the configured model (loaded on first use)."""
+        """``Memory.open`` on the data directory; with ``embed`` the configured model (loaded on first use).
+
+        Unless ``create``, a folder that holds no memory is refused (`MemoryNotFoundError`) and left untouched:
+        a command that reads never turns a folder into a memory.
+        """
         from langgraph_memory.memory import Memory
         from langgraph_memory.platform.factories import chroma_client_from_env
 
@@ -248,7 +252,9 @@ class Ctx:
                 chroma_client=client,
                 read_only=self.read_only,
             )
-        return Memory.open(settings.data_dir, embeddings=embeddings, chroma_client=client, read_only=self.read_only)
+        return Memory.open(
+            settings.data_dir, embeddings=embeddings, chroma_client=client, read_only=self.read_only, create=create
+        )
 
     def checkpointer(self, settings: Settings) -> Any:
         """The memory's checkpointer for thread commands: PostgreSQL's beside a catalog on a server, else the

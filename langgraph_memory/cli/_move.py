@@ -95,7 +95,7 @@ def _migrate(ctx: Ctx) -> int:
     source = open_catalog(src_settings)
     try:
         if dst_settings.catalog_url is None:
-            dst_settings.data_dir.mkdir(parents=True, exist_ok=True)
+            dst_settings.ensure_dirs()  # a folder that cannot be made is a typed error naming it
         target = open_catalog(dst_settings)
         try:
             with ctx.progress() as update:

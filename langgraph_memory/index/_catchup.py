@@ -36,6 +36,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+from langgraph_memory._infra.closing import warn_briefly
+
 __all__ = ["IndexCatchUp"]
 
 logger = logging.getLogger(__name__)
@@ -163,8 +165,8 @@ class IndexCatchUp:
                 self._busy = True
             try:
                 self._sync(names)
-            except Exception:  # keep following: the changes stay queued for the next pass, close or open
-                logger.warning("applying committed changes to the Chroma index failed; they stay queued", exc_info=True)
+            except Exception as exc:  # keep following: the changes stay queued for the next pass, close or open
+                warn_briefly(logger, "applying committed changes to the Chroma index failed; they stay queued", exc)
             finally:
                 with self._cv:
                     self._busy = False

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from langgraph_memory._infra.chroma import ChromaHandle
+from langgraph_memory._infra.closing import warn_briefly
 from langgraph_memory.catalog import Catalog
 from langgraph_memory.catalog import applier as _applier
 from langgraph_memory.catalog import integrity as _integrity
@@ -408,6 +409,11 @@ class ChromaIndex:
             applied += self._sync_claimed(name)
         return applied
 
+    def behind(self) -> set[str]:
+        """The collections with committed changes not yet applied to Chroma (those marked broken aside)."""
+        with self._log().read() as conn:
+            return {n for n in self.collections if n not in self.broken and _queue.pending(conn, n, limit=1)}
+
     def _log(self) -> Catalog:
         """The catalog as the log's applier uses it.
 
@@ -603,8 +609,9 @@ class ChromaIndex:
             broken = self.catalog.get_meta(conn, _BROKEN_KEY)
         now = fingerprint(folder) if seal is not None and folder.exists() else None
         rotted = is_content_seal(seal) and now != seal
-        if seal is None or rotted:
+        if (seal is None and not self.catalog.created) or rotted:
             # The last session did not close, or the files changed on disk since: check the catalog's pages too.
+            # (A catalog this open made has no last session: a new memory starts quietly.)
             self._check_catalog()
         counts = self._catalog_counts()
         total = sum(counts.values())
@@ -794,13 +801,12 @@ class ChromaIndex:
         try:
             self.reconcile(counts)
         except IndexServerUnavailable:
-            logger.warning("the Chroma server does not answer at open; the index catches up when it does")
+            # Said already, once per outage, by _failed; a second line at open adds nothing.
+            logger.debug("the Chroma server does not answer at open; the index catches up when it does")
         except IndexUnavailable as exc:
             self._rebuild_or_degrade(str(exc), progress)
-        except DiskFullError:
-            logger.warning(
-                "the Chroma index could not catch up on open (disk full); it will on a later write", exc_info=True
-            )
+        except DiskFullError as exc:
+            warn_briefly(logger, "the Chroma index could not catch up on open; it will on a later write", exc)
 
     def _rebuild_or_degrade(self, reason: str, progress: bool | ProgressFn) -> None:
         """Rebuild at open; if even that fails (a full disk), search exactly from the catalog meanwhile."""
@@ -1032,8 +1038,8 @@ class ChromaIndex:
         try:
             if not self.broken:
                 self.sync()
-        except LangGraphMemoryError:
-            logger.warning("could not apply queued changes to Chroma on close; the next open will", exc_info=True)
+        except LangGraphMemoryError as exc:
+            warn_briefly(logger, "could not apply queued changes to Chroma on close; the next open will", exc)
         with self._log_lock:
             if self._log_catalog is not None:
                 self._log_catalog.close()
@@ -1052,8 +1058,8 @@ class ChromaIndex:
                         self.catalog.set_meta(conn, _SEAL_KEY, seal)
                         for name in self.collections:
                             self.catalog.set_meta(conn, _VERIFIED_KEY + name, str(_queue.applied(conn, name)))
-        except LangGraphMemoryError:
-            logger.warning("could not seal the Chroma index on close; the next open checks it", exc_info=True)
+        except LangGraphMemoryError as exc:
+            warn_briefly(logger, "could not seal the Chroma index on close; the next open checks it", exc)
         finally:
             self.session.leave()
 

@@ -180,7 +180,11 @@ def _check_data_dir(data_dir: str | os.PathLike[str] | None) -> None:
 
 
 def chroma_client_from_env() -> Any | None:
-    """A ``chromadb.HttpClient`` for ``LANGGRAPH_MEMORY_CHROMA_URL`` (None when it is unset).
+    """A Chroma client of the server at ``LANGGRAPH_MEMORY_CHROMA_URL`` (None when it is unset).
+
+    The ``HttpClient`` behind it is made on first use (`DeferredHttpClient`), so a
+    process starts while the server is down: searches are scored exactly meanwhile,
+    and the index catches up once the server answers.
 
     ``LANGGRAPH_MEMORY_CHROMA_TOKEN``, if set, is sent as ``Authorization:
     Bearer <token>`` on every request (for a server behind a proxy that
@@ -192,16 +196,15 @@ def chroma_client_from_env() -> Any | None:
     parts = urlsplit(url)
     if parts.scheme not in {"http", "https"} or not parts.hostname:
         raise ConfigError(f"{CHROMA_URL_ENV} must be an address such as http://127.0.0.1:8000, got {url!r}")
-    import chromadb
-    from chromadb.config import Settings as ChromaSettings
+    from langgraph_memory._infra.chroma import DeferredHttpClient
 
     token = os.environ.get(CHROMA_TOKEN_ENV)
-    return chromadb.HttpClient(
-        host=parts.hostname,
-        port=parts.port or (443 if parts.scheme == "https" else 8000),
+    # Connected on first use, so a process starts while its server is down (and catches up when it is back).
+    return DeferredHttpClient(
+        parts.hostname,
+        parts.port or (443 if parts.scheme == "https" else 8000),
         ssl=parts.scheme == "https",
         headers={"Authorization": f"Bearer {token}"} if token else None,
-        settings=ChromaSettings(anonymized_telemetry=False),
     )
 
 

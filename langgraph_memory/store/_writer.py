@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from langgraph.store.base import PutOp, get_text_at_path, tokenize_path
 
+from langgraph_memory._infra.closing import warn_briefly
 from langgraph_memory.catalog import Catalog
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
@@ -318,5 +319,5 @@ class Writer:
             self.index.sync(sorted(collections) if collections else None)
         except IndexUnavailable:
             pass  # logged by the index; searches of that collection run exactly until it is rebuilt
-        except Exception:  # noqa: BLE001 - e.g. a lock timeout or a full disk under Chroma
-            logger.warning("could not apply committed changes to the Chroma index yet; they stay queued", exc_info=True)
+        except Exception as exc:  # noqa: BLE001 - e.g. a lock timeout, a full disk, the catalog's server away
+            warn_briefly(logger, "could not apply committed changes to the Chroma index yet; they stay queued", exc)

@@ -34,6 +34,7 @@ from langgraph.store.base import (
 )
 
 from langgraph_memory._infra.closing import close_all, unwind
+from langgraph_memory._infra.extras import require_extra
 from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import status as _status
@@ -48,7 +49,7 @@ from langgraph_memory.errors import (
     EmbeddingModelError,
     InvalidArgumentError,
     LangGraphMemoryError,
-    NotFoundError,
+    MemoryNotFoundError,
     ReadOnlyError,
     StorageError,
     StoreBackendError,
@@ -77,6 +78,9 @@ __all__ = ["ChromaStore", "SearchAllOp"]
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+# How often wait_for_index asks again for changes a pass could not apply (the index's first backoff).
+_INDEX_RETRY_SECONDS = 0.25
 
 # Stores still open, closed at interpreter exit: pending reads and queued index changes land.
 _OPEN_STORES: weakref.WeakSet[ChromaStore] = weakref.WeakSet()
@@ -117,6 +121,9 @@ def _make_embeddings(embed: Any) -> Embeddings:
         embed in _DEFAULT_ALIASES or embed.startswith("sentence-transformers/") or Path(embed).is_dir()
     ):
         return SentenceTransformerEmbeddings(embed)
+    if isinstance(embed, str):
+        # LangGraph reads "provider:model" names with LangChain's init_embeddings, an optional dependency.
+        require_extra("langchain", f"the embedding model {embed!r} (a LangChain 'provider:model' name)")
     return ensure_embeddings(embed)
 
 
@@ -230,6 +237,10 @@ class ChromaStore(BaseStore):
             folder this process cannot write and on a copy of a live folder.
             Chroma is not opened: searches are scored exactly from the
             catalog's vectors.
+        create: ``False`` opens only a data directory that already holds a
+            memory: any other folder (empty, missing, or holding other files)
+            raises [`MemoryNotFoundError`][langgraph_memory.errors.MemoryNotFoundError]
+            and is left untouched. For tools that only read or change what is there.
 
     Examples:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -268,6 +279,7 @@ class ChromaStore(BaseStore):
         collections: CollectionRegistry | None | Default = DEFAULT,
         index_process: bool = False,
         read_only: bool = False,
+        create: bool = True,
     ) -> None:
         #: Opened with ``read_only=True``: reads only, every write raises ``ReadOnlyError``.
         self.read_only = bool(read_only)
@@ -290,6 +302,29 @@ class ChromaStore(BaseStore):
             if settings is not None
             else Settings.resolve(data_dir, lock_timeout=lock_timeout, local_dir=local_dir)
         )
+        # Before anything opens a file (the embedding cache does): a folder that is no memory, or that cannot
+        # be written, is refused with a typed error before a single file is made.
+        if read_only:
+            if reindex:
+                raise ReadOnlyError("reindex=True re-embeds and writes; it cannot be used with read_only=True")
+            if self.settings.catalog_url is not None:
+                raise ConfigError("read_only=True opens a data directory; a memory on a server is read by its address")
+            if not self.settings.catalog_path.is_file():
+                raise MemoryNotFoundError(
+                    f"no memory to read at {self.settings.data_dir} ({self.settings.catalog_path.name} is "
+                    "missing); a read-only open never creates one. Check the path.",
+                    self.settings.data_dir,
+                )
+        else:
+            if not create and not self.settings.has_memory():
+                raise MemoryNotFoundError(
+                    f"{self.settings.data_dir} is not a memory ({self.settings.catalog_path.name} is missing), "
+                    "and this open does not create one. Check the path (data_dir=, --data-dir or "
+                    "$LANGGRAPH_MEMORY_DIR); a program that calls Memory.open, `langgraph-memory ingest` or a "
+                    "store_ command creates a memory.",
+                    self.settings.data_dir,
+                )
+            self.settings.ensure_dirs()
         self.ttl_config = ttl
         self.index_config: dict[str, Any] | None = None
         # The model behind the embedding cache; `embeddings` is the object given in index= (see below).
@@ -322,20 +357,8 @@ class ChromaStore(BaseStore):
         opened: list[Callable[[], Any]] = []
         try:
             if read_only:
-                if reindex:
-                    raise ReadOnlyError("reindex=True re-embeds and writes; it cannot be used with read_only=True")
-                if self.settings.catalog_url is not None:
-                    raise ConfigError(
-                        "read_only=True opens a data directory; a memory on a server is read by its address"
-                    )
-                if not self.settings.catalog_path.is_file():
-                    raise NotFoundError(
-                        f"no memory to read at {self.settings.data_dir} ({self.settings.catalog_path.name} is "
-                        "missing); a read-only open never creates one. Check the path."
-                    )
                 self.catalog = open_catalog(self.settings, durability=durability, read_only=True)
             else:
-                self.settings.ensure_dirs()
                 self.catalog = open_catalog(self.settings, durability=durability)
             opened.append(self.catalog.close)
             model = self.cached_embeddings.model_id if self.cached_embeddings is not None else None
@@ -841,6 +864,8 @@ class ChromaStore(BaseStore):
             prep.results.append(None)
             if isinstance(op, GetOp):
                 ns = validate_namespace(op.namespace, for_write=False)
+                if isinstance(op.key, str) and "\x00" in op.key:
+                    continue  # no such key is ever stored (see _check_key): None, as for any missing key
                 prep.gets.append((i, op._replace(namespace=ns)))
             elif isinstance(op, SearchOp):
                 op = self._check_search(op)
@@ -1012,13 +1037,33 @@ class ChromaStore(BaseStore):
         """Wait until the Chroma index holds every write this store committed; False if ``timeout`` passed first.
 
         The index catches up in a background thread once writes pause
-        (searches meanwhile score what it lacks exactly, so none is missed);
-        a read-only store has no index to wait for and returns True at once.
+        (searches meanwhile score what it lacks exactly, so none is missed).
+        While the Chroma server is away the changes stay queued: this keeps
+        trying until they are applied or the timeout passes. A collection whose
+        index failed (searched exactly until `rebuild_index()`) is not waited
+        for; a read-only store has no index to wait for and returns True at once.
 
             store.put(("docs",), "a", {"text": "hello"})
             store.wait_for_index(timeout=10)
         """
-        return True if self._writer.catch_up is None else self._writer.catch_up.wait(timeout)
+        catch_up = self._writer.catch_up
+        if catch_up is None:
+            return True
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not catch_up.wait(left):
+                return False
+            behind = self.vector_index.behind()
+            if not behind:
+                return True
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            # The pass could not apply them (the server is away): ask again; the index itself spaces out its
+            # attempts on a server that does not answer, so this only sets how soon a return is noticed.
+            time.sleep(_INDEX_RETRY_SECONDS if left is None else min(_INDEX_RETRY_SECONDS, left))
+            catch_up.request(behind)
 
     def flush_access(self) -> int:
         """Apply pending reads (access counts, last access, TTL refresh) to the catalog; return items touched."""
@@ -1137,6 +1182,9 @@ def _check_key(key: Any) -> None:
         raise InvalidArgumentError("keys must be non-empty strings, got ''")
     if len(key) > MAX_KEY_CHARS:
         raise InvalidArgumentError(f"a key has {len(key):,} characters; at most {MAX_KEY_CHARS} are allowed")
+    if "\x00" in key:
+        # PostgreSQL's text cannot hold NUL; refused on both backends, so a memory moves between them whole.
+        raise InvalidArgumentError(f"keys cannot contain a NUL character (\\x00), got {key!r}")
 
 
 def _search_items(hits: Iterable[tuple[float | None, StoredItem]]) -> list[SearchItem]:

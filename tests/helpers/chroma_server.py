@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from bench.common.chroma_server import ChromaServer
+from bench.common.chroma_server import ChromaServer, free_port
 
-__all__ = ["ChromaServer", "chroma_server"]
+__all__ = ["ChromaServer", "chroma_server", "free_port"]
 
 
 @pytest.fixture

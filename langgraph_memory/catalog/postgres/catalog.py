@@ -54,6 +54,7 @@ from langgraph_memory.errors import (
     ServerUnavailableError,
     StorageError,
     StoreBackendError,
+    ValidationError,
     WriteConflictError,
 )
 
@@ -68,6 +69,7 @@ _UNAVAILABLE = ("08", "57P01", "57P02", "57P03")
 _LOCK_NOT_AVAILABLE = "55P03"
 _SERIALIZATION_FAILURE = "40001"
 _UNIQUE_VIOLATION = "23505"
+_UNTRANSLATABLE_CHARACTER = "22P05"  # "unsupported Unicode escape sequence": \u0000 in JSONB
 #: Seconds a finished read transaction may wait for the next statement to carry its COMMIT.
 SETTLE = 0.2
 
@@ -108,9 +110,12 @@ class PgCatalog:
         self._settle = threading.Condition()
         self._settle_at: float | None = None
         self._settler: threading.Thread | None = None
+        #: This open made the catalog (a new memory): nothing before it could have shut down uncleanly.
+        self.created = False
         try:
             with self.write(migrating=True) as conn:
                 if self.get_meta(conn, "catalog_id") is None:
+                    self.created = True
                     self.set_meta(conn, "catalog_id", uuid.uuid4().hex)
             with self.read() as conn:
                 self.catalog_id: str = str(self.get_meta(conn, "catalog_id"))
@@ -181,6 +186,12 @@ class PgCatalog:
                 f"could not {what} the catalog: the PostgreSQL server {self.path} is unreachable ({first}). "
                 "Nothing of this call was stored; the next call reconnects.",
                 self.path,
+            )
+        if sqlstate == _UNTRANSLATABLE_CHARACTER or "cannot contain NUL" in first:
+            # The input's fault, not the storage's: PostgreSQL's TEXT and JSONB cannot hold U+0000.
+            return ValidationError(
+                f"could not {what} the catalog {self.path}: a text holds a NUL character (\\x00), which "
+                "PostgreSQL cannot store in this field; remove it (stored values and filters may hold one)"
             )
         return StorageError(f"could not {what} the catalog {self.path}: {first}", self.path)
 

@@ -2,7 +2,7 @@
 
 ::
 
-    from langgraph_memory.checkpoint.postgres import PostgresCheckpointer
+    from langgraph_memory.checkpoint.postgres import PostgresCheckpointer  # noqa: E402
 
     with PostgresCheckpointer.from_conn_string("postgresql://postgres@127.0.0.1:5432/postgres") as saver:
         saver.setup()
@@ -13,9 +13,14 @@ Needs ``psycopg`` and ``psycopg_pool``: the ``postgres`` extra (``pip install -e
 
 from __future__ import annotations
 
-from langgraph_memory.checkpoint.postgres._schema import DEFAULT_SCHEMA, SCHEMA_VERSION
-from langgraph_memory.checkpoint.postgres.saver import PostgresCheckpointer
-from langgraph_memory.checkpoint.postgres.transfer import (
+from langgraph_memory._infra.extras import require_extra
+
+# Before the modules below import psycopg: without the extra, say which one to install.
+require_extra("postgres", "the PostgreSQL checkpointer")
+
+from langgraph_memory.checkpoint.postgres._schema import DEFAULT_SCHEMA, SCHEMA_VERSION  # noqa: E402
+from langgraph_memory.checkpoint.postgres.saver import PostgresCheckpointer  # noqa: E402
+from langgraph_memory.checkpoint.postgres.transfer import (  # noqa: E402
     TransferReport,
     copy_from_sqlite,
     import_from_postgres_saver,
