@@ -97,9 +97,10 @@ def test_writes_and_searches_go_on_while_the_chroma_server_is_killed_and_it_catc
         assert issubclass(IndexServerUnavailable, IndexUnavailable)
 
         chroma_server.start()  # same directory, same port
-        # Back: the next search or write catches the index up by itself.
+        # Back: searches go on, and the index catches up by itself within the index's retry interval
+        # (MAX_BACKOFF after the server's return), which wait_for_index waits out.
         assert store.search(("notes",), query="acknowledged note 55", limit=1)[0].key == "k55"
-        assert store.vector_index.serving()
+        assert store.wait_for_index(30) and store.vector_index.serving()
         assert other.search(("notes",), query="acknowledged note 33", limit=1)[0].key == "k33"
         report = index_integrity(other)
         assert report["memories"]["catalog"] == 61 and not _whole(report, other), _whole(report, other)
