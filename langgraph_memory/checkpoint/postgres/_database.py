@@ -26,7 +26,6 @@ from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
 
 from langgraph_memory.checkpoint.postgres import _schema
-from langgraph_memory.checkpoint.postgres._compat import LoopConnection, SyncConnection
 from langgraph_memory.checkpoint.postgres._group import AsyncGroupCommit, GroupCommit
 from langgraph_memory.errors import (
     CheckpointConflictError,
@@ -379,20 +378,6 @@ class Database:
             self._retired.append(task)
             task.add_done_callback(self._retired.remove)
         return True
-
-    # The shared code is typed for sqlite3.Connection; these adapters offer the same calls (duck-typed).
-    def run_compat(self, fn: Callable[[Any], T], what: str) -> T:
-        """Run shared SQLite-dialect code (delta, retention) in one transaction."""
-        return self.run(lambda conn: fn(SyncConnection(conn, self.schema)), what, transaction=True)
-
-    async def arun_compat(self, fn: Callable[[Any], T], what: str) -> T:
-        """Async `_run_compat()`: the code runs on a worker thread, its SQL on this loop."""
-        loop = asyncio.get_running_loop()
-
-        async def run(conn: AsyncConnection[Any]) -> T:
-            return await asyncio.to_thread(fn, LoopConnection(conn, self.schema, loop))
-
-        return await self.arun(run, what, transaction=True)
 
     # -- schema ------------------------------------------------------------
 
