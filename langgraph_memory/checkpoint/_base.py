@@ -12,21 +12,31 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import json
 import random
+import re
 import time
 from abc import abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from types import TracebackType
-from typing import Any, Literal, Self, TypeVar
+from typing import Any, Literal, Self, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple, DeltaChannelHistory, get_checkpoint_id
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    DeltaChannelHistory,
+    PendingWrite,
+    get_checkpoint_id,
+)
 
 from langgraph_memory.checkpoint import _delta, _maintenance
 from langgraph_memory.checkpoint._maintenance import ThreadInfo
-from langgraph_memory.errors import ConfigError
+from langgraph_memory.errors import ConfigError, FilterError
 
 __all__ = ["CheckpointerBase", "PruneStrategy", "Queries", "ThreadInfo"]
 
@@ -34,6 +44,7 @@ T = TypeVar("T")
 PruneStrategy = Literal["keep_latest", "delete"]
 
 _LIST_PAGE = 100  # rows per round trip when list() has no small limit
+_FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
 @dataclass(frozen=True)
@@ -353,6 +364,52 @@ class CheckpointerBase(BaseCheckpointSaver[str]):
     ) -> builtins.list[str]:
         """Async ``prune_inactive``."""
         return await self._awrite(self._prune_inactive(older_than, strategy), "prune inactive threads")
+
+
+def metadata_json(metadata: Mapping[str, Any]) -> str:
+    """Metadata as JSON text, so ``list(filter=...)`` can query it on either backend.
+
+    What JSON cannot hold (rare: LangGraph writes str/int/float/bool) becomes
+    text.
+    """
+
+    def default(value: Any) -> Any:
+        return list(value) if isinstance(value, (set, frozenset, tuple)) else str(value)
+
+    return json.dumps(metadata, ensure_ascii=False, default=default)
+
+
+def check_filter_keys(filter: Mapping[str, Any] | None) -> None:
+    """`FilterError` unless every key of a metadata filter is safe to put in a JSON path."""
+    for key in filter or {}:
+        if not isinstance(key, str) or not _FILTER_KEY.match(key):
+            raise FilterError(
+                f"metadata filter key {key!r} is not allowed: use letters, digits, '_', '.' and '-' only."
+            )
+
+
+def checkpoint_tuple(
+    key: tuple[str, str, str],
+    parent_id: str | None,
+    checkpoint: Checkpoint,
+    metadata: Mapping[str, Any] | None,
+    pending_writes: builtins.list[PendingWrite],
+) -> CheckpointTuple:
+    """The ``CheckpointTuple`` of a stored checkpoint, ``key`` being (thread, namespace, id)."""
+    thread_id, checkpoint_ns, checkpoint_id = key
+    return CheckpointTuple(
+        config={
+            "configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint_id}
+        },
+        checkpoint=checkpoint,
+        metadata=cast(CheckpointMetadata, metadata or {}),
+        parent_config=(
+            {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": parent_id}}
+            if parent_id
+            else None
+        ),
+        pending_writes=pending_writes,
+    )
 
 
 def _next_page(remaining: int | None, page: builtins.list[CheckpointTuple]) -> tuple[int | None, tuple[str, str, str]]:

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     Checkpoint,
-    CheckpointMetadata,
     CheckpointTuple,
     PendingWrite,
     get_checkpoint_id,
@@ -19,10 +17,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph_memory.checkpoint._base import Queries
-from langgraph_memory.errors import FilterError
-
-_FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
+from langgraph_memory.checkpoint._base import Queries, check_filter_keys, checkpoint_tuple
 
 CHECKPOINT_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata"
 GET_BY_ID = (
@@ -154,11 +149,8 @@ def list_where(
         if checkpoint_id := get_checkpoint_id(config):
             wheres.append("checkpoint_id = ?")
             params.append(checkpoint_id)
+    check_filter_keys(filter)
     for key, value in (filter or {}).items():
-        if not isinstance(key, str) or not _FILTER_KEY.match(key):
-            raise FilterError(
-                f"metadata filter key {key!r} is not allowed: use letters, digits, '_', '.' and '-' only."
-            )
         operator, param = _filter_value(value)
         wheres.append(f"json_extract(metadata, '$.{key}') {operator}")
         params.append(param)
@@ -241,30 +233,8 @@ def load_checkpoints(
 
 def to_tuple(row: CheckpointRow, checkpoint: Checkpoint, pending_writes: list[PendingWrite]) -> CheckpointTuple:
     """Build a ``CheckpointTuple`` from a row selected with ``CHECKPOINT_COLUMNS``."""
-    thread_id, checkpoint_ns, checkpoint_id, parent_id, _type, _blob, metadata = row
-    return CheckpointTuple(
-        config={
-            "configurable": {
-                "thread_id": thread_id,
-                "checkpoint_ns": checkpoint_ns,
-                "checkpoint_id": checkpoint_id,
-            }
-        },
-        checkpoint=checkpoint,
-        metadata=cast(CheckpointMetadata, json.loads(metadata) if metadata else {}),
-        parent_config=(
-            {
-                "configurable": {
-                    "thread_id": thread_id,
-                    "checkpoint_ns": checkpoint_ns,
-                    "checkpoint_id": parent_id,
-                }
-            }
-            if parent_id
-            else None
-        ),
-        pending_writes=pending_writes,
-    )
+    metadata = row[6]
+    return checkpoint_tuple(row[:3], row[3], checkpoint, json.loads(metadata) if metadata else None, pending_writes)
 
 
 def fetch_tuples(

@@ -10,11 +10,10 @@ query.
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -30,13 +29,11 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph_memory.checkpoint import _delta
-from langgraph_memory.checkpoint._base import Queries
-from langgraph_memory.errors import FilterError
+from langgraph_memory.checkpoint import _base, _delta
+from langgraph_memory.checkpoint._base import Queries, check_filter_keys, checkpoint_tuple
 
 __all__ = ["PutArgs", "Statements", "queries", "list_query", "put_args", "row_to_tuple", "writes_args"]
 
-_FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 # The checkpoint, its blobs (channel, type, value as a bytea triple) and its
 # pending writes, for the rows a WHERE clause selects. The LIMIT 1 (the key
@@ -198,17 +195,9 @@ class Statements:
         )
 
 
-def _json_default(value: Any) -> Any:
-    # Metadata is JSONB so list(filter=...) can query it; what JSON cannot
-    # hold (rare: LangGraph writes str/int/float/bool) becomes text.
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    return str(value)
-
-
 def metadata_json(metadata: Mapping[str, Any]) -> str:
     # JSONB rejects \u0000 in text; LangGraph savers strip it too.
-    return json.dumps(metadata, ensure_ascii=False, default=_json_default).replace("\\u0000", "")
+    return _base.metadata_json(metadata).replace("\\u0000", "")
 
 
 _SMALL_TEXT = 64  # longest string kept in the checkpoint row instead of a blob
@@ -355,11 +344,7 @@ def list_query(
             wheres.append("c.checkpoint_id = %s")
             params.append(checkpoint_id)
     if filter:
-        for key in filter:
-            if not isinstance(key, str) or not _FILTER_KEY.match(key):
-                raise FilterError(
-                    f"metadata filter key {key!r} is not allowed: use letters, digits, '_', '.' and '-' only."
-                )
+        check_filter_keys(filter)
         wheres.append("c.metadata @> %s::jsonb")
         params.append(metadata_json(filter))
     if before is not None and (before_id := get_checkpoint_id(before)):
@@ -394,26 +379,4 @@ def row_to_tuple(serde: SerializerProtocol, row: Sequence[Any]) -> CheckpointTup
         ]
     if isinstance(metadata, (str, bytes)):
         metadata = json.loads(metadata)
-    return CheckpointTuple(
-        config={
-            "configurable": {
-                "thread_id": thread_id,
-                "checkpoint_ns": checkpoint_ns,
-                "checkpoint_id": checkpoint_id,
-            }
-        },
-        checkpoint=checkpoint,
-        metadata=cast(CheckpointMetadata, metadata or {}),
-        parent_config=(
-            {
-                "configurable": {
-                    "thread_id": thread_id,
-                    "checkpoint_ns": checkpoint_ns,
-                    "checkpoint_id": parent_id,
-                }
-            }
-            if parent_id
-            else None
-        ),
-        pending_writes=pending,
-    )
+    return checkpoint_tuple((thread_id, checkpoint_ns, checkpoint_id), parent_id, checkpoint, metadata, pending)
