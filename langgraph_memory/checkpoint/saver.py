@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
 import builtins
-import functools
 import logging
 import os
 import sqlite3
@@ -27,7 +27,6 @@ from langgraph_memory._infra.sqlite import translate
 from langgraph_memory.checkpoint import _query, _writes
 from langgraph_memory.checkpoint._base import CheckpointerBase, PruneStrategy, Queries, ThreadInfo
 from langgraph_memory.checkpoint._pool import _ConnectionPool
-from langgraph_memory.checkpoint._worker import _Worker
 from langgraph_memory.checkpoint.schema import Durability
 from langgraph_memory.config import Settings, resolve_lock_timeout
 from langgraph_memory.errors import ConfigError
@@ -43,9 +42,9 @@ class SqliteCheckpointer(CheckpointerBase):
     """A LangGraph checkpointer on one SQLite file, for sync and async graphs alike.
 
     One instance serves ``invoke``/``stream`` and ``ainvoke``/``astream``: the
-    async methods run the same SQLite work on a worker thread, in call order,
+    async methods run the same SQLite work in a thread (``asyncio.to_thread``),
     so they never block the event loop (the LangGraph server's blockbuster
-    check passes); back-to-back async writes share one commit.
+    check passes).
     Many threads and several processes may share the file (WAL mode); a busy
     file is waited for up to ``lock_timeout`` seconds, then
     [`LockTimeoutError`][langgraph_memory.errors.LockTimeoutError] is raised.
@@ -148,8 +147,6 @@ class SqliteCheckpointer(CheckpointerBase):
         self._pool = _ConnectionPool(
             resolved, durability=durability, busy_timeout=busy, serde=self.serde, read_only=read_only
         )
-        # Async calls run their SQLite work on this thread, in call order.
-        self._worker = _Worker(f"lgm-checkpoint:{resolved.name}", self._pool)
         # The temporary folder of from_conn_string(":memory:"), removed on close.
         self._tempdir: Any = None
         logger.debug("opened checkpoint file %s", resolved)
@@ -195,8 +192,7 @@ class SqliteCheckpointer(CheckpointerBase):
     # -- lifecycle ---------------------------------------------------------
 
     def close(self) -> None:
-        """Finish queued async work and close every connection."""
-        self._worker.close()
+        """Close every connection (one still in use closes when its call returns)."""
         self._pool.close()
         if self._tempdir is not None:
             self._tempdir.cleanup()
@@ -211,10 +207,10 @@ class SqliteCheckpointer(CheckpointerBase):
         return self._pool.write(fn, what=what)
 
     async def _aread(self, fn: Callable[[sqlite3.Connection], T], what: str) -> T:
-        return await self._worker.run(functools.partial(self._pool.read, fn, what=what))
+        return await asyncio.to_thread(self._pool.read, fn, what=what)
 
     async def _awrite(self, fn: Callable[[sqlite3.Connection], T], what: str) -> T:
-        return await self._worker.run(functools.partial(self._pool.write, fn, what=what))
+        return await asyncio.to_thread(self._pool.write, fn, what=what)
 
     # -- reading -----------------------------------------------------------
 
@@ -223,7 +219,7 @@ class SqliteCheckpointer(CheckpointerBase):
         return self._read(self._get_tuple_reader(config), "read a checkpoint")
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Async ``get_tuple``, read on the worker thread after every async call queued before it."""
+        """Async ``get_tuple``, read in a thread."""
         return await self._aread(self._get_tuple_reader(config), "read a checkpoint")
 
     def _get_tuple_reader(self, config: RunnableConfig) -> Callable[[sqlite3.Connection], CheckpointTuple | None]:
@@ -324,18 +320,14 @@ class SqliteCheckpointer(CheckpointerBase):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """Async ``put``: serialized here, committed on the worker thread before the await returns.
+        """Async ``put``: serialized here, committed in a thread before the await returns.
 
         The event loop never runs SQLite: a COMMIT can wait for another
         writer's lock, restart the WAL (an fsync) or run a WAL checkpoint,
-        and the LangGraph server fails any run that blocks its loop. Writes
-        queued back to back (a step's ``aput_writes`` and the next ``aput``,
-        or several threads' steps) are committed together in one
-        transaction (group commit); each await returns only after the COMMIT
-        that holds its write.
+        and the LangGraph server fails any run that blocks its loop.
         """
         statements, saved = _writes.put_statements(self.serde, config, checkpoint, metadata, new_versions)
-        await self._worker.write(statements, "save a checkpoint")
+        await asyncio.to_thread(self._pool.write_statements, statements, what="save a checkpoint")
         return saved
 
     async def aput_writes(
@@ -345,10 +337,10 @@ class SqliteCheckpointer(CheckpointerBase):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """Async ``put_writes``: serialized here, committed on the worker thread (see `aput()`)."""
+        """Async ``put_writes``: serialized here, committed in a thread (see `aput()`)."""
         statements = _writes.put_writes_statements(self.serde, config, writes, task_id, task_path)
         if statements:
-            await self._worker.write(statements, "save pending writes")
+            await asyncio.to_thread(self._pool.write_statements, statements, what="save pending writes")
 
     def prune_inactive(self, older_than: timedelta, *, strategy: PruneStrategy = "keep_latest") -> builtins.list[str]:
         """Prune (or delete) threads with no checkpoint written for ``older_than``.
