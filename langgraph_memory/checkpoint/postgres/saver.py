@@ -338,7 +338,7 @@ class PostgresCheckpointer(CheckpointerBase):
         """
         args = _sql.put_args(self.serde, config, checkpoint, metadata, new_versions)
         params = args.with_expect_head(self._expects_head(config, args))
-        self._db.write((self._sql.put, params, "save a checkpoint"), urgent=True)
+        self._db.execute(self._sql.put, params, "save a checkpoint")
         return self._saved_config(args)
 
     async def aput(
@@ -395,7 +395,7 @@ class PostgresCheckpointer(CheckpointerBase):
         """
         statement = self._writes_statement(config, writes, task_id, task_path)
         if statement is not None:
-            self._db.write((*statement, "save pending writes"))
+            self._db.execute(*statement, "save pending writes")
 
     async def aput_writes(
         self,
