@@ -12,7 +12,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph_memory.checkpoint import _delta
 
 if TYPE_CHECKING:
-    from langgraph_memory.checkpoint._base import Queries
+    from langgraph_memory.checkpoint._shared_sql import Queries
 
 __all__ = ["ThreadInfo", "copy_thread", "delete_for_runs", "delete_threads", "list_threads", "prune"]
 
