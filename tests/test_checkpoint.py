@@ -547,11 +547,11 @@ def test_metadata_is_queryable_json(saver: SqliteCheckpointer) -> None:
     assert len(list(saver.list(None, filter={"tags": {"a": [1, 2]}, "flag": True}))) == 1
 
 
-# -- async path: group commit on the worker, in call order -----------------------
+# -- async path: committed off the loop, acknowledged only once committed ------------
 
 
 async def test_concurrent_async_writes_are_committed_when_acknowledged(tmp_path: Path) -> None:
-    """Writes queued together share a COMMIT, and each await returns only after it."""
+    """Each await returns only after the COMMIT that holds its write."""
     import asyncio
 
     path = tmp_path / "cp.sqlite"
@@ -577,27 +577,7 @@ async def test_concurrent_async_writes_are_committed_when_acknowledged(tmp_path:
             assert sorted(w[2] for w in saved.pending_writes) == list(range(i, 40, 3))
 
 
-async def test_async_read_does_not_overtake_a_queued_write(saver: SqliteCheckpointer) -> None:
-    import asyncio
-
-    first = await saver.aput(generate_config("t"), generate_checkpoint(), generate_metadata(), {})
-    assert await saver.aget_tuple(generate_config("t")) is not None
-    gate = threading.Event()
-    blocker = asyncio.ensure_future(saver._worker.run(lambda: gate.wait(10)))
-    await asyncio.sleep(0)  # the worker is busy, so the put below is queued
-    newer = generate_checkpoint()
-    put = asyncio.ensure_future(saver.aput(first, newer, generate_metadata(), {}))
-    await asyncio.sleep(0)
-    read = asyncio.ensure_future(saver.aget_tuple(generate_config("t")))
-    await asyncio.sleep(0)
-    assert not put.done() and not read.done()
-    gate.set()
-    latest = await read
-    assert latest is not None and latest.checkpoint["id"] == newer["id"]
-    await asyncio.gather(put, blocker)
-
-
-async def test_async_write_group_reports_lock_timeout_to_every_caller(tmp_path: Path) -> None:
+async def test_async_writes_report_lock_timeout_to_every_caller(tmp_path: Path) -> None:
     import asyncio
 
     path = tmp_path / "cp.sqlite"
@@ -619,25 +599,3 @@ async def test_async_write_group_reports_lock_timeout_to_every_caller(tmp_path: 
         await saver.aput_writes(config, [("ch", 0)], "task-0")  # and it recovers
         saved = await saver.aget_tuple(config)
         assert saved is not None and [w[2] for w in saved.pending_writes] == [0]
-
-
-def test_write_group_isolates_a_failing_member(tmp_path: Path) -> None:
-    """One bad member of a group fails alone; the others are committed."""
-    with SqliteCheckpointer(tmp_path / "cp.sqlite") as saver:
-        pool = saver._pool
-        good = "INSERT INTO writes (thread_id, checkpoint_id, task_id, idx, channel) VALUES (?, 'c', 't', ?, 'ch')"
-        outcomes = pool.write_group(
-            [
-                [(good, ("a", 0), False)],
-                [("INSERT INTO no_such_table VALUES (1)", (), False)],
-                [(good, ("b", 0), False)],
-            ],
-            ["first", "second", "third"],
-        )
-        assert outcomes[0] is None and outcomes[2] is None
-        assert isinstance(outcomes[1], CheckpointError)
-        rows = pool.read(
-            lambda conn: conn.execute("SELECT thread_id FROM writes ORDER BY 1").fetchall(),
-            what="read",
-        )
-        assert rows == [("a",), ("b",)]

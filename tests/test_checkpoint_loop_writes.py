@@ -1,4 +1,4 @@
-"""aput/aput_writes from an event loop: committed on the worker, in call order, grouped,
+"""aput/aput_writes from an event loop: committed in a thread before the await returns,
 never blocking the loop (every test here runs under the LangGraph server's blockbuster)."""
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from langgraph.checkpoint.conformance.test_utils import (
     generate_config,
     generate_metadata,
 )
-from langgraph.checkpoint.serde.types import ERROR
 
 from langgraph_memory.checkpoint import SqliteCheckpointer
 from langgraph_memory.checkpoint._pool import _COMMITS_PER_CHECKPOINT
@@ -47,11 +46,6 @@ def _outside(saver: SqliteCheckpointer, sql: str) -> Any:
     return asyncio.to_thread(run)
 
 
-def _busy_worker(saver: SqliteCheckpointer) -> tuple[threading.Event, asyncio.Future[Any]]:
-    gate = threading.Event()
-    return gate, asyncio.ensure_future(saver._worker.run(lambda: gate.wait(10)))
-
-
 async def test_acknowledged_write_is_committed(saver: SqliteCheckpointer) -> None:
     config = await saver.aput(generate_config("t"), generate_checkpoint(), generate_metadata(), {})
     await saver.aput_writes(config, [("ch", 1)], "task")
@@ -69,40 +63,7 @@ async def test_graph_runs_from_the_loop(saver: SqliteCheckpointer) -> None:
     assert state.values["turns"] == 5 and len(state.values["messages"]) == 15
 
 
-async def test_writes_and_reads_keep_call_order(saver: SqliteCheckpointer) -> None:
-    config = await saver.aput(generate_config("t"), generate_checkpoint(), generate_metadata(), {})
-    gate, blocker = _busy_worker(saver)
-    await asyncio.sleep(0)
-    # Special writes replace each other: the last one committed wins.
-    first = asyncio.ensure_future(saver.aput_writes(config, [(ERROR, "first")], "task"))
-    second = asyncio.ensure_future(saver.aput_writes(config, [(ERROR, "second")], "task"))
-    read = asyncio.ensure_future(saver.aget_tuple(config))
-    await asyncio.sleep(0)
-    assert not first.done() and not second.done() and not read.done()
-    gate.set()
-    await asyncio.gather(blocker, first, second)
-    seen = await read
-    assert seen is not None and [w[2] for w in seen.pending_writes] == ["second"]
-
-
-async def test_writes_queued_together_share_one_commit(saver: SqliteCheckpointer) -> None:
-    configs = [
-        await saver.aput(generate_config(f"t{i}"), generate_checkpoint(), generate_metadata(), {}) for i in range(10)
-    ]
-    gate, blocker = _busy_worker(saver)
-    await asyncio.sleep(0)
-    commits = saver._pool._commits
-    writes = [
-        asyncio.ensure_future(saver.aput_writes(config, [("ch", i)], f"task-{i}")) for i, config in enumerate(configs)
-    ]
-    await asyncio.sleep(0)
-    gate.set()
-    await asyncio.gather(blocker, *writes)
-    assert saver._pool._commits == commits + 1  # ten callers, one transaction
-    assert await _outside(saver, "SELECT count(*) FROM writes") == [(10,)]
-
-
-async def test_locked_file_waits_on_the_worker_not_the_loop(saver: SqliteCheckpointer) -> None:
+async def test_locked_file_waits_off_the_loop(saver: SqliteCheckpointer) -> None:
     config = await saver.aput(generate_config("t"), generate_checkpoint(), generate_metadata(), {})
     locked, release = threading.Event(), threading.Event()
 
@@ -118,7 +79,7 @@ async def test_locked_file_waits_on_the_worker_not_the_loop(saver: SqliteCheckpo
     await asyncio.to_thread(locked.wait, 30)
     try:
         write = asyncio.ensure_future(saver.aput_writes(config, [("ch", "late")], "task"))
-        for _ in range(20):  # the loop keeps running while the worker waits for the lock
+        for _ in range(20):  # the loop keeps running while the thread waits for the lock
             await asyncio.sleep(0.01)
         assert not write.done()
         after = asyncio.ensure_future(saver.aput_writes(config, [("ch", "later")], "task-2"))

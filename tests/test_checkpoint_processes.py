@@ -46,7 +46,7 @@ def _checkpoint_count(db: Path, thread_id: str) -> int:
 
 @pytest.mark.parametrize("mode", ["count", "acount"], ids=["invoke", "ainvoke"])
 def test_sigkill_mid_run_leaves_last_checkpoint_resumable(tmp_path: Path, mode: str) -> None:
-    """Killed mid-run, every acknowledged checkpoint survives: sync, and async (committed on the worker)."""
+    """Killed mid-run, every acknowledged checkpoint survives: sync, and async (committed in a thread)."""
     sys.path.insert(0, str(_WORKER.parent))
     from worker import count_graph  # type: ignore[import-not-found]
 

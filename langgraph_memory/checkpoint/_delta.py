@@ -28,9 +28,8 @@ checkpoint reads (hidden ones keep only their delta channels' blobs).
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.base import (
     ChannelVersions,
@@ -40,6 +39,9 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+if TYPE_CHECKING:
+    from langgraph_memory.checkpoint._shared_sql import Queries
+
 __all__ = [
     "apply_removal",
     "collect_blobs",
@@ -47,26 +49,6 @@ __all__ = [
     "delta_channels_of",
     "plan_removal",
 ]
-
-# Target first, then its ancestors nearest first, following
-# parent_checkpoint_id (ids are monotonic only within one process, so an id
-# range scan could miss a parent). CROSS JOIN keeps each step a primary-key
-# lookup. Hidden rows take part: they exist precisely for this walk.
-_ANCESTORS_SQL = (
-    "WITH RECURSIVE ancestors(checkpoint_id, parent_checkpoint_id, type, checkpoint) AS ("
-    "SELECT checkpoint_id, parent_checkpoint_id, type, checkpoint FROM checkpoints "
-    "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? "
-    "UNION ALL "
-    "SELECT c.checkpoint_id, c.parent_checkpoint_id, c.type, c.checkpoint "
-    "FROM ancestors a CROSS JOIN checkpoints c ON c.checkpoint_id = a.parent_checkpoint_id "
-    "WHERE c.thread_id = ? AND c.checkpoint_ns = ?) "
-    "SELECT checkpoint_id, type, checkpoint FROM ancestors"
-)
-
-_BLOB_EXISTS_SQL = "SELECT 1 FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?"
-_BLOB_SQL = "SELECT type, blob FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?"
-
-_CHUNK = 500  # bound on bound parameters per IN (...) list
 
 
 def delta_channels_of(
@@ -79,18 +61,19 @@ def delta_channels_of(
 
 
 def _has_value(
-    conn: sqlite3.Connection, thread_id: str, checkpoint_ns: str, checkpoint: Mapping[str, Any], channel: str
+    conn: Any, q: Queries, thread_id: str, checkpoint_ns: str, checkpoint: Mapping[str, Any], channel: str
 ) -> bool:
     if channel in (checkpoint.get("channel_values") or ()):
         return True  # kept inline: a value without a channel version
     version = checkpoint["channel_versions"].get(channel)
     if version is None:
         return False
-    return conn.execute(_BLOB_EXISTS_SQL, (thread_id, checkpoint_ns, channel, str(version))).fetchone() is not None
+    return conn.execute(q.has_blob, (thread_id, checkpoint_ns, channel, str(version))).fetchone() is not None
 
 
 def _value(
-    conn: sqlite3.Connection,
+    conn: Any,
+    q: Queries,
     serde: SerializerProtocol,
     thread_id: str,
     checkpoint_ns: str,
@@ -101,12 +84,13 @@ def _value(
     if channel in inline:
         return inline[channel]
     version = str(checkpoint["channel_versions"][channel])
-    type_, blob = conn.execute(_BLOB_SQL, (thread_id, checkpoint_ns, channel, version)).fetchone()
+    type_, blob = conn.execute(q.blob, (thread_id, checkpoint_ns, channel, version)).fetchone()
     return serde.loads_typed((type_, blob))
 
 
 def _walk(
-    conn: sqlite3.Connection,
+    conn: Any,
+    q: Queries,
     serde: SerializerProtocol,
     thread_id: str,
     checkpoint_ns: str,
@@ -130,7 +114,7 @@ def _walk(
     chain_by_ch: dict[str, list[str]] = {c: [] for c in active}
     seed_values: dict[str, Any] = {}
     walked: set[str] = set()
-    cur = conn.execute(_ANCESTORS_SQL, (thread_id, checkpoint_ns, target_id, thread_id, checkpoint_ns))
+    cur = conn.execute(q.ancestors, (thread_id, checkpoint_ns, target_id, thread_id, checkpoint_ns))
     try:
         for index, (cid, type_, blob) in enumerate(cur):
             if cid in walked:  # a loop
@@ -139,7 +123,7 @@ def _walk(
             if index == 0 and not from_target:
                 continue
             checkpoint = serde.loads_typed((type_, blob))
-            holding = [c for c in active if _has_value(conn, thread_id, checkpoint_ns, checkpoint, c)]
+            holding = [c for c in active if _has_value(conn, q, thread_id, checkpoint_ns, checkpoint, c)]
             if index == 0:  # the target, with from_target
                 active.difference_update(holding)
                 if not active:
@@ -154,7 +138,7 @@ def _walk(
             for c in holding:
                 if c in active:
                     if seeds:
-                        seed_values[c] = _value(conn, serde, thread_id, checkpoint_ns, checkpoint, c)
+                        seed_values[c] = _value(conn, q, serde, thread_id, checkpoint_ns, checkpoint, c)
                     active.discard(c)
             if not active:
                 break
@@ -164,7 +148,8 @@ def _walk(
 
 
 def delta_channel_history(
-    conn: sqlite3.Connection,
+    conn: Any,
+    q: Queries,
     serde: SerializerProtocol,
     thread_id: str,
     checkpoint_ns: str,
@@ -172,19 +157,13 @@ def delta_channel_history(
     channels: Sequence[str],
 ) -> dict[str, DeltaChannelHistory]:
     """Writes (oldest first, ``writes_sort_key`` within a step) and seed per channel."""
-    chain_by_ch, seeds = _walk(conn, serde, thread_id, checkpoint_ns, target_id, channels)
+    chain_by_ch, seeds = _walk(conn, q, serde, thread_id, checkpoint_ns, target_id, channels)
     wanted_ids = sorted({cid for chain in chain_by_ch.values() for cid in chain})
     by_key: dict[tuple[str, str], list[tuple[str, str, int, str, bytes]]] = {}
     wanted_channels = [c for c in channels if chain_by_ch[c]]
-    for start in range(0, len(wanted_ids), _CHUNK):
-        ids = wanted_ids[start : start + _CHUNK]
-        rows = conn.execute(
-            "SELECT checkpoint_id, channel, task_path, task_id, idx, type, value FROM writes "
-            f"WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({','.join('?' * len(ids))}) "
-            f"AND channel IN ({','.join('?' * len(wanted_channels))})",
-            (thread_id, checkpoint_ns, *ids, *wanted_channels),
-        ).fetchall()
-        for cid, ch, task_path, task_id, idx, type_, value in rows:
+    if wanted_ids:
+        params = (thread_id, checkpoint_ns, q.array(wanted_ids), q.array(wanted_channels))
+        for cid, ch, task_path, task_id, idx, type_, value in conn.execute(q.delta_writes, params).fetchall():
             by_key.setdefault((cid, ch), []).append((task_path, task_id, idx, type_, value))
     result: dict[str, DeltaChannelHistory] = {}
     for ch in channels:
@@ -200,7 +179,8 @@ def delta_channel_history(
 
 
 def plan_removal(
-    conn: sqlite3.Connection,
+    conn: Any,
+    q: Queries,
     serde: SerializerProtocol,
     thread_id: str,
     checkpoint_ns: str,
@@ -212,10 +192,7 @@ def plan_removal(
     survivor's delta channels need is hidden rather than deleted; hidden rows
     no survivor needs any more are deleted too.
     """
-    rows = conn.execute(
-        "SELECT checkpoint_id, delta_channels, hidden FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?",
-        (thread_id, checkpoint_ns),
-    ).fetchall()
+    rows = conn.execute(q.namespace_rows, (thread_id, checkpoint_ns)).fetchall()
     needed: set[str] = set()
     visited: set[tuple[str, str]] = set()
     # Newest first: a newer survivor's walk covers most of an older one's.
@@ -224,6 +201,7 @@ def plan_removal(
             continue
         chain_by_ch, _ = _walk(
             conn,
+            q,
             serde,
             thread_id,
             checkpoint_ns,
@@ -247,7 +225,8 @@ def plan_removal(
 
 
 def apply_removal(
-    conn: sqlite3.Connection,
+    conn: Any,
+    q: Queries,
     serde: SerializerProtocol,
     thread_id: str,
     checkpoint_ns: str,
@@ -255,40 +234,24 @@ def apply_removal(
     hide: Sequence[str],
 ) -> None:
     """Delete checkpoints (their writes, and blobs left unreferenced); hide the ones still needed."""
-    for start in range(0, len(delete), _CHUNK):
-        ids = delete[start : start + _CHUNK]
-        marks = ",".join("?" * len(ids))
-        params = (thread_id, checkpoint_ns, *ids)
-        conn.execute(
-            f"DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({marks})",
-            params,
-        )
-        conn.execute(
-            f"DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({marks})",
-            params,
-        )
-    for start in range(0, len(hide), _CHUNK):
-        ids = hide[start : start + _CHUNK]
-        conn.execute(
-            "UPDATE checkpoints SET hidden = 1 WHERE thread_id = ? AND checkpoint_ns = ? "
-            f"AND checkpoint_id IN ({','.join('?' * len(ids))})",
-            (thread_id, checkpoint_ns, *ids),
-        )
+    if delete:
+        params = (thread_id, checkpoint_ns, q.array(delete))
+        conn.execute(q.delete_writes_of, params)
+        conn.execute(q.delete_checkpoints_of, params)
+    if hide:
+        conn.execute(q.hide, (thread_id, checkpoint_ns, q.array(hide)))
     if delete or hide:
-        collect_blobs(conn, serde, thread_id, checkpoint_ns)
+        collect_blobs(conn, q, serde, thread_id, checkpoint_ns)
 
 
-def collect_blobs(conn: sqlite3.Connection, serde: SerializerProtocol, thread_id: str, checkpoint_ns: str) -> None:
+def collect_blobs(conn: Any, q: Queries, serde: SerializerProtocol, thread_id: str, checkpoint_ns: str) -> None:
     """Delete the namespace's blobs no remaining checkpoint can read.
 
     A visible checkpoint reads the blob of each of its channel versions; a
     hidden one is only walked through for the delta channels of visible
     ones, so only those of its blobs are kept.
     """
-    rows = conn.execute(
-        "SELECT type, checkpoint, hidden, delta_channels FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?",
-        (thread_id, checkpoint_ns),
-    ).fetchall()
+    rows = conn.execute(q.blob_refs, (thread_id, checkpoint_ns)).fetchall()
     walked: set[str] = set()
     for _type, _blob, hidden, delta_json in rows:
         if not hidden and delta_json:
@@ -300,14 +263,8 @@ def collect_blobs(conn: sqlite3.Connection, serde: SerializerProtocol, thread_id
             (channel, str(version)) for channel, version in versions.items() if not hidden or channel in walked
         )
     unused = [
-        (thread_id, checkpoint_ns, channel, version)
-        for channel, version in conn.execute(
-            "SELECT channel, version FROM blobs WHERE thread_id = ? AND checkpoint_ns = ?",
-            (thread_id, checkpoint_ns),
-        ).fetchall()
-        if (channel, version) not in referenced
+        key for key in conn.execute(q.blob_keys, (thread_id, checkpoint_ns)).fetchall() if tuple(key) not in referenced
     ]
-    conn.executemany(
-        "DELETE FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?",
-        unused,
-    )
+    if unused:
+        channels, versions = zip(*unused, strict=True)
+        conn.execute(q.delete_blobs, (thread_id, checkpoint_ns, q.array(channels), q.array(versions)))

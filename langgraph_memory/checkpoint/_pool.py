@@ -4,15 +4,12 @@ SQLite connections are cheap to keep and expensive to open, and one
 connection must not run two statements at once. The pool hands each caller a
 connection of its own for the length of one operation and takes it back
 afterwards, so any number of threads (LangGraph's background executor, our
-async worker) share a handful of connections without a global lock.
-
-Async callers (see ``_worker``) get group commit: writes queued together are
-committed in one transaction (`_ConnectionPool.write_group()`).
+``asyncio.to_thread``) share a handful of connections without a global lock.
 
 WAL checkpoints are ours, not SQLite's: every connection has
 ``wal_autocheckpoint`` off, and the pool runs a PASSIVE checkpoint every
 ``_COMMITS_PER_CHECKPOINT`` commits on the writer's thread (never an event
-loop: async writes run on the worker).
+loop: async writes run in a thread).
 
 Writes take the file's write lock up front (``BEGIN IMMEDIATE``) so two
 writers never deadlock upgrading read locks; a lock that cannot be had is
@@ -316,30 +313,6 @@ class _ConnectionPool:
             conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         except sqlite3.Error as exc:
             logger.debug("WAL checkpoint of %s failed: %s", self.path, exc)
-
-    def write_group(self, groups: Sequence[Sequence[Statement]], whats: Sequence[str]) -> list[BaseException | None]:
-        """Commit several callers' statements in one transaction (group commit).
-
-        Returns one outcome per group: None once its statements are committed,
-        or the exception it failed with. When the shared transaction fails for
-        a reason other than a lock timeout, each group is retried on its own,
-        so one bad group does not fail the others.
-        """
-        statements = [stmt for group in groups for stmt in group]
-        try:
-            self.write_statements(statements, what=whats[0])
-            return [None] * len(groups)
-        except LockTimeoutError as exc:  # retrying one by one would wait again, per group
-            return [exc] * len(groups)
-        except Exception as exc:
-            if len(groups) == 1:
-                return [exc]
-        except BaseException as exc:  # e.g. KeyboardInterrupt: no retry
-            return [exc] * len(groups)
-        outcomes: list[BaseException | None] = []
-        for group, what in zip(groups, whats, strict=True):
-            outcomes.extend(self.write_group([group], [what]))
-        return outcomes
 
     def close(self) -> None:
         """Close every idle connection; busy ones close when handed back."""

@@ -1,17 +1,15 @@
-"""SQL for reading checkpoints: metadata filters, rows and blobs to ``CheckpointTuple``."""
+"""SQLite's SQL: reading checkpoints (filters, rows and blobs to ``CheckpointTuple``) and `QUERIES`."""
 
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     Checkpoint,
-    CheckpointMetadata,
     CheckpointTuple,
     PendingWrite,
     get_checkpoint_id,
@@ -19,11 +17,17 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph_memory.errors import FilterError
-
-_FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
+from langgraph_memory.checkpoint._base import Queries, check_filter_keys, checkpoint_tuple
 
 CHECKPOINT_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata"
+GET_BY_ID = (
+    f"SELECT {CHECKPOINT_COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+    "AND checkpoint_id = ? AND hidden = 0"
+)
+GET_LATEST = (
+    f"SELECT {CHECKPOINT_COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND hidden = 0 "
+    "ORDER BY checkpoint_id DESC LIMIT 1"
+)
 CheckpointRow = tuple[str, str, str, "str | None", str, bytes, "str | None"]
 
 # One primary-key lookup per wanted (channel, version): CROSS JOIN keeps
@@ -39,6 +43,76 @@ _WRITES_CHUNK = 500  # checkpoint ids per query
 WRITES_SQL = (
     "SELECT checkpoint_id, task_id, channel, type, value, task_path, idx FROM writes "
     "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({marks})"
+)
+
+
+def _json_array(values: Sequence[Any]) -> str:
+    return json.dumps(list(values))
+
+
+_IN = "IN (SELECT value FROM json_each(?))"  # a list bound as one JSON parameter
+
+QUERIES = Queries(
+    array=_json_array,
+    latest_id="SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND hidden = 0 "
+    "ORDER BY checkpoint_id DESC LIMIT 1",
+    # Target first, then its ancestors nearest first, following
+    # parent_checkpoint_id (ids are monotonic only within one process, so an
+    # id range scan could miss a parent). CROSS JOIN keeps each step a
+    # primary-key lookup. Hidden rows take part: they exist for this walk.
+    ancestors="WITH RECURSIVE ancestors(checkpoint_id, parent_checkpoint_id, type, checkpoint) AS ("
+    "SELECT checkpoint_id, parent_checkpoint_id, type, checkpoint FROM checkpoints "
+    "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? "
+    "UNION ALL "
+    "SELECT c.checkpoint_id, c.parent_checkpoint_id, c.type, c.checkpoint "
+    "FROM ancestors a CROSS JOIN checkpoints c ON c.checkpoint_id = a.parent_checkpoint_id "
+    "WHERE c.thread_id = ? AND c.checkpoint_ns = ?) "
+    "SELECT checkpoint_id, type, checkpoint FROM ancestors",
+    has_blob="SELECT 1 FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?",
+    blob="SELECT type, blob FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?",
+    delta_writes="SELECT checkpoint_id, channel, task_path, task_id, idx, type, value FROM writes "
+    f"WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id {_IN} AND channel {_IN}",
+    namespace_rows="SELECT checkpoint_id, delta_channels, hidden FROM checkpoints "
+    "WHERE thread_id = ? AND checkpoint_ns = ?",
+    delete_writes_of=f"DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id {_IN}",
+    delete_checkpoints_of=f"DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id {_IN}",
+    hide=f"UPDATE checkpoints SET hidden = 1 WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id {_IN}",
+    blob_refs="SELECT type, checkpoint, hidden, delta_channels FROM checkpoints "
+    "WHERE thread_id = ? AND checkpoint_ns = ?",
+    blob_keys="SELECT channel, version FROM blobs WHERE thread_id = ? AND checkpoint_ns = ?",
+    delete_blobs="DELETE FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND (channel, version) IN "
+    "(SELECT c.value, v.value FROM json_each(?) c JOIN json_each(?) v ON v.key = c.key)",
+    delete_thread=(
+        "DELETE FROM checkpoints WHERE thread_id = ?",
+        "DELETE FROM writes WHERE thread_id = ?",
+        "DELETE FROM blobs WHERE thread_id = ?",
+    ),
+    checkpoints_of_runs=f"SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints WHERE run_id {_IN} "
+    "AND hidden = 0",
+    namespaces="SELECT DISTINCT checkpoint_ns FROM checkpoints WHERE thread_id = ?",
+    visible_ids="SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND hidden = 0 "
+    "ORDER BY checkpoint_id DESC",
+    delete_orphan_writes="DELETE FROM writes WHERE thread_id = ? AND NOT EXISTS (SELECT 1 FROM checkpoints c "
+    "WHERE c.thread_id = writes.thread_id AND c.checkpoint_ns = writes.checkpoint_ns "
+    "AND c.checkpoint_id = writes.checkpoint_id)",
+    copy_thread=(
+        "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
+        "checkpoint, metadata, run_id, created_at, delta_channels, hidden) SELECT ?, checkpoint_ns, checkpoint_id, "
+        "parent_checkpoint_id, type, checkpoint, metadata, run_id, ?, delta_channels, hidden FROM checkpoints "
+        "WHERE thread_id = ?",
+        "INSERT OR REPLACE INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, "
+        "type, value) SELECT ?, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value "
+        "FROM writes WHERE thread_id = ?",
+        "INSERT OR REPLACE INTO blobs (thread_id, checkpoint_ns, channel, version, type, blob) "
+        "SELECT ?, checkpoint_ns, channel, version, type, blob FROM blobs WHERE thread_id = ?",
+    ),
+    list_threads="SELECT thread_id, MAX(created_at), COUNT(*) FILTER (WHERE hidden = 0) FROM checkpoints "
+    "GROUP BY thread_id ORDER BY 2 DESC, 1",
+    thread_size="SELECT (SELECT coalesce(sum(length(checkpoint) + coalesce(length(metadata), 0)), 0) "
+    "FROM checkpoints WHERE thread_id = ?), (SELECT coalesce(sum(length(blob)), 0) FROM blobs WHERE thread_id = ?), "
+    "(SELECT coalesce(sum(length(value)), 0) FROM writes WHERE thread_id = ?)",
+    inactive_threads="SELECT thread_id FROM checkpoints GROUP BY thread_id HAVING MAX(created_at) < ? "
+    "ORDER BY MAX(created_at), thread_id",
 )
 
 
@@ -75,11 +149,8 @@ def list_where(
         if checkpoint_id := get_checkpoint_id(config):
             wheres.append("checkpoint_id = ?")
             params.append(checkpoint_id)
+    check_filter_keys(filter)
     for key, value in (filter or {}).items():
-        if not isinstance(key, str) or not _FILTER_KEY.match(key):
-            raise FilterError(
-                f"metadata filter key {key!r} is not allowed: use letters, digits, '_', '.' and '-' only."
-            )
         operator, param = _filter_value(value)
         wheres.append(f"json_extract(metadata, '$.{key}') {operator}")
         params.append(param)
@@ -162,30 +233,8 @@ def load_checkpoints(
 
 def to_tuple(row: CheckpointRow, checkpoint: Checkpoint, pending_writes: list[PendingWrite]) -> CheckpointTuple:
     """Build a ``CheckpointTuple`` from a row selected with ``CHECKPOINT_COLUMNS``."""
-    thread_id, checkpoint_ns, checkpoint_id, parent_id, _type, _blob, metadata = row
-    return CheckpointTuple(
-        config={
-            "configurable": {
-                "thread_id": thread_id,
-                "checkpoint_ns": checkpoint_ns,
-                "checkpoint_id": checkpoint_id,
-            }
-        },
-        checkpoint=checkpoint,
-        metadata=cast(CheckpointMetadata, json.loads(metadata) if metadata else {}),
-        parent_config=(
-            {
-                "configurable": {
-                    "thread_id": thread_id,
-                    "checkpoint_ns": checkpoint_ns,
-                    "checkpoint_id": parent_id,
-                }
-            }
-            if parent_id
-            else None
-        ),
-        pending_writes=pending_writes,
-    )
+    metadata = row[6]
+    return checkpoint_tuple(row[:3], row[3], checkpoint, json.loads(metadata) if metadata else None, pending_writes)
 
 
 def fetch_tuples(

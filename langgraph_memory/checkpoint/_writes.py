@@ -22,6 +22,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph_memory.checkpoint import _delta
+from langgraph_memory.checkpoint._base import metadata_json
 from langgraph_memory.checkpoint._pool import Statement
 from langgraph_memory.checkpoint.schema import PUT_ROWS_SQL
 
@@ -29,14 +30,6 @@ __all__ = ["put_statements", "put_writes_statements"]
 
 _PUT_ROW_MARKS = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _WRITES_COLUMNS = "(thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value)"
-
-
-def _json_default(value: Any) -> Any:
-    # Metadata is stored as JSON so list(filter=...) can query it; values
-    # JSON cannot hold (rare: LangGraph writes str/int/float/bool) become text.
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    return str(value)
 
 
 def put_statements(
@@ -78,7 +71,7 @@ def put_statements(
         # A value with no channel version cannot live in blobs; keep it here.
         stripped["channel_values"] = {k: v for k, v in values.items() if k not in versions}
     type_, blob = serde.dumps_typed(stripped)
-    metadata_json = json.dumps(full_metadata, ensure_ascii=False, default=_json_default)
+    metadata_text = metadata_json(full_metadata)
     delta = _delta.delta_channels_of(full_metadata, versions, values)
     run_id = full_metadata.get("run_id")
     params.extend(
@@ -89,7 +82,7 @@ def put_statements(
             configurable.get("checkpoint_id"),
             type_,
             blob,
-            metadata_json,
+            metadata_text,
             None if run_id is None else str(run_id),
             time.time(),
             None if delta is None else json.dumps(delta),

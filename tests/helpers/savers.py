@@ -2,7 +2,7 @@
 
 ``any_saver`` runs a test once per checkpointer (PostgreSQL on a fresh
 database of the session's server, tests/helpers/postgres.py); tests of what
-only one of them has (SQLite's file, WAL and group commit; PostgreSQL's
+only one of them has (SQLite's file and WAL; PostgreSQL's
 JSONB and conflict errors) use ``saver`` in their own files.
 """
 

@@ -33,17 +33,14 @@ finishing, they commit by themselves.
 from __future__ import annotations
 
 import asyncio
-import threading
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-__all__ = ["AsyncGroupCommit", "GroupCommit"]
+__all__ = ["AsyncGroupCommit"]
 
 MAX_BATCH = 64  # writes per transaction
 LINGER = 0.002  # seconds ordinary writes wait, after a put, for the next put to take them along
 
-Flush = Callable[[list[Any]], "list[BaseException | None]"]
 AsyncFlush = Callable[[list[Any]], Awaitable["list[BaseException | None]"]]
 
 
@@ -68,65 +65,8 @@ def _take(queue: list[_Item], own: _Item) -> tuple[list[_Item], list[_Item]]:
     return batch, others[MAX_BATCH - 1 :]
 
 
-class GroupCommit:
-    """Thread-side group commit; ``flush`` commits a batch and returns one error (or None) per write."""
-
-    def __init__(self, flush: Flush, *, linger: float = LINGER) -> None:
-        self._flush = flush
-        self._linger = linger
-        self._cond = threading.Condition()
-        self._queue: list[_Item] = []
-        self._ordinary_busy = False  # an ordinary batch is being committed
-        self._urgent = 0  # urgent batches being committed
-        self._linger_until = 0.0  # monotonic time until which ordinary writes wait for a put
-
-    def _ordinary_wait(self, rides: bool) -> float | None:
-        """0 if an ordinary batch may start now, else how long to wait (None: until notified)."""
-        if self._ordinary_busy or (rides and self._urgent):
-            return None
-        return max(self._linger_until - time.monotonic(), 0.0) if rides else 0.0
-
-    def submit(self, payload: Any, *, urgent: bool = False) -> None:
-        """Commit ``payload`` (alone or with others); raise its error, if any."""
-        with self._cond:
-            item = _Item(payload, rides=self._urgent > 0)
-            self._queue.append(item)
-            while not item.taken and not urgent:
-                wait = self._ordinary_wait(item.rides)
-                if wait == 0.0:
-                    break
-                self._cond.wait(wait)
-            if item.taken:  # another caller's batch holds it
-                while not item.finished:
-                    self._cond.wait()
-                if item.error is not None:
-                    raise item.error
-                return
-            batch, self._queue = _take(self._queue, item)
-            if urgent:
-                self._urgent += 1
-            else:
-                self._ordinary_busy = True
-        try:
-            errors = self._flush([i.payload for i in batch])
-        except BaseException as exc:  # flush reports errors; this is a bug or an interrupt
-            errors = [exc] * len(batch)
-        with self._cond:
-            for member, error in zip(batch, errors, strict=True):
-                member.error = error
-                member.finished = True
-            if urgent:
-                self._urgent -= 1
-                self._linger_until = time.monotonic() + self._linger
-            else:
-                self._ordinary_busy = False
-            self._cond.notify_all()
-        if item.error is not None:
-            raise item.error
-
-
 class AsyncGroupCommit:
-    """Event-loop twin of `GroupCommit` (one per loop).
+    """Group commit on one event loop (one per loop).
 
     A write that commits alone is committed by its own caller, at once.
     A batch that holds other callers' writes is committed by a task of its

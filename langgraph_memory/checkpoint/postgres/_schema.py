@@ -31,8 +31,8 @@ ADVISORY_LOCK_KEY = 0x6C676D5F63707431  # "lgm_cpt1"
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 # {s} is the quoted schema name. Columns match the SQLite checkpointer's
-# (checkpoint/schema.py), so its delta and retention code runs unchanged on
-# both, plus ``channel_versions`` as JSONB: a read joins a checkpoint's blobs
+# (checkpoint/schema.py), so the shared delta and retention code runs on
+# both, each with its own statements (checkpoint/_shared_sql.py), plus ``channel_versions`` as JSONB: a read joins a checkpoint's blobs
 # in the same query instead of a second round trip.
 _V1 = (
     """CREATE TABLE {s}.checkpoints (

@@ -10,11 +10,10 @@ query.
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -30,12 +29,11 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph_memory.checkpoint import _delta
-from langgraph_memory.errors import FilterError
+from langgraph_memory.checkpoint import _base, _delta
+from langgraph_memory.checkpoint._base import Queries, check_filter_keys, checkpoint_tuple
 
-__all__ = ["PutArgs", "Statements", "list_query", "put_args", "row_to_tuple", "writes_args"]
+__all__ = ["PutArgs", "Statements", "queries", "list_query", "put_args", "row_to_tuple", "writes_args"]
 
-_FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 # The checkpoint, its blobs (channel, type, value as a bytea triple) and its
 # pending writes, for the rows a WHERE clause selects. The LIMIT 1 (the key
@@ -55,6 +53,93 @@ _SELECT = """SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_chec
        FROM {s}.writes w WHERE w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns
         AND w.checkpoint_id = c.checkpoint_id) AS writes
 FROM {s}.checkpoints c"""
+
+
+_IN = "= ANY(%s::text[])"  # a list bound as one array parameter
+
+# {s} is the quoted schema name (see queries()).
+_QUERIES = Queries(
+    array=list,
+    latest_id="SELECT checkpoint_id FROM {s}.checkpoints WHERE thread_id = %s AND checkpoint_ns = %s "
+    "AND hidden = 0 ORDER BY checkpoint_id DESC LIMIT 1",
+    # Target first, then its ancestors nearest first (see the SQLite twin in checkpoint/_query.py).
+    ancestors="WITH RECURSIVE ancestors(checkpoint_id, parent_checkpoint_id, type, checkpoint) AS ("
+    "SELECT checkpoint_id, parent_checkpoint_id, type, checkpoint FROM {s}.checkpoints "
+    "WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s "
+    "UNION ALL "
+    "SELECT c.checkpoint_id, c.parent_checkpoint_id, c.type, c.checkpoint "
+    "FROM ancestors a JOIN {s}.checkpoints c ON c.checkpoint_id = a.parent_checkpoint_id "
+    "WHERE c.thread_id = %s AND c.checkpoint_ns = %s) "
+    "SELECT checkpoint_id, type, checkpoint FROM ancestors",
+    has_blob="SELECT 1 FROM {s}.blobs WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s AND version = %s",
+    blob="SELECT type, blob FROM {s}.blobs WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s "
+    "AND version = %s",
+    delta_writes="SELECT checkpoint_id, channel, task_path, task_id, idx, type, value FROM {s}.writes "
+    f"WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id {_IN} AND channel {_IN}",
+    namespace_rows="SELECT checkpoint_id, delta_channels, hidden FROM {s}.checkpoints "
+    "WHERE thread_id = %s AND checkpoint_ns = %s",
+    delete_writes_of=f"DELETE FROM {{s}}.writes WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id {_IN}",
+    delete_checkpoints_of="DELETE FROM {s}.checkpoints WHERE thread_id = %s AND checkpoint_ns = %s "
+    f"AND checkpoint_id {_IN}",
+    hide=f"UPDATE {{s}}.checkpoints SET hidden = 1 WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id {_IN}",
+    blob_refs="SELECT type, checkpoint, hidden, delta_channels FROM {s}.checkpoints "
+    "WHERE thread_id = %s AND checkpoint_ns = %s",
+    blob_keys="SELECT channel, version FROM {s}.blobs WHERE thread_id = %s AND checkpoint_ns = %s",
+    delete_blobs="DELETE FROM {s}.blobs WHERE thread_id = %s AND checkpoint_ns = %s AND (channel, version) IN "
+    "(SELECT * FROM unnest(%s::text[], %s::text[]))",
+    delete_thread=(
+        "DELETE FROM {s}.checkpoints WHERE thread_id = %s",
+        "DELETE FROM {s}.writes WHERE thread_id = %s",
+        "DELETE FROM {s}.blobs WHERE thread_id = %s",
+    ),
+    checkpoints_of_runs=f"SELECT thread_id, checkpoint_ns, checkpoint_id FROM {{s}}.checkpoints WHERE run_id {_IN} "
+    "AND hidden = 0",
+    namespaces="SELECT DISTINCT checkpoint_ns FROM {s}.checkpoints WHERE thread_id = %s",
+    visible_ids="SELECT checkpoint_id FROM {s}.checkpoints WHERE thread_id = %s AND checkpoint_ns = %s "
+    "AND hidden = 0 ORDER BY checkpoint_id DESC",
+    delete_orphan_writes="DELETE FROM {s}.writes w WHERE w.thread_id = %s AND NOT EXISTS (SELECT 1 FROM "
+    "{s}.checkpoints c WHERE c.thread_id = w.thread_id AND c.checkpoint_ns = w.checkpoint_ns "
+    "AND c.checkpoint_id = w.checkpoint_id)",
+    copy_thread=(
+        "INSERT INTO {s}.checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
+        "checkpoint, channel_versions, metadata, run_id, created_at, delta_channels, hidden) "
+        "SELECT %s, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, channel_versions, "
+        "metadata, run_id, %s, delta_channels, hidden FROM {s}.checkpoints WHERE thread_id = %s "
+        "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET "
+        "parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, type = EXCLUDED.type, "
+        "checkpoint = EXCLUDED.checkpoint, channel_versions = EXCLUDED.channel_versions, "
+        "metadata = EXCLUDED.metadata, run_id = EXCLUDED.run_id, created_at = EXCLUDED.created_at, "
+        "delta_channels = EXCLUDED.delta_channels, hidden = EXCLUDED.hidden",
+        "INSERT INTO {s}.writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, "
+        "value) SELECT %s, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value "
+        "FROM {s}.writes WHERE thread_id = %s "
+        "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET "
+        "task_path = EXCLUDED.task_path, channel = EXCLUDED.channel, type = EXCLUDED.type, value = EXCLUDED.value",
+        "INSERT INTO {s}.blobs (thread_id, checkpoint_ns, channel, version, type, blob) "
+        "SELECT %s, checkpoint_ns, channel, version, type, blob FROM {s}.blobs WHERE thread_id = %s "
+        "ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO UPDATE SET type = EXCLUDED.type, "
+        "blob = EXCLUDED.blob",
+    ),
+    list_threads="SELECT thread_id, MAX(created_at), COUNT(*) FILTER (WHERE hidden = 0) FROM {s}.checkpoints "
+    "GROUP BY thread_id ORDER BY 2 DESC, 1",
+    thread_size="SELECT (SELECT coalesce(sum(length(checkpoint) + octet_length(metadata::text)), 0) "
+    "FROM {s}.checkpoints WHERE thread_id = %s), "
+    "(SELECT coalesce(sum(length(blob)), 0) FROM {s}.blobs WHERE thread_id = %s), "
+    "(SELECT coalesce(sum(length(value)), 0) FROM {s}.writes WHERE thread_id = %s)",
+    inactive_threads="SELECT thread_id FROM {s}.checkpoints GROUP BY thread_id HAVING MAX(created_at) < %s "
+    "ORDER BY MAX(created_at), thread_id",
+)
+
+
+def queries(schema: str) -> Queries:
+    """`Queries` on the tables of ``schema`` (a name `_schema.check_schema_name` accepted)."""
+    s = f'"{schema}"'
+    fields: dict[str, Any] = {
+        name: (value.format(s=s) if isinstance(value, str) else tuple(v.format(s=s) for v in value))
+        for name, value in vars(_QUERIES).items()
+        if name != "array"
+    }
+    return Queries(array=list, **fields)
 
 
 @dataclass(frozen=True)
@@ -110,17 +195,9 @@ class Statements:
         )
 
 
-def _json_default(value: Any) -> Any:
-    # Metadata is JSONB so list(filter=...) can query it; what JSON cannot
-    # hold (rare: LangGraph writes str/int/float/bool) becomes text.
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    return str(value)
-
-
 def metadata_json(metadata: Mapping[str, Any]) -> str:
     # JSONB rejects \u0000 in text; LangGraph savers strip it too.
-    return json.dumps(metadata, ensure_ascii=False, default=_json_default).replace("\\u0000", "")
+    return _base.metadata_json(metadata).replace("\\u0000", "")
 
 
 _SMALL_TEXT = 64  # longest string kept in the checkpoint row instead of a blob
@@ -267,11 +344,7 @@ def list_query(
             wheres.append("c.checkpoint_id = %s")
             params.append(checkpoint_id)
     if filter:
-        for key in filter:
-            if not isinstance(key, str) or not _FILTER_KEY.match(key):
-                raise FilterError(
-                    f"metadata filter key {key!r} is not allowed: use letters, digits, '_', '.' and '-' only."
-                )
+        check_filter_keys(filter)
         wheres.append("c.metadata @> %s::jsonb")
         params.append(metadata_json(filter))
     if before is not None and (before_id := get_checkpoint_id(before)):
@@ -306,26 +379,4 @@ def row_to_tuple(serde: SerializerProtocol, row: Sequence[Any]) -> CheckpointTup
         ]
     if isinstance(metadata, (str, bytes)):
         metadata = json.loads(metadata)
-    return CheckpointTuple(
-        config={
-            "configurable": {
-                "thread_id": thread_id,
-                "checkpoint_ns": checkpoint_ns,
-                "checkpoint_id": checkpoint_id,
-            }
-        },
-        checkpoint=checkpoint,
-        metadata=cast(CheckpointMetadata, metadata or {}),
-        parent_config=(
-            {
-                "configurable": {
-                    "thread_id": thread_id,
-                    "checkpoint_ns": checkpoint_ns,
-                    "checkpoint_id": parent_id,
-                }
-            }
-            if parent_id
-            else None
-        ),
-        pending_writes=pending,
-    )
+    return checkpoint_tuple((thread_id, checkpoint_ns, checkpoint_id), parent_id, checkpoint, metadata, pending)

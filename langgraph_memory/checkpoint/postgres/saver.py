@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import logging
 import threading
-import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
-from datetime import timedelta
-from types import TracebackType
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
-    BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
-    DeltaChannelHistory,
     get_checkpoint_id,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -27,22 +23,20 @@ from psycopg import AsyncConnection, Connection
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from langgraph_memory.checkpoint import _delta, _maintenance
-from langgraph_memory.checkpoint._maintenance import ThreadInfo
+from langgraph_memory.checkpoint._base import CheckpointerBase
 from langgraph_memory.checkpoint.postgres import _schema, _sql
 from langgraph_memory.checkpoint.postgres._database import Database
-from langgraph_memory.errors import ConfigError
 
 __all__ = ["PostgresCheckpointer"]
 
 logger = logging.getLogger(__name__)
 
-_LIST_PAGE = 100  # rows per round trip when list() has no small limit
+T = TypeVar("T")
 _HEADS_TRACKED = 10_000  # empty (thread, namespace) reads remembered for their first put
 _LATEST = "__lgm_latest__"  # see "conflict detection" below; "__" keys never reach metadata
 
 
-class PostgresCheckpointer(BaseCheckpointSaver[str]):
+class PostgresCheckpointer(CheckpointerBase):
     """A LangGraph checkpointer on PostgreSQL, for sync and async graphs alike.
 
     One instance serves ``invoke``/``stream`` and ``ainvoke``/``astream``:
@@ -119,6 +113,7 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
         self.pool_size = self._db.pool_size
         self.check_conflicts = check_conflicts
         self._sql = _sql.Statements.for_schema(self.schema)
+        self.queries = _sql.queries(self.schema)
         self._empty: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._heads_lock = threading.Lock()
 
@@ -162,21 +157,24 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
         """Async `close()`."""
         await self._db.aclose()
 
-    def __enter__(self) -> PostgresCheckpointer:
-        return self
+    # -- connections, for the shared core (see checkpoint/_base) ----------------
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
+    def _read(self, fn: Callable[[Any], T], what: str) -> T:
+        return self._db.run(fn, what, transaction=True)
 
-    async def __aenter__(self) -> PostgresCheckpointer:
-        return self
+    _write = _read  # every call on PostgreSQL runs in a transaction of its own
 
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
+    async def _aread(self, fn: Callable[[Any], T], what: str) -> T:
+        # The shared code is synchronous: it runs on a worker thread, and each of
+        # its statements runs on this loop's async connection.
+        loop = asyncio.get_running_loop()
+
+        async def run(conn: AsyncConnection[Any]) -> T:
+            return await asyncio.to_thread(fn, _LoopConnection(conn, loop))
+
+        return await self._db.arun(run, what, transaction=True)
+
+    _awrite = _aread
 
     # -- conflict detection -------------------------------------------------
     #
@@ -246,93 +244,57 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
 
         return self._tuple_of(await self._db.arun(read, "read a checkpoint"), latest)
 
-    def _page_sql(self, where: str, order: list[str], after: tuple[Any, ...] | None) -> str:
-        clause = where
-        if after is not None:
-            columns = ", ".join(f"c.{name}" for name in order)
-            marks = ", ".join(["%s"] * len(order))
-            clause += f" AND ({columns}) < ({marks})" if len(order) > 1 else " AND c.checkpoint_id < %s"
-        ordering = ", ".join(f"c.{name} DESC" for name in order)
-        return f"{self._sql.select} WHERE {clause} ORDER BY {ordering} LIMIT %s"
-
-    def _list_plan(
+    def _page_query(
         self,
         config: RunnableConfig | None,
         filter: dict[str, Any] | None,
         before: RunnableConfig | None,
-        limit: int | None,
-    ) -> Generator[tuple[str, builtins.list[Any], int], builtins.list[Any], None]:
-        """(sql, params, size) of successive pages; the caller sends back each page's last row."""
+        after: tuple[str, str, str] | None,
+        size: int,
+    ) -> tuple[str, builtins.list[Any]]:
         where, params, order = _sql.list_query(self._sql, config, filter, before)
-        remaining = limit
-        after: tuple[Any, ...] | None = None
-        while remaining is None or remaining > 0:
-            size = _LIST_PAGE if remaining is None else min(remaining, _LIST_PAGE * 10)
-            sql = self._page_sql(where, order, after)
-            rows = yield sql, [*params, *(after or ()), size], size
-            if remaining is not None:
-                remaining -= len(rows)
-            if len(rows) < size:
-                return
-            last = rows[-1]
-            by_name = {"thread_id": last[0], "checkpoint_ns": last[1], "checkpoint_id": last[2]}
-            after = tuple(by_name[name] for name in order)
+        if after is not None:
+            by_name = {"checkpoint_id": after[0], "thread_id": after[1], "checkpoint_ns": after[2]}
+            columns = ", ".join(f"c.{name}" for name in order)
+            marks = ", ".join(["%s"] * len(order))
+            where += f" AND ({columns}) < ({marks})" if len(order) > 1 else " AND c.checkpoint_id < %s"
+            params.extend(by_name[name] for name in order)
+        ordering = ", ".join(f"c.{name} DESC" for name in order)
+        return f"{self._sql.select} WHERE {where} ORDER BY {ordering} LIMIT %s", [*params, size]
 
-    def list(
+    def _list_page(
         self,
         config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> Iterator[CheckpointTuple]:
-        """Checkpoints matching ``config``, metadata ``filter`` and ``before``, newest first.
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        after: tuple[str, str, str] | None,
+        size: int,
+    ) -> builtins.list[CheckpointTuple]:
+        sql, params = self._page_query(config, filter, before, after, size)
 
-        Read in pages along an index: breaking out early is cheap, and no
-        connection is held between pages.
-        """
-        plan = self._list_plan(config, filter, before, limit)
-        try:
-            sql, params, _size = next(plan)
-            while True:
+        def read(conn: Connection[Any]) -> builtins.list[Any]:
+            with conn.cursor(row_factory=tuple_row, binary=True) as cur:
+                cur.execute(sql, params)
+                return cur.fetchall()
 
-                def read(conn: Connection[Any], sql: str = sql, params: list[Any] = params) -> list[Any]:
-                    with conn.cursor(row_factory=tuple_row, binary=True) as cur:
-                        cur.execute(sql, params)
-                        return cur.fetchall()
+        return [_sql.row_to_tuple(self.serde, row) for row in self._db.run(read, "list checkpoints")]
 
-                rows = self._db.run(read, "list checkpoints")
-                for row in rows:
-                    yield _sql.row_to_tuple(self.serde, row)
-                sql, params, _size = plan.send(rows)
-        except StopIteration:
-            return
-
-    async def alist(
+    async def _alist_page(
         self,
         config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        """Async ``list``."""
-        plan = self._list_plan(config, filter, before, limit)
-        try:
-            sql, params, _size = next(plan)
-            while True:
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        after: tuple[str, str, str] | None,
+        size: int,
+    ) -> builtins.list[CheckpointTuple]:
+        sql, params = self._page_query(config, filter, before, after, size)
 
-                async def read(conn: AsyncConnection[Any], sql: str = sql, params: list[Any] = params) -> list[Any]:
-                    async with conn.cursor(row_factory=tuple_row, binary=True) as cur:
-                        await cur.execute(sql, params)
-                        return await cur.fetchall()
+        async def read(conn: AsyncConnection[Any]) -> builtins.list[Any]:
+            async with conn.cursor(row_factory=tuple_row, binary=True) as cur:
+                await cur.execute(sql, params)
+                return await cur.fetchall()
 
-                rows = await self._db.arun(read, "list checkpoints")
-                for row in rows:
-                    yield _sql.row_to_tuple(self.serde, row)
-                sql, params, _size = plan.send(rows)
-        except StopIteration:
-            return
+        return [_sql.row_to_tuple(self.serde, row) for row in await self._db.arun(read, "list checkpoints")]
 
     def explain_list(
         self,
@@ -349,7 +311,7 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
             >>> print(saver.explain_list({"configurable": {"thread_id": "t"}}, limit=10))  # needs a PostgreSQL server  # doctest: +SKIP
             Limit  ->  Index Scan Backward using checkpoints_pkey on checkpoints c ...
         """
-        sql, params, _size = next(self._list_plan(config, filter, before, limit))
+        sql, params = self._page_query(config, filter, before, None, 100 if limit is None else min(limit, 1000))
         verb = "EXPLAIN (ANALYZE, BUFFERS)" if analyze else "EXPLAIN"
 
         def read(conn: Connection[Any]) -> str:
@@ -376,7 +338,7 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
         """
         args = _sql.put_args(self.serde, config, checkpoint, metadata, new_versions)
         params = args.with_expect_head(self._expects_head(config, args))
-        self._db.write((self._sql.put, params, "save a checkpoint"), urgent=True)
+        self._db.execute(self._sql.put, params, "save a checkpoint")
         return self._saved_config(args)
 
     async def aput(
@@ -433,7 +395,7 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
         """
         statement = self._writes_statement(config, writes, task_id, task_path)
         if statement is not None:
-            self._db.write((*statement, "save pending writes"))
+            self._db.execute(*statement, "save pending writes")
 
     async def aput_writes(
         self,
@@ -446,170 +408,6 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
         statement = self._writes_statement(config, writes, task_id, task_path)
         if statement is not None:
             await self._db.awrite((*statement, "save pending writes"))
-
-    def get_next_version(self, current: str | None, channel: None) -> str:
-        """Next channel version: a zero-padded counter plus a random tie-breaker."""
-        import random
-
-        if current is None:
-            current_v = 0
-        elif isinstance(current, int):
-            current_v = current
-        else:
-            current_v = int(current.split(".")[0])
-        return f"{current_v + 1:032}.{random.random():016}"
-
-    # -- DeltaChannel history ----------------------------------------------
-
-    def _delta_history(
-        self, config: RunnableConfig, channels: builtins.list[str]
-    ) -> Callable[[Any], Mapping[str, DeltaChannelHistory]]:
-        configurable = config["configurable"]
-        thread_id = str(configurable["thread_id"])
-        checkpoint_ns = configurable.get("checkpoint_ns", "")
-        checkpoint_id = get_checkpoint_id(config)
-
-        def read(conn: Any) -> Mapping[str, DeltaChannelHistory]:
-            target = checkpoint_id
-            if not target:
-                found = conn.execute(
-                    "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND "
-                    "checkpoint_ns = ? AND hidden = 0 ORDER BY checkpoint_id DESC LIMIT 1",
-                    (thread_id, checkpoint_ns),
-                ).fetchone()
-                if found is None:
-                    return {ch: {"writes": []} for ch in channels}
-                target = found[0]
-            return _delta.delta_channel_history(conn, self.serde, thread_id, checkpoint_ns, target, channels)
-
-        return read
-
-    def get_delta_channel_history(
-        self, *, config: RunnableConfig, channels: Sequence[str]
-    ) -> Mapping[str, DeltaChannelHistory]:
-        """Writes and seed per delta channel (the SQLite checkpointer's walk, on PostgreSQL)."""
-        if not channels:
-            return {}
-        return self._db.run_compat(self._delta_history(config, list(channels)), "read delta channel history")
-
-    async def aget_delta_channel_history(
-        self, *, config: RunnableConfig, channels: Sequence[str]
-    ) -> Mapping[str, DeltaChannelHistory]:
-        """Async ``get_delta_channel_history``."""
-        if not channels:
-            return {}
-        return await self._db.arun_compat(self._delta_history(config, list(channels)), "read delta channel history")
-
-    # -- deleting, pruning, copying ------------------------------------------
-
-    def delete_thread(self, thread_id: str) -> None:
-        """Delete every checkpoint, blob and write of a thread, in all namespaces."""
-        params = (str(thread_id),) * 3
-        self._db.run(lambda conn: conn.execute(self._sql.delete_thread, params), "delete a thread")
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        """Async ``delete_thread``."""
-        params = (str(thread_id),) * 3
-
-        async def write(conn: AsyncConnection[Any]) -> None:
-            await conn.execute(self._sql.delete_thread, params)
-
-        await self._db.arun(write, "delete a thread")
-
-    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Delete the checkpoints (and writes) of the given runs; DeltaChannel-safe (see SqliteCheckpointer)."""
-        ids = [str(r) for r in run_ids]
-        if ids:
-            self._db.run_compat(
-                lambda conn: _maintenance.delete_for_runs(conn, self.serde, ids), "delete checkpoints of runs"
-            )
-
-    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Async ``delete_for_runs``."""
-        ids = [str(r) for r in run_ids]
-        if ids:
-            await self._db.arun_compat(
-                lambda conn: _maintenance.delete_for_runs(conn, self.serde, ids), "delete checkpoints of runs"
-            )
-
-    @staticmethod
-    def _check_strategy(strategy: str) -> None:
-        if strategy not in ("keep_latest", "delete"):
-            raise ConfigError(f"prune strategy must be 'keep_latest' or 'delete', got {strategy!r}")
-
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """Shrink threads: ``"keep_latest"`` keeps the newest checkpoint per namespace, ``"delete"`` all."""
-        ids = [str(t) for t in thread_ids]
-        self._check_strategy(strategy)
-        if ids:
-            self._db.run_compat(lambda conn: _maintenance.prune(conn, self.serde, ids, strategy), "prune threads")
-
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """Async ``prune``."""
-        ids = [str(t) for t in thread_ids]
-        self._check_strategy(strategy)
-        if ids:
-            await self._db.arun_compat(
-                lambda conn: _maintenance.prune(conn, self.serde, ids, strategy), "prune threads"
-            )
-
-    def _copy_statements(self, source: str, target: str) -> builtins.list[tuple[str, tuple[Any, ...]]]:
-        s = f'"{self.schema}"'
-        now = time.time()
-        return [
-            (
-                f"INSERT INTO {s}.checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
-                "type, checkpoint, channel_versions, metadata, run_id, created_at, delta_channels, hidden) "
-                "SELECT %s, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, "
-                f"channel_versions, metadata, run_id, %s, delta_channels, hidden FROM {s}.checkpoints "
-                "WHERE thread_id = %s ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET "
-                "parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, type = EXCLUDED.type, "
-                "checkpoint = EXCLUDED.checkpoint, channel_versions = EXCLUDED.channel_versions, "
-                "metadata = EXCLUDED.metadata, run_id = EXCLUDED.run_id, created_at = EXCLUDED.created_at, "
-                "delta_channels = EXCLUDED.delta_channels, hidden = EXCLUDED.hidden",
-                (target, now, source),
-            ),
-            (
-                f"INSERT INTO {s}.writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, "
-                "channel, type, value) SELECT %s, checkpoint_ns, checkpoint_id, task_id, task_path, idx, "
-                f"channel, type, value FROM {s}.writes WHERE thread_id = %s "
-                "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET "
-                "task_path = EXCLUDED.task_path, channel = EXCLUDED.channel, type = EXCLUDED.type, "
-                "value = EXCLUDED.value",
-                (target, source),
-            ),
-            (
-                f"INSERT INTO {s}.blobs (thread_id, checkpoint_ns, channel, version, type, blob) "
-                f"SELECT %s, checkpoint_ns, channel, version, type, blob FROM {s}.blobs WHERE thread_id = %s "
-                "ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO UPDATE SET "
-                "type = EXCLUDED.type, blob = EXCLUDED.blob",
-                (target, source),
-            ),
-        ]
-
-    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Copy a thread's whole history (all namespaces, writes, hidden ancestors) to another id."""
-        source, target = str(source_thread_id), str(target_thread_id)
-        if source == target:
-            return
-
-        def write(conn: Connection[Any]) -> None:
-            for sql, params in self._copy_statements(source, target):
-                conn.execute(sql, params)
-
-        self._db.run(write, "copy a thread", transaction=True)
-
-    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Async ``copy_thread``."""
-        source, target = str(source_thread_id), str(target_thread_id)
-        if source == target:
-            return
-
-        async def write(conn: AsyncConnection[Any]) -> None:
-            for sql, params in self._copy_statements(source, target):
-                await conn.execute(sql, params)
-
-        await self._db.arun(write, "copy a thread", transaction=True)
 
     # -- thread activity, for the archive job ---------------------------------
 
@@ -626,42 +424,33 @@ class PostgresCheckpointer(BaseCheckpointSaver[str]):
 
         return self._db.run(size, "measure the checkpoint tables")
 
-    def list_threads(self) -> builtins.list[ThreadInfo]:
-        """Every thread with its last activity time (UTC), most recently active first."""
-        return self._db.run_compat(_maintenance.list_threads, "list threads")
 
-    async def alist_threads(self) -> builtins.list[ThreadInfo]:
-        """Async ``list_threads``."""
-        return await self._db.arun_compat(_maintenance.list_threads, "list threads")
+class _Rows(builtins.list[tuple[Any, ...]]):
+    """The part of a DB-API cursor the shared code uses, over rows already fetched."""
 
-    def _prune_inactive(self, older_than: timedelta, strategy: str) -> Callable[[Any], builtins.list[str]]:
-        self._check_strategy(strategy)
-        if older_than.total_seconds() < 0:
-            raise ConfigError(f"older_than must not be negative, got {older_than}")
-        cutoff = time.time() - older_than.total_seconds()
+    def fetchone(self) -> tuple[Any, ...] | None:
+        return self.pop(0) if self else None
 
-        def write(conn: Any) -> list[str]:
-            ids = [
-                thread_id
-                for (thread_id,) in conn.execute(
-                    "SELECT thread_id FROM checkpoints GROUP BY thread_id "
-                    "HAVING MAX(created_at) < ? ORDER BY MAX(created_at), thread_id",
-                    (cutoff,),
-                )
-            ]
-            _maintenance.prune(conn, self.serde, ids, strategy)
-            logger.info("pruned %d inactive threads (%s)", len(ids), strategy)
-            return ids
+    def fetchall(self) -> builtins.list[tuple[Any, ...]]:
+        rows = builtins.list(self)
+        self.clear()
+        return rows
 
-        return write
+    def close(self) -> None:
+        self.clear()
 
-    def prune_inactive(self, older_than: timedelta, *, strategy: str = "keep_latest") -> builtins.list[str]:
-        """Prune (or delete) threads with no checkpoint written for ``older_than``; return their ids.
 
-        Choosing and pruning happen in one transaction.
-        """
-        return self._db.run_compat(self._prune_inactive(older_than, strategy), "prune inactive threads")
+class _LoopConnection:
+    """``execute`` for the shared code on a worker thread, run on ``loop``'s async connection."""
 
-    async def aprune_inactive(self, older_than: timedelta, *, strategy: str = "keep_latest") -> builtins.list[str]:
-        """Async ``prune_inactive``."""
-        return await self._db.arun_compat(self._prune_inactive(older_than, strategy), "prune inactive threads")
+    def __init__(self, conn: AsyncConnection[Any], loop: asyncio.AbstractEventLoop) -> None:
+        self._conn = conn
+        self._loop = loop
+
+    async def _execute(self, sql: str, params: Sequence[Any]) -> _Rows:
+        async with self._conn.cursor(row_factory=tuple_row) as cur:
+            await cur.execute(sql, params)
+            return _Rows(await cur.fetchall() if cur.description else ())
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> _Rows:
+        return asyncio.run_coroutine_threadsafe(self._execute(sql, params), self._loop).result()
