@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, SQLITE, dialect_of
+from langgraph_memory.catalog.connection import POSTGRESQL, SQLITE, Sql, dialect_of
 
 __all__ = [
     "KIND_NUM",
@@ -37,7 +37,6 @@ __all__ = [
     "Condition",
     "compile_filter",
     "insert_rows",
-    "value_marks",
 ]
 
 KIND_NUM = 0
@@ -101,23 +100,19 @@ class Condition:
         )
 
 
-def value_marks(conn: Any, values: Iterable[Any]) -> tuple[str, tuple[Any, ...]]:
-    """Placeholders and parameters comparing ``val`` with ``values`` (``val IN (<marks>)``), in ``conn``'s dialect."""
-    vals = tuple(values)
-    if dialect_of(conn) == POSTGRESQL:
-        return ",".join(["CAST(? AS jsonb)"] * len(vals)), tuple(json.dumps(v) for v in vals)
-    return ",".join("?" * len(vals)), vals
+# The values are typed JSON on PostgreSQL (JSONB), SQLite's own values on SQLite.
+_INSERT = Sql(
+    "INSERT OR IGNORE INTO fields(path, kind, val, item_id) VALUES (?, ?, ?, ?)",
+    "INSERT INTO fields(path, kind, val, item_id) VALUES (%s, %s, CAST(%s AS jsonb), %s) ON CONFLICT DO NOTHING",
+)
 
 
 def insert_rows(conn: Any, rows: Iterable[tuple[str, int, Any, int]]) -> None:
     """Add ``(path, kind, value, item_id)`` rows to the filter index (rows already there are kept)."""
     if dialect_of(conn) == POSTGRESQL:
-        conn.executemany(
-            "INSERT OR IGNORE INTO fields(path, kind, val, item_id) VALUES (?, ?, CAST(? AS jsonb), ?)",
-            [(p, k, json.dumps(v), i) for p, k, v, i in rows],
-        )
+        conn.executemany(_INSERT.pg, [(p, k, json.dumps(v), i) for p, k, v, i in rows])
     else:
-        conn.executemany("INSERT OR IGNORE INTO fields(path, kind, val, item_id) VALUES (?, ?, ?, ?)", rows)
+        conn.executemany(_INSERT.sqlite, rows)
 
 
 def _compile(path: str, cond: Any, out: list[Condition]) -> bool:
