@@ -14,6 +14,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import PutOp
 from typing_extensions import TypedDict
 
+from langgraph_memory.catalog.connection import both
 from langgraph_memory.errors import ConfigError
 from langgraph_memory.graph.nodes import recall_node
 from langgraph_memory.graph.tools import create_recall_tool
@@ -182,7 +183,7 @@ def test_keyword_candidates_respect_prefix_filter_and_expiry(data_dir: Path, fak
         store.put(("notes", "a"), "other-kind", {"text": "zebra crossing", "kind": "y"})
         store.put(("notes", "a"), "expired", {"text": "zebra crossing", "kind": "x"}, ttl=1.0)
         with store.catalog.write() as conn:
-            conn.execute("UPDATE items SET expires_at = ? WHERE key = 'expired'", (time.time() - 60,))
+            conn.execute(both(conn, "UPDATE items SET expires_at = ? WHERE key = 'expired'"), (time.time() - 60,))
         for i in range(30):  # vector candidates that share no word with the query
             store.put(("notes", "a"), f"f{i}", {"text": f"filler {i}", "kind": "x"})
         assert _keys(store, ("notes", "a"), "zebra", filter={"kind": {"$ne": "y"}}, limit=1) == ["in"]

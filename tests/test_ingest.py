@@ -12,6 +12,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
 from langgraph_memory import Memory
 from langgraph_memory.catalog import files as catalog_files
+from langgraph_memory.catalog.connection import both
 from langgraph_memory.errors import (
     DamagedDocumentError,
     EmbeddingModelError,
@@ -335,7 +336,7 @@ def test_an_abandoned_claim_is_taken_over_and_its_chunks_rolled_back(data_dir: P
         # Make it look as if a process died half-way: its claim is open and a stray chunk is left.
         with m.store.catalog.write() as conn:
             conn.execute(
-                "UPDATE ingested_files SET state = 'ingesting', owner = 'gone-host:1:x', heartbeat_at = ?",
+                both(conn, "UPDATE ingested_files SET state = 'ingesting', owner = 'gone-host:1:x', heartbeat_at = ?"),
                 (time.time() - 3600,),
             )
         m.store.put(

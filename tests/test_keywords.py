@@ -19,6 +19,7 @@ from langgraph_memory.archive import Archiver
 from langgraph_memory.catalog import keywords as _keywords
 from langgraph_memory.catalog._schema import SCHEMA_VERSION
 from langgraph_memory.catalog.bulk import BULK_MIN
+from langgraph_memory.catalog.connection import both
 from langgraph_memory.catalog.keyword_cache import PostingCache
 from langgraph_memory.store import ChromaStore
 from tests.conftest import FAKE_DIMS
@@ -135,7 +136,7 @@ def test_keyword_index_stays_in_step_with_every_write_path(shared, ops: list) ->
                 store.put(root + sub, key, item.value, ttl=1.0)
                 with store.catalog.write() as conn:
                     conn.execute(
-                        "UPDATE items SET expires_at = ? WHERE key = ? AND expires_at IS NOT NULL",
+                        both(conn, "UPDATE items SET expires_at = ? WHERE key = ? AND expires_at IS NOT NULL"),
                         (time.time() - 60, key),
                     )
                 store.sweep_ttl()
@@ -214,14 +215,14 @@ def test_query_terms_drop_stop_words_and_quote_safely(store: ChromaStore) -> Non
     assert _keywords.query_terms("the of and") == []
     store.put(("notes",), "n", {"text": "spy near highs"})
     with store.catalog.read() as conn:  # FTS5 operators in a query are words, never syntax
-        hits = _keywords.search(conn, 'SPY* OR "near" NOT (AND', where="1", params=())
+        hits = _keywords.search(conn, 'SPY* OR "near" NOT (AND', where="TRUE", params=())
     assert len(hits) == 1 and hits[0][1] > 0
 
 
 def test_stemming_matches_word_forms(store: ChromaStore) -> None:
     store.put(("notes",), "n", {"text": "Trading breakouts after earnings"})
     with store.catalog.read() as conn:
-        assert _keywords.search(conn, "trades breakout", where="1", params=())
+        assert _keywords.search(conn, "trades breakout", where="TRUE", params=())
 
 
 def test_a_version_1_data_directory_gets_its_keyword_index_on_open(data_dir: Path, fake_embeddings) -> None:

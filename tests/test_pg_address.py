@@ -280,15 +280,6 @@ def test_platform_factories_open_the_server(
 # ---------------------------------------------------- dialect gaps met on the way
 
 
-def test_sqlite_forms_the_server_refused_are_translated() -> None:
-    from langgraph_memory.catalog.postgres.dialect import translate
-
-    assert "LIMIT NULLIF(%s, -1)" in translate("SELECT id FROM sessions ORDER BY id LIMIT ?")
-    assert translate("SELECT i.id FROM t c CROSS JOIN items i ON i.id = c.value") == (
-        "SELECT i.id FROM t c JOIN items i ON i.id = c.value"
-    )
-
-
 def test_sessions_and_id_list_searches_on_the_server(pg_database: str, tmp_path: Path, fake_embeddings: Any) -> None:
     with Memory.open(pg_database, local_dir=tmp_path / "w", embeddings=fake_embeddings) as mem:
         for i in range(60):  # enough for the planner to go through the index and an id list

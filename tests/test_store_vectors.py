@@ -19,6 +19,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langgraph.store.base import PutOp
 
 from langgraph_memory.catalog import queue as _queue
+from langgraph_memory.catalog.connection import both
 from langgraph_memory.catalog.items import join_ns
 from langgraph_memory.search import planner as _planner
 from langgraph_memory.store import ChromaStore
@@ -268,7 +269,10 @@ def test_hnsw_candidates_are_read_from_the_catalog_only_as_far_as_they_can_rank(
         with store.catalog.write() as conn:
             for ns, key in top:
                 conn.execute(
-                    "UPDATE items SET expires_at = ? WHERE key = ? AND ns_id = (SELECT id FROM namespaces WHERE ns = ?)",
+                    both(
+                        conn,
+                        "UPDATE items SET expires_at = ? WHERE key = ? AND ns_id = (SELECT id FROM namespaces WHERE ns = ?)",
+                    ),
                     (time.time() - 60, key, join_ns(ns)),
                 )
         read.clear()

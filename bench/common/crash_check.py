@@ -22,6 +22,7 @@ from langgraph.store.base import GetOp, get_text_at_path
 
 from langgraph_memory import Memory
 from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog.connection import both
 from langgraph_memory.index._probe import WIDE, unreachable
 from langgraph_memory.index.chroma import all_collections, parse_record_id, record_id
 
@@ -315,8 +316,11 @@ def _check_index(store: Any, result: CheckResult) -> None:
     for name in all_collections():
         with store.catalog.read() as conn:
             rows = conn.execute(
-                "SELECT v.item_id, v.idx, v.vec FROM vectors v JOIN items i ON i.id = v.item_id "
-                "JOIN namespaces n ON n.id = i.ns_id WHERE n.collection = ?",
+                both(
+                    conn,
+                    "SELECT v.item_id, v.idx, v.vec FROM vectors v JOIN items i ON i.id = v.item_id "
+                    "JOIN namespaces n ON n.id = i.ns_id WHERE n.collection = ?",
+                ),
                 (name,),
             ).fetchall()
         col = store.vector_index.chroma_collection(name)

@@ -13,25 +13,31 @@ its connection, so a process that dies never leaves the log unapplied.
 A SQLite catalog lives on one machine, where the index already has a lock
 of its own: there every claim succeeds at once.
 
-    with catalog.write(ordered=False) as conn:
-        claim(conn, "memories")
-    try:
+    with claimed(catalog, "memories"):
         ...  # apply the pending rows
-    finally:
-        with catalog.read() as conn:
-            release(conn, "memories")
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, dialect_of
+from langgraph_memory.catalog.connection import POSTGRESQL, dialect_of
 
-__all__ = ["APPLY_LOCK_CLASS", "claim", "try_claim", "release"]
+if TYPE_CHECKING:
+    from langgraph_memory.catalog.catalog import Catalog
+
+__all__ = ["APPLY_LOCK_CLASS", "claim", "try_claim", "release", "claimed"]
 
 #: The first half of the two-part advisory lock key ("lgma"); the second is the collection name's hash.
 APPLY_LOCK_CLASS = 0x6C676D61
+
+# PostgreSQL's only: a SQLite catalog needs no claim.
+_LOCK = "SELECT pg_advisory_lock(%s, hashtext(%s))"
+_TRY_LOCK = "SELECT pg_try_advisory_lock(%s, hashtext(%s))"
+_UNLOCK = "SELECT pg_advisory_unlock(%s, hashtext(%s))"
 
 
 def claim(conn: sqlite3.Connection, collection: str) -> None:
@@ -40,18 +46,37 @@ def claim(conn: sqlite3.Connection, collection: str) -> None:
     The claim outlives the transaction; `release()` gives it up.
     """
     if dialect_of(conn) == POSTGRESQL:
-        conn.execute("SELECT pg_advisory_lock(?, hashtext(?))", (APPLY_LOCK_CLASS, collection)).fetchone()
+        conn.execute(_LOCK, (APPLY_LOCK_CLASS, collection)).fetchone()
 
 
 def try_claim(conn: sqlite3.Connection, collection: str) -> bool:
     """Whether this connection now applies ``collection``'s log (never waits; always True on SQLite)."""
     if dialect_of(conn) != POSTGRESQL:
         return True
-    row = conn.execute("SELECT pg_try_advisory_lock(?, hashtext(?))", (APPLY_LOCK_CLASS, collection)).fetchone()
+    row = conn.execute(_TRY_LOCK, (APPLY_LOCK_CLASS, collection)).fetchone()
     return bool(row[0])
 
 
 def release(conn: sqlite3.Connection, collection: str) -> None:
     """Give up the claim on ``collection`` (a connection that was lost has given it up already)."""
     if dialect_of(conn) == POSTGRESQL:
-        conn.execute("SELECT pg_advisory_unlock(?, hashtext(?))", (APPLY_LOCK_CLASS, collection)).fetchone()
+        conn.execute(_UNLOCK, (APPLY_LOCK_CLASS, collection)).fetchone()
+
+
+@contextmanager
+def claimed(catalog: Catalog, collection: str) -> Iterator[None]:
+    """Hold the claim on ``collection``'s log for the block (at once on a catalog no other machine shares).
+
+    The wait takes a write transaction of its own (its ``lock_timeout``
+    bounds it); a SQLite catalog opens none.
+    """
+    if not catalog.on_server:
+        yield
+        return
+    with catalog.write(ordered=False) as conn:
+        claim(conn, collection)
+    try:
+        yield
+    finally:
+        with catalog.read() as conn:
+            release(conn, collection)

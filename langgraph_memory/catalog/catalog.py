@@ -45,6 +45,7 @@ from langgraph_memory._infra import sqlite as _sqlite
 from langgraph_memory._infra.sqlite_ro import ReadOnlyConnection, connect_read_only
 from langgraph_memory._infra.wal_checkpoints import WalCheckpoints
 from langgraph_memory.catalog._schema import SCHEMA_VERSION, migrate
+from langgraph_memory.catalog.connection import Sql
 from langgraph_memory.catalog.items import NamespaceIds
 from langgraph_memory.errors import ConfigError, LangGraphMemoryError, ReadOnlyError, StoreBackendError
 
@@ -54,6 +55,12 @@ logger = logging.getLogger(__name__)
 
 #: A write transaction that changed at least this many rows leaves its WAL checkpoint to `WalCheckpoints`.
 LARGE_WRITE_ROWS = 2000
+
+
+# The settings, on either backend (`PgCatalog` shares these).
+_GET_META = Sql.both("SELECT value FROM meta WHERE key = ?")
+_DELETE_META = Sql.both("DELETE FROM meta WHERE key = ?")
+_SET_META = Sql.both("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
 
 
 class Catalog:
@@ -73,6 +80,8 @@ class Catalog:
     """
 
     dialect = "sqlite"
+    #: Whether the catalog lives on a server other processes share (each statement a round trip).
+    on_server = False
 
     def __init__(
         self,
@@ -269,18 +278,15 @@ class Catalog:
 
     @staticmethod
     def get_meta(conn: Any, key: str) -> str | None:
-        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        row = conn.execute(_GET_META.of(conn), (key,)).fetchone()
         return None if row is None else row[0]
 
     @staticmethod
     def set_meta(conn: Any, key: str, value: str | None) -> None:
         if value is None:
-            conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+            conn.execute(_DELETE_META.of(conn), (key,))
         else:
-            conn.execute(
-                "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (key, value),
-            )
+            conn.execute(_SET_META.of(conn), (key, value))
 
     def meta(self, key: str) -> str | None:
         """One setting, read in its own statement."""

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, SQLITE, dialect_of
+from langgraph_memory.catalog.connection import POSTGRESQL, SQLITE, Sql, dialect_of
 
 __all__ = [
     "KIND_NUM",
@@ -40,7 +40,6 @@ __all__ = [
     "Condition",
     "compile_filter",
     "insert_rows",
-    "value_marks",
 ]
 
 KIND_NUM = 0
@@ -108,12 +107,11 @@ class Condition:
         )
 
 
-def value_marks(conn: Any, values: Iterable[Any]) -> tuple[str, tuple[Any, ...]]:
-    """Placeholders and parameters comparing ``val`` with ``values`` (``val IN (<marks>)``), in ``conn``'s dialect."""
-    vals = tuple(values)
-    if dialect_of(conn) == POSTGRESQL:
-        return ",".join(["CAST(? AS jsonb)"] * len(vals)), tuple(json.dumps(v) for v in vals)
-    return ",".join("?" * len(vals)), vals
+# The values are typed JSON on PostgreSQL (JSONB), SQLite's own values on SQLite.
+_INSERT = Sql(
+    "INSERT OR IGNORE INTO fields(path, kind, val, item_id) VALUES (?, ?, ?, ?)",
+    "INSERT INTO fields(path, kind, val, item_id) VALUES (%s, %s, CAST(%s AS jsonb), %s) ON CONFLICT DO NOTHING",
+)
 
 
 def insert_rows(conn: Any, rows: Iterable[tuple[str, int, Any, int]]) -> None:
@@ -121,7 +119,7 @@ def insert_rows(conn: Any, rows: Iterable[tuple[str, int, Any, int]]) -> None:
     if dialect_of(conn) == POSTGRESQL:
         # A SQLite catalog written before NULs were left out may hold such rows; a copy leaves them behind.
         conn.executemany(
-            "INSERT OR IGNORE INTO fields(path, kind, val, item_id) VALUES (?, ?, CAST(? AS jsonb), ?)",
+            _INSERT.pg,
             [
                 (p, k, json.dumps(v), i)
                 for p, k, v, i in rows
@@ -129,7 +127,7 @@ def insert_rows(conn: Any, rows: Iterable[tuple[str, int, Any, int]]) -> None:
             ],
         )
     else:
-        conn.executemany("INSERT OR IGNORE INTO fields(path, kind, val, item_id) VALUES (?, ?, ?, ?)", rows)
+        conn.executemany(_INSERT.sqlite, rows)
 
 
 def _compile(path: str, cond: Any, out: list[Condition]) -> bool:

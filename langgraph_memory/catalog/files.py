@@ -41,6 +41,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from langgraph_memory.catalog.connection import Sql, both
 from langgraph_memory.catalog.items import join_ns, split_ns
 from langgraph_memory.errors import IngestError
 
@@ -62,6 +63,17 @@ __all__ = [
 _COLS = (
     "namespace, sha256, state, file_type, size, source_uri, episode_id, chunker, n_chunks, n_parents, "
     "owner, started_at, heartbeat_at, completed_at"
+)
+# One row per file and namespace: a claim replaces the row of a claim that was abandoned.
+_CLAIM = Sql(
+    f"INSERT OR REPLACE INTO ingested_files ({_COLS}) VALUES (?, ?, 'ingesting', ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, NULL)",
+    f"INSERT INTO ingested_files ({_COLS}) "
+    "VALUES (%s, %s, 'ingesting', %s, %s, %s, %s, %s, 0, 0, %s, %s, %s, NULL) "
+    "ON CONFLICT (namespace, sha256) DO UPDATE SET state = excluded.state, file_type = excluded.file_type, "
+    "size = excluded.size, source_uri = excluded.source_uri, episode_id = excluded.episode_id, "
+    "chunker = excluded.chunker, n_chunks = excluded.n_chunks, n_parents = excluded.n_parents, "
+    "owner = excluded.owner, started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, "
+    "completed_at = excluded.completed_at",
 )
 
 
@@ -118,7 +130,8 @@ def owner_gone(owner: str | None, heartbeat_at: float, *, now: float, stale_afte
 
 def get_file(conn: sqlite3.Connection, namespace: Sequence[str], sha256: str) -> IngestedFile | None:
     row = conn.execute(
-        f"SELECT {_COLS} FROM ingested_files WHERE namespace = ? AND sha256 = ?", (join_ns(namespace), sha256)
+        both(conn, f"SELECT {_COLS} FROM ingested_files WHERE namespace = ? AND sha256 = ?"),
+        (join_ns(namespace), sha256),
     ).fetchone()
     return None if row is None else _row(row)
 
@@ -151,7 +164,7 @@ def claim(
         if not owner_gone(found.owner, found.heartbeat_at, now=now, stale_after=stale_after):
             return "busy", found
     conn.execute(
-        f"INSERT OR REPLACE INTO ingested_files ({_COLS}) VALUES (?, ?, 'ingesting', ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, NULL)",
+        _CLAIM.of(conn),
         (join_ns(namespace), sha256, file_type, size, source_uri, episode_id, chunker, owner, now, now),
     )
     return "claimed", found
@@ -159,7 +172,7 @@ def claim(
 
 def _ours(conn: sqlite3.Connection, namespace: Sequence[str], sha256: str, owner: str, sql: str, params: tuple) -> None:
     cur = conn.execute(
-        sql + " WHERE namespace = ? AND sha256 = ? AND owner = ? AND state = 'ingesting'",
+        both(conn, sql + " WHERE namespace = ? AND sha256 = ? AND owner = ? AND state = 'ingesting'"),
         (*params, join_ns(namespace), sha256, owner),
     )
     if cur.rowcount != 1:
@@ -199,7 +212,9 @@ def complete(
 def release(conn: sqlite3.Connection, namespace: Sequence[str], sha256: str, owner: str) -> bool:
     """Drop our unfinished claim (after its chunks were rolled back); True if it was ours."""
     cur = conn.execute(
-        "DELETE FROM ingested_files WHERE namespace = ? AND sha256 = ? AND owner = ? AND state = 'ingesting'",
+        both(
+            conn, "DELETE FROM ingested_files WHERE namespace = ? AND sha256 = ? AND owner = ? AND state = 'ingesting'"
+        ),
         (join_ns(namespace), sha256, owner),
     )
     return cur.rowcount == 1
@@ -208,7 +223,8 @@ def release(conn: sqlite3.Connection, namespace: Sequence[str], sha256: str, own
 def path_hash(conn: sqlite3.Connection, namespace: Sequence[str], source_uri: str) -> str | None:
     """The hash ``source_uri`` had when it was last ingested into ``namespace``."""
     row = conn.execute(
-        "SELECT sha256 FROM ingested_paths WHERE namespace = ? AND source_uri = ?", (join_ns(namespace), source_uri)
+        both(conn, "SELECT sha256 FROM ingested_paths WHERE namespace = ? AND source_uri = ?"),
+        (join_ns(namespace), source_uri),
     ).fetchone()
     return None if row is None else str(row[0])
 
@@ -217,8 +233,11 @@ def record_path(
     conn: sqlite3.Connection, namespace: Sequence[str], source_uri: str, sha256: str, *, now: float
 ) -> None:
     conn.execute(
-        "INSERT INTO ingested_paths (namespace, source_uri, sha256, seen_at) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT(namespace, source_uri) DO UPDATE SET sha256 = excluded.sha256, seen_at = excluded.seen_at",
+        both(
+            conn,
+            "INSERT INTO ingested_paths (namespace, source_uri, sha256, seen_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(namespace, source_uri) DO UPDATE SET sha256 = excluded.sha256, seen_at = excluded.seen_at",
+        ),
         (join_ns(namespace), source_uri, sha256, now),
     )
 
@@ -226,7 +245,7 @@ def record_path(
 def paths_of(conn: sqlite3.Connection, namespace: Sequence[str], sha256: str) -> list[str]:
     """The paths whose latest ingest into ``namespace`` had these bytes."""
     rows = conn.execute(
-        "SELECT source_uri FROM ingested_paths WHERE namespace = ? AND sha256 = ? ORDER BY source_uri",
+        both(conn, "SELECT source_uri FROM ingested_paths WHERE namespace = ? AND sha256 = ? ORDER BY source_uri"),
         (join_ns(namespace), sha256),
     )
     return [str(r[0]) for r in rows]
@@ -235,9 +254,10 @@ def paths_of(conn: sqlite3.Connection, namespace: Sequence[str], sha256: str) ->
 def list_files(conn: sqlite3.Connection, namespace: Sequence[str] | None = None) -> list[IngestedFile]:
     """Every ingested file (of one namespace), oldest first."""
     if namespace is None:
-        rows = conn.execute(f"SELECT {_COLS} FROM ingested_files ORDER BY started_at, sha256")
+        rows = conn.execute(both(conn, f"SELECT {_COLS} FROM ingested_files ORDER BY started_at, sha256"))
     else:
         rows = conn.execute(
-            f"SELECT {_COLS} FROM ingested_files WHERE namespace = ? ORDER BY started_at, sha256", (join_ns(namespace),)
+            both(conn, f"SELECT {_COLS} FROM ingested_files WHERE namespace = ? ORDER BY started_at, sha256"),
+            (join_ns(namespace),),
         )
     return [_row(r) for r in rows]

@@ -35,9 +35,9 @@ from langgraph_memory.catalog import bulk as _bulk
 from langgraph_memory.catalog import keywords as _keywords
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog.bulk import BulkWrites
+from langgraph_memory.catalog.connection import POSTGRESQL, Sql, both, dialect_of
 from langgraph_memory.catalog.fields import field_rows
 from langgraph_memory.catalog.fields import insert_rows as insert_field_rows
-from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, dialect_of
 
 __all__ = [
     "NS_SEP",
@@ -53,7 +53,6 @@ __all__ = [
     "restore_items",
     "get_items",
     "get_by_ids",
-    "get_with_vectors",
     "get_by_uids",
     "iter_collection",
     "load_vectors",
@@ -114,9 +113,12 @@ def chunked(seq: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
 
 
 def rows_in(conn: sqlite3.Connection, sql: str, ids: Iterable[Any]) -> Iterator[Any]:
-    """The rows of ``sql``, whose ``{marks}`` is an ``IN`` list, over ``ids`` (each once, in chunks under SQLite's limit)."""
+    """The rows of ``sql``, whose ``{marks}`` is an ``IN`` list, over ``ids`` (each once, in chunks under SQLite's limit).
+
+    ``sql`` reads alike on both backends (`connection.both`).
+    """
     for chunk in chunked(list(dict.fromkeys(ids))):
-        yield from conn.execute(sql.format(marks=",".join("?" * len(chunk))), tuple(chunk))
+        yield from conn.execute(both(conn, sql.format(marks=",".join("?" * len(chunk)))), tuple(chunk))
 
 
 @dataclass
@@ -170,7 +172,7 @@ def vector_run(ns_id: int) -> tuple[int, int]:
 # Each row takes the id after the highest in its namespace's run, computed as it is inserted (so the
 # rows of one statement follow each other); a full run (2**32 vectors written to one namespace) goes on
 # below every run, where ids copied from a catalog written before the runs also sit.
-_INSERT_VECTOR = (
+_INSERT_VECTOR = Sql.both(
     "INSERT INTO vectors(id, item_id, idx, path, model_id, vec) "
     "SELECT CASE WHEN t.top IS NULL THEN ? WHEN t.top < ? THEN t.top + 1 "
     "ELSE (SELECT coalesce(max(id), 0) + 1 FROM vectors WHERE id < ?) END, ?, ?, ?, ?, ? "
@@ -189,14 +191,15 @@ def _insert_vectors(conn: sqlite3.Connection, rows: Sequence[tuple[int, int, int
         return
     if dialect_of(conn) == POSTGRESQL:
         conn.executemany(
-            "INSERT INTO vectors(item_id, idx, path, model_id, vec) VALUES (?, ?, ?, ?, ?)", [r[1:] for r in rows]
+            both(conn, "INSERT INTO vectors(item_id, idx, path, model_id, vec) VALUES (?, ?, ?, ?, ?)"),
+            [r[1:] for r in rows],
         )
         return
     params = []
     for nid, *rest in rows:
         first, last = vector_run(nid)
         params.append((first, last, _LOWEST_RUN, *rest, first, last))
-    conn.executemany(_INSERT_VECTOR, params)
+    conn.executemany(_INSERT_VECTOR.of(conn), params)
 
 
 def item_from_row(row: Sequence[Any]) -> StoredItem:
@@ -235,7 +238,7 @@ class NamespaceIds:
         nid = self._ids.get(namespace)
         if nid is not None:
             return nid
-        row = conn.execute("SELECT id FROM namespaces WHERE ns = ?", (join_ns(namespace),)).fetchone()
+        row = conn.execute(both(conn, "SELECT id FROM namespaces WHERE ns = ?"), (join_ns(namespace),)).fetchone()
         if row is None:
             return None
         with self._lock:
@@ -249,13 +252,13 @@ class NamespaceIds:
             return nid
         if dialect_of(conn) == POSTGRESQL:
             # Read before the write lock (a late write): another machine may create the row meanwhile.
-            conn.check_when_ordered("SELECT 1 FROM namespaces WHERE ns = ?", (join_ns(namespace),))  # type: ignore[attr-defined]
+            conn.check_when_ordered(both(conn, "SELECT 1 FROM namespaces WHERE ns = ?"), (join_ns(namespace),))  # type: ignore[attr-defined]
         cur = conn.execute(
-            "INSERT INTO namespaces(ns, collection, depth) VALUES (?, ?, ?)",
+            both(conn, "INSERT INTO namespaces(ns, collection, depth) VALUES (?, ?, ?) RETURNING id"),
             (join_ns(namespace), collection, len(namespace)),
         )
         # Not cached until the transaction commits: a rollback would leave a dangling id.
-        return int(cur.lastrowid or 0)
+        return int(cur.fetchone()[0])
 
     def forget_uncommitted(self) -> None:
         """Drop everything (after a rollback the cache may name rows that were never committed)."""
@@ -367,7 +370,9 @@ def write_items(
                 names.get(conn, w.namespace) if w.value_json is None else names.ensure(conn, w.namespace, w.collection)
             )
             old = (
-                conn.execute("SELECT id, n_vectors FROM items WHERE ns_id = ? AND key = ?", (nid, w.key)).fetchone()
+                conn.execute(
+                    both(conn, "SELECT id, n_vectors FROM items WHERE ns_id = ? AND key = ?"), (nid, w.key)
+                ).fetchone()
                 if nid is not None
                 else None
             )
@@ -396,13 +401,16 @@ def write_items(
                 bulk.update(w, item_id, now, expires, had_vectors=bool(n_old))
             else:
                 conn.execute(
-                    "UPDATE items SET value = ?, updated_at = ?, last_accessed_at = ?, expires_at = ?, ttl_minutes = ?,"
-                    " n_vectors = ? WHERE id = ?",
+                    both(
+                        conn,
+                        "UPDATE items SET value = ?, updated_at = ?, last_accessed_at = ?, expires_at = ?, ttl_minutes = ?,"
+                        " n_vectors = ? WHERE id = ?",
+                    ),
                     (w.value_json, now, now, expires, w.ttl_minutes, len(w.vectors), item_id),
                 )
-                conn.execute("DELETE FROM fields WHERE item_id = ?", (item_id,))
+                conn.execute(both(conn, "DELETE FROM fields WHERE item_id = ?"), (item_id,))
                 if n_old:
-                    conn.execute("DELETE FROM vectors WHERE item_id = ?", (item_id,))
+                    conn.execute(both(conn, "DELETE FROM vectors WHERE item_id = ?"), (item_id,))
             if n_old:
                 updated.append(item_id)
             counts.add(nid, w.namespace, w.collection, 0, len(w.vectors) - n_old)
@@ -440,10 +448,14 @@ def _insert_item(
     cols = "ns_id, key, uid, value, created_at, updated_at, last_accessed_at, access_count, expires_at, ttl_minutes, n_vectors"
     row = _bulk.item_row(w, nid, item_uid(w.namespace, w.key), now, expires)
     if item_id is not None:
-        conn.execute(f"INSERT INTO items(id, {cols}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)", (item_id, *row))
+        conn.execute(
+            both(conn, f"INSERT INTO items(id, {cols}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)"), (item_id, *row)
+        )
         return item_id
-    cur = conn.execute(f"INSERT INTO items({cols}) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)", row)
-    return int(cur.lastrowid or 0)
+    cur = conn.execute(
+        both(conn, f"INSERT INTO items({cols}) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?) RETURNING id"), row
+    )
+    return int(cur.fetchone()[0])
 
 
 # Items of a batch whose row (id, vector count) is not what the batch read before the write lock.
@@ -498,7 +510,7 @@ class _Known:
                     " FROM generate_series(1, ?)"
                 )
                 params += (puts,)
-            for r in conn.execute(lookup, params).fetchall():
+            for r in conn.execute(both(conn, lookup), params).fetchall():
                 if r[0]:
                     self._ids.append(int(r[3]))
                 else:
@@ -541,11 +553,15 @@ class _Known:
             marks = ", ".join(
                 ["(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT))"] * len(rows)
             )
-            if not conn.check_when_ordered(_CHANGED_SINCE_READ.format(rows=marks), [x for r in rows for x in r]):
+            if not conn.check_when_ordered(
+                both(conn, _CHANGED_SINCE_READ.format(rows=marks)), [x for r in rows for x in r]
+            ):
                 return
         gone = [join_ns(w.namespace) for nid, w in zip(self.nids, self.writes, strict=True) if nid is None]
         if gone:
-            conn.check_when_ordered(f"SELECT 1 FROM namespaces WHERE ns IN ({', '.join('?' * len(gone))})", gone)
+            conn.check_when_ordered(
+                both(conn, f"SELECT 1 FROM namespaces WHERE ns IN ({', '.join('?' * len(gone))})"), gone
+            )
 
     def lookup(self, w: ItemWrite) -> tuple[int | None, tuple[int, int] | None]:
         nid = self.nids[self._at]
@@ -614,22 +630,29 @@ class _Counts:
         ns_rows = [(d[0], d[1], nid) for nid, d in self.by_ns.items() if d[0] or d[1]]
         if ns_rows:
             conn.executemany(
-                "UPDATE namespaces SET n_items = n_items + ?, n_vectors = n_vectors + ? WHERE id = ?", ns_rows
+                both(conn, "UPDATE namespaces SET n_items = n_items + ?, n_vectors = n_vectors + ? WHERE id = ?"),
+                ns_rows,
             )
         prefix_rows = [(c, p, d[0], d[1]) for (c, p), d in sorted(self.by_prefix.items()) if d[0] or d[1]]
         if prefix_rows:
             conn.executemany(
-                "INSERT INTO prefix_counts(collection, prefix, n_items, n_vectors) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT(collection, prefix) DO UPDATE SET n_items = prefix_counts.n_items + excluded.n_items,"
-                " n_vectors = prefix_counts.n_vectors + excluded.n_vectors",
+                both(
+                    conn,
+                    "INSERT INTO prefix_counts(collection, prefix, n_items, n_vectors) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT(collection, prefix) DO UPDATE SET n_items = prefix_counts.n_items + excluded.n_items,"
+                    " n_vectors = prefix_counts.n_vectors + excluded.n_vectors",
+                ),
                 prefix_rows,
             )
         coll_rows = [(name, d[0], d[1]) for name, d in self.by_collection.items() if d[0] or d[1]]
         if coll_rows:
             conn.executemany(
-                "INSERT INTO collection_counts(collection, n_items, n_vectors) VALUES (?, ?, ?) "
-                "ON CONFLICT(collection) DO UPDATE SET n_items = collection_counts.n_items + excluded.n_items,"
-                " n_vectors = collection_counts.n_vectors + excluded.n_vectors",
+                both(
+                    conn,
+                    "INSERT INTO collection_counts(collection, n_items, n_vectors) VALUES (?, ?, ?) "
+                    "ON CONFLICT(collection) DO UPDATE SET n_items = collection_counts.n_items + excluded.n_items,"
+                    " n_vectors = collection_counts.n_vectors + excluded.n_vectors",
+                ),
                 coll_rows,
             )
 
@@ -637,9 +660,9 @@ class _Counts:
 def _delete_rows(conn: sqlite3.Connection, item_ids: Sequence[int]) -> None:
     for chunk in chunked(list(item_ids)):
         marks = ",".join("?" * len(chunk))
-        conn.execute(f"DELETE FROM fields WHERE item_id IN ({marks})", tuple(chunk))
-        conn.execute(f"DELETE FROM vectors WHERE item_id IN ({marks})", tuple(chunk))
-        conn.execute(f"DELETE FROM items WHERE id IN ({marks})", tuple(chunk))
+        conn.execute(both(conn, f"DELETE FROM fields WHERE item_id IN ({marks})"), tuple(chunk))
+        conn.execute(both(conn, f"DELETE FROM vectors WHERE item_id IN ({marks})"), tuple(chunk))
+        conn.execute(both(conn, f"DELETE FROM items WHERE id IN ({marks})"), tuple(chunk))
     _keywords.unindex_items(conn, item_ids)
 
 
@@ -651,7 +674,9 @@ def delete_items(conn: sqlite3.Connection, items: Sequence[StoredItem], collecti
     rows: list[tuple[int, int, int]] = []
     for chunk in chunked(ids):
         marks = ",".join("?" * len(chunk))
-        rows.extend(conn.execute(f"SELECT id, ns_id, n_vectors FROM items WHERE id IN ({marks})", tuple(chunk)))
+        rows.extend(
+            conn.execute(both(conn, f"SELECT id, ns_id, n_vectors FROM items WHERE id IN ({marks})"), tuple(chunk))
+        )
     _delete_rows(conn, [r[0] for r in rows])
     counts = _Counts()
     namespace_of = {it.id: it.namespace for it in items}
@@ -679,13 +704,16 @@ def restore_items(
     queued: list[tuple[int, int]] = []
     for it in items:
         nid = names.ensure(conn, it.namespace, collection)
-        if conn.execute("SELECT 1 FROM items WHERE ns_id = ? AND key = ?", (nid, it.key)).fetchone():
+        if conn.execute(both(conn, "SELECT 1 FROM items WHERE ns_id = ? AND key = ?"), (nid, it.key)).fetchone():
             continue
         vecs = it.vectors if it.indexed else []
         value_json = json.dumps(it.value, ensure_ascii=False, separators=(",", ":"))
         cur = conn.execute(
-            "INSERT INTO items(ns_id, key, uid, value, created_at, updated_at, last_accessed_at, access_count,"
-            " expires_at, ttl_minutes, n_vectors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            both(
+                conn,
+                "INSERT INTO items(ns_id, key, uid, value, created_at, updated_at, last_accessed_at, access_count,"
+                " expires_at, ttl_minutes, n_vectors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            ),
             (
                 nid,
                 it.key,
@@ -700,7 +728,7 @@ def restore_items(
                 len(vecs),
             ),
         )
-        item_id = int(cur.lastrowid or 0)
+        item_id = int(cur.fetchone()[0])
         _insert_fields(conn, item_id, it.value)
         if vecs:
             _insert_vectors(
@@ -744,7 +772,7 @@ def get_items(
         for chunk in chunked(list(dict.fromkeys(ks))):
             marks = ",".join("?" * len(chunk))
             for row in conn.execute(
-                f"SELECT {ITEM_COLUMNS} {_FROM} WHERE n.ns = ? AND i.key IN ({marks})", (joined, *chunk)
+                both(conn, f"SELECT {ITEM_COLUMNS} {_FROM} WHERE n.ns = ? AND i.key IN ({marks})"), (joined, *chunk)
             ):
                 it = item_from_row(row)
                 out[(it.namespace, it.key)] = it
@@ -756,29 +784,10 @@ def get_by_ids(conn: sqlite3.Connection, item_ids: Sequence[int]) -> dict[int, S
     out: dict[int, StoredItem] = {}
     for chunk in chunked(list(dict.fromkeys(item_ids))):
         marks = ",".join("?" * len(chunk))
-        for row in conn.execute(f"SELECT {ITEM_COLUMNS_BY_ID} FROM items i WHERE i.id IN ({marks})", tuple(chunk)):
-            out[int(row[0])] = item_from_row(row)
-    return out
-
-
-def get_with_vectors(
-    conn: sqlite3.Connection, item_ids: Sequence[int], where: str = "1", params: Sequence[Any] = ()
-) -> dict[int, tuple[StoredItem, list[bytes]]]:
-    """Items by row id that satisfy ``where`` (an SQL condition on items ``i``), each with its vectors' bytes."""
-    out: dict[int, tuple[StoredItem, list[bytes]]] = {}
-    for chunk in chunked(list(dict.fromkeys(item_ids))):
-        # The ids drive the join (CROSS JOIN keeps that order): with "i.id IN (...) AND <scope>" SQLite may
-        # prefer an index on ns_id and walk every item in scope (measured: 55 ms instead of 1 ms at 100,000).
         for row in conn.execute(
-            f"SELECT {ITEM_COLUMNS}, v.vec FROM json_each(?) c CROSS JOIN items i ON i.id = c.value"
-            f" JOIN namespaces n ON n.id = i.ns_id LEFT JOIN vectors v ON v.item_id = i.id WHERE ({where})",
-            (json.dumps(list(chunk)), *params),
+            both(conn, f"SELECT {ITEM_COLUMNS_BY_ID} FROM items i WHERE i.id IN ({marks})"), tuple(chunk)
         ):
-            entry = out.get(row[0])
-            if entry is None:
-                entry = out[row[0]] = (item_from_row(row), [])
-            if row[-1] is not None:
-                entry[1].append(row[-1])
+            out[int(row[0])] = item_from_row(row)
     return out
 
 
@@ -790,7 +799,7 @@ def get_by_uids(conn: sqlite3.Connection, collection: str, uids: Sequence[str]) 
         out.extend(
             item_from_row(row)
             for row in conn.execute(
-                f"SELECT {ITEM_COLUMNS} {_FROM} WHERE i.uid IN ({marks}) AND n.collection = ?",
+                both(conn, f"SELECT {ITEM_COLUMNS} {_FROM} WHERE i.uid IN ({marks}) AND n.collection = ?"),
                 (*chunk, collection),
             )
         )
@@ -804,7 +813,7 @@ def iter_collection(
     return [
         item_from_row(row)
         for row in conn.execute(
-            f"SELECT {ITEM_COLUMNS} {_FROM} WHERE n.collection = ? AND i.id > ? ORDER BY i.id LIMIT ?",
+            both(conn, f"SELECT {ITEM_COLUMNS} {_FROM} WHERE n.collection = ? AND i.id > ? ORDER BY i.id LIMIT ?"),
             (collection, after_id, limit),
         )
     ]
@@ -816,11 +825,22 @@ def load_vectors(conn: sqlite3.Connection, item_ids: Sequence[int]) -> dict[int,
     for chunk in chunked(list(item_ids)):
         marks = ",".join("?" * len(chunk))
         for item_id, idx, path, vec in conn.execute(
-            f"SELECT item_id, idx, path, vec FROM vectors WHERE item_id IN ({marks}) ORDER BY item_id, idx",
+            both(conn, f"SELECT item_id, idx, path, vec FROM vectors WHERE item_id IN ({marks}) ORDER BY item_id, idx"),
             tuple(chunk),
         ):
             out.setdefault(int(item_id), []).append((int(idx), path, vec))
     return out
+
+
+# Reads only move the times forward (two processes may flush out of order).
+_ACCESS = Sql(
+    "UPDATE items SET last_accessed_at = max(last_accessed_at, ?), access_count = access_count + ?,"
+    " expires_at = CASE WHEN ? IS NULL OR expires_at IS NULL THEN expires_at ELSE max(expires_at, ?) END"
+    " WHERE id = ?",
+    "UPDATE items SET last_accessed_at = GREATEST(last_accessed_at, %s), access_count = access_count + %s,"
+    " expires_at = CASE WHEN %s IS NULL OR expires_at IS NULL THEN expires_at ELSE GREATEST(expires_at, %s) END"
+    " WHERE id = %s",
+)
 
 
 def apply_access(conn: sqlite3.Connection, rows: Sequence[tuple[float, int, float | None, int]]) -> int:
@@ -829,9 +849,7 @@ def apply_access(conn: sqlite3.Connection, rows: Sequence[tuple[float, int, floa
     # processes flushing at once lock the rows they share in the same order.
     ordered = sorted(rows, key=lambda r: r[3])
     cur = conn.executemany(
-        "UPDATE items SET last_accessed_at = max(last_accessed_at, ?), access_count = access_count + ?,"
-        " expires_at = CASE WHEN ? IS NULL OR expires_at IS NULL THEN expires_at ELSE max(expires_at, ?) END"
-        " WHERE id = ?",
+        _ACCESS.of(conn),
         [(at, count, expires, expires, item_id) for at, count, expires, item_id in ordered],
     )
     return max(cur.rowcount, 0)
@@ -844,16 +862,16 @@ def expired(conn: sqlite3.Connection, now: float, *, collection: str | None = No
     if collection is not None:
         sql += " AND n.collection = ?"
         params = (now, collection)
-    return [item_from_row(row) for row in conn.execute(sql, params)]
+    return [item_from_row(row) for row in conn.execute(both(conn, sql), params)]
 
 
 def count_items(conn: sqlite3.Connection, collection: str | None = None) -> int:
     """How many items a collection (or the whole catalog) holds."""
     if collection is None:
-        row = conn.execute("SELECT coalesce(sum(n_items), 0) FROM collection_counts").fetchone()
+        row = conn.execute(both(conn, "SELECT coalesce(sum(n_items), 0) FROM collection_counts")).fetchone()
     else:
         row = conn.execute(
-            "SELECT coalesce(sum(n_items), 0) FROM collection_counts WHERE collection = ?", (collection,)
+            both(conn, "SELECT coalesce(sum(n_items), 0) FROM collection_counts WHERE collection = ?"), (collection,)
         ).fetchone()
     return int(row[0])
 
@@ -863,18 +881,21 @@ def namespace_counts(conn: sqlite3.Connection, prefix: Sequence[str] = ()) -> li
     if prefix:
         joined = join_ns(prefix)
         rows = conn.execute(
-            "SELECT ns, collection, n_items FROM namespaces WHERE n_items > 0 AND (ns = ? OR (ns >= ? AND ns < ?))"
-            " ORDER BY ns",
+            both(
+                conn,
+                "SELECT ns, collection, n_items FROM namespaces WHERE n_items > 0 AND (ns = ? OR (ns >= ? AND ns < ?))"
+                " ORDER BY ns",
+            ),
             (joined, joined + NS_SEP, joined + chr(ord(NS_SEP) + 1)),
         )
     else:
-        rows = conn.execute("SELECT ns, collection, n_items FROM namespaces WHERE n_items > 0 ORDER BY ns")
+        rows = conn.execute(both(conn, "SELECT ns, collection, n_items FROM namespaces WHERE n_items > 0 ORDER BY ns"))
     return [(split_ns(ns), coll, int(n)) for ns, coll, n in rows]
 
 
 def items_by_key(conn: sqlite3.Connection, key: str) -> list[StoredItem]:
     """Every item with this key, whatever its namespace (a scan: for tools, not for hot paths)."""
-    rows = conn.execute(f"SELECT {ITEM_COLUMNS} {_FROM} WHERE i.key = ? ORDER BY n.ns", (key,))
+    rows = conn.execute(both(conn, f"SELECT {ITEM_COLUMNS} {_FROM} WHERE i.key = ? ORDER BY n.ns"), (key,))
     return [item_from_row(row) for row in rows]
 
 
@@ -883,11 +904,11 @@ def namespaces_with_items(conn: sqlite3.Connection, prefix: Sequence[str] = ()) 
     if prefix:
         joined = join_ns(prefix)
         rows = conn.execute(
-            "SELECT ns FROM namespaces WHERE n_items > 0 AND (ns = ? OR (ns >= ? AND ns < ?))",
+            both(conn, "SELECT ns FROM namespaces WHERE n_items > 0 AND (ns = ? OR (ns >= ? AND ns < ?))"),
             (joined, joined + NS_SEP, joined + chr(ord(NS_SEP) + 1)),
         )
     else:
-        rows = conn.execute("SELECT ns FROM namespaces WHERE n_items > 0")
+        rows = conn.execute(both(conn, "SELECT ns FROM namespaces WHERE n_items > 0"))
     return [split_ns(r[0]) for r in rows]
 
 
@@ -896,5 +917,5 @@ def namespace_names(conn: sqlite3.Connection, ns_ids: Sequence[int]) -> dict[int
     out: dict[int, str] = {}
     for chunk in chunked(ns_ids):
         marks = ",".join("?" * len(chunk))
-        out.update(conn.execute(f"SELECT id, ns FROM namespaces WHERE id IN ({marks})", tuple(chunk)))
+        out.update(conn.execute(both(conn, f"SELECT id, ns FROM namespaces WHERE id IN ({marks})"), tuple(chunk)))
     return out

@@ -39,6 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from langgraph_memory.catalog.connection import Sql
+
 __all__ = ["PostingCache", "Postings", "STAMP_SQL", "VERSION_KEY", "MAX_CACHED_POSTINGS"]
 
 logger = logging.getLogger(__name__)
@@ -46,7 +48,7 @@ logger = logging.getLogger(__name__)
 #: The ``meta`` key holding the keyword index's version (a new random value at every change).
 VERSION_KEY = "keyword_version"
 #: What a cached list is valid for: the change counter and the totals, read in one statement.
-STAMP_SQL = (
+STAMP_SQL = Sql.both(
     "SELECT (SELECT value FROM meta WHERE key = 'keyword_version'), s.docs, s.tokens"
     " FROM keyword_stats s WHERE s.id = 1"
 )

@@ -38,7 +38,7 @@ planner's SQL for a namespace prefix and a filter).
     >>> conn.execute("INSERT INTO items(id, ns_id, key, uid, value, created_at, updated_at, last_accessed_at)"
     ...              " VALUES (1, 1, 'k', 'u', '{}', 0, 0, 0)") and None
     >>> index_items(conn, [(1, "SPY breaks out when RSI(14) crosses 60")])
-    >>> [item_id for item_id, _score in search(conn, "rsi 14 on spy", where="1", params=())]
+    >>> [item_id for item_id, _score in search(conn, "rsi 14 on spy", where="TRUE", params=())]
     [1]
     >>> query_terms("What did the RSI(14) of SPY do?")
     ['rsi', '14', 'spy']
@@ -58,8 +58,8 @@ from typing import Any
 
 import numpy as np
 
+from langgraph_memory.catalog.connection import POSTGRESQL, Sql, both, dialect_of, of, pg_placeholders
 from langgraph_memory.catalog.keyword_cache import STAMP_SQL, VERSION_KEY, PostingCache, Postings
-from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, dialect_of
 from langgraph_memory.catalog.texts import record_text
 
 __all__ = [
@@ -226,7 +226,8 @@ def index_items(conn: sqlite3.Connection, rows: Iterable[tuple[int, str | None]]
         return
     if pg:
         conn.executemany(
-            "INSERT INTO keyword_lengths(item_id, n_tokens, terms) VALUES (?, ?, ?)", [(i, n, t) for i, t, n in batch]
+            both(conn, "INSERT INTO keyword_lengths(item_id, n_tokens, terms) VALUES (?, ?, ?)"),
+            [(i, n, t) for i, t, n in batch],
         )
         # The postings are the terms just recorded, one row each: the server splits them, so a long text
         # sends its terms once as one string instead of one bound row per term (a 32,000-character chunk
@@ -236,14 +237,18 @@ def index_items(conn: sqlite3.Connection, rows: Iterable[tuple[int, str | None]]
             conn.execute(
                 f"INSERT INTO keyword_postings(term, doc) SELECT t.term, {_PG_DOC} FROM keyword_lengths l "
                 f"CROSS JOIN LATERAL unnest(string_to_array(l.terms, ' ')) AS t(term) "
-                f"WHERE l.item_id IN ({','.join('?' * len(chunk))})",
+                f"WHERE l.item_id IN ({','.join(['%s'] * len(chunk))})",
                 chunk,
             )
     else:
-        conn.executemany("INSERT INTO keywords(rowid, text) VALUES (?, ?)", [(fts_rowid(i, n), t) for i, t, n in batch])
-        conn.executemany("INSERT INTO keyword_lengths(item_id, n_tokens) VALUES (?, ?)", [(i, n) for i, _t, n in batch])
+        conn.executemany(
+            both(conn, "INSERT INTO keywords(rowid, text) VALUES (?, ?)"), [(fts_rowid(i, n), t) for i, t, n in batch]
+        )
+        conn.executemany(
+            both(conn, "INSERT INTO keyword_lengths(item_id, n_tokens) VALUES (?, ?)"), [(i, n) for i, _t, n in batch]
+        )
     conn.execute(
-        "UPDATE keyword_stats SET docs = docs + ?, tokens = tokens + ? WHERE id = 1",
+        both(conn, "UPDATE keyword_stats SET docs = docs + ?, tokens = tokens + ? WHERE id = 1"),
         (len(batch), sum(r[2] for r in batch)),
     )
     _bump(conn)
@@ -254,7 +259,7 @@ def _bump(conn: sqlite3.Connection) -> None:
     # A random value, not a counter: a cache filled inside a transaction that then rolls back must never
     # match the version the next writer commits.
     conn.execute(
-        "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        both(conn, "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"),
         (VERSION_KEY, uuid.uuid4().hex),
     )
 
@@ -270,25 +275,33 @@ def unindex_items(conn: sqlite3.Connection, item_ids: Sequence[int]) -> None:
         marks = ",".join("?" * len(chunk))
         pg = dialect_of(conn) == POSTGRESQL
         rows = conn.execute(
-            f"SELECT item_id, n_tokens{', terms' if pg else ''} FROM keyword_lengths WHERE item_id IN ({marks})",
+            both(
+                conn,
+                f"SELECT item_id, n_tokens{', terms' if pg else ''} FROM keyword_lengths WHERE item_id IN ({marks})",
+            ),
             chunk,
         ).fetchall()
         if rows and pg:
             # Each item's postings are its recorded terms: one statement finds them, however many there are.
             conn.execute(
-                f"DELETE FROM keyword_postings p USING keyword_lengths l "
-                f"CROSS JOIN LATERAL unnest(string_to_array(l.terms, ' ')) AS t(term) "
-                f"WHERE l.item_id IN ({marks}) AND p.term = t.term AND p.doc = {_PG_DOC}",
+                both(
+                    conn,
+                    f"DELETE FROM keyword_postings p USING keyword_lengths l "
+                    f"CROSS JOIN LATERAL unnest(string_to_array(l.terms, ' ')) AS t(term) "
+                    f"WHERE l.item_id IN ({marks}) AND p.term = t.term AND p.doc = {_PG_DOC}",
+                ),
                 chunk,
             )
             rows = [(r[0], r[1]) for r in rows]
         elif rows:
-            conn.executemany("DELETE FROM keywords WHERE rowid = ?", [(fts_rowid(i, n),) for i, n in rows])
+            conn.executemany(both(conn, "DELETE FROM keywords WHERE rowid = ?"), [(fts_rowid(i, n),) for i, n in rows])
         if rows:
-            conn.execute(f"DELETE FROM keyword_lengths WHERE item_id IN ({marks})", chunk)
+            conn.execute(both(conn, f"DELETE FROM keyword_lengths WHERE item_id IN ({marks})"), chunk)
             docs, tokens = docs + len(rows), tokens + sum(n for _i, n in rows)
     if docs:
-        conn.execute("UPDATE keyword_stats SET docs = docs - ?, tokens = tokens - ? WHERE id = 1", (docs, tokens))
+        conn.execute(
+            both(conn, "UPDATE keyword_stats SET docs = docs - ?, tokens = tokens - ? WHERE id = 1"), (docs, tokens)
+        )
         _bump(conn)
 
 
@@ -305,22 +318,42 @@ def _unindex_items_unread(conn: sqlite3.Connection, item_ids: Sequence[int]) -> 
         marks = ",".join("?" * len(chunk))
         rows = f"FROM keyword_lengths WHERE item_id IN ({marks})"
         conn.execute(
-            "INSERT INTO meta(key, value) SELECT ?, ? "
-            f"WHERE EXISTS (SELECT 1 {rows}) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            both(
+                conn,
+                "INSERT INTO meta(key, value) SELECT ?, ? "
+                f"WHERE EXISTS (SELECT 1 {rows}) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            ),
             (VERSION_KEY, uuid.uuid4().hex, *chunk),
         )
         conn.execute(
-            f"UPDATE keyword_stats SET docs = docs - (SELECT count(*) {rows}), "
-            f"tokens = tokens - (SELECT coalesce(sum(n_tokens), 0) {rows}) WHERE id = 1",
+            both(
+                conn,
+                f"UPDATE keyword_stats SET docs = docs - (SELECT count(*) {rows}), "
+                f"tokens = tokens - (SELECT coalesce(sum(n_tokens), 0) {rows}) WHERE id = 1",
+            ),
             (*chunk, *chunk),
         )
         conn.execute(
-            f"DELETE FROM keyword_postings p USING keyword_lengths l "
-            f"CROSS JOIN LATERAL unnest(string_to_array(l.terms, ' ')) AS t(term) "
-            f"WHERE l.item_id IN ({marks}) AND p.term = t.term AND p.doc = {_PG_DOC}",
+            both(
+                conn,
+                f"DELETE FROM keyword_postings p USING keyword_lengths l "
+                f"CROSS JOIN LATERAL unnest(string_to_array(l.terms, ' ')) AS t(term) "
+                f"WHERE l.item_id IN ({marks}) AND p.term = t.term AND p.doc = {_PG_DOC}",
+            ),
             chunk,
         )
-        conn.execute(f"DELETE {rows}", chunk)
+        conn.execute(both(conn, f"DELETE {rows}"), chunk)
+
+
+# Each item with its vectors' record paths, joined by U+001F.
+_TO_INDEX = Sql(
+    "SELECT i.id, i.value, (SELECT group_concat(path, char(31)) FROM"
+    " (SELECT path FROM vectors v WHERE v.item_id = i.id ORDER BY idx) AS paths)"
+    " FROM items i WHERE i.id > ? AND i.n_vectors > 0 ORDER BY i.id LIMIT ?",
+    "SELECT i.id, i.value, (SELECT string_agg(path, chr(31)) FROM"
+    " (SELECT path FROM vectors v WHERE v.item_id = i.id ORDER BY idx) AS paths)"
+    " FROM items i WHERE i.id > %s AND i.n_vectors > 0 ORDER BY i.id LIMIT %s",
+)
 
 
 def rebuild(conn: sqlite3.Connection, *, page: int = 5000) -> int:
@@ -328,18 +361,13 @@ def rebuild(conn: sqlite3.Connection, *, page: int = 5000) -> int:
 
     Runs inside the caller's write transaction (the schema migration, or a repair).
     """
-    conn.execute("DELETE FROM keyword_postings" if dialect_of(conn) == POSTGRESQL else "DELETE FROM keywords")
-    conn.execute("DELETE FROM keyword_lengths")
-    conn.execute("UPDATE keyword_stats SET docs = 0, tokens = 0 WHERE id = 1")
+    conn.execute(of(conn, "DELETE FROM keywords", "DELETE FROM keyword_postings"))
+    conn.execute(both(conn, "DELETE FROM keyword_lengths"))
+    conn.execute(both(conn, "UPDATE keyword_stats SET docs = 0, tokens = 0 WHERE id = 1"))
     _bump(conn)
     after, total = 0, 0
     while True:
-        rows = conn.execute(
-            "SELECT i.id, i.value, (SELECT group_concat(path, char(31)) FROM"
-            " (SELECT path FROM vectors v WHERE v.item_id = i.id ORDER BY idx) AS paths)"
-            " FROM items i WHERE i.id > ? AND i.n_vectors > 0 ORDER BY i.id LIMIT ?",
-            (after, page),
-        ).fetchall()
+        rows = conn.execute(_TO_INDEX.of(conn), (after, page)).fetchall()
         if not rows:
             return total
         index_items(conn, ((r[0], indexed_text(json.loads(r[1]), (r[2] or "").split("\x1f"))) for r in rows))
@@ -549,7 +577,12 @@ def in_scope(conn: sqlite3.Connection, item_ids: Sequence[int], where: str, para
     return {
         r[0]
         for r in conn.execute(
-            f"SELECT i.id FROM json_each(?) c CROSS JOIN items i ON i.id = c.value WHERE ({where})",
+            of(
+                conn,
+                f"SELECT i.id FROM json_each(?) c CROSS JOIN items i ON i.id = c.value WHERE ({where})",
+                "SELECT i.id FROM (SELECT CAST(j AS BIGINT) AS value FROM jsonb_array_elements_text(CAST(%s AS jsonb)) j) c "
+                f"JOIN items i ON i.id = c.value WHERE ({pg_placeholders(where)})",
+            ),
             (json.dumps(list(item_ids)), *params),
         )
     }
@@ -579,10 +612,10 @@ def match(
     if cache is not None:
         # The stamp first: a list read after it may be newer, never older, and a newer one is
         # dropped by the next search, which finds the stamp moved.
-        stamp = tuple(conn.execute(STAMP_SQL).fetchone())
+        stamp = tuple(conn.execute(STAMP_SQL.of(conn)).fetchone())
         docs, tokens = stamp[1], stamp[2]
     else:
-        docs, tokens = conn.execute("SELECT docs, tokens FROM keyword_stats WHERE id = 1").fetchone()
+        docs, tokens = conn.execute(both(conn, "SELECT docs, tokens FROM keyword_stats WHERE id = 1")).fetchone()
     if not terms or not docs:
         return empty
     avg = tokens / docs if tokens else 1.0
@@ -607,7 +640,7 @@ def match(
         if pg:
             n, joined = conn.execute(
                 "SELECT count(*), string_agg(doc::text, ',') FROM"
-                " (SELECT doc FROM keyword_postings WHERE term = ? LIMIT ?) AS p",
+                " (SELECT doc FROM keyword_postings WHERE term = %s LIMIT %s) AS p",
                 (_stem(_fold(term)), cap + 1),
             ).fetchone()
         else:
@@ -692,7 +725,7 @@ def search(
     """The best ``limit`` items for ``query`` among those ``where`` selects: ``[(item id, BM25 score > 0)]``.
 
     ``where`` is an SQL condition on the items table aliased ``i`` (the
-    planner's namespace scope and filter index, or ``"1"`` for everything).
+    planner's namespace scope and filter index, or ``"TRUE"`` for everything).
     """
     found = match(conn, query, length_norm=length_norm, stop_words=stop_words)
     return found.top(conn, where=where, params=params, limit=limit) if limit > 0 else []

@@ -30,8 +30,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from langgraph_memory.catalog.connection import POSTGRESQL, Sql, both, dialect_of
 from langgraph_memory.catalog.items import chunked, rows_in
-from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, dialect_of
 from langgraph_memory.errors import LineageCycleError, LineageError
 
 __all__ = [
@@ -58,6 +58,15 @@ __all__ = [
 
 _EDGE_COLS = "child_id, parent_id, relation, child_collection, parent_collection, created_at"
 _NODE_COLS = "id, collection, namespace, name, version, created_at"
+# Lineage only grows: a row already here is kept.
+_ADD_EDGE = Sql(
+    f"INSERT OR IGNORE INTO lineage_edges({_EDGE_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
+    f"INSERT INTO lineage_edges({_EDGE_COLS}) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+)
+_ADD_NODE = Sql(
+    f"INSERT OR IGNORE INTO lineage_nodes({_NODE_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
+    f"INSERT INTO lineage_nodes({_NODE_COLS}) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+)
 
 
 @dataclass(frozen=True)
@@ -117,7 +126,7 @@ def _ref(row: Sequence[Any]) -> ItemRef:
 
 # Before a version is allocated: the item's own version (if it has one), the newest version of the name with
 # its lineage collection, and whether the item already has children (only then can a new link close a cycle).
-_VERSION_STATE = (
+_VERSION_STATE = Sql.both(
     "SELECT (SELECT version FROM versions WHERE id = ?), v.version, v.id, n.collection,"
     " (SELECT 1 FROM lineage_edges WHERE parent_id = ? LIMIT 1)"
     " FROM (SELECT 1 AS one) o"
@@ -158,7 +167,7 @@ def register(
     if version_name is not None:
         # One statement: on a server every read here is a round trip made while the write lock is held.
         existing, latest, latest_id, latest_collection, child_edge = conn.execute(
-            _VERSION_STATE, (item_id, item_id, version_name)
+            _VERSION_STATE.of(conn), (item_id, item_id, version_name)
         ).fetchone()
         has_children = child_edge is not None
         if existing is not None:
@@ -166,7 +175,7 @@ def register(
         else:
             version = (int(latest) + 1) if latest is not None else 1
             conn.execute(
-                "INSERT INTO versions(name, version, id, created_at) VALUES (?, ?, ?, ?)",
+                both(conn, "INSERT INTO versions(name, version, id, created_at) VALUES (?, ?, ?, ?)"),
                 (version_name, version, item_id, now),
             )
             if latest is not None and link_previous_version and latest_id != item_id:
@@ -174,9 +183,12 @@ def register(
                 if latest_collection is not None:
                     known[latest_id] = latest_collection
     conn.execute(
-        "INSERT INTO lineage_nodes(id, collection, namespace, name, version, created_at) VALUES (?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT(id) DO UPDATE SET collection = excluded.collection, namespace = excluded.namespace, "
-        "name = COALESCE(excluded.name, lineage_nodes.name), version = COALESCE(excluded.version, lineage_nodes.version)",
+        both(
+            conn,
+            "INSERT INTO lineage_nodes(id, collection, namespace, name, version, created_at) VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(id) DO UPDATE SET collection = excluded.collection, namespace = excluded.namespace, "
+            "name = COALESCE(excluded.name, lineage_nodes.name), version = COALESCE(excluded.version, lineage_nodes.version)",
+        ),
         (item_id, collection, json.dumps(list(namespace)), name or version_name, version, now),
     )
     for parent_id, relation in parent_list:
@@ -188,7 +200,7 @@ def link(conn: sqlite3.Connection, child_id: str, parent_id: str, relation: str 
     """Record that ``child_id`` came from ``parent_id`` (both registered); inside a write transaction."""
     child_id = check_id(child_id, "child id")
     parent_id = check_id(parent_id, "parent id")
-    row = conn.execute("SELECT collection FROM lineage_nodes WHERE id = ?", (child_id,)).fetchone()
+    row = conn.execute(both(conn, "SELECT collection FROM lineage_nodes WHERE id = ?"), (child_id,)).fetchone()
     if row is None:
         raise LineageError(f"unknown item {child_id!r}: only items stored through Memory (or registered) can be linked")
     return _link(conn, child_id, parent_id, relation, row[0], time.time())
@@ -205,7 +217,7 @@ def _is_ancestor(conn: sqlite3.Connection, start: str, target: str) -> bool:
         for chunk in chunked(frontier):
             marks = ",".join("?" * len(chunk))
             for (pid,) in conn.execute(
-                f"SELECT DISTINCT parent_id FROM lineage_edges WHERE child_id IN ({marks})", tuple(chunk)
+                both(conn, f"SELECT DISTINCT parent_id FROM lineage_edges WHERE child_id IN ({marks})"), tuple(chunk)
             ):
                 if pid not in seen:
                     seen.add(pid)
@@ -228,7 +240,7 @@ def _link(
     prow = (
         (parent_collection,)
         if parent_collection is not None
-        else conn.execute("SELECT collection FROM lineage_nodes WHERE id = ?", (parent_id,)).fetchone()
+        else conn.execute(both(conn, "SELECT collection FROM lineage_nodes WHERE id = ?"), (parent_id,)).fetchone()
     )
     if prow is None:
         raise LineageError(f"unknown parent {parent_id!r}: store the parent through Memory first, or check the id")
@@ -239,7 +251,8 @@ def _link(
     has_children = (
         child_has_children
         if child_has_children is not None
-        else conn.execute("SELECT 1 FROM lineage_edges WHERE parent_id = ? LIMIT 1", (child_id,)).fetchone() is not None
+        else conn.execute(both(conn, "SELECT 1 FROM lineage_edges WHERE parent_id = ? LIMIT 1"), (child_id,)).fetchone()
+        is not None
     )
     if has_children and _is_ancestor(conn, parent_id, child_id):
         raise LineageCycleError(
@@ -247,7 +260,7 @@ def _link(
             f"ancestor of {parent_id!r}"
         )
     conn.execute(
-        f"INSERT OR IGNORE INTO lineage_edges({_EDGE_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
+        _ADD_EDGE.of(conn),
         (child_id, parent_id, relation, child_collection, prow[0], now),
     )
     return Edge(child_id, parent_id, relation, child_collection, prow[0], now)
@@ -258,17 +271,18 @@ def forget(conn: sqlite3.Connection, item_ids: Iterable[str]) -> None:
     for chunk in chunked(list(item_ids)):
         marks = ",".join("?" * len(chunk))
         conn.execute(
-            f"DELETE FROM lineage_edges WHERE child_id IN ({marks}) OR parent_id IN ({marks})", (*chunk, *chunk)
+            both(conn, f"DELETE FROM lineage_edges WHERE child_id IN ({marks}) OR parent_id IN ({marks})"),
+            (*chunk, *chunk),
         )
-        conn.execute(f"DELETE FROM versions WHERE id IN ({marks})", tuple(chunk))
-        conn.execute(f"DELETE FROM lineage_nodes WHERE id IN ({marks})", tuple(chunk))
+        conn.execute(both(conn, f"DELETE FROM versions WHERE id IN ({marks})"), tuple(chunk))
+        conn.execute(both(conn, f"DELETE FROM lineage_nodes WHERE id IN ({marks})"), tuple(chunk))
 
 
 # ----------------------------------------------------------------------- reads
 
 
 def node(conn: sqlite3.Connection, item_id: str) -> ItemRef | None:
-    row = conn.execute(f"SELECT {_NODE_COLS} FROM lineage_nodes WHERE id = ?", (item_id,)).fetchone()
+    row = conn.execute(both(conn, f"SELECT {_NODE_COLS} FROM lineage_nodes WHERE id = ?"), (item_id,)).fetchone()
     return _ref(row) if row else None
 
 
@@ -283,7 +297,8 @@ def parents(conn: sqlite3.Connection, item_id: str) -> list[Edge]:
     return [
         Edge(*row)
         for row in conn.execute(
-            f"SELECT {_EDGE_COLS} FROM lineage_edges WHERE child_id = ? ORDER BY created_at, parent_id", (item_id,)
+            both(conn, f"SELECT {_EDGE_COLS} FROM lineage_edges WHERE child_id = ? ORDER BY created_at, parent_id"),
+            (item_id,),
         )
     ]
 
@@ -294,7 +309,10 @@ def children(conn: sqlite3.Connection, item_ids: Sequence[str]) -> dict[str, lis
     for chunk in chunked(list(item_ids)):
         marks = ",".join("?" * len(chunk))
         for row in conn.execute(
-            f"SELECT {_EDGE_COLS} FROM lineage_edges WHERE parent_id IN ({marks}) ORDER BY created_at, child_id",
+            both(
+                conn,
+                f"SELECT {_EDGE_COLS} FROM lineage_edges WHERE parent_id IN ({marks}) ORDER BY created_at, child_id",
+            ),
             tuple(chunk),
         ):
             e = Edge(*row)
@@ -317,7 +335,7 @@ def ancestor_depths(conn: sqlite3.Connection, item_id: str, *, max_depth: int = 
         for chunk in chunked(ids):
             marks = ",".join("?" * len(chunk))
             for child, parent in conn.execute(
-                f"SELECT child_id, parent_id FROM lineage_edges WHERE child_id IN ({marks})", tuple(chunk)
+                both(conn, f"SELECT child_id, parent_id FROM lineage_edges WHERE child_id IN ({marks})"), tuple(chunk)
             ):
                 d = frontier[child] + 1
                 if d > max_depth or parent == item_id:
@@ -334,19 +352,19 @@ def versions(conn: sqlite3.Connection, name: str) -> list[VersionRow]:
     return [
         VersionRow(*row)
         for row in conn.execute(
-            "SELECT name, version, id, created_at FROM versions WHERE name = ? ORDER BY version", (name,)
+            both(conn, "SELECT name, version, id, created_at FROM versions WHERE name = ? ORDER BY version"), (name,)
         )
     ]
 
 
 def version_id(conn: sqlite3.Connection, name: str, version: int) -> str | None:
     """The id of version ``version`` of ``name``, or None."""
-    row = conn.execute("SELECT id FROM versions WHERE name = ? AND version = ?", (name, version)).fetchone()
+    row = conn.execute(both(conn, "SELECT id FROM versions WHERE name = ? AND version = ?"), (name, version)).fetchone()
     return None if row is None else str(row[0])
 
 
 def edge_count(conn: sqlite3.Connection) -> int:
-    return int(conn.execute("SELECT COUNT(*) FROM lineage_edges").fetchone()[0])
+    return int(conn.execute(both(conn, "SELECT COUNT(*) FROM lineage_edges")).fetchone()[0])
 
 
 # ---------------------------------------------------------------- bundles
@@ -360,7 +378,10 @@ def parents_of(conn: sqlite3.Connection, item_ids: Sequence[str]) -> list[Edge]:
         out.extend(
             Edge(*row)
             for row in conn.execute(
-                f"SELECT {_EDGE_COLS} FROM lineage_edges WHERE child_id IN ({marks}) ORDER BY created_at, parent_id",
+                both(
+                    conn,
+                    f"SELECT {_EDGE_COLS} FROM lineage_edges WHERE child_id IN ({marks}) ORDER BY created_at, parent_id",
+                ),
                 tuple(chunk),
             )
         )
@@ -373,7 +394,7 @@ def versions_of(conn: sqlite3.Connection, item_ids: Sequence[str]) -> dict[str, 
     for chunk in chunked(list(dict.fromkeys(item_ids))):
         marks = ",".join("?" * len(chunk))
         for row in conn.execute(
-            f"SELECT name, version, id, created_at FROM versions WHERE id IN ({marks})", tuple(chunk)
+            both(conn, f"SELECT name, version, id, created_at FROM versions WHERE id IN ({marks})"), tuple(chunk)
         ):
             out[row[2]] = VersionRow(*row)
     return out
@@ -406,31 +427,33 @@ def import_rows(
     out = LineageImport()
     for n in nodes:
         cur = conn.execute(
-            f"INSERT OR IGNORE INTO lineage_nodes({_NODE_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
+            _ADD_NODE.of(conn),
             (n.id, n.collection, json.dumps(list(n.namespace)), n.name, n.version, n.created_at),
         )
         out.nodes += cur.rowcount
     for v in versions:
-        if conn.execute("SELECT 1 FROM versions WHERE id = ?", (v.id,)).fetchone():
+        if conn.execute(both(conn, "SELECT 1 FROM versions WHERE id = ?"), (v.id,)).fetchone():
             continue
         number = v.version
-        if conn.execute("SELECT 1 FROM versions WHERE name = ? AND version = ?", (v.name, number)).fetchone():
-            (top,) = conn.execute("SELECT max(version) FROM versions WHERE name = ?", (v.name,)).fetchone()
+        if conn.execute(
+            both(conn, "SELECT 1 FROM versions WHERE name = ? AND version = ?"), (v.name, number)
+        ).fetchone():
+            (top,) = conn.execute(both(conn, "SELECT max(version) FROM versions WHERE name = ?"), (v.name,)).fetchone()
             number = int(top) + 1
             out.renumbered[v.id] = (v.version, number)
-            conn.execute("UPDATE lineage_nodes SET version = ? WHERE id = ?", (number, v.id))
+            conn.execute(both(conn, "UPDATE lineage_nodes SET version = ? WHERE id = ?"), (number, v.id))
         conn.execute(
-            "INSERT INTO versions(name, version, id, created_at) VALUES (?, ?, ?, ?)",
+            both(conn, "INSERT INTO versions(name, version, id, created_at) VALUES (?, ?, ?, ?)"),
             (v.name, number, v.id, v.created_at),
         )
         out.versions += 1
     for e in edges:
         ends = (e.child_id, e.parent_id)
-        known = {r[0] for r in conn.execute("SELECT id FROM lineage_nodes WHERE id IN (?, ?)", ends)}
+        known = {r[0] for r in conn.execute(both(conn, "SELECT id FROM lineage_nodes WHERE id IN (?, ?)"), ends)}
         if known != {e.child_id, e.parent_id}:
             continue
         if conn.execute(
-            "SELECT 1 FROM lineage_edges WHERE child_id = ? AND parent_id = ? AND relation = ?",
+            both(conn, "SELECT 1 FROM lineage_edges WHERE child_id = ? AND parent_id = ? AND relation = ?"),
             (e.child_id, e.parent_id, e.relation),
         ).fetchone():
             continue
@@ -438,7 +461,7 @@ def import_rows(
             out.cycles.append(e)
             continue
         conn.execute(
-            f"INSERT INTO lineage_edges({_EDGE_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
+            both(conn, f"INSERT INTO lineage_edges({_EDGE_COLS}) VALUES (?, ?, ?, ?, ?, ?)"),
             (e.child_id, e.parent_id, e.relation, e.child_collection, e.parent_collection, e.created_at),
         )
         out.edges += 1

@@ -30,7 +30,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, dialect_of
+from langgraph_memory.catalog.connection import POSTGRESQL, Sql, dialect_of
 
 __all__ = [
     "EPOCH_KEY",
@@ -74,6 +74,45 @@ _NEWEST = (
 # with nothing pending; 0.3 ms gated).
 _UNAPPLIED = f"collection = ? AND seq > {_APPLIED.format('?')} AND {_NEWEST.format('?')} > {_APPLIED.format('?')}"
 _UNAPPLIED_PARAMS = _UNAPPLIED.count("?")
+_PENDING = Sql.both(f"SELECT seq, item_id, n_old FROM index_queue WHERE {_UNAPPLIED} ORDER BY seq")
+_PENDING_LIMITED = Sql.both(f"SELECT seq, item_id, n_old FROM index_queue WHERE {_UNAPPLIED} ORDER BY seq LIMIT ?")
+_PENDING_ITEMS = Sql.both(f"SELECT DISTINCT item_id FROM index_queue WHERE {_UNAPPLIED}")
+_ENQUEUE = Sql.both("INSERT INTO index_queue(collection, item_id, n_old) VALUES (?, ?, ?)")
+# The newest position handed out: SQLite keeps it in a table of its own (it never goes back, even past deleted
+# rows); PostgreSQL's sequence is not transactional, so the newest committed row's (applied rows are kept).
+_LAST_SEQ = Sql(
+    "SELECT seq FROM sqlite_sequence WHERE name = 'index_queue'",
+    "SELECT max(seq) FROM index_queue HAVING max(seq) IS NOT NULL",
+)
+_LOG_HEAD = Sql(
+    "SELECT (SELECT seq FROM sqlite_sequence WHERE name = 'index_queue'), (SELECT value FROM meta WHERE key = ?)",
+    "SELECT (SELECT max(seq) FROM index_queue), (SELECT value FROM meta WHERE key = %s)",
+)
+_APPLIED_SEQ = Sql.both("SELECT applied_seq FROM index_state WHERE collection = ?")
+_MARK_APPLIED = Sql(
+    "UPDATE index_state SET applied_seq = max(applied_seq, ?) WHERE collection = ?",
+    "UPDATE index_state SET applied_seq = GREATEST(applied_seq, %s) WHERE collection = %s",
+)
+_PRUNE = Sql.both("DELETE FROM index_queue WHERE collection = ? AND seq <= ?")
+_SET_META = Sql.both("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
+_META = Sql.both("SELECT value FROM meta WHERE key = ?")
+_BUMP_EPOCH = Sql.both(
+    "INSERT INTO meta(key, value) VALUES (?, '1') "
+    "ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)"
+)
+_CHROMA_NAME = Sql.both("SELECT chroma_name FROM index_state WHERE collection = ?")
+_SET_CHROMA_NAME = Sql.both(
+    "INSERT INTO index_state(collection, chroma_name, applied_seq) VALUES (?, ?, ?) "
+    "ON CONFLICT(collection) DO UPDATE SET chroma_name = excluded.chroma_name, applied_seq = excluded.applied_seq"
+)
+_MODEL = Sql.both("SELECT id FROM models WHERE name = ? AND dims = ?")
+_ADD_MODEL = Sql.both("INSERT INTO models(name, dims) VALUES (?, ?) RETURNING id")
+_CHANGED_SINCE = Sql.both("SELECT DISTINCT item_id FROM index_queue WHERE collection = ? AND seq > ?")
+# Each item once, by its latest change (PostgreSQL refuses DISTINCT ordered by a column not selected).
+_RECENTLY_CHANGED = Sql.both(
+    "SELECT item_id FROM index_queue WHERE collection = ? AND seq > ? AND seq <= ? "
+    "GROUP BY item_id ORDER BY max(seq) DESC LIMIT ?"
+)
 
 #: The changes Chroma applied, summed over the collections (a query of one value, for other statements to embed).
 APPLIED_TOTAL = "SELECT coalesce(sum(applied_seq), 0) FROM index_state"
@@ -88,7 +127,7 @@ def enqueue(conn: sqlite3.Connection, collection: str, entries: Sequence[tuple[i
     """Record that the items ``(item_id, n_old)`` of ``collection`` changed their vectors."""
     if entries:
         conn.executemany(
-            "INSERT INTO index_queue(collection, item_id, n_old) VALUES (?, ?, ?)",
+            _ENQUEUE.of(conn),
             [(collection, item_id, n_old) for item_id, n_old in entries],
         )
 
@@ -96,23 +135,23 @@ def enqueue(conn: sqlite3.Connection, collection: str, entries: Sequence[tuple[i
 def pending(conn: sqlite3.Connection, collection: str, limit: int | None = None) -> list[tuple[int, int, int]]:
     """Queued changes of ``collection`` not applied yet: ``(seq, item_id, n_old)``, oldest first."""
     # One statement (on a server, one round trip): the position applied is read with the rows.
-    sql = f"SELECT seq, item_id, n_old FROM index_queue WHERE {_UNAPPLIED} ORDER BY seq"
+    sql = _PENDING.of(conn)
     params: tuple[object, ...] = (collection,) * _UNAPPLIED_PARAMS
     if limit is not None:
-        sql += " LIMIT ?"
+        sql = _PENDING_LIMITED.of(conn)
         params = (*params, limit)
     return [(int(s), int(i), int(n)) for s, i, n in conn.execute(sql, params)]
 
 
 def last_seq(conn: sqlite3.Connection) -> int:
     """The newest queue position handed out (0 when nothing was ever queued)."""
-    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'index_queue'").fetchone()
+    row = conn.execute(_LAST_SEQ.of(conn)).fetchone()
     return int(row[0]) if row else 0
 
 
 def applied(conn: sqlite3.Connection, collection: str) -> int:
     """How far Chroma applied the queue of ``collection``."""
-    row = conn.execute("SELECT applied_seq FROM index_state WHERE collection = ?", (collection,)).fetchone()
+    row = conn.execute(_APPLIED_SEQ.of(conn), (collection,)).fetchone()
     return int(row[0]) if row else 0
 
 
@@ -122,7 +161,7 @@ def mark_applied(conn: sqlite3.Connection, collection: str, seq: int) -> None:
         # Bookkeeping of derived state: lost in a server crash, the changes are applied again (upserts).
         # Not waiting for the WAL flush keeps the catalog's connection free for the writes it serves.
         conn.defer("SET LOCAL synchronous_commit = off")  # type: ignore[attr-defined]
-    conn.execute("UPDATE index_state SET applied_seq = max(applied_seq, ?) WHERE collection = ?", (seq, collection))
+    conn.execute(_MARK_APPLIED.of(conn), (seq, collection))
     _prune(conn, collection, seq)
 
 
@@ -131,91 +170,65 @@ def _prune(conn: sqlite3.Connection, collection: str, applied_seq: int) -> None:
     upto = min(applied_seq, last_seq(conn) - RETAIN)
     if upto <= pruned_upto(conn, collection):
         return
-    conn.execute("DELETE FROM index_queue WHERE collection = ? AND seq <= ?", (collection, upto))
-    conn.execute(
-        "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-        (_PRUNED_KEY + collection, str(upto)),
-    )
+    conn.execute(_PRUNE.of(conn), (collection, upto))
+    conn.execute(_SET_META.of(conn), (_PRUNED_KEY + collection, str(upto)))
 
 
 def log_head(conn: sqlite3.Connection) -> tuple[int, str | None]:
     """``(last_seq, vectors_epoch)`` in one statement: what a vector cache compares with what it saw."""
-    seq, epoch = conn.execute(
-        "SELECT (SELECT seq FROM sqlite_sequence WHERE name = 'index_queue'), (SELECT value FROM meta WHERE key = ?)",
-        (_EPOCH_KEY,),
-    ).fetchone()
+    seq, epoch = conn.execute(_LOG_HEAD.of(conn), (_EPOCH_KEY,)).fetchone()
     return int(seq or 0), None if epoch is None else str(epoch)
 
 
 def pending_items(conn: sqlite3.Connection, collection: str) -> list[int]:
     """The items of ``collection`` with changes Chroma has not applied yet (one statement)."""
-    return [
-        int(r[0])
-        for r in conn.execute(
-            f"SELECT DISTINCT item_id FROM index_queue WHERE {_UNAPPLIED}", (collection,) * _UNAPPLIED_PARAMS
-        )
-    ]
+    return [int(r[0]) for r in conn.execute(_PENDING_ITEMS.of(conn), (collection,) * _UNAPPLIED_PARAMS)]
 
 
 def pruned_upto(conn: sqlite3.Connection, collection: str) -> int:
     """The log of ``collection`` holds every change after this position."""
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (_PRUNED_KEY + collection,)).fetchone()
+    row = conn.execute(_META.of(conn), (_PRUNED_KEY + collection,)).fetchone()
     return int(row[0]) if row else 0
 
 
 def vectors_epoch(conn: sqlite3.Connection) -> str | None:
     """Changes whenever vectors are rewritten without the log (a re-embedding)."""
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (_EPOCH_KEY,)).fetchone()
+    row = conn.execute(_META.of(conn), (_EPOCH_KEY,)).fetchone()
     return None if row is None else str(row[0])
 
 
 def bump_vectors_epoch(conn: sqlite3.Connection) -> None:
     """Tell every vector cache to reload (in the write transaction that rewrote vectors)."""
-    conn.execute(
-        "INSERT INTO meta(key, value) VALUES (?, '1') ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)",
-        (_EPOCH_KEY,),
-    )
+    conn.execute(_BUMP_EPOCH.of(conn), (_EPOCH_KEY,))
 
 
 def chroma_name(conn: sqlite3.Connection, collection: str) -> str | None:
     """The Chroma collection that indexes ``collection`` now, if there is one."""
-    row = conn.execute("SELECT chroma_name FROM index_state WHERE collection = ?", (collection,)).fetchone()
+    row = conn.execute(_CHROMA_NAME.of(conn), (collection,)).fetchone()
     return None if row is None else str(row[0])
 
 
 def set_chroma_name(conn: sqlite3.Connection, collection: str, name: str, applied_seq: int) -> None:
     """Switch ``collection`` to the Chroma collection ``name``, which holds the queue up to ``applied_seq``."""
-    conn.execute(
-        "INSERT INTO index_state(collection, chroma_name, applied_seq) VALUES (?, ?, ?) "
-        "ON CONFLICT(collection) DO UPDATE SET chroma_name = excluded.chroma_name, applied_seq = excluded.applied_seq",
-        (collection, name, applied_seq),
-    )
+    conn.execute(_SET_CHROMA_NAME.of(conn), (collection, name, applied_seq))
     _prune(conn, collection, applied_seq)
 
 
 def model_id(conn: sqlite3.Connection, name: str, dims: int) -> int:
     """The id of the embedding model ``name`` at ``dims`` (registered on first use, in a write transaction)."""
-    row = conn.execute("SELECT id FROM models WHERE name = ? AND dims = ?", (name, dims)).fetchone()
-    if row is not None:
-        return int(row[0])
-    cur = conn.execute("INSERT INTO models(name, dims) VALUES (?, ?)", (name, dims))
-    return int(cur.lastrowid or 0)
+    row = conn.execute(_MODEL.of(conn), (name, dims)).fetchone()
+    if row is None:
+        row = conn.execute(_ADD_MODEL.of(conn), (name, dims)).fetchone()
+    return int(row[0])
 
 
 def changed_since(conn: sqlite3.Connection, collection: str, after: int) -> list[int]:
     """Ids of the items of ``collection`` whose vectors changed after log position ``after`` (each once)."""
-    rows = conn.execute(
-        "SELECT DISTINCT item_id FROM index_queue WHERE collection = ? AND seq > ?", (collection, after)
-    )
+    rows = conn.execute(_CHANGED_SINCE.of(conn), (collection, after))
     return [r[0] for r in rows]
 
 
 def recently_changed(conn: sqlite3.Connection, collection: str, after: int, upto: int, limit: int) -> list[int]:
     """Ids of the items of ``collection`` changed in log positions ``(after, upto]``, newest first, at most ``limit``."""
-    rows = conn.execute(
-        # Each item once, by its latest change (PostgreSQL refuses DISTINCT ordered by a column not selected).
-        "SELECT item_id FROM index_queue WHERE collection = ? AND seq > ? AND seq <= ? "
-        "GROUP BY item_id ORDER BY max(seq) DESC LIMIT ?",
-        (collection, after, upto, limit),
-    ).fetchall()
+    rows = conn.execute(_RECENTLY_CHANGED.of(conn), (collection, after, upto, limit)).fetchall()
     return [int(r[0]) for r in rows]

@@ -38,8 +38,8 @@ import numpy as np
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog import status as _status
+from langgraph_memory.catalog.connection import POSTGRESQL, SQLITE, Sql, both, dialect_of, of, pg_placeholders
 from langgraph_memory.catalog.fields import Condition
-from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, SQLITE, dialect_of
 
 __all__ = [
     "ScopeSql",
@@ -62,6 +62,7 @@ __all__ = [
     "sample_collection",
     "newest_items",
     "scope_vectors",
+    "reads_items_with_vectors",
     "scope_vectors_with_items",
 ]
 
@@ -70,7 +71,13 @@ ScopeSql = tuple[str, tuple[Any, ...]]
 
 _NO_IDS = np.zeros(0, dtype=np.int64)
 
-_COLLECTION_COUNTS = "SELECT collection, n_items, n_vectors FROM collection_counts"
+_COLLECTION_COUNTS = Sql.both("SELECT collection, n_items, n_vectors FROM collection_counts")
+# Integers joined by spaces (one value for a column of ids: one row to send instead of many), and the change
+# log's newest position (SQLite keeps it in a table of its own; PostgreSQL's sequence is not transactional).
+_SQLITE_IDS = "group_concat({}, ' ')"
+_PG_IDS = "string_agg(CAST({} AS TEXT), ' ')"
+_SQLITE_LOG_SEQ = "(SELECT seq FROM sqlite_sequence WHERE name = 'index_queue')"
+_PG_LOG_SEQ = "(SELECT max(seq) FROM index_queue)"
 _IN_COLLECTION = "i.ns_id IN (SELECT id FROM namespaces WHERE collection = ?)"
 _PREFIX_COND = "collection = ? AND (ns = ? OR (ns >= ? AND ns < ?)) AND n_items > 0"
 # A prefix's counts are one row of prefix_counts; the ids of its namespaces are read only when it holds part of
@@ -78,7 +85,7 @@ _PREFIX_COND = "collection = ? AND (ns = ? OR (ns >= ? AND ns < ?)) AND n_items 
 _PREFIX_ROW = (
     "SELECT NULL, p.n_items, p.n_vectors, CASE WHEN p.n_items = "
     "(SELECT c.n_items FROM collection_counts c WHERE c.collection = p.collection) THEN NULL "
-    f"ELSE (SELECT group_concat(id, ' ') FROM namespaces WHERE {_PREFIX_COND}) END "
+    f"ELSE (SELECT {{ids}} FROM namespaces WHERE {_PREFIX_COND}) END "
     "FROM prefix_counts p WHERE p.collection = ? AND p.prefix = ?"
 )
 _IN_PREFIX = f"i.ns_id IN (SELECT id FROM namespaces WHERE {_PREFIX_COND})"
@@ -95,19 +102,32 @@ _COUNTS_AND_PREFIX = f"{_COUNTS_ROWS} UNION ALL {_PREFIX_ROW}"
 # more row of the statement above: tagged by a name no collection has (a collection name has no space).
 _HEADS_TAG = " heads"
 _HEADS = (
-    f"SELECT '{_HEADS_TAG}', (SELECT seq FROM sqlite_sequence WHERE name = 'index_queue'), "
+    f"SELECT '{_HEADS_TAG}', {{log_seq}}, "
     "CAST((SELECT value FROM meta WHERE key = ?) AS INTEGER), (SELECT value FROM meta WHERE key = ?)"
 )
 # The collections whose changes Chroma has not all applied, one more row (names joined by spaces): a search
 # through HNSW reads what it lacks only for those. With them, how far Chroma applied changes in all.
 _UNAPPLIED_TAG = " unapplied"
 _UNAPPLIED = (
-    f"SELECT '{_UNAPPLIED_TAG}', ({_queue.APPLIED_TOTAL}), NULL, group_concat(collection, ' ') "
-    f"FROM ({_queue.UNAPPLIED_COLLECTIONS}) u"
+    f"SELECT '{_UNAPPLIED_TAG}', ({_queue.APPLIED_TOTAL}), NULL, {{unapplied}} FROM ({_queue.UNAPPLIED_COLLECTIONS}) u"
 )
+
+
+def _per_backend(template: str) -> Sql:
+    """``template`` (``?`` placeholders) with each backend's id list and log position filled in."""
+    sqlite = template.format(
+        ids=_SQLITE_IDS.format("id"), log_seq=_SQLITE_LOG_SEQ, unapplied=_SQLITE_IDS.format("collection")
+    )
+    pg = template.format(ids=_PG_IDS.format("id"), log_seq=_PG_LOG_SEQ, unapplied=_PG_IDS.format("collection"))
+    return Sql(sqlite, pg_placeholders(pg))
+
+
+_PREFIX = _per_backend(_PREFIX_ROW)
+_COUNTS_AND_HEADS = _per_backend(f"{_COUNTS_ROWS} UNION ALL {_HEADS} UNION ALL {_UNAPPLIED}")
+_PLANNING_READ = _per_backend(f"{_COUNTS_AND_PREFIX} UNION ALL {_HEADS} UNION ALL {_UNAPPLIED}")
 # Two statements: min and max together defeat SQLite's min/max optimisation (a full scan).
-_MIN_ITEM_ID = "SELECT min(id) FROM items"
-_MAX_ITEM_ID = "SELECT max(id) FROM items"
+_MIN_ITEM_ID = Sql.both("SELECT min(id) FROM items")
+_MAX_ITEM_ID = Sql.both("SELECT max(id) FROM items")
 
 
 def _parse_ids(joined: str | None) -> np.ndarray:
@@ -117,9 +137,14 @@ def _parse_ids(joined: str | None) -> np.ndarray:
     return np.fromstring(joined, dtype=np.int64, sep=" ")
 
 
-def _id_array(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> np.ndarray:
-    """The integers of a one-column query, as an array."""
-    (joined,) = conn.execute(f"WITH t(x) AS ({sql}) SELECT group_concat(x, ' ') FROM t", tuple(params)).fetchone()
+def _id_array(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = (), pg: str | None = None) -> np.ndarray:
+    """The integers of a one-column query, as an array (``pg``: the query on PostgreSQL, if it differs)."""
+    wrapped = of(
+        conn,
+        f"WITH t(x) AS ({sql}) SELECT {_SQLITE_IDS.format('x')} FROM t",
+        pg_placeholders(f"WITH t(x) AS ({sql if pg is None else pg}) SELECT {_PG_IDS.format('x')} FROM t"),
+    )
+    (joined,) = conn.execute(wrapped, tuple(params)).fetchone()
     return _parse_ids(joined)
 
 
@@ -137,7 +162,7 @@ def prefix_bounds(prefix: Sequence[str]) -> tuple[str, str, str]:
 
 def collection_counts(conn: sqlite3.Connection) -> dict[str, tuple[int, int]]:
     """``{collection: (items, vectors)}`` for every collection that ever held an item."""
-    return {name: (int(i), int(v)) for name, i, v in conn.execute(_COLLECTION_COUNTS)}
+    return {name: (int(i), int(v)) for name, i, v in conn.execute(_COLLECTION_COUNTS.of(conn))}
 
 
 def counts_and_heads(conn: sqlite3.Connection) -> tuple[dict[str, tuple[int, int]], Heads]:
@@ -145,7 +170,7 @@ def counts_and_heads(conn: sqlite3.Connection) -> tuple[dict[str, tuple[int, int
     counts: dict[str, tuple[int, int]] = {}
     heads = _Heads()
     for name, n_items, n_vectors, last in conn.execute(
-        f"{_COUNTS_ROWS} UNION ALL {_HEADS} UNION ALL {_UNAPPLIED}", (_status.VERSION_KEY, _queue.EPOCH_KEY)
+        _COUNTS_AND_HEADS.of(conn), (_status.VERSION_KEY, _queue.EPOCH_KEY)
     ):
         if not heads.take(name, n_items, n_vectors, last):
             counts[name] = (int(n_items), int(n_vectors))
@@ -166,7 +191,7 @@ def namespace_scope(
     the ids are left empty (not read) when the prefix holds every item of the
     collection.
     """
-    row = conn.execute(_PREFIX_ROW, _prefix_row_params(collection, bounds)).fetchone()
+    row = conn.execute(_PREFIX.of(conn), _prefix_row_params(collection, bounds)).fetchone()
     _, n_items, n_vectors, ids = row or (None, 0, 0, None)
     return int(n_items), int(n_vectors), _parse_ids(ids), (_IN_PREFIX, (collection, *bounds))
 
@@ -236,7 +261,7 @@ def planning_read(
     prefix: tuple[Any, Any, Any] = (0, 0, None)
     heads = _Heads()
     for name, n_items, n_vectors, ids in conn.execute(
-        f"{_COUNTS_AND_PREFIX} UNION ALL {_HEADS} UNION ALL {_UNAPPLIED}",
+        _PLANNING_READ.of(conn),
         (*_prefix_row_params(collection, bounds), _status.VERSION_KEY, _queue.EPOCH_KEY),
     ):
         if name is None:
@@ -268,7 +293,7 @@ def filter_count(conn: sqlite3.Connection, conds: Sequence[Condition], cap: int)
     best: int | None = None
     for cond in conds:
         sql, params = cond.sql(dialect_of(conn))
-        (n,) = conn.execute(f"SELECT count(*) FROM ({sql} LIMIT {int(cap)}) AS matching", params).fetchone()
+        (n,) = conn.execute(both(conn, f"SELECT count(*) FROM ({sql} LIMIT {int(cap)}) AS matching"), params).fetchone()
         best = n if best is None else min(best, n)
         if best == 0:
             break
@@ -323,7 +348,7 @@ def passing_items(
             checks.append(f" AND i.id IN ({sql})")
             params.extend(cparams)
         rows = conn.execute(
-            f"SELECT {_items.ITEM_COLUMNS_BY_ID} FROM items i WHERE i.id IN ({marks}){''.join(checks)}",
+            both(conn, f"SELECT {_items.ITEM_COLUMNS_BY_ID} FROM items i WHERE i.id IN ({marks}){''.join(checks)}"),
             tuple(params),
         )
         for row in rows:
@@ -342,21 +367,27 @@ def item_ids_in_scope(conn: sqlite3.Connection, scope: ScopeSql, conds: Sequence
         conn,
         f"SELECT i.id FROM ({fsql}) f CROSS JOIN items i ON i.id = f.item_id WHERE {where}",
         (*fparams, *params),
+        pg=f"SELECT i.id FROM ({fsql}) f JOIN items i ON i.id = f.item_id WHERE {where}",
     )
 
 
 def namespaces_of(conn: sqlite3.Connection, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(item ids, their namespace ids)`` of the items among ``ids`` that exist, aligned."""
+    ids_in = f"FROM items WHERE id IN ({_ids_sql(ids)})"
     got, ns = conn.execute(
-        f"SELECT group_concat(id, ' '), group_concat(ns_id, ' ') FROM items WHERE id IN ({_ids_sql(ids)})"
+        of(
+            conn,
+            f"SELECT {_SQLITE_IDS.format('id')}, {_SQLITE_IDS.format('ns_id')} {ids_in}",
+            f"SELECT {_PG_IDS.format('id')}, {_PG_IDS.format('ns_id')} {ids_in}",
+        )
     ).fetchone()
     return _parse_ids(got), _parse_ids(ns)
 
 
 def item_id_range(conn: sqlite3.Connection) -> tuple[int, int] | None:
     """The lowest and highest item id (None for an empty catalog)."""
-    (lo,) = conn.execute(_MIN_ITEM_ID).fetchone()
-    (hi,) = conn.execute(_MAX_ITEM_ID).fetchone()
+    (lo,) = conn.execute(_MIN_ITEM_ID.of(conn)).fetchone()
+    (hi,) = conn.execute(_MAX_ITEM_ID.of(conn)).fetchone()
     if lo is None:
         return None
     return int(lo), int(hi)
@@ -364,10 +395,15 @@ def item_id_range(conn: sqlite3.Connection) -> tuple[int, int] | None:
 
 def sample_collection(conn: sqlite3.Connection, collection: str, draw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(item ids, namespace ids)`` of the drawn ids that are items of ``collection``."""
+    drawn = f"n ON n.id = i.ns_id WHERE i.id IN ({_ids_sql(draw)}) AND n.collection = "
     got, coll_ns = conn.execute(
-        # CROSS JOIN keeps items the outer loop: the drawn ids are the few rows to read.
-        "SELECT group_concat(i.id, ' '), group_concat(i.ns_id, ' ') FROM items i "
-        f"CROSS JOIN namespaces n ON n.id = i.ns_id WHERE i.id IN ({_ids_sql(draw)}) AND n.collection = ?",
+        # SQLite's CROSS JOIN keeps items the outer loop: the drawn ids are the few rows to read.
+        of(
+            conn,
+            f"SELECT {_SQLITE_IDS.format('i.id')}, {_SQLITE_IDS.format('i.ns_id')} FROM items i "
+            f"CROSS JOIN namespaces {drawn}?",
+            f"SELECT {_PG_IDS.format('i.id')}, {_PG_IDS.format('i.ns_id')} FROM items i JOIN namespaces {drawn}%s",
+        ),
         (collection,),
     ).fetchone()
     return _parse_ids(got), _parse_ids(coll_ns)
@@ -397,7 +433,7 @@ def newest_items(
     )
     offset = 0
     while True:
-        rows = conn.execute(sql, (*params, page, offset)).fetchall()
+        rows = conn.execute(both(conn, sql), (*params, page, offset)).fetchall()
         for row in rows:
             yield _items.item_from_row(row)
         if len(rows) < page:
@@ -442,10 +478,21 @@ def scope_vectors(
 
 
 def _fetch_vectors(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[Any]:
-    """The rows of a query reading vectors: on a server, in binary (``bytea`` in text is hex, twice as long)."""
+    """The rows of a query reading vectors (both backends read it alike): on a server, in binary (``bytea`` in
+    text is hex, twice as long)."""
     if dialect_of(conn) == POSTGRESQL:
-        return conn.fetch_binary(sql, params)  # type: ignore[attr-defined]
+        return conn.fetch_binary(both(conn, sql), params)  # type: ignore[attr-defined]
     return conn.execute(sql, params).fetchall()
+
+
+def reads_items_with_vectors(conn: sqlite3.Connection) -> bool:
+    """Whether exact scoring of a small scope should read its items with its vectors (`scope_vectors_with_items`).
+
+    On a server every statement is a round trip, and the second read (the
+    winners' values, once ranked) costs more than reading every candidate's
+    row with its vector; from a local file the second read is cheaper.
+    """
+    return dialect_of(conn) == POSTGRESQL
 
 
 def scope_vectors_with_items(

@@ -22,7 +22,7 @@ only the ``source`` of turns recorded with one stays, so that recording the
 same source again stays a no-op (the conversation node relies on it).
 
     >>> import tempfile, pathlib
-    >>> from langgraph_memory.catalog import Catalog
+from langgraph_memory.catalog import Catalog
     >>> cat = Catalog(pathlib.Path(tempfile.mkdtemp()) / "catalog.sqlite")
     >>> with cat.write() as conn:
     ...     s = create(conn, "s1", ("episodes",), "t1", now=100.0)
@@ -39,6 +39,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from langgraph_memory.catalog.connection import Sql, both
 from langgraph_memory.catalog.fields import KIND_STR
 from langgraph_memory.catalog.items import chunked, join_ns, split_ns
 
@@ -234,15 +235,18 @@ def create(
 ) -> Session:
     """A new active session of ``(namespace, thread_id)``, with no turns yet."""
     conn.execute(
-        "INSERT INTO sessions(id, channel, namespace, thread_id, state, started_at, last_turn_at) "
-        "VALUES (?, ?, ?, ?, 'active', ?, ?)",
+        both(
+            conn,
+            "INSERT INTO sessions(id, channel, namespace, thread_id, state, started_at, last_turn_at) "
+            "VALUES (?, ?, ?, ?, 'active', ?, ?)",
+        ),
         (session_id, channel_of(namespace, thread_id), join_ns(namespace), thread_id, now, now),
     )
     return Session(session_id, tuple(namespace), thread_id, "active", now, now, 0)
 
 
 def get(conn: sqlite3.Connection, session_id: str) -> Session | None:
-    row = conn.execute(f"SELECT {_SESSION_COLS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    row = conn.execute(both(conn, f"SELECT {_SESSION_COLS} FROM sessions WHERE id = ?"), (session_id,)).fetchone()
     return _session(row) if row else None
 
 
@@ -250,7 +254,9 @@ def get_many(conn: sqlite3.Connection, session_ids: Iterable[str]) -> dict[str, 
     out: dict[str, Session] = {}
     for chunk in chunked(list(dict.fromkeys(session_ids))):
         marks = ",".join("?" * len(chunk))
-        for row in conn.execute(f"SELECT {_SESSION_COLS} FROM sessions WHERE id IN ({marks})", tuple(chunk)):
+        for row in conn.execute(
+            both(conn, f"SELECT {_SESSION_COLS} FROM sessions WHERE id IN ({marks})"), tuple(chunk)
+        ):
             out[row[0]] = _session(row)
     return out
 
@@ -258,8 +264,11 @@ def get_many(conn: sqlite3.Connection, session_ids: Iterable[str]) -> dict[str, 
 def current(conn: sqlite3.Connection, namespace: Sequence[str], thread_id: str | None) -> Session | None:
     """The active session of ``(namespace, thread_id)``, if any."""
     row = conn.execute(
-        f"SELECT {_SESSION_COLS} FROM sessions WHERE channel = ? AND state = 'active' "
-        "ORDER BY last_turn_at DESC LIMIT 1",
+        both(
+            conn,
+            f"SELECT {_SESSION_COLS} FROM sessions WHERE channel = ? AND state = 'active' "
+            "ORDER BY last_turn_at DESC LIMIT 1",
+        ),
         (channel_of(namespace, thread_id),),
     ).fetchone()
     return _session(row) if row else None
@@ -268,7 +277,10 @@ def current(conn: sqlite3.Connection, namespace: Sequence[str], thread_id: str |
 def latest(conn: sqlite3.Connection, namespace: Sequence[str], thread_id: str | None) -> Session | None:
     """The most recent session of ``(namespace, thread_id)`` whatever its state."""
     row = conn.execute(
-        f"SELECT {_SESSION_COLS} FROM sessions WHERE channel = ? ORDER BY last_turn_at DESC, started_at DESC LIMIT 1",
+        both(
+            conn,
+            f"SELECT {_SESSION_COLS} FROM sessions WHERE channel = ? ORDER BY last_turn_at DESC, started_at DESC LIMIT 1",
+        ),
         (channel_of(namespace, thread_id),),
     ).fetchone()
     return _session(row) if row else None
@@ -277,7 +289,9 @@ def latest(conn: sqlite3.Connection, namespace: Sequence[str], thread_id: str | 
 def end(conn: sqlite3.Connection, session_id: str, reason: str, *, ended_at: float) -> bool:
     """End an active session; False if it was not active (ended by someone else meanwhile)."""
     cur = conn.execute(
-        "UPDATE sessions SET state = 'ended', end_reason = ?, ended_at = ? WHERE id = ? AND state = 'active'",
+        both(
+            conn, "UPDATE sessions SET state = 'ended', end_reason = ?, ended_at = ? WHERE id = ? AND state = 'active'"
+        ),
         (reason, ended_at, session_id),
     )
     return cur.rowcount > 0
@@ -289,8 +303,11 @@ def expired(
     """Active sessions of ``namespace`` whose time is up, each with why: ``inactivity`` or ``max_duration``."""
     out = []
     for row in conn.execute(
-        f"SELECT {_SESSION_COLS} FROM sessions WHERE namespace = ? AND state = 'active' "
-        "AND (last_turn_at <= ? OR started_at <= ?) ORDER BY last_turn_at",
+        both(
+            conn,
+            f"SELECT {_SESSION_COLS} FROM sessions WHERE namespace = ? AND state = 'active' "
+            "AND (last_turn_at <= ? OR started_at <= ?) ORDER BY last_turn_at",
+        ),
         (join_ns(namespace), idle_before, started_before),
     ):
         s = _session(row)
@@ -305,14 +322,23 @@ def in_state(
     return [
         _session(row)
         for row in conn.execute(
-            f"SELECT {_SESSION_COLS} FROM sessions WHERE namespace = ? AND state = ? ORDER BY last_turn_at"
-            + ("" if limit is None or limit < 0 else " LIMIT ?"),
+            both(
+                conn,
+                f"SELECT {_SESSION_COLS} FROM sessions WHERE namespace = ? AND state = ? ORDER BY last_turn_at"
+                + ("" if limit is None or limit < 0 else " LIMIT ?"),
+            ),
             (join_ns(namespace), state) + (() if limit is None or limit < 0 else (limit,)),
         )
     ]
 
 
 # ------------------------------------------------------------------- turns
+
+
+_COUNT_TURN = Sql(
+    "UPDATE sessions SET n_turns = n_turns + 1, last_turn_at = max(last_turn_at, ?) WHERE id = ?",
+    "UPDATE sessions SET n_turns = n_turns + 1, last_turn_at = GREATEST(last_turn_at, %s) WHERE id = %s",
+)
 
 
 def add_turn(
@@ -327,22 +353,23 @@ def add_turn(
     pinned: float | None = None,
 ) -> SessionTurn:
     """Append a turn to ``session`` (which must be active) and move its counters."""
-    row = conn.execute("SELECT n_turns FROM sessions WHERE id = ?", (session.id,)).fetchone()
+    row = conn.execute(both(conn, "SELECT n_turns FROM sessions WHERE id = ?"), (session.id,)).fetchone()
     idx = int(row[0]) if row else 0
     conn.execute(
-        "INSERT INTO session_turns(session_id, idx, user_text, assistant, at, vec, source, pinned) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        both(
+            conn,
+            "INSERT INTO session_turns(session_id, idx, user_text, assistant, at, vec, source, pinned) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        ),
         (session.id, idx, user, assistant, at, vec, source, pinned),
     )
-    conn.execute(
-        "UPDATE sessions SET n_turns = n_turns + 1, last_turn_at = max(last_turn_at, ?) WHERE id = ?", (at, session.id)
-    )
+    conn.execute(_COUNT_TURN.of(conn), (at, session.id))
     return SessionTurn(session.id, idx, user, assistant, at, session.thread_id, source, pinned, vector=vec)
 
 
 def find_source(conn: sqlite3.Connection, source: str) -> tuple[str, int] | None:
     """The ``(session id, turn index)`` recorded with ``source``, if any."""
-    row = conn.execute("SELECT session_id, idx FROM session_turns WHERE source = ?", (source,)).fetchone()
+    row = conn.execute(both(conn, "SELECT session_id, idx FROM session_turns WHERE source = ?"), (source,)).fetchone()
     return (row[0], int(row[1])) if row else None
 
 
@@ -352,7 +379,10 @@ def known_sources(conn: sqlite3.Connection, sources: Sequence[str]) -> set[str]:
     for chunk in chunked(list(sources)):
         marks = ",".join("?" * len(chunk))
         found.update(
-            r[0] for r in conn.execute(f"SELECT source FROM session_turns WHERE source IN ({marks})", tuple(chunk))
+            r[0]
+            for r in conn.execute(
+                both(conn, f"SELECT source FROM session_turns WHERE source IN ({marks})"), tuple(chunk)
+            )
         )
     return found
 
@@ -363,8 +393,11 @@ def turns(
     """The last ``limit`` turns of a session (all without a limit), oldest first."""
     vec = ", t.vec" if with_vectors else ""
     rows = conn.execute(
-        f"SELECT {_TURN_COLS}{vec} FROM session_turns t JOIN sessions s ON s.id = t.session_id "
-        f"WHERE t.session_id = ? AND s.purged_at IS NULL ORDER BY t.idx DESC{'' if limit is None else ' LIMIT ?'}",
+        both(
+            conn,
+            f"SELECT {_TURN_COLS}{vec} FROM session_turns t JOIN sessions s ON s.id = t.session_id "
+            f"WHERE t.session_id = ? AND s.purged_at IS NULL ORDER BY t.idx DESC{'' if limit is None else ' LIMIT ?'}",
+        ),
         (session_id,) if limit is None else (session_id, limit),
     ).fetchall()
     return [_turn(r, r[11] if with_vectors else None) for r in reversed(rows)]
@@ -375,8 +408,11 @@ def channel_turns(
 ) -> list[SessionTurn]:
     """The last ``limit`` turns held for ``(namespace, thread_id)``, across its sessions, oldest first."""
     rows = conn.execute(
-        f"SELECT {_TURN_COLS} FROM session_turns t JOIN sessions s ON s.id = t.session_id "
-        "WHERE s.channel = ? AND s.purged_at IS NULL ORDER BY t.at DESC, s.started_at DESC, t.idx DESC LIMIT ?",
+        both(
+            conn,
+            f"SELECT {_TURN_COLS} FROM session_turns t JOIN sessions s ON s.id = t.session_id "
+            "WHERE s.channel = ? AND s.purged_at IS NULL ORDER BY t.at DESC, s.started_at DESC, t.idx DESC LIMIT ?",
+        ),
         (channel_of(namespace, thread_id), limit),
     ).fetchall()
     return [_turn(r) for r in reversed(rows)]
@@ -385,8 +421,12 @@ def channel_turns(
 def recent_turns(conn: sqlite3.Connection, namespace: Sequence[str], *, since: float, limit: int) -> list[SessionTurn]:
     """The last ``limit`` turns of ``namespace`` recorded at or after ``since``, across sessions and threads, oldest first."""
     rows = conn.execute(
-        f"SELECT {_TURN_COLS} FROM session_turns t JOIN sessions s ON s.id = t.session_id "
-        "WHERE t.at >= ? AND s.namespace = ? AND s.purged_at IS NULL ORDER BY t.at DESC, s.started_at DESC, t.idx DESC LIMIT ?",
+        both(
+            conn,
+            f"SELECT {_TURN_COLS} FROM session_turns t JOIN sessions s ON s.id = t.session_id "
+            "WHERE t.at >= ? AND s.namespace = ? AND s.purged_at IS NULL "
+            "ORDER BY t.at DESC, s.started_at DESC, t.idx DESC LIMIT ?",
+        ),
         (since, join_ns(namespace), limit),
     ).fetchall()
     return [_turn(r) for r in reversed(rows)]
@@ -402,13 +442,19 @@ def mark_promoted(conn: sqlite3.Connection, session_id: str, decisions: Sequence
     memories and the mark commit together: a session is promoted once.
     """
     cur = conn.execute(
-        "UPDATE sessions SET state = 'promoted', promoted_at = ?, n_promoted = ? WHERE id = ? AND state = 'ended'",
+        both(
+            conn,
+            "UPDATE sessions SET state = 'promoted', promoted_at = ?, n_promoted = ? WHERE id = ? AND state = 'ended'",
+        ),
         (now, sum(d.memory_key is not None for d in decisions), session_id),
     )
     if cur.rowcount == 0:
         return False
     conn.executemany(
-        "UPDATE session_turns SET importance = ?, signals = ?, memory_key = ? WHERE session_id = ? AND idx = ?",
+        both(
+            conn,
+            "UPDATE session_turns SET importance = ?, signals = ?, memory_key = ? WHERE session_id = ? AND idx = ?",
+        ),
         [(d.importance, json.dumps(d.signals, sort_keys=True), d.memory_key, session_id, d.index) for d in decisions],
     )
     return True
@@ -423,7 +469,10 @@ def purge(conn: sqlite3.Connection, namespace: Sequence[str], *, ended_before: f
     ids = [
         r[0]
         for r in conn.execute(
-            "SELECT id FROM sessions WHERE namespace = ? AND state = 'promoted' AND purged_at IS NULL AND ended_at < ?",
+            both(
+                conn,
+                "SELECT id FROM sessions WHERE namespace = ? AND state = 'promoted' AND purged_at IS NULL AND ended_at < ?",
+            ),
             (join_ns(namespace), ended_before),
         )
     ]
@@ -431,33 +480,46 @@ def purge(conn: sqlite3.Connection, namespace: Sequence[str], *, ended_before: f
     for chunk in chunked(ids):
         marks = ",".join("?" * len(chunk))
         deleted += conn.execute(
-            f"DELETE FROM session_turns WHERE session_id IN ({marks}) AND source IS NULL", tuple(chunk)
+            both(conn, f"DELETE FROM session_turns WHERE session_id IN ({marks}) AND source IS NULL"), tuple(chunk)
         ).rowcount
         deleted += conn.execute(
-            f"UPDATE session_turns SET user_text = '', assistant = '', vec = NULL, signals = NULL "
-            f"WHERE session_id IN ({marks})",
+            both(
+                conn,
+                f"UPDATE session_turns SET user_text = '', assistant = '', vec = NULL, signals = NULL "
+                f"WHERE session_id IN ({marks})",
+            ),
             tuple(chunk),
         ).rowcount
-        conn.execute(f"UPDATE sessions SET purged_at = ? WHERE id IN ({marks})", (now, *chunk))
+        conn.execute(both(conn, f"UPDATE sessions SET purged_at = ? WHERE id IN ({marks})"), (now, *chunk))
     return deleted
 
 
 # ------------------------------------------------------------------- stats
 
 
+_COUNTS = Sql.both(
+    "SELECT count(*), count(*) FILTER (WHERE state = 'active'), coalesce(sum(n_turns), 0), "
+    "coalesce(sum(n_promoted), 0), count(*) FILTER (WHERE state = 'promoted') FROM sessions"
+)
+# Session ids, recorded or stamped on stored items: the filter index keeps the values as JSONB on PostgreSQL.
+_KNOWN_IDS = Sql(
+    "SELECT count(*) FROM (SELECT id FROM sessions "
+    "UNION SELECT val FROM fields WHERE path = 'session_id' AND kind = ?) AS known",
+    "SELECT count(*) FROM (SELECT id FROM sessions "
+    "UNION SELECT val #>> '{}' FROM fields WHERE path = 'session_id' AND kind = %s) AS known",
+)
+
+
 def counts(conn: sqlite3.Connection) -> SessionCounts:
     """Sessions, active ones, turns recorded and promoted (all time), turns held now, distinct session ids."""
-    n, active, n_turns, promoted, promoted_sessions = conn.execute(
-        "SELECT count(*), coalesce(sum(state = 'active'), 0), coalesce(sum(n_turns), 0), coalesce(sum(n_promoted), 0), "
-        "coalesce(sum(state = 'promoted'), 0) FROM sessions"
-    ).fetchone()
+    n, active, n_turns, promoted, promoted_sessions = conn.execute(_COUNTS.of(conn)).fetchone()
     held = conn.execute(
-        "SELECT count(*) FROM session_turns t JOIN sessions s ON s.id = t.session_id WHERE s.purged_at IS NULL"
+        both(
+            conn,
+            "SELECT count(*) FROM session_turns t JOIN sessions s ON s.id = t.session_id WHERE s.purged_at IS NULL",
+        )
     ).fetchone()[0]
-    known = conn.execute(
-        "SELECT count(*) FROM (SELECT id FROM sessions UNION SELECT val FROM fields WHERE path = 'session_id' AND kind = ?) AS known",
-        (KIND_STR,),
-    ).fetchone()[0]
+    known = conn.execute(_KNOWN_IDS.of(conn), (KIND_STR,)).fetchone()[0]
     return SessionCounts(
         int(n), int(active), int(n_turns), int(promoted), int(promoted_sessions), int(held), int(known)
     )

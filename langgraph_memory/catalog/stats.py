@@ -17,9 +17,19 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
+from langgraph_memory.catalog.connection import Sql, both
 from langgraph_memory.catalog.fields import KIND_STR
 
 __all__ = ["CollectionTotals", "collection_totals", "distinct_strings", "namespace_count", "server_bytes"]
+
+# A value's size in bytes: SQLite counts a text's bytes once it is read as a blob.
+_TOTALS = Sql(
+    "SELECT n.collection, count(*), sum(i.n_vectors > 0), sum(i.n_vectors), sum(length(CAST(i.value AS BLOB))), "
+    "min(i.created_at), max(i.created_at) FROM items i JOIN namespaces n ON n.id = i.ns_id GROUP BY n.collection",
+    "SELECT n.collection, count(*), count(*) FILTER (WHERE i.n_vectors > 0), sum(i.n_vectors), "
+    "sum(octet_length(i.value)), min(i.created_at), max(i.created_at) "
+    "FROM items i JOIN namespaces n ON n.id = i.ns_id GROUP BY n.collection",
+)
 
 
 @dataclass(frozen=True)
@@ -40,15 +50,15 @@ def collection_totals(conn: sqlite3.Connection) -> dict[str, CollectionTotals]:
     vector_bytes = {
         coll: int(n or 0)
         for coll, n in conn.execute(
-            "SELECT n.collection, sum(length(v.vec)) FROM vectors v JOIN items i ON i.id = v.item_id "
-            "JOIN namespaces n ON n.id = i.ns_id GROUP BY n.collection"
+            both(
+                conn,
+                "SELECT n.collection, sum(length(v.vec)) FROM vectors v JOIN items i ON i.id = v.item_id "
+                "JOIN namespaces n ON n.id = i.ns_id GROUP BY n.collection",
+            )
         )
     }
     out: dict[str, CollectionTotals] = {}
-    for coll, n, with_vec, vecs, vbytes, oldest, newest in conn.execute(
-        "SELECT n.collection, count(*), sum(i.n_vectors > 0), sum(i.n_vectors), sum(length(CAST(i.value AS BLOB))), "
-        "min(i.created_at), max(i.created_at) FROM items i JOIN namespaces n ON n.id = i.ns_id GROUP BY n.collection"
-    ):
+    for coll, n, with_vec, vecs, vbytes, oldest, newest in conn.execute(_TOTALS.of(conn)):
         out[coll] = CollectionTotals(
             items=int(n),
             with_vectors=int(with_vec or 0),
@@ -64,14 +74,14 @@ def collection_totals(conn: sqlite3.Connection) -> dict[str, CollectionTotals]:
 def distinct_strings(conn: sqlite3.Connection, path: str) -> int:
     """How many different string values the top-level field ``path`` takes across all items (by the filter index)."""
     row = conn.execute(
-        "SELECT count(DISTINCT val) FROM fields WHERE path = ? AND kind = ?", (path, KIND_STR)
+        both(conn, "SELECT count(DISTINCT val) FROM fields WHERE path = ? AND kind = ?"), (path, KIND_STR)
     ).fetchone()
     return int(row[0])
 
 
 def namespace_count(conn: sqlite3.Connection) -> int:
     """How many namespaces hold items now."""
-    return int(conn.execute("SELECT count(*) FROM namespaces WHERE n_items > 0").fetchone()[0])
+    return int(conn.execute(both(conn, "SELECT count(*) FROM namespaces WHERE n_items > 0")).fetchone()[0])
 
 
 def server_bytes(conn: sqlite3.Connection) -> int:
@@ -80,7 +90,10 @@ def server_bytes(conn: sqlite3.Connection) -> int:
     Only for the PostgreSQL catalog: the SQLite catalog's size is its file's.
     """
     row = conn.execute(
-        "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r'"
+        both(
+            conn,
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r'",
+        )
     ).fetchone()
     return int(row[0]) if row else 0

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from langgraph_memory.catalog.connection import Sql, both
 from langgraph_memory.catalog.items import chunked, get_items, item_uid, join_ns, rows_in, split_ns
 
 __all__ = [
@@ -57,6 +58,20 @@ _VERSION_KEY = "status_version"
 #: The meta key of `version()` (read with other heads by `scope.planning_read()`).
 VERSION_KEY = _VERSION_KEY
 _COLS = "uid, collection, ns, key, item_created_at, status, reason, superseded_by, superseded_by_ns, changed_at"
+_MARKS = ", ".join(["?"] * 10)
+# One status per item (its uid): a new one replaces it.
+_PUT = Sql(
+    f"INSERT OR REPLACE INTO item_status({_COLS}) VALUES ({_MARKS})",
+    f"INSERT INTO item_status({_COLS}) VALUES ({_MARKS.replace('?', '%s')}) ON CONFLICT (uid) DO UPDATE SET "
+    "collection = excluded.collection, ns = excluded.ns, key = excluded.key, "
+    "item_created_at = excluded.item_created_at, status = excluded.status, reason = excluded.reason, "
+    "superseded_by = excluded.superseded_by, superseded_by_ns = excluded.superseded_by_ns, "
+    "changed_at = excluded.changed_at",
+)
+_ADD = Sql(
+    f"INSERT OR IGNORE INTO item_status({_COLS}) VALUES ({_MARKS})",
+    f"INSERT INTO item_status({_COLS}) VALUES ({_MARKS.replace('?', '%s')}) ON CONFLICT DO NOTHING",
+)
 
 
 @dataclass(frozen=True)
@@ -137,15 +152,18 @@ def _row(row: Sequence[Any]) -> ItemStatus:
 
 def _bump(conn: sqlite3.Connection) -> None:
     conn.execute(
-        "INSERT INTO meta(key, value) VALUES (?, '1') "
-        "ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)",
+        both(
+            conn,
+            "INSERT INTO meta(key, value) VALUES (?, '1') "
+            "ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)",
+        ),
         (_VERSION_KEY,),
     )
 
 
 def version(conn: sqlite3.Connection) -> int:
     """How many status changes the catalog has seen (0 for none)."""
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (_VERSION_KEY,)).fetchone()
+    row = conn.execute(both(conn, "SELECT value FROM meta WHERE key = ?"), (_VERSION_KEY,)).fetchone()
     return int(row[0]) if row else 0
 
 
@@ -209,7 +227,7 @@ def mark(
             )
         )
     if rows:
-        conn.executemany(f"INSERT OR REPLACE INTO item_status({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        conn.executemany(_PUT.of(conn), rows)
         _bump(conn)
     return [_row(r) for r in rows]
 
@@ -237,7 +255,7 @@ def ensure(conn: sqlite3.Connection, statuses: Iterable[ItemStatus]) -> int:
     rows = _rows(statuses)
     if not rows:
         return 0
-    cur = conn.executemany(f"INSERT OR IGNORE INTO item_status({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    cur = conn.executemany(_ADD.of(conn), rows)
     added = max(cur.rowcount, 0)
     if added:
         _bump(conn)
@@ -261,9 +279,7 @@ def adopt(conn: sqlite3.Connection, statuses: Iterable[ItemStatus], *, dry_run: 
         if here is None or here.item_created_at != s.item_created_at:
             fresh.append(s)
     if fresh and not dry_run:
-        conn.executemany(
-            f"INSERT OR REPLACE INTO item_status({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _rows(fresh)
-        )
+        conn.executemany(_PUT.of(conn), _rows(fresh))
         _bump(conn)
     return fresh
 
@@ -273,7 +289,7 @@ def clear(conn: sqlite3.Connection, uids: Sequence[str]) -> int:
     removed = 0
     for chunk in chunked(list(uids)):
         marks = ",".join("?" * len(chunk))
-        removed += conn.execute(f"DELETE FROM item_status WHERE uid IN ({marks})", tuple(chunk)).rowcount
+        removed += conn.execute(both(conn, f"DELETE FROM item_status WHERE uid IN ({marks})"), tuple(chunk)).rowcount
     if removed:
         _bump(conn)
     return removed
@@ -291,7 +307,9 @@ def get(conn: sqlite3.Connection, uids: Sequence[str]) -> dict[str, ItemStatus]:
 
 def hidden(conn: sqlite3.Connection) -> dict[str, float]:
     """Every status row as ``{uid: created_at of the item it applies to}``."""
-    return {uid: float(created) for uid, created in conn.execute("SELECT uid, item_created_at FROM item_status")}
+    return {
+        uid: float(created) for uid, created in conn.execute(both(conn, "SELECT uid, item_created_at FROM item_status"))
+    }
 
 
 def of_collection(conn: sqlite3.Connection, collection: str) -> dict[str, ItemStatus]:
@@ -300,8 +318,11 @@ def of_collection(conn: sqlite3.Connection, collection: str) -> dict[str, ItemSt
     return {
         row[0]: _row(row)
         for row in conn.execute(
-            f"SELECT {cols} FROM item_status s JOIN items i ON i.uid = s.uid AND i.created_at = s.item_created_at "
-            "WHERE s.collection = ?",
+            both(
+                conn,
+                f"SELECT {cols} FROM item_status s JOIN items i ON i.uid = s.uid AND i.created_at = s.item_created_at "
+                "WHERE s.collection = ?",
+            ),
             (collection,),
         )
     }
@@ -311,8 +332,11 @@ def live_counts(conn: sqlite3.Connection) -> dict[str, dict[str, int]]:
     """``{collection: {status: n}}`` over items still in the catalog (the row applying to them)."""
     out: dict[str, dict[str, int]] = {}
     for coll, status, n in conn.execute(
-        "SELECT s.collection, s.status, count(*) FROM item_status s "
-        "JOIN items i ON i.uid = s.uid AND i.created_at = s.item_created_at GROUP BY s.collection, s.status"
+        both(
+            conn,
+            "SELECT s.collection, s.status, count(*) FROM item_status s "
+            "JOIN items i ON i.uid = s.uid AND i.created_at = s.item_created_at GROUP BY s.collection, s.status",
+        )
     ):
         out.setdefault(coll, {})[status] = int(n)
     return out

@@ -38,7 +38,7 @@ from langgraph_memory.catalog import fields as _fields
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import keywords as _keywords
 from langgraph_memory.catalog import queue as _queue
-from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, dialect_of
+from langgraph_memory.catalog.connection import POSTGRESQL, Sql, both, dialect_of
 from langgraph_memory.errors import MigrationError
 
 __all__ = ["CopyReport", "copy_catalog", "TABLES", "BATCH", "MIGRATED_KEY"]
@@ -233,7 +233,7 @@ class CopyReport:
 
 
 def _count(conn: Any, table: str) -> int:
-    return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+    return int(conn.execute(both(conn, f"SELECT count(*) FROM {table}")).fetchone()[0])
 
 
 def _source_count(src: Any, table: _Table, target: Any) -> int:
@@ -253,11 +253,11 @@ def _source_count(src: Any, table: _Table, target: Any) -> int:
 
 
 def _holds_memory(conn: Any) -> bool:
-    return any(conn.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() is not None for t in _CONTENT)
+    return any(conn.execute(both(conn, f"SELECT 1 FROM {t} LIMIT 1")).fetchone() is not None for t in _CONTENT)
 
 
 def _insert_sql(table: _Table, n_rows: int = 1) -> str:
-    """One INSERT of ``n_rows`` rows (a multi-row VALUES: one round trip for a batch, on either dialect)."""
+    """One INSERT of ``n_rows`` rows (a multi-row VALUES: one round trip for a batch), which both backends read alike."""
     cols = ", ".join(table.columns)
     row = "(" + ", ".join("?" * len(table.columns)) + ")"
     values = ", ".join([row] * n_rows)
@@ -278,7 +278,7 @@ def _pages(conn: Any, table: _Table, batch: int) -> Any:
         after = -1
         while True:
             rows = conn.execute(
-                f"SELECT {cols} FROM {table.name} WHERE id > ? ORDER BY id LIMIT ?", (after, batch)
+                both(conn, f"SELECT {cols} FROM {table.name} WHERE id > ? ORDER BY id LIMIT ?"), (after, batch)
             ).fetchall()
             if not rows:
                 return
@@ -288,7 +288,7 @@ def _pages(conn: Any, table: _Table, batch: int) -> Any:
         offset = 0
         while True:
             rows = conn.execute(
-                f"SELECT {cols} FROM {table.name} ORDER BY {order} LIMIT ? OFFSET ?", (batch, offset)
+                both(conn, f"SELECT {cols} FROM {table.name} ORDER BY {order} LIMIT ? OFFSET ?"), (batch, offset)
             ).fetchall()
             if not rows:
                 return
@@ -306,7 +306,7 @@ def _write_rows(conn: Any, table: _Table, rows: Sequence[Sequence[Any]]) -> int:
         per = max(1, _MAX_PARAMS // len(table.columns))
         for start in range(0, len(rows), per):
             chunk = rows[start : start + per]
-            conn.execute(_insert_sql(table, len(chunk)), [_plain(v) for r in chunk for v in r])
+            conn.execute(both(conn, _insert_sql(table, len(chunk))), [_plain(v) for r in chunk for v in r])
     return _count(conn, table.name) - before
 
 
@@ -340,10 +340,10 @@ def _copy_meta(src: Any, target: Any) -> int:
     """Copy the memory's settings (model, dimensions, catalog id...); return how many."""
     rows = [
         (k, v)
-        for k, v in src.execute("SELECT key, value FROM meta ORDER BY key").fetchall()
+        for k, v in src.execute(both(src, "SELECT key, value FROM meta ORDER BY key")).fetchall()
         if not str(k).startswith(_LOCAL_META_PREFIXES) and k != _STATUS_VERSION
     ]
-    status = src.execute("SELECT value FROM meta WHERE key = ?", (_STATUS_VERSION,)).fetchone()
+    status = src.execute(both(src, "SELECT value FROM meta WHERE key = ?"), (_STATUS_VERSION,)).fetchone()
     with target.write() as conn:
         for key, value in rows:
             target.set_meta(conn, key, value)
@@ -354,19 +354,27 @@ def _copy_meta(src: Any, target: Any) -> int:
     return len(rows)
 
 
+# Items with vectors and no keyword entry, each with its vectors' record paths joined by U+001F.
+_NOT_INDEXED = Sql(
+    "SELECT i.id, i.value, (SELECT group_concat(path, char(31)) FROM"
+    " (SELECT path FROM vectors v WHERE v.item_id = i.id ORDER BY idx) AS paths)"
+    " FROM items i WHERE i.id > ? AND i.n_vectors > 0"
+    " AND NOT EXISTS (SELECT 1 FROM keyword_lengths k WHERE k.item_id = i.id)"
+    " ORDER BY i.id LIMIT ?",
+    "SELECT i.id, i.value, (SELECT string_agg(path, chr(31)) FROM"
+    " (SELECT path FROM vectors v WHERE v.item_id = i.id ORDER BY idx) AS paths)"
+    " FROM items i WHERE i.id > %s AND i.n_vectors > 0"
+    " AND NOT EXISTS (SELECT 1 FROM keyword_lengths k WHERE k.item_id = i.id)"
+    " ORDER BY i.id LIMIT %s",
+)
+
+
 def _index_keywords(target: Any, batch: int) -> int:
     """Index the target's items that have vectors and no keyword entry yet (the copied ones); return how many."""
     total, after = 0, 0
     while True:
         with target.write() as conn:
-            rows = conn.execute(
-                "SELECT i.id, i.value, (SELECT group_concat(path, char(31)) FROM"
-                " (SELECT path FROM vectors v WHERE v.item_id = i.id ORDER BY idx) AS paths)"
-                " FROM items i WHERE i.id > ? AND i.n_vectors > 0"
-                " AND NOT EXISTS (SELECT 1 FROM keyword_lengths k WHERE k.item_id = i.id)"
-                " ORDER BY i.id LIMIT ?",
-                (after, batch),
-            ).fetchall()
+            rows = conn.execute(_NOT_INDEXED.of(conn), (after, batch)).fetchall()
             if not rows:
                 return total
             _keywords.index_items(

@@ -421,7 +421,7 @@ class ChromaIndex:
         this process's puts and searches, and a pass of the applier (a dozen
         statements, each a round trip) would hold them up.
         """
-        if self.catalog.dialect == "sqlite":
+        if not self.catalog.on_server:
             return self.catalog
         with self.catalog.read():
             pass  # a write of this process still open (in another thread) commits first: then its rows are seen
@@ -447,15 +447,9 @@ class ChromaIndex:
                 first = _queue.pending(conn, name, limit=1)
                 if not first or first[0][0] > head:
                     return applied
-            if self.catalog.dialect != "sqlite":
-                # Waits while another process applies this log (most often, then, nothing is left to apply).
-                with log.write(ordered=False) as conn:
-                    _applier.claim(conn, name)
-            try:
+            # Waits while another process applies this log (most often, then, nothing is left to apply).
+            with _applier.claimed(log, name):
                 applied += self._apply_pending(name)
-            finally:
-                with log.read() as conn:
-                    _applier.release(conn, name)
 
     def _apply_pending(self, name: str) -> int:
         """Apply every change of ``name`` pending now (the caller holds the claim on its log)."""
@@ -851,16 +845,8 @@ class ChromaIndex:
         (chroma-core/chroma#7758). Under the log's claim they take turns, and
         the second reads the ids the first added.
         """
-        if self.catalog.dialect == "sqlite":
+        with _applier.claimed(self._log(), collection):
             return self._repair_claimed(collection)
-        log = self._log()
-        with log.write(ordered=False) as conn:
-            _applier.claim(conn, collection)
-        try:
-            return self._repair_claimed(collection)
-        finally:
-            with log.read() as conn:
-                _applier.release(conn, collection)
 
     def _repair_claimed(self, collection: str) -> int:
         self._chroma_name(collection, record=True)

@@ -132,7 +132,7 @@ def collect_stats(store: Any, *, archiver: Any | None = None, checkpointer: Any 
         >>> collect_stats(store).collections["lessons_learned"].items  # needs an open store (store) holding the items named  # doctest: +SKIP
         12
     """
-    on_server = getattr(store.catalog, "dialect", "sqlite") == "postgresql"
+    on_server = store.catalog.on_server
     with store.catalog.read() as conn:
         totals = _stats.collection_totals(conn)
         hidden = _status.live_counts(conn)

@@ -57,7 +57,6 @@ from langgraph_memory.catalog import scope as _scope
 from langgraph_memory.catalog import vectors as _vectors
 from langgraph_memory.catalog.connection import Connection
 from langgraph_memory.catalog.fields import Condition, compile_filter
-from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, dialect_of
 from langgraph_memory.catalog.scope import Heads, ScopeSql
 from langgraph_memory.errors import StorageError
 from langgraph_memory.index.chroma import ChromaIndex, IndexUnavailable
@@ -534,7 +533,7 @@ class Planner:
     ) -> list[Hit]:
         """Score every candidate's vectors; the best ``need`` that match (the candidates' ids to ``scored_ids``)."""
         col = self._resident(conn, scope)
-        if col is None and scope.n_items <= WITH_VALUES_MAX and dialect_of(conn) == POSTGRESQL:
+        if col is None and scope.n_items <= WITH_VALUES_MAX and _scope.reads_items_with_vectors(conn):
             vecs, rows = _scope.scope_vectors_with_items(conn, scope.sql, conds)
             ranked = _rank_rows(vecs, qvec)
             if scored_ids is not None:

@@ -93,6 +93,8 @@ class PgCatalog:
     """
 
     dialect = "postgresql"
+    #: Whether the catalog lives on a server other processes share (each statement a round trip).
+    on_server = True
 
     def __init__(self, url: str, *, timeout: float = 30.0) -> None:
         if not isinstance(url, str) or not url:
@@ -364,7 +366,7 @@ class PgCatalog:
 
     # ---------------------------------------------------------------- meta
 
-    # The same statements as the SQLite catalog's, through the dialect translation.
+    # The same statements as the SQLite catalog's (each picks its backend's text).
     get_meta = staticmethod(Catalog.get_meta)
     set_meta = staticmethod(Catalog.set_meta)
     meta = Catalog.meta

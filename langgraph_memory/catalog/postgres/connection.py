@@ -3,8 +3,9 @@
 `PgConnection` wraps one psycopg 3 connection and gives it the small part of
 ``sqlite3.Connection`` the catalog calls: ``execute``, ``executemany``,
 ``in_transaction``, and cursors with ``fetchone``, ``fetchall``,
-``rowcount``, ``lastrowid`` and iteration. Each statement goes through
-`langgraph_memory.catalog.postgres.dialect.translate` first.
+``rowcount`` and iteration. Each statement comes written in PostgreSQL's SQL
+with psycopg's ``%s`` placeholders (each catalog module keeps its
+backend's text: `langgraph_memory.catalog.connection.Sql`).
 
 Values are bound on the client (psycopg's ``ClientCursor``), as SQLite binds
 them: a parameter's type comes from where it is used, so ``? IS NULL`` and an
@@ -14,7 +15,7 @@ scalars as the numbers they hold, and ``numeric`` results (a ``sum`` of
 integers) come back as ``int`` when whole.
 
     conn = PgConnection(psycopg.connect(url, autocommit=True))
-    conn.execute("SELECT value FROM meta WHERE key = ?", ("catalog_id",)).fetchone()
+    conn.execute("SELECT value FROM meta WHERE key = %s", ("catalog_id",)).fetchone()
 """
 
 from __future__ import annotations
@@ -33,16 +34,12 @@ from psycopg import errors as pg_errors
 from psycopg.adapt import Dumper, Loader, Transformer
 from psycopg.types.numeric import FloatDumper, IntDumper
 
-from langgraph_memory.catalog.postgres.dialect import POSTGRESQL, translate
+from langgraph_memory.catalog.connection import POSTGRESQL
 
 __all__ = ["PgConnection", "PgCursor", "configure"]
 
 logger = logging.getLogger(__name__)
 
-# Tables whose rows get their id from a sequence: an INSERT into them returns it (SQLite's lastrowid).
-_SERIAL_INSERT = re.compile(
-    r"^\s*INSERT INTO (namespaces|items|models|index_queue)\b(?!\s*\(\s*(?:id|seq)\s*,)(?!.*\bRETURNING\b)", re.I | re.S
-)
 # An INSERT of one row of placeholders that may become one statement of many rows (no upsert: an
 # ON CONFLICT ... DO UPDATE cannot touch one row twice in a statement, as SQLite's row by row can).
 _ROW_INSERT = re.compile(
@@ -121,11 +118,10 @@ def configure(conn: psycopg.Connection[Any]) -> None:
 
 
 class PgCursor:
-    """The result of one statement: rows, ``rowcount``, and the id an INSERT gave (``lastrowid``)."""
+    """The result of one statement: rows and ``rowcount``."""
 
-    def __init__(self, cur: ClientCursor[Any], lastrowid: int | None = None) -> None:
+    def __init__(self, cur: ClientCursor[Any]) -> None:
         self._cur = cur
-        self.lastrowid = lastrowid
 
     @property
     def rowcount(self) -> int:
@@ -169,7 +165,6 @@ class _Deferred(PgCursor):
     """The cursor of statements sent later (rows they changed, summed); reading it sends them now."""
 
     def __init__(self, conn: PgConnection, pending: list[_Pending]) -> None:  # no cursor: nothing ran yet
-        self.lastrowid = None
         self._conn = conn
         self._pending = pending
 
@@ -253,13 +248,13 @@ class PgConnection:
     def check_when_ordered(self, stale: str, params: Sequence[Any] = ()) -> bool:
         """Fail the transaction (SQLSTATE 40001) if the query ``stale`` finds a row once `order_lock` is held.
 
-        For a write that read before taking the lock: ``stale`` (SQLite's
-        dialect) finds what changed since. Returns False when the lock was
+        For a write that read before taking the lock: ``stale`` (PostgreSQL's
+        SQL) finds what changed since. Returns False when the lock was
         taken already (what was read came after it: nothing to check).
         """
         if self.order_lock is None:
             return False
-        body = self._bind(translate(stale), tuple(params))
+        body = self._bind(stale, tuple(params))
         tag = "$lgm$"
         while tag in body:  # a dollar quote ends only at its own tag: pick one the values do not contain
             tag = f"$lgm{len(tag)}$"
@@ -360,8 +355,8 @@ class PgConnection:
         return None
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:
-        """Run one statement (SQLite dialect, ``?`` placeholders)."""
-        pg = translate(sql)
+        """Run one statement (PostgreSQL's SQL, ``%s`` placeholders)."""
+        pg = sql
         done = self._ends(pg)
         if done is not None:
             self.order_lock = None
@@ -369,16 +364,11 @@ class PgConnection:
             return done
         self._order(pg)
         try:
-            serial = _SERIAL_INSERT.match(pg) is not None
-            if not serial and self._deferrable(pg):
+            if self._deferrable(pg):
                 pending = _Pending()
                 self._deferred.append((self._bind(pg, tuple(params or ())), pending))
                 return _Deferred(self, [pending])
             cur = ClientCursor(self.raw)
-            if serial:
-                self._run(cur, f"{pg} RETURNING {'seq' if 'index_queue' in pg[:40] else 'id'}", tuple(params or ()))
-                row = cur.fetchone()
-                return PgCursor(cur, None if row is None else int(row[0]))
             self._run(cur, pg, tuple(params or ()))
         except psycopg.Error:
             logger.debug("catalog statement failed: %s", pg)
@@ -386,7 +376,7 @@ class PgConnection:
         return PgCursor(cur)
 
     def fetch_binary(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """Every row of one query (SQLite dialect), its values bound by the server and its results in binary.
+        """Every row of one query, its values bound by the server and its results in binary.
 
         For reads of many vectors: ``bytea`` in text comes as hex, twice its
         size and decoded by the client (measured, 100 vectors of 384
@@ -395,7 +385,7 @@ class PgConnection:
         server binds them: no ``? IS NULL``). Sent on its own, after what is
         deferred; psycopg prepares it once it has been run a few times.
         """
-        pg = translate(sql)
+        pg = sql
         self.flush()
         try:
             with self.raw.cursor(binary=True) as cur:
@@ -407,7 +397,7 @@ class PgConnection:
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> PgCursor:
         """Run one statement for each row of parameters (an INSERT: one statement per 500 rows)."""
-        pg = translate(sql)
+        pg = sql
         params = [tuple(r) for r in rows]
         m = _ROW_INSERT.match(pg)
         self._order(pg)
