@@ -121,9 +121,9 @@ _SQLITE_ONLY: dict[str, str] = {
     "tests/test_keywords.py::test_a_version_1_data_directory_gets_its_keyword_index_on_open": "migrates a SQLite file",
     "tests/test_lifecycle.py::test_a_version_1_catalog_migrates": "migrates a version-1 SQLite catalog file",
     "tests/test_cli_wrapping.py": "names a missing data directory (a server memory is named by its address)",
-    "tests/test_new_user.py::test_a_directory_that_cannot_be_written_is_a_typed_error": "an unwritable data directory",
-    "tests/test_new_user.py::test_memory_open_of_a_deep_missing_path": "a missing data directory path",
-    "tests/test_rough_edges.py::test_4_code_written_for_langgraphs_stores_and_savers_runs_unchanged": (
+    "tests/test_argument_errors.py::test_a_directory_that_cannot_be_written_is_a_typed_error": "an unwritable data directory",
+    "tests/test_argument_errors.py::test_memory_open_of_a_deep_missing_path_creates_it_only_when_asked": "a missing data directory path",
+    "tests/test_langgraph_parity.py::test_setup_and_from_conn_string_work_as_on_langgraphs_stores_and_savers": (
         "checks the files a data directory holds"
     ),
     "tests/test_store_damage.py": "damages the data directory's SQLite catalog and index files",

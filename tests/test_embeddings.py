@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -184,3 +185,16 @@ def test_the_cache_file_is_read_only_while_it_costs_less_than_the_model(
     assert np.allclose(got, want[:20], atol=1e-6)
     assert len(reads) == 21 and slow.hits == 20
     slow.close()
+
+
+@pytest.mark.slow
+def test_loading_the_model_is_logged_at_info(caplog: pytest.LogCaptureFixture) -> None:
+    emb = SentenceTransformerEmbeddings()
+    assert not emb.loaded
+    with caplog.at_level(logging.INFO, logger="langgraph_memory.store.embeddings"):
+        emb.load()
+    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert any(m.startswith("loading embedding model") for m in messages)
+    assert any(m.startswith("loaded embedding model") and " in " in m for m in messages)
+    assert emb.loaded and len(emb.embed_query("x")) == 384
+    # (The CLI's spinner around the same load: tests/test_cli.py::test_search_shows_a_spinner_while_the_model_loads.)
