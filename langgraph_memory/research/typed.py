@@ -123,8 +123,9 @@ class TypedItems:
         guard: called before every operation; raises when the owner is closed.
 
     Examples:
-        >>> typed = TypedItems(store, store.lineage)  # needs an open store (store) holding the items named  # doctest: +SKIP
-        >>> typed.put("research", {"content": "Vol clusters"}, parents=[]).id  # needs an open store (store) holding the items named  # doctest: +SKIP
+        >>> typed = TypedItems(store, store.lineage)
+        >>> typed.put("research", {"content": "Vol clusters"}, parents=[]).content
+        'Vol clusters'
     """
 
     def __init__(
