@@ -17,6 +17,8 @@ from langgraph_memory.store import _onnx_cache
 from langgraph_memory.store._onnx_embed import OnnxSentenceEncoder
 from langgraph_memory.store.embeddings import SentenceTransformerEmbeddings, embeddings_model_id
 
+pytestmark = pytest.mark.sqlite_only("the model's runtime and its exported file: no catalog involved")
+
 HAS_TORCH = importlib.util.find_spec("torch") is not None and importlib.util.find_spec("onnx") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="the torch reference (and the export) need torch and onnx")
 
