@@ -80,6 +80,11 @@ _PG_MODE: dict[str, object] = {}
 def pytest_configure(config: pytest.Config) -> None:
     from tests.helpers import catalog_backend
 
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # An xdist worker starts with COLUMNS=80 and LINES=24 in its environment, so the CLI's tables would be cut
+        # to 80 columns there and nowhere else; tests that want a width set one.
+        os.environ.pop("COLUMNS", None)
+        os.environ.pop("LINES", None)
     if os.environ.get(catalog_backend.BACKEND_ENV, "sqlite") != "postgres":
         return
     if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get(catalog_backend.SERVER_ENV):
