@@ -15,13 +15,17 @@ setup-runtime:
 run: setup-runtime
 	HF_HUB_OFFLINE=1 $(PY) examples/trading_research.py
 
+# Two workers (pytest-xdist), each test file on one worker, so a file's module fixtures are built once.
+PYTEST := HF_HUB_OFFLINE=1 $(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile
+
+# Every test on the SQLite catalog, then the tests marked `catalog` (tests/conftest.py) on PostgreSQL.
 test: setup
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -p no:cacheprovider
-	HF_HUB_OFFLINE=1 LGM_TEST_CATALOG=postgres $(PY) -m pytest -q -p no:cacheprovider
+	$(PYTEST)
+	LGM_TEST_CATALOG=postgres $(PYTEST)
 
 # One backend: the catalog on PostgreSQL (a throwaway cluster from scripts/pg.sh, or LANGGRAPH_MEMORY_TEST_PG).
 test-pg: setup
-	HF_HUB_OFFLINE=1 LGM_TEST_CATALOG=postgres $(PY) -m pytest -q -p no:cacheprovider
+	LGM_TEST_CATALOG=postgres $(PYTEST)
 
 # Lint, format and types: what CI checks besides the tests.
 lint: setup

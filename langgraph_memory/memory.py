@@ -339,7 +339,7 @@ class Memory(ResearchAPI, ProceduralAPI):
             MissingExtraError: a ``postgresql://`` address without the ``postgres`` extra installed.
 
         Examples:
-            >>> mem = Memory.open("./memory", ttl={"default_ttl": 60 * 24 * 30})  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+            >>> mem = Memory.open("./memory", ttl={"default_ttl": 60 * 24 * 30})
             >>> graph = builder.compile(checkpointer=mem.checkpointer, store=mem.store)  # a line of a graph definition (builder is the caller's StateGraph)  # doctest: +SKIP
         """
         if data_dir is not None and not isinstance(data_dir, (str, os.PathLike)):
@@ -578,8 +578,9 @@ class Memory(ResearchAPI, ProceduralAPI):
         adds it to the summary).
 
         Examples:
-            >>> lin = mem.lineage(strategy.id)  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
-            >>> [(a.collection, a.label) for a in lin.ancestors]  # continues the example above (needs mem)  # doctest: +SKIP
+            >>> lin = mem.lineage(strategy.id)
+            >>> [(a.collection, a.label) for a in lin.ancestors]
+            [('research_findings', 'Carry unwinds in vol spikes'), ('hypotheses', '[proposed] Momentum persists in trending regimes')]
         """
         self._check_open()
         return build_lineage(self.lineage_store, item_id, self._summarize)
@@ -687,7 +688,7 @@ class Memory(ResearchAPI, ProceduralAPI):
         """The ``k`` ingested chunks nearest ``query``, with score and source; ``include_parents`` adds context.
 
         Examples:
-            >>> hit = mem.recall("signup success metric", k=3, include_parents=True)[0]  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+            >>> hit = mem.recall("signup success metric", k=3, include_parents=True)[0]  # needs ingested documents  # doctest: +SKIP
             >>> hit.source_uri, hit.score, hit.full_context[:60]  # needs ingested documents  # doctest: +SKIP
         """
         self._check_open()
@@ -714,9 +715,9 @@ class Memory(ResearchAPI, ProceduralAPI):
         plus namespaces, lineage links, sessions, the checkpointer's threads and the files' sizes.
 
         Examples:
-            >>> s = mem.stats()  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
-            >>> s.collections["backtest_results"].items, s.threads  # continues the example above (needs mem)  # doctest: +SKIP
-            (14, 2)
+            >>> s = mem.stats()
+            >>> s.collections["backtest_results"].items, s.threads
+            (1, 0)
         """
         self._check_open()
         self.store.flush_access()
@@ -737,8 +738,9 @@ class Memory(ResearchAPI, ProceduralAPI):
         them to the archive).
 
         Examples:
-            >>> report = mem.cleanup_decayed()                   # what would go  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
-            >>> mem.cleanup_decayed(dry_run=False).retired  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+            >>> report = mem.cleanup_decayed()                   # what would go
+            >>> mem.cleanup_decayed(dry_run=False).retired  # a young memory: nothing has decayed yet
+            0
         """
         self._check_open()
         return cleanup_decayed(self.store.items, config=config, now=now, collections=collections, dry_run=dry_run)

@@ -72,14 +72,23 @@ def no_blocking() -> Iterator:
 
 
 # The catalog's backend for the whole run: LGM_TEST_CATALOG=postgres puts every data directory's
-# catalog in a PostgreSQL schema (tests/helpers/catalog_backend.py).
+# catalog in a PostgreSQL schema (tests/helpers/catalog_backend.py). Under pytest-xdist the controller makes the
+# database once and the workers, started after this hook with its environment, map their directories into it.
 _PG_MODE: dict[str, object] = {}
 
 
 def pytest_configure(config: pytest.Config) -> None:
     from tests.helpers import catalog_backend
 
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # An xdist worker starts with COLUMNS=80 and LINES=24 in its environment, so the CLI's tables would be cut
+        # to 80 columns there and nowhere else; tests that want a width set one.
+        os.environ.pop("COLUMNS", None)
+        os.environ.pop("LINES", None)
     if os.environ.get(catalog_backend.BACKEND_ENV, "sqlite") != "postgres":
+        return
+    if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get(catalog_backend.SERVER_ENV):
+        catalog_backend.install()  # a worker: the controller made the database and the .pth file
         return
     import sys
     import sysconfig
@@ -115,15 +124,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 # Tests that run on the SQLite catalog only, and why: each tests a data directory's own files (the SQLite
-# catalog, its migrations, a disk filled under it).
+# catalog, its migrations, a disk filled under it). Equivalent to `@pytest.mark.sqlite_only(reason)` on the test.
 _SQLITE_ONLY: dict[str, str] = {
     "tests/test_keywords.py::test_update_replaces_the_text_and_index_false_removes_it": "reads SQLite's FTS5 table",
     "tests/test_keywords.py::test_a_version_1_data_directory_gets_its_keyword_index_on_open": "migrates a SQLite file",
     "tests/test_lifecycle.py::test_a_version_1_catalog_migrates": "migrates a version-1 SQLite catalog file",
     "tests/test_cli_wrapping.py": "names a missing data directory (a server memory is named by its address)",
-    "tests/test_new_user.py::test_a_directory_that_cannot_be_written_is_a_typed_error": "an unwritable data directory",
-    "tests/test_new_user.py::test_memory_open_of_a_deep_missing_path": "a missing data directory path",
-    "tests/test_rough_edges.py::test_4_code_written_for_langgraphs_stores_and_savers_runs_unchanged": (
+    "tests/test_argument_errors.py::test_a_directory_that_cannot_be_written_is_a_typed_error": "an unwritable data directory",
+    "tests/test_argument_errors.py::test_memory_open_of_a_deep_missing_path_creates_it_only_when_asked": "a missing data directory path",
+    "tests/test_langgraph_parity.py::test_setup_and_from_conn_string_work_as_on_langgraphs_stores_and_savers": (
         "checks the files a data directory holds"
     ),
     "tests/test_store_damage.py": "damages the data directory's SQLite catalog and index files",
@@ -145,24 +154,46 @@ def _listed(nodeid: str, table: dict[str, str]) -> str | None:
     return None
 
 
+# Which tests run on which backend. `make test` runs the suite twice: every test on the SQLite catalog,
+# then with LGM_TEST_CATALOG=postgres only the tests marked `catalog`, whose behaviour depends on the database
+# that holds a data directory's catalog (and its checkpoints). The rest are deselected there, not skipped:
+#
+# * A test that asks for a temporary directory (`tmp_path`, `tmp_path_factory`, or a fixture built on them:
+#   `data_dir`, `store`, `any_store`, ...) is marked `catalog` for you: a data directory it makes gets its
+#   catalog on PostgreSQL in that pass.
+# * A test without one (pure logic: ranking, chunking, parsing, layout) runs on SQLite only.
+# * A test that names its own PostgreSQL server (`pg_url`, `pg_database`, `pg_cluster`, `any_saver`) runs the
+#   same in both passes, so it runs once, in the SQLite pass.
+# * `@pytest.mark.sqlite_only("why")` (or `_SQLITE_ONLY` above) keeps a test off PostgreSQL;
+#   `@pytest.mark.catalog` puts one on it that makes its data directory some other way.
+_TEMPORARY_DIRECTORY = frozenset({"tmp_path", "tmp_path_factory"})
+_OWN_SERVER = frozenset({"pg_url", "pg_database", "pg_cluster", "any_saver"})
+
+
+def _on_postgres(item: pytest.Item) -> bool:
+    if _listed(item.nodeid, _SQLITE_ONLY) is not None or item.get_closest_marker("sqlite_only") is not None:
+        return False
+    if item.get_closest_marker("catalog") is not None:
+        return True
+    fixtures = set(getattr(item, "fixturenames", ()))
+    return bool(fixtures & _TEMPORARY_DIRECTORY) and not fixtures & _OWN_SERVER
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     from tests.helpers import catalog_backend
 
+    on_postgres = [item for item in items if _on_postgres(item)]
+    for item in on_postgres:
+        item.add_marker(pytest.mark.catalog)
     if not catalog_backend.active():
         return
-    for item in items:
-        reason = _listed(item.nodeid, _SQLITE_ONLY)
-        if reason is not None:
-            item.add_marker(pytest.mark.skip(reason=f"SQLite catalog only: {reason}"))
-            continue
+    for item in on_postgres:
         reason = _listed(item.nodeid, _PG_PENDING)
         if reason is not None:
             item.add_marker(pytest.mark.skip(reason=f"not yet passing with the catalog on PostgreSQL: {reason}"))
-            continue
-        mark = item.get_closest_marker("sqlite_only")
-        if mark is not None:
-            reason = mark.args[0] if mark.args else mark.kwargs.get("reason", "")
-            item.add_marker(pytest.mark.skip(reason=f"SQLite catalog only: {reason}"))
+    chosen = {id(item) for item in on_postgres}
+    config.hook.pytest_deselected(items=[item for item in items if id(item) not in chosen])
+    items[:] = on_postgres
 
 
 # PostgreSQL servers (scripts/pg.sh): pg_url, pg_database, pg_cluster.

@@ -14,7 +14,10 @@ import pytest
 
 from langgraph_memory.checkpoint import SqliteCheckpointer
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.sqlite_only("SqliteCheckpointer on a file of its own: no catalog involved, the same in both passes"),
+]
 
 _REPO = Path(__file__).resolve().parents[1]
 _WORKER = Path(__file__).resolve().parent / "_checkpoint_helpers" / "worker.py"

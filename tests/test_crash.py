@@ -75,9 +75,10 @@ def test_random_sigkills_lose_nothing(tmp_path: Path) -> None:
     # once per acknowledged item (thousands by the last kills): there 300 items spread over them are searched
     # per check, while every item's value, listing, vector and index record are still checked.
     filter_sample = 300 if catalog_backend.active() else None
-    # At least 22 kills, and enough acknowledged writes to mean something: on a
-    # loaded machine the worker writes less between kills, so it gets more kills.
-    while kill < 22 or (result is not None and result.acknowledged <= 500 and kill < 40):
+    # At least 10 kills, half checked by probing the index and half by rebuilding it, and enough acknowledged
+    # writes to mean something: on a loaded machine the worker writes less between kills, so it gets more kills.
+    # (22 to 40 kills here took 80-180 s a run; bench/crash_bench.py makes 200.)
+    while kill < 10 or (result is not None and result.acknowledged <= 250 and kill < 20):
         _kill_after(data_dir, log, rng.randrange(10**6), rng.uniform(0.0, 0.5), acks=rng.randint(1, 6))
         kill += 1
         # Every other open probes the index, as for one of more than REBUILD_MAX vectors; the others rebuild it.
@@ -85,7 +86,7 @@ def test_random_sigkills_lose_nothing(tmp_path: Path) -> None:
         assert result.ok, f"after kill {kill}: {result.summary()}"
         assert result.probed if kill % 2 == 0 else result.rebuilt  # no clean close: checked or rebuilt before use
         rebuilt += result.rebuilt
-    assert result is not None and result.acknowledged > 500, (
+    assert result is not None and result.acknowledged > 250, (
         f"only {result.acknowledged} writes acknowledged in {kill} kills"
     )
 
@@ -109,9 +110,9 @@ def test_sigkills_during_bulk_batches_lose_nothing(tmp_path: Path) -> None:
     """Batches on the catalog's bulk path: each acknowledged one is all there, an interrupted one all or nothing."""
     data_dir, log = tmp_path / "memory", tmp_path / "log.jsonl"
     rng = random.Random(2511)
-    for kill in range(6):
+    for kill in range(4):
         # A kill after 1-3 acknowledged batches, at a random point of the next (about 0.1-1 s each here).
         _kill_after(data_dir, log, rng.randrange(10**6), rng.uniform(0.0, 0.6), "bulk", rng.randint(1, 3), "300")
         result = check(data_dir, log, probe=kill % 2 == 0, filter_sample=200)
         assert result.ok, f"after kill {kill + 1} during bulk batches: {result.summary()}"
-    assert result.acknowledged >= 6 * 300, result.summary()
+    assert result.acknowledged >= 4 * 300, result.summary()

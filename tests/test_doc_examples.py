@@ -68,3 +68,8 @@ def test_doc_example_runs(name: str, block: str, tmp_path: Path, monkeypatch: py
             obj = namespace.get(var)
             if obj is not None and hasattr(obj, "close"):
                 obj.close()
+
+
+def test_every_readme_snippet_runs() -> None:
+    readme = [block for name, block in BLOCKS if name.startswith("README.md")]
+    assert readme and not any(MARKER.search(block) for block in readme)  # none left out as "a shape, not a program"

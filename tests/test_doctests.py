@@ -1,6 +1,12 @@
 """The `>>>` examples in the package's docstrings run and print what they say.
 
-An example that cannot run on its own is marked `# <why>  # doctest: +SKIP`: the reason is required, on the line.
+Examples run in their module's namespace plus an open memory with a small research history (`namespace`
+below): ``mem`` and ``store`` (its store, on fake 16-dimensional vectors), the finding ``f`` (also ``finding``
+and ``old``, superseded by nothing yet), a second finding ``new``, the hypothesis ``h``, the strategy ``s``
+(``strategy``, named "breakout"), its backtest ``b``, the ``lesson`` from it, and an equity ``curve``. Each
+docstring gets a fresh copy of the names, but all of a module's docstrings share the one memory.
+
+An example that cannot run even so is marked `# <why>  # doctest: +SKIP`: the reason is required, on the line.
 """
 
 from __future__ import annotations
@@ -10,10 +16,14 @@ import importlib
 import pkgutil
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
 
 import langgraph_memory
+from langgraph_memory import Memory
+from tests.conftest import FAKE_DIMS
 
 pytestmark = pytest.mark.sqlite_only(
     "docstring examples show the embedded default (one data directory); the calls they show run on PostgreSQL in the rest of the suite"
@@ -25,6 +35,21 @@ MODULES = sorted(
 )
 
 
+def namespace(data_dir: Path) -> tuple[dict[str, Any], Memory]:
+    """The names the examples may use besides their module's own (see this file's docstring)."""
+    mem = Memory.open(data_dir, embeddings=DeterministicFakeEmbedding(size=FAKE_DIMS))
+    f = mem.store_research_finding("Carry unwinds in vol spikes", source="macro", confidence=0.7)
+    new = mem.store_research_finding("Carry unwinds in vol spikes, 2010-2024", source="macro", confidence=0.8)
+    h = mem.store_hypothesis("Momentum persists in trending regimes", confidence=0.6, parent_id=f.id)
+    s = mem.store_strategy("breakout", "55-day breakout", parameters={"lookback": 55}, hypothesis_id=h.id)
+    curve = [100.0 * 1.0004**day for day in range(250)]
+    b = mem.store_backtest(s.id, period_start="2015-01-02", period_end="2024-12-31", sharpe=1.3, trades=40)
+    lesson = mem.store_lesson("Stops too tight: whipsaw", backtest_id=b.id, iteration=1)
+    names = {"mem": mem, "store": mem.store, "f": f, "finding": f, "old": f, "new": new, "h": h, "s": s}
+    names |= {"strategy": s, "b": b, "lesson": lesson, "curve": curve}
+    return names, mem
+
+
 @pytest.mark.parametrize("module_name", ["langgraph_memory", *MODULES])
 def test_docstring_examples_run(module_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # examples that write ./memory or ./share write here
@@ -32,9 +57,21 @@ def test_docstring_examples_run(module_name: str, tmp_path: Path, monkeypatch: p
     module = importlib.import_module(module_name)
     finder = doctest.DocTestFinder(exclude_empty=True)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    tests = finder.find(module, module_name)
     failures: list[str] = []
-    for test in finder.find(module, module_name):
-        runner.run(test, out=failures.append)
+    names: dict[str, Any] = {}
+    mem = None
+    if any(
+        re.search(r"\b(mem|store)\b", e.source) and not e.options.get(doctest.SKIP) for t in tests for e in t.examples
+    ):
+        names, mem = namespace(tmp_path / "doctest-memory")
+    try:
+        for test in tests:
+            test.globs.update(names)
+            runner.run(test, out=failures.append)
+    finally:
+        if mem is not None:
+            mem.close()
     assert not failures, "".join(failures)
 
 

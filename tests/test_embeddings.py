@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import subprocess
@@ -159,3 +160,16 @@ def test_the_file_serves_a_model_that_costs_more_than_it_and_not_one_that_costs_
         conn = sqlite3.connect(tmp_path / f"{name}.sqlite")
         assert conn.execute("SELECT count(*) FROM cached_vectors").fetchone()[0] == cached, name
         conn.close()
+
+
+@pytest.mark.slow
+def test_loading_the_model_is_logged_at_info(caplog: pytest.LogCaptureFixture) -> None:
+    emb = SentenceTransformerEmbeddings()
+    assert not emb.loaded
+    with caplog.at_level(logging.INFO, logger="langgraph_memory.embeddings.model"):
+        emb.load()
+    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert any(m.startswith("loading embedding model") for m in messages)
+    assert any(m.startswith("loaded embedding model") and " in " in m for m in messages)
+    assert emb.loaded and len(emb.embed_query("x")) == 384
+    # (The CLI's spinner around the same load: tests/test_cli.py::test_search_shows_a_spinner_while_the_model_loads.)

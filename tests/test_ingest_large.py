@@ -1,4 +1,7 @@
-"""A 50 MB text file is ingested with bounded memory: the Python heap's peak stays far below the file's size."""
+"""A 20 MB text file is ingested with bounded memory: the Python heap's peak stays far below the file's size.
+
+The peak is set by the batches, not the file: 5.8 MB here for 20 MB (it was under 16 MB for 50 MB, the size
+this test used to ingest; `bench/ingest_bench.py` times larger runs)."""
 
 from __future__ import annotations
 
@@ -11,11 +14,11 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langgraph_memory import Memory
 from langgraph_memory.ingest import IngestConfig, chunk_key
 
-SIZE = 50 * 1024 * 1024
+SIZE = 20 * 1024 * 1024
 
 
 def _write_big(path: Path) -> int:
-    """~50 MB of prose: numbered sentences in paragraphs, so every chunk is different."""
+    """~20 MB of prose: numbered sentences in paragraphs, so every chunk is different."""
     n = 0
     with open(path, "w", encoding="utf-8") as fh:
         i = 0
@@ -28,7 +31,7 @@ def _write_big(path: Path) -> int:
 
 
 @pytest.mark.slow
-def test_a_50_mb_file_is_ingested_in_bounded_memory(data_dir: Path, tmp_path: Path) -> None:
+def test_a_large_file_is_ingested_in_memory_far_below_its_size(data_dir: Path, tmp_path: Path) -> None:
     big = tmp_path / "big.txt"
     size = _write_big(big)
     # Large chunks keep the chunk count (and the test) small; the reading and chunking
@@ -47,9 +50,9 @@ def test_a_50_mb_file_is_ingested_in_bounded_memory(data_dir: Path, tmp_path: Pa
         finally:
             tracemalloc.stop()
         result = report.ingested[0]
-        assert result.size == size and result.chunks > 1500
+        assert result.size == size and result.chunks > 600
         last = mem.store.get(("documents",), chunk_key(result.sha256, result.chunks - 1))
         assert last is not None and last.value["end_char"] == size - 2  # the final blank line is not a chunk
-    # Reading the file at once would need at least its 50 MB as a string; batches of 16
+    # Reading the file at once would need at least its 20 MB as a string; batches of 16
     # chunks of 32,000 characters are ~0.5 MB of text plus their parents and catalog rows.
-    assert peak < 16 * 1024 * 1024, f"peak Python memory {peak / 1e6:.1f} MB while ingesting {size / 1e6:.0f} MB"
+    assert peak < 10 * 1024 * 1024, f"peak Python memory {peak / 1e6:.1f} MB while ingesting {size / 1e6:.0f} MB"

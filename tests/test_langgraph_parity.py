@@ -7,8 +7,12 @@ import asyncio
 import warnings
 from pathlib import Path
 
+import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
+from langgraph.graph import END, START, StateGraph
 
+from langgraph_memory.checkpoint import SqliteCheckpointer
+from langgraph_memory.errors import StoreBackendError
 from langgraph_memory.store import ChromaStore
 from tests.conftest import FAKE_DIMS
 
@@ -61,3 +65,53 @@ def test_store_embeddings_is_the_users_object(data_dir: Path) -> None:
         assert store.cached_embeddings.hits >= 1  # the second equal text came from the cache
     with ChromaStore(data_dir=data_dir / "plain") as plain:
         assert plain.embeddings is None and plain.cached_embeddings is None
+
+
+def test_setup_and_from_conn_string_work_as_on_langgraphs_stores_and_savers(tmp_path: Path, fake_embeddings) -> None:
+    # As SqliteStore / PostgresStore code does it.
+    with ChromaStore.from_conn_string(":memory:", index={"dims": FAKE_DIMS, "embed": fake_embeddings}) as store:
+        store.setup()
+        store.put(("docs",), "d1", {"text": "hello"})
+        assert store.get(("docs",), "d1").value == {"text": "hello"}
+        folder = store.settings.data_dir
+    assert not folder.exists()  # the throwaway directory went with the store
+    with pytest.raises(StoreBackendError):
+        store.setup()
+    with ChromaStore.from_conn_string(str(tmp_path / "kept")) as store:
+        store.setup()
+        store.put(("docs",), "d1", {"text": "kept"})
+    assert (tmp_path / "kept" / "catalog.sqlite").exists()
+
+    # As SqliteSaver code does it.
+    builder = StateGraph(int)
+    builder.add_node("inc", lambda x: x + 1)
+    builder.add_edge(START, "inc")
+    builder.add_edge("inc", END)
+    with SqliteCheckpointer.from_conn_string(str(tmp_path / "checkpoints.sqlite")) as saver:
+        saver.setup()
+        graph = builder.compile(checkpointer=saver)
+        assert graph.invoke(1, {"configurable": {"thread_id": "t"}}) == 2
+    with SqliteCheckpointer.from_conn_string(":memory:") as saver:
+        saver.setup()
+        assert builder.compile(checkpointer=saver).invoke(5, {"configurable": {"thread_id": "t"}}) == 6
+        folder = saver.path.parent
+    assert not folder.exists()
+
+
+async def test_asetup_and_async_from_conn_string_work_as_on_langgraphs_stores_and_savers(
+    tmp_path: Path, fake_embeddings
+) -> None:
+    builder = StateGraph(int)
+    builder.add_node("inc", lambda x: x + 1)
+    builder.add_edge(START, "inc")
+    builder.add_edge("inc", END)
+    async with SqliteCheckpointer.from_conn_string(str(tmp_path / "c.sqlite")) as saver:
+        await saver.asetup()
+        graph = builder.compile(checkpointer=saver)
+        assert await graph.ainvoke(1, {"configurable": {"thread_id": "t"}}) == 2
+    async with ChromaStore.from_conn_string(
+        str(tmp_path / "m"), index={"dims": FAKE_DIMS, "embed": fake_embeddings}
+    ) as store:
+        await store.asetup()
+        await store.aput(("docs",), "d1", {"text": "async"})
+        assert (await store.aget(("docs",), "d1")).value == {"text": "async"}

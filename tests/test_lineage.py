@@ -11,6 +11,8 @@ import pytest
 from langgraph_memory.errors import LineageCycleError, LineageError, NotFoundError
 from langgraph_memory.research.lineage import LineageStore, NodeSummary, build_lineage
 
+pytestmark = pytest.mark.sqlite_only("a LineageStore on a SQLite file of its own, the same in both passes")
+
 
 @pytest.fixture
 def lin(tmp_path: Path):

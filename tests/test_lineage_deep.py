@@ -40,6 +40,16 @@ def chain(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     return data_dir, ids
 
 
+def _assert_whole_chain(lineage: dict, item: str, ids: list[str]) -> None:
+    """``lineage`` (as JSON) of ``item``, the root or the leaf of the chain, holds the whole chain in order."""
+    assert lineage["item"]["id"] == item
+    if item == ids[0]:
+        # All ancestors, always; descendants in order up to the tree's cap (build_lineage's max_nodes, 2,000).
+        assert lineage["ancestors"] == [] and [d["id"] for d in lineage["descendants"]] == ids[1:2000]
+    else:
+        assert [a["id"] for a in lineage["ancestors"]] == ids[:-1] and lineage["descendants"] == []
+
+
 def test_as_dict_of_a_deep_chain_goes_through_json(chain, fake_embeddings) -> None:
     data_dir, ids = chain
     with Memory.open(data_dir, embeddings=fake_embeddings) as mem:
@@ -56,7 +66,7 @@ def test_cli_lineage_of_a_deep_chain(chain, capsys) -> None:
     data_dir, ids = chain
     for item in (ids[0], ids[-1]):
         assert main(["--data-dir", str(data_dir), "lineage", item, "--json"]) == 0
-        json.loads(capsys.readouterr().out)
+        _assert_whole_chain(json.loads(capsys.readouterr().out), item, ids)
         assert main(["--data-dir", str(data_dir), "lineage", item]) == 0
         out = capsys.readouterr().out
         assert ids[1] in out or ids[-2] in out
@@ -72,4 +82,5 @@ def test_mcp_get_lineage_of_a_deep_chain(chain, fake_embeddings) -> None:
     with Memory.open(data_dir, embeddings=fake_embeddings) as mem:
         tools = MemoryTools(mem)
         for item in (ids[0], ids[-1]):
-            json.loads(to_json(tools.get_lineage(item)))  # how the MCP SDK serialises a tool's result
+            # Serialised as the MCP SDK serialises a tool's result.
+            _assert_whole_chain(json.loads(to_json(tools.get_lineage(item))), item, ids)

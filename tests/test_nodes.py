@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import operator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
+from langchain_core.messages import HumanMessage, ToolMessage
 from langgraph.graph import END, START, StateGraph
 
 from langgraph_memory.errors import ConfigError, LineageError
 from langgraph_memory.graph.nodes import format_namespace, recall_node, store_node
+from langgraph_memory.graph.tools import create_recall_tool, create_store_tool
 from langgraph_memory.research.lineage import LineageStore
+from tests.helpers.graphs import react_graph
 
 
 class State(TypedDict, total=False):
@@ -156,3 +161,56 @@ def test_format_namespace() -> None:
     assert format_namespace(("m", "{a}-{b}"), {"configurable": {"a": 1, "b": "x"}}) == ("m", "1-x")
     with pytest.raises(ConfigError):
         format_namespace(("m", "{a}"), {"configurable": {"a": ""}})
+
+
+@dataclass
+class UserContext:
+    user_id: str
+
+
+class NodeState(TypedDict, total=False):
+    query: str
+    texts: Any
+    hits: list[dict[str, Any]]
+
+
+def test_namespace_templates_read_the_runtime_context_and_langmems_placeholder(store) -> None:
+    b = StateGraph(NodeState, context_schema=UserContext)
+    b.add_node("remember", store_node(("memories", "{user_id}"), values="texts"))
+    # Fake vectors: no relevance threshold (the 30 % rule is tested with real scores in test_hybrid.py).
+    b.add_node(
+        "recall", recall_node(("memories", "{langgraph_user_id}"), query="query", output_key="hits", min_relevance=None)
+    )
+    b.add_edge(START, "remember")
+    b.add_edge("remember", "recall")
+    b.add_edge("recall", END)
+    graph = b.compile(store=store)
+    out = graph.invoke({"texts": ["likes espresso"], "query": "coffee"}, context=UserContext(user_id="alice"))
+    assert [h["namespace"] for h in out["hits"]] == [["memories", "alice"]]
+    assert store.search(("memories", "alice"))[0].value["content"] == "likes espresso"
+
+    # Tools in a ToolNode read it too, and a dict context works as well as a dataclass.
+    tools = [
+        create_store_tool(("memories", "{langgraph_user_id}")),
+        create_recall_tool(("memories", "{user_id}"), min_relevance=None),
+    ]
+    g = react_graph(
+        store,
+        tools,
+        [
+            {"name": "store_memory", "args": {"content": "trades the Nikkei"}},
+            {"name": "recall_memory", "args": {"query": "Nikkei"}},
+        ],
+        context_schema=dict,
+    )
+    msgs = g.invoke({"messages": [HumanMessage("hi")]}, context={"user_id": "bob"})["messages"]
+    key, recalled = [m.content for m in msgs if isinstance(m, ToolMessage)]
+    assert store.get(("memories", "bob"), key) is not None
+    assert [h["key"] for h in json.loads(recalled)] == [key]
+
+    # Outside a graph: either placeholder from either key; the context wins over configurable.
+    assert format_namespace(("memories", "{user_id}"), {"configurable": {"langgraph_user_id": "u1"}}) == (
+        "memories",
+        "u1",
+    )
+    assert format_namespace("{langgraph_user_id}", {"configurable": {"user_id": "u2"}}) == ("u2",)

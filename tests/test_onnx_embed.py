@@ -16,6 +16,8 @@ from langgraph_memory.embeddings import SentenceTransformerEmbeddings, _onnx_cac
 from langgraph_memory.embeddings._onnx_embed import OnnxSentenceEncoder
 from langgraph_memory.errors import ConfigError, ModelFileError
 
+pytestmark = pytest.mark.sqlite_only("the model's runtime and its exported file: no catalog involved")
+
 HAS_TORCH = importlib.util.find_spec("torch") is not None and importlib.util.find_spec("onnx") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="the torch reference (and the export) need torch and onnx")
 

@@ -111,6 +111,7 @@ def test_every_call_raises_a_typed_error_while_postgres_is_down_and_works_after_
 
 
 @pytest.mark.slow
+@pytest.mark.sqlite_only("the bench starts PostgreSQL clusters of its own: it runs the same in both passes")
 def test_the_short_fault_bench_loses_nothing(tmp_path: Path) -> None:
     """bench/faults/pg_fault_bench.py in its short form: crashes under writers, kills under the index."""
     out = tmp_path / "report.json"

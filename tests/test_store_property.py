@@ -277,6 +277,8 @@ def _query_both_plans(
     return out
 
 
+# Its stores come from fixtures chosen at run time (getfixturevalue), which collection cannot see.
+@pytest.mark.catalog
 @pytest.mark.parametrize("root_kind", ["general", "typed", "plain"])
 # No shrinking: examples share one store, so a shrunk example does not replay
 # the state it failed in, and shrinking ran for minutes; a failure's message

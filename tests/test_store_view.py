@@ -41,17 +41,13 @@ def test_chroma_holds_only_vectors_and_the_view_reads_everything_from_the_catalo
     assert len(raw["embeddings"][0]) == FAKE_DIMS
 
 
-def test_the_view_and_langchain_store_are_read_only(store: ChromaStore) -> None:
+def test_the_collection_view_is_read_only(store: ChromaStore) -> None:
     store.put(("research",), "f1", {"content": "Momentum fades"})
     view = store.collection("research")
     for call in (lambda: view.add(ids=["x"], embeddings=[[0.0] * FAKE_DIMS]), lambda: view.delete(ids=["1"])):
         with pytest.raises(ReadOnlyError, match="read-only"):
             call()
-    vs = store.as_vectorstore("research")
-    with pytest.raises(ReadOnlyError):
-        vs.add_texts(["sneaking past the catalog"])
-    assert [d.page_content for d in vs.similarity_search("Momentum fades", k=1)] == ["Momentum fades"]
-    assert store.search(("research",)) and len(store.search(("research",))) == 1
+    assert [r.key for r in store.search(("research",))] == ["f1"]
 
 
 def test_view_where_filters_like_chroma(store: ChromaStore) -> None:
@@ -194,3 +190,24 @@ def test_the_view_and_langchain_store_hide_retired_and_superseded_items(store: C
     # Reinstated, it is back in the view at once (the hidden set follows the catalog's status version).
     store.items.clear_status([(("research",), "a")])
     assert view.count() == 2 and texts["a"] in [d.page_content for d in retriever.invoke(texts["a"])]
+
+
+def test_as_vectorstore_is_read_only_and_hands_out_no_internal_metadata(store: ChromaStore) -> None:
+    store.put(("research", "desk1"), "f1", {"content": "Carry unwinds in volatility spikes", "confidence": 0.7})
+    vs = store.as_vectorstore("research")
+    for write in (
+        lambda: vs.add_texts(["bypassing the catalog"]),
+        lambda: vs.delete(ids=["f1"]),
+        lambda: vs.delete_collection(),
+    ):
+        with pytest.raises(ReadOnlyError, match="read-only"):
+            write()
+    (doc,) = vs.similarity_search("Carry unwinds in volatility spikes", k=1)
+    assert doc.page_content == "Carry unwinds in volatility spikes"
+    assert doc.metadata == {
+        "content": "Carry unwinds in volatility spikes",
+        "confidence": 0.7,
+        "namespace": ["research", "desk1"],
+        "key": "f1",
+    }
+    assert [r.key for r in store.search(("research",))] == ["f1"]  # nothing changed behind the store's back

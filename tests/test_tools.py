@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from langchain_core.messages import HumanMessage, ToolMessage
 
+from langgraph_memory.config import MIN_RELEVANCE
 from langgraph_memory.errors import ConfigError
 from langgraph_memory.graph.tools import create_recall_tool, create_store_tool
+from langgraph_memory.store import ChromaStore
 from tests.helpers.graphs import react_graph
 
 CALLS = [
@@ -84,3 +87,30 @@ def test_tool_errors_are_clear(any_store) -> None:
 def test_tool_schemas_hide_config() -> None:
     assert set(create_recall_tool().args) == {"query", "limit"}
     assert set(create_store_tool().args) == {"content", "key", "tags"}
+
+
+@pytest.mark.slow
+def test_store_tool_stores_the_text_alone_so_it_scores_like_langmems_copy(data_dir: Path, real_embeddings) -> None:
+    langmem = pytest.importorskip("langmem")
+    store = ChromaStore(data_dir=data_dir, index={"dims": 384, "embed": real_embeddings})
+    try:
+        text = "The user prefers short morning briefings with charts"
+        cfg = {"configurable": {"user_id": "ours"}}
+        key = create_store_tool(store=store).invoke({"content": text}, cfg)
+        assert store.get(("memories", "ours"), key).value == {"content": text}  # no "id" beside the text
+        g = react_graph(
+            store,
+            [langmem.create_manage_memory_tool(namespace=("memories", "{user_id}"))],
+            [{"name": "manage_memory", "args": {"content": text, "action": "create"}}],
+        )
+        g.invoke({"messages": [HumanMessage("remember")]}, {"configurable": {"user_id": "langmem"}})
+        query = "what format does the user like for briefings?"
+        ours = store.search(("memories", "ours"), query=query)[0].score
+        theirs = store.search(("memories", "langmem"), query=query)[0].score
+        assert ours >= MIN_RELEVANCE and ours == pytest.approx(theirs, abs=1e-6)
+        recalled = json.loads(
+            create_recall_tool(store=store, min_relevance=MIN_RELEVANCE).invoke({"query": query}, cfg)
+        )
+        assert [h["key"] for h in recalled] == [key]
+    finally:
+        store.close()

@@ -92,8 +92,10 @@ def create_recall_tool(
     (a ``ChromaStore`` leaves them out by default).
 
     Examples:
-        >>> tool = create_recall_tool(("memories", "{user_id}"), store=store)  # needs an open store (store) holding the items named  # doctest: +SKIP
-        >>> tool.invoke({"query": "coffee"}, {"configurable": {"user_id": "u1"}})  # needs an open store (store) holding the items named  # doctest: +SKIP
+        >>> store.put(("memories", "u1"), "m1", {"content": "likes espresso"})
+        >>> tool = create_recall_tool(("memories", "{user_id}"), store=store, min_relevance=None)
+        >>> [h["key"] for h in json.loads(tool.invoke({"query": "coffee"}, {"configurable": {"user_id": "u1"}}))]
+        ['m1']
     """
 
     def _args(query: str, limit: int | None) -> tuple[str, int]:
@@ -137,8 +139,8 @@ def create_store_tool(
     (``lesson`` in ``("lessons", ...)``, ``content`` in ``("research", ...)``).
 
     Examples:
-        >>> tool = create_store_tool(("memories", "{user_id}"), store=store)  # needs an open store (store) holding the items named  # doctest: +SKIP
-        >>> key = tool.invoke({"content": "likes espresso"}, {"configurable": {"user_id": "u1"}})  # needs an open store (store) holding the items named  # doctest: +SKIP
+        >>> tool = create_store_tool(("memories", "{user_id}"), store=store)
+        >>> key = tool.invoke({"content": "likes espresso"}, {"configurable": {"user_id": "u1"}})
     """
 
     def _value(

@@ -147,9 +147,9 @@ class ChromaIndex:
             holds this process's GIL (see `langgraph_memory._infra.chroma_process`).
 
     Examples:
-        >>> index = store.index  # needs an open store (store) holding the items named  # doctest: +SKIP
-        >>> index.rebuild().total  # needs an open store (store) holding the items named  # doctest: +SKIP
-        1200
+        >>> index = store.vector_index
+        >>> index.rebuild().total
+        6
     """
 
     def __init__(

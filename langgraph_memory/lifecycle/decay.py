@@ -96,8 +96,10 @@ def cleanup_decayed(
         dry_run: report only (the default); False retires the decayed items.
 
     Examples:
-        >>> report = cleanup_decayed(store.items)  # needs an open store (store) holding the items named  # doctest: +SKIP
-        >>> [(d.key, round(d.weight, 4)) for d in report.decayed][:3]  # needs an open store (store) holding the items named  # doctest: +SKIP
+        >>> five_years_on = time.time() + 5 * 365 * 86400
+        >>> report = cleanup_decayed(store.items, now=five_years_on)
+        >>> [(d.collection, round(d.weight, 4)) for d in report.decayed][:2]
+        [('research_findings', 0.0), ('research_findings', 0.0)]
     """
     cfg = config or TemporalConfig()
     at = time.time() if now is None else float(now)

@@ -84,7 +84,7 @@ def build_server(memory: Memory, *, namespace: Sequence[str] = ("memories",), na
     """An ``MCPServer`` (the official SDK's) with `MemoryTools` over ``memory``.
 
     Examples:
-        >>> server = build_server(mem)  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+        >>> server = build_server(mem)
         >>> server.run()  # serves until the process is stopped  # doctest: +SKIP
     """
     from mcp.server.mcpserver import MCPServer

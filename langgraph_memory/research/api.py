@@ -190,7 +190,7 @@ class ResearchAPI:
         """Store a research finding; ``content`` is embedded. Returns it with its new ``id``.
 
         Examples:
-            >>> f = mem.store_research_finding("Carry unwinds in vol spikes", source="macro", confidence=0.7)  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+            >>> f = mem.store_research_finding("Carry unwinds in vol spikes", source="macro", confidence=0.7)
         """
         parents = parent_list(parent_id)
         stamp = now_iso()
@@ -261,7 +261,7 @@ class ResearchAPI:
         ``hypothesis_id``.
 
         Examples:
-            >>> h = mem.store_hypothesis("Momentum persists in trending regimes", confidence=0.6,  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+            >>> h = mem.store_hypothesis("Momentum persists in trending regimes", confidence=0.6,
             ...                          rationale="Finding f1: trends last months", parent_id=f.id)
         """
         _check_choice(status, HYPOTHESIS_STATUSES, "hypothesis status")
@@ -295,7 +295,8 @@ class ResearchAPI:
         """Move a hypothesis along (``testing``, ``confirmed``, ``rejected``), adjust confidence, add evidence.
 
         Examples:
-            >>> mem.update_hypothesis(h.id, status="confirmed", confidence=0.8, add_evidence=[b.id])  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+            >>> mem.update_hypothesis(h.id, status="confirmed", confidence=0.8, add_evidence=[b.id]).status
+            'confirmed'
         """
         changes: dict[str, Any] = {"updated_at": now_iso(), **_floats(confidence=confidence)}
         if status is not None:
@@ -361,8 +362,8 @@ class ResearchAPI:
         ``metrics`` so they can be filtered on.
 
         Examples:
-            >>> s = mem.store_strategy("mom", "20-day momentum", parameters={"lookback": 20})  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
-            >>> s.version  # continues the example above (needs mem)  # doctest: +SKIP
+            >>> s = mem.store_strategy("mom", "20-day momentum", parameters={"lookback": 20})
+            >>> s.version
             1
         """
         if not isinstance(name, str) or not name.strip():
@@ -500,7 +501,7 @@ class ResearchAPI:
         ``summary``, the embedded text, is written from the numbers unless given.
 
         Examples:
-            >>> b = mem.store_backtest(s.id, period_start="2015-01-02", period_end="2024-12-31",  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+            >>> b = mem.store_backtest(s.id, period_start="2015-01-02", period_end="2024-12-31",
             ...                        universe=["SPY"], sharpe=1.1, sortino=1.6, max_drawdown=0.18,
             ...                        cagr=0.09, trades=42, win_rate=0.55, turnover=4.2,
             ...                        costs={"commission_bps": 1, "slippage_bps": 2}, equity_curve=curve)
@@ -575,7 +576,8 @@ class ResearchAPI:
         ``parameter_hash`` finds runs of one parameter set.
 
         Examples:
-            >>> [h.record.sharpe for h in mem.query_backtests(strategy_id=s.id, min_sharpe=1.0)]  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+            >>> [h.record.sharpe for h in mem.query_backtests(strategy_id=s.id, min_sharpe=1.0)]
+            [1.3]
         """
         flt: dict[str, Any] = {}
         if strategy_id is not None:
@@ -618,8 +620,10 @@ class ResearchAPI:
         hypothesis -> strategy -> backtest -> lesson.
 
         Examples:
-            >>> mem.store_lesson("Lookback too short: whipsaw", backtest_id=b.id, iteration=1,  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
-            ...                  failure_type="backtest", feedback={"trades": 140})
+            >>> lesson = mem.store_lesson("Lookback too short: whipsaw", backtest_id=b.id, iteration=1,
+            ...                           failure_type="backtest", feedback={"trades": 140})
+            >>> lesson.strategy_id == b.strategy_id
+            True
         """
         if backtest_id is not None:
             ref = self.typed.ref(backtest_id, "backtests")

@@ -144,8 +144,9 @@ class LineageTree:
         """Every node below the root, depth first, each with ``parent`` (the id it hangs from).
 
         Example:
-            >>> [(r["id"], r["parent"], r["depth"]) for r in lin.descendants.rows()]  # needs a lineage (lin)  # doctest: +SKIP
-            [('s1', 'f1', 1), ('s2', 's1', 2)]
+            >>> lin = mem.lineage(f.id)  # f -> h -> s -> b -> lesson
+            >>> [(r["collection"], r["parent"] == p, r["depth"]) for r, p in zip(lin.descendants.rows(), [f.id, h.id])]
+            [('hypotheses', True, 1), ('strategy_library', True, 2)]
         """
         out: list[dict[str, Any]] = []
         stack: list[tuple[LineageTree, str]] = [(c, self.node.id) for c in reversed(self.children)]

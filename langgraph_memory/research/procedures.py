@@ -72,8 +72,10 @@ class ProceduralAPI:
         transaction: searches find the current definition only.
 
         Examples:
-            >>> mem.store_tool_definition("fetch_prices", "Daily closes for a ticker",  # needs an open Memory (mem) holding the records named  # doctest: +SKIP
+            >>> tool = mem.store_tool_definition("fetch_prices", "Daily closes for a ticker",
             ...     parameters={"type": "object", "properties": {"ticker": {"type": "string"}}, "required": ["ticker"]})
+            >>> tool.name, tool.version
+            ('fetch_prices', 1)
         """
         if not isinstance(name, str) or not name.strip():
             raise ValidationError("a tool definition needs a non-empty name; versions are counted per name")

@@ -158,8 +158,9 @@ class TypedItems:
             record that left the store is reported as archived, with how to restore it.
 
     Examples:
-        >>> typed = TypedItems(store, store.lineage)  # needs an open store (store) holding the items named  # doctest: +SKIP
-        >>> typed.put("research", {"content": "Vol clusters"}, parents=[]).id  # needs an open store (store) holding the items named  # doctest: +SKIP
+        >>> typed = TypedItems(store, store.lineage)
+        >>> typed.put("research", {"content": "Vol clusters"}, parents=[]).content
+        'Vol clusters'
     """
 
     def __init__(

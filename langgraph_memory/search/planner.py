@@ -182,8 +182,8 @@ class Planner:
         exact_max: the most candidate items scored exactly (0: always through Chroma).
 
     Examples:
-        >>> plan = store.explain(("memories", "u3"), query="risk", filter={"kind": "note"})  # needs an open store (store) holding the items named  # doctest: +SKIP
-        >>> plan.strategy  # needs an open store (store) holding the items named  # doctest: +SKIP
+        >>> plan = store.explain(("research",), query="risk", filter={"source": "macro"})
+        >>> plan.strategy
         'exact'
     """
 

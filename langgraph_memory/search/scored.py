@@ -4,9 +4,11 @@
 memory (the browser UI's search page, debugging a recall): the reads are
 not counted as accesses, so looking does not change what later searches rank.
 
-    >>> found = store.search_explained(("lessons",), query="stops too tight", limit=5)  # needs an open store (store)  # doctest: +SKIP
-    >>> [(h.item.key, h.parts.cosine, h.parts.keyword, h.parts.retention) for h in found.hits]  # depends on the items  # doctest: +SKIP
-    >>> print(found.plan)  # depends on the items  # doctest: +SKIP
+    >>> found = store.search_explained(("lessons",), query="stops too tight", limit=5)
+    >>> [(h.item.key == lesson.id, h.parts.keyword, round(h.parts.retention, 2)) for h in found.hits]
+    [(True, 1.0, 1.0)]
+    >>> print(found.plan)
+    exact over lessons_learned; 1 items in scope; ~1 candidates; hybrid: 1 keyword candidates, ...
 """
 
 from __future__ import annotations

@@ -27,8 +27,8 @@ Memory: 4 bytes per dimension per vector (1.5 KB at 384 dims, 154 MB for
 are not cached; their searches read vectors from the catalog as before.
 
 Example:
-    >>> cache = VectorCache(store.catalog)  # needs an open store (store) holding the items named  # doctest: +SKIP
-    >>> with cache.lock, store.catalog.snapshot() as conn:  # needs an open store (store) holding the items named  # doctest: +SKIP
+    >>> cache = VectorCache(store.catalog)  # needs a cached collection and its query_vector  # doctest: +SKIP
+    >>> with cache.lock, store.catalog.snapshot() as conn:  # needs a cached collection  # doctest: +SKIP
     ...     vecs = cache.get(conn, "memories")
     ...     vecs.rank(Segments([(0, vecs.n)]), query_vector, top=5)
     [(17, 0.83), (4, 0.79), ...]

@@ -504,8 +504,8 @@ class ChromaStore(BaseStore):
         out, unless ``include_retired``.
 
         Examples:
-            >>> store.collection("lessons").get(include=["documents"])["documents"]  # needs an open store (store) holding the items named  # doctest: +SKIP
-            ['Short lookbacks whipsaw in volatile regimes']
+            >>> store.collection("lessons").get(include=["documents"])["documents"]
+            ['Stops too tight: whipsaw']
         """
         embed = self._embed_query if self.cached_embeddings is not None else None
         hidden = None if include_retired else self._hidden.snapshot
@@ -524,7 +524,7 @@ class ChromaStore(BaseStore):
         Retired and superseded items are left out unless ``include_retired``.
 
         Examples:
-            >>> retriever = store.as_vectorstore("research").as_retriever()  # needs an open store (store) holding the items named  # doctest: +SKIP
+            >>> retriever = store.as_vectorstore("research").as_retriever()
         """
         if self.cached_embeddings is None:
             raise ConfigError("as_vectorstore needs a store built with index= (an embedding model)")
@@ -583,7 +583,8 @@ class ChromaStore(BaseStore):
         """``BaseStore.search``; retired and superseded items are left out unless ``include_retired``.
 
         Examples:
-            >>> store.search(("research",), query="momentum", include_retired=True)  # needs an open store (store) holding the items named  # doctest: +SKIP
+            >>> len(store.search(("research",), query="momentum", include_retired=True))
+            2
         """
         # One search goes straight to its plan, not through batch's dispatch over every op type.
         self._check_open()
@@ -639,8 +640,8 @@ class ChromaStore(BaseStore):
         """The plan a `search()` with these arguments gets (nothing is run or embedded).
 
         Examples:
-            >>> print(store.explain(("memories", "u3"), query="risk"))  # needs an open store (store) holding the items named  # doctest: +SKIP
-            exact over memories; 100 items in scope; ~100 candidates
+            >>> print(store.explain(("research",), query="risk"))
+            exact over research_findings; 2 items in scope; ~2 candidates; hybrid: ...
         """
         op = self._check_search(SearchOp(namespace_prefix, filter, limit, offset, query))
         plan = self.planner.explain(op, has_query=bool(query) and self.cached_embeddings is not None)
@@ -669,8 +670,9 @@ class ChromaStore(BaseStore):
         Reads are not noted (no access count, no TTL refresh): looking does not change later rankings.
 
         Example:
-            >>> found = store.search_explained(("research",), query="momentum", limit=3)  # needs an open store (store)  # doctest: +SKIP
-            >>> [(h.item.key, round(h.parts.cosine, 2)) for h in found.hits]  # depends on the items stored  # doctest: +SKIP
+            >>> found = store.search_explained(("research",), query="momentum", limit=3)
+            >>> [(h.item.value["content"], h.parts.keyword) for h in found.hits]  # no finding holds "momentum"
+            [('Carry unwinds in vol spikes, 2010-2024', 0.0), ('Carry unwinds in vol spikes', 0.0)]
         """
         self._check_open()
         op = self._check_search(self._search_op(namespace_prefix, query, filter, limit, offset, False, include_retired))
@@ -751,8 +753,8 @@ class ChromaStore(BaseStore):
         complete.
 
         Examples:
-            >>> store.rebuild_index().total  # needs an open store (store) holding the items named  # doctest: +SKIP
-            1200
+            >>> store.rebuild_index().total
+            6
         """
         self._check_open()
         self._check_writable("rebuild the index")
@@ -766,8 +768,8 @@ class ChromaStore(BaseStore):
         with it and ``reindex=True``.
 
         Examples:
-            >>> store.reindex(progress=False)  # needs an open store (store) holding the items named  # doctest: +SKIP
-            1200
+            >>> store.reindex(progress=False)
+            6
         """
         self._check_open()
         self._check_writable("re-embed")

@@ -16,9 +16,9 @@ them out: ``get``, ``query``, ``peek`` and ``count`` answer without them, and
 so does a LangChain retriever over ``store.as_vectorstore(...)``. A view made
 with ``include_retired=True`` shows them too.
 
-    >>> view = store.collection("research")  # needs an open store (store) holding the items named  # doctest: +SKIP
-    >>> view.get(where={"source": "technical"}, limit=2)["documents"]  # needs an open store (store) holding the items named  # doctest: +SKIP
-    ['Realised vol is 24% with clustering', ...]
+    >>> view = store.collection("research")
+    >>> view.get(where={"source": "macro"}, limit=2)["documents"]
+    ['Carry unwinds in vol spikes', 'Carry unwinds in vol spikes, 2010-2024']
 """
 
 from __future__ import annotations

@@ -397,7 +397,7 @@ def build_app(memory: Memory, *, allow_writes: bool = False, token: str | None =
     """The ASGI application browsing ``memory`` (serve it with uvicorn, or `langgraph_memory.ui.serve`).
 
     Example:
-        >>> app = build_app(mem, allow_writes=False)  # needs an open Memory (mem)  # doctest: +SKIP
+        >>> app = build_app(mem, allow_writes=False)
         >>> uvicorn.run(app, host="127.0.0.1", port=8766)  # serves until the process is stopped  # doctest: +SKIP
     """
     browser = Browser(memory)

@@ -5,9 +5,9 @@ Tests name data directories (``ChromaStore(data_dir=tmp_path)``,
 every data directory a test resolves gets its catalog in a PostgreSQL schema
 of its own, named after the directory, on one server for the session; the
 directory itself becomes the memory's local directory (embedding cache,
-archive files, the embedded index). So the same tests run on both backends,
-and a test that can only run on one says why with
-``@pytest.mark.sqlite_only("reason")``.
+archive files, the embedded index). So the same tests run on both backends
+(those marked ``catalog``: which ones is said in ``tests/conftest.py``), and a
+test that can only run on SQLite says why with ``@pytest.mark.sqlite_only("reason")``.
 
 The mapping is installed in the test process by `install()` and in every
 Python subprocess a test starts (CLI, MCP server, crash drills) by a ``.pth``

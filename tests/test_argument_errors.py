@@ -1,27 +1,26 @@
-"""What a new user trips on: wrong argument types and natural habits give typed errors that say what to do."""
+"""Wrong argument types and natural habits (a connection for a path, a singular label) give typed errors or
+warnings that say what to do."""
 
 from __future__ import annotations
 
-import inspect
 import sqlite3
 from pathlib import Path
 
 import pytest
 
 from langgraph_memory import Memory
-from langgraph_memory.archive import schedule_archival
 from langgraph_memory.checkpoint import SqliteCheckpointer
 from langgraph_memory.errors import ConfigError, InvalidArgumentError, LangGraphMemoryError
 from langgraph_memory.graph.nodes import recall_node, store_node
 
 
-def test_memory_open_with_a_number() -> None:
+def test_memory_open_of_a_number_is_an_invalid_argument() -> None:
     with pytest.raises(InvalidArgumentError, match="path"):
         Memory.open(42)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("bad", [123, 4.5, None, [("a",), 7], (1, 2)])
-def test_nodes_with_a_namespace_that_is_not_one(bad) -> None:
+def test_nodes_refuse_a_namespace_that_is_not_one(bad) -> None:
     with pytest.raises(InvalidArgumentError, match="namespace"):
         recall_node(bad)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="namespace"):
@@ -45,11 +44,6 @@ def test_checkpointer_from_a_folder_says_it_is_a_folder(tmp_path: Path) -> None:
     message = str(info.value)
     assert "folder" in message or "directory" in message
     assert "permission" not in message.lower()
-
-
-def test_schedule_archival_shows_its_options() -> None:
-    params = inspect.signature(schedule_archival).parameters
-    assert "interval" in params and "cron" in params
 
 
 def test_a_label_one_letter_from_a_typed_collection_warns(store, caplog: pytest.LogCaptureFixture) -> None:
@@ -95,7 +89,7 @@ def test_a_directory_that_cannot_be_written_is_a_typed_error(tmp_path: Path, cap
         assert "Traceback" not in out.err and str(data_dir) in out.err
 
 
-def test_memory_open_of_a_deep_missing_path(tmp_path: Path) -> None:
+def test_memory_open_of_a_deep_missing_path_creates_it_only_when_asked(tmp_path: Path) -> None:
     deep = tmp_path / "no" / "such" / "deep" / "dir"
     with pytest.raises(ConfigError, match="does not exist") as info:
         Memory.open(deep, embeddings=False)
