@@ -22,7 +22,7 @@ only the ``source`` of turns recorded with one stays, so that recording the
 same source again stays a no-op (the conversation node relies on it).
 
     >>> import tempfile, pathlib
-from langgraph_memory.catalog import Catalog
+    >>> from langgraph_memory.catalog import Catalog
     >>> cat = Catalog(pathlib.Path(tempfile.mkdtemp()) / "catalog.sqlite")
     >>> with cat.write() as conn:
     ...     s = create(conn, "s1", ("episodes",), "t1", now=100.0)

@@ -5,8 +5,8 @@ memory (the browser UI's search page, debugging a recall): the reads are
 not counted as accesses, so looking does not change what later searches rank.
 
     >>> found = store.search_explained(("lessons",), query="stops too tight", limit=5)
-    >>> [(h.item.key == lesson.id, h.parts.keyword, round(h.parts.retention, 2)) for h in found.hits]
-    [(True, 1.0, 1.0)]
+    >>> [(h.item.key == lesson.id, round(h.parts.keyword, 2), round(h.parts.retention, 2)) for h in found.hits]
+    [(True, 0.93, 1.0)]
     >>> print(found.plan)
     exact over lessons_learned; 1 items in scope; ~1 candidates; hybrid: 1 keyword candidates, ...
 """
