@@ -17,6 +17,7 @@ import pytest
 
 from langgraph_memory import Memory
 from langgraph_memory.errors import ArchivedError, NotFoundError
+from tests.helpers import catalog_backend
 
 CLI = Path(sys.executable).with_name("langgraph-memory")
 
@@ -34,9 +35,7 @@ def _ok(proc: subprocess.CompletedProcess[str]) -> str:
     return proc.stdout
 
 
-@pytest.fixture(scope="module")
-def _archived_once(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    data_dir = tmp_path_factory.mktemp("archive-explains") / "memory"
+def _archive_a_lesson(data_dir: Path) -> tuple[Path, str]:
     lesson = json.loads(
         _ok(_cli(data_dir, "research", "store_lesson", "--lesson", "Tight stops get hit by noise", "--json"))
     )
@@ -46,9 +45,18 @@ def _archived_once(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]
     return data_dir, lesson["id"]
 
 
+@pytest.fixture(scope="module")
+def _archived_once(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    return _archive_a_lesson(tmp_path_factory.mktemp("archive-explains") / "memory")
+
+
 @pytest.fixture
 def archived_lesson(_archived_once: tuple[Path, str], tmp_path: Path) -> tuple[Path, str]:
     """A lesson stored, retired ("wrong data") and archived, all from the command line (a copy per test)."""
+    if catalog_backend.active():
+        # The catalog is on the server, not in the folder: a copy of the folder would hold the archive
+        # files without the catalog they belong to, so each test makes its own.
+        return _archive_a_lesson(tmp_path / "memory")
     source, key = _archived_once
     shutil.copytree(source, tmp_path / "memory")
     return tmp_path / "memory", key
