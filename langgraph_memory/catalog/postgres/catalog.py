@@ -357,6 +357,10 @@ class PgCatalog:
             self._drop_connection()
         with self._settle:
             self._settle.notify()
+            settler = self._settler
+        # Closed means no thread of ours is left (the settler sees the flag and returns at once).
+        if settler is not None and settler is not threading.current_thread():
+            settler.join(self.timeout)
 
     def __enter__(self) -> PgCatalog:
         return self
