@@ -29,7 +29,10 @@ def session_time(text: str) -> float:
 
 
 def turns(conv: dict) -> list[dict]:
-    """Each turn as ``{"dia_id", "text": "speaker: text [shares a photo: ...]", "at": its session's time}``."""
+    """Each turn as ``{"dia_id", "speaker", "text": "speaker: text [shares a photo: ...]", "at", "session"}``.
+
+    ``at`` is its session's time, ``session`` the session's number (from 1).
+    """
     out = []
     c = conv.get("conversation", conv)
     n = 1
@@ -39,7 +42,15 @@ def turns(conv: dict) -> list[dict]:
             text = turn["text"]
             if turn.get("blip_caption"):
                 text += f" [shares a photo: {turn['blip_caption']}]"
-            out.append({"dia_id": turn["dia_id"], "text": f"{turn['speaker']}: {text}", "at": when})
+            out.append(
+                {
+                    "dia_id": turn["dia_id"],
+                    "speaker": turn["speaker"],
+                    "text": f"{turn['speaker']}: {text}",
+                    "at": when,
+                    "session": n,
+                }
+            )
         n += 1
     return out
 

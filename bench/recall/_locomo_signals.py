@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.common.locomo import turns
 from langgraph_memory.catalog import keywords as _keywords
 from langgraph_memory.catalog._schema import migrate
 
@@ -58,24 +59,8 @@ class Signals:
     extra: dict[str, np.ndarray] = field(default_factory=dict)  # other dense signals, by name
 
 
-def session_time(text: str) -> float:
-    """``"1:56 pm on 8 May, 2023"`` as seconds since the epoch (UTC)."""
-    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC).timestamp()
-
-
 def load_turns(conv: dict) -> list[Turn]:
-    out = []
-    c = conv.get("conversation", conv)
-    n = 1
-    while f"session_{n}" in c:
-        when = session_time(c[f"session_{n}_date_time"])
-        for turn in c[f"session_{n}"]:
-            text = turn["text"]
-            if turn.get("blip_caption"):
-                text += f" [shares a photo: {turn['blip_caption']}]"
-            out.append(Turn(turn["dia_id"], turn["speaker"], f"{turn['speaker']}: {text}", when, n))
-        n += 1
-    return out
+    return [Turn(t["dia_id"], t["speaker"], t["text"], t["at"], t["session"]) for t in turns(conv)]
 
 
 # ------------------------------------------------------------ what is stored
