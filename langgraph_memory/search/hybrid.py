@@ -48,7 +48,15 @@ from langgraph_memory.registry import PLAIN, CollectionRegistry, MemoryType
 from langgraph_memory.search import filters as _filters
 from langgraph_memory.search import neighbours as _neighbours
 from langgraph_memory.search.planner import LateOmit, Plan, Planner, ScopeScorer, keep_all
-from langgraph_memory.search.ranking import HybridRanking, ScoreParts, _evidence_of, fuse, score_parts_many
+from langgraph_memory.search.ranking import (
+    NEWER_FLOOR,
+    HybridRanking,
+    ScoreParts,
+    _evidence_of,
+    fuse,
+    newer_first,
+    score_parts_many,
+)
 
 __all__ = ["Bar", "Candidate", "Candidates", "HybridSearch", "score_candidates", "explain_candidates"]
 
@@ -441,10 +449,77 @@ class HybridSearch:
         now = ranking.clock()
         found = self.candidates(op, qvec, ranking, omit=omit, omit_for=omit_for, best=need, now=now)
         scored = explain_candidates(found.items, ranking, now=now, collections=self.collections, known=found.parts)
+        if ranking.supersede_similarity is not None and scored:
+            scored = self._newer_first(scored, ranking, need)
         hits: list[tuple[ScoreParts | None, StoredItem]] = [(parts, c.item) for parts, c in scored[:need]]
         if len(hits) < need:  # like the vector search: then the matching items without vectors, unscored
             hits.extend((None, it) for it in found.unscored[: need - len(hits)])
         return hits[op.offset : need], found.plan
+
+    def _newer_first(
+        self, scored: list[tuple[ScoreParts, Candidate]], ranking: HybridRanking, need: int
+    ) -> list[tuple[ScoreParts, Candidate]]:
+        """``scored`` (best first) with older near-duplicates put below newer ones (`ranking.newer_first()`).
+
+        Only the results that can change the first ``need`` are compared: those
+        scoring at least ``supersede_ratio`` of the ``need``-th score (a newer
+        memory must score that share of an older one's to displace it) and at
+        least ``NEWER_FLOOR``, and not conversation turns. Their vectors are
+        read for the comparison. (A keyword candidate left out by the `Bar`
+        is not brought back when a result above it is lowered.)
+        """
+        floor = max(NEWER_FLOOR, scored[min(need, len(scored)) - 1][0].final * ranking.supersede_ratio)
+        pool = [
+            k
+            for k, (parts, c) in enumerate(scored)
+            if parts.final >= floor and c.item.id is not None and not _neighbours.is_turn(c.item)
+        ]
+        if len(pool) < 2:
+            return scored
+        with self.catalog.read() as conn:
+            got = _items.load_vectors(conn, [scored[k][1].item.id or -1 for k in pool])
+        vecs = [_unit_rows([v for _idx, _path, v in got.get(scored[k][1].item.id or -1, [])]) for k in pool]
+
+        def similarity(a: int, b: int) -> float:
+            va, vb = vecs[a], vecs[b]
+            return 0.0 if va is None or vb is None else float((va @ vb.T).max())
+
+        moved = newer_first(
+            [scored[k][0].final for k in pool],
+            [scored[k][1].item.updated_at for k in pool],
+            similarity,
+            threshold=ranking.supersede_similarity or 0.0,
+            ratio=ranking.supersede_ratio,
+        )
+        out = list(scored)
+        for k, (final, by, sim) in zip(pool, moved, strict=True):
+            if by is not None:
+                parts, cand = scored[k]
+                out[k] = (
+                    dataclasses.replace(
+                        parts, final=final, superseded_by=scored[pool[by]][1].item.key, superseded_similarity=sim
+                    ),
+                    cand,
+                )
+        out.sort(key=_order)
+        return out
+
+
+def _unit_rows(blobs: list[bytes]) -> np.ndarray | None:
+    """An item's float32 vectors as unit rows (None: it has none)."""
+    if not blobs:
+        return None
+    m = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return m / norms
+
+
+def _order(sc: tuple[ScoreParts, Candidate]) -> tuple[float, float, float, int]:
+    """Best final score first; equal scores (equal evidence, or negative cosines all clipped to 0) go to the
+    stronger side, then the cosine, then the item id: with keywords and decay off the order is the vector
+    search's."""
+    return (-sc[0].final, -max(sc[0].cosine, sc[0].keyword), -sc[1].similarity, sc[1].item.id or 0)
 
 
 def score_candidates(
@@ -491,9 +566,7 @@ def explain_candidates(
             vector=[c.vector for _p, c in out] if any(c.vector for c in cands) else None,
         )
         out = [(_with_relevance(p, r, c.item, ranking), c) for (p, c), r in zip(out, raised, strict=True)]
-    # Equal scores (equal evidence, or negative cosines all clipped to 0) go to the stronger side, then the
-    # cosine, then the item id: with keywords and decay off the order is the vector search's.
-    out.sort(key=lambda sc: (-sc[0].final, -max(sc[0].cosine, sc[0].keyword), -sc[1].similarity, sc[1].item.id or 0))
+    out.sort(key=_order)
     return out
 
 

@@ -29,7 +29,18 @@ keeping the score in [0, 1], higher better:
    + temporal_share * retention)``, where ``retention`` =
    ``min(1, temporal_weight(age) * importance_multiplier(accesses))``: a new
    or much-used memory keeps its relevance, an old unused one loses up to
-   ``temporal_share`` of it.
+   ``temporal_share`` of it;
+5. **newer first** (`newer_first()`, memories that are not turns): when two
+   results say nearly the same thing (their vectors' cosine at least
+   ``supersede_similarity``) and the newer one scores at least
+   ``supersede_ratio`` of the older's (both scoring at least ``NEWER_FLOOR``),
+   the older is put just below the newer (``NEWER_MARGIN``): a restated, corrected or replaced fact comes after its
+   replacement. Recency acts only there, so memories about different things
+   keep their order whatever their age. Conversation turns are left alone: a
+   conversation is a record of what was said when, and the turns of one
+   conversation are so alike (a cosine of 0.7-0.8 between different
+   statements on LoCoMo) that the rule would bury the sessions questions ask
+   about.
 
 Equal final scores (equal evidence) are ordered by the stronger side, then the cosine.
 
@@ -81,6 +92,9 @@ __all__ = [
     "retention",
     "calculate_final_score",
     "keep_relevant",
+    "newer_first",
+    "NEWER_MARGIN",
+    "NEWER_FLOOR",
     "MemoryType",
     "TemporalConfig",
     "RANKING_TEMPORAL",
@@ -323,6 +337,13 @@ class HybridRanking:
     #: How far the best neighbour raises a turn: towards 1 under ``noisy-or`` (below 1 keeps scores apart),
     #: ``+ neighbour_weight * best`` under ``zscore``.
     neighbour_weight: float = 0.9
+    #: Two results (not conversation turns) whose vectors' cosine is at least this say the same thing: the
+    #: older goes just below the newer (`newer_first()`); None: off. Chosen by leave-one-case-out on
+    #: ``bench/recall/recency/`` (``bench/results/RESULTS_recency.md``).
+    supersede_similarity: float | None = None
+    #: ... when the newer scores at least this share of the older's final score (a newer memory that answers
+    #: the query much worse does not displace an older one that answers it).
+    supersede_ratio: float = 0.7
 
     def __post_init__(self) -> None:
         _unit("keyword_weight", self.keyword_weight)
@@ -348,6 +369,9 @@ class HybridRanking:
                 raise ValueError(f"HybridRanking.{name} must be a number from 0 to 10, got {value!r}")
         if isinstance(self.neighbours, bool) or not isinstance(self.neighbours, int) or not 0 <= self.neighbours <= 16:
             raise ValueError(f"HybridRanking.neighbours must be a whole number from 0 to 16, got {self.neighbours!r}")
+        if self.supersede_similarity is not None:
+            _unit("supersede_similarity", self.supersede_similarity)
+        _unit("supersede_ratio", self.supersede_ratio)
         if self.temporal is not None and not isinstance(self.temporal, TemporalConfig):
             raise ValueError(f"HybridRanking.temporal must be a TemporalConfig or None, got {self.temporal!r}")
 
@@ -380,6 +404,10 @@ class ScoreParts:
     #: The key of the neighbouring turn that raised this one, and by how much (``relevance`` includes it).
     neighbour: str | None = None
     raised_by: float = 0.0
+    #: The key of a newer memory saying nearly the same thing that this one was put below (`newer_first()`),
+    #: and the two memories' cosine.
+    superseded_by: str | None = None
+    superseded_similarity: float = 0.0
 
     @property
     def why(self) -> str:
@@ -394,6 +422,11 @@ class ScoreParts:
             head += f" (raised {self.raised_by:+.3f} by neighbouring turn {self.neighbour})"
         if self.retention is not None:
             head += f"; retention {self.retention:.3f} (share {self.temporal_share:g})"
+        if self.superseded_by is not None:
+            head += (
+                f"; below newer {self.superseded_by}, which says nearly the same"
+                f" (cosine {self.superseded_similarity:.3f})"
+            )
         return head + f"; final {self.final:.3f}"
 
 
@@ -464,6 +497,62 @@ def _evidence_of(share: float, ranking: HybridRanking) -> float:
     """Keyword evidence under ``ranking``: `keyword_evidence` on the query's scale; the share itself on the
     best candidate's (the earlier, rank-only scale, kept as it was)."""
     return keyword_evidence(share, ranking.keyword_half) if ranking.keyword_scale == "query" else share
+
+
+#: An older memory put below a newer one saying the same thing scores at most this share of the newer's final
+#: score: just below it, never tied with it (`newer_first()`).
+NEWER_MARGIN = 0.99
+
+
+#: Results scoring below this are not compared by `newer_first()`: they would not pass the default relevance
+#: threshold (``MIN_RELEVANCE``, 0.3), and among such weak matches (cosines of 0.1) "saying the same thing" means
+#: little while the rule would crowd their scores together.
+NEWER_FLOOR = 0.3
+
+
+def newer_first(
+    finals: Sequence[float],
+    updated_at: Sequence[float],
+    similarity: Callable[[int, int], float],
+    *,
+    threshold: float,
+    ratio: float,
+) -> list[tuple[float, int | None, float]]:
+    """Each result's final score after older near-duplicates are put below newer ones.
+
+    ``finals`` are the results' final scores, ``updated_at`` when each was
+    last written, ``similarity(i, j)`` the cosine of results ``i`` and ``j``.
+    A result ``i`` for which a newer result ``j`` has ``similarity(i, j) >=
+    threshold`` and a final score at least ``ratio`` of ``i``'s gets
+    ``f_j * NEWER_MARGIN * (1 - (f_j / f_i - ratio) / 2)`` for the lowest
+    such ``f_j`` (if that is lower than its own ``f_i``): it ranks just below
+    every newer memory that says the same (at most ``(1 / NEWER_MARGIN -
+    ratio) / 2`` of ``f_j`` lower), and memories put below the same one keep
+    their own order. Newest first, so a chain of restatements ends in date
+    order. Returns ``(final, j, similarity)`` per result (``j`` None: unchanged).
+
+    Example:
+        >>> cos = [[1.0, 0.8, 0.1], [0.8, 1.0, 0.1], [0.1, 0.1, 1.0]]
+        >>> out = newer_first([0.9, 0.8, 0.85], [1.0, 2.0, 3.0], lambda i, j: cos[i][j], threshold=0.5, ratio=0.8)
+        >>> [(round(f, 3), j) for f, j, _s in out]  # the first is older than the second and says the same
+        [(0.757, 1), (0.8, None), (0.85, None)]
+    """
+    out: list[tuple[float, int | None, float]] = [(f, None, 0.0) for f in finals]
+    order = sorted(range(len(finals)), key=lambda i: -updated_at[i])
+    for pos, i in enumerate(order):
+        own = out[i][0]
+        best: tuple[float, int | None, float] = (own, None, 0.0)
+        for j in order[:pos]:
+            if own <= 0.0 or updated_at[j] <= updated_at[i] or out[j][0] < ratio * own:
+                continue
+            sim = similarity(i, j)
+            # Just below the newer one, and still ordered by its own score among others put below it, at
+            # about half its slope (an older memory is not pushed further down than that).
+            below = out[j][0] * NEWER_MARGIN * (1.0 - (out[j][0] / own - ratio) / 2.0)
+            if sim >= threshold and below < best[0]:
+                best = (below, j, sim)
+        out[i] = best
+    return out
 
 
 def keep_relevant(items: Sequence[S], min_relevance: float | None) -> list[S]:
