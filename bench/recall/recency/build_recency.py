@@ -20,6 +20,14 @@ asks them ("now", "currently", "latest"); the older statement is often the
 closer paraphrase of the question, which is the point: only recency can tell
 them apart. The benchmark counts, for each question, whether the current
 memory ranks above the superseded one (and recall@1 of the current one).
+
+Controls (added with the rule that puts an older near-duplicate below a newer
+one, to see what it costs where it should not act): each case also has a
+hand-written question whose answer is one of its distractors, an older or
+newer fact about the same subject that nothing replaced ("Which instrument
+does Bob play?"). The benchmark counts whether that distractor ranks first.
+A *case* (its recency question and its control) is the unit of the
+leave-one-case-out choice of the rule's settings.
 """
 
 from __future__ import annotations
@@ -288,10 +296,47 @@ CASES: list[tuple[str, str, str, str, str, tuple[str, str]]] = [
     ),
 ]
 
+#: Per case, in the order of ``CASES``: a question answered by one of its distractors (index 0 or 1).
+CONTROLS: list[tuple[str, int]] = [
+    ("What does Alice do on weekends?", 0),
+    ("Which instrument does Bob play?", 0),
+    ("What does Carla like to bake?", 0),
+    ("What is Dan allergic to?", 0),
+    ("What club does Eve run?", 0),
+    ("Does Farid drink tea or coffee?", 0),
+    ("What does Grace grow on her balcony?", 0),
+    ("What is Hugo training for?", 0),
+    ("What does Ines collect?", 0),
+    ("What kind of food does Jon like?", 0),
+    ("How many people are on Kim's team?", 1),
+    ("Which hand does Liam play tennis with?", 0),
+    ("Where does the user shop on Saturdays?", 0),
+    ("What is the user's profession?", 0),
+    ("Which seat did Maya book?", 1),
+    ("How does Noor get to work?", 1),
+    ("Which team does Oscar coach?", 0),
+    ("Which database does the project use?", 1),
+    ("How much RAM does the staging server have?", 1),
+    ("What does Paula paint?", 0),
+    ("Where is Quinn's router?", 0),
+    ("What is invoice 1182 for?", 0),
+    ("What is Rui's blood type?", 1),
+    ("What does Sara's neighbour play?", 1),
+    ("What does the momentum strategy trade?", 0),
+    ("Which bar size does mean reversion on bonds use?", 0),
+    ("When are stop losses checked?", 0),
+    ("What is the cap on position size?", 0),
+    ("How are rebalancing trades sent?", 0),
+    ("Which currency funds the carry trade?", 0),
+    ("Who reviews the backtest reports?", 1),
+    ("Where is price data cached?", 1),
+]
+
 
 def build(seed: int = 46) -> dict:
     rng = random.Random(seed)
-    memories, questions = [], []
+    assert len(CONTROLS) == len(CASES)
+    memories, questions, controls = [], [], []
     for i, (kind, subject, older, newer, question, distractors) in enumerate(CASES):
         old_days = round(rng.uniform(20.0, 90.0), 2)
         new_days = round(rng.uniform(0.0, min(30.0, old_days - 2.0)), 2)
@@ -309,7 +354,15 @@ def build(seed: int = 46) -> dict:
                 "superseded": f"{base}-old",
             }
         )
-    return {"about": __doc__.strip().splitlines()[0], "seed": seed, "memories": memories, "questions": questions}
+        asked, which = CONTROLS[i]
+        controls.append({"case": base, "subject": subject, "question": asked, "answer": f"{base}-d{which}"})
+    return {
+        "about": __doc__.strip().splitlines()[0],
+        "seed": seed,
+        "memories": memories,
+        "questions": questions,
+        "controls": controls,
+    }
 
 
 if __name__ == "__main__":
