@@ -57,6 +57,7 @@ __all__ = [
     "SymlinkLoopError",
     "UnreadableFileError",
     "DamagedDocumentError",
+    "TranscriptFormatError",
     "FileChangedError",
 ]
 
@@ -286,6 +287,10 @@ class UnreadableFileError(IngestError, OSError):
 
 class DamagedDocumentError(IngestError, ValueError):
     """A document's format is damaged or locked (a truncated or encrypted PDF)."""
+
+
+class TranscriptFormatError(IngestError, ValueError):
+    """A file ingested as a conversation is not a transcript ingest reads (see ``langgraph_memory.ingest.transcripts``)."""
 
 
 class FileChangedError(IngestError, RuntimeError):

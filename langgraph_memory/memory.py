@@ -641,7 +641,7 @@ class Memory(ResearchAPI, ProceduralAPI):
         *,
         episode_id: str | None = None,
         namespace: Sequence[str] = DOCUMENTS_NAMESPACE,
-        chunker: Literal["contextual", "fixed"] | None = None,
+        chunker: Literal["contextual", "fixed", "conversation"] | None = None,
         config: IngestConfig | None = None,
         errors: Literal["raise", "report"] = "raise",
         progress: Callable[[IngestProgress], None] | None = None,
@@ -655,7 +655,10 @@ class Memory(ResearchAPI, ProceduralAPI):
         chunker by default, or ``chunker="fixed"``: a plain window) and
         their parent records are stored in ``namespace`` of the general
         collection; see `langgraph_memory.ingest.pipeline` for the keys
-        and fields.
+        and fields. ``chunker="conversation"`` reads each file as a chat
+        transcript (``.txt``/``.md`` lines ``Speaker: text``, ``.json``,
+        ``.jsonl``) and stores each message as a conversation turn, ranked
+        with its neighbours (`langgraph_memory.ingest.transcripts`).
 
         Raises (for a path given by name; inside a folder such files are
         reported and skipped): ``MissingPathError``, ``SymlinkLoopError``,

@@ -42,9 +42,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--chunker",
-        choices=("contextual", "fixed"),
+        choices=("contextual", "fixed", "conversation"),
         default="contextual",
-        help="contextual (400 characters at semantic boundaries, the default) or fixed (1,000/500)",
+        help="contextual (400 characters at semantic boundaries, the default), fixed (1,000/500), or conversation"
+        " (each file a chat transcript: 'Speaker: text' lines, .json or .jsonl; each message a conversation turn)",
     )
     p.set_defaults(func=_ingest)
 

@@ -51,7 +51,7 @@ __all__ = [
     "DOCUMENTS_NAMESPACE",
 ]
 
-ChunkerName = Literal["contextual", "fixed"]
+ChunkerName = Literal["contextual", "fixed", "conversation"]
 
 # Small chunks embed precisely; overlap keeps a sentence cut at a boundary findable:
 # ContextualChunker(chunk_size=400, overlap_ratio=0.2, min_chunk_size=100),
@@ -74,7 +74,9 @@ class IngestConfig:
     """How files are read, chunked and stored.
 
     Args:
-        chunker: ``"contextual"`` (the default) or ``"fixed"`` (the plain window).
+        chunker: ``"contextual"`` (the default), ``"fixed"`` (the plain window), or ``"conversation"``: each
+            file is a chat transcript, each message stored as a conversation turn
+            (`langgraph_memory.ingest.transcripts`).
         chunk_size: target characters per contextual chunk.
         overlap_ratio: share of a chunk repeated at the start of the next (0 to 0.5).
         min_chunk_size: the contextual chunker never cuts a chunk shorter than
@@ -105,8 +107,8 @@ class IngestConfig:
     include_hidden: bool = False
 
     def __post_init__(self) -> None:
-        if self.chunker not in ("contextual", "fixed"):
-            raise ConfigError(f"chunker must be 'contextual' or 'fixed', got {self.chunker!r}")
+        if self.chunker not in ("contextual", "fixed", "conversation"):
+            raise ConfigError(f"chunker must be 'contextual', 'fixed' or 'conversation', got {self.chunker!r}")
         for name in (
             "chunk_size",
             "min_chunk_size",
@@ -140,6 +142,8 @@ class IngestConfig:
 
     def describe(self) -> dict[str, Any]:
         """The settings that decide the chunks, as stored with each ingested file."""
+        if self.chunker == "conversation":
+            return {"chunker": "conversation"}
         if self.chunker == "fixed":
             return {
                 "chunker": "fixed",

@@ -55,6 +55,9 @@ SUPPORTED_TYPES: dict[str, str] = {
     ".pdf": "pdf",
     ".yaml": "yaml",
     ".yml": "yaml",
+    # Only as a chat transcript (``IngestConfig(chunker="conversation")``); otherwise skipped as unsupported.
+    ".json": "json",
+    ".jsonl": "json",
 }
 
 _BLOCK = 1 << 20

@@ -29,6 +29,13 @@ default, in the general collection), keyed by the file's hash:
 holds ``kind="parent"``, the full text of its section(s) and its chunks'
 range, and is not embedded.
 
+With ``IngestConfig(chunker="conversation")`` a file is a chat transcript
+(`langgraph_memory.ingest.transcripts`): each message is stored as a
+conversation turn, key ``{sha256}:{position}`` (the file is the thread, so a
+search ranks each turn with its neighbours), value ``kind="turn"``,
+``content`` ("Speaker: text", embedded), ``speaker``, ``text``,
+``timestamp``, ``turn_index`` and the file's fields above; no parents.
+
     >>> ingestor = Ingestor(store, raw_dir=settings.raw_dir)  # needs an open store (store) holding the items named  # doctest: +SKIP
     >>> ingestor.ingest(["notes/"], namespace=("documents",)).counts()  # needs files to ingest  # doctest: +SKIP
     {'ingested': 4, 'duplicate': 0, 'busy': 0, 'skipped': 1, 'failed': 0}
@@ -68,10 +75,11 @@ from langgraph_memory.ingest.files import (
 from langgraph_memory.ingest.readers import read_blocks
 from langgraph_memory.ingest.records import Parent
 from langgraph_memory.ingest.report import FileResult, IngestProgress, IngestReport
+from langgraph_memory.ingest.transcripts import Message, read_transcript
 from langgraph_memory.research.collections import COLLECTIONS
 from langgraph_memory.store.namespaces import validate_namespace
 
-__all__ = ["Ingestor", "chunk_key", "parent_key", "PreviousVersion"]
+__all__ = ["Ingestor", "chunk_key", "parent_key", "turn_key", "PreviousVersion"]
 
 logger = logging.getLogger(__name__)
 
@@ -186,8 +194,18 @@ class Ingestor:
         logger.info("ingest into %s: %s in %.1f s", "/".join(ns), report.counts(), report.seconds)
         return report
 
+    def _reads(self, file_type: str | None) -> bool:
+        """Whether this ingest reads files of ``file_type`` (JSON only as a transcript)."""
+        return file_type is not None and (file_type != "json" or self.config.chunker == "conversation")
+
     def _check_named(self, found: Found) -> None:
-        if found.file_type is None:
+        if found.file_type == "json" and not self._reads(found.file_type):
+            raise UnsupportedFileTypeError(
+                f"{found.path} is JSON, which ingest reads only as a chat transcript: "
+                "ingest it with chunker='conversation' (--chunker conversation)",
+                found.path,
+            )
+        if not self._reads(found.file_type):
             raise UnsupportedFileTypeError(
                 f"{found.path} is not a type ingest reads ({found.path.suffix or 'no extension'}); "
                 f"supported: {', '.join(sorted(SUPPORTED_TYPES))}",
@@ -206,7 +224,7 @@ class Ingestor:
     ) -> FileResult:
         if isinstance(entry, Skipped):
             return FileResult(entry.path, "skipped", reason=entry.reason, error=entry.error)
-        if entry.file_type is None:
+        if not self._reads(entry.file_type):
             return FileResult(
                 entry.path, "skipped", size=entry.size, reason=f"unsupported type ({entry.path.suffix or 'none'})"
             )
@@ -304,9 +322,7 @@ class Ingestor:
             others = [p for p in _files.paths_of(conn, ns, before_sha) if p != uri]
         if old is None or not old.complete:
             return None
-        keys = [chunk_key(before_sha, i) for i in range(old.n_chunks)]
-        keys += [parent_key(before_sha, i) for i in range(old.n_parents)]
-        return PreviousVersion(before_sha, keys, others)
+        return PreviousVersion(before_sha, _version_keys(old), others)
 
     @staticmethod
     def _decode_check(path: Path, kind: str) -> Callable[[bytes, bool], object] | None:
@@ -330,7 +346,6 @@ class Ingestor:
         path: Path,
     ) -> tuple[int, int]:
         cfg = self.config
-        chunker = make_chunker(cfg)
         meta = {
             "source_uri": uri,
             "episode_id": episode_id,
@@ -338,6 +353,9 @@ class Ingestor:
             "file_type": kind,
             "chunker": cfg.chunker,
         }
+        if cfg.chunker == "conversation":
+            return self._store_turns(raw, ns, sha, uri, meta, previous, progress, path), 0
+        chunker = make_chunker(cfg)
         batch: list[PutOp] = []
         n_batch_chunks = n_batch_chars = 0
         n_chunks = n_parents = 0
@@ -364,6 +382,33 @@ class Ingestor:
         if progress is not None:
             progress(IngestProgress("stored", path=path, chunks=n_batch_chunks))
         return n_chunks, n_parents
+
+    def _store_turns(
+        self,
+        raw: Path,
+        ns: tuple[str, ...],
+        sha: str,
+        uri: str,
+        meta: dict[str, Any],
+        previous: PreviousVersion | None,
+        progress: Progress | None,
+        path: Path,
+    ) -> int:
+        """A transcript's messages, each stored as a conversation turn (in batches as chunks are); how many."""
+        messages = read_transcript(raw, str(path))
+        if not messages:
+            raise EmptyFileError(f"{path} holds no message to ingest", path)
+        ops = [_turn_op(m, i, ns, sha, meta) for i, m in enumerate(messages)]
+        step = self.config.batch_max_chunks
+        for start in range(0, len(ops) - step, step):
+            self._put(ops[start : start + step], ns, sha, final=None)
+            if progress is not None:
+                progress(IngestProgress("stored", path=path, chunks=step))
+        last = ops[(len(ops) - 1) // step * step :]
+        self._put(last, ns, sha, final=(uri, len(ops), 0, previous))
+        if progress is not None:
+            progress(IngestProgress("stored", path=path, chunks=len(last)))
+        return len(ops)
 
     def _put(
         self,
@@ -400,9 +445,7 @@ class Ingestor:
         """
         current = _files.get_file(conn, ns, current_sha)
         if current is not None:
-            keys = [chunk_key(current_sha, i) for i in range(current.n_chunks)]
-            keys += [parent_key(current_sha, i) for i in range(current.n_parents)]
-            uids = [item_uid(ns, k) for k in keys]
+            uids = [item_uid(ns, k) for k in _version_keys(current)]
             _status.clear(conn, [u for u, st in _status.get(conn, uids).items() if st.status == "superseded"])
         if previous.other_paths:
             logger.info(
@@ -417,7 +460,7 @@ class Ingestor:
             [(ns, k) for k in previous.keys],
             "superseded",
             reason=f"{uri} changed",
-            superseded_by=(ns, parent_key(current_sha, 0)),
+            superseded_by=(ns, _head_key(current_sha, current)),
         )
         logger.info(
             "%s changed (was %s): its %d chunks and parents are superseded",
@@ -450,6 +493,44 @@ class Ingestor:
             logger.warning(
                 "could not roll back the unfinished ingest of %s; the next ingest will", sha[:12], exc_info=True
             )
+
+
+def _version_keys(file: _files.IngestedFile) -> list[str]:
+    """The keys of everything an ingested file stored: its chunks and parents, or a transcript's turns."""
+    if _is_transcript(file):
+        return [turn_key(file.sha256, i) for i in range(file.n_chunks)]
+    keys = [chunk_key(file.sha256, i) for i in range(file.n_chunks)]
+    return keys + [parent_key(file.sha256, i) for i in range(file.n_parents)]
+
+
+def _head_key(sha: str, file: _files.IngestedFile | None) -> str:
+    """The record that stands for a version (what an older version is superseded by)."""
+    return turn_key(sha, 0) if file is not None and _is_transcript(file) else parent_key(sha, 0)
+
+
+def _is_transcript(file: _files.IngestedFile) -> bool:
+    try:
+        return bool(file.chunker) and json.loads(file.chunker or "{}").get("chunker") == "conversation"
+    except ValueError:
+        return False
+
+
+def turn_key(sha256: str, position: int) -> str:
+    """The key of a transcript's turn: ``{sha256}:{position}`` (the file is the thread; see `neighbours`)."""
+    return f"{sha256}:{position}"
+
+
+def _turn_op(m: Message, position: int, ns: tuple[str, ...], sha: str, meta: dict[str, Any]) -> PutOp:
+    value = {
+        "kind": "turn",
+        "content": f"{m.speaker}: {m.text}",
+        "speaker": m.speaker,
+        "text": m.text,
+        "timestamp": m.at,
+        "turn_index": position,
+        **meta,
+    }
+    return PutOp(ns, turn_key(sha, position), value, index=["content"])
 
 
 def _ops(parent: Parent, ns: tuple[str, ...], sha: str, meta: dict[str, Any]) -> list[PutOp]:
