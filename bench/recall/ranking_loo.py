@@ -346,14 +346,16 @@ def grids() -> dict[str, dict[str, Fusion]]:
             for p in (1.0, 2.0)
             for a in (0.75, 0.9, 0.95)
         },
-        # Added after the wide grid above chose h = 0.35 on four folds: the grid around the shipped setting.
-        "hill noisy-or + neighbours, absolute raise (narrow grid around the shipped setting)": {
-            f"w={w}, h={h}, p=2.0, a={a}, r=2": ranking(
-                absolute("noisy-or", w, kw_hill(h, 2.0)), radius=2, alpha=a, rule="abs"
+        # Added after the wide grid above left conversation 30 at +0.023: every setting in even steps over the
+        # ranges the families above tried (280 settings; it holds the shipped one, and was built knowing it).
+        "hill noisy-or + neighbours, absolute raise (uniform grid: w 0.8-0.95, h 0.2-0.5, a 0.75-0.95, steps 0.05)": {
+            f"w={w}, h={h}, p={p}, a={a}, r=2": ranking(
+                absolute("noisy-or", w, kw_hill(h, p)), radius=2, alpha=a, rule="abs"
             )
-            for h in (0.3, 0.35)
-            for w in (0.9, 0.95)
-            for a in (0.9, 0.95)
+            for w in (0.8, 0.85, 0.9, 0.95)
+            for h in (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
+            for p in (1.0, 2.0)
+            for a in (0.75, 0.8, 0.85, 0.9, 0.95)
         },
         "weighted sum + neighbours, absolute raise": {
             f"lam={lam}, tau={t}, a={a}, r={r}": ranking(
