@@ -3,6 +3,7 @@
     .venv/bin/python bench/recall/hybrid_bench.py                    # 100,000 items, 300 queries per case
     .venv/bin/python bench/recall/hybrid_bench.py --n 10000 --queries 100
     .venv/bin/python bench/recall/hybrid_bench.py --write            # also write bench/results/RESULTS_hybrid.md
+    .venv/bin/python bench/recall/hybrid_bench.py --n 10000 --supersede 0.55   # a third arm: the near-duplicate rule on
 
 The keyword path needs text, so each item gets real-ish text: 12-40 words
 drawn from a Zipf distribution (s = 1) over the English stop words (the most
@@ -117,6 +118,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--data-dir", help="keep the store here and reuse it on the next run with the same --n/--seed")
     parser.add_argument("--write", action="store_true")
+    parser.add_argument(
+        "--supersede",
+        type=float,
+        default=None,
+        metavar="COS",
+        help="also time HybridRanking(supersede_similarity=COS), interleaved with the other two (printed only)",
+    )
     args = parser.parse_args()
     mach = machine(["chromadb", "langgraph"])
     print("\n".join(mach.lines()), flush=True)
@@ -143,16 +151,16 @@ def main() -> None:
         ("whole prefix, filter kind=common (99%)", lambda j: (("memories",), {"kind": "common"})),
     ]
     hybrid = HybridRanking()
+    rule = None if args.supersede is None else HybridRanking(supersede_similarity=args.supersede)
     rows = []
     verdict = True
     for title, scope in cases:
-        times: dict[str, list[float]] = {"dense": [], "hybrid": []}
+        times: dict[str, list[float]] = {"dense": [], "hybrid": [], "rule": []}
         plans: set[str] = set()
         for j, q in enumerate(queries):
             prefix, flt = scope(j)
-            order = [("dense", None), ("hybrid", hybrid)]
-            if j % 2:
-                order.reverse()
+            order = [("dense", None), ("hybrid", hybrid)] + ([("rule", rule)] if rule is not None else [])
+            order = order[j % len(order) :] + order[: j % len(order)]  # each arm takes each place in turn
             for name, ranking in order:
                 store.ranking = ranking
                 t0 = time.perf_counter()
@@ -180,6 +188,14 @@ def main() -> None:
             ]
         )
         print(rows[-1], flush=True)
+        if rule is not None:
+            r50 = percentile(times["rule"], 50)
+            print(
+                f"  with the near-duplicate rule (cosine >= {args.supersede:g}): p50 {fmt_ms(r50)}"
+                f" ({r50 - h50:+.2f} ms over hybrid, {r50 - d50:+.2f} over dense),"
+                f" p95 {fmt_ms(percentile(times['rule'], 95))}",
+                flush=True,
+            )
     store.close()
     mach.load_end = os.getloadavg()
     mach.code = git_state(Path(__file__).resolve().parents[2], ["langgraph_memory", "bench"])

@@ -478,16 +478,28 @@ class HybridSearch:
             return scored
         with self.catalog.read() as conn:
             got = _items.load_vectors(conn, [scored[k][1].item.id or -1 for k in pool])
-        vecs = [_unit_rows([v for _idx, _path, v in got.get(scored[k][1].item.id or -1, [])]) for k in pool]
-
-        def similarity(a: int, b: int) -> float:
-            va, vb = vecs[a], vecs[b]
-            return 0.0 if va is None or vb is None else float((va @ vb.T).max())
+        blobs, owner = [], []
+        for pos, k in enumerate(pool):
+            for _idx, _path, vec in got.get(scored[k][1].item.id or -1, []):
+                blobs.append(vec)
+                owner.append(pos)
+        if not blobs:
+            return scored
+        # Every pair's best cosine over the two items' vectors, in one product (a pair at a time in Python, or
+        # np.maximum.at, cost about 5 ms for 40 results on hybrid_bench); the vectors come grouped by item, so
+        # reduceat takes each group's best. An item without vectors resembles nothing (-1).
+        rows = _unit_rows(blobs)
+        assert rows is not None
+        at = np.asarray(owner)
+        starts = np.flatnonzero(np.r_[True, at[1:] != at[:-1]])
+        best = np.maximum.reduceat(np.maximum.reduceat(rows @ rows.T, starts, axis=0), starts, axis=1)
+        sims = np.full((len(pool), len(pool)), -1.0)
+        sims[np.ix_(at[starts], at[starts])] = best
 
         moved = newer_first(
             [scored[k][0].final for k in pool],
             [scored[k][1].item.updated_at for k in pool],
-            similarity,
+            lambda a, b: float(sims[a, b]),
             threshold=ranking.supersede_similarity or 0.0,
             ratio=ranking.supersede_ratio,
         )
