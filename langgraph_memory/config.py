@@ -47,7 +47,6 @@ __all__ = [
     "LOCK_TIMEOUT_SECONDS",
     "DEFAULT_K",
     "CATALOG_FILE",
-    "LINEAGE_FILE",
     "MANIFEST_FILE",
     "MIN_RELEVANCE",
     "ARCHIVE_AFTER_DAYS",
@@ -74,10 +73,8 @@ CONFIG_FILE_ENV = "LANGGRAPH_MEMORY_CONFIG"
 DEFAULT_DATA_DIR = "./memory"
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
-# File names inside the data directory (the catalog; the lineage file of version 0.1, imported into
-# the catalog on first open) and its archive folder (the manifest).
+# File names inside the data directory (the catalog) and its archive folder (the manifest).
 CATALOG_FILE = "catalog.sqlite"
-LINEAGE_FILE = "lineage.sqlite"
 MANIFEST_FILE = "manifest.sqlite"
 
 # A write lock that cannot be had within 30 s is an error, not a hang: a stuck writer must not stall every caller.
@@ -292,11 +289,6 @@ class Settings:
         return self.data_dir / "checkpoints.sqlite"
 
     @property
-    def lineage_path(self) -> Path:
-        """The lineage file of version 0.1; lineage now lives in `catalog_path` (imported on first open)."""
-        return self.data_dir / LINEAGE_FILE
-
-    @property
     def embedding_cache_path(self) -> Path:
         """SQLite file caching embeddings by model and content hash."""
         return self.data_dir / "embeddings.sqlite"
@@ -336,15 +328,13 @@ class Settings:
                 raise self._folder_error(path, exc) from exc
 
     def has_memory(self) -> bool:
-        """Whether the data directory holds a memory (its catalog, or the files of a version 0.1 memory).
+        """Whether the data directory holds a memory (its catalog).
 
         Always True for a memory on a server: its tables are made on first open.
         """
         if self.catalog_url is not None:
             return True
-        return (
-            self.catalog_path.is_file() or self.lineage_path.is_file() or (self.chroma_dir / "chroma.sqlite3").is_file()
-        )
+        return self.catalog_path.is_file()
 
     def _folder_error(self, path: Path, exc: OSError) -> StorageError | ConfigError:
         """A typed error for a folder of the memory that could not be made, naming it and the fix."""

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import Embeddings
 from langgraph.graph import END, START, StateGraph
-from langgraph.store.base import PutOp
 from typing_extensions import TypedDict
 
 from langgraph_memory.catalog.connection import both
@@ -431,55 +430,5 @@ def test_keyword_candidates_that_cannot_reach_the_best_are_not_read_or_scored(
         assert [(h.key, h.score) for h in store.search(("notes",), query="zebra quagga okapi tapir", limit=3,
                                                        refresh_ttl=False, **search)] == [(h.key, h.score) for h in hits]  # fmt: skip
         assert not far & set(scored)
-    finally:
-        store.close()
-
-
-def test_posting_lists_are_read_while_chroma_answers_the_early_query(
-    data_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A repeated hnsw search reads its keyword matches while its early HNSW query runs; results unchanged."""
-    import threading
-
-    from langgraph_memory.search.planner import Planner
-
-    store = ChromaStore(data_dir=data_dir, index={"dims": 4, "embed": _Cosines()}, ranking=NO_DECAY)
-    store.planner.exact_max = 5
-    try:
-        # More items than one HNSW fetch asks for: the search queries Chroma rather than scoring all of them.
-        store.batch([PutOp(("notes",), f"near{i}", {"text": f"near note {i}"}) for i in range(300)])
-        store.put(("notes",), "match", {"text": "match zebra quagga okapi tapir"})
-        assert store.wait_for_index(60)
-        query = "zebra quagga okapi tapir"
-        store.search(("notes",), query=query, limit=3, refresh_ttl=False)  # the next one starts its query early
-
-        matched = threading.Event()
-        seen: list[tuple[bool, bool]] = []
-        matches: list[object] = []
-        real_query, real_match = store.planner.index.query_quietly, store.hybrid._match
-
-        def slow_query(name: str, vector: object, n: int) -> object:
-            # Chroma "answers" once the keyword matches are read (given up after 10 s: the test fails then).
-            before = matched.is_set()
-            seen.append((before, matched.wait(10)))
-            return real_query(name, vector, n)
-
-        def match(conn: object, *a: object, **kw: object) -> object:
-            matches.append(out := real_match(conn, *a, **kw))
-            matched.set()
-            return out
-
-        monkeypatch.setattr(store.planner.index, "query_quietly", slow_query)
-        monkeypatch.setattr(store.hybrid, "_match", match)
-        overlapped = store.search(("notes",), query=query, limit=3, refresh_ttl=False)
-        # The early query started before the matches were read, and they were read while it waited, once.
-        assert seen == [(False, True)] and len(matches) == 1
-
-        run = Planner.run
-        monkeypatch.setattr(Planner, "run", lambda self, *a, **kw: run(self, *a, **{**kw, "meanwhile": None}))
-        monkeypatch.setattr(store.planner.index, "query_quietly", real_query)
-        after = store.search(("notes",), query=query, limit=3, refresh_ttl=False)
-        assert [(h.key, h.score) for h in overlapped] == [(h.key, h.score) for h in after]
-        assert overlapped[0].key == "match"
     finally:
         store.close()

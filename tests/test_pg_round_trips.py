@@ -20,6 +20,7 @@ import pytest
 from langgraph.store.base import PutOp
 from psycopg import pq
 
+from langgraph_memory.catalog.connection import Rows
 from langgraph_memory.catalog.postgres.catalog import PgCatalog
 from langgraph_memory.catalog.postgres.connection import _FLUSH, PgConnection
 from langgraph_memory.config import Settings
@@ -75,6 +76,25 @@ def test_a_write_of_several_statements_is_one_round_trip(
             conn.execute("INSERT INTO meta(key, value) VALUES (%s, %s)", (f"k{i}", f"it's {i}% done"))
     assert len(count.sent) == 1, count.sent
     assert _meta(pg_database, "k2") == "it's 2% done"
+
+
+def test_executemany_sends_its_statement_as_written_and_rows_go_500_to_a_statement(
+    cat: PgCatalog, pg_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Nothing rewrites a statement: executemany runs the one it is given once per row. An INSERT declared
+    # as Rows goes as one multi-row statement per 500 rows. Either way the write is one round trip.
+    rows = [(f"r{i}", str(i)) for i in range(1200)]
+    with cat.read():
+        pass  # connected
+    count = _Count(monkeypatch)
+    with cat.write() as conn:
+        conn.executemany("INSERT INTO meta(key, value) VALUES (%s, %s)", rows[:600])
+        Rows.both("INSERT INTO meta(key, value)", "(?, ?)").insert(conn, rows[600:])
+    assert len(count.sent) == 1
+    assert count.sent[0].count("INSERT INTO meta(key, value) VALUES ('r") == 600 + 2
+    with psycopg.connect(pg_database, autocommit=True) as c:
+        got = c.execute("SELECT count(*), sum(CAST(value AS int)) FROM meta WHERE key LIKE 'r%%'").fetchone()
+    assert got == (1200, sum(range(1200)))
 
 
 def test_reads_inside_a_write_see_its_deferred_writes_and_row_counts_are_exact(cat: PgCatalog) -> None:

@@ -168,11 +168,8 @@ def test_an_hnsw_answer_stuck_far_from_the_query_is_caught_and_scored_exactly(
                 big, ("notes",), q, lambda v: True
             )
     assert not any("sample beat" in r.getMessage() for r in caplog.records)
-    real, real_early = big.planner.index.query, big.planner.index.query_quietly
+    real = big.planner.index.query
     monkeypatch.setattr(big.planner.index, "query", lambda name, vector, n: real(name, -np.asarray(vector), n))
-    monkeypatch.setattr(
-        big.planner.index, "query_quietly", lambda name, vector, n: real_early(name, -np.asarray(vector), n)
-    )
     caplog.clear()
     flt = {"kind": "common"}
     with caplog.at_level(logging.DEBUG, logger="langgraph_memory.store.base"):
@@ -185,59 +182,3 @@ def test_an_hnsw_answer_stuck_far_from_the_query_is_caught_and_scored_exactly(
     assert len(plans) == 2 * len(queries) and all(
         "sample beat HNSW's answer twice; scored exactly" in p for p in plans
     ), plans
-
-
-def _plans(caplog: pytest.LogCaptureFixture) -> str:
-    return "\n".join(r.getMessage() for r in caplog.records if r.name == "langgraph_memory.store.base")
-
-
-def test_a_repeated_hnsw_search_queries_chroma_while_it_plans(
-    big: ChromaStore, caplog: pytest.LogCaptureFixture
-) -> None:
-    flt = {"kind": {"$ne": "half"}}
-    with caplog.at_level(logging.DEBUG, logger="langgraph_memory.store.base"):
-        first = [h.key for h in big.search(("notes",), query="note 321", filter=flt, limit=5)]
-        caplog.clear()
-        again = [h.key for h in big.search(("notes",), query="note 321", filter=flt, limit=5)]
-        assert "HNSW queried while planning" in _plans(caplog)
-        caplog.clear()
-        big.planner.early.workers = 0  # no worker: the search queries after planning, as before
-        try:
-            late = [h.key for h in big.search(("notes",), query="note 321", filter=flt, limit=5)]
-        finally:
-            big.planner.early.workers = 2
-        assert "HNSW queried while planning" not in _plans(caplog)
-    assert first == again == late == _exact_answer(big, ("notes",), "note 321", lambda v: _matches(v, flt))
-
-
-def test_an_early_hnsw_answer_older_than_a_change_chroma_applied_is_not_used(
-    data_dir: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A put that returned is found even when the early query ran before Chroma applied it."""
-    store = ChromaStore(data_dir=data_dir, index={"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS)})
-    store.planner.exact_max = 10
-    try:
-        store.batch([PutOp(("notes", f"u{i % 5}"), f"n{i}", {"text": f"note {i}"}) for i in range(300)])
-        assert store.wait_for_index(timeout=60)
-        # Each query's first answer is kept and given again: as if the early query always ran before
-        # whatever Chroma applied since.
-        answers: dict[bytes, object] = {}
-        quiet = store.vector_index.query_quietly
-
-        def stale(collection: str, vector: np.ndarray, n: int):  # noqa: ANN202
-            return answers.setdefault(vector.tobytes(), quiet(collection, vector, n))
-
-        monkeypatch.setattr(store.vector_index, "query_quietly", stale)
-        query = '{"text": "fresh note"}'  # the value as embedded: the fresh item is its nearest
-        with caplog.at_level(logging.DEBUG, logger="langgraph_memory.store.base"):
-            for _ in range(2):
-                caplog.clear()
-                assert store.search(("notes",), query=query, limit=3)[0].key != "fresh"
-            assert "HNSW queried while planning" in _plans(caplog)
-            store.put(("notes", "u9"), "fresh", {"text": "fresh note"})
-            assert store.wait_for_index(timeout=60)
-            caplog.clear()
-            assert store.search(("notes",), query=query, limit=3)[0].key == "fresh"
-            assert "HNSW queried while planning" not in _plans(caplog)
-    finally:
-        store.close()

@@ -11,7 +11,7 @@ this module, the store and the lineage.
     >>> from langgraph_memory.catalog import Catalog
     >>> cat = Catalog(pathlib.Path(tempfile.mkdtemp()) / "catalog.sqlite")
     >>> with cat.read() as conn:
-    ...     items_page(conn, "lessons_learned", limit=10), strategy_names(conn)
+    ...     lessons_page(conn, limit=10), strategy_names(conn)
     ([], [])
 """
 
@@ -34,7 +34,6 @@ from langgraph_memory.catalog.sessions import _SESSION_COLS, Session, _session
 
 __all__ = [
     "StrategyName",
-    "items_page",
     "items_per_day",
     "lessons_page",
     "open_lessons",
@@ -63,9 +62,6 @@ class StrategyName:
 # ``+i.ns_id`` keeps SQLite from the (ns_id, updated_at) index: walking the primary key backwards and
 # stopping at the page's last row reads ~(offset + limit) / share rows, where the index would sort the
 # whole collection first (40 ms at 30,000 lessons).
-_IN_COLLECTION = "+i.ns_id IN (SELECT id FROM namespaces WHERE collection = ?)"
-_PAGE = Sql.both("SELECT i.id FROM items i ORDER BY i.id DESC LIMIT ? OFFSET ?")
-_PAGE_IN = Sql.both(f"SELECT i.id FROM items i WHERE {_IN_COLLECTION} ORDER BY i.id DESC LIMIT ? OFFSET ?")
 # A lesson is resolved by a filter-index row: ``true`` is 1 on SQLite and the JSON number 1 (JSONB) on PostgreSQL.
 _OPEN_PAGE = Sql(
     "SELECT i.id FROM items i WHERE +i.ns_id IN (SELECT id FROM namespaces WHERE collection = ?) "
@@ -112,13 +108,6 @@ def _by_ids(conn: sqlite3.Connection, sql: Sql, params: Sequence[object]) -> lis
     ids = [row[0] for row in conn.execute(sql.of(conn), tuple(params))]
     found = get_by_ids(conn, ids)
     return [found[i] for i in ids if i in found]
-
-
-def items_page(conn: sqlite3.Connection, collection: str | None, *, limit: int, offset: int = 0) -> list[StoredItem]:
-    """Items of ``collection`` (or all), newest first (by insertion: the primary key, no sort)."""
-    if collection is None:
-        return _by_ids(conn, _PAGE, (limit, offset))
-    return _by_ids(conn, _PAGE_IN, (collection, limit, offset))
 
 
 def items_per_day(conn: sqlite3.Connection) -> list[tuple[int, int]]:

@@ -35,9 +35,10 @@ carries its backend: the PostgreSQL catalog's connection has
 from __future__ import annotations
 
 import sqlite3
-from typing import TypeAlias
+from collections.abc import Iterable, Sequence
+from typing import Any, TypeAlias
 
-__all__ = ["Connection", "Sql", "of", "both", "pg_placeholders", "dialect_of", "POSTGRESQL", "SQLITE"]
+__all__ = ["Connection", "Sql", "Rows", "of", "both", "pg_placeholders", "dialect_of", "POSTGRESQL", "SQLITE"]
 
 #: An open connection to the catalog, inside one of its transactions (SQLite today).
 Connection: TypeAlias = sqlite3.Connection
@@ -116,3 +117,44 @@ class Sql:
 
     def __repr__(self) -> str:
         return f"Sql({self.sqlite!r}, {self.pg!r})"
+
+
+class Rows:
+    """A plain INSERT of many rows, written in parts so that PostgreSQL gets them in few statements.
+
+    SQLite runs the whole statement once per row (``executemany``: no round
+    trip to save). PostgreSQL gets ``pg_head VALUES row, row, ... pg_tail``,
+    one statement per 500 rows: a statement per row is parsed and planned per
+    row (measured, batches of 100 puts: 38 against 48 ms p50). Only for an
+    INSERT whose rows cannot meet in one statement (no ``DO UPDATE``, which
+    may not touch a row twice in one statement).
+
+    Example:
+        >>> ENQUEUE = Rows.both("INSERT INTO q(a, b)", "(?, ?)")
+        >>> ENQUEUE.sqlite, ENQUEUE.pg_row
+        ('INSERT INTO q(a, b) VALUES (?, ?)', '(%s, %s)')
+        >>> conn = sqlite3.connect(":memory:"); _ = conn.execute("CREATE TABLE q(a, b)")
+        >>> ENQUEUE.insert(conn, [(1, 2), (3, 4)])
+        >>> conn.execute("SELECT count(*) FROM q").fetchone()[0]
+        2
+    """
+
+    __slots__ = ("sqlite", "pg_head", "pg_row", "pg_tail")
+
+    def __init__(self, sqlite: str, pg_head: str, pg_row: str, pg_tail: str = "") -> None:
+        self.sqlite = sqlite
+        self.pg_head = pg_head
+        self.pg_row = pg_row
+        self.pg_tail = pg_tail
+
+    @classmethod
+    def both(cls, head: str, row: str) -> Rows:
+        """``head VALUES row`` read alike by both backends (``?`` placeholders)."""
+        return cls(f"{head} VALUES {row}", pg_placeholders(head), pg_placeholders(row))
+
+    def insert(self, conn: Any, rows: Iterable[Sequence[Any]]) -> None:
+        """Insert ``rows`` through ``conn``."""
+        if getattr(conn, "dialect", None) == POSTGRESQL:
+            conn.insert_rows(self.pg_head, self.pg_row, self.pg_tail, rows)
+        else:
+            conn.executemany(self.sqlite, rows)

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from langgraph_memory.catalog.connection import POSTGRESQL, SQLITE, Sql, dialect_of
+from langgraph_memory.catalog.connection import POSTGRESQL, SQLITE, Rows, dialect_of
 
 __all__ = [
     "KIND_NUM",
@@ -108,9 +108,11 @@ class Condition:
 
 
 # The values are typed JSON on PostgreSQL (JSONB), SQLite's own values on SQLite.
-_INSERT = Sql(
+_INSERT = Rows(
     "INSERT OR IGNORE INTO fields(path, kind, val, item_id) VALUES (?, ?, ?, ?)",
-    "INSERT INTO fields(path, kind, val, item_id) VALUES (%s, %s, CAST(%s AS jsonb), %s) ON CONFLICT DO NOTHING",
+    "INSERT INTO fields(path, kind, val, item_id)",
+    "(%s, %s, CAST(%s AS jsonb), %s)",
+    " ON CONFLICT DO NOTHING",
 )
 
 
@@ -118,8 +120,8 @@ def insert_rows(conn: Any, rows: Iterable[tuple[str, int, Any, int]]) -> None:
     """Add ``(path, kind, value, item_id)`` rows to the filter index (rows already there are kept)."""
     if dialect_of(conn) == POSTGRESQL:
         # A SQLite catalog written before NULs were left out may hold such rows; a copy leaves them behind.
-        conn.executemany(
-            _INSERT.pg,
+        _INSERT.insert(
+            conn,
             [
                 (p, k, json.dumps(v), i)
                 for p, k, v, i in rows
@@ -127,7 +129,7 @@ def insert_rows(conn: Any, rows: Iterable[tuple[str, int, Any, int]]) -> None:
             ],
         )
     else:
-        conn.executemany(_INSERT.sqlite, rows)
+        _INSERT.insert(conn, rows)
 
 
 def _compile(path: str, cond: Any, out: list[Condition]) -> bool:

@@ -35,7 +35,7 @@ from langgraph_memory.catalog import bulk as _bulk
 from langgraph_memory.catalog import keywords as _keywords
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog.bulk import BulkWrites
-from langgraph_memory.catalog.connection import POSTGRESQL, Sql, both, dialect_of
+from langgraph_memory.catalog.connection import POSTGRESQL, Rows, Sql, both, dialect_of
 from langgraph_memory.catalog.fields import field_rows
 from langgraph_memory.catalog.fields import insert_rows as insert_field_rows
 
@@ -179,6 +179,8 @@ _INSERT_VECTOR = Sql.both(
     "FROM (SELECT max(id) AS top FROM vectors WHERE id BETWEEN ? AND ?) AS t"
 )
 
+_PG_INSERT_VECTORS = Rows.both("INSERT INTO vectors(item_id, idx, path, model_id, vec)", "(?, ?, ?, ?, ?)")
+
 
 def _insert_vectors(conn: sqlite3.Connection, rows: Sequence[tuple[int, int, int, str, int, bytes]]) -> None:
     """Insert ``(namespace id, item id, index, path, model id, float32 bytes)`` rows, each in its namespace's run.
@@ -190,10 +192,7 @@ def _insert_vectors(conn: sqlite3.Connection, rows: Sequence[tuple[int, int, int
     if not rows:
         return
     if dialect_of(conn) == POSTGRESQL:
-        conn.executemany(
-            both(conn, "INSERT INTO vectors(item_id, idx, path, model_id, vec) VALUES (?, ?, ?, ?, ?)"),
-            [r[1:] for r in rows],
-        )
+        _PG_INSERT_VECTORS.insert(conn, [r[1:] for r in rows])
         return
     params = []
     for nid, *rest in rows:

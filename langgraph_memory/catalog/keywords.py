@@ -58,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from langgraph_memory.catalog.connection import POSTGRESQL, Sql, both, dialect_of, of, pg_placeholders
+from langgraph_memory.catalog.connection import POSTGRESQL, Rows, Sql, both, dialect_of, of, pg_placeholders
 from langgraph_memory.catalog.keyword_cache import STAMP_SQL, VERSION_KEY, PostingCache, Postings
 from langgraph_memory.catalog.texts import record_text
 
@@ -89,6 +89,8 @@ MAX_QUERY_TERMS = 32
 #: A query term found in more items than this is left out of a search (its weight is small, its cost large).
 MAX_TERM_ITEMS = 20_000
 _CHUNK = 900
+# On PostgreSQL the terms are kept with the lengths (the postings are made from them on the server).
+_INSERT_LENGTHS = Rows.both("INSERT INTO keyword_lengths(item_id, n_tokens, terms)", "(?, ?, ?)")
 # An FTS5 rowid is the item id shifted left by this many bits, plus the item's length (capped to fit).
 _LEN_BITS = 10
 _LEN_MAX = (1 << _LEN_BITS) - 1
@@ -225,10 +227,7 @@ def index_items(conn: sqlite3.Connection, rows: Iterable[tuple[int, str | None]]
     if not batch:
         return
     if pg:
-        conn.executemany(
-            both(conn, "INSERT INTO keyword_lengths(item_id, n_tokens, terms) VALUES (?, ?, ?)"),
-            [(i, n, t) for i, t, n in batch],
-        )
+        _INSERT_LENGTHS.insert(conn, [(i, n, t) for i, t, n in batch])
         # The postings are the terms just recorded, one row each: the server splits them, so a long text
         # sends its terms once as one string instead of one bound row per term (a 32,000-character chunk
         # has thousands).

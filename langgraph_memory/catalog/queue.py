@@ -30,7 +30,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from langgraph_memory.catalog.connection import POSTGRESQL, Sql, dialect_of
+from langgraph_memory.catalog.connection import POSTGRESQL, Rows, Sql, dialect_of
 
 __all__ = [
     "EPOCH_KEY",
@@ -77,7 +77,7 @@ _UNAPPLIED_PARAMS = _UNAPPLIED.count("?")
 _PENDING = Sql.both(f"SELECT seq, item_id, n_old FROM index_queue WHERE {_UNAPPLIED} ORDER BY seq")
 _PENDING_LIMITED = Sql.both(f"SELECT seq, item_id, n_old FROM index_queue WHERE {_UNAPPLIED} ORDER BY seq LIMIT ?")
 _PENDING_ITEMS = Sql.both(f"SELECT DISTINCT item_id FROM index_queue WHERE {_UNAPPLIED}")
-_ENQUEUE = Sql.both("INSERT INTO index_queue(collection, item_id, n_old) VALUES (?, ?, ?)")
+_ENQUEUE = Rows.both("INSERT INTO index_queue(collection, item_id, n_old)", "(?, ?, ?)")
 # The newest position handed out: SQLite keeps it in a table of its own (it never goes back, even past deleted
 # rows); PostgreSQL's sequence is not transactional, so the newest committed row's (applied rows are kept).
 _LAST_SEQ = Sql(
@@ -126,10 +126,7 @@ UNAPPLIED_COLLECTIONS = (
 def enqueue(conn: sqlite3.Connection, collection: str, entries: Sequence[tuple[int, int]]) -> None:
     """Record that the items ``(item_id, n_old)`` of ``collection`` changed their vectors."""
     if entries:
-        conn.executemany(
-            _ENQUEUE.of(conn),
-            [(collection, item_id, n_old) for item_id, n_old in entries],
-        )
+        _ENQUEUE.insert(conn, [(collection, item_id, n_old) for item_id, n_old in entries])
 
 
 def pending(conn: sqlite3.Connection, collection: str, limit: int | None = None) -> list[tuple[int, int, int]]:

@@ -185,13 +185,12 @@ TABLES: tuple[_Table, ...] = (
 )
 
 # Settings that describe one copy of the memory, not the memory: the schema version (each dialect keeps
-# its own), the state of the Chroma index and its queue (rebuilt on the target), and legacy imports.
+# its own), and the state of the Chroma index and its queue (rebuilt on the target).
 _LOCAL_META_PREFIXES = (
     "schema_version",
     "index_",
     "queue_pruned:",
     "vectors_epoch",
-    "legacy_imported",
     "migrated",
     "keyword_version",
 )

@@ -19,7 +19,6 @@ from langgraph_memory.cli._common import (
     Ctx,
     json_object_arg,
     positive_int,
-    preview,
     stamp,
 )
 from langgraph_memory.lifecycle.states import lifecycle_json
@@ -248,15 +247,7 @@ def _search(ctx: Ctx) -> int:
             ]
         )
     elif hits:
-        ctx.table(
-            f"Archive search: {a.query!r}",
-            ("score", "namespace", "key", "text"),
-            [
-                (f"{h.score:.3f}" if h.score is not None else "-", "/".join(h.namespace), h.key, preview(h.value))
-                for h in hits
-            ],
-            ids=("key",),
-        )
+        ctx.hits(f"Archive search: {a.query!r}", hits, digits=3)
     else:
         ctx.say("No archived matches.")
     return EXIT_OK if hits else EXIT_NOTHING

@@ -306,6 +306,27 @@ class Ctx:
             table.add_row(*(Text(str(c)) for c in row))  # cells are data, never markup
         self.out.print(table)
 
+    def hits(
+        self, title: str, hits: Sequence[Any], *, digits: int = 4, lifecycle: Callable[[Any], str] | None = None
+    ) -> None:
+        """Search hits as a table: score, namespace, key, the ``lifecycle`` word of each (if given), a preview."""
+        extra = ("lifecycle",) if lifecycle is not None else ()
+        self.table(
+            title,
+            ("score", "namespace", "key", *extra, "text"),
+            [
+                (
+                    f"{h.score:.{digits}f}" if h.score is not None else "-",
+                    "/".join(h.namespace),
+                    h.key,
+                    *((lifecycle(h),) if lifecycle is not None else ()),
+                    preview(h.value),
+                )
+                for h in hits
+            ],
+            ids=("key",),
+        )
+
     @contextmanager
     def progress(self) -> Iterator[Callable[[str, int, int | None], None]]:
         """A progress bar on stderr; yields ``update(phase, done, total)``, one bar per phase."""

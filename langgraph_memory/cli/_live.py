@@ -115,32 +115,9 @@ def _search(ctx: Ctx) -> int:
             archived = keep(_archived_matches(mem, prefix, a))
     if ctx.json:
         ctx.emit([{**item_dict(h), **_states(statuses, h)} for h in hits])
-    elif hits and a.include_retired:
-        ctx.table(
-            f"Search: {a.query!r}",
-            ("score", "namespace", "key", "lifecycle", "text"),
-            [
-                (
-                    f"{h.score:.4f}" if h.score is not None else "-",
-                    "/".join(h.namespace),
-                    h.key,
-                    _lifecycle_word(statuses, h),
-                    preview(h.value),
-                )
-                for h in hits
-            ],
-            ids=("key",),
-        )
     elif hits:
-        ctx.table(
-            f"Search: {a.query!r}",
-            ("score", "namespace", "key", "text"),
-            [
-                (f"{h.score:.4f}" if h.score is not None else "-", "/".join(h.namespace), h.key, preview(h.value))
-                for h in hits
-            ],
-            ids=("key",),
-        )
+        lifecycle = (lambda h: _lifecycle_word(statuses, h)) if a.include_retired else None
+        ctx.hits(f"Search: {a.query!r}", hits, lifecycle=lifecycle)
     else:
         ctx.say("No matches.")
     _say_what_is_hidden(ctx, a.query, hidden, archived)

@@ -75,8 +75,6 @@ FILE_MIN_SECONDS = 0.0005
 # 8 KB pages hold four 1.5 KB vectors where 4 KB pages hold two (1.9 against 2.3 KB a row, measured).
 _PAGE_SIZE = 8192
 _TABLE = "CREATE TABLE IF NOT EXISTS cached_vectors (key INTEGER PRIMARY KEY, vector BLOB NOT NULL)"
-# The layout before: keyed by the whole hashes, 4.7 KB a row. It is a cache, so it is dropped, not converted.
-_OLD_TABLE = "embedding_cache"
 _SELECT = "SELECT key, vector FROM cached_vectors WHERE key IN ({marks})"
 _UPSERT = "INSERT OR REPLACE INTO cached_vectors (key, vector) VALUES (?, ?)"
 # SQLite's default limit on the parameters of one statement is far above this.
@@ -446,10 +444,8 @@ class CachedEmbeddings(Embeddings):
 
 
 def _create(conn: sqlite3.Connection) -> None:
-    """Make the table and drop the old layout's; read the first page now, so that damage shows at open."""
+    """Make the table; read the first page now, so that damage shows at open."""
     conn.execute(_TABLE)
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (_OLD_TABLE,)).fetchone():
-        conn.execute(f"DROP TABLE IF EXISTS {_OLD_TABLE}")
     conn.execute("SELECT 1 FROM cached_vectors LIMIT 1").fetchall()
 
 

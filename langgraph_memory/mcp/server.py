@@ -43,13 +43,12 @@ from __future__ import annotations
 import functools
 import hmac
 import inspect
-import ipaddress
 import logging
-import socket
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+from langgraph_memory._infra.serving import is_loopback, serve_asgi
 from langgraph_memory.config import MCP_PORT, MCP_TOKEN_ENV
 from langgraph_memory.errors import ConfigError, LangGraphMemoryError
 from langgraph_memory.mcp.tools import MemoryTools
@@ -126,11 +125,7 @@ def check_bind(host: str, token: str | None, allow_remote: bool) -> None:
     """
     if token is not None and len(token) < MIN_TOKEN_CHARS:
         raise ConfigError(f"the token must have at least {MIN_TOKEN_CHARS} characters; make a random one")
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if loopback:
+    if is_loopback(host):
         return
     if not allow_remote or not token:
         raise ConfigError(
@@ -201,34 +196,20 @@ def serve(
         check_bind(host, token, allow_remote)
     server = build_server(memory, namespace=namespace)
     _warm_up(memory)
-    import anyio
-
     if transport == "stdio":
+        import anyio
+
         anyio.run(server.run_stdio_async)
         return
-    import uvicorn
-
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port") from exc
-    try:
-        # Listen before announcing the address: a client that connects at once then waits in the
-        # backlog until the server accepts, instead of being refused (uvicorn listening again is harmless).
-        sock.listen(2048)
-        bound = sock.getsockname()[1]
-        app = server.streamable_http_app(host=host)
-        if token:
-            app = _BearerAuth(app, token)
-        url = f"http://{'[' + host + ']' if family == socket.AF_INET6 else host}:{bound}/mcp"
-        logger.info("serving memory at %s over MCP (streamable HTTP)", url)
-        if on_listening is not None:
-            on_listening(url)
-        config = uvicorn.Config(app, log_level="warning", lifespan="on")
-        anyio.run(functools.partial(uvicorn.Server(config).serve, sockets=[sock]))
-    finally:
-        sock.close()
+    app = server.streamable_http_app(host=host)
+    if token:
+        app = _BearerAuth(app, token)
+    serve_asgi(
+        app,
+        host,
+        port,
+        what="MCP server (streamable HTTP)",
+        path="/mcp",
+        lifespan="on",
+        on_listening=on_listening,
+    )

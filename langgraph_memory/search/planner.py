@@ -39,7 +39,6 @@ logs every plan at debug level. The thresholds were chosen by measurement
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
 from collections.abc import Callable, Sequence
@@ -63,7 +62,6 @@ from langgraph_memory.index.chroma import ChromaIndex, IndexUnavailable
 from langgraph_memory.registry import CollectionRegistry, default_collections
 from langgraph_memory.search import filters as _filters
 from langgraph_memory.search._recall import RecallWatch
-from langgraph_memory.search.early_query import EarlyQueries, EarlyQuery
 from langgraph_memory.search.vectors import CollectionVectors, Segments, VectorCache, dot_rows
 
 __all__ = ["Plan", "Planner", "EXACT_MAX", "OVERFETCH"]
@@ -115,7 +113,7 @@ LateOmit = Callable[[Connection, int | None], Omit]
 Hit = tuple[float | None, StoredItem]
 #: Called by `Planner.run()` inside the search's snapshot, after the vector search: ``(conn, scorer, hits, omit)``.
 Then = Callable[[Connection, "ScopeScorer", list[Hit], Omit], None]
-#: Work a search does in its snapshot while an HNSW query it started early is under way (`Planner.run`).
+#: Accepted by `Planner.run()` for its callers; never called (no HNSW query runs while a search plans).
 Meanwhile = Callable[[Connection], None]
 
 
@@ -202,13 +200,9 @@ class Planner:
         self.vectors = vectors
         self.exact_max = exact_max
         self.recall = RecallWatch()
-        self.early = EarlyQueries()
-        # How far Chroma had applied changes at a snapshot read earlier (see `_check_early`).
-        self._applied_seen: tuple[int, str | None] | None = None
 
     def close(self) -> None:
-        """Stop the workers that start HNSW queries early."""
-        self.early.close()
+        """Nothing to release: the planner runs no thread of its own."""
 
     # ----------------------------------------------------------- estimates
 
@@ -414,22 +408,13 @@ class Planner:
         ``then`` (a search with a query only) runs in the same snapshot after the vector search, given a
         `ScopeScorer` of the search's scope and what the search left out: hybrid search scores its keyword
         candidates there, from the same vectors, without a second read transaction.
-        ``meanwhile`` runs (at most once, in the same snapshot) when the search
-        would wait for an HNSW query it started before planning: hybrid search
-        reads its posting lists while Chroma answers.
+        ``meanwhile`` is not called: a search's HNSW query starts after it plans.
         """
         need = op.offset + op.limit
-        early_key = None
         if qvec is not None:
             self.index.catch_up()  # after a Chroma server outage (a no-op otherwise)
-            early_key = _early_key(op, need)
         with self._vectors_lock(), self.catalog.snapshot() as conn:
-            applied = self._applied_seen
-            early = self._start_early(early_key, qvec) if applied is not None else None
             plan, scopes, conds = self._plan(conn, op, qvec is not None, load=True)
-            if early_key is not None:
-                early = self._check_early(early, applied, scopes)
-                self._remember_fetch(early_key, scopes, conds, op.filter, need)
             if plan.strategy == "empty" or need <= 0:
                 return [], plan
             if omit_for is not None:
@@ -453,11 +438,8 @@ class Planner:
                             self._record(s.collection, hnsw, exact, need)
                     scored.extend(exact)
                     continue
-                hook, meanwhile = meanwhile, None  # the first hnsw scope's wait only, even if that scope fails
                 try:
-                    scored.extend(
-                        self._hnsw(conn, s, conds, op.filter, plan, qvec, need, omit, early=early, meanwhile=hook)
-                    )
+                    scored.extend(self._hnsw(conn, s, conds, op.filter, plan, qvec, need, omit))
                 except (IndexUnavailable, StorageError):
                     plan.notes.append(f"{s.collection}: index failed, searched exactly")
                     scored.extend(self._exact(conn, s, conds, op.filter, qvec, need, omit))
@@ -593,15 +575,12 @@ class Planner:
         omit: Omit,
         *,
         check: bool = True,
-        early: EarlyQuery | None = None,
-        meanwhile: Meanwhile | None = None,
     ) -> list[Hit]:
         """An unfiltered Chroma query, over-fetched and widened, each hit checked in the catalog.
 
         With ``check``, a search that `RecallWatch` says is due is also scored
         exactly (for a scope small enough to be scored in place), and the
-        recall of the HNSW answer is recorded. ``meanwhile`` runs before
-        waiting for ``early``'s answer, if it is not in yet.
+        recall of the HNSW answer is recorded.
         """
         unapplied = scope.heads.unapplied if scope.heads is not None else None
         if unapplied is not None and scope.collection not in unapplied:
@@ -623,16 +602,7 @@ class Planner:
         probes = 0
         while True:
             plan.rounds += 1
-            found = None
-            if early is not None and plan.rounds == 1:
-                if meanwhile is not None and early.running:
-                    meanwhile(conn)
-                found = early.take(scope.collection, n)
-                if found is not None:
-                    n = early.n  # as many records or more: read the answer as that round's
-                    plan.notes.append(f"{scope.collection}: HNSW queried while planning ({n} records)")
-            if found is None:
-                found = self.index.query(scope.collection, qvec, n)
+            found = self.index.query(scope.collection, qvec, n)
             plan.fetch = max(plan.fetch, n)
             if check and col is not None and probes < 2 and self._missed(col, scope, qvec, found, need / share):
                 probes += 1
@@ -724,47 +694,6 @@ class Planner:
         # made every HNSW query dearer than the widening it saved.
         per_item = math.sqrt(max(scope.n_vectors / max(scope.n_items, 1), 1.0))
         return max(MIN_FETCH, math.ceil(need * per_item / _share(scope) * OVERFETCH))
-
-    def _start_early(self, key: tuple[Any, ...] | None, qvec: np.ndarray | None) -> EarlyQuery | None:
-        """Start the HNSW query that the last search of ``key`` began with (see `EarlyQueries`)."""
-        guess = self.early.guess(key) if key is not None and qvec is not None else None
-        if guess is None or qvec is None:
-            return None
-        collection, n = guess
-        return self.early.start(collection, n, lambda: self.index.query_quietly(collection, qvec, n))
-
-    def _check_early(
-        self, early: EarlyQuery | None, applied: tuple[int, str | None] | None, scopes: list[_Scope]
-    ) -> EarlyQuery | None:
-        """``early`` if Chroma applied nothing between its start and this search's snapshot, else None.
-
-        ``applied`` is what an earlier snapshot read, before ``early`` started.
-        A change Chroma applied after the query started, and marked applied
-        before the snapshot, would be in neither the answer nor the changes
-        the snapshot still lists as unapplied: with the same total, there was
-        none.
-        """
-        heads = scopes[0].heads if scopes else None
-        now = None if heads is None or heads.unapplied is None else (heads.applied, heads.epoch)
-        if now is not None:
-            self._applied_seen = now
-        return early if early is not None and now is not None and now == applied else None
-
-    def _remember_fetch(
-        self,
-        key: tuple[Any, ...],
-        scopes: list[_Scope],
-        conds: list[Condition],
-        filter: dict[str, Any] | None,
-        need: int,
-    ) -> None:
-        """Note the first HNSW query of a one-collection search, for the next search of ``key`` to start early."""
-        if len(scopes) == 1 and scopes[0].strategy == "hnsw" and not self._weak(scopes[0], conds):
-            n = self._first_fetch(scopes[0], conds, filter, need, first=True)
-            if scopes[0].n_items > n:
-                self.early.remember(key, scopes[0].collection, n)
-                return
-        self.early.forget(key)
 
     def _missed(
         self, col: CollectionVectors, scope: _Scope, qvec: np.ndarray, found: list[tuple[int, int, float]], depth: float
@@ -953,17 +882,6 @@ def _scope_rows(col: CollectionVectors, scope: _Scope) -> Segments:
 def _share(scope: _Scope) -> float:
     """The candidates' share of the index's records (items can have several vectors each)."""
     return max(scope.candidates * scope.n_vectors / max(scope.n_items, 1) / max(scope.n_collection_vectors, 1), 1e-6)
-
-
-def _early_key(op: SearchOp, need: int) -> tuple[Any, ...] | None:
-    """What makes two searches plan the same first HNSW query: the prefix, the filter and the depth."""
-    if not op.namespace_prefix:
-        return None  # several collections: several queries
-    try:
-        filter_key = json.dumps(op.filter, sort_keys=True, default=repr) if op.filter else ""
-    except (TypeError, ValueError):
-        return None
-    return (tuple(op.namespace_prefix), filter_key, need)
 
 
 def _log_head(scope: _Scope) -> tuple[int, str | None] | None:

@@ -39,7 +39,6 @@ from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.factory import open_catalog
-from langgraph_memory.catalog.legacy import has_legacy, import_legacy
 from langgraph_memory.catalog.lineage_store import LineageStore
 from langgraph_memory.config import MAX_KEY_CHARS, Settings
 from langgraph_memory.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings
@@ -362,15 +361,6 @@ class ChromaStore(BaseStore):
                 self.catalog = open_catalog(self.settings, durability=durability)
             opened.append(self.catalog.close)
             model = self.cached_embeddings.model_id if self.cached_embeddings is not None else None
-            if (
-                not read_only
-                and client is None
-                and self.settings.catalog_url is None
-                and has_legacy(self.settings.chroma_dir, self.catalog)
-            ):
-                import_legacy(
-                    self.settings.chroma_dir, self.settings.data_dir, self.catalog, model, dims, collections.names()
-                )
             if read_only:
                 # Chroma cannot be opened without writing to its folder: searches are scored exactly instead.
                 self.vector_index = cast(ChromaIndex, ExactOnlyIndex(self.catalog, collections.names()))

@@ -28,13 +28,9 @@ CSRF token).
 
 from __future__ import annotations
 
-import functools
 import logging
-import socket
 from collections.abc import Callable
 from typing import Any
-
-from langgraph_memory.errors import ConfigError
 
 __all__ = ["build_app", "serve", "DEFAULT_PORT"]
 
@@ -65,28 +61,9 @@ def serve(
     Raises:
         ConfigError: a non-loopback ``host`` without a token, a short token, or a port in use.
     """
-    import anyio
-    import uvicorn
-
+    from langgraph_memory._infra.serving import serve_asgi
     from langgraph_memory.ui.security import check_ui_bind
 
     check_ui_bind(host, token)
     app = build_app(memory, allow_writes=allow_writes, token=token, host=host)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port") from exc
-    # Listen before announcing the address: a client that connects at once waits in the backlog until
-    # uvicorn accepts, instead of being refused.
-    sock.listen(128)
-    bound = sock.getsockname()[1]
-    url = f"http://{'[' + host + ']' if family == socket.AF_INET6 else host}:{bound}/"
-    logger.info("memory browser at %s", url)
-    if on_listening is not None:
-        on_listening(url)
-    config = uvicorn.Config(app, log_level="warning", lifespan="off")
-    anyio.run(functools.partial(uvicorn.Server(config).serve, sockets=[sock]))
+    serve_asgi(app, host, port, what="memory browser", on_listening=on_listening)

@@ -37,7 +37,6 @@ from langgraph_memory.memory import Memory
 from langgraph_memory.research.collections import (
     COLLECTIONS,
     GENERAL,
-    collection_by_name,
     collection_for,
     memory_type_for,
 )
@@ -489,13 +488,6 @@ class Browser:
             n_open, n_resolved = counts = _browse.open_lessons(conn)
             rows = _browse.lessons_page(conn, limit=self.page_size, offset=page * self.page_size, counts=counts)
         return Page(rows, page, self.page_size, n_open + n_resolved), n_open
-
-    def collection_items(self, collection: str, page: int = 0) -> Page:
-        spec = collection_by_name(collection)
-        with self.store.catalog.read() as conn:
-            total = _items.count_items(conn, spec.name)
-            rows = _browse.items_page(conn, spec.name, limit=self.page_size, offset=page * self.page_size)
-        return Page(rows, page, self.page_size, total)
 
     # ------------------------------------------------------------ sessions
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import os
 import secrets
 from pathlib import Path
@@ -25,6 +24,7 @@ from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
+from langgraph_memory._infra.serving import is_loopback
 from langgraph_memory.errors import ConfigError
 
 __all__ = ["TOKEN_ENV", "TOKEN_COOKIE", "CSRF_COOKIE", "check_ui_bind", "read_token", "Guard", "is_loopback"]
@@ -34,13 +34,6 @@ TOKEN_ENV = "LANGGRAPH_MEMORY_UI_TOKEN"
 TOKEN_COOKIE = "lgm_ui_token"
 CSRF_COOKIE = "lgm_csrf"
 _LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
-
-
-def is_loopback(host: str) -> bool:
-    try:
-        return host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def read_token(token_file: str | os.PathLike[str] | None) -> str | None:

@@ -40,12 +40,6 @@ __all__ = ["PgConnection", "PgCursor", "configure"]
 
 logger = logging.getLogger(__name__)
 
-# An INSERT of one row of placeholders that may become one statement of many rows (no upsert: an
-# ON CONFLICT ... DO UPDATE cannot touch one row twice in a statement, as SQLite's row by row can).
-_ROW_INSERT = re.compile(
-    r"^(\s*INSERT INTO\s+\w+\s*\([^)]*\)\s*VALUES\s*)(\((?:[^()]|\([^()]*\))*\))(\s*(?:ON CONFLICT DO NOTHING)?\s*)$",
-    re.I | re.S,
-)
 _ENDS_TRANSACTION = frozenset({"COMMIT", "ROLLBACK"})
 # A transaction committed as the server is configured (synchronously, by default) that writes a row of this
 # connection's own (no other waits for it) and removes it: its commit flushes the WAL past every record this
@@ -188,18 +182,6 @@ class _Deferred(PgCursor):
     def __iter__(self) -> Iterator[Any]:
         self._conn.flush()
         return iter(())
-
-
-class _Counted(PgCursor):
-    """The cursor of a statement split in parts: ``rowcount`` is the parts' total."""
-
-    def __init__(self, cur: ClientCursor[Any], rowcount: int) -> None:
-        super().__init__(cur)
-        self._rowcount = rowcount
-
-    @property
-    def rowcount(self) -> int:
-        return self._rowcount
 
 
 class PgConnection:
@@ -396,40 +378,29 @@ class PgConnection:
             raise
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> PgCursor:
-        """Run one statement for each row of parameters (an INSERT: one statement per 500 rows)."""
+        """Run one statement for each row of parameters (for a plain INSERT of many rows, `insert_rows`)."""
         pg = sql
         params = [tuple(r) for r in rows]
-        m = _ROW_INSERT.match(pg)
         self._order(pg)
-        statements: list[tuple[str, tuple[Any, ...]]]
-        if m is not None and len(params) > 1:
-            head, row, tail = m.groups()
-            statements = [
-                (f"{head}{', '.join([row] * len(chunk))}{tail}", tuple(x for r in chunk for x in r))
-                for chunk in (params[i : i + _ROWS_PER_INSERT] for i in range(0, len(params), _ROWS_PER_INSERT))
-            ]
-        else:
-            statements = [(pg, r) for r in params]
         try:
             if self._deferrable(pg):
-                pendings = []
-                for stmt, args in statements:
-                    pendings.append(_Pending())
-                    self._deferred.append((self._bind(stmt, args), pendings[-1]))
+                pendings = [_Pending() for _ in params]
+                self._deferred.extend((self._bind(pg, args), p) for args, p in zip(params, pendings, strict=True))
                 return _Deferred(self, pendings)
             cur = ClientCursor(self.raw)
-            if m is not None and len(params) > 1:
-                total = 0
-                for stmt, args in statements:
-                    self._run(cur, stmt, args)
-                    total += max(cur.rowcount, 0)
-                return _Counted(cur, total)
             self.flush()
             cur.executemany(pg, params)
         except psycopg.Error:
             logger.debug("catalog statement failed: %s", pg)
             raise
         return PgCursor(cur)
+
+    def insert_rows(self, head: str, row: str, tail: str, rows: Iterable[Sequence[Any]]) -> None:
+        """``{head} VALUES {row}, {row}, ... {tail}`` for ``rows``: one statement per 500 rows (see `Rows`)."""
+        params = [tuple(r) for r in rows]
+        for start in range(0, len(params), _ROWS_PER_INSERT):
+            chunk = params[start : start + _ROWS_PER_INSERT]
+            self.execute(f"{head} VALUES {', '.join([row] * len(chunk))}{tail}", tuple(x for r in chunk for x in r))
 
     def commit_durably(self) -> None:
         """``COMMIT`` a transaction run with ``synchronous_commit`` off, and return once it is on disk.
