@@ -30,6 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from langgraph_memory.catalog import evidence as _evidence
 from langgraph_memory.catalog.connection import POSTGRESQL, Sql, both, dialect_of
 from langgraph_memory.catalog.items import chunked, rows_in
 from langgraph_memory.errors import LineageCycleError, LineageError
@@ -203,7 +204,10 @@ def link(conn: sqlite3.Connection, child_id: str, parent_id: str, relation: str 
     row = conn.execute(both(conn, "SELECT collection FROM lineage_nodes WHERE id = ?"), (child_id,)).fetchone()
     if row is None:
         raise LineageError(f"unknown item {child_id!r}: only items stored through Memory (or registered) can be linked")
-    return _link(conn, child_id, parent_id, relation, row[0], time.time())
+    edge = _link(conn, child_id, parent_id, relation, row[0], time.time())
+    # Lineage grew after the fact: the child (and what derives from it) now rests on the parent's data too.
+    _evidence.follow(conn, child_id, parent_id)
+    return edge
 
 
 def _is_ancestor(conn: sqlite3.Connection, start: str, target: str) -> bool:
@@ -267,8 +271,9 @@ def _link(
 
 
 def forget(conn: sqlite3.Connection, item_ids: Iterable[str]) -> None:
-    """Remove nodes, their edges and their version rows (a hard delete of the items)."""
-    for chunk in chunked(list(item_ids)):
+    """Remove nodes, their edges and their version rows, and forget their evidence ends (a hard delete)."""
+    item_ids = list(item_ids)
+    for chunk in chunked(item_ids):
         marks = ",".join("?" * len(chunk))
         conn.execute(
             both(conn, f"DELETE FROM lineage_edges WHERE child_id IN ({marks}) OR parent_id IN ({marks})"),
@@ -276,6 +281,7 @@ def forget(conn: sqlite3.Connection, item_ids: Iterable[str]) -> None:
         )
         conn.execute(both(conn, f"DELETE FROM versions WHERE id IN ({marks})"), tuple(chunk))
         conn.execute(both(conn, f"DELETE FROM lineage_nodes WHERE id IN ({marks})"), tuple(chunk))
+    _evidence.forget(conn, item_ids)
 
 
 # ----------------------------------------------------------------------- reads
