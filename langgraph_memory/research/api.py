@@ -121,7 +121,7 @@ def _backtest_summary(name: str | None, version: int | None, value: dict[str, An
     """The embedded text of a backtest: what ran, when, on what, and how it did."""
     head = f"{name or 'strategy'} v{version or '?'} backtest"
     if value.get("period_start") or value.get("period_end"):
-        head += f" {value.get('period_start', '?')[:10]} to {value.get('period_end', '?')[:10]}"
+        head += f" {(value.get('period_start') or '?')[:10]} to {(value.get('period_end') or '?')[:10]}"
     if value.get("universe"):
         head += f" on {', '.join(value['universe'][:5])}"
     parts = []
