@@ -8,6 +8,7 @@ lineage, at any depth, kept current when lineage grows later.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterator
 from datetime import date, datetime
 from pathlib import Path
@@ -315,3 +316,23 @@ def _matches(value: dict, flt: dict) -> bool:
     from langgraph_memory.search.filters import matches
 
     return matches(value, flt)
+
+
+def test_a_cutoff_few_items_pass_is_planned_like_a_selective_filter(
+    big: ChromaStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert big.explain(("notes",), query="note 123").strategy == "hnsw"
+    with caplog.at_level(logging.DEBUG, logger="langgraph_memory.store.base"):
+        big.search(("notes",), query="note 123", limit=10, data_cutoff=date.fromordinal(FIRST.toordinal() + 30))
+    plans = [r.getMessage() for r in caplog.records if r.getMessage().startswith("search ")]
+    assert (
+        plans and "exact over memories" in plans[-1] and "omit keeps ~5% of items" in plans[-1]
+    )  # 28 of 540 dated notes
+
+
+def test_a_cutoff_before_every_known_date_returns_nothing(big: ChromaStore) -> None:
+    early = date.fromordinal(FIRST.toordinal() - 1)
+    assert big.search(("notes",), query="note 1", data_cutoff=early) == []
+    assert big.search(("notes",), data_cutoff=early) == []
+    undated = [h.key for h in big.search(("notes",), limit=100, data_cutoff=early, include_undated=True)]
+    assert sorted(undated) == sorted(f"n{i}" for i in range(N) if _end(i) is None)

@@ -17,6 +17,8 @@ PostgreSQL catalog's advisory lock), so ``seq`` grows in commit order.
 
     >>> import tempfile, pathlib
     >>> from datetime import date, datetime
+
+import numpy as np
     >>> from langgraph_memory.catalog import Catalog
     >>> from langgraph_memory.catalog import lineage
     >>> cat = Catalog(pathlib.Path(tempfile.mkdtemp()) / "catalog.sqlite")
@@ -37,6 +39,8 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime
+
+import numpy as np
 
 from langgraph_memory.catalog.connection import Sql, both
 from langgraph_memory.catalog.items import chunked, item_uid
@@ -171,6 +175,23 @@ class EvidenceEnds:
         self._seq = 0
         self._ends: dict[str, int] = {}
         self._lock = threading.Lock()
+        self._sorted: np.ndarray | None = None  # the dates, sorted, for `share()`; None after a change
+
+    def share(self, cutoff: int, include_undated: bool) -> float:
+        """The share of dated items whose evidence ends by ``cutoff`` (an ordinal), as of the last `snapshot()`.
+
+        An estimate for planning: a search expects that share of its candidates to pass (all of them with
+        ``include_undated``, less those dated after the cut-off). Sorted once per change, then a bisection.
+        """
+        with self._lock:
+            if self._sorted is None:
+                self._sorted = np.sort(np.fromiter(self._ends.values(), dtype=np.int64, count=len(self._ends)))
+            dates = self._sorted
+        if not len(dates):
+            return 1.0 if include_undated else 0.0
+        passing = int(np.searchsorted(dates, cutoff, side="right")) / len(dates)
+        # Undated items count as dated ones do: they fail a cut-off, or (included) pass it, in unknown number.
+        return passing if passing or not include_undated else 1e-3
 
     def snapshot(self, conn: sqlite3.Connection) -> dict[str, int]:
         """``{uid: date ordinal}`` of every item with a known evidence end, as of ``conn``'s transaction.
@@ -184,6 +205,8 @@ class EvidenceEnds:
             if top < self._seq:  # the table was replaced (or emptied): read it all
                 rows = conn.execute(_ALL.of(conn)).fetchall()
                 self._ends = {}
+            if top != self._seq:  # something changed: the sorted dates are made again when next asked for
+                self._sorted = None
             for uid, end, _seq in rows:
                 if end is None:
                     self._ends.pop(uid, None)

@@ -1061,7 +1061,9 @@ class ChromaStore(BaseStore):
                 return omit
             # The cut-off leaves items out like a status does: the planner ranks further down until it has
             # ``limit`` that pass, so the best items by the cut-off come back on every plan.
-            return _after_cutoff(omit, self._evidence.snapshot(conn), cutoff, include_undated)
+            ends = self._evidence.snapshot(conn)
+            keeps = self._evidence.share(cutoff.toordinal(), include_undated)
+            return _after_cutoff(omit, ends, cutoff, include_undated, keeps)
 
         if cutoff is None and isinstance(op, SearchAllOp):
             late, omit = None, self._omitter(now)
@@ -1233,15 +1235,20 @@ def _check_key(key: Any) -> None:
 
 
 def _after_cutoff(
-    omit: Callable[[StoredItem], bool], ends: dict[str, int], cutoff: date, include_undated: bool
+    omit: Callable[[StoredItem], bool], ends: dict[str, int], cutoff: date, include_undated: bool, keeps: float
 ) -> Callable[[StoredItem], bool]:
-    """``omit``, also leaving out items whose evidence ends after ``cutoff`` (and undated ones, unless included)."""
+    """``omit``, also leaving out items whose evidence ends after ``cutoff`` (and undated ones, unless included).
+
+    ``keeps``, the share of items expected to pass, goes with it as its attribute ``keeps``: the planner
+    plans for that many candidates (see `Planner._narrow`).
+    """
     last = cutoff.toordinal()
     undated = 0 if include_undated else last + 1  # an unknown end counts as before the cut-off, or after it
 
     def omitted(it: StoredItem) -> bool:
         return ends.get(it.uid, undated) > last or omit(it)
 
+    omitted.keeps = keeps  # type: ignore[attr-defined]
     return omitted
 
 
