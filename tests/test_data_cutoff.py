@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import Iterator
 from datetime import date, datetime
 from pathlib import Path
@@ -336,3 +337,38 @@ def test_a_cutoff_before_every_known_date_returns_nothing(big: ChromaStore) -> N
     assert big.search(("notes",), data_cutoff=early) == []
     undated = [h.key for h in big.search(("notes",), limit=100, data_cutoff=early, include_undated=True)]
     assert sorted(undated) == sorted(f"n{i}" for i in range(N) if _end(i) is None)
+
+
+@pytest.mark.sqlite_only("turns a SQLite catalog file back to the version before evidence ends")
+def test_a_catalog_from_before_evidence_ends_gains_them_and_its_old_memories_are_undated(
+    data_dir: Path, fake_embeddings: DeterministicFakeEmbedding
+) -> None:
+    with Memory.open(data_dir, embeddings=fake_embeddings) as m:
+        h = m.store_hypothesis("Trends persist")
+        old = m.store_backtest(m.store_strategy("t", "trend", hypothesis_id=h.id).id, period_end="2018-12-31")
+    conn = sqlite3.connect(data_dir / "catalog.sqlite")
+    conn.executescript("DROP TABLE evidence_ends; PRAGMA user_version = 8;")
+    conn.close()
+    with Memory.open(data_dir, embeddings=fake_embeddings) as m:
+        cutoff = date(2020, 1, 1)
+        assert _recalled(m, cutoff) == set()  # stored before: no known evidence end, left out
+        assert old.id in _recalled(m, cutoff, include_undated=True)
+        new = m.store_backtest(old.strategy_id, period_end="2019-06-28")
+        assert _recalled(m, cutoff) == {new.id}
+
+
+def test_a_postgresql_catalog_from_before_evidence_ends_gains_them(
+    pg_database: str, tmp_path: Path, fake_embeddings: DeterministicFakeEmbedding
+) -> None:
+    import psycopg
+
+    with Memory.open(pg_database, local_dir=tmp_path / "local", embeddings=fake_embeddings) as m:
+        h = m.store_hypothesis("Trends persist")
+        s = m.store_strategy("t", "trend", hypothesis_id=h.id)
+    with psycopg.connect(pg_database, autocommit=True) as conn:
+        conn.execute("DROP TABLE evidence_ends")
+        conn.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+    with Memory.open(pg_database, local_dir=tmp_path / "local", embeddings=fake_embeddings) as m:
+        b = m.store_backtest(s.id, period_end="2019-06-28")
+        lesson = m.store_lesson("Trend lagged", backtest_id=b.id)
+        assert _recalled(m, date(2019, 12, 31)) == {b.id, lesson.id}
