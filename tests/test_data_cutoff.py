@@ -372,3 +372,22 @@ def test_a_postgresql_catalog_from_before_evidence_ends_gains_them(
         b = m.store_backtest(s.id, period_end="2019-06-28")
         lesson = m.store_lesson("Trend lagged", backtest_id=b.id)
         assert _recalled(m, date(2019, 12, 31)) == {b.id, lesson.id}
+
+
+def test_a_memory_stored_by_store_node_under_a_dated_parent_takes_its_date(mem: Memory) -> None:
+    from langgraph_memory.graph.nodes import store_node
+
+    r = _research(mem)
+
+    class S(TypedDict, total=False):
+        note: str
+        parent: str
+
+    builder = StateGraph(S)
+    builder.add_node("remember", store_node("lessons", values="note", parent="parent"))
+    builder.add_edge(START, "remember")
+    builder.compile(store=mem.store).invoke({"note": "Whipsaw again", "parent": r["b2"].id})
+    found = mem.store.search(("lessons",), query="Whipsaw again", filter={"lesson": "Whipsaw again"})
+    assert len(found) == 1
+    assert mem.store.search(("lessons",), filter={"lesson": "Whipsaw again"}, data_cutoff=date(2020, 12, 30)) == []
+    assert len(mem.store.search(("lessons",), filter={"lesson": "Whipsaw again"}, data_cutoff=date(2020, 12, 31))) == 1

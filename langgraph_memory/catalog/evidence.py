@@ -4,10 +4,10 @@ A row of ``evidence_ends`` says that the item with this uid drew on data up
 to ``evidence_end`` (an ISO date). The catalog does not decide what an
 item's own date is (the research layer does: a backtest's ``period_end``,
 say); it keeps one rule: an item's evidence ends no earlier than that of
-anything it derives from through lineage. `note()` records a new item's
-own date together with its parents' latest, and `follow()` (called by every
-new lineage edge) moves a child and all its descendants forward when the
-edge brings a later date. Dates only move forward: lineage only grows.
+anything it derives from through lineage. `note()` (called by
+`lineage.register`) records a new item's own date together with its
+parents' latest, and `follow()` (called by every later lineage edge) moves
+a child and all its descendants forward when the edge brings a later date. Dates only move forward: lineage only grows.
 
 ``item_id`` is the item's lineage id (its key), so the statements join the
 lineage tables; ``seq`` orders the changes, so that a process keeps the
@@ -23,10 +23,8 @@ import numpy as np
     >>> from langgraph_memory.catalog import lineage
     >>> cat = Catalog(pathlib.Path(tempfile.mkdtemp()) / "catalog.sqlite")
     >>> with cat.write() as conn:
-    ...     _ = lineage.register(conn, "b1", "backtest_results", ("backtests",))
-    ...     note(conn, ("backtests",), "b1", date(2020, 12, 31))
+    ...     _ = lineage.register(conn, "b1", "backtest_results", ("backtests",), evidence_end=date(2020, 12, 31))
     ...     _ = lineage.register(conn, "l1", "lessons_learned", ("lessons",), parents=[("b1", "learned_from")])
-    ...     note(conn, ("lessons",), "l1", None)
     >>> with cat.read() as conn:
     ...     ends(conn, [(("lessons",), "l1")])
     {'l1': datetime.date(2020, 12, 31)}

@@ -28,6 +28,7 @@ import sqlite3
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
 from langgraph_memory.catalog import evidence as _evidence
@@ -146,10 +147,13 @@ def register(
     name: str | None = None,
     version_name: str | None = None,
     link_previous_version: bool = True,
+    evidence_end: date | None = None,
 ) -> int | None:
     """Record a node, its parents and (``version_name``) its version; inside a write transaction.
 
-    Returns the version number, or None without ``version_name``.
+    The item's evidence end (`langgraph_memory.catalog.evidence`) becomes the latest of ``evidence_end``
+    (the last market date of its own data, if it has any) and its parents'. Returns the version number,
+    or None without ``version_name``.
 
     Raises:
         LineageError: a parent is unknown or an id is empty.
@@ -194,6 +198,8 @@ def register(
     )
     for parent_id, relation in parent_list:
         _link(conn, item_id, parent_id, relation, collection, now, known.get(parent_id), has_children)
+    if parent_list or evidence_end is not None:
+        _evidence.note(conn, namespace, item_id, evidence_end)
     return version
 
 

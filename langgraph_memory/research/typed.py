@@ -31,7 +31,6 @@ from typing import Any, Generic, ParamSpec, TypeVar
 from pydantic import BaseModel
 
 from langgraph_memory.catalog import StoredItem, item_uid
-from langgraph_memory.catalog import evidence as _evidence
 from langgraph_memory.catalog.status import ItemStatus
 from langgraph_memory.errors import ArchivedError, NotFoundError, ValidationError
 from langgraph_memory.research.collections import COLLECTIONS, collection_by_name
@@ -242,9 +241,15 @@ class TypedItems:
             # Inside the item's own transaction: the item, its lineage, its evidence end and its version
             # commit together.
             version = lineage.register_in(
-                conn, item_id, spec.name, namespace, parents=parents, name=version_name, version_name=version_name
+                conn,
+                item_id,
+                spec.name,
+                namespace,
+                parents=parents,
+                name=version_name,
+                version_name=version_name,
+                evidence_end=own_end,
             )
-            _evidence.note(conn, namespace, item_id, own_end)
             if version is None:
                 return {}
             if supersede_previous and version > 1:
