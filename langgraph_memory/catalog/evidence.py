@@ -7,7 +7,8 @@ say); it keeps one rule: an item's evidence ends no earlier than that of
 anything it derives from through lineage. `note()` (called by
 `lineage.register`) records a new item's own date together with its
 parents' latest, and `follow()` (called by every later lineage edge) moves
-a child and all its descendants forward when the edge brings a later date. Dates only move forward: lineage only grows.
+a child and all its descendants forward when the edge brings a later date.
+Dates only move forward: lineage only grows.
 
 ``item_id`` is the item's lineage id (its key), so the statements join the
 lineage tables; ``seq`` orders the changes, so that a process keeps the
@@ -16,9 +17,7 @@ writer holds the catalog's write lock (SQLite's ``BEGIN IMMEDIATE``, the
 PostgreSQL catalog's advisory lock), so ``seq`` grows in commit order.
 
     >>> import tempfile, pathlib
-    >>> from datetime import date, datetime
-
-import numpy as np
+    >>> from datetime import date
     >>> from langgraph_memory.catalog import Catalog
     >>> from langgraph_memory.catalog import lineage
     >>> cat = Catalog(pathlib.Path(tempfile.mkdtemp()) / "catalog.sqlite")
@@ -178,8 +177,8 @@ class EvidenceEnds:
     def share(self, cutoff: int, include_undated: bool) -> float:
         """The share of dated items whose evidence ends by ``cutoff`` (an ordinal), as of the last `snapshot()`.
 
-        An estimate for planning: a search expects that share of its candidates to pass (all of them with
-        ``include_undated``, less those dated after the cut-off). Sorted once per change, then a bisection.
+        The planner's estimate of the share of a search's candidates that pass the cut-off (0: none can,
+        unless ``include_undated``). The dates are sorted once per change, then bisected.
         """
         with self._lock:
             if self._sorted is None:
