@@ -96,8 +96,9 @@ def run(n: int, n_queries: int, seed: int = 0) -> list[tuple]:
                     evidence.note(conn, ("memories", f"u{ns_of[i]}"), f"k{i}", day)
         store.wait_for_index()
         build = time.perf_counter() - t0
+        store.search(("memories",), query=qtexts[0], limit=1)  # loads the vectors into memory: not the cut-off's cost
         t0 = time.perf_counter()
-        store.search(("memories", "u0"), query=qtexts[0], limit=1, data_cutoff=date.fromordinal(cuts["cut 50%"]))
+        store.search(("memories",), query=qtexts[0], limit=1, data_cutoff=date.fromordinal(cuts["cut 50%"]))
         first_cut = (time.perf_counter() - t0) * 1000
         cases = {
             "one namespace (1%)": (lambda j: ("memories", f"u{ns_of[pick[j]]}"), None, True),
