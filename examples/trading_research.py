@@ -3,6 +3,7 @@
     python examples/trading_research.py                     # ./memory
     python examples/trading_research.py --data-dir /tmp/m   # run it twice: the 2nd run starts smarter
     python examples/trading_research.py --reset             # forget everything first
+    python examples/trading_research.py --in-sample-end 2021-12-31   # research as of the end of 2021
 
 The graph (LangGraph, checkpointed, one thread per objective):
 
@@ -29,6 +30,13 @@ The graph (LangGraph, checkpointed, one thread per objective):
 Lineage runs finding -> hypothesis -> strategy -> backtest -> lesson, and the
 next run's hypothesis derives from those lessons.
 
+Every run has an in-sample period: the price series up to ``--in-sample-end``
+(default: its last day). Research, backtests and lessons use only those
+days, and both recalls pass ``data_cutoff``: a proposal is built only from
+memories whose evidence ends within the period. A lesson learnt on data up
+to 2024 is not recalled by a run researching as of 2021, which would be
+lookahead bias.
+
 The first run fails a few iterations and stores lessons ("lookback too short
 in a volatile regime: whipsaw", ...). The second run recalls them, proposes
 the corrected parameters at once and passes in fewer iterations.
@@ -43,6 +51,7 @@ import re
 import shutil
 import sys
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -146,6 +155,16 @@ def backtest(prices: np.ndarray, params: dict[str, Any]) -> dict[str, float]:
     }
 
 
+def in_sample(prices: np.ndarray, end: str | None) -> np.ndarray:
+    """The days of ``prices`` up to ``end`` (an ISO date; None: all of them), the series starting on ``FIRST_DAY``."""
+    if end is None:
+        return prices
+    days = int(np.busday_count(FIRST_DAY, np.datetime64(end) + 1))
+    if days < 260:
+        raise ValueError(f"in-sample end {end} leaves {days} trading days: a backtest needs a year at least")
+    return prices[:days]
+
+
 def period(prices: np.ndarray) -> tuple[str, str]:
     """First and last business day of the synthetic series (it starts on ``FIRST_DAY``)."""
     end = np.busday_offset(FIRST_DAY, len(prices) - 1, roll="forward")
@@ -211,6 +230,7 @@ def apply_lessons(params: dict[str, Any], lessons: list[dict[str, Any]]) -> tupl
 class ResearchState(TypedDict, total=False):
     objective: str
     seed: int
+    in_sample_end: str  # ISO date: the last day of the data this run may use (and recall from)
     max_iterations: int
     iteration: int
     recalled_lessons: list[dict[str, Any]]
@@ -238,11 +258,23 @@ def strategy_name(objective: str) -> str:
     return slug[:40].rsplit("-", 1)[0] if len(slug) > 40 else slug or "strategy"
 
 
+def _prices(state: ResearchState) -> np.ndarray:
+    """The run's in-sample prices."""
+    return in_sample(make_prices(state["seed"]), state.get("in_sample_end"))
+
+
+def _cutoff(state: ResearchState) -> date | None:
+    """The run's data cut-off: recall only what its in-sample period could have known."""
+    end = state.get("in_sample_end")
+    return date.fromisoformat(end) if end else None
+
+
 def build_graph(mem: Memory, *, recall_k: int = 5) -> StateGraph:
     """The research graph's builder; compile it with ``mem.compile(builder, interrupt_before=["approve"])``."""
 
     def research(state: ResearchState) -> dict[str, Any]:
-        prices = make_prices(state["seed"])
+        prices = _prices(state)
+        start, end = period(prices)
         r = np.diff(np.log(prices))
         vol = float(r.std() * np.sqrt(252))
         ac1 = float(np.corrcoef(r[:-1], r[1:])[0, 1])
@@ -271,13 +303,21 @@ def build_graph(mem: Memory, *, recall_k: int = 5) -> StateGraph:
                 reused.append(known[content])
                 continue
             f = mem.store_research_finding(
-                content, source="synthetic-backtest", topic=topic, confidence=confidence, tags=[ASSET]
+                content,
+                source="synthetic-backtest",
+                topic=topic,
+                confidence=confidence,
+                data_start=start,
+                data_end=end,
+                tags=[ASSET],
             )
             ids.append(f.id)
         if not reused:
             mem.store_market_regime(
                 f"{ASSET}: {regime} regime, {vol:.0%} annualised volatility, trend strength {trend:.2f}",
                 regime_type="volatile" if regime == "volatile" else "sideways",
+                start_date=start,
+                end_date=end,
                 volatility=vol,
                 trend_strength=trend,
                 parent_id=ids[0],
@@ -309,7 +349,7 @@ def build_graph(mem: Memory, *, recall_k: int = 5) -> StateGraph:
         }
 
     def run_backtest(state: ResearchState) -> dict[str, Any]:
-        metrics = backtest(make_prices(state["seed"]), state["params"])
+        metrics = backtest(_prices(state), state["params"])
         passed = _diagnose(metrics, state["params"], state["regime"]["name"]) is None
         return {"metrics": metrics, "passed": passed}
 
@@ -327,7 +367,7 @@ def build_graph(mem: Memory, *, recall_k: int = 5) -> StateGraph:
             asset_class="equity_index",
             time_horizon="swing",
         )
-        prices = make_prices(state["seed"])
+        prices = _prices(state)
         start, end = period(prices)
         b = mem.store_backtest(
             s.id,
@@ -427,6 +467,7 @@ def build_graph(mem: Memory, *, recall_k: int = 5) -> StateGraph:
             output_key="recalled_lessons",
             k=recall_k,
             min_relevance=RECALL_MIN_RELEVANCE,
+            data_cutoff=_cutoff,
             name="recall_lessons",
         ),
     )
@@ -437,6 +478,7 @@ def build_graph(mem: Memory, *, recall_k: int = 5) -> StateGraph:
             query=objective,
             output_key="recalled_research",
             k=recall_k,
+            data_cutoff=_cutoff,
             name="recall_research",
         ),
     )
@@ -508,8 +550,13 @@ def run(
     reset: bool = False,
     approve: bool = True,
     embeddings: Embeddings | None = None,
+    in_sample_end: str | None = None,
 ) -> Report:
     """Run the research graph for ``objective`` in ``data_dir`` and return its :class:`Report`.
+
+    ``in_sample_end`` (an ISO date) ends the run's in-sample period: the data
+    it researches and backtests on, and the data cut-off of what it recalls
+    (default: the series' last day).
 
     The run stops before ``approve`` (a checkpointed interrupt); with
     ``approve=True`` it resumes at once, as a reviewer would. A thread left
@@ -525,7 +572,9 @@ def run(
         pending = graph.get_state(config)
         resumed = "approve" in (pending.next or ())
         if not resumed:
-            graph.invoke({"objective": objective, "seed": seed, "max_iterations": max_iterations}, config)
+            end = in_sample_end or period(make_prices(seed))[1]
+            task = {"objective": objective, "seed": seed, "max_iterations": max_iterations, "in_sample_end": end}
+            graph.invoke(task, config)
         snapshot = graph.get_state(config)
         if "approve" in (snapshot.next or ()):
             if approve:
@@ -635,6 +684,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7, help="seed of the synthetic price series")
     parser.add_argument("--reset", action="store_true", help="delete the memory directory first")
     parser.add_argument("--no-approve", action="store_true", help="stop at the approval interrupt")
+    parser.add_argument(
+        "--in-sample-end", help="last day (YYYY-MM-DD) of the data the run uses and recalls from (default: all)"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     report = run(
@@ -644,6 +696,7 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed,
         reset=args.reset,
         approve=not args.no_approve,
+        in_sample_end=args.in_sample_end,
     )
     print_report(report)
     cli = Path(sys.executable).with_name("langgraph-memory")  # the venv's command when it has one

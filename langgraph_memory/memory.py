@@ -565,7 +565,11 @@ class Memory(ResearchAPI, ProceduralAPI):
     # -------------------------------------------------------------- lineage
 
     def link(self, child_id: str, parent_id: str, relation: str = "derived_from") -> None:
-        """Link two stored items after the fact (refuses cycles with ``LineageCycleError``)."""
+        """Link two stored items after the fact (refuses cycles with ``LineageCycleError``).
+
+        The child, and everything derived from it, now rests on the parent's data too: a later evidence
+        end of the parent moves theirs forward (see the data cut-off in ``docs/research.md``).
+        """
         self._check_open()
         self.lineage_store.link(child_id, parent_id, relation)
 

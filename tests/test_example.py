@@ -113,3 +113,22 @@ def test_interrupt_before_approval_then_resume(example, tmp_path: Path, real_emb
         (tmp_path / "precious" / "thesis.txt").write_text("x")
         example.run(data_dir=tmp_path / "precious", embeddings=real_embeddings, reset=True)
     assert (tmp_path / "precious" / "thesis.txt").exists()
+
+
+@pytest.mark.slow
+def test_a_run_recalls_only_what_its_in_sample_period_allows(example, tmp_path: Path, real_embeddings) -> None:
+    data_dir = tmp_path / "memory"
+    full = example.run(data_dir=data_dir, embeddings=real_embeddings)
+    assert full.new_lesson_ids  # lessons learnt on data up to the series' end, in 2024
+    early = example.run(data_dir=data_dir, embeddings=real_embeddings, in_sample_end="2021-12-31")
+    # Researching as of 2021, nothing learnt from later data comes back: no lesson, no finding reused.
+    assert early.recalled_lessons == [] and early.reused_finding_ids == []
+    assert early.iterations and all(row["params"] == example.BASE_PARAMS for row in early.iterations[:1])
+    from langgraph_memory.memory import Memory
+
+    with Memory.open(data_dir, embeddings=real_embeddings) as mem:
+        for row in early.iterations:
+            assert mem.get(row["backtest_id"]).period_end <= "2021-12-31"
+    # A run over the whole series again may recall both runs' lessons.
+    later = example.run(data_dir=data_dir, embeddings=real_embeddings)
+    assert set(later.recalled_lesson_ids) & set(full.new_lesson_ids)

@@ -48,6 +48,11 @@ the keyword index, an FTS5 table here, is a table of stemmed terms there.
   its own run (``ns_id << 32`` on, see `langgraph_memory.catalog.items.vector_run`),
   so they are neighbours in the file; an older file's vectors are moved
   into their runs when it is migrated.
+* ``evidence_ends`` (version 9): the last market date each item's evidence
+  used (an ISO date; NULL once the item was deleted), keyed by the item's
+  uid, with its lineage id and a change sequence (see
+  `langgraph_memory.catalog.evidence`). Items stored before version 9 have
+  no row: their evidence end is unknown.
 """
 
 from __future__ import annotations
@@ -62,7 +67,7 @@ from langgraph_memory.errors import MigrationError
 
 __all__ = ["SCHEMA_VERSION", "migrate"]
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -291,6 +296,19 @@ CREATE TABLE IF NOT EXISTS prefix_counts (
 """
 
 
+# Version 9: the evidence end of each item (research items: the last market date of the data behind it).
+_V9_EVIDENCE = """
+CREATE TABLE IF NOT EXISTS evidence_ends (
+    uid           TEXT PRIMARY KEY,
+    item_id       TEXT NOT NULL,
+    evidence_end  TEXT,
+    seq           INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS evidence_ends_item ON evidence_ends(item_id);
+CREATE INDEX IF NOT EXISTS evidence_ends_seq ON evidence_ends(seq)
+"""
+
+
 def _fill_prefix_counts(conn: sqlite3.Connection) -> None:
     """Sum the namespaces' counts into ``prefix_counts`` (a file that had items before version 7)."""
     rows = conn.execute("SELECT ns, collection, n_items, n_vectors FROM namespaces WHERE n_items > 0 OR n_vectors > 0")
@@ -310,6 +328,7 @@ _MIGRATIONS: dict[int, str] = {
     6: _V6_SESSIONS,
     7: _V7_PREFIX_COUNTS,
     8: "",
+    9: _V9_EVIDENCE,
 }
 #: Data steps after a version's DDL, for files that had rows before it (not run on a new file).
 _BACKFILLS: dict[int, Callable[[sqlite3.Connection], object]] = {

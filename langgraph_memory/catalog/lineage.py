@@ -28,8 +28,10 @@ import sqlite3
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
+from langgraph_memory.catalog import evidence as _evidence
 from langgraph_memory.catalog.connection import POSTGRESQL, Sql, both, dialect_of
 from langgraph_memory.catalog.items import chunked, rows_in
 from langgraph_memory.errors import LineageCycleError, LineageError
@@ -145,10 +147,13 @@ def register(
     name: str | None = None,
     version_name: str | None = None,
     link_previous_version: bool = True,
+    evidence_end: date | None = None,
 ) -> int | None:
     """Record a node, its parents and (``version_name``) its version; inside a write transaction.
 
-    Returns the version number, or None without ``version_name``.
+    The item's evidence end (`langgraph_memory.catalog.evidence`) becomes the latest of ``evidence_end``
+    (the last market date of its own data, if it has any) and its parents'. Returns the version number,
+    or None without ``version_name``.
 
     Raises:
         LineageError: a parent is unknown or an id is empty.
@@ -193,6 +198,8 @@ def register(
     )
     for parent_id, relation in parent_list:
         _link(conn, item_id, parent_id, relation, collection, now, known.get(parent_id), has_children)
+    if parent_list or evidence_end is not None:
+        _evidence.note(conn, namespace, item_id, evidence_end)
     return version
 
 
@@ -203,7 +210,10 @@ def link(conn: sqlite3.Connection, child_id: str, parent_id: str, relation: str 
     row = conn.execute(both(conn, "SELECT collection FROM lineage_nodes WHERE id = ?"), (child_id,)).fetchone()
     if row is None:
         raise LineageError(f"unknown item {child_id!r}: only items stored through Memory (or registered) can be linked")
-    return _link(conn, child_id, parent_id, relation, row[0], time.time())
+    edge = _link(conn, child_id, parent_id, relation, row[0], time.time())
+    # Lineage grew after the fact: the child (and what derives from it) now rests on the parent's data too.
+    _evidence.follow(conn, child_id, parent_id)
+    return edge
 
 
 def _is_ancestor(conn: sqlite3.Connection, start: str, target: str) -> bool:
@@ -267,8 +277,9 @@ def _link(
 
 
 def forget(conn: sqlite3.Connection, item_ids: Iterable[str]) -> None:
-    """Remove nodes, their edges and their version rows (a hard delete of the items)."""
-    for chunk in chunked(list(item_ids)):
+    """Remove nodes, their edges and their version rows, and forget their evidence ends (a hard delete)."""
+    item_ids = list(item_ids)
+    for chunk in chunked(item_ids):
         marks = ",".join("?" * len(chunk))
         conn.execute(
             both(conn, f"DELETE FROM lineage_edges WHERE child_id IN ({marks}) OR parent_id IN ({marks})"),
@@ -276,6 +287,7 @@ def forget(conn: sqlite3.Connection, item_ids: Iterable[str]) -> None:
         )
         conn.execute(both(conn, f"DELETE FROM versions WHERE id IN ({marks})"), tuple(chunk))
         conn.execute(both(conn, f"DELETE FROM lineage_nodes WHERE id IN ({marks})"), tuple(chunk))
+    _evidence.forget(conn, item_ids)
 
 
 # ----------------------------------------------------------------------- reads

@@ -11,6 +11,7 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -110,8 +111,12 @@ class LineageStore:
         name: str | None = None,
         version_name: str | None = None,
         link_previous_version: bool = True,
+        evidence_end: date | None = None,
     ) -> int | None:
         """Record a new item, its parents, and (``version_name``) its version number, in one transaction.
+
+        ``evidence_end`` is the last market date of the item's own data, if any; its evidence end is the
+        latest of that and its parents' (see `langgraph_memory.catalog.evidence`).
 
         Parents must be known items, no link may close a cycle, and the
         version is the next free number for ``version_name`` (1 for a new
@@ -134,6 +139,7 @@ class LineageStore:
                 name=name,
                 version_name=version_name,
                 link_previous_version=link_previous_version,
+                evidence_end=evidence_end,
             )
 
     @staticmethod

@@ -109,6 +109,7 @@ TABLES: tuple[_Table, ...] = (
         ("child_id", "parent_id", "relation"),
     ),
     _Table("versions", ("name", "version", "id", "created_at"), ("name", "version")),
+    _Table("evidence_ends", ("uid", "item_id", "evidence_end", "seq"), ("uid",)),
     _Table(
         "item_status",
         (

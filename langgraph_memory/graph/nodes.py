@@ -29,11 +29,13 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from datetime import date
 from typing import Any, Optional, Union
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore, SearchItem
 
+from langgraph_memory.catalog.evidence import check_cutoff
 from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
 from langgraph_memory.errors import ConfigError, InvalidArgumentError, ValidationError
 from langgraph_memory.research.collections import collection_for
@@ -46,6 +48,8 @@ logger = logging.getLogger(__name__)
 Namespace = tuple[str, ...]
 NamespaceSpec = Union[str, Sequence[str]]
 StateGetter = Union[str, Callable[[Any], Any]]
+#: A data cut-off: one date, or a function of the state giving each run's (None: no cut-off).
+Cutoff = Union[date, Callable[[Any], Optional[date]]]
 
 
 # Where LangGraph keeps the run's Runtime (and so its ``context=``) inside config["configurable"].
@@ -202,6 +206,8 @@ def recall_node(
     k: int = DEFAULT_K,
     min_relevance: Optional[float] = MIN_RELEVANCE,
     include_retired: bool = False,
+    data_cutoff: Optional[Cutoff] = None,
+    include_undated: bool = False,
     name: str = "recall",
 ) -> Any:
     """A node that searches memories for a query taken from the state.
@@ -221,13 +227,48 @@ def recall_node(
             relevance; None keeps them all; see `langgraph_memory.search.ranking`).
         include_retired: also recall retired and superseded items (a
             ``ChromaStore`` leaves them out by default).
+        data_cutoff: recall only memories whose evidence ends on or before this
+            ``datetime.date`` (see ``ChromaStore.search``): a date, or a function of the
+            state giving each run's date (None for no cut-off), so that a research loop
+            recalls only what its in-sample period allows. Needs a store that supports it
+            (``ChromaStore``); any other raises `ConfigError` rather than look ahead.
+        include_undated: with a cut-off, also recall memories whose evidence end is unknown.
 
     Examples:
         >>> builder.add_node("recall", recall_node("lessons", query="objective", output_key="lessons"))  # a line of a graph definition (builder is the caller's StateGraph)  # doctest: +SKIP
+
+        With a cut-off taken from the state (the lesson in ``store`` was learnt from a backtest of 2015-2024):
+
+        >>> from typing import TypedDict
+        >>> from langgraph.graph import START, StateGraph
+        >>> class State(TypedDict, total=False):
+        ...     objective: str
+        ...     in_sample_end: date
+        ...     memories: list
+        >>> builder = StateGraph(State)
+        >>> _ = builder.add_node("recall", recall_node("lessons", query="objective",
+        ...                                            data_cutoff=lambda state: state["in_sample_end"]))
+        >>> graph = builder.add_edge(START, "recall").compile(store=store)
+        >>> [len(graph.invoke({"objective": "whipsaw", "in_sample_end": date(y, 12, 31)})["memories"]) for y in (2023, 2024)]
+        [0, 1]
     """
     specs = _namespaces(namespaces)
     if k <= 0:
         raise ConfigError(f"k must be positive, got {k}")
+    if data_cutoff is not None and not callable(data_cutoff):
+        check_cutoff(data_cutoff)  # a fixed cut-off that is not a date fails when the node is made
+
+    def _cutoff(state: Any, store: BaseStore) -> dict[str, Any]:
+        """The ``search`` arguments of the run's cut-off, if it has one."""
+        day = check_cutoff(data_cutoff(state) if callable(data_cutoff) else data_cutoff)
+        if day is None:
+            return {}
+        if not getattr(store, "supports_data_cutoff", False):
+            raise ConfigError(
+                f"node {name!r} has a data cut-off, but {type(store).__name__} cannot apply one: compile the graph "
+                "with a ChromaStore (mem.store), or drop data_cutoff"
+            )
+        return {"data_cutoff": day, "include_undated": include_undated}
 
     def _plan(state: Any, config: Optional[RunnableConfig]) -> tuple[Optional[str], list[Namespace]]:
         text = _get(state, query)
@@ -240,7 +281,7 @@ def recall_node(
         text, nss = _plan(state, config)
         if text is None:
             return {output_key: []}
-        opts = search_options(store, include_retired)
+        opts = search_options(store, include_retired) | _cutoff(state, store)
         results = [store.search(ns, query=text, filter=filter, limit=k, **opts) for ns in nss]
         return {output_key: _merge(results, k, min_relevance)}
 
@@ -249,7 +290,7 @@ def recall_node(
         text, nss = _plan(state, config)
         if text is None:
             return {output_key: []}
-        opts = search_options(store, include_retired)
+        opts = search_options(store, include_retired) | _cutoff(state, store)
         results = await asyncio.gather(*(store.asearch(ns, query=text, filter=filter, limit=k, **opts) for ns in nss))
         return {output_key: _merge(list(results), k, min_relevance)}
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Annotated, Any, Literal, get_args
 
 from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
@@ -121,7 +121,7 @@ def _backtest_summary(name: str | None, version: int | None, value: dict[str, An
     """The embedded text of a backtest: what ran, when, on what, and how it did."""
     head = f"{name or 'strategy'} v{version or '?'} backtest"
     if value.get("period_start") or value.get("period_end"):
-        head += f" {value.get('period_start', '?')[:10]} to {value.get('period_end', '?')[:10]}"
+        head += f" {(value.get('period_start') or '?')[:10]} to {(value.get('period_end') or '?')[:10]}"
     if value.get("universe"):
         head += f" on {', '.join(value['universe'][:5])}"
     parts = []
@@ -181,6 +181,8 @@ class ResearchAPI:
         source: str | None = None,
         topic: str | None = None,
         confidence: Annotated[float | None, CONFIDENCE] = None,
+        data_start: str | None = None,
+        data_end: str | None = None,
         parent_id: ParentIds = None,
         session_id: str | None = None,
         agent_id: str | None = None,
@@ -189,8 +191,12 @@ class ResearchAPI:
     ) -> ResearchFinding:
         """Store a research finding; ``content`` is embedded. Returns it with its new ``id``.
 
+        ``data_start`` and ``data_end`` (ISO dates) are the market dates of the data behind it; ``data_end``
+        is its evidence end, which a search's ``data_cutoff`` compares with.
+
         Examples:
-            >>> f = mem.store_research_finding("Carry unwinds in vol spikes", source="macro", confidence=0.7)
+            >>> f = mem.store_research_finding("Carry unwinds in vol spikes", source="macro", confidence=0.7,
+            ...                                data_start="2010-01-04", data_end="2018-12-31")
         """
         parents = parent_list(parent_id)
         stamp = now_iso()
@@ -200,6 +206,8 @@ class ResearchAPI:
             "source": source,
             "topic": topic,
             **_floats(confidence=confidence),
+            "data_start": data_start,
+            "data_end": data_end,
             "parent_id": parents[0] if parents else None,
             "session_id": session_id,
             "agent_id": agent_id,
@@ -219,6 +227,8 @@ class ResearchAPI:
         min_confidence: Annotated[float, CONFIDENCE] = 0.0,
         min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
+        data_cutoff: date | None = None,
+        include_undated: bool = False,
     ) -> list[Hit[ResearchFinding]]:
         """Findings most similar to ``query``, best first.
 
@@ -234,7 +244,14 @@ class ResearchAPI:
         if min_confidence > 0:
             flt["confidence"] = {"$gte": float(min_confidence)}
         return self.typed.search(
-            "research", query, k=k, filter=flt, min_relevance=min_relevance, include_retired=include_retired
+            "research",
+            query,
+            k=k,
+            filter=flt,
+            min_relevance=min_relevance,
+            include_retired=include_retired,
+            data_cutoff=data_cutoff,
+            include_undated=include_undated,
         )
 
     # ---------------------------------------------------------- hypotheses
@@ -322,6 +339,8 @@ class ResearchAPI:
         min_confidence: Annotated[float, CONFIDENCE] = 0.0,
         min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
+        data_cutoff: date | None = None,
+        include_undated: bool = False,
     ) -> list[Hit[Hypothesis]]:
         """Hypotheses most similar to ``query``, optionally of one ``status`` and at least ``min_confidence``."""
         flt: dict[str, Any] = {}
@@ -331,7 +350,14 @@ class ResearchAPI:
         if min_confidence > 0:
             flt["confidence"] = {"$gte": float(min_confidence)}
         return self.typed.search(
-            "hypotheses", query, k=k, filter=flt, min_relevance=min_relevance, include_retired=include_retired
+            "hypotheses",
+            query,
+            k=k,
+            filter=flt,
+            min_relevance=min_relevance,
+            include_retired=include_retired,
+            data_cutoff=data_cutoff,
+            include_undated=include_undated,
         )
 
     # ---------------------------------------------------------- strategies
@@ -410,6 +436,8 @@ class ResearchAPI:
         name: str | None = None,
         min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
+        data_cutoff: date | None = None,
+        include_undated: bool = False,
     ) -> list[Hit[Strategy]]:
         """Strategies whose description is most similar, optionally of one ``status`` or ``name``."""
         flt: dict[str, Any] = {}
@@ -419,7 +447,14 @@ class ResearchAPI:
         if name is not None:
             flt["name"] = name
         return self.typed.search(
-            "strategies", description, k=k, filter=flt, min_relevance=min_relevance, include_retired=include_retired
+            "strategies",
+            description,
+            k=k,
+            filter=flt,
+            min_relevance=min_relevance,
+            include_retired=include_retired,
+            data_cutoff=data_cutoff,
+            include_undated=include_undated,
         )
 
     def set_strategy_status(self, strategy_id: str, status: StrategyStatus) -> Strategy:
@@ -569,6 +604,8 @@ class ResearchAPI:
         parameter_hash: str | None = None,
         min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
+        data_cutoff: date | None = None,
+        include_undated: bool = False,
     ) -> list[Hit[BacktestResult]]:
         """Backtests most similar to ``query`` (newest first without one), filtered by strategy and numbers.
 
@@ -593,7 +630,14 @@ class ResearchAPI:
         if parameter_hash is not None:
             flt["parameter_hash"] = parameter_hash
         return self.typed.search(
-            "backtests", query or None, k=k, filter=flt, min_relevance=min_relevance, include_retired=include_retired
+            "backtests",
+            query or None,
+            k=k,
+            filter=flt,
+            min_relevance=min_relevance,
+            include_retired=include_retired,
+            data_cutoff=data_cutoff,
+            include_undated=include_undated,
         )
 
     # -------------------------------------------------------------- lessons
@@ -663,15 +707,36 @@ class ResearchAPI:
         failure_type: str | None = None,
         min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
+        data_cutoff: date | None = None,
+        include_undated: bool = False,
     ) -> list[Hit[Lesson]]:
-        """Lessons most relevant to ``context``: unresolved ones unless ``include_resolved``."""
+        """Lessons most relevant to ``context``: unresolved ones unless ``include_resolved``.
+
+        ``data_cutoff`` (a ``datetime.date``), here as on every typed query, keeps only memories whose
+        evidence ends on or before it: a backtest's ``period_end``, a finding's ``data_end``, a regime's
+        ``end_date``, and for the rest the latest of what they derive from through lineage. Memories with
+        no known evidence end are left out unless ``include_undated``.
+
+        Examples:
+            >>> from datetime import date
+            >>> [len(mem.get_relevant_lessons("whipsaw", data_cutoff=date(y, 12, 31), min_relevance=None))
+            ...  for y in (2023, 2024)]  # the lesson was learnt from a backtest of 2015-2024
+            [0, 1]
+        """
         flt: dict[str, Any] = {}
         if not include_resolved:
             flt["resolved"] = False
         if failure_type is not None:
             flt["failure_type"] = failure_type
         return self.typed.search(
-            "lessons", context, k=k, filter=flt, min_relevance=min_relevance, include_retired=include_retired
+            "lessons",
+            context,
+            k=k,
+            filter=flt,
+            min_relevance=min_relevance,
+            include_retired=include_retired,
+            data_cutoff=data_cutoff,
+            include_undated=include_undated,
         )
 
     def resolve_lesson(self, lesson_id: str, resolution_id: str | None = None) -> Lesson:
@@ -729,11 +794,20 @@ class ResearchAPI:
         regime_type: RegimeType | None = None,
         min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
+        data_cutoff: date | None = None,
+        include_undated: bool = False,
     ) -> list[Hit[MarketRegime]]:
         """Regimes most similar to ``query``, optionally of one ``regime_type``."""
         flt = {"regime_type": regime_type} if regime_type is not None else None
         return self.typed.search(
-            "regimes", query, k=k, filter=flt, min_relevance=min_relevance, include_retired=include_retired
+            "regimes",
+            query,
+            k=k,
+            filter=flt,
+            min_relevance=min_relevance,
+            include_retired=include_retired,
+            data_cutoff=data_cutoff,
+            include_undated=include_undated,
         )
 
     # --------------------------------------------------------- async twins

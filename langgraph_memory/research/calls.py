@@ -59,8 +59,11 @@ CALLS: Mapping[str, Callable[..., Any]] = {
 }
 
 #: Parameters not offered: who calls is the caller's business (``session_id``, ``agent_id``), the relevance
-#: threshold is the server's (``min_relevance``), and retired memories stay hidden outside Python.
-HIDDEN = frozenset({"self", "session_id", "agent_id", "min_relevance", "include_retired"})
+#: threshold is the server's (``min_relevance``), and retired memories stay hidden outside Python. The data
+#: cut-off takes a ``datetime.date``, which JSON and the command line have no type for yet: Python only.
+HIDDEN = frozenset(
+    {"self", "session_id", "agent_id", "min_relevance", "include_retired", "data_cutoff", "include_undated"}
+)
 
 Check = Callable[[Any], Any]
 

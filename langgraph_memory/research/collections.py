@@ -128,7 +128,11 @@ class _Schema(BaseModel):
 
 
 class ResearchFinding(_Schema):
-    """A research finding (collection ``research_findings``); ``content`` is embedded."""
+    """A research finding (collection ``research_findings``); ``content`` is embedded.
+
+    ``data_start`` and ``data_end`` are the market dates of the data it was drawn from; ``data_end`` is its
+    evidence end (see the data cut-off in ``docs/research.md``).
+    """
 
     content: str = Field(min_length=1)
     id: str | None = None
@@ -136,6 +140,8 @@ class ResearchFinding(_Schema):
     source: str | None = None
     topic: str | None = None
     confidence: Annotated[float | None, CONFIDENCE] = None
+    data_start: str | None = None
+    data_end: str | None = None
     session_id: str | None = None
     agent_id: str | None = None
     tags: list[str] = Field(default_factory=list)
@@ -143,6 +149,13 @@ class ResearchFinding(_Schema):
     updated_at: str | None = None
 
     _check_dates = field_validator("created_at", "updated_at")(_iso_datetime)
+    _check_range = field_validator("data_start", "data_end")(_iso_date)
+
+    @model_validator(mode="after")
+    def _range_in_order(self) -> ResearchFinding:
+        if self.data_start and self.data_end and self.data_end[:10] < self.data_start[:10]:
+            raise ValueError(f"data_end {self.data_end} is before data_start {self.data_start}")
+        return self
 
 
 HypothesisStatus = Literal["proposed", "testing", "confirmed", "rejected"]

@@ -25,7 +25,7 @@ import sqlite3
 import uuid
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, Generic, ParamSpec, TypeVar
 
 from pydantic import BaseModel
@@ -50,6 +50,23 @@ T = TypeVar("T")
 MODELS: dict[str, type[BaseModel]] = {label: spec.schema for label, spec in COLLECTIONS.items() if spec.schema}
 
 ParentIds = str | Sequence[str] | None
+
+#: The field holding the last market date of a record's own evidence, by namespace label: a backtest's
+#: period, a finding's data range, a regime's span. Other records (hypotheses, strategies, lessons) have
+#: none of their own: their evidence ends where that of what they derive from through lineage does.
+EVIDENCE_FIELDS: dict[str, str] = {"backtests": "period_end", "research": "data_end", "regimes": "end_date"}
+
+
+def own_evidence_end(label: str, value: dict[str, Any]) -> date | None:
+    """The last market date of a record's own evidence (validated already), or None.
+
+    Examples:
+        >>> own_evidence_end("backtests", {"period_end": "2020-12-31"}), own_evidence_end("lessons", {})
+        (datetime.date(2020, 12, 31), None)
+    """
+    field = EVIDENCE_FIELDS.get(label)
+    raw = value.get(field) if field else None
+    return date.fromisoformat(raw[:10]) if isinstance(raw, str) and raw else None
 
 
 @dataclass(frozen=True)
@@ -218,11 +235,20 @@ class TypedItems:
             value["tags"] = check_tags(value["tags"])
         namespace = self.namespace(label)
         lineage = self.lineage
+        own_end = own_evidence_end(label, value)
 
         def register(conn: sqlite3.Connection) -> dict[int, dict[str, Any]]:
-            # Inside the item's own transaction: the item, its lineage and its version commit together.
+            # Inside the item's own transaction: the item, its lineage, its evidence end and its version
+            # commit together.
             version = lineage.register_in(
-                conn, item_id, spec.name, namespace, parents=parents, name=version_name, version_name=version_name
+                conn,
+                item_id,
+                spec.name,
+                namespace,
+                parents=parents,
+                name=version_name,
+                version_name=version_name,
+                evidence_end=own_end,
             )
             if version is None:
                 return {}
@@ -299,14 +325,25 @@ class TypedItems:
         filter: dict[str, Any] | None = None,
         min_relevance: float | None = None,
         include_retired: bool = False,
+        data_cutoff: date | None = None,
+        include_undated: bool = False,
     ) -> list[Hit[Any]]:
-        """``label``'s records most similar to ``query`` (newest first without one), as `Hit`."""
+        """``label``'s records most similar to ``query`` (newest first without one), as `Hit`.
+
+        With ``data_cutoff``, only records whose evidence ends on or before it (see `ChromaStore.search`).
+        """
         self.check_open()
         if k <= 0:
             return []
         model = MODELS[label]
         results = self.store.search(
-            self.namespace(label), query=query, filter=filter or None, limit=k, include_retired=include_retired
+            self.namespace(label),
+            query=query,
+            filter=filter or None,
+            limit=k,
+            include_retired=include_retired,
+            data_cutoff=data_cutoff,
+            include_undated=include_undated,
         )
         if query:  # a listing without a query has no scores to hold to a threshold
             results = keep_relevant(results, min_relevance)

@@ -168,6 +168,8 @@ class Plan:
 
 
 _NO_IDS = np.zeros(0, dtype=np.int64)
+#: The conditions `Planner._choose` is given for a scope narrowed by an omit's share: not all of it is candidates.
+_NARROWED: list[Condition] = [Condition("", 0, "=", None)]
 
 
 class Planner:
@@ -422,6 +424,11 @@ class Planner:
                 omit = omit_for(conn, None if heads is None else heads.status_version)
             if omit is None:
                 omit = keep_all
+            keeps = getattr(omit, "keeps", None)
+            if keeps == 0:
+                return [], plan  # the omit keeps nothing at all (a cut-off before every known date)
+            if keeps is not None and qvec is not None:
+                self._narrow(plan, scopes, conds, keeps)
             if qvec is None:
                 hits: list[Hit] = [(None, it) for it in self._scan(conn, scopes, conds, op, need, omit)]
                 return hits[op.offset : need], plan
@@ -453,6 +460,22 @@ class Planner:
             if then is not None:
                 then(conn, ScopeScorer(self, conn, plan, scopes, conds, qvec), hits[op.offset : need], omit)
             return hits[op.offset : need], plan
+
+    def _narrow(self, plan: Plan, scopes: list[_Scope], conds: list[Condition], keeps: float) -> None:
+        """Plan again for an ``omit`` that says it keeps only a share ``keeps`` of the items (a data cut-off).
+
+        Its share is known only inside the search's snapshot, after planning: the candidates shrink by it,
+        so a scope that few items of pass is scored exactly (as a selective filter would be), and an HNSW
+        round over-fetches by it instead of widening round after round.
+        """
+        for s in scopes:
+            s.candidates = max(1, math.ceil(s.candidates * keeps))
+            if s.strategy == "hnsw":
+                s.strategy = self._choose(s, conds or _NARROWED)
+        strategies = {s.strategy for s in scopes}
+        plan.strategy = strategies.pop() if len(strategies) == 1 else "mixed"
+        plan.candidates = sum(s.candidates for s in scopes)
+        plan.notes.append(f"omit keeps ~{keeps:.0%} of items: planned for ~{plan.candidates} candidates")
 
     # --------------------------------------------------------------- plans
 
@@ -529,7 +552,8 @@ class Planner:
         segments = self._candidates(conn, col, scope, conds)
         if scored_ids is not None:
             scored_ids.append(col.items_of(segments))
-        top = need
+        # An omit that keeps a known share (a data cut-off) drops most of a short list: rank deep enough at once.
+        top = max(need, math.ceil(OVERFETCH * need / max(getattr(omit, "keeps", 1.0), 1e-3)))
         while True:
             ranked = col.rank(segments, qvec, top)
             hits = self._materialize(conn, ranked, filter, need, omit)

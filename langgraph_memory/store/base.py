@@ -11,7 +11,7 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC
+from datetime import UTC, date
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
@@ -36,6 +36,7 @@ from langgraph.store.base import (
 from langgraph_memory._infra.closing import close_all, unwind
 from langgraph_memory._infra.extras import require_extra
 from langgraph_memory.catalog import StoredItem
+from langgraph_memory.catalog import evidence as _evidence
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.factory import open_catalog
@@ -259,6 +260,8 @@ class ChromaStore(BaseStore):
     supports_status: bool = True
     #: ``store.lineage`` records parents and versions in the same transaction as a put.
     supports_lineage: bool = True
+    #: ``search(..., data_cutoff=date)`` returns only items whose evidence ends by that date.
+    supports_data_cutoff: bool = True
 
     def __init__(
         self,
@@ -407,6 +410,8 @@ class ChromaStore(BaseStore):
         self._lineage: LineageStore | None = None
         # Retired and superseded items, hidden from searches (cached until a status changes).
         self._hidden = _status.HiddenItems()
+        # Each item's evidence end, for searches with a data cut-off (brought up to date at each such search).
+        self._evidence = _evidence.EvidenceEnds()
         _OPEN_STORES.add(self)
 
     # ------------------------------------------------------------------ setup
@@ -569,20 +574,32 @@ class ChromaStore(BaseStore):
         offset: int = 0,
         refresh_ttl: bool | None = None,
         include_retired: bool = False,
+        data_cutoff: date | None = None,
+        include_undated: bool = False,
     ) -> list[SearchItem]:
         """``BaseStore.search``; retired and superseded items are left out unless ``include_retired``.
+
+        ``data_cutoff`` (a ``datetime.date``) keeps only items whose evidence ends on or before it: the
+        last market date of the data they were derived from, through lineage (see
+        `langgraph_memory.catalog.evidence`). It is applied before the ``limit`` best are taken, on every
+        plan. Items with no known evidence end are left out too unless ``include_undated``: a cut-off
+        guards against lookahead, so what cannot be shown to predate it does not pass.
 
         Examples:
             >>> len(store.search(("research",), query="momentum", include_retired=True))
             2
+            >>> from datetime import date
+            >>> [len(store.search(("backtests",), data_cutoff=date(y, 12, 31))) for y in (2023, 2024)]  # b ran to 2024-12-31
+            [0, 1]
         """
         # One search goes straight to its plan, not through batch's dispatch over every op type.
         self._check_open()
+        cutoff = _evidence.check_cutoff(data_cutoff)
         op = self._check_search(
             self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl, include_retired)
         )
         qvec = self._embed_query(op.query) if op.query and self.cached_embeddings is not None else None
-        found = self._run_search(op, qvec, time.time())
+        found = self._run_search(op, qvec, time.time(), cutoff, include_undated)
         self._start_flusher()
         return found
 
@@ -597,10 +614,24 @@ class ChromaStore(BaseStore):
         offset: int = 0,
         refresh_ttl: bool | None = None,
         include_retired: bool = False,
+        data_cutoff: date | None = None,
+        include_undated: bool = False,
     ) -> list[SearchItem]:
         """Async `search()`."""
         op = self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl, include_retired)
-        return (await self.abatch([op]))[0]  # type: ignore[return-value]
+        if data_cutoff is None:
+            return (await self.abatch([op]))[0]  # type: ignore[return-value]
+        # A cut-off is not part of LangGraph's SearchOp, so this search does not go through abatch.
+        self._check_open()
+        cutoff = _evidence.check_cutoff(data_cutoff)
+        op = self._check_search(op)
+        qvec = None
+        if op.query and self.cached_embeddings is not None:
+            raw = await _aembedded(self.cached_embeddings.aembed_query(op.query), "a query")
+            qvec = check_vectors([raw], self._dims, "a query")[0]
+        found = await asyncio.to_thread(self._run_search, op, qvec, time.time(), cutoff, include_undated)
+        self._start_flusher()
+        return found
 
     def _search_op(
         self,
@@ -1001,23 +1032,37 @@ class ChromaStore(BaseStore):
             self._access.note(touched, now)
         return out
 
-    def _run_search(self, op: SearchOp, qvec: np.ndarray | None, now: float) -> list[SearchItem]:
+    def _run_search(
+        self,
+        op: SearchOp,
+        qvec: np.ndarray | None,
+        now: float,
+        cutoff: date | None = None,
+        include_undated: bool = False,
+    ) -> list[SearchItem]:
         ranking = self.ranking
 
         # The hidden set is checked inside the search's snapshot, against the status version its first
         # statement read: on a server, no round trip of its own.
         def omit_for(conn: Any, status_version: int | None) -> Callable[[StoredItem], bool]:
-            return self._omitter(now, self._hidden.snapshot(conn, status_version))
+            hidden = None if isinstance(op, SearchAllOp) else self._hidden.snapshot(conn, status_version)
+            omit = self._omitter(now, hidden)
+            if cutoff is None:
+                return omit
+            # The cut-off leaves items out like a status does: the planner ranks further down until it has
+            # ``limit`` that pass, so the best items by the cut-off come back on every plan.
+            ends = self._evidence.snapshot(conn)
+            keeps = self._evidence.share(cutoff.toordinal(), include_undated)
+            return _after_cutoff(omit, ends, cutoff, include_undated, keeps)
 
-        if ranking is not None and qvec is not None and op.query:
-            if isinstance(op, SearchAllOp):
-                hits, plan = self.hybrid.run(op, qvec, ranking, omit=self._omitter(now))
-            else:
-                hits, plan = self.hybrid.run(op, qvec, ranking, omit_for=omit_for)
-        elif isinstance(op, SearchAllOp):
-            hits, plan = self.planner.run(op, qvec, omit=self._omitter(now))
+        if cutoff is None and isinstance(op, SearchAllOp):
+            late, omit = None, self._omitter(now)
         else:
-            hits, plan = self.planner.run(op, qvec, omit_for=omit_for)
+            late, omit = omit_for, None
+        if ranking is not None and qvec is not None and op.query:
+            hits, plan = self.hybrid.run(op, qvec, ranking, omit=omit, omit_for=late)
+        else:
+            hits, plan = self.planner.run(op, qvec, omit=omit, omit_for=late)
         logger.debug("search %s: %s", op.namespace_prefix, plan)
         if op.refresh_ttl and not self.read_only:
             self._access.note([(it.id, it.ttl_minutes) for _, it in hits if it.id is not None], now)
@@ -1177,6 +1222,24 @@ def _check_key(key: Any) -> None:
     if "\x00" in key:
         # PostgreSQL's text cannot hold NUL; refused on both backends, so a memory moves between them whole.
         raise InvalidArgumentError(f"keys cannot contain a NUL character (\\x00), got {key!r}")
+
+
+def _after_cutoff(
+    omit: Callable[[StoredItem], bool], ends: dict[str, int], cutoff: date, include_undated: bool, keeps: float
+) -> Callable[[StoredItem], bool]:
+    """``omit``, also leaving out items whose evidence ends after ``cutoff`` (and undated ones, unless included).
+
+    ``keeps``, the share of items expected to pass, goes with it as its attribute ``keeps``: the planner
+    plans for that many candidates (see `Planner._narrow`).
+    """
+    last = cutoff.toordinal()
+    undated = 0 if include_undated else last + 1  # an unknown end counts as before the cut-off, or after it
+
+    def omitted(it: StoredItem) -> bool:
+        return ends.get(it.uid, undated) > last or omit(it)
+
+    omitted.keeps = keeps  # type: ignore[attr-defined]
+    return omitted
 
 
 def _search_items(hits: Iterable[tuple[float | None, StoredItem]]) -> list[SearchItem]:

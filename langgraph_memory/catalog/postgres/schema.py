@@ -32,7 +32,7 @@ from langgraph_memory.errors import MigrationError
 
 __all__ = ["SCHEMA_VERSION", "migrate", "SCHEMA_LOCK"]
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 #: The advisory lock taken while migrating (a constant every process agrees on).
 SCHEMA_LOCK = 0x6C676D5F736368  # "lgm_sch"
 
@@ -225,7 +225,15 @@ CREATE TABLE IF NOT EXISTS session_turns (
     PRIMARY KEY (session_id, idx)
 );
 CREATE INDEX IF NOT EXISTS session_turns_at ON session_turns(at);
-CREATE UNIQUE INDEX IF NOT EXISTS session_turns_source ON session_turns(source) WHERE source IS NOT NULL
+CREATE UNIQUE INDEX IF NOT EXISTS session_turns_source ON session_turns(source) WHERE source IS NOT NULL;
+CREATE TABLE IF NOT EXISTS evidence_ends (
+    uid           TEXT PRIMARY KEY,
+    item_id       TEXT NOT NULL,
+    evidence_end  TEXT,
+    seq           BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS evidence_ends_item ON evidence_ends(item_id);
+CREATE INDEX IF NOT EXISTS evidence_ends_seq ON evidence_ends(seq)
 """
 
 
