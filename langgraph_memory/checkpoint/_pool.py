@@ -6,10 +6,9 @@ connection of its own for the length of one operation and takes it back
 afterwards, so any number of threads (LangGraph's background executor, our
 ``asyncio.to_thread``) share a handful of connections without a global lock.
 
-WAL checkpoints are ours, not SQLite's: every connection has
-``wal_autocheckpoint`` off, and the pool runs a PASSIVE checkpoint every
-``_COMMITS_PER_CHECKPOINT`` commits on the writer's thread (never an event
-loop: async writes run in a thread).
+SQLite's own WAL checkpoint runs inside the commit that crosses its
+threshold: always on a thread of ours, never on an event loop, since async
+writes run in a thread too.
 
 Writes take the file's write lock up front (``BEGIN IMMEDIATE``) so two
 writers never deadlock upgrading read locks; a lock that cannot be had is
@@ -67,11 +66,6 @@ Statement = tuple[str, Sequence[Any], bool]
 """``(sql, params, many)``: one write statement; ``many`` means ``executemany``."""
 
 
-_COMMITS_PER_CHECKPOINT = 200
-"""Commits between WAL checkpoints: ~1,000 WAL pages (SQLite's own default
-trigger) for a chat graph's puts of ~5 pages each."""
-
-
 class _ConnectionPool:
     """A free list of autocommit connections to one SQLite file."""
 
@@ -92,7 +86,6 @@ class _ConnectionPool:
         self.durability: Durability = durability
         self.busy_timeout = busy_timeout
         self._free: list[sqlite3.Connection] = []
-        self._commits = 0  # by any writer of this pool, for WAL checkpoints; under _write_lock
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         # Writers of this process queue here rather than in SQLite's busy
@@ -247,16 +240,6 @@ class _ConnectionPool:
         with self.connection() as conn:
             return self.retry(lambda: fn(conn), what=what)
 
-    def write_one(self, sql: str, params: Sequence[Any], *, what: str) -> None:
-        """Run one write statement in autocommit mode (atomic by itself)."""
-        self._acquire_write_lock(what)
-        try:
-            with self.connection() as conn:
-                self.retry(lambda: conn.execute(sql, params), what=what)
-                self._after_commit(conn)
-        finally:
-            self._write_lock.release()
-
     def _acquire_write_lock(self, what: str) -> None:
         if self.read_only:
             raise ReadOnlyError(
@@ -270,10 +253,16 @@ class _ConnectionPool:
                 f"lock on {self.path} for more than {self.busy_timeout:g} s."
             )
 
-    def write(self, fn: Callable[[sqlite3.Connection], T], *, what: str) -> T:
-        """Run ``fn(conn)`` in one ``BEGIN IMMEDIATE`` transaction, committed on return."""
+    def write(self, fn: Callable[[sqlite3.Connection], T], *, what: str, begin: bool = True) -> T:
+        """Run ``fn(conn)`` in one ``BEGIN IMMEDIATE`` transaction, committed on return.
+
+        Without ``begin``, ``fn`` runs in autocommit mode: for one statement,
+        atomic by itself, it saves the BEGIN and COMMIT round trips.
+        """
 
         def attempt(conn: sqlite3.Connection) -> T:
+            if not begin:
+                return fn(conn)
             conn.execute("BEGIN IMMEDIATE")
             try:
                 result = fn(conn)
@@ -286,33 +275,15 @@ class _ConnectionPool:
         self._acquire_write_lock(what)
         try:
             with self.connection() as conn:
-                result = self.retry(lambda: attempt(conn), what=what)
-                self._after_commit(conn)
-                return result
+                return self.retry(lambda: attempt(conn), what=what)
         finally:
             self._write_lock.release()
 
     def write_statements(self, statements: Sequence[Statement], *, what: str) -> None:
-        """Commit ``statements``: a lone statement by itself (atomic on its own, no
-        BEGIN/COMMIT round trips), several in one transaction, none not at all."""
-        if len(statements) == 1 and not statements[0][2]:
-            sql, params, _ = statements[0]
-            self.write_one(sql, params, what=what)
-        elif statements:
-            self.write(lambda conn: execute_statements(conn, statements), what=what)
-
-    def _after_commit(self, conn: sqlite3.Connection) -> None:
-        # Under _write_lock, on a thread that may wait for the disk.
-        self._commits += 1
-        if self._commits % _COMMITS_PER_CHECKPOINT == 0:
-            self._checkpoint(conn)
-
-    def _checkpoint(self, conn: sqlite3.Connection) -> None:
-        # Under _write_lock. PASSIVE: copies what no reader still needs, never waits.
-        try:
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-        except sqlite3.Error as exc:
-            logger.debug("WAL checkpoint of %s failed: %s", self.path, exc)
+        """Commit ``statements``: a lone statement by itself, several in one transaction, none not at all."""
+        if statements:
+            lone = len(statements) == 1 and not statements[0][2]
+            self.write(lambda conn: execute_statements(conn, statements), what=what, begin=not lone)
 
     def close(self) -> None:
         """Close every idle connection; busy ones close when handed back."""

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import builtins
 import logging
 import os
 import sqlite3
 import warnings
 from collections.abc import Callable, Sequence
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,7 +22,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph_memory._infra.sqlite import translate
-from langgraph_memory.checkpoint import _query, _writes
+from langgraph_memory.checkpoint import _query
 from langgraph_memory.checkpoint._base import CheckpointerBase, PruneStrategy, Queries, ThreadInfo
 from langgraph_memory.checkpoint._pool import _ConnectionPool
 from langgraph_memory.checkpoint.schema import Durability
@@ -249,15 +247,8 @@ class SqliteCheckpointer(CheckpointerBase):
         after: tuple[str, str, str] | None,
         size: int,
     ) -> Callable[[sqlite3.Connection], list[CheckpointTuple]]:
-        wheres, params = _query.list_where(config, filter, before)
-        if after is not None:
-            wheres.append("(checkpoint_id, thread_id, checkpoint_ns) < (?, ?, ?)")
-            params.extend(after)
-        sql = (
-            f"SELECT {_query.CHECKPOINT_COLUMNS} FROM checkpoints WHERE {' AND '.join(wheres)} "
-            "ORDER BY checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC LIMIT ?"
-        )
-        return lambda conn: _query.fetch_tuples(conn, self.serde, conn.execute(sql, (*params, size)).fetchall())
+        sql, params = _query.page_query(config, filter, before, after, size)
+        return lambda conn: _query.fetch_tuples(conn, self.serde, conn.execute(sql, params).fetchall())
 
     def _list_page(
         self,
@@ -293,7 +284,7 @@ class SqliteCheckpointer(CheckpointerBase):
         Only the values of channels in ``new_versions`` are serialized and
         written; the others are already stored under their unchanged version.
         """
-        statements, saved = _writes.put_statements(self.serde, config, checkpoint, metadata, new_versions)
+        statements, saved = _query.put_statements(self.serde, config, checkpoint, metadata, new_versions)
         self._pool.write_statements(statements, what="save a checkpoint")
         return saved
 
@@ -310,7 +301,7 @@ class SqliteCheckpointer(CheckpointerBase):
         as is; special writes (error, interrupt, resume, scheduled) use fixed
         negative indices and replace the previous one, as in LangGraph's savers.
         """
-        statements = _writes.put_writes_statements(self.serde, config, writes, task_id, task_path)
+        statements = _query.put_writes_statements(self.serde, config, writes, task_id, task_path)
         self._pool.write_statements(statements, what="save pending writes")
 
     async def aput(
@@ -326,7 +317,7 @@ class SqliteCheckpointer(CheckpointerBase):
         writer's lock, restart the WAL (an fsync) or run a WAL checkpoint,
         and the LangGraph server fails any run that blocks its loop.
         """
-        statements, saved = _writes.put_statements(self.serde, config, checkpoint, metadata, new_versions)
+        statements, saved = _query.put_statements(self.serde, config, checkpoint, metadata, new_versions)
         await asyncio.to_thread(self._pool.write_statements, statements, what="save a checkpoint")
         return saved
 
@@ -338,20 +329,9 @@ class SqliteCheckpointer(CheckpointerBase):
         task_path: str = "",
     ) -> None:
         """Async ``put_writes``: serialized here, committed in a thread (see `aput()`)."""
-        statements = _writes.put_writes_statements(self.serde, config, writes, task_id, task_path)
+        statements = _query.put_writes_statements(self.serde, config, writes, task_id, task_path)
         if statements:
             await asyncio.to_thread(self._pool.write_statements, statements, what="save pending writes")
-
-    def prune_inactive(self, older_than: timedelta, *, strategy: PruneStrategy = "keep_latest") -> builtins.list[str]:
-        """Prune (or delete) threads with no checkpoint written for ``older_than``.
-
-        Returns the ids of the threads pruned, oldest activity first. Choosing
-        and pruning happen in one transaction, so a thread that becomes active
-        meanwhile is not touched.
-        """
-        thread_ids = super().prune_inactive(older_than, strategy=strategy)
-        logger.info("pruned %d inactive threads (%s)", len(thread_ids), strategy)
-        return thread_ids
 
 
 def _connection_refusal(conn: sqlite3.Connection) -> str:
