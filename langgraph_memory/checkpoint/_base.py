@@ -125,25 +125,22 @@ class CheckpointerBase(BaseCheckpointSaver[str]):
         """Async `_write()`: never blocks the event loop."""
 
     @abstractmethod
-    def _list_page(
+    def _page_query(
         self,
         config: RunnableConfig | None,
         filter: dict[str, Any] | None,
         before: RunnableConfig | None,
         after: tuple[str, str, str] | None,
         size: int,
-    ) -> builtins.list[CheckpointTuple]:
-        """Up to ``size`` matching checkpoints older than ``after`` (id, thread, namespace), newest first."""
+    ) -> tuple[str, builtins.list[Any]]:
+        """The statement of a page of ``list`` (see `page_query`)."""
 
     @abstractmethod
-    async def _alist_page(
-        self,
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,
-        before: RunnableConfig | None,
-        after: tuple[str, str, str] | None,
-        size: int,
-    ) -> builtins.list[CheckpointTuple]:
+    def _list_page(self, sql: str, params: builtins.list[Any]) -> builtins.list[CheckpointTuple]:
+        """The checkpoints of a page `_page_query()` wrote."""
+
+    @abstractmethod
+    async def _alist_page(self, sql: str, params: builtins.list[Any]) -> builtins.list[CheckpointTuple]:
         """Async `_list_page()`."""
 
     @abstractmethod
@@ -198,7 +195,7 @@ class CheckpointerBase(BaseCheckpointSaver[str]):
         remaining, after = limit, None
         while remaining is None or remaining > 0:
             size = _LIST_PAGE if remaining is None else min(remaining, _LIST_PAGE * 10)
-            page = self._list_page(config, filter, before, after, size)
+            page = self._list_page(*self._page_query(config, filter, before, after, size))
             yield from page
             if len(page) < size:
                 return
@@ -216,7 +213,7 @@ class CheckpointerBase(BaseCheckpointSaver[str]):
         remaining, after = limit, None
         while remaining is None or remaining > 0:
             size = _LIST_PAGE if remaining is None else min(remaining, _LIST_PAGE * 10)
-            page = await self._alist_page(config, filter, before, after, size)
+            page = await self._alist_page(*self._page_query(config, filter, before, after, size))
             for item in page:
                 yield item
             if len(page) < size:

@@ -50,8 +50,6 @@ from langgraph_memory.checkpoint.schema import (
 )
 from langgraph_memory.errors import (
     CheckpointError,
-    CorruptFileError,
-    DiskFullError,
     LangGraphMemoryError,
     LockTimeoutError,
     ReadOnlyError,
@@ -86,31 +84,23 @@ class _ConnectionPool:
         self.durability: Durability = durability
         self.busy_timeout = busy_timeout
         self._free: list[sqlite3.Connection] = []
-        self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         # Writers of this process queue here rather than in SQLite's busy
         # handler, which polls with sleeps; other processes still wait there.
         self._write_lock = threading.Lock()
         self._closed = False
-        # The first connection creates or migrates the schema.
-        self._schema_ready = False
+        # The first connection creates or migrates the schema; each then gets its put_rows view.
+        self._schema_ready = read_only
         conn = self._open()
-        if read_only:
+        if not read_only:
+            try:
+                self.retry(lambda: ensure_schema(conn, serde), what="open the checkpoint file")
+                install_put_rows(conn)
+            except BaseException:
+                conn.close()
+                raise
             self._schema_ready = True
-            with self._lock:
-                self._all.append(conn)
-                self._free.append(conn)
-            return
-        try:
-            self.retry(lambda: ensure_schema(conn, serde), what="open the checkpoint file")
-            install_put_rows(conn)
-            self._schema_ready = True
-        except BaseException:
-            conn.close()
-            raise
-        with self._lock:
-            self._all.append(conn)
-            self._free.append(conn)
+        self._free.append(conn)
 
     def _open_read_only(self) -> sqlite3.Connection:
         if not self.path.exists():
@@ -158,65 +148,28 @@ class _ConnectionPool:
 
     def error(self, exc: sqlite3.Error, what: str) -> LangGraphMemoryError:
         """The typed error for a SQLite error met while trying to ``what`` (see the module doc)."""
-        kind = translate(exc, self.path, what)
-        text = str(exc)
-        where = f"checkpoint file {self.path}"
-        if isinstance(kind, CorruptFileError):
-            return CorruptFileError(
-                f"{where} is damaged ({text}); could not {what}. Restore it from a backup; or move it "
-                "aside (with its -wal and -shm files) to start with an empty file, in which every "
-                "thread starts afresh.",
-                self.path,
-            )
-        if isinstance(kind, DiskFullError):
-            return DiskFullError(
-                f"the disk holding {where} is full (or a file size limit was reached); could not {what} "
-                "and nothing of this call was saved. Free some space and retry.",
-                self.path,
-            )
-        if isinstance(kind, ReadOnlyError):
-            return ReadOnlyError(
-                f"{where} cannot be written ({text}); could not {what}. Check the permissions of the "
-                "file and its folder (SQLite creates -wal and -shm files beside it) and that the disk "
-                "is not mounted read-only, or pass a writable path or data_dir.",
-                self.path,
-            )
-        if (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF == sqlite3.SQLITE_IOERR:
-            return StorageError(
-                f"I/O error on {where} ({text}); could not {what} and nothing of this call was saved. "
-                "The disk may be full (or a file size limit reached) or failing: free space, check "
-                "the disk, and retry.",
-                self.path,
-            )
-        return CheckpointError(f"could not {what} in {self.path}: {exc}")
-
-    def _closed_error(self) -> CheckpointError:
-        return CheckpointError(f"checkpointer for {self.path} is closed; open a new one.")
+        kind = translate(exc, self.path, f"{what} in")
+        if type(kind) is StorageError and (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF != sqlite3.SQLITE_IOERR:
+            return CheckpointError(f"could not {what} in {self.path}: {exc}")  # not the file: the statement
+        return kind
 
     @contextmanager
     def connection(self) -> Iterator[sqlite3.Connection]:
         """Borrow a connection for one operation."""
         with self._lock:
             if self._closed:
-                raise self._closed_error()
+                raise CheckpointError(f"checkpointer for {self.path} is closed; open a new one.")
             conn = self._free.pop() if self._free else None
-        if conn is None:
-            conn = self._open()
-            with self._lock:
-                self._all.append(conn)
+        conn = conn or self._open()
         try:
             yield conn
         finally:
-            self._release(conn, self._free)
-
-    def _release(self, conn: sqlite3.Connection, free: list[sqlite3.Connection]) -> None:
-        """Return a connection to ``free``, rolling back whatever an exception left open."""
-        rollback(conn)
-        with self._lock:
-            if self._closed:
-                conn.close()
-            else:
-                free.append(conn)
+            rollback(conn)  # whatever an exception left open
+            with self._lock:
+                if self._closed:
+                    conn.close()
+                else:
+                    self._free.append(conn)
 
     def retry(self, fn: Callable[[], T], *, what: str) -> T:
         """Run ``fn``, retrying while the file is locked, up to ``busy_timeout``.

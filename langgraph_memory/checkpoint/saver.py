@@ -6,7 +6,6 @@ import asyncio
 import logging
 import os
 import sqlite3
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -66,8 +65,7 @@ class SqliteCheckpointer(CheckpointerBase):
             ``EncryptedSerializer`` to encrypt checkpoints and writes at rest
             (metadata stays plain JSON so it can be filtered).
         lock_timeout: Seconds to wait for another writer before giving up
-            (argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT`` > config file > 30;
-            ``busy_timeout=`` is its deprecated old name).
+            (argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT`` > config file > 30).
         durability: ``"normal"`` (default): a committed checkpoint survives
             any process crash. ``"full"``: it also survives power loss, at
             the cost of an fsync per write.
@@ -106,17 +104,9 @@ class SqliteCheckpointer(CheckpointerBase):
         serde: SerializerProtocol | None = None,
         lock_timeout: float | None = None,
         durability: Durability = "normal",
-        busy_timeout: float | None = None,
         read_only: bool = False,
     ) -> None:
         super().__init__(serde=serde)
-        if busy_timeout is not None:
-            warnings.warn(
-                "SqliteCheckpointer(busy_timeout=) is now lock_timeout=, the name every part of langgraph_memory uses",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            lock_timeout = busy_timeout if lock_timeout is None else lock_timeout
         if isinstance(path, sqlite3.Connection):
             raise ConfigError(_connection_refusal(path))
         if path is None:
@@ -239,36 +229,16 @@ class SqliteCheckpointer(CheckpointerBase):
 
         return read
 
-    def _page_reader(
-        self,
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,
-        before: RunnableConfig | None,
-        after: tuple[str, str, str] | None,
-        size: int,
-    ) -> Callable[[sqlite3.Connection], list[CheckpointTuple]]:
-        sql, params = _query.page_query(config, filter, before, after, size)
+    _page_query = staticmethod(_query.page_query)
+
+    def _page_reader(self, sql: str, params: list[Any]) -> Callable[[sqlite3.Connection], list[CheckpointTuple]]:
         return lambda conn: _query.fetch_tuples(conn, self.serde, conn.execute(sql, params).fetchall())
 
-    def _list_page(
-        self,
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,
-        before: RunnableConfig | None,
-        after: tuple[str, str, str] | None,
-        size: int,
-    ) -> list[CheckpointTuple]:
-        return self._read(self._page_reader(config, filter, before, after, size), "list checkpoints")
+    def _list_page(self, sql: str, params: list[Any]) -> list[CheckpointTuple]:
+        return self._read(self._page_reader(sql, params), "list checkpoints")
 
-    async def _alist_page(
-        self,
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,
-        before: RunnableConfig | None,
-        after: tuple[str, str, str] | None,
-        size: int,
-    ) -> list[CheckpointTuple]:
-        return await self._aread(self._page_reader(config, filter, before, after, size), "list checkpoints")
+    async def _alist_page(self, sql: str, params: list[Any]) -> list[CheckpointTuple]:
+        return await self._aread(self._page_reader(sql, params), "list checkpoints")
 
     # -- writing -----------------------------------------------------------
 

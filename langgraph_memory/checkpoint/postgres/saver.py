@@ -259,26 +259,10 @@ class PostgresCheckpointer(CheckpointerBase):
             metadata_filter=lambda f: (["c.metadata @> %s::jsonb"], [_base.metadata_json(f).replace("\\u0000", "")]),
         )
 
-    def _list_page(
-        self,
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,
-        before: RunnableConfig | None,
-        after: tuple[str, str, str] | None,
-        size: int,
-    ) -> builtins.list[CheckpointTuple]:
-        sql, params = self._page_query(config, filter, before, after, size)
+    def _list_page(self, sql: str, params: builtins.list[Any]) -> builtins.list[CheckpointTuple]:
         return [_sql.row_to_tuple(self.serde, row) for row in self._db.fetch(sql, params, "list checkpoints")]
 
-    async def _alist_page(
-        self,
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,
-        before: RunnableConfig | None,
-        after: tuple[str, str, str] | None,
-        size: int,
-    ) -> builtins.list[CheckpointTuple]:
-        sql, params = self._page_query(config, filter, before, after, size)
+    async def _alist_page(self, sql: str, params: builtins.list[Any]) -> builtins.list[CheckpointTuple]:
         rows = await self._db.afetch(sql, params, "list checkpoints")
         return [_sql.row_to_tuple(self.serde, row) for row in rows]
 
