@@ -127,12 +127,9 @@ class Database:
 
     # -- lifecycle ---------------------------------------------------------
 
-    def _new_pool_kwargs(self) -> dict[str, Any]:
-        return {
-            "autocommit": True,
-            "prepare_threshold": 0,
-            "connect_timeout": max(1, int(self.timeout)),
-        }
+    def _pool_options(self, name: str) -> dict[str, Any]:
+        connection = {"autocommit": True, "prepare_threshold": 0, "connect_timeout": max(1, int(self.timeout))}
+        return {"min_size": 1, "max_size": self.pool_size, "kwargs": connection, "timeout": self.timeout, "name": name}
 
     def _sync_pool(self) -> ConnectionPool[Any]:
         if self._closed:
@@ -146,13 +143,7 @@ class Database:
                             "async methods (ainvoke), or give it a connection string or pool"
                         )
                     pool: ConnectionPool[Any] = ConnectionPool(
-                        self._conninfo,
-                        min_size=1,
-                        max_size=self.pool_size,
-                        kwargs=self._new_pool_kwargs(),
-                        timeout=self.timeout,
-                        open=False,
-                        name="lgm-checkpoint",
+                        self._conninfo, open=False, **self._pool_options("lgm-checkpoint")
                     )
                     pool.open(wait=False)
                     self._pool = pool
@@ -172,13 +163,7 @@ class Database:
         # A pool belongs to the loop that opened it: a new loop (asyncio.run
         # again) gets its own, the old one is dropped with its loop.
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-            self._conninfo,
-            min_size=1,
-            max_size=self.pool_size,
-            kwargs=self._new_pool_kwargs(),
-            timeout=self.timeout,
-            open=False,
-            name="lgm-checkpoint-async",
+            self._conninfo, open=False, **self._pool_options("lgm-checkpoint-async")
         )
         self._apool, self._apool_loop = pool, loop
         await pool.open(wait=False)
@@ -237,9 +222,15 @@ class Database:
             )
         return CheckpointError(f"could not {what}: {type(exc).__name__}: {exc}")
 
-    def _retry_allowed(self) -> bool:
-        # A caller's single connection cannot be replaced; pools can.
-        return self._conn is None and self._aconn is None
+    def _gives_up(self, exc: BaseException, what: str, deadline: float) -> CheckpointError | None:
+        """The error to raise for ``exc``, or None to retry: the server is away, there is time left, and
+        the connection comes from a pool (a caller's single connection cannot be replaced)."""
+        error = self._translate(exc, what)
+        if isinstance(error, CheckpointUnavailableError) and self._conn is None and self._aconn is None:
+            if deadline > time.monotonic():
+                logger.debug("retrying to %s after %r", what, exc)
+                return None
+        return error
 
     @contextlib.contextmanager
     def _connection(self, remaining: float) -> Iterator[Connection[Any]]:
@@ -290,16 +281,12 @@ class Database:
                     with self._txn(conn, transaction):
                         return fn(conn)
             except (psycopg.Error, PoolTimeout, PoolClosed) as exc:
-                error = self._translate(exc, what)
-                remaining = deadline - time.monotonic()
-                if isinstance(error, CheckpointUnavailableError) and self._retry_allowed() and remaining > 0:
-                    logger.debug("retrying to %s after %r", what, exc)
-                    if isinstance(exc, PoolTimeout) and self._server_is_back(remaining):
-                        continue
-                    time.sleep(min(delay, max(deadline - time.monotonic(), 0)))
-                    delay = min(delay * 2, 0.5)
+                if (error := self._gives_up(exc, what, deadline)) is not None:
+                    raise error from exc
+                if isinstance(exc, PoolTimeout) and self._server_is_back(deadline - time.monotonic()):
                     continue
-                raise error from exc
+                time.sleep(min(delay, max(deadline - time.monotonic(), 0)))
+                delay = min(delay * 2, 0.5)
 
     async def arun(
         self, fn: Callable[[AsyncConnection[Any]], Awaitable[T]], what: str, *, transaction: bool = False
@@ -314,16 +301,12 @@ class Database:
                     async with self._atxn(conn, transaction):
                         return await fn(conn)
             except (psycopg.Error, PoolTimeout, PoolClosed) as exc:
-                error = self._translate(exc, what)
-                remaining = deadline - time.monotonic()
-                if isinstance(error, CheckpointUnavailableError) and self._retry_allowed() and remaining > 0:
-                    logger.debug("retrying to %s after %r", what, exc)
-                    if isinstance(exc, PoolTimeout) and await self._aserver_is_back(remaining):
-                        continue
-                    await asyncio.sleep(min(delay, max(deadline - time.monotonic(), 0)))
-                    delay = min(delay * 2, 0.5)
+                if (error := self._gives_up(exc, what, deadline)) is not None:
+                    raise error from exc
+                if isinstance(exc, PoolTimeout) and await self._aserver_is_back(deadline - time.monotonic()):
                     continue
-                raise error from exc
+                await asyncio.sleep(min(delay, max(deadline - time.monotonic(), 0)))
+                delay = min(delay * 2, 0.5)
 
     # -- reconnecting ----------------------------------------------------------
     #

@@ -142,7 +142,6 @@ def queries(schema: str) -> Queries:
 class Statements:
     """Every statement of the saver for one schema name (already quoted in the text)."""
 
-    schema: str
     get_by_id: str
     get_latest: str
     select: str
@@ -150,8 +149,6 @@ class Statements:
     writes_regular: str
     writes_special: str
     writes_both: str
-    delete_thread: str
-    head: str
 
     @classmethod
     def for_schema(cls, schema: str) -> Statements:
@@ -170,7 +167,6 @@ class Statements:
             "task_path = EXCLUDED.task_path"
         )
         return cls(
-            schema=schema,
             get_by_id=f"{select} WHERE c.thread_id = %s AND c.checkpoint_ns = %s AND c.checkpoint_id = %s "
             "AND c.hidden = 0",
             get_latest=f"{select} WHERE c.thread_id = %s AND c.checkpoint_ns = %s AND c.hidden = 0 "
@@ -181,13 +177,6 @@ class Statements:
             writes_regular=regular,
             writes_special=special,
             writes_both=f"WITH r AS ({regular}) {special}",
-            delete_thread=(
-                f"WITH c AS (DELETE FROM {s}.checkpoints WHERE thread_id = %s), "
-                f"b AS (DELETE FROM {s}.blobs WHERE thread_id = %s) "
-                f"DELETE FROM {s}.writes WHERE thread_id = %s"
-            ),
-            head=f"SELECT checkpoint_id FROM {s}.checkpoints WHERE thread_id = %s AND checkpoint_ns = %s "
-            "AND hidden = 0 ORDER BY checkpoint_id DESC LIMIT 1",
         )
 
 
