@@ -519,7 +519,7 @@ def checkpoint_tuple(
     )
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs a few microseconds per put
 class PutRow:
     """A checkpoint serialized for storage: the values of its row, and a blob per new channel value."""
 
