@@ -223,10 +223,12 @@ class Database:
         return CheckpointError(f"could not {what}: {type(exc).__name__}: {exc}")
 
     def _gives_up(self, exc: BaseException, what: str, deadline: float) -> CheckpointError | None:
-        """The error to raise for ``exc``, or None to retry: the server is away, there is time left, and
-        the connection comes from a pool (a caller's single connection cannot be replaced)."""
+        """The error to raise for ``exc``, or None to retry: the server is away (or the pool a call waited
+        on was replaced by a fresh one, see "reconnecting"), there is time left, and the connection comes
+        from a pool (a caller's single connection cannot be replaced)."""
         error = self._translate(exc, what)
-        if isinstance(error, CheckpointUnavailableError) and self._conn is None and self._aconn is None:
+        replaced = isinstance(exc, PoolClosed) and self._owns_pools and not self._closed
+        if (isinstance(error, CheckpointUnavailableError) or replaced) and self._conn is None and self._aconn is None:
             if deadline > time.monotonic():
                 logger.debug("retrying to %s after %r", what, exc)
                 return None
