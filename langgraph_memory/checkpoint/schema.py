@@ -260,6 +260,8 @@ def configure_connection(conn: sqlite3.Connection, *, durability: Durability) ->
     conn.execute(f"PRAGMA synchronous = {durability.upper()}")
     # The TEMP put_rows view and its triggers (and any sort) stay in memory.
     conn.execute("PRAGMA temp_store = MEMORY")
+    # The pool checkpoints the WAL itself (see _pool).
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
 
 
 def ensure_schema(conn: sqlite3.Connection, serde: SerializerProtocol) -> int:
