@@ -385,6 +385,44 @@ def test_stale_writer_in_one_process_gets_a_conflict(saver: PostgresCheckpointer
 # -- faults: the server crashes and comes back ------------------------------------------
 
 
+def test_a_call_queued_on_a_replaced_pool_retries_on_the_new_one(pg_database: str) -> None:
+    """Once the server is back the checkpointer swaps a pool stuck in psycopg_pool's backoff for a fresh one
+    and closes the old: a call still queued on the old pool gets ``PoolClosed`` and must go to the new pool,
+    not fail (the crash bench saw "could not save pending writes: the connection pool is closed")."""
+    import threading
+    import time
+
+    saver = PostgresCheckpointer(pg_database, pool_size=1)
+    try:
+        saver.setup()
+        old = saver.database._sync_pool()
+        results: list[Any] = []
+
+        def call() -> None:
+            try:
+                results.append(saver.get_tuple(generate_config("t")))
+            except Exception as exc:
+                results.append(exc)
+
+        with old.connection():  # the pool's only connection is busy, so the call queues
+            caller = threading.Thread(target=call)
+            caller.start()
+            deadline = time.monotonic() + 10
+            while old.get_stats().get("requests_waiting", 0) < 1:
+                assert time.monotonic() < deadline, "the call never queued"
+                time.sleep(0.005)
+            # What Database._server_is_back does once a direct connection succeeds.
+            with saver.database._lock:
+                saver.database._pool = None
+            closing = threading.Thread(target=old.close)
+            closing.start()
+            caller.join(10)
+        closing.join(10)
+        assert results == [None]
+    finally:
+        saver.close()
+
+
 def test_server_crash_gives_typed_errors_then_reconnects(pg_cluster: Any) -> None:
     """``pg_ctl stop -m immediate``: typed errors while down, no hang, acknowledged checkpoints kept."""
     from langgraph_memory.errors import CheckpointUnavailableError

@@ -66,9 +66,6 @@ def test_sigkill_mid_run_leaves_last_checkpoint_resumable(tmp_path: Path, mode: 
     finally:
         proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
-    out, _err = proc.communicate()
-    if mode == "acount":  # the killed process had committed async writes
-        assert max(int(line) for line in out.split()) > 0, out
 
     conn = sqlite3.connect(db)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

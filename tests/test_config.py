@@ -84,6 +84,5 @@ def test_lock_timeout_is_one_setting_everywhere(
     monkeypatch.setenv("LANGGRAPH_MEMORY_LOCK_TIMEOUT", "soon")
     with pytest.raises(ConfigError, match="lock_timeout"):
         resolve_lock_timeout()
-    with pytest.deprecated_call():
-        with SqliteCheckpointer(tmp_path / "old.sqlite", busy_timeout=2) as saver:
-            assert saver._pool.busy_timeout == 2.0
+    with SqliteCheckpointer(tmp_path / "arg.sqlite", lock_timeout=2) as saver:
+        assert saver._pool.busy_timeout == 2.0

@@ -1,11 +1,13 @@
-"""What both checkpointers share: list paging, DeltaChannel history, retention, thread activity.
+"""What both checkpointers share: list paging, DeltaChannel history, retention, thread activity, serializing.
 
 `CheckpointerBase` builds on LangGraph's ``BaseCheckpointSaver``, as
 ``SqliteSaver`` and ``PostgresSaver`` do. A backend supplies its connections
 (`CheckpointerBase._read`, ``_write`` and their async twins, each running a
 function of one DB-API connection) and its SQL: the hot paths (get, put,
 list pages) in its own statements, everything else through one `Queries`
-of constants that ``_delta`` and ``_maintenance`` run on either database.
+of constants (SQLite's in ``checkpoint/_query.py``, PostgreSQL's in
+``checkpoint/postgres/_sql.py``) that ``_delta`` and the methods here run on
+either database.
 """
 
 from __future__ import annotations
@@ -13,38 +15,90 @@ from __future__ import annotations
 import asyncio
 import builtins
 import json
+import logging
 import random
 import re
 import time
 from abc import abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
     BaseCheckpointSaver,
+    ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
     DeltaChannelHistory,
     PendingWrite,
     get_checkpoint_id,
+    get_checkpoint_metadata,
 )
+from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph_memory.checkpoint import _delta, _maintenance
-from langgraph_memory.checkpoint._maintenance import ThreadInfo
-from langgraph_memory.checkpoint._shared_sql import Queries
+from langgraph_memory.checkpoint import _delta
 from langgraph_memory.errors import ConfigError, FilterError
 
-__all__ = ["CheckpointerBase", "PruneStrategy", "Queries", "ThreadInfo"]
+__all__ = ["CheckpointerBase", "PruneStrategy", "PutRow", "Queries", "ThreadInfo"]
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 PruneStrategy = Literal["keep_latest", "delete"]
 
 _LIST_PAGE = 100  # rows per round trip when list() has no small limit
 _FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+@dataclass(frozen=True)
+class Queries:
+    """The statements ``_delta`` and the shared methods run, written out once per backend.
+
+    Each takes the parameters its comment names; a list parameter is bound
+    as one value through ``array`` (a JSON text that SQLite's ``json_each``
+    reads, a PostgreSQL array), so no statement is built from a list's length.
+    """
+
+    array: Callable[[Sequence[Any]], Any]
+    latest_id: str  # (thread, ns) -> checkpoint_id of the newest visible checkpoint
+    ancestors: str  # (thread, ns, id, thread, ns) -> checkpoint_id, type, checkpoint; target first
+    has_blob: str  # (thread, ns, channel, version)
+    blob: str  # (thread, ns, channel, version) -> type, blob
+    delta_writes: str  # (thread, ns, ids[], channels[]) -> id, channel, task_path, task_id, idx, type, value
+    namespace_rows: str  # (thread, ns) -> checkpoint_id, delta_channels, hidden
+    delete_writes_of: str  # (thread, ns, ids[])
+    delete_checkpoints_of: str  # (thread, ns, ids[])
+    hide: str  # (thread, ns, ids[])
+    blob_refs: str  # (thread, ns) -> type, checkpoint, hidden, delta_channels
+    blob_keys: str  # (thread, ns) -> channel, version
+    delete_blobs: str  # (thread, ns, channels[], versions[]): the pairs of the two lists
+    delete_thread: tuple[str, ...]  # each (thread,)
+    checkpoints_of_runs: str  # (run_ids[]) -> thread, ns, id
+    namespaces: str  # (thread,) -> checkpoint_ns
+    visible_ids: str  # (thread, ns) -> checkpoint_id, newest first
+    delete_orphan_writes: str  # (thread,)
+    copy_thread: tuple[str, str, str]  # checkpoints (target, now, source), writes and blobs (target, source)
+    list_threads: str  # () -> thread, last created_at, visible checkpoints
+    thread_size: str  # (thread, thread, thread) -> bytes of checkpoints, blobs, writes
+    inactive_threads: str  # (cutoff,) -> thread, oldest activity first
+
+
+@dataclass(frozen=True)
+class ThreadInfo:
+    """One thread of the checkpointer and when it was last written.
+
+    ``last_activity`` is the wall-clock UTC time of the newest checkpoint
+    write; ``checkpoints`` counts the checkpoints ``list`` would return.
+    """
+
+    thread_id: str
+    last_activity: datetime
+    checkpoints: int
 
 
 class CheckpointerBase(BaseCheckpointSaver[str]):
@@ -71,25 +125,22 @@ class CheckpointerBase(BaseCheckpointSaver[str]):
         """Async `_write()`: never blocks the event loop."""
 
     @abstractmethod
-    def _list_page(
+    def _page_query(
         self,
         config: RunnableConfig | None,
         filter: dict[str, Any] | None,
         before: RunnableConfig | None,
         after: tuple[str, str, str] | None,
         size: int,
-    ) -> builtins.list[CheckpointTuple]:
-        """Up to ``size`` matching checkpoints older than ``after`` (id, thread, namespace), newest first."""
+    ) -> tuple[str, builtins.list[Any]]:
+        """The statement of a page of ``list`` (see `page_query`)."""
 
     @abstractmethod
-    async def _alist_page(
-        self,
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,
-        before: RunnableConfig | None,
-        after: tuple[str, str, str] | None,
-        size: int,
-    ) -> builtins.list[CheckpointTuple]:
+    def _list_page(self, sql: str, params: builtins.list[Any]) -> builtins.list[CheckpointTuple]:
+        """The checkpoints of a page `_page_query()` wrote."""
+
+    @abstractmethod
+    async def _alist_page(self, sql: str, params: builtins.list[Any]) -> builtins.list[CheckpointTuple]:
         """Async `_list_page()`."""
 
     @abstractmethod
@@ -144,7 +195,7 @@ class CheckpointerBase(BaseCheckpointSaver[str]):
         remaining, after = limit, None
         while remaining is None or remaining > 0:
             size = _LIST_PAGE if remaining is None else min(remaining, _LIST_PAGE * 10)
-            page = self._list_page(config, filter, before, after, size)
+            page = self._list_page(*self._page_query(config, filter, before, after, size))
             yield from page
             if len(page) < size:
                 return
@@ -162,7 +213,7 @@ class CheckpointerBase(BaseCheckpointSaver[str]):
         remaining, after = limit, None
         while remaining is None or remaining > 0:
             size = _LIST_PAGE if remaining is None else min(remaining, _LIST_PAGE * 10)
-            page = await self._alist_page(config, filter, before, after, size)
+            page = await self._alist_page(*self._page_query(config, filter, before, after, size))
             for item in page:
                 yield item
             if len(page) < size:
@@ -209,22 +260,43 @@ class CheckpointerBase(BaseCheckpointSaver[str]):
 
     # -- deleting, pruning, copying ------------------------------------------
 
-    def _delete_thread(self, thread_id: str) -> Callable[[Any], None]:
-        return lambda conn: _maintenance.delete_threads(conn, self.queries, [str(thread_id)])
+    def _delete_threads(self, conn: Any, thread_ids: Sequence[str]) -> None:
+        for thread_id in thread_ids:
+            for statement in self.queries.delete_thread:
+                conn.execute(statement, (thread_id,))
+
+    def _remove(self, conn: Any, thread_id: str, checkpoint_ns: str, remove: set[str]) -> None:
+        """Remove checkpoints of one namespace, hiding those a survivor's delta history needs."""
+        delete, hide = _delta.plan_removal(conn, self.queries, self.serde, thread_id, checkpoint_ns, remove)
+        _delta.apply_removal(conn, self.queries, self.serde, thread_id, checkpoint_ns, delete, hide)
+
+    def _prune_on(self, conn: Any, thread_ids: Sequence[str], strategy: str) -> None:
+        if strategy == "delete":
+            self._delete_threads(conn, thread_ids)
+            return
+        q = self.queries
+        for thread_id in thread_ids:
+            for (ns,) in conn.execute(q.namespaces, (thread_id,)).fetchall():
+                ids = [cid for (cid,) in conn.execute(q.visible_ids, (thread_id, ns)).fetchall()]
+                self._remove(conn, thread_id, ns, set(ids[1:]))
+            # Writes whose checkpoint no longer exists can never be read.
+            conn.execute(q.delete_orphan_writes, (thread_id,))
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint, blob and write of a thread, in all namespaces."""
-        self._write(self._delete_thread(thread_id), "delete a thread")
+        self._write(lambda conn: self._delete_threads(conn, [str(thread_id)]), "delete a thread")
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async ``delete_thread``."""
-        await self._awrite(self._delete_thread(thread_id), "delete a thread")
+        await self._awrite(lambda conn: self._delete_threads(conn, [str(thread_id)]), "delete a thread")
 
-    def _delete_for_runs(self, run_ids: Sequence[str]) -> Callable[[Any], None] | None:
-        ids = [str(r) for r in run_ids]
-        if not ids:
-            return None
-        return lambda conn: _maintenance.delete_for_runs(conn, self.queries, self.serde, ids)
+    def _delete_for_runs(self, conn: Any, run_ids: Sequence[str]) -> None:
+        targets: dict[tuple[str, str], set[str]] = {}
+        rows = conn.execute(self.queries.checkpoints_of_runs, (self.queries.array(run_ids),)).fetchall()
+        for thread_id, checkpoint_ns, checkpoint_id in rows:
+            targets.setdefault((thread_id, checkpoint_ns), set()).add(checkpoint_id)
+        for (thread_id, checkpoint_ns), remove in targets.items():
+            self._remove(conn, thread_id, checkpoint_ns, remove)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) created by the given runs.
@@ -233,25 +305,18 @@ class CheckpointerBase(BaseCheckpointSaver[str]):
         history runs through is hidden instead: it disappears from ``list``
         and ``get_tuple`` but the survivor still reconstructs.
         """
-        if (fn := self._delete_for_runs(run_ids)) is not None:
-            self._write(fn, "delete checkpoints of runs")
+        if ids := [str(r) for r in run_ids]:
+            self._write(lambda conn: self._delete_for_runs(conn, ids), "delete checkpoints of runs")
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Async ``delete_for_runs``."""
-        if (fn := self._delete_for_runs(run_ids)) is not None:
-            await self._awrite(fn, "delete checkpoints of runs")
+        if ids := [str(r) for r in run_ids]:
+            await self._awrite(lambda conn: self._delete_for_runs(conn, ids), "delete checkpoints of runs")
 
     @staticmethod
     def _check_strategy(strategy: str) -> None:
         if strategy not in ("keep_latest", "delete"):
             raise ConfigError(f"prune strategy must be 'keep_latest' or 'delete', got {strategy!r}")
-
-    def _prune(self, thread_ids: Sequence[str], strategy: str) -> Callable[[Any], None] | None:
-        ids = [str(t) for t in thread_ids]
-        self._check_strategy(strategy)
-        if not ids:
-            return None
-        return lambda conn: _maintenance.prune(conn, self.queries, self.serde, ids, strategy)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Shrink threads: ``"keep_latest"`` keeps the newest checkpoint per namespace, ``"delete"`` all.
@@ -260,20 +325,29 @@ class CheckpointerBase(BaseCheckpointSaver[str]):
         one still needs (back to its nearest snapshot) are kept hidden, so the
         kept state is reconstructed exactly.
         """
-        if (fn := self._prune(thread_ids, strategy)) is not None:
-            self._write(fn, "prune threads")
+        self._check_strategy(strategy)
+        if ids := [str(t) for t in thread_ids]:
+            self._write(lambda conn: self._prune_on(conn, ids, strategy), "prune threads")
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Async ``prune``."""
-        if (fn := self._prune(thread_ids, strategy)) is not None:
-            await self._awrite(fn, "prune threads")
+        self._check_strategy(strategy)
+        if ids := [str(t) for t in thread_ids]:
+            await self._awrite(lambda conn: self._prune_on(conn, ids, strategy), "prune threads")
 
     def _copy_thread(self, source_thread_id: str, target_thread_id: str) -> Callable[[Any], None] | None:
         source, target = str(source_thread_id), str(target_thread_id)
         if source == target:
             return None
         now = time.time()
-        return lambda conn: _maintenance.copy_thread(conn, self.queries, source, target, now)
+
+        def copy(conn: Any) -> None:
+            checkpoints, writes, blobs = self.queries.copy_thread
+            conn.execute(checkpoints, (target, now, source))
+            conn.execute(writes, (target, source))
+            conn.execute(blobs, (target, source))
+
+        return copy
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread's whole history (all namespaces, writes, hidden ancestors).
@@ -292,17 +366,30 @@ class CheckpointerBase(BaseCheckpointSaver[str]):
 
     # -- thread activity, for the archive job ---------------------------------
 
+    def _list_threads(self, conn: Any) -> builtins.list[ThreadInfo]:
+        return [
+            ThreadInfo(thread_id=thread_id, last_activity=datetime.fromtimestamp(last, tz=UTC), checkpoints=int(count))
+            for thread_id, last, count in conn.execute(self.queries.list_threads).fetchall()
+        ]
+
     def list_threads(self) -> builtins.list[ThreadInfo]:
         """Every thread with its last activity time (UTC), most recently active first."""
-        return self._read(lambda conn: _maintenance.list_threads(conn, self.queries), "list threads")
+        return self._read(self._list_threads, "list threads")
 
     async def alist_threads(self) -> builtins.list[ThreadInfo]:
         """Async ``list_threads``."""
-        return await self._aread(lambda conn: _maintenance.list_threads(conn, self.queries), "list threads")
+        return await self._aread(self._list_threads, "list threads")
 
     def thread_sizes(self, thread_ids: Sequence[str]) -> dict[str, int]:
         """Bytes each of ``thread_ids`` holds (checkpoints, channel values, pending writes)."""
-        return self._read(lambda conn: _maintenance.thread_sizes(conn, self.queries, thread_ids), "measure threads")
+
+        def measure(conn: Any) -> dict[str, int]:
+            return {
+                t: int(sum(conn.execute(self.queries.thread_size, (t, t, t)).fetchone()))
+                for t in dict.fromkeys(thread_ids)
+            }
+
+        return self._read(measure, "measure threads")
 
     def _prune_inactive(self, older_than: timedelta, strategy: str) -> Callable[[Any], builtins.list[str]]:
         self._check_strategy(strategy)
@@ -312,7 +399,8 @@ class CheckpointerBase(BaseCheckpointSaver[str]):
 
         def write(conn: Any) -> builtins.list[str]:
             ids = [thread_id for (thread_id,) in conn.execute(self.queries.inactive_threads, (cutoff,)).fetchall()]
-            _maintenance.prune(conn, self.queries, self.serde, ids, strategy)
+            self._prune_on(conn, ids, strategy)
+            logger.info("pruned %d inactive threads (%s)", len(ids), strategy)
             return ids
 
         return write
@@ -355,6 +443,58 @@ def check_filter_keys(filter: Mapping[str, Any] | None) -> None:
             )
 
 
+def page_query(
+    select: str,
+    config: RunnableConfig | None,
+    filter: dict[str, Any] | None,
+    before: RunnableConfig | None,
+    after: tuple[str, str, str] | None,
+    size: int,
+    *,
+    mark: str,
+    metadata_filter: Callable[[dict[str, Any]], tuple[builtins.list[str], builtins.list[Any]]],
+) -> tuple[str, builtins.list[Any]]:
+    """One page of ``list``: ``select`` (from ``checkpoints c``) with its WHERE, ORDER BY and LIMIT, and parameters.
+
+    ``after`` is the (id, thread, namespace) of the last row of the previous
+    page. With the thread and namespace given (as LangGraph always passes
+    them) the order is the primary key's, ``(thread_id, checkpoint_ns,
+    checkpoint_id)``: a page reads the index backwards and stops after the
+    rows it returns (plus those a metadata filter skips). ``mark`` is the
+    backend's placeholder; ``metadata_filter`` gives the predicates of a
+    metadata filter whose keys `check_filter_keys` accepted.
+    """
+    wheres = ["c.hidden = 0"]
+    params: builtins.list[Any] = []
+    order = ["checkpoint_id", "thread_id", "checkpoint_ns"]
+    if config is not None:
+        configurable = config.get("configurable", {})
+        wheres.append(f"c.thread_id = {mark}")
+        params.append(str(configurable["thread_id"]))
+        order = ["checkpoint_id", "checkpoint_ns"]
+        if (checkpoint_ns := configurable.get("checkpoint_ns")) is not None:
+            wheres.append(f"c.checkpoint_ns = {mark}")
+            params.append(checkpoint_ns)
+            order = ["checkpoint_id"]
+        if checkpoint_id := get_checkpoint_id(config):
+            wheres.append(f"c.checkpoint_id = {mark}")
+            params.append(checkpoint_id)
+    if filter:
+        check_filter_keys(filter)
+        predicates, values = metadata_filter(filter)
+        wheres += predicates
+        params += values
+    if before is not None and (before_id := get_checkpoint_id(before)):
+        wheres.append(f"c.checkpoint_id < {mark}")
+        params.append(before_id)
+    if after is not None:
+        by_name = dict(zip(("checkpoint_id", "thread_id", "checkpoint_ns"), after, strict=True))
+        wheres.append(f"({', '.join(f'c.{name}' for name in order)}) < ({', '.join([mark] * len(order))})")
+        params.extend(by_name[name] for name in order)
+    ordering = ", ".join(f"c.{name} DESC" for name in order)
+    return f"{select} WHERE {' AND '.join(wheres)} ORDER BY {ordering} LIMIT {mark}", [*params, size]
+
+
 def checkpoint_tuple(
     key: tuple[str, str, str],
     parent_id: str | None,
@@ -377,6 +517,106 @@ def checkpoint_tuple(
         ),
         pending_writes=pending_writes,
     )
+
+
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs a few microseconds per put
+class PutRow:
+    """A checkpoint serialized for storage: the values of its row, and a blob per new channel value."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_id: str | None
+    type: str
+    checkpoint: bytes
+    metadata: str
+    run_id: str | None
+    created_at: float
+    delta_channels: str | None
+    blobs: builtins.list[tuple[str, str, str, bytes]]  # (channel, version, type, value)
+
+    @property
+    def config(self) -> RunnableConfig:
+        """The config ``put`` returns."""
+        return {
+            "configurable": {
+                "thread_id": self.thread_id,
+                "checkpoint_ns": self.checkpoint_ns,
+                "checkpoint_id": self.checkpoint_id,
+            }
+        }
+
+
+def put_row(
+    serde: SerializerProtocol,
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    new_versions: ChannelVersions,
+    *,
+    inline: Callable[[Any], bool] = lambda value: False,
+) -> PutRow:
+    """Serialize a checkpoint for ``put``: only the values of channels in ``new_versions`` become blobs.
+
+    The others are already stored under their unchanged version. A value
+    whose channel has no version cannot live in blobs and stays in the
+    checkpoint row, as does any value ``inline`` picks. A new version without
+    a value (a DeltaChannel between snapshots, a cleared channel) stores
+    nothing: absent reads as empty.
+    """
+    configurable = config["configurable"]
+    full_metadata = get_checkpoint_metadata(config, metadata)
+    values = checkpoint["channel_values"]
+    versions = checkpoint["channel_versions"]
+    kept = {k: v for k, v in values.items() if k not in versions or inline(v)}
+    blobs = [
+        (channel, str(version), *serde.dumps_typed(values[channel]))
+        for channel, version in new_versions.items()
+        if channel in values and channel not in kept
+    ]
+    stripped: dict[str, Any] = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+    if kept:
+        stripped["channel_values"] = kept
+    type_, blob = serde.dumps_typed(stripped)
+    delta = _delta.delta_channels_of(full_metadata, versions, values)
+    run_id = full_metadata.get("run_id")
+    return PutRow(
+        thread_id=str(configurable["thread_id"]),
+        checkpoint_ns=configurable.get("checkpoint_ns", ""),
+        checkpoint_id=checkpoint["id"],
+        parent_id=configurable.get("checkpoint_id"),
+        type=type_,
+        checkpoint=blob,
+        metadata=metadata_json(full_metadata),
+        run_id=None if run_id is None else str(run_id),
+        created_at=time.time(),
+        delta_channels=None if delta is None else json.dumps(delta),
+        blobs=blobs,
+    )
+
+
+def write_rows(
+    serde: SerializerProtocol,
+    config: RunnableConfig,
+    writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str,
+) -> tuple[builtins.list[tuple[Any, ...]], builtins.list[tuple[Any, ...]]]:
+    """A task's writes as (regular, special) rows of the ``writes`` table's nine columns.
+
+    Regular writes are idempotent per (task, index): one already stored is
+    kept. Special writes (error, interrupt, resume, scheduled) have fixed
+    negative indices and replace the previous one, as in LangGraph's savers.
+    """
+    configurable = config["configurable"]
+    key = (str(configurable["thread_id"]), configurable.get("checkpoint_ns", ""), str(configurable["checkpoint_id"]))
+    regular: builtins.list[tuple[Any, ...]] = []
+    special: builtins.list[tuple[Any, ...]] = []
+    for idx, (channel, value) in enumerate(writes):
+        write_idx = WRITES_IDX_MAP.get(channel, idx)
+        row = (*key, task_id, task_path, write_idx, channel, *serde.dumps_typed(value))
+        (special if write_idx < 0 else regular).append(row)
+    return regular, special
 
 
 def _next_page(remaining: int | None, page: builtins.list[CheckpointTuple]) -> tuple[int | None, tuple[str, str, str]]:

@@ -40,7 +40,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 if TYPE_CHECKING:
-    from langgraph_memory.checkpoint._shared_sql import Queries
+    from langgraph_memory.checkpoint._base import Queries
 
 __all__ = [
     "apply_removal",

@@ -1,4 +1,8 @@
-"""SQLite's SQL: reading checkpoints (filters, rows and blobs to ``CheckpointTuple``) and `QUERIES`."""
+"""SQLite's SQL: writing checkpoints and writes, reading them back (filters, rows and blobs to ``CheckpointTuple``), and `QUERIES`.
+
+Writes are serialized here, off any lock, and handed to the connection pool
+as statements.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +13,19 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
+    ChannelVersions,
     Checkpoint,
+    CheckpointMetadata,
     CheckpointTuple,
     PendingWrite,
-    get_checkpoint_id,
     writes_sort_key,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph_memory.checkpoint._base import Queries, check_filter_keys, checkpoint_tuple
+from langgraph_memory.checkpoint._base import Queries, checkpoint_tuple, put_row, write_rows
+from langgraph_memory.checkpoint._base import page_query as _base_page_query
+from langgraph_memory.checkpoint._pool import Statement
+from langgraph_memory.checkpoint.schema import PUT_ROWS_SQL
 
 CHECKPOINT_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata"
 GET_BY_ID = (
@@ -130,34 +138,25 @@ def _filter_value(value: Any) -> tuple[str, Any]:
     return "= ?", str(value)
 
 
-def list_where(
+def _metadata_filter(filter: dict[str, Any]) -> tuple[list[str], list[Any]]:
+    predicates, params = [], []
+    for key, value in filter.items():
+        operator, param = _filter_value(value)
+        predicates.append(f"json_extract(c.metadata, '$.{key}') {operator}")
+        params.append(param)
+    return predicates, params
+
+
+def page_query(
     config: RunnableConfig | None,
     filter: dict[str, Any] | None,
     before: RunnableConfig | None,
-) -> tuple[list[str], list[Any]]:
-    """WHERE predicates and parameters for ``list``; hidden rows never match."""
-    wheres = ["hidden = 0"]
-    params: list[Any] = []
-    if config is not None:
-        configurable = config.get("configurable", {})
-        wheres.append("thread_id = ?")
-        params.append(str(configurable["thread_id"]))
-        checkpoint_ns = configurable.get("checkpoint_ns")
-        if checkpoint_ns is not None:
-            wheres.append("checkpoint_ns = ?")
-            params.append(checkpoint_ns)
-        if checkpoint_id := get_checkpoint_id(config):
-            wheres.append("checkpoint_id = ?")
-            params.append(checkpoint_id)
-    check_filter_keys(filter)
-    for key, value in (filter or {}).items():
-        operator, param = _filter_value(value)
-        wheres.append(f"json_extract(metadata, '$.{key}') {operator}")
-        params.append(param)
-    if before is not None and (before_id := get_checkpoint_id(before)):
-        wheres.append("checkpoint_id < ?")
-        params.append(before_id)
-    return wheres, params
+    after: tuple[str, str, str] | None,
+    size: int,
+) -> tuple[str, list[Any]]:
+    """A page of ``list`` (see `_base.page_query`), selecting `CHECKPOINT_COLUMNS`."""
+    select = f"SELECT {CHECKPOINT_COLUMNS} FROM checkpoints c"
+    return _base_page_query(select, config, filter, before, after, size, mark="?", metadata_filter=_metadata_filter)
 
 
 def load_writes(
@@ -252,4 +251,58 @@ def fetch_tuples(
     return [
         to_tuple(row, checkpoint, writes[(row[0], row[1], row[2])])
         for row, checkpoint in zip(rows, checkpoints, strict=True)
+    ]
+
+
+_PUT_ROW_MARKS = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_WRITES_INTO = "INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value)"
+_MULTI_ROW = 100  # rows one INSERT takes; more go through executemany in a transaction
+
+
+def put_statements(
+    serde: SerializerProtocol,
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    new_versions: ChannelVersions,
+) -> tuple[list[Statement], RunnableConfig]:
+    """The INSERT that stores a checkpoint and its new blobs (serialized here), and put's config."""
+    row = put_row(serde, config, checkpoint, metadata, new_versions)
+    # Rows of the put_rows view (schema.py): blobs first, the checkpoint last.
+    rows: list[tuple[Any, ...]] = [
+        (row.thread_id, row.checkpoint_ns, version, None, type_, value, None, None, None, None, channel)
+        for channel, version, type_, value in row.blobs
+    ]
+    rows.append(
+        (
+            *(row.thread_id, row.checkpoint_ns, row.checkpoint_id, row.parent_id, row.type, row.checkpoint),
+            *(row.metadata, row.run_id, row.created_at, row.delta_channels, None),
+        )
+    )
+    if len(rows) <= _MULTI_ROW:  # the usual case: one INSERT, atomic by itself
+        marks = ",".join([_PUT_ROW_MARKS] * len(rows))
+        return [(PUT_ROWS_SQL.format(marks=marks), [v for r in rows for v in r], False)], row.config
+    return [(PUT_ROWS_SQL.format(marks=_PUT_ROW_MARKS), rows, True)], row.config
+
+
+def put_writes_statements(
+    serde: SerializerProtocol,
+    config: RunnableConfig,
+    writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str,
+) -> list[Statement]:
+    """The INSERTs that store a task's writes (serialized here); none if no writes."""
+    regular, special = write_rows(serde, config, writes, task_id, task_path)
+    if bool(regular) != bool(special) and len(writes) <= _MULTI_ROW:
+        # The usual case: one multi-row INSERT, atomic on its own.
+        rows = regular or special
+        verb = "INSERT OR IGNORE" if regular else "INSERT OR REPLACE"
+        marks = ",".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(rows))
+        return [(f"{verb} {_WRITES_INTO} VALUES {marks}", [v for r in rows for v in r], False)]
+    one_row = f"{_WRITES_INTO} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    return [
+        (f"{verb} {one_row}", rows, True)
+        for verb, rows in (("INSERT OR IGNORE", regular), ("INSERT OR REPLACE", special))
+        if rows
     ]

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import builtins
 import logging
 import os
 import sqlite3
-import warnings
 from collections.abc import Callable, Sequence
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,7 +21,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph_memory._infra.sqlite import translate
-from langgraph_memory.checkpoint import _query, _writes
+from langgraph_memory.checkpoint import _query
 from langgraph_memory.checkpoint._base import CheckpointerBase, PruneStrategy, Queries, ThreadInfo
 from langgraph_memory.checkpoint._pool import _ConnectionPool
 from langgraph_memory.checkpoint.schema import Durability
@@ -68,8 +65,7 @@ class SqliteCheckpointer(CheckpointerBase):
             ``EncryptedSerializer`` to encrypt checkpoints and writes at rest
             (metadata stays plain JSON so it can be filtered).
         lock_timeout: Seconds to wait for another writer before giving up
-            (argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT`` > config file > 30;
-            ``busy_timeout=`` is its deprecated old name).
+            (argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT`` > config file > 30).
         durability: ``"normal"`` (default): a committed checkpoint survives
             any process crash. ``"full"``: it also survives power loss, at
             the cost of an fsync per write.
@@ -108,17 +104,9 @@ class SqliteCheckpointer(CheckpointerBase):
         serde: SerializerProtocol | None = None,
         lock_timeout: float | None = None,
         durability: Durability = "normal",
-        busy_timeout: float | None = None,
         read_only: bool = False,
     ) -> None:
         super().__init__(serde=serde)
-        if busy_timeout is not None:
-            warnings.warn(
-                "SqliteCheckpointer(busy_timeout=) is now lock_timeout=, the name every part of langgraph_memory uses",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            lock_timeout = busy_timeout if lock_timeout is None else lock_timeout
         if isinstance(path, sqlite3.Connection):
             raise ConfigError(_connection_refusal(path))
         if path is None:
@@ -241,43 +229,16 @@ class SqliteCheckpointer(CheckpointerBase):
 
         return read
 
-    def _page_reader(
-        self,
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,
-        before: RunnableConfig | None,
-        after: tuple[str, str, str] | None,
-        size: int,
-    ) -> Callable[[sqlite3.Connection], list[CheckpointTuple]]:
-        wheres, params = _query.list_where(config, filter, before)
-        if after is not None:
-            wheres.append("(checkpoint_id, thread_id, checkpoint_ns) < (?, ?, ?)")
-            params.extend(after)
-        sql = (
-            f"SELECT {_query.CHECKPOINT_COLUMNS} FROM checkpoints WHERE {' AND '.join(wheres)} "
-            "ORDER BY checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC LIMIT ?"
-        )
-        return lambda conn: _query.fetch_tuples(conn, self.serde, conn.execute(sql, (*params, size)).fetchall())
+    _page_query = staticmethod(_query.page_query)
 
-    def _list_page(
-        self,
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,
-        before: RunnableConfig | None,
-        after: tuple[str, str, str] | None,
-        size: int,
-    ) -> list[CheckpointTuple]:
-        return self._read(self._page_reader(config, filter, before, after, size), "list checkpoints")
+    def _page_reader(self, sql: str, params: list[Any]) -> Callable[[sqlite3.Connection], list[CheckpointTuple]]:
+        return lambda conn: _query.fetch_tuples(conn, self.serde, conn.execute(sql, params).fetchall())
 
-    async def _alist_page(
-        self,
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,
-        before: RunnableConfig | None,
-        after: tuple[str, str, str] | None,
-        size: int,
-    ) -> list[CheckpointTuple]:
-        return await self._aread(self._page_reader(config, filter, before, after, size), "list checkpoints")
+    def _list_page(self, sql: str, params: list[Any]) -> list[CheckpointTuple]:
+        return self._read(self._page_reader(sql, params), "list checkpoints")
+
+    async def _alist_page(self, sql: str, params: list[Any]) -> list[CheckpointTuple]:
+        return await self._aread(self._page_reader(sql, params), "list checkpoints")
 
     # -- writing -----------------------------------------------------------
 
@@ -293,7 +254,7 @@ class SqliteCheckpointer(CheckpointerBase):
         Only the values of channels in ``new_versions`` are serialized and
         written; the others are already stored under their unchanged version.
         """
-        statements, saved = _writes.put_statements(self.serde, config, checkpoint, metadata, new_versions)
+        statements, saved = _query.put_statements(self.serde, config, checkpoint, metadata, new_versions)
         self._pool.write_statements(statements, what="save a checkpoint")
         return saved
 
@@ -310,7 +271,7 @@ class SqliteCheckpointer(CheckpointerBase):
         as is; special writes (error, interrupt, resume, scheduled) use fixed
         negative indices and replace the previous one, as in LangGraph's savers.
         """
-        statements = _writes.put_writes_statements(self.serde, config, writes, task_id, task_path)
+        statements = _query.put_writes_statements(self.serde, config, writes, task_id, task_path)
         self._pool.write_statements(statements, what="save pending writes")
 
     async def aput(
@@ -326,7 +287,7 @@ class SqliteCheckpointer(CheckpointerBase):
         writer's lock, restart the WAL (an fsync) or run a WAL checkpoint,
         and the LangGraph server fails any run that blocks its loop.
         """
-        statements, saved = _writes.put_statements(self.serde, config, checkpoint, metadata, new_versions)
+        statements, saved = _query.put_statements(self.serde, config, checkpoint, metadata, new_versions)
         await asyncio.to_thread(self._pool.write_statements, statements, what="save a checkpoint")
         return saved
 
@@ -338,20 +299,9 @@ class SqliteCheckpointer(CheckpointerBase):
         task_path: str = "",
     ) -> None:
         """Async ``put_writes``: serialized here, committed in a thread (see `aput()`)."""
-        statements = _writes.put_writes_statements(self.serde, config, writes, task_id, task_path)
+        statements = _query.put_writes_statements(self.serde, config, writes, task_id, task_path)
         if statements:
             await asyncio.to_thread(self._pool.write_statements, statements, what="save pending writes")
-
-    def prune_inactive(self, older_than: timedelta, *, strategy: PruneStrategy = "keep_latest") -> builtins.list[str]:
-        """Prune (or delete) threads with no checkpoint written for ``older_than``.
-
-        Returns the ids of the threads pruned, oldest activity first. Choosing
-        and pruning happen in one transaction, so a thread that becomes active
-        meanwhile is not touched.
-        """
-        thread_ids = super().prune_inactive(older_than, strategy=strategy)
-        logger.info("pruned %d inactive threads (%s)", len(thread_ids), strategy)
-        return thread_ids
 
 
 def _connection_refusal(conn: sqlite3.Connection) -> str:

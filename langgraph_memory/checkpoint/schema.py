@@ -260,9 +260,7 @@ def configure_connection(conn: sqlite3.Connection, *, durability: Durability) ->
     conn.execute(f"PRAGMA synchronous = {durability.upper()}")
     # The TEMP put_rows view and its triggers (and any sort) stay in memory.
     conn.execute("PRAGMA temp_store = MEMORY")
-    # The pool checkpoints the WAL itself, on threads that may wait for the
-    # disk (see _pool): SQLite's automatic checkpoint would run inside
-    # whichever commit crosses the threshold, even one made on an event loop.
+    # The pool checkpoints the WAL itself (see _pool).
     conn.execute("PRAGMA wal_autocheckpoint = 0")
 
 

@@ -133,8 +133,7 @@ def _migrate(ctx: Ctx) -> int:
 def _copy_threads(src: Any, dst: Any, update: Any) -> dict[str, Any] | None:
     """Threads beside the catalogs: ``checkpoints.sqlite`` into the PostgresCheckpointer on the target's server,
     or the source server's threads into the target directory's ``checkpoints.sqlite``."""
-    from langgraph_memory.checkpoint.postgres import PostgresCheckpointer, copy_from_sqlite
-    from langgraph_memory.checkpoint.postgres.export import copy_to_sqlite
+    from langgraph_memory.checkpoint.postgres import PostgresCheckpointer, copy_from_sqlite, copy_to_sqlite
 
     def tick(table: str, done: int, total: int | None) -> None:
         update(f"threads: {table}", done, total)

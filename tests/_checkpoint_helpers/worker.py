@@ -12,7 +12,6 @@ import asyncio
 import os
 import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
@@ -26,10 +25,8 @@ class CountState(TypedDict):
     trail: list[int]
 
 
-def count_graph(saver: SqliteCheckpointer, target: int, pause: float, on_step: Callable[[], None] | None = None) -> Any:
+def count_graph(saver: SqliteCheckpointer, target: int, pause: float) -> Any:
     def inc(state: CountState) -> dict[str, Any]:
-        if on_step is not None:
-            on_step()
         time.sleep(pause)
         n = state["count"] + 1
         return {"count": n, "trail": [*state["trail"], n]}
@@ -53,11 +50,7 @@ def _count(db: str, thread_id: str, target: str, pause: str) -> None:
 def _acount(db: str, thread_id: str, target: str, pause: str) -> None:
     async def run() -> None:
         saver = SqliteCheckpointer(db)
-
-        def report() -> None:  # how many transactions the async path committed so far
-            print(saver._pool._commits, flush=True)
-
-        graph = count_graph(saver, int(target), float(pause), report)
+        graph = count_graph(saver, int(target), float(pause))
         await graph.ainvoke(
             {"count": 0, "trail": []},
             {"configurable": {"thread_id": thread_id}, "recursion_limit": 10_000},

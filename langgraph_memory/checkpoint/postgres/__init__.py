@@ -23,6 +23,7 @@ from langgraph_memory.checkpoint.postgres.saver import PostgresCheckpointer  # n
 from langgraph_memory.checkpoint.postgres.transfer import (  # noqa: E402
     TransferReport,
     copy_from_sqlite,
+    copy_to_sqlite,
     import_from_postgres_saver,
 )
 
@@ -32,5 +33,6 @@ __all__ = [
     "PostgresCheckpointer",
     "TransferReport",
     "copy_from_sqlite",
+    "copy_to_sqlite",
     "import_from_postgres_saver",
 ]

@@ -32,8 +32,9 @@ _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 # {s} is the quoted schema name. Columns match the SQLite checkpointer's
 # (checkpoint/schema.py), so the shared delta and retention code runs on
-# both, each with its own statements (checkpoint/_shared_sql.py), plus ``channel_versions`` as JSONB: a read joins a checkpoint's blobs
-# in the same query instead of a second round trip.
+# both, each with its own statements (`Queries` in checkpoint/_base.py),
+# plus ``channel_versions`` as JSONB: a read joins a checkpoint's blobs in
+# the same query instead of a second round trip.
 _V1 = (
     """CREATE TABLE {s}.checkpoints (
         thread_id TEXT NOT NULL,

@@ -10,29 +10,25 @@ query.
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
     PendingWrite,
-    get_checkpoint_id,
-    get_checkpoint_metadata,
     writes_sort_key,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph_memory.checkpoint import _base, _delta
-from langgraph_memory.checkpoint._base import Queries, check_filter_keys, checkpoint_tuple
+from langgraph_memory.checkpoint import _base
+from langgraph_memory.checkpoint._base import PutRow, Queries, checkpoint_tuple, write_rows
 
-__all__ = ["PutArgs", "Statements", "queries", "list_query", "put_args", "row_to_tuple", "writes_args"]
+__all__ = ["Statements", "put_params", "put_row", "queries", "row_to_tuple", "writes_statement"]
 
 
 # The checkpoint, its blobs (channel, type, value as a bytea triple) and its
@@ -146,7 +142,6 @@ def queries(schema: str) -> Queries:
 class Statements:
     """Every statement of the saver for one schema name (already quoted in the text)."""
 
-    schema: str
     get_by_id: str
     get_latest: str
     select: str
@@ -154,8 +149,6 @@ class Statements:
     writes_regular: str
     writes_special: str
     writes_both: str
-    delete_thread: str
-    head: str
 
     @classmethod
     def for_schema(cls, schema: str) -> Statements:
@@ -174,7 +167,6 @@ class Statements:
             "task_path = EXCLUDED.task_path"
         )
         return cls(
-            schema=schema,
             get_by_id=f"{select} WHERE c.thread_id = %s AND c.checkpoint_ns = %s AND c.checkpoint_id = %s "
             "AND c.hidden = 0",
             get_latest=f"{select} WHERE c.thread_id = %s AND c.checkpoint_ns = %s AND c.hidden = 0 "
@@ -185,172 +177,64 @@ class Statements:
             writes_regular=regular,
             writes_special=special,
             writes_both=f"WITH r AS ({regular}) {special}",
-            delete_thread=(
-                f"WITH c AS (DELETE FROM {s}.checkpoints WHERE thread_id = %s), "
-                f"b AS (DELETE FROM {s}.blobs WHERE thread_id = %s) "
-                f"DELETE FROM {s}.writes WHERE thread_id = %s"
-            ),
-            head=f"SELECT checkpoint_id FROM {s}.checkpoints WHERE thread_id = %s AND checkpoint_ns = %s "
-            "AND hidden = 0 ORDER BY checkpoint_id DESC LIMIT 1",
         )
-
-
-def metadata_json(metadata: Mapping[str, Any]) -> str:
-    # JSONB rejects \u0000 in text; LangGraph savers strip it too.
-    return _base.metadata_json(metadata).replace("\\u0000", "")
 
 
 _SMALL_TEXT = 64  # longest string kept in the checkpoint row instead of a blob
 
 
 def _is_small(value: Any) -> bool:
+    # Small scalars (counters, flags, short strings) stay in the checkpoint
+    # row, as in PostgresSaver: a blob row and its index entry would cost
+    # more than the value.
     if value is None or isinstance(value, (bool, int, float)):
         return True
     return isinstance(value, str) and len(value) <= _SMALL_TEXT
 
 
-@dataclass(frozen=True)
-class PutArgs:
-    """The parameters of one ``put_checkpoint`` call, and the key it writes."""
-
-    params: list[Any]
-    thread_id: str
-    checkpoint_ns: str
-    checkpoint_id: str
-    parent_id: str | None
-
-    def with_expect_head(self, expect: bool) -> list[Any]:
-        return [*self.params, expect]
-
-
-def put_args(
+def put_row(
     serde: SerializerProtocol,
     config: RunnableConfig,
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
     new_versions: ChannelVersions,
-) -> PutArgs:
-    """Serialize a checkpoint: only the values of channels in ``new_versions`` become blobs."""
-    configurable = config["configurable"]
-    thread_id = str(configurable["thread_id"])
-    checkpoint_ns = configurable.get("checkpoint_ns", "")
-    full_metadata = get_checkpoint_metadata(config, metadata)
-    values = checkpoint["channel_values"]
-    versions = checkpoint["channel_versions"]
-    channels: list[str] = []
-    bversions: list[str] = []
-    btypes: list[str] = []
-    blobs: list[bytes] = []
-    # Small scalars (counters, flags, short strings) stay in the checkpoint
-    # row, as in PostgresSaver: a blob row and its index entry would cost
-    # more than the value. So does a value whose channel has no version.
-    inline = {k: v for k, v in values.items() if k not in versions or _is_small(v)}
-    for channel, version in new_versions.items():
-        # A new version without a value (a DeltaChannel between snapshots, a
-        # cleared channel) stores nothing: absent reads as empty.
-        if channel in values and channel not in inline:
-            type_, blob = serde.dumps_typed(values[channel])
-            channels.append(channel)
-            bversions.append(str(version))
-            btypes.append(type_)
-            blobs.append(blob)
-    stripped: dict[str, Any] = {k: v for k, v in checkpoint.items() if k != "channel_values"}
-    if inline:
-        stripped["channel_values"] = inline
-    type_, blob = serde.dumps_typed(stripped)
-    delta = _delta.delta_channels_of(full_metadata, versions, values)
-    run_id = full_metadata.get("run_id")
-    parent = configurable.get("checkpoint_id")
-    params = [
-        thread_id,
-        checkpoint_ns,
-        checkpoint["id"],
-        parent,
-        type_,
-        blob,
-        json.dumps({k: str(v) for k, v in versions.items()}),
-        metadata_json(full_metadata),
-        None if run_id is None else str(run_id),
-        time.time(),
-        None if delta is None else json.dumps(delta),
-        channels,
-        bversions,
-        btypes,
-        blobs,
+) -> PutRow:
+    """The checkpoint serialized (see `_base.put_row`), small values kept in its row."""
+    return _base.put_row(serde, config, checkpoint, metadata, new_versions, inline=_is_small)
+
+
+def put_params(row: PutRow, checkpoint: Checkpoint, expect_head: bool) -> list[Any]:
+    """The parameters of ``Statements.put`` (one ``put_checkpoint`` call) for ``row``."""
+    channels, versions, types, blobs = [list(c) for c in zip(*row.blobs, strict=True)] if row.blobs else [[]] * 4
+    return [
+        *(row.thread_id, row.checkpoint_ns, row.checkpoint_id, row.parent_id, row.type, row.checkpoint),
+        json.dumps({k: str(v) for k, v in checkpoint["channel_versions"].items()}),
+        row.metadata.replace("\\u0000", ""),  # JSONB rejects \u0000 in text; LangGraph's savers strip it too
+        *(row.run_id, row.created_at, row.delta_channels, channels, versions, types, blobs, expect_head),
     ]
-    return PutArgs(params, thread_id, checkpoint_ns, checkpoint["id"], parent)
 
 
-def writes_args(
+def writes_statement(
+    statements: Statements,
     serde: SerializerProtocol,
     config: RunnableConfig,
     writes: Sequence[tuple[str, Any]],
     task_id: str,
     task_path: str,
 ) -> tuple[str, list[Any]] | None:
-    """Which writes statement to run and its parameters (arrays per column); None if no writes."""
-    if not writes:
-        return None
-    configurable = config["configurable"]
-    key = (
-        str(configurable["thread_id"]),
-        configurable.get("checkpoint_ns", ""),
-        str(configurable["checkpoint_id"]),
-    )
-    regular: list[list[Any]] = [[] for _ in range(9)]
-    special: list[list[Any]] = [[] for _ in range(9)]
-    for idx, (channel, value) in enumerate(writes):
-        write_idx = WRITES_IDX_MAP.get(channel, idx)
-        row = (*key, task_id, task_path, write_idx, channel, *serde.dumps_typed(value))
-        columns = special if write_idx < 0 else regular
-        for column, item in zip(columns, row, strict=True):
-            column.append(item)
-    if regular[0] and special[0]:
-        return "both", [*regular, *special]
-    if regular[0]:
-        return "regular", regular
-    return "special", special
+    """The statement that stores a task's writes and its parameters (an array per column); None if no writes."""
+    regular, special = write_rows(serde, config, writes, task_id, task_path)
 
+    def columns(rows: list[tuple[Any, ...]]) -> list[Any]:
+        return [list(column) for column in zip(*rows, strict=True)]
 
-def list_query(
-    statements: Statements,
-    config: RunnableConfig | None,
-    filter: dict[str, Any] | None,
-    before: RunnableConfig | None,
-) -> tuple[str, list[Any], list[str]]:
-    """WHERE clause, its parameters and the ORDER BY keys for ``list``.
-
-    With the thread and namespace given (as LangGraph always passes them)
-    the order is the primary key's, ``(thread_id, checkpoint_ns,
-    checkpoint_id)``: a list with ``before`` and a limit reads the index
-    backwards and stops after the rows it returns (plus those a metadata
-    filter skips). With the thread alone, the thread's part of the same
-    index is read and sorted.
-    """
-    wheres = ["c.hidden = 0"]
-    params: list[Any] = []
-    order = ["checkpoint_id", "thread_id", "checkpoint_ns"]
-    if config is not None:
-        configurable = config.get("configurable", {})
-        wheres.append("c.thread_id = %s")
-        params.append(str(configurable["thread_id"]))
-        order = ["checkpoint_id", "checkpoint_ns"]
-        checkpoint_ns = configurable.get("checkpoint_ns")
-        if checkpoint_ns is not None:
-            wheres.append("c.checkpoint_ns = %s")
-            params.append(checkpoint_ns)
-            order = ["checkpoint_id"]
-        if checkpoint_id := get_checkpoint_id(config):
-            wheres.append("c.checkpoint_id = %s")
-            params.append(checkpoint_id)
-    if filter:
-        check_filter_keys(filter)
-        wheres.append("c.metadata @> %s::jsonb")
-        params.append(metadata_json(filter))
-    if before is not None and (before_id := get_checkpoint_id(before)):
-        wheres.append("c.checkpoint_id < %s")
-        params.append(before_id)
-    return " AND ".join(wheres), params, order
+    if regular and special:
+        return statements.writes_both, [*columns(regular), *columns(special)]
+    if regular:
+        return statements.writes_regular, columns(regular)
+    if special:
+        return statements.writes_special, columns(special)
+    return None
 
 
 def _text(value: bytes | memoryview | None) -> str:

@@ -23,6 +23,7 @@ from psycopg import AsyncConnection, Connection
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
+from langgraph_memory.checkpoint import _base
 from langgraph_memory.checkpoint._base import CheckpointerBase
 from langgraph_memory.checkpoint.postgres import _schema, _sql
 from langgraph_memory.checkpoint.postgres._database import Database
@@ -193,13 +194,18 @@ class PostgresCheckpointer(CheckpointerBase):
                 if len(self._empty) > _HEADS_TRACKED:
                     self._empty.popitem(last=False)
 
-    def _expects_head(self, config: RunnableConfig, args: _sql.PutArgs) -> bool:
+    def _put_params(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, versions: ChannelVersions
+    ) -> tuple[builtins.list[Any], RunnableConfig]:
+        row = _sql.put_row(self.serde, config, checkpoint, metadata, versions)
         if not self.check_conflicts:
-            return False
-        if args.parent_id is not None:
-            return config["configurable"].get(_LATEST) is True
-        with self._heads_lock:
-            return self._empty.pop((args.thread_id, args.checkpoint_ns), False) is None
+            expect_head = False
+        elif row.parent_id is not None:
+            expect_head = config["configurable"].get(_LATEST) is True
+        else:
+            with self._heads_lock:
+                expect_head = self._empty.pop((row.thread_id, row.checkpoint_ns), False) is None
+        return _sql.put_params(row, checkpoint, expect_head), row.config
 
     # -- reading -----------------------------------------------------------
 
@@ -225,24 +231,14 @@ class PostgresCheckpointer(CheckpointerBase):
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names, or the thread's latest; None if absent."""
         sql, params, latest = self._get_query(config)
-
-        def read(conn: Connection[Any]) -> Sequence[Any] | None:
-            with conn.cursor(row_factory=tuple_row, binary=True) as cur:
-                cur.execute(sql, params)
-                return cur.fetchone()
-
-        return self._tuple_of(self._db.run(read, "read a checkpoint"), latest)
+        rows = self._db.fetch(sql, params, "read a checkpoint")
+        return self._tuple_of(rows[0] if rows else None, latest)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async ``get_tuple``."""
         sql, params, latest = self._get_query(config)
-
-        async def read(conn: AsyncConnection[Any]) -> Sequence[Any] | None:
-            async with conn.cursor(row_factory=tuple_row, binary=True) as cur:
-                await cur.execute(sql, params)
-                return await cur.fetchone()
-
-        return self._tuple_of(await self._db.arun(read, "read a checkpoint"), latest)
+        rows = await self._db.afetch(sql, params, "read a checkpoint")
+        return self._tuple_of(rows[0] if rows else None, latest)
 
     def _page_query(
         self,
@@ -252,49 +248,23 @@ class PostgresCheckpointer(CheckpointerBase):
         after: tuple[str, str, str] | None,
         size: int,
     ) -> tuple[str, builtins.list[Any]]:
-        where, params, order = _sql.list_query(self._sql, config, filter, before)
-        if after is not None:
-            by_name = {"checkpoint_id": after[0], "thread_id": after[1], "checkpoint_ns": after[2]}
-            columns = ", ".join(f"c.{name}" for name in order)
-            marks = ", ".join(["%s"] * len(order))
-            where += f" AND ({columns}) < ({marks})" if len(order) > 1 else " AND c.checkpoint_id < %s"
-            params.extend(by_name[name] for name in order)
-        ordering = ", ".join(f"c.{name} DESC" for name in order)
-        return f"{self._sql.select} WHERE {where} ORDER BY {ordering} LIMIT %s", [*params, size]
+        return _base.page_query(
+            self._sql.select,
+            config,
+            filter,
+            before,
+            after,
+            size,
+            mark="%s",
+            metadata_filter=lambda f: (["c.metadata @> %s::jsonb"], [_base.metadata_json(f).replace("\\u0000", "")]),
+        )
 
-    def _list_page(
-        self,
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,
-        before: RunnableConfig | None,
-        after: tuple[str, str, str] | None,
-        size: int,
-    ) -> builtins.list[CheckpointTuple]:
-        sql, params = self._page_query(config, filter, before, after, size)
+    def _list_page(self, sql: str, params: builtins.list[Any]) -> builtins.list[CheckpointTuple]:
+        return [_sql.row_to_tuple(self.serde, row) for row in self._db.fetch(sql, params, "list checkpoints")]
 
-        def read(conn: Connection[Any]) -> builtins.list[Any]:
-            with conn.cursor(row_factory=tuple_row, binary=True) as cur:
-                cur.execute(sql, params)
-                return cur.fetchall()
-
-        return [_sql.row_to_tuple(self.serde, row) for row in self._db.run(read, "list checkpoints")]
-
-    async def _alist_page(
-        self,
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,
-        before: RunnableConfig | None,
-        after: tuple[str, str, str] | None,
-        size: int,
-    ) -> builtins.list[CheckpointTuple]:
-        sql, params = self._page_query(config, filter, before, after, size)
-
-        async def read(conn: AsyncConnection[Any]) -> builtins.list[Any]:
-            async with conn.cursor(row_factory=tuple_row, binary=True) as cur:
-                await cur.execute(sql, params)
-                return await cur.fetchall()
-
-        return [_sql.row_to_tuple(self.serde, row) for row in await self._db.arun(read, "list checkpoints")]
+    async def _alist_page(self, sql: str, params: builtins.list[Any]) -> builtins.list[CheckpointTuple]:
+        rows = await self._db.afetch(sql, params, "list checkpoints")
+        return [_sql.row_to_tuple(self.serde, row) for row in rows]
 
     def explain_list(
         self,
@@ -313,13 +283,7 @@ class PostgresCheckpointer(CheckpointerBase):
         """
         sql, params = self._page_query(config, filter, before, None, 100 if limit is None else min(limit, 1000))
         verb = "EXPLAIN (ANALYZE, BUFFERS)" if analyze else "EXPLAIN"
-
-        def read(conn: Connection[Any]) -> str:
-            with conn.cursor(row_factory=tuple_row) as cur:
-                cur.execute(f"{verb} {sql}", params)
-                return "\n".join(str(row[0]) for row in cur.fetchall())
-
-        return self._db.run(read, "explain list")
+        return "\n".join(str(row[0]) for row in self._db.fetch(f"{verb} {sql}", params, "explain list", binary=False))
 
     # -- writing -----------------------------------------------------------
 
@@ -336,10 +300,9 @@ class PostgresCheckpointer(CheckpointerBase):
         the parent was read as the thread's newest checkpoint and another
         writer has stored a newer one since.
         """
-        args = _sql.put_args(self.serde, config, checkpoint, metadata, new_versions)
-        params = args.with_expect_head(self._expects_head(config, args))
+        params, saved = self._put_params(config, checkpoint, metadata, new_versions)
         self._db.execute(self._sql.put, params, "save a checkpoint")
-        return self._saved_config(args)
+        return saved
 
     async def aput(
         self,
@@ -349,36 +312,9 @@ class PostgresCheckpointer(CheckpointerBase):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Async ``put``: committed before the await returns."""
-        args = _sql.put_args(self.serde, config, checkpoint, metadata, new_versions)
-        params = args.with_expect_head(self._expects_head(config, args))
-        await self._db.awrite((self._sql.put, params, "save a checkpoint"), urgent=True)
-        return self._saved_config(args)
-
-    @staticmethod
-    def _saved_config(args: _sql.PutArgs) -> RunnableConfig:
-        return {
-            "configurable": {
-                "thread_id": args.thread_id,
-                "checkpoint_ns": args.checkpoint_ns,
-                "checkpoint_id": args.checkpoint_id,
-            }
-        }
-
-    def _writes_statement(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str,
-    ) -> tuple[str, builtins.list[Any]] | None:
-        found = _sql.writes_args(self.serde, config, writes, task_id, task_path)
-        if found is None:
-            return None
-        kind, params = found
-        sql = {"regular": self._sql.writes_regular, "special": self._sql.writes_special}.get(
-            kind, self._sql.writes_both
-        )
-        return sql, params
+        params, saved = self._put_params(config, checkpoint, metadata, new_versions)
+        await self._db.aexecute(self._sql.put, params, "save a checkpoint")
+        return saved
 
     def put_writes(
         self,
@@ -393,7 +329,7 @@ class PostgresCheckpointer(CheckpointerBase):
         special writes (error, interrupt, resume, scheduled) replace the
         previous one, as in LangGraph's savers.
         """
-        statement = self._writes_statement(config, writes, task_id, task_path)
+        statement = _sql.writes_statement(self._sql, self.serde, config, writes, task_id, task_path)
         if statement is not None:
             self._db.execute(*statement, "save pending writes")
 
@@ -405,24 +341,22 @@ class PostgresCheckpointer(CheckpointerBase):
         task_path: str = "",
     ) -> None:
         """Async ``put_writes``."""
-        statement = self._writes_statement(config, writes, task_id, task_path)
+        statement = _sql.writes_statement(self._sql, self.serde, config, writes, task_id, task_path)
         if statement is not None:
-            await self._db.awrite((*statement, "save pending writes"))
+            await self._db.aexecute(*statement, "save pending writes")
 
     # -- thread activity, for the archive job ---------------------------------
 
     def size_bytes(self) -> int:
         """Bytes the checkpointer's tables (with their indexes and TOAST) take on the server."""
 
-        def size(conn: Any) -> int:
-            row = conn.execute(
-                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-                "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
-                (self._db.schema,),
-            ).fetchone()
-            return int(row[0]) if row else 0
-
-        return self._db.run(size, "measure the checkpoint tables")
+        rows = self._db.fetch(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
+            (self.schema,),
+            "measure the checkpoint tables",
+        )
+        return int(rows[0][0])
 
 
 class _Rows(builtins.list[tuple[Any, ...]]):

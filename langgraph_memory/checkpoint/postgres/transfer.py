@@ -1,15 +1,19 @@
-"""Moving threads into `PostgresCheckpointer`: from a SQLite file, or from LangGraph's PostgresSaver.
+"""Moving threads between checkpointers: a SQLite file to and from PostgreSQL, and LangGraph's PostgresSaver in.
 
 ::
 
     from langgraph_memory.checkpoint.postgres import PostgresCheckpointer
-    from langgraph_memory.checkpoint.postgres.transfer import copy_from_sqlite, import_from_postgres_saver
+    from langgraph_memory.checkpoint.postgres.transfer import copy_from_sqlite, copy_to_sqlite
 
-    with PostgresCheckpointer("postgresql://postgres@127.0.0.1:5432/postgres") as target:
-        report = copy_from_sqlite("memory/checkpoints.sqlite", target)   # counts verified
-        report = import_from_postgres_saver("postgresql://.../db", target)  # PostgresSaver's tables
+    with PostgresCheckpointer("postgresql://postgres@127.0.0.1:5432/postgres") as saver:
+        report = copy_from_sqlite("memory/checkpoints.sqlite", saver)   # counts verified
+        report = copy_to_sqlite(saver, "exported/checkpoints.sqlite")   # and back
+        report = import_from_postgres_saver("postgresql://.../db", saver)  # PostgresSaver's tables
 
-Both are safe to run again: rows already copied are left as they are.
+Both checkpointers store the same rows (a checkpoint without its channel
+values, one blob per channel version, pending writes, the hidden ancestors a
+DeltaChannel needs), so rows are copied as they are and the counts verified.
+All are safe to run again: rows already copied are left as they are.
 """
 
 from __future__ import annotations
@@ -30,14 +34,32 @@ from psycopg.rows import tuple_row
 from langgraph_memory.checkpoint.postgres.saver import PostgresCheckpointer
 from langgraph_memory.errors import CheckpointError, ConfigError
 
-__all__ = ["TransferReport", "copy_from_sqlite", "import_from_postgres_saver"]
+__all__ = ["TransferReport", "copy_from_sqlite", "copy_to_sqlite", "import_from_postgres_saver"]
 
 logger = logging.getLogger(__name__)
 
 Progress = Callable[[str, int, "int | None"], None]
 
 _BATCH = 500
-_TABLES = ("checkpoints", "blobs", "writes")
+# The columns both backends share; PostgreSQL's checkpoints add channel_versions (read from the checkpoint).
+_COLUMNS = {
+    "checkpoints": (
+        *("thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "type", "checkpoint"),
+        *("metadata", "run_id", "created_at", "delta_channels", "hidden"),
+    ),
+    "blobs": ("thread_id", "checkpoint_ns", "channel", "version", "type", "blob"),
+    "writes": (
+        "thread_id",
+        "checkpoint_ns",
+        "checkpoint_id",
+        "task_id",
+        "task_path",
+        "idx",
+        "channel",
+        "type",
+        "value",
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -89,60 +111,31 @@ def copy_from_sqlite(
     src = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
     try:
         threads = [t for (t,) in src.execute("SELECT DISTINCT thread_id FROM checkpoints ORDER BY 1")]
-        expected = {table: src.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in _TABLES}
+        expected = {table: src.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in _COLUMNS}
         saver.setup()
         s = f'"{saver.schema}"'
-        statements = {
-            "checkpoints": (
-                "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, "
-                "metadata, run_id, created_at, delta_channels, hidden FROM checkpoints",
-                f"INSERT INTO {s}.checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
-                "type, checkpoint, channel_versions, metadata, run_id, created_at, delta_channels, hidden) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-            ),
-            "blobs": (
-                "SELECT thread_id, checkpoint_ns, channel, version, type, blob FROM blobs",
-                f"INSERT INTO {s}.blobs (thread_id, checkpoint_ns, channel, version, type, blob) "
-                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-            ),
-            "writes": (
-                "SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value "
-                "FROM writes",
-                f"INSERT INTO {s}.writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, "
-                "channel, type, value) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-            ),
-        }
 
         def convert(table: str, row: tuple[Any, ...]) -> tuple[Any, ...]:
             if table != "checkpoints":
                 return row
-            thread_id, ns, cid, parent, type_, blob, metadata, run_id, created, delta, hidden = row
             try:
-                versions = reader.loads_typed((type_, blob)).get("channel_versions") or {}
+                versions = reader.loads_typed((row[4], row[5])).get("channel_versions") or {}
             except Exception as exc:
                 raise CheckpointError(
-                    f"checkpoint {cid} of thread {thread_id!r} does not deserialize ({exc!r}); pass the "
+                    f"checkpoint {row[2]} of thread {row[0]!r} does not deserialize ({exc!r}); pass the "
                     "serde (e.g. the EncryptedSerializer) that wrote the file"
                 ) from exc
-            return (
-                thread_id,
-                ns,
-                cid,
-                parent,
-                type_,
-                blob,
-                json.dumps({k: str(v) for k, v in versions.items()}),
-                metadata or "{}",
-                run_id,
-                created,
-                delta,
-                hidden,
-            )
+            metadata = row[6] or "{}"
+            return (*row[:6], metadata, *row[7:], json.dumps({k: str(v) for k, v in versions.items()}))
 
         def copy(conn: Connection[Any]) -> None:
-            for table in _TABLES:
-                select, insert = statements[table]
-                cur = src.execute(select)
+            for table, columns in _COLUMNS.items():
+                names = (*columns, "channel_versions") if table == "checkpoints" else columns
+                insert = (
+                    f"INSERT INTO {s}.{table} ({', '.join(names)}) VALUES ({', '.join(['%s'] * len(names))}) "
+                    "ON CONFLICT DO NOTHING"
+                )
+                cur = src.execute(f"SELECT {', '.join(columns)} FROM {table}")
                 done = 0
                 while rows := cur.fetchmany(_BATCH):
                     with conn.cursor() as pg:
@@ -180,6 +173,60 @@ def _verify(saver: PostgresCheckpointer, threads: Sequence[str], expected: dict[
             f"copied threads do not match their source: expected rows {expected}, found {found} in PostgreSQL. "
             "Did the target already hold checkpoints under the same thread ids?"
         )
+
+
+def copy_to_sqlite(
+    source: PostgresCheckpointer | str, target: str | os.PathLike[str], *, progress: Progress | None = None
+) -> TransferReport:
+    """Copy every thread of ``source`` into the SQLite file ``target`` (created if missing), then verify the counts.
+
+    Raises:
+        CheckpointError: the file holds other rows under the same keys, so its counts differ afterwards.
+    """
+    from langgraph_memory.checkpoint import SqliteCheckpointer
+
+    path = Path(target).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    SqliteCheckpointer(path).close()  # creates (or migrates) the tables
+    saver, owned = _target(source)
+    s = f'"{saver.schema}"'
+
+    def read(conn: Connection[Any]) -> dict[str, list[tuple[Any, ...]]]:
+        with conn.cursor(row_factory=tuple_row) as cur:
+            out = {}
+            for table, columns in _COLUMNS.items():
+                cur.execute(f"SELECT {', '.join(columns)} FROM {s}.{table}")
+                out[table] = [tuple(bytes(v) if isinstance(v, memoryview) else v for v in r) for r in cur.fetchall()]
+            # JSONB metadata comes back parsed
+            out["checkpoints"] = [(*r[:6], json.dumps(r[6]), *r[7:]) for r in out["checkpoints"]]
+            return out
+
+    try:
+        saver.setup()
+        rows = saver.database.run(read, "export checkpoints")
+    finally:
+        if owned:
+            saver.close()
+    dst = sqlite3.connect(path, timeout=30)
+    try:
+        with dst:
+            for table, columns in _COLUMNS.items():
+                marks = ", ".join("?" * len(columns))
+                dst.executemany(f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows[table])
+                if progress is not None:
+                    progress(table, len(rows[table]), len(rows[table]))
+        found = {table: dst.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in _COLUMNS}
+    finally:
+        dst.close()
+    expected = {table: len(r) for table, r in rows.items()}
+    if found != expected:
+        raise CheckpointError(
+            f"the exported threads do not match their source: expected rows {expected}, found {found} in {path}. "
+            "Export into a file that holds no other checkpoints."
+        )
+    report = TransferReport(len({r[0] for r in rows["checkpoints"]}), *expected.values())
+    logger.info("exported %s into %s", report, path)
+    return report
 
 
 def import_from_postgres_saver(
