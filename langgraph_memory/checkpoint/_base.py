@@ -42,6 +42,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph_memory.checkpoint import _delta
+from langgraph_memory.checkpoint._delta import Queries
 from langgraph_memory.errors import ConfigError, FilterError
 
 __all__ = ["CheckpointerBase", "PruneStrategy", "PutRow", "Queries", "ThreadInfo"]
@@ -53,39 +54,6 @@ PruneStrategy = Literal["keep_latest", "delete"]
 
 _LIST_PAGE = 100  # rows per round trip when list() has no small limit
 _FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
-
-
-@dataclass(frozen=True)
-class Queries:
-    """The statements ``_delta`` and the shared methods run, written out once per backend.
-
-    Each takes the parameters its comment names; a list parameter is bound
-    as one value through ``array`` (a JSON text that SQLite's ``json_each``
-    reads, a PostgreSQL array), so no statement is built from a list's length.
-    """
-
-    array: Callable[[Sequence[Any]], Any]
-    latest_id: str  # (thread, ns) -> checkpoint_id of the newest visible checkpoint
-    ancestors: str  # (thread, ns, id, thread, ns) -> checkpoint_id, type, checkpoint; target first
-    has_blob: str  # (thread, ns, channel, version)
-    blob: str  # (thread, ns, channel, version) -> type, blob
-    delta_writes: str  # (thread, ns, ids[], channels[]) -> id, channel, task_path, task_id, idx, type, value
-    namespace_rows: str  # (thread, ns) -> checkpoint_id, delta_channels, hidden
-    delete_writes_of: str  # (thread, ns, ids[])
-    delete_checkpoints_of: str  # (thread, ns, ids[])
-    hide: str  # (thread, ns, ids[])
-    blob_refs: str  # (thread, ns) -> type, checkpoint, hidden, delta_channels
-    blob_keys: str  # (thread, ns) -> channel, version
-    delete_blobs: str  # (thread, ns, channels[], versions[]): the pairs of the two lists
-    delete_thread: tuple[str, ...]  # each (thread,)
-    checkpoints_of_runs: str  # (run_ids[]) -> thread, ns, id
-    namespaces: str  # (thread,) -> checkpoint_ns
-    visible_ids: str  # (thread, ns) -> checkpoint_id, newest first
-    delete_orphan_writes: str  # (thread,)
-    copy_thread: tuple[str, str, str]  # checkpoints (target, now, source), writes and blobs (target, source)
-    list_threads: str  # () -> thread, last created_at, visible checkpoints
-    thread_size: str  # (thread, thread, thread) -> bytes of checkpoints, blobs, writes
-    inactive_threads: str  # (cutoff,) -> thread, oldest activity first
 
 
 @dataclass(frozen=True)
