@@ -296,7 +296,7 @@ class ItemLifecycle:
         uids = [item_uid(r.namespace, r.id) for r in doomed]
 
         def forget(conn: sqlite3.Connection) -> None:
-            _status.clear(conn, uids)
+            _status.clear(conn, uids, record=False)
             if forget_ids:
                 LineageStore.forget_in(conn, forget_ids)
 

@@ -92,7 +92,7 @@ class StoreItems:
         uid = _items.item_uid(namespace, key)
 
         def forget(conn: Connection) -> None:
-            _status.clear(conn, [uid])
+            _status.clear(conn, [uid], record=False)
             if before is not None:
                 before(conn)
 
@@ -243,7 +243,7 @@ class StoreItems:
         name = self.collections.by_name(collection).name
         with self.catalog.write() as conn:
             current = _items.get_by_uids(conn, name, [it.uid for it in items])
-            n = _items.delete_items(conn, current, name)
+            n = _items.delete_items(conn, current, name, change="delete")
         self.writer.sync({name})
         return n
 
@@ -267,7 +267,7 @@ class StoreItems:
             live = _items.get_by_uids(conn, name, list(expected))
             doomed = [it for it in live if (it.updated_at, it.last_accessed_at) == tuple(expected[it.uid])]
             changed = [it.uid for it in live if (it.updated_at, it.last_accessed_at) != tuple(expected[it.uid])]
-            _items.delete_items(conn, doomed, name)
+            _items.delete_items(conn, doomed, name, change="archive")
         self.writer.sync({name})
         return [it.uid for it in doomed], changed
 
@@ -302,7 +302,7 @@ class StoreItems:
                     for it in group
                     if (it.namespace, it.key) in current and replace(it, current[(it.namespace, it.key)])
                 ]
-                _items.delete_items(conn, doomed, name)
+                _items.delete_items(conn, doomed, name, change="put")
                 written = _items.restore_items(conn, group, name, self.catalog.names, model_id=model_id)
                 replaced += len(doomed)
                 added += len(written) - len(doomed)

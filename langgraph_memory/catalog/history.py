@@ -1,0 +1,280 @@
+"""Past versions of items: every value, status and vector an item had before a change ended it.
+
+A change to an item (a put over it, a delete, retire, supersede, reinstate,
+TTL expiry, an archive move, a bundle import replacing it) first copies the
+version it ends into ``item_history``, in the same transaction as the change,
+so the catalog never holds a change without its history row nor a history row
+without its change. The current version stays in ``items``; its
+``valid_from`` says since when it is current (NULL for an item last written
+before the catalog kept history: it counts from its ``updated_at``).
+
+A version row holds what a read as of its time needs: the value, the
+item's ``created_at``/``updated_at``, its status then (NULL, ``retired`` or
+``superseded``), ``valid_from`` <= t < ``valid_to``, what ended it
+(`CHANGES`), and the thread and run of the LangGraph run that made the change
+(`origin()`; None outside a graph). Its vectors go to ``history_vectors``
+(float32 bytes, as ``vectors``), so a search as of its time scores it exactly.
+
+    >>> import tempfile, pathlib
+    >>> from langgraph_memory.catalog import Catalog
+    >>> from langgraph_memory.catalog.items import ItemWrite, NamespaceIds, write_items, item_uid
+    >>> cat = Catalog(pathlib.Path(tempfile.mkdtemp()) / "catalog.sqlite")
+    >>> names = NamespaceIds()
+    >>> for at, text in ((1.0, "first"), (2.0, "second")):
+    ...     with cat.write() as conn:
+    ...         _ = write_items(conn, [ItemWrite(("notes",), "k", "memories", '{"t": "%s"}' % text)], names, now=at)
+    >>> with cat.read() as conn:
+    ...     [(v.value, v.valid_from, v.valid_to, v.change) for v in versions(conn, item_uid(("notes",), "k"))]
+    [({'t': 'first'}, 1.0, 2.0, 'put')]
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langgraph_memory.catalog.connection import POSTGRESQL, both, dialect_of
+
+__all__ = [
+    "CHANGES",
+    "NEVER",
+    "Change",
+    "PastVersion",
+    "origin",
+    "record",
+    "versions",
+    "version_at",
+    "valid_at",
+    "namespaces_at",
+    "prune",
+    "count",
+]
+
+Change = Literal["put", "delete", "retire", "supersede", "restore", "ttl", "archive"]
+#: What may end a version: a put over it (or a bundle import replacing it), a delete, a retire, a supersede, a
+#: reinstate (``restore``: the status cleared), TTL expiry, or the archive job moving the item out.
+CHANGES: tuple[str, ...] = ("put", "delete", "retire", "supersede", "restore", "ttl", "archive")
+
+#: A ``valid_from`` after every instant: an item about to be deleted in the same transaction, whose version
+#: was kept already (`status.clear`).
+NEVER = 1e300
+# SQLite's default limit on host parameters is 32766; stay well under it.
+_CHUNK = 900
+
+_COLS = (
+    "item_id, uid, ns, key, collection, value, created_at, updated_at, expires_at, status, valid_from, valid_to,"
+    " change, thread_id, run_id, n_vectors"
+)
+# The versions the items of ``{marks}`` have now, with the status applying to them (a status row of an earlier
+# item under the key has another created_at and does not apply).
+_SELECT_CURRENT = (
+    "SELECT i.id, i.uid, n.ns, i.key, n.collection, i.value, i.created_at, i.updated_at, i.expires_at,"
+    " (SELECT s.status FROM item_status s WHERE s.uid = i.uid AND s.item_created_at = i.created_at),"
+    " coalesce(i.valid_from, i.updated_at), ?, ?, ?, ?, i.n_vectors"
+    " FROM items i JOIN namespaces n ON n.id = i.ns_id WHERE i.id IN ({marks})"
+)
+# A version ended at the instant it began (two changes in one transaction) was never visible: not kept.
+_RECORD_SQLITE = (
+    f"INSERT INTO item_history({_COLS}) {_SELECT_CURRENT} AND coalesce(i.valid_from, i.updated_at) < ? RETURNING id"
+)
+_COPY_VECTORS = (
+    "INSERT INTO history_vectors(history_id, idx, path, vec) SELECT h.id, v.idx, v.path, v.vec"
+    " FROM item_history h JOIN vectors v ON v.item_id = h.item_id WHERE h.id IN ({marks})"
+)
+# PostgreSQL: one statement (one round trip) writes both.
+_RECORD_PG = (
+    f"WITH h AS (INSERT INTO item_history({_COLS}) {_SELECT_CURRENT} AND coalesce(i.valid_from, i.updated_at) < ?"
+    " RETURNING id, item_id) INSERT INTO history_vectors(history_id, idx, path, vec)"
+    " SELECT h.id, v.idx, v.path, v.vec FROM h JOIN vectors v ON v.item_id = h.item_id"
+)
+
+
+def origin() -> tuple[str | None, str | None]:
+    """``(thread_id, run_id)`` of the LangGraph run this code runs in, from its config; ``(None, None)`` outside one."""
+    try:
+        from langgraph.config import get_config
+
+        config = get_config()
+    except (RuntimeError, ImportError):
+        return None, None
+    conf = config.get("configurable") or {}
+    thread, run = conf.get("thread_id"), config.get("run_id") or conf.get("run_id")
+    return (None if thread is None else str(thread)), (None if run is None else str(run))
+
+
+def record(conn: sqlite3.Connection, item_ids: Sequence[int], change: Change, now: float) -> None:
+    """Copy the current versions of ``item_ids`` (rows of ``items``) into the history, ended at ``now`` by ``change``.
+
+    Call inside the write transaction that makes the change, before it changes the rows.
+    """
+    ids = list(dict.fromkeys(int(i) for i in item_ids))
+    if not ids:
+        return
+    thread, run = origin()
+    pg = dialect_of(conn) == POSTGRESQL
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start : start + _CHUNK]
+        marks = ",".join("?" * len(chunk))
+        params = (now, change, thread, run, *chunk, now)
+        if pg:
+            conn.execute(both(conn, _RECORD_PG.format(marks=marks)), params)
+            continue
+        made = [int(r[0]) for r in conn.execute(_RECORD_SQLITE.format(marks=marks), params).fetchall()]
+        if made:
+            conn.execute(_COPY_VECTORS.format(marks=",".join("?" * len(made))), made)
+
+
+@dataclass
+class PastVersion:
+    """One past version of an item as the history holds it (epoch seconds)."""
+
+    item_id: int
+    uid: str
+    namespace: tuple[str, ...]
+    key: str
+    collection: str
+    value: dict[str, Any]
+    created_at: float
+    updated_at: float
+    expires_at: float | None
+    status: str | None
+    valid_from: float
+    valid_to: float
+    change: str
+    thread_id: str | None
+    run_id: str | None
+    n_vectors: int
+    #: the history row's id (its order among versions ended at the same instant).
+    id: int = 0
+    #: float32 bytes of each vector, in index order, when read with them.
+    vectors: list[bytes] = field(default_factory=list)
+
+
+def _version(row: Sequence[Any]) -> PastVersion:
+    ns = row[3]
+    return PastVersion(
+        item_id=int(row[1]),
+        uid=row[2],
+        namespace=tuple(ns.split("\x1f")) if ns else (),
+        key=row[4],
+        collection=row[5],
+        value=json.loads(row[6]),
+        created_at=float(row[7]),
+        updated_at=float(row[8]),
+        expires_at=None if row[9] is None else float(row[9]),
+        status=row[10],
+        valid_from=float(row[11]),
+        valid_to=float(row[12]),
+        change=row[13],
+        thread_id=row[14],
+        run_id=row[15],
+        n_vectors=int(row[16]),
+        id=int(row[0]),
+    )
+
+
+_READ = f"SELECT id, {_COLS} FROM item_history"
+
+
+def versions(conn: sqlite3.Connection, uid: str) -> list[PastVersion]:
+    """The past versions of the item ``uid`` (every incarnation of its key), newest first."""
+    rows = conn.execute(both(conn, f"{_READ} WHERE uid = ? ORDER BY valid_to DESC, id DESC"), (uid,))
+    return [_version(r) for r in rows]
+
+
+def version_at(conn: sqlite3.Connection, uid: str, at: float) -> PastVersion | None:
+    """The past version of the item ``uid`` that was current at ``at``, if one was."""
+    row = conn.execute(
+        both(conn, f"{_READ} WHERE uid = ? AND valid_to > ? AND valid_from <= ? ORDER BY valid_to DESC, id DESC"),
+        (uid, at, at),
+    ).fetchone()
+    return None if row is None else _version(row)
+
+
+def _prefix_where(prefix: Sequence[str]) -> tuple[str, tuple[Any, ...]]:
+    if not prefix:
+        return "", ()
+    joined = "\x1f".join(prefix)
+    return " AND (ns = ? OR (ns >= ? AND ns < ?))", (joined, joined + "\x1f", joined + chr(0x20))
+
+
+def valid_at(
+    conn: sqlite3.Connection, at: float, prefix: Sequence[str] = (), *, with_vectors: bool = False
+) -> Iterator[PastVersion]:
+    """The past versions that were current at ``at`` (``valid_from <= at < valid_to``), under ``prefix``."""
+    where, params = _prefix_where(prefix)
+    rows = conn.execute(
+        both(conn, f"{_READ} WHERE valid_to > ? AND valid_from <= ?{where}"), (at, at, *params)
+    ).fetchall()
+    found = [_version(r) for r in rows]
+    if with_vectors:
+        by_id = {v.id: v for v in found if v.n_vectors}
+        ids = list(by_id)
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start : start + _CHUNK]
+            for hid, vec in conn.execute(
+                both(
+                    conn,
+                    f"SELECT history_id, vec FROM history_vectors WHERE history_id IN ({','.join('?' * len(chunk))})"
+                    " ORDER BY history_id, idx",
+                ),
+                tuple(chunk),
+            ):
+                by_id[int(hid)].vectors.append(bytes(vec))
+    yield from found
+
+
+def namespaces_at(conn: sqlite3.Connection, at: float) -> set[tuple[str, ...]]:
+    """Namespaces that held at least one item at ``at`` (current versions since then, and past versions)."""
+    rows = conn.execute(
+        both(
+            conn,
+            "SELECT n.ns FROM namespaces n WHERE n.n_items > 0 AND EXISTS (SELECT 1 FROM items i WHERE i.ns_id = n.id"
+            " AND coalesce(i.valid_from, i.updated_at) <= ?)"
+            " UNION SELECT ns FROM item_history WHERE valid_to > ? AND valid_from <= ?",
+        ),
+        (at, at, at),
+    )
+    return {tuple(r[0].split("\x1f")) for r in rows}
+
+
+def prune(conn: sqlite3.Connection, *, keep: int | None = None, older_than: float | None = None) -> int:
+    """Drop past versions beyond the ``keep`` newest of each item, and those that ended before ``older_than``.
+
+    Returns how many versions went. Either rule may be None (not applied).
+    """
+    doomed: list[int] = []
+    if older_than is not None:
+        doomed.extend(
+            int(r[0]) for r in conn.execute(both(conn, "SELECT id FROM item_history WHERE valid_to < ?"), (older_than,))
+        )
+    if keep is not None:
+        # The current version counts as one of the ``keep``: an item keeps ``keep - 1`` past versions beside it.
+        doomed.extend(
+            int(r[0])
+            for r in conn.execute(
+                both(
+                    conn,
+                    "SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY uid ORDER BY valid_to DESC, id DESC)"
+                    " AS n FROM item_history) AS ranked WHERE n > ?",
+                ),
+                (max(int(keep) - 1, 0),),
+            )
+        )
+    ids = list(dict.fromkeys(doomed))
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start : start + _CHUNK]
+        marks = ",".join("?" * len(chunk))
+        conn.execute(both(conn, f"DELETE FROM history_vectors WHERE history_id IN ({marks})"), tuple(chunk))
+        conn.execute(both(conn, f"DELETE FROM item_history WHERE id IN ({marks})"), tuple(chunk))
+    return len(ids)
+
+
+def count(conn: sqlite3.Connection) -> tuple[int, int]:
+    """``(past versions, their vectors)`` the history holds."""
+    n = conn.execute(both(conn, "SELECT count(*) FROM item_history")).fetchone()[0]
+    v = conn.execute(both(conn, "SELECT count(*) FROM history_vectors")).fetchone()[0]
+    return int(n), int(v)
