@@ -93,7 +93,12 @@ _RECORD_PG = (
 
 
 def origin() -> tuple[str | None, str | None]:
-    """``(thread_id, run_id)`` of the LangGraph run this code runs in, from its config; ``(None, None)`` outside one."""
+    """``(thread_id, run_id)`` of the LangGraph run this code runs in, from its config; ``(None, None)`` outside one.
+
+    A node's config carries the thread; the run's id is there when the LangGraph server runs the graph (it puts
+    ``run_id`` in the run's metadata) or the caller put one in ``configurable`` or ``metadata`` (a local
+    ``invoke(..., {"run_id": ...})`` names the callbacks' root run only, which nodes do not see).
+    """
     try:
         from langgraph.config import get_config
 
@@ -101,7 +106,9 @@ def origin() -> tuple[str | None, str | None]:
     except (RuntimeError, ImportError):
         return None, None
     conf = config.get("configurable") or {}
-    thread, run = conf.get("thread_id"), config.get("run_id") or conf.get("run_id")
+    meta = config.get("metadata") or {}
+    thread = conf.get("thread_id") or meta.get("thread_id")
+    run = conf.get("run_id") or meta.get("run_id")
     return (None if thread is None else str(thread)), (None if run is None else str(run))
 
 
@@ -241,10 +248,12 @@ def namespaces_at(conn: sqlite3.Connection, at: float) -> set[tuple[str, ...]]:
     return {tuple(r[0].split("\x1f")) for r in rows}
 
 
-def prune(conn: sqlite3.Connection, *, keep: int | None = None, older_than: float | None = None) -> int:
+def prune(
+    conn: sqlite3.Connection, *, keep: int | None = None, older_than: float | None = None, dry_run: bool = False
+) -> int:
     """Drop past versions beyond the ``keep`` newest of each item, and those that ended before ``older_than``.
 
-    Returns how many versions went. Either rule may be None (not applied).
+    Returns how many versions went (``dry_run``: would go). Either rule may be None (not applied).
     """
     doomed: list[int] = []
     if older_than is not None:
@@ -252,19 +261,22 @@ def prune(conn: sqlite3.Connection, *, keep: int | None = None, older_than: floa
             int(r[0]) for r in conn.execute(both(conn, "SELECT id FROM item_history WHERE valid_to < ?"), (older_than,))
         )
     if keep is not None:
-        # The current version counts as one of the ``keep``: an item keeps ``keep - 1`` past versions beside it.
+        # A live item's current version counts as one of the ``keep``: it keeps ``keep - 1`` past versions beside it.
         doomed.extend(
             int(r[0])
             for r in conn.execute(
                 both(
                     conn,
-                    "SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY uid ORDER BY valid_to DESC, id DESC)"
-                    " AS n FROM item_history) AS ranked WHERE n > ?",
+                    "SELECT id FROM (SELECT id, uid, row_number() OVER (PARTITION BY uid ORDER BY valid_to DESC, id DESC)"
+                    " AS n FROM item_history) AS ranked"
+                    " WHERE n > ? - (CASE WHEN EXISTS (SELECT 1 FROM items i WHERE i.uid = ranked.uid) THEN 1 ELSE 0 END)",
                 ),
-                (max(int(keep) - 1, 0),),
+                (int(keep),),
             )
         )
     ids = list(dict.fromkeys(doomed))
+    if dry_run:
+        return len(ids)
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start : start + _CHUNK]
         marks = ",".join("?" * len(chunk))
