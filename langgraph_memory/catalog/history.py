@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from langgraph_memory.catalog.connection import POSTGRESQL, both, dialect_of
@@ -48,6 +48,8 @@ __all__ = [
     "versions",
     "version_at",
     "valid_at",
+    "vectors_at",
+    "read",
     "namespaces_at",
     "prune",
     "count",
@@ -156,8 +158,6 @@ class PastVersion:
     n_vectors: int
     #: the history row's id (its order among versions ended at the same instant).
     id: int = 0
-    #: float32 bytes of each vector, in index order, when read with them.
-    vectors: list[bytes] = field(default_factory=list)
 
 
 def _version(row: Sequence[Any]) -> PastVersion:
@@ -209,29 +209,47 @@ def _prefix_where(prefix: Sequence[str]) -> tuple[str, tuple[Any, ...]]:
 
 
 def valid_at(
-    conn: sqlite3.Connection, at: float, prefix: Sequence[str] = (), *, with_vectors: bool = False
-) -> Iterator[PastVersion]:
-    """The past versions that were current at ``at`` (``valid_from <= at < valid_to``), under ``prefix``."""
+    conn: sqlite3.Connection, at: float, prefix: Sequence[str] = ()
+) -> list[tuple[int, float, int, str | None]]:
+    """The past versions current at ``at`` (``valid_from <= at < valid_to``) under ``prefix``, unread.
+
+    ``(history id, updated_at, item id, status)`` each, without values: a
+    search reads the values of those it ranks first only (`read()`).
+    """
     where, params = _prefix_where(prefix)
     rows = conn.execute(
-        both(conn, f"{_READ} WHERE valid_to > ? AND valid_from <= ?{where}"), (at, at, *params)
-    ).fetchall()
-    found = [_version(r) for r in rows]
-    if with_vectors:
-        by_id = {v.id: v for v in found if v.n_vectors}
-        ids = list(by_id)
-        for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start : start + _CHUNK]
-            for hid, vec in conn.execute(
-                both(
-                    conn,
-                    f"SELECT history_id, vec FROM history_vectors WHERE history_id IN ({','.join('?' * len(chunk))})"
-                    " ORDER BY history_id, idx",
-                ),
-                tuple(chunk),
-            ):
-                by_id[int(hid)].vectors.append(bytes(vec))
-    yield from found
+        both(
+            conn,
+            f"SELECT id, updated_at, item_id, status FROM item_history WHERE valid_to > ? AND valid_from <= ?{where}",
+        ),
+        (at, at, *params),
+    )
+    return [(int(r[0]), float(r[1]), int(r[2]), r[3]) for r in rows]
+
+
+def vectors_at(conn: sqlite3.Connection, at: float, prefix: Sequence[str] = ()) -> list[tuple[int, bytes]]:
+    """``(history id, float32 bytes)`` of every vector of the past versions current at ``at`` under ``prefix``."""
+    where, params = _prefix_where(prefix)
+    where = where.replace("ns", "h.ns")
+    rows = conn.execute(
+        both(
+            conn,
+            "SELECT v.history_id, v.vec FROM item_history h JOIN history_vectors v ON v.history_id = h.id"
+            f" WHERE h.valid_to > ? AND h.valid_from <= ?{where}",
+        ),
+        (at, at, *params),
+    )
+    return [(int(r[0]), bytes(r[1])) for r in rows]
+
+
+def read(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, PastVersion]:
+    """Past versions by history id."""
+    out: dict[int, PastVersion] = {}
+    for start in range(0, len(ids), _CHUNK):
+        chunk = list(ids[start : start + _CHUNK])
+        for r in conn.execute(both(conn, f"{_READ} WHERE id IN ({','.join('?' * len(chunk))})"), tuple(chunk)):
+            out[int(r[0])] = _version(r)
+    return out
 
 
 def namespaces_at(conn: sqlite3.Connection, at: float) -> set[tuple[str, ...]]:
