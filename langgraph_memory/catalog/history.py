@@ -49,6 +49,7 @@ __all__ = [
     "version_at",
     "valid_at",
     "vectors_at",
+    "changed_after",
     "read",
     "namespaces_at",
     "prune",
@@ -225,6 +226,11 @@ def valid_at(
         (at, at, *params),
     )
     return [(int(r[0]), float(r[1]), int(r[2]), r[3]) for r in rows]
+
+
+def changed_after(conn: sqlite3.Connection, at: float) -> set[int]:
+    """Ids of the item rows whose version current at ``at`` a later change ended (rows since deleted included)."""
+    return {int(r[0]) for r in conn.execute(both(conn, "SELECT item_id FROM item_history WHERE valid_to > ?"), (at,))}
 
 
 def vectors_at(conn: sqlite3.Connection, at: float, prefix: Sequence[str] = ()) -> list[tuple[int, bytes]]:
