@@ -26,9 +26,9 @@ NS = ("notes",)
 
 
 def _tick() -> float:
-    """The clock now, after waiting until it moved: the next change gets a later instant."""
+    """The clock now, after waiting until it moved on by more than a datetime shows (a microsecond)."""
     t = time.time()
-    while time.time() <= t:
+    while time.time() <= t + 2e-6:
         time.sleep(0.0005)
     return t
 
@@ -182,25 +182,53 @@ def test_a_past_version_with_several_vectors_is_scored_by_its_best_one(plain: Ch
     assert plain.search(NS, query="carry unwinds", limit=1)[0].value["a"] == "breakouts fail"
 
 
-def test_a_copied_catalog_keeps_the_history(plain: ChromaStore, tmp_path: Path, fake_embeddings) -> None:
+def test_a_copied_catalog_keeps_the_history(plain: ChromaStore, tmp_path: Path) -> None:
+    from langgraph_memory.catalog import history as _history
     from langgraph_memory.catalog.catalog import Catalog
+    from langgraph_memory.catalog.connection import both
+    from langgraph_memory.catalog.items import item_uid
     from langgraph_memory.catalog.transfer import copy_catalog
 
     plain.put(NS, "n", {"text": "one"})
     plain.put(NS, "n", {"text": "two"})
-    then = _tick()
     plain.put(NS, "n", {"text": "three"})
-    want = plain.history(NS, "n")
+    uid = item_uid(NS, "n")
+    with plain.catalog.read() as conn:
+        want = _history.records(conn, uid)
+        since = conn.execute(both(conn, "SELECT valid_from FROM items WHERE uid = ?"), (uid,)).fetchone()[0]
+    # Into a SQLite file (from the PostgreSQL catalog in that pass): the catalog as such, not a store's mapped folder.
     target = Catalog(tmp_path / "copy" / "catalog.sqlite")
     try:
         assert copy_catalog(plain.catalog, target).verified
+        with target.read() as conn:
+            assert _history.records(conn, uid) == want
+            assert [r["value"]["text"] for r in want] == ["one", "two"]
+            assert conn.execute("SELECT valid_from FROM items WHERE uid = ?", (uid,)).fetchone()[0] == since
     finally:
         target.close()
-    copy = ChromaStore(
-        data_dir=tmp_path / "copy", index={"dims": FAKE_DIMS, "embed": fake_embeddings}, collections=None
-    )
-    try:
-        assert copy.history(NS, "n") == want
-        assert copy.as_of(then).search(NS, query="two", limit=1)[0].value == {"text": "two"}
-    finally:
-        copy.close()
+
+
+def test_a_bundle_exported_with_its_history_brings_the_past_versions_along(
+    data_dir: Path, tmp_path: Path, fake_embeddings
+) -> None:
+    from langgraph_memory.bundle import export_bundle, import_bundle
+
+    with Memory.open(data_dir, embeddings=fake_embeddings) as mem:
+        f = mem.store_research_finding("first wording", source="macro", confidence=0.7)
+        ns = mem.lifecycle.locate(f.id)[0]
+        mem.store.put(ns, f.id, {**mem.store.get(ns, f.id).value, "content": "second wording"})  # type: ignore[union-attr]
+        mem.retire(f.id, "restated")
+        want = [(v.value["content"], v.change, v.status, v.valid_from, v.valid_to) for v in mem.history(f.id)[1:]]
+        assert export_bundle(mem.store, tmp_path / "plain").counts.get("past_versions") is None
+        manifest = export_bundle(mem.store, tmp_path / "share", history=True)
+        assert manifest.counts["past_versions"] == 2
+    with Memory.open(tmp_path / "other", embeddings=fake_embeddings) as other:
+        assert import_bundle(other.store, tmp_path / "plain").past_versions == 0
+    with Memory.open(tmp_path / "target", embeddings=fake_embeddings) as target:
+        assert import_bundle(target.store, tmp_path / "share").past_versions == 2
+        got = [(v.value["content"], v.change, v.status, v.valid_from, v.valid_to) for v in target.history(f.id)[1:]]
+        assert got == want
+        assert import_bundle(target.store, tmp_path / "share").past_versions == 0  # importing twice adds nothing
+        first = want[-1]
+        was = target.store.as_of(first[3]).search(ns, query="first wording", limit=1)
+        assert [h.value["content"] for h in was] == ["first wording"]

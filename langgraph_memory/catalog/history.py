@@ -47,6 +47,8 @@ __all__ = [
     "origin",
     "record",
     "versions",
+    "records",
+    "adopt",
     "version_at",
     "valid_at",
     "vectors_at",
@@ -207,6 +209,93 @@ def version_at(conn: sqlite3.Connection, uid: str, at: float) -> PastVersion | N
         (uid, at, at),
     ).fetchone()
     return None if row is None else _version(row)
+
+
+def records(conn: sqlite3.Connection, uid: str) -> list[dict[str, Any]]:
+    """The past versions of ``uid`` as plain data with their vectors (float32 bytes), oldest first, to carry elsewhere.
+
+    The inverse of `adopt()`.
+    """
+    out: list[dict[str, Any]] = []
+    for v in reversed(versions(conn, uid)):
+        rec = {
+            "value": v.value,
+            "created_at": v.created_at,
+            "updated_at": v.updated_at,
+            "expires_at": v.expires_at,
+            "status": v.status,
+            "valid_from": v.valid_from,
+            "valid_to": v.valid_to,
+            "change": v.change,
+            "thread_id": v.thread_id,
+            "run_id": v.run_id,
+            "vectors": [],
+        }
+        if v.n_vectors == 1:
+            row = conn.execute(both(conn, "SELECT vec FROM item_history WHERE id = ?"), (v.id,)).fetchone()
+            rec["vectors"] = [bytes(row[0])] if row and row[0] is not None else []
+        elif v.n_vectors > 1:
+            rec["vectors"] = [
+                bytes(r[0])
+                for r in conn.execute(
+                    both(conn, "SELECT vec FROM history_vectors WHERE history_id = ? ORDER BY idx"), (v.id,)
+                )
+            ]
+        out.append(rec)
+    return out
+
+
+def adopt(
+    conn: sqlite3.Connection, namespace: Sequence[str], key: str, collection: str, rows: Sequence[dict[str, Any]]
+) -> int:
+    """Write past versions of the item ``(namespace, key)`` brought from another memory (`records()`).
+
+    A version this history holds already (same start, end and change) is
+    skipped, so importing twice adds nothing. Its item id is 0: it was never a
+    row of this catalog. Returns how many were written.
+    """
+    from langgraph_memory.catalog.items import item_uid, join_ns
+
+    uid = item_uid(namespace, key)
+    held = {(v.valid_from, v.valid_to, v.change) for v in versions(conn, uid)}
+    written = 0
+    for r in rows:
+        if (float(r["valid_from"]), float(r["valid_to"]), r["change"]) in held:
+            continue
+        vecs: list[bytes] = list(r.get("vectors") or [])
+        cur = conn.execute(
+            both(
+                conn,
+                f"INSERT INTO item_history({_WRITE_COLS}) VALUES ({', '.join('?' * 17)}) RETURNING id",
+            ),
+            (
+                0,
+                uid,
+                join_ns(namespace),
+                key,
+                collection,
+                json.dumps(r["value"], ensure_ascii=False, separators=(",", ":")),
+                float(r["created_at"]),
+                float(r["updated_at"]),
+                r.get("expires_at"),
+                r.get("status"),
+                float(r["valid_from"]),
+                float(r["valid_to"]),
+                r["change"],
+                r.get("thread_id"),
+                r.get("run_id"),
+                len(vecs),
+                vecs[0] if len(vecs) == 1 else None,
+            ),
+        )
+        hid = int(cur.fetchone()[0])
+        if len(vecs) > 1:
+            conn.executemany(
+                both(conn, "INSERT INTO history_vectors(history_id, idx, path, vec) VALUES (?, ?, '', ?)"),
+                [(hid, i, v) for i, v in enumerate(vecs)],
+            )
+        written += 1
+    return written
 
 
 def _prefix_where(prefix: Sequence[str]) -> tuple[str, tuple[Any, ...]]:

@@ -105,6 +105,10 @@ class HistoryRetention:
         return self.versions is None and self.days is None
 
 
+# datetime.fromtimestamp rounds to the nearest microsecond: a datetime shows the instants within half of one.
+_HALF_MICROSECOND = 0.5e-6
+
+
 def _dt(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, tz=UTC)
 
@@ -112,11 +116,14 @@ def _dt(ts: float) -> datetime:
 def as_timestamp(at: datetime | float) -> float:
     """``at`` as epoch seconds. A naive datetime is taken as UTC (the store keeps every time in UTC).
 
+    A datetime holds microseconds and the store's times are finer: a datetime stands for every instant shown as
+    it (rounded to its microsecond), so ``store.as_of(version.valid_from)`` sees that version.
+
     Raises:
         InvalidArgumentError: ``at`` is neither a datetime nor a number of seconds.
     """
     if isinstance(at, datetime):
-        return (at if at.tzinfo is not None else at.replace(tzinfo=UTC)).timestamp()
+        return (at if at.tzinfo is not None else at.replace(tzinfo=UTC)).timestamp() + _HALF_MICROSECOND
     if isinstance(at, (int, float)) and not isinstance(at, bool):
         return float(at)
     raise InvalidArgumentError(f"a moment must be a datetime (naive means UTC) or epoch seconds, got {at!r}")
