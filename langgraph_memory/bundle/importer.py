@@ -122,7 +122,7 @@ def import_bundle(
                 it.value = {**it.value, "version": done.renumbered[it.key][1]}
         for (ns, key), rows in bundle.history.items():
             coll = store.collections.for_namespace(ns).name
-            report.past_versions += _history.adopt(conn, ns, key, coll, rows)
+            report.past_versions += _history.adopt(conn, _items.item_uid(ns, key), _items.join_ns(ns), key, coll, rows)
 
     if progress is not None:
         progress("write", 0, len(bundle.items))

@@ -246,17 +246,14 @@ def records(conn: sqlite3.Connection, uid: str) -> list[dict[str, Any]]:
 
 
 def adopt(
-    conn: sqlite3.Connection, namespace: Sequence[str], key: str, collection: str, rows: Sequence[dict[str, Any]]
+    conn: sqlite3.Connection, uid: str, ns: str, key: str, collection: str, rows: Sequence[dict[str, Any]]
 ) -> int:
-    """Write past versions of the item ``(namespace, key)`` brought from another memory (`records()`).
+    """Write past versions of the item ``uid`` (``key`` in the namespace ``ns``, joined as stored) from elsewhere.
 
-    A version this history holds already (same start, end and change) is
-    skipped, so importing twice adds nothing. Its item id is 0: it was never a
-    row of this catalog. Returns how many were written.
+    ``rows`` as `records()` gives them. A version this history holds already
+    (same start, end and change) is skipped, so importing twice adds nothing.
+    Its item id is 0: it was never a row of this catalog. Returns how many were written.
     """
-    from langgraph_memory.catalog.items import item_uid, join_ns
-
-    uid = item_uid(namespace, key)
     held = {(v.valid_from, v.valid_to, v.change) for v in versions(conn, uid)}
     written = 0
     for r in rows:
@@ -271,7 +268,7 @@ def adopt(
             (
                 0,
                 uid,
-                join_ns(namespace),
+                ns,
                 key,
                 collection,
                 json.dumps(r["value"], ensure_ascii=False, separators=(",", ":")),
