@@ -297,7 +297,8 @@ CREATE TABLE IF NOT EXISTS prefix_counts (
 """
 
 
-# Version 9: past versions. ``valid_from`` of an item is NULL until its first write under version 9.
+# Version 9: past versions. ``valid_from`` of an item is NULL until its first write under version 9. Reads as of
+# a moment take the versions ended after it (item_history_valid), their namespace and start checked in the index.
 _V9_HISTORY = """
 CREATE TABLE IF NOT EXISTS item_history (
     id          INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -320,7 +321,7 @@ CREATE TABLE IF NOT EXISTS item_history (
     vec         BLOB
 );
 CREATE INDEX IF NOT EXISTS item_history_uid ON item_history(uid, valid_to);
-CREATE INDEX IF NOT EXISTS item_history_valid ON item_history(valid_to, valid_from);
+CREATE INDEX IF NOT EXISTS item_history_valid ON item_history(valid_to, ns, valid_from, item_id);
 CREATE TABLE IF NOT EXISTS history_vectors (
     history_id  INTEGER NOT NULL,
     idx         INTEGER NOT NULL,

@@ -321,9 +321,13 @@ def valid_at(
     return [(int(r[0]), float(r[1]), int(r[2]), r[3]) for r in rows]
 
 
-def changed_after(conn: sqlite3.Connection, at: float) -> set[int]:
-    """Ids of the item rows whose version current at ``at`` a later change ended (rows since deleted included)."""
-    return {int(r[0]) for r in conn.execute(both(conn, "SELECT item_id FROM item_history WHERE valid_to > ?"), (at,))}
+def changed_after(conn: sqlite3.Connection, at: float, prefix: Sequence[str] = ()) -> set[int]:
+    """Ids of the item rows under ``prefix`` whose version current at ``at`` a later change ended (deleted ones too)."""
+    where, params = _prefix_where(prefix)
+    return {
+        int(r[0])
+        for r in conn.execute(both(conn, f"SELECT item_id FROM item_history WHERE valid_to > ?{where}"), (at, *params))
+    }
 
 
 def vectors_at(conn: sqlite3.Connection, at: float, prefix: Sequence[str] = ()) -> list[tuple[int, bytes]]:

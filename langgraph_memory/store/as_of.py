@@ -170,7 +170,7 @@ class AsOfStore(BaseStore):
 
         def omit_for(conn: Any, status_version: int | None) -> Callable[[StoredItem], bool]:
             hidden = None if include_retired else store._hidden.snapshot(conn, status_version)
-            return _ChangedSince(at, store._omitter(at, hidden), _history.changed_after(conn, at))
+            return _ChangedSince(at, store._omitter(at, hidden), _history.changed_after(conn, at, op.namespace_prefix))
 
         ranking = store.ranking
         hybrid = ranking is not None and qvec is not None and bool(op.query)

@@ -248,7 +248,7 @@ CREATE TABLE IF NOT EXISTS item_history (
     vec         BYTEA
 );
 CREATE INDEX IF NOT EXISTS item_history_uid ON item_history(uid, valid_to);
-CREATE INDEX IF NOT EXISTS item_history_valid ON item_history(valid_to, valid_from);
+CREATE INDEX IF NOT EXISTS item_history_valid ON item_history(valid_to, ns, valid_from, item_id);
 CREATE TABLE IF NOT EXISTS history_vectors (
     history_id  BIGINT NOT NULL,
     idx         INTEGER NOT NULL,
