@@ -25,6 +25,7 @@ from langgraph_memory import Memory
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import scope as _scope
 from langgraph_memory.catalog import vectors as _vectors
+from langgraph_memory.catalog._schema import SCHEMA_VERSION
 from langgraph_memory.store import ChromaStore
 from langgraph_memory.store._reindex import reembed
 
@@ -161,7 +162,7 @@ def test_a_sqlite_catalog_from_before_the_runs_has_its_vectors_moved_into_them(
         assert {(i, x): bytes(v) for i, x, v in _vector_rows(mem.store)} == before
         _check_searches(mem.store)
         with mem.store.catalog.read() as c:
-            assert c.execute("PRAGMA user_version").fetchone()[0] == 8
+            assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
 def _vector_rows(store: ChromaStore) -> list[tuple[int, int, bytes]]:

@@ -23,11 +23,13 @@ from langgraph_memory.bundle.format import (
     BundleManifest,
     LineWriter,
     Progress,
+    history_record,
     item_line,
     node_line,
     readme_text,
 )
 from langgraph_memory.catalog import StoredItem
+from langgraph_memory.catalog import history as _history
 from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog.lineage import Edge
 from langgraph_memory.catalog.status import STATUSES
@@ -58,12 +60,15 @@ def export_bundle(
     collections: Sequence[str] | None = None,
     overwrite: bool = False,
     progress: Progress | None = None,
+    history: bool = False,
 ) -> BundleManifest:
     """Write the memories of ``store`` (all, or under ``namespaces`` / in ``collections``) as a bundle at ``path``.
 
     The files are written into a temporary folder beside ``path``, fsynced
     and moved into place at the end, so ``path`` never holds half a bundle.
     An existing non-empty ``path`` is refused unless ``overwrite``.
+    ``history``: each item's line also carries its past versions (values, times, what ended each, vectors),
+    which an import adds to the target's history.
 
     Raises:
         InvalidArgumentError: ``path`` exists and is not an empty folder (and not ``overwrite``).
@@ -87,7 +92,7 @@ def export_bundle(
     except OSError as exc:
         raise StorageError(f"cannot create the bundle folder {target}: {exc}", target) from exc
     try:
-        manifest = _write(store, tmp, names, prefixes, progress)
+        manifest = _write(store, tmp, names, prefixes, progress, history)
         if target.exists():
             shutil.rmtree(target) if target.is_dir() else target.unlink()
         os.replace(tmp, target)
@@ -100,12 +105,17 @@ def export_bundle(
 
 
 def _write(
-    store: Any, folder: Path, names: list[str], prefixes: list[tuple[str, ...]] | None, progress: Progress | None
+    store: Any,
+    folder: Path,
+    names: list[str],
+    prefixes: list[tuple[str, ...]] | None,
+    progress: Progress | None,
+    history: bool = False,
 ) -> BundleManifest:
     by_coll: dict[str, int] = {}
     exported: set[str] = set()
     referenced: set[str] = set()
-    n_edges = n_versions = 0
+    n_edges = n_versions = n_past = 0
     by_status = dict.fromkeys(STATUSES, 0)
     try:
         fh = open(folder / MEMORIES, "xb")
@@ -116,8 +126,9 @@ def _write(
         for name in names:
             total = store.items.count(name)
             for done, page in _pages(store, name, prefixes):
-                for record in _lines(store, page):
+                for record in _lines(store, page, history):
                     out.write(record)
+                    n_past += len(record.get("history") or ())
                     lineage = record["lineage"]
                     n_edges += len(lineage["parents"])
                     n_versions += lineage["version"] is not None
@@ -150,6 +161,7 @@ def _write(
             "lineage_nodes": n_nodes,
             "lineage_edges": n_edges,
             "versions": n_versions,
+            **({"past_versions": n_past} if history else {}),
             **by_status,
         },
         model={"name": model_name, "dims": int(dims)} if model_name and dims else None,
@@ -195,7 +207,7 @@ def _pages(store: Any, name: str, prefixes: list[tuple[str, ...]] | None) -> Ite
     yield done, page
 
 
-def _lines(store: Any, items: list[StoredItem]) -> Iterator[dict[str, Any]]:
+def _lines(store: Any, items: list[StoredItem], history: bool = False) -> Iterator[dict[str, Any]]:
     """Bundle lines for a page of items, their lineage read in one go."""
     if not items:
         return
@@ -206,15 +218,19 @@ def _lines(store: Any, items: list[StoredItem]) -> Iterator[dict[str, Any]]:
         for e in _lin.parents_of(conn, keys):
             edges.setdefault(e.child_id, []).append(e)
         versions = _lin.versions_of(conn, keys)
+        past = {it.uid: _history.records(conn, it.uid) for it in items} if history else {}
     statuses = store.items.statuses([(it.namespace, it.key) for it in items])
     for it in items:
         node = nodes.get(it.key)
         status = statuses.get((it.namespace, it.key))
         # A lineage node names one item: only the item in the node's namespace carries it.
         if node is None or tuple(node.namespace) != it.namespace:
-            yield item_line(it, None, [], None, status)
+            line = item_line(it, None, [], None, status)
         else:
-            yield item_line(it, node, edges.get(it.key, []), versions.get(it.key), status)
+            line = item_line(it, node, edges.get(it.key, []), versions.get(it.key), status)
+        if past.get(it.uid):
+            line["history"] = [history_record(r) for r in past[it.uid]]
+        yield line
 
 
 def _write_text(path: Path, text: str) -> None:

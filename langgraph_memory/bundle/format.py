@@ -41,9 +41,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from langgraph_memory.archive.format import decode_vectors, item_record
+import numpy as np
+
+from langgraph_memory.archive.format import decode_vectors, encode_vectors, item_record
 from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog import lineage as _lin
+from langgraph_memory.catalog.history import CHANGES
 from langgraph_memory.catalog.lineage import Edge, ItemRef, VersionRow
 from langgraph_memory.catalog.status import STATUSES, ItemStatus
 from langgraph_memory.errors import ArchiveIntegrityError, BundleError, LangGraphMemoryError, ValidationError
@@ -105,6 +108,9 @@ class Bundle:
     versions: list[VersionRow]
     #: the retired and superseded items' statuses (each names its item by namespace, key and created_at).
     statuses: list[ItemStatus] = field(default_factory=list)
+    #: past versions of items, by ``(namespace, key)``, when the bundle was exported with its history
+    #: (each as `langgraph_memory.catalog.history.records()` gives it, vectors as float32 bytes).
+    history: dict[tuple[tuple[str, ...], str], list[dict[str, Any]]] = field(default_factory=dict)
 
 
 # ----------------------------------------------------------------- writing
@@ -335,6 +341,8 @@ def _parse_item(rec: dict[str, Any], dims: int | None, out: Bundle) -> None:
     )
     if rec.get("status") is not None:
         out.statuses.append(_status(rec["status"], out.items[-1]))
+    if rec.get("history"):
+        out.history[(ns, rec["key"])] = [_past_version(h, dims) for h in rec["history"]]
     lineage = rec.get("lineage") or {}
     if not lineage.get("node"):
         return
@@ -342,6 +350,26 @@ def _parse_item(rec: dict[str, Any], dims: int | None, out: Bundle) -> None:
     if lineage.get("version"):
         v = lineage["version"]
         out.versions.append(VersionRow(str(v["name"]), int(v["version"]), node.id, float(v["created_at"])))
+
+
+def history_record(rec: dict[str, Any]) -> dict[str, Any]:
+    """A past version (`langgraph_memory.catalog.history.records()`) as bundle data: its vectors encoded as items' are."""
+    return {**rec, "vectors": encode_vectors([np.frombuffer(v, dtype="<f4") for v in rec["vectors"]])}
+
+
+def _past_version(raw: Any, dims: int | None) -> dict[str, Any]:
+    """Check one past version of an item line (the inverse of `history_record()`)."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("value"), dict):
+        raise ValueError("a past version lacks its value")
+    for name in ("created_at", "updated_at", "valid_from", "valid_to"):
+        if isinstance(raw.get(name), bool) or not isinstance(raw.get(name), (int, float)):
+            raise ValueError(f"a past version's {name} is not a number")
+    if raw.get("change") not in CHANGES:
+        raise ValueError(f"a past version's change {raw.get('change')!r} is none of {', '.join(CHANGES)}")
+    arr = decode_vectors(raw.get("vectors"))
+    if arr is not None and dims is not None and arr.shape[1] != dims:
+        raise ValueError(f"a past version's vectors have {arr.shape[1]} dimensions, the manifest says {dims}")
+    return {**raw, "vectors": [] if arr is None else [row.astype("<f4").tobytes() for row in arr]}
 
 
 def _status(raw: Any, item: StoredItem) -> ItemStatus:

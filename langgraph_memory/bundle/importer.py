@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from langgraph_memory.bundle.format import Bundle, Progress, read_bundle
 from langgraph_memory.catalog import StoredItem
+from langgraph_memory.catalog import history as _history
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog import status as _status
@@ -53,6 +54,8 @@ class ImportReport:
     cycles_skipped: int = 0
     #: retired and superseded statuses written here (items arriving hidden from searches).
     statuses: int = 0
+    #: past versions of items written to the history here (a bundle exported with ``history=True``).
+    past_versions: int = 0
     dry_run: bool = False
     on_conflict: str = "newer"
 
@@ -117,6 +120,9 @@ def import_bundle(
         for it in bundle.items:  # a renumbered strategy's value says its new number
             if it.key in done.renumbered and it.value.get("version") is not None:
                 it.value = {**it.value, "version": done.renumbered[it.key][1]}
+        for (ns, key), rows in bundle.history.items():
+            coll = store.collections.for_namespace(ns).name
+            report.past_versions += _history.adopt(conn, _items.item_uid(ns, key), _items.join_ns(ns), key, coll, rows)
 
     if progress is not None:
         progress("write", 0, len(bundle.items))

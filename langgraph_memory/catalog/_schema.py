@@ -53,6 +53,12 @@ the keyword index, an FTS5 table here, is a table of stemmed terms there.
   uid, with its lineage id and a change sequence (see
   `langgraph_memory.catalog.evidence`). Items stored before version 9 have
   no row: their evidence end is unknown.
+* ``item_history``, ``history_vectors`` and ``items.valid_from`` (version 10):
+  every version of an item that a change ended, with its vectors (in its row
+  when it has one, else in ``history_vectors``), and since
+  when the current version is current (see `langgraph_memory.catalog.history`).
+  An older file's items count from their ``updated_at``: history starts with
+  the first change after the upgrade.
 """
 
 from __future__ import annotations
@@ -67,7 +73,7 @@ from langgraph_memory.errors import MigrationError
 
 __all__ = ["SCHEMA_VERSION", "migrate"]
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -309,6 +315,41 @@ CREATE INDEX IF NOT EXISTS evidence_ends_seq ON evidence_ends(seq)
 """
 
 
+# Version 10: past versions. ``valid_from`` of an item is NULL until its first write under version 10. Reads as of
+# a moment take the versions ended after it (item_history_valid), their namespace and start checked in the index.
+_V10_HISTORY = """
+CREATE TABLE IF NOT EXISTS item_history (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    item_id     INTEGER NOT NULL,
+    uid         TEXT NOT NULL,
+    ns          TEXT NOT NULL,
+    key         TEXT NOT NULL,
+    collection  TEXT NOT NULL,
+    value       TEXT NOT NULL,
+    created_at  REAL NOT NULL,
+    updated_at  REAL NOT NULL,
+    expires_at  REAL,
+    status      TEXT,
+    valid_from  REAL NOT NULL,
+    valid_to    REAL NOT NULL,
+    change      TEXT NOT NULL,
+    thread_id   TEXT,
+    run_id      TEXT,
+    n_vectors   INTEGER NOT NULL DEFAULT 0,
+    vec         BLOB
+);
+CREATE INDEX IF NOT EXISTS item_history_uid ON item_history(uid, valid_to);
+CREATE INDEX IF NOT EXISTS item_history_valid ON item_history(valid_to, ns, valid_from, item_id);
+CREATE TABLE IF NOT EXISTS history_vectors (
+    history_id  INTEGER NOT NULL,
+    idx         INTEGER NOT NULL,
+    path        TEXT NOT NULL,
+    vec         BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS history_vectors_of ON history_vectors(history_id, idx)
+"""
+
+
 def _fill_prefix_counts(conn: sqlite3.Connection) -> None:
     """Sum the namespaces' counts into ``prefix_counts`` (a file that had items before version 7)."""
     rows = conn.execute("SELECT ns, collection, n_items, n_vectors FROM namespaces WHERE n_items > 0 OR n_vectors > 0")
@@ -329,7 +370,10 @@ _MIGRATIONS: dict[int, str] = {
     7: _V7_PREFIX_COUNTS,
     8: "",
     9: _V9_EVIDENCE,
+    10: _V10_HISTORY,
 }
+#: Columns a version adds to existing tables, added only where missing (SQLite has no ADD COLUMN IF NOT EXISTS).
+_COLUMNS: dict[int, list[tuple[str, str]]] = {10: [("items", "valid_from REAL")]}
 #: Data steps after a version's DDL, for files that had rows before it (not run on a new file).
 _BACKFILLS: dict[int, Callable[[sqlite3.Connection], object]] = {
     5: _keywords.rebuild,
@@ -353,6 +397,9 @@ def migrate(conn: sqlite3.Connection) -> int:
             "by a newer release; upgrade langgraph-chroma-memory (pip install -U langgraph-chroma-memory)"
         )
     for version in range(found + 1, SCHEMA_VERSION + 1):
+        for table, column in _COLUMNS.get(version, []):
+            if column.split()[0] not in {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
         for stmt in _MIGRATIONS[version].split(";"):
             if stmt.strip():
                 conn.execute(stmt)

@@ -50,11 +50,11 @@ _CHUNK = 900
 
 _INSERT = (
     "INSERT INTO items(id, ns_id, key, uid, value, created_at, updated_at, last_accessed_at, access_count,"
-    " expires_at, ttl_minutes, n_vectors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)"
+    " expires_at, ttl_minutes, n_vectors, valid_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)"
 )
 _UPDATE = (
     "UPDATE items SET value = ?, updated_at = ?, last_accessed_at = ?, expires_at = ?, ttl_minutes = ?,"
-    " n_vectors = ? WHERE id = ?"
+    " n_vectors = ?, valid_from = ? WHERE id = ?"
 )
 # One namespace's items among a list of keys (given as JSON): the UNIQUE (ns_id, key) index answers each.
 # CROSS JOIN keeps the keys outside: with a plain JOIN SQLite walked the namespace's items and scanned the key
@@ -69,7 +69,7 @@ _LAST_ID = (
 
 def item_row(w: ItemWrite, nid: int, uid: str, now: float, expires: float | None) -> tuple[Any, ...]:
     """A new item's row after its id, in the column order of the inserts here and in `items` (``access_count`` is a literal 0)."""
-    return (nid, w.key, uid, w.value_json, now, now, now, expires, w.ttl_minutes, len(w.vectors))
+    return (nid, w.key, uid, w.value_json, now, now, now, expires, w.ttl_minutes, len(w.vectors), now)
 
 
 def takes(writes: Sequence[ItemWrite]) -> bool:
@@ -124,13 +124,18 @@ class BulkWrites:
 
     def update(self, w: ItemWrite, item_id: int, now: float, expires: float | None, *, had_vectors: bool) -> None:
         """Replace ``item_id``'s value; its old filter rows (and vectors, if it had any) go at `flush()`."""
-        self._updates.append((w.value_json, now, now, expires, w.ttl_minutes, len(w.vectors), item_id))
+        self._updates.append((w.value_json, now, now, expires, w.ttl_minutes, len(w.vectors), now, item_id))
         self._cleared.append(item_id)
         if had_vectors:
             self._had_vectors.append(item_id)
 
-    def flush(self, conn: Any) -> None:
-        """Write the item rows gathered so far, before their filter, vector and keyword rows go in."""
+    def flush(self, conn: Any, record: Callable[[Any, list[int]], None] | None = None) -> None:
+        """Write the item rows gathered so far, before their filter, vector and keyword rows go in.
+
+        ``record(conn, item ids)`` keeps the versions the updates end (the history), before they change.
+        """
+        if record is not None and self._updates:
+            record(conn, [u[-1] for u in self._updates])
         if self._inserts:
             conn.executemany(_INSERT, self._inserts)
             self._inserts = []

@@ -25,6 +25,7 @@ import hashlib
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from langgraph_memory.catalog import bulk as _bulk
+from langgraph_memory.catalog import history as _history
 from langgraph_memory.catalog import keywords as _keywords
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog.bulk import BulkWrites
@@ -84,7 +86,7 @@ _LOWEST_RUN = 1 << VECTOR_RUN_BITS  # namespace ids start at 1
 
 ITEM_COLUMNS = (
     "i.id, n.ns, i.key, i.value, i.created_at, i.updated_at, i.last_accessed_at, i.access_count, "
-    "i.expires_at, i.ttl_minutes, i.n_vectors"
+    "i.expires_at, i.ttl_minutes, i.n_vectors, i.valid_from"
 )
 _FROM = "FROM items i JOIN namespaces n ON n.id = i.ns_id"
 #: `ITEM_COLUMNS` over ``FROM items i`` alone, each namespace looked up by its key: for a list of item ids.
@@ -142,6 +144,13 @@ class StoredItem:
     vectors: list[list[float]] = field(default_factory=list)
     texts: list[str | None] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
+    #: since when this version is current (None: written before the catalog kept history; see `valid_since`).
+    valid_from: float | None = None
+
+    @property
+    def valid_since(self) -> float:
+        """When this version became current: ``valid_from``, else (an item not changed since history began) ``updated_at``."""
+        return self.updated_at if self.valid_from is None else self.valid_from
 
     @property
     def uid(self) -> str:
@@ -217,6 +226,7 @@ def item_from_row(row: Sequence[Any]) -> StoredItem:
         indexed=n_vectors > 0,
         n_vectors=n_vectors,
         id=row[0],
+        valid_from=row[11] if len(row) > 11 else None,
     )
 
 
@@ -378,6 +388,7 @@ def write_items(
         if w.value_json is None:
             if old is not None:
                 item_id, n_old = int(old[0]), int(old[1])
+                _history.record(conn, [item_id], "delete", now)
                 _delete_rows(conn, [item_id])
                 if known is not None and nid is not None:
                     known.state[(nid, w.key)] = None
@@ -399,13 +410,14 @@ def write_items(
             if bulk is not None:
                 bulk.update(w, item_id, now, expires, had_vectors=bool(n_old))
             else:
+                _history.record(conn, [item_id], "put", now)
                 conn.execute(
                     both(
                         conn,
                         "UPDATE items SET value = ?, updated_at = ?, last_accessed_at = ?, expires_at = ?, ttl_minutes = ?,"
-                        " n_vectors = ? WHERE id = ?",
+                        " n_vectors = ?, valid_from = ? WHERE id = ?",
                     ),
-                    (w.value_json, now, now, expires, w.ttl_minutes, len(w.vectors), item_id),
+                    (w.value_json, now, now, expires, w.ttl_minutes, len(w.vectors), now, item_id),
                 )
                 conn.execute(both(conn, "DELETE FROM fields WHERE item_id = ?"), (item_id,))
                 if n_old:
@@ -426,7 +438,7 @@ def write_items(
             queued.setdefault(w.collection, []).append((item_id, max(n_old, len(w.vectors))))
         out.append(item_id)
     if bulk is not None:
-        bulk.flush(conn)
+        bulk.flush(conn, lambda c, ids: _history.record(c, ids, "put", now))
     # One statement each for the whole batch: the per-item rows were deleted above, so order does not matter.
     if field_batch:
         insert_field_rows(conn, field_batch)
@@ -444,15 +456,18 @@ def _insert_item(
     conn: Any, w: ItemWrite, nid: int, now: float, expires: float | None, *, item_id: int | None = None
 ) -> int:
     """Insert a new item row for ``w``; return its id (``item_id`` when given, else the one the row got)."""
-    cols = "ns_id, key, uid, value, created_at, updated_at, last_accessed_at, access_count, expires_at, ttl_minutes, n_vectors"
+    cols = (
+        "ns_id, key, uid, value, created_at, updated_at, last_accessed_at, access_count, expires_at, ttl_minutes,"
+        " n_vectors, valid_from"
+    )
     row = _bulk.item_row(w, nid, item_uid(w.namespace, w.key), now, expires)
     if item_id is not None:
         conn.execute(
-            both(conn, f"INSERT INTO items(id, {cols}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)"), (item_id, *row)
+            both(conn, f"INSERT INTO items(id, {cols}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)"), (item_id, *row)
         )
         return item_id
     cur = conn.execute(
-        both(conn, f"INSERT INTO items({cols}) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?) RETURNING id"), row
+        both(conn, f"INSERT INTO items({cols}) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?) RETURNING id"), row
     )
     return int(cur.fetchone()[0])
 
@@ -665,8 +680,18 @@ def _delete_rows(conn: sqlite3.Connection, item_ids: Sequence[int]) -> None:
     _keywords.unindex_items(conn, item_ids)
 
 
-def delete_items(conn: sqlite3.Connection, items: Sequence[StoredItem], collection: str) -> int:
-    """Delete items read from the catalog (they carry their row id); return how many rows went."""
+def delete_items(
+    conn: sqlite3.Connection,
+    items: Sequence[StoredItem],
+    collection: str,
+    *,
+    change: _history.Change = "delete",
+    now: float | None = None,
+) -> int:
+    """Delete items read from the catalog (they carry their row id); return how many rows went.
+
+    Their versions go to the history, ended at ``now`` (default: the clock) by ``change``.
+    """
     ids = [it.id for it in items if it.id is not None]
     if not ids:
         return 0
@@ -676,6 +701,7 @@ def delete_items(conn: sqlite3.Connection, items: Sequence[StoredItem], collecti
         rows.extend(
             conn.execute(both(conn, f"SELECT id, ns_id, n_vectors FROM items WHERE id IN ({marks})"), tuple(chunk))
         )
+    _history.record(conn, [r[0] for r in rows], change, time.time() if now is None else now)
     _delete_rows(conn, [r[0] for r in rows])
     counts = _Counts()
     namespace_of = {it.id: it.namespace for it in items}
@@ -693,11 +719,13 @@ def restore_items(
     names: NamespaceIds,
     *,
     model_id: int,
+    now: float | None = None,
 ) -> list[StoredItem]:
     """Write items back exactly as they were (timestamps, access data, vectors); skip live ones.
 
-    Returns the items written.
+    Each is current from ``now`` (default: the clock) on. Returns the items written.
     """
+    now = time.time() if now is None else now
     written: list[StoredItem] = []
     counts = _Counts()
     queued: list[tuple[int, int]] = []
@@ -711,7 +739,7 @@ def restore_items(
             both(
                 conn,
                 "INSERT INTO items(ns_id, key, uid, value, created_at, updated_at, last_accessed_at, access_count,"
-                " expires_at, ttl_minutes, n_vectors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                " expires_at, ttl_minutes, n_vectors, valid_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             ),
             (
                 nid,
@@ -725,6 +753,7 @@ def restore_items(
                 it.expires_at,
                 it.ttl_minutes,
                 len(vecs),
+                now,
             ),
         )
         item_id = int(cur.fetchone()[0])

@@ -26,11 +26,13 @@ process can keep the hidden set in memory and reread it only after a change
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from langgraph_memory.catalog import history as _history
 from langgraph_memory.catalog.connection import Sql, both
 from langgraph_memory.catalog.items import chunked, get_items, item_uid, join_ns, rows_in, split_ns
 
@@ -227,9 +229,36 @@ def mark(
             )
         )
     if rows:
+        _new_versions(
+            conn, [(t.uid, t.created_at) for t in targets], "retire" if status == "retired" else "supersede", now
+        )
         conn.executemany(_PUT.of(conn), rows)
         _bump(conn)
     return [_row(r) for r in rows]
+
+
+def _new_versions(
+    conn: sqlite3.Connection,
+    items: Sequence[tuple[str, float]],
+    change: _history.Change,
+    now: float,
+    *,
+    deleting: bool = False,
+) -> None:
+    """A status change ends the version of each live item ``(uid, created_at)``: keep it, start the next at ``now``.
+
+    ``deleting``: the items are deleted later in the transaction; their next version starts after every instant,
+    so the delete keeps no second copy (`history.record` keeps only versions that began before their end).
+    """
+    ids = [
+        int(r[0])
+        for uid, created in items
+        for r in conn.execute(both(conn, "SELECT id FROM items WHERE uid = ? AND created_at = ?"), (uid, created))
+    ]
+    if ids:
+        _history.record(conn, ids, change, now)
+        start = _history.NEVER if deleting else now
+        conn.executemany(both(conn, "UPDATE items SET valid_from = ? WHERE id = ?"), [(start, i) for i in ids])
 
 
 def _rows(statuses: Iterable[ItemStatus]) -> list[tuple[Any, ...]]:
@@ -284,8 +313,17 @@ def adopt(conn: sqlite3.Connection, statuses: Iterable[ItemStatus], *, dry_run: 
     return fresh
 
 
-def clear(conn: sqlite3.Connection, uids: Sequence[str]) -> int:
-    """Remove the status of ``uids`` (reinstate, or a hard delete); return how many rows went."""
+def clear(conn: sqlite3.Connection, uids: Sequence[str], *, record: bool = True) -> int:
+    """Remove the status of ``uids`` (reinstate, or a hard delete); return how many rows went.
+
+    A reinstated live item gets a new version (the history keeps the retired or superseded one). A hard delete
+    passes ``record=False`` and deletes the items in the same transaction: their versions are kept here, with the
+    status they had, as ended by the delete (which then finds nothing left to keep).
+    """
+    held = get(conn, list(uids))
+    if held:
+        live = [(u, st.item_created_at) for u, st in held.items()]
+        _new_versions(conn, live, "restore" if record else "delete", time.time(), deleting=not record)
     removed = 0
     for chunk in chunked(list(uids)):
         marks = ",".join("?" * len(chunk))

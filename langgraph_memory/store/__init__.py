@@ -24,11 +24,15 @@ from langgraph_memory.registry import (
     set_default_collections,
 )
 from langgraph_memory.search.planner import Plan
+from langgraph_memory.store.as_of import AsOfStore
 from langgraph_memory.store.base import ChromaStore, SearchAllOp
+from langgraph_memory.store.history import Version
 
 __all__ = [
     "ChromaStore",
     "SearchAllOp",
+    "AsOfStore",
+    "Version",
     "StoredItem",
     "Plan",
     "RebuildReport",

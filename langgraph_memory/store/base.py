@@ -11,7 +11,7 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
@@ -68,6 +68,8 @@ from langgraph_memory.search.vectors import DEFAULT_BUDGET_BYTES, VectorCache
 from langgraph_memory.store._reindex import reembed
 from langgraph_memory.store._writer import PreparedPut, Writer, check_vectors, dumps_value, index_paths
 from langgraph_memory.store.access import AccessLog
+from langgraph_memory.store.as_of import AsOfStore
+from langgraph_memory.store.history import Version, as_timestamp, read_history
 from langgraph_memory.store.items import Before, StoreItems
 from langgraph_memory.store.namespaces import list_namespaces, validate_namespace
 from langgraph_memory.store.ttl import Sweeper, SweeperFuture
@@ -766,6 +768,37 @@ class ChromaStore(BaseStore):
         logger.debug("search by vector %s: %s", op.namespace_prefix, plan)
         return _search_items(hits)
 
+    def history(self, namespace: tuple[str, ...], key: str) -> list[Version]:
+        """Every version of the item ``(namespace, key)``, newest first (the current one first, if it is live).
+
+        See `langgraph_memory.store.history`.
+
+        Examples:
+            >>> [v.change for v in store.history(("research",), f.id)]
+            [None]
+        """
+        self._check_open()
+        _check_key(key)
+        return read_history(self.catalog, validate_namespace(namespace, for_write=False), key)
+
+    async def ahistory(self, namespace: tuple[str, ...], key: str) -> list[Version]:
+        """Async `history()`."""
+        return await asyncio.to_thread(self.history, namespace, key)
+
+    def as_of(self, at: datetime | float) -> AsOfStore:
+        """A read-only ``BaseStore`` answering as this store would have at ``at`` (naive datetimes are UTC).
+
+        ``builder.compile(store=store.as_of(t))`` runs a graph against the memory of ``t``; see
+        `langgraph_memory.store.as_of`.
+
+        Examples:
+            >>> from datetime import datetime, UTC
+            >>> store.as_of(datetime(2000, 1, 1)).get(("research",), f.id) is None
+            True
+        """
+        self._check_open()
+        return AsOfStore(self, as_timestamp(at))
+
     def rebuild_index(self, *, progress: bool | Callable[[str, int, int], None] = True) -> RebuildReport:
         """Rebuild the Chroma index from the catalog's vectors (no re-embedding), and switch to it.
 
@@ -1137,7 +1170,7 @@ class ChromaStore(BaseStore):
             for it in doomed:
                 by_coll.setdefault(self.collections.for_namespace(it.namespace).name, []).append(it)
             for name, group in by_coll.items():
-                _items.delete_items(conn, group, name)
+                _items.delete_items(conn, group, name, change="ttl", now=now)
         if doomed:
             self._writer.sync(set(by_coll))
             logger.info("swept %d expired items", len(doomed))

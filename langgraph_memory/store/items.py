@@ -23,6 +23,7 @@ import numpy as np
 from langgraph.store.base import PutOp
 
 from langgraph_memory.catalog import Catalog, StoredItem
+from langgraph_memory.catalog import history as _history
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.connection import Connection
@@ -92,7 +93,7 @@ class StoreItems:
         uid = _items.item_uid(namespace, key)
 
         def forget(conn: Connection) -> None:
-            _status.clear(conn, [uid])
+            _status.clear(conn, [uid], record=False)
             if before is not None:
                 before(conn)
 
@@ -157,6 +158,17 @@ class StoreItems:
         """Make items plain again (searches find them); return how many had a status."""
         with self.catalog.write() as conn:
             return _status.clear(conn, [_items.item_uid(ns, key) for ns, key in keys])
+
+    def prune_history(self, *, keep: int | None = None, older_than: float | None = None, dry_run: bool = False) -> int:
+        """Drop past versions beyond the ``keep`` newest of each item (the current one counted) and those ended
+        before ``older_than`` (epoch seconds); return how many went (``dry_run``: would go)."""
+        if keep is None and older_than is None:
+            return 0
+        if dry_run:
+            with self.catalog.read() as conn:
+                return _history.prune(conn, keep=keep, older_than=older_than, dry_run=True)
+        with self.catalog.write() as conn:
+            return _history.prune(conn, keep=keep, older_than=older_than)
 
     def statuses(self, keys: Sequence[ItemKey]) -> dict[ItemKey, ItemStatus]:
         """The status of each key that has one: of the live item, or of its archived copy when not live."""
@@ -243,7 +255,7 @@ class StoreItems:
         name = self.collections.by_name(collection).name
         with self.catalog.write() as conn:
             current = _items.get_by_uids(conn, name, [it.uid for it in items])
-            n = _items.delete_items(conn, current, name)
+            n = _items.delete_items(conn, current, name, change="delete")
         self.writer.sync({name})
         return n
 
@@ -267,7 +279,7 @@ class StoreItems:
             live = _items.get_by_uids(conn, name, list(expected))
             doomed = [it for it in live if (it.updated_at, it.last_accessed_at) == tuple(expected[it.uid])]
             changed = [it.uid for it in live if (it.updated_at, it.last_accessed_at) != tuple(expected[it.uid])]
-            _items.delete_items(conn, doomed, name)
+            _items.delete_items(conn, doomed, name, change="archive")
         self.writer.sync({name})
         return [it.uid for it in doomed], changed
 
@@ -302,7 +314,7 @@ class StoreItems:
                     for it in group
                     if (it.namespace, it.key) in current and replace(it, current[(it.namespace, it.key)])
                 ]
-                _items.delete_items(conn, doomed, name)
+                _items.delete_items(conn, doomed, name, change="put")
                 written = _items.restore_items(conn, group, name, self.catalog.names, model_id=model_id)
                 replaced += len(doomed)
                 added += len(written) - len(doomed)

@@ -1,0 +1,296 @@
+"""A read-only view of a store as it stood at a past moment: `ChromaStore.as_of()`.
+
+An item's state at ``t`` is the version current then: the item's current
+version if it became current at or before ``t`` (``valid_from <= t``), else
+the past version with ``valid_from <= t < valid_to`` in the catalog's
+history (`langgraph_memory.catalog.history`). A change made at ``t``
+exactly is seen.
+
+A search runs the store's own plan (exact or HNSW, hybrid ranking
+included) over the items whose current version was already current at ``t``,
+leaving out those changed since, then scores the past versions valid at
+``t`` exactly from their kept vectors and merges both; the plan is asked for
+``offset + limit`` results after its omissions, so the merged top is exact.
+Ages in hybrid ranking are measured at ``t``. Retired and superseded versions
+are hidden as they were then.
+
+    >>> from datetime import datetime, UTC
+    >>> store.put(("notes",), "n1", {"text": "first draft"})
+    >>> then = datetime.now(UTC)
+    >>> store.put(("notes",), "n1", {"text": "final text"})
+    >>> store.as_of(then).get(("notes",), "n1").value
+    {'text': 'first draft'}
+
+It is a LangGraph ``BaseStore``: ``builder.compile(store=store.as_of(t))``
+gives a graph whose nodes read the memory of ``t``. Every write raises
+[`ReadOnlyError`][langgraph_memory.errors.ReadOnlyError]. Not kept in the
+history, hence not as of ``t``: access counts (a past version ranks with
+none) and, in hybrid ranking, a past version's keyword evidence (it ranks
+by its vectors and age only; current versions keep theirs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
+
+from langgraph_memory.catalog import StoredItem
+from langgraph_memory.catalog import history as _history
+from langgraph_memory.catalog import items as _items
+from langgraph_memory.errors import InvalidArgumentError, ReadOnlyError
+from langgraph_memory.search import filters as _filters
+from langgraph_memory.search.hybrid import Candidate, explain_candidates
+from langgraph_memory.store.namespaces import select_namespaces, validate_namespace
+
+__all__ = ["AsOfStore"]
+
+Hit = tuple[float | None, StoredItem]
+
+
+def _dt(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, tz=UTC)
+
+
+class AsOfStore(BaseStore):
+    """``store`` as it stood at ``at`` (epoch seconds): gets, searches and namespace listings; no writes.
+
+    Made by `ChromaStore.as_of()`; see the module for what "as it stood" covers.
+    """
+
+    supports_ttl: bool = False
+
+    # ``store`` is the ChromaStore read (typed loosely: its module imports this one, and the layout allows no cycle).
+    def __init__(self, store: Any, at: float) -> None:
+        self.store = store
+        #: the moment read, in epoch seconds.
+        self.at = float(at)
+
+    @property
+    def moment(self) -> datetime:
+        """The moment this view reads, as a UTC datetime."""
+        return _dt(self.at)
+
+    def __repr__(self) -> str:
+        return f"AsOfStore({self.moment.isoformat()})"
+
+    # ------------------------------------------------------------ batch
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ``ops`` as of `at`; a ``PutOp`` raises ``ReadOnlyError`` before anything runs."""
+        ops = list(ops)
+        self.store._check_open()
+        for op in ops:
+            if isinstance(op, PutOp):
+                raise ReadOnlyError(
+                    f"this store view reads the memory as of {self.moment.isoformat()} and cannot be written; "
+                    "write through the store itself"
+                )
+        out: list[Result] = []
+        for op in ops:
+            if isinstance(op, GetOp):
+                out.append(self._get(validate_namespace(op.namespace, for_write=False), op.key))
+            elif isinstance(op, SearchOp):
+                out.append(self._search(op))
+            elif isinstance(op, ListNamespacesOp):
+                with self.store.catalog.read() as conn:
+                    out.append(select_namespaces(_history.namespaces_at(conn, self.at), op))
+            else:
+                raise InvalidArgumentError(f"unknown operation type: {type(op).__name__}")
+        return out
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Async `batch` (the catalog work runs in a worker thread)."""
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    def search(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool | None = None,
+        include_retired: bool = False,
+    ) -> list[SearchItem]:
+        """``BaseStore.search`` as of `at`; retired and superseded versions are left out unless ``include_retired``."""
+        op = self.store._search_op(namespace_prefix, query, filter, limit, offset, False, include_retired)
+        return self._search(op)
+
+    # ------------------------------------------------------------ reads
+
+    def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
+        store, at = self.store, self.at
+        with store.catalog.read() as conn:
+            live = _items.get_items(conn, [(namespace, key)]).get((namespace, key))
+            if live is not None and live.valid_since <= at:
+                it = live
+            else:
+                past = _history.version_at(conn, _items.item_uid(namespace, key), at)
+                if past is None:
+                    return None
+                it = _stored(past)
+        if store._omits_expired and it.expires_at is not None and it.expires_at < at:
+            return None
+        return Item(
+            value=it.value,
+            key=it.key,
+            namespace=it.namespace,
+            created_at=_dt(it.created_at),
+            updated_at=_dt(it.updated_at),
+        )
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        store, at = self.store, self.at
+        op = store._check_search(op)
+        # A SearchAllOp (store.search(include_retired=True)); its class lives in the store's module, which imports this.
+        include_retired = type(op) is not SearchOp
+        qvec = store._embed_query(op.query) if op.query and store.cached_embeddings is not None else None
+        need = op.offset + op.limit
+        if need <= 0:
+            return []
+        inner = op._replace(offset=0, limit=need)
+
+        def omit_for(conn: Any, status_version: int | None) -> Callable[[StoredItem], bool]:
+            hidden = None if include_retired else store._hidden.snapshot(conn, status_version)
+            return _ChangedSince(at, store._omitter(at, hidden), _history.changed_after(conn, at, op.namespace_prefix))
+
+        ranking = store.ranking
+        hybrid = ranking is not None and qvec is not None and bool(op.query)
+        if hybrid:
+            assert ranking is not None and qvec is not None
+            ranking = dataclasses.replace(ranking, clock=lambda: at)
+            current, _plan = store.hybrid.run(inner, qvec, ranking, omit_for=omit_for)
+        else:
+            current, _plan = store.planner.run(inner, qvec, omit_for=omit_for)
+        scored: list[tuple[float, StoredItem]] = [(s, it) for s, it in current if s is not None]
+        unscored = [it for s, it in current if s is None]
+        with store.catalog.read() as conn:
+            # Past versions current at ``at``, unread; only those ranked first have their values read (and filtered).
+            past = {
+                hid: (updated, item_id)
+                for hid, updated, item_id, status in _history.valid_at(conn, at, op.namespace_prefix)
+                if include_retired or status is None
+            }
+            newest_first = sorted(past, key=lambda h: (-past[h][0], -past[h][1]))
+            if past and qvec is not None:
+                sims = _best_cosines([(h, v) for h, v in _history.vectors_at(conn, at, op.namespace_prefix)], qvec)
+                ranked = sorted((h for h in sims if h in past), key=lambda h: (-sims[h], past[h][1]))
+                for hid, it in _read_first(conn, ranked, op.filter, need, store._omits_expired, at):
+                    if not hybrid:
+                        scored.append((sims[hid], it))
+                        continue
+                    assert ranking is not None
+                    parts, _c = explain_candidates(
+                        [Candidate(it, sims[hid], vector=True)], ranking, now=at, collections=store.collections
+                    )[0]
+                    scored.append((parts.final, it))
+                newest_first = [h for h in newest_first if h not in sims]
+            if past and len(scored) < need:  # listings, and items without vectors after the scored ones
+                unscored.extend(
+                    it for _h, it in _read_first(conn, newest_first, op.filter, need, store._omits_expired, at)
+                )
+        scored.sort(key=lambda h: (-h[0], h[1].id or 0))
+        # Unscored results (listings, and items without vectors after the scored ones) come newest first.
+        unscored.sort(key=lambda it: (-it.updated_at, -(it.id or 0)))
+        hits: list[Hit] = [*scored, *((None, it) for it in unscored)]
+        return [
+            SearchItem(
+                namespace=it.namespace,
+                key=it.key,
+                value=it.value,
+                created_at=_dt(it.created_at),
+                updated_at=_dt(it.updated_at),
+                score=score,
+            )
+            for score, it in hits[op.offset : need]
+        ]
+
+
+class _ChangedSince:
+    """Leaves out items whose current version began after ``at``, and what ``base`` leaves out.
+
+    ``skip_ids``: the items a change after ``at`` replaced, known from the history without reading them; the
+    planner does not read those (as of a moment long ago, most of the best-ranked current items may be such).
+    """
+
+    def __init__(self, at: float, base: Callable[[StoredItem], bool], skip_ids: set[int]) -> None:
+        self.at = at
+        self.base = base
+        self.skip_ids = skip_ids
+
+    def __call__(self, it: StoredItem) -> bool:
+        return it.valid_since > self.at or self.base(it)
+
+
+def _read_first(
+    conn: Any, ids: list[int], filter: dict[str, Any] | None, need: int, omit_expired: bool, at: float
+) -> list[tuple[int, StoredItem]]:
+    """The first ``need`` past versions of ``ids`` (in that order) that match ``filter``, read a chunk at a time."""
+    out: list[tuple[int, StoredItem]] = []
+    pos, chunk = 0, max(need, 16)
+    while pos < len(ids) and len(out) < need:
+        part = ids[pos : pos + chunk]
+        pos += chunk
+        chunk *= 2
+        read = _history.read(conn, part)
+        for hid in part:
+            v = read.get(hid)
+            if v is None or not _filters.matches(v.value, filter):
+                continue
+            if omit_expired and v.expires_at is not None and v.expires_at < at:
+                continue
+            out.append((hid, _stored(v)))
+            if len(out) >= need:
+                break
+    return out
+
+
+def _stored(v: _history.PastVersion) -> StoredItem:
+    """A past version as the search and get paths handle items (no access data: the history keeps none)."""
+    return StoredItem(
+        namespace=v.namespace,
+        key=v.key,
+        value=v.value,
+        created_at=v.created_at,
+        updated_at=v.updated_at,
+        last_accessed_at=v.updated_at,
+        expires_at=v.expires_at,
+        indexed=v.n_vectors > 0,
+        n_vectors=v.n_vectors,
+        id=v.item_id,
+        valid_from=v.valid_from,
+    )
+
+
+def _best_cosines(vectors: list[tuple[int, bytes]], qvec: np.ndarray) -> dict[int, float]:
+    """Each history id's best cosine similarity of ``qvec`` with its vectors (float32 bytes)."""
+    if not vectors:
+        return {}
+    matrix = np.frombuffer(b"".join(v for _h, v in vectors), dtype=np.float32).reshape(len(vectors), -1)
+    q = qvec.astype(np.float32)
+    norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(q)) or 1.0)
+    norms[norms == 0] = 1.0
+    sims = ((matrix @ q) / norms).tolist()
+    out: dict[int, float] = {}
+    for (hid, _v), sim in zip(vectors, sims, strict=True):
+        if sim > out.get(hid, -2.0):
+            out[hid] = sim
+    return out

@@ -1,0 +1,234 @@
+"""An item's versions: what ended each, when, and which graph run did it; reads as of a moment; retention.
+
+Every test here opens its data directory through fixtures, so it runs on both catalogs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TypedDict
+
+import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langgraph.graph import END, START, StateGraph
+from langgraph.store.base import BaseStore
+
+from langgraph_memory import Memory
+from langgraph_memory.archive import HistoryRetention
+from langgraph_memory.errors import InvalidArgumentError, ReadOnlyError
+from langgraph_memory.store import ChromaStore, Version
+from tests.conftest import FAKE_DIMS
+
+NS = ("notes",)
+
+
+def _tick() -> float:
+    """The clock now, after waiting until it moved on by more than a datetime shows (a microsecond)."""
+    t = time.time()
+    while time.time() <= t + 2e-6:
+        time.sleep(0.0005)
+    return t
+
+
+@pytest.fixture
+def plain(data_dir: Path, fake_embeddings: DeterministicFakeEmbedding):
+    s = ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings}, collections=None)
+    yield s
+    s.close()
+
+
+def test_history_lists_every_version_newest_first_with_what_ended_it(plain: ChromaStore) -> None:
+    plain.put(NS, "n", {"text": "one"})
+    plain.put(NS, "n", {"text": "two"})
+    plain.items.set_status([(NS, "n")], "retired", reason="stale")
+    plain.items.clear_status([(NS, "n")])
+    plain.put(NS, "n", {"text": "three"})
+    plain.delete(NS, "n")
+    plain.put(NS, "n", {"text": "again"})
+    versions = plain.history(NS, "n")
+    assert all(isinstance(v, Version) for v in versions)
+    assert [(v.value["text"], v.change, v.status) for v in versions] == [
+        ("again", None, None),
+        ("three", "delete", None),
+        ("two", "put", None),
+        ("two", "restore", "retired"),
+        ("two", "retire", None),
+        ("one", "put", None),
+    ]
+    assert versions[0].current and versions[0].valid_to is None
+    for newer, older in zip(versions[1:], versions[2:], strict=False):
+        assert older.valid_to is not None and older.valid_to <= newer.valid_from
+    assert versions[-1].valid_to == versions[-2].valid_from  # a put starts the next version where it ends the last
+    assert versions[0].as_dict()["valid_to"] is None
+    assert asyncio.run(plain.ahistory(NS, "n")) == versions
+    assert plain.history(NS, "never-stored") == []
+
+
+def test_a_change_inside_a_graph_run_records_its_thread_and_run(plain: ChromaStore) -> None:
+    plain.put(NS, "n", {"text": "before the graph"})
+
+    class State(TypedDict):
+        text: str
+
+    def write(state: State, store: BaseStore) -> State:
+        store.put(NS, "n", {"text": state["text"]})
+        return state
+
+    graph = (
+        StateGraph(State).add_node("write", write).add_edge(START, "write").add_edge("write", END).compile(store=plain)
+    )
+    graph.invoke(
+        {"text": "from the graph"},
+        # The LangGraph server puts the run's id in its metadata.
+        {"configurable": {"thread_id": "t-48"}, "metadata": {"run_id": "5f0c0a3e-0000-4000-8000-000000000048"}},
+    )
+    ended = plain.history(NS, "n")[1]
+    assert ended.value == {"text": "before the graph"} and ended.change == "put"
+    assert ended.thread_id == "t-48"
+    assert ended.run_id == "5f0c0a3e-0000-4000-8000-000000000048"
+    plain.put(NS, "n", {"text": "outside"})
+    assert plain.history(NS, "n")[1].thread_id is None  # outside a graph: no thread
+
+
+def test_as_of_refuses_writes_with_a_typed_error_and_reads_naive_times_as_utc(plain: ChromaStore) -> None:
+    plain.put(NS, "n", {"text": "old"})
+    then = datetime.fromtimestamp(_tick(), tz=UTC)
+    plain.put(NS, "n", {"text": "new"})
+    view = plain.as_of(then.replace(tzinfo=None))  # naive: UTC
+    assert view.get(NS, "n").value == {"text": "old"}  # type: ignore[union-attr]
+    assert plain.as_of(then).get(NS, "n").value == {"text": "old"}  # type: ignore[union-attr]
+    with pytest.raises(ReadOnlyError):
+        view.put(NS, "m", {"text": "x"})
+    with pytest.raises(ReadOnlyError):
+        view.delete(NS, "n")
+    with pytest.raises(InvalidArgumentError):
+        plain.as_of("yesterday")  # type: ignore[arg-type]
+    assert plain.get(NS, "m") is None
+
+
+def test_a_graph_compiled_with_an_as_of_store_recalls_that_moment(plain: ChromaStore) -> None:
+    plain.put(NS, "lesson", {"text": "tight stops whipsaw"})
+    approved = _tick()
+    plain.put(NS, "lesson", {"text": "wide stops bleed"})
+    plain.put(NS, "later", {"text": "learnt after the approval"})
+
+    class State(TypedDict):
+        recalled: list[str]
+
+    def recall(state: State, store: BaseStore) -> State:
+        return {"recalled": sorted(h.value["text"] for h in store.search(NS, query="stops", limit=5))}
+
+    builder = StateGraph(State).add_node("recall", recall).add_edge(START, "recall").add_edge("recall", END)
+    assert builder.compile(store=plain.as_of(approved)).invoke({"recalled": []})["recalled"] == ["tight stops whipsaw"]
+    now = builder.compile(store=plain).invoke({"recalled": []})["recalled"]
+    assert now == ["learnt after the approval", "wide stops bleed"]
+
+
+def test_memory_history_finds_a_typed_item_by_its_id(data_dir: Path, fake_embeddings) -> None:
+    with Memory.open(data_dir, embeddings=fake_embeddings) as mem:
+        f = mem.store_research_finding("Carry unwinds in vol spikes", source="macro", confidence=0.7)
+        mem.retire(f.id, "vendor restated the data")
+        versions = mem.history(f.id)
+        assert [(v.change, v.status) for v in versions] == [(None, "retired"), ("retire", None)]
+        assert versions[1].value["content"] == "Carry unwinds in vol spikes"
+
+
+def test_archived_items_stay_readable_as_of_their_time_and_retention_drops_old_versions(
+    data_dir: Path, fake_embeddings
+) -> None:
+    with Memory.open(data_dir, embeddings=fake_embeddings) as mem:
+        f = mem.store_research_finding("first wording", source="macro", confidence=0.7)
+        ns = mem.lifecycle.locate(f.id)[0]
+        for text in ("second wording", "third wording"):
+            mem.store.put(ns, f.id, {**mem.store.get(ns, f.id).value, "content": text})  # type: ignore[union-attr]
+        mem.retire(f.id, "superseded by a better source")
+        before_archive = _tick()
+        report = mem.archiver.run()  # retired items are archived at once
+        assert report.total_archived == 1
+        assert mem.store.get(ns, f.id) is None
+        was = mem.store.as_of(before_archive).get(ns, f.id)
+        assert was is not None and was.value["content"] == "third wording"
+        assert [v.change for v in mem.history(f.id)] == ["archive", "retire", "put", "put"]
+        # Keep two versions per item: the archived item (no current version) keeps its two newest past ones.
+        mem.archiver.history_retention = HistoryRetention(versions=2)
+        assert mem.archiver.run(dry_run=True).history_pruned == 2
+        assert mem.archiver.run().history_pruned == 2
+        assert [v.change for v in mem.history(f.id)] == ["archive", "retire"]
+        mem.archiver.history_retention = HistoryRetention(days=0)
+        assert mem.archiver.run(now=time.time() + 1).history_pruned == 2
+        assert mem.history(f.id) == []
+
+
+def test_history_retention_refuses_nonsense() -> None:
+    with pytest.raises(InvalidArgumentError):
+        HistoryRetention(versions=0)
+    with pytest.raises(InvalidArgumentError):
+        HistoryRetention(days=-1)
+    assert HistoryRetention().keeps_all
+
+
+def test_a_past_version_with_several_vectors_is_scored_by_its_best_one(plain: ChromaStore) -> None:
+    plain.put(NS, "multi", {"a": "momentum fades", "b": "carry unwinds"}, index=["a", "b"])
+    plain.put(NS, "other", {"a": "value works", "b": "quality persists"}, index=["a", "b"])
+    then = _tick()
+    plain.put(NS, "multi", {"a": "breakouts fail", "b": "ranges hold"}, index=["a", "b"])
+    hits = plain.as_of(then).search(NS, query="carry unwinds", limit=2)
+    assert [h.key for h in hits] == ["multi", "other"]
+    assert hits[0].value == {"a": "momentum fades", "b": "carry unwinds"}
+    assert hits[0].score == pytest.approx(1.0, abs=1e-5)  # its second vector embeds the query's very text
+    assert plain.search(NS, query="carry unwinds", limit=1)[0].value["a"] == "breakouts fail"
+
+
+def test_a_copied_catalog_keeps_the_history(plain: ChromaStore, tmp_path: Path) -> None:
+    from langgraph_memory.catalog import history as _history
+    from langgraph_memory.catalog.catalog import Catalog
+    from langgraph_memory.catalog.connection import both
+    from langgraph_memory.catalog.items import item_uid
+    from langgraph_memory.catalog.transfer import copy_catalog
+
+    plain.put(NS, "n", {"text": "one"})
+    plain.put(NS, "n", {"text": "two"})
+    plain.put(NS, "n", {"text": "three"})
+    uid = item_uid(NS, "n")
+    with plain.catalog.read() as conn:
+        want = _history.records(conn, uid)
+        since = conn.execute(both(conn, "SELECT valid_from FROM items WHERE uid = ?"), (uid,)).fetchone()[0]
+    # Into a SQLite file (from the PostgreSQL catalog in that pass): the catalog as such, not a store's mapped folder.
+    target = Catalog(tmp_path / "copy" / "catalog.sqlite")
+    try:
+        assert copy_catalog(plain.catalog, target).verified
+        with target.read() as conn:
+            assert _history.records(conn, uid) == want
+            assert [r["value"]["text"] for r in want] == ["one", "two"]
+            assert conn.execute("SELECT valid_from FROM items WHERE uid = ?", (uid,)).fetchone()[0] == since
+    finally:
+        target.close()
+
+
+def test_a_bundle_exported_with_its_history_brings_the_past_versions_along(
+    data_dir: Path, tmp_path: Path, fake_embeddings
+) -> None:
+    from langgraph_memory.bundle import export_bundle, import_bundle
+
+    with Memory.open(data_dir, embeddings=fake_embeddings) as mem:
+        f = mem.store_research_finding("first wording", source="macro", confidence=0.7)
+        ns = mem.lifecycle.locate(f.id)[0]
+        mem.store.put(ns, f.id, {**mem.store.get(ns, f.id).value, "content": "second wording"})  # type: ignore[union-attr]
+        mem.retire(f.id, "restated")
+        want = [(v.value["content"], v.change, v.status, v.valid_from, v.valid_to) for v in mem.history(f.id)[1:]]
+        assert export_bundle(mem.store, tmp_path / "plain").counts.get("past_versions") is None
+        manifest = export_bundle(mem.store, tmp_path / "share", history=True)
+        assert manifest.counts["past_versions"] == 2
+    with Memory.open(tmp_path / "other", embeddings=fake_embeddings) as other:
+        assert import_bundle(other.store, tmp_path / "plain").past_versions == 0
+    with Memory.open(tmp_path / "target", embeddings=fake_embeddings) as target:
+        assert import_bundle(target.store, tmp_path / "share").past_versions == 2
+        got = [(v.value["content"], v.change, v.status, v.valid_from, v.valid_to) for v in target.history(f.id)[1:]]
+        assert got == want
+        assert import_bundle(target.store, tmp_path / "share").past_versions == 0  # importing twice adds nothing
+        first = want[-1]
+        was = target.store.as_of(first[3]).search(ns, query="first wording", limit=1)
+        assert [h.value["content"] for h in was] == ["first wording"]
