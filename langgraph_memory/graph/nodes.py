@@ -36,6 +36,7 @@ from langgraph.store.base import BaseStore, SearchItem
 
 from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
 from langgraph_memory.errors import ConfigError, InvalidArgumentError, ValidationError
+from langgraph_memory.graph.time_travel import checkpoint_store
 from langgraph_memory.research.collections import collection_for
 from langgraph_memory.search.ranking import keep_relevant
 
@@ -202,6 +203,7 @@ def recall_node(
     k: int = DEFAULT_K,
     min_relevance: Optional[float] = MIN_RELEVANCE,
     include_retired: bool = False,
+    as_of_checkpoint: bool = False,
     name: str = "recall",
 ) -> Any:
     """A node that searches memories for a query taken from the state.
@@ -221,6 +223,9 @@ def recall_node(
             relevance; None keeps them all; see `langgraph_memory.search.ranking`).
         include_retired: also recall retired and superseded items (a
             ``ChromaStore`` leaves them out by default).
+        as_of_checkpoint: recall the memory as of the checkpoint the step starts from, so that a replay of
+            the thread from an earlier checkpoint recalls what the first run recalled (LangGraph's time
+            travel; see `langgraph_memory.graph.time_travel`). Needs a store that keeps history (ChromaStore).
 
     Examples:
         >>> builder.add_node("recall", recall_node("lessons", query="objective", output_key="lessons"))  # a line of a graph definition (builder is the caller's StateGraph)  # doctest: +SKIP
@@ -237,6 +242,8 @@ def recall_node(
 
     def recall(state: Any, config: RunnableConfig, *, store: BaseStore) -> dict[str, Any]:
         store = _require_store(store, name)
+        if as_of_checkpoint:
+            store = checkpoint_store(store, config)
         text, nss = _plan(state, config)
         if text is None:
             return {output_key: []}
@@ -246,6 +253,8 @@ def recall_node(
 
     async def arecall(state: Any, config: RunnableConfig, *, store: BaseStore) -> dict[str, Any]:
         store = _require_store(store, name)
+        if as_of_checkpoint:
+            store = checkpoint_store(store, config)
         text, nss = _plan(state, config)
         if text is None:
             return {output_key: []}
