@@ -706,6 +706,7 @@ class Memory(ResearchAPI, ProceduralAPI):
     supersede = _lifecycle(ItemLifecycle.supersede)
     reinstate = _lifecycle(ItemLifecycle.reinstate)
     status = _lifecycle(ItemLifecycle.status)
+    history = _lifecycle(ItemLifecycle.history)
     delete = _lifecycle(ItemLifecycle.delete)
 
     # ------------------------------------------------------ stats, cleanup

@@ -23,6 +23,7 @@ from langgraph_memory.archive.manifest import ArchiveFile
 from langgraph_memory.archive.reports import ArchiveHit, ArchiveReport, CollectionReport, RestoreReport
 from langgraph_memory.archive.schedule import DEFAULT_CRON, schedule_archival, schedule_session_cleanup
 from langgraph_memory.research.collections import RetentionPolicy
+from langgraph_memory.store.history import HistoryRetention
 
 __all__ = [
     "Archiver",
@@ -33,6 +34,7 @@ __all__ = [
     "CollectionReport",
     "RestoreReport",
     "RetentionPolicy",
+    "HistoryRetention",
     "ThreadPruner",
     "ProgressCallback",
     "default_policies",

@@ -71,6 +71,7 @@ from langgraph_memory.errors import (
 )
 from langgraph_memory.research.collections import COLLECTIONS, GENERAL, RetentionPolicy, collection_by_name
 from langgraph_memory.search.filters import validate_filter
+from langgraph_memory.store.history import HistoryRetention
 
 __all__ = ["Archiver", "ThreadPruner", "ProgressCallback", "default_policies"]
 
@@ -144,6 +145,9 @@ class Archiver:
         retired_after_days: retired items are archived once idle this long
             (default 0: at once), in every collection; None: never for that reason.
         superseded_after_days: likewise for superseded items (default 90).
+        history_retention: how much of each item's history runs keep (a
+            [`HistoryRetention`][langgraph_memory.store.history.HistoryRetention]); default: all of it. Versions
+            of archived items stay in the catalog's history, readable as of their time, until this drops them.
         read_only: read the archive without writing anything (default: whether the store is read-only):
             listing, searching, reading, verifying and dry runs work; a run, a restore, `recover()` and
             `forget()` raise [`ReadOnlyError`][langgraph_memory.errors.ReadOnlyError].
@@ -172,6 +176,7 @@ class Archiver:
         retired_after_days: float | None = RETIRED_ARCHIVE_AFTER_DAYS,
         superseded_after_days: float | None = SUPERSEDED_ARCHIVE_AFTER_DAYS,
         read_only: bool | None = None,
+        history_retention: HistoryRetention | None = None,
     ) -> None:
         if thread_strategy not in ("keep_latest", "delete", "archive"):
             raise ConfigError(f"thread_strategy must be 'keep_latest', 'delete' or 'archive', got {thread_strategy!r}")
@@ -198,6 +203,9 @@ class Archiver:
         self.retired_after_days = retired_after_days
         self.superseded_after_days = superseded_after_days
         self.thread_strategy = thread_strategy
+        if history_retention is not None and not isinstance(history_retention, HistoryRetention):
+            raise ConfigError(f"history_retention must be a HistoryRetention, got {history_retention!r}")
+        self.history_retention = history_retention or HistoryRetention()
         self.compresslevel = compresslevel
         self.chunk_size = max(1, int(chunk_size))
         timeout = lock_timeout if lock_timeout is not None else float(self.settings.lock_timeout)
@@ -327,6 +335,13 @@ class Archiver:
                     logger.error("archive of %s failed verification, nothing deleted: %s", name, exc)
             if wanted is None:
                 self._threads(at, report, dry_run)
+                keep = self.history_retention
+                if not keep.keeps_all:
+                    report.history_pruned = self.store.items.prune_history(
+                        keep=keep.versions,
+                        older_than=None if keep.days is None else at - keep.days * _DAY,
+                        dry_run=dry_run,
+                    )
             report.finished_at = time.time()
             if not dry_run:
                 self.manifest.record_run(

@@ -54,6 +54,8 @@ class ArchiveReport:
     finished_at: float | None = None
     collections: dict[str, CollectionReport] = field(default_factory=dict)
     ttl_swept: int = 0
+    #: past versions of items dropped by the history retention (``dry_run``: that would be).
+    history_pruned: int = 0
     thread_strategy: str | None = None
     threads: list[str] = field(default_factory=list)
     recovered: list[str] = field(default_factory=list)

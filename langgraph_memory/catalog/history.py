@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from langgraph_memory.catalog.connection import POSTGRESQL, both, dialect_of
@@ -48,6 +48,8 @@ __all__ = [
     "versions",
     "version_at",
     "valid_at",
+    "vectors_at",
+    "read",
     "namespaces_at",
     "prune",
     "count",
@@ -93,7 +95,12 @@ _RECORD_PG = (
 
 
 def origin() -> tuple[str | None, str | None]:
-    """``(thread_id, run_id)`` of the LangGraph run this code runs in, from its config; ``(None, None)`` outside one."""
+    """``(thread_id, run_id)`` of the LangGraph run this code runs in, from its config; ``(None, None)`` outside one.
+
+    A node's config carries the thread; the run's id is there when the LangGraph server runs the graph (it puts
+    ``run_id`` in the run's metadata) or the caller put one in ``configurable`` or ``metadata`` (a local
+    ``invoke(..., {"run_id": ...})`` names the callbacks' root run only, which nodes do not see).
+    """
     try:
         from langgraph.config import get_config
 
@@ -101,7 +108,9 @@ def origin() -> tuple[str | None, str | None]:
     except (RuntimeError, ImportError):
         return None, None
     conf = config.get("configurable") or {}
-    thread, run = conf.get("thread_id"), config.get("run_id") or conf.get("run_id")
+    meta = config.get("metadata") or {}
+    thread = conf.get("thread_id") or meta.get("thread_id")
+    run = conf.get("run_id") or meta.get("run_id")
     return (None if thread is None else str(thread)), (None if run is None else str(run))
 
 
@@ -149,8 +158,6 @@ class PastVersion:
     n_vectors: int
     #: the history row's id (its order among versions ended at the same instant).
     id: int = 0
-    #: float32 bytes of each vector, in index order, when read with them.
-    vectors: list[bytes] = field(default_factory=list)
 
 
 def _version(row: Sequence[Any]) -> PastVersion:
@@ -202,29 +209,47 @@ def _prefix_where(prefix: Sequence[str]) -> tuple[str, tuple[Any, ...]]:
 
 
 def valid_at(
-    conn: sqlite3.Connection, at: float, prefix: Sequence[str] = (), *, with_vectors: bool = False
-) -> Iterator[PastVersion]:
-    """The past versions that were current at ``at`` (``valid_from <= at < valid_to``), under ``prefix``."""
+    conn: sqlite3.Connection, at: float, prefix: Sequence[str] = ()
+) -> list[tuple[int, float, int, str | None]]:
+    """The past versions current at ``at`` (``valid_from <= at < valid_to``) under ``prefix``, unread.
+
+    ``(history id, updated_at, item id, status)`` each, without values: a
+    search reads the values of those it ranks first only (`read()`).
+    """
     where, params = _prefix_where(prefix)
     rows = conn.execute(
-        both(conn, f"{_READ} WHERE valid_to > ? AND valid_from <= ?{where}"), (at, at, *params)
-    ).fetchall()
-    found = [_version(r) for r in rows]
-    if with_vectors:
-        by_id = {v.id: v for v in found if v.n_vectors}
-        ids = list(by_id)
-        for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start : start + _CHUNK]
-            for hid, vec in conn.execute(
-                both(
-                    conn,
-                    f"SELECT history_id, vec FROM history_vectors WHERE history_id IN ({','.join('?' * len(chunk))})"
-                    " ORDER BY history_id, idx",
-                ),
-                tuple(chunk),
-            ):
-                by_id[int(hid)].vectors.append(bytes(vec))
-    yield from found
+        both(
+            conn,
+            f"SELECT id, updated_at, item_id, status FROM item_history WHERE valid_to > ? AND valid_from <= ?{where}",
+        ),
+        (at, at, *params),
+    )
+    return [(int(r[0]), float(r[1]), int(r[2]), r[3]) for r in rows]
+
+
+def vectors_at(conn: sqlite3.Connection, at: float, prefix: Sequence[str] = ()) -> list[tuple[int, bytes]]:
+    """``(history id, float32 bytes)`` of every vector of the past versions current at ``at`` under ``prefix``."""
+    where, params = _prefix_where(prefix)
+    where = where.replace("ns", "h.ns")
+    rows = conn.execute(
+        both(
+            conn,
+            "SELECT v.history_id, v.vec FROM item_history h JOIN history_vectors v ON v.history_id = h.id"
+            f" WHERE h.valid_to > ? AND h.valid_from <= ?{where}",
+        ),
+        (at, at, *params),
+    )
+    return [(int(r[0]), bytes(r[1])) for r in rows]
+
+
+def read(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, PastVersion]:
+    """Past versions by history id."""
+    out: dict[int, PastVersion] = {}
+    for start in range(0, len(ids), _CHUNK):
+        chunk = list(ids[start : start + _CHUNK])
+        for r in conn.execute(both(conn, f"{_READ} WHERE id IN ({','.join('?' * len(chunk))})"), tuple(chunk)):
+            out[int(r[0])] = _version(r)
+    return out
 
 
 def namespaces_at(conn: sqlite3.Connection, at: float) -> set[tuple[str, ...]]:
@@ -241,10 +266,12 @@ def namespaces_at(conn: sqlite3.Connection, at: float) -> set[tuple[str, ...]]:
     return {tuple(r[0].split("\x1f")) for r in rows}
 
 
-def prune(conn: sqlite3.Connection, *, keep: int | None = None, older_than: float | None = None) -> int:
+def prune(
+    conn: sqlite3.Connection, *, keep: int | None = None, older_than: float | None = None, dry_run: bool = False
+) -> int:
     """Drop past versions beyond the ``keep`` newest of each item, and those that ended before ``older_than``.
 
-    Returns how many versions went. Either rule may be None (not applied).
+    Returns how many versions went (``dry_run``: would go). Either rule may be None (not applied).
     """
     doomed: list[int] = []
     if older_than is not None:
@@ -252,19 +279,22 @@ def prune(conn: sqlite3.Connection, *, keep: int | None = None, older_than: floa
             int(r[0]) for r in conn.execute(both(conn, "SELECT id FROM item_history WHERE valid_to < ?"), (older_than,))
         )
     if keep is not None:
-        # The current version counts as one of the ``keep``: an item keeps ``keep - 1`` past versions beside it.
+        # A live item's current version counts as one of the ``keep``: it keeps ``keep - 1`` past versions beside it.
         doomed.extend(
             int(r[0])
             for r in conn.execute(
                 both(
                     conn,
-                    "SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY uid ORDER BY valid_to DESC, id DESC)"
-                    " AS n FROM item_history) AS ranked WHERE n > ?",
+                    "SELECT id FROM (SELECT id, uid, row_number() OVER (PARTITION BY uid ORDER BY valid_to DESC, id DESC)"
+                    " AS n FROM item_history) AS ranked"
+                    " WHERE n > ? - (CASE WHEN EXISTS (SELECT 1 FROM items i WHERE i.uid = ranked.uid) THEN 1 ELSE 0 END)",
                 ),
-                (max(int(keep) - 1, 0),),
+                (int(keep),),
             )
         )
     ids = list(dict.fromkeys(doomed))
+    if dry_run:
+        return len(ids)
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start : start + _CHUNK]
         marks = ",".join("?" * len(chunk))

@@ -43,6 +43,7 @@ from langgraph_memory.errors import LineageCycleError, NotFoundError, Validation
 from langgraph_memory.lifecycle.states import lifecycle_json
 from langgraph_memory.research.lineage import LineageStore
 from langgraph_memory.store import ChromaStore
+from langgraph_memory.store.history import Version
 from langgraph_memory.store.items import ItemKey
 
 __all__ = ["ItemLifecycle", "DeleteReport"]
@@ -225,6 +226,19 @@ class ItemLifecycle:
     def reinstate(self, item_id: str, *, namespace: Sequence[str] | None = None) -> bool:
         """Undo `retire()` or `supersede()`; return whether the item had a status."""
         return self.store.items.clear_status([self.locate(item_id, namespace)]) > 0
+
+    def history(self, item_id: str, *, namespace: Sequence[str] | None = None) -> list[Version]:
+        """Every version of the item, newest first (the current one first, if it is live).
+
+        Each [`Version`][langgraph_memory.store.Version] says what ended it (``change``), when, and which
+        LangGraph thread and run made that change.
+
+        Examples:
+            >>> mem.history(f.id)[0].value["content"]
+            'Carry unwinds in vol spikes'
+        """
+        ns, key = self.locate(item_id, namespace)
+        return self.store.history(ns, key)
 
     def status(self, item_id: str, *, namespace: Sequence[str] | None = None) -> ItemStatus | None:
         """The item's retired or superseded status, or None for an item searches return."""

@@ -181,30 +181,33 @@ class AsOfStore(BaseStore):
             current, _plan = store.hybrid.run(inner, qvec, ranking, omit_for=omit_for)
         else:
             current, _plan = store.planner.run(inner, qvec, omit_for=omit_for)
-        with store.catalog.read() as conn:
-            past = [
-                v
-                for v in _history.valid_at(conn, at, op.namespace_prefix, with_vectors=qvec is not None)
-                if (include_retired or v.status is None)
-                and not (store._omits_expired and v.expires_at is not None and v.expires_at < at)
-                and _filters.matches(v.value, op.filter)
-            ]
         scored: list[tuple[float, StoredItem]] = [(s, it) for s, it in current if s is not None]
         unscored = [it for s, it in current if s is None]
-        for v in past:
-            it = _stored(v)
-            if qvec is None or not v.vectors:
-                unscored.append(it)
-                continue
-            sim = _best_cosine(v.vectors, qvec)
-            if hybrid:
-                assert ranking is not None
-                parts, _c = explain_candidates(
-                    [Candidate(it, sim, vector=True)], ranking, now=at, collections=store.collections
-                )[0]
-                scored.append((parts.final, it))
-            else:
-                scored.append((sim, it))
+        with store.catalog.read() as conn:
+            # Past versions current at ``at``, unread; only those ranked first have their values read (and filtered).
+            past = {
+                hid: (updated, item_id)
+                for hid, updated, item_id, status in _history.valid_at(conn, at, op.namespace_prefix)
+                if include_retired or status is None
+            }
+            newest_first = sorted(past, key=lambda h: (-past[h][0], -past[h][1]))
+            if past and qvec is not None:
+                sims = _best_cosines([(h, v) for h, v in _history.vectors_at(conn, at, op.namespace_prefix)], qvec)
+                ranked = sorted((h for h in sims if h in past), key=lambda h: (-sims[h], past[h][1]))
+                for hid, it in _read_first(conn, ranked, op.filter, need, store._omits_expired, at):
+                    if not hybrid:
+                        scored.append((sims[hid], it))
+                        continue
+                    assert ranking is not None
+                    parts, _c = explain_candidates(
+                        [Candidate(it, sims[hid], vector=True)], ranking, now=at, collections=store.collections
+                    )[0]
+                    scored.append((parts.final, it))
+                newest_first = [h for h in newest_first if h not in sims]
+            if past and len(scored) < need:  # listings, and items without vectors after the scored ones
+                unscored.extend(
+                    it for _h, it in _read_first(conn, newest_first, op.filter, need, store._omits_expired, at)
+                )
         scored.sort(key=lambda h: (-h[0], h[1].id or 0))
         # Unscored results (listings, and items without vectors after the scored ones) come newest first.
         unscored.sort(key=lambda it: (-it.updated_at, -(it.id or 0)))
@@ -220,6 +223,29 @@ class AsOfStore(BaseStore):
             )
             for score, it in hits[op.offset : need]
         ]
+
+
+def _read_first(
+    conn: Any, ids: list[int], filter: dict[str, Any] | None, need: int, omit_expired: bool, at: float
+) -> list[tuple[int, StoredItem]]:
+    """The first ``need`` past versions of ``ids`` (in that order) that match ``filter``, read a chunk at a time."""
+    out: list[tuple[int, StoredItem]] = []
+    pos, chunk = 0, max(need, 16)
+    while pos < len(ids) and len(out) < need:
+        part = ids[pos : pos + chunk]
+        pos += chunk
+        chunk *= 2
+        read = _history.read(conn, part)
+        for hid in part:
+            v = read.get(hid)
+            if v is None or not _filters.matches(v.value, filter):
+                continue
+            if omit_expired and v.expires_at is not None and v.expires_at < at:
+                continue
+            out.append((hid, _stored(v)))
+            if len(out) >= need:
+                break
+    return out
 
 
 def _stored(v: _history.PastVersion) -> StoredItem:
@@ -239,10 +265,17 @@ def _stored(v: _history.PastVersion) -> StoredItem:
     )
 
 
-def _best_cosine(vectors: list[bytes], qvec: np.ndarray) -> float:
-    """The best cosine similarity of ``qvec`` with any of ``vectors`` (float32 bytes)."""
-    matrix = np.frombuffer(b"".join(vectors), dtype=np.float32).reshape(len(vectors), -1)
+def _best_cosines(vectors: list[tuple[int, bytes]], qvec: np.ndarray) -> dict[int, float]:
+    """Each history id's best cosine similarity of ``qvec`` with its vectors (float32 bytes)."""
+    if not vectors:
+        return {}
+    matrix = np.frombuffer(b"".join(v for _h, v in vectors), dtype=np.float32).reshape(len(vectors), -1)
     q = qvec.astype(np.float32)
     norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(q)) or 1.0)
     norms[norms == 0] = 1.0
-    return float(((matrix @ q) / norms).max())
+    sims = ((matrix @ q) / norms).tolist()
+    out: dict[int, float] = {}
+    for (hid, _v), sim in zip(vectors, sims, strict=True):
+        if sim > out.get(hid, -2.0):
+            out[hid] = sim
+    return out

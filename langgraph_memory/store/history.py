@@ -27,7 +27,7 @@ from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.errors import InvalidArgumentError
 
-__all__ = ["Version", "read_history", "as_timestamp"]
+__all__ = ["Version", "HistoryRetention", "read_history", "as_timestamp"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,37 @@ class Version:
             "thread_id": self.thread_id,
             "run_id": self.run_id,
         }
+
+
+@dataclass(frozen=True)
+class HistoryRetention:
+    """How much of each item's history the archive job keeps (the default keeps everything).
+
+    ``versions``: keep at most this many versions of an item, the current
+    one included (1: none of its past). ``days``: drop past versions that
+    ended more than this many days before the run. Both may be set; a
+    version goes when either rule says so.
+
+        >>> HistoryRetention(versions=5, days=365)
+        HistoryRetention(versions=5, days=365)
+    """
+
+    versions: int | None = None
+    days: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.versions is not None and (
+            isinstance(self.versions, bool) or not isinstance(self.versions, int) or self.versions < 1
+        ):
+            raise InvalidArgumentError(f"versions must be a whole number >= 1 (or None: all), got {self.versions!r}")
+        if self.days is not None and (
+            isinstance(self.days, bool) or not isinstance(self.days, (int, float)) or not self.days >= 0
+        ):
+            raise InvalidArgumentError(f"days must be a number of days >= 0 (or None: forever), got {self.days!r}")
+
+    @property
+    def keeps_all(self) -> bool:
+        return self.versions is None and self.days is None
 
 
 def _dt(ts: float) -> datetime:

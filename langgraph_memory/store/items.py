@@ -23,6 +23,7 @@ import numpy as np
 from langgraph.store.base import PutOp
 
 from langgraph_memory.catalog import Catalog, StoredItem
+from langgraph_memory.catalog import history as _history
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.connection import Connection
@@ -157,6 +158,17 @@ class StoreItems:
         """Make items plain again (searches find them); return how many had a status."""
         with self.catalog.write() as conn:
             return _status.clear(conn, [_items.item_uid(ns, key) for ns, key in keys])
+
+    def prune_history(self, *, keep: int | None = None, older_than: float | None = None, dry_run: bool = False) -> int:
+        """Drop past versions beyond the ``keep`` newest of each item (the current one counted) and those ended
+        before ``older_than`` (epoch seconds); return how many went (``dry_run``: would go)."""
+        if keep is None and older_than is None:
+            return 0
+        if dry_run:
+            with self.catalog.read() as conn:
+                return _history.prune(conn, keep=keep, older_than=older_than, dry_run=True)
+        with self.catalog.write() as conn:
+            return _history.prune(conn, keep=keep, older_than=older_than)
 
     def statuses(self, keys: Sequence[ItemKey]) -> dict[ItemKey, ItemStatus]:
         """The status of each key that has one: of the live item, or of its archived copy when not live."""

@@ -1,0 +1,210 @@
+"""What keeping every version costs: put p50 with and without history, as-of against current searches, bytes per version.
+
+    .venv/bin/python bench/store/history_bench.py [--items 100000] [--queries 100] [--pg URL] [--write]
+
+One collection of ``--items`` items (64-d deterministic fake vectors, so no
+model runs) over 100 namespaces, each item then changed 0 to 5 times
+(uniformly; puts of new values in batches of 1,000, the bulk path), so the
+history holds about 2.5 versions per item. Then, interleaved in blocks
+(A, B, A, B, ...) on the same store so that the shared machine's load falls
+on both alike:
+
+* **single put p50**: a put that replaces a value (the only kind that writes
+  history; a put of a new key writes none), with the history kept, and with
+  `catalog.history.record` turned into a no-op for the block (the catalog as
+  it was before, apart from the ``valid_from`` column);
+* **search p50 per plan**: ``exact`` (one namespace, 1% of the items),
+  ``hnsw`` (the whole collection, through Chroma), ``filtered`` (the whole
+  collection with a filter), ``scan`` (no query, newest first): the current
+  search, ``as_of(t)`` at the last change (nothing changed since: the common
+  "replay a recent checkpoint" case), and ``as_of(t)`` half way through the
+  changes (half of the versions read come from the history); searches run
+  before the put timings, so nothing changed after the last change;
+* **bytes per version**: the history tables' pages (SQLite's ``dbstat``;
+  PostgreSQL's ``pg_total_relation_size``) over the versions they hold.
+
+``--pg URL`` runs the same on a PostgreSQL catalog (a fresh schema per run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: its langgraph_memory and bench.common
+
+from langchain_core.embeddings import DeterministicFakeEmbedding  # noqa: E402
+from langgraph.store.base import PutOp  # noqa: E402
+
+from langgraph_memory.catalog import history as _history  # noqa: E402
+from langgraph_memory.store import ChromaStore  # noqa: E402
+
+DIMS = 64
+BATCH = 1000
+WORDS = ["momentum", "carry", "value", "breakout", "volatility", "regime", "drawdown", "liquidity"]
+
+
+def _p50(fn: Callable[[int], Any], n: int) -> float:
+    samples = []
+    for i in range(n):
+        t = time.perf_counter()
+        fn(i)
+        samples.append((time.perf_counter() - t) * 1000)
+    return statistics.median(samples)
+
+
+def _text(rng: random.Random, n: int) -> dict[str, Any]:
+    return {"text": " ".join(rng.choice(WORDS) for _ in range(6)) + f" {n}", "kind": rng.choice(["a", "b", "c"])}
+
+
+def _history_bytes(store: ChromaStore) -> int:
+    with store.catalog.read() as conn:
+        if store.settings.catalog_url is None:
+            try:
+                row = conn.execute(
+                    "SELECT sum(pgsize) FROM dbstat WHERE name IN ('item_history', 'history_vectors',"
+                    " 'item_history_uid', 'item_history_valid', 'history_vectors_of')"
+                ).fetchone()
+                return int(row[0] or 0)
+            except Exception:  # no dbstat in this SQLite: the file's growth is not separable
+                return -1
+        row = conn.execute(
+            "SELECT pg_total_relation_size('item_history') + pg_total_relation_size('history_vectors')"
+        ).fetchone()
+        return int(row[0])
+
+
+def run(data_dir: str, n_items: int, n_queries: int, label: str) -> list[str]:
+    rng = random.Random(48)
+    store = ChromaStore(
+        data_dir=data_dir, index={"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS)}, collections=None
+    )
+    rows: list[str] = []
+    try:
+        keys = [(("memories", f"u{i % 100}"), f"k{i}") for i in range(n_items)]
+        t0 = time.perf_counter()
+        for start in range(0, n_items, BATCH):
+            store.batch([PutOp(ns, k, _text(rng, i)) for i, (ns, k) in enumerate(keys[start : start + BATCH], start)])
+        changes = [k for k in keys for _ in range(rng.randint(0, 5))]
+        rng.shuffle(changes)
+        half = len(changes) // 2
+        middle = 0.0
+        done = 0
+        while done < len(changes):
+            batch = list(dict.fromkeys(changes[done : done + BATCH]))  # a key once per batch
+            store.batch([PutOp(ns, k, _text(rng, done + j)) for j, (ns, k) in enumerate(batch)])
+            done += BATCH
+            if not middle and done >= half:
+                middle = time.time()
+        last = time.time()
+        store.wait_for_index(timeout=1800)
+        load_s = time.perf_counter() - t0
+        with store.catalog.read() as conn:
+            versions, vectors = _history.count(conn)
+        size = _history_bytes(store)
+        per_version = f"{size / versions:,.0f}" if size >= 0 and versions else "n/a"
+        rows.append(
+            f"| {label} | {n_items:,} | {versions:,} past versions ({vectors:,} vectors) | "
+            f"{per_version} bytes per version | load {load_s:.0f} s |"
+        )
+
+        queries = [" ".join(rng.choice(WORDS) for _ in range(3)) for _ in range(n_queries)]
+        cases: dict[str, Callable[[Any, int], Any]] = {
+            "exact (1 namespace)": lambda s, i: s.search(("memories", f"u{i % 100}"), query=queries[i], limit=10),
+            "hnsw (whole collection)": lambda s, i: s.search(("memories",), query=queries[i], limit=10),
+            "filtered (whole collection)": lambda s, i: s.search(
+                ("memories",), query=queries[i], filter={"kind": "a"}, limit=10
+            ),
+            "scan (no query)": lambda s, i: s.search(("memories", f"u{i % 100}"), limit=10),
+        }
+        views = {"current": store, "as_of(last change)": store.as_of(last), "as_of(half way)": store.as_of(middle)}
+        rows.append("")
+        rows.append(
+            f"| {label}: search p50 (ms) | current | as_of(last change) | as_of(half way) | ratio last / half |"
+        )
+        rows.append("|---|---:|---:|---:|---:|")
+        for name, fn in cases.items():
+            for v in views.values():  # warm caches (the vector cache loads on a first large search)
+                fn(v, 0)
+            got: dict[str, list[float]] = {k: [] for k in views}
+            for rnd in range(4):
+                order = list(views) if rnd % 2 == 0 else list(reversed(views))
+                for vname in order:
+                    view = views[vname]
+                    got[vname].append(_p50(lambda i, v=view, f=fn: f(v, i), max(n_queries // 4, 5)))  # type: ignore[misc]
+            med = {k: statistics.median(x) for k, x in got.items()}
+            rows.append(
+                f"| {name} | {med['current']:.2f} | {med['as_of(last change)']:.2f} | {med['as_of(half way)']:.2f} |"
+                f" {med['as_of(last change)'] / med['current']:.2f}x / {med['as_of(half way)'] / med['current']:.2f}x |"
+            )
+        # Single puts replacing a value, history on (A) and off (B), interleaved in blocks of 50.
+        record = _history.record
+        on: list[float] = []
+        off: list[float] = []
+        for block in range(8):
+            for arm in ("on", "off") if block % 2 == 0 else ("off", "on"):
+                if arm == "off":
+                    _history.record = lambda *a, **k: None  # type: ignore[assignment]
+                try:
+                    sample = rng.sample(keys, 50)
+                    p = _p50(lambda i, s=sample: store.put(s[i][0], s[i][1], _text(rng, i)), 50)  # type: ignore[misc]
+                finally:
+                    _history.record = record
+                (on if arm == "on" else off).append(p)
+        put_on, put_off = statistics.median(on), statistics.median(off)
+
+        rows.append("")
+        rows.append(f"| {label}: single put replacing a value, p50 (ms) | history kept | without | ratio |")
+        rows.append("|---|---:|---:|---:|")
+        rows.append(f"| 8 interleaved blocks of 50 | {put_on:.2f} | {put_off:.2f} | {put_on / put_off:.2f}x |")
+    finally:
+        store.close()
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--items", type=int, default=100_000)
+    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--pg", help="also run with the catalog on this PostgreSQL server")
+    ap.add_argument("--write", action="store_true", help="write bench/results/RESULTS_history.md")
+    args = ap.parse_args()
+    out: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        out += run(str(Path(tmp) / "memory"), args.items, args.queries, "SQLite")
+        if args.pg:
+            sep = "&" if "?" in args.pg else "?"
+            url = f"{args.pg}{sep}options=-csearch_path%3Dhist_{uuid.uuid4().hex[:8]}"
+            os.environ.setdefault("LANGGRAPH_MEMORY_LOCAL_DIR", str(Path(tmp) / "local"))
+            out.append("")
+            out += run(url, args.items, args.queries, "PostgreSQL")
+    flags = ""
+    try:
+        cpu = Path("/proc/cpuinfo").read_text()
+        flags = ", ".join(f for f in ("avx2", "avx512f", "avx512_vnni") if f" {f}" in cpu)
+    except OSError:
+        pass
+    head = (
+        f"`python bench/store/history_bench.py --items {args.items}{' --pg URL' if args.pg else ''}`; "
+        f"{os.cpu_count()} cores shared with other work (load {os.getloadavg()[0]:.1f}), CPU flags: {flags}. "
+        "Each figure is a median of interleaved blocks (see the script's docstring)."
+    )
+    text = "\n".join([head, "", *out])
+    print(text)
+    if args.write:
+        (Path(__file__).resolve().parents[1] / "results" / "RESULTS_history.md").write_text(
+            "# Item history and as-of reads\n\n" + text + "\n"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+"""An item's versions: what ended each, when, and which graph run did it; reads as of a moment; retention.
+
+Every test here opens its data directory through fixtures, so it runs on both catalogs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TypedDict
+
+import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langgraph.graph import END, START, StateGraph
+from langgraph.store.base import BaseStore
+
+from langgraph_memory import Memory
+from langgraph_memory.archive import HistoryRetention
+from langgraph_memory.errors import InvalidArgumentError, ReadOnlyError
+from langgraph_memory.store import ChromaStore, Version
+from tests.conftest import FAKE_DIMS
+
+NS = ("notes",)
+
+
+def _tick() -> float:
+    """The clock now, after waiting until it moved: the next change gets a later instant."""
+    t = time.time()
+    while time.time() <= t:
+        time.sleep(0.0005)
+    return t
+
+
+@pytest.fixture
+def plain(data_dir: Path, fake_embeddings: DeterministicFakeEmbedding):
+    s = ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings}, collections=None)
+    yield s
+    s.close()
+
+
+def test_history_lists_every_version_newest_first_with_what_ended_it(plain: ChromaStore) -> None:
+    plain.put(NS, "n", {"text": "one"})
+    plain.put(NS, "n", {"text": "two"})
+    plain.items.set_status([(NS, "n")], "retired", reason="stale")
+    plain.items.clear_status([(NS, "n")])
+    plain.put(NS, "n", {"text": "three"})
+    plain.delete(NS, "n")
+    plain.put(NS, "n", {"text": "again"})
+    versions = plain.history(NS, "n")
+    assert all(isinstance(v, Version) for v in versions)
+    assert [(v.value["text"], v.change, v.status) for v in versions] == [
+        ("again", None, None),
+        ("three", "delete", None),
+        ("two", "put", None),
+        ("two", "restore", "retired"),
+        ("two", "retire", None),
+        ("one", "put", None),
+    ]
+    assert versions[0].current and versions[0].valid_to is None
+    for newer, older in zip(versions[1:], versions[2:], strict=False):
+        assert older.valid_to is not None and older.valid_to <= newer.valid_from
+    assert versions[-1].valid_to == versions[-2].valid_from  # a put starts the next version where it ends the last
+    assert versions[0].as_dict()["valid_to"] is None
+    assert asyncio.run(plain.ahistory(NS, "n")) == versions
+    assert plain.history(NS, "never-stored") == []
+
+
+def test_a_change_inside_a_graph_run_records_its_thread_and_run(plain: ChromaStore) -> None:
+    plain.put(NS, "n", {"text": "before the graph"})
+
+    class State(TypedDict):
+        text: str
+
+    def write(state: State, store: BaseStore) -> State:
+        store.put(NS, "n", {"text": state["text"]})
+        return state
+
+    graph = (
+        StateGraph(State).add_node("write", write).add_edge(START, "write").add_edge("write", END).compile(store=plain)
+    )
+    graph.invoke(
+        {"text": "from the graph"},
+        # The LangGraph server puts the run's id in its metadata.
+        {"configurable": {"thread_id": "t-48"}, "metadata": {"run_id": "5f0c0a3e-0000-4000-8000-000000000048"}},
+    )
+    ended = plain.history(NS, "n")[1]
+    assert ended.value == {"text": "before the graph"} and ended.change == "put"
+    assert ended.thread_id == "t-48"
+    assert ended.run_id == "5f0c0a3e-0000-4000-8000-000000000048"
+    plain.put(NS, "n", {"text": "outside"})
+    assert plain.history(NS, "n")[1].thread_id is None  # outside a graph: no thread
+
+
+def test_as_of_refuses_writes_with_a_typed_error_and_reads_naive_times_as_utc(plain: ChromaStore) -> None:
+    plain.put(NS, "n", {"text": "old"})
+    then = datetime.fromtimestamp(_tick(), tz=UTC)
+    plain.put(NS, "n", {"text": "new"})
+    view = plain.as_of(then.replace(tzinfo=None))  # naive: UTC
+    assert view.get(NS, "n").value == {"text": "old"}  # type: ignore[union-attr]
+    assert plain.as_of(then).get(NS, "n").value == {"text": "old"}  # type: ignore[union-attr]
+    with pytest.raises(ReadOnlyError):
+        view.put(NS, "m", {"text": "x"})
+    with pytest.raises(ReadOnlyError):
+        view.delete(NS, "n")
+    with pytest.raises(InvalidArgumentError):
+        plain.as_of("yesterday")  # type: ignore[arg-type]
+    assert plain.get(NS, "m") is None
+
+
+def test_a_graph_compiled_with_an_as_of_store_recalls_that_moment(plain: ChromaStore) -> None:
+    plain.put(NS, "lesson", {"text": "tight stops whipsaw"})
+    approved = _tick()
+    plain.put(NS, "lesson", {"text": "wide stops bleed"})
+    plain.put(NS, "later", {"text": "learnt after the approval"})
+
+    class State(TypedDict):
+        recalled: list[str]
+
+    def recall(state: State, store: BaseStore) -> State:
+        return {"recalled": sorted(h.value["text"] for h in store.search(NS, query="stops", limit=5))}
+
+    builder = StateGraph(State).add_node("recall", recall).add_edge(START, "recall").add_edge("recall", END)
+    assert builder.compile(store=plain.as_of(approved)).invoke({"recalled": []})["recalled"] == ["tight stops whipsaw"]
+    now = builder.compile(store=plain).invoke({"recalled": []})["recalled"]
+    assert now == ["learnt after the approval", "wide stops bleed"]
+
+
+def test_memory_history_finds_a_typed_item_by_its_id(data_dir: Path, fake_embeddings) -> None:
+    with Memory.open(data_dir, embeddings=fake_embeddings) as mem:
+        f = mem.store_research_finding("Carry unwinds in vol spikes", source="macro", confidence=0.7)
+        mem.retire(f.id, "vendor restated the data")
+        versions = mem.history(f.id)
+        assert [(v.change, v.status) for v in versions] == [(None, "retired"), ("retire", None)]
+        assert versions[1].value["content"] == "Carry unwinds in vol spikes"
+
+
+def test_archived_items_stay_readable_as_of_their_time_and_retention_drops_old_versions(
+    data_dir: Path, fake_embeddings
+) -> None:
+    with Memory.open(data_dir, embeddings=fake_embeddings) as mem:
+        f = mem.store_research_finding("first wording", source="macro", confidence=0.7)
+        ns = mem.lifecycle.locate(f.id)[0]
+        for text in ("second wording", "third wording"):
+            mem.store.put(ns, f.id, {**mem.store.get(ns, f.id).value, "content": text})  # type: ignore[union-attr]
+        mem.retire(f.id, "superseded by a better source")
+        before_archive = _tick()
+        report = mem.archiver.run()  # retired items are archived at once
+        assert report.total_archived == 1
+        assert mem.store.get(ns, f.id) is None
+        was = mem.store.as_of(before_archive).get(ns, f.id)
+        assert was is not None and was.value["content"] == "third wording"
+        assert [v.change for v in mem.history(f.id)] == ["archive", "retire", "put", "put"]
+        # Keep two versions per item: the archived item (no current version) keeps its two newest past ones.
+        mem.archiver.history_retention = HistoryRetention(versions=2)
+        assert mem.archiver.run(dry_run=True).history_pruned == 2
+        assert mem.archiver.run().history_pruned == 2
+        assert [v.change for v in mem.history(f.id)] == ["archive", "retire"]
+        mem.archiver.history_retention = HistoryRetention(days=0)
+        assert mem.archiver.run(now=time.time() + 1).history_pruned == 2
+        assert mem.history(f.id) == []
+
+
+def test_history_retention_refuses_nonsense() -> None:
+    with pytest.raises(InvalidArgumentError):
+        HistoryRetention(versions=0)
+    with pytest.raises(InvalidArgumentError):
+        HistoryRetention(days=-1)
+    assert HistoryRetention().keeps_all
