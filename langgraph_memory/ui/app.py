@@ -9,6 +9,7 @@ blocks the event loop.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from langgraph_memory.errors import (
     ValidationError,
 )
 from langgraph_memory.memory import Memory
+from langgraph_memory.research.calls import parse_moment
 from langgraph_memory.research.collections import (
     COLLECTIONS,
     GENERAL,
@@ -90,10 +92,23 @@ def _size(n: int | None) -> str:
     return str(n)
 
 
-def item_href(key: str, namespace: tuple[str, ...] | list[str] | None) -> str:
-    """The item page of ``key`` (in ``namespace``)."""
+def item_href(key: str, namespace: tuple[str, ...] | list[str] | None, as_of: str | None = None) -> str:
+    """The item page of ``key`` (in ``namespace``; as of the moment ``as_of``, when given)."""
     url = f"/item/{quote(key, safe='')}"
-    return url + ("?" + urlencode({"ns": "/".join(namespace)}) if namespace else "")
+    query = {**({"ns": "/".join(namespace)} if namespace else {}), **({"as_of": as_of} if as_of else {})}
+    return url + ("?" + urlencode(query) if query else "")
+
+
+def _as_of(request: Request) -> tuple[str, datetime] | None:
+    """The page's ``as_of`` parameter (an ISO date or date and time) and the moment it names, if it has one."""
+    text = (request.query_params.get("as_of") or "").strip()
+    return (text, parse_moment(text)) if text else None
+
+
+def _short(value: Any, n: int = 200) -> str:
+    """A changed value, for the versions table: text as is, anything else as JSON; long ones cut."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def _environment() -> Environment:
@@ -108,6 +123,9 @@ def _environment() -> Environment:
         size=_size,
         preview=lambda value, n=140: preview(value, n),
         ns=lambda ns: "/".join(ns or ()),
+        short=_short,
+        # Versions often change within a minute: to the second.
+        iso_when=lambda iso: datetime.fromisoformat(iso).strftime("%Y-%m-%d %H:%M:%S") if iso else "now",
         coll_of=lambda ns: collection_for(tuple(ns or ())).name,
         pretty=lambda v: json.dumps(v, indent=2, ensure_ascii=False, default=str),
         pct=lambda v: f"{v:.0%}" if isinstance(v, (int, float)) else "-",
@@ -131,11 +149,16 @@ class UI:
 
     def render(self, request: Request, template: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         cookie = request.cookies.get(CSRF_COOKIE) or request.state.new_csrf
+        # A page read as of a moment links to items as of that moment too (a bad moment: the error page's links).
+        as_of = (request.query_params.get("as_of") or "").strip() if template != "error.html" else ""
         html = self.env.get_template(template).render(
             request=request,
             path=request.url.path,
             writes=self.guard.allow_writes,
             csrf=self.guard.csrf_token(cookie),
+            as_of=as_of,
+            item_href=functools.partial(item_href, as_of=as_of or None),
+            kept=[(k, v) for k, v in request.query_params.multi_items() if k not in ("as_of", "page", "done")],
             **ctx,
         )
         return HTMLResponse(html, status_code=status)
@@ -200,7 +223,13 @@ class UI:
             if not isinstance(filt, dict):
                 raise FilterError('the filter must be a JSON object, like {"severity": "major"}')
         found = plan = None
-        if query or namespace or filt:
+        as_of = _as_of(request)
+        if (query or namespace or filt) and as_of is not None:
+            found = self.b.search_as_of(
+                as_of[1], query or None, namespace=namespace, filter=filt, include_retired=include_retired, page=page
+            )
+            plan = found.plan
+        elif query or namespace or filt:
             found = self.b.search(
                 query or None, namespace=namespace, filter=filt, include_retired=include_retired, page=page
             )
@@ -211,6 +240,7 @@ class UI:
             "collection": collection,
             "filter": filter_text,
             "retired": "1" if include_retired else "",
+            **({"as_of": as_of[0]} if as_of else {}),
         }
         near = self.b.near_namespace(_ns(ns_text))
         return self.render(
@@ -232,9 +262,24 @@ class UI:
     def item(self, request: Request) -> Response:
         key = request.path_params["key"]
         ns = _ns(request.query_params.get("ns")) or None
+        as_of = _as_of(request)
         view = self.b.item(key, ns)
-        graph = svg.lineage(view.graph, lambda n: item_href(n.id, n.namespace)) if view.graph else None
+        link = functools.partial(item_href, as_of=as_of[0] if as_of else None)
+        graph = svg.lineage(view.graph, lambda n: link(n.id, n.namespace)) if view.graph else None
         strategy = view.item.value.get("name") if view.collection == "strategy_library" else None
+        then: Any = None
+        current_then = None  # the valid_from of the version current at the moment, to mark it in the table
+        if as_of is not None:
+            then = self.b.value_as_of(view.item.namespace, view.item.key, as_of[1])
+            current_then = next(
+                (
+                    r["valid_from"]
+                    for r in view.versions
+                    if datetime.fromisoformat(r["valid_from"]) <= as_of[1]
+                    and (r["valid_to"] is None or datetime.fromisoformat(r["valid_to"]) > as_of[1])
+                ),
+                None,
+            )
         return self.render(
             request,
             "item.html",
@@ -243,6 +288,9 @@ class UI:
             graph=graph,
             strategy=strategy,
             message=request.query_params.get("done"),
+            then=then,
+            moment=as_of[1] if as_of else None,
+            current_then=current_then,
         )
 
     def strategies(self, request: Request) -> Response:
