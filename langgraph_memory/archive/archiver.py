@@ -146,7 +146,7 @@ class Archiver:
             (default 0: at once), in every collection; None: never for that reason.
         superseded_after_days: likewise for superseded items (default 90).
         history_retention: how much of each item's history runs keep (a
-            [`HistoryRetention`][langgraph_memory.store.history.HistoryRetention]); default: all of it. Versions
+            `HistoryRetention`); default: all of it. Versions
             of archived items stay in the catalog's history, readable as of their time, until this drops them.
         read_only: read the archive without writing anything (default: whether the store is read-only):
             listing, searching, reading, verifying and dry runs work; a run, a restore, `recover()` and

@@ -230,7 +230,7 @@ class ItemLifecycle:
     def history(self, item_id: str, *, namespace: Sequence[str] | None = None) -> list[Version]:
         """Every version of the item, newest first (the current one first, if it is live).
 
-        Each [`Version`][langgraph_memory.store.Version] says what ended it (``change``), when, and which
+        Each `Version` says what ended it (``change``), when, and which
         LangGraph thread and run made that change.
 
         Examples:
