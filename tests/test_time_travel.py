@@ -147,3 +147,27 @@ def test_without_a_checkpointer_the_option_reads_the_store_itself(data_dir: Path
         mem.store_lesson("tight stops get hit by noise")
         out = _builder(as_of_checkpoint=True).compile(store=mem.store).invoke({"strategy": "stops"})
         assert [h["value"]["lesson"] for h in out["lessons"]] == ["tight stops get hit by noise"]
+
+
+def test_include_retired_still_recalls_retired_lessons_as_of_the_checkpoint(
+    data_dir: Path, fake_embeddings: Any
+) -> None:
+    with Memory.open(data_dir, embeddings=fake_embeddings) as mem:
+        retired = mem.store_lesson("tight stops get hit by noise")
+        mem.retire(retired.id, "a bad sample")
+        b = StateGraph(Review)
+        b.add_node(
+            "approve",
+            recall_node(
+                "lessons",
+                query="strategy",
+                output_key="lessons",
+                min_relevance=None,
+                include_retired=True,
+                as_of_checkpoint=True,
+            ),
+        )
+        b.add_edge(START, "approve")
+        b.add_edge("approve", END)
+        out = mem.compile(b).invoke({"strategy": "stops"}, {"configurable": {"thread_id": "t"}})
+        assert [h["key"] for h in out["lessons"]] == [retired.id]

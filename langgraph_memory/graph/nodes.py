@@ -242,23 +242,23 @@ def recall_node(
 
     def recall(state: Any, config: RunnableConfig, *, store: BaseStore) -> dict[str, Any]:
         store = _require_store(store, name)
-        if as_of_checkpoint:
-            store = checkpoint_store(store, config)
         text, nss = _plan(state, config)
         if text is None:
             return {output_key: []}
         opts = search_options(store, include_retired)
+        if as_of_checkpoint:
+            store = checkpoint_store(store, config)
         results = [store.search(ns, query=text, filter=filter, limit=k, **opts) for ns in nss]
         return {output_key: _merge(results, k, min_relevance)}
 
     async def arecall(state: Any, config: RunnableConfig, *, store: BaseStore) -> dict[str, Any]:
         store = _require_store(store, name)
-        if as_of_checkpoint:
-            store = checkpoint_store(store, config)
         text, nss = _plan(state, config)
         if text is None:
             return {output_key: []}
         opts = search_options(store, include_retired)
+        if as_of_checkpoint:
+            store = checkpoint_store(store, config)
         results = await asyncio.gather(*(store.asearch(ns, query=text, filter=filter, limit=k, **opts) for ns in nss))
         return {output_key: _merge(list(results), k, min_relevance)}
 
