@@ -294,3 +294,7 @@ def test_item_page_shows_versions_and_the_browser_reads_as_of_a_date(mem: Memory
     assert client.get("/search", params={"q": "x", "as_of": "someday"}).status_code == 400
     nothing = client.get(f"/item/{lesson.id}", params={"as_of": "2000-01-01"}).text
     assert "Not in memory then" in nothing
+    lessons_then = client.get("/lessons", params={"as_of": before}).text
+    assert "tight stops get hit by noise" in lessons_then and "wide stops cost less" not in lessons_then
+    assert "wide stops cost less" in client.get("/lessons").text
+    assert "No lessons yet" in client.get("/lessons", params={"as_of": "2000-01-01"}).text

@@ -324,8 +324,14 @@ class UI:
         )
 
     def lessons(self, request: Request) -> Response:
-        page, n_open = self.b.lessons(page_number(request.query_params.get("page")))
-        return self.render(request, "lessons.html", title="Lessons", p=page, n_open=n_open)
+        number = page_number(request.query_params.get("page"))
+        as_of = _as_of(request)
+        if as_of is not None:
+            then = self.b.lessons_as_of(as_of[1], number)
+            base = "/lessons?" + urlencode({"as_of": as_of[0]}) + "&"
+            return self.render(request, "lessons.html", title="Lessons", p=then, n_open=None, base=base)
+        page, n_open = self.b.lessons(number)
+        return self.render(request, "lessons.html", title="Lessons", p=page, n_open=n_open, base="/lessons?")
 
     def sessions(self, request: Request) -> Response:
         page = self.b.sessions(page_number(request.query_params.get("page")))

@@ -534,6 +534,11 @@ class Browser:
             rows = _browse.lessons_page(conn, limit=self.page_size, offset=page * self.page_size, counts=counts)
         return Page(rows, page, self.page_size, n_open + n_resolved), n_open
 
+    def lessons_as_of(self, at: datetime, page: int = 0) -> Page:
+        """A page of the lessons as they stood at ``at``, newest first (the history keeps no counts: no total)."""
+        rows = self.store.as_of(at).search(("lessons",), limit=self.page_size, offset=page * self.page_size)
+        return Page(rows, page, self.page_size, None)
+
     def collection_items(self, collection: str, page: int = 0) -> Page:
         spec = collection_by_name(collection)
         with self.store.catalog.read() as conn:
