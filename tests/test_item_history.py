@@ -168,3 +168,15 @@ def test_history_retention_refuses_nonsense() -> None:
     with pytest.raises(InvalidArgumentError):
         HistoryRetention(days=-1)
     assert HistoryRetention().keeps_all
+
+
+def test_a_past_version_with_several_vectors_is_scored_by_its_best_one(plain: ChromaStore) -> None:
+    plain.put(NS, "multi", {"a": "momentum fades", "b": "carry unwinds"}, index=["a", "b"])
+    plain.put(NS, "other", {"a": "value works", "b": "quality persists"}, index=["a", "b"])
+    then = _tick()
+    plain.put(NS, "multi", {"a": "breakouts fail", "b": "ranges hold"}, index=["a", "b"])
+    hits = plain.as_of(then).search(NS, query="carry unwinds", limit=2)
+    assert [h.key for h in hits] == ["multi", "other"]
+    assert hits[0].value == {"a": "momentum fades", "b": "carry unwinds"}
+    assert hits[0].score == pytest.approx(1.0, abs=1e-5)  # its second vector embeds the query's very text
+    assert plain.search(NS, query="carry unwinds", limit=1)[0].value["a"] == "breakouts fail"

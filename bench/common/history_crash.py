@@ -187,7 +187,8 @@ def check(data_dir: Path, log_path: Path) -> HistoryCheck:
         with store.catalog.read() as conn:
             rows = conn.execute(
                 "SELECT h.id, h.uid, h.ns, h.key, h.value, h.created_at, h.status, h.valid_from, h.valid_to, h.change,"
-                " h.n_vectors, (SELECT count(*) FROM history_vectors v WHERE v.history_id = h.id)"
+                " h.n_vectors, CASE WHEN h.n_vectors = 1 THEN (CASE WHEN h.vec IS NULL THEN 0 ELSE 1 END)"
+                " ELSE (SELECT count(*) FROM history_vectors v WHERE v.history_id = h.id) END"
                 " FROM item_history h ORDER BY h.uid, h.valid_to, h.id"
             ).fetchall()
             orphans = conn.execute(

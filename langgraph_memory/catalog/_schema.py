@@ -49,7 +49,8 @@ the keyword index, an FTS5 table here, is a table of stemmed terms there.
   so they are neighbours in the file; an older file's vectors are moved
   into their runs when it is migrated.
 * ``item_history``, ``history_vectors`` and ``items.valid_from`` (version 9):
-  every version of an item that a change ended, with its vectors, and since
+  every version of an item that a change ended, with its vectors (in its row
+  when it has one, else in ``history_vectors``), and since
   when the current version is current (see `langgraph_memory.catalog.history`).
   An older file's items count from their ``updated_at``: history starts with
   the first change after the upgrade.
@@ -315,7 +316,8 @@ CREATE TABLE IF NOT EXISTS item_history (
     change      TEXT NOT NULL,
     thread_id   TEXT,
     run_id      TEXT,
-    n_vectors   INTEGER NOT NULL DEFAULT 0
+    n_vectors   INTEGER NOT NULL DEFAULT 0,
+    vec         BLOB
 );
 CREATE INDEX IF NOT EXISTS item_history_uid ON item_history(uid, valid_to);
 CREATE INDEX IF NOT EXISTS item_history_valid ON item_history(valid_to, valid_from);

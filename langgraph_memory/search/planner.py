@@ -42,7 +42,7 @@ import contextlib
 import json
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -849,9 +849,13 @@ class Planner:
         out: list[Hit] = []
         pos = 0
         batch = max(need, 16)
+        # Items ``omit`` is known to leave out by id (a read as of a moment: those changed since) are not read.
+        skip: Container[int] = getattr(omit, "skip_ids", ())
         while pos < len(ranked) and len(out) < need:
             chunk = ranked[pos : pos + batch]
             pos += batch
+            if skip:
+                chunk = [c for c in chunk if c[0] not in skip]
             if rows is not None:
                 items = {i: _items.item_from_row(rows[i]) for i, _ in chunk if i in rows}
             else:

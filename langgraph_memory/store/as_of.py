@@ -170,8 +170,7 @@ class AsOfStore(BaseStore):
 
         def omit_for(conn: Any, status_version: int | None) -> Callable[[StoredItem], bool]:
             hidden = None if include_retired else store._hidden.snapshot(conn, status_version)
-            base = store._omitter(at, hidden)
-            return lambda it: it.valid_since > at or base(it)
+            return _ChangedSince(at, store._omitter(at, hidden), _history.changed_after(conn, at))
 
         ranking = store.ranking
         hybrid = ranking is not None and qvec is not None and bool(op.query)
@@ -223,6 +222,22 @@ class AsOfStore(BaseStore):
             )
             for score, it in hits[op.offset : need]
         ]
+
+
+class _ChangedSince:
+    """Leaves out items whose current version began after ``at``, and what ``base`` leaves out.
+
+    ``skip_ids``: the items a change after ``at`` replaced, known from the history without reading them; the
+    planner does not read those (as of a moment long ago, most of the best-ranked current items may be such).
+    """
+
+    def __init__(self, at: float, base: Callable[[StoredItem], bool], skip_ids: set[int]) -> None:
+        self.at = at
+        self.base = base
+        self.skip_ids = skip_ids
+
+    def __call__(self, it: StoredItem) -> bool:
+        return it.valid_since > self.at or self.base(it)
 
 
 def _read_first(

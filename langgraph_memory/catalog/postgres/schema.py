@@ -244,7 +244,8 @@ CREATE TABLE IF NOT EXISTS item_history (
     change      TEXT NOT NULL,
     thread_id   TEXT,
     run_id      TEXT,
-    n_vectors   INTEGER NOT NULL DEFAULT 0
+    n_vectors   INTEGER NOT NULL DEFAULT 0,
+    vec         BYTEA
 );
 CREATE INDEX IF NOT EXISTS item_history_uid ON item_history(uid, valid_to);
 CREATE INDEX IF NOT EXISTS item_history_valid ON item_history(valid_to, valid_from);
