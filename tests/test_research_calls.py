@@ -64,6 +64,11 @@ def test_mcp_and_cli_offer_exactly_what_the_api_declares(tmp_path: Path) -> None
         declared = _declared(name)
         assert list(tools[name].input_schema["properties"]) == declared, name
         assert _cli_options(name) == declared, name
+    # Every call that reads records can read them as of a moment; the version listings (today's statuses) cannot.
+    from langgraph_memory.mcp.tools import MemoryTools
+
+    reads = {name for name in CALLS if name not in MemoryTools.WRITES}
+    assert reads - AS_OF_CALLS == {"strategy_versions", "get_memory_history"}
     # A Literal in the API is an enum in the tool's schema and a choice on the command line.
     status = tools["query_hypotheses"].input_schema["properties"]["status"]["anyOf"][0]
     assert status["enum"] == ["proposed", "testing", "confirmed", "rejected"]
