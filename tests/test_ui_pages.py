@@ -264,9 +264,11 @@ def test_item_page_shows_versions_and_the_browser_reads_as_of_a_date(mem: Memory
     from langgraph_memory.ui import build_app
 
     lesson = mem.store_lesson("tight stops get hit by noise")
+    mem.store.put(("memories", "u1"), "pref", {"text": "prefers TypeScript"})
     before = datetime.now(UTC).isoformat()
     mem.store.put(("lessons",), lesson.id, {**lesson.model_dump(mode="json"), "lesson": "wide stops cost less"})
     mem.retire(lesson.id, "wrong sample")
+    mem.store.delete(("memories", "u1"), "pref")
     client = TestClient(build_app(mem), base_url="http://127.0.0.1")
 
     page = client.get(f"/item/{lesson.id}").text
@@ -294,6 +296,13 @@ def test_item_page_shows_versions_and_the_browser_reads_as_of_a_date(mem: Memory
     assert client.get("/search", params={"q": "x", "as_of": "someday"}).status_code == 400
     nothing = client.get(f"/item/{lesson.id}", params={"as_of": "2000-01-01"}).text
     assert "Not in memory then" in nothing
+    # An item deleted since: its page as of then shows its value then and its versions; without a moment, 404.
+    gone = client.get("/item/pref", params={"ns": "memories/u1", "as_of": before})
+    assert gone.status_code == 200 and 'id="not-live"' in gone.text
+    assert "prefers TypeScript" in re.search(r'id="value-then">(.*?)</pre>', gone.text, re.S).group(1)
+    assert "(delete)" in gone.text and 'class="version then"' in gone.text
+    assert client.get("/item/pref", params={"ns": "memories/u1"}).status_code == 404
+    assert client.get("/item/never", params={"ns": "memories/u1", "as_of": before}).status_code == 404
     lessons_then = client.get("/lessons", params={"as_of": before}).text
     assert "tight stops get hit by noise" in lessons_then and "wide stops cost less" not in lessons_then
     assert "wide stops cost less" in client.get("/lessons").text

@@ -105,6 +105,19 @@ def _as_of(request: Request) -> tuple[str, datetime] | None:
     return (text, parse_moment(text)) if text else None
 
 
+def _current_at(versions: list[dict[str, Any]], at: datetime) -> str | None:
+    """The ``valid_from`` of the version current at ``at`` (to mark it in the versions table), if one was."""
+    return next(
+        (
+            r["valid_from"]
+            for r in versions
+            if datetime.fromisoformat(r["valid_from"]) <= at
+            and (r["valid_to"] is None or datetime.fromisoformat(r["valid_to"]) > at)
+        ),
+        None,
+    )
+
+
 def _short(value: Any, n: int = 200) -> str:
     """A changed value, for the versions table: text as is, anything else as JSON; long ones cut."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
@@ -263,23 +276,16 @@ class UI:
         key = request.path_params["key"]
         ns = _ns(request.query_params.get("ns")) or None
         as_of = _as_of(request)
-        view = self.b.item(key, ns)
+        try:
+            view = self.b.item(key, ns)
+        except NotFoundError:
+            if as_of is None or ns is None:
+                raise
+            return self._past_item(request, key, ns, as_of[1])
         link = functools.partial(item_href, as_of=as_of[0] if as_of else None)
         graph = svg.lineage(view.graph, lambda n: link(n.id, n.namespace)) if view.graph else None
         strategy = view.item.value.get("name") if view.collection == "strategy_library" else None
-        then: Any = None
-        current_then = None  # the valid_from of the version current at the moment, to mark it in the table
-        if as_of is not None:
-            then = self.b.value_as_of(view.item.namespace, view.item.key, as_of[1])
-            current_then = next(
-                (
-                    r["valid_from"]
-                    for r in view.versions
-                    if datetime.fromisoformat(r["valid_from"]) <= as_of[1]
-                    and (r["valid_to"] is None or datetime.fromisoformat(r["valid_to"]) > as_of[1])
-                ),
-                None,
-            )
+        then = self.b.value_as_of(view.item.namespace, view.item.key, as_of[1]) if as_of else None
         return self.render(
             request,
             "item.html",
@@ -290,7 +296,24 @@ class UI:
             message=request.query_params.get("done"),
             then=then,
             moment=as_of[1] if as_of else None,
-            current_then=current_then,
+            current_then=_current_at(view.versions, as_of[1]) if as_of else None,
+        )
+
+    def _past_item(self, request: Request, key: str, ns: tuple[str, ...], at: datetime) -> Response:
+        """The page of an item no longer in memory, read as of ``at``: its value then and its versions."""
+        versions = self.b.versions(ns, key)
+        if not versions:
+            raise NotFoundError(f"no item with key {key!r} in {'/'.join(ns)} was ever stored")
+        return self.render(
+            request,
+            "item_past.html",
+            title=f"Item {key}",
+            key=key,
+            namespace=ns,
+            then=self.b.value_as_of(ns, key, at),
+            moment=at,
+            versions=versions,
+            current_then=_current_at(versions, at),
         )
 
     def strategies(self, request: Request) -> Response:

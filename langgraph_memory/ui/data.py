@@ -389,8 +389,12 @@ class Browser:
             history.append((status.changed_at, what + (f": {status.reason}" if status.reason else "")))
         history.sort(key=lambda h: h[0])
         graph = self.lineage_graph(it.key) if known else None
-        versions = history_json(self.store.history(it.namespace, it.key))["versions"]
+        versions = self.versions(it.namespace, it.key)
         return ItemView(it, collection_for(it.namespace).name, status, graph, version, history, versions)
+
+    def versions(self, namespace: tuple[str, ...], key: str) -> list[dict[str, Any]]:
+        """The versions of ``(namespace, key)``, newest first (`history_json`'s rows), live or not."""
+        return list(history_json(self.store.history(namespace, key))["versions"])
 
     def value_as_of(self, namespace: tuple[str, ...], key: str, at: datetime) -> Any | None:
         """The item ``(namespace, key)`` as it stood at ``at`` (an ``Item``), or None when it was not in memory."""
