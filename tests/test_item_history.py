@@ -180,3 +180,27 @@ def test_a_past_version_with_several_vectors_is_scored_by_its_best_one(plain: Ch
     assert hits[0].value == {"a": "momentum fades", "b": "carry unwinds"}
     assert hits[0].score == pytest.approx(1.0, abs=1e-5)  # its second vector embeds the query's very text
     assert plain.search(NS, query="carry unwinds", limit=1)[0].value["a"] == "breakouts fail"
+
+
+def test_a_copied_catalog_keeps_the_history(plain: ChromaStore, tmp_path: Path, fake_embeddings) -> None:
+    from langgraph_memory.catalog.catalog import Catalog
+    from langgraph_memory.catalog.transfer import copy_catalog
+
+    plain.put(NS, "n", {"text": "one"})
+    plain.put(NS, "n", {"text": "two"})
+    then = _tick()
+    plain.put(NS, "n", {"text": "three"})
+    want = plain.history(NS, "n")
+    target = Catalog(tmp_path / "copy" / "catalog.sqlite")
+    try:
+        assert copy_catalog(plain.catalog, target).verified
+    finally:
+        target.close()
+    copy = ChromaStore(
+        data_dir=tmp_path / "copy", index={"dims": FAKE_DIMS, "embed": fake_embeddings}, collections=None
+    )
+    try:
+        assert copy.history(NS, "n") == want
+        assert copy.as_of(then).search(NS, query="two", limit=1)[0].value == {"text": "two"}
+    finally:
+        copy.close()

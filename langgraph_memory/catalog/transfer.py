@@ -67,7 +67,7 @@ class _Table:
         return self.order == ("id",) and self.name in _INTEGER_IDS
 
 
-_INTEGER_IDS = {"namespaces", "models", "items", "vectors"}
+_INTEGER_IDS = {"namespaces", "models", "items", "vectors", "item_history"}
 
 #: The catalog's own tables, in the order they are copied (rows before the rows that name them).
 TABLES: tuple[_Table, ...] = (
@@ -97,6 +97,7 @@ TABLES: tuple[_Table, ...] = (
             "expires_at",
             "ttl_minutes",
             "n_vectors",
+            "valid_from",
         ),
         ("id",),
     ),
@@ -146,6 +147,31 @@ TABLES: tuple[_Table, ...] = (
         ("namespace", "sha256"),
     ),
     _Table("ingested_paths", ("namespace", "source_uri", "sha256", "seen_at"), ("namespace", "source_uri")),
+    _Table(
+        "item_history",
+        (
+            "id",
+            "item_id",
+            "uid",
+            "ns",
+            "key",
+            "collection",
+            "value",
+            "created_at",
+            "updated_at",
+            "expires_at",
+            "status",
+            "valid_from",
+            "valid_to",
+            "change",
+            "thread_id",
+            "run_id",
+            "n_vectors",
+            "vec",
+        ),
+        ("id",),
+    ),
+    _Table("history_vectors", ("history_id", "idx", "path", "vec"), ("history_id", "idx")),
     _Table(
         "sessions",
         (
