@@ -49,7 +49,7 @@ import functools
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar
 
@@ -73,6 +73,7 @@ from langgraph_memory.research.api import (
     ResearchAPI,
     StrategyVersion,
 )
+from langgraph_memory.research.as_of import ResearchAsOf
 from langgraph_memory.research.collections import COLLECTIONS, collection_by_name
 from langgraph_memory.research.lineage import ItemRef, Lineage, LineageStore, NodeSummary, build_lineage
 from langgraph_memory.research.procedures import ProceduralAPI
@@ -446,6 +447,19 @@ class Memory(ResearchAPI, ProceduralAPI):
 
     async def __aexit__(self, *exc: object) -> None:
         await asyncio.to_thread(self.close)
+
+    def as_of(self, at: datetime | float) -> ResearchAsOf:
+        """The typed research calls as they would have answered at ``at`` (naive datetimes are UTC); read-only.
+
+        ``mem.as_of(t).store`` is ``mem.store.as_of(t)``; see `langgraph_memory.research.as_of`.
+
+        Examples:
+            >>> from datetime import datetime, UTC
+            >>> mem.as_of(datetime(2000, 1, 1, tzinfo=UTC)).get_relevant_lessons("stops", min_relevance=None)
+            []
+        """
+        self._check_open()
+        return ResearchAsOf(self.store.as_of(at), self.lineage_store, scope=self.scope, guard=self._check_open)
 
     def compile(self, builder: Any, **kwargs: Any) -> Any:
         """``builder.compile(checkpointer=self.checkpointer, store=self.store, **kwargs)``."""

@@ -16,6 +16,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -371,7 +372,62 @@ BAD_INPUT = [
     ("retire_memory", {"memory_id": "x", "reason": " "}, "reason must not be empty"),
     ("supersede_memory", {"old_id": "no-such-id", "new_id": "no-such-either"}, "NotFoundError"),
     ("reinstate_memory", {"memory_id": ""}, "ValidationError"),
+    ("get_memory_history", {"item_id": "no-such-id"}, "NotFoundError"),
+    ("get_memory_history", {"item_id": " "}, "item_id must not be empty"),
+    ("search_memory", {"query": "x", "as_of": "last tuesday"}, "InvalidArgumentError"),
+    ("get_relevant_lessons", {"context": "x", "as_of": "2026-13-01"}, "as_of must be an ISO date"),
 ]
+
+
+async def test_an_agent_reads_an_items_versions_and_the_memory_as_it_stood(server) -> None:
+    async with _client(server["url"]) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        for name in ("search_memory", "get_memory", "get_relevant_lessons", "query_backtests"):
+            assert "as_of" in tools[name].input_schema["properties"], name
+        lesson = await _call(client, "store_lesson", lesson="Stops sit too tight for momentum entries")
+        plain = await _call(client, "store_memory", content="The desk rebalances on Mondays")
+    before = datetime.now(UTC)
+    with _local(server) as mem:  # the desk rewords both afterwards
+        mem.store.put(("lessons",), lesson["id"], {**lesson, "lesson": "Stops sit too tight in choppy markets"})
+        mem.store.put(("memories",), plain["memory_id"], {"content": "The desk rebalances on Fridays", "tags": []})
+    async with _client(server["url"]) as client:
+        history = await _call(client, "get_memory_history", item_id=lesson["id"])
+        then = await _call(client, "get_memory", memory_id=lesson["id"], as_of=before.isoformat())
+        now = await _call(client, "get_memory", memory_id=lesson["id"])
+        recalled_then = await _call(
+            client, "get_relevant_lessons", context="Stops sit too tight for momentum entries", as_of=before.isoformat()
+        )
+        recalled_now = await _call(client, "get_relevant_lessons", context="Stops sit too tight for momentum entries")
+        plain_then = await _call(client, "get_memory", memory_id=plain["memory_id"], as_of=before.isoformat())
+        searched_then = await _call(
+            client, "search_memory", query="The desk rebalances on Mondays", as_of=before.isoformat()
+        )
+        before_all = await _call(client, "search_memory", query="The desk rebalances on Mondays", as_of="2000-01-01")
+        plain_history = await _call(client, "get_memory_history", item_id=plain["memory_id"], namespace=["memories"])
+    newest, oldest = history["versions"]
+    assert history["total"] == 2 and newest["valid_to"] is None and oldest["change"] == "put"
+    assert oldest["created"] is True and oldest["changes"] == []
+    assert newest["changes"] == [
+        {
+            "field": "lesson",
+            "old": "Stops sit too tight for momentum entries",
+            "new": "Stops sit too tight in choppy markets",
+        }
+    ]
+    assert then["record"]["lesson"] == "Stops sit too tight for momentum entries"
+    assert now["record"]["lesson"] == "Stops sit too tight in choppy markets"
+    assert [r["record"]["lesson"] for r in recalled_then["results"]][:1] == ["Stops sit too tight for momentum entries"]
+    assert "Stops sit too tight for momentum entries" not in [r["record"]["lesson"] for r in recalled_now["results"]]
+    assert plain_then["value"]["content"] == "The desk rebalances on Mondays"
+    assert plain["memory_id"] in {r["memory_id"] for r in searched_then["results"]}
+    assert next(r for r in searched_then["results"] if r["memory_id"] == plain["memory_id"])["content"] == (
+        "The desk rebalances on Mondays"
+    )
+    assert before_all["results"] == []
+    assert [v["value"]["content"] for v in plain_history["versions"]] == [
+        "The desk rebalances on Fridays",
+        "The desk rebalances on Mondays",
+    ]
 
 
 async def test_bad_input_to_each_tool_is_a_clear_error_and_writes_nothing(server) -> None:

@@ -15,7 +15,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langgraph_memory import Memory
 from langgraph_memory.cli import build_parser, main
 from langgraph_memory.mcp.server import build_server
-from langgraph_memory.research.calls import CALLS, HIDDEN, research_calls
+from langgraph_memory.research.calls import AS_OF_CALLS, CALLS, HIDDEN, research_calls
 from langgraph_memory.store import ChromaStore
 from tests.conftest import FAKE_DIMS
 
@@ -31,13 +31,14 @@ def fake_default_model(monkeypatch, fake_embeddings):
 
 
 def _declared(name: str) -> list[str]:
-    """The parameters the research API declares for ``name``, as offered (``k`` is ``limit``)."""
+    """The parameters the research API declares for ``name``, as offered (``k`` is ``limit``; a call that
+    reads takes ``as_of`` too)."""
     params = inspect.signature(CALLS[name]).parameters.values()
     return [
         "limit" if p.name == "k" else p.name
         for p in params
         if p.name not in HIDDEN and p.kind is not inspect.Parameter.VAR_KEYWORD
-    ]
+    ] + (["as_of"] if name in AS_OF_CALLS else [])
 
 
 def _cli_options(name: str) -> list[str]:
@@ -63,6 +64,11 @@ def test_mcp_and_cli_offer_exactly_what_the_api_declares(tmp_path: Path) -> None
         declared = _declared(name)
         assert list(tools[name].input_schema["properties"]) == declared, name
         assert _cli_options(name) == declared, name
+    # Every call that reads records can read them as of a moment; the version listings (today's statuses) cannot.
+    from langgraph_memory.mcp.tools import MemoryTools
+
+    reads = {name for name in CALLS if name not in MemoryTools.WRITES}
+    assert reads - AS_OF_CALLS == {"strategy_versions", "get_memory_history"}
     # A Literal in the API is an enum in the tool's schema and a choice on the command line.
     status = tools["query_hypotheses"].input_schema["properties"]["status"]["anyOf"][0]
     assert status["enum"] == ["proposed", "testing", "confirmed", "rejected"]

@@ -347,6 +347,56 @@ def test_retire_in_the_browser_hides_the_item_from_search(start_server: Any, tab
     assert tab.errors == []
 
 
+def test_an_items_versions_and_the_memory_as_of_a_date(
+    start_server: Any, tab: Tab, tmp_path: Path, real_embeddings: Any
+) -> None:
+    from datetime import UTC, datetime
+
+    from langgraph_memory.memory import Memory
+
+    data_dir = tmp_path / "memory"
+    with Memory.open(data_dir, embeddings=real_embeddings) as mem:
+        lesson = mem.store_lesson("stops set inside the daily range get hit by noise")
+        before = datetime.now(UTC).isoformat()
+        reworded = {
+            **lesson.model_dump(mode="json"),
+            "lesson": "stops outside the daily range cost less than they save",
+        }
+        mem.store.put(("lessons",), lesson.id, reworded)
+    server = start_server(data_dir=data_dir)
+
+    # The item's page: its versions, newest first, with the old and new wording.
+    tab.open(server.url + f"item/{lesson.id}")
+    rows = tab.page.locator("#versions tr.version")
+    assert rows.count() == 2
+    assert "stops set inside the daily range get hit by noise" in rows.nth(0).locator("del").inner_text()
+    assert "stops outside the daily range" in rows.nth(0).locator("ins").inner_text()
+    assert "created" in rows.nth(1).inner_text()
+    tab.shot("item-versions", "#versions")
+
+    # The header's date field: the memory as of a day before anything was stored.
+    tab.page.fill("#as-of", "2000-01-01")
+    tab.page.click("form.as-of button")
+    tab.page.wait_for_selector("#as-of-banner")
+    assert "as_of=2000-01-01" in tab.page.url
+    assert "Not in memory then" in tab.page.inner_text("#value-then")
+
+    # A search as of the moment before the rewording finds the old wording, and its link keeps the moment.
+    query = urllib.parse.urlencode({"q": "stops hit by noise", "collection": "lessons_learned", "as_of": before})
+    tab.open(server.url + "search?" + query)
+    assert "stops set inside the daily range get hit by noise" in tab.page.inner_text("table.hits")
+    tab.page.locator("a.hit-link").first.click()
+    tab.page.wait_for_selector("#value-then")
+    assert "stops set inside the daily range get hit by noise" in tab.page.inner_text("#value-then")
+    assert "stops outside the daily range" in tab.page.inner_text("#value-now")
+    assert tab.page.locator("#versions tr.version.then").count() == 1
+    tab.shot("item-as-of")
+    tab.page.click("#as-of-banner a")  # back to now
+    tab.page.wait_for_selector("#versions")
+    assert tab.page.locator("#as-of-banner").count() == 0
+    assert tab.errors == []
+
+
 # -------------------------------------------------------------- protection
 
 

@@ -254,3 +254,56 @@ def test_actions_with_writes_allowed(mem: Memory) -> None:
     resp = post("restore", key=ids["finding"])
     assert resp.status_code == 303 and "restored+1" in resp.headers["location"]
     assert mem.get(ids["finding"]) is not None
+
+
+def test_item_page_shows_versions_and_the_browser_reads_as_of_a_date(mem: Memory) -> None:
+    from datetime import UTC, datetime
+
+    from starlette.testclient import TestClient
+
+    from langgraph_memory.ui import build_app
+
+    lesson = mem.store_lesson("tight stops get hit by noise")
+    mem.store.put(("memories", "u1"), "pref", {"text": "prefers TypeScript"})
+    before = datetime.now(UTC).isoformat()
+    mem.store.put(("lessons",), lesson.id, {**lesson.model_dump(mode="json"), "lesson": "wide stops cost less"})
+    mem.retire(lesson.id, "wrong sample")
+    mem.store.delete(("memories", "u1"), "pref")
+    client = TestClient(build_app(mem), base_url="http://127.0.0.1")
+
+    page = client.get(f"/item/{lesson.id}").text
+    rows = re.findall(r'<tr class="version[^"]*">(.*?)</tr>', page, re.S)
+    assert len(rows) == 3  # newest first: retired, reworded, created
+    assert "lifecycle" in rows[0] and "<del>active</del>" in rows[0] and "<ins>retired</ins>" in rows[0]
+    assert "<del>tight stops get hit by noise</del>" in rows[1] and "<ins>wide stops cost less</ins>" in rows[1]
+    assert "created" in rows[2]
+
+    then = client.get(f"/item/{lesson.id}", params={"as_of": before})
+    assert then.status_code == 200
+    assert 'id="as-of-banner"' in then.text and before in then.text
+    value_then = re.search(r'<pre class="value" id="value-then">(.*?)</pre>', then.text, re.S)
+    assert value_then is not None and "tight stops get hit by noise" in value_then.group(1)
+    assert 'class="version then"' in then.text  # the version current then is marked
+
+    found = client.get("/search", params={"q": "tight stops get hit by noise", "collection": "lessons_learned"})
+    assert lesson.id not in found.text  # retired now
+    found_then = client.get(
+        "/search", params={"q": "tight stops get hit by noise", "collection": "lessons_learned", "as_of": before}
+    )
+    assert lesson.id in found_then.text and "tight stops get hit by noise" in found_then.text
+    # Links from a page read as of a moment keep reading as of it.
+    assert f"/item/{lesson.id}?ns=lessons&amp;as_of=" in found_then.text
+    assert client.get("/search", params={"q": "x", "as_of": "someday"}).status_code == 400
+    nothing = client.get(f"/item/{lesson.id}", params={"as_of": "2000-01-01"}).text
+    assert "Not in memory then" in nothing
+    # An item deleted since: its page as of then shows its value then and its versions; without a moment, 404.
+    gone = client.get("/item/pref", params={"ns": "memories/u1", "as_of": before})
+    assert gone.status_code == 200 and 'id="not-live"' in gone.text
+    assert "prefers TypeScript" in re.search(r'id="value-then">(.*?)</pre>', gone.text, re.S).group(1)
+    assert "(delete)" in gone.text and 'class="version then"' in gone.text
+    assert client.get("/item/pref", params={"ns": "memories/u1"}).status_code == 404
+    assert client.get("/item/never", params={"ns": "memories/u1", "as_of": before}).status_code == 404
+    lessons_then = client.get("/lessons", params={"as_of": before}).text
+    assert "tight stops get hit by noise" in lessons_then and "wide stops cost less" not in lessons_then
+    assert "wide stops cost less" in client.get("/lessons").text
+    assert "No lessons yet" in client.get("/lessons", params={"as_of": "2000-01-01"}).text

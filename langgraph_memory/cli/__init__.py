@@ -8,6 +8,8 @@ Live memory:
     langgraph-memory list memories/u1 --limit 20 --offset 20
     langgraph-memory stats                             # per collection: items, vectors, bytes, dates, hidden
     langgraph-memory lineage <id>                      # ancestors and descendants
+    langgraph-memory history <id>                      # its versions: what changed, when, by which run
+    langgraph-memory search "stops" --as-of 2026-03-03 # get, list, search and research queries, as they stood
     langgraph-memory versions trend                    # the versions of a strategy
     langgraph-memory retire <id> --reason "bad data"   # hidden from searches; reinstate <id> undoes it
     langgraph-memory supersede <old> <new> --reason "longer sample"
@@ -127,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     from langgraph_memory.cli import (
         _archive,
         _bundle,
+        _history,
         _ingest,
         _lifecycle,
         _live,
@@ -147,7 +150,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"langgraph-memory {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (_live, _research, _lifecycle, _threads, _migrate, _move, _bundle, _ingest, _archive, _mcp, _ui):
+    for module in (
+        _live,
+        _history,
+        _research,
+        _lifecycle,
+        _threads,
+        _migrate,
+        _move,
+        _bundle,
+        _ingest,
+        _archive,
+        _mcp,
+        _ui,
+    ):
         module.register(sub, common)
     return p
 

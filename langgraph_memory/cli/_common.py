@@ -29,6 +29,8 @@ __all__ = [
     "json_arg",
     "json_object_arg",
     "unit_arg",
+    "moment_arg",
+    "AS_OF_HELP",
     "stamp",
     "iso",
     "item_dict",
@@ -125,6 +127,26 @@ def unit_arg(unit: Any, name: str) -> Callable[[str], float]:
             raise argparse.ArgumentTypeError(str(exc)) from None
 
     return parse
+
+
+def moment_arg(text: str) -> datetime:
+    """An argparse type: ``--as-of`` (an ISO date, the end of that day, or date and time; UTC unless it says)."""
+    import argparse
+
+    from langgraph_memory.errors import InvalidArgumentError
+    from langgraph_memory.research.calls import parse_moment
+
+    try:
+        return parse_moment(text)
+    except InvalidArgumentError as exc:
+        raise argparse.ArgumentTypeError(str(exc).replace("as_of", "--as-of")) from None
+
+
+#: The help of every ``--as-of``.
+AS_OF_HELP = (
+    "read the memory as it stood at this moment: an ISO date (2026-03-03, the end of that day, UTC) "
+    "or date and time (2026-03-03T14:30, UTC unless it names its offset)"
+)
 
 
 def stamp(ts: float | datetime | None) -> str:

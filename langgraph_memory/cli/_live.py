@@ -8,6 +8,7 @@ from typing import Any
 
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.cli._common import (
+    AS_OF_HELP,
     EXIT_NOTHING,
     EXIT_OK,
     Ctx,
@@ -15,6 +16,7 @@ from langgraph_memory.cli._common import (
     iso,
     item_dict,
     json_object_arg,
+    moment_arg,
     namespace_arg,
     positive_int,
     preview,
@@ -45,17 +47,20 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help=f"drop results scoring under this ({RELEVANCE.describe()})".replace("%", "%%"),
     )
     p.add_argument("--include-retired", action="store_true", help="also return retired and superseded memories")
+    p.add_argument("--as-of", type=moment_arg, metavar="WHEN", help=AS_OF_HELP)
     p.set_defaults(func=_search)
 
     p = sub.add_parser("get", parents=[common], help="show one memory by its key (or id)")
     p.add_argument("key")
     p.add_argument("--namespace", type=namespace_arg, help="its namespace, when the key is in several")
+    p.add_argument("--as-of", type=moment_arg, metavar="WHEN", help=AS_OF_HELP)
     p.set_defaults(func=_get)
 
     p = sub.add_parser("list", parents=[common], help="list namespaces, or the items under a namespace (paged)")
     p.add_argument("namespace", nargs="?", type=namespace_arg, help="list the items under this namespace")
     p.add_argument("--limit", type=positive_int, default=50, help="rows per page (default 50)")
     p.add_argument("--offset", type=int, default=0, help="rows to skip (the next page: --offset <limit>)")
+    p.add_argument("--as-of", type=moment_arg, metavar="WHEN", help=AS_OF_HELP + " (namespaces then without counts)")
     p.set_defaults(func=_list)
 
     p = sub.add_parser("stats", parents=[common], help="what is in memory, per collection, and the data directory")
@@ -94,8 +99,9 @@ def _search(ctx: Ctx) -> int:
     archived: list[Any] = []
     with ctx.open_memory(embed=True) as mem:
         ctx.load_model(mem)
+        store: Any = mem.store if a.as_of is None else mem.store.as_of(a.as_of)
         hits = keep(
-            mem.store.search(
+            store.search(
                 prefix,
                 query=a.query,
                 filter=a.filter,
@@ -104,8 +110,14 @@ def _search(ctx: Ctx) -> int:
                 include_retired=a.include_retired,
             )
         )
-        statuses = mem.store.items.statuses([(tuple(h.namespace), h.key) for h in hits]) if a.include_retired else {}
-        if not hits:  # say what else matches, and how to get it back
+        # Statuses are today's: a search as of a moment shows none.
+        as_now = a.as_of is None
+        statuses = (
+            mem.store.items.statuses([(tuple(h.namespace), h.key) for h in hits])
+            if a.include_retired and as_now
+            else {}
+        )
+        if not hits and as_now:  # say what else matches, and how to get it back
             if not a.include_retired:
                 hidden = keep(
                     mem.store.search(
@@ -113,11 +125,12 @@ def _search(ctx: Ctx) -> int:
                     )
                 )
             archived = keep(_archived_matches(mem, prefix, a))
+    title = f"Search: {a.query!r}" + ("" if a.as_of is None else f" as of {a.as_of.isoformat()}")
     if ctx.json:
-        ctx.emit([{**item_dict(h), **_states(statuses, h)} for h in hits])
+        ctx.emit([{**item_dict(h), **(_states(statuses, h) if as_now else {})} for h in hits])
     elif hits:
-        lifecycle = (lambda h: _lifecycle_word(statuses, h)) if a.include_retired else None
-        ctx.hits(f"Search: {a.query!r}", hits, lifecycle=lifecycle)
+        lifecycle = (lambda h: _lifecycle_word(statuses, h)) if a.include_retired and as_now else None
+        ctx.hits(title, hits, lifecycle=lifecycle)
     else:
         ctx.say("No matches.")
     _say_what_is_hidden(ctx, a.query, hidden, archived)
@@ -168,6 +181,8 @@ def _say_what_is_hidden(ctx: Ctx, query: str, hidden: list[Any], archived: list[
 
 def _get(ctx: Ctx) -> int:
     a = ctx.args
+    if a.as_of is not None:
+        return _get_as_of(ctx)
     with ctx.open_memory() as mem:
         found = find_items(mem, a.key, a.namespace)
         statuses = mem.store.items.statuses([(it.namespace, it.key) for it in found])
@@ -203,6 +218,42 @@ def _get(ctx: Ctx) -> int:
         rows.append(("lifecycle", f"{st.status}{by} ({stamp(st.changed_at)}): {st.reason or 'no reason given'}"))
     else:
         rows.append(("lifecycle", "active"))
+    ctx.table(None, ("field", "value"), rows, ids=("value",))
+    ctx.out.print_json(json.dumps(it.value, ensure_ascii=False))
+    return EXIT_OK
+
+
+def _get_as_of(ctx: Ctx) -> int:
+    """``get --as-of``: the item's value as it stood then (where its live copy or lineage says, or --namespace)."""
+    a = ctx.args
+    when = a.as_of.isoformat()
+    with ctx.open_memory() as mem:
+        spaces = [a.namespace] if a.namespace else [it.namespace for it in find_items(mem, a.key, None)]
+        ref = None if a.namespace else mem.lineage_store.item(a.key)
+        if ref is not None and ref.namespace not in spaces:
+            spaces.append(ref.namespace)
+        then = mem.store.as_of(a.as_of)
+        found = [it for it in (then.get(ns, a.key) for ns in spaces) if it is not None]
+    if not found:
+        hint = "" if a.namespace else " (a memory deleted since is found by --namespace)"
+        raise NotFoundError(f"no memory with key {a.key!r} as of {when}{hint}")
+    if len(found) > 1:
+        spaces_text = ", ".join("/".join(it.namespace) for it in found)
+        raise InvalidArgumentError(
+            f"the key {a.key!r} was in {len(found)} namespaces ({spaces_text}); pass --namespace"
+        )
+    it = found[0]
+    if ctx.json:
+        ctx.emit({**item_dict(it), "as_of": when})
+        return EXIT_OK
+    rows: list[tuple[str, Any]] = [
+        ("namespace", "/".join(it.namespace)),
+        ("key", it.key),
+        ("collection", collection_for(tuple(it.namespace)).name),
+        ("created", stamp(it.created_at)),
+        ("updated", stamp(it.updated_at)),
+        ("as of", when),
+    ]
     ctx.table(None, ("field", "value"), rows, ids=("value",))
     ctx.out.print_json(json.dumps(it.value, ensure_ascii=False))
     return EXIT_OK
@@ -245,6 +296,8 @@ def _list(ctx: Ctx) -> int:
     a = ctx.args
     if a.offset < 0:
         raise InvalidArgumentError(f"--offset cannot be negative, got {a.offset}")
+    if a.as_of is not None:
+        return _list_as_of(ctx)
     with ctx.open_memory() as mem:
         with mem.store.catalog.read() as conn:
             spaces = _items.namespace_counts(conn, a.namespace or ())
@@ -308,6 +361,51 @@ def _list(ctx: Ctx) -> int:
     end = a.offset + len(page)
     more = f"; next page: --offset {end}" if end < shown else ""
     ctx.say(f"Rows {a.offset + 1}-{end} of {shown}{more}")
+    return EXIT_OK
+
+
+def _list_as_of(ctx: Ctx) -> int:
+    """``list --as-of``: the namespaces that held items then, or one page of the items under one then.
+
+    The history keeps no per-namespace counts, so the namespaces come without them, and a page says whether
+    another follows rather than how many there are.
+    """
+    a = ctx.args
+    when = a.as_of.isoformat()
+    with ctx.open_memory() as mem:
+        then = mem.store.as_of(a.as_of)
+        if a.namespace is None:
+            rows: list[Any] = then.list_namespaces(limit=a.limit + 1, offset=a.offset)
+        else:
+            rows = then.search(a.namespace, limit=a.limit + 1, offset=a.offset, include_retired=True)
+    more, page = len(rows) > a.limit, rows[: a.limit]
+    if ctx.json:
+        if a.namespace is None:
+            spaces = [{"namespace": list(ns), "collection": collection_for(tuple(ns)).name} for ns in page]
+            ctx.emit({"namespaces": spaces, "as_of": when, "offset": a.offset, "limit": a.limit, "more": more})
+        else:
+            items = [item_dict(it) for it in page]
+            ctx.emit({"items": items, "as_of": when, "offset": a.offset, "limit": a.limit, "more": more})
+        return EXIT_OK if page else EXIT_NOTHING
+    if not page:
+        ctx.say(f"Nothing here as of {when}.")
+        return EXIT_NOTHING
+    if a.namespace is None:
+        ctx.table(
+            f"Namespaces as of {when}",
+            ("namespace", "collection"),
+            [("/".join(ns), collection_for(tuple(ns)).name) for ns in page],
+            ids=("namespace",),
+        )
+    else:
+        ctx.table(
+            f"Items under {'/'.join(a.namespace)} as of {when}",
+            ("key", "namespace", "updated", "text"),
+            [(it.key, "/".join(it.namespace), stamp(it.updated_at), preview(it.value)) for it in page],
+            ids=("key",),
+        )
+    end = a.offset + len(page)
+    ctx.say(f"Rows {a.offset + 1}-{end}" + (f"; next page: --offset {end}" if more else ""))
     return EXIT_OK
 
 

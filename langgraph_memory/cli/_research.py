@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from langgraph_memory.cli._common import EXIT_OK, Ctx, json_arg, json_object_arg
+from langgraph_memory.cli._common import AS_OF_HELP, EXIT_OK, Ctx, json_arg, json_object_arg, moment_arg
 from langgraph_memory.config import MIN_RELEVANCE
 from langgraph_memory.research.calls import ResearchCall, research_calls
 from langgraph_memory.research.units import Unit
@@ -73,6 +73,8 @@ def _option(parser: argparse.ArgumentParser, param: inspect.Parameter) -> None:
         kwargs["type"] = hint
     elif origin is dict or (isinstance(hint, type) and issubclass(hint, BaseModel)):
         kwargs.update(type=json_object_arg, metavar="JSON")
+    if param.name == "as_of":
+        kwargs.update(type=moment_arg, help=AS_OF_HELP, metavar="WHEN")
     flag = "--" + param.name.replace("_", "-")
     parser.add_argument(flag, **kwargs)
 

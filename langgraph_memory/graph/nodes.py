@@ -38,6 +38,7 @@ from langgraph.store.base import BaseStore, SearchItem
 from langgraph_memory.catalog.evidence import check_cutoff
 from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
 from langgraph_memory.errors import ConfigError, InvalidArgumentError, ValidationError
+from langgraph_memory.graph.time_travel import checkpoint_store
 from langgraph_memory.research.collections import collection_for
 from langgraph_memory.search.ranking import keep_relevant
 
@@ -208,6 +209,7 @@ def recall_node(
     include_retired: bool = False,
     data_cutoff: Optional[Cutoff] = None,
     include_undated: bool = False,
+    as_of_checkpoint: bool = False,
     name: str = "recall",
 ) -> Any:
     """A node that searches memories for a query taken from the state.
@@ -233,6 +235,9 @@ def recall_node(
             recalls only what its in-sample period allows. Needs a store that supports it
             (``ChromaStore``); any other raises `ConfigError` rather than look ahead.
         include_undated: with a cut-off, also recall memories whose evidence end is unknown.
+        as_of_checkpoint: recall the memory as of the checkpoint the step starts from, so that a replay of
+            the thread from an earlier checkpoint recalls what the first run recalled (LangGraph's time
+            travel; see `langgraph_memory.graph.time_travel`). Needs a store that keeps history (ChromaStore).
 
     Examples:
         >>> builder.add_node("recall", recall_node("lessons", query="objective", output_key="lessons"))  # a line of a graph definition (builder is the caller's StateGraph)  # doctest: +SKIP
@@ -281,7 +286,10 @@ def recall_node(
         text, nss = _plan(state, config)
         if text is None:
             return {output_key: []}
-        opts = search_options(store, include_retired) | _cutoff(state, store)
+        opts = search_options(store, include_retired)
+        if as_of_checkpoint:
+            store = checkpoint_store(store, config)
+        opts |= _cutoff(state, store)  # an as-of view keeps no past evidence ends: it refuses a cut-off
         results = [store.search(ns, query=text, filter=filter, limit=k, **opts) for ns in nss]
         return {output_key: _merge(results, k, min_relevance)}
 
@@ -290,7 +298,10 @@ def recall_node(
         text, nss = _plan(state, config)
         if text is None:
             return {output_key: []}
-        opts = search_options(store, include_retired) | _cutoff(state, store)
+        opts = search_options(store, include_retired)
+        if as_of_checkpoint:
+            store = checkpoint_store(store, config)
+        opts |= _cutoff(state, store)  # an as-of view keeps no past evidence ends: it refuses a cut-off
         results = await asyncio.gather(*(store.asearch(ns, query=text, filter=filter, limit=k, **opts) for ns in nss))
         return {output_key: _merge(list(results), k, min_relevance)}
 

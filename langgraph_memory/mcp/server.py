@@ -23,7 +23,7 @@ result with a ``relevance_score`` in percent, the cosine similarity times
 100; results under 30 % are dropped). Beside them the typed research calls
 for all seven collections (findings, hypotheses, strategies with
 status and versions, backtests, lessons, market regimes, tool and workflow
-definitions), ``get_memory``, ``get_lineage``, ``strategy_versions``,
+definitions), ``get_memory``, ``get_memory_history``, ``get_lineage``, ``strategy_versions``,
 ``get_memory_stats``, and ``retire_memory`` / ``supersede_memory`` /
 ``reinstate_memory``. Every search tool applies the same relevance rule.
 

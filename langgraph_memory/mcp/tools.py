@@ -2,14 +2,16 @@
 
 ``store_memory`` and ``search_memory``; the typed research calls for every collection (findings, hypotheses,
 strategies, backtests, lessons, market regimes, tool and workflow definitions), each derived from its one
-declaration in the research API (see `langgraph_memory.research.calls`); ``get_memory``, ``get_lineage``,
+declaration in the research API (see `langgraph_memory.research.calls`); ``get_memory``,
+``get_memory_history`` (an item's versions, newest first, with what changed), ``get_lineage``,
 ``get_memory_stats``; and ``retire_memory``, ``supersede_memory`` and ``reinstate_memory`` so an agent can stop
 a wrong or outdated memory from coming back in searches. There is no hard-delete tool on purpose: retiring is
 reversible and keeps the memory for review, while a delete cannot be undone, so it stays with people
 (``langgraph-memory delete``, dry run first), not with an agent that a bad prompt may steer.
 
 Arguments are checked by `langgraph_memory.research.validation` (the same checks and messages as the
-LangChain tools) and by the typed API; a bad argument raises a typed error before anything is written, which
+LangChain tools) and by the typed API. The tools that read take ``as_of`` (an ISO date or date and time) to
+answer from the memory as it stood then; a bad argument raises a typed error before anything is written, which
 `langgraph_memory.mcp.server` turns into an MCP tool error.
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -25,7 +28,7 @@ from langgraph_memory.config import MIN_RELEVANCE
 from langgraph_memory.errors import NotFoundError
 from langgraph_memory.lifecycle.states import item_states, lifecycle_json
 from langgraph_memory.memory import Memory
-from langgraph_memory.research.calls import ResearchCall, relevance_percent, research_calls
+from langgraph_memory.research.calls import AsOf, ResearchCall, parse_moment, relevance_percent, research_calls
 from langgraph_memory.research.validation import Limit, Tags, Text, check_content, check_limit, check_tags
 from langgraph_memory.search.ranking import keep_relevant
 
@@ -84,6 +87,7 @@ class MemoryTools:
         "store_memory",
         "search_memory",
         "get_memory",
+        "get_memory_history",
         "store_research_finding",
         "query_research_findings",
         "store_hypothesis",
@@ -157,11 +161,13 @@ class MemoryTools:
             "embedding_dimensions": store.items.writer.dims,
         }
 
-    def search_memory(self, query: Text, limit: Limit = 5) -> dict[str, Any]:
-        """Search memories by meaning; results under 30% relevance are dropped, best first."""
+    def search_memory(self, query: Text, limit: Limit = 5, as_of: AsOf = None) -> dict[str, Any]:
+        """Search memories by meaning; results under 30% relevance are dropped, best first. With as_of, the
+        memories as they stood then."""
         query = check_content(query, field="query")
         limit = check_limit(limit)
-        found = keep_relevant(self.memory.store.search(self.namespace, query=query, limit=limit), self.min_relevance)
+        store: Any = self.memory.store if as_of is None else self.memory.store.as_of(parse_moment(as_of))
+        found = keep_relevant(store.search(self.namespace, query=query, limit=limit), self.min_relevance)
         results = [
             {
                 "memory_id": it.key,
@@ -175,10 +181,13 @@ class MemoryTools:
         ]
         return {"results": results, "total_results": len(results), "query_embedding_generated": True}
 
-    def get_memory(self, memory_id: Text) -> dict[str, Any]:
+    def get_memory(self, memory_id: Text, as_of: AsOf = None) -> dict[str, Any]:
         """A memory by id: a typed record (finding, hypothesis, strategy, backtest, lesson, regime, tool) or a
-        plain memory; ``status`` says when it is retired or superseded (searches leave it out)."""
+        plain memory; ``status`` says when it is retired or superseded (searches leave it out). With as_of,
+        its value as it stood then (get_memory_history lists every version)."""
         memory_id = check_content(memory_id, field="memory_id")
+        if as_of is not None:
+            return self._get_as_of(memory_id, parse_moment(as_of))
         try:
             record = self.memory.get(memory_id)
         except NotFoundError:
@@ -200,6 +209,25 @@ class MemoryTools:
             "record": record.model_dump(mode="json"),
             **item_states(record.model_dump(mode="json"), st),
         }
+
+    def _get_as_of(self, memory_id: str, at: datetime) -> dict[str, Any]:
+        """`get_memory` as of ``at``: the value then (the lifecycle of then is in get_memory_history)."""
+        then = self.memory.as_of(at)
+        try:
+            record = then.get(memory_id)
+        except NotFoundError:
+            item = then.store.get(self.namespace, memory_id)
+            if item is None:
+                raise
+            return {
+                "memory_id": item.key,
+                "namespace": list(item.namespace),
+                "value": item.value,
+                "created_at": _iso(item.created_at),
+                "updated_at": _iso(item.updated_at),
+                "as_of": at.isoformat(),
+            }
+        return {"memory_id": memory_id, "record": record.model_dump(mode="json"), "as_of": at.isoformat()}
 
     # ------------------------------------------------------ lineage, stats
 

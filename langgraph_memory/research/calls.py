@@ -22,10 +22,13 @@ import re
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import UTC, date, datetime, time
+from typing import Annotated, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from langgraph_memory.errors import InvalidArgumentError
+from langgraph_memory.lifecycle.items import ItemLifecycle
 from langgraph_memory.research.api import ResearchAPI
 from langgraph_memory.research.collections import BacktestCosts, EquityCurve
 from langgraph_memory.research.procedures import ProceduralAPI
@@ -33,7 +36,19 @@ from langgraph_memory.research.typed import Hit, ParentIds
 from langgraph_memory.research.units import unit_of
 from langgraph_memory.research.validation import Limit, Tags, Text, check_content, check_limit, check_tags
 
-__all__ = ["CALLS", "HIDDEN", "ResearchCall", "research_calls", "hits_json", "plain_text", "relevance_percent"]
+__all__ = [
+    "CALLS",
+    "HIDDEN",
+    "AS_OF_CALLS",
+    "AsOf",
+    "ResearchCall",
+    "research_calls",
+    "hits_json",
+    "history_json",
+    "parse_moment",
+    "plain_text",
+    "relevance_percent",
+]
 
 #: The research calls offered outside Python, by the name they are offered under.
 CALLS: Mapping[str, Callable[..., Any]] = {
@@ -56,7 +71,30 @@ CALLS: Mapping[str, Callable[..., Any]] = {
     "store_tool_definition": ProceduralAPI.store_tool_definition,
     "get_tool_definition": ProceduralAPI.get_tool_definition,
     "query_tool_definitions": ProceduralAPI.query_tool_definitions,
+    "get_memory_history": ItemLifecycle.history,
 }
+
+#: The calls that read, offered with an ``as_of`` moment too: they then answer from `Memory.as_of()`.
+AS_OF_CALLS = frozenset(
+    {
+        "query_research_findings",
+        "query_hypotheses",
+        "get_similar_strategies",
+        "query_backtests",
+        "get_relevant_lessons",
+        "query_market_regimes",
+        "get_tool_definition",
+        "query_tool_definitions",
+    }
+)
+
+AsOf = Annotated[
+    str | None,
+    Field(
+        description="read the memory as it stood at this moment: an ISO date (2026-03-03, the end of that day, "
+        "UTC) or date and time (2026-03-03T14:30, UTC unless it names its offset); default now"
+    ),
+]
 
 #: Parameters not offered: who calls is the caller's business (``session_id``, ``agent_id``), the relevance
 #: threshold is the server's (``min_relevance``), and retired memories stay hidden outside Python. The data
@@ -100,6 +138,72 @@ def hits_json(hits: Sequence[Hit[Any]]) -> dict[str, Any]:
     return {"results": results, "total_results": len(results)}
 
 
+def parse_moment(text: str) -> datetime:
+    """A moment to read memory as of: an ISO date (the end of that day) or date and time; UTC unless it says.
+
+    A date alone means what was known by the end of that day, as "as of 3 March" does.
+
+    Examples:
+        >>> parse_moment("2026-03-03")
+        datetime.datetime(2026, 3, 3, 23, 59, 59, 999999, tzinfo=datetime.timezone.utc)
+        >>> parse_moment("2026-03-03T14:30Z")
+        datetime.datetime(2026, 3, 3, 14, 30, tzinfo=datetime.timezone.utc)
+
+    Raises:
+        InvalidArgumentError: ``text`` is neither.
+    """
+    if isinstance(text, datetime):
+        return text if text.tzinfo is not None else text.replace(tzinfo=UTC)
+    raw = str(text).strip()
+    try:
+        if len(raw) == 10:
+            return datetime.combine(date.fromisoformat(raw), time.max, tzinfo=UTC)
+        moment = datetime.fromisoformat(raw)
+    except ValueError:
+        raise InvalidArgumentError(
+            f"as_of must be an ISO date (2026-03-03) or date and time (2026-03-03T14:30, UTC unless it names "
+            f"its offset), got {text!r}"
+        ) from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _changes(older: Any, newer: Any) -> list[dict[str, Any]]:
+    """What differs from ``older`` to ``newer`` (two `Version`): each field's old and new value, the
+    lifecycle (retired, superseded) as the field ``lifecycle``."""
+    out = [
+        {"field": name, "old": older.value.get(name), "new": newer.value.get(name)}
+        for name in dict.fromkeys([*older.value, *newer.value])
+        if older.value.get(name) != newer.value.get(name)
+    ]
+    if older.status != newer.status:
+        out.append({"field": "lifecycle", "old": older.status or "active", "new": newer.status or "active"})
+    return out
+
+
+def history_json(versions: Sequence[Any]) -> dict[str, Any]:
+    """An item's versions (newest first) as JSON, each with what made it and what changed.
+
+    ``created`` is true for a version no other version just preceded (the first, or one put again after a
+    delete, TTL expiry or archive move): its ``changes`` are empty and ``made_by`` is None (the history
+    records a change's thread and run with the version it ends). Otherwise ``made_by`` is the change that
+    made it (``change``, ``thread_id``, ``run_id``: the LangGraph run, when it ran in one) and ``changes``
+    lists each field's old and new value (``lifecycle`` for retire, supersede, restore). ``change``,
+    ``thread_id`` and ``run_id`` of the version itself say what ended it.
+    """
+    rows = []
+    for i, v in enumerate(versions):
+        older = versions[i + 1] if i + 1 < len(versions) else None
+        created = older is None or older.change in ("delete", "ttl", "archive")
+        made_by = (
+            None
+            if created or older is None
+            else {"change": older.change, "thread_id": older.thread_id, "run_id": older.run_id}
+        )
+        changes = [] if created or older is None else _changes(older, v)
+        rows.append({**v.as_dict(), "created": created, "made_by": made_by, "changes": changes})
+    return {"versions": rows, "total": len(rows)}
+
+
 def _bare(hint: Any) -> Any:
     """``hint`` without its ``Annotated`` metadata."""
     return typing.get_args(hint)[0] if typing.get_origin(hint) is typing.Annotated else hint
@@ -113,6 +217,8 @@ def _offered(name: str, hint: Any) -> tuple[Any, Check | None]:
     """
     if name == "tags":
         return Tags, check_tags
+    if name == "namespace":  # an item's namespace, as its labels; none: where its lineage says
+        return list[str] | None, lambda v: None if v is None else tuple(v)
     args = set(typing.get_args(hint))
     if hint is str:
         return Text, functools.partial(check_content, field=name)
@@ -148,12 +254,20 @@ class ResearchCall:
         return "min_relevance" in inspect.signature(self.method).parameters
 
     def invoke(self, memory: Any, arguments: Mapping[str, Any], *, min_relevance: float | None) -> Any:
-        """Check ``arguments``, run the call on ``memory`` (a ``Memory``) and return its result as JSON."""
+        """Check ``arguments``, run the call on ``memory`` (a ``Memory``) and return its result as JSON.
+
+        With ``as_of`` (the calls of `AS_OF_CALLS`) it runs on ``memory.as_of(moment)``.
+        """
         args = {self.renames.get(k, k): self.checks[k](v) if k in self.checks else v for k, v in arguments.items()}
+        as_of = args.pop("as_of", None)
+        if as_of is not None:
+            memory = memory.as_of(parse_moment(as_of))
         if self.takes_relevance:
             # A search without a query has no score to drop on.
             args["min_relevance"] = min_relevance if args.get("query", "") is not None else None
         result = getattr(memory, self.method.__name__)(**args)
+        if self.name == "get_memory_history":
+            return {"item_id": arguments["item_id"], **history_json(result)}
         if self.name == "strategy_versions":
             return {
                 "name": arguments["name"],
@@ -201,6 +315,8 @@ def _build(name: str, method: Callable[..., Any]) -> ResearchCall:
         # JSON has no tuples: an empty sequence is offered as nothing.
         default = None if isinstance(p.default, tuple) and not p.default else p.default
         params.append(inspect.Parameter(offered, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind))
+    if name in AS_OF_CALLS:
+        params.append(inspect.Parameter("as_of", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=AsOf))
     doc = inspect.getdoc(method) or name
     summary = plain_text(doc.split("\n\n", 1)[0])
     return ResearchCall(

@@ -9,6 +9,7 @@ blocks the event loop.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from langgraph_memory.errors import (
     ValidationError,
 )
 from langgraph_memory.memory import Memory
+from langgraph_memory.research.calls import parse_moment
 from langgraph_memory.research.collections import (
     COLLECTIONS,
     GENERAL,
@@ -90,10 +92,36 @@ def _size(n: int | None) -> str:
     return str(n)
 
 
-def item_href(key: str, namespace: tuple[str, ...] | list[str] | None) -> str:
-    """The item page of ``key`` (in ``namespace``)."""
+def item_href(key: str, namespace: tuple[str, ...] | list[str] | None, as_of: str | None = None) -> str:
+    """The item page of ``key`` (in ``namespace``; as of the moment ``as_of``, when given)."""
     url = f"/item/{quote(key, safe='')}"
-    return url + ("?" + urlencode({"ns": "/".join(namespace)}) if namespace else "")
+    query = {**({"ns": "/".join(namespace)} if namespace else {}), **({"as_of": as_of} if as_of else {})}
+    return url + ("?" + urlencode(query) if query else "")
+
+
+def _as_of(request: Request) -> tuple[str, datetime] | None:
+    """The page's ``as_of`` parameter (an ISO date or date and time) and the moment it names, if it has one."""
+    text = (request.query_params.get("as_of") or "").strip()
+    return (text, parse_moment(text)) if text else None
+
+
+def _current_at(versions: list[dict[str, Any]], at: datetime) -> str | None:
+    """The ``valid_from`` of the version current at ``at`` (to mark it in the versions table), if one was."""
+    return next(
+        (
+            r["valid_from"]
+            for r in versions
+            if datetime.fromisoformat(r["valid_from"]) <= at
+            and (r["valid_to"] is None or datetime.fromisoformat(r["valid_to"]) > at)
+        ),
+        None,
+    )
+
+
+def _short(value: Any, n: int = 200) -> str:
+    """A changed value, for the versions table: text as is, anything else as JSON; long ones cut."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def _environment() -> Environment:
@@ -108,6 +136,9 @@ def _environment() -> Environment:
         size=_size,
         preview=lambda value, n=140: preview(value, n),
         ns=lambda ns: "/".join(ns or ()),
+        short=_short,
+        # Versions often change within a minute: to the second.
+        iso_when=lambda iso: datetime.fromisoformat(iso).strftime("%Y-%m-%d %H:%M:%S") if iso else "now",
         coll_of=lambda ns: collection_for(tuple(ns or ())).name,
         pretty=lambda v: json.dumps(v, indent=2, ensure_ascii=False, default=str),
         pct=lambda v: f"{v:.0%}" if isinstance(v, (int, float)) else "-",
@@ -131,11 +162,16 @@ class UI:
 
     def render(self, request: Request, template: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         cookie = request.cookies.get(CSRF_COOKIE) or request.state.new_csrf
+        # A page read as of a moment links to items as of that moment too (a bad moment: the error page's links).
+        as_of = (request.query_params.get("as_of") or "").strip() if template != "error.html" else ""
         html = self.env.get_template(template).render(
             request=request,
             path=request.url.path,
             writes=self.guard.allow_writes,
             csrf=self.guard.csrf_token(cookie),
+            as_of=as_of,
+            item_href=functools.partial(item_href, as_of=as_of or None),
+            kept=[(k, v) for k, v in request.query_params.multi_items() if k not in ("as_of", "page", "done")],
             **ctx,
         )
         return HTMLResponse(html, status_code=status)
@@ -200,7 +236,13 @@ class UI:
             if not isinstance(filt, dict):
                 raise FilterError('the filter must be a JSON object, like {"severity": "major"}')
         found = plan = None
-        if query or namespace or filt:
+        as_of = _as_of(request)
+        if (query or namespace or filt) and as_of is not None:
+            found = self.b.search_as_of(
+                as_of[1], query or None, namespace=namespace, filter=filt, include_retired=include_retired, page=page
+            )
+            plan = found.plan
+        elif query or namespace or filt:
             found = self.b.search(
                 query or None, namespace=namespace, filter=filt, include_retired=include_retired, page=page
             )
@@ -211,6 +253,7 @@ class UI:
             "collection": collection,
             "filter": filter_text,
             "retired": "1" if include_retired else "",
+            **({"as_of": as_of[0]} if as_of else {}),
         }
         near = self.b.near_namespace(_ns(ns_text))
         return self.render(
@@ -232,9 +275,17 @@ class UI:
     def item(self, request: Request) -> Response:
         key = request.path_params["key"]
         ns = _ns(request.query_params.get("ns")) or None
-        view = self.b.item(key, ns)
-        graph = svg.lineage(view.graph, lambda n: item_href(n.id, n.namespace)) if view.graph else None
+        as_of = _as_of(request)
+        try:
+            view = self.b.item(key, ns)
+        except NotFoundError:
+            if as_of is None or ns is None:
+                raise
+            return self._past_item(request, key, ns, as_of[1])
+        link = functools.partial(item_href, as_of=as_of[0] if as_of else None)
+        graph = svg.lineage(view.graph, lambda n: link(n.id, n.namespace)) if view.graph else None
         strategy = view.item.value.get("name") if view.collection == "strategy_library" else None
+        then = self.b.value_as_of(view.item.namespace, view.item.key, as_of[1]) if as_of else None
         return self.render(
             request,
             "item.html",
@@ -243,6 +294,26 @@ class UI:
             graph=graph,
             strategy=strategy,
             message=request.query_params.get("done"),
+            then=then,
+            moment=as_of[1] if as_of else None,
+            current_then=_current_at(view.versions, as_of[1]) if as_of else None,
+        )
+
+    def _past_item(self, request: Request, key: str, ns: tuple[str, ...], at: datetime) -> Response:
+        """The page of an item no longer in memory, read as of ``at``: its value then and its versions."""
+        versions = self.b.versions(ns, key)
+        if not versions:
+            raise NotFoundError(f"no item with key {key!r} in {'/'.join(ns)} was ever stored")
+        return self.render(
+            request,
+            "item_past.html",
+            title=f"Item {key}",
+            key=key,
+            namespace=ns,
+            then=self.b.value_as_of(ns, key, at),
+            moment=at,
+            versions=versions,
+            current_then=_current_at(versions, at),
         )
 
     def strategies(self, request: Request) -> Response:
@@ -276,8 +347,14 @@ class UI:
         )
 
     def lessons(self, request: Request) -> Response:
-        page, n_open = self.b.lessons(page_number(request.query_params.get("page")))
-        return self.render(request, "lessons.html", title="Lessons", p=page, n_open=n_open)
+        number = page_number(request.query_params.get("page"))
+        as_of = _as_of(request)
+        if as_of is not None:
+            then = self.b.lessons_as_of(as_of[1], number)
+            base = "/lessons?" + urlencode({"as_of": as_of[0]}) + "&"
+            return self.render(request, "lessons.html", title="Lessons", p=then, n_open=None, base=base)
+        page, n_open = self.b.lessons(number)
+        return self.render(request, "lessons.html", title="Lessons", p=page, n_open=n_open, base="/lessons?")
 
     def sessions(self, request: Request) -> Response:
         page = self.b.sessions(page_number(request.query_params.get("page")))

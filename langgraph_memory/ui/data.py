@@ -34,6 +34,7 @@ from langgraph_memory.catalog.status import ItemStatus
 from langgraph_memory.errors import InvalidArgumentError, NotFoundError
 from langgraph_memory.lifecycle.stats import MemoryStats, collect_stats
 from langgraph_memory.memory import Memory
+from langgraph_memory.research.calls import history_json
 from langgraph_memory.research.collections import (
     COLLECTIONS,
     GENERAL,
@@ -161,6 +162,8 @@ class ItemView:
     graph: LineageGraph | None
     version: _lin.VersionRow | None = None
     history: list[tuple[datetime, str]] = field(default_factory=list)
+    #: Its versions, newest first, each with what made it and what changed (`history_json`'s rows).
+    versions: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -385,7 +388,52 @@ class Browser:
             history.append((status.changed_at, what + (f": {status.reason}" if status.reason else "")))
         history.sort(key=lambda h: h[0])
         graph = self.lineage_graph(it.key) if known else None
-        return ItemView(it, collection_for(it.namespace).name, status, graph, version, history)
+        versions = self.versions(it.namespace, it.key)
+        return ItemView(it, collection_for(it.namespace).name, status, graph, version, history, versions)
+
+    def versions(self, namespace: tuple[str, ...], key: str) -> list[dict[str, Any]]:
+        """The versions of ``(namespace, key)``, newest first (`history_json`'s rows), live or not."""
+        return list(history_json(self.store.history(namespace, key))["versions"])
+
+    def value_as_of(self, namespace: tuple[str, ...], key: str, at: datetime) -> Any | None:
+        """The item ``(namespace, key)`` as it stood at ``at`` (an ``Item``), or None when it was not in memory."""
+        return self.store.as_of(at).get(namespace, key)
+
+    def search_as_of(
+        self,
+        at: datetime,
+        query: str | None,
+        *,
+        namespace: tuple[str, ...] = (),
+        filter: dict[str, Any] | None = None,
+        include_retired: bool = False,
+        page: int = 0,
+    ) -> Any:
+        """One page of a search of the memory as it stood at ``at``, shaped as `search` returns it.
+
+        The score of each hit is the as-of search's (its parts are not kept apart there).
+        """
+        from types import SimpleNamespace
+
+        found = self.store.as_of(at).search(
+            namespace,
+            query=query or None,
+            filter=filter,
+            limit=SEARCH_PAGE_SIZE,
+            offset=page * SEARCH_PAGE_SIZE,
+            include_retired=include_retired,
+        )
+        hits = [
+            SimpleNamespace(
+                item=it,
+                parts=SimpleNamespace(final=it.score, cosine=None, keyword=None, retention=None, temporal_share=None)
+                if it.score is not None
+                else None,
+            )
+            for it in found
+        ]
+        plan = f"as of {at.isoformat()}: the store's plan over the items unchanged since, older versions scored apart"
+        return SimpleNamespace(hits=hits, plan=plan, ranking="as-of")
 
     def lineage_graph(self, item_id: str, *, max_nodes: int = MAX_GRAPH_NODES) -> LineageGraph:
         """The lineage of ``item_id`` as a graph: nodes with summaries and states, and the edges among them."""
@@ -488,6 +536,11 @@ class Browser:
             n_open, n_resolved = counts = _browse.open_lessons(conn)
             rows = _browse.lessons_page(conn, limit=self.page_size, offset=page * self.page_size, counts=counts)
         return Page(rows, page, self.page_size, n_open + n_resolved), n_open
+
+    def lessons_as_of(self, at: datetime, page: int = 0) -> Page:
+        """A page of the lessons as they stood at ``at``, newest first (the history keeps no counts: no total)."""
+        rows = self.store.as_of(at).search(("lessons",), limit=self.page_size, offset=page * self.page_size)
+        return Page(rows, page, self.page_size, None)
 
     # ------------------------------------------------------------ sessions
 
