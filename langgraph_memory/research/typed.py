@@ -342,8 +342,8 @@ class TypedItems:
             filter=filter or None,
             limit=k,
             include_retired=include_retired,
-            data_cutoff=data_cutoff,
-            include_undated=include_undated,
+            # only a store that applies cut-offs takes them (an as-of view does not)
+            **({"data_cutoff": data_cutoff, "include_undated": include_undated} if data_cutoff is not None else {}),
         )
         if query:  # a listing without a query has no scores to hold to a threshold
             results = keep_relevant(results, min_relevance)
