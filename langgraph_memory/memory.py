@@ -273,7 +273,7 @@ class Memory(ResearchAPI, ProceduralAPI):
         lock_timeout: float | None = None,
         session_config: SessionConfig | None = None,
         create_parents: bool = False,
-        index_process: bool = False,
+        index_process: bool | None = None,
         local_dir: str | os.PathLike[str] | None = None,
         read_only: bool = False,
         create: bool = True,
@@ -312,9 +312,9 @@ class Memory(ResearchAPI, ProceduralAPI):
                 (argument > ``LANGGRAPH_MEMORY_LOCK_TIMEOUT`` > config file > 30).
             session_config: session boundaries, promotion and cleanup for
                 ``mem.sessions`` (``SessionConfig``'s defaults).
-            index_process: run the embedded Chroma index in a child process,
-                so its writes never hold this process's GIL (for async servers:
-                see ``ChromaStore``'s ``index_process``).
+            index_process: run the embedded Chroma index in a child process
+                (default: yes, unless ``LANGGRAPH_MEMORY_INDEX_PROCESS=0``), so its
+                writes never hold this process's GIL (see ``ChromaStore``'s ``index_process``).
             local_dir: with a ``postgresql://`` address, the folder for what
                 stays local (embedding cache, archive files); argument >
                 ``LANGGRAPH_MEMORY_LOCAL_DIR`` > config file > a folder under

@@ -290,3 +290,41 @@ def test_on_postgresql_an_hnsw_search_scores_what_the_index_lacks_and_the_counts
     finally:
         gate.set()
         store.close()
+
+
+def test_a_search_during_an_apply_does_not_queue_behind_it_and_finds_everything(
+    tmp_path: Path, fake_embeddings: Any
+) -> None:
+    # An upsert of a chunk into a large collection holds the index for up to a second; a search that waited for
+    # it held the catalog meanwhile, and every put queued behind that search. It scores exactly instead.
+    from langgraph.store.base import PutOp
+
+    from langgraph_memory.index.chroma import ChromaIndex
+
+    store = ChromaStore(data_dir=tmp_path / "d", index={"dims": 16, "embed": fake_embeddings, "fields": ["text"]})
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_apply(col: Any, n_old: Any, vectors: Any) -> None:  # the applier's own call, made slow
+        entered.set()
+        release.wait(60)
+        ChromaIndex._apply(col, n_old, vectors)
+
+    held_for = 20.0
+    try:
+        store.planner.exact_max = 5  # scopes over 30 vectors go to HNSW
+        store.batch([PutOp(("docs", f"n{i % 4}"), f"k{i}", {"text": f"note number {i}"}) for i in range(150)])
+        assert store.wait_for_index(timeout=60)
+        store.vector_index._apply = slow_apply  # type: ignore[method-assign]
+        store.put(("docs", "n0"), "new", {"text": "the newest note"})
+        assert entered.wait(30)  # the catch-up thread is inside its upsert, holding the index
+        threading.Timer(held_for, release.set).start()  # the longest the apply holds it
+        started = time.monotonic()
+        hits = store.search(("docs",), query="note number 7", limit=10)  # 151 items: more than one HNSW fetch
+        store.put(("docs", "n1"), "during", {"text": "written during the apply"})
+        took = time.monotonic() - started
+        assert not release.is_set() and took < held_for / 2, f"the search and put waited {took:.1f} s for the apply"
+        assert len(hits) == 10 and hits[0].key == "k7"
+        assert [h.key for h in hits] == [h.key for h in store.search(("docs",), query="note number 7", limit=10)]
+    finally:
+        release.set()
+        store.close()

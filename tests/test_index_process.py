@@ -196,3 +196,25 @@ def test_an_index_process_and_an_embedded_writer_keep_one_index_intact(data_dir:
             assert [r[0] for r in res["ids"]] == ids
     finally:
         store.close()
+
+
+def test_by_default_the_embedded_index_runs_in_a_child_unless_the_environment_says_0(
+    tmp_path: Path, fake_embeddings: DeterministicFakeEmbedding, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # In this process an upsert holds the GIL (0.3-0.6 s for 500 vectors into 100,000), stopping puts and loops.
+    from langgraph_memory.errors import ConfigError
+
+    monkeypatch.delenv("LANGGRAPH_MEMORY_INDEX_PROCESS", raising=False)
+    index = {"dims": DIMS, "embed": fake_embeddings}
+    with ChromaStore(data_dir=tmp_path / "default", index=index) as s:
+        s.put(("docs",), "a", {"text": "hello"})
+        assert s.wait_for_index(timeout=60)
+        assert s.vector_index.handle.process is not None and s.vector_index.handle.process.pid is not None
+        assert isinstance(s.vector_index.handle._client, RemoteClient)
+        assert s.search(("docs",), query="hello")[0].key == "a"
+    monkeypatch.setenv("LANGGRAPH_MEMORY_INDEX_PROCESS", "0")
+    with ChromaStore(data_dir=tmp_path / "inline", index=index) as s:
+        assert s.vector_index.handle.process is None
+    monkeypatch.setenv("LANGGRAPH_MEMORY_INDEX_PROCESS", "maybe")
+    with pytest.raises(ConfigError, match="LANGGRAPH_MEMORY_INDEX_PROCESS"):
+        ChromaStore(data_dir=tmp_path / "bad", index=index)

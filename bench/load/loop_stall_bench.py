@@ -111,29 +111,42 @@ def _chroma_server(path: Path) -> Iterator[tuple[str, int]]:
 
 
 DESIGNS = {
-    "embedded": "ChromaStore() default: the embedded index in this process",
+    "embedded": "ChromaStore() default (the embedded index, driven from a child process)",
+    "thread": "ChromaStore(index_process=False): the embedded index in this process",
     "process": "ChromaStore(index_process=True): the embedded index driven from a child process",
     "server": "ChromaStore(HttpClient): the index on a `chroma run` server on loopback, started per run",
     "factory": "langgraph_memory.platform.open_store(): what langgraph.json's store factory opens",
 }
 
 
-def _open_store(design: str, tmp: Path, emb: Any, dims: int, stack: contextlib.ExitStack) -> Any:
+def _open_store(
+    design: str, tmp: Path, emb: Any, dims: int, stack: contextlib.ExitStack, pg_url: str | None = None
+) -> Any:
     from langgraph_memory.store import ChromaStore
 
     index = {"dims": dims, "embed": emb}
+    where: dict[str, Any] = {"data_dir": tmp / "memory"}
+    if pg_url:  # the catalog on a fresh database of this PostgreSQL server, the index beside it
+        from langgraph_memory._infra.pg_cluster import create_database, drop_database
+        from langgraph_memory.config import Settings
+
+        url = create_database(pg_url)
+        stack.callback(drop_database, url)
+        where = {"settings": Settings.resolve(url, local_dir=tmp / "memory")}
     if design == "server":
         import chromadb
 
         host, port = stack.enter_context(_chroma_server(tmp / "chroma-server"))
-        return ChromaStore(chromadb.HttpClient(host=host, port=port), data_dir=tmp / "memory", index=index)
+        return ChromaStore(chromadb.HttpClient(host=host, port=port), index=index, **where)
     if design == "process":
-        return ChromaStore(data_dir=tmp / "memory", index=index, index_process=True)
+        return ChromaStore(index=index, index_process=True, **where)
+    if design == "thread":
+        return ChromaStore(index=index, index_process=False, **where)
     if design == "factory":
         from langgraph_memory.platform import open_store
 
         return open_store({"index": index}, data_dir=tmp / "memory")
-    return ChromaStore(data_dir=tmp / "memory", index=index)
+    return ChromaStore(index=index, **where)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -149,6 +162,16 @@ def main(argv: list[str] | None = None) -> None:
         default="embedded",
         help=f"comma-separated, run interleaved in each repeat: {', '.join(DESIGNS)}",
     )
+    parser.add_argument(
+        "--workload",
+        choices=("rounds", "mix"),
+        default="rounds",
+        help="rounds: --writers x --rounds of put+search+checkpoint; mix: --tasks coroutines putting, searching, "
+        "getting and deleting for --seconds (then checks nothing was lost)",
+    )
+    parser.add_argument("--tasks", type=int, default=50, help="coroutines of the mix workload")
+    parser.add_argument("--seconds", type=float, default=40.0, help="duration of the mix workload")
+    parser.add_argument("--pg-url", help="put the catalog on this PostgreSQL server (a fresh database per run)")
     parser.add_argument("--chroma-server", action="store_true", help="same as --designs server")
     parser.add_argument("--index-process", action="store_true", help="same as --designs process")
     args = parser.parse_args(argv)
@@ -173,7 +196,7 @@ def main(argv: list[str] | None = None) -> None:
         for design in designs:
             with tempfile.TemporaryDirectory(prefix="lgm-loop-bench-") as tmp, contextlib.ExitStack() as stack:
                 opened = time.perf_counter()
-                store = _open_store(design, Path(tmp), emb, dims, stack)
+                store = _open_store(design, Path(tmp), emb, dims, stack, args.pg_url)
                 saver = SqliteCheckpointer(Path(tmp) / "memory" / "checkpoints.sqlite")
                 open_s = time.perf_counter() - opened
                 # As the suite's test does: a full collection of the cyclic GC walks every object of the process
@@ -181,11 +204,24 @@ def main(argv: list[str] | None = None) -> None:
                 gc.collect()
                 gc.freeze()
                 try:
-                    gaps = asyncio.run(
-                        helper.measure(
-                            store, saver, writers=args.writers, rounds=args.rounds, schedstat=True, warmup=args.warmup
+                    if args.workload == "mix":
+                        store.put(("memories", "warm-up"), "k", {"text": "warm up"})  # starts the index's child
+                        store.search(("memories",), query="warm up")
+                        store.wait_for_index()
+                        gaps = asyncio.run(
+                            helper.measure_mix(store, tasks=args.tasks, seconds=args.seconds, schedstat=True)
                         )
-                    )
+                    else:
+                        gaps = asyncio.run(
+                            helper.measure(
+                                store,
+                                saver,
+                                writers=args.writers,
+                                rounds=args.rounds,
+                                schedstat=True,
+                                warmup=args.warmup,
+                            )
+                        )
                 finally:
                     gc.unfreeze()
                     saver.close()
@@ -193,30 +229,37 @@ def main(argv: list[str] | None = None) -> None:
             rows.append((f"{args.label}{'-' if args.label else ''}{design} #{repeat + 1}", gaps, open_s))
 
     source = Path(langgraph_memory.__file__).resolve().parents[1]
+    workload = (
+        f"{args.tasks} tasks x {args.seconds:.0f} s of put + search + get + delete (every third round)"
+        if args.workload == "mix"
+        else f"{args.writers} writers x {args.rounds} rounds (put + search + checkpoint put + put_writes)"
+    )
+    catalog = "PostgreSQL" if args.pg_url else "SQLite"
     print(
-        f"Loop stalls {args.label}: library from {source}; {args.writers} writers x {args.rounds} rounds "
-        f"(put + search + checkpoint put + put_writes), model={args.model}; 1 ms ticker; intervals in ms"
+        f"Loop stalls {args.label}: library from {source}; {workload}, catalog on {catalog}, model={args.model}; "
+        "1 ms ticker; intervals in ms"
     )
     for design in designs:
         print(f"  {design}: {DESIGNS[design]}")
     print(
         "| run | ticks | wall p50 | wall p99 | wall max | unloaded p99 | unloaded max | cpu p99 | cpu max "
         "| waited p99 | waited max | others waited max | longest other max | slept p99 | slept max | aput p50 | aput p99 "
-        "| asearch p50 | asearch p99 | ckpt p50 | open s | measured s |"
+        "| asearch p50 | asearch p99 | aget p50 | adelete p50 | ckpt p50 | open s | measured s |"
     )
-    print("|---|" + "---:|" * 21)
+    print("|---|" + "---:|" * 23)
     for name, gaps, open_s in rows:
         wall, cpu = gaps.summary("wall"), gaps.summary("cpu")
         unloaded, waited, slept = gaps.summary("unloaded"), gaps.summary("waited"), gaps.summary("slept")
         others, longest = gaps.summary("others_waited"), gaps.summary("others_waited_longest")
         put, search, ckpt = gaps.summary("aput"), gaps.summary("asearch"), gaps.summary("checkpoint")
+        get, delete = gaps.summary("aget"), gaps.summary("adelete")
         print(
             f"| {name} | {int(wall['ticks'])} | {wall['p50']:.2f} | {wall['p99']:.2f} | {wall['max']:.1f} | "
             f"{unloaded['p99']:.2f} | {unloaded['max']:.1f} | {cpu['p99']:.2f} | {cpu['max']:.1f} | "
             f"{waited['p99']:.2f} | {waited['max']:.1f} | {others['max']:.1f} | {longest['max']:.1f} | {slept['p99']:.2f} | "
             f"{slept['max']:.1f} | "
             f"{put['p50']:.1f} | {put['p99']:.1f} | {search['p50']:.1f} | {search['p99']:.1f} | "
-            f"{ckpt['p50']:.1f} | {open_s:.2f} | {sum(gaps.wall):.2f} |"
+            f"{get['p50']:.1f} | {delete['p50']:.1f} | {ckpt['p50']:.1f} | {open_s:.2f} | {sum(gaps.wall):.2f} |"
         )
     print(
         f"Machine: nproc={os.cpu_count()}; CPU {cpu_model()} ({cpu_flags()}); Python {sys.version.split()[0]}; started {started}; "

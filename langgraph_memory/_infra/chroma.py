@@ -131,13 +131,15 @@ class ChromaHandle:
             return client
 
     @contextmanager
-    def use(self, *, write: bool = False) -> Iterator[Any]:
+    def use(self, *, write: bool = False, wait: float | None = None) -> Iterator[Any]:
         """Hold the lock, make sure the client is current, yield it; record writes.
 
         Only the outermost ``use`` of a thread checks the generation and, if
         anything in it wrote, bumps it: nested uses cost a re-entrant lock.
+        ``wait``: seconds to wait for the lock (default: the lock's timeout);
+        past it `LockTimeoutError`.
         """
-        with self.lock.hold():
+        with self.lock.hold(wait):
             outermost = self.lock.depth == 1
             if outermost and self.path is not None:
                 generation = self._generation()

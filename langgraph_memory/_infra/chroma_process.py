@@ -38,13 +38,36 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from langgraph_memory.errors import IndexProcessError
+from langgraph_memory.errors import ConfigError, IndexProcessError
 
-__all__ = ["ChromaProcess", "RemoteClient", "RemoteCollection"]
+__all__ = ["INDEX_PROCESS_ENV", "ChromaProcess", "RemoteClient", "RemoteCollection", "index_process_wanted"]
 
 logger = logging.getLogger(__name__)
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+
+#: ``0`` keeps an embedded index in the process that opens it (``1``, the default: in a child process).
+INDEX_PROCESS_ENV = "LANGGRAPH_MEMORY_INDEX_PROCESS"
+
+
+def index_process_wanted(explicit: bool | None = None) -> bool:
+    """Whether an embedded index runs in a child process: ``explicit``, else ``$LANGGRAPH_MEMORY_INDEX_PROCESS``, else yes.
+
+    Raises:
+        ConfigError: the variable holds something other than 1/0 (true/false, yes/no, on/off).
+
+    Examples:
+        >>> index_process_wanted(False)
+        False
+    """
+    if explicit is not None:
+        return bool(explicit)
+    raw = os.environ.get(INDEX_PROCESS_ENV, "1").strip().lower()
+    if raw in {"1", "true", "yes", "on", ""}:
+        return True
+    if raw in {"0", "false", "no", "off"}:
+        return False
+    raise ConfigError(f"{INDEX_PROCESS_ENV} must be 1 or 0, got {raw!r}")
 
 
 class _RemoteFailure(Exception):

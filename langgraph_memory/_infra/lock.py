@@ -60,15 +60,16 @@ class WriteLock:
                 self._fallback = filelock.FileLock(str(self.path), timeout=timeout, thread_local=False)
 
     @contextmanager
-    def hold(self) -> Iterator[None]:
-        """Hold the lock for the duration of the ``with`` block."""
-        if not self._thread_lock.acquire(timeout=self.timeout):
+    def hold(self, timeout: float | None = None) -> Iterator[None]:
+        """Hold the lock for the duration of the ``with`` block (waiting ``timeout`` s, default ``self.timeout``)."""
+        wait = self.timeout if timeout is None else timeout
+        if not self._thread_lock.acquire(timeout=wait):
             raise LockTimeoutError(
-                f"another thread held the memory lock for more than {self.timeout:.0f}s; retry, or raise lock_timeout"
+                f"another thread held the memory lock for more than {wait:.0f}s; retry, or raise lock_timeout"
             )
         try:
             if self._depth == 0 and self.path is not None:
-                self._acquire_file()
+                self._acquire_file(wait)
             self._depth += 1
             try:
                 yield
@@ -79,28 +80,28 @@ class WriteLock:
         finally:
             self._thread_lock.release()
 
-    def _timeout_error(self) -> LockTimeoutError:
+    def _timeout_error(self, wait: float) -> LockTimeoutError:
         return LockTimeoutError(
-            f"another process held the lock {self.path} for more than {self.timeout:.0f}s. "
+            f"another process held the lock {self.path} for more than {wait:.0f}s. "
             "Another program is using this data directory; retry later, raise lock_timeout, "
             "or run a Chroma server (`chroma run`) for many concurrent writers."
         )
 
-    def _acquire_file(self) -> None:
+    def _acquire_file(self, wait: float) -> None:
         if self._fallback is not None:  # pragma: no cover - Windows
             import filelock
 
             try:
-                self._fallback.acquire(timeout=self.timeout)
+                self._fallback.acquire(timeout=wait)
             except filelock.Timeout:
-                raise self._timeout_error() from None
+                raise self._timeout_error(wait) from None
             return
         if self._fd is None or self._fd_pid != os.getpid():
             # A forked child must not share the parent's open file description
             # (flock locks belong to it): open the lock file anew.
             self._fd = os.open(str(self.path), os.O_RDWR | os.O_CREAT, 0o644)
             self._fd_pid = os.getpid()
-        deadline = time.monotonic() + self.timeout
+        deadline = time.monotonic() + wait
         delay = 0.0005
         while True:
             try:
@@ -108,9 +109,12 @@ class WriteLock:
                 return
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    raise self._timeout_error() from None
+                    raise self._timeout_error(wait) from None
                 time.sleep(delay)
-                delay = min(delay * 2, 0.05)
+                # Short polls: an index catching up frees the lock for a few ms between chunks
+                # (`_HANDOVER` in langgraph_memory.index.chroma); a waiter polling every 50 ms missed those
+                # windows, and with four writer processes one gave up after 30 s.
+                delay = min(delay * 2, 0.002)
 
     def _release_file(self) -> None:
         if self._fallback is not None:  # pragma: no cover - Windows

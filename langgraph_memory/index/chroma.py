@@ -50,20 +50,37 @@ from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog import scope as _scope
 from langgraph_memory.catalog import vectors as _vectors
-from langgraph_memory.errors import CorruptFileError, DiskFullError, LangGraphMemoryError, StoreBackendError
+from langgraph_memory.errors import (
+    CorruptFileError,
+    DiskFullError,
+    LangGraphMemoryError,
+    LockTimeoutError,
+    StoreBackendError,
+)
 from langgraph_memory.index._probe import probe, unreachable
 from langgraph_memory.index._server_health import ServerHealth, missing
 from langgraph_memory.index._server_health import unreachable as server_unreachable
 from langgraph_memory.index._session import SessionLock, fingerprint, is_content_seal
 from langgraph_memory.registry import default_collections
 
-__all__ = ["ChromaIndex", "IndexUnavailable", "IndexServerUnavailable", "RebuildReport", "record_id", "parse_record_id"]
+__all__ = [
+    "ChromaIndex",
+    "IndexBusy",
+    "IndexUnavailable",
+    "IndexServerUnavailable",
+    "RebuildReport",
+    "record_id",
+    "parse_record_id",
+]
 
 logger = logging.getLogger(__name__)
 
 _GEN_KEY = "index_generation"
 # Queued changes applied to Chroma per hold of the index lock.
 _APPLY_CHUNK = 500
+#: Seconds the index lock stays free between two chunks of one pass, for other processes polling for it (every
+#: 2 ms at most, see `langgraph_memory._infra.lock`); a chunk's upsert takes 0.3-0.6 s at 100,000 items.
+_HANDOVER = 0.005
 _SEAL_KEY = "index_seal"
 _BROKEN_KEY = "index_broken"
 _BATCH = 1000
@@ -83,6 +100,16 @@ ProgressFn = Callable[[str, int, int], None]
 
 class IndexUnavailable(StoreBackendError):
     """Chroma failed on a collection; searches of it run exactly from the catalog until it is rebuilt."""
+
+
+class IndexBusy(IndexUnavailable):
+    """This process is applying changes to the index right now: a search scores its candidates exactly instead.
+
+    A Chroma call cannot be cut short and an ``upsert`` of a chunk takes up to
+    a second on a large collection (0.3-0.6 s for 500 vectors at 100,000), so
+    a search that queued behind it would wait that long, and, since it holds
+    the catalog while it searches, so would every put behind it.
+    """
 
 
 class IndexServerUnavailable(IndexUnavailable):
@@ -203,6 +230,8 @@ class ChromaIndex:
         # With the catalog on a server, applying the log runs on a connection of its own (see `_log`).
         self._log_catalog: Catalog | None = None
         self._log_lock = threading.Lock()
+        # True while this process's applier holds the index for an upsert: searches then do not queue behind it.
+        self._applying = False
 
     # ------------------------------------------------------------- naming
 
@@ -252,10 +281,10 @@ class ChromaIndex:
     # ------------------------------------------------------------- access
 
     @contextmanager
-    def _use(self, *, write: bool = False) -> Iterator[Any]:
+    def _use(self, *, write: bool = False, wait: float | None = None) -> Iterator[Any]:
         self._held.depth = self._holding() + 1
         try:
-            with self.handle.use(write=write) as client:
+            with self.handle.use(write=write, wait=wait) as client:
                 if self._epoch != self.handle.epoch:
                     self._collections.clear()
                     self._epoch = self.handle.epoch
@@ -469,6 +498,7 @@ class ChromaIndex:
                 vectors = _items.load_vectors(conn, list(n_old))
             self._chroma_name(name, record=True)  # before the index lock (see ``_names``)
             with self._use(write=True) as client:
+                self._applying = True
                 try:
                     col = self._collection(client, name, create=True)
                     self._apply(col, n_old, vectors)
@@ -476,11 +506,14 @@ class ChromaIndex:
                     raise
                 except Exception as exc:  # noqa: BLE001 - Chroma's errors are many and untyped
                     raise self._failed(name, exc, "applying changes") from exc
+                finally:
+                    self._applying = False
             with log.write(ordered=False) as conn:  # needs no place in the change log
                 _queue.mark_applied(conn, name, rows[-1][0])
             applied += len(n_old)
             if len(rows) < _APPLY_CHUNK:
                 break  # everything pending was in this read; a later write requests its own pass
+            time.sleep(_HANDOVER)  # another process waiting for the index gets its turn
         return applied
 
     @staticmethod
@@ -516,18 +549,24 @@ class ChromaIndex:
         if not self.serving():  # caught up by catch_up(), outside the caller's catalog snapshot
             raise self._away("searching")
         self._chroma_name(collection)
-        with self._use() as client:
-            try:
-                col = self._collection(client, collection, create=False)
-                res = (
-                    None
-                    if col is None
-                    else col.query(query_embeddings=vector.reshape(1, -1), n_results=n, include=["distances"])
-                )
-            except LangGraphMemoryError:
+        applying = self._applying
+        try:
+            with self._use(wait=0.0 if applying else None) as client:
+                try:
+                    col = self._collection(client, collection, create=False)
+                    res = (
+                        None
+                        if col is None
+                        else col.query(query_embeddings=vector.reshape(1, -1), n_results=n, include=["distances"])
+                    )
+                except LangGraphMemoryError:
+                    raise
+                except Exception as exc:  # noqa: BLE001
+                    raise self._failed(collection, exc, "searching") from exc
+        except LockTimeoutError:
+            if not applying:
                 raise
-            except Exception as exc:  # noqa: BLE001
-                raise self._failed(collection, exc, "searching") from exc
+            raise IndexBusy(f"the Chroma index of {collection!r} is applying changes; scored exactly") from None
         if res is None:
             if not self.embedded and self._catalog_has_vectors(collection):
                 self.health.mark_lost(f"the collection of {collection!r} is missing")
@@ -548,7 +587,7 @@ class ChromaIndex:
         if col is None or collection in self.broken or not self.serving():
             return None
         try:
-            with self.handle.use() as _client:
+            with self.handle.use(wait=0.0 if self._applying else None) as _client:
                 if self._epoch != self.handle.epoch:  # reopened: the collection handle is stale
                     return None
                 res = col.query(query_embeddings=vector.reshape(1, -1), n_results=n, include=["distances"])

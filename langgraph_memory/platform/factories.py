@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 from urllib.parse import urlsplit
 
+from langgraph_memory._infra.chroma_process import INDEX_PROCESS_ENV
 from langgraph_memory.config import DATA_DIR_ENV, URL_ENV
 from langgraph_memory.errors import ConfigError
 
@@ -84,7 +85,6 @@ STORE_CONFIG_ENV = "LANGGRAPH_STORE"
 CHROMA_URL_ENV = "LANGGRAPH_MEMORY_CHROMA_URL"
 """An optional Chroma server (``http://host:port``) to hold the index instead of ``<data_dir>/chroma``."""
 
-INDEX_PROCESS_ENV = "LANGGRAPH_MEMORY_INDEX_PROCESS"
 """``0`` keeps the embedded index in the server's process (default ``1``: in a child process of its own)."""
 CHROMA_TOKEN_ENV = "LANGGRAPH_MEMORY_CHROMA_TOKEN"
 """A bearer token sent to that Chroma server (for a proxy in front of it that checks one)."""
@@ -208,15 +208,6 @@ def chroma_client_from_env() -> Any | None:
     )
 
 
-def _index_process_from_env() -> bool:
-    raw = os.environ.get(INDEX_PROCESS_ENV, "1").strip().lower()
-    if raw in {"1", "true", "yes", "on", ""}:
-        return True
-    if raw in {"0", "false", "no", "off"}:
-        return False
-    raise ConfigError(f"{INDEX_PROCESS_ENV} must be 1 or 0, got {raw!r}")
-
-
 _chroma_client = chroma_client_from_env
 
 
@@ -259,8 +250,6 @@ def open_store(
         raise ConfigError(f"store.ttl must be an object (default_ttl, refresh_on_read, ...), got {ttl!r}")
     from langgraph_memory.store import ChromaStore
 
-    if index_process is None:
-        index_process = _index_process_from_env()
     opened = ChromaStore(
         _chroma_client(),
         index=index,  # type: ignore[arg-type]

@@ -1,0 +1,223 @@
+"""One run of ``bulk_load_bench.py --catch-up``: puts and searches while the index catches up after a bulk load.
+
+    python bench/load/_catch_up_child.py BASE BULK BATCH DIMS DESIGN FOLDER   # prints one JSON line
+
+``DESIGN`` is ``thread`` (``index_process=False``), ``process`` (``index_process=True``)
+or ``default`` (what ``ChromaStore()`` does in the tree under test). A store of
+``BASE`` items (precomputed clustered 384-d vectors, 50 namespaces, a filterable
+field) is loaded and indexed; then ``BULK`` more go in through ``batch()`` in a
+thread, and from its first batch until the index holds everything, this thread
+puts single items (10 ms apart) while another thread runs a search of every
+planner path (10 ms apart). The same is measured at rest afterwards.
+The catalog's lock is timed for the putting thread: of the puts over 15 ms, how
+much of their time went to waiting for it (the rest is the GIL, the commit, ...).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+from langgraph.store.base import PutOp, SearchOp
+
+from langgraph_memory.catalog import queue as _queue
+from langgraph_memory.store import ChromaStore
+
+base, bulk, batch, dims = (int(a) for a in sys.argv[1:5])
+design, folder = sys.argv[5], Path(sys.argv[6])
+n = base + bulk + 60_000  # room for the single puts (10 ms apart for up to 600 s)
+rng = np.random.default_rng(25)
+centers = rng.standard_normal((200, dims)).astype(np.float32)
+vectors = centers[rng.integers(0, 200, n)] + 0.3 * rng.standard_normal((n, dims)).astype(np.float32)
+words = np.array([f"w{i}" for i in range(20000)] + "momentum breakout carry trading whipsaw volume".split())
+lens = rng.integers(10, 31, n)
+picks = rng.integers(0, len(words), (n, 30))
+texts = [" ".join(words[picks[i, : lens[i]]]) + f" doc {i}" for i in range(n)]
+row = {t: i for i, t in enumerate(texts)}
+
+
+class Lookup(Embeddings):
+    def embed_documents(self, ts: list[str]) -> list[list[float]]:
+        return vectors[[row[t] for t in ts]].tolist()
+
+    def embed_query(self, t: str) -> list[float]:
+        return vectors[row[t]].tolist()
+
+
+index: Any = {"dims": dims, "embed": Lookup(), "fields": ["content"]}
+kw = {"thread": {"index_process": False}, "process": {"index_process": True}, "default": {}}[design]
+store = ChromaStore(data_dir=folder, index=index, **kw)
+
+
+class TimedLock:
+    """The catalog's lock, timing how long the measuring thread waits for it."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.waited, self.me = inner, 0.0, threading.get_ident()
+
+    def acquire(self, *a: Any, **k: Any) -> bool:
+        t = time.perf_counter()
+        ok = self.inner.acquire(*a, **k)
+        if threading.get_ident() == self.me:
+            self.waited += time.perf_counter() - t
+        return bool(ok)
+
+    def release(self) -> None:
+        self.inner.release()
+
+    def __enter__(self) -> TimedLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+timed = TimedLock(store.catalog._lock)
+store.catalog._lock = timed  # type: ignore[assignment]
+
+
+def ops(start: int, stop: int) -> list[PutOp]:
+    return [
+        PutOp(("bulk", f"u{i % 50}"), f"k{i}", {"content": texts[i], "kind": int(i % 7)}) for i in range(start, stop)
+    ]
+
+
+def load(start: int, stop: int) -> None:
+    for s in range(start, stop, batch):
+        store.batch(ops(s, min(stop, s + batch)))
+
+
+#: Every planner path a search takes here (the strategy each got is reported beside it).
+SEARCHES: dict[str, tuple[tuple[str, ...], dict[str, Any] | None, bool]] = {
+    "whole collection": (("bulk",), None, True),
+    "one namespace": (("bulk", "u3"), None, True),
+    "filtered, whole collection": (("bulk",), {"kind": 3}, True),
+    "filtered, one namespace": (("bulk", "u3"), {"kind": 3}, True),
+    "listing (no query)": (("bulk", "u3"), None, False),
+}
+next_key = [base + bulk]
+
+
+def pct(v: list[float], p: float) -> float:
+    v = sorted(v)
+    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))] * 1000 if v else float("nan")
+
+
+def measure(until: Any = None, least: int = 40, most_s: float = 180.0) -> dict[str, Any]:
+    put: list[float] = []
+    lock_waits: list[float] = []
+    per: dict[str, list[float]] = {k: [] for k in [*SEARCHES, "get"]}
+    stop = threading.Event()
+
+    def searcher() -> None:
+        j = 0
+        while not stop.is_set():
+            q = texts[(j * 7919) % (base + bulk)]
+            for name, (prefix, filt, query) in SEARCHES.items():
+                ns = prefix if len(prefix) == 1 else ("bulk", f"u{j % 50}")
+                t = time.perf_counter()
+                store.search(ns, query=q if query else None, filter=filt, limit=10)
+                per[name].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            store.get(("bulk", f"u{j % 50}"), f"k{j * 50 + j % 50}")
+            per["get"].append(time.perf_counter() - t)
+            j += 1
+            time.sleep(0.01)
+
+    th = threading.Thread(target=searcher, daemon=True)
+    th.start()
+    started = time.perf_counter()
+    while True:
+        i = next_key[0]
+        next_key[0] += 1
+        w0 = timed.waited
+        t = time.perf_counter()
+        store.put(("bulk", f"u{i % 50}"), f"k{i}", {"content": texts[i], "kind": int(i % 7)})
+        put.append(time.perf_counter() - t)
+        lock_waits.append(timed.waited - w0)
+        time.sleep(0.01)
+        enough = len(put) >= least and min(len(v) for v in per.values()) >= least
+        if (enough and (until is None or until())) or time.perf_counter() - started > most_s or next_key[0] >= n:
+            break
+    stop.set()
+    th.join()
+    slow = [(p, w) for p, w in zip(put, lock_waits, strict=True) if p > 0.015]
+    return {
+        "puts": len(put),
+        "search_rounds": min(len(v) for v in per.values()),
+        "put_p50": pct(put, 50),
+        "put_p95": pct(put, 95),
+        "put_max": pct(put, 100),
+        "slow_puts": len(slow),
+        "slow_put_ms": sum(p for p, _ in slow) * 1000,
+        "slow_put_lock_ms": sum(w for _, w in slow) * 1000,
+        "search_p50": {k: pct(v, 50) for k, v in per.items()},
+        "search_p95": {k: pct(v, 95) for k, v in per.items()},
+    }
+
+
+load(0, base)
+store.wait_for_index()
+started = time.perf_counter()
+acked_at: list[float | None] = [None]
+
+
+head: list[int] = [0]
+
+
+def bulk_load() -> None:
+    load(base, base + bulk)
+    with store.catalog.read() as conn:
+        head[0] = _queue.last_seq(conn)  # the load's last change: caught up once the index applied it
+    acked_at[0] = time.perf_counter() - started
+
+
+loader = threading.Thread(target=bulk_load)
+loader.start()  # the agents keep working from the load's first batch on
+caught: list[float | None] = [None]
+
+
+def caught_up() -> bool:
+    # Not "nothing pending": the single puts go on while the index applies, so something always is.
+    if caught[0] is None and acked_at[0] is not None:
+        with store.catalog.read() as conn:
+            firsts = [_queue.pending(conn, name, limit=1) for name in store.vector_index.collections]
+        if all(not f or f[0][0] > head[0] for f in firsts):
+            caught[0] = time.perf_counter() - started
+    return caught[0] is not None
+
+
+during = measure(until=caught_up, most_s=600.0)
+loader.join()
+acked = acked_at[0]
+if caught[0] is None:  # past the measuring window: how long until it does
+    while not caught_up():
+        time.sleep(0.1)
+rest = measure(least=60)
+strategies = {
+    name: store.planner.explain(SearchOp(prefix, filt, 10, 0, texts[0]), has_query=True).strategy
+    for name, (prefix, filt, query) in SEARCHES.items()
+    if query
+}
+in_child = store.vector_index.handle.process is not None
+store.close()
+print(
+    json.dumps(
+        {
+            "design": design,
+            "index_process": in_child,
+            "acked_s": acked,
+            "indexed_s": caught[0],
+            "strategies": strategies,
+            "during": during,
+            "rest": rest,
+        }
+    )
+)
