@@ -336,14 +336,16 @@ class TypedItems:
         if k <= 0:
             return []
         model = MODELS[label]
+        cut: dict[str, Any] = (
+            {"data_cutoff": data_cutoff, "include_undated": include_undated} if data_cutoff is not None else {}
+        )
         results = self.store.search(
             self.namespace(label),
             query=query,
             filter=filter or None,
             limit=k,
             include_retired=include_retired,
-            # only a store that applies cut-offs takes them (an as-of view does not)
-            **({"data_cutoff": data_cutoff, "include_undated": include_undated} if data_cutoff is not None else {}),
+            **cut,  # only a store that applies cut-offs takes them (an as-of view does not)
         )
         if query:  # a listing without a query has no scores to hold to a threshold
             results = keep_relevant(results, min_relevance)
