@@ -23,14 +23,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
-import io
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -44,39 +40,14 @@ from langgraph.checkpoint.postgres import PostgresSaver  # noqa: E402
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver  # noqa: E402
 from psycopg.rows import dict_row  # noqa: E402
 
+from bench.checkpoint._ab import load_average, load_before, ratio_of  # noqa: E402
 from bench.checkpoint._graph import STEPS_PER_INVOKE, steps_per_second_async, steps_per_second_sync  # noqa: E402
 from langgraph_memory._infra.pg_cluster import PgCluster, create_database, drop_database  # noqa: E402
 from langgraph_memory.checkpoint.postgres import PostgresCheckpointer  # noqa: E402
 
-BEFORE_PACKAGE = "lgm_before"
-
-
-def load_before(ref: str, into: Path, source: Path | None = None) -> Any:
-    """``PostgresCheckpointer`` of the package as of git ``ref`` (or in folder ``source``), as `BEFORE_PACKAGE`."""
-    package = into / BEFORE_PACKAGE
-    if source is not None:
-        shutil.copytree(source / "langgraph_memory", package, ignore=shutil.ignore_patterns("__pycache__"))
-    else:
-        archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", "--format=tar", ref, "langgraph_memory"],
-            check=True,
-            capture_output=True,
-        ).stdout
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(into, filter="data")
-        (into / "langgraph_memory").rename(package)
-    for path in package.rglob("*.py"):
-        path.write_text(path.read_text().replace("langgraph_memory", BEFORE_PACKAGE))
-    sys.path.insert(0, str(into))
-    return importlib.import_module(f"{BEFORE_PACKAGE}.checkpoint.postgres").PostgresCheckpointer
-
 
 def _their_conn(url: str) -> psycopg.Connection[Any]:
     return psycopg.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row)
-
-
-def _ratio(a: list[float], b: list[float]) -> float:
-    return statistics.median(x / y for x, y in zip(a, b, strict=True))
 
 
 def run(server: str, before_cls: Any, invokes: int, rounds: int) -> dict[str, dict[str, list[float]]]:
@@ -130,7 +101,7 @@ def report(results: dict[str, dict[str, list[float]]], args: argparse.Namespace,
         t, b, a = rates["theirs"], rates["before"], rates["after"]
         lines.append(
             f"| {mode} ({peer[mode]}) | {statistics.median(t):.1f} | {statistics.median(b):.1f} | "
-            f"{statistics.median(a):.1f} | {_ratio(b, t):.2f}x | {_ratio(a, t):.2f}x | {_ratio(a, b):.2f}x |"
+            f"{statistics.median(a):.1f} | {ratio_of(b, t):.2f}x | {ratio_of(a, t):.2f}x | {ratio_of(a, b):.2f}x |"
         )
     lines.append("")
     for mode, rates in results.items():
@@ -138,12 +109,8 @@ def report(results: dict[str, dict[str, list[float]]], args: argparse.Namespace,
         lines.append(
             f"{mode} per round (peer/before/after): " + ", ".join(f"{t:.0f}/{b:.0f}/{a:.0f}" for t, b, a in rounds)
         )
-    lines.append(f"load average (1/5/15 min) {load} at start, {_load()} at end")
+    lines.append(f"load average (1/5/15 min) {load} at start, {load_average()} at end")
     return "\n".join(lines)
-
-
-def _load() -> str:
-    return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -170,7 +137,7 @@ def main(argv: list[str] | None = None) -> None:
         cluster = PgCluster.temporary()
         cluster.start()
         args.url = cluster.url
-    load = _load()
+    load = load_average()
     started = time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())
     try:
         with tempfile.TemporaryDirectory(prefix="lgm-ab-") as tmp:

@@ -33,6 +33,7 @@ import aiosqlite  # noqa: E402
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver  # noqa: E402
 
+from bench.checkpoint._ab import BEFORE_PACKAGE, load_average, load_before, ratio_of  # noqa: E402
 from bench.checkpoint._graph import (  # noqa: E402
     STEPS_PER_INVOKE,
     fill_thread,
@@ -41,7 +42,6 @@ from bench.checkpoint._graph import (  # noqa: E402
     steps_per_second_async,
     steps_per_second_sync,
 )
-from bench.checkpoint.checkpoint_pg_ab import BEFORE_PACKAGE, _load, _ratio, load_before  # noqa: E402
 from bench.common.report import cpu_flags, cpu_model  # noqa: E402
 from langgraph_memory.checkpoint import SqliteCheckpointer  # noqa: E402
 
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.before_dir is None:
         sha = ["git", "-C", str(ROOT), "rev-parse", "--short", args.before]
         before += " (" + subprocess.run(sha, check=True, capture_output=True, text=True).stdout.strip() + ")"
-    load, started = _load(), time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())
+    load, started = load_average(), time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())
     with tempfile.TemporaryDirectory(prefix="lgm-sqlite-ab-") as tmp:
         load_before(args.before, Path(tmp), args.before_dir)
         before_cls = importlib.import_module(f"{BEFORE_PACKAGE}.checkpoint").SqliteCheckpointer
@@ -118,13 +118,13 @@ def main(argv: list[str] | None = None) -> None:
         t, b, a = r["theirs"], r["before"], r["after"]
         print(
             f"| {mode} | {statistics.median(t):.0f} | {statistics.median(b):.0f} | {statistics.median(a):.0f} | "
-            f"{_ratio(b, t):.2f}x | {_ratio(a, t):.2f}x | {_ratio(a, b):.2f}x |"
+            f"{ratio_of(b, t):.2f}x | {ratio_of(a, t):.2f}x | {ratio_of(a, b):.2f}x |"
         )
     print("\n" + "\n".join(latency) + "\n")
     for mode, r in rates.items():
         rounds = zip(r["theirs"], r["before"], r["after"], strict=True)
         print(f"{mode} per round (peer/before/after): " + ", ".join(f"{t:.0f}/{b:.0f}/{a:.0f}" for t, b, a in rounds))
-    print(f"load average (1/5/15 min) {load} at start, {_load()} at end")
+    print(f"load average (1/5/15 min) {load} at start, {load_average()} at end")
 
 
 if __name__ == "__main__":

@@ -342,7 +342,10 @@ def _serve(
             return [as_answer(client_id, v) for v in value]
         return value
 
-    conn.send("ready")
+    try:
+        conn.send("ready")
+    except OSError:  # the parent exited while the child started (a command that failed at once): nothing to serve
+        return
     while True:
         try:
             request = conn.recv()
