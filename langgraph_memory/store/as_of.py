@@ -23,10 +23,15 @@ are hidden as they were then.
 
 It is a LangGraph ``BaseStore``: ``builder.compile(store=store.as_of(t))``
 gives a graph whose nodes read the memory of ``t``. Every write raises
-[`ReadOnlyError`][langgraph_memory.errors.ReadOnlyError]. Not kept in the
-history, hence not as of ``t``: access counts (a past version ranks with
-none) and, in hybrid ranking, a past version's keyword evidence (it ranks
-by its vectors and age only; current versions keep theirs).
+[`ReadOnlyError`][langgraph_memory.errors.ReadOnlyError].
+
+In hybrid ranking with keywords, a past version's keyword evidence comes
+from its kept value (the text a put of it indexes), scored by the keyword
+index's BM25 against the index's statistics as of ``t`` (`keywords.Corpus`),
+and so do current items': every item scores what it scored at ``t``. Reads
+are not kept per moment, so every version ranks as unread (the ranking's
+``access_boost_factor`` taken as 0): the answer depends on ``t`` and the
+history only, never on reads made since.
 """
 
 from __future__ import annotations
@@ -53,9 +58,12 @@ from langgraph.store.base import (
 from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog import history as _history
 from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog import keywords as _keywords
+from langgraph_memory.catalog.connection import both
 from langgraph_memory.errors import InvalidArgumentError, ReadOnlyError
 from langgraph_memory.search import filters as _filters
 from langgraph_memory.search.hybrid import Candidate, explain_candidates
+from langgraph_memory.search.ranking import HybridRanking
 from langgraph_memory.store.namespaces import select_namespaces, validate_namespace
 
 __all__ = ["AsOfStore"]
@@ -175,8 +183,12 @@ class AsOfStore(BaseStore):
         ranking = store.ranking
         hybrid = ranking is not None and qvec is not None and bool(op.query)
         if hybrid:
-            assert ranking is not None and qvec is not None
-            ranking = dataclasses.replace(ranking, clock=lambda: at)
+            assert ranking is not None and qvec is not None and op.query
+            # Reads are not kept per moment: every version ranks as unread (see the module).
+            temporal = ranking.temporal and dataclasses.replace(ranking.temporal, access_boost_factor=0.0)
+            ranking = dataclasses.replace(ranking, clock=lambda: at, temporal=temporal)
+            if ranking.keyword_weight != 0.0:
+                return self._keyword_search(op, qvec, ranking, omit_for, include_retired)
             current, _plan = store.hybrid.run(inner, qvec, ranking, omit_for=omit_for)
         else:
             current, _plan = store.planner.run(inner, qvec, omit_for=omit_for)
@@ -207,21 +219,84 @@ class AsOfStore(BaseStore):
                 unscored.extend(
                     it for _h, it in _read_first(conn, newest_first, op.filter, need, store._omits_expired, at)
                 )
+        return _results(op, scored, unscored)
+
+    def _keyword_search(
+        self,
+        op: SearchOp,
+        qvec: np.ndarray,
+        ranking: HybridRanking,
+        omit_for: Callable[[Any, int | None], Callable[[StoredItem], bool]],
+        include_retired: bool,
+    ) -> list[SearchItem]:
+        """A hybrid search with keywords as of `at`: every version scored against the keyword index of then.
+
+        The index's statistics are those of ``at`` (`Corpus`): the items
+        indexed now that were not then are taken out, and the past versions
+        valid then put in, their texts read from their kept values as the
+        writer reads a put's. Each past version in scope is scored from its
+        kept vectors and that text by the ranking that scores current items.
+        """
+        store, at = self.store, self.at
+        assert op.query is not None
+        need = op.offset + op.limit
+        terms = _keywords.query_terms(op.query)
+        prefix = op.namespace_prefix
+        with store.catalog.read() as conn:
+            past = _past_texts(conn, store, at)
+            held = _keywords.terms_held(conn, {h: t for h, (_v, t) in past.items() if t}, terms)
+            corpus = _corpus_at(conn, at, past, held)
+            found = store.hybrid._match(conn, op.query, ranking, corpus=corpus)
+            sims = _best_cosines(_history.vectors_at(conn, at, prefix), qvec)
+        current, _plan = store.hybrid.run_explained(
+            op._replace(offset=0, limit=need), qvec, ranking, omit_for=omit_for, corpus=corpus
+        )
+        ranked = [(parts, it) for parts, it in current if parts is not None]
+        unscored = [it for parts, it in current if parts is None]
+        in_scope = {
+            h: v
+            for h, (v, _t) in past.items()
+            if v.namespace[: len(prefix)] == prefix
+            and (include_retired or v.status is None)
+            and _filters.matches(v.value, op.filter)
+            and not (store._omits_expired and v.expires_at is not None and v.expires_at < at)
+        }
+        cands = []
+        for h, v in in_scope.items():
+            if h not in sims:
+                unscored.append(_stored(v))
+                continue
+            text = past[h][1]
+            kw = _keywords.score_held(found, held.get(h, set()), _keywords.count_tokens(text), ranking.length_norm)
+            cands.append(Candidate(_stored(v), sims[h], kw, found.evidence(kw), vector=True))
+        for parts, c in explain_candidates(cands, ranking, now=at, collections=store.collections)[:need]:
+            ranked.append((parts, c.item))
+        # Ties broken as the hybrid search breaks them: the stronger side, the cosine, the item id.
+        ranked.sort(key=lambda h: (-h[0].final, -max(h[0].cosine, h[0].keyword), -h[0].cosine, h[1].id or 0))
+        return _results(op, [(parts.final, it) for parts, it in ranked], unscored, ordered=True)
+
+
+def _results(
+    op: SearchOp, scored: list[tuple[float, StoredItem]], unscored: list[StoredItem], *, ordered: bool = False
+) -> list[SearchItem]:
+    """The page ``op`` asks for: scored results best first (``ordered``: already), then unscored ones newest first."""
+    need = op.offset + op.limit
+    if not ordered:
         scored.sort(key=lambda h: (-h[0], h[1].id or 0))
-        # Unscored results (listings, and items without vectors after the scored ones) come newest first.
-        unscored.sort(key=lambda it: (-it.updated_at, -(it.id or 0)))
-        hits: list[Hit] = [*scored, *((None, it) for it in unscored)]
-        return [
-            SearchItem(
-                namespace=it.namespace,
-                key=it.key,
-                value=it.value,
-                created_at=_dt(it.created_at),
-                updated_at=_dt(it.updated_at),
-                score=score,
-            )
-            for score, it in hits[op.offset : need]
-        ]
+    # Unscored results (listings, and items without vectors after the scored ones) come newest first.
+    unscored.sort(key=lambda it: (-it.updated_at, -(it.id or 0)))
+    hits: list[Hit] = [*scored, *((None, it) for it in unscored)]
+    return [
+        SearchItem(
+            namespace=it.namespace,
+            key=it.key,
+            value=it.value,
+            created_at=_dt(it.created_at),
+            updated_at=_dt(it.updated_at),
+            score=score,
+        )
+        for score, it in hits[op.offset : need]
+    ]
 
 
 class _ChangedSince:
@@ -261,6 +336,49 @@ def _read_first(
             if len(out) >= need:
                 break
     return out
+
+
+def _past_texts(conn: Any, store: Any, at: float) -> dict[int, tuple[_history.PastVersion, str]]:
+    """Every past version valid at ``at`` (all namespaces: the keyword statistics are the whole index's), by
+    history id, with the text the keyword index held for it ("" for none): the texts at its vectors' record
+    paths, as `keywords.indexed_text` reads an item's, the paths those a put of its value embeds."""
+    ids = [h for h, _u, _i, _s in _history.valid_at(conn, at)]
+    out: dict[int, tuple[_history.PastVersion, str]] = {}
+    for h, v in _history.read(conn, ids).items():
+        text = None
+        if v.n_vectors:
+            pairs = store._writer.texts_for(
+                PutOp(v.namespace, v.key, v.value), store.collections.for_namespace(v.namespace)
+            )
+            text = _keywords.indexed_text(v.value, [p for p, _t in pairs], [t for _p, t in pairs])
+        out[h] = (v, text or "")
+    return out
+
+
+def _corpus_at(
+    conn: Any, at: float, past: dict[int, tuple[_history.PastVersion, str]], held: dict[int, set[str]]
+) -> _keywords.Corpus:
+    """The keyword index's statistics at ``at``: now's, less the items indexed since, plus the past versions'."""
+    docs, tokens = conn.execute(both(conn, "SELECT docs, tokens FROM keyword_stats WHERE id = 1")).fetchone()
+    later = conn.execute(
+        both(
+            conn,
+            "SELECT l.item_id, l.n_tokens FROM keyword_lengths l JOIN items i ON i.id = l.item_id"
+            " WHERE coalesce(i.valid_from, i.updated_at) > ?",
+        ),
+        (at,),
+    ).fetchall()
+    texts = [t for _v, t in past.values() if t]
+    counts: dict[str, int] = {}
+    for terms in held.values():
+        for term in terms:
+            counts[term] = counts.get(term, 0) + 1
+    return _keywords.Corpus(
+        docs=int(docs) - len(later) + len(texts),
+        tokens=int(tokens) - sum(int(n) for _i, n in later) + sum(_keywords.count_tokens(t) for t in texts),
+        gone=np.sort(np.fromiter((int(i) for i, _n in later), dtype=np.int64, count=len(later))),
+        held=counts,
+    )
 
 
 def _stored(v: _history.PastVersion) -> StoredItem:
