@@ -88,6 +88,19 @@ class AsOfStore(BaseStore):
         self.store = store
         #: the moment read, in epoch seconds.
         self.at = float(at)
+        # The past versions valid at `at`, read once for every search of this view while the history's rows
+        # stay as they were (`history.moment_stamp`): reading and scoring them from the
+        # catalog was most of a search as of long ago.
+        self._moment: tuple[tuple[Any, ...], _history.Moment] | None = None
+
+    def _past(self) -> _history.Moment:
+        """The past versions valid at `at` (read again when the history changed after it)."""
+        with self.store.catalog.read() as conn:
+            stamp = _history.moment_stamp(conn)
+            held = self._moment
+            if held is None or held[0] != stamp:
+                held = self._moment = (stamp, _history.at_moment(conn, self.at))
+        return held[1]
 
     @property
     def moment(self) -> datetime:
@@ -175,10 +188,11 @@ class AsOfStore(BaseStore):
         if need <= 0:
             return []
         inner = op._replace(offset=0, limit=need)
+        moment = self._past()
 
         def omit_for(conn: Any, status_version: int | None) -> Callable[[StoredItem], bool]:
             hidden = None if include_retired else store._hidden.snapshot(conn, status_version)
-            return _ChangedSince(at, store._omitter(at, hidden), _history.changed_after(conn, at, op.namespace_prefix))
+            return _ChangedSince(at, store._omitter(at, hidden), moment.changed)
 
         ranking = store.ranking
         hybrid = ranking is not None and qvec is not None and bool(op.query)
@@ -188,23 +202,24 @@ class AsOfStore(BaseStore):
             temporal = ranking.temporal and dataclasses.replace(ranking.temporal, access_boost_factor=0.0)
             ranking = dataclasses.replace(ranking, clock=lambda: at, temporal=temporal)
             if ranking.keyword_weight != 0.0:
-                return self._keyword_search(op, qvec, ranking, omit_for, include_retired)
+                return self._keyword_search(op, qvec, ranking, omit_for, include_retired, moment)
             current, _plan = store.hybrid.run(inner, qvec, ranking, omit_for=omit_for)
         else:
             current, _plan = store.planner.run(inner, qvec, omit_for=omit_for)
         scored: list[tuple[float, StoredItem]] = [(s, it) for s, it in current if s is not None]
         unscored = [it for s, it in current if s is None]
+        # Past versions current at ``at``, unread; only those ranked first have their values read (and filtered).
+        m = moment
+        past = np.flatnonzero(m.in_prefix(op.namespace_prefix) & (m.live | include_retired))
+        newest_first = past[np.lexsort((-m.item_ids[past], -m.updated[past]))]
         with store.catalog.read() as conn:
-            # Past versions current at ``at``, unread; only those ranked first have their values read (and filtered).
-            past = {
-                hid: (updated, item_id)
-                for hid, updated, item_id, status in _history.valid_at(conn, at, op.namespace_prefix)
-                if include_retired or status is None
-            }
-            newest_first = sorted(past, key=lambda h: (-past[h][0], -past[h][1]))
-            if past and qvec is not None:
-                sims = _best_cosines([(h, v) for h, v in _history.vectors_at(conn, at, op.namespace_prefix)], qvec)
-                ranked = sorted((h for h in sims if h in past), key=lambda h: (-sims[h], past[h][1]))
+            if len(past) and qvec is not None:
+                best = _best_cosines(m, qvec)
+                has = ~np.isnan(best)
+                with_vec = past[has[past]]
+                order = with_vec[np.lexsort((m.item_ids[with_vec], -best[with_vec]))]
+                sims = dict(zip(m.ids[order].tolist(), best[order].tolist(), strict=True))
+                ranked = m.ids[order].tolist()
                 for hid, it in _read_first(conn, ranked, op.filter, need, store._omits_expired, at):
                     if not hybrid:
                         scored.append((sims[hid], it))
@@ -214,10 +229,13 @@ class AsOfStore(BaseStore):
                         [Candidate(it, sims[hid], vector=True)], ranking, now=at, collections=store.collections
                     )[0]
                     scored.append((parts.final, it))
-                newest_first = [h for h in newest_first if h not in sims]
-            if past and len(scored) < need:  # listings, and items without vectors after the scored ones
+                newest_first = newest_first[~has[newest_first]]
+            if len(past) and len(scored) < need:  # listings, and items without vectors after the scored ones
                 unscored.extend(
-                    it for _h, it in _read_first(conn, newest_first, op.filter, need, store._omits_expired, at)
+                    it
+                    for _h, it in _read_first(
+                        conn, m.ids[newest_first].tolist(), op.filter, need, store._omits_expired, at
+                    )
                 )
         return _results(op, scored, unscored)
 
@@ -228,6 +246,7 @@ class AsOfStore(BaseStore):
         ranking: HybridRanking,
         omit_for: Callable[[Any, int | None], Callable[[StoredItem], bool]],
         include_retired: bool,
+        moment: _history.Moment,
     ) -> list[SearchItem]:
         """A hybrid search with keywords as of `at`: every version scored against the keyword index of then.
 
@@ -247,7 +266,8 @@ class AsOfStore(BaseStore):
             held = _keywords.terms_held(conn, {h: t for h, (_v, t) in past.items() if t}, terms)
             corpus = _corpus_at(conn, at, past, held)
             found = store.hybrid._match(conn, op.query, ranking, corpus=corpus)
-            sims = _best_cosines(_history.vectors_at(conn, at, prefix), qvec)
+        best = _best_cosines(moment, qvec)
+        sims = {h: s for h, s in zip(moment.ids.tolist(), best.tolist(), strict=True) if s == s}  # NaN: no vectors
         current, _plan = store.hybrid.run_explained(
             op._replace(offset=0, limit=need), qvec, ranking, omit_for=omit_for, corpus=corpus
         )
@@ -398,17 +418,13 @@ def _stored(v: _history.PastVersion) -> StoredItem:
     )
 
 
-def _best_cosines(vectors: list[tuple[int, bytes]], qvec: np.ndarray) -> dict[int, float]:
-    """Each history id's best cosine similarity of ``qvec`` with its vectors (float32 bytes)."""
-    if not vectors:
-        return {}
-    matrix = np.frombuffer(b"".join(v for _h, v in vectors), dtype=np.float32).reshape(len(vectors), -1)
+def _best_cosines(m: _history.Moment, qvec: np.ndarray) -> np.ndarray:
+    """Each past version's best cosine similarity of ``qvec`` with its vectors, by position (NaN: none)."""
+    out = np.full(len(m.ids), np.nan)
+    if not len(m.owner):
+        return out
     q = qvec.astype(np.float32)
-    norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(q)) or 1.0)
+    norms = np.linalg.norm(m.vectors, axis=1) * (float(np.linalg.norm(q)) or 1.0)
     norms[norms == 0] = 1.0
-    sims = ((matrix @ q) / norms).tolist()
-    out: dict[int, float] = {}
-    for (hid, _v), sim in zip(vectors, sims, strict=True):
-        if sim > out.get(hid, -2.0):
-            out[hid] = sim
+    np.fmax.at(out, m.owner, (m.vectors @ q) / norms)
     return out
