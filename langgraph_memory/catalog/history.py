@@ -31,6 +31,7 @@ so a search as of its time scores it exactly.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import uuid
@@ -370,6 +371,13 @@ class Moment:
     owner: np.ndarray
     #: `changed_after()` of the moment, all namespaces.
     changed: set[int]
+    #: each vector's norm, and whether every version has one vector at most (the common case).
+    norms: np.ndarray = dataclasses.field(init=False)
+    one_each: bool = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        self.norms = np.linalg.norm(self.vectors, axis=1) if len(self.vectors) else np.zeros(0, dtype=np.float32)
+        self.one_each = len(np.unique(self.owner)) == len(self.owner)
 
     def in_prefix(self, prefix: Sequence[str]) -> np.ndarray:
         """A mask over `ids`: the versions under ``prefix``."""

@@ -218,24 +218,20 @@ class AsOfStore(BaseStore):
                 has = ~np.isnan(best)
                 with_vec = past[has[past]]
                 order = with_vec[np.lexsort((m.item_ids[with_vec], -best[with_vec]))]
-                sims = dict(zip(m.ids[order].tolist(), best[order].tolist(), strict=True))
-                ranked = m.ids[order].tolist()
-                for hid, it in _read_first(conn, ranked, op.filter, need, store._omits_expired, at):
+                for k, it in _read_first(conn, m.ids[order], op.filter, need, store._omits_expired, at):
+                    sim = float(best[order[k]])
                     if not hybrid:
-                        scored.append((sims[hid], it))
+                        scored.append((sim, it))
                         continue
                     assert ranking is not None
                     parts, _c = explain_candidates(
-                        [Candidate(it, sims[hid], vector=True)], ranking, now=at, collections=store.collections
+                        [Candidate(it, sim, vector=True)], ranking, now=at, collections=store.collections
                     )[0]
                     scored.append((parts.final, it))
                 newest_first = newest_first[~has[newest_first]]
             if len(past) and len(scored) < need:  # listings, and items without vectors after the scored ones
                 unscored.extend(
-                    it
-                    for _h, it in _read_first(
-                        conn, m.ids[newest_first].tolist(), op.filter, need, store._omits_expired, at
-                    )
+                    it for _k, it in _read_first(conn, m.ids[newest_first], op.filter, need, store._omits_expired, at)
                 )
         return _results(op, scored, unscored)
 
@@ -336,25 +332,26 @@ class _ChangedSince:
 
 
 def _read_first(
-    conn: Any, ids: list[int], filter: dict[str, Any] | None, need: int, omit_expired: bool, at: float
+    conn: Any, ids: np.ndarray, filter: dict[str, Any] | None, need: int, omit_expired: bool, at: float
 ) -> list[tuple[int, StoredItem]]:
-    """The first ``need`` past versions of ``ids`` (in that order) that match ``filter``, read a chunk at a time."""
+    """The first ``need`` past versions of ``ids`` (history ids, in that order) that match ``filter``, read a
+    chunk at a time; each with its position in ``ids``."""
     out: list[tuple[int, StoredItem]] = []
     pos, chunk = 0, max(need, 16)
     while pos < len(ids) and len(out) < need:
-        part = ids[pos : pos + chunk]
-        pos += chunk
-        chunk *= 2
+        part = ids[pos : pos + chunk].tolist()
         read = _history.read(conn, part)
-        for hid in part:
+        for k, hid in enumerate(part, pos):
             v = read.get(hid)
             if v is None or not _filters.matches(v.value, filter):
                 continue
             if omit_expired and v.expires_at is not None and v.expires_at < at:
                 continue
-            out.append((hid, _stored(v)))
+            out.append((k, _stored(v)))
             if len(out) >= need:
                 break
+        pos += chunk
+        chunk *= 2
     return out
 
 
@@ -424,7 +421,11 @@ def _best_cosines(m: _history.Moment, qvec: np.ndarray) -> np.ndarray:
     if not len(m.owner):
         return out
     q = qvec.astype(np.float32)
-    norms = np.linalg.norm(m.vectors, axis=1) * (float(np.linalg.norm(q)) or 1.0)
+    norms = m.norms * (float(np.linalg.norm(q)) or 1.0)
     norms[norms == 0] = 1.0
-    np.fmax.at(out, m.owner, (m.vectors @ q) / norms)
+    sims = (m.vectors @ q) / norms
+    if m.one_each:
+        out[m.owner] = sims
+    else:
+        np.fmax.at(out, m.owner, sims)
     return out
