@@ -92,6 +92,8 @@ class AsOfStore(BaseStore):
         # stay as they were (`history.moment_stamp`): reading and scoring them from the
         # catalog was most of a search as of long ago.
         self._moment: tuple[tuple[Any, ...], _history.Moment] | None = None
+        # Their values and indexed texts, read under the same stamp (searches with keywords only).
+        self._texts: tuple[tuple[Any, ...], dict[int, tuple[_history.PastVersion, str]]] | None = None
 
     def _past(self) -> _history.Moment:
         """The past versions valid at `at` (read again when the history changed after it)."""
@@ -257,8 +259,11 @@ class AsOfStore(BaseStore):
         need = op.offset + op.limit
         terms = _keywords.query_terms(op.query)
         prefix = op.namespace_prefix
+        stamp = self._moment[0] if self._moment is not None else None
         with store.catalog.read() as conn:
-            past = _past_texts(conn, store, at)
+            if self._texts is None or self._texts[0] != stamp or stamp is None:
+                self._texts = (stamp or (), _past_texts(conn, store, at))
+            past = self._texts[1]
             held = _keywords.terms_held(conn, {h: t for h, (_v, t) in past.items() if t}, terms)
             corpus = _corpus_at(conn, at, past, held)
             found = store.hybrid._match(conn, op.query, ranking, corpus=corpus)
