@@ -213,14 +213,19 @@ class AsOfStore(BaseStore):
         # Past versions current at ``at``, unread; only those ranked first have their values read (and filtered).
         m = moment
         past = np.flatnonzero(m.in_prefix(op.namespace_prefix) & (m.live | include_retired))
-        newest_first = past[np.lexsort((-m.item_ids[past], -m.updated[past]))]
+        newest_first = past
         with store.catalog.read() as conn:
             if len(past) and qvec is not None:
                 best = _best_cosines(m, qvec)
                 has = ~np.isnan(best)
                 with_vec = past[has[past]]
-                order = with_vec[np.lexsort((m.item_ids[with_vec], -best[with_vec]))]
-                for k, it in _read_first(conn, m.ids[order], op.filter, need, store._omits_expired, at):
+                first = max(4 * need, 64)
+                order = _first(with_vec, -best[with_vec], m.item_ids[with_vec], first)
+                got = _read_first(conn, m.ids[order], op.filter, need, store._omits_expired, at)
+                if len(got) < need and len(order) < len(with_vec):  # the filter left too few of the best
+                    order = _first(with_vec, -best[with_vec], m.item_ids[with_vec], len(with_vec))
+                    got = _read_first(conn, m.ids[order], op.filter, need, store._omits_expired, at)
+                for k, it in got:
                     sim = float(best[order[k]])
                     if not hybrid:
                         scored.append((sim, it))
@@ -231,7 +236,8 @@ class AsOfStore(BaseStore):
                     )[0]
                     scored.append((parts.final, it))
                 newest_first = newest_first[~has[newest_first]]
-            if len(past) and len(scored) < need:  # listings, and items without vectors after the scored ones
+            if len(newest_first) and len(scored) < need:  # listings, and items without vectors after the scored
+                newest_first = _first(newest_first, -m.updated[newest_first], -m.item_ids[newest_first], len(past))
                 unscored.extend(
                     it for _k, it in _read_first(conn, m.ids[newest_first], op.filter, need, store._omits_expired, at)
                 )
@@ -334,6 +340,15 @@ class _ChangedSince:
 
     def __call__(self, it: StoredItem) -> bool:
         return it.valid_since > self.at or self.base(it)
+
+
+def _first(idx: np.ndarray, primary: np.ndarray, secondary: np.ndarray, k: int) -> np.ndarray:
+    """``idx`` ordered by ``primary`` then ``secondary`` (both ascending), only as far as the first ``k``
+    (ties at the ``k``-th kept): a search reads a few of thousands of past versions."""
+    if k < len(idx):
+        sel = primary <= np.partition(primary, k - 1)[k - 1]
+        idx, primary, secondary = idx[sel], primary[sel], secondary[sel]
+    return idx[np.lexsort((secondary, primary))]
 
 
 def _read_first(
