@@ -55,8 +55,6 @@ __all__ = [
     "adopt",
     "version_at",
     "valid_at",
-    "vectors_at",
-    "changed_after",
     "Moment",
     "moment_stamp",
     "PRUNED_KEY",
@@ -329,31 +327,6 @@ def valid_at(
     return [(int(r[0]), float(r[1]), int(r[2]), r[3]) for r in rows]
 
 
-def changed_after(conn: sqlite3.Connection, at: float, prefix: Sequence[str] = ()) -> set[int]:
-    """Ids of the item rows under ``prefix`` whose version current at ``at`` a later change ended (deleted ones too)."""
-    where, params = _prefix_where(prefix)
-    return {
-        int(r[0])
-        for r in conn.execute(both(conn, f"SELECT item_id FROM item_history WHERE valid_to > ?{where}"), (at, *params))
-    }
-
-
-def vectors_at(conn: sqlite3.Connection, at: float, prefix: Sequence[str] = ()) -> list[tuple[int, bytes]]:
-    """``(history id, float32 bytes)`` of every vector of the past versions current at ``at`` under ``prefix``."""
-    where, params = _prefix_where(prefix)
-    where = where.replace("ns", "h.ns")
-    rows = conn.execute(
-        both(
-            conn,
-            f"SELECT h.id, h.vec FROM item_history h WHERE h.n_vectors = 1 AND h.vec IS NOT NULL AND h.valid_to > ? AND h.valid_from <= ?{where}"
-            " UNION ALL SELECT v.history_id, v.vec FROM item_history h JOIN history_vectors v ON v.history_id = h.id"
-            f" WHERE h.n_vectors > 1 AND h.valid_to > ? AND h.valid_from <= ?{where}",
-        ),
-        (at, at, *params, at, at, *params),
-    )
-    return [(int(r[0]), bytes(r[1])) for r in rows]
-
-
 @dataclass
 class Moment:
     """The past versions valid at one moment, unread, as arrays (what a search as of it scans), and the items
@@ -369,7 +342,7 @@ class Moment:
     #: every vector of those versions (float32 rows) and the position in ``ids`` of the version owning each.
     vectors: np.ndarray
     owner: np.ndarray
-    #: `changed_after()` of the moment, all namespaces.
+    #: the items (rows of ``items``) whose version current at the moment a later change ended.
     changed: set[int]
     #: each vector's norm, and whether every version has one vector at most (the common case).
     norms: np.ndarray = dataclasses.field(init=False)
@@ -400,15 +373,16 @@ def moment_stamp(conn: sqlite3.Connection) -> tuple[Any, ...]:
     return tuple(conn.execute(both(conn, _STAMP)).fetchone())
 
 
-def at_moment(conn: sqlite3.Connection, at: float) -> Moment:
-    """The past versions valid at ``at`` in every namespace, with their vectors."""
+def at_moment(conn: sqlite3.Connection, at: float, prefix: Sequence[str] = ()) -> Moment:
+    """The past versions valid at ``at`` under ``prefix``, with their vectors."""
+    where, params = _prefix_where(prefix)
     rows = conn.execute(
         both(
             conn,
             "SELECT id, updated_at, item_id, status IS NULL, ns, n_vectors, vec FROM item_history"
-            " WHERE valid_to > ? AND valid_from <= ? ORDER BY id",
+            f" WHERE valid_to > ? AND valid_from <= ?{where} ORDER BY id",
         ),
-        (at, at),
+        (at, at, *params),
     ).fetchall()
     ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     pos = {int(h): k for k, h in enumerate(ids.tolist())}
@@ -419,13 +393,15 @@ def at_moment(conn: sqlite3.Connection, at: float) -> Moment:
             both(
                 conn,
                 "SELECT v.history_id, v.vec FROM item_history h JOIN history_vectors v ON v.history_id = h.id"
-                " WHERE h.n_vectors > 1 AND h.valid_to > ? AND h.valid_from <= ?",
+                " WHERE h.n_vectors > 1 AND h.valid_to > ? AND h.valid_from <= ?" + where.replace("ns", "h.ns"),
             ),
-            (at, at),
+            (at, at, *params),
         ):
             blobs.append(bytes(vec))
             owner.append(pos[int(hid)])
-    changed = conn.execute(both(conn, "SELECT item_id FROM item_history WHERE valid_to > ?"), (at,)).fetchall()
+    changed = conn.execute(
+        both(conn, f"SELECT item_id FROM item_history WHERE valid_to > ?{where}"), (at, *params)
+    ).fetchall()
     return Moment(
         ids=ids,
         updated=np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows)),
