@@ -12,10 +12,7 @@ leaving out those changed since, then scores the past versions valid at
 ``t`` exactly from their kept vectors and merges both; the plan is asked for
 ``offset + limit`` results after its omissions, so the merged top is exact.
 Ages in hybrid ranking are measured at ``t``. Retired and superseded versions
-are hidden as they were then. A view reads the past versions valid at ``t``
-under a prefix (ids, times, vectors) on its first search there and keeps them while the history
-stays as it was (`history.moment_stamp`), so its later searches scan arrays
-in memory instead of the catalog: keep one view per moment and reuse it.
+are hidden as they were then.
 
     >>> from datetime import datetime, UTC
     >>> store.put(("notes",), "n1", {"text": "first draft"})
@@ -72,8 +69,6 @@ from langgraph_memory.store.namespaces import select_namespaces, validate_namesp
 __all__ = ["AsOfStore"]
 
 Hit = tuple[float | None, StoredItem]
-# A view keeps the past versions of this many namespace prefixes (a graph's nodes search a few).
-_PREFIXES_KEPT = 8
 
 
 def _dt(ts: float) -> datetime:
@@ -96,20 +91,18 @@ class AsOfStore(BaseStore):
         # The past versions valid at `at`, read once for every search of this view while the history's rows
         # stay as they were (`history.moment_stamp`): reading and scoring them from the
         # catalog was most of a search as of long ago.
-        self._moments: dict[tuple[str, ...], tuple[tuple[Any, ...], _history.Moment]] = {}
+        self._moment: tuple[tuple[Any, ...], _history.Moment] | None = None
         # Their values and indexed texts, read under the same stamp (searches with keywords only).
         self._texts: tuple[tuple[Any, ...], dict[int, tuple[_history.PastVersion, str]]] | None = None
 
-    def _past(self, prefix: tuple[str, ...]) -> tuple[tuple[Any, ...], _history.Moment]:
-        """The past versions valid at `at` under ``prefix`` (read again when the history changed), and the stamp."""
+    def _past(self) -> _history.Moment:
+        """The past versions valid at `at` (read again when the history changed after it)."""
         with self.store.catalog.read() as conn:
             stamp = _history.moment_stamp(conn)
-            held = self._moments.get(prefix)
+            held = self._moment
             if held is None or held[0] != stamp:
-                if len(self._moments) >= _PREFIXES_KEPT:
-                    self._moments.pop(next(iter(self._moments)))
-                held = self._moments[prefix] = (stamp, _history.at_moment(conn, self.at, prefix))
-        return held
+                held = self._moment = (stamp, _history.at_moment(conn, self.at))
+        return held[1]
 
     @property
     def moment(self) -> datetime:
@@ -197,7 +190,7 @@ class AsOfStore(BaseStore):
         if need <= 0:
             return []
         inner = op._replace(offset=0, limit=need)
-        stamp, moment = self._past(op.namespace_prefix)
+        moment = self._past()
 
         def omit_for(conn: Any, status_version: int | None) -> Callable[[StoredItem], bool]:
             hidden = None if include_retired else store._hidden.snapshot(conn, status_version)
@@ -211,7 +204,7 @@ class AsOfStore(BaseStore):
             temporal = ranking.temporal and dataclasses.replace(ranking.temporal, access_boost_factor=0.0)
             ranking = dataclasses.replace(ranking, clock=lambda: at, temporal=temporal)
             if ranking.keyword_weight != 0.0:
-                return self._keyword_search(op, qvec, ranking, omit_for, include_retired, moment, stamp)
+                return self._keyword_search(op, qvec, ranking, omit_for, include_retired, moment)
             current, _plan = store.hybrid.run(inner, qvec, ranking, omit_for=omit_for)
         else:
             current, _plan = store.planner.run(inner, qvec, omit_for=omit_for)
@@ -258,7 +251,6 @@ class AsOfStore(BaseStore):
         omit_for: Callable[[Any, int | None], Callable[[StoredItem], bool]],
         include_retired: bool,
         moment: _history.Moment,
-        stamp: tuple[Any, ...],
     ) -> list[SearchItem]:
         """A hybrid search with keywords as of `at`: every version scored against the keyword index of then.
 
@@ -273,9 +265,10 @@ class AsOfStore(BaseStore):
         need = op.offset + op.limit
         terms = _keywords.query_terms(op.query)
         prefix = op.namespace_prefix
+        stamp = self._moment[0] if self._moment is not None else None
         with store.catalog.read() as conn:
-            if self._texts is None or self._texts[0] != stamp:
-                self._texts = (stamp, _past_texts(conn, store, at))
+            if self._texts is None or self._texts[0] != stamp or stamp is None:
+                self._texts = (stamp or (), _past_texts(conn, store, at))
             past = self._texts[1]
             held = _keywords.terms_held(conn, {h: t for h, (_v, t) in past.items() if t}, terms)
             corpus = _corpus_at(conn, at, past, held)
