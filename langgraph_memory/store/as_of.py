@@ -94,6 +94,8 @@ class AsOfStore(BaseStore):
         self._moment: tuple[tuple[Any, ...], _history.Moment] | None = None
         # Their values and indexed texts, read under the same stamp (searches with keywords only).
         self._texts: tuple[tuple[Any, ...], dict[int, tuple[_history.PastVersion, str]]] | None = None
+        # Which of those texts hold each query term seen (under the same stamp): a term's texts are matched once.
+        self._holding: dict[str, set[int]] = {}
 
     def _past(self) -> _history.Moment:
         """The past versions valid at `at` (read again when the history changed after it)."""
@@ -269,8 +271,17 @@ class AsOfStore(BaseStore):
         with store.catalog.read() as conn:
             if self._texts is None or self._texts[0] != stamp or stamp is None:
                 self._texts = (stamp or (), _past_texts(conn, store, at))
+                self._holding = {}
             past = self._texts[1]
-            held = _keywords.terms_held(conn, {h: t for h, (_v, t) in past.items() if t}, terms)
+            new = [t for t in terms if t not in self._holding]
+            if new:
+                got = _keywords.terms_held(conn, {h: t for h, (_v, t) in past.items() if t}, new)
+                for term in new:
+                    self._holding[term] = {h for h, have in got.items() if term in have}
+            held: dict[int, set[str]] = {}
+            for term in terms:
+                for h in self._holding[term]:
+                    held.setdefault(h, set()).add(term)
             corpus = _corpus_at(conn, at, past, held)
             found = store.hybrid._match(conn, op.query, ranking, corpus=corpus)
         best = _best_cosines(moment, qvec)
