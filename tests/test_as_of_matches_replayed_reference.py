@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langgraph.store.memory import InMemoryStore
 
+from langgraph_memory.search.ranking import HybridRanking
 from langgraph_memory.store import ChromaStore
 from tests.conftest import FAKE_DIMS
 
@@ -210,5 +211,76 @@ def test_as_of_answers_like_a_reference_replayed_to_that_moment(
             # The state of the last step whose moment-after is at or past ``at``'s change: the first one at or after it.
             state_at = next(s for t, s in timeline if t >= at)
             _check_at(store, at, state_at, queries)
+    finally:
+        store.close()
+
+
+# Each example makes its data directory at run time (tmp_path_factory), which collection cannot see.
+@pytest.mark.catalog
+@settings(
+    max_examples=8,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    steps=st.lists(STEP, min_size=4, max_size=12),
+    queries=st.lists(
+        st.tuples(st.integers(0, len(NAMESPACES) - 1), st.sampled_from(WORDS), st.one_of(st.none(), st.integers(0, 2))),
+        min_size=1,
+        max_size=2,
+    ),
+)
+# An item reworded away from the query's word, then a new item holding it: then, the reworded item held the word
+# and the word was rarer; both must be as they were.
+@example(
+    steps=[
+        ("put", 0, 0, 0, "carry"),
+        ("put", 0, 1, 0, "momentum"),
+        ("put", 0, 0, 0, "momentum"),
+        ("put", 2, 0, 0, "carry"),
+        ("delete", 0, 1, 0, "carry"),
+    ],
+    queries=[(0, "carry", None)],
+)
+def test_as_of_ranks_under_hybrid_ranking_exactly_as_the_store_ranked_then(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, int, int, int, str]], queries: list[Any]
+) -> None:
+    # The live searches are ranked with the clock at the moment they are checked at, where as_of measures ages.
+    clock = [time.time()]
+    store = ChromaStore(
+        data_dir=tmp_path_factory.mktemp("asof-hybrid") / "memory",
+        index={"dims": FAKE_DIMS, "embed": EMBED, "fields": ["text"]},
+        collections=None,
+        ranking=HybridRanking(clock=lambda: clock[0]),
+    )
+
+    # Without refreshing TTLs: a read would put off the expiry that the steps wait for.
+    def searches(view: Any) -> list[list[tuple[tuple[str, ...], str, float | None]]]:
+        return [
+            [
+                (tuple(i.namespace), i.key, i.score)
+                for i in view.search(
+                    NAMESPACES[p][:1], query=w, filter=None if n is None else {"n": n}, limit=10, refresh_ttl=False
+                )
+            ]
+            for p, w, n in queries
+        ]
+
+    try:
+        state: State = {}
+        seen: list[tuple[float, list[Any]]] = []
+        for n, step in enumerate(steps):
+            for _state in _apply(store, state, step, n):
+                clock[0] = t = time.time()
+                seen.append((t, searches(store)))
+                _after(t)
+        for t, want in seen:
+            got = searches(store.as_of(t))
+            for g, w in zip(got, want, strict=True):
+                assert [(ns, k) for ns, k, _s in g] == [(ns, k) for ns, k, _s in w], f"as of {t}: {g} != {w}"
+                assert [sc for _n, _k, sc in g] == pytest.approx([sc for _n, _k, sc in w], abs=TOL), f"as of {t}"
     finally:
         store.close()

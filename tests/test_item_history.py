@@ -18,7 +18,9 @@ from langgraph.store.base import BaseStore
 
 from langgraph_memory import Memory
 from langgraph_memory.archive import HistoryRetention
+from langgraph_memory.catalog import history
 from langgraph_memory.errors import InvalidArgumentError, ReadOnlyError
+from langgraph_memory.search.ranking import HybridRanking
 from langgraph_memory.store import ChromaStore, Version
 from tests.conftest import FAKE_DIMS
 
@@ -125,6 +127,47 @@ def test_a_graph_compiled_with_an_as_of_store_recalls_that_moment(plain: ChromaS
     assert builder.compile(store=plain.as_of(approved)).invoke({"recalled": []})["recalled"] == ["tight stops whipsaw"]
     now = builder.compile(store=plain).invoke({"recalled": []})["recalled"]
     assert now == ["learnt after the approval", "wide stops bleed"]
+
+
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_one_as_of_view_keeps_answering_for_its_moment_while_the_memory_changes(
+    data_dir: Path, fake_embeddings: DeterministicFakeEmbedding, hybrid: bool
+) -> None:
+    plain = ChromaStore(
+        data_dir=data_dir,
+        index={"dims": FAKE_DIMS, "embed": fake_embeddings},
+        collections=None,
+        ranking=HybridRanking() if hybrid else None,
+    )
+    try:
+        _one_view_while_the_memory_changes(plain)
+    finally:
+        plain.close()
+
+
+def _one_view_while_the_memory_changes(plain: ChromaStore) -> None:
+    plain.put(NS, "a", {"text": "tight stops whipsaw"})
+    plain.put(NS, "b", {"text": "wide stops bleed"})
+    then = _tick()
+    view = plain.as_of(then)
+
+    def found() -> list[tuple[str, str, float]]:
+        # Scores rounded: a version read from the history is scored from its float32 vectors on our side.
+        return [(h.key, h.value["text"], round(h.score or 0.0, 6)) for h in view.search(NS, query="stops", limit=5)]
+
+    before = found()
+    listed = sorted(h.key for h in view.search(NS, limit=5))
+    # Changes after the moment, each ending a version the view must now read from the history.
+    plain.put(NS, "a", {"text": "stops moved"})
+    assert found() == before
+    plain.delete(NS, "b")
+    plain.put(NS, "c", {"text": "new stops"})
+    assert found() == before
+    assert sorted(h.key for h in view.search(NS, limit=5)) == listed == ["a", "b"]
+    # Pruning the history drops what the view could read, and the view sees that too.
+    with plain.catalog.write() as conn:
+        assert history.prune(conn, older_than=time.time() + 1) == 2
+    assert [h.key for h in view.search(NS, query="stops", limit=5)] == []
 
 
 def test_memory_history_finds_a_typed_item_by_its_id(data_dir: Path, fake_embeddings) -> None:

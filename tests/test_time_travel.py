@@ -93,15 +93,14 @@ def test_a_replay_from_the_approval_checkpoint_recalls_what_the_first_run_recall
         at_approval = _approval_checkpoint(graph, config)
         replay = graph.invoke(None, at_approval.config)
 
-        # The step replayed read the memory of its checkpoint: the same lessons, the same values, the same order.
+        # The step replayed read the memory of its checkpoint: the same lessons, the same values, the same order,
+        # the same scores: a version changed since is scored from its kept float32 vectors and, under hybrid
+        # ranking, from its kept text against the keyword index as it stood then (the new lesson shares a word
+        # with the query, so today's statistics would weigh "momentum" differently).
         assert _without_scores(replay["lessons"]) == _without_scores(first["lessons"])
-        if ranking == "cosine":
-            # The same scores too (a version changed since is scored from its kept float32 vectors).
-            assert [h["score"] for h in replay["lessons"]] == pytest.approx(
-                [h["score"] for h in first["lessons"]], abs=1e-6
-            )
-        # Hybrid ranking scores a version changed since only by its vectors and age (the history keeps no
-        # keyword evidence), so its score differs while what is recalled, and its order, do not.
+        assert [h["score"] for h in replay["lessons"]] == pytest.approx(
+            [h["score"] for h in first["lessons"]], abs=1e-6
+        )
         assert replay["approved"] is True
         # The moment read is the replayed checkpoint's own time (its id carries it; created_at is stamped apart).
         moment = checkpoint_time({"metadata": at_approval.config["configurable"]})

@@ -31,11 +31,15 @@ so a search as of its time scores it exactly.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
+
+import numpy as np
 
 from langgraph_memory.catalog.connection import POSTGRESQL, both, dialect_of
 
@@ -51,8 +55,10 @@ __all__ = [
     "adopt",
     "version_at",
     "valid_at",
-    "vectors_at",
-    "changed_after",
+    "Moment",
+    "moment_stamp",
+    "PRUNED_KEY",
+    "at_moment",
     "read",
     "namespaces_at",
     "prune",
@@ -321,29 +327,93 @@ def valid_at(
     return [(int(r[0]), float(r[1]), int(r[2]), r[3]) for r in rows]
 
 
-def changed_after(conn: sqlite3.Connection, at: float, prefix: Sequence[str] = ()) -> set[int]:
-    """Ids of the item rows under ``prefix`` whose version current at ``at`` a later change ended (deleted ones too)."""
-    where, params = _prefix_where(prefix)
-    return {
-        int(r[0])
-        for r in conn.execute(both(conn, f"SELECT item_id FROM item_history WHERE valid_to > ?{where}"), (at, *params))
-    }
+@dataclass
+class Moment:
+    """The past versions valid at one moment, unread, as arrays (what a search as of it scans), and the items
+    a later change ended."""
+
+    #: history ids, ``updated_at``, item ids, whether each had no status (neither retired nor superseded),
+    #: and its namespace as stored (labels joined by ``\x1f``).
+    ids: np.ndarray
+    updated: np.ndarray
+    item_ids: np.ndarray
+    live: np.ndarray
+    ns: np.ndarray
+    #: every vector of those versions (float32 rows) and the position in ``ids`` of the version owning each.
+    vectors: np.ndarray
+    owner: np.ndarray
+    #: the items (rows of ``items``) whose version current at the moment a later change ended.
+    changed: set[int]
+    #: each vector's norm, and whether every version has one vector at most (the common case).
+    norms: np.ndarray = dataclasses.field(init=False)
+    one_each: bool = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        self.norms = np.linalg.norm(self.vectors, axis=1) if len(self.vectors) else np.zeros(0, dtype=np.float32)
+        self.one_each = len(np.unique(self.owner)) == len(self.owner)
+
+    def in_prefix(self, prefix: Sequence[str]) -> np.ndarray:
+        """A mask over `ids`: the versions under ``prefix``."""
+        if not prefix:
+            return np.ones(len(self.ids), dtype=bool)
+        joined = "\x1f".join(prefix)
+        return (self.ns == joined) | np.char.startswith(self.ns, joined + "\x1f")
 
 
-def vectors_at(conn: sqlite3.Connection, at: float, prefix: Sequence[str] = ()) -> list[tuple[int, bytes]]:
-    """``(history id, float32 bytes)`` of every vector of the past versions current at ``at`` under ``prefix``."""
+#: ``meta`` key given a new random value by every `prune()` that drops versions.
+PRUNED_KEY = "history_pruned"
+# The history changes only by rows added (a higher id: ids only grow while no row is dropped) and by `prune()`,
+# which marks ``meta``: two lookups, where counting the rows ending after a moment long ago took ~3 ms at 10,000
+# items.
+_STAMP = f"SELECT (SELECT max(id) FROM item_history), (SELECT value FROM meta WHERE key = '{PRUNED_KEY}')"
+
+
+def moment_stamp(conn: sqlite3.Connection) -> tuple[Any, ...]:
+    """What changes whenever the history changes (what `at_moment()` reads, for any moment)."""
+    return tuple(conn.execute(both(conn, _STAMP)).fetchone())
+
+
+def at_moment(conn: sqlite3.Connection, at: float, prefix: Sequence[str] = ()) -> Moment:
+    """The past versions valid at ``at`` under ``prefix``, with their vectors."""
     where, params = _prefix_where(prefix)
-    where = where.replace("ns", "h.ns")
     rows = conn.execute(
         both(
             conn,
-            f"SELECT h.id, h.vec FROM item_history h WHERE h.n_vectors = 1 AND h.vec IS NOT NULL AND h.valid_to > ? AND h.valid_from <= ?{where}"
-            " UNION ALL SELECT v.history_id, v.vec FROM item_history h JOIN history_vectors v ON v.history_id = h.id"
-            f" WHERE h.n_vectors > 1 AND h.valid_to > ? AND h.valid_from <= ?{where}",
+            "SELECT id, updated_at, item_id, status IS NULL, ns, n_vectors, vec FROM item_history"
+            f" WHERE valid_to > ? AND valid_from <= ?{where} ORDER BY id",
         ),
-        (at, at, *params, at, at, *params),
+        (at, at, *params),
+    ).fetchall()
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    pos = {int(h): k for k, h in enumerate(ids.tolist())}
+    blobs = [bytes(r[6]) for r in rows if r[5] == 1 and r[6] is not None]
+    owner = [k for k, r in enumerate(rows) if r[5] == 1 and r[6] is not None]
+    if any(r[5] > 1 for r in rows):
+        for hid, vec in conn.execute(
+            both(
+                conn,
+                "SELECT v.history_id, v.vec FROM item_history h JOIN history_vectors v ON v.history_id = h.id"
+                " WHERE h.n_vectors > 1 AND h.valid_to > ? AND h.valid_from <= ?" + where.replace("ns", "h.ns"),
+            ),
+            (at, at, *params),
+        ):
+            blobs.append(bytes(vec))
+            owner.append(pos[int(hid)])
+    changed = conn.execute(
+        both(conn, f"SELECT item_id FROM item_history WHERE valid_to > ?{where}"), (at, *params)
+    ).fetchall()
+    return Moment(
+        ids=ids,
+        updated=np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows)),
+        item_ids=np.fromiter((r[2] for r in rows), dtype=np.int64, count=len(rows)),
+        live=np.fromiter((bool(r[3]) for r in rows), dtype=bool, count=len(rows)),
+        ns=np.array([r[4] for r in rows], dtype=str),
+        vectors=np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
+        if blobs
+        else np.zeros((0, 0), dtype=np.float32),
+        owner=np.asarray(owner, dtype=np.int64),
+        changed={int(r[0]) for r in changed},
     )
-    return [(int(r[0]), bytes(r[1])) for r in rows]
 
 
 def read(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, PastVersion]:
@@ -399,6 +469,14 @@ def prune(
     ids = list(dict.fromkeys(doomed))
     if dry_run:
         return len(ids)
+    if ids:  # a random value, not a counter: see `moment_stamp()` (and keywords' own version mark)
+        conn.execute(
+            both(
+                conn,
+                "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            ),
+            (PRUNED_KEY, uuid.uuid4().hex),
+        )
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start : start + _CHUNK]
         marks = ",".join("?" * len(chunk))

@@ -53,7 +53,8 @@ import re
 import sqlite3
 import unicodedata
 import uuid
-from collections.abc import Callable, Container, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -75,6 +76,9 @@ __all__ = [
     "unindex_items",
     "rebuild",
     "KeywordMatches",
+    "Corpus",
+    "terms_held",
+    "score_held",
     "in_scope",
     "match",
     "search",
@@ -399,6 +403,10 @@ class KeywordMatches:
             order = np.argsort(ids, kind="stable")
             self._by_id = (ids[order], scores[order])
         self.mass = mass
+        #: Each scored query term with its idf, in the query's order, and the mean length scored against
+        #: (set by `match()`; what `score_held()` scores a text outside the index with).
+        self.weights: list[tuple[str, float]] = []
+        self.avg = 1.0
         self._ranked: np.ndarray | None = None
         self._dense: np.ndarray | None = None
         self._count: int | None = None
@@ -587,6 +595,78 @@ def in_scope(conn: sqlite3.Connection, item_ids: Sequence[int], where: str, para
     }
 
 
+@dataclass(frozen=True)
+class Corpus:
+    """The keyword index as it stood at another moment: what `match()` takes its BM25 statistics from.
+
+    A search as of a past moment scores against the items indexed then, so
+    that a memory scores what it scored then: ``docs`` texts of ``tokens``
+    words; ``gone``, the ids (increasing) of items indexed now that were not
+    then (their postings are not counted); ``held``, for each query term, how
+    many of the texts indexed then and not now hold it (`terms_held()`).
+    """
+
+    docs: int
+    tokens: int
+    gone: np.ndarray
+    held: Mapping[str, int] = field(default_factory=dict)
+
+    def count(self, term: str, rowids: np.ndarray | None) -> int:
+        """How many texts held ``term`` then, from its posting list now (``rowids``)."""
+        now = 0 if rowids is None else len(rowids)
+        if now and len(self.gone):
+            assert rowids is not None
+            now -= int(np.count_nonzero(np.isin(rowids >> _LEN_BITS, self.gone)))
+        return now + int(self.held.get(term, 0))
+
+
+def terms_held(conn: sqlite3.Connection, texts: Mapping[int, str], terms: Sequence[str]) -> dict[int, set[str]]:
+    """Which of the query ``terms`` each text (outside the index) holds, as the index on ``conn``'s backend matches.
+
+    On SQLite the texts go through an FTS5 table of the same tokenizer in
+    memory; on PostgreSQL through `index_terms()`, as the index's own terms are made.
+    """
+    out: dict[int, set[str]] = {k: set() for k in texts}
+    if not texts or not terms:
+        return out
+    if dialect_of(conn) == POSTGRESQL:
+        stems = {t: _stem(_fold(t)) for t in terms}
+        for k, text in texts.items():
+            have = set(index_terms(text))
+            out[k] = {t for t in terms if stems[t] in have}
+        return out
+    mem = sqlite3.connect(":memory:")
+    try:
+        mem.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize = 'porter unicode61', detail = none)")
+        mem.executemany("INSERT INTO t(rowid, text) VALUES (?, ?)", list(texts.items()))
+        for term in terms:
+            for (k,) in mem.execute("SELECT rowid FROM t WHERE t MATCH ?", (f'"{term}"',)):
+                out[int(k)].add(term)
+    finally:
+        mem.close()
+    return out
+
+
+def score_held(found: KeywordMatches, held: Container[str], n_tokens: int, length_norm: float = LENGTH_NORM) -> float:
+    """The BM25 score `match()` would give a text of ``n_tokens`` words holding the terms ``held``.
+
+    The same operations in the same order as for an indexed item, so a text
+    scores the same float it scored when it was in the index (against the same statistics).
+
+    Example:
+        >>> found = KeywordMatches(np.zeros(0, dtype=np.int64), np.zeros(0), 2.0)
+        >>> found.weights, found.avg = [("carry", 1.0), ("spy", 1.0)], 4.0
+        >>> round(score_held(found, {"carry"}, 4, 0.3), 6)
+        1.0
+    """
+    norm = 1 + _K1 * (1 - length_norm + length_norm * (max(min(n_tokens, _LEN_MAX), 1) / found.avg))
+    total = 0.0
+    for term, idf in found.weights:
+        if term in held:
+            total += idf * (_K1 + 1) / norm
+    return total
+
+
 def match(
     conn: sqlite3.Connection,
     query: str,
@@ -596,6 +676,7 @@ def match(
     max_term_items: int = MAX_TERM_ITEMS,
     cache: PostingCache | None = None,
     within: np.ndarray | None = None,
+    corpus: Corpus | None = None,
 ) -> KeywordMatches:
     """Score every item holding one of ``query``'s terms (see the module's docstring for how).
 
@@ -605,6 +686,7 @@ def match(
     scored, each looked up in the posting lists (a search over a few hundred
     items need not add up the scores of the whole catalog's matches); their
     scores and the idf mass are the same as without it.
+    With ``corpus``, terms are weighed and lengths normalised as in the index of another moment (`Corpus`).
     """
     empty = KeywordMatches(np.zeros(0, dtype=np.int64), np.zeros(0), by_id=True)
     terms = query_terms(query, stop_words)
@@ -615,11 +697,14 @@ def match(
         docs, tokens = stamp[1], stamp[2]
     else:
         docs, tokens = conn.execute(both(conn, "SELECT docs, tokens FROM keyword_stats WHERE id = 1")).fetchone()
+    if corpus is not None:
+        docs, tokens = corpus.docs, corpus.tokens
     if not terms or not docs:
         return empty
     avg = tokens / docs if tokens else 1.0
     cap = max_term_items
     mass = 0.0
+    weights: list[tuple[str, float]] = []
     all_ids: list[np.ndarray] = []
     # Each term's score is ``factor / norm`` per posting; it is divided out only for the postings a search
     # sums (with ``within``, the few items looked up instead of every posting of every term).
@@ -630,9 +715,11 @@ def match(
         if got is not None:
             if got.n > cap or got.rowids is None:
                 continue
-            mass += _idf(docs, got.n)
+            idf = _idf(docs, got.n if corpus is None else corpus.count(term, got.rowids))
+            mass += idf
+            weights.append((term, idf))
             if got.n:
-                _add_term(all_ids, all_scores, got, _idf(docs, got.n), avg, length_norm)
+                _add_term(all_ids, all_scores, got, idf, avg, length_norm)
             continue
         # The posting list as one string of rowids, parsed by numpy: a row per posting cost more in Python
         # than the index's own read.
@@ -652,14 +739,25 @@ def match(
             if cache is not None:
                 cache.put(stamp, term, n, None)
             continue
-        mass += _idf(docs, n)
         rowids = np.fromstring(joined, dtype=np.int64, sep=",") if n else np.zeros(0, dtype=np.int64)
+        idf = _idf(docs, n if corpus is None else corpus.count(term, rowids))
+        mass += idf
+        weights.append((term, idf))
         entry = cache.put(stamp, term, n, rowids) if cache is not None else Postings(n, rowids)
         if not n:
             continue
-        _add_term(all_ids, all_scores, entry, _idf(docs, n), avg, length_norm)
+        _add_term(all_ids, all_scores, entry, idf, avg, length_norm)
+    out = _matches(all_ids, all_scores, within, mass)
+    out.weights, out.avg = weights, avg
+    return out
+
+
+def _matches(
+    all_ids: list[np.ndarray], all_scores: list[tuple[float, np.ndarray]], within: np.ndarray | None, mass: float
+) -> KeywordMatches:
+    """The matches of `match()` from each term's postings and scores."""
     if not all_ids:
-        return KeywordMatches(empty.ids, empty.scores, mass)
+        return KeywordMatches(np.zeros(0, dtype=np.int64), np.zeros(0), mass, by_id=True)
     if within is not None:
         return _match_within(all_ids, all_scores, np.asarray(within, dtype=np.int64), mass)
     every, weights = np.concatenate(all_ids), np.concatenate([factor / norm for factor, norm in all_scores])

@@ -225,6 +225,7 @@ class HybridSearch:
         omit_for: LateOmit | None = None,
         best: int | None = None,
         now: float | None = None,
+        corpus: _keywords.Corpus | None = None,
     ) -> Candidates:
         """Both searches' candidates with both scores (and the matching items that have no vectors).
 
@@ -232,7 +233,8 @@ class HybridSearch:
         With ``best`` (and ``now``, the time ages are measured at), only the
         candidates that can be among the ``best`` final scores are kept: a
         keyword candidate whose score could not reach the ``best``-th vector
-        candidate's is neither read nor scored (`Bar`).
+        candidate's is neither read nor scored (`Bar`). ``corpus``: keyword
+        statistics of another moment (a search as of a past one).
         """
         depth = max(ranking.candidates, op.offset + op.limit)
         keyword: list[_KeywordSide] = []
@@ -240,12 +242,14 @@ class HybridSearch:
 
         def keyword_side(conn: Any, scorer: ScopeScorer, dense: list[Hit], omit: Omit) -> None:
             matches = early[0] if early else None
-            keyword.append(self._keyword_side(conn, scorer, op, ranking, depth, dense, omit, best, now, matches))
+            keyword.append(
+                self._keyword_side(conn, scorer, op, ranking, depth, dense, omit, best, now, matches, corpus)
+            )
 
         def match_early(conn: Any) -> None:
             # While Chroma answers the vector query (in its worker, the GIL released) the posting lists are read.
             assert op.query is not None
-            early.append(self._match(conn, op.query, ranking))
+            early.append(self._match(conn, op.query, ranking, corpus=corpus))
 
         wanted = bool(op.query) and ranking.keyword_weight != 0.0
         dense, plan = self.planner.run(
@@ -301,6 +305,7 @@ class HybridSearch:
         best: int | None = None,
         now: float | None = None,
         matches: _keywords.KeywordMatches | None = None,
+        corpus: _keywords.Corpus | None = None,
     ) -> _KeywordSide:
         """The keyword candidates of a search, inside its snapshot: the best ``depth`` matches in scope.
 
@@ -318,7 +323,7 @@ class HybridSearch:
             # Few items in scope, all scored by the vector search: look their scores up in the posting lists.
             within = np.union1d(within, known)
         if matches is None or within is not None:
-            matches = self._match(conn, op.query, ranking, within)
+            matches = self._match(conn, op.query, ranking, within, corpus)
         bars: list[Bar | None] = []
 
         def bar() -> Bar | None:
@@ -401,9 +406,16 @@ class HybridSearch:
         return _KeywordSide(matches, new, joined, len(top), n_new, bars[0] if bars else None)
 
     def _match(
-        self, conn: Any, query: str, ranking: HybridRanking, within: np.ndarray | None = None
+        self,
+        conn: Any,
+        query: str,
+        ranking: HybridRanking,
+        within: np.ndarray | None = None,
+        corpus: _keywords.Corpus | None = None,
     ) -> _keywords.KeywordMatches:
-        return _keywords.match(conn, query, length_norm=ranking.length_norm, cache=self.postings, within=within)
+        return _keywords.match(
+            conn, query, length_norm=ranking.length_norm, cache=self.postings, within=within, corpus=corpus
+        )
 
     def _neighbours(
         self, conn: Any, op: SearchOp, items: list[StoredItem], radius: int, omit: Omit
@@ -430,9 +442,10 @@ class HybridSearch:
         *,
         omit: Omit | None = None,
         omit_for: LateOmit | None = None,
+        corpus: _keywords.Corpus | None = None,
     ) -> tuple[list[Hit], Plan]:
         """Run ``op`` with hybrid ranking; return hits (best first, ``offset`` applied) and the plan."""
-        hits, plan = self.run_explained(op, qvec, ranking, omit=omit, omit_for=omit_for)
+        hits, plan = self.run_explained(op, qvec, ranking, omit=omit, omit_for=omit_for, corpus=corpus)
         return [(parts.final if parts is not None else None, it) for parts, it in hits], plan
 
     def run_explained(
@@ -443,11 +456,12 @@ class HybridSearch:
         *,
         omit: Omit | None = None,
         omit_for: LateOmit | None = None,
+        corpus: _keywords.Corpus | None = None,
     ) -> tuple[list[tuple[ScoreParts | None, StoredItem]], Plan]:
         """``run``, each hit with its `ScoreParts` (None: unscored)."""
         need = op.offset + op.limit
         now = ranking.clock()
-        found = self.candidates(op, qvec, ranking, omit=omit, omit_for=omit_for, best=need, now=now)
+        found = self.candidates(op, qvec, ranking, omit=omit, omit_for=omit_for, best=need, now=now, corpus=corpus)
         scored = explain_candidates(found.items, ranking, now=now, collections=self.collections, known=found.parts)
         if ranking.supersede_similarity is not None and scored:
             scored = self._newer_first(scored, ranking, need)

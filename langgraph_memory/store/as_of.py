@@ -23,10 +23,15 @@ are hidden as they were then.
 
 It is a LangGraph ``BaseStore``: ``builder.compile(store=store.as_of(t))``
 gives a graph whose nodes read the memory of ``t``. Every write raises
-[`ReadOnlyError`][langgraph_memory.errors.ReadOnlyError]. Not kept in the
-history, hence not as of ``t``: access counts (a past version ranks with
-none) and, in hybrid ranking, a past version's keyword evidence (it ranks
-by its vectors and age only; current versions keep theirs).
+[`ReadOnlyError`][langgraph_memory.errors.ReadOnlyError].
+
+In hybrid ranking with keywords, a past version's keyword evidence comes
+from its kept value (the text a put of it indexes), scored by the keyword
+index's BM25 against the index's statistics as of ``t`` (`keywords.Corpus`),
+and so do current items': every item scores what it scored at ``t``. Reads
+are not kept per moment, so every version ranks as unread (the ranking's
+``access_boost_factor`` taken as 0): the answer depends on ``t`` and the
+history only, never on reads made since.
 """
 
 from __future__ import annotations
@@ -53,9 +58,12 @@ from langgraph.store.base import (
 from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog import history as _history
 from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog import keywords as _keywords
+from langgraph_memory.catalog.connection import both
 from langgraph_memory.errors import InvalidArgumentError, ReadOnlyError
 from langgraph_memory.search import filters as _filters
 from langgraph_memory.search.hybrid import Candidate, explain_candidates
+from langgraph_memory.search.ranking import HybridRanking
 from langgraph_memory.store.namespaces import select_namespaces, validate_namespace
 
 __all__ = ["AsOfStore"]
@@ -80,6 +88,23 @@ class AsOfStore(BaseStore):
         self.store = store
         #: the moment read, in epoch seconds.
         self.at = float(at)
+        # The past versions valid at `at`, read once for every search of this view while the history's rows
+        # stay as they were (`history.moment_stamp`): reading and scoring them from the
+        # catalog was most of a search as of long ago.
+        self._moment: tuple[tuple[Any, ...], _history.Moment] | None = None
+        # Their values and indexed texts, read under the same stamp (searches with keywords only).
+        self._texts: tuple[tuple[Any, ...], dict[int, tuple[_history.PastVersion, str]]] | None = None
+        # Which of those texts hold each query term seen (under the same stamp): a term's texts are matched once.
+        self._holding: dict[str, set[int]] = {}
+
+    def _past(self) -> _history.Moment:
+        """The past versions valid at `at` (read again when the history changed after it)."""
+        with self.store.catalog.read() as conn:
+            stamp = _history.moment_stamp(conn)
+            held = self._moment
+            if held is None or held[0] != stamp:
+                held = self._moment = (stamp, _history.at_moment(conn, self.at))
+        return held[1]
 
     @property
     def moment(self) -> datetime:
@@ -167,61 +192,149 @@ class AsOfStore(BaseStore):
         if need <= 0:
             return []
         inner = op._replace(offset=0, limit=need)
+        moment = self._past()
 
         def omit_for(conn: Any, status_version: int | None) -> Callable[[StoredItem], bool]:
             hidden = None if include_retired else store._hidden.snapshot(conn, status_version)
-            return _ChangedSince(at, store._omitter(at, hidden), _history.changed_after(conn, at, op.namespace_prefix))
+            return _ChangedSince(at, store._omitter(at, hidden), moment.changed)
 
         ranking = store.ranking
         hybrid = ranking is not None and qvec is not None and bool(op.query)
         if hybrid:
-            assert ranking is not None and qvec is not None
-            ranking = dataclasses.replace(ranking, clock=lambda: at)
+            assert ranking is not None and qvec is not None and op.query
+            # Reads are not kept per moment: every version ranks as unread (see the module).
+            temporal = ranking.temporal and dataclasses.replace(ranking.temporal, access_boost_factor=0.0)
+            ranking = dataclasses.replace(ranking, clock=lambda: at, temporal=temporal)
+            if ranking.keyword_weight != 0.0:
+                return self._keyword_search(op, qvec, ranking, omit_for, include_retired, moment)
             current, _plan = store.hybrid.run(inner, qvec, ranking, omit_for=omit_for)
         else:
             current, _plan = store.planner.run(inner, qvec, omit_for=omit_for)
         scored: list[tuple[float, StoredItem]] = [(s, it) for s, it in current if s is not None]
         unscored = [it for s, it in current if s is None]
+        # Past versions current at ``at``, unread; only those ranked first have their values read (and filtered).
+        m = moment
+        past = np.flatnonzero(m.in_prefix(op.namespace_prefix) & (m.live | include_retired))
+        newest_first = past
         with store.catalog.read() as conn:
-            # Past versions current at ``at``, unread; only those ranked first have their values read (and filtered).
-            past = {
-                hid: (updated, item_id)
-                for hid, updated, item_id, status in _history.valid_at(conn, at, op.namespace_prefix)
-                if include_retired or status is None
-            }
-            newest_first = sorted(past, key=lambda h: (-past[h][0], -past[h][1]))
-            if past and qvec is not None:
-                sims = _best_cosines([(h, v) for h, v in _history.vectors_at(conn, at, op.namespace_prefix)], qvec)
-                ranked = sorted((h for h in sims if h in past), key=lambda h: (-sims[h], past[h][1]))
-                for hid, it in _read_first(conn, ranked, op.filter, need, store._omits_expired, at):
+            if len(past) and qvec is not None:
+                best = _best_cosines(m, qvec)
+                has = ~np.isnan(best)
+                with_vec = past[has[past]]
+                first = max(4 * need, 64)
+                order = _first(with_vec, -best[with_vec], m.item_ids[with_vec], first)
+                got = _read_first(conn, m.ids[order], op.filter, need, store._omits_expired, at)
+                if len(got) < need and len(order) < len(with_vec):  # the filter left too few of the best
+                    order = _first(with_vec, -best[with_vec], m.item_ids[with_vec], len(with_vec))
+                    got = _read_first(conn, m.ids[order], op.filter, need, store._omits_expired, at)
+                for k, it in got:
+                    sim = float(best[order[k]])
                     if not hybrid:
-                        scored.append((sims[hid], it))
+                        scored.append((sim, it))
                         continue
                     assert ranking is not None
                     parts, _c = explain_candidates(
-                        [Candidate(it, sims[hid], vector=True)], ranking, now=at, collections=store.collections
+                        [Candidate(it, sim, vector=True)], ranking, now=at, collections=store.collections
                     )[0]
                     scored.append((parts.final, it))
-                newest_first = [h for h in newest_first if h not in sims]
-            if past and len(scored) < need:  # listings, and items without vectors after the scored ones
+                newest_first = newest_first[~has[newest_first]]
+            if len(newest_first) and len(scored) < need:  # listings, and items without vectors after the scored
+                newest_first = _first(newest_first, -m.updated[newest_first], -m.item_ids[newest_first], len(past))
                 unscored.extend(
-                    it for _h, it in _read_first(conn, newest_first, op.filter, need, store._omits_expired, at)
+                    it for _k, it in _read_first(conn, m.ids[newest_first], op.filter, need, store._omits_expired, at)
                 )
+        return _results(op, scored, unscored)
+
+    def _keyword_search(
+        self,
+        op: SearchOp,
+        qvec: np.ndarray,
+        ranking: HybridRanking,
+        omit_for: Callable[[Any, int | None], Callable[[StoredItem], bool]],
+        include_retired: bool,
+        moment: _history.Moment,
+    ) -> list[SearchItem]:
+        """A hybrid search with keywords as of `at`: every version scored against the keyword index of then.
+
+        The index's statistics are those of ``at`` (`Corpus`): the items
+        indexed now that were not then are taken out, and the past versions
+        valid then put in, their texts read from their kept values as the
+        writer reads a put's. Each past version in scope is scored from its
+        kept vectors and that text by the ranking that scores current items.
+        """
+        store, at = self.store, self.at
+        assert op.query is not None
+        need = op.offset + op.limit
+        terms = _keywords.query_terms(op.query)
+        prefix = op.namespace_prefix
+        stamp = self._moment[0] if self._moment is not None else None
+        with store.catalog.read() as conn:
+            if self._texts is None or self._texts[0] != stamp or stamp is None:
+                self._texts = (stamp or (), _past_texts(conn, store, at))
+                self._holding = {}
+            past = self._texts[1]
+            new = [t for t in terms if t not in self._holding]
+            if new:
+                got = _keywords.terms_held(conn, {h: t for h, (_v, t) in past.items() if t}, new)
+                for term in new:
+                    self._holding[term] = {h for h, have in got.items() if term in have}
+            held: dict[int, set[str]] = {}
+            for term in terms:
+                for h in self._holding[term]:
+                    held.setdefault(h, set()).add(term)
+            corpus = _corpus_at(conn, at, past, held)
+            found = store.hybrid._match(conn, op.query, ranking, corpus=corpus)
+        best = _best_cosines(moment, qvec)
+        sims = {h: s for h, s in zip(moment.ids.tolist(), best.tolist(), strict=True) if s == s}  # NaN: no vectors
+        current, _plan = store.hybrid.run_explained(
+            op._replace(offset=0, limit=need), qvec, ranking, omit_for=omit_for, corpus=corpus
+        )
+        ranked = [(parts, it) for parts, it in current if parts is not None]
+        unscored = [it for parts, it in current if parts is None]
+        in_scope = {
+            h: v
+            for h, (v, _t) in past.items()
+            if v.namespace[: len(prefix)] == prefix
+            and (include_retired or v.status is None)
+            and _filters.matches(v.value, op.filter)
+            and not (store._omits_expired and v.expires_at is not None and v.expires_at < at)
+        }
+        cands = []
+        for h, v in in_scope.items():
+            if h not in sims:
+                unscored.append(_stored(v))
+                continue
+            text = past[h][1]
+            kw = _keywords.score_held(found, held.get(h, set()), _keywords.count_tokens(text), ranking.length_norm)
+            cands.append(Candidate(_stored(v), sims[h], kw, found.evidence(kw), vector=True))
+        for parts, c in explain_candidates(cands, ranking, now=at, collections=store.collections)[:need]:
+            ranked.append((parts, c.item))
+        # Ties broken as the hybrid search breaks them: the stronger side, the cosine, the item id.
+        ranked.sort(key=lambda h: (-h[0].final, -max(h[0].cosine, h[0].keyword), -h[0].cosine, h[1].id or 0))
+        return _results(op, [(parts.final, it) for parts, it in ranked], unscored, ordered=True)
+
+
+def _results(
+    op: SearchOp, scored: list[tuple[float, StoredItem]], unscored: list[StoredItem], *, ordered: bool = False
+) -> list[SearchItem]:
+    """The page ``op`` asks for: scored results best first (``ordered``: already), then unscored ones newest first."""
+    need = op.offset + op.limit
+    if not ordered:
         scored.sort(key=lambda h: (-h[0], h[1].id or 0))
-        # Unscored results (listings, and items without vectors after the scored ones) come newest first.
-        unscored.sort(key=lambda it: (-it.updated_at, -(it.id or 0)))
-        hits: list[Hit] = [*scored, *((None, it) for it in unscored)]
-        return [
-            SearchItem(
-                namespace=it.namespace,
-                key=it.key,
-                value=it.value,
-                created_at=_dt(it.created_at),
-                updated_at=_dt(it.updated_at),
-                score=score,
-            )
-            for score, it in hits[op.offset : need]
-        ]
+    # Unscored results (listings, and items without vectors after the scored ones) come newest first.
+    unscored.sort(key=lambda it: (-it.updated_at, -(it.id or 0)))
+    hits: list[Hit] = [*scored, *((None, it) for it in unscored)]
+    return [
+        SearchItem(
+            namespace=it.namespace,
+            key=it.key,
+            value=it.value,
+            created_at=_dt(it.created_at),
+            updated_at=_dt(it.updated_at),
+            score=score,
+        )
+        for score, it in hits[op.offset : need]
+    ]
 
 
 class _ChangedSince:
@@ -240,27 +353,80 @@ class _ChangedSince:
         return it.valid_since > self.at or self.base(it)
 
 
+def _first(idx: np.ndarray, primary: np.ndarray, secondary: np.ndarray, k: int) -> np.ndarray:
+    """``idx`` ordered by ``primary`` then ``secondary`` (both ascending), only as far as the first ``k``
+    (ties at the ``k``-th kept): a search reads a few of thousands of past versions."""
+    if k < len(idx):
+        sel = primary <= np.partition(primary, k - 1)[k - 1]
+        idx, primary, secondary = idx[sel], primary[sel], secondary[sel]
+    return idx[np.lexsort((secondary, primary))]
+
+
 def _read_first(
-    conn: Any, ids: list[int], filter: dict[str, Any] | None, need: int, omit_expired: bool, at: float
+    conn: Any, ids: np.ndarray, filter: dict[str, Any] | None, need: int, omit_expired: bool, at: float
 ) -> list[tuple[int, StoredItem]]:
-    """The first ``need`` past versions of ``ids`` (in that order) that match ``filter``, read a chunk at a time."""
+    """The first ``need`` past versions of ``ids`` (history ids, in that order) that match ``filter``, read a
+    chunk at a time; each with its position in ``ids``."""
     out: list[tuple[int, StoredItem]] = []
     pos, chunk = 0, max(need, 16)
     while pos < len(ids) and len(out) < need:
-        part = ids[pos : pos + chunk]
-        pos += chunk
-        chunk *= 2
+        part = ids[pos : pos + chunk].tolist()
         read = _history.read(conn, part)
-        for hid in part:
+        for k, hid in enumerate(part, pos):
             v = read.get(hid)
             if v is None or not _filters.matches(v.value, filter):
                 continue
             if omit_expired and v.expires_at is not None and v.expires_at < at:
                 continue
-            out.append((hid, _stored(v)))
+            out.append((k, _stored(v)))
             if len(out) >= need:
                 break
+        pos += chunk
+        chunk *= 2
     return out
+
+
+def _past_texts(conn: Any, store: Any, at: float) -> dict[int, tuple[_history.PastVersion, str]]:
+    """Every past version valid at ``at`` (all namespaces: the keyword statistics are the whole index's), by
+    history id, with the text the keyword index held for it ("" for none): the texts at its vectors' record
+    paths, as `keywords.indexed_text` reads an item's, the paths those a put of its value embeds."""
+    ids = [h for h, _u, _i, _s in _history.valid_at(conn, at)]
+    out: dict[int, tuple[_history.PastVersion, str]] = {}
+    for h, v in _history.read(conn, ids).items():
+        text = None
+        if v.n_vectors:
+            pairs = store._writer.texts_for(
+                PutOp(v.namespace, v.key, v.value), store.collections.for_namespace(v.namespace)
+            )
+            text = _keywords.indexed_text(v.value, [p for p, _t in pairs], [t for _p, t in pairs])
+        out[h] = (v, text or "")
+    return out
+
+
+def _corpus_at(
+    conn: Any, at: float, past: dict[int, tuple[_history.PastVersion, str]], held: dict[int, set[str]]
+) -> _keywords.Corpus:
+    """The keyword index's statistics at ``at``: now's, less the items indexed since, plus the past versions'."""
+    docs, tokens = conn.execute(both(conn, "SELECT docs, tokens FROM keyword_stats WHERE id = 1")).fetchone()
+    later = conn.execute(
+        both(
+            conn,
+            "SELECT l.item_id, l.n_tokens FROM keyword_lengths l JOIN items i ON i.id = l.item_id"
+            " WHERE coalesce(i.valid_from, i.updated_at) > ?",
+        ),
+        (at,),
+    ).fetchall()
+    texts = [t for _v, t in past.values() if t]
+    counts: dict[str, int] = {}
+    for terms in held.values():
+        for term in terms:
+            counts[term] = counts.get(term, 0) + 1
+    return _keywords.Corpus(
+        docs=int(docs) - len(later) + len(texts),
+        tokens=int(tokens) - sum(int(n) for _i, n in later) + sum(_keywords.count_tokens(t) for t in texts),
+        gone=np.sort(np.fromiter((int(i) for i, _n in later), dtype=np.int64, count=len(later))),
+        held=counts,
+    )
 
 
 def _stored(v: _history.PastVersion) -> StoredItem:
@@ -280,17 +446,17 @@ def _stored(v: _history.PastVersion) -> StoredItem:
     )
 
 
-def _best_cosines(vectors: list[tuple[int, bytes]], qvec: np.ndarray) -> dict[int, float]:
-    """Each history id's best cosine similarity of ``qvec`` with its vectors (float32 bytes)."""
-    if not vectors:
-        return {}
-    matrix = np.frombuffer(b"".join(v for _h, v in vectors), dtype=np.float32).reshape(len(vectors), -1)
+def _best_cosines(m: _history.Moment, qvec: np.ndarray) -> np.ndarray:
+    """Each past version's best cosine similarity of ``qvec`` with its vectors, by position (NaN: none)."""
+    out = np.full(len(m.ids), np.nan)
+    if not len(m.owner):
+        return out
     q = qvec.astype(np.float32)
-    norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(q)) or 1.0)
+    norms = m.norms * (float(np.linalg.norm(q)) or 1.0)
     norms[norms == 0] = 1.0
-    sims = ((matrix @ q) / norms).tolist()
-    out: dict[int, float] = {}
-    for (hid, _v), sim in zip(vectors, sims, strict=True):
-        if sim > out.get(hid, -2.0):
-            out[hid] = sim
+    sims = (m.vectors @ q) / norms
+    if m.one_each:
+        out[m.owner] = sims
+    else:
+        np.fmax.at(out, m.owner, sims)
     return out
