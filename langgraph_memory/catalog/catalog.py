@@ -1,9 +1,12 @@
 """The catalog file: one SQLite database in WAL mode, the truth of a data directory.
 
-A `Catalog` owns one connection and hands it out for a read
-(`Catalog.read()`) or a write transaction (`Catalog.write()`,
+A `Catalog` owns one connection for write transactions (`Catalog.write()`,
 ``BEGIN IMMEDIATE``): other processes wait up to ``timeout`` seconds for the
-write lock, then get [`LockTimeoutError`][langgraph_memory.errors.LockTimeoutError]. The
+write lock, then get [`LockTimeoutError`][langgraph_memory.errors.LockTimeoutError].
+Reads (`Catalog.read()`, `Catalog.snapshot()`) take a read-only connection of
+their own, so a search scoring a whole collection never holds up a put (WAL
+lets readers and the one writer work side by side); a read inside a write
+transaction of the same thread uses that transaction's connection. The
 commit of a write transaction is the acknowledgement of every put: with WAL
 and ``synchronous=NORMAL`` a committed transaction survives the process
 being killed at any instant (``durability="full"`` also survives power loss,
@@ -64,7 +67,11 @@ _SET_META = Sql.both("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key
 
 
 class Catalog:
-    """One catalog file, safe to share between threads (one connection behind a lock) and processes.
+    """One catalog file, safe to share between threads and processes.
+
+    Writes go through one connection behind a lock; each concurrent read gets
+    a read-only connection from a small pool (as many as reads ever ran at
+    once, reused), so reads never wait for writes or for each other.
 
     ``dialect`` is ``"sqlite"``; `langgraph_memory.catalog.postgres.catalog.PgCatalog`
     has the same interface on a PostgreSQL server.
@@ -98,6 +105,12 @@ class Catalog:
         self._lock = threading.RLock()
         self._depth = 0
         self._in_snapshot = False
+        #: The thread inside `write()` (its reads see the open transaction), or None.
+        self._writer: int | None = None
+        #: Read connections not in use (None once closed); a thread's read in progress is in ``_held.conn``.
+        self._readers: list[sqlite3.Connection] | None = []
+        self._readers_lock = threading.Lock()
+        self._held = threading.local()
         #: namespace ids, cached for every writer of this catalog object.
         self.names = NamespaceIds()
         #: Opened with ``read_only=True``: nothing is ever written.
@@ -160,9 +173,53 @@ class Catalog:
             raise StoreBackendError(f"the catalog {self.path} is closed; open the store again")
         return self._conn
 
+    def _shares_writer(self) -> bool:
+        """Whether a read of this thread goes through the writer's connection (a read-only catalog has only that)."""
+        return self._ro is not None or self._writer == threading.get_ident()
+
+    @contextmanager
+    def _reader(self) -> Iterator[tuple[sqlite3.Connection, bool]]:
+        """A read-only connection for this thread, and whether this block took it (False: nested in another read)."""
+        held = getattr(self._held, "conn", None)
+        if held is not None:
+            yield held, False
+            return
+        self._connection()  # a closed catalog says so
+        with self._readers_lock:
+            conn = self._readers.pop() if self._readers else None
+        if conn is None:
+            conn = _sqlite.connect(self.path, timeout=self.timeout)
+            try:
+                with _sqlite.guarded(self.path, "open"):
+                    conn.execute("PRAGMA query_only = ON")  # reads only: every write goes through `write()`
+                    conn.execute("PRAGMA cache_size = -32768")  # 32 MB: vectors are read in bulk
+            except BaseException:
+                conn.close()
+                raise
+        self._held.conn = conn
+        try:
+            yield conn, True
+        finally:
+            self._held.conn = None
+            if conn.in_transaction:  # an error inside a snapshot: end its read transaction
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            with self._readers_lock:
+                if self._readers is None:  # closed meanwhile
+                    conn.close()
+                else:
+                    self._readers.append(conn)
+
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
-        """The connection, for reads (inside a write transaction of this thread, that transaction's view)."""
+        """A connection for reads (inside a write transaction of this thread, that transaction's view).
+
+        Does not wait for another thread's write: it reads the last commit.
+        """
+        if not self._shares_writer():
+            with self._reader() as (conn, _), _sqlite.guarded(self.path, "read"):
+                yield conn
+            return
         with self._lock:
             conn = self._connection()
             with _sqlite.guarded(self.path, "read"):
@@ -170,10 +227,25 @@ class Catalog:
 
     @contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:
-        """The connection inside one read transaction: every statement of the block sees the same commit.
+        """A connection inside one read transaction: every statement of the block sees the same commit.
 
         Inside a write transaction of this thread, that transaction's view.
         """
+        if not self._shares_writer():
+            with self._reader() as (conn, _):
+                if conn.in_transaction:  # nested in a snapshot of this thread: its view
+                    with _sqlite.guarded(self.path, "read"):
+                        yield conn
+                    return
+                with _sqlite.guarded(self.path, "read"):
+                    conn.execute("BEGIN")
+                try:
+                    with _sqlite.guarded(self.path, "read"):
+                        yield conn
+                finally:
+                    with contextlib.suppress(sqlite3.Error):  # a read transaction has nothing to lose
+                        conn.execute("COMMIT")
+            return
         with self._lock:
             conn = self._connection()
             if self._depth or self._in_snapshot or conn.in_transaction:
@@ -210,6 +282,9 @@ class Catalog:
                 "Open it without read_only=True (--read-only) to write.",
                 self.path,
             )
+        held = getattr(self._held, "conn", None)
+        if held is not None and held.in_transaction:
+            raise RuntimeError("a catalog write cannot start inside a read snapshot")
         with self._lock:
             conn = self._connection()
             if self._in_snapshot:
@@ -229,6 +304,7 @@ class Catalog:
                     advice="Another process is writing a large batch; retry, or raise lock_timeout.",
                 )
             self._depth = 1
+            self._writer = threading.get_ident()
             changes = conn.total_changes
             try:
                 yield conn
@@ -251,6 +327,7 @@ class Catalog:
                 raise
             finally:
                 self._depth = 0
+                self._writer = None
 
     def close(self) -> None:
         """Close the file; further calls raise [`StoreBackendError`][langgraph_memory.errors.StoreBackendError]."""
@@ -258,6 +335,10 @@ class Catalog:
             if self._checkpoints is not None:
                 self._checkpoints.close()  # first: the last connection closed copies the WAL back itself
                 self._checkpoints = None
+            with self._readers_lock:  # readers in use are closed when their read ends (`_reader`)
+                for reader in self._readers or ():
+                    reader.close()
+                self._readers = None
             if self._conn is not None:
                 try:
                     if self._ro is not None:

@@ -3,8 +3,8 @@
 `PgCatalog` has the interface of the SQLite `Catalog`
 (`read()`, `snapshot()`, `write()`, `get_meta()`/`set_meta()`, ``names``,
 ``catalog_id``), so the store, the typed API, sessions and ingestion run on
-either. It holds one connection behind a lock, as the SQLite catalog does,
-and hands out a `PgConnection` that runs the
+either. It holds one connection behind a lock (the SQLite catalog reads through
+connections of its own beside its writer), and hands out a `PgConnection` that runs the
 catalog's named queries.
 
 Writes are serialized across every machine by a transaction-level advisory
