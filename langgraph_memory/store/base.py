@@ -32,7 +32,7 @@ from langgraph.store.base import (
 from langgraph_memory._infra.chroma_process import index_process_wanted
 from langgraph_memory._infra.closing import close_all, unwind
 from langgraph_memory.catalog import evidence as _evidence
-from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog import item_rows as _item_rows
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.factory import open_catalog
 from langgraph_memory.catalog.lineage_store import LineageStore
@@ -654,7 +654,7 @@ class ChromaStore(UpkeepStore):
 
     def _run_gets(self, gets: list[tuple[int, GetOp]], now: float) -> list[tuple[int, Item | None]]:
         with self.catalog.read() as conn:
-            found = _items.get_items(conn, [(op.namespace, op.key) for _, op in gets])
+            found = _item_rows.get_items(conn, [(op.namespace, op.key) for _, op in gets])
         omit = self._omitter(now)
         out: list[tuple[int, Item | None]] = []
         touched: list[tuple[int, float | None]] = []

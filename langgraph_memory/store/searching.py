@@ -33,7 +33,8 @@ from langgraph_memory.errors import (
 from langgraph_memory.registry import CollectionRegistry
 from langgraph_memory.search import filters as _filters
 from langgraph_memory.search.hybrid import HybridSearch
-from langgraph_memory.search.planner import Plan, Planner, keep_all
+from langgraph_memory.search.plan import Plan, keep_all
+from langgraph_memory.search.planner import Planner
 from langgraph_memory.search.ranking import HybridRanking, ScoreParts
 from langgraph_memory.search.scored import ExplainedHit, ExplainedSearch
 from langgraph_memory.store._embedding_calls import aembedded, embedded
@@ -308,6 +309,7 @@ class SearchingStore(BaseStore):
         Examples:
             >>> import tempfile
             >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+            >>> from langgraph_memory.store import ChromaStore
             >>> emb = DeterministicFakeEmbedding(size=16)
             >>> with ChromaStore(data_dir=tempfile.mkdtemp(), index={"dims": 16, "embed": emb}) as store:
             ...     store.put(("notes",), "n1", {"text": "momentum fades"})

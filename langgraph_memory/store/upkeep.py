@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 
 from langgraph_memory.catalog import StoredItem
+from langgraph_memory.catalog import item_rows as _item_rows
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.config import Settings
 from langgraph_memory.errors import (
@@ -157,7 +158,7 @@ class UpkeepStore(SearchingStore):
         self.flush_access()
         now = time.time()
         with self.catalog.write() as conn:
-            doomed = _items.expired(conn, now)
+            doomed = _item_rows.expired(conn, now)
             by_coll: dict[str, list[StoredItem]] = {}
             for it in doomed:
                 by_coll.setdefault(self.collections.for_namespace(it.namespace).name, []).append(it)
@@ -174,7 +175,7 @@ class UpkeepStore(SearchingStore):
         with self.catalog.read() as conn:
             return sum(
                 1
-                for it in _items.expired(conn, now)
+                for it in _item_rows.expired(conn, now)
                 if (refreshed := self._access.expiry(it.id or -1)) is None or refreshed < now
             )
 
