@@ -49,7 +49,7 @@ def test_checkpointer_from_a_folder_says_it_is_a_folder(tmp_path: Path) -> None:
 def test_a_label_one_letter_from_a_typed_collection_warns(store, caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
-    with caplog.at_level(logging.WARNING, logger="langgraph_memory.store.base"):
+    with caplog.at_level(logging.WARNING, logger="langgraph_memory.store.searching"):
         store.put(("lesson",), "k", {"text": "x"})  # typed label: "lessons"
         store.search(("strategy",), query="momentum")  # typed label: "strategies"
         store.search(("lessonz",), query="momentum")

@@ -323,7 +323,7 @@ def test_a_cutoff_few_items_pass_is_planned_like_a_selective_filter(
     big: ChromaStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     assert big.explain(("notes",), query="note 123").strategy == "hnsw"
-    with caplog.at_level(logging.DEBUG, logger="langgraph_memory.store.base"):
+    with caplog.at_level(logging.DEBUG, logger="langgraph_memory.store.searching"):
         big.search(("notes",), query="note 123", limit=10, data_cutoff=date.fromordinal(FIRST.toordinal() + 30))
     plans = [r.getMessage() for r in caplog.records if r.getMessage().startswith("search ")]
     assert (

@@ -324,7 +324,7 @@ def test_keyword_evidence_is_the_share_of_the_query_idf_mass(store: ChromaStore)
 
 
 def test_keyword_candidates_items_are_read_with_the_filter_index_check(store: ChromaStore) -> None:
-    from langgraph_memory.catalog import items as _items
+    from langgraph_memory.catalog import item_rows as _item_rows
     from langgraph_memory.catalog import scope as _scope
     from langgraph_memory.catalog.fields import compile_filter
 
@@ -332,14 +332,14 @@ def test_keyword_candidates_items_are_read_with_the_filter_index_check(store: Ch
     store.put(("n",), "b", {"text": "zebra two", "kind": "j", "n": 2})
     store.put(("n",), "c", {"text": "zebra three", "n": 3})
     with store.catalog.read() as conn:
-        found = _items.get_items(conn, [(("n",), k) for k in "abc"])
+        found = _item_rows.get_items(conn, [(("n",), k) for k in "abc"])
         ids = {key: found[(("n",), key)].id for key in "abc"}
         every = [i for i in ids.values() if i is not None]
         kind_k = _scope.passing_items(conn, compile_filter({"kind": "k"})[0], every)
         two = _scope.passing_items(conn, compile_filter({"kind": "k", "n": 1})[0], [*every, *every])
         none = _scope.passing_items(conn, compile_filter({"kind": "k", "n": 2})[0], every)
         unfiltered = _scope.passing_items(conn, [], every)
-        by_id = _items.get_by_ids(conn, every)
+        by_id = _item_rows.get_by_ids(conn, every)
     assert list(kind_k) == [ids["a"]] and kind_k[ids["a"]].value == {"text": "zebra one", "kind": "k", "n": 1}
     assert list(two) == [ids["a"]] and none == {}
     assert unfiltered == by_id and len(by_id) == 3
@@ -368,7 +368,7 @@ def test_keyword_candidates_that_cannot_reach_the_best_are_not_read_or_scored(
     data_dir: Path, monkeypatch: pytest.MonkeyPatch, exact_max: int, case: str
 ) -> None:
     import langgraph_memory.search.hybrid as _hybrid
-    from langgraph_memory.catalog import items as _items
+    from langgraph_memory.catalog import item_rows as _item_rows
 
     ttl = {"omit_expired": True} if case == "expired left out" else None
     # Without neighbours: with them, a candidate under the bar is read to learn whether it is a conversation
@@ -386,7 +386,7 @@ def test_keyword_candidates_that_cannot_reach_the_best_are_not_read_or_scored(
         assert store.wait_for_index(60)
         read: list[int] = []
         scored: list[int] = []
-        get_by_ids, explain = _hybrid._items.get_by_ids, _hybrid.explain_candidates
+        get_by_ids, explain = _hybrid._item_rows.get_by_ids, _hybrid.explain_candidates
 
         def spy_read(conn, item_ids):
             read.extend(item_ids)
@@ -402,13 +402,13 @@ def test_keyword_candidates_that_cannot_reach_the_best_are_not_read_or_scored(
             read.extend(item_ids)
             return items_of(self, item_ids)
 
-        monkeypatch.setattr(_hybrid._items, "get_by_ids", spy_read)
+        monkeypatch.setattr(_hybrid._item_rows, "get_by_ids", spy_read)
         monkeypatch.setattr(_hybrid.ScopeScorer, "items", spy_items)
         monkeypatch.setattr(_hybrid, "explain_candidates", spy_explain)
         hits = store.search(("notes",), query="zebra quagga okapi tapir", limit=3, refresh_ttl=False, **search)
         assert hits[0].key == "match" and all(h.key.startswith("near") for h in hits[1:])
         with store.catalog.read() as conn:
-            far = {it.id for it in _items.get_items(conn, [(("notes",), f"far{i}") for i in range(10)]).values()}
+            far = {it.id for it in _item_rows.get_items(conn, [(("notes",), f"far{i}") for i in range(10)]).values()}
         assert len(far) == 10
         assert not far & set(scored)  # below the bar: not scored
         if exact_max == 2000 or case != "expired left out":

@@ -229,7 +229,7 @@ def test_a_copied_catalog_keeps_the_history(plain: ChromaStore, tmp_path: Path) 
     from langgraph_memory.catalog import history as _history
     from langgraph_memory.catalog.catalog import Catalog
     from langgraph_memory.catalog.connection import both
-    from langgraph_memory.catalog.items import item_uid
+    from langgraph_memory.catalog.item_rows import item_uid
     from langgraph_memory.catalog.transfer import copy_catalog
 
     plain.put(NS, "n", {"text": "one"})

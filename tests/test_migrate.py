@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from langgraph_memory.catalog.catalog import Catalog
-from langgraph_memory.catalog.items import VECTOR_RUN_BITS
+from langgraph_memory.catalog.item_rows import VECTOR_RUN_BITS
 from langgraph_memory.catalog.postgres.catalog import PgCatalog
 from langgraph_memory.catalog.transfer import TABLES, copy_catalog
 from langgraph_memory.checkpoint.postgres import PostgresCheckpointer

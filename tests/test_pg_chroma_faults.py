@@ -16,7 +16,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from bench.common.pg_index_check import DIMS, checker, index_integrity, item_ids
 from langgraph_memory import Memory
-from langgraph_memory.catalog import items as catalog_items
+from langgraph_memory.catalog import item_rows as catalog_items
 from langgraph_memory.index.chroma import IndexServerUnavailable, IndexUnavailable
 from langgraph_memory.store import ChromaStore
 from tests.helpers.chroma_server import ChromaServer, chroma_server  # noqa: F401 - the fixture

@@ -19,6 +19,7 @@ import psycopg
 import pytest
 
 from langgraph_memory import Memory
+from langgraph_memory.catalog import item_rows as _item_rows
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog.postgres.catalog import PgCatalog
 from langgraph_memory.errors import WriteConflictError
@@ -82,7 +83,9 @@ def test_a_finding_stored_while_another_machine_creates_its_namespace_succeeds_o
     mine = a.store_research_finding("mine", topic="race")
     assert raced
     with psycopg.connect(pg_database, autocommit=True) as conn:
-        n_ns = conn.execute("SELECT count(*) FROM namespaces WHERE ns = %s", (_items.join_ns(a.namespace("research")),))
+        n_ns = conn.execute(
+            "SELECT count(*) FROM namespaces WHERE ns = %s", (_item_rows.join_ns(a.namespace("research")),)
+        )
         assert n_ns.fetchone()[0] == 1  # type: ignore[index]
     got = b.store.get(a.namespace("research"), mine.id)
     assert got is not None and got.value["content"] == "mine"

@@ -24,6 +24,7 @@ import psycopg
 import pytest
 
 from langgraph_memory.catalog import applier
+from langgraph_memory.catalog import item_rows as _item_rows
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog.postgres.catalog import PgCatalog
@@ -54,7 +55,7 @@ def _value(url: str, key: str) -> Any:
     with psycopg.connect(url, autocommit=True) as conn:
         rows = conn.execute(
             "SELECT i.value FROM items i JOIN namespaces n ON n.id = i.ns_id WHERE n.ns = %s AND i.key = %s",
-            (_items.join_ns(NS), key),
+            (_item_rows.join_ns(NS), key),
         ).fetchall()
     return [json.loads(r[0])["text"] for r in rows]
 

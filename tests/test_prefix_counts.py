@@ -21,7 +21,7 @@ from langgraph.store.base import PutOp
 
 from bench.common.crash_check import index_problems
 from langgraph_memory import Memory
-from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog import item_rows as _item_rows
 from langgraph_memory.catalog import scope as _scope
 from langgraph_memory.store import ChromaStore
 
@@ -33,7 +33,7 @@ def _actual(store: ChromaStore) -> Counter[tuple[str, ...]]:
     """Items per namespace, counted from the items themselves."""
     with store.catalog.read() as conn:
         rows = conn.execute("SELECT n.ns, count(*) FROM items i JOIN namespaces n ON n.id = i.ns_id GROUP BY n.ns")
-        return Counter({_items.split_ns(ns): int(n) for ns, n in rows})
+        return Counter({_item_rows.split_ns(ns): int(n) for ns, n in rows})
 
 
 def _check(store: ChromaStore) -> None:
@@ -46,11 +46,11 @@ def _check(store: ChromaStore) -> None:
         name = store.planner.collections.for_namespace(prefix).name
         with store.catalog.snapshot() as conn:
             counts, (n, _v, ns_ids, _sql), _heads = _scope.planning_read(conn, name, _scope.prefix_bounds(prefix))
-            names = set(_items.namespace_names(conn, ns_ids.tolist()).values())
+            names = set(_item_rows.namespace_names(conn, ns_ids.tolist()).values())
         assert n == n_want, prefix
         whole = n_want == counts.get(name, (0, 0))[0]
         # The ids are read only when the prefix holds part of its collection.
-        assert names == (set() if whole else {_items.join_ns(ns) for ns in want if per_ns[ns]}), prefix
+        assert names == (set() if whole else {_item_rows.join_ns(ns) for ns in want if per_ns[ns]}), prefix
         hits = store.search(prefix, query="memory", limit=1000)
         assert Counter(h.namespace for h in hits) == Counter({ns: per_ns[ns] for ns in want if per_ns[ns]}), prefix
 

@@ -24,7 +24,7 @@ import pytest
 
 from bench.common.crash_check import index_problems
 from langgraph_memory import Memory
-from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog import item_rows as _item_rows
 from langgraph_memory.sessions import SessionConfig
 from tests.helpers import catalog_backend
 from tests.helpers.session_data import Clock, TopicEmbeddings
@@ -157,7 +157,7 @@ def test_sigkill_mid_promotion_loses_no_turn_and_promotes_none_twice(tmp_path: P
         emb = TopicEmbeddings()
         with mem.store.catalog.read() as conn:
             ids = dict(conn.execute("SELECT key, id FROM items"))
-            vectors = _items.load_vectors(conn, list(ids.values()))
+            vectors = _item_rows.load_vectors(conn, list(ids.values()))
         for key, (_content, _importance, chunks, session_id, _parents) in got["memories"].items():
             stored = np.stack([np.frombuffer(v, dtype=np.float32) for _i, _p, v in vectors[ids[key]]])
             want = np.asarray(emb.embed_documents(chunks), dtype=np.float32)

@@ -43,7 +43,7 @@ def _top1(store: ChromaStore) -> dict[int, str]:
 def _probe_at_any_size(monkeypatch: pytest.MonkeyPatch) -> None:
     # These tests are about the probe: it runs for indexes of more than REBUILD_MAX vectors; smaller ones
     # are rebuilt after an unclean shutdown without being opened (test_a_small_index_is_rebuilt_...).
-    from langgraph_memory.index import chroma as _index
+    from langgraph_memory.index import repair as _index
 
     monkeypatch.setattr(_index, "REBUILD_MAX", 0)
 
@@ -258,7 +258,7 @@ def test_changes_applied_after_an_unclean_shutdown_are_checked(
 def test_a_small_index_is_rebuilt_after_an_unclean_shutdown_without_being_opened(
     pristine: tuple[Path, dict[int, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langgraph_memory.index import chroma as _index
+    from langgraph_memory.index import repair as _index
 
     monkeypatch.setattr(_index, "REBUILD_MAX", N)
     data_dir = tmp_path / "memory"

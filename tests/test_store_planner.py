@@ -86,7 +86,7 @@ def test_listing_plans_and_the_empty_plan(big: ChromaStore) -> None:
 
 
 def test_every_search_logs_its_plan(big: ChromaStore, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.DEBUG, logger="langgraph_memory.store.base"):
+    with caplog.at_level(logging.DEBUG, logger="langgraph_memory.store.searching"):
         big.search(("notes", "g0", "u4"), query="note 4")
     assert any("exact over memories" in r.getMessage() for r in caplog.records)
 
@@ -162,7 +162,7 @@ def test_an_hnsw_answer_stuck_far_from_the_query_is_caught_and_scored_exactly(
     # exactly beats such an answer: the search asks wider, then scores exactly, and returns the true best.
     assert big.wait_for_index(60)  # Chroma holds every vector: no search scores queued items exactly instead
     queries = [f"note {i}" for i in (5, 123, 250, 377, 499)]
-    with caplog.at_level(logging.DEBUG, logger="langgraph_memory.store.base"):
+    with caplog.at_level(logging.DEBUG, logger="langgraph_memory.store.searching"):
         for q in queries:  # HNSW as it is: exact on 600 items of 16 dimensions, never second-guessed
             assert [h.key for h in big.search(("notes",), query=q, limit=5)] == _exact_answer(
                 big, ("notes",), q, lambda v: True
@@ -172,7 +172,7 @@ def test_an_hnsw_answer_stuck_far_from_the_query_is_caught_and_scored_exactly(
     monkeypatch.setattr(big.planner.index, "query", lambda name, vector, n: real(name, -np.asarray(vector), n))
     caplog.clear()
     flt = {"kind": "common"}
-    with caplog.at_level(logging.DEBUG, logger="langgraph_memory.store.base"):
+    with caplog.at_level(logging.DEBUG, logger="langgraph_memory.store.searching"):
         for q in queries:
             got = [h.key for h in big.search(("notes",), query=q, limit=5)]
             assert got == _exact_answer(big, ("notes",), q, lambda v: True), q

@@ -20,7 +20,8 @@ from langgraph.store.base import PutOp
 
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog.connection import both
-from langgraph_memory.catalog.items import join_ns
+from langgraph_memory.catalog.item_rows import join_ns
+from langgraph_memory.search import plan as _plan
 from langgraph_memory.search import planner as _planner
 from langgraph_memory.store import ChromaStore
 
@@ -54,7 +55,7 @@ def _fill(store: ChromaStore, namespaces: list[tuple[str, ...]], per_ns: int) ->
 @pytest.fixture
 def small_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     """Thresholds low enough that a few hundred items take the in-memory path."""
-    monkeypatch.setattr(_planner, "UNCACHED_MAX", 10)
+    monkeypatch.setattr(_plan, "UNCACHED_MAX", 10)
 
 
 def test_a_prefix_is_a_run_of_rows_and_never_a_lookalike(data_dir: Path, small_limits: None) -> None:

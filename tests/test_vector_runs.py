@@ -22,7 +22,7 @@ from langgraph.store.base import PutOp
 
 from bench.common.crash_check import index_problems
 from langgraph_memory import Memory
-from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog import item_rows as _item_rows
 from langgraph_memory.catalog import scope as _scope
 from langgraph_memory.catalog import vectors as _vectors
 from langgraph_memory.catalog._schema import SCHEMA_VERSION
@@ -30,7 +30,7 @@ from langgraph_memory.store import ChromaStore
 from langgraph_memory.store._reindex import reembed
 
 _NAMESPACES = [("u", "a"), ("u", "b"), ("u", "c"), ("v",)]
-_BITS = _items.VECTOR_RUN_BITS
+_BITS = _item_rows.VECTOR_RUN_BITS
 
 
 def _rows(store: ChromaStore) -> list[tuple[int, int, int]]:
@@ -54,7 +54,7 @@ def _check_searches(store: ChromaStore) -> None:
     with store.catalog.read() as conn:
         per_ns = Counter(
             {
-                _items.split_ns(ns): int(n)
+                _item_rows.split_ns(ns): int(n)
                 for ns, n in conn.execute(
                     "SELECT n.ns, count(*) FROM items i JOIN namespaces n ON n.id = i.ns_id GROUP BY n.ns"
                 )
@@ -81,7 +81,7 @@ def test_every_write_puts_vectors_in_their_namespace_run(store: ChromaStore) -> 
     taken = [it for ns in _NAMESPACES for it in [store.items.get(ns, "b1"), store.items.get(ns, "b2")] if it]
     assert taken
     with store.catalog.read() as conn:  # with their vectors, as the archive reads them
-        vectors = _items.load_vectors(conn, [it.id for it in taken if it.id is not None])
+        vectors = _item_rows.load_vectors(conn, [it.id for it in taken if it.id is not None])
     for it in taken:
         it.vectors = [np.frombuffer(v, dtype=np.float32).tolist() for _x, _p, v in vectors[it.id]]
         it.paths = [path for _x, path, _v in vectors[it.id]]
@@ -127,7 +127,7 @@ def test_a_full_run_goes_on_below_the_runs(store: ChromaStore) -> None:
     store.put(ns, "first", {"text": "memory first"})
     with store.catalog.read() as conn:
         (nid,) = conn.execute("SELECT i.ns_id FROM items i WHERE i.key = 'first'").fetchone()
-    first, last = _items.vector_run(int(nid))
+    first, last = _item_rows.vector_run(int(nid))
     with store.catalog.write() as conn:  # as if 2**32 vectors had been written to the namespace
         conn.execute("UPDATE vectors SET id = ? WHERE id = ?", (last, first))
     store.batch([PutOp(ns, f"k{i}", {"text": f"memory {i}"}) for i in range(3)])

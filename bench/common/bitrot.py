@@ -259,7 +259,7 @@ def _main() -> None:
     from langchain_core.embeddings import DeterministicFakeEmbedding
     from langgraph.store.base import PutOp
 
-    from langgraph_memory.index import chroma as _index
+    from langgraph_memory.index import repair as _index
     from langgraph_memory.store import ChromaStore
 
     if spec.get("rebuild_max") is not None:

@@ -21,6 +21,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langgraph.store.base import GetOp, get_text_at_path
 
 from langgraph_memory import Memory
+from langgraph_memory.catalog import item_rows as _item_rows
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog.connection import both
 from langgraph_memory.index._probe import WIDE, unreachable
@@ -99,7 +100,7 @@ def check(data_dir: Path, log_path: Path, *, probe: bool = False, filter_sample:
     """
     import time
 
-    from langgraph_memory.index import chroma as _index
+    from langgraph_memory.index import repair as _index
 
     result = CheckResult()
     emb = DeterministicFakeEmbedding(size=DIMS)
@@ -189,14 +190,14 @@ def _check_plain(
         text = get_text_at_path(json.loads(value_json), "$")[0]
         want = np.asarray(emb.embed_query(text), dtype=np.float32)
         if not np.allclose(np.frombuffer(vec, dtype=np.float32), want, atol=1e-6):
-            result.lost.append(f"{_items.split_ns(ns)}/{key}: the catalog's vector is not its text's")
+            result.lost.append(f"{_item_rows.split_ns(ns)}/{key}: the catalog's vector is not its text's")
     known = {k for k, v in state.items() if v is not None} | set(in_flight)
     with store.catalog.read() as conn:
         present = conn.execute(
             "SELECT n.ns, i.key FROM items i JOIN namespaces n ON n.id = i.ns_id WHERE n.collection = 'memories'"
         ).fetchall()
     for ns, key in present:
-        if (_items.split_ns(ns), key) not in known:
+        if (_item_rows.split_ns(ns), key) not in known:
             result.orphaned.append(f"{ns}/{key}: in the catalog, never acknowledged")
     return applied[True] > 0
 
@@ -283,11 +284,13 @@ def _check_counts(store: Any, result: CheckResult) -> None:
         summed = _items.prefix_count_rows(conn.execute("SELECT ns, collection, n_items, n_vectors FROM namespaces"))
         # A vector in a run of row ids belongs to the run's namespace (a search of one namespace reads its run).
         strays = conn.execute(
-            f"SELECT v.id, i.ns_id FROM vectors v JOIN items i ON i.id = v.item_id WHERE v.id >= {1 << _items.VECTOR_RUN_BITS}"
-            f" AND v.id >> {_items.VECTOR_RUN_BITS} != i.ns_id"
+            f"SELECT v.id, i.ns_id FROM vectors v JOIN items i ON i.id = v.item_id WHERE v.id >= {1 << _item_rows.VECTOR_RUN_BITS}"
+            f" AND v.id >> {_item_rows.VECTOR_RUN_BITS} != i.ns_id"
         ).fetchall()
     for vid, nid in strays:
-        result.orphaned.append(f"vector row {vid} in the run of namespace {vid >> _items.VECTOR_RUN_BITS}, not {nid}")
+        result.orphaned.append(
+            f"vector row {vid} in the run of namespace {vid >> _item_rows.VECTOR_RUN_BITS}, not {nid}"
+        )
     for row in wrong:
         result.orphaned.append(f"counts of {row[0]!r}: recorded {row[1]}/{row[2]}, actual {row[3]}/{row[4]}")
     for collection, prefix, n_items, n_vectors in summed:

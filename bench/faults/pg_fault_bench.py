@@ -152,7 +152,7 @@ def _checker(url: str, server: Any, local: Path) -> Any:
 
 def _verify_catalog(url: str, server: Any, local: Path, workers: list[Worker]) -> dict[str, Any]:
     """Acknowledged puts present with their values; versions 1..N, each acknowledged one where it was said."""
-    from langgraph_memory.catalog import items as _items
+    from langgraph_memory.catalog import item_rows as _item_rows
 
     puts, versions = _acked(workers)
     store = _checker(url, server, local)
@@ -160,7 +160,7 @@ def _verify_catalog(url: str, server: Any, local: Path, workers: list[Worker]) -
         with store.catalog.read() as conn:
             found = {
                 it.key: it.value
-                for it in _items.get_by_uids(conn, "memories", [_items.item_uid(NAMESPACE, k) for k in puts])
+                for it in _item_rows.get_by_uids(conn, "memories", [_item_rows.item_uid(NAMESPACE, k) for k in puts])
             }
         rows = store.lineage.versions(STRATEGY)
     finally:
@@ -239,16 +239,16 @@ def _not_found(url: str, server: Any, local: Path, puts: dict[str, int]) -> int:
     """Acknowledged items whose vector (from the catalog) does not find their own record first on the server."""
     import numpy as np
 
-    from langgraph_memory.catalog import items as _items
+    from langgraph_memory.catalog import item_rows as _item_rows
     from langgraph_memory.catalog import queue as _queue
     from langgraph_memory.index.chroma import record_id
 
     store = _checker(url, server, local)
     try:
         with store.catalog.read() as conn:
-            stored = _items.get_by_uids(conn, "memories", [_items.item_uid(NAMESPACE, k) for k in puts])
+            stored = _item_rows.get_by_uids(conn, "memories", [_item_rows.item_uid(NAMESPACE, k) for k in puts])
             ids = [int(it.id) for it in stored if it.id is not None]
-            vectors = _items.load_vectors(conn, ids)
+            vectors = _item_rows.load_vectors(conn, ids)
             name = _queue.chroma_name(conn, "memories")
     finally:
         store.close()

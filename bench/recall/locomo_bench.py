@@ -54,7 +54,7 @@ from langgraph.store.base import PutOp, SearchOp  # noqa: E402
 from bench.common.locomo import CATEGORIES, DATA, EMBED_CACHE, questions, turns  # noqa: E402
 from bench.common.report import git_state, machine, markdown_table  # noqa: E402
 from langgraph_memory.catalog import keywords as _keywords  # noqa: E402
-from langgraph_memory.catalog.items import join_ns  # noqa: E402
+from langgraph_memory.catalog.item_rows import join_ns  # noqa: E402
 from langgraph_memory.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings  # noqa: E402
 from langgraph_memory.search.hybrid import Candidate, score_candidates  # noqa: E402
 from langgraph_memory.search.ranking import HybridRanking, fuse  # noqa: E402

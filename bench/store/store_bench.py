@@ -257,7 +257,7 @@ def describe_plans(cs: StoreBackend, case: Case, sample: int = 20) -> tuple[str,
     strategies = Counter(cs.store.explain(q.prefix, query="x", filter=q.filter, limit=K).strategy for q in case.queries)
     total = sum(strategies.values())
     plan = " / ".join(s if c == total else f"{s} {100 * c / total:.0f}%" for s, c in strategies.most_common())
-    log = logging.getLogger("langgraph_memory.store.base")
+    log = logging.getLogger("langgraph_memory.store.searching")
     catcher, level = _PlanCatcher(), log.level
     log.addHandler(catcher)
     log.setLevel(logging.DEBUG)

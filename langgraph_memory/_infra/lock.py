@@ -112,7 +112,7 @@ class WriteLock:
                     raise self._timeout_error(wait) from None
                 time.sleep(delay)
                 # Short polls: an index catching up frees the lock for a few ms between chunks
-                # (`_HANDOVER` in langgraph_memory.index.chroma); a waiter polling every 50 ms missed those
+                # (`_HANDOVER` in langgraph_memory.index._core); a waiter polling every 50 ms missed those
                 # windows, and with four writer processes one gave up after 30 s.
                 delay = min(delay * 2, 0.002)
 

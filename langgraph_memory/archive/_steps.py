@@ -27,7 +27,7 @@ from langgraph_memory.archive.format import ArchivedItem, ArchiveWriter, decode_
 from langgraph_memory.archive.manifest import ArchiveFile, Manifest
 from langgraph_memory.archive.reports import RestoreReport
 from langgraph_memory.catalog import StoredItem
-from langgraph_memory.catalog.items import NS_SEP
+from langgraph_memory.catalog.item_rows import NS_SEP
 from langgraph_memory.catalog.status import ItemStatus
 from langgraph_memory.errors import ArchiveIntegrityError
 from langgraph_memory.research.collections import RetentionPolicy

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from langgraph_memory.bundle.format import Bundle, Progress, read_bundle
 from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog import history as _history
-from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog import item_rows as _item_rows
 from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.status import ItemStatus
@@ -122,7 +122,9 @@ def import_bundle(
                 it.value = {**it.value, "version": done.renumbered[it.key][1]}
         for (ns, key), rows in bundle.history.items():
             coll = store.collections.for_namespace(ns).name
-            report.past_versions += _history.adopt(conn, _items.item_uid(ns, key), _items.join_ns(ns), key, coll, rows)
+            report.past_versions += _history.adopt(
+                conn, _item_rows.item_uid(ns, key), _item_rows.join_ns(ns), key, coll, rows
+            )
 
     if progress is not None:
         progress("write", 0, len(bundle.items))
@@ -153,7 +155,7 @@ def _adopt_statuses(
     if not bundle.statuses:
         return []
     incoming = {(it.namespace, it.key): it for it in bundle.items}
-    current = _items.get_items(conn, [(st.namespace, st.key) for st in bundle.statuses])
+    current = _item_rows.get_items(conn, [(st.namespace, st.key) for st in bundle.statuses])
     applying = []
     for st in bundle.statuses:
         ident = (st.namespace, st.key)
@@ -188,7 +190,7 @@ def _reembed(store: Any, items: list[StoredItem], progress: Progress | None) -> 
 def _plan(store: Any, bundle: Bundle, replace: Callable[[StoredItem, StoredItem], bool], report: ImportReport) -> None:
     """Fill ``report`` with what an import would do, reading the target only."""
     with store.catalog.read() as conn:
-        current = _items.get_items(conn, [(it.namespace, it.key) for it in bundle.items])
+        current = _item_rows.get_items(conn, [(it.namespace, it.key) for it in bundle.items])
         known = _lin.nodes(conn, [n.id for n in bundle.nodes])
         report.statuses = len(_adopt_statuses(conn, bundle, replace, dry_run=True))
     for it in bundle.items:

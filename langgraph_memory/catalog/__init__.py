@@ -25,6 +25,6 @@ plain data; the store calls them and holds no SQL.
 """
 
 from langgraph_memory.catalog.catalog import Catalog, read_meta
-from langgraph_memory.catalog.items import StoredItem, item_uid
+from langgraph_memory.catalog.item_rows import StoredItem, item_uid
 
 __all__ = ["Catalog", "StoredItem", "item_uid", "read_meta"]

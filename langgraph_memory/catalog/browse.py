@@ -23,13 +23,7 @@ from dataclasses import dataclass
 
 from langgraph_memory.catalog.connection import Sql, both, of
 from langgraph_memory.catalog.fields import KIND_BOOL, KIND_STR
-from langgraph_memory.catalog.items import (
-    ITEM_COLUMNS_BY_ID,
-    StoredItem,
-    get_by_ids,
-    item_from_row,
-    rows_in,
-)
+from langgraph_memory.catalog.item_rows import ITEM_COLUMNS_BY_ID, StoredItem, get_by_ids, item_from_row, rows_in
 from langgraph_memory.catalog.sessions import _SESSION_COLS, Session, _session
 
 __all__ = [

@@ -18,7 +18,8 @@ callers with repeated keys take the item-by-item path).
 
     >>> import tempfile, pathlib
     >>> from langgraph_memory.catalog import Catalog
-    >>> from langgraph_memory.catalog.items import ItemWrite, NamespaceIds, write_items, count_items
+    >>> from langgraph_memory.catalog.items import ItemWrite, NamespaceIds, write_items
+    >>> from langgraph_memory.catalog.item_rows import count_items
     >>> cat = Catalog(pathlib.Path(tempfile.mkdtemp()) / "catalog.sqlite")
     >>> writes = [ItemWrite(("notes",), f"k{i}", "memories", '{"n": %d}' % i) for i in range(BULK_MIN)]
     >>> takes(writes)

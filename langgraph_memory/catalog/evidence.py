@@ -40,7 +40,7 @@ from datetime import date, datetime
 import numpy as np
 
 from langgraph_memory.catalog.connection import Sql, both
-from langgraph_memory.catalog.items import chunked, item_uid
+from langgraph_memory.catalog.item_rows import chunked, item_uid
 from langgraph_memory.errors import InvalidArgumentError
 
 __all__ = ["EvidenceEnds", "note", "follow", "forget", "ends", "ends_by_uid", "check_cutoff"]

@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from langgraph_memory.catalog.connection import Sql, both
-from langgraph_memory.catalog.items import join_ns, split_ns
+from langgraph_memory.catalog.item_rows import join_ns, split_ns
 from langgraph_memory.errors import IngestError
 
 __all__ = [

@@ -33,7 +33,7 @@ from typing import Any
 
 from langgraph_memory.catalog import evidence as _evidence
 from langgraph_memory.catalog.connection import POSTGRESQL, Sql, both, dialect_of
-from langgraph_memory.catalog.items import chunked, rows_in
+from langgraph_memory.catalog.item_rows import chunked, rows_in
 from langgraph_memory.errors import LineageCycleError, LineageError
 
 __all__ = [

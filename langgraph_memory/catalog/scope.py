@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog import item_rows as _item_rows
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.connection import POSTGRESQL, SQLITE, Sql, both, dialect_of, of, pg_placeholders
@@ -93,7 +93,7 @@ _IN_PREFIX = f"i.ns_id IN (SELECT id FROM namespaces WHERE {_PREFIX_COND})"
 _NAMESPACES_OF_SCOPE = {_IN_COLLECTION: "collection = ?", _IN_PREFIX: _PREFIX_COND}
 _IN_RUNS = (
     "SELECT v.item_id, v.vec FROM (SELECT id FROM namespaces WHERE {cond}) AS n CROSS JOIN vectors v "
-    f"WHERE v.id BETWEEN n.id << {_items.VECTOR_RUN_BITS} AND ((n.id + 1) << {_items.VECTOR_RUN_BITS}) - 1"
+    f"WHERE v.id BETWEEN n.id << {_item_rows.VECTOR_RUN_BITS} AND ((n.id + 1) << {_item_rows.VECTOR_RUN_BITS}) - 1"
 )
 # Both in one statement (the prefix's row has no collection name): on a server, one round trip per search less.
 _COUNTS_ROWS = "SELECT collection, n_items, n_vectors, NULL FROM collection_counts"
@@ -156,8 +156,8 @@ def _ids_sql(ids: Sequence[int] | np.ndarray) -> str:
 
 def prefix_bounds(prefix: Sequence[str]) -> tuple[str, str, str]:
     """``(exact, lo, hi)``: a namespace prefix as stored, and the range of the names under it."""
-    joined = _items.join_ns(prefix)
-    return joined, joined + _items.NS_SEP, joined + chr(ord(_items.NS_SEP) + 1)
+    joined = _item_rows.join_ns(prefix)
+    return joined, joined + _item_rows.NS_SEP, joined + chr(ord(_item_rows.NS_SEP) + 1)
 
 
 def collection_counts(conn: sqlite3.Connection) -> dict[str, tuple[int, int]]:
@@ -329,7 +329,7 @@ def passing(conn: sqlite3.Connection, conds: Sequence[Condition], ids: np.ndarra
 
 def passing_items(
     conn: sqlite3.Connection, conds: Sequence[Condition], ids: Sequence[int]
-) -> dict[int, _items.StoredItem]:
+) -> dict[int, _item_rows.StoredItem]:
     """The items among ``ids`` whose filter-index rows meet every condition, read in the same statement.
 
     `passing()` then `items.get_by_ids()` in one statement: a hybrid search
@@ -337,9 +337,9 @@ def passing_items(
     of its own per batch.
     """
     if not conds:
-        return _items.get_by_ids(conn, ids)
-    out: dict[int, _items.StoredItem] = {}
-    for chunk in _items.chunked(list(dict.fromkeys(int(i) for i in ids))):
+        return _item_rows.get_by_ids(conn, ids)
+    out: dict[int, _item_rows.StoredItem] = {}
+    for chunk in _item_rows.chunked(list(dict.fromkeys(int(i) for i in ids))):
         marks = _ids_sql(chunk)
         checks: list[str] = []
         params: list[Any] = []
@@ -348,11 +348,11 @@ def passing_items(
             checks.append(f" AND i.id IN ({sql})")
             params.extend(cparams)
         rows = conn.execute(
-            both(conn, f"SELECT {_items.ITEM_COLUMNS_BY_ID} FROM items i WHERE i.id IN ({marks}){''.join(checks)}"),
+            both(conn, f"SELECT {_item_rows.ITEM_COLUMNS_BY_ID} FROM items i WHERE i.id IN ({marks}){''.join(checks)}"),
             tuple(params),
         )
         for row in rows:
-            out[int(row[0])] = _items.item_from_row(row)
+            out[int(row[0])] = _item_rows.item_from_row(row)
     return out
 
 
@@ -416,7 +416,7 @@ def newest_items(
     *,
     page: int,
     unindexed_only: bool = False,
-) -> Iterator[_items.StoredItem]:
+) -> Iterator[_item_rows.StoredItem]:
     """The items in ``scope`` meeting ``conds`` in the filter index, newest first, read as they are consumed.
 
     Read in pages of ``page`` rows, four times more each time; a row becomes
@@ -428,14 +428,14 @@ def newest_items(
     if unindexed_only:
         where += " AND i.n_vectors = 0"
     sql = (
-        f"SELECT {_items.ITEM_COLUMNS} FROM items i JOIN namespaces n ON n.id = i.ns_id "
+        f"SELECT {_item_rows.ITEM_COLUMNS} FROM items i JOIN namespaces n ON n.id = i.ns_id "
         f"WHERE {where} ORDER BY i.updated_at DESC, i.id DESC LIMIT ? OFFSET ?"
     )
     offset = 0
     while True:
         rows = conn.execute(both(conn, sql), (*params, page, offset)).fetchall()
         for row in rows:
-            yield _items.item_from_row(row)
+            yield _item_rows.item_from_row(row)
         if len(rows) < page:
             return
         offset += page
@@ -509,7 +509,7 @@ def scope_vectors_with_items(
     rows: dict[int, tuple[Any, ...]] = {}
     for row in _fetch_vectors(
         conn,
-        f"SELECT v.vec, {_items.ITEM_COLUMNS} FROM vectors v JOIN items i ON i.id = v.item_id "
+        f"SELECT v.vec, {_item_rows.ITEM_COLUMNS} FROM vectors v JOIN items i ON i.id = v.item_id "
         f"JOIN namespaces n ON n.id = i.ns_id WHERE {where}",
         tuple(params),
     ):

@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 from langgraph_memory.catalog.connection import Sql, both
 from langgraph_memory.catalog.fields import KIND_STR
-from langgraph_memory.catalog.items import chunked, join_ns, split_ns
+from langgraph_memory.catalog.item_rows import chunked, join_ns, split_ns
 
 __all__ = [
     "Session",

@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from langgraph_memory.catalog import history as _history
 from langgraph_memory.catalog.connection import Sql, both
-from langgraph_memory.catalog.items import chunked, get_items, item_uid, join_ns, rows_in, split_ns
+from langgraph_memory.catalog.item_rows import chunked, get_items, item_uid, join_ns, rows_in, split_ns
 
 __all__ = [
     "VERSION_KEY",

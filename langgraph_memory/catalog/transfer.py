@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph_memory.catalog import fields as _fields
-from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog import item_rows as _item_rows
 from langgraph_memory.catalog import keywords as _keywords
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog.connection import POSTGRESQL, Sql, both, dialect_of
@@ -420,7 +420,7 @@ def _advance_ids(conn: Any) -> None:
     if dialect_of(conn) != POSTGRESQL:
         return
     for table in sorted(_INTEGER_IDS):
-        below = f" WHERE id < {1 << _items.VECTOR_RUN_BITS}" if table == "vectors" else ""
+        below = f" WHERE id < {1 << _item_rows.VECTOR_RUN_BITS}" if table == "vectors" else ""
         conn.execute(
             f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
             f"(SELECT coalesce(max(id), 0) + 1 FROM {table}{below}), false)"

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from langgraph_memory.catalog.connection import Sql, both
-from langgraph_memory.catalog.items import VECTOR_RUN_BITS, chunked
+from langgraph_memory.catalog.item_rows import VECTOR_RUN_BITS, chunked
 
 __all__ = [
     "has_vectors",

@@ -188,12 +188,12 @@ def item_dict(item: Any, score: float | None = None) -> dict[str, Any]:
 
 def find_items(mem: Any, key: str, namespace: tuple[str, ...] | None) -> list[Any]:
     """The live items (``StoredItem``) with this key: in ``namespace`` if given, else in any namespace."""
-    from langgraph_memory.catalog import items as _items
+    from langgraph_memory.catalog import item_rows as _item_rows
 
     with mem.store.catalog.read() as conn:
         if namespace is not None:
-            return list(_items.get_items(conn, [(namespace, key)]).values())
-        return _items.items_by_key(conn, key)
+            return list(_item_rows.get_items(conn, [(namespace, key)]).values())
+        return _item_rows.items_by_key(conn, key)
 
 
 @dataclass

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog import item_rows as _item_rows
 from langgraph_memory.cli._common import (
     AS_OF_HELP,
     EXIT_NOTHING,
@@ -300,7 +300,7 @@ def _list(ctx: Ctx) -> int:
         return _list_as_of(ctx)
     with ctx.open_memory() as mem:
         with mem.store.catalog.read() as conn:
-            spaces = _items.namespace_counts(conn, a.namespace or ())
+            spaces = _item_rows.namespace_counts(conn, a.namespace or ())
         total = sum(n for _, _, n in spaces)
         if a.namespace is None:
             page: list[Any] = spaces[a.offset : a.offset + a.limit]

@@ -57,7 +57,7 @@ from langgraph.store.base import PutOp
 
 from langgraph_memory.catalog import files as _files
 from langgraph_memory.catalog import status as _status
-from langgraph_memory.catalog.items import item_uid
+from langgraph_memory.catalog.item_rows import item_uid
 from langgraph_memory.errors import EmptyFileError, IngestError, InvalidArgumentError, UnsupportedFileTypeError
 from langgraph_memory.ingest.chunkers import make_chunker
 from langgraph_memory.ingest.config import DOCUMENTS_NAMESPACE, IngestConfig

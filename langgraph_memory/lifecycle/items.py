@@ -33,8 +33,8 @@ from typing import Any
 
 from langgraph.store.base import PutOp
 
+from langgraph_memory.catalog import item_rows as _item_rows
 from langgraph_memory.catalog import item_uid
-from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.lineage import Edge
@@ -279,7 +279,7 @@ class ItemLifecycle:
         reports = [DeleteReport(key, ns, self.store.collections.for_namespace(ns).name, dry_run) for ns, key in keys]
         ids = [key for _, key in keys]
         with self.store.catalog.read() as conn:
-            live = _items.get_items(conn, keys)
+            live = _item_rows.get_items(conn, keys)
             nodes = _lin.nodes(conn, ids)
             parents: dict[str, list[Edge]] = {}
             for e in _lin.parents_of(conn, ids):

@@ -41,13 +41,14 @@ import numpy as np
 from langgraph.store.base import SearchOp
 
 from langgraph_memory.catalog import Catalog, StoredItem
-from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog import item_rows as _item_rows
 from langgraph_memory.catalog import keywords as _keywords
 from langgraph_memory.catalog.keyword_cache import PostingCache
 from langgraph_memory.registry import PLAIN, CollectionRegistry, MemoryType
 from langgraph_memory.search import filters as _filters
 from langgraph_memory.search import neighbours as _neighbours
-from langgraph_memory.search.planner import LateOmit, Plan, Planner, ScopeScorer, keep_all
+from langgraph_memory.search.plan import LateOmit, Plan, keep_all
+from langgraph_memory.search.planner import Planner, ScopeScorer
 from langgraph_memory.search.ranking import (
     NEWER_FLOOR,
     HybridRanking,
@@ -360,7 +361,7 @@ class HybridSearch:
             if held is not None:
                 # The walk above never looked at the items: one that cannot win need not be read.
                 rest = held.reaching(rest, sims, lambda ids: _turn_ids(conn, ids))
-            read = _items.get_by_ids(conn, rest)
+            read = _item_rows.get_by_ids(conn, rest)
         else:
             # Many: the best matches in scope that pass the filter, read in batches.
             counted = scorer.filter_exact and omit is keep_all
@@ -372,7 +373,7 @@ class HybridSearch:
                 sims.update(got)
                 held = bar()
                 ids = list(got) if held is None else held.reaching(list(got), got, lambda ids: _turn_ids(conn, ids))
-                read.update(_items.get_by_ids(conn, ids))
+                read.update(_item_rows.get_by_ids(conn, ids))
                 return got.keys()
 
             def fetch(chunk: list[int]) -> Container[int]:
@@ -425,13 +426,13 @@ class HybridSearch:
         keys = _neighbours.neighbour_keys(items, radius)
         if not keys:
             return []
-        got = _items.get_items(conn, keys)
+        got = _item_rows.get_items(conn, keys)
         kept = [
             it
             for it in got.values()
             if it.id is not None and _neighbours.is_turn(it) and _filters.matches(it.value, op.filter) and not omit(it)
         ]
-        vecs = _items.load_vectors(conn, [it.id for it in kept if it.id is not None])
+        vecs = _item_rows.load_vectors(conn, [it.id for it in kept if it.id is not None])
         return [(it, [v for _idx, _path, v in vecs.get(it.id or -1, [])]) for it in kept if vecs.get(it.id or -1)]
 
     def run(
@@ -491,7 +492,7 @@ class HybridSearch:
         if len(pool) < 2:
             return scored
         with self.catalog.read() as conn:
-            got = _items.load_vectors(conn, [scored[k][1].item.id or -1 for k in pool])
+            got = _item_rows.load_vectors(conn, [scored[k][1].item.id or -1 for k in pool])
         blobs, owner = [], []
         for pos, k in enumerate(pool):
             for _idx, _path, vec in got.get(scored[k][1].item.id or -1, []):
@@ -604,7 +605,7 @@ def _scored_alone(ranking: HybridRanking) -> bool:
 
 def _turn_ids(conn: Any, item_ids: list[int]) -> set[int]:
     """Which of ``item_ids`` are conversation turns (their items read)."""
-    return {i for i, it in _items.get_by_ids(conn, item_ids).items() if _neighbours.is_turn(it)}
+    return {i for i, it in _item_rows.get_by_ids(conn, item_ids).items() if _neighbours.is_turn(it)}
 
 
 def _evidence(cands: list[Candidate], ranking: HybridRanking) -> list[tuple[float, float, StoredItem]]:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from langgraph_memory.catalog import Catalog
-from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog import item_rows as _item_rows
 from langgraph_memory.catalog import queue as _queue
 from langgraph_memory.catalog import vectors as _catalog_vectors
 from langgraph_memory.catalog.connection import Connection
@@ -517,7 +517,7 @@ class VectorCache:
     @staticmethod
     def _names(conn: Connection, col: CollectionVectors) -> dict[int, str]:
         ids = sorted({int(i) for i in np.unique(col.ns_ids[: col.n])})
-        return _items.namespace_names(conn, ids)
+        return _item_rows.namespace_names(conn, ids)
 
     @staticmethod
     def _append_rows(col: CollectionVectors, rows: list[tuple[int, int, bytes]], collection: str) -> bool:

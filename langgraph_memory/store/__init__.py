@@ -25,8 +25,9 @@ from langgraph_memory.registry import (
 )
 from langgraph_memory.search.planner import Plan
 from langgraph_memory.store.as_of import AsOfStore
-from langgraph_memory.store.base import ChromaStore, SearchAllOp
+from langgraph_memory.store.base import ChromaStore
 from langgraph_memory.store.history import Version
+from langgraph_memory.store.searching import SearchAllOp
 
 __all__ = [
     "ChromaStore",

@@ -9,17 +9,15 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
-from pathlib import Path
+from datetime import datetime
 from typing import Any, Literal, TypeVar, cast
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     NOT_PROVIDED,
-    BaseStore,
     GetOp,
     IndexConfig,
     Item,
@@ -27,63 +25,51 @@ from langgraph.store.base import (
     Op,
     PutOp,
     Result,
-    SearchItem,
     SearchOp,
     TTLConfig,
-    ensure_embeddings,
 )
 
 from langgraph_memory._infra.chroma_process import index_process_wanted
 from langgraph_memory._infra.closing import close_all, unwind
-from langgraph_memory._infra.extras import require_extra
-from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog import evidence as _evidence
-from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog import item_rows as _item_rows
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.factory import open_catalog
 from langgraph_memory.catalog.lineage_store import LineageStore
 from langgraph_memory.config import MAX_KEY_CHARS, Settings
 from langgraph_memory.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings
-from langgraph_memory.embeddings.model import _DEFAULT_ALIASES
 from langgraph_memory.errors import (
     ConfigError,
-    EmbeddingModelError,
     InvalidArgumentError,
-    LangGraphMemoryError,
     MemoryNotFoundError,
     ReadOnlyError,
-    StorageError,
-    StoreBackendError,
     ValidationError,
 )
 from langgraph_memory.index._catchup import IndexCatchUp
 from langgraph_memory.index._exact_index import ExactOnlyIndex
-from langgraph_memory.index.chroma import ChromaIndex, RebuildReport
+from langgraph_memory.index.chroma import ChromaIndex
 from langgraph_memory.registry import DEFAULT, PLAIN, CollectionRegistry, Default, default_collections
-from langgraph_memory.search import filters as _filters
 from langgraph_memory.search.hybrid import HybridSearch
-from langgraph_memory.search.planner import Plan, Planner, keep_all
-from langgraph_memory.search.ranking import HybridRanking, ScoreParts
-from langgraph_memory.search.scored import ExplainedHit, ExplainedSearch
+from langgraph_memory.search.planner import Planner
+from langgraph_memory.search.ranking import HybridRanking
 from langgraph_memory.search.vectors import DEFAULT_BUDGET_BYTES, VectorCache
-from langgraph_memory.store._reindex import reembed
+from langgraph_memory.store._embedding_calls import aembedded, embedded, make_embeddings
 from langgraph_memory.store._writer import PreparedPut, Writer, check_vectors, dumps_value, index_paths
 from langgraph_memory.store.access import AccessLog
 from langgraph_memory.store.as_of import AsOfStore
 from langgraph_memory.store.history import Version, as_timestamp, read_history
 from langgraph_memory.store.items import Before, StoreItems
 from langgraph_memory.store.namespaces import list_namespaces, validate_namespace
-from langgraph_memory.store.ttl import Sweeper, SweeperFuture
+from langgraph_memory.store.searching import checked_count, utc_datetime
+from langgraph_memory.store.ttl import Sweeper
+from langgraph_memory.store.upkeep import UpkeepStore
 from langgraph_memory.store.view import RecordView, ViewClient
 
-__all__ = ["ChromaStore", "SearchAllOp"]
+__all__ = ["ChromaStore"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-# How often wait_for_index asks again for changes a pass could not apply (the index's first backoff).
-_INDEX_RETRY_SECONDS = 0.25
 
 # Stores still open, closed at interpreter exit: pending reads and queued index changes land.
 _OPEN_STORES: weakref.WeakSet[ChromaStore] = weakref.WeakSet()
@@ -98,16 +84,6 @@ def _close_open_stores() -> None:
             logger.debug("closing a store at exit failed", exc_info=True)
 
 
-class SearchAllOp(SearchOp):
-    """A ``SearchOp`` that also returns retired and superseded items (hidden from a plain ``SearchOp``).
-
-    ``store.search(..., include_retired=True)`` sends one; pass it to
-    ``batch``/``abatch`` directly to mix it with other ops.
-    """
-
-    __slots__ = ()
-
-
 @dataclass
 class _Prepared:
     results: list[Result]
@@ -119,45 +95,7 @@ class _Prepared:
     queries: list[str] = field(default_factory=list)
 
 
-def _make_embeddings(embed: Any) -> Embeddings:
-    if isinstance(embed, str) and (
-        embed in _DEFAULT_ALIASES or embed.startswith("sentence-transformers/") or Path(embed).is_dir()
-    ):
-        return SentenceTransformerEmbeddings(embed)
-    if isinstance(embed, str):
-        # LangGraph reads "provider:model" names with LangChain's init_embeddings, an optional dependency.
-        require_extra("langchain", f"the embedding model {embed!r} (a LangChain 'provider:model' name)")
-    return ensure_embeddings(embed)
-
-
-def _embedded(fn: Callable[[], T], what: str) -> T:
-    """Run an embedding call; the model's own exception comes out as `EmbeddingModelError`."""
-    try:
-        return fn()
-    except LangGraphMemoryError:
-        raise
-    except Exception as exc:
-        raise EmbeddingModelError(f"the embedding model failed on {what}: {type(exc).__name__}: {exc}") from exc
-
-
-async def _aembedded(coro: Awaitable[T], what: str) -> T:
-    try:
-        return await coro
-    except LangGraphMemoryError:
-        raise
-    except Exception as exc:
-        raise EmbeddingModelError(f"the embedding model failed on {what}: {type(exc).__name__}: {exc}") from exc
-
-
-def _count(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidArgumentError(f"{name} must be a whole number, got {value!r} ({type(value).__name__})")
-    if value < 0:
-        raise InvalidArgumentError(f"{name} cannot be negative, got {value}")
-    return value
-
-
-class ChromaStore(BaseStore):
+class ChromaStore(UpkeepStore):
     """A LangGraph ``BaseStore`` whose items live in a crash-safe catalog, indexed by Chroma.
 
     Put it wherever ``InMemoryStore``, ``SqliteStore`` or ``PostgresStore``
@@ -343,7 +281,7 @@ class ChromaStore(BaseStore):
             if "embed" not in index:
                 raise ConfigError("index config needs 'embed': an Embeddings, a function, or a model name")
             self.index_config = dict(index)
-            inner = _make_embeddings(index["embed"])
+            inner = make_embeddings(index["embed"])
             # A read-only store keeps its query vectors in memory only: the cache file is a write.
             cache_path = None if read_only else self.settings.embedding_cache_path
             self.cached_embeddings = CachedEmbeddings(inner, path=cache_path)
@@ -567,209 +505,6 @@ class ChromaStore(BaseStore):
         _check_key(key)
         await super().aput(namespace, key, value, index, ttl=ttl)
 
-    def search(
-        self,
-        namespace_prefix: tuple[str, ...],
-        /,
-        *,
-        query: str | None = None,
-        filter: dict[str, Any] | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        refresh_ttl: bool | None = None,
-        include_retired: bool = False,
-        data_cutoff: date | None = None,
-        include_undated: bool = False,
-    ) -> list[SearchItem]:
-        """``BaseStore.search``; retired and superseded items are left out unless ``include_retired``.
-
-        ``data_cutoff`` (a ``datetime.date``) keeps only items whose evidence ends on or before it: the
-        last market date of the data they were derived from, through lineage (see
-        `langgraph_memory.catalog.evidence`). It is applied before the ``limit`` best are taken, on every
-        plan. Items with no known evidence end are left out too unless ``include_undated``: a cut-off
-        guards against lookahead, so what cannot be shown to predate it does not pass.
-
-        Examples:
-            >>> len(store.search(("research",), query="momentum", include_retired=True))
-            2
-            >>> from datetime import date
-            >>> [len(store.search(("backtests",), data_cutoff=date(y, 12, 31))) for y in (2023, 2024)]  # b ran to 2024-12-31
-            [0, 1]
-        """
-        # One search goes straight to its plan, not through batch's dispatch over every op type.
-        self._check_open()
-        cutoff = _evidence.check_cutoff(data_cutoff)
-        op = self._check_search(
-            self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl, include_retired)
-        )
-        qvec = self._embed_query(op.query) if op.query and self.cached_embeddings is not None else None
-        found = self._run_search(op, qvec, time.time(), cutoff, include_undated)
-        self._start_flusher()
-        return found
-
-    async def asearch(
-        self,
-        namespace_prefix: tuple[str, ...],
-        /,
-        *,
-        query: str | None = None,
-        filter: dict[str, Any] | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        refresh_ttl: bool | None = None,
-        include_retired: bool = False,
-        data_cutoff: date | None = None,
-        include_undated: bool = False,
-    ) -> list[SearchItem]:
-        """Async `search()`."""
-        op = self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl, include_retired)
-        if data_cutoff is None:
-            return (await self.abatch([op]))[0]  # type: ignore[return-value]
-        # A cut-off is not part of LangGraph's SearchOp, so this search does not go through abatch.
-        self._check_open()
-        cutoff = _evidence.check_cutoff(data_cutoff)
-        op = self._check_search(op)
-        qvec = None
-        if op.query and self.cached_embeddings is not None:
-            raw = await _aembedded(self.cached_embeddings.aembed_query(op.query), "a query")
-            qvec = check_vectors([raw], self._dims, "a query")[0]
-        found = await asyncio.to_thread(self._run_search, op, qvec, time.time(), cutoff, include_undated)
-        self._start_flusher()
-        return found
-
-    def _search_op(
-        self,
-        prefix: tuple[str, ...],
-        query: str | None,
-        filter: dict[str, Any] | None,
-        limit: int,
-        offset: int,
-        refresh_ttl: bool | None,
-        include_retired: bool,
-    ) -> SearchOp:
-        if refresh_ttl is None:  # LangGraph's default: refresh on read unless the TTL config says not to
-            refresh_ttl = bool(self.ttl_config.get("refresh_on_read", True)) if self.ttl_config else True
-        op_type = SearchAllOp if include_retired else SearchOp
-        return op_type(prefix, filter, limit, offset, query, refresh_ttl)
-
-    def explain(
-        self,
-        namespace_prefix: tuple[str, ...],
-        /,
-        *,
-        query: str | None = None,
-        filter: dict[str, Any] | None = None,
-        limit: int = 10,
-        offset: int = 0,
-    ) -> Plan:
-        """The plan a `search()` with these arguments gets (nothing is run or embedded).
-
-        Examples:
-            >>> print(store.explain(("research",), query="risk"))
-            exact over research_findings; 2 items in scope; ~2 candidates; hybrid: ...
-        """
-        op = self._check_search(SearchOp(namespace_prefix, filter, limit, offset, query))
-        plan = self.planner.explain(op, has_query=bool(query) and self.cached_embeddings is not None)
-        if self.ranking is not None and query and self.cached_embeddings is not None and plan.strategy != "empty":
-            plan.notes.append("hybrid: fused with keyword candidates from the catalog's keyword index")
-            if self.ranking.neighbours:
-                plan.notes.append(
-                    f"hybrid: conversation turns (value kind 'turn', key '<thread>:<position>') rank with their"
-                    f" neighbouring turns up to {self.ranking.neighbours} positions away"
-                )
-        return plan
-
-    def search_explained(
-        self,
-        namespace_prefix: tuple[str, ...],
-        /,
-        *,
-        query: str | None = None,
-        filter: dict[str, Any] | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        include_retired: bool = False,
-    ) -> ExplainedSearch:
-        """`search()`, each hit with its score parts (cosine, keyword, temporal) and the plan it ran.
-
-        Reads are not noted (no access count, no TTL refresh): looking does not change later rankings.
-
-        Example:
-            >>> found = store.search_explained(("research",), query="momentum", limit=3)
-            >>> [(h.item.value["content"], h.parts.keyword) for h in found.hits]  # no finding holds "momentum"
-            [('Carry unwinds in vol spikes, 2010-2024', 0.0), ('Carry unwinds in vol spikes', 0.0)]
-        """
-        self._check_open()
-        op = self._check_search(self._search_op(namespace_prefix, query, filter, limit, offset, False, include_retired))
-        qvec = self._embed_query(op.query) if op.query and self.cached_embeddings is not None else None
-        hidden = None
-        if not include_retired:
-            with self.catalog.read() as conn:
-                hidden = self._hidden.snapshot(conn)
-        omit = self._omitter(time.time(), hidden)
-        ranking = self.ranking
-        if ranking is not None and qvec is not None and op.query:
-            hits, plan = self.hybrid.run_explained(op, qvec, ranking, omit=omit)
-            kind = "hybrid"
-        else:
-            plain, plan = self.planner.run(op, qvec, omit=omit)
-            hits = [
-                (None if score is None else ScoreParts(score, 0.0, score, None, 0.0, score, setting="cosine"), it)
-                for score, it in plain
-            ]
-            kind = "cosine" if qvec is not None else "none"
-        out = ExplainedSearch(plan=plan, ranking=kind)
-        for parts, it in hits:
-            item = SearchItem(
-                namespace=it.namespace,
-                key=it.key,
-                value=it.value,
-                created_at=_items_dt(it.created_at),
-                updated_at=_items_dt(it.updated_at),
-                score=parts.final if parts is not None else None,
-            )
-            out.hits.append(ExplainedHit(item, parts))
-        return out
-
-    def search_by_vector(
-        self,
-        namespace_prefix: tuple[str, ...],
-        /,
-        vector: Sequence[float] | np.ndarray,
-        *,
-        filter: dict[str, Any] | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        exclude: Callable[[tuple[str, ...], str], bool] | None = None,
-    ) -> list[SearchItem]:
-        """Items nearest ``vector``, an embedding made elsewhere, by cosine similarity (best first).
-
-        Planned like `search()` (no query is embedded, and no keyword
-        ranking applies). Retired, superseded and expired items are left out,
-        and so is every item for which ``exclude(namespace, key)`` is true.
-        Reads here refresh no TTL.
-
-        Examples:
-            >>> import tempfile
-            >>> from langchain_core.embeddings import DeterministicFakeEmbedding
-            >>> emb = DeterministicFakeEmbedding(size=16)
-            >>> with ChromaStore(data_dir=tempfile.mkdtemp(), index={"dims": 16, "embed": emb}) as store:
-            ...     store.put(("notes",), "n1", {"text": "momentum fades"})
-            ...     store.put(("notes",), "n2", {"text": "carry unwinds"})
-            ...     [h.key for h in store.search_by_vector(("notes",), emb.embed_query("carry unwinds"), limit=1)]
-            ['n2']
-        """
-        self._check_open()
-        op = self._check_search(SearchOp(namespace_prefix, filter, limit, offset, None, False))
-        qvec = check_vectors([list(vector)], self._dims, "the vector")[0]
-        now = time.time()
-        with self.catalog.read() as conn:
-            base = self._omitter(now, self._hidden.snapshot(conn))
-        omit = base if exclude is None else (lambda it: base(it) or exclude(it.namespace, it.key))
-        hits, plan = self.planner.run(op, qvec, omit=omit)
-        logger.debug("search by vector %s: %s", op.namespace_prefix, plan)
-        return _search_items(hits)
-
     def history(self, namespace: tuple[str, ...], key: str) -> list[Version]:
         """Every version of the item ``(namespace, key)``, newest first (the current one first, if it is live).
 
@@ -801,52 +536,6 @@ class ChromaStore(BaseStore):
         self._check_open()
         return AsOfStore(self, as_timestamp(at))
 
-    def rebuild_index(self, *, progress: bool | Callable[[str, int, int], None] = True) -> RebuildReport:
-        """Rebuild the Chroma index from the catalog's vectors (no re-embedding), and switch to it.
-
-        Shows a progress bar on a terminal (or calls ``progress(collection,
-        done, total)``); the old index serves searches until the new one is
-        complete.
-
-        Examples:
-            >>> store.rebuild_index().total
-            6
-        """
-        self._check_open()
-        self._check_writable("rebuild the index")
-        return self.vector_index.rebuild(progress=progress)
-
-    def reindex(self, *, progress: bool | Callable[[int, int], None] = True) -> int:
-        """Re-embed every stored vector with this store's model, then rebuild the index; return how many.
-
-        For a model that changed under the same name, or to finish a
-        re-embedding cut short. To move to another model, open the store
-        with it and ``reindex=True``.
-
-        Examples:
-            >>> store.reindex(progress=False)
-            6
-        """
-        self._check_open()
-        self._check_writable("re-embed")
-        return self._reembed(everything=True, progress=progress)
-
-    def _reembed(self, *, everything: bool, progress: bool | Callable[[int, int], None]) -> int:
-        if self.cached_embeddings is None or self._dims is None:
-            raise ConfigError("re-embedding needs a store built with index= (an embedding model)")
-        emb = self.cached_embeddings
-        n = reembed(
-            self.catalog,
-            lambda texts: _embedded(lambda: emb.inner.embed_documents(texts), f"{len(texts)} texts"),
-            model=emb.model_id,
-            dims=self._dims,
-            everything=everything,
-            progress=progress,
-        )
-        self._writer._model_id = None
-        self.vector_index.rebuild(reason=f"re-embedded {n} vectors with {emb.model_id}", progress=bool(progress))
-        return n
-
     # --------------------------------------------------------------- batching
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -860,7 +549,7 @@ class ChromaStore(BaseStore):
         if not texts or self.cached_embeddings is None:
             return []
         emb = self.cached_embeddings
-        return _embedded(lambda: emb.embed_documents(texts), f"{len(texts)} texts")
+        return embedded(lambda: emb.embed_documents(texts), f"{len(texts)} texts")
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async ``batch``: embedding is awaited, catalog and Chroma work runs in a worker thread."""
@@ -870,9 +559,9 @@ class ChromaStore(BaseStore):
         if self.cached_embeddings is not None:
             emb = self.cached_embeddings
             if prep.texts:
-                doc_vecs = await _aembedded(emb.aembed_documents(prep.texts), f"{len(prep.texts)} texts")
+                doc_vecs = await aembedded(emb.aembed_documents(prep.texts), f"{len(prep.texts)} texts")
             if prep.queries:
-                vecs = await asyncio.gather(*(_aembedded(emb.aembed_query(q), "a query") for q in prep.queries))
+                vecs = await asyncio.gather(*(aembedded(emb.aembed_query(q), "a query") for q in prep.queries))
                 query_vecs = {
                     q: check_vectors([v], self._dims, "a query")[0] for q, v in zip(prep.queries, vecs, strict=True)
                 }
@@ -881,35 +570,6 @@ class ChromaStore(BaseStore):
     def _put_many(self, ops: list[PutOp], before: Before | None) -> list[int | None]:
         prep = self._prepare(ops)
         return self._writer.write(prep.puts, self._embed_documents(prep.texts), now=time.time(), before=before)
-
-    def _embed_query(self, query: str) -> np.ndarray:
-        assert self.cached_embeddings is not None
-        emb = self.cached_embeddings
-        vec = _embedded(lambda: emb.embed_query(query), "a query")
-        row: np.ndarray = check_vectors([vec], self._dims, "a query")[0]
-        return row
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise StoreBackendError("this ChromaStore is closed; open a new one")
-
-    def _check_writable(self, what: str) -> None:
-        if self.read_only:
-            raise ReadOnlyError(
-                f"cannot {what}: this store was opened read-only ({self.settings.data_dir}). "
-                "Open it without read_only=True (--read-only) to write.",
-                self.settings.data_dir,
-            )
-
-    def _check_search(self, op: SearchOp) -> SearchOp:
-        prefix = validate_namespace(op.namespace_prefix, for_write=False)
-        self._warn_near_label(prefix)
-        _filters.validate_filter(op.filter)
-        limit = _count(op.limit, "limit")
-        offset = _count(op.offset, "offset")
-        if op.query is not None and not isinstance(op.query, str):
-            raise InvalidArgumentError(f"query must be a string, got {type(op.query).__name__}")
-        return op._replace(namespace_prefix=prefix, limit=limit, offset=offset)
 
     def _prepare(self, ops: Iterable[Op]) -> _Prepared:
         """Validate everything and collect texts to embed, before anything is written."""
@@ -933,8 +593,8 @@ class ChromaStore(BaseStore):
             elif isinstance(op, ListNamespacesOp):
                 for cond in op.match_conditions or ():
                     validate_namespace(tuple(p for p in cond.path if p != "*"), for_write=False)
-                _count(op.limit, "limit")
-                _count(op.offset, "offset")
+                checked_count(op.limit, "limit")
+                checked_count(op.offset, "offset")
                 prep.lists.append((i, op))
             elif isinstance(op, PutOp):
                 self._check_writable("put")
@@ -953,23 +613,6 @@ class ChromaStore(BaseStore):
                 prep.texts.extend(t for _, t in p.texts)
         prep.queries = list(queries)
         return prep
-
-    def _warn_near_label(self, namespace: tuple[str, ...]) -> None:
-        # A typo in a typed collection's label ("lesson" for "lessons") would silently write untyped
-        # items, or search where nothing is: warn, once per label and store, rather than refuse.
-        if not namespace or namespace[0] in self._near_labels_warned:
-            return
-        near = self.collections.near_label(namespace[0])
-        if near is not None:
-            self._near_labels_warned.add(namespace[0])
-            logger.warning(
-                "namespace label %r is not a typed collection but is close to the typed collection label %r: if you meant "
-                "%r, fix the label (items under %r are untyped and searched apart)",
-                namespace[0],
-                near,
-                near,
-                namespace[0],
-            )
 
     def _prepare_put(self, op: PutOp) -> PreparedPut:
         ns = validate_namespace(op.namespace, for_write=True)
@@ -1009,38 +652,9 @@ class ChromaStore(BaseStore):
         self._start_flusher()
         return results
 
-    def _start_flusher(self) -> None:
-        """Reads were noted: make sure they reach the catalog within the flush interval."""
-        if self._access and not self._flusher.running and not self._closed:
-            self._flusher.start()
-
-    # ------------------------------------------------------------ reads
-
-    @property
-    def _omits_expired(self) -> bool:
-        """Whether ``ttl={"omit_expired": True}``: reads hide expired items before any sweep."""
-        return bool(self.ttl_config and self.ttl_config.get("omit_expired"))
-
-    def _omitter(self, now: float, hidden: dict[str, float] | None = None) -> Callable[[StoredItem], bool]:
-        """What reads leave out: expired items (with ``omit_expired``) and the ``hidden`` (retired, superseded)."""
-        if not self._omits_expired and not hidden:
-            return keep_all
-
-        def expired(it: StoredItem) -> bool:
-            if it.expires_at is None or it.expires_at >= now:
-                return False
-            refreshed = self._access.expiry(it.id) if it.id is not None else None
-            return refreshed is None or refreshed < now
-
-        if not hidden:
-            return expired
-        if not self._omits_expired:
-            return lambda it: hidden.get(it.uid) == it.created_at
-        return lambda it: hidden.get(it.uid) == it.created_at or expired(it)
-
     def _run_gets(self, gets: list[tuple[int, GetOp]], now: float) -> list[tuple[int, Item | None]]:
         with self.catalog.read() as conn:
-            found = _items.get_items(conn, [(op.namespace, op.key) for _, op in gets])
+            found = _item_rows.get_items(conn, [(op.namespace, op.key) for _, op in gets])
         omit = self._omitter(now)
         out: list[tuple[int, Item | None]] = []
         touched: list[tuple[int, float | None]] = []
@@ -1058,157 +672,14 @@ class ChromaStore(BaseStore):
                         value=it.value,
                         key=it.key,
                         namespace=it.namespace,
-                        created_at=_items_dt(it.created_at),
-                        updated_at=_items_dt(it.updated_at),
+                        created_at=utc_datetime(it.created_at),
+                        updated_at=utc_datetime(it.updated_at),
                     ),
                 )
             )
         if not self.read_only:
             self._access.note(touched, now)
         return out
-
-    def _run_search(
-        self,
-        op: SearchOp,
-        qvec: np.ndarray | None,
-        now: float,
-        cutoff: date | None = None,
-        include_undated: bool = False,
-    ) -> list[SearchItem]:
-        ranking = self.ranking
-
-        # The hidden set is checked inside the search's snapshot, against the status version its first
-        # statement read: on a server, no round trip of its own.
-        def omit_for(conn: Any, status_version: int | None) -> Callable[[StoredItem], bool]:
-            hidden = None if isinstance(op, SearchAllOp) else self._hidden.snapshot(conn, status_version)
-            omit = self._omitter(now, hidden)
-            if cutoff is None:
-                return omit
-            # The cut-off leaves items out like a status does: the planner ranks further down until it has
-            # ``limit`` that pass, so the best items by the cut-off come back on every plan.
-            ends = self._evidence.snapshot(conn)
-            keeps = self._evidence.share(cutoff.toordinal(), include_undated)
-            return _after_cutoff(omit, ends, cutoff, include_undated, keeps)
-
-        if cutoff is None and isinstance(op, SearchAllOp):
-            late, omit = None, self._omitter(now)
-        else:
-            late, omit = omit_for, None
-        if ranking is not None and qvec is not None and op.query:
-            hits, plan = self.hybrid.run(op, qvec, ranking, omit=omit, omit_for=late)
-        else:
-            hits, plan = self.planner.run(op, qvec, omit=omit, omit_for=late)
-        logger.debug("search %s: %s", op.namespace_prefix, plan)
-        if op.refresh_ttl and not self.read_only:
-            self._access.note([(it.id, it.ttl_minutes) for _, it in hits if it.id is not None], now)
-        return _search_items(hits)
-
-    # ---------------------------------------------------------- upkeep
-
-    def wait_for_index(self, timeout: float | None = None) -> bool:
-        """Wait until the Chroma index holds every write this store committed; False if ``timeout`` passed first.
-
-        The index catches up in a background thread once writes pause
-        (searches meanwhile score what it lacks exactly, so none is missed).
-        While the Chroma server is away the changes stay queued: this keeps
-        trying until they are applied or the timeout passes. A collection whose
-        index failed (searched exactly until `rebuild_index()`) is not waited
-        for; a read-only store has no index to wait for and returns True at once.
-
-            store.put(("docs",), "a", {"text": "hello"})
-            store.wait_for_index(timeout=10)
-        """
-        catch_up = self._writer.catch_up
-        if catch_up is None:
-            return True
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not catch_up.wait(left):
-                return False
-            behind = self.vector_index.behind()
-            if not behind:
-                return True
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                return False
-            # The pass could not apply them (the server is away): ask again; the index itself spaces out its
-            # attempts on a server that does not answer, so this only sets how soon a return is noticed.
-            time.sleep(_INDEX_RETRY_SECONDS if left is None else min(_INDEX_RETRY_SECONDS, left))
-            catch_up.request(behind)
-
-    def flush_access(self) -> int:
-        """Apply pending reads (access counts, last access, TTL refresh) to the catalog; return items touched."""
-        pending = self._access.take()
-        if not pending:
-            return 0
-        rows = [(acc.at, acc.count, acc.expires_at, item_id) for item_id, acc in pending.items()]
-        try:
-            # Bookkeeping with no place in the change log: on a server it need not wait for the write lock.
-            with self.catalog.write(ordered=False) as conn:
-                return _items.apply_access(conn, rows)
-        except BaseException:
-            self._access.give_back(pending)
-            raise
-
-    def _flush_access_best_effort(self) -> None:
-        # Access counts are bookkeeping the user never asked to be durable: a full disk or a read-only
-        # directory at close drops them with a warning instead of failing a session that only read.
-        try:
-            self.flush_access()
-        except StorageError as exc:
-            self._access.take()
-            logger.warning("access counts of this session were not saved (%s); the stored items are unaffected", exc)
-
-    def sweep_ttl(self) -> int:
-        """Delete expired items now; return how many were deleted."""
-        self._check_open()
-        self._check_writable("sweep expired items")
-        self.flush_access()
-        now = time.time()
-        with self.catalog.write() as conn:
-            doomed = _items.expired(conn, now)
-            by_coll: dict[str, list[StoredItem]] = {}
-            for it in doomed:
-                by_coll.setdefault(self.collections.for_namespace(it.namespace).name, []).append(it)
-            for name, group in by_coll.items():
-                _items.delete_items(conn, group, name, change="ttl", now=now)
-        if doomed:
-            self._writer.sync(set(by_coll))
-            logger.info("swept %d expired items", len(doomed))
-        return len(doomed)
-
-    def count_expired(self) -> int:
-        """How many items `sweep_ttl()` would delete now (a dry run; nothing is flushed or deleted)."""
-        now = time.time()
-        with self.catalog.read() as conn:
-            return sum(
-                1
-                for it in _items.expired(conn, now)
-                if (refreshed := self._access.expiry(it.id or -1)) is None or refreshed < now
-            )
-
-    def start_ttl_sweeper(self, sweep_interval_minutes: int | None = None) -> SweeperFuture:
-        """Sweep expired items every ``sweep_interval_minutes`` (default from ``ttl``, else 5).
-
-        Returns a ``concurrent.futures.Future``; cancelling it stops the sweeper.
-        In async code ``await store.start_ttl_sweeper()`` returns the same
-        handle at once, the sweeper running (as LangGraph's async stores do).
-        """
-        if not self.ttl_config or self.read_only:  # a read-only store deletes nothing
-            done = SweeperFuture()
-            done.set_result(None)
-            return done
-        minutes = float(sweep_interval_minutes or self.ttl_config.get("sweep_interval_minutes") or 5)
-        if self._ttl_sweeper is None or not self._ttl_sweeper.running:
-            self._ttl_sweeper = Sweeper("lgm-ttl-sweeper", self.sweep_ttl, minutes * 60.0)
-        return self._ttl_sweeper.start()
-
-    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
-        """Stop the sweeper thread; True if it stopped (or was not running)."""
-        if self._ttl_sweeper is None:
-            return True
-        return self._ttl_sweeper.stop(timeout)
 
     # --------------------------------------------------------------- lifecycle
 
@@ -1257,42 +728,3 @@ def _check_key(key: Any) -> None:
     if "\x00" in key:
         # PostgreSQL's text cannot hold NUL; refused on both backends, so a memory moves between them whole.
         raise InvalidArgumentError(f"keys cannot contain a NUL character (\\x00), got {key!r}")
-
-
-def _after_cutoff(
-    omit: Callable[[StoredItem], bool], ends: dict[str, int], cutoff: date, include_undated: bool, keeps: float
-) -> Callable[[StoredItem], bool]:
-    """``omit``, also leaving out items whose evidence ends after ``cutoff`` (and undated ones, unless included).
-
-    ``keeps``, the share of items expected to pass, goes with it as its attribute ``keeps``: the planner
-    plans for that many candidates (see `Planner._narrow`).
-    """
-    last = cutoff.toordinal()
-    undated = 0 if include_undated else last + 1  # an unknown end counts as before the cut-off, or after it
-
-    def omitted(it: StoredItem) -> bool:
-        return ends.get(it.uid, undated) > last or omit(it)
-
-    omitted.keeps = keeps  # type: ignore[attr-defined]
-    return omitted
-
-
-def _search_items(hits: Iterable[tuple[float | None, StoredItem]]) -> list[SearchItem]:
-    """Scored catalog items as LangGraph's ``SearchItem``s."""
-    return [
-        SearchItem(
-            namespace=it.namespace,
-            key=it.key,
-            value=it.value,
-            created_at=_items_dt(it.created_at),
-            updated_at=_items_dt(it.updated_at),
-            score=score,
-        )
-        for score, it in hits
-    ]
-
-
-def _items_dt(ts: float) -> Any:
-    from datetime import datetime
-
-    return datetime.fromtimestamp(ts, tz=UTC)

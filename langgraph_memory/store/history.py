@@ -23,7 +23,7 @@ from typing import Any
 
 from langgraph_memory.catalog import Catalog
 from langgraph_memory.catalog import history as _history
-from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog import item_rows as _item_rows
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.errors import InvalidArgumentError
 
@@ -131,9 +131,9 @@ def as_timestamp(at: datetime | float) -> float:
 
 def read_history(catalog: Catalog, namespace: tuple[str, ...], key: str) -> list[Version]:
     """The versions of ``(namespace, key)``, newest first (the current one first, if the item is live)."""
-    uid = _items.item_uid(namespace, key)
+    uid = _item_rows.item_uid(namespace, key)
     with catalog.read() as conn:
-        live = _items.get_items(conn, [(namespace, key)]).get((namespace, key))
+        live = _item_rows.get_items(conn, [(namespace, key)]).get((namespace, key))
         st = _status.get(conn, [uid]).get(uid) if live is not None else None
         past = _history.versions(conn, uid)
     out: list[Version] = []

@@ -24,6 +24,7 @@ from langgraph.store.base import PutOp
 
 from langgraph_memory.catalog import Catalog, StoredItem
 from langgraph_memory.catalog import history as _history
+from langgraph_memory.catalog import item_rows as _item_rows
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.connection import Connection
@@ -90,7 +91,7 @@ class StoreItems:
         self, namespace: tuple[str, ...], key: str, *, before: Callable[[Connection], None] | None = None
     ) -> None:
         """Delete an item for good with its retired/superseded status; ``before(conn)`` runs in the same transaction."""
-        uid = _items.item_uid(namespace, key)
+        uid = _item_rows.item_uid(namespace, key)
 
         def forget(conn: Connection) -> None:
             _status.clear(conn, [uid], record=False)
@@ -137,7 +138,7 @@ class StoreItems:
         inside the retiring transaction (so a read or write from any process in between is seen)."""
         self.flush_access()
         with self.catalog.write() as conn:
-            current = _items.get_items(conn, keys)
+            current = _item_rows.get_items(conn, keys)
             chosen = [k for k, it in current.items() if still(it)]
             return self.set_status_in(conn, chosen, "retired", reason=reason)
 
@@ -157,7 +158,7 @@ class StoreItems:
     def clear_status(self, keys: Sequence[ItemKey]) -> int:
         """Make items plain again (searches find them); return how many had a status."""
         with self.catalog.write() as conn:
-            return _status.clear(conn, [_items.item_uid(ns, key) for ns, key in keys])
+            return _status.clear(conn, [_item_rows.item_uid(ns, key) for ns, key in keys])
 
     def prune_history(self, *, keep: int | None = None, older_than: float | None = None, dry_run: bool = False) -> int:
         """Drop past versions beyond the ``keep`` newest of each item (the current one counted) and those ended
@@ -172,10 +173,10 @@ class StoreItems:
 
     def statuses(self, keys: Sequence[ItemKey]) -> dict[ItemKey, ItemStatus]:
         """The status of each key that has one: of the live item, or of its archived copy when not live."""
-        uids = {_items.item_uid(ns, key): (tuple(ns), key) for ns, key in keys}
+        uids = {_item_rows.item_uid(ns, key): (tuple(ns), key) for ns, key in keys}
         with self.catalog.read() as conn:
             rows = _status.get(conn, list(uids))
-            live = _items.get_items(conn, [uids[u] for u in rows])
+            live = _item_rows.get_items(conn, [uids[u] for u in rows])
         out: dict[ItemKey, ItemStatus] = {}
         for uid, st in rows.items():
             it = live.get(uids[uid])
@@ -207,7 +208,7 @@ class StoreItems:
         if not ids:
             return
         with self.catalog.read() as conn:
-            vectors = _items.load_vectors(conn, ids)
+            vectors = _item_rows.load_vectors(conn, ids)
         for it in items:
             rows = vectors.get(it.id or -1, [])
             it.vectors = [np.frombuffer(vec, dtype=np.float32).tolist() for _i, _p, vec in rows]
@@ -222,7 +223,7 @@ class StoreItems:
         after = 0
         while True:
             with self.catalog.read() as conn:
-                page = _items.iter_collection(conn, name, after_id=after, limit=page_size)
+                page = _item_rows.iter_collection(conn, name, after_id=after, limit=page_size)
             if not page:
                 return
             if with_vectors:
@@ -235,7 +236,7 @@ class StoreItems:
     def get_items(self, collection: str, uids: list[str], *, with_vectors: bool = False) -> list[StoredItem]:
         """Items of a collection by uid (`item_uid()`); missing ones are skipped."""
         with self.catalog.read() as conn:
-            found = _items.get_by_uids(conn, self.collections.by_name(collection).name, uids)
+            found = _item_rows.get_by_uids(conn, self.collections.by_name(collection).name, uids)
         if with_vectors:
             self._fill_vectors(found)
         return found
@@ -243,18 +244,18 @@ class StoreItems:
     def get(self, namespace: tuple[str, ...], key: str) -> StoredItem | None:
         """One item with its access data, or None."""
         with self.catalog.read() as conn:
-            return _items.get_items(conn, [(namespace, key)]).get((namespace, key))
+            return _item_rows.get_items(conn, [(namespace, key)]).get((namespace, key))
 
     def count(self, collection: str) -> int:
         """How many items a collection holds."""
         with self.catalog.read() as conn:
-            return _items.count_items(conn, self.collections.by_name(collection).name)
+            return _item_rows.count_items(conn, self.collections.by_name(collection).name)
 
     def delete_items(self, collection: str, items: list[StoredItem]) -> int:
         """Delete items read from this store (all their vectors); return how many were deleted."""
         name = self.collections.by_name(collection).name
         with self.catalog.write() as conn:
-            current = _items.get_by_uids(conn, name, [it.uid for it in items])
+            current = _item_rows.get_by_uids(conn, name, [it.uid for it in items])
             n = _items.delete_items(conn, current, name, change="delete")
         self.writer.sync({name})
         return n
@@ -276,7 +277,7 @@ class StoreItems:
         self.flush_access()
         name = self.collections.by_name(collection).name
         with self.catalog.write() as conn:
-            live = _items.get_by_uids(conn, name, list(expected))
+            live = _item_rows.get_by_uids(conn, name, list(expected))
             doomed = [it for it in live if (it.updated_at, it.last_accessed_at) == tuple(expected[it.uid])]
             changed = [it.uid for it in live if (it.updated_at, it.last_accessed_at) != tuple(expected[it.uid])]
             _items.delete_items(conn, doomed, name, change="archive")
@@ -308,7 +309,7 @@ class StoreItems:
                 before(conn)
             model_id = self.writer.model_id(conn) if self.writer.model and any(it.vectors for it in items) else 0
             for name, group in by_spec.items():
-                current = _items.get_items(conn, [(it.namespace, it.key) for it in group])
+                current = _item_rows.get_items(conn, [(it.namespace, it.key) for it in group])
                 doomed = [
                     current[(it.namespace, it.key)]
                     for it in group

@@ -13,7 +13,7 @@ from typing import Any
 from langgraph.store.base import ListNamespacesOp, MatchCondition
 
 from langgraph_memory.catalog.connection import Connection
-from langgraph_memory.catalog.items import NS_SEP, namespaces_with_items
+from langgraph_memory.catalog.item_rows import NS_SEP, namespaces_with_items
 from langgraph_memory.config import MAX_LABEL_CHARS, MAX_NAMESPACE_LABELS
 from langgraph_memory.errors import NamespaceError
 

@@ -11,7 +11,7 @@ here for the store's modules.
 
 from __future__ import annotations
 
-from langgraph_memory.catalog.items import NS_SEP, StoredItem, item_uid
+from langgraph_memory.catalog.item_rows import NS_SEP, StoredItem, item_uid
 from langgraph_memory.catalog.texts import record_text, split_text_path, text_index, text_path
 
 __all__ = [

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from langgraph_memory.catalog import Catalog, StoredItem
-from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog import item_rows as _item_rows
 from langgraph_memory.catalog import vectors as _catalog_vectors
 from langgraph_memory.catalog.connection import Connection
 from langgraph_memory.errors import FilterError, ReadOnlyError
@@ -162,7 +162,7 @@ class RecordView:
             if self._hidden is not None:  # a retired or superseded item has no records in the view
                 hidden = self._hidden(conn)
                 items = {i: it for i, it in items.items() if hidden.get(it.uid) != it.created_at}
-            vectors = _items.load_vectors(conn, list(items))
+            vectors = _item_rows.load_vectors(conn, list(items))
         out = {}
         for item_id, rows in vectors.items():
             for idx, path, vec in rows:
@@ -173,7 +173,7 @@ class RecordView:
         after = 0
         while True:
             with self._catalog.read() as conn:
-                page = _items.iter_collection(conn, self.name, after_id=after, limit=1000)
+                page = _item_rows.iter_collection(conn, self.name, after_id=after, limit=1000)
             if not page:
                 return
             after = page[-1].id or after
@@ -217,7 +217,7 @@ class RecordView:
         if ids is not None:
             wanted = [parse_record_id(rid) for rid in ids]
             with self._catalog.read() as conn:
-                items = _items.get_by_ids(conn, [i for i, _ in wanted])
+                items = _item_rows.get_by_ids(conn, [i for i, _ in wanted])
             recs = self._records(items)
             source: Any = ((rid, *recs[rid]) for rid in ids if rid in recs)
         else:
@@ -286,7 +286,7 @@ class RecordView:
             except IndexUnavailable:
                 found = self._exact(q)
             with self._catalog.read() as conn:
-                items = _items.get_by_ids(conn, [i for i, _, _ in found])
+                items = _item_rows.get_by_ids(conn, [i for i, _, _ in found])
             recs = self._records(items)
             rows, dists = [], []
             for item_id, idx, dist in found:

@@ -25,10 +25,10 @@ from typing import Any
 
 from langgraph_memory.catalog import Catalog
 from langgraph_memory.catalog import browse as _browse
-from langgraph_memory.catalog import items as _items
+from langgraph_memory.catalog import item_rows as _item_rows
 from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog import status as _status
-from langgraph_memory.catalog.items import StoredItem
+from langgraph_memory.catalog.item_rows import StoredItem
 from langgraph_memory.catalog.lineage_store import LineageStore
 from langgraph_memory.catalog.status import ItemStatus
 from langgraph_memory.errors import InvalidArgumentError, NotFoundError
@@ -282,7 +282,7 @@ class Browser:
         agg, stale = self._aggregates()
         with self.store.catalog.read() as conn:
             items = {
-                name: _items.count_items(conn, name) for name in (s.name for s in (*COLLECTIONS.values(), GENERAL))
+                name: _item_rows.count_items(conn, name) for name in (s.name for s in (*COLLECTIONS.values(), GENERAL))
             }
             vectors = _browse.vector_counts(conn)
             backlog = _browse.index_backlog(conn)
@@ -316,7 +316,7 @@ class Browser:
 
     def namespaces(self) -> list[tuple[tuple[str, ...], str, int]]:
         with self.store.catalog.read() as conn:
-            return _items.namespace_counts(conn)
+            return _item_rows.namespace_counts(conn)
 
     def near_namespace(self, namespace: tuple[str, ...]) -> tuple[str, ...] | None:
         """The namespace probably meant when ``namespace`` starts with a near miss of a typed label, or None.
@@ -360,11 +360,11 @@ class Browser:
                 if ref is not None:
                     namespace = ref.namespace
             if namespace is not None:
-                got = _items.get_items(conn, [(namespace, key)])
+                got = _item_rows.get_items(conn, [(namespace, key)])
                 if got:
                     return next(iter(got.values()))
             else:
-                found = _items.items_by_key(conn, key)
+                found = _item_rows.items_by_key(conn, key)
                 if found:
                     return found[0]
         archived = self.memory._archived_values([key])
@@ -501,7 +501,7 @@ class Browser:
                         hyp_ids[v.id].append(v.record.hypothesis_id)
             wanted = sorted({h for hs in hyp_ids.values() for h in hs})
             refs = _lin.nodes(conn, wanted)
-            hyps = _items.get_items(conn, [(r.namespace, r.id) for r in refs.values()])
+            hyps = _item_rows.get_items(conn, [(r.namespace, r.id) for r in refs.values()])
         hyp_by_key = {it.key: it for it in hyps.values()}
         refs_v = self.memory.lineage_store.items(ids)
         standing = {
@@ -612,7 +612,7 @@ class Browser:
                 "line": r[0],
                 "uid": r[1],
                 "key": r[2],
-                "namespace": tuple(str(r[3]).split(_items.NS_SEP)),
+                "namespace": tuple(str(r[3]).split(_item_rows.NS_SEP)),
                 "status": r[4],
                 "changed_at": _dt(r[5]),
             }
