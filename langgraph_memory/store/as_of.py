@@ -185,7 +185,7 @@ class AsOfStore(BaseStore):
     def _search(self, op: SearchOp) -> list[SearchItem]:
         store, at = self.store, self.at
         op = store._check_search(op)
-        # A SearchAllOp (store.search(include_retired=True)); its class lives in the store's module, which imports this.
+        # A SearchAllOp (store.search(include_retired=True)); its class lives in store.searching, which imports this.
         include_retired = type(op) is not SearchOp
         qvec = store._embed_query(op.query) if op.query and store.cached_embeddings is not None else None
         need = op.offset + op.limit
