@@ -416,6 +416,21 @@ def at_moment(conn: sqlite3.Connection, at: float, prefix: Sequence[str] = ()) -
     )
 
 
+_KEYWORD_TOTALS = "SELECT docs, tokens FROM keyword_stats WHERE id = 1"
+_KEYWORD_LENGTHS_SINCE = (
+    "SELECT l.item_id, l.n_tokens FROM keyword_lengths l JOIN items i ON i.id = l.item_id"
+    " WHERE coalesce(i.valid_from, i.updated_at) > ?"
+)
+
+
+def keyword_totals_since(conn: sqlite3.Connection, at: float) -> tuple[int, int, list[tuple[int, int]]]:
+    """The keyword index's totals now (texts, tokens), and the (item id, tokens) of the items indexed after ``at``:
+    what an as-of search takes out to score against the statistics of its moment."""
+    docs, tokens = conn.execute(both(conn, _KEYWORD_TOTALS)).fetchone()
+    later = conn.execute(both(conn, _KEYWORD_LENGTHS_SINCE), (at,)).fetchall()
+    return int(docs), int(tokens), [(int(i), int(n)) for i, n in later]
+
+
 def read(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, PastVersion]:
     """Past versions by history id."""
     out: dict[int, PastVersion] = {}

@@ -59,7 +59,6 @@ from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog import history as _history
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import keywords as _keywords
-from langgraph_memory.catalog.connection import both
 from langgraph_memory.errors import InvalidArgumentError, ReadOnlyError
 from langgraph_memory.search import filters as _filters
 from langgraph_memory.search.hybrid import Candidate, explain_candidates
@@ -407,24 +406,16 @@ def _corpus_at(
     conn: Any, at: float, past: dict[int, tuple[_history.PastVersion, str]], held: dict[int, set[str]]
 ) -> _keywords.Corpus:
     """The keyword index's statistics at ``at``: now's, less the items indexed since, plus the past versions'."""
-    docs, tokens = conn.execute(both(conn, "SELECT docs, tokens FROM keyword_stats WHERE id = 1")).fetchone()
-    later = conn.execute(
-        both(
-            conn,
-            "SELECT l.item_id, l.n_tokens FROM keyword_lengths l JOIN items i ON i.id = l.item_id"
-            " WHERE coalesce(i.valid_from, i.updated_at) > ?",
-        ),
-        (at,),
-    ).fetchall()
+    docs, tokens, later = _history.keyword_totals_since(conn, at)
     texts = [t for _v, t in past.values() if t]
     counts: dict[str, int] = {}
     for terms in held.values():
         for term in terms:
             counts[term] = counts.get(term, 0) + 1
     return _keywords.Corpus(
-        docs=int(docs) - len(later) + len(texts),
-        tokens=int(tokens) - sum(int(n) for _i, n in later) + sum(_keywords.count_tokens(t) for t in texts),
-        gone=np.sort(np.fromiter((int(i) for i, _n in later), dtype=np.int64, count=len(later))),
+        docs=docs - len(later) + len(texts),
+        tokens=tokens - sum(n for _i, n in later) + sum(_keywords.count_tokens(t) for t in texts),
+        gone=np.sort(np.fromiter((i for i, _n in later), dtype=np.int64, count=len(later))),
         held=counts,
     )
 
