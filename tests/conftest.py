@@ -10,6 +10,21 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# A store's embedded index runs in a child process by default, which costs each store a process start (a test file
+# of small stores ran 3-5x slower with it). The suite opens hundreds of stores, so it keeps the index in-process,
+# except in the files below, which check the child, crashes and faults on the default path.
+os.environ.setdefault("LANGGRAPH_MEMORY_INDEX_PROCESS", "0")
+_INDEX_CHILD_FILES = {
+    "test_bitrot.py",
+    "test_bitrot_unsealed.py",
+    "test_crash.py",
+    "test_history_survives_sigkill.py",
+    "test_index_catch_up.py",
+    "test_index_process.py",
+    "test_loop_stall.py",
+    "test_start_without_chroma_server.py",
+    "test_store_processes.py",
+}
 
 FAKE_DIMS = 16
 
@@ -201,3 +216,10 @@ from tests.helpers.postgres import pg_cluster, pg_database, pg_url  # noqa: E402
 
 # Both checkpointers under one test: any_saver.
 from tests.helpers.savers import any_saver  # noqa: E402,F401
+
+
+@pytest.fixture(autouse=True)
+def _index_child_where_checked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default (an index child process) in the files that check it; see `_INDEX_CHILD_FILES`."""
+    if request.path.name in _INDEX_CHILD_FILES:
+        monkeypatch.delenv("LANGGRAPH_MEMORY_INDEX_PROCESS", raising=False)
