@@ -153,6 +153,14 @@ def _check_at(store: ChromaStore, at: float, state: State, queries: list[tuple[i
                 assert abs(g.score - w.score) <= TOL, msg  # ... at its rank
 
 
+#: One or two searches to check at each moment: (namespace whose first label is the prefix, word, value of "n" to filter on, or none).
+QUERIES = st.lists(
+    st.tuples(st.integers(0, len(NAMESPACES) - 1), st.sampled_from(WORDS), st.one_of(st.none(), st.integers(0, 2))),
+    min_size=1,
+    max_size=2,
+)
+
+
 # Each example makes its data directory at run time (tmp_path_factory), which collection cannot see.
 @pytest.mark.catalog
 @settings(
@@ -165,11 +173,7 @@ def _check_at(store: ChromaStore, at: float, state: State, queries: list[tuple[i
 )
 @given(
     steps=st.lists(STEP, min_size=4, max_size=16),
-    queries=st.lists(
-        st.tuples(st.integers(0, len(NAMESPACES) - 1), st.sampled_from(WORDS), st.one_of(st.none(), st.integers(0, 2))),
-        min_size=1,
-        max_size=2,
-    ),
+    queries=QUERIES,
 )
 # A retired version, then superseded one, each ended later: searches as of their time must still hide them.
 @example(
@@ -227,11 +231,7 @@ def test_as_of_answers_like_a_reference_replayed_to_that_moment(
 )
 @given(
     steps=st.lists(STEP, min_size=4, max_size=12),
-    queries=st.lists(
-        st.tuples(st.integers(0, len(NAMESPACES) - 1), st.sampled_from(WORDS), st.one_of(st.none(), st.integers(0, 2))),
-        min_size=1,
-        max_size=2,
-    ),
+    queries=QUERIES,
 )
 # An item reworded away from the query's word, then a new item holding it: then, the reworded item held the word
 # and the word was rarer; both must be as they were.
