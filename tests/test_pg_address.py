@@ -256,7 +256,7 @@ def test_mcp_server_serves_the_memory_on_the_server(pg_database: str, tmp_path: 
 def test_platform_factories_open_the_server(
     pg_database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_embeddings: Any
 ) -> None:
-    from langgraph_memory.platform.factories import open_checkpointer, open_store
+    from langgraph_memory.platform import open_checkpointer, open_store
 
     monkeypatch.setenv("LANGGRAPH_MEMORY_URL", pg_database)
     monkeypatch.setenv("LANGGRAPH_MEMORY_LOCAL_DIR", str(tmp_path / "platform"))

@@ -16,7 +16,7 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langgraph_memory import Memory
-from langgraph_memory.platform.factories import CHROMA_URL_ENV, chroma_client_from_env
+from langgraph_memory.platform import CHROMA_URL_ENV, chroma_client_from_env
 from tests.helpers.chroma_server import ChromaServer, chroma_server, free_port  # noqa: F401 - the fixture
 
 CLI = Path(sys.executable).with_name("langgraph-memory")

@@ -260,7 +260,7 @@ class Ctx:
         a command that reads never turns a folder into a memory.
         """
         from langgraph_memory.memory import Memory
-        from langgraph_memory.platform.factories import chroma_client_from_env
+        from langgraph_memory.platform import chroma_client_from_env
 
         settings = self.settings(must_exist=not create or self.read_only)
         # The index on the memory's Chroma server ($LANGGRAPH_MEMORY_CHROMA_URL), as the graphs sharing it use.
