@@ -36,24 +36,15 @@ import bisect
 import dataclasses
 import re
 from collections.abc import Iterable, Iterator
-from typing import Protocol
 
 from langgraph_memory.ingest.boundaries import Rules, rules_for
 from langgraph_memory.ingest.config import IngestConfig
 from langgraph_memory.ingest.records import Block, Chunk, ChunkMetadata, Parent
 
-__all__ = ["Chunker", "ContextualChunker", "FixedWindowChunker", "make_chunker"]
+__all__ = ["ContextualChunker", "FixedWindowChunker", "make_chunker"]
 
 _LOOKAHEAD = 96
 _NONBLANK = re.compile(r"\S")
-
-
-class Chunker(Protocol):
-    """Turns a file's blocks into parents holding chunks."""
-
-    def chunk_blocks(self, blocks: Iterable[Block], file_type: str) -> Iterator[Parent]: ...
-
-    def chunk_text(self, text: str, file_type: str = "text") -> list[Parent]: ...
 
 
 @dataclasses.dataclass

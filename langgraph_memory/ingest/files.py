@@ -269,13 +269,9 @@ def copy_verbatim(
 
 
 def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # pragma: no cover - not on every platform
-        return
+    """Make the copy's new name durable (a directory entry)."""
+    fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
     finally:
         os.close(fd)

@@ -1,48 +1,18 @@
 """The ingest pipeline: paths in, chunks and parent records stored through the store, exactly once.
 
-For each file found (`files`):
-
-1. hash its bytes (SHA-256, streamed). The same bytes already stored in the
-   namespace (any name, any process, before a restart or not) are skipped
-   here: nothing else is read and the model is not called;
-2. copy it to ``raw/{sha256}{ext}`` atomically, checking on the way that
-   text decodes (a bad byte fails the file here, before anything is stored,
-   with its byte offset) and that the bytes still hash the same;
-3. claim it in the catalog (`langgraph_memory.catalog.files`): a second
-   process meeting the same bytes now skips them as ``busy``; a claim left by
-   a dead process is taken over and its chunks rolled back;
-4. read the verbatim copy (`readers`), chunk it
-   (`chunkers`) and store chunks and parents
-   through the store's write path, which embeds the chunks. The file is
-   marked complete in the transaction of its last chunks: a file that fits
-   one batch (``IngestConfig.batch_max_chunks``) is stored in one
-   transaction; a larger one in several, and if it fails part-way the chunks
-   already stored are deleted again (by the next ingest, after a crash).
-
-Chunks and parents live in the namespace given (``("documents",)`` by
-default, in the general collection), keyed by the file's hash:
-``{sha256}:c{index}`` and ``{sha256}:p{index}``. A chunk's value holds its
-``content`` (the only field embedded) and ``kind="chunk"``, ``source_uri``,
-``chunk_index``, ``episode_id``, ``content_hash``, ``file_type``,
-``start_char``, ``end_char``, ``overlap_start``, ``overlap_end``,
-``semantic_boundary``, ``parent_key``, ``title`` and ``page``; a parent's
-holds ``kind="parent"``, the full text of its section(s) and its chunks'
-range, and is not embedded.
-
-With ``IngestConfig(chunker="conversation")`` a file is a chat transcript
-(`langgraph_memory.ingest.transcripts`): each message is stored as a
-conversation turn, key ``{sha256}:{position}`` (the file is the thread, so a
-search ranks each turn with its neighbours), value ``kind="turn"``,
-``content`` ("Speaker: text", embedded), ``speaker``, ``text``,
-``timestamp``, ``turn_index`` and the file's fields above; no parents.
-
-    >>> ingestor = Ingestor(store, raw_dir=settings.raw_dir)  # needs an open store (store) holding the items named  # doctest: +SKIP
-    >>> ingestor.ingest(["notes/"], namespace=("documents",)).counts()  # needs files to ingest  # doctest: +SKIP
-    {'ingested': 4, 'duplicate': 0, 'busy': 0, 'skipped': 1, 'failed': 0}
+For each file: hash its bytes (SHA-256; bytes already stored in the namespace are skipped, nothing else read);
+copy them to ``raw/{sha256}{ext}``, checking on the way that text decodes; claim the file in the catalog
+(`langgraph_memory.catalog.files`: another process meeting the same bytes skips them as ``busy``, a dead
+process's claim is taken over and its chunks rolled back); then read, chunk and store it through the store's
+write path. The file is marked complete in the transaction of its last batch; one that fails part-way has
+its stored chunks deleted again (by the next ingest, after a crash). Chunks are keyed ``{sha256}:c{index}``,
+parents (``kind="parent"``, not embedded) ``{sha256}:p{index}``, a transcript's turns ``{sha256}:{position}``;
+``docs/ingestion.md`` lists their value fields.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -345,6 +315,7 @@ class Ingestor:
         progress: Progress | None,
         path: Path,
     ) -> tuple[int, int]:
+        """Store the file's chunks and parents (or a transcript's turns) in batches; return how many of each."""
         cfg = self.config
         meta = {
             "source_uri": uri,
@@ -353,62 +324,37 @@ class Ingestor:
             "file_type": kind,
             "chunker": cfg.chunker,
         }
+        # Each group is stored whole in one batch: a parent with its chunks, or one turn.
+        groups: Iterable[tuple[list[PutOp], int, int]]
         if cfg.chunker == "conversation":
-            return self._store_turns(raw, ns, sha, uri, meta, previous, progress, path), 0
-        chunker = make_chunker(cfg)
+            messages = read_transcript(raw, str(path))
+            groups = (([_turn_op(m, i, ns, sha, meta)], 1, len(m.text)) for i, m in enumerate(messages))
+        else:
+            parents = make_chunker(cfg).chunk_blocks(read_blocks(raw, kind, block_chars=cfg.read_block_chars), kind)
+            groups = ((_ops(p, ns, sha, meta), len(p.chunks), sum(len(c.content) for c in p.chunks)) for p in parents)
         batch: list[PutOp] = []
-        n_batch_chunks = n_batch_chars = 0
-        n_chunks = n_parents = 0
-        for parent in chunker.chunk_blocks(read_blocks(raw, kind, block_chars=cfg.read_block_chars), kind):
-            size = sum(len(c.content) for c in parent.chunks)
-            if batch and (
-                n_batch_chunks + len(parent.chunks) > cfg.batch_max_chunks or n_batch_chars + size > cfg.batch_max_chars
-            ):
+        n_batch_chunks = n_batch_chars = n_chunks = n_groups = 0
+        for ops, n, size in groups:
+            if batch and (n_batch_chunks + n > cfg.batch_max_chunks or n_batch_chars + size > cfg.batch_max_chars):
                 self._put(batch, ns, sha, final=None)
                 if progress is not None:
                     progress(IngestProgress("stored", path=path, chunks=n_batch_chunks))
                 batch, n_batch_chunks, n_batch_chars = [], 0, 0
-            batch.extend(_ops(parent, ns, sha, meta))
-            n_batch_chunks += len(parent.chunks)
+            batch.extend(ops)
+            n_batch_chunks += n
             n_batch_chars += size
-            n_chunks += len(parent.chunks)
-            n_parents += 1
+            n_chunks += n
+            n_groups += 1
+        n_parents = 0 if cfg.chunker == "conversation" else n_groups
         if not n_chunks:
-            raise EmptyFileError(
-                f"{path} holds no text to ingest (only blank space{', or a PDF without a text layer' if kind == 'pdf' else ''})",
-                path,
-            )
+            what = "no message" if cfg.chunker == "conversation" else "no text"
+            pdf = ", or a PDF without a text layer" if kind == "pdf" else ""
+            detail = "" if cfg.chunker == "conversation" else f" (only blank space{pdf})"
+            raise EmptyFileError(f"{path} holds {what} to ingest{detail}", path)
         self._put(batch, ns, sha, final=(uri, n_chunks, n_parents, previous))
         if progress is not None:
             progress(IngestProgress("stored", path=path, chunks=n_batch_chunks))
         return n_chunks, n_parents
-
-    def _store_turns(
-        self,
-        raw: Path,
-        ns: tuple[str, ...],
-        sha: str,
-        uri: str,
-        meta: dict[str, Any],
-        previous: PreviousVersion | None,
-        progress: Progress | None,
-        path: Path,
-    ) -> int:
-        """A transcript's messages, each stored as a conversation turn (in batches as chunks are); how many."""
-        messages = read_transcript(raw, str(path))
-        if not messages:
-            raise EmptyFileError(f"{path} holds no message to ingest", path)
-        ops = [_turn_op(m, i, ns, sha, meta) for i, m in enumerate(messages)]
-        step = self.config.batch_max_chunks
-        for start in range(0, len(ops) - step, step):
-            self._put(ops[start : start + step], ns, sha, final=None)
-            if progress is not None:
-                progress(IngestProgress("stored", path=path, chunks=step))
-        last = ops[(len(ops) - 1) // step * step :]
-        self._put(last, ns, sha, final=(uri, len(ops), 0, previous))
-        if progress is not None:
-            progress(IngestProgress("stored", path=path, chunks=len(last)))
-        return len(ops)
 
     def _put(
         self,
@@ -544,11 +490,7 @@ def _ops(parent: Parent, ns: tuple[str, ...], sha: str, meta: dict[str, Any]) ->
                 "content": c.content,
                 "chunk_index": c.index,
                 **meta,
-                "start_char": c.metadata.start_char,
-                "end_char": c.metadata.end_char,
-                "overlap_start": c.metadata.overlap_start,
-                "overlap_end": c.metadata.overlap_end,
-                "semantic_boundary": c.metadata.semantic_boundary,
+                **dataclasses.asdict(c.metadata),  # start_char, end_char, overlap_start, overlap_end, semantic_boundary
                 "parent_key": pkey,
                 "title": c.title,
                 "page": c.page,

@@ -1,22 +1,9 @@
-"""Chat transcripts read as conversations: one stored turn per message, ranked with its neighbouring turns.
+"""Chat transcripts read as conversations: one stored turn per message (``IngestConfig(chunker="conversation")``).
 
-With ``IngestConfig(chunker="conversation")`` (``mem.ingest(path,
-chunker="conversation")``, ``langgraph-memory ingest --chunker conversation``)
-each file is a transcript, and each of its messages is stored as one
-conversation turn (`langgraph_memory.search.neighbours`): ``kind="turn"``,
-key ``"{sha256}:{position}"`` (the file is the thread), so a search ranks
-it with the turns around it as it ranks the turns of sessions and the
-conversation node. Formats, by extension:
-
-* ``.txt`` / ``.md``: one message per line, ``Speaker: text``, optionally
-  after a time in square brackets (``[2023-05-08 13:56] Caroline: Hi!``,
-  ISO 8601, UTC unless it says otherwise). A line that does not open a
-  message continues the one before it; blank lines are skipped.
-* ``.json``: a list of messages, or an object holding them under
-  ``"messages"``; ``.jsonl``: one message per line. A message is an object
-  with its text in ``content`` (or ``text``), its speaker in ``speaker``,
-  ``name`` or ``role``, and optionally its time in ``timestamp``, ``time``
-  or ``created_at`` (ISO 8601 or seconds since the epoch).
+The formats, by extension (``docs/ingestion.md`` says more): ``.txt``/``.md`` one message per line,
+``Speaker: text``, optionally after a time in brackets; ``.json`` a list of messages (or ``{"messages": [...]}``)
+and ``.jsonl`` one a line, each an object with ``content`` or ``text``, ``speaker``, ``name`` or ``role``, and
+optionally ``timestamp``, ``time`` or ``created_at``.
 
     >>> [(t.speaker, t.text) for t in parse_text("[2023-05-08 13:56] Ann: Hi!\\nBo: Hello,\\nhow are you?\\n")]
     [('Ann', 'Hi!'), ('Bo', 'Hello,\\nhow are you?')]
