@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from langgraph_memory.errors import ConfigError, ReadOnlyError
@@ -27,7 +28,6 @@ __all__ = [
     "DEFAULT_JOB_ID",
     "SESSION_CLEANUP_JOB_ID",
     "run_archive_job",
-    "run_session_cleanup",
 ]
 
 logger = logging.getLogger(__name__)
@@ -38,24 +38,21 @@ DEFAULT_MISFIRE_GRACE = 3600
 SESSION_CLEANUP_JOB_ID = "langgraph-memory-session-cleanup"
 
 
-def run_archive_job(archiver: Any, dry_run: bool = False) -> Any:
-    """What the scheduled job calls: one run, logged; errors are logged and re-raised for APScheduler."""
+def _logged(what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run one scheduled job; its failure is logged here and re-raised for APScheduler."""
     try:
-        report = archiver.run(dry_run=dry_run)
+        report = fn(*args, **kwargs)
     except Exception:
-        logger.exception("scheduled archive run failed; the next run will recover")
+        logger.exception("scheduled %s failed; the next run will recover", what)
         raise
     if report.errors:
-        logger.error("scheduled archive run %s finished with errors: %s", report.run_id, "; ".join(report.errors))
+        logger.error("scheduled %s finished with errors: %s", what, "; ".join(report.errors))
     return report
 
 
-def _in_event_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
+def run_archive_job(archiver: Any, dry_run: bool = False) -> Any:
+    """What the scheduled job calls: one run, logged; errors are logged and re-raised for APScheduler."""
+    return _logged("archive run", archiver.run, dry_run=dry_run)
 
 
 def schedule_archival(
@@ -93,102 +90,19 @@ def schedule_archival(
         )
     if cron is not None and interval is not None:
         raise ConfigError("schedule_archival takes cron= or interval=, not both")
-    if cron is None and interval is None:
-        cron = DEFAULT_CRON
-    trigger = _trigger(cron, interval, timezone)
-    job = _add_job(
-        scheduler,
-        use_asyncio,
-        timezone,
-        start,
-        run_archive_job,
-        trigger,
-        [archiver],
-        {"dry_run": dry_run},
-        job_id,
-        "langgraph-memory archive run",
-        misfire_grace_time,
-    )
-    logger.info("scheduled archive job %s (%s)", job_id, cron or f"every {trigger.interval}")
-    return job
-
-
-def _add_job(
-    scheduler: Any | None,
-    use_asyncio: bool | None,
-    timezone: Any | None,
-    start: bool | None,
-    func: Any,
-    trigger: Any,
-    args: list[Any],
-    kwargs: dict[str, Any],
-    job_id: str,
-    name: str,
-    misfire_grace_time: int,
-) -> Any:
-    """Add one job (never overlapping itself, missed runs coalesced) to ``scheduler`` or a new one; start a new one."""
-    created = scheduler is None
-    scheduler = _scheduler(scheduler, use_asyncio, timezone)
-    # A sync function: AsyncIOScheduler runs it in its thread pool, off the event loop.
-    job = scheduler.add_job(
-        func,
-        trigger=trigger,
-        args=args,
-        kwargs=kwargs,
-        id=job_id,
-        name=name,
-        max_instances=1,
-        coalesce=True,
-        misfire_grace_time=misfire_grace_time,
-        replace_existing=True,
-    )
-    if (start if start is not None else created) and not scheduler.running:
-        scheduler.start()
-    return job
-
-
-def _trigger(cron: str | None, interval: float | timedelta | None, timezone: Any | None) -> Any:
-    """A CronTrigger for ``cron``, else an IntervalTrigger for ``interval`` (seconds or a timedelta)."""
-    if cron is not None:
+    if interval is None:
         from apscheduler.triggers.cron import CronTrigger
 
         try:
-            return CronTrigger.from_crontab(cron, timezone=timezone)
+            trigger = CronTrigger.from_crontab(cron or DEFAULT_CRON, timezone=timezone)
         except ValueError as exc:
             raise ConfigError(f"invalid cron expression {cron!r}: {exc}") from None
-    from apscheduler.triggers.interval import IntervalTrigger
-
-    seconds = interval.total_seconds() if isinstance(interval, timedelta) else float(interval)  # type: ignore[arg-type]
-    if seconds <= 0:
-        raise ConfigError(f"interval must be positive, got {interval!r}")
-    return IntervalTrigger(seconds=seconds, timezone=timezone)
-
-
-def _scheduler(scheduler: Any | None, use_asyncio: bool | None, timezone: Any | None) -> Any:
-    """``scheduler``, or a new one: an AsyncIOScheduler inside a running event loop (or if asked), else a BackgroundScheduler."""
-    if scheduler is not None:
-        return scheduler
-    if use_asyncio if use_asyncio is not None else _in_event_loop():
-        from apscheduler.schedulers.asyncio import AsyncIOScheduler
-
-        return AsyncIOScheduler(timezone=timezone) if timezone else AsyncIOScheduler()
-    from apscheduler.schedulers.background import BackgroundScheduler
-
-    return BackgroundScheduler(timezone=timezone) if timezone else BackgroundScheduler()
-
-
-def run_session_cleanup(sessions: Any) -> Any:
-    """What the scheduled session job calls: one ``sessions.cleanup()``; errors logged and re-raised for APScheduler."""
-    try:
-        report = sessions.cleanup()
-    except Exception:
-        logger.exception("scheduled session cleanup failed; the next run will recover")
-        raise
-    if report.errors:
-        logger.error(
-            "scheduled session cleanup could not promote %d sessions: %s", len(report.errors), "; ".join(report.errors)
-        )
-    return report
+    else:
+        trigger = _every(interval, timezone)
+    run = partial(run_archive_job, archiver, dry_run=dry_run)
+    job = _add_job(run, trigger, job_id, misfire_grace_time, scheduler, use_asyncio, start, timezone)
+    logger.info("scheduled archive job %s (%s)", job_id, trigger)
+    return job
 
 
 def schedule_session_cleanup(
@@ -216,21 +130,54 @@ def schedule_session_cleanup(
         >>> job.trigger.interval  # starts a scheduler job  # doctest: +SKIP
         datetime.timedelta(seconds=900)
     """
-    if interval is None:
-        interval = timedelta(minutes=sessions.config.cleanup_interval_minutes)
-    trigger = _trigger(None, interval, timezone)
-    job = _add_job(
-        scheduler,
-        use_asyncio,
-        timezone,
-        start,
-        run_session_cleanup,
-        trigger,
-        [sessions],
-        {},
-        job_id,
-        "langgraph-memory session cleanup",
-        misfire_grace_time,
-    )
+    trigger = _every(interval or timedelta(minutes=sessions.config.cleanup_interval_minutes), timezone)
+    run = partial(_logged, "session cleanup", sessions.cleanup)
+    job = _add_job(run, trigger, job_id, misfire_grace_time, scheduler, use_asyncio, start, timezone)
     logger.info("scheduled session cleanup %s (every %s)", job_id, trigger.interval)
     return job
+
+
+def _every(interval: float | timedelta, timezone: Any | None) -> Any:
+    from apscheduler.triggers.interval import IntervalTrigger
+
+    seconds = interval.total_seconds() if isinstance(interval, timedelta) else float(interval)
+    if seconds <= 0:
+        raise ConfigError(f"interval must be positive, got {interval!r}")
+    return IntervalTrigger(seconds=seconds, timezone=timezone)
+
+
+def _add_job(
+    run: Any,
+    trigger: Any,
+    job_id: str,
+    grace: int,
+    scheduler: Any | None,
+    use_asyncio: bool | None,
+    start: bool | None,
+    timezone: Any | None,
+) -> Any:
+    """Add one job (never overlapping itself, missed runs coalesced) to ``scheduler`` or a new one; start a new one.
+
+    A new scheduler is an AsyncIOScheduler inside a running event loop (or if asked), else a BackgroundScheduler.
+    """
+    created = scheduler is None
+    if scheduler is None:
+        if use_asyncio if use_asyncio is not None else _in_event_loop():
+            from apscheduler.schedulers.asyncio import AsyncIOScheduler as Scheduler
+        else:
+            from apscheduler.schedulers.background import BackgroundScheduler as Scheduler
+        scheduler = Scheduler(**({"timezone": timezone} if timezone else {}))
+    # A sync function: AsyncIOScheduler runs it in its thread pool, off the event loop.
+    never_overlap = {"max_instances": 1, "coalesce": True, "replace_existing": True, "misfire_grace_time": grace}
+    job = scheduler.add_job(run, trigger, id=job_id, name=job_id, **never_overlap)
+    if (start if start is not None else created) and not scheduler.running:
+        scheduler.start()
+    return job
+
+
+def _in_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
