@@ -26,8 +26,6 @@ from langgraph_memory.errors import ArchiveIntegrityError, ConfigError
 from langgraph_memory.research.collections import collection_by_name
 from langgraph_memory.search.filters import matches, validate_filter
 
-__all__ = ["check_file", "get_items", "iter_items", "live_records", "search", "verify_files"]
-
 logger = logging.getLogger(__name__)
 
 

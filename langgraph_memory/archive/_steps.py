@@ -24,7 +24,7 @@ from typing import Any
 from langgraph_memory._infra import sqlite as _sqlite
 from langgraph_memory.archive._reading import check_file, live_records
 from langgraph_memory.archive.format import ArchivedItem, ArchiveWriter, decode_line, parse_line, read_lines
-from langgraph_memory.archive.manifest import ArchiveFile, Manifest
+from langgraph_memory.archive.manifest import ArchiveFile, FileStats, Manifest
 from langgraph_memory.archive.reports import RestoreReport
 from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog.item_rows import NS_SEP
@@ -36,19 +36,6 @@ from langgraph_memory.store.records import PAGE_SIZE
 #: ``progress(phase, collection, done, total)``; phase is scan, write, verify or delete.
 ProgressCallback = Callable[[str, str, int, "int | None"], None]
 
-__all__ = [
-    "ProgressCallback",
-    "FileStats",
-    "Selection",
-    "chunks",
-    "discard",
-    "discard_after_failure",
-    "finish_deletes",
-    "restore_file",
-    "settle_restores",
-    "stale_chunks",
-    "verify_new",
-]
 
 logger = logging.getLogger(__name__)
 
@@ -58,22 +45,6 @@ def chunks(it: Iterable[Any], size: int) -> Iterator[list[Any]]:
     it = iter(it)
     while batch := list(itertools.islice(it, size)):
         yield batch
-
-
-class FileStats:
-    """Count and time ranges of the items written to one file."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.min_act = self.max_act = self.min_created = self.max_created = None  # type: float | None
-
-    def add(self, it: StoredItem) -> None:
-        self.count += 1
-        act = it.last_activity
-        self.min_act = act if self.min_act is None else min(self.min_act, act)
-        self.max_act = act if self.max_act is None else max(self.max_act, act)
-        self.min_created = it.created_at if self.min_created is None else min(self.min_created, it.created_at)
-        self.max_created = it.created_at if self.max_created is None else max(self.max_created, it.created_at)
 
 
 # ------------------------------------------------------------------- scan
@@ -152,25 +123,31 @@ def stale_chunks(
 # -------------------------------------------------------- verify, delete
 
 
+def _item_ident(line_no: int, raw: bytes) -> tuple[str, str, str]:
+    rec = parse_line(raw)
+    return rec["uid"], rec["key"], NS_SEP.join(rec["namespace"])
+
+
 def verify_new(
     manifest: Manifest,
     path: Path,
     collection: str,
     writer: ArchiveWriter,
     stats: FileStats,
-    progress: ProgressCallback | None,
+    progress: ProgressCallback | None = None,
+    ident: Callable[[int, bytes], tuple[str, str, str]] = _item_ident,
 ) -> None:
-    """Re-read the new file of ``collection``; in one transaction, index its lines and mark it verified."""
+    """Re-read the new file; in one transaction, index its lines and mark it verified (or corrupt, and raise).
+
+    ``ident(line number, line)`` is the ``(uid, key, namespace)`` the manifest indexes a line by.
+    """
     file_name = path.name
     try:
         with manifest.transaction() as c:
             rows = []
             now = time.time()  # the rows are committed together
             for line_no, raw in read_lines(path, expected_sha256=writer.sha256, expected_count=writer.count):
-                rec = parse_line(raw)
-                rows.append(
-                    (file_name, line_no, rec["uid"], rec["key"], NS_SEP.join(rec["namespace"]), "archived", now)
-                )
+                rows.append((file_name, line_no, *ident(line_no, raw), "archived", now))
                 if len(rows) >= 1000:
                     c.executemany("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
                     rows.clear()
@@ -184,17 +161,7 @@ def verify_new(
                 "AND file != ? AND uid IN (SELECT uid FROM items WHERE file = ?)",
                 (time.time(), file_name, file_name),
             )
-            manifest.mark_verified(
-                c,
-                file_name,
-                items=writer.count,
-                size=writer.size,
-                sha256=writer.sha256,
-                min_activity=stats.min_act,
-                max_activity=stats.max_act,
-                min_created=stats.min_created,
-                max_created=stats.max_created,
-            )
+            manifest.mark_verified(c, file_name, writer.count, writer.size, writer.sha256, stats)
     except ArchiveIntegrityError as exc:
         manifest.set_state(file_name, "corrupt", note=f"failed verification after writing: {exc}")
         raise ArchiveIntegrityError(f"{file_name} failed verification after writing: {exc}") from None

@@ -19,31 +19,25 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from langgraph_memory.archive.format import ArchiveWriter, read_lines
-from langgraph_memory.archive.manifest import Manifest
-from langgraph_memory.errors import ArchiveIntegrityError
-
-__all__ = ["index_threads", "write_threads"]
+from langgraph_memory.archive.format import ArchiveWriter
 
 
 def write_threads(
     cp: Any, idle: Sequence[tuple[Any, float]], writer: ArchiveWriter, *, archived_at: float, run_id: str
-) -> list[tuple[str, str]]:
-    """Write every checkpoint of each idle thread as one line; return ``(thread_id, checkpoint_id)`` per line.
+) -> list[tuple[str, str, str]]:
+    """Write every checkpoint of each idle thread (``(thread, last activity)`` pairs) as one line.
 
-    ``idle`` holds ``(thread, last activity in epoch seconds)`` pairs.
+    Returns what the manifest indexes each line by: ``("{thread_id}:{checkpoint_id}", thread_id, "")``.
     """
 
     def typed(obj: Any) -> list[str]:
         kind, data = cp.serde.dumps_typed(obj)
         return [kind, base64.b64encode(data).decode("ascii")]
 
-    rows: list[tuple[str, str]] = []
+    rows: list[tuple[str, str, str]] = []
     for t, act in idle:
         for tup in cp.list({"configurable": {"thread_id": t.thread_id}}):
             line = {
@@ -59,36 +53,5 @@ def write_threads(
                 "run_id": run_id,
             }
             writer.write_line(json.dumps(line, default=str).encode("utf-8") + b"\n")
-            rows.append((t.thread_id, tup.config["configurable"].get("checkpoint_id", "")))
+            rows.append((f"{t.thread_id}:{tup.config['configurable'].get('checkpoint_id', '')}", t.thread_id, ""))
     return rows
-
-
-def index_threads(
-    manifest: Manifest, path: Path, writer: ArchiveWriter, rows: Sequence[tuple[str, str]], acts: Sequence[float]
-) -> None:
-    """Re-read the new thread file; in one transaction, index its lines and mark it verified.
-
-    On a checksum or count mismatch the file is marked corrupt and the
-    [`ArchiveIntegrityError`][langgraph_memory.errors.ArchiveIntegrityError] propagates, so no thread is deleted.
-    """
-    name = path.name
-    try:
-        with manifest.transaction() as c:
-            for line_no, _ in read_lines(path, expected_sha256=writer.sha256, expected_count=writer.count):
-                tid, cid = rows[line_no]
-                c.execute(
-                    "INSERT INTO items VALUES (?, ?, ?, ?, ?, 'archived', ?)",
-                    (name, line_no, f"{tid}:{cid}", tid, "", time.time()),
-                )
-            manifest.mark_verified(
-                c,
-                name,
-                items=writer.count,
-                size=writer.size,
-                sha256=writer.sha256,
-                min_activity=min(acts),
-                max_activity=max(acts),
-            )
-    except ArchiveIntegrityError as exc:
-        manifest.set_state(name, "corrupt", note=str(exc))
-        raise

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -52,7 +51,7 @@ from langgraph_memory._infra import sqlite as _sqlite
 from langgraph_memory.archive import _reading, _steps, _thread_files
 from langgraph_memory.archive._steps import ProgressCallback
 from langgraph_memory.archive.format import ArchivedItem, ArchiveWriter
-from langgraph_memory.archive.manifest import READABLE, ArchiveFile, Manifest
+from langgraph_memory.archive.manifest import READABLE, ArchiveFile, FileStats, Manifest
 from langgraph_memory.archive.reports import ArchiveHit, ArchiveReport, CollectionReport, RestoreReport
 from langgraph_memory.catalog import StoredItem
 from langgraph_memory.config import (
@@ -209,9 +208,8 @@ class Archiver:
         self.compresslevel = compresslevel
         self.chunk_size = max(1, int(chunk_size))
         timeout = lock_timeout if lock_timeout is not None else float(self.settings.lock_timeout)
-        self._run_lock_file = filelock.FileLock(str(self.archive_dir / "run.lock"), timeout=timeout, thread_local=False)
-        self._thread_lock = threading.RLock()
-        self._lock_timeout = timeout
+        # Thread-local: each thread locks the file through its own descriptor, so threads exclude each other too.
+        self._run_lock_file = filelock.FileLock(str(self.archive_dir / "run.lock"), timeout=timeout)
         self.manifest = Manifest(self.archive_dir / MANIFEST_FILE, read_only=self.read_only)
         #: The store's own lineage (its catalog) unless one is given: one lineage per data directory.
         self.lineage = lineage if lineage is not None else getattr(store, "lineage", None)
@@ -258,26 +256,19 @@ class Archiver:
                 )
             yield
             return
-        if not self._thread_lock.acquire(timeout=self._lock_timeout):
-            raise LockTimeoutError(
-                f"another archive run in this process did not finish within {self._lock_timeout:.0f}s"
-            )
         try:
-            try:
-                self._run_lock_file.acquire()
-            except filelock.Timeout:
-                raise LockTimeoutError(
-                    f"another process held the archive lock {self._run_lock_file.lock_file} for more than "
-                    f"{self._lock_timeout:.0f}s; an archive run is probably in progress. Retry later."
-                ) from None
-            except OSError as exc:  # e.g. a read-only archive folder
-                raise _sqlite.translate(exc, self._run_lock_file.lock_file, "lock") from exc
-            try:
-                yield
-            finally:
-                self._run_lock_file.release()
+            self._run_lock_file.acquire()
+        except filelock.Timeout:
+            raise LockTimeoutError(
+                f"another run held the archive lock {self._run_lock_file.lock_file} for more than "
+                f"{self._run_lock_file.timeout:.0f}s; an archive run is probably in progress. Retry later."
+            ) from None
+        except OSError as exc:  # e.g. a read-only archive folder
+            raise _sqlite.translate(exc, self._run_lock_file.lock_file, "lock") from exc
+        try:
+            yield
         finally:
-            self._thread_lock.release()
+            self._run_lock_file.release()
 
     def _path(self, name: str) -> Path:
         return self.archive_dir / name
@@ -313,7 +304,7 @@ class Archiver:
         report = ArchiveReport(run_id=uuid.uuid4().hex[:12], dry_run=dry_run, now=at, started_at=time.time())
         wanted = None if collections is None else {collection_by_name(c).name for c in collections}
         with self._exclusive("run an archive", writes=not dry_run):
-            report.recovered = self._pending_recovery() if dry_run else self._recover()
+            report.recovered = self.pending_recovery() if dry_run else self._recover()
             report.ttl_swept = self.store.count_expired() if dry_run else int(self.store.sweep_ttl())
             self.store.flush_access()
             for name, policy in self.policies.items():
@@ -392,7 +383,7 @@ class Archiver:
             return
         writer: ArchiveWriter | None = None
         file_name = ""
-        stats = _steps.FileStats()
+        stats = FileStats()
         archived_at = time.time()
         try:
             for chunk in _steps.stale_chunks(self.store, self.manifest, name, rule, self.chunk_size):
@@ -414,7 +405,7 @@ class Archiver:
                         lineage=self._lineage_of(it),
                         status=rule.status_of(it),
                     )
-                    stats.add(it)
+                    stats.add(it.last_activity, it.created_at)
                 if progress:
                     progress("write", name, stats.count, total)
                 self._hook("write_chunk")
@@ -457,9 +448,6 @@ class Archiver:
             progress=progress,
         )
 
-    def _discard(self, file_name: str, why: str) -> None:
-        _steps.discard(self.manifest, self._path(file_name), why)
-
     # ---------------------------------------------------------------- recovery
 
     def recover(self) -> list[str]:
@@ -477,9 +465,6 @@ class Archiver:
             >>> archiver.pending_recovery()  # needs an archiver whose last run was cut off  # doctest: +SKIP
             ['would discard unverified lessons_learned-20261126T130419988639Z-bb43c54b8704.jsonl.gz']
         """
-        return self._pending_recovery()
-
-    def _pending_recovery(self) -> list[str]:
         out = [f"would discard unverified {f.name}" for f in self.manifest.files(states=["writing"])]
         out += [f"would finish deletes of {f.name}" for f in self.manifest.files(states=["verified"])]
         n = self.manifest.query("SELECT COUNT(*) FROM items WHERE status='restoring'")[0][0]
@@ -490,7 +475,7 @@ class Archiver:
     def _recover(self) -> list[str]:
         done: list[str] = []
         for f in self.manifest.files(states=["writing"]):
-            self._discard(f.name, "an earlier run stopped before verifying it")
+            _steps.discard(self.manifest, self._path(f.name), "an earlier run stopped before verifying it")
             done.append(f"discarded unverified {f.name}")
         for f in self.manifest.files(states=["verified"]):
             try:
@@ -547,7 +532,9 @@ class Archiver:
         name = self._new_name("threads", run_id)
         self.manifest.reserve(name, kind="threads", collection="threads", run_id=run_id)
         archived_at = time.time()
-        acts = [act for _, act in idle]
+        stats = FileStats()
+        for _, act in idle:
+            stats.add(act)
         try:
             with ArchiveWriter(self._path(name), compresslevel=self.compresslevel) as w:
                 rows = _thread_files.write_threads(cp, idle, w, archived_at=archived_at, run_id=run_id)
@@ -555,7 +542,7 @@ class Archiver:
             _steps.discard_after_failure(self.manifest, self._path(name), exc)
             raise
         self._hook("after_write")
-        _thread_files.index_threads(self.manifest, self._path(name), w, rows, acts)
+        _steps.verify_new(self.manifest, self._path(name), "threads", w, stats, ident=lambda n, _line: rows[n])
         self._hook("after_verify")
         f = self.manifest.file(name)
         assert f is not None

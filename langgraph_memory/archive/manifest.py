@@ -59,7 +59,7 @@ from langgraph_memory.errors import (
     ReadOnlyError,
 )
 
-__all__ = ["Manifest", "ArchiveFile", "FILE_STATES", "ITEM_STATES"]
+__all__ = ["Manifest", "ArchiveFile", "FileStats", "FILE_STATES", "ITEM_STATES"]
 
 FILE_STATES = ("writing", "verified", "complete", "discarded", "corrupt")
 ITEM_STATES = ("archived", "restoring", "restored", "superseded", "corrupt", "deleted")
@@ -131,6 +131,22 @@ class ArchiveFile:
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+class FileStats:
+    """How many items one file holds and the range of their activity and creation times (manifest columns)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.min_act = self.max_act = self.min_created = self.max_created = None  # type: float | None
+
+    def add(self, act: float, created: float | None = None) -> None:
+        self.count += 1
+        self.min_act = act if self.min_act is None else min(self.min_act, act)
+        self.max_act = act if self.max_act is None else max(self.max_act, act)
+        if created is not None:
+            self.min_created = created if self.min_created is None else min(self.min_created, created)
+            self.max_created = created if self.max_created is None else max(self.max_created, created)
 
 
 _FILE_COLS = (
@@ -305,23 +321,23 @@ class Manifest:
             c.execute(sql, (state, time.time(), note, name))
 
     def mark_verified(
-        self,
-        conn: sqlite3.Connection,
-        name: str,
-        *,
-        items: int,
-        size: int,
-        sha256: str | None,
-        min_activity: float | None,
-        max_activity: float | None,
-        min_created: float | None = None,
-        max_created: float | None = None,
+        self, conn: sqlite3.Connection, name: str, items: int, size: int, sha256: str | None, stats: FileStats
     ) -> None:
         """Record a written file as ``verified`` with what it holds, inside the caller's transaction ``conn``."""
         conn.execute(
             "UPDATE files SET state='verified', changed_at=?, items=?, bytes=?, sha256=?, min_activity=?, "
             "max_activity=?, min_created=?, max_created=? WHERE name=?",
-            (time.time(), items, size, sha256, min_activity, max_activity, min_created, max_created, name),
+            (
+                time.time(),
+                items,
+                size,
+                sha256,
+                stats.min_act,
+                stats.max_act,
+                stats.min_created,
+                stats.max_created,
+                name,
+            ),
         )
 
     def file(self, name: str) -> ArchiveFile | None:
