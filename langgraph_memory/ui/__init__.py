@@ -1,40 +1,19 @@
-"""The memory browser: look at a memory in a web browser (``langgraph-memory ui``).
+"""The memory browser: look at a memory in a web browser (``langgraph-memory ui``; ``docs/ui.md``).
 
-Pages: an overview (collections, items over time, disk use, archive runs,
-index status), search with each hit's score parts and the plan, items with
-their history and lineage graph, strategies with their versions, backtest
-metrics and equity curves, lessons (open first), sessions, checkpointer
-threads and the archive. Everything it serves ships in this package
-(templates, one stylesheet, SVG drawn on the server): it works offline.
+from langgraph_memory import Memory
+from langgraph_memory.ui import serve
 
-::
-
-    langgraph-memory --data-dir ./memory ui                 # http://127.0.0.1:8766
-    langgraph-memory ui --allow-writes                      # retire, supersede, reinstate, restore
-
-or from Python::
-
-    from langgraph_memory import Memory
-    from langgraph_memory.ui import serve
-
-    with Memory.open("./memory") as mem:
-        serve(mem, port=8766)
-
-It listens on 127.0.0.1 unless told otherwise; any other address needs a
-token (see `langgraph_memory.ui.security`). It is read-only unless
-``allow_writes``; writes are POSTed forms from its own pages (same origin,
-CSRF token).
+with Memory.open("./memory") as mem:
+    serve(mem, port=8766)  # http://127.0.0.1:8766, read-only unless allow_writes=True
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
 __all__ = ["build_app", "serve", "DEFAULT_PORT"]
 
-logger = logging.getLogger(__name__)
 
 #: The default port (the MCP server's default plus one).
 DEFAULT_PORT = 8766

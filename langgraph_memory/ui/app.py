@@ -20,6 +20,8 @@ from urllib.parse import quote, urlencode
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -49,6 +51,13 @@ from langgraph_memory.ui.security import CSRF_COOKIE, TOKEN_COOKIE, Guard
 __all__ = ["build_app"]
 
 logger = logging.getLogger(__name__)
+
+_SECURITY_HEADERS = {
+    "x-content-type-options": "nosniff",
+    "x-frame-options": "DENY",
+    "content-security-policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'none'; "
+    "frame-ancestors 'none'; form-action 'self'",
+}
 
 NAV = [
     ("/", "Overview"),
@@ -419,55 +428,29 @@ class UI:
 
     # ----------------------------------------------------------- middleware
 
-    def middleware(self, app: Any) -> Any:
+    async def checked(self, request: Request, call_next: Callable[[Request], Any]) -> Response:
+        """Every request: the Host and token checks, a CSRF cookie for a new browser, and the security headers."""
         guard = self.guard
-
-        async def checked(scope: dict[str, Any], receive: Any, send: Any) -> None:
-            if scope["type"] != "http":
-                await app(scope, receive, send)
-                return
-            request = Request(scope, receive)
-            if not guard.host_ok(request):
-                await PlainTextResponse("refused: unexpected Host header\n", 421)(scope, receive, send)
-                return
-            if guard.query_token_ok(request) and request.method == "GET":
-                # The token came in the address: keep it in a cookie and drop it from the address bar.
-                resp = RedirectResponse(request.url.path, 303)
-                resp.set_cookie(TOKEN_COOKIE, guard.token or "", httponly=True, samesite="strict")
-                await resp(scope, receive, send)
-                return
-            if not guard.token_ok(request):
-                await PlainTextResponse(
-                    "missing or wrong token: open this server's address with ?token=...\n",
-                    401,
-                    headers={"www-authenticate": "Bearer"},
-                )(scope, receive, send)
-                return
-            new_cookie = None if request.cookies.get(CSRF_COOKIE) else guard.new_csrf_cookie()
-            scope.setdefault("state", {})["new_csrf"] = new_cookie
-
-            async def send_with_cookie(message: dict[str, Any]) -> None:
-                if message["type"] == "http.response.start":
-                    headers = list(message.get("headers") or [])
-                    headers.append((b"x-content-type-options", b"nosniff"))
-                    headers.append((b"x-frame-options", b"DENY"))
-                    headers.append(
-                        (
-                            b"content-security-policy",
-                            b"default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'none'; "
-                            b"frame-ancestors 'none'; form-action 'self'",
-                        )
-                    )
-                    if new_cookie is not None:
-                        headers.append(
-                            (b"set-cookie", f"{CSRF_COOKIE}={new_cookie}; Path=/; HttpOnly; SameSite=Strict".encode())
-                        )
-                    message = {**message, "headers": headers}
-                await send(message)
-
-            await app(scope, receive, send_with_cookie)
-
-        return checked
+        if not guard.host_ok(request):
+            return PlainTextResponse("refused: unexpected Host header\n", 421)
+        if guard.query_token_ok(request) and request.method == "GET":
+            # The token came in the address: keep it in a cookie and drop it from the address bar.
+            resp = RedirectResponse(request.url.path, 303)
+            resp.set_cookie(TOKEN_COOKIE, guard.token or "", httponly=True, samesite="strict")
+            return resp
+        if not guard.token_ok(request):
+            return PlainTextResponse(
+                "missing or wrong token: open this server's address with ?token=...\n",
+                401,
+                headers={"www-authenticate": "Bearer"},
+            )
+        new_cookie = None if request.cookies.get(CSRF_COOKIE) else guard.new_csrf_cookie()
+        request.state.new_csrf = new_cookie
+        response: Response = await call_next(request)
+        response.headers.update(_SECURITY_HEADERS)
+        if new_cookie is not None:
+            response.set_cookie(CSRF_COOKIE, new_cookie, httponly=True, samesite="strict")
+        return response
 
 
 def build_app(memory: Memory, *, allow_writes: bool = False, token: str | None = None, host: str = "127.0.0.1") -> Any:
@@ -495,5 +478,4 @@ def build_app(memory: Memory, *, allow_writes: bool = False, token: str | None =
         Route("/healthz", lambda request: PlainTextResponse("ok\n")),
         Mount("/static", StaticFiles(packages=[("langgraph_memory.ui", "static")]), name="static"),
     ]
-    app = Starlette(routes=routes)
-    return ui.middleware(app)
+    return Starlette(routes=routes, middleware=[Middleware(BaseHTTPMiddleware, dispatch=ui.checked)])

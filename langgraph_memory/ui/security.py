@@ -1,16 +1,9 @@
 """Who may look, and which requests may change anything: the UI's token, host and CSRF checks.
 
-* **Where it listens**: loopback by default; any other address needs a
-  token, under the MCP server's rules (`langgraph_memory.mcp.server.check_bind`:
-  at least 16 characters).
-* **The token**: a browser sends it once as ``?token=...`` and gets it back
-  as an HttpOnly, SameSite=Strict cookie; scripts may send
-  ``Authorization: Bearer <token>``. Without it every request is refused (401).
-* **Host header**: without a token only the loopback names are accepted,
-  so a page on another site cannot reach the server by DNS rebinding.
-* **Writes**: only with ``allow_writes``, only by POST, only from a page of
-  this server: the ``Origin`` (or ``Referer``) must be this server, and the
-  form must carry the CSRF token derived from the browser's CSRF cookie.
+The rules are those of ``docs/ui.md`` ("Safety"): a token beyond loopback (the MCP server's rule), sent once as
+``?token=`` and kept in an HttpOnly cookie, or as ``Authorization: Bearer``; without a token only loopback Host
+names (against DNS rebinding); writes only when allowed, by POST from this server's own pages with the CSRF token
+derived from the browser's CSRF cookie.
 """
 
 from __future__ import annotations

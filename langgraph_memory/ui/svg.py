@@ -55,6 +55,29 @@ def _ticks(lo: float, hi: float, n: int = 4) -> list[float]:
     return [start + i * step for i in range(int((hi - start) / step) + 1)]
 
 
+def _open(width: float, height: float, title: str, cls: str = "plot") -> list[str]:
+    """The opening of an SVG plot, titled for screen readers and on hover."""
+    return [
+        f'<svg class="{cls}" role="img" aria-label="{escape(title)}" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'
+    ]
+
+
+def _empty(out: list[str], width: float, height: float, text: str) -> Markup:
+    out.append(f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle" class="muted">{escape(text)}</text></svg>')
+    return Markup("".join(out))
+
+
+def _y_grid(out: list[str], lo: float, hi: float, left: float, w: float, top: float, h: float) -> None:
+    """Horizontal grid lines, each labelled with its value on the left."""
+    for t in _ticks(lo, hi):
+        y = top + h - h * (t - lo) / (hi - lo)
+        out.append(
+            f'<line x1="{left}" x2="{left + w}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
+            f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" class="tick">{_fmt(t)}</text>'
+        )
+
+
 def _day(d: int) -> str:
     return datetime.fromtimestamp(d * 86400, tz=UTC).strftime("%Y-%m-%d")
 
@@ -70,25 +93,14 @@ def bars(
     """Items added per day (``(day, count)``, day = epoch days), as bars on a continuous day axis."""
     pad_l, pad_b, pad_t = 48, 28, 10
     w, h = width - pad_l - 10, height - pad_b - pad_t
-    out = [
-        f'<svg class="plot" role="img" aria-label="{escape(title)}" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'
-    ]
+    out = _open(width, height, title)
     if not per_day:
-        out.append(
-            f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle" class="muted">{escape(empty)}</text></svg>'
-        )
-        return Markup("".join(out))
+        return _empty(out, width, height, empty)
     first, last = per_day[0][0], per_day[-1][0]
     span = max(1, last - first + 1)
     top = max(n for _, n in per_day)
     bw = min(24.0, max(1.0, w / span * 0.9))
-    for t in _ticks(0, top):
-        y = pad_t + h - h * t / top
-        out.append(
-            f'<line x1="{pad_l}" x2="{pad_l + w}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
-            f'<text x="{pad_l - 6}" y="{y + 4:.1f}" text-anchor="end" class="tick">{_fmt(t)}</text>'
-        )
+    _y_grid(out, 0, top, pad_l, w, pad_t, h)
     for d, n in per_day:
         x = pad_l + w * (d - first) / span
         bh = h * n / top
@@ -142,25 +154,14 @@ def lines(
     curves = [Curve(*s) for s in series]
     pad_l, pad_b, pad_t, pad_r = 62, 42, 10, 150
     w, h = width - pad_l - pad_r, height - pad_b - pad_t
-    out = [
-        f'<svg class="plot" role="img" aria-label="{escape(title)}" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'
-    ]
+    out = _open(width, height, title)
     values = [v for c in curves for v in c.points if isinstance(v, (int, float)) and math.isfinite(v)]
     if not values:
-        out.append(
-            f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle" class="muted">no curve recorded</text></svg>'
-        )
-        return Markup("".join(out))
+        return _empty(out, width, height, "no curve recorded")
     lo, hi = min(values), max(values)
     if hi == lo:
         lo, hi = lo - 1, hi + 1
-    for t in _ticks(lo, hi):
-        y = pad_t + h - h * (t - lo) / (hi - lo)
-        out.append(
-            f'<line x1="{pad_l}" x2="{pad_l + w}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
-            f'<text x="{pad_l - 6}" y="{y + 4:.1f}" text-anchor="end" class="tick">{_fmt(t)}</text>'
-        )
+    _y_grid(out, lo, hi, pad_l, w, pad_t, h)
     out.append(
         f'<text class="axis-label" transform="translate(14 {pad_t + h / 2:.1f}) rotate(-90)" '
         'text-anchor="middle">equity (start = 1.0)</text>'
@@ -223,10 +224,7 @@ def lines(
 def timeline(points: Sequence[dict[str, Any]], *, width: int = 720, title: str = "versions") -> Markup:
     """Versions on a time axis: each point ``{"at": datetime, "label", "status", "href"}``, linked."""
     height, pad = 90, 40
-    out = [
-        f'<svg class="plot timeline" role="img" aria-label="{escape(title)}" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'
-    ]
+    out = _open(width, height, title, "plot timeline")
     if not points:
         out.append("</svg>")
         return Markup("".join(out))
@@ -365,12 +363,11 @@ def lineage(
             row += 1
     width = 20 + per_row * step_x - gap
     height = 20 + max(1, row) * step_y - 62
-    out = [
-        f'<svg class="plot lineage" role="img" aria-label="lineage graph" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg"><title>lineage</title>'
+    out = _open(width, height, "lineage graph", "plot lineage")
+    out.append(
         '<defs><marker id="arrow" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="7" markerHeight="7" '
         'orient="auto"><path d="M0,0 L8,4 L0,8 z" class="arrowhead"/></marker></defs>'
-    ]
+    )
     # Edges that go back up leave their source's top and reach their target's bottom at spread points,
     # so that their names, written just under the target, do not overlap.
     back = [(p, c) for p, c in rels if pos[p][1] > pos[c][1]]
