@@ -178,7 +178,6 @@ def chroma_client_from_env() -> Any | None:
     )
 
 
-
 def open_store(
     config: Mapping[str, Any] | None = None,
     *,
