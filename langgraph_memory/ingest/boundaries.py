@@ -19,8 +19,8 @@ Level 0 is any whitespace (a word boundary). Cuts at or above
 
     >>> rules = rules_for("text")
     >>> text = "One. Two is longer.\\n\\nNew paragraph here."
-    >>> [(p, lvl) for p, lvl in rules.cuts(text, 0, len(text), row_start=0) if lvl >= 2]
-    [(5, 2), (21, 3)]
+    >>> [(lvl, rules.positions(text, lvl, 0, len(text), row_start=0)) for lvl in (3, 2)]
+    [(3, [21]), (2, [5, 21])]
 """
 
 from __future__ import annotations
@@ -29,10 +29,8 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-__all__ = ["Rules", "rules_for", "SECTION_LEVEL"]
+__all__ = ["Rules", "rules_for"]
 
-#: The level of a section start found by a reader (above every level below).
-SECTION_LEVEL = 4
 _LOOKBACK = 8
 
 
@@ -72,14 +70,6 @@ class Rules:
             if lvl == level:
                 out.extend(p for m in pattern.finditer(text, max(0, lo - _LOOKBACK), end) if lo <= (p := m.end()) <= hi)
         return out  # one pattern per level: already in order
-
-    def cuts(self, text: str, lo: int, hi: int, *, row_start: int) -> list[tuple[int, int]]:
-        """Every cut position in ``[lo, hi]`` with its (highest) level, in order of position."""
-        found: dict[int, int] = {}
-        for level in reversed(self.levels):
-            for p in self.positions(text, level, lo, hi, row_start=row_start):
-                found[p] = level
-        return sorted(found.items())
 
 
 def _record_ends(text: str, lo: int, hi: int, row_start: int) -> list[int]:

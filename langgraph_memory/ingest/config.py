@@ -9,8 +9,10 @@
     wide = config.replace(chunk_size=800, overlap_ratio=0.1)
 
 The design gives the contextual chunker's numbers (400 characters, overlap
-0.2, minimum 100, a search window of 50 around the ideal cut) and the
-fixed window (1,000 characters, 500 overlap). The rest are ours:
+0.2, minimum 100, a search window of 50 around the ideal cut: small chunks
+embed precisely, and the overlap keeps a sentence cut at a boundary
+findable) and the fixed window (1,000 characters, 500 overlap: the baseline
+the contextual chunker is measured against). The rest are ours:
 
 * ``max_chunks_per_parent`` (16). A conversation turn is capped at 10
   chunks. A file section (a Markdown section, a function, a PDF page) is
@@ -38,33 +40,10 @@ from typing import Any, Literal
 
 from langgraph_memory.errors import ConfigError
 
-__all__ = [
-    "IngestConfig",
-    "ChunkerName",
-    "CHUNK_SIZE",
-    "OVERLAP_RATIO",
-    "MIN_CHUNK_SIZE",
-    "SEARCH_WINDOW",
-    "FIXED_CHUNK_SIZE",
-    "FIXED_OVERLAP",
-    "MAX_CHUNKS_PER_PARENT",
-    "DOCUMENTS_NAMESPACE",
-]
+__all__ = ["IngestConfig", "DOCUMENTS_NAMESPACE"]
 
 ChunkerName = Literal["contextual", "fixed", "conversation"]
 
-# Small chunks embed precisely; overlap keeps a sentence cut at a boundary findable:
-# ContextualChunker(chunk_size=400, overlap_ratio=0.2, min_chunk_size=100),
-# find_semantic_boundary(search_window=50).
-CHUNK_SIZE = 400
-OVERLAP_RATIO = 0.2
-MIN_CHUNK_SIZE = 100
-SEARCH_WINDOW = 50
-# The plain window: 1,000 characters, 500 of overlap (a baseline the contextual chunker is measured against).
-FIXED_CHUNK_SIZE = 1000
-FIXED_OVERLAP = 500
-# Ours, for files (a conversation turn is capped at 10); see the module docstring.
-MAX_CHUNKS_PER_PARENT = 16
 #: Where ingested files go unless told otherwise (the general collection).
 DOCUMENTS_NAMESPACE: tuple[str, ...] = ("documents",)
 
@@ -93,13 +72,13 @@ class IngestConfig:
     """
 
     chunker: ChunkerName = "contextual"
-    chunk_size: int = CHUNK_SIZE
-    overlap_ratio: float = OVERLAP_RATIO
-    min_chunk_size: int = MIN_CHUNK_SIZE
-    search_window: int = SEARCH_WINDOW
-    fixed_chunk_size: int = FIXED_CHUNK_SIZE
-    fixed_overlap: int = FIXED_OVERLAP
-    max_chunks_per_parent: int = MAX_CHUNKS_PER_PARENT
+    chunk_size: int = 400
+    overlap_ratio: float = 0.2
+    min_chunk_size: int = 100
+    search_window: int = 50
+    fixed_chunk_size: int = 1000
+    fixed_overlap: int = 500
+    max_chunks_per_parent: int = 16
     batch_max_chunks: int = 1024
     batch_max_chars: int = 1_000_000
     read_block_chars: int = 65_536

@@ -102,35 +102,17 @@ def recall(
         parents = {w: g for w, g in zip(wanted, got, strict=True) if g is not None}
     hits = []
     for it in items:
-        v = it.value
-        ns = tuple(it.namespace)
+        v, ns = it.value, tuple(it.namespace)
         parent = parents.get((ns, v["parent_key"]))
-        hits.append(
-            ChunkHit(
-                content=v["content"],
-                score=it.score,
-                source_uri=v["source_uri"],
-                namespace=ns,
-                key=it.key,
-                chunk_index=v["chunk_index"],
-                start_char=v["start_char"],
-                end_char=v["end_char"],
-                episode_id=v.get("episode_id"),
-                content_hash=v["content_hash"],
-                file_type=v["file_type"],
-                title=v.get("title"),
-                page=v.get("page"),
-                parent_key=v["parent_key"],
-                parent=None
-                if parent is None
-                else ParentContext(
-                    parent.key,
-                    parent.value["content"],
-                    parent.value["start_char"],
-                    parent.value["end_char"],
-                    parent.value.get("title"),
-                    parent.value.get("page"),
-                ),
-            )
-        )
+        context = None if parent is None else ParentContext(parent.key, *(parent.value.get(f) for f in _PARENT_FIELDS))
+        own = {f: v.get(f) for f in _CHUNK_FIELDS.split()}
+        hits.append(ChunkHit(score=it.score, namespace=ns, key=it.key, parent=context, **own))
     return hits
+
+
+# The stored fields a hit and its parent carry, as ingest writes them (`langgraph_memory.ingest.pipeline`).
+_CHUNK_FIELDS = (
+    "content source_uri chunk_index start_char end_char episode_id content_hash file_type title page parent_key"
+)
+
+_PARENT_FIELDS = ("content", "start_char", "end_char", "title", "page")
