@@ -1,22 +1,9 @@
 """Forgetting by decay: retire the memories whose weight fell under the forgetting threshold.
 
-``cleanup_expired_memories``, over `langgraph_memory.search.ranking`:
-an item's weight is ``temporal_weight(hours idle, memory type) *
-importance_multiplier(access count)``, with its collection's memory type
-(`MEMORY_TYPES`) and hours counted from its
-last activity (``max(updated_at, last_accessed_at)``), so a memory that is
-still recalled keeps its weight. Under ``forgetting_threshold`` it is
-*decayed*.
-
-A dry run (the default) only reports. A real run *retires* the decayed items
-(a soft delete: hidden from searches, still in lineage, restorable with
-``reinstate``, archived by the next archive run), rechecking each one in the
-same transaction, so an item read or updated meanwhile stays. Nothing is
-deleted:
-
-    report = mem.cleanup_decayed()                 # dry run
-    print(report.scanned, len(report.decayed))
-    mem.cleanup_decayed(dry_run=False)             # retire them
+An item's weight is ``temporal_weight(hours idle, memory type) * importance_multiplier(access count)``
+(`langgraph_memory.search.ranking`), idle hours counted from ``max(updated_at, last_accessed_at)`` so that
+a memory still recalled keeps its weight. A dry run (the default) only reports; a real run retires the
+decayed items, rechecking each in the retiring transaction. Nothing is deleted (``docs/lifecycle.md``).
 """
 
 from __future__ import annotations

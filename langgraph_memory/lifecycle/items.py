@@ -1,26 +1,7 @@
-"""Retire, supersede, reinstate and delete items: the life of a memory after it is stored.
+"""Retire, supersede, reinstate and delete items: the life of a memory after it is stored (``docs/lifecycle.md``).
 
-A soft delete (``deleted_at``) and ``superseded_by``, for every item:
-
-* `ItemLifecycle.retire()` hides an item from searches, nodes and tools
-  (a soft delete: still readable by key, in lineage, restorable), and the
-  archive job may move it out at once;
-* `ItemLifecycle.supersede()` does the same because a newer item
-  replaces it, and links the two in lineage (``supersedes``);
-* `ItemLifecycle.reinstate()` undoes either;
-* `ItemLifecycle.delete()` removes an item for good - its value, vectors,
-  lineage node and links, version, status and archived copies - and says
-  what it removed (``dry_run=True`` says it without removing anything);
-  `ItemLifecycle.delete_many()` does it for many items in one transaction.
-
-Items are named by id: the key of an item stored through the typed API or a
-node (its lineage knows the namespace), or any key with ``namespace=``.
-``Memory`` builds one and offers its calls:
-
-    mem.retire(finding.id, "the data vendor restated these prices")
-    mem.supersede(old.id, new.id, "corrected the sample period")
-    report = mem.delete(lesson.id, dry_run=True)
-    print(report)
+Items are named by id: the key of an item stored through the typed API or a node (its lineage knows the
+namespace), or any key with ``namespace=``. ``Memory`` builds one `ItemLifecycle` and offers its calls.
 """
 
 from __future__ import annotations

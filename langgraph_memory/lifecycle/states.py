@@ -1,15 +1,8 @@
-"""The three states of an item, each under its own name in every JSON view (CLI ``--json``, MCP tools).
+"""The three states of an item, each under its own name in every JSON view (``docs/lifecycle.md``).
 
-* ``status``: the value's own (a strategy's ``draft``/``tested``/``approved``,
-  a hypothesis' ``proposed``...), read from the value; None when it has none;
-* ``storage``: where the item is, ``"live"`` (in the store), ``"archived"``
-  or ``"unknown"``;
-* ``lifecycle``: ``"active"``, ``"retired"`` or ``"superseded"``, with its
-  ``reason``, ``superseded_by`` and ``changed_at`` when not active.
-
-Lineage nodes (`langgraph_memory.research.lineage.LineageNode`) and strategy
-versions (`langgraph_memory.research.api.StrategyVersion`) carry the same
-three names as attributes.
+``status`` is the value's own (None when it has none), ``storage`` where the item is (``live``, ``archived``,
+``unknown``), ``lifecycle`` whether searches show it (``active``, ``retired``, ``superseded``, with its reason,
+replacement and time).
 
 Example:
     >>> item_states({"status": "approved"}, None)

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog import sessions as _sessions
 from langgraph_memory.catalog import stats as _stats
 from langgraph_memory.catalog import status as _status
@@ -121,24 +122,28 @@ def _bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists())
 
 
-def collect_stats(store: Any, *, archiver: Any | None = None, checkpointer: Any | None = None) -> MemoryStats:
+def collect_stats(
+    store: Any, *, archiver: Any | None = None, checkpointer: Any | None = None, catalog: Any | None = None
+) -> MemoryStats:
     """Count what ``store`` holds, what ``archiver`` archived, and ``checkpointer``'s threads.
 
     ``archiver`` may be None (a data directory without an archive: nothing
     archived); ``checkpointer`` counts threads only if it has
-    ``list_threads()`` (our ``SqliteCheckpointer`` does).
+    ``list_threads()`` (our ``SqliteCheckpointer`` does). ``catalog`` reads the
+    store's catalog over another connection (default: the store's own).
 
     Examples:
         >>> collect_stats(store).collections["lessons_learned"].items
         1
     """
-    on_server = store.catalog.on_server
-    with store.catalog.read() as conn:
+    catalog = catalog or store.catalog
+    with catalog.read() as conn:
         totals = _stats.collection_totals(conn)
         hidden = _status.live_counts(conn)
         namespaces = _stats.namespace_count(conn)
         sessions = _sessions.counts(conn)
-        catalog_bytes = _stats.server_bytes(conn) if on_server else None
+        catalog_bytes = _stats.server_bytes(conn) if catalog.on_server else None
+        lineage_edges = _lin.edge_count(conn)
     archived = archiver.archived_counts() if archiver is not None else {}
     collections: dict[str, CollectionStats] = {}
     for spec in store.collections:
@@ -180,7 +185,7 @@ def collect_stats(store: Any, *, archiver: Any | None = None, checkpointer: Any 
         data_dir=Path(settings.data_dir),
         collections=collections,
         namespaces=namespaces,
-        lineage_edges=store.lineage.edge_count(),
+        lineage_edges=lineage_edges,
         sessions=sessions.known_session_ids,
         active_sessions=sessions.active,
         session_turns=sessions.turns,

@@ -23,13 +23,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from langgraph_memory.catalog import Catalog
 from langgraph_memory.catalog import browse as _browse
 from langgraph_memory.catalog import item_rows as _item_rows
 from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.item_rows import StoredItem
-from langgraph_memory.catalog.lineage_store import LineageStore
 from langgraph_memory.catalog.status import ItemStatus
 from langgraph_memory.errors import InvalidArgumentError, NotFoundError
 from langgraph_memory.lifecycle.stats import MemoryStats, collect_stats
@@ -185,16 +183,6 @@ class StrategyView:
     versions: list[VersionRow]
 
 
-@dataclass
-class _AggregateView:
-    """What `collect_stats` reads of a store, over a separate catalog connection."""
-
-    catalog: Catalog
-    lineage: LineageStore
-    settings: Any
-    collections: Any
-
-
 def _dt(ts: float | None) -> datetime | None:
     return datetime.fromtimestamp(ts, tz=UTC) if ts is not None else None
 
@@ -239,8 +227,9 @@ class Browser:
             # connection (behind a lock) must keep serving pages meanwhile.
             catalog = self.store.catalog.another()
             try:
-                view = _AggregateView(catalog, LineageStore(catalog), self.store.settings, self.store.collections)
-                stats = collect_stats(view, archiver=archiver, checkpointer=self.memory.checkpointer)
+                stats = collect_stats(
+                    self.store, archiver=archiver, checkpointer=self.memory.checkpointer, catalog=catalog
+                )
                 with catalog.read() as conn:
                     per_day = _browse.items_per_day(conn)
             finally:
