@@ -1,24 +1,9 @@
-"""SessionMemory: short-term memory of conversations, durable in the data directory, promoted to episodic memory.
+"""SessionMemory: short-term memory of conversations, durable in the catalog, promoted to episodic memory.
 
-::
-
-    from langgraph_memory import Memory
-
-    with Memory.open("./memory") as mem:
-        sid = mem.sessions.add_turn("I trade SPY options on Fridays", "Noted: SPY options, Fridays.",
-                                    thread_id="t1")
-        mem.sessions.get_session_context(thread_id="t1")          # the turns of t1's current session
-        mem.sessions.get_all_recent_context(hours_back=2.0)        # recent turns across every thread
-        mem.sessions.promote_to_longterm(end_active=True)          # important turns -> ("episodes",)
-        mem.store.search(("episodes",), query="which days do I trade?")
-
-Every turn is committed to the catalog (SQLite, WAL) before ``add_turn``
-returns, so it survives the process being killed. Sessions follow each other
-per *channel*: the session memory's namespace and a thread id (the
-checkpointer's ``thread_id``; None is a channel too). A turn starts a new
-session of its channel when the current one has ended by one of these
-boundaries, checked in this order (the first that holds is recorded as
-``end_reason``):
+Every turn is committed before ``add_turn`` returns (``docs/sessions.md`` has the whole story). Sessions follow
+each other per *channel*: the session memory's namespace and a thread id (None is a channel too). A turn starts
+a new session when the current one has ended by one of these boundaries, checked in this order (the first that
+holds is recorded as ``end_reason``):
 
 * ``forced``: ``add_turn(..., force_new_session=True)``;
 * ``inactivity``: ``inactivity_threshold_minutes`` (30) or more since its last turn;
@@ -27,20 +12,9 @@ boundaries, checked in this order (the first that holds is recorded as
 * ``topic_change``: the cosine similarity of this turn's embedding with the
   previous turn's is under ``topic_change_threshold`` (0.3).
 
-A session that has ended is promoted
-([`SessionMemory.promote_to_longterm()`][langgraph_memory.SessionMemory.promote_to_longterm]):
-its turns are scored (`langgraph_memory.sessions.importance`) and those
-reaching ``promotion_threshold`` (0.7) become episodic memories
-(`langgraph_memory.sessions.promotion`) in the transaction that marks
-the session promoted, so each turn is promoted once, whatever crashes or
-reruns. ``add_turn`` promotes a session it ends at once (``promote_on_end``);
-sessions that simply go quiet are ended and promoted by
-[`SessionMemory.cleanup()`][langgraph_memory.SessionMemory.cleanup],
-which the scheduler runs every 15 minutes ([`schedule_session_cleanup()`][langgraph_memory.schedule_session_cleanup])
-and which also forgets the turns of sessions promoted more than
-``retention_hours`` ago.
-
-Every call has an async twin with an ``a`` prefix and the same arguments.
+An ended session is promoted (`langgraph_memory.sessions.importance` scores its turns,
+`langgraph_memory.sessions.promotion` stores the important ones) in the transaction that marks it promoted,
+so each turn is promoted once, whatever crashes or reruns. Every call has an async twin with an ``a`` prefix.
 """
 
 from __future__ import annotations
