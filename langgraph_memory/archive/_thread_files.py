@@ -52,6 +52,6 @@ def write_threads(
                 "archived_at": archived_at,
                 "run_id": run_id,
             }
-            writer.write_line(json.dumps(line, default=str).encode("utf-8") + b"\n")
+            writer.write(json.dumps(line, default=str).encode("utf-8") + b"\n")
             rows.append((f"{t.thread_id}:{tup.config['configurable'].get('checkpoint_id', '')}", t.thread_id, ""))
     return rows

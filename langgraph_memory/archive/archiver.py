@@ -50,7 +50,7 @@ import filelock
 from langgraph_memory._infra import sqlite as _sqlite
 from langgraph_memory.archive import _reading, _steps, _thread_files
 from langgraph_memory.archive._steps import ProgressCallback
-from langgraph_memory.archive.format import ArchivedItem, ArchiveWriter
+from langgraph_memory.archive.format import ArchivedItem, ArchiveWriter, encode_item
 from langgraph_memory.archive.manifest import READABLE, ArchiveFile, FileStats, Manifest
 from langgraph_memory.archive.reports import ArchiveHit, ArchiveReport, CollectionReport, RestoreReport
 from langgraph_memory.catalog import StoredItem
@@ -398,12 +398,9 @@ class Archiver:
                         file_name = self._new_name(name, run_id)
                         self.manifest.reserve(file_name, kind="items", collection=name, run_id=run_id)
                         writer = ArchiveWriter(self._path(file_name), compresslevel=self.compresslevel)
+                    lineage, status = self._lineage_of(it), rule.status_of(it)
                     writer.write(
-                        it,
-                        archived_at=archived_at,
-                        run_id=run_id,
-                        lineage=self._lineage_of(it),
-                        status=rule.status_of(it),
+                        encode_item(it, archived_at=archived_at, run_id=run_id, lineage=lineage, status=status)
                     )
                     stats.add(it.last_activity, it.created_at)
                 if progress:

@@ -25,7 +25,7 @@ SHA-256 of their compressed bytes:
     from langgraph_memory.archive.format import ArchiveWriter, read_lines
 
     with ArchiveWriter(path) as w:
-        w.write(item, archived_at=now, run_id="r1")
+        w.write(encode_item(item, archived_at=now, run_id="r1"))
     digest, count = w.sha256, w.count
     for line_no, archived in read_lines(path, expected_sha256=digest):
         ...
@@ -292,7 +292,7 @@ class ArchiveWriter:
 
     Examples:
         >>> with ArchiveWriter(path) as w:  # writes an archive file at the caller's path  # doctest: +SKIP
-        ...     w.write(item, archived_at=time.time(), run_id="r1")
+        ...     w.write(encode_item(item, archived_at=time.time(), run_id="r1"))
     """
 
     def __init__(self, path: Path, *, compresslevel: int = 6) -> None:
@@ -321,19 +321,8 @@ class ArchiveWriter:
         assert isinstance(err, StorageError)
         return err
 
-    def write(
-        self,
-        item: StoredItem,
-        *,
-        archived_at: float,
-        run_id: str,
-        lineage: dict[str, Any] | None = None,
-        status: ItemStatus | None = None,
-    ) -> None:
-        self.write_line(encode_item(item, archived_at=archived_at, run_id=run_id, lineage=lineage, status=status))
-
-    def write_line(self, line: bytes) -> None:
-        """Write one already-encoded line (used for thread archives)."""
+    def write(self, line: bytes) -> None:
+        """Write one encoded line (`encode_item`, or a thread's checkpoint)."""
         try:
             self._gz.write(line)
         except OSError as exc:

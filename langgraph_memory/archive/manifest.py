@@ -410,19 +410,12 @@ class Manifest:
             out.setdefault(file, set()).add(line)
         return out
 
-    def set_item_status(
-        self, name: str, lines: Iterable[int], status: str, conn: sqlite3.Connection | None = None
-    ) -> None:
+    def set_item_status(self, name: str, lines: Iterable[int], status: str) -> None:
         assert status in ITEM_STATES
         rows = [(status, time.time(), name, line) for line in lines]
-        if not rows:
-            return
-        sql = "UPDATE items SET status=?, changed_at=? WHERE file=? AND line=?"
-        if conn is not None:
-            conn.executemany(sql, rows)
-            return
-        with self.transaction() as c:
-            c.executemany(sql, rows)
+        if rows:
+            with self.transaction() as c:
+                c.executemany("UPDATE items SET status=?, changed_at=? WHERE file=? AND line=?", rows)
 
     def mark_deleted(self, uids: Sequence[str]) -> int:
         """Mark the archived lines of ``uids`` deleted (a hard delete); return how many lines changed."""
