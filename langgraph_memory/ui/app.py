@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from rich import filesize
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
@@ -90,17 +91,6 @@ def _date(text: Any) -> date | None:
         return None
 
 
-def _size(n: int | None) -> str:
-    if n is None:
-        return "-"
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return str(n)
-
-
 def item_href(key: str, namespace: tuple[str, ...] | list[str] | None, as_of: str | None = None) -> str:
     """The item page of ``key`` (in ``namespace``; as of the moment ``as_of``, when given)."""
     url = f"/item/{quote(key, safe='')}"
@@ -142,7 +132,7 @@ def _environment() -> Environment:
     )
     env.filters.update(
         when=_when,
-        size=_size,
+        size=lambda n: "-" if n is None else filesize.decimal(n),
         preview=lambda value, n=140: preview(value, n),
         ns=lambda ns: "/".join(ns or ()),
         short=_short,

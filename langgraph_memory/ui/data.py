@@ -427,27 +427,18 @@ class Browser:
     def lineage_graph(self, item_id: str, *, max_nodes: int = MAX_GRAPH_NODES) -> LineageGraph:
         """The lineage of ``item_id`` as a graph: nodes with summaries and states, and the edges among them."""
         lin = self.memory.lineage(item_id)
+
+        def node(n: Any, depth: int) -> GraphNode:
+            return GraphNode(n.id, n.collection, n.namespace, n.summary, n.storage, n.lifecycle, depth)
+
         nodes: dict[str, GraphNode] = {}
         for n in [*lin.ancestors, *lin.descendants.walk()]:
-            if n.id in nodes:
-                continue
-            nodes[n.id] = GraphNode(n.id, n.collection, n.namespace, n.summary, n.storage, n.lifecycle, n.depth)
+            nodes.setdefault(n.id, node(n, n.depth))
         truncated = len(nodes) > max_nodes
         if truncated:  # keep the nearest
             keep = sorted(nodes.values(), key=lambda n: (abs(n.depth), n.id))[:max_nodes]
             nodes = {n.id: n for n in keep}
-            nodes.setdefault(
-                item_id,
-                GraphNode(
-                    item_id,
-                    lin.item.collection,
-                    lin.item.namespace,
-                    lin.item.summary,
-                    lin.item.storage,
-                    lin.item.lifecycle,
-                    0,
-                ),
-            )
+            nodes.setdefault(item_id, node(lin.item, 0))
         with self.store.catalog.read() as conn:
             edges = [
                 (e.parent_id, e.child_id, e.relation)
@@ -460,11 +451,14 @@ class Browser:
 
     # ----------------------------------------------------------- strategies
 
-    def strategies(self, page: int = 0) -> Page:
+    def _listing(self, page: int, count: Any, rows: Any) -> Page:
+        """Page ``page`` of a catalog listing: ``rows(conn, limit=, offset=)`` of ``count(conn)`` in all."""
         with self.store.catalog.read() as conn:
-            total = _browse.strategy_count(conn)
-            rows = _browse.strategy_names(conn, limit=self.page_size, offset=page * self.page_size)
-        return Page(rows, page, self.page_size, total)
+            found = rows(conn, limit=self.page_size, offset=page * self.page_size)
+            return Page(found, page, self.page_size, count(conn))
+
+    def strategies(self, page: int = 0) -> Page:
+        return self._listing(page, _browse.strategy_count, _browse.strategy_names)
 
     def strategy(self, name: str) -> StrategyView:
         """Every version of strategy ``name`` with its backtests and the hypotheses it tested."""
@@ -534,10 +528,7 @@ class Browser:
     # ------------------------------------------------------------ sessions
 
     def sessions(self, page: int = 0) -> Page:
-        with self.store.catalog.read() as conn:
-            total = _browse.session_count(conn)
-            rows = _browse.sessions_page(conn, limit=self.page_size, offset=page * self.page_size)
-        return Page(rows, page, self.page_size, total)
+        return self._listing(page, _browse.session_count, _browse.sessions_page)
 
     # ------------------------------------------------------------- threads
 
