@@ -146,8 +146,8 @@ class Ingestor:
         started = time.monotonic()
         for p in paths:  # every named path is checked before anything is stored
             root, st = check_path(p)
-            if stat.S_ISREG(st.st_mode):
-                self._check_named(Found(root, file_type_of(root), st.st_size, explicit=True))
+            if stat.S_ISREG(st.st_mode) and (refused := self._refusal(Found(root, file_type_of(root), st.st_size))):
+                raise refused[0]
         data_dir = [self.store.settings.data_dir]  # never ingest the memory's own files
         entries: list[Found | Skipped] = [
             e for p in paths for e in walk(p, include_hidden=self.config.include_hidden, exclude=data_dir)
@@ -168,21 +168,20 @@ class Ingestor:
         """Whether this ingest reads files of ``file_type`` (JSON only as a transcript)."""
         return file_type is not None and (file_type != "json" or self.config.chunker == "conversation")
 
-    def _check_named(self, found: Found) -> None:
-        if found.file_type == "json" and not self._reads(found.file_type):
-            raise UnsupportedFileTypeError(
-                f"{found.path} is JSON, which ingest reads only as a chat transcript: "
-                "ingest it with chunker='conversation' (--chunker conversation)",
-                found.path,
-            )
-        if not self._reads(found.file_type):
-            raise UnsupportedFileTypeError(
-                f"{found.path} is not a type ingest reads ({found.path.suffix or 'no extension'}); "
-                f"supported: {', '.join(sorted(SUPPORTED_TYPES))}",
-                found.path,
-            )
-        if found.size == 0:
-            raise EmptyFileError(f"{found.path} is empty; there is nothing to ingest", found.path)
+    def _refusal(self, found: Found) -> tuple[IngestError, str] | None:
+        """What stops ingest reading ``found``, if anything: the error a named file raises, and a found one's reason."""
+        path = found.path
+        if found.file_type == "json" and not self._reads("json"):
+            why = f"{path} is JSON, which ingest reads only as a chat transcript: "
+            why += "ingest it with chunker='conversation' (--chunker conversation)"
+        elif not self._reads(found.file_type):
+            why = f"{path} is not a type ingest reads ({path.suffix or 'no extension'}); "
+            why += f"supported: {', '.join(sorted(SUPPORTED_TYPES))}"
+        elif found.size == 0:
+            return EmptyFileError(f"{path} is empty; there is nothing to ingest", path), "empty file"
+        else:
+            return None
+        return UnsupportedFileTypeError(why, path), f"unsupported type ({path.suffix or 'none'})"
 
     def _entry(
         self,
@@ -194,13 +193,9 @@ class Ingestor:
     ) -> FileResult:
         if isinstance(entry, Skipped):
             return FileResult(entry.path, "skipped", reason=entry.reason, error=entry.error)
-        if not self._reads(entry.file_type):
-            return FileResult(
-                entry.path, "skipped", size=entry.size, reason=f"unsupported type ({entry.path.suffix or 'none'})"
-            )
-        if entry.size == 0:
-            logger.info("skipping %s: empty file", entry.path)
-            return FileResult(entry.path, "skipped", file_type=entry.file_type, reason="empty file")
+        if (refused := self._refusal(entry)) is not None:
+            logger.info("skipping %s: %s", entry.path, refused[1])
+            return FileResult(entry.path, "skipped", file_type=entry.file_type, size=entry.size, reason=refused[1])
         if progress is not None:
             progress(IngestProgress("file", path=entry.path))
         started = time.monotonic()
