@@ -472,27 +472,18 @@ class Browser:
                 for it in _browse.items_with_field(conn, "strategy_id", ids)
                 if collection_for(it.namespace).name == "backtest_results"
             ]
-            parents = _lin.parents_of(conn, ids)
-            hyp_ids = {e.child_id: [] for e in parents}  # type: dict[str, list[str]]
-            for e in parents:
+            hyp_ids: dict[str, list[str]] = {v.id: [] for v in versions}
+            for e in _lin.parents_of(conn, ids):
                 if e.parent_collection == "hypotheses":
                     hyp_ids[e.child_id].append(e.parent_id)
-            for v in versions:
-                if v.record is not None and v.record.hypothesis_id:
-                    hyp_ids.setdefault(v.id, [])
-                    if v.record.hypothesis_id not in hyp_ids[v.id]:
-                        hyp_ids[v.id].append(v.record.hypothesis_id)
+            for v in versions:  # the hypothesis a version names, linked or not
+                h = v.record.hypothesis_id if v.record is not None else None
+                if h and h not in hyp_ids[v.id]:
+                    hyp_ids[v.id].append(h)
             wanted = sorted({h for hs in hyp_ids.values() for h in hs})
             refs = _lin.nodes(conn, wanted)
             hyps = _item_rows.get_items(conn, [(r.namespace, r.id) for r in refs.values()])
         hyp_by_key = {it.key: it for it in hyps.values()}
-        refs_v = self.memory.lineage_store.items(ids)
-        standing = {
-            key: st.status
-            for (_ns, key), st in self.store.items.statuses(
-                [(refs_v[i].namespace, i) for i in ids if i in refs_v]
-            ).items()
-        }
         by_strategy: dict[str, list[StoredItem]] = {}
         for bt in backtests:
             by_strategy.setdefault(str(bt.value.get("strategy_id")), []).append(bt)
@@ -502,7 +493,7 @@ class Browser:
                 v.id,
                 v.created_at,
                 v.status,
-                standing.get(v.id, "active"),
+                v.lifecycle,
                 v.record.model_dump() if v.record else None,
                 by_strategy.get(v.id, []),
                 [hyp_by_key[h] for h in hyp_ids.get(v.id, []) if h in hyp_by_key],
