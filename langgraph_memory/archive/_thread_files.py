@@ -1,18 +1,13 @@
 """Checkpointer threads in archive files, for ``thread_strategy="archive"``.
 
-A thread file is a gzip JSON Lines file like a memory file, but each line is
-one checkpoint of an idle thread, serialised with the checkpointer's own
-``serde`` so it can be loaded back by the same saver:
+A thread file is a gzip JSON Lines file like a memory file, one checkpoint of an idle thread a line, serialised
+with the checkpointer's own ``serde`` so the same saver can load it back; the archiver runs it through the same
+reserve, write, verify and delete steps. A line:
 
     {"v": 1, "thread_id": "t1", "last_activity": 1.7e9, "config": {...},
      "parent_config": {...}, "checkpoint": [type, base64], "metadata": [type, base64],
      "pending_writes": [[task_id, channel, [type, base64]], ...],
      "archived_at": 1.7e9, "run_id": "..."}
-
-The archiver runs these files through the same reserve, write, verify and
-delete steps as memory files; this module holds only what differs for
-threads: the line format and the manifest index (one row per checkpoint,
-keyed by thread id).
 """
 
 from __future__ import annotations

@@ -236,16 +236,19 @@ class UI:
                 raise FilterError('the filter must be a JSON object, like {"severity": "major"}')
         found = plan = None
         as_of = _as_of(request)
-        if (query or namespace or filt) and as_of is not None:
-            found = self.b.search_as_of(
-                as_of[1], query or None, namespace=namespace, filter=filt, include_retired=include_retired, page=page
-            )
-            plan = found.plan
-        elif query or namespace or filt:
-            found = self.b.search(
-                query or None, namespace=namespace, filter=filt, include_retired=include_retired, page=page
-            )
-            plan = self.b.explain(query or None, namespace=namespace, filter=filt)
+        if query or namespace or filt:
+            how: dict[str, Any] = {
+                "namespace": namespace,
+                "filter": filt,
+                "include_retired": include_retired,
+                "page": page,
+            }
+            if as_of is not None:
+                found = self.b.search_as_of(as_of[1], query or None, **how)
+                plan = found.plan
+            else:
+                found = self.b.search(query or None, **how)
+                plan = self.b.explain(query or None, namespace=namespace, filter=filt)
         args = {
             "q": query,
             "ns": ns_text,
