@@ -20,7 +20,7 @@ from starlette.requests import Request
 from langgraph_memory._infra.serving import is_loopback
 from langgraph_memory.errors import ConfigError
 
-__all__ = ["TOKEN_ENV", "TOKEN_COOKIE", "CSRF_COOKIE", "check_ui_bind", "read_token", "Guard", "is_loopback"]
+__all__ = ["TOKEN_ENV", "TOKEN_COOKIE", "CSRF_COOKIE", "check_ui_bind", "read_token", "Guard"]
 
 #: The token when no ``--token-file`` is given.
 TOKEN_ENV = "LANGGRAPH_MEMORY_UI_TOKEN"
