@@ -1,20 +1,20 @@
-"""What both checkpointers share: list paging, DeltaChannel history, retention, thread activity, serializing.
+"""What both checkpointers share: get, put, list paging, DeltaChannel history, retention, thread activity.
 
 `CheckpointerBase` builds on LangGraph's ``BaseCheckpointSaver``, as
-``SqliteSaver`` and ``PostgresSaver`` do. A backend supplies its connections
+``SqliteSaver`` and ``PostgresSaver`` do, and writes every LangGraph method
+once for sync and async. A backend supplies its connections
 (`CheckpointerBase._read`, ``_write`` and their async twins, each running a
-function of one DB-API connection) and its SQL: the hot paths (get, put,
-list pages) in its own statements, everything else through one `Queries`
-of constants (SQLite's in ``checkpoint/_query.py``, PostgreSQL's in
-``checkpoint/postgres/_sql.py``) that ``_delta`` and the methods here run on
-either database.
+function of one DB-API connection), how it turns rows into tuples and
+commits a put, and its SQL: one `Queries` of constants (SQLite's in
+``checkpoint/_query.py``, PostgreSQL's in ``checkpoint/postgres/_sql.py``)
+that ``_delta`` and the methods here run on either database. What a
+checkpoint is serialized to is in ``_rows``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
-import json
 import logging
 import random
 import re
@@ -24,28 +24,24 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
-from typing import Any, Literal, Self, TypeVar, cast
+from typing import Any, Literal, Self, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
     BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
     DeltaChannelHistory,
-    PendingWrite,
     get_checkpoint_id,
-    get_checkpoint_metadata,
 )
-from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph_memory.checkpoint import _delta
 from langgraph_memory.checkpoint._delta import Queries
 from langgraph_memory.errors import ConfigError, FilterError
 
-__all__ = ["CheckpointerBase", "PruneStrategy", "PutRow", "Queries", "ThreadInfo"]
+__all__ = ["CheckpointerBase", "PruneStrategy", "Queries", "ThreadInfo"]
 
 logger = logging.getLogger(__name__)
 
@@ -534,19 +530,6 @@ class CheckpointerBase(BaseCheckpointSaver[str]):
         return await self._awrite(self._prune_inactive(older_than, strategy), "prune inactive threads")
 
 
-def metadata_json(metadata: Mapping[str, Any]) -> str:
-    """Metadata as JSON text, so ``list(filter=...)`` can query it on either backend.
-
-    What JSON cannot hold (rare: LangGraph writes str/int/float/bool) becomes
-    text.
-    """
-
-    def default(value: Any) -> Any:
-        return list(value) if isinstance(value, (set, frozenset, tuple)) else str(value)
-
-    return json.dumps(metadata, ensure_ascii=False, default=default)
-
-
 def check_filter_keys(filter: Mapping[str, Any] | None) -> None:
     """`FilterError` unless every key of a metadata filter is safe to put in a JSON path."""
     for key in filter or {}:
@@ -554,130 +537,6 @@ def check_filter_keys(filter: Mapping[str, Any] | None) -> None:
             raise FilterError(
                 f"metadata filter key {key!r} is not allowed: use letters, digits, '_', '.' and '-' only."
             )
-
-
-def checkpoint_tuple(
-    key: tuple[str, str, str],
-    parent_id: str | None,
-    checkpoint: Checkpoint,
-    metadata: Mapping[str, Any] | None,
-    pending_writes: builtins.list[PendingWrite],
-) -> CheckpointTuple:
-    """The ``CheckpointTuple`` of a stored checkpoint, ``key`` being (thread, namespace, id)."""
-    thread_id, checkpoint_ns, checkpoint_id = key
-    return CheckpointTuple(
-        config={
-            "configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint_id}
-        },
-        checkpoint=checkpoint,
-        metadata=cast(CheckpointMetadata, metadata or {}),
-        parent_config=(
-            {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": parent_id}}
-            if parent_id
-            else None
-        ),
-        pending_writes=pending_writes,
-    )
-
-
-@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs a few microseconds per put
-class PutRow:
-    """A checkpoint serialized for storage: the values of its row, and a blob per new channel value."""
-
-    thread_id: str
-    checkpoint_ns: str
-    checkpoint_id: str
-    parent_id: str | None
-    type: str
-    checkpoint: bytes
-    metadata: str
-    run_id: str | None
-    created_at: float
-    delta_channels: str | None
-    blobs: builtins.list[tuple[str, str, str, bytes]]  # (channel, version, type, value)
-
-    @property
-    def config(self) -> RunnableConfig:
-        """The config ``put`` returns."""
-        return {
-            "configurable": {
-                "thread_id": self.thread_id,
-                "checkpoint_ns": self.checkpoint_ns,
-                "checkpoint_id": self.checkpoint_id,
-            }
-        }
-
-
-def put_row(
-    serde: SerializerProtocol,
-    config: RunnableConfig,
-    checkpoint: Checkpoint,
-    metadata: CheckpointMetadata,
-    new_versions: ChannelVersions,
-    *,
-    inline: Callable[[Any], bool] = lambda value: False,
-) -> PutRow:
-    """Serialize a checkpoint for ``put``: only the values of channels in ``new_versions`` become blobs.
-
-    The others are already stored under their unchanged version. A value
-    whose channel has no version cannot live in blobs and stays in the
-    checkpoint row, as does any value ``inline`` picks. A new version without
-    a value (a DeltaChannel between snapshots, a cleared channel) stores
-    nothing: absent reads as empty.
-    """
-    configurable = config["configurable"]
-    full_metadata = get_checkpoint_metadata(config, metadata)
-    values = checkpoint["channel_values"]
-    versions = checkpoint["channel_versions"]
-    kept = {k: v for k, v in values.items() if k not in versions or inline(v)}
-    blobs = [
-        (channel, str(version), *serde.dumps_typed(values[channel]))
-        for channel, version in new_versions.items()
-        if channel in values and channel not in kept
-    ]
-    stripped: dict[str, Any] = {k: v for k, v in checkpoint.items() if k != "channel_values"}
-    if kept:
-        stripped["channel_values"] = kept
-    type_, blob = serde.dumps_typed(stripped)
-    delta = _delta.delta_channels_of(full_metadata, versions, values)
-    run_id = full_metadata.get("run_id")
-    return PutRow(
-        thread_id=str(configurable["thread_id"]),
-        checkpoint_ns=configurable.get("checkpoint_ns", ""),
-        checkpoint_id=checkpoint["id"],
-        parent_id=configurable.get("checkpoint_id"),
-        type=type_,
-        checkpoint=blob,
-        metadata=metadata_json(full_metadata),
-        run_id=None if run_id is None else str(run_id),
-        created_at=time.time(),
-        delta_channels=None if delta is None else json.dumps(delta),
-        blobs=blobs,
-    )
-
-
-def write_rows(
-    serde: SerializerProtocol,
-    config: RunnableConfig,
-    writes: Sequence[tuple[str, Any]],
-    task_id: str,
-    task_path: str,
-) -> tuple[builtins.list[tuple[Any, ...]], builtins.list[tuple[Any, ...]]]:
-    """A task's writes as (regular, special) rows of the ``writes`` table's nine columns.
-
-    Regular writes are idempotent per (task, index): one already stored is
-    kept. Special writes (error, interrupt, resume, scheduled) have fixed
-    negative indices and replace the previous one, as in LangGraph's savers.
-    """
-    configurable = config["configurable"]
-    key = (str(configurable["thread_id"]), configurable.get("checkpoint_ns", ""), str(configurable["checkpoint_id"]))
-    regular: builtins.list[tuple[Any, ...]] = []
-    special: builtins.list[tuple[Any, ...]] = []
-    for idx, (channel, value) in enumerate(writes):
-        write_idx = WRITES_IDX_MAP.get(channel, idx)
-        row = (*key, task_id, task_path, write_idx, channel, *serde.dumps_typed(value))
-        (special if write_idx < 0 else regular).append(row)
-    return regular, special
 
 
 def _next_page(remaining: int | None, page: builtins.list[CheckpointTuple]) -> tuple[int | None, tuple[str, str, str]]:

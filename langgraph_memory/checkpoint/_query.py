@@ -22,8 +22,9 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph_memory.checkpoint._base import Queries, checkpoint_tuple, put_row, write_rows
+from langgraph_memory.checkpoint._delta import Queries
 from langgraph_memory.checkpoint._pool import Statement
+from langgraph_memory.checkpoint._rows import checkpoint_tuple, put_row, write_rows
 from langgraph_memory.checkpoint.schema import PUT_ROWS_SQL
 
 CHECKPOINT_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata"

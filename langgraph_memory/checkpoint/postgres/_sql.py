@@ -25,8 +25,9 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph_memory.checkpoint import _base
-from langgraph_memory.checkpoint._base import PutRow, Queries, checkpoint_tuple, write_rows
+from langgraph_memory.checkpoint import _rows
+from langgraph_memory.checkpoint._delta import Queries
+from langgraph_memory.checkpoint._rows import PutRow, checkpoint_tuple, write_rows
 
 __all__ = ["Statements", "put_params", "put_row", "queries", "row_to_tuple", "writes_statement"]
 
@@ -195,8 +196,8 @@ def put_row(
     metadata: CheckpointMetadata,
     new_versions: ChannelVersions,
 ) -> PutRow:
-    """The checkpoint serialized (see `_base.put_row`), small values kept in its row."""
-    return _base.put_row(serde, config, checkpoint, metadata, new_versions, inline=_is_small)
+    """The checkpoint serialized (see `_rows.put_row`), small values kept in its row."""
+    return _rows.put_row(serde, config, checkpoint, metadata, new_versions, inline=_is_small)
 
 
 def put_params(row: PutRow, checkpoint: Checkpoint, expect_head: bool) -> list[Any]:

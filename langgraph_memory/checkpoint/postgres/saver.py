@@ -22,7 +22,7 @@ from psycopg import AsyncConnection, Connection
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from langgraph_memory.checkpoint import _base
+from langgraph_memory.checkpoint import _rows
 from langgraph_memory.checkpoint._base import CheckpointerBase
 from langgraph_memory.checkpoint.postgres import _schema, _sql
 from langgraph_memory.checkpoint.postgres._database import Database
@@ -225,7 +225,7 @@ class PostgresCheckpointer(CheckpointerBase):
 
     @staticmethod
     def _metadata_filter(filter: dict[str, Any]) -> tuple[builtins.list[str], builtins.list[Any]]:
-        return ["c.metadata @> %s::jsonb"], [_base.metadata_json(filter).replace("\\u0000", "")]
+        return ["c.metadata @> %s::jsonb"], [_rows.metadata_json(filter).replace("\\u0000", "")]
 
     def explain_list(
         self,
