@@ -244,12 +244,8 @@ def index_items(conn: sqlite3.Connection, rows: Iterable[tuple[int, str | None]]
                 chunk,
             )
     else:
-        conn.executemany(
-            both(conn, "INSERT INTO keywords(rowid, text) VALUES (?, ?)"), [(fts_rowid(i, n), t) for i, t, n in batch]
-        )
-        conn.executemany(
-            both(conn, "INSERT INTO keyword_lengths(item_id, n_tokens) VALUES (?, ?)"), [(i, n) for i, _t, n in batch]
-        )
+        conn.executemany("INSERT INTO keywords(rowid, text) VALUES (?, ?)", [(fts_rowid(i, n), t) for i, t, n in batch])
+        conn.executemany("INSERT INTO keyword_lengths(item_id, n_tokens) VALUES (?, ?)", [(i, n) for i, _t, n in batch])
     conn.execute(
         both(conn, "UPDATE keyword_stats SET docs = docs + ?, tokens = tokens + ? WHERE id = 1"),
         (len(batch), sum(r[2] for r in batch)),
@@ -276,30 +272,11 @@ def unindex_items(conn: sqlite3.Connection, item_ids: Sequence[int]) -> None:
     for start in range(0, len(item_ids), _CHUNK):
         chunk = tuple(item_ids[start : start + _CHUNK])
         marks = ",".join("?" * len(chunk))
-        pg = dialect_of(conn) == POSTGRESQL
-        rows = conn.execute(
-            both(
-                conn,
-                f"SELECT item_id, n_tokens{', terms' if pg else ''} FROM keyword_lengths WHERE item_id IN ({marks})",
-            ),
-            chunk,
-        ).fetchall()
-        if rows and pg:
-            # Each item's postings are its recorded terms: one statement finds them, however many there are.
-            conn.execute(
-                both(
-                    conn,
-                    f"DELETE FROM keyword_postings p USING keyword_lengths l "
-                    f"CROSS JOIN LATERAL unnest(string_to_array(l.terms, ' ')) AS t(term) "
-                    f"WHERE l.item_id IN ({marks}) AND p.term = t.term AND p.doc = {_PG_DOC}",
-                ),
-                chunk,
-            )
-            rows = [(r[0], r[1]) for r in rows]
-        elif rows:
-            conn.executemany(both(conn, "DELETE FROM keywords WHERE rowid = ?"), [(fts_rowid(i, n),) for i, n in rows])
+        lengths = f"FROM keyword_lengths WHERE item_id IN ({marks})"
+        rows = conn.execute(f"SELECT item_id, n_tokens {lengths}", chunk).fetchall()
         if rows:
-            conn.execute(both(conn, f"DELETE FROM keyword_lengths WHERE item_id IN ({marks})"), chunk)
+            conn.executemany("DELETE FROM keywords WHERE rowid = ?", [(fts_rowid(i, n),) for i, n in rows])
+            conn.execute(f"DELETE {lengths}", chunk)
             docs, tokens = docs + len(rows), tokens + sum(n for _i, n in rows)
     if docs:
         conn.execute(
@@ -318,34 +295,25 @@ def _unindex_items_unread(conn: sqlite3.Connection, item_ids: Sequence[int]) -> 
     """
     for start in range(0, len(item_ids), _CHUNK):
         chunk = tuple(item_ids[start : start + _CHUNK])
-        marks = ",".join("?" * len(chunk))
+        marks = ",".join(["%s"] * len(chunk))
         rows = f"FROM keyword_lengths WHERE item_id IN ({marks})"
         conn.execute(
-            both(
-                conn,
-                "INSERT INTO meta(key, value) SELECT ?, ? "
-                f"WHERE EXISTS (SELECT 1 {rows}) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            ),
+            f"INSERT INTO meta(key, value) SELECT %s, %s WHERE EXISTS (SELECT 1 {rows}) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (VERSION_KEY, uuid.uuid4().hex, *chunk),
         )
         conn.execute(
-            both(
-                conn,
-                f"UPDATE keyword_stats SET docs = docs - (SELECT count(*) {rows}), "
-                f"tokens = tokens - (SELECT coalesce(sum(n_tokens), 0) {rows}) WHERE id = 1",
-            ),
+            f"UPDATE keyword_stats SET docs = docs - (SELECT count(*) {rows}), "
+            f"tokens = tokens - (SELECT coalesce(sum(n_tokens), 0) {rows}) WHERE id = 1",
             (*chunk, *chunk),
         )
         conn.execute(
-            both(
-                conn,
-                f"DELETE FROM keyword_postings p USING keyword_lengths l "
-                f"CROSS JOIN LATERAL unnest(string_to_array(l.terms, ' ')) AS t(term) "
-                f"WHERE l.item_id IN ({marks}) AND p.term = t.term AND p.doc = {_PG_DOC}",
-            ),
+            "DELETE FROM keyword_postings p USING keyword_lengths l "
+            "CROSS JOIN LATERAL unnest(string_to_array(l.terms, ' ')) AS t(term) "
+            f"WHERE l.item_id IN ({marks}) AND p.term = t.term AND p.doc = {_PG_DOC}",
             chunk,
         )
-        conn.execute(both(conn, f"DELETE {rows}"), chunk)
+        conn.execute(f"DELETE {rows}", chunk)
 
 
 # Each item with its vectors' record paths, joined by U+001F.
@@ -480,14 +448,7 @@ class KeywordMatches:
         pos = np.arange(len(self._sorted_ids)) if keep is None else np.flatnonzero(keep)
         if k <= 0 or not len(pos):
             return np.zeros(0, dtype=np.int64)
-        scores = self._sorted_scores[pos]
-        if k < len(pos):
-            # Everything scoring at least the k-th best score (ties at the boundary included), then sorted.
-            kth = -np.partition(-scores, k - 1)[k - 1]
-            sel = np.flatnonzero(scores >= kth)
-            pos, scores = pos[sel], scores[sel]
-        ids = self._sorted_ids[pos]  # ascending: lexsort breaks score ties by id
-        return ids[np.lexsort((ids, -scores))][:k]
+        return _k_best(self._sorted_ids[pos], self._sorted_scores[pos], k)
 
     def _best_of_dense(self, k: int) -> np.ndarray | None:
         """`best()` (``k`` > 0) from the scores by id, through the items above a threshold; None: not worth it."""
@@ -508,12 +469,7 @@ class KeywordMatches:
         if len(pos) < k:
             return None  # the sample was unlucky: the k best are not all above it
         # The same selection as over every match: the k best all score at least theta.
-        scores = dense[pos]
-        if k < len(pos):
-            kth = -np.partition(-scores, k - 1)[k - 1]
-            sel = np.flatnonzero(scores >= kth)
-            pos, scores = pos[sel], scores[sel]
-        return pos[np.lexsort((pos, -scores))][:k]
+        return _k_best(pos, dense[pos], k)
 
     def ids_by_id(self) -> np.ndarray:
         """Every matching item's id, in increasing order (what `best()`'s mask is over)."""
@@ -575,6 +531,16 @@ class KeywordMatches:
             pos = reach
             batch *= 4
         return out[:limit]
+
+
+def _k_best(ids: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` best of ``ids`` (ascending) by ``scores``, best first, ties by lower id."""
+    if k < len(ids):
+        # Everything scoring at least the k-th best score (ties at the boundary included), then sorted.
+        kth = -np.partition(-scores, k - 1)[k - 1]
+        sel = np.flatnonzero(scores >= kth)
+        ids, scores = ids[sel], scores[sel]
+    return ids[np.lexsort((ids, -scores))][:k]
 
 
 def in_scope(conn: sqlite3.Connection, item_ids: Sequence[int], where: str, params: Sequence[Any]) -> set[int]:
@@ -712,44 +678,41 @@ def match(
     pg = dialect_of(conn) == POSTGRESQL
     for term in terms:
         got = cache.get(stamp, term, cap=cap) if cache is not None else None
-        if got is not None:
-            if got.n > cap or got.rowids is None:
-                continue
-            idf = _idf(docs, got.n if corpus is None else corpus.count(term, got.rowids))
-            mass += idf
-            weights.append((term, idf))
-            if got.n:
-                _add_term(all_ids, all_scores, got, idf, avg, length_norm)
-            continue
-        # The posting list as one string of rowids, parsed by numpy: a row per posting cost more in Python
-        # than the index's own read.
-        if pg:
-            n, joined = conn.execute(
-                "SELECT count(*), string_agg(doc::text, ',') FROM"
-                " (SELECT doc FROM keyword_postings WHERE term = %s LIMIT %s) AS p",
-                (_stem(_fold(term)), cap + 1),
-            ).fetchone()
-        else:
-            # Quoted, a term (letters and digits only) is one FTS5 token whatever it spells (AND, NEAR, ...).
-            n, joined = conn.execute(
-                "SELECT count(*), group_concat(rowid) FROM (SELECT rowid FROM keywords WHERE keywords MATCH ? LIMIT ?)",
-                (f'"{term}"', cap + 1),
-            ).fetchone()
-        if n > cap:
+        if got is None:
+            got = _read_postings(conn, term, cap, pg)
             if cache is not None:
-                cache.put(stamp, term, n, None)
+                got = cache.put(stamp, term, got.n, got.rowids)
+        if got.n > cap or got.rowids is None:
             continue
-        rowids = np.fromstring(joined, dtype=np.int64, sep=",") if n else np.zeros(0, dtype=np.int64)
-        idf = _idf(docs, n if corpus is None else corpus.count(term, rowids))
+        idf = _idf(docs, got.n if corpus is None else corpus.count(term, got.rowids))
         mass += idf
         weights.append((term, idf))
-        entry = cache.put(stamp, term, n, rowids) if cache is not None else Postings(n, rowids)
-        if not n:
-            continue
-        _add_term(all_ids, all_scores, entry, idf, avg, length_norm)
+        if got.n:
+            _add_term(all_ids, all_scores, got, idf, avg, length_norm)
     out = _matches(all_ids, all_scores, within, mass)
     out.weights, out.avg = weights, avg
     return out
+
+
+def _read_postings(conn: sqlite3.Connection, term: str, cap: int, pg: bool) -> Postings:
+    """A term's posting list from the index (its rowids None when it holds more than ``cap``)."""
+    # The posting list as one string of rowids, parsed by numpy: a row per posting cost more in Python
+    # than the index's own read.
+    if pg:
+        n, joined = conn.execute(
+            "SELECT count(*), string_agg(doc::text, ',') FROM"
+            " (SELECT doc FROM keyword_postings WHERE term = %s LIMIT %s) AS p",
+            (_stem(_fold(term)), cap + 1),
+        ).fetchone()
+    else:
+        # Quoted, a term (letters and digits only) is one FTS5 token whatever it spells (AND, NEAR, ...).
+        n, joined = conn.execute(
+            "SELECT count(*), group_concat(rowid) FROM (SELECT rowid FROM keywords WHERE keywords MATCH ? LIMIT ?)",
+            (f'"{term}"', cap + 1),
+        ).fetchone()
+    if n > cap:
+        return Postings(n, None)
+    return Postings(n, np.fromstring(joined, dtype=np.int64, sep=",") if n else np.zeros(0, dtype=np.int64))
 
 
 def _matches(

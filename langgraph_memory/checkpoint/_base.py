@@ -1,20 +1,20 @@
-"""What both checkpointers share: list paging, DeltaChannel history, retention, thread activity, serializing.
+"""What both checkpointers share: get, put, list paging, DeltaChannel history, retention, thread activity.
 
 `CheckpointerBase` builds on LangGraph's ``BaseCheckpointSaver``, as
-``SqliteSaver`` and ``PostgresSaver`` do. A backend supplies its connections
+``SqliteSaver`` and ``PostgresSaver`` do, and writes every LangGraph method
+once for sync and async. A backend supplies its connections
 (`CheckpointerBase._read`, ``_write`` and their async twins, each running a
-function of one DB-API connection) and its SQL: the hot paths (get, put,
-list pages) in its own statements, everything else through one `Queries`
-of constants (SQLite's in ``checkpoint/_query.py``, PostgreSQL's in
-``checkpoint/postgres/_sql.py``) that ``_delta`` and the methods here run on
-either database.
+function of one DB-API connection), how it turns rows into tuples and
+commits a put, and its SQL: one `Queries` of constants (SQLite's in
+``checkpoint/_query.py``, PostgreSQL's in ``checkpoint/postgres/_sql.py``)
+that ``_delta`` and the methods here run on either database. What a
+checkpoint is serialized to is in ``_rows``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
-import json
 import logging
 import random
 import re
@@ -24,28 +24,24 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
-from typing import Any, Literal, Self, TypeVar, cast
+from typing import Any, Literal, Self, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
     BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
     DeltaChannelHistory,
-    PendingWrite,
     get_checkpoint_id,
-    get_checkpoint_metadata,
 )
-from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph_memory.checkpoint import _delta
 from langgraph_memory.checkpoint._delta import Queries
 from langgraph_memory.errors import ConfigError, FilterError
 
-__all__ = ["CheckpointerBase", "PruneStrategy", "PutRow", "Queries", "ThreadInfo"]
+__all__ = ["CheckpointerBase", "PruneStrategy", "Queries", "ThreadInfo"]
 
 logger = logging.getLogger(__name__)
 
@@ -93,23 +89,36 @@ class CheckpointerBase(BaseCheckpointSaver[str]):
         """Async `_write()`: never blocks the event loop."""
 
     @abstractmethod
-    def _page_query(
-        self,
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,
-        before: RunnableConfig | None,
-        after: tuple[str, str, str] | None,
-        size: int,
-    ) -> tuple[str, builtins.list[Any]]:
-        """The statement of a page of ``list`` (see `page_query`)."""
+    def _tuples(self, sql: str, params: Sequence[Any], what: str) -> builtins.list[CheckpointTuple]:
+        """The checkpoints of the rows ``sql`` (a ``queries.select``) returns."""
 
     @abstractmethod
-    def _list_page(self, sql: str, params: builtins.list[Any]) -> builtins.list[CheckpointTuple]:
-        """The checkpoints of a page `_page_query()` wrote."""
+    async def _atuples(self, sql: str, params: Sequence[Any], what: str) -> builtins.list[CheckpointTuple]:
+        """Async `_tuples()`."""
 
     @abstractmethod
-    async def _alist_page(self, sql: str, params: builtins.list[Any]) -> builtins.list[CheckpointTuple]:
-        """Async `_list_page()`."""
+    def _metadata_filter(self, filter: dict[str, Any]) -> tuple[builtins.list[str], builtins.list[Any]]:
+        """The predicates (on ``c.metadata``) and parameters of a metadata filter `check_filter_keys` accepted."""
+
+    @abstractmethod
+    def _put_statement(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, versions: ChannelVersions
+    ) -> tuple[Any, RunnableConfig]:
+        """What `put()` commits (serialized here, outside any lock), and the config it returns."""
+
+    @abstractmethod
+    def _writes_statement(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
+    ) -> Any | None:
+        """What `put_writes()` commits; None when there are no writes."""
+
+    @abstractmethod
+    def _commit(self, statement: Any, what: str) -> None:
+        """Commit a statement of `_put_statement()` or `_writes_statement()`."""
+
+    @abstractmethod
+    async def _acommit(self, statement: Any, what: str) -> None:
+        """Async `_commit()`: never blocks the event loop."""
 
     @abstractmethod
     def close(self) -> None:
@@ -134,6 +143,31 @@ class CheckpointerBase(BaseCheckpointSaver[str]):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+    # -- reading ---------------------------------------------------------------
+
+    def _get_query(self, config: RunnableConfig) -> tuple[str, tuple[Any, ...], tuple[str, str] | None]:
+        """The statement of `get_tuple()`, its parameters, and the (thread, namespace) when it reads the latest."""
+        configurable = config["configurable"]
+        thread_id = str(configurable["thread_id"])
+        checkpoint_ns = configurable.get("checkpoint_ns", "")
+        if checkpoint_id := get_checkpoint_id(config):
+            return self.queries.get_by_id, (thread_id, checkpoint_ns, checkpoint_id), None
+        return self.queries.get_latest, (thread_id, checkpoint_ns), (thread_id, checkpoint_ns)
+
+    def _found(self, found: builtins.list[CheckpointTuple], latest: tuple[str, str] | None) -> CheckpointTuple | None:
+        """What `get_tuple()` returns of what it read (a backend may note what it saw)."""
+        return found[0] if found else None
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint ``config`` names, or the thread's latest; None if absent."""
+        sql, params, latest = self._get_query(config)
+        return self._found(self._tuples(sql, params, "read a checkpoint"), latest)
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Async ``get_tuple``."""
+        sql, params, latest = self._get_query(config)
+        return self._found(await self._atuples(sql, params, "read a checkpoint"), latest)
 
     # -- versions and listing --------------------------------------------------
 
@@ -163,7 +197,7 @@ class CheckpointerBase(BaseCheckpointSaver[str]):
         remaining, after = limit, None
         while remaining is None or remaining > 0:
             size = _LIST_PAGE if remaining is None else min(remaining, _LIST_PAGE * 10)
-            page = self._list_page(*self._page_query(config, filter, before, after, size))
+            page = self._tuples(*self._page_query(config, filter, before, after, size), "list checkpoints")
             yield from page
             if len(page) < size:
                 return
@@ -181,12 +215,119 @@ class CheckpointerBase(BaseCheckpointSaver[str]):
         remaining, after = limit, None
         while remaining is None or remaining > 0:
             size = _LIST_PAGE if remaining is None else min(remaining, _LIST_PAGE * 10)
-            page = await self._alist_page(*self._page_query(config, filter, before, after, size))
+            page = await self._atuples(*self._page_query(config, filter, before, after, size), "list checkpoints")
             for item in page:
                 yield item
             if len(page) < size:
                 return
             remaining, after = _next_page(remaining, page)
+
+    # -- writing ---------------------------------------------------------------
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store a checkpoint as a child of the one ``config`` names; return its config.
+
+        Committed when this returns. Only the values of channels in
+        ``new_versions`` are serialized and written; the others are already
+        stored under their unchanged version. On PostgreSQL, raises
+        ``CheckpointConflictError`` if the parent was read as the thread's
+        newest checkpoint and another writer has stored a newer one since.
+        """
+        statement, saved = self._put_statement(config, checkpoint, metadata, new_versions)
+        self._commit(statement, "save a checkpoint")
+        return saved
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Async ``put``: committed before the await returns."""
+        statement, saved = self._put_statement(config, checkpoint, metadata, new_versions)
+        await self._acommit(statement, "save a checkpoint")
+        return saved
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's writes against a checkpoint.
+
+        Idempotent per (task, index): a regular write already stored is kept
+        as is; special writes (error, interrupt, resume, scheduled) use fixed
+        negative indices and replace the previous one, as in LangGraph's savers.
+        """
+        if (statement := self._writes_statement(config, writes, task_id, task_path)) is not None:
+            self._commit(statement, "save pending writes")
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Async ``put_writes``."""
+        if (statement := self._writes_statement(config, writes, task_id, task_path)) is not None:
+            await self._acommit(statement, "save pending writes")
+
+    def _page_query(
+        self,
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        after: tuple[str, str, str] | None,
+        size: int,
+    ) -> tuple[str, builtins.list[Any]]:
+        """One page of ``list``: ``queries.select`` with its WHERE, ORDER BY and LIMIT, and parameters.
+
+        ``after`` is the (id, thread, namespace) of the last row of the previous
+        page. With the thread and namespace given (as LangGraph always passes
+        them) the order is the primary key's, ``(thread_id, checkpoint_ns,
+        checkpoint_id)``: a page reads the index backwards and stops after the
+        rows it returns (plus those a metadata filter skips).
+        """
+        mark = self.queries.mark
+        wheres = ["c.hidden = 0"]
+        params: builtins.list[Any] = []
+        order = ["checkpoint_id", "thread_id", "checkpoint_ns"]
+        if config is not None:
+            configurable = config.get("configurable", {})
+            wheres.append(f"c.thread_id = {mark}")
+            params.append(str(configurable["thread_id"]))
+            order = ["checkpoint_id", "checkpoint_ns"]
+            if (checkpoint_ns := configurable.get("checkpoint_ns")) is not None:
+                wheres.append(f"c.checkpoint_ns = {mark}")
+                params.append(checkpoint_ns)
+                order = ["checkpoint_id"]
+            if checkpoint_id := get_checkpoint_id(config):
+                wheres.append(f"c.checkpoint_id = {mark}")
+                params.append(checkpoint_id)
+        if filter:
+            check_filter_keys(filter)
+            predicates, values = self._metadata_filter(filter)
+            wheres += predicates
+            params += values
+        if before is not None and (before_id := get_checkpoint_id(before)):
+            wheres.append(f"c.checkpoint_id < {mark}")
+            params.append(before_id)
+        if after is not None:
+            by_name = dict(zip(("checkpoint_id", "thread_id", "checkpoint_ns"), after, strict=True))
+            wheres.append(f"({', '.join(f'c.{name}' for name in order)}) < ({', '.join([mark] * len(order))})")
+            params.extend(by_name[name] for name in order)
+        ordering = ", ".join(f"c.{name} DESC" for name in order)
+        return f"{self.queries.select} WHERE {' AND '.join(wheres)} ORDER BY {ordering} LIMIT {mark}", [*params, size]
 
     # -- DeltaChannel history ----------------------------------------------
 
@@ -389,19 +530,6 @@ class CheckpointerBase(BaseCheckpointSaver[str]):
         return await self._awrite(self._prune_inactive(older_than, strategy), "prune inactive threads")
 
 
-def metadata_json(metadata: Mapping[str, Any]) -> str:
-    """Metadata as JSON text, so ``list(filter=...)`` can query it on either backend.
-
-    What JSON cannot hold (rare: LangGraph writes str/int/float/bool) becomes
-    text.
-    """
-
-    def default(value: Any) -> Any:
-        return list(value) if isinstance(value, (set, frozenset, tuple)) else str(value)
-
-    return json.dumps(metadata, ensure_ascii=False, default=default)
-
-
 def check_filter_keys(filter: Mapping[str, Any] | None) -> None:
     """`FilterError` unless every key of a metadata filter is safe to put in a JSON path."""
     for key in filter or {}:
@@ -409,182 +537,6 @@ def check_filter_keys(filter: Mapping[str, Any] | None) -> None:
             raise FilterError(
                 f"metadata filter key {key!r} is not allowed: use letters, digits, '_', '.' and '-' only."
             )
-
-
-def page_query(
-    select: str,
-    config: RunnableConfig | None,
-    filter: dict[str, Any] | None,
-    before: RunnableConfig | None,
-    after: tuple[str, str, str] | None,
-    size: int,
-    *,
-    mark: str,
-    metadata_filter: Callable[[dict[str, Any]], tuple[builtins.list[str], builtins.list[Any]]],
-) -> tuple[str, builtins.list[Any]]:
-    """One page of ``list``: ``select`` (from ``checkpoints c``) with its WHERE, ORDER BY and LIMIT, and parameters.
-
-    ``after`` is the (id, thread, namespace) of the last row of the previous
-    page. With the thread and namespace given (as LangGraph always passes
-    them) the order is the primary key's, ``(thread_id, checkpoint_ns,
-    checkpoint_id)``: a page reads the index backwards and stops after the
-    rows it returns (plus those a metadata filter skips). ``mark`` is the
-    backend's placeholder; ``metadata_filter`` gives the predicates of a
-    metadata filter whose keys `check_filter_keys` accepted.
-    """
-    wheres = ["c.hidden = 0"]
-    params: builtins.list[Any] = []
-    order = ["checkpoint_id", "thread_id", "checkpoint_ns"]
-    if config is not None:
-        configurable = config.get("configurable", {})
-        wheres.append(f"c.thread_id = {mark}")
-        params.append(str(configurable["thread_id"]))
-        order = ["checkpoint_id", "checkpoint_ns"]
-        if (checkpoint_ns := configurable.get("checkpoint_ns")) is not None:
-            wheres.append(f"c.checkpoint_ns = {mark}")
-            params.append(checkpoint_ns)
-            order = ["checkpoint_id"]
-        if checkpoint_id := get_checkpoint_id(config):
-            wheres.append(f"c.checkpoint_id = {mark}")
-            params.append(checkpoint_id)
-    if filter:
-        check_filter_keys(filter)
-        predicates, values = metadata_filter(filter)
-        wheres += predicates
-        params += values
-    if before is not None and (before_id := get_checkpoint_id(before)):
-        wheres.append(f"c.checkpoint_id < {mark}")
-        params.append(before_id)
-    if after is not None:
-        by_name = dict(zip(("checkpoint_id", "thread_id", "checkpoint_ns"), after, strict=True))
-        wheres.append(f"({', '.join(f'c.{name}' for name in order)}) < ({', '.join([mark] * len(order))})")
-        params.extend(by_name[name] for name in order)
-    ordering = ", ".join(f"c.{name} DESC" for name in order)
-    return f"{select} WHERE {' AND '.join(wheres)} ORDER BY {ordering} LIMIT {mark}", [*params, size]
-
-
-def checkpoint_tuple(
-    key: tuple[str, str, str],
-    parent_id: str | None,
-    checkpoint: Checkpoint,
-    metadata: Mapping[str, Any] | None,
-    pending_writes: builtins.list[PendingWrite],
-) -> CheckpointTuple:
-    """The ``CheckpointTuple`` of a stored checkpoint, ``key`` being (thread, namespace, id)."""
-    thread_id, checkpoint_ns, checkpoint_id = key
-    return CheckpointTuple(
-        config={
-            "configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint_id}
-        },
-        checkpoint=checkpoint,
-        metadata=cast(CheckpointMetadata, metadata or {}),
-        parent_config=(
-            {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": parent_id}}
-            if parent_id
-            else None
-        ),
-        pending_writes=pending_writes,
-    )
-
-
-@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs a few microseconds per put
-class PutRow:
-    """A checkpoint serialized for storage: the values of its row, and a blob per new channel value."""
-
-    thread_id: str
-    checkpoint_ns: str
-    checkpoint_id: str
-    parent_id: str | None
-    type: str
-    checkpoint: bytes
-    metadata: str
-    run_id: str | None
-    created_at: float
-    delta_channels: str | None
-    blobs: builtins.list[tuple[str, str, str, bytes]]  # (channel, version, type, value)
-
-    @property
-    def config(self) -> RunnableConfig:
-        """The config ``put`` returns."""
-        return {
-            "configurable": {
-                "thread_id": self.thread_id,
-                "checkpoint_ns": self.checkpoint_ns,
-                "checkpoint_id": self.checkpoint_id,
-            }
-        }
-
-
-def put_row(
-    serde: SerializerProtocol,
-    config: RunnableConfig,
-    checkpoint: Checkpoint,
-    metadata: CheckpointMetadata,
-    new_versions: ChannelVersions,
-    *,
-    inline: Callable[[Any], bool] = lambda value: False,
-) -> PutRow:
-    """Serialize a checkpoint for ``put``: only the values of channels in ``new_versions`` become blobs.
-
-    The others are already stored under their unchanged version. A value
-    whose channel has no version cannot live in blobs and stays in the
-    checkpoint row, as does any value ``inline`` picks. A new version without
-    a value (a DeltaChannel between snapshots, a cleared channel) stores
-    nothing: absent reads as empty.
-    """
-    configurable = config["configurable"]
-    full_metadata = get_checkpoint_metadata(config, metadata)
-    values = checkpoint["channel_values"]
-    versions = checkpoint["channel_versions"]
-    kept = {k: v for k, v in values.items() if k not in versions or inline(v)}
-    blobs = [
-        (channel, str(version), *serde.dumps_typed(values[channel]))
-        for channel, version in new_versions.items()
-        if channel in values and channel not in kept
-    ]
-    stripped: dict[str, Any] = {k: v for k, v in checkpoint.items() if k != "channel_values"}
-    if kept:
-        stripped["channel_values"] = kept
-    type_, blob = serde.dumps_typed(stripped)
-    delta = _delta.delta_channels_of(full_metadata, versions, values)
-    run_id = full_metadata.get("run_id")
-    return PutRow(
-        thread_id=str(configurable["thread_id"]),
-        checkpoint_ns=configurable.get("checkpoint_ns", ""),
-        checkpoint_id=checkpoint["id"],
-        parent_id=configurable.get("checkpoint_id"),
-        type=type_,
-        checkpoint=blob,
-        metadata=metadata_json(full_metadata),
-        run_id=None if run_id is None else str(run_id),
-        created_at=time.time(),
-        delta_channels=None if delta is None else json.dumps(delta),
-        blobs=blobs,
-    )
-
-
-def write_rows(
-    serde: SerializerProtocol,
-    config: RunnableConfig,
-    writes: Sequence[tuple[str, Any]],
-    task_id: str,
-    task_path: str,
-) -> tuple[builtins.list[tuple[Any, ...]], builtins.list[tuple[Any, ...]]]:
-    """A task's writes as (regular, special) rows of the ``writes`` table's nine columns.
-
-    Regular writes are idempotent per (task, index): one already stored is
-    kept. Special writes (error, interrupt, resume, scheduled) have fixed
-    negative indices and replace the previous one, as in LangGraph's savers.
-    """
-    configurable = config["configurable"]
-    key = (str(configurable["thread_id"]), configurable.get("checkpoint_ns", ""), str(configurable["checkpoint_id"]))
-    regular: builtins.list[tuple[Any, ...]] = []
-    special: builtins.list[tuple[Any, ...]] = []
-    for idx, (channel, value) in enumerate(writes):
-        write_idx = WRITES_IDX_MAP.get(channel, idx)
-        row = (*key, task_id, task_path, write_idx, channel, *serde.dumps_typed(value))
-        (special if write_idx < 0 else regular).append(row)
-    return regular, special
 
 
 def _next_page(remaining: int | None, page: builtins.list[CheckpointTuple]) -> tuple[int | None, tuple[str, str, str]]:

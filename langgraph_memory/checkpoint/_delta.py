@@ -60,6 +60,10 @@ class Queries:
     """
 
     array: Callable[[Sequence[Any]], Any]
+    mark: str  # the placeholder
+    select: str  # checkpoints c, with what the backend's `_tuples` reads from each row
+    get_by_id: str  # (thread, ns, id) -> select's row of a visible checkpoint
+    get_latest: str  # (thread, ns) -> select's row of the newest visible checkpoint
     latest_id: str  # (thread, ns) -> checkpoint_id of the newest visible checkpoint
     ancestors: str  # (thread, ns, id, thread, ns) -> checkpoint_id, type, checkpoint; target first
     has_blob: str  # (thread, ns, channel, version)

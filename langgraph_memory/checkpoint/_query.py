@@ -22,20 +22,13 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph_memory.checkpoint._base import Queries, checkpoint_tuple, put_row, write_rows
-from langgraph_memory.checkpoint._base import page_query as _base_page_query
+from langgraph_memory.checkpoint._delta import Queries
 from langgraph_memory.checkpoint._pool import Statement
+from langgraph_memory.checkpoint._rows import checkpoint_tuple, put_row, write_rows
 from langgraph_memory.checkpoint.schema import PUT_ROWS_SQL
 
 CHECKPOINT_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata"
-GET_BY_ID = (
-    f"SELECT {CHECKPOINT_COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
-    "AND checkpoint_id = ? AND hidden = 0"
-)
-GET_LATEST = (
-    f"SELECT {CHECKPOINT_COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND hidden = 0 "
-    "ORDER BY checkpoint_id DESC LIMIT 1"
-)
+_SELECT = f"SELECT {CHECKPOINT_COLUMNS} FROM checkpoints c"
 CheckpointRow = tuple[str, str, str, "str | None", str, bytes, "str | None"]
 
 # One primary-key lookup per wanted (channel, version): CROSS JOIN keeps
@@ -62,6 +55,11 @@ _IN = "IN (SELECT value FROM json_each(?))"  # a list bound as one JSON paramete
 
 QUERIES = Queries(
     array=_json_array,
+    mark="?",
+    select=_SELECT,
+    get_by_id=f"{_SELECT} WHERE c.thread_id = ? AND c.checkpoint_ns = ? AND c.checkpoint_id = ? AND c.hidden = 0",
+    get_latest=f"{_SELECT} WHERE c.thread_id = ? AND c.checkpoint_ns = ? AND c.hidden = 0 "
+    "ORDER BY c.checkpoint_id DESC LIMIT 1",
     latest_id="SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND hidden = 0 "
     "ORDER BY checkpoint_id DESC LIMIT 1",
     # Target first, then its ancestors nearest first, following
@@ -138,25 +136,13 @@ def _filter_value(value: Any) -> tuple[str, Any]:
     return "= ?", str(value)
 
 
-def _metadata_filter(filter: dict[str, Any]) -> tuple[list[str], list[Any]]:
+def metadata_filter(filter: dict[str, Any]) -> tuple[list[str], list[Any]]:
     predicates, params = [], []
     for key, value in filter.items():
         operator, param = _filter_value(value)
         predicates.append(f"json_extract(c.metadata, '$.{key}') {operator}")
         params.append(param)
     return predicates, params
-
-
-def page_query(
-    config: RunnableConfig | None,
-    filter: dict[str, Any] | None,
-    before: RunnableConfig | None,
-    after: tuple[str, str, str] | None,
-    size: int,
-) -> tuple[str, list[Any]]:
-    """A page of ``list`` (see `_base.page_query`), selecting `CHECKPOINT_COLUMNS`."""
-    select = f"SELECT {CHECKPOINT_COLUMNS} FROM checkpoints c"
-    return _base_page_query(select, config, filter, before, after, size, mark="?", metadata_filter=_metadata_filter)
 
 
 def load_writes(

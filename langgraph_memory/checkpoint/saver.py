@@ -16,14 +16,13 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
-    get_checkpoint_id,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph_memory._infra.sqlite import translate
 from langgraph_memory.checkpoint import _query
 from langgraph_memory.checkpoint._base import CheckpointerBase, PruneStrategy, Queries, ThreadInfo
-from langgraph_memory.checkpoint._pool import _ConnectionPool
+from langgraph_memory.checkpoint._pool import Statement, _ConnectionPool
 from langgraph_memory.checkpoint.schema import Durability
 from langgraph_memory.config import Settings, resolve_lock_timeout
 from langgraph_memory.errors import ConfigError
@@ -200,108 +199,38 @@ class SqliteCheckpointer(CheckpointerBase):
     async def _awrite(self, fn: Callable[[sqlite3.Connection], T], what: str) -> T:
         return await asyncio.to_thread(self._pool.write, fn, what=what)
 
-    # -- reading -----------------------------------------------------------
+    # -- reading, for the shared core ---------------------------------------
 
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """The checkpoint ``config`` names, or the thread's latest; None if absent."""
-        return self._read(self._get_tuple_reader(config), "read a checkpoint")
-
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Async ``get_tuple``, read in a thread."""
-        return await self._aread(self._get_tuple_reader(config), "read a checkpoint")
-
-    def _get_tuple_reader(self, config: RunnableConfig) -> Callable[[sqlite3.Connection], CheckpointTuple | None]:
-        configurable = config["configurable"]
-        thread_id = str(configurable["thread_id"])
-        checkpoint_ns = configurable.get("checkpoint_ns", "")
-        checkpoint_id = get_checkpoint_id(config)
-
-        def read(conn: sqlite3.Connection) -> CheckpointTuple | None:
-            if checkpoint_id:
-                row = conn.execute(_query.GET_BY_ID, (thread_id, checkpoint_ns, checkpoint_id)).fetchone()
-            else:
-                row = conn.execute(_query.GET_LATEST, (thread_id, checkpoint_ns)).fetchone()
-            if row is None:
-                return None
-            writes = _query.load_writes(conn, self.serde, thread_id, checkpoint_ns, [row[2]])
-            (checkpoint,) = _query.load_checkpoints(conn, self.serde, [row])
-            return _query.to_tuple(row, checkpoint, writes[row[2]])
-
-        return read
-
-    _page_query = staticmethod(_query.page_query)
-
-    def _page_reader(self, sql: str, params: list[Any]) -> Callable[[sqlite3.Connection], list[CheckpointTuple]]:
+    def _rows_reader(self, sql: str, params: Sequence[Any]) -> Callable[[sqlite3.Connection], list[CheckpointTuple]]:
         return lambda conn: _query.fetch_tuples(conn, self.serde, conn.execute(sql, params).fetchall())
 
-    def _list_page(self, sql: str, params: list[Any]) -> list[CheckpointTuple]:
-        return self._read(self._page_reader(sql, params), "list checkpoints")
+    def _tuples(self, sql: str, params: Sequence[Any], what: str) -> list[CheckpointTuple]:
+        return self._read(self._rows_reader(sql, params), what)
 
-    async def _alist_page(self, sql: str, params: list[Any]) -> list[CheckpointTuple]:
-        return await self._aread(self._page_reader(sql, params), "list checkpoints")
+    async def _atuples(self, sql: str, params: Sequence[Any], what: str) -> list[CheckpointTuple]:
+        return await self._aread(self._rows_reader(sql, params), what)
 
-    # -- writing -----------------------------------------------------------
+    _metadata_filter = staticmethod(_query.metadata_filter)
 
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        """Store a checkpoint as a child of the one ``config`` names; return its config.
+    # -- writing, for the shared core ---------------------------------------
 
-        Only the values of channels in ``new_versions`` are serialized and
-        written; the others are already stored under their unchanged version.
-        """
-        statements, saved = _query.put_statements(self.serde, config, checkpoint, metadata, new_versions)
-        self._pool.write_statements(statements, what="save a checkpoint")
-        return saved
+    def _put_statement(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, versions: ChannelVersions
+    ) -> tuple[list[Statement], RunnableConfig]:
+        return _query.put_statements(self.serde, config, checkpoint, metadata, versions)
 
-    def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        """Store a task's writes against a checkpoint.
+    def _writes_statement(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
+    ) -> list[Statement] | None:
+        return _query.put_writes_statements(self.serde, config, writes, task_id, task_path) or None
 
-        Idempotent per (task, index): a regular write already stored is kept
-        as is; special writes (error, interrupt, resume, scheduled) use fixed
-        negative indices and replace the previous one, as in LangGraph's savers.
-        """
-        statements = _query.put_writes_statements(self.serde, config, writes, task_id, task_path)
-        self._pool.write_statements(statements, what="save pending writes")
+    def _commit(self, statement: list[Statement], what: str) -> None:
+        self._pool.write_statements(statement, what=what)
 
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        """Async ``put``: serialized here, committed in a thread before the await returns.
-
-        The event loop never runs SQLite: a COMMIT can wait for another
-        writer's lock, restart the WAL (an fsync) or run a WAL checkpoint,
-        and the LangGraph server fails any run that blocks its loop.
-        """
-        statements, saved = _query.put_statements(self.serde, config, checkpoint, metadata, new_versions)
-        await asyncio.to_thread(self._pool.write_statements, statements, what="save a checkpoint")
-        return saved
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        """Async ``put_writes``: serialized here, committed in a thread (see `aput()`)."""
-        statements = _query.put_writes_statements(self.serde, config, writes, task_id, task_path)
-        if statements:
-            await asyncio.to_thread(self._pool.write_statements, statements, what="save pending writes")
+    async def _acommit(self, statement: list[Statement], what: str) -> None:
+        # The event loop never runs SQLite: a COMMIT can wait for another writer's lock, restart the WAL
+        # (an fsync) or run a WAL checkpoint, and the LangGraph server fails any run that blocks its loop.
+        await asyncio.to_thread(self._pool.write_statements, statement, what=what)
 
 
 def _connection_refusal(conn: sqlite3.Connection) -> str:

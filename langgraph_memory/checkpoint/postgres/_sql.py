@@ -25,8 +25,9 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph_memory.checkpoint import _base
-from langgraph_memory.checkpoint._base import PutRow, Queries, checkpoint_tuple, write_rows
+from langgraph_memory.checkpoint import _rows
+from langgraph_memory.checkpoint._delta import Queries
+from langgraph_memory.checkpoint._rows import PutRow, checkpoint_tuple, write_rows
 
 __all__ = ["Statements", "put_params", "put_row", "queries", "row_to_tuple", "writes_statement"]
 
@@ -56,6 +57,11 @@ _IN = "= ANY(%s::text[])"  # a list bound as one array parameter
 # {s} is the quoted schema name (see queries()).
 _QUERIES = Queries(
     array=list,
+    mark="%s",
+    select=_SELECT,
+    get_by_id=f"{_SELECT} WHERE c.thread_id = %s AND c.checkpoint_ns = %s AND c.checkpoint_id = %s AND c.hidden = 0",
+    get_latest=f"{_SELECT} WHERE c.thread_id = %s AND c.checkpoint_ns = %s AND c.hidden = 0 "
+    "ORDER BY c.checkpoint_id DESC LIMIT 1",
     latest_id="SELECT checkpoint_id FROM {s}.checkpoints WHERE thread_id = %s AND checkpoint_ns = %s "
     "AND hidden = 0 ORDER BY checkpoint_id DESC LIMIT 1",
     # Target first, then its ancestors nearest first (see the SQLite twin in checkpoint/_query.py).
@@ -133,18 +139,15 @@ def queries(schema: str) -> Queries:
     fields: dict[str, Any] = {
         name: (value.format(s=s) if isinstance(value, str) else tuple(v.format(s=s) for v in value))
         for name, value in vars(_QUERIES).items()
-        if name != "array"
+        if name not in ("array", "mark")
     }
-    return Queries(array=list, **fields)
+    return Queries(array=list, mark="%s", **fields)
 
 
 @dataclass(frozen=True)
 class Statements:
     """Every statement of the saver for one schema name (already quoted in the text)."""
 
-    get_by_id: str
-    get_latest: str
-    select: str
     put: str
     writes_regular: str
     writes_special: str
@@ -153,7 +156,6 @@ class Statements:
     @classmethod
     def for_schema(cls, schema: str) -> Statements:
         s = f'"{schema}"'
-        select = _SELECT.format(s=s)
         cols = "(thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value)"
         unnest = (
             "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
@@ -167,11 +169,6 @@ class Statements:
             "task_path = EXCLUDED.task_path"
         )
         return cls(
-            get_by_id=f"{select} WHERE c.thread_id = %s AND c.checkpoint_ns = %s AND c.checkpoint_id = %s "
-            "AND c.hidden = 0",
-            get_latest=f"{select} WHERE c.thread_id = %s AND c.checkpoint_ns = %s AND c.hidden = 0 "
-            "ORDER BY c.checkpoint_id DESC LIMIT 1",
-            select=select,
             put=f"SELECT {s}.put_checkpoint(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
             "%s::text[], %s::text[], %s::text[], %s::bytea[], %s)",
             writes_regular=regular,
@@ -199,8 +196,8 @@ def put_row(
     metadata: CheckpointMetadata,
     new_versions: ChannelVersions,
 ) -> PutRow:
-    """The checkpoint serialized (see `_base.put_row`), small values kept in its row."""
-    return _base.put_row(serde, config, checkpoint, metadata, new_versions, inline=_is_small)
+    """The checkpoint serialized (see `_rows.put_row`), small values kept in its row."""
+    return _rows.put_row(serde, config, checkpoint, metadata, new_versions, inline=_is_small)
 
 
 def put_params(row: PutRow, checkpoint: Checkpoint, expect_head: bool) -> list[Any]:
@@ -242,7 +239,7 @@ def _text(value: bytes | memoryview | None) -> str:
 
 
 def row_to_tuple(serde: SerializerProtocol, row: Sequence[Any]) -> CheckpointTuple:
-    """A ``CheckpointTuple`` from a row of ``Statements.select``."""
+    """A ``CheckpointTuple`` from a row of ``Queries.select``."""
     thread_id, checkpoint_ns, checkpoint_id, parent_id, type_, blob, metadata, blobs, writes = row
     checkpoint: Checkpoint = serde.loads_typed((type_, bytes(blob)))
     values = checkpoint.get("channel_values") or {}

@@ -16,14 +16,13 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
-    get_checkpoint_id,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg import AsyncConnection, Connection
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from langgraph_memory.checkpoint import _base
+from langgraph_memory.checkpoint import _rows
 from langgraph_memory.checkpoint._base import CheckpointerBase
 from langgraph_memory.checkpoint.postgres import _schema, _sql
 from langgraph_memory.checkpoint.postgres._database import Database
@@ -196,7 +195,7 @@ class PostgresCheckpointer(CheckpointerBase):
 
     def _put_params(
         self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, versions: ChannelVersions
-    ) -> tuple[builtins.list[Any], RunnableConfig]:
+    ) -> tuple[tuple[str, builtins.list[Any]], RunnableConfig]:
         row = _sql.put_row(self.serde, config, checkpoint, metadata, versions)
         if not self.check_conflicts:
             expect_head = False
@@ -205,66 +204,28 @@ class PostgresCheckpointer(CheckpointerBase):
         else:
             with self._heads_lock:
                 expect_head = self._empty.pop((row.thread_id, row.checkpoint_ns), False) is None
-        return _sql.put_params(row, checkpoint, expect_head), row.config
+        return (self._sql.put, _sql.put_params(row, checkpoint, expect_head)), row.config
 
-    # -- reading -----------------------------------------------------------
+    # -- reading, for the shared core ---------------------------------------
 
-    def _get_query(self, config: RunnableConfig) -> tuple[str, tuple[Any, ...], tuple[str, str] | None]:
-        configurable = config["configurable"]
-        thread_id = str(configurable["thread_id"])
-        checkpoint_ns = configurable.get("checkpoint_ns", "")
-        checkpoint_id = get_checkpoint_id(config)
-        if checkpoint_id:
-            return self._sql.get_by_id, (thread_id, checkpoint_ns, checkpoint_id), None
-        return self._sql.get_latest, (thread_id, checkpoint_ns), (thread_id, checkpoint_ns)
-
-    def _tuple_of(self, row: Sequence[Any] | None, latest: tuple[str, str] | None) -> CheckpointTuple | None:
-        if row is None:
+    def _found(self, found: builtins.list[CheckpointTuple], latest: tuple[str, str] | None) -> CheckpointTuple | None:
+        if not found:
             if latest is not None:
                 self._saw_empty(*latest)
             return None
-        found = _sql.row_to_tuple(self.serde, row)
         if latest is not None and self.check_conflicts:
-            found.config["configurable"][_LATEST] = True
-        return found
+            found[0].config["configurable"][_LATEST] = True
+        return found[0]
 
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """The checkpoint ``config`` names, or the thread's latest; None if absent."""
-        sql, params, latest = self._get_query(config)
-        rows = self._db.fetch(sql, params, "read a checkpoint")
-        return self._tuple_of(rows[0] if rows else None, latest)
+    def _tuples(self, sql: str, params: Sequence[Any], what: str) -> builtins.list[CheckpointTuple]:
+        return [_sql.row_to_tuple(self.serde, row) for row in self._db.fetch(sql, params, what)]
 
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Async ``get_tuple``."""
-        sql, params, latest = self._get_query(config)
-        rows = await self._db.afetch(sql, params, "read a checkpoint")
-        return self._tuple_of(rows[0] if rows else None, latest)
+    async def _atuples(self, sql: str, params: Sequence[Any], what: str) -> builtins.list[CheckpointTuple]:
+        return [_sql.row_to_tuple(self.serde, row) for row in await self._db.afetch(sql, params, what)]
 
-    def _page_query(
-        self,
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,
-        before: RunnableConfig | None,
-        after: tuple[str, str, str] | None,
-        size: int,
-    ) -> tuple[str, builtins.list[Any]]:
-        return _base.page_query(
-            self._sql.select,
-            config,
-            filter,
-            before,
-            after,
-            size,
-            mark="%s",
-            metadata_filter=lambda f: (["c.metadata @> %s::jsonb"], [_base.metadata_json(f).replace("\\u0000", "")]),
-        )
-
-    def _list_page(self, sql: str, params: builtins.list[Any]) -> builtins.list[CheckpointTuple]:
-        return [_sql.row_to_tuple(self.serde, row) for row in self._db.fetch(sql, params, "list checkpoints")]
-
-    async def _alist_page(self, sql: str, params: builtins.list[Any]) -> builtins.list[CheckpointTuple]:
-        rows = await self._db.afetch(sql, params, "list checkpoints")
-        return [_sql.row_to_tuple(self.serde, row) for row in rows]
+    @staticmethod
+    def _metadata_filter(filter: dict[str, Any]) -> tuple[builtins.list[str], builtins.list[Any]]:
+        return ["c.metadata @> %s::jsonb"], [_rows.metadata_json(filter).replace("\\u0000", "")]
 
     def explain_list(
         self,
@@ -285,65 +246,20 @@ class PostgresCheckpointer(CheckpointerBase):
         verb = "EXPLAIN (ANALYZE, BUFFERS)" if analyze else "EXPLAIN"
         return "\n".join(str(row[0]) for row in self._db.fetch(f"{verb} {sql}", params, "explain list", binary=False))
 
-    # -- writing -----------------------------------------------------------
+    # -- writing, for the shared core ---------------------------------------
 
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        """Store a checkpoint as a child of the one ``config`` names; return its config.
+    _put_statement = _put_params
 
-        Committed when this returns. Raises ``CheckpointConflictError`` if
-        the parent was read as the thread's newest checkpoint and another
-        writer has stored a newer one since.
-        """
-        params, saved = self._put_params(config, checkpoint, metadata, new_versions)
-        self._db.execute(self._sql.put, params, "save a checkpoint")
-        return saved
+    def _writes_statement(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
+    ) -> tuple[str, builtins.list[Any]] | None:
+        return _sql.writes_statement(self._sql, self.serde, config, writes, task_id, task_path)
 
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        """Async ``put``: committed before the await returns."""
-        params, saved = self._put_params(config, checkpoint, metadata, new_versions)
-        await self._db.aexecute(self._sql.put, params, "save a checkpoint")
-        return saved
+    def _commit(self, statement: tuple[str, builtins.list[Any]], what: str) -> None:
+        self._db.execute(*statement, what)
 
-    def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        """Store a task's writes against a checkpoint, in one statement.
-
-        Idempotent per (task, index): a regular write already stored is kept;
-        special writes (error, interrupt, resume, scheduled) replace the
-        previous one, as in LangGraph's savers.
-        """
-        statement = _sql.writes_statement(self._sql, self.serde, config, writes, task_id, task_path)
-        if statement is not None:
-            self._db.execute(*statement, "save pending writes")
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        """Async ``put_writes``."""
-        statement = _sql.writes_statement(self._sql, self.serde, config, writes, task_id, task_path)
-        if statement is not None:
-            await self._db.aexecute(*statement, "save pending writes")
+    async def _acommit(self, statement: tuple[str, builtins.list[Any]], what: str) -> None:
+        await self._db.aexecute(*statement, what)
 
     # -- thread activity, for the archive job ---------------------------------
 
