@@ -30,24 +30,24 @@ keeping the score in [0, 1], higher better:
    ``min(1, temporal_weight(age) * importance_multiplier(accesses))``: a new
    or much-used memory keeps its relevance, an old unused one loses up to
    ``temporal_share`` of it. The default share is 0: age alone does not lower
-   a score (measured, it cost LoCoMo recall@10 more than 0.01 on two
-   development conversations and gained the recency benchmark nothing the
-   next step does not);
-5. **newer first** (`newer_first()`, memories that are not turns): an older
-   result goes just below a newer one (``NEWER_MARGIN``) when the two replace
-   each other: among the results, the newer is the one most like the older
-   of all those written after it, and the older the one most like the newer
-   of all those written before it; their vectors' cosine is at least
-   ``supersede_similarity``; and the newer scores at least
-   ``supersede_ratio`` of the older's (both at least ``NEWER_FLOOR``). So a
-   restated, corrected or replaced fact comes after its replacement, while
-   another fact of the same subject keeps its place: a newer memory displaces
-   only its own closest predecessor. Recency acts only there, so memories
-   about different things keep their order whatever their age. Conversation
-   turns are left alone: a conversation is a record of what was said when,
-   and the turns of one conversation are so alike (a cosine of 0.7-0.8
-   between different statements on LoCoMo) that the rule would bury the
-   sessions questions ask about.
+   a score (at 0.2 it cost LoCoMo recall@10 more than 0.01 on two development
+   conversations, and with the next step on, the recency benchmark does best
+   without it);
+5. **newer first** (`newer_first()`, memories that are not turns, with
+   ``temporal`` set): an older result goes just below a newer one
+   (``NEWER_MARGIN``) when the two replace each other: among the results, the
+   newer is the one most like the older of all those written after it, and the
+   older the one most like the newer of all those written before it; their
+   vectors' cosine is at least ``supersede_similarity``; and the newer scores
+   at least ``supersede_ratio`` of the older's (both at least
+   ``NEWER_FLOOR``). So a restated, corrected or replaced fact comes after its
+   replacement, while another fact of the same subject keeps its place: a
+   newer memory displaces only its own closest predecessor. Recency acts only
+   there, so memories about different things keep their order whatever their
+   age. Conversation turns are left alone: a conversation is a record of what
+   was said when, and the turns of one conversation are so alike (a cosine of
+   0.7-0.8 between different statements on LoCoMo) that the rule would bury
+   the sessions questions ask about.
 
 Equal final scores (equal evidence) are ordered by the stronger side, then the cosine.
 
