@@ -44,11 +44,9 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))  # the checkout: its langgraph_memory and bench.common
-sys.path.insert(0, str(HERE))
-import recency_bench as RB  # noqa: E402
-
 from bench.common.report import machine  # noqa: E402
 from bench.recall._locomo_signals import load_turns  # noqa: E402
+from bench.recall.recency import _recency as RB  # noqa: E402
 from langgraph_memory.catalog.keywords import index_terms, query_terms  # noqa: E402
 from langgraph_memory.search.ranking import NEWER_FLOOR, NEWER_MARGIN  # noqa: E402
 
@@ -173,7 +171,7 @@ class Plain:
         self.fusion = self.loc.fusions["turns stored as plain memories"]
 
     def recall(self, share: float, p: Design | None) -> dict[str, tuple[float, float]]:
-        self.loc._temporal(share, RATE)
+        self.loc.set_temporal(share, RATE)
         r10, r1 = np.empty(len(self.loc.qs)), np.empty(len(self.loc.qs))
         for i, q in enumerate(self.loc.qs):
             n = q.question.conv
