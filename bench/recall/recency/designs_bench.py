@@ -21,7 +21,7 @@ temporal weighting. Designs:
 * ``pair keywords``: ``cosine``, and the two share at least ``c`` of their
   words (Jaccard of their index terms);
 * ``within the first 10, just below``: ``cosine``, only between results of the
-  first ten, the older put just below the newer (never out of the ten);
+  first ten, the older put just below the newer (so it hardly ever leaves them);
 * ``mutual`` (the library's rule): ``cosine``, and the two are each other's
   closest match across time: of the results newer than the older, the newer is
   the most like it, and of the results older than the newer, the older is.
