@@ -403,27 +403,31 @@ class IndexCore(ABC):
         applied = 0
         log = self._log()
         while True:
-            # Read from the catalog, then hold the index lock for this chunk's upsert only: a search holds
-            # the catalog and then asks for the index, so holding the index while asking for the catalog
-            # could wait on each other (with the catalog on a server, this runs in a thread of its own).
-            with log.read() as conn:
-                rows = _queue.pending(conn, name, limit=_APPLY_CHUNK)
-                if not rows:
-                    break
-                n_old: dict[int, int] = {}
-                for _seq, item_id, n in rows:
-                    n_old[item_id] = max(n_old.get(item_id, 0), n)
-                vectors = _item_rows.load_vectors(conn, list(n_old))
             self._chroma_name(name, record=True)  # before the index lock (see ``_names``)
-            with self._use(write=True) as client:
+            # Read the chunk holding the index lock: another applier (the catch-up thread, an inline sync,
+            # another process) that applied a later delete or update between this read and this upsert was
+            # undone by it (a deleted item came back as a Chroma record without its item). The read waits on
+            # nothing that waits for the index: a SQLite reader never waits for a writer, and on a server the
+            # log has a connection of its own (a search holds the catalog's and then asks for the index).
+            with self._use() as client:
                 self._applying = True
                 try:
-                    col = self._collection(client, name, create=True)
-                    self._apply(col, n_old, vectors)
-                except LangGraphMemoryError:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - Chroma's errors are many and untyped
-                    raise self._failed(name, exc, "applying changes") from exc
+                    with log.read() as conn:
+                        rows = _queue.pending(conn, name, limit=_APPLY_CHUNK)
+                        if not rows:
+                            break
+                        n_old: dict[int, int] = {}
+                        for _seq, item_id, n in rows:
+                            n_old[item_id] = max(n_old.get(item_id, 0), n)
+                        vectors = _item_rows.load_vectors(conn, list(n_old))
+                    with self._use(write=True):  # nested: a pass that finds nothing left records no write
+                        try:
+                            col = self._collection(client, name, create=True)
+                            self._apply(col, n_old, vectors)
+                        except LangGraphMemoryError:
+                            raise
+                        except Exception as exc:  # noqa: BLE001 - Chroma's errors are many and untyped
+                            raise self._failed(name, exc, "applying changes") from exc
                 finally:
                     self._applying = False
             with log.write(ordered=False) as conn:  # needs no place in the change log
