@@ -36,6 +36,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -43,7 +44,18 @@ from langgraph_memory.catalog.connection import Sql, both
 from langgraph_memory.catalog.item_rows import chunked, item_uid
 from langgraph_memory.errors import InvalidArgumentError
 
-__all__ = ["EvidenceEnds", "note", "follow", "forget", "ends", "ends_by_uid", "check_cutoff"]
+__all__ = [
+    "CutoffArgs",
+    "EvidenceEnds",
+    "note",
+    "follow",
+    "forget",
+    "raise_ends",
+    "ends",
+    "ends_by_uid",
+    "check_cutoff",
+    "cutoff_of",
+]
 
 _NEXT_SEQ = "(SELECT COALESCE(MAX(seq), 0) + 1 FROM evidence_ends)"
 # A row moves forward only: a later date, or a date where there was none (a forgotten item's NULL).
@@ -134,6 +146,20 @@ def _spread(conn: sqlite3.Connection, frontier: list[str], end: date) -> None:
             if (known.get(uid) or date.min) < end:
                 conn.execute(_SET.of(conn), (uid, cid, _iso(end)))
                 frontier.append(cid)
+
+
+def raise_ends(conn: sqlite3.Connection, dated: Iterable[tuple[Sequence[str], str, date]]) -> None:
+    """Move each ``(namespace, item_id, end)`` item's evidence end forward to ``end``, and its descendants' with it.
+
+    For evidence ends that come from elsewhere (an imported bundle's), inside the write transaction that
+    adds the items' lineage. A later date already here stands: dates only move forward.
+    """
+    for namespace, item_id, end in dated:
+        uid = item_uid(namespace, item_id)
+        if (ends_by_uid(conn, [uid]).get(uid) or date.min) >= end:
+            continue
+        conn.execute(_SET.of(conn), (uid, item_id, _iso(end)))
+        _spread(conn, [item_id], end)
 
 
 def forget(conn: sqlite3.Connection, item_ids: Iterable[str]) -> None:
@@ -236,3 +262,44 @@ def check_cutoff(value: object) -> date | None:
         return value
     hint = f": pass date.fromisoformat({value!r})" if isinstance(value, str) else ""
     raise InvalidArgumentError(f"data_cutoff must be a datetime.date, got {type(value).__name__} {value!r}{hint}")
+
+
+class CutoffArgs(TypedDict, total=False):
+    """The data cut-off arguments, declared once for every read that returns memories.
+
+    The store's searches, the typed research queries and `Memory.as_of()`'s take them as
+    ``**cutoff: Unpack[CutoffArgs]``; the MCP tools and the ``research`` CLI command derive theirs from it.
+
+    Attributes:
+        data_cutoff: a ``datetime.date``: keep only memories whose evidence ends on or before it (the last
+            market date of the data behind them, through lineage). None or absent: no cut-off.
+        include_undated: with a cut-off, also keep memories whose evidence end is unknown (left out by
+            default: what cannot be shown to predate the cut-off might not).
+    """
+
+    data_cutoff: date | None
+    include_undated: bool
+
+
+def cutoff_of(args: dict[str, Any]) -> tuple[date | None, bool]:
+    """The checked cut-off of ``**cutoff`` arguments: ``(day or None, include_undated)``.
+
+    A misspelt argument would silently let everything through, so any name but the two is refused.
+
+    Examples:
+        >>> cutoff_of({"data_cutoff": date(2019, 12, 31)})
+        (datetime.date(2019, 12, 31), False)
+        >>> cutoff_of({"data_cutof": date(2019, 12, 31)})
+        Traceback (most recent call last):
+        ...
+        langgraph_memory.errors.InvalidArgumentError: unexpected argument data_cutof: a read takes data_cutoff and include_undated
+    """
+    unknown = set(args) - set(CutoffArgs.__annotations__)
+    if unknown:
+        raise InvalidArgumentError(
+            f"unexpected argument {', '.join(sorted(unknown))}: a read takes data_cutoff and include_undated"
+        )
+    include = args.get("include_undated", False)
+    if not isinstance(include, bool):
+        raise InvalidArgumentError(f"include_undated must be True or False, got {include!r}")
+    return check_cutoff(args.get("data_cutoff")), include

@@ -289,7 +289,7 @@ def recall_node(
         opts = search_options(store, include_retired)
         if as_of_checkpoint:
             store = checkpoint_store(store, config)
-        opts |= _cutoff(state, store)  # an as-of view keeps no past evidence ends: it refuses a cut-off
+        opts |= _cutoff(state, store)
         results = [store.search(ns, query=text, filter=filter, limit=k, **opts) for ns in nss]
         return {output_key: _merge(results, k, min_relevance)}
 
@@ -301,7 +301,7 @@ def recall_node(
         opts = search_options(store, include_retired)
         if as_of_checkpoint:
             store = checkpoint_store(store, config)
-        opts |= _cutoff(state, store)  # an as-of view keeps no past evidence ends: it refuses a cut-off
+        opts |= _cutoff(state, store)
         results = await asyncio.gather(*(store.asearch(ns, query=text, filter=filter, limit=k, **opts) for ns in nss))
         return {output_key: _merge(list(results), k, min_relevance)}
 
