@@ -46,6 +46,7 @@ from langgraph_memory.errors import InvalidArgumentError
 
 __all__ = [
     "CutoffArgs",
+    "EndsAfter",
     "EvidenceEnds",
     "note",
     "follow",
@@ -78,10 +79,10 @@ _FORGET = Sql.both(
 )
 # What changed after a seq, and always the newest row: a newest seq below the one a process has seen
 # means the table was replaced (a restored or copied catalog), and the process reads it all again.
-_CHANGED = Sql.both(
-    "SELECT uid, evidence_end, seq FROM evidence_ends WHERE seq > ? OR seq = (SELECT MAX(seq) FROM evidence_ends)"
-)
-_ALL = Sql.both("SELECT uid, evidence_end, seq FROM evidence_ends")
+# Each with the catalog id of its item (None: not in the store), so a search can skip failing items unread.
+_READ = "SELECT e.uid, e.evidence_end, e.seq, i.id FROM evidence_ends e LEFT JOIN items i ON i.uid = e.uid"
+_CHANGED = Sql.both(f"{_READ} WHERE e.seq > ? OR e.seq = (SELECT MAX(seq) FROM evidence_ends)")
+_ALL = Sql.both(_READ)
 
 
 def _iso(day: date | None) -> str | None:
@@ -197,6 +198,10 @@ class EvidenceEnds:
     def __init__(self) -> None:
         self._seq = 0
         self._ends: dict[str, int] = {}
+        # The same dates by catalog item id (0: none known), for `after()`. Ids only grow and an item keeps
+        # its id and uid while it lives, so an id read once stays right or names an item gone; 4 bytes per
+        # item ever stored.
+        self._by_id = np.zeros(0, dtype=np.int32)
         self._lock = threading.Lock()
         self._sorted: np.ndarray | None = None  # the dates, sorted, for `share()`; None after a change
 
@@ -228,15 +233,54 @@ class EvidenceEnds:
             if top < self._seq:  # the table was replaced (or emptied): read it all
                 rows = conn.execute(_ALL.of(conn)).fetchall()
                 self._ends = {}
+                self._by_id = np.zeros(0, dtype=np.int32)
             if top != self._seq:  # something changed: the sorted dates are made again when next asked for
                 self._sorted = None
-            for uid, end, _seq in rows:
-                if end is None:
-                    self._ends.pop(uid, None)
+            known = [int(r[3]) for r in rows if r[3] is not None]
+            if known and max(known) >= len(self._by_id):  # a new array: an `after()` in use keeps the old one
+                grown = np.zeros(max(max(known) + 1, 2 * len(self._by_id)), dtype=np.int32)
+                grown[: len(self._by_id)] = self._by_id
+                self._by_id = grown
+            for uid, end, _seq, item_id in rows:
+                day = 0 if end is None else date.fromisoformat(end).toordinal()
+                if day:
+                    self._ends[uid] = day
                 else:
-                    self._ends[uid] = date.fromisoformat(end).toordinal()
+                    self._ends.pop(uid, None)
+                if item_id is not None:
+                    self._by_id[int(item_id)] = day
             self._seq = top
             return self._ends
+
+    def after(self, cutoff: int) -> EndsAfter:
+        """The catalog ids of the items known, as of the last `snapshot()`, to end after ``cutoff`` (an ordinal).
+
+        A search skips them without reading them (the planner's ``skip_ids``). Dates only move forward, so
+        what ends after the cut-off at the snapshot still does when the search returns.
+        """
+        with self._lock:
+            return EndsAfter(self._by_id, cutoff)
+
+
+class EndsAfter:
+    """A container of the catalog item ids whose evidence ends after ``cutoff``: ``item_id in after``.
+
+    Items whose date is unknown here (undated, or stored since the snapshot) are not in it: a search reads
+    them and checks them by uid.
+    """
+
+    __slots__ = ("by_id", "cutoff")
+
+    def __init__(self, by_id: np.ndarray, cutoff: int) -> None:
+        self.by_id = by_id
+        self.cutoff = cutoff
+
+    def __contains__(self, item_id: object) -> bool:
+        i = int(item_id)  # type: ignore[call-overload]  # an int or a numpy integer
+        return 0 <= i < len(self.by_id) and bool(self.by_id[i] > self.cutoff)
+
+    def __bool__(self) -> bool:
+        return bool(len(self.by_id))
 
 
 def check_cutoff(value: object) -> date | None:

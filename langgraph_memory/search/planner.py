@@ -186,7 +186,10 @@ class Planner(PlanChoice):
         if need <= 0:
             return out
         where = _scope.any_scope([s.sql for s in scopes])
-        for it in _scope.newest_items(conn, where, conds, page=max(need, 100), unindexed_only=unindexed_only):
+        skip: Container[int] = getattr(omit, "skip_ids", ())  # known to be left out: not parsed
+        for it in _scope.newest_items(
+            conn, where, conds, page=max(need, 100), unindexed_only=unindexed_only, skip=skip
+        ):
             if _filters.matches(it.value, op.filter) and not omit(it):
                 out.append(it)
                 if len(out) >= need:

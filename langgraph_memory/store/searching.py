@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from datetime import UTC, date, datetime
 from typing import Any, Unpack
 
@@ -68,12 +68,19 @@ def checked_count(value: Any, name: str) -> int:
 
 
 def _after_cutoff(
-    omit: Callable[[StoredItem], bool], ends: dict[str, int], cutoff: date, include_undated: bool, keeps: float
+    omit: Callable[[StoredItem], bool],
+    ends: dict[str, int],
+    cutoff: date,
+    include_undated: bool,
+    keeps: float,
+    after: Container[int],
 ) -> Callable[[StoredItem], bool]:
     """``omit``, also leaving out items whose evidence ends after ``cutoff`` (and undated ones, unless included).
 
     ``keeps``, the share of items expected to pass, goes with it as its attribute ``keeps``: the planner
-    plans for that many candidates (see `Planner._narrow`).
+    plans for that many candidates (see `Planner._narrow`). ``after`` (the ids known to end after the
+    cut-off) joins ``omit``'s own ``skip_ids``: the planner leaves those out unread, so a cut-off costs
+    ranking deeper, not reading and parsing what it drops.
     """
     last = cutoff.toordinal()
     undated = 0 if include_undated else last + 1  # an unknown end counts as before the cut-off, or after it
@@ -82,8 +89,23 @@ def _after_cutoff(
         return ends.get(it.uid, undated) > last or omit(it)
 
     omitted.keeps = keeps  # type: ignore[attr-defined]
-    omitted.skip_ids = getattr(omit, "skip_ids", ())  # type: ignore[attr-defined]
+    omitted.skip_ids = _Either(getattr(omit, "skip_ids", ()), after)  # type: ignore[attr-defined]
     return omitted
+
+
+class _Either:
+    """The ids in either container (``skip_ids`` of an as-of view and of a cut-off)."""
+
+    __slots__ = ("a", "b")
+
+    def __init__(self, a: Container[int], b: Container[int]) -> None:
+        self.a, self.b = a, b
+
+    def __contains__(self, item_id: object) -> bool:
+        return item_id in self.a or item_id in self.b
+
+    def __bool__(self) -> bool:
+        return bool(self.a) or bool(self.b)
 
 
 def _search_items(hits: Iterable[tuple[float | None, StoredItem]]) -> list[SearchItem]:
@@ -436,7 +458,7 @@ class SearchingStore(BaseStore):
             return omit
         ends = self._evidence.snapshot(conn)
         keeps = self._evidence.share(cutoff.toordinal(), include_undated)
-        return _after_cutoff(omit, ends, cutoff, include_undated, keeps)
+        return _after_cutoff(omit, ends, cutoff, include_undated, keeps, self._evidence.after(cutoff.toordinal()))
 
     def _run_search(
         self,
