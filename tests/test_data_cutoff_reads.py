@@ -184,7 +184,7 @@ def _cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
 
 
-def test_the_research_cli_takes_data_cutoff(tmp_path: Path) -> None:
+def test_the_research_and_search_commands_take_data_cutoff(tmp_path: Path) -> None:
     data_dir = tmp_path / "memory"
     with Memory.open(data_dir) as mem:  # the default model: the command line searches with it too
         r = _seed(mem)
@@ -196,6 +196,11 @@ def test_the_research_cli_takes_data_cutoff(tmp_path: Path) -> None:
     assert {h["id"] for h in json.loads(out.stdout)["results"]} <= {r["l_old"].id}
     bad = _cli(data_dir, "research", "query_backtests", "--data-cutoff", "2019-31-12")
     assert bad.returncode != 0 and "data_cutoff" in bad.stderr and "Traceback" not in bad.stderr
+    out = _cli(data_dir, "search", "momentum", "--collection", "backtests", "--data-cutoff", "2019-12-31", "--json")
+    assert out.returncode == 0, out.stderr
+    assert [h["key"] for h in json.loads(out.stdout)] == [r["old"].id]
+    bad = _cli(data_dir, "search", "momentum", "--data-cutoff", "end of 2019")
+    assert bad.returncode != 0 and "--data-cutoff" in bad.stderr and "Traceback" not in bad.stderr
 
 
 # ------------------------------------------------------------ bundles
