@@ -471,10 +471,15 @@ class Planner(PlanChoice):
         # Items ``omit`` is known to leave out by id (a read as of a moment: those changed since) are not read.
         skip: Container[int] = getattr(omit, "skip_ids", ())
         while pos < len(ranked) and len(out) < need:
-            chunk = ranked[pos : pos + batch]
-            pos += batch
-            if skip:
-                chunk = [c for c in chunk if c[0] not in skip]
+            if skip:  # a chunk of ``batch`` items to read: one read, however many the skipped are
+                chunk: list[tuple[int, float]] = []
+                while pos < len(ranked) and len(chunk) < batch:
+                    if ranked[pos][0] not in skip:
+                        chunk.append(ranked[pos])
+                    pos += 1
+            else:
+                chunk = ranked[pos : pos + batch]
+                pos += batch
             if rows is not None:
                 items = {i: _item_rows.item_from_row(rows[i]) for i, _ in chunk if i in rows}
             else:
