@@ -391,3 +391,56 @@ def test_a_memory_stored_by_store_node_under_a_dated_parent_takes_its_date(mem: 
     assert len(found) == 1
     assert mem.store.search(("lessons",), filter={"lesson": "Whipsaw again"}, data_cutoff=date(2020, 12, 30)) == []
     assert len(mem.store.search(("lessons",), filter={"lesson": "Whipsaw again"}, data_cutoff=date(2020, 12, 31))) == 1
+
+
+@pytest.mark.parametrize(
+    ("prefix", "query", "flt"),
+    [
+        (("notes", "g0", "u4"), "note 123", None),  # exact over one namespace
+        (("notes",), "note 123", None),  # exact once the cut-off narrows it (5% pass)
+        (("notes",), "note 123", {"kind": "odd"}),
+        (("notes",), None, None),  # a listing
+    ],
+)
+def test_a_cutoff_search_never_parses_the_values_of_items_known_to_end_after_it(
+    big: ChromaStore, monkeypatch: pytest.MonkeyPatch, prefix: tuple[str, ...], query: str | None, flt: dict | None
+) -> None:
+    from langgraph_memory.catalog import item_rows
+
+    cutoff = date.fromordinal(FIRST.toordinal() + 30)
+    big.search(prefix, query=query, filter=flt, data_cutoff=cutoff)  # vectors and evidence ends read once
+    parsed: list[str] = []
+    real = item_rows.item_from_row
+
+    def spy(row: Any) -> Any:  # the real parse, noting whose value it parsed
+        it = real(row)
+        parsed.append(it.key)
+        return it
+
+    monkeypatch.setattr(item_rows, "item_from_row", spy)
+    got = big.search(prefix, query=query, filter=flt, limit=10, data_cutoff=cutoff)
+    assert got and all(_end(int(h.key[1:])) <= cutoff for h in got)  # type: ignore[operator]
+    late = [key for key in parsed if (_end(int(key[1:])) or date.min) > cutoff]
+    assert late == []  # ranked past unread: the cut-off costs ranking deeper, not reading what it drops
+
+
+def test_a_hybrid_cutoff_search_never_parses_the_values_of_memories_known_to_end_after_it(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langgraph_memory.catalog import item_rows
+
+    r = _research(mem)
+    late = {r[name].id for name, end in ENDS.items() if end is not None and end > date(2018, 12, 31)}
+    mem.get_relevant_lessons("momentum crash", data_cutoff=date(2018, 12, 31))  # evidence ends read once
+    parsed: list[str] = []
+    real = item_rows.item_from_row
+
+    def spy(row: Any) -> Any:  # the real parse, noting whose value it parsed
+        it = real(row)
+        parsed.append(it.key)
+        return it
+
+    monkeypatch.setattr(item_rows, "item_from_row", spy)
+    for label in ("lessons", "backtests", "strategies"):
+        mem.store.search((label,), query="momentum crash in 2020", data_cutoff=date(2018, 12, 31))
+    assert parsed and not late & set(parsed)

@@ -13,6 +13,7 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langgraph_memory import Memory
+from langgraph_memory.catalog.evidence import CutoffArgs
 from langgraph_memory.cli import build_parser, main
 from langgraph_memory.mcp.server import build_server
 from langgraph_memory.research.calls import AS_OF_CALLS, CALLS, HIDDEN, research_calls
@@ -31,14 +32,15 @@ def fake_default_model(monkeypatch, fake_embeddings):
 
 
 def _declared(name: str) -> list[str]:
-    """The parameters the research API declares for ``name``, as offered (``k`` is ``limit``; a call that
-    reads takes ``as_of`` too)."""
-    params = inspect.signature(CALLS[name]).parameters.values()
-    return [
-        "limit" if p.name == "k" else p.name
-        for p in params
-        if p.name not in HIDDEN and p.kind is not inspect.Parameter.VAR_KEYWORD
-    ] + (["as_of"] if name in AS_OF_CALLS else [])
+    """The parameters the research API declares for ``name``, as offered (``k`` is ``limit``; the data
+    cut-off's ``**cutoff: Unpack[CutoffArgs]`` is its two arguments; a call that reads takes ``as_of`` too)."""
+    names: list[str] = []
+    for p in inspect.signature(CALLS[name]).parameters.values():
+        if p.kind is inspect.Parameter.VAR_KEYWORD:
+            names += list(CutoffArgs.__annotations__) if "CutoffArgs" in str(p.annotation) else []
+        elif p.name not in HIDDEN:
+            names.append("limit" if p.name == "k" else p.name)
+    return names + (["as_of"] if name in AS_OF_CALLS else [])
 
 
 def _cli_options(name: str) -> list[str]:

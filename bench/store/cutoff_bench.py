@@ -1,6 +1,6 @@
 """What a data cut-off costs a search: p50/p95 per plan without one and with two, timed interleaved, and recall@10.
 
-    .venv/bin/python bench/store/cutoff_bench.py [--sizes 10000,100000] [--queries 100]
+    .venv/bin/python bench/store/cutoff_bench.py [--sizes 10000,100000] [--queries 100] [--compare-reads]
 
 One collection of N items (384-d vectors from the seeded mixture of `bench.common.items`, looked up by text, so
 no model runs) in 100 namespaces, values ``{"text", "kind"}`` with ``kind`` ``"rare"`` for 1% and ``"common"``
@@ -15,6 +15,11 @@ first, so load drift hits them alike. recall@10 is the share of the exact top 10
 without a cut-off: a cut-off that few items pass turns an HNSW plan exact (its debug log says so). Runs after the index has caught up
 and after one search with a cut-off has read the evidence ends into memory (its time is printed: a process pays
 it once). SQLite catalog, embedded Chroma.
+
+``--compare-reads`` adds each cut-off once more as "read then drop": the search as it ran before it skipped
+the items known to end after the cut-off unread (the store's evidence ends then name no item ids, so every
+candidate is read and parsed before the cut-off drops it). It rotates with the others, so the two are
+timed interleaved on the same store.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from langgraph.store.base import PutOp  # noqa: E402
 from bench.common.items import DIMS, Mixture, near  # noqa: E402
 from bench.common.report import cpu_flags, cpu_model  # noqa: E402
 from langgraph_memory.catalog import evidence  # noqa: E402
+from langgraph_memory.catalog.evidence import EndsAfter  # noqa: E402
 from langgraph_memory.store import ChromaStore  # noqa: E402
 
 FIRST = date(2010, 1, 1).toordinal()
@@ -62,7 +68,12 @@ def _pcts(samples: list[float]) -> tuple[float, float]:
     return statistics.median(samples), samples[max(0, int(len(samples) * 0.95) - 1)]
 
 
-def run(n: int, n_queries: int, seed: int = 0) -> list[tuple]:
+def _nothing_known(cutoff: int) -> EndsAfter:
+    """No item id known to end after the cut-off: the search reads every candidate before dropping it."""
+    return EndsAfter(np.zeros(0, dtype=np.int32), cutoff)
+
+
+def run(n: int, n_queries: int, seed: int = 0, compare_reads: bool = False) -> list[tuple]:
     rng = np.random.default_rng(seed)
     mix = Mixture.make(seed)
     clusters = mix.clusters(n)
@@ -107,21 +118,27 @@ def run(n: int, n_queries: int, seed: int = 0) -> list[tuple]:
             "filter common (50%)": (lambda j: ("memories",), {"kind": "common"}, True),
             "listing, one namespace": (lambda j: ("memories", f"u{ns_of[pick[j]]}"), None, False),
         }
-        settings = [("none", None), *cuts.items()]
+        settings: list[tuple[str, int | None]] = [("none", None), *cuts.items()]
+        if compare_reads:
+            settings += [(f"{label}, read then drop", cut) for label, cut in cuts.items()]
         for name, (prefix_of, flt, with_query) in cases.items():
             plan = store.explain(prefix_of(0), query=qtexts[0] if with_query else None, filter=flt).strategy
             times: dict[str, list[float]] = {s: [] for s, _ in settings}
             recall: dict[str, list[float]] = {s: [] for s, _ in settings}
             for j in range(n_queries):
                 prefix = prefix_of(j)
-                order = settings[j % 3 :] + settings[: j % 3]
+                turn = j % len(settings)
+                order = settings[turn:] + settings[:turn]
                 for label, cut in order:
                     day = None if cut is None else date.fromordinal(cut)
+                    if label.endswith("read then drop"):
+                        store._evidence.after = _nothing_known  # type: ignore[method-assign]
                     t = time.perf_counter()
                     got = store.search(
                         prefix, query=qtexts[j] if with_query else None, filter=flt, limit=K, data_cutoff=day
                     )
                     times[label].append((time.perf_counter() - t) * 1000)
+                    vars(store._evidence).pop("after", None)  # the store's own method again
                     if not with_query:
                         continue
                     keep = np.ones(n, dtype=bool)
@@ -134,7 +151,8 @@ def run(n: int, n_queries: int, seed: int = 0) -> list[tuple]:
                     idx = np.nonzero(keep)[0]
                     top = idx[np.argsort(-(vecs[idx] @ qvecs[j]), kind="stable")[:K]]
                     want = {f"k{i}" for i in top}
-                    recall[label].append(len(want & {h.key for h in got}) / max(1, len(want)))
+                    if want:  # none passing in scope: nothing to recall (it counted as 0 before)
+                        recall[label].append(len(want & {h.key for h in got}) / len(want))
             for label, _ in settings:
                 p50, p95 = _pcts(times[label])
                 r = f"{statistics.mean(recall[label]):.3f}" if recall[label] else "-"
@@ -148,10 +166,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10000,100000")
     ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--compare-reads", action="store_true", help="also time each cut-off reading what it drops")
     args = ap.parse_args()
     rows = []
     for n in (int(s) for s in args.sizes.split(",")):
-        rows += run(n, args.queries)
+        rows += run(n, args.queries, compare_reads=args.compare_reads)
     print(
         f"cutoff_bench: {args.queries} queries per cell; {cpu_model()}, {cpu_flags()}, {os.cpu_count()} cores; "
         f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"

@@ -28,7 +28,8 @@ from langgraph_memory.bundle.format import (
     node_line,
     readme_text,
 )
-from langgraph_memory.catalog import StoredItem
+from langgraph_memory.catalog import StoredItem, item_uid
+from langgraph_memory.catalog import evidence as _evidence
 from langgraph_memory.catalog import history as _history
 from langgraph_memory.catalog import lineage as _lin
 from langgraph_memory.catalog.lineage import Edge
@@ -186,8 +187,9 @@ def _write_ancestors(store: Any, out: LineWriter, frontier: set[str], exported: 
             edges: dict[str, list[Edge]] = {}
             for e in _lin.parents_of(conn, sorted(refs)):
                 edges.setdefault(e.child_id, []).append(e)
+            dated = _evidence.ends_by_uid(conn, [item_uid(r.namespace, r.id) for r in refs.values()])
         for ref in refs.values():
-            out.write(node_line(ref, edges.get(ref.id, [])))
+            out.write(node_line(ref, edges.get(ref.id, []), dated.get(item_uid(ref.namespace, ref.id))))
         seen |= frontier
         frontier = {e.parent_id for es in edges.values() for e in es} - exported - seen
     return len(seen)
@@ -218,6 +220,7 @@ def _lines(store: Any, items: list[StoredItem], history: bool = False) -> Iterat
         for e in _lin.parents_of(conn, keys):
             edges.setdefault(e.child_id, []).append(e)
         versions = _lin.versions_of(conn, keys)
+        dated = _evidence.ends_by_uid(conn, [it.uid for it in items])
         past = {it.uid: _history.records(conn, it.uid) for it in items} if history else {}
     statuses = store.items.statuses([(it.namespace, it.key) for it in items])
     for it in items:
@@ -227,7 +230,7 @@ def _lines(store: Any, items: list[StoredItem], history: bool = False) -> Iterat
         if node is None or tuple(node.namespace) != it.namespace:
             line = item_line(it, None, [], None, status)
         else:
-            line = item_line(it, node, edges.get(it.key, []), versions.get(it.key), status)
+            line = item_line(it, node, edges.get(it.key, []), versions.get(it.key), status, dated.get(it.uid))
         if past.get(it.uid):
             line["history"] = [history_record(r) for r in past[it.uid]]
         yield line

@@ -9,6 +9,7 @@ An ``"item"`` line of ``memories.jsonl``:
      "lineage": {"node": {"id": "6f1c...", "collection": "strategy_library", ...},
                  "parents": [{"id": "a2e0...", "relation": "derived_from", "created_at": 1.7e9, ...}],
                  "version": {"name": "trend", "version": 2, "created_at": 1.7e9}},
+     "evidence_end": "2018-12-31",
      "status": {"status": "superseded", "reason": "longer sample", "superseded_by": "9b0d...",
                 "superseded_by_namespace": ["strategies"], "changed_at": 1.7e9, "item_created_at": 1.7e9}}
 
@@ -20,15 +21,20 @@ A ``"node"`` line is a lineage node without its item (an ancestor of an
 exported item that was not exported itself), with its own parent links, so
 the importer sees every ancestor by id: ``{"kind": "node", "id": ...,
 "collection": ..., "namespace": [...], "name": ..., "version": ...,
-"created_at": ..., "parents": [...]}``.
+"created_at": ..., "parents": [...], "evidence_end": ...}``.
+
+``"evidence_end"`` (an ISO date, or absent when unknown) is the lineage node's evidence end, the last
+market date of the data behind it through lineage (`langgraph_memory.catalog.evidence`), which a data
+cut-off compares with. It travels as it is, not worked out again: a date may come from an ancestor that
+stays behind, or from lineage that grew after the item was stored.
 
 Vectors are base64 float32 as in the archive format
 (`langgraph_memory.archive.format`); values and timestamps go through
 ``json`` unchanged, so they come back bit-exactly.
 
-Format versions: 1, the first; 2 adds the items' ``"status"``. A version 1
-bundle reads as a version 2 one whose items have no status; a package that
-knows only version 1 refuses a version 2 bundle rather than drop its statuses.
+Format versions: 1, the first; 2 adds the items' ``"status"``; 3 the evidence
+ends. An older bundle reads as a newer one without them; a package that knows
+only an older version refuses a newer bundle rather than drop what it carries.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -70,8 +77,8 @@ __all__ = [
 ]
 
 BUNDLE_FORMAT = "langgraph-memory-bundle"
-#: 2: items carry their retired/superseded status (version 1 bundles still import).
-BUNDLE_VERSION = 2
+#: 2: items carry their retired/superseded status; 3: lineage nodes their evidence ends (older bundles still import).
+BUNDLE_VERSION = 3
 MANIFEST = "manifest.json"
 MEMORIES = "memories.jsonl"
 README = "README.md"
@@ -111,6 +118,8 @@ class Bundle:
     #: past versions of items, by ``(namespace, key)``, when the bundle was exported with its history
     #: (each as `langgraph_memory.catalog.history.records()` gives it, vectors as float32 bytes).
     history: dict[tuple[tuple[str, ...], str], list[dict[str, Any]]] = field(default_factory=dict)
+    #: the lineage nodes' evidence ends, ``(namespace, id, end)``, where known.
+    evidence_ends: list[tuple[tuple[str, ...], str, date]] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------- writing
@@ -160,9 +169,15 @@ def _node_dict(ref: ItemRef) -> dict[str, Any]:
     }
 
 
-def node_line(ref: ItemRef, parents: list[Edge]) -> dict[str, Any]:
+def _dated(line: dict[str, Any], end: date | None) -> dict[str, Any]:
+    if end is not None:
+        line["evidence_end"] = end.isoformat()
+    return line
+
+
+def node_line(ref: ItemRef, parents: list[Edge], evidence_end: date | None = None) -> dict[str, Any]:
     """A lineage node without its item (an ancestor that stayed behind), with its own parent links."""
-    return {"kind": "node", **_node_dict(ref), "parents": _edge_dicts(parents)}
+    return _dated({"kind": "node", **_node_dict(ref), "parents": _edge_dicts(parents)}, evidence_end)
 
 
 def item_line(
@@ -171,8 +186,10 @@ def item_line(
     parents: list[Edge],
     version: VersionRow | None,
     status: ItemStatus | None = None,
+    evidence_end: date | None = None,
 ) -> dict[str, Any]:
-    """An item (with its vectors, lineage node, parent links, version and retired/superseded status) as a line."""
+    """An item (with its vectors, lineage node, parent links, version, retired/superseded status and evidence
+    end) as a line."""
     line = {
         "kind": "item",
         **item_record(item),
@@ -186,7 +203,7 @@ def item_line(
     }
     if status is not None:
         line["status"] = status.as_dict()
-    return line
+    return _dated(line, evidence_end if node is not None else None)
 
 
 def readme_text(manifest: BundleManifest) -> str:
@@ -275,8 +292,8 @@ def _manifest(folder: Path) -> BundleManifest:
     return manifest
 
 
-def _node(raw: dict[str, Any], parents: list[dict[str, Any]], out: Bundle) -> ItemRef:
-    """Add a lineage node and its parent links to ``out``."""
+def _node(raw: dict[str, Any], parents: list[dict[str, Any]], out: Bundle, end: Any = None) -> ItemRef:
+    """Add a lineage node, its parent links and its evidence end (``end``, an ISO date) to ``out``."""
     node = ItemRef(
         id=_lin.check_id(raw["id"], "lineage id"),
         collection=str(raw["collection"]),
@@ -286,6 +303,8 @@ def _node(raw: dict[str, Any], parents: list[dict[str, Any]], out: Bundle) -> It
         created_at=float(raw["created_at"]),
     )
     out.nodes.append(node)
+    if end is not None:
+        out.evidence_ends.append((node.namespace, node.id, date.fromisoformat(str(end))))
     for p in parents:
         out.edges.append(
             Edge(
@@ -346,7 +365,7 @@ def _parse_item(rec: dict[str, Any], dims: int | None, out: Bundle) -> None:
     lineage = rec.get("lineage") or {}
     if not lineage.get("node"):
         return
-    node = _node(lineage["node"], lineage.get("parents") or [], out)
+    node = _node(lineage["node"], lineage.get("parents") or [], out, rec.get("evidence_end"))
     if lineage.get("version"):
         v = lineage["version"]
         out.versions.append(VersionRow(str(v["name"]), int(v["version"]), node.id, float(v["created_at"])))
@@ -421,7 +440,7 @@ def read_bundle(path: str | os.PathLike[str], *, progress: Progress | None = Non
                 if not isinstance(rec, dict):
                     raise ValueError("not a JSON object")
                 if rec.get("kind") == "node":
-                    _node(rec, rec.get("parents") or [], out)
+                    _node(rec, rec.get("parents") or [], out, rec.get("evidence_end"))
                 elif rec.get("kind") == "item":
                     _parse_item(rec, dims, out)
                     ident = (out.items[-1].namespace, out.items[-1].key)

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from langgraph_memory.bundle.format import Bundle, Progress, read_bundle
 from langgraph_memory.catalog import StoredItem
+from langgraph_memory.catalog import evidence as _evidence
 from langgraph_memory.catalog import history as _history
 from langgraph_memory.catalog import item_rows as _item_rows
 from langgraph_memory.catalog import lineage as _lin
@@ -117,6 +118,8 @@ def import_bundle(
         report.lineage_nodes, report.lineage_edges, report.versions = done.nodes, done.edges, done.versions
         report.cycles_skipped = len(done.cycles)
         report.renumbered = done.renumbered
+        # The dates travel as they are: one may come from an ancestor left behind, or from lineage grown later.
+        _evidence.raise_ends(conn, bundle.evidence_ends)
         for it in bundle.items:  # a renumbered strategy's value says its new number
             if it.key in done.renumbered and it.value.get("version") is not None:
                 it.value = {**it.value, "version": done.renumbered[it.key][1]}

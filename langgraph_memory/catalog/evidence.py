@@ -36,6 +36,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -43,7 +44,19 @@ from langgraph_memory.catalog.connection import Sql, both
 from langgraph_memory.catalog.item_rows import chunked, item_uid
 from langgraph_memory.errors import InvalidArgumentError
 
-__all__ = ["EvidenceEnds", "note", "follow", "forget", "ends", "ends_by_uid", "check_cutoff"]
+__all__ = [
+    "CutoffArgs",
+    "EndsAfter",
+    "EvidenceEnds",
+    "note",
+    "follow",
+    "forget",
+    "raise_ends",
+    "ends",
+    "ends_by_uid",
+    "check_cutoff",
+    "cutoff_of",
+]
 
 _NEXT_SEQ = "(SELECT COALESCE(MAX(seq), 0) + 1 FROM evidence_ends)"
 # A row moves forward only: a later date, or a date where there was none (a forgotten item's NULL).
@@ -66,10 +79,10 @@ _FORGET = Sql.both(
 )
 # What changed after a seq, and always the newest row: a newest seq below the one a process has seen
 # means the table was replaced (a restored or copied catalog), and the process reads it all again.
-_CHANGED = Sql.both(
-    "SELECT uid, evidence_end, seq FROM evidence_ends WHERE seq > ? OR seq = (SELECT MAX(seq) FROM evidence_ends)"
-)
-_ALL = Sql.both("SELECT uid, evidence_end, seq FROM evidence_ends")
+# Each with the catalog id of its item (None: not in the store), so a search can skip failing items unread.
+_READ = "SELECT e.uid, e.evidence_end, e.seq, i.id FROM evidence_ends e LEFT JOIN items i ON i.uid = e.uid"
+_CHANGED = Sql.both(f"{_READ} WHERE e.seq > ? OR e.seq = (SELECT MAX(seq) FROM evidence_ends)")
+_ALL = Sql.both(_READ)
 
 
 def _iso(day: date | None) -> str | None:
@@ -136,6 +149,20 @@ def _spread(conn: sqlite3.Connection, frontier: list[str], end: date) -> None:
                 frontier.append(cid)
 
 
+def raise_ends(conn: sqlite3.Connection, dated: Iterable[tuple[Sequence[str], str, date]]) -> None:
+    """Move each ``(namespace, item_id, end)`` item's evidence end forward to ``end``, and its descendants' with it.
+
+    For evidence ends that come from elsewhere (an imported bundle's), inside the write transaction that
+    adds the items' lineage. A later date already here stands: dates only move forward.
+    """
+    for namespace, item_id, end in dated:
+        uid = item_uid(namespace, item_id)
+        if (ends_by_uid(conn, [uid]).get(uid) or date.min) >= end:
+            continue
+        conn.execute(_SET.of(conn), (uid, item_id, _iso(end)))
+        _spread(conn, [item_id], end)
+
+
 def forget(conn: sqlite3.Connection, item_ids: Iterable[str]) -> None:
     """Forget the dates of hard-deleted items (their rows say "unknown", so every process's copy learns it)."""
     for item_id in item_ids:
@@ -171,6 +198,10 @@ class EvidenceEnds:
     def __init__(self) -> None:
         self._seq = 0
         self._ends: dict[str, int] = {}
+        # The same dates by catalog item id (0: none known), for `after()`. Ids only grow and an item keeps
+        # its id and uid while it lives, so an id read once stays right or names an item gone; 4 bytes per
+        # item ever stored.
+        self._by_id = np.zeros(0, dtype=np.int32)
         self._lock = threading.Lock()
         self._sorted: np.ndarray | None = None  # the dates, sorted, for `share()`; None after a change
 
@@ -202,15 +233,54 @@ class EvidenceEnds:
             if top < self._seq:  # the table was replaced (or emptied): read it all
                 rows = conn.execute(_ALL.of(conn)).fetchall()
                 self._ends = {}
+                self._by_id = np.zeros(0, dtype=np.int32)
             if top != self._seq:  # something changed: the sorted dates are made again when next asked for
                 self._sorted = None
-            for uid, end, _seq in rows:
-                if end is None:
-                    self._ends.pop(uid, None)
+            known = [int(r[3]) for r in rows if r[3] is not None]
+            if known and max(known) >= len(self._by_id):  # a new array: an `after()` in use keeps the old one
+                grown = np.zeros(max(max(known) + 1, 2 * len(self._by_id)), dtype=np.int32)
+                grown[: len(self._by_id)] = self._by_id
+                self._by_id = grown
+            for uid, end, _seq, item_id in rows:
+                day = 0 if end is None else date.fromisoformat(end).toordinal()
+                if day:
+                    self._ends[uid] = day
                 else:
-                    self._ends[uid] = date.fromisoformat(end).toordinal()
+                    self._ends.pop(uid, None)
+                if item_id is not None:
+                    self._by_id[int(item_id)] = day
             self._seq = top
             return self._ends
+
+    def after(self, cutoff: int) -> EndsAfter:
+        """The catalog ids of the items known, as of the last `snapshot()`, to end after ``cutoff`` (an ordinal).
+
+        A search skips them without reading them (the planner's ``skip_ids``). Dates only move forward, so
+        what ends after the cut-off at the snapshot still does when the search returns.
+        """
+        with self._lock:
+            return EndsAfter(self._by_id, cutoff)
+
+
+class EndsAfter:
+    """A container of the catalog item ids whose evidence ends after ``cutoff``: ``item_id in after``.
+
+    Items whose date is unknown here (undated, or stored since the snapshot) are not in it: a search reads
+    them and checks them by uid.
+    """
+
+    __slots__ = ("by_id", "cutoff")
+
+    def __init__(self, by_id: np.ndarray, cutoff: int) -> None:
+        self.by_id = by_id
+        self.cutoff = cutoff
+
+    def __contains__(self, item_id: object) -> bool:
+        i = int(item_id)  # type: ignore[call-overload]  # an int or a numpy integer
+        return 0 <= i < len(self.by_id) and bool(self.by_id[i] > self.cutoff)
+
+    def __bool__(self) -> bool:
+        return bool(len(self.by_id))
 
 
 def check_cutoff(value: object) -> date | None:
@@ -236,3 +306,44 @@ def check_cutoff(value: object) -> date | None:
         return value
     hint = f": pass date.fromisoformat({value!r})" if isinstance(value, str) else ""
     raise InvalidArgumentError(f"data_cutoff must be a datetime.date, got {type(value).__name__} {value!r}{hint}")
+
+
+class CutoffArgs(TypedDict, total=False):
+    """The data cut-off arguments, declared once for every read that returns memories.
+
+    The store's searches, the typed research queries and `Memory.as_of()`'s take them as
+    ``**cutoff: Unpack[CutoffArgs]``; the MCP tools and the ``research`` CLI command derive theirs from it.
+
+    Attributes:
+        data_cutoff: a ``datetime.date``: keep only memories whose evidence ends on or before it (the last
+            market date of the data behind them, through lineage). None or absent: no cut-off.
+        include_undated: with a cut-off, also keep memories whose evidence end is unknown (left out by
+            default: what cannot be shown to predate the cut-off might not).
+    """
+
+    data_cutoff: date | None
+    include_undated: bool
+
+
+def cutoff_of(args: dict[str, Any]) -> tuple[date | None, bool]:
+    """The checked cut-off of ``**cutoff`` arguments: ``(day or None, include_undated)``.
+
+    A misspelt argument would silently let everything through, so any name but the two is refused.
+
+    Examples:
+        >>> cutoff_of({"data_cutoff": date(2019, 12, 31)})
+        (datetime.date(2019, 12, 31), False)
+        >>> cutoff_of({"data_cutof": date(2019, 12, 31)})
+        Traceback (most recent call last):
+        ...
+        langgraph_memory.errors.InvalidArgumentError: unexpected argument data_cutof: a read takes data_cutoff and include_undated
+    """
+    unknown = set(args) - set(CutoffArgs.__annotations__)
+    if unknown:
+        raise InvalidArgumentError(
+            f"unexpected argument {', '.join(sorted(unknown))}: a read takes data_cutoff and include_undated"
+        )
+    include = args.get("include_undated", False)
+    if not isinstance(include, bool):
+        raise InvalidArgumentError(f"include_undated must be True or False, got {include!r}")
+    return check_cutoff(args.get("data_cutoff")), include

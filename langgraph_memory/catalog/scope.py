@@ -29,7 +29,7 @@ itself, never from a user.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -416,13 +416,14 @@ def newest_items(
     *,
     page: int,
     unindexed_only: bool = False,
+    skip: Container[int] = (),
 ) -> Iterator[_item_rows.StoredItem]:
     """The items in ``scope`` meeting ``conds`` in the filter index, newest first, read as they are consumed.
 
     Read in pages of ``page`` rows, four times more each time; a row becomes
     an item (its value parsed) only when the caller asks for it, so a caller
     that stops early pays for what it used. ``unindexed_only`` keeps the
-    items that have no vectors.
+    items that have no vectors; the item ids in ``skip`` are passed over unparsed.
     """
     where, params = _scope_where(conn, scope, conds, "i.id")
     if unindexed_only:
@@ -435,7 +436,8 @@ def newest_items(
     while True:
         rows = conn.execute(both(conn, sql), (*params, page, offset)).fetchall()
         for row in rows:
-            yield _item_rows.item_from_row(row)
+            if row[0] not in skip:
+                yield _item_rows.item_from_row(row)
         if len(rows) < page:
             return
         offset += page

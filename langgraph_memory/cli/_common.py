@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, Literal
 
 from langgraph_memory._infra.pg import is_postgres_url, redact
@@ -140,6 +140,21 @@ def moment_arg(text: str) -> datetime:
         return parse_moment(text)
     except InvalidArgumentError as exc:
         raise argparse.ArgumentTypeError(str(exc).replace("as_of", "--as-of")) from None
+
+
+def day_arg(text: str) -> date:
+    """An argparse type: ``--data-cutoff`` (an ISO date)."""
+    import argparse
+
+    from langgraph_memory.errors import InvalidArgumentError
+    from langgraph_memory.research.calls import parse_day
+
+    try:
+        day = parse_day(text)
+    except InvalidArgumentError as exc:
+        raise argparse.ArgumentTypeError(str(exc).replace("data_cutoff", "--data-cutoff")) from None
+    assert day is not None
+    return day
 
 
 #: The help of every ``--as-of``.

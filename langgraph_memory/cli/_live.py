@@ -12,6 +12,7 @@ from langgraph_memory.cli._common import (
     EXIT_NOTHING,
     EXIT_OK,
     Ctx,
+    day_arg,
     find_items,
     iso,
     item_dict,
@@ -48,6 +49,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--include-retired", action="store_true", help="also return retired and superseded memories")
     p.add_argument("--as-of", type=moment_arg, metavar="WHEN", help=AS_OF_HELP)
+    p.add_argument(
+        "--data-cutoff",
+        type=day_arg,
+        metavar="DATE",
+        help="only memories whose evidence (the market data behind them, through lineage) ends on or before "
+        "this ISO date; those with no known evidence end are left out unless --include-undated",
+    )
+    p.add_argument("--include-undated", action="store_true", help="with --data-cutoff, also undated memories")
     p.set_defaults(func=_search)
 
     p = sub.add_parser("get", parents=[common], help="show one memory by its key (or id)")
@@ -100,6 +109,7 @@ def _search(ctx: Ctx) -> int:
     with ctx.open_memory(embed=True) as mem:
         ctx.load_model(mem)
         store: Any = mem.store if a.as_of is None else mem.store.as_of(a.as_of)
+        cutoff = {"data_cutoff": a.data_cutoff, "include_undated": a.include_undated} if a.data_cutoff else {}
         hits = keep(
             store.search(
                 prefix,
@@ -108,6 +118,7 @@ def _search(ctx: Ctx) -> int:
                 limit=a.limit,
                 refresh_ttl=False,
                 include_retired=a.include_retired,
+                **cutoff,
             )
         )
         # Statuses are today's: a search as of a moment shows none.
@@ -121,7 +132,13 @@ def _search(ctx: Ctx) -> int:
             if not a.include_retired:
                 hidden = keep(
                     mem.store.search(
-                        prefix, query=a.query, filter=a.filter, limit=a.limit, refresh_ttl=False, include_retired=True
+                        prefix,
+                        query=a.query,
+                        filter=a.filter,
+                        limit=a.limit,
+                        refresh_ttl=False,
+                        include_retired=True,
+                        **cutoff,
                     )
                 )
             archived = keep(_archived_matches(mem, prefix, a))

@@ -238,6 +238,7 @@ def recall_node(
         as_of_checkpoint: recall the memory as of the checkpoint the step starts from, so that a replay of
             the thread from an earlier checkpoint recalls what the first run recalled (LangGraph's time
             travel; see `langgraph_memory.graph.time_travel`). Needs a store that keeps history (ChromaStore).
+            With ``data_cutoff`` too, it recalls the memory of that moment whose evidence ends by the cut-off.
 
     Examples:
         >>> builder.add_node("recall", recall_node("lessons", query="objective", output_key="lessons"))  # a line of a graph definition (builder is the caller's StateGraph)  # doctest: +SKIP
@@ -289,7 +290,7 @@ def recall_node(
         opts = search_options(store, include_retired)
         if as_of_checkpoint:
             store = checkpoint_store(store, config)
-        opts |= _cutoff(state, store)  # an as-of view keeps no past evidence ends: it refuses a cut-off
+        opts |= _cutoff(state, store)
         results = [store.search(ns, query=text, filter=filter, limit=k, **opts) for ns in nss]
         return {output_key: _merge(results, k, min_relevance)}
 
@@ -301,7 +302,7 @@ def recall_node(
         opts = search_options(store, include_retired)
         if as_of_checkpoint:
             store = checkpoint_store(store, config)
-        opts |= _cutoff(state, store)  # an as-of view keeps no past evidence ends: it refuses a cut-off
+        opts |= _cutoff(state, store)
         results = await asyncio.gather(*(store.asearch(ns, query=text, filter=filter, limit=k, **opts) for ns in nss))
         return {output_key: _merge(list(results), k, min_relevance)}
 

@@ -28,7 +28,15 @@ from langgraph_memory.config import MIN_RELEVANCE
 from langgraph_memory.errors import NotFoundError
 from langgraph_memory.lifecycle.states import item_states, lifecycle_json
 from langgraph_memory.memory import Memory
-from langgraph_memory.research.calls import AsOf, ResearchCall, parse_moment, relevance_percent, research_calls
+from langgraph_memory.research.calls import (
+    AsOf,
+    DataCutoff,
+    ResearchCall,
+    parse_day,
+    parse_moment,
+    relevance_percent,
+    research_calls,
+)
 from langgraph_memory.research.validation import Limit, Tags, Text, check_content, check_limit, check_tags
 from langgraph_memory.search.ranking import keep_relevant
 
@@ -161,13 +169,22 @@ class MemoryTools:
             "embedding_dimensions": store.items.writer.dims,
         }
 
-    def search_memory(self, query: Text, limit: Limit = 5, as_of: AsOf = None) -> dict[str, Any]:
+    def search_memory(
+        self,
+        query: Text,
+        limit: Limit = 5,
+        as_of: AsOf = None,
+        data_cutoff: DataCutoff = None,
+        include_undated: bool = False,
+    ) -> dict[str, Any]:
         """Search memories by meaning; results under 30% relevance are dropped, best first. With as_of, the
-        memories as they stood then."""
+        memories as they stood then; with data_cutoff, only those whose evidence ends by that date."""
         query = check_content(query, field="query")
         limit = check_limit(limit)
+        day = parse_day(data_cutoff)
+        cutoff = {"data_cutoff": day, "include_undated": include_undated} if day is not None else {}
         store: Any = self.memory.store if as_of is None else self.memory.store.as_of(parse_moment(as_of))
-        found = keep_relevant(store.search(self.namespace, query=query, limit=limit), self.min_relevance)
+        found = keep_relevant(store.search(self.namespace, query=query, limit=limit, **cutoff), self.min_relevance)
         results = [
             {
                 "memory_id": it.key,

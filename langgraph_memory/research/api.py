@@ -26,9 +26,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
-from typing import Annotated, Any, Literal, get_args
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, Unpack, get_args
 
+from langgraph_memory.catalog.evidence import CutoffArgs
 from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
 from langgraph_memory.errors import ValidationError
 from langgraph_memory.research.collections import (
@@ -115,6 +116,16 @@ def _floats(**values: Any) -> dict[str, Any]:
             raise ValidationError(f"{name} must be a number, got {v!r}")
         out[name] = float(v)
     return out
+
+
+def _given(**conditions: Any) -> dict[str, Any]:
+    """The store filter of a typed query: each condition asked for (None: not asked for)."""
+    return {name: cond for name, cond in conditions.items() if cond is not None}
+
+
+def _bound(op: str, value: float | None) -> dict[str, float] | None:
+    """A numeric bound (``{"$gte": 1.0}``), or None when there is none."""
+    return None if value is None else {op: float(value)}
 
 
 def _backtest_summary(name: str | None, version: int | None, value: dict[str, Any]) -> str:
@@ -227,8 +238,7 @@ class ResearchAPI:
         min_confidence: Annotated[float, CONFIDENCE] = 0.0,
         min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
-        data_cutoff: date | None = None,
-        include_undated: bool = False,
+        **cutoff: Unpack[CutoffArgs],
     ) -> list[Hit[ResearchFinding]]:
         """Findings most similar to ``query``, best first.
 
@@ -238,20 +248,9 @@ class ResearchAPI:
         `langgraph_memory.search.ranking` for what a score means); retired and superseded findings
         come back only with ``include_retired`` (their ``Hit.status`` says which).
         """
-        flt: dict[str, Any] = {}
-        if source is not None:
-            flt["source"] = source
-        if min_confidence > 0:
-            flt["confidence"] = {"$gte": float(min_confidence)}
+        flt = _given(source=source, confidence=_bound("$gte", min_confidence or None))
         return self.typed.search(
-            "research",
-            query,
-            k=k,
-            filter=flt,
-            min_relevance=min_relevance,
-            include_retired=include_retired,
-            data_cutoff=data_cutoff,
-            include_undated=include_undated,
+            "research", query, k=k, filter=flt, min_relevance=min_relevance, include_retired=include_retired, **cutoff
         )
 
     # ---------------------------------------------------------- hypotheses
@@ -339,25 +338,14 @@ class ResearchAPI:
         min_confidence: Annotated[float, CONFIDENCE] = 0.0,
         min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
-        data_cutoff: date | None = None,
-        include_undated: bool = False,
+        **cutoff: Unpack[CutoffArgs],
     ) -> list[Hit[Hypothesis]]:
         """Hypotheses most similar to ``query``, optionally of one ``status`` and at least ``min_confidence``."""
-        flt: dict[str, Any] = {}
         if status is not None:
             _check_choice(status, HYPOTHESIS_STATUSES, "hypothesis status")
-            flt["status"] = status
-        if min_confidence > 0:
-            flt["confidence"] = {"$gte": float(min_confidence)}
+        flt = _given(status=status, confidence=_bound("$gte", min_confidence or None))
         return self.typed.search(
-            "hypotheses",
-            query,
-            k=k,
-            filter=flt,
-            min_relevance=min_relevance,
-            include_retired=include_retired,
-            data_cutoff=data_cutoff,
-            include_undated=include_undated,
+            "hypotheses", query, k=k, filter=flt, min_relevance=min_relevance, include_retired=include_retired, **cutoff
         )
 
     # ---------------------------------------------------------- strategies
@@ -436,16 +424,12 @@ class ResearchAPI:
         name: str | None = None,
         min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
-        data_cutoff: date | None = None,
-        include_undated: bool = False,
+        **cutoff: Unpack[CutoffArgs],
     ) -> list[Hit[Strategy]]:
         """Strategies whose description is most similar, optionally of one ``status`` or ``name``."""
-        flt: dict[str, Any] = {}
         if status is not None:
             _check_choice(status, STRATEGY_STATUSES, "status")
-            flt["status"] = status
-        if name is not None:
-            flt["name"] = name
+        flt = _given(status=status, name=name)
         return self.typed.search(
             "strategies",
             description,
@@ -453,8 +437,7 @@ class ResearchAPI:
             filter=flt,
             min_relevance=min_relevance,
             include_retired=include_retired,
-            data_cutoff=data_cutoff,
-            include_undated=include_undated,
+            **cutoff,
         )
 
     def set_strategy_status(self, strategy_id: str, status: StrategyStatus) -> Strategy:
@@ -604,8 +587,7 @@ class ResearchAPI:
         parameter_hash: str | None = None,
         min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
-        data_cutoff: date | None = None,
-        include_undated: bool = False,
+        **cutoff: Unpack[CutoffArgs],
     ) -> list[Hit[BacktestResult]]:
         """Backtests most similar to ``query`` (newest first without one), filtered by strategy and numbers.
 
@@ -616,19 +598,14 @@ class ResearchAPI:
             >>> [h.record.sharpe for h in mem.query_backtests(strategy_id=s.id, min_sharpe=1.0)]
             [1.3]
         """
-        flt: dict[str, Any] = {}
-        if strategy_id is not None:
-            flt["strategy_id"] = strategy_id
-        if strategy_name is not None:
-            flt["strategy_name"] = strategy_name
-        if min_sharpe is not None:
-            flt["sharpe"] = {"$gte": float(min_sharpe)}
-        if max_drawdown is not None:
-            flt["max_drawdown"] = {"$lte": float(max_drawdown)}
-        if passed is not None:
-            flt["passed"] = bool(passed)
-        if parameter_hash is not None:
-            flt["parameter_hash"] = parameter_hash
+        flt = _given(
+            strategy_id=strategy_id,
+            strategy_name=strategy_name,
+            sharpe=_bound("$gte", min_sharpe),
+            max_drawdown=_bound("$lte", max_drawdown),
+            passed=None if passed is None else bool(passed),
+            parameter_hash=parameter_hash,
+        )
         return self.typed.search(
             "backtests",
             query or None,
@@ -636,8 +613,7 @@ class ResearchAPI:
             filter=flt,
             min_relevance=min_relevance,
             include_retired=include_retired,
-            data_cutoff=data_cutoff,
-            include_undated=include_undated,
+            **cutoff,
         )
 
     # -------------------------------------------------------------- lessons
@@ -707,8 +683,7 @@ class ResearchAPI:
         failure_type: str | None = None,
         min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
-        data_cutoff: date | None = None,
-        include_undated: bool = False,
+        **cutoff: Unpack[CutoffArgs],
     ) -> list[Hit[Lesson]]:
         """Lessons most relevant to ``context``: unresolved ones unless ``include_resolved``.
 
@@ -723,20 +698,9 @@ class ResearchAPI:
             ...  for y in (2023, 2024)]  # the lesson was learnt from a backtest of 2015-2024
             [0, 1]
         """
-        flt: dict[str, Any] = {}
-        if not include_resolved:
-            flt["resolved"] = False
-        if failure_type is not None:
-            flt["failure_type"] = failure_type
+        flt = _given(resolved=None if include_resolved else False, failure_type=failure_type)
         return self.typed.search(
-            "lessons",
-            context,
-            k=k,
-            filter=flt,
-            min_relevance=min_relevance,
-            include_retired=include_retired,
-            data_cutoff=data_cutoff,
-            include_undated=include_undated,
+            "lessons", context, k=k, filter=flt, min_relevance=min_relevance, include_retired=include_retired, **cutoff
         )
 
     def resolve_lesson(self, lesson_id: str, resolution_id: str | None = None) -> Lesson:
@@ -794,20 +758,12 @@ class ResearchAPI:
         regime_type: RegimeType | None = None,
         min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
-        data_cutoff: date | None = None,
-        include_undated: bool = False,
+        **cutoff: Unpack[CutoffArgs],
     ) -> list[Hit[MarketRegime]]:
         """Regimes most similar to ``query``, optionally of one ``regime_type``."""
-        flt = {"regime_type": regime_type} if regime_type is not None else None
+        flt = _given(regime_type=regime_type)
         return self.typed.search(
-            "regimes",
-            query,
-            k=k,
-            filter=flt,
-            min_relevance=min_relevance,
-            include_retired=include_retired,
-            data_cutoff=data_cutoff,
-            include_undated=include_undated,
+            "regimes", query, k=k, filter=flt, min_relevance=min_relevance, include_retired=include_retired, **cutoff
         )
 
     # --------------------------------------------------------- async twins

@@ -65,10 +65,6 @@ class _TypedAsOf(TypedItems):
             raise InvalidArgumentError(
                 "include_retired is not read as of a moment (the statuses are today's); leave it out"
             )
-        if kwargs.get("data_cutoff") is not None:
-            raise InvalidArgumentError(
-                "data_cutoff is not read as of a moment (evidence ends are today's); use it on the Memory itself"
-            )
         return super().search(label, query, k=k, **kwargs)
 
 

@@ -23,7 +23,7 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
-from typing import Annotated, Any
+from typing import Annotated, Any, Unpack
 
 from pydantic import BaseModel, Field
 
@@ -41,10 +41,12 @@ __all__ = [
     "HIDDEN",
     "AS_OF_CALLS",
     "AsOf",
+    "DataCutoff",
     "ResearchCall",
     "research_calls",
     "hits_json",
     "history_json",
+    "parse_day",
     "parse_moment",
     "plain_text",
     "relevance_percent",
@@ -96,12 +98,18 @@ AsOf = Annotated[
     ),
 ]
 
+DataCutoff = Annotated[
+    str | None,
+    Field(
+        description="recall only memories whose evidence (the market data behind them, through lineage) ends on "
+        "or before this ISO date (2019-12-31); memories with no known evidence end are left out unless "
+        "include_undated"
+    ),
+]
+
 #: Parameters not offered: who calls is the caller's business (``session_id``, ``agent_id``), the relevance
-#: threshold is the server's (``min_relevance``), and retired memories stay hidden outside Python. The data
-#: cut-off takes a ``datetime.date``, which JSON and the command line have no type for yet: Python only.
-HIDDEN = frozenset(
-    {"self", "session_id", "agent_id", "min_relevance", "include_retired", "data_cutoff", "include_undated"}
-)
+#: threshold is the server's (``min_relevance``), and retired memories stay hidden outside Python.
+HIDDEN = frozenset({"self", "session_id", "agent_id", "min_relevance", "include_retired"})
 
 Check = Callable[[Any], Any]
 
@@ -167,6 +175,24 @@ def parse_moment(text: str) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
+def parse_day(text: str | date | None) -> date | None:
+    """A data cut-off from JSON or the command line: an ISO date (a ``datetime.date`` passes as it is).
+
+    Examples:
+        >>> parse_day("2019-12-31")
+        datetime.date(2019, 12, 31)
+
+    Raises:
+        InvalidArgumentError: ``text`` is not an ISO date.
+    """
+    if text is None or isinstance(text, date):
+        return text
+    try:
+        return date.fromisoformat(str(text).strip())
+    except ValueError:
+        raise InvalidArgumentError(f"data_cutoff must be an ISO date (2019-12-31), got {text!r}") from None
+
+
 def _changes(older: Any, newer: Any) -> list[dict[str, Any]]:
     """What differs from ``older`` to ``newer`` (two `Version`): each field's old and new value, the
     lifecycle (retired, superseded) as the field ``lifecycle``."""
@@ -226,6 +252,8 @@ def _offered(name: str, hint: Any) -> tuple[Any, Check | None]:
         return str | None, lambda v: None if v is None else check_content(v, field=name)
     if hint == ParentIds:
         return str | None, None
+    if hint == (date | None):  # a data cut-off: JSON and the command line have no date type
+        return DataCutoff, parse_day
     if typing.get_origin(hint) is collections.abc.Sequence or Sequence[str] in args:
         return list[str] | None, lambda v: () if v is None else v
     if EquityCurve in args:
@@ -293,13 +321,31 @@ class ResearchCall:
         return result
 
 
+def _declared(method: Callable[..., Any], hints: dict[str, Any]) -> list[inspect.Parameter]:
+    """``method``'s parameters, with ``**kwargs: Unpack[SomeTypedDict]`` (the data cut-off's `CutoffArgs`)
+    spelt out as keyword parameters: None by default where None is allowed, else False. A bare ``**extra``
+    is not offered."""
+    out = []
+    for p in inspect.signature(method).parameters.values():
+        if p.kind is not inspect.Parameter.VAR_KEYWORD:
+            out.append(p)
+            continue
+        if typing.get_origin(hints[p.name]) is not Unpack:
+            continue
+        for field_name, hint in typing.get_type_hints(typing.get_args(hints[p.name])[0]).items():
+            default = None if type(None) in typing.get_args(hint) else False
+            hints[field_name] = hint
+            out.append(inspect.Parameter(field_name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=hint))
+    return out
+
+
 def _build(name: str, method: Callable[..., Any]) -> ResearchCall:
     hints = typing.get_type_hints(method, include_extras=True)
     params: list[inspect.Parameter] = []
     checks: dict[str, Check] = {}
     renames: dict[str, str] = {}
-    for p in inspect.signature(method).parameters.values():
-        if p.name in HIDDEN or p.kind is inspect.Parameter.VAR_KEYWORD:
+    for p in _declared(method, hints):
+        if p.name in HIDDEN:
             continue
         offered, kind = p.name, hints[p.name]
         check: Check | None

@@ -16,8 +16,9 @@ searches find the current definition only. ``Memory`` builds a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, Unpack
 
+from langgraph_memory.catalog.evidence import CutoffArgs
 from langgraph_memory.config import DEFAULT_K, MIN_RELEVANCE
 from langgraph_memory.errors import NotFoundError, ValidationError
 from langgraph_memory.research.collections import ToolDefinition, ToolKind
@@ -124,14 +125,18 @@ class ProceduralAPI:
         kind: ToolKind | None = None,
         min_relevance: Annotated[float | None, RELEVANCE] = MIN_RELEVANCE,
         include_retired: bool = False,
+        **cutoff: Unpack[CutoffArgs],
     ) -> list[Hit[ToolDefinition]]:
-        """Current tool and workflow definitions most similar to ``query`` (older versions with ``include_retired``)."""
+        """Current tool and workflow definitions most similar to ``query`` (older versions with ``include_retired``).
+
+        A tool rests on no market data: under a ``data_cutoff`` it is undated, so only ``include_undated`` keeps it.
+        """
         flt = None
         if kind is not None:
             _check_kind(kind)
             flt = {"kind": kind}
         return self.typed.search(
-            "tools", query, k=k, filter=flt, min_relevance=min_relevance, include_retired=include_retired
+            "tools", query, k=k, filter=flt, min_relevance=min_relevance, include_retired=include_retired, **cutoff
         )
 
     astore_tool_definition = athread(store_tool_definition)

@@ -26,11 +26,12 @@ import uuid
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import Any, Generic, ParamSpec, TypeVar
+from typing import Any, Generic, ParamSpec, TypeVar, Unpack
 
 from pydantic import BaseModel
 
 from langgraph_memory.catalog import StoredItem, item_uid
+from langgraph_memory.catalog.evidence import CutoffArgs
 from langgraph_memory.catalog.status import ItemStatus
 from langgraph_memory.errors import ArchivedError, NotFoundError, ValidationError
 from langgraph_memory.research.collections import COLLECTIONS, collection_by_name
@@ -325,8 +326,7 @@ class TypedItems:
         filter: dict[str, Any] | None = None,
         min_relevance: float | None = None,
         include_retired: bool = False,
-        data_cutoff: date | None = None,
-        include_undated: bool = False,
+        **cutoff: Unpack[CutoffArgs],
     ) -> list[Hit[Any]]:
         """``label``'s records most similar to ``query`` (newest first without one), as `Hit`.
 
@@ -336,16 +336,13 @@ class TypedItems:
         if k <= 0:
             return []
         model = MODELS[label]
-        cut: dict[str, Any] = (
-            {"data_cutoff": data_cutoff, "include_undated": include_undated} if data_cutoff is not None else {}
-        )
         results = self.store.search(
             self.namespace(label),
             query=query,
             filter=filter or None,
             limit=k,
             include_retired=include_retired,
-            **cut,  # only a store that applies cut-offs takes them (an as-of view does not)
+            **cutoff,
         )
         if query:  # a listing without a query has no scores to hold to a threshold
             results = keep_relevant(results, min_relevance)

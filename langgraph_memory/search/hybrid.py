@@ -317,6 +317,7 @@ class HybridSearch:
         ``matches``: the query's keyword matches over the whole index, read already in this snapshot.
         """
         assert op.query is not None
+        skip: Container[int] = getattr(omit, "skip_ids", ())  # items the omit is known to leave out: not read
         found = {it.id for score, it in dense if score is not None and it.id is not None}
         known = np.fromiter(found, dtype=np.int64, count=len(found))
         within = scorer.exact_ids(WITHIN_MAX)
@@ -361,7 +362,7 @@ class HybridSearch:
             if held is not None:
                 # The walk above never looked at the items: one that cannot win need not be read.
                 rest = held.reaching(rest, sims, lambda ids: _turn_ids(conn, ids))
-            read = _item_rows.get_by_ids(conn, rest)
+            read = _item_rows.get_by_ids(conn, [i for i in rest if i not in skip])
         else:
             # Many: the best matches in scope that pass the filter, read in batches.
             counted = scorer.filter_exact and omit is keep_all
@@ -379,7 +380,7 @@ class HybridSearch:
             def fetch(chunk: list[int]) -> Container[int]:
                 # Scope and vectors from the scorer; the filter index checked as the items are read.
                 got = scorer.rank(chunk, filter_index=False)
-                items = scorer.items(list(got))
+                items = scorer.items([i for i in got if i not in skip])
                 kept = {i for i, it in items.items() if _filters.matches(it.value, op.filter) and not omit(it)}
                 sims.update((i, got[i]) for i in kept)
                 read.update((i, items[i]) for i in kept)

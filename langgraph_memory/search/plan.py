@@ -273,10 +273,16 @@ class PlanChoice:
 
     # --------------------------------------------------------------- entry
 
-    def explain(self, op: SearchOp, *, has_query: bool) -> Plan:
-        """The plan ``op`` would get, without running it (nothing is loaded into memory)."""
+    def explain(self, op: SearchOp, *, has_query: bool, keeps: float | None = None) -> Plan:
+        """The plan ``op`` would get, without running it (nothing is loaded into memory).
+
+        ``keeps``: the share of items an omit keeps (a data cut-off), as `Planner.run()` plans for it.
+        """
         with self._vectors_lock(), self.catalog.snapshot() as conn:
-            return self._plan(conn, op, has_query)[0]
+            plan, scopes, conds = self._plan(conn, op, has_query)
+            if keeps is not None and has_query and plan.strategy != "empty":
+                self._narrow(plan, scopes, conds, keeps)
+            return plan
 
     def _vectors_lock(self) -> Any:
         return self.vectors.lock if self.vectors is not None else contextlib.nullcontext()

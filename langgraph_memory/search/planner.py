@@ -186,7 +186,10 @@ class Planner(PlanChoice):
         if need <= 0:
             return out
         where = _scope.any_scope([s.sql for s in scopes])
-        for it in _scope.newest_items(conn, where, conds, page=max(need, 100), unindexed_only=unindexed_only):
+        skip: Container[int] = getattr(omit, "skip_ids", ())  # known to be left out: not parsed
+        for it in _scope.newest_items(
+            conn, where, conds, page=max(need, 100), unindexed_only=unindexed_only, skip=skip
+        ):
             if _filters.matches(it.value, op.filter) and not omit(it):
                 out.append(it)
                 if len(out) >= need:
@@ -468,10 +471,15 @@ class Planner(PlanChoice):
         # Items ``omit`` is known to leave out by id (a read as of a moment: those changed since) are not read.
         skip: Container[int] = getattr(omit, "skip_ids", ())
         while pos < len(ranked) and len(out) < need:
-            chunk = ranked[pos : pos + batch]
-            pos += batch
-            if skip:
-                chunk = [c for c in chunk if c[0] not in skip]
+            if skip:  # a chunk of ``batch`` items to read: one read, however many the skipped are
+                chunk: list[tuple[int, float]] = []
+                while pos < len(ranked) and len(chunk) < batch:
+                    if ranked[pos][0] not in skip:
+                        chunk.append(ranked[pos])
+                    pos += 1
+            else:
+                chunk = ranked[pos : pos + batch]
+                pos += batch
             if rows is not None:
                 items = {i: _item_rows.item_from_row(rows[i]) for i, _ in chunk if i in rows}
             else:

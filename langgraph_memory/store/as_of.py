@@ -39,8 +39,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
-from typing import Any
+from datetime import UTC, date, datetime
+from typing import Any, Unpack
 
 import numpy as np
 from langgraph.store.base import (
@@ -56,12 +56,14 @@ from langgraph.store.base import (
 )
 
 from langgraph_memory.catalog import StoredItem
+from langgraph_memory.catalog import evidence as _evidence
 from langgraph_memory.catalog import history as _history
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import keywords as _keywords
 from langgraph_memory.errors import InvalidArgumentError, ReadOnlyError
 from langgraph_memory.search import filters as _filters
 from langgraph_memory.search.hybrid import Candidate, explain_candidates
+from langgraph_memory.search.plan import keep_all
 from langgraph_memory.search.ranking import HybridRanking
 from langgraph_memory.store.namespaces import select_namespaces, validate_namespace
 
@@ -81,6 +83,8 @@ class AsOfStore(BaseStore):
     """
 
     supports_ttl: bool = False
+    #: ``search(..., data_cutoff=date)`` keeps only items whose evidence ends by that date, as the store does.
+    supports_data_cutoff: bool = True
 
     # ``store`` is the ChromaStore read (typed loosely: its module imports this one, and the layout allows no cycle).
     def __init__(self, store: Any, at: float) -> None:
@@ -153,10 +157,42 @@ class AsOfStore(BaseStore):
         offset: int = 0,
         refresh_ttl: bool | None = None,
         include_retired: bool = False,
+        **cutoff: Unpack[_evidence.CutoffArgs],
     ) -> list[SearchItem]:
-        """``BaseStore.search`` as of `at`; retired and superseded versions are left out unless ``include_retired``."""
+        """``BaseStore.search`` as of `at`; retired and superseded versions are left out unless ``include_retired``.
+
+        A ``data_cutoff`` keeps the versions of items whose evidence ends by it as the store knows the
+        evidence ends now: they only move forward as lineage grows, so what passes now passed at `at` too
+        (an item whose lineage grew past the cut-off since is left out; see ``ChromaStore.search``).
+        """
+        day, undated = _evidence.cutoff_of(dict(cutoff))
         op = self.store._search_op(namespace_prefix, query, filter, limit, offset, False, include_retired)
-        return self._search(op)
+        return self._search(op, day, undated)
+
+    async def asearch(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool | None = None,
+        include_retired: bool = False,
+        **cutoff: Unpack[_evidence.CutoffArgs],
+    ) -> list[SearchItem]:
+        """Async `search()`."""
+        return await asyncio.to_thread(
+            self.search,
+            namespace_prefix,
+            query=query,
+            filter=filter,
+            limit=limit,
+            offset=offset,
+            include_retired=include_retired,
+            **cutoff,
+        )
 
     # ------------------------------------------------------------ reads
 
@@ -181,7 +217,7 @@ class AsOfStore(BaseStore):
             updated_at=_dt(it.updated_at),
         )
 
-    def _search(self, op: SearchOp) -> list[SearchItem]:
+    def _search(self, op: SearchOp, cutoff: date | None = None, include_undated: bool = False) -> list[SearchItem]:
         store, at = self.store, self.at
         op = store._check_search(op)
         # A SearchAllOp (store.search(include_retired=True)); its class lives in store.searching, which imports this.
@@ -195,7 +231,9 @@ class AsOfStore(BaseStore):
 
         def omit_for(conn: Any, status_version: int | None) -> Callable[[StoredItem], bool]:
             hidden = None if include_retired else store._hidden.snapshot(conn, status_version)
-            return _ChangedSince(at, store._omitter(at, hidden), moment.changed)
+            return store._cut(
+                conn, _ChangedSince(at, store._omitter(at, hidden), moment.changed), cutoff, include_undated
+            )
 
         ranking = store.ranking
         hybrid = ranking is not None and qvec is not None and bool(op.query)
@@ -205,7 +243,9 @@ class AsOfStore(BaseStore):
             temporal = ranking.temporal and dataclasses.replace(ranking.temporal, access_boost_factor=0.0)
             ranking = dataclasses.replace(ranking, clock=lambda: at, temporal=temporal)
             if ranking.keyword_weight != 0.0:
-                return self._keyword_search(op, qvec, ranking, omit_for, include_retired, moment)
+                return self._keyword_search(
+                    op, qvec, ranking, omit_for, include_retired, moment, cutoff, include_undated
+                )
             current, _plan = store.hybrid.run(inner, qvec, ranking, omit_for=omit_for)
         else:
             current, _plan = store.planner.run(inner, qvec, omit_for=omit_for)
@@ -216,16 +256,17 @@ class AsOfStore(BaseStore):
         past = np.flatnonzero(m.in_prefix(op.namespace_prefix) & (m.live | include_retired))
         newest_first = past
         with store.catalog.read() as conn:
+            cut = store._cut(conn, keep_all, cutoff, include_undated)  # past versions by their item's evidence end
             if len(past) and qvec is not None:
                 best = _best_cosines(m, qvec)
                 has = ~np.isnan(best)
                 with_vec = past[has[past]]
                 first = max(4 * need, 64)
                 order = _first(with_vec, -best[with_vec], m.item_ids[with_vec], first)
-                got = _read_first(conn, m.ids[order], op.filter, need, store._omits_expired, at)
+                got = _read_first(conn, m.ids[order], op.filter, need, store._omits_expired, at, cut)
                 if len(got) < need and len(order) < len(with_vec):  # the filter left too few of the best
                     order = _first(with_vec, -best[with_vec], m.item_ids[with_vec], len(with_vec))
-                    got = _read_first(conn, m.ids[order], op.filter, need, store._omits_expired, at)
+                    got = _read_first(conn, m.ids[order], op.filter, need, store._omits_expired, at, cut)
                 for k, it in got:
                     sim = float(best[order[k]])
                     if not hybrid:
@@ -240,7 +281,8 @@ class AsOfStore(BaseStore):
             if len(newest_first) and len(scored) < need:  # listings, and items without vectors after the scored
                 newest_first = _first(newest_first, -m.updated[newest_first], -m.item_ids[newest_first], len(past))
                 unscored.extend(
-                    it for _k, it in _read_first(conn, m.ids[newest_first], op.filter, need, store._omits_expired, at)
+                    it
+                    for _k, it in _read_first(conn, m.ids[newest_first], op.filter, need, store._omits_expired, at, cut)
                 )
         return _results(op, scored, unscored)
 
@@ -252,6 +294,8 @@ class AsOfStore(BaseStore):
         omit_for: Callable[[Any, int | None], Callable[[StoredItem], bool]],
         include_retired: bool,
         moment: _history.Moment,
+        cutoff: date | None = None,
+        include_undated: bool = False,
     ) -> list[SearchItem]:
         """A hybrid search with keywords as of `at`: every version scored against the keyword index of then.
 
@@ -283,6 +327,7 @@ class AsOfStore(BaseStore):
                     held.setdefault(h, set()).add(term)
             corpus = _corpus_at(conn, at, past, held)
             found = store.hybrid._match(conn, op.query, ranking, corpus=corpus)
+            cut = store._cut(conn, keep_all, cutoff, include_undated)
         best = _best_cosines(moment, qvec)
         sims = {h: s for h, s in zip(moment.ids.tolist(), best.tolist(), strict=True) if s == s}  # NaN: no vectors
         current, _plan = store.hybrid.run_explained(
@@ -297,6 +342,7 @@ class AsOfStore(BaseStore):
             and (include_retired or v.status is None)
             and _filters.matches(v.value, op.filter)
             and not (store._omits_expired and v.expires_at is not None and v.expires_at < at)
+            and not cut(_stored(v))
         }
         cands = []
         for h, v in in_scope.items():
@@ -362,7 +408,13 @@ def _first(idx: np.ndarray, primary: np.ndarray, secondary: np.ndarray, k: int) 
 
 
 def _read_first(
-    conn: Any, ids: np.ndarray, filter: dict[str, Any] | None, need: int, omit_expired: bool, at: float
+    conn: Any,
+    ids: np.ndarray,
+    filter: dict[str, Any] | None,
+    need: int,
+    omit_expired: bool,
+    at: float,
+    omit: Callable[[StoredItem], bool] = keep_all,
 ) -> list[tuple[int, StoredItem]]:
     """The first ``need`` past versions of ``ids`` (history ids, in that order) that match ``filter``, read a
     chunk at a time; each with its position in ``ids``."""
@@ -377,7 +429,10 @@ def _read_first(
                 continue
             if omit_expired and v.expires_at is not None and v.expires_at < at:
                 continue
-            out.append((k, _stored(v)))
+            it = _stored(v)
+            if omit(it):  # a data cut-off
+                continue
+            out.append((k, it))
             if len(out) >= need:
                 break
         pos += chunk

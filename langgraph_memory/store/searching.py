@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 from langgraph.store.base import (
@@ -25,6 +25,7 @@ from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog import evidence as _evidence
 from langgraph_memory.catalog import status as _status
 from langgraph_memory.catalog.catalog import Catalog
+from langgraph_memory.catalog.evidence import CutoffArgs
 from langgraph_memory.embeddings import CachedEmbeddings
 from langgraph_memory.errors import (
     InvalidArgumentError,
@@ -67,12 +68,19 @@ def checked_count(value: Any, name: str) -> int:
 
 
 def _after_cutoff(
-    omit: Callable[[StoredItem], bool], ends: dict[str, int], cutoff: date, include_undated: bool, keeps: float
+    omit: Callable[[StoredItem], bool],
+    ends: dict[str, int],
+    cutoff: date,
+    include_undated: bool,
+    keeps: float,
+    after: Container[int],
 ) -> Callable[[StoredItem], bool]:
     """``omit``, also leaving out items whose evidence ends after ``cutoff`` (and undated ones, unless included).
 
     ``keeps``, the share of items expected to pass, goes with it as its attribute ``keeps``: the planner
-    plans for that many candidates (see `Planner._narrow`).
+    plans for that many candidates (see `Planner._narrow`). ``after`` (the ids known to end after the
+    cut-off) joins ``omit``'s own ``skip_ids``: the planner leaves those out unread, so a cut-off costs
+    ranking deeper, not reading and parsing what it drops.
     """
     last = cutoff.toordinal()
     undated = 0 if include_undated else last + 1  # an unknown end counts as before the cut-off, or after it
@@ -81,7 +89,23 @@ def _after_cutoff(
         return ends.get(it.uid, undated) > last or omit(it)
 
     omitted.keeps = keeps  # type: ignore[attr-defined]
+    omitted.skip_ids = _Either(getattr(omit, "skip_ids", ()), after)  # type: ignore[attr-defined]
     return omitted
+
+
+class _Either:
+    """The ids in either container (``skip_ids`` of an as-of view and of a cut-off)."""
+
+    __slots__ = ("a", "b")
+
+    def __init__(self, a: Container[int], b: Container[int]) -> None:
+        self.a, self.b = a, b
+
+    def __contains__(self, item_id: object) -> bool:
+        return item_id in self.a or item_id in self.b
+
+    def __bool__(self) -> bool:
+        return bool(self.a) or bool(self.b)
 
 
 def _search_items(hits: Iterable[tuple[float | None, StoredItem]]) -> list[SearchItem]:
@@ -135,8 +159,7 @@ class SearchingStore(BaseStore):
         offset: int = 0,
         refresh_ttl: bool | None = None,
         include_retired: bool = False,
-        data_cutoff: date | None = None,
-        include_undated: bool = False,
+        **cutoff: Unpack[CutoffArgs],
     ) -> list[SearchItem]:
         """``BaseStore.search``; retired and superseded items are left out unless ``include_retired``.
 
@@ -144,7 +167,9 @@ class SearchingStore(BaseStore):
         last market date of the data they were derived from, through lineage (see
         `langgraph_memory.catalog.evidence`). It is applied before the ``limit`` best are taken, on every
         plan. Items with no known evidence end are left out too unless ``include_undated``: a cut-off
-        guards against lookahead, so what cannot be shown to predate it does not pass.
+        guards against lookahead, so what cannot be shown to predate it does not pass. Every read here
+        that returns memories (`asearch`, `search_explained`, `search_by_vector`, and `explain`'s plan)
+        takes the same two arguments (`CutoffArgs`).
 
         Examples:
             >>> len(store.search(("research",), query="momentum", include_retired=True))
@@ -155,12 +180,12 @@ class SearchingStore(BaseStore):
         """
         # One search goes straight to its plan, not through batch's dispatch over every op type.
         self._check_open()
-        cutoff = _evidence.check_cutoff(data_cutoff)
+        day, undated = _evidence.cutoff_of(dict(cutoff))
         op = self._check_search(
             self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl, include_retired)
         )
         qvec = self._embed_query(op.query) if op.query and self.cached_embeddings is not None else None
-        found = self._run_search(op, qvec, time.time(), cutoff, include_undated)
+        found = self._run_search(op, qvec, time.time(), day, undated)
         self._start_flusher()
         return found
 
@@ -175,22 +200,21 @@ class SearchingStore(BaseStore):
         offset: int = 0,
         refresh_ttl: bool | None = None,
         include_retired: bool = False,
-        data_cutoff: date | None = None,
-        include_undated: bool = False,
+        **cutoff: Unpack[CutoffArgs],
     ) -> list[SearchItem]:
         """Async `search()`."""
         op = self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl, include_retired)
-        if data_cutoff is None:
+        day, undated = _evidence.cutoff_of(dict(cutoff))
+        if day is None:
             return (await self.abatch([op]))[0]  # type: ignore[return-value]
         # A cut-off is not part of LangGraph's SearchOp, so this search does not go through abatch.
         self._check_open()
-        cutoff = _evidence.check_cutoff(data_cutoff)
         op = self._check_search(op)
         qvec = None
         if op.query and self.cached_embeddings is not None:
             raw = await aembedded(self.cached_embeddings.aembed_query(op.query), "a query")
             qvec = check_vectors([raw], self._dims, "a query")[0]
-        found = await asyncio.to_thread(self._run_search, op, qvec, time.time(), cutoff, include_undated)
+        found = await asyncio.to_thread(self._run_search, op, qvec, time.time(), day, undated)
         self._start_flusher()
         return found
 
@@ -218,15 +242,24 @@ class SearchingStore(BaseStore):
         filter: dict[str, Any] | None = None,
         limit: int = 10,
         offset: int = 0,
+        **cutoff: Unpack[CutoffArgs],
     ) -> Plan:
         """The plan a `search()` with these arguments gets (nothing is run or embedded).
+
+        With a data cut-off, the plan is the one for the share of items the cut-off keeps.
 
         Examples:
             >>> print(store.explain(("research",), query="risk"))
             exact over research_findings; 2 items in scope; ~2 candidates; hybrid: ...
         """
+        day, undated = _evidence.cutoff_of(dict(cutoff))
         op = self._check_search(SearchOp(namespace_prefix, filter, limit, offset, query))
-        plan = self.planner.explain(op, has_query=bool(query) and self.cached_embeddings is not None)
+        keeps = None
+        if day is not None:
+            with self.catalog.read() as conn:
+                self._evidence.snapshot(conn)
+            keeps = self._evidence.share(day.toordinal(), undated)
+        plan = self.planner.explain(op, has_query=bool(query) and self.cached_embeddings is not None, keeps=keeps)
         if self.ranking is not None and query and self.cached_embeddings is not None and plan.strategy != "empty":
             plan.notes.append("hybrid: fused with keyword candidates from the catalog's keyword index")
             if self.ranking.neighbours:
@@ -246,6 +279,7 @@ class SearchingStore(BaseStore):
         limit: int = 10,
         offset: int = 0,
         include_retired: bool = False,
+        **cutoff: Unpack[CutoffArgs],
     ) -> ExplainedSearch:
         """`search()`, each hit with its score parts (cosine, keyword, temporal) and the plan it ran.
 
@@ -257,19 +291,16 @@ class SearchingStore(BaseStore):
             [('Carry unwinds in vol spikes, 2010-2024', 0.0), ('Carry unwinds in vol spikes', 0.0)]
         """
         self._check_open()
+        day, undated = _evidence.cutoff_of(dict(cutoff))
         op = self._check_search(self._search_op(namespace_prefix, query, filter, limit, offset, False, include_retired))
         qvec = self._embed_query(op.query) if op.query and self.cached_embeddings is not None else None
-        hidden = None
-        if not include_retired:
-            with self.catalog.read() as conn:
-                hidden = self._hidden.snapshot(conn)
-        omit = self._omitter(time.time(), hidden)
+        omit_for = self._omit_for(op, time.time(), day, undated)
         ranking = self.ranking
         if ranking is not None and qvec is not None and op.query:
-            hits, plan = self.hybrid.run_explained(op, qvec, ranking, omit=omit)
+            hits, plan = self.hybrid.run_explained(op, qvec, ranking, omit_for=omit_for)
             kind = "hybrid"
         else:
-            plain, plan = self.planner.run(op, qvec, omit=omit)
+            plain, plan = self.planner.run(op, qvec, omit_for=omit_for)
             hits = [
                 (None if score is None else ScoreParts(score, 0.0, score, None, 0.0, score, setting="cosine"), it)
                 for score, it in plain
@@ -298,6 +329,7 @@ class SearchingStore(BaseStore):
         limit: int = 10,
         offset: int = 0,
         exclude: Callable[[tuple[str, ...], str], bool] | None = None,
+        **cutoff: Unpack[CutoffArgs],
     ) -> list[SearchItem]:
         """Items nearest ``vector``, an embedding made elsewhere, by cosine similarity (best first).
 
@@ -318,13 +350,11 @@ class SearchingStore(BaseStore):
             ['n2']
         """
         self._check_open()
+        day, undated = _evidence.cutoff_of(dict(cutoff))
         op = self._check_search(SearchOp(namespace_prefix, filter, limit, offset, None, False))
         qvec = check_vectors([list(vector)], self._dims, "the vector")[0]
-        now = time.time()
-        with self.catalog.read() as conn:
-            base = self._omitter(now, self._hidden.snapshot(conn))
-        omit = base if exclude is None else (lambda it: base(it) or exclude(it.namespace, it.key))
-        hits, plan = self.planner.run(op, qvec, omit=omit)
+        omit_for = self._omit_for(op, time.time(), day, undated, exclude)
+        hits, plan = self.planner.run(op, qvec, omit_for=omit_for)
         logger.debug("search by vector %s: %s", op.namespace_prefix, plan)
         return _search_items(hits)
 
@@ -393,6 +423,43 @@ class SearchingStore(BaseStore):
             return lambda it: hidden.get(it.uid) == it.created_at
         return lambda it: hidden.get(it.uid) == it.created_at or expired(it)
 
+    def _omit_for(
+        self,
+        op: SearchOp,
+        now: float,
+        cutoff: date | None = None,
+        include_undated: bool = False,
+        exclude: Callable[[tuple[str, ...], str], bool] | None = None,
+    ) -> Callable[[Any, int | None], Callable[[StoredItem], bool]]:
+        """What a search leaves out, decided inside its snapshot: expired items, the hidden (retired and
+        superseded, unless a `SearchAllOp`), those failing a data cut-off, and those ``exclude`` names."""
+
+        # The hidden set is checked inside the search's snapshot, against the status version its first
+        # statement read: on a server, no round trip of its own.
+        def omit_for(conn: Any, status_version: int | None) -> Callable[[StoredItem], bool]:
+            hidden = None if isinstance(op, SearchAllOp) else self._hidden.snapshot(conn, status_version)
+            omit = self._omitter(now, hidden)
+            if exclude is not None:
+                base = omit
+                omit = lambda it: base(it) or exclude(it.namespace, it.key)  # noqa: E731
+            return self._cut(conn, omit, cutoff, include_undated)
+
+        return omit_for
+
+    def _cut(
+        self, conn: Any, omit: Callable[[StoredItem], bool], cutoff: date | None, include_undated: bool
+    ) -> Callable[[StoredItem], bool]:
+        """``omit``, and with a cut-off also what fails it (inside the search's snapshot ``conn``).
+
+        The cut-off leaves items out like a status does: the planner ranks further down until it has
+        ``limit`` that pass, so the best items by the cut-off come back on every plan.
+        """
+        if cutoff is None:
+            return omit
+        ends = self._evidence.snapshot(conn)
+        keeps = self._evidence.share(cutoff.toordinal(), include_undated)
+        return _after_cutoff(omit, ends, cutoff, include_undated, keeps, self._evidence.after(cutoff.toordinal()))
+
     def _run_search(
         self,
         op: SearchOp,
@@ -402,24 +469,10 @@ class SearchingStore(BaseStore):
         include_undated: bool = False,
     ) -> list[SearchItem]:
         ranking = self.ranking
-
-        # The hidden set is checked inside the search's snapshot, against the status version its first
-        # statement read: on a server, no round trip of its own.
-        def omit_for(conn: Any, status_version: int | None) -> Callable[[StoredItem], bool]:
-            hidden = None if isinstance(op, SearchAllOp) else self._hidden.snapshot(conn, status_version)
-            omit = self._omitter(now, hidden)
-            if cutoff is None:
-                return omit
-            # The cut-off leaves items out like a status does: the planner ranks further down until it has
-            # ``limit`` that pass, so the best items by the cut-off come back on every plan.
-            ends = self._evidence.snapshot(conn)
-            keeps = self._evidence.share(cutoff.toordinal(), include_undated)
-            return _after_cutoff(omit, ends, cutoff, include_undated, keeps)
-
         if cutoff is None and isinstance(op, SearchAllOp):
             late, omit = None, self._omitter(now)
         else:
-            late, omit = omit_for, None
+            late, omit = self._omit_for(op, now, cutoff, include_undated), None
         if ranking is not None and qvec is not None and op.query:
             hits, plan = self.hybrid.run(op, qvec, ranking, omit=omit, omit_for=late)
         else:
