@@ -46,6 +46,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: its langgraph_memory and bench.common
 import psycopg  # noqa: E402
@@ -113,7 +114,10 @@ def open_ours(data: Data, url: str, local: Path) -> StoreBackend:
     return StoreBackend(store, store.close)
 
 
-def open_pgstore(data: Data, url: str) -> StoreBackend:
+def open_pgstore(
+    data: Data | None, url: str, *, embed: Any = None, dims: int = DIMS, text_field: str = "content"
+) -> StoreBackend:
+    """LangGraph's PostgresStore on ``url``, embedding ``text_field`` with ``data``'s lookup embeddings (or ``embed``)."""
     from langgraph.store.postgres import PostgresStore
     from psycopg.rows import dict_row
 
@@ -121,9 +125,9 @@ def open_pgstore(data: Data, url: str) -> StoreBackend:
     store = PostgresStore(
         conn,  # type: ignore[arg-type]
         index={
-            "dims": DIMS,
-            "embed": LookupEmbeddings(data),
-            "fields": ["content"],
+            "dims": dims,
+            "embed": embed if embed is not None else LookupEmbeddings(data),  # type: ignore[arg-type]
+            "fields": [text_field],
             "ann_index_config": {"kind": "hnsw"},
             "distance_type": "cosine",
         },

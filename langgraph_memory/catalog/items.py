@@ -255,7 +255,7 @@ def write_items(
         if w.value_json is None:
             if old is not None:
                 item_id, n_old = int(old[0]), int(old[1])
-                _history.record(conn, [item_id], "delete", now)
+                _history.record(conn, [item_id], "delete", now, several=n_old > 1)
                 _delete_rows(conn, [item_id])
                 if known is not None and nid is not None:
                     known.state[(nid, w.key)] = None
@@ -277,7 +277,7 @@ def write_items(
             if bulk is not None:
                 bulk.update(w, item_id, now, expires, had_vectors=bool(n_old))
             else:
-                _history.record(conn, [item_id], "put", now)
+                _history.record(conn, [item_id], "put", now, several=n_old > 1)
                 conn.execute(
                     both(
                         conn,
@@ -339,10 +339,14 @@ def _insert_item(
     return int(cur.fetchone()[0])
 
 
-# Items of a batch whose row (id, vector count) is not what the batch read before the write lock.
+# Items of a batch whose row (id, vector count, since when its version is current) is not what the batch read
+# before the write lock: another machine's put between the read and the lock began a version that this write
+# would end without keeping it (its history row copies the row as read at the lock, and only a version that began
+# before this write's instant).
 _CHANGED_SINCE_READ = (
-    "SELECT 1 FROM (VALUES {rows}) AS v(ns_id, key, id, n) LEFT JOIN items i ON i.ns_id = v.ns_id AND i.key = v.key"
-    " WHERE i.id IS DISTINCT FROM v.id OR i.n_vectors IS DISTINCT FROM v.n"
+    "SELECT 1 FROM (VALUES {rows}) AS v(ns_id, key, id, n, since) LEFT JOIN items i"
+    " ON i.ns_id = v.ns_id AND i.key = v.key WHERE i.id IS DISTINCT FROM v.id OR i.n_vectors IS DISTINCT FROM v.n"
+    " OR coalesce(i.valid_from, i.updated_at) IS DISTINCT FROM v.since"
 )
 
 
@@ -357,6 +361,8 @@ class _Known:
     def __init__(self, conn: Any, writes: Iterable[ItemWrite], names: NamespaceIds) -> None:
         self.writes = list(writes)
         self.state: dict[tuple[int, str], tuple[int, int] | None] = {}
+        #: since when each item read is current (see `_CHANGED_SINCE_READ`).
+        self._since: dict[tuple[int, str], float] = {}
         self._at = 0
         self._pool = names.new_items
         if self._sent_as_new(conn, names):
@@ -378,16 +384,15 @@ class _Known:
         chunks: list[Sequence[tuple[int, str]]] = list(chunked(pairs, _CHUNK // 2)) or [[]]
         for n, chunk in enumerate(chunks):
             lookup = (
-                "SELECT 0, ns_id, key, id, n_vectors FROM items WHERE (ns_id, key) IN (VALUES "
-                + ", ".join(["(?, ?)"] * len(chunk))
-                + ")"
+                "SELECT 0, ns_id, key, id, n_vectors, coalesce(valid_from, updated_at) FROM items"
+                " WHERE (ns_id, key) IN (VALUES " + ", ".join(["(?, ?)"] * len(chunk)) + ")"
                 if chunk
-                else "SELECT 0, 0, '', 0, 0 WHERE FALSE"
+                else "SELECT 0, 0, '', 0, 0, 0.0 WHERE FALSE"
             )
             params: tuple[Any, ...] = tuple(x for pair in chunk for x in pair)
             if n == 0 and puts:
                 lookup += (
-                    " UNION ALL SELECT 1, 0, '', nextval(pg_get_serial_sequence('items', 'id')), 0"
+                    " UNION ALL SELECT 1, 0, '', nextval(pg_get_serial_sequence('items', 'id')), 0, 0.0"
                     " FROM generate_series(1, ?)"
                 )
                 params += (puts,)
@@ -396,6 +401,7 @@ class _Known:
                     self._ids.append(int(r[3]))
                 else:
                     self.state[(int(r[1]), str(r[2]))] = (int(r[3]), int(r[4]))
+                    self._since[(int(r[1]), str(r[2]))] = float(r[5])
         self._ids.sort(reverse=True)
         if ahead:
             self._pool.spare = self._ids[:ahead] + self._pool.spare
@@ -430,9 +436,16 @@ class _Known:
     def _check_when_ordered(self, conn: Any, pairs: list[tuple[int, str]]) -> None:
         """A put that read before the write lock (``late``) fails at the lock if another writer changed that."""
         if pairs:
-            rows = [(nid, key, *(self.state.get((nid, key)) or (None, None))) for nid, key in pairs]
+            rows = [
+                (nid, key, *(self.state.get((nid, key)) or (None, None)), self._since.get((nid, key)))
+                for nid, key in pairs
+            ]
             marks = ", ".join(
-                ["(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT))"] * len(rows)
+                [
+                    "(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT),"
+                    " CAST(? AS DOUBLE PRECISION))"
+                ]
+                * len(rows)
             )
             if not conn.check_when_ordered(
                 both(conn, _CHANGED_SINCE_READ.format(rows=marks)), [x for r in rows for x in r]

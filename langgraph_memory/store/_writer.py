@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -277,7 +278,9 @@ class Writer:
             except WriteConflictError:
                 if not late:
                     raise
-                ids = self._commit(writes, puts, before, now=now, late=False)
+                # Another machine wrote first: this write comes after it, and so must its instant (the versions
+                # it ends began at the other's).
+                ids = self._commit(writes, puts, before, now=max(now, time.time()), late=False)
         if self.catch_up is not None:
             self.catch_up.request({p.spec.name for p in puts}, len(puts))
         else:
