@@ -61,6 +61,7 @@ from langgraph_memory.catalog import history as _history
 from langgraph_memory.catalog import item_rows as _item_rows
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import keywords as _keywords
+from langgraph_memory.catalog import past_versions as _pv
 from langgraph_memory.catalog.connection import POSTGRESQL, dialect_of
 from langgraph_memory.errors import InvalidArgumentError, ReadOnlyError
 from langgraph_memory.search import filters as _filters
@@ -92,12 +93,12 @@ class AsOfStore(BaseStore):
         #: the moment read, in epoch seconds.
         self.at = float(at)
         # The store's past versions masked to this moment: made again only when the history changed.
-        self._moment: _history.Moment | None = None
+        self._moment: _pv.Moment | None = None
         # What of the keyword index now was indexed after `at` (a mask by item id, how many, their words),
         # for the index's stamp.
         self._later: tuple[tuple[Any, ...], np.ndarray, int, int] | None = None
 
-    def _past(self, conn: Any | None = None) -> _history.Moment:
+    def _past(self, conn: Any | None = None) -> _pv.Moment:
         """The past versions valid at `at` (masked again when the history changed), read on ``conn`` (a snapshot)
         or in a snapshot of their own."""
         if conn is None:
@@ -195,7 +196,7 @@ class AsOfStore(BaseStore):
         if need <= 0:
             return []
         inner = op._replace(offset=0, limit=need)
-        seen: list[_history.Moment] = []
+        seen: list[_pv.Moment] = []
 
         def omit_for(conn: Any, status_version: int | None) -> Callable[[StoredItem], bool]:
             # In the search's own snapshot: the past versions and the current items it reads agree.
@@ -255,7 +256,7 @@ class AsOfStore(BaseStore):
                 )
         return _results(op, scored, unscored)
 
-    def _in_scope(self, m: _history.Moment, prefix: tuple[str, ...], include_retired: bool) -> np.ndarray:
+    def _in_scope(self, m: _pv.Moment, prefix: tuple[str, ...], include_retired: bool) -> np.ndarray:
         """A mask over the moment's past versions: under ``prefix``, shown (``include_retired``), not expired then."""
         mask = m.in_prefix(prefix) & (m.live | include_retired)
         if self.store._omits_expired:
@@ -269,7 +270,7 @@ class AsOfStore(BaseStore):
         ranking: HybridRanking,
         omit_for: Callable[[Any, int | None], Callable[[StoredItem], bool]],
         include_retired: bool,
-        m: _history.Moment,
+        m: _pv.Moment,
     ) -> list[SearchItem]:
         """A hybrid search with keywords as of `at`: every version scored against the keyword index of then.
 
@@ -347,7 +348,7 @@ class AsOfStore(BaseStore):
         return _results(op, [(parts.final, it) for parts, it in ranked], unscored, ordered=True)
 
     def _corpus(
-        self, now: _history.KeywordLengths, m: _history.Moment, n_tokens: np.ndarray, holding: dict[str, np.ndarray]
+        self, now: _pv.KeywordLengths, m: _pv.Moment, n_tokens: np.ndarray, holding: dict[str, np.ndarray]
     ) -> _keywords.Corpus:
         """The keyword index's statistics at `at`: now's, less the items indexed since, plus the past versions'."""
         if self._later is None or self._later[0] != now.stamp:
@@ -380,17 +381,17 @@ class PastTexts:
         self._turns = np.zeros(0, dtype=bool)
         self._texts: _keywords.OutsideTexts | None = None
         self._masks: dict[str, np.ndarray] = {}
-        self._lengths: _history.KeywordLengths | None = None
+        self._lengths: _pv.KeywordLengths | None = None
 
-    def lengths(self, conn: Any) -> _history.KeywordLengths:
+    def lengths(self, conn: Any) -> _pv.KeywordLengths:
         """The keyword index's lengths now (read again when the index changed)."""
         held = self._lengths
-        if held is None or held.stamp != _history.keyword_stamp(conn):
-            held = self._lengths = _history.keyword_lengths(conn)
+        if held is None or held.stamp != _pv.keyword_stamp(conn):
+            held = self._lengths = _pv.keyword_lengths(conn)
         return held
 
     def of(
-        self, conn: Any, store: Any, m: _history.Moment, terms: list[str]
+        self, conn: Any, store: Any, m: _pv.Moment, terms: list[str]
     ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
         """For every version: a mask per query term of those whose text holds it, the words of its text, whether
         it is a turn (every version valid at ``m`` read)."""
@@ -420,7 +421,7 @@ class PastTexts:
                     mask[self._texts.holding(t)] = True
             return {t: self._masks[t] for t in terms}, self._n_tokens, self._turns
 
-    def _read(self, conn: Any, store: Any, v: _history.Versions, todo: np.ndarray) -> None:
+    def _read(self, conn: Any, store: Any, v: _pv.Versions, todo: np.ndarray) -> None:
         assert self._texts is not None
         texts: dict[int, str] = {}
         for start in range(0, len(todo), 5000):
@@ -445,7 +446,7 @@ class PastVersionIndex:
     """What searches as of any moment share, one per store: its past versions as arrays, and their texts."""
 
     def __init__(self) -> None:
-        self.versions = _history.PastVersions()
+        self.versions = _pv.PastVersions()
         self.texts = PastTexts()
 
 
@@ -494,7 +495,7 @@ class _ChangedSince:
     #: (`Planner._narrow`); it reads the attribute only where it is set.
     keeps: float
 
-    def __init__(self, at: float, base: Callable[[StoredItem], bool], skip_ids: _history.IdSet) -> None:
+    def __init__(self, at: float, base: Callable[[StoredItem], bool], skip_ids: _pv.IdSet) -> None:
         self.at = at
         self.base = base
         self.skip_ids = skip_ids
@@ -553,7 +554,7 @@ def _stored(v: _history.PastVersion) -> StoredItem:
     )
 
 
-def _best_cosines(m: _history.Moment, qvec: np.ndarray, scope: np.ndarray) -> np.ndarray:
+def _best_cosines(m: _pv.Moment, qvec: np.ndarray, scope: np.ndarray) -> np.ndarray:
     """Each past version's best cosine similarity of ``qvec`` with its vectors, by position (NaN: none, or
     not among the positions ``scope``)."""
     out = np.full(len(m.ids), np.nan)
