@@ -232,6 +232,9 @@ class AsOfStore(BaseStore):
                 best = _best_cosines(m, qvec, past)
                 has = ~np.isnan(best)
                 with_vec = past[has[past]]
+                if not hybrid and len(scored) >= need:  # only those above the current items' need-th can enter
+                    floor = sorted((sc for sc, _it in scored), reverse=True)[need - 1]
+                    with_vec = with_vec[best[with_vec] >= floor - 1e-9]
                 first = max(4 * need, 64)
                 order = _first(with_vec, -best[with_vec], m.item_ids[with_vec], first)
                 got = _read_first(conn, m.ids[order], op.filter, need, store._omits_expired, at)
@@ -317,7 +320,7 @@ class AsOfStore(BaseStore):
             order = _first(every, -bound, m.item_ids[scored], max(4 * need, 64))
         else:  # a score relative to the other candidates: every one is read and scored together
             bound, order = None, np.arange(len(scored))
-        finals: list[float] = []
+        finals = [parts.final for parts, _it in ranked]  # the bar counts the current items too
         pos, chunk = 0, max(need, 16)
         with store.catalog.read() as conn:
             while pos < len(scored):
