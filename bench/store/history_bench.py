@@ -89,6 +89,80 @@ def _history_bytes(store: ChromaStore) -> int:
         return int(row[0])
 
 
+def as_of_rows(store: ChromaStore, label: str, n_queries: int, last: float, middle: float, versions: int) -> list[str]:
+    """The as-of rows of the table: searches as of the last change and half way against current ones, per plan."""
+    rng = random.Random(4848)
+    rows: list[str] = []
+    queries = [" ".join(rng.choice(WORDS) for _ in range(3)) for _ in range(n_queries)]
+    plans: dict[str, Callable[[Any, int], Any]] = {
+        "exact (1 namespace)": lambda s, i: s.search(("memories", f"u{i % 100}"), query=queries[i], limit=10),
+        "hnsw (whole collection)": lambda s, i: s.search(("memories",), query=queries[i], limit=10),
+        "filtered (whole collection)": lambda s, i: s.search(
+            ("memories",), query=queries[i], filter={"kind": "a"}, limit=10
+        ),
+    }
+    # Cosine (the bench store's ranking), then hybrid ranking with keywords (`Memory`'s default).
+    cases: list[tuple[str, HybridRanking | None, Callable[[Any, int], Any]]] = [
+        *((name, None, fn) for name, fn in plans.items()),
+        ("scan (no query)", None, lambda s, i: s.search(("memories", f"u{i % 100}"), limit=10)),
+        *((f"hybrid {name}", HybridRanking(), fn) for name, fn in plans.items()),
+    ]
+    # The first as-of search of the process loads the history's arrays (then only what is added to it).
+    t = time.perf_counter()
+    store.as_of(middle).search(("memories",), query=queries[0], limit=10)
+    load_ms = (time.perf_counter() - t) * 1000
+    store.ranking = HybridRanking()
+    t = time.perf_counter()
+    store.as_of(middle).search(("memories",), query=queries[0], limit=10)
+    texts_ms = (time.perf_counter() - t) * 1000
+    store.ranking = None
+    with store.catalog.read() as conn:
+        arrays = store._past_versions.versions.current(conn).nbytes()
+    rows.append("")
+    rows.append(
+        f"First as-of search of the process: {load_ms:.0f} ms (loads the history's arrays, {arrays / versions:,.0f}"
+        f" bytes per version in memory); the first with keywords: {texts_ms:.0f} ms (reads the texts of the"
+        " versions valid at its moment)."
+    )
+    views = {"current": store, "as_of(last change)": store.as_of(last), "as_of(half way)": store.as_of(middle)}
+    rows.append("")
+    rows.append(f"| {label}: search p50 (ms) | current | as_of(last change) | as_of(half way) | ratio last / half |")
+    rows.append("|---|---:|---:|---:|---:|")
+
+    def line(name: str, med: dict[str, float]) -> str:
+        return (
+            f"| {name} | {med['current']:.2f} | {med['as_of(last change)']:.2f} | {med['as_of(half way)']:.2f} |"
+            f" {med['as_of(last change)'] / med['current']:.2f}x / {med['as_of(half way)'] / med['current']:.2f}x |"
+        )
+
+    for name, ranking, fn in cases:
+        store.ranking = ranking
+        for v in views.values():  # warm caches (the vector cache loads on a first large search)
+            fn(v, 0)
+        got: dict[str, list[float]] = {k: [] for k in views}
+        for rnd in range(4):
+            order = list(views) if rnd % 2 == 0 else list(reversed(views))
+            for vname in order:
+                view = views[vname]
+                got[vname].append(_p50(lambda i, v=view, f=fn: f(v, i), max(n_queries // 4, 5)))  # type: ignore[misc]
+        rows.append(line(name, {k: statistics.median(x) for k, x in got.items()}))
+    # What a fresh view's first search costs (what a reader making a view per read pays), interleaved.
+    moments = {"as_of(last change)": last, "as_of(half way)": middle}
+    for ranking in (None, HybridRanking()):
+        store.ranking = ranking
+        first: dict[str, list[float]] = {"current": [], "as_of(last change)": [], "as_of(half way)": []}
+        for i in range(20):
+            for vname in first if i % 2 == 0 else reversed(list(first)):
+                t = time.perf_counter()
+                view = store if vname == "current" else store.as_of(moments[vname])
+                view.search(("memories",), query=queries[i], limit=10)
+                first[vname].append((time.perf_counter() - t) * 1000)
+        kind = "hnsw" if ranking is None else "hybrid hnsw"
+        rows.append(line(f"first search of a new view ({kind})", {k: statistics.median(x) for k, x in first.items()}))
+    store.ranking = None
+    return rows
+
+
 def run(data_dir: str, n_items: int, n_queries: int, label: str) -> list[str]:
     rng = random.Random(48)
     store = ChromaStore(
@@ -123,77 +197,7 @@ def run(data_dir: str, n_items: int, n_queries: int, label: str) -> list[str]:
             f"{per_version} bytes per version | load {load_s:.0f} s |"
         )
 
-        queries = [" ".join(rng.choice(WORDS) for _ in range(3)) for _ in range(n_queries)]
-        plans: dict[str, Callable[[Any, int], Any]] = {
-            "exact (1 namespace)": lambda s, i: s.search(("memories", f"u{i % 100}"), query=queries[i], limit=10),
-            "hnsw (whole collection)": lambda s, i: s.search(("memories",), query=queries[i], limit=10),
-            "filtered (whole collection)": lambda s, i: s.search(
-                ("memories",), query=queries[i], filter={"kind": "a"}, limit=10
-            ),
-        }
-        # Cosine (the bench store's ranking), then hybrid ranking with keywords (`Memory`'s default).
-        cases: list[tuple[str, HybridRanking | None, Callable[[Any, int], Any]]] = [
-            *((name, None, fn) for name, fn in plans.items()),
-            ("scan (no query)", None, lambda s, i: s.search(("memories", f"u{i % 100}"), limit=10)),
-            *((f"hybrid {name}", HybridRanking(), fn) for name, fn in plans.items()),
-        ]
-        # The first as-of search of the process loads the history's arrays (then only what is added to it).
-        t = time.perf_counter()
-        store.as_of(middle).search(("memories",), query=queries[0], limit=10)
-        load_ms = (time.perf_counter() - t) * 1000
-        store.ranking = HybridRanking()
-        t = time.perf_counter()
-        store.as_of(middle).search(("memories",), query=queries[0], limit=10)
-        texts_ms = (time.perf_counter() - t) * 1000
-        store.ranking = None
-        with store.catalog.read() as conn:
-            arrays = store._past_versions.versions.current(conn).nbytes()
-        rows.append("")
-        rows.append(
-            f"First as-of search of the process: {load_ms:.0f} ms (loads the history's arrays, {arrays / versions:,.0f}"
-            f" bytes per version in memory); the first with keywords: {texts_ms:.0f} ms (reads the texts of the"
-            " versions valid at its moment)."
-        )
-        views = {"current": store, "as_of(last change)": store.as_of(last), "as_of(half way)": store.as_of(middle)}
-        rows.append("")
-        rows.append(
-            f"| {label}: search p50 (ms) | current | as_of(last change) | as_of(half way) | ratio last / half |"
-        )
-        rows.append("|---|---:|---:|---:|---:|")
-
-        def line(name: str, med: dict[str, float]) -> str:
-            return (
-                f"| {name} | {med['current']:.2f} | {med['as_of(last change)']:.2f} | {med['as_of(half way)']:.2f} |"
-                f" {med['as_of(last change)'] / med['current']:.2f}x / {med['as_of(half way)'] / med['current']:.2f}x |"
-            )
-
-        for name, ranking, fn in cases:
-            store.ranking = ranking
-            for v in views.values():  # warm caches (the vector cache loads on a first large search)
-                fn(v, 0)
-            got: dict[str, list[float]] = {k: [] for k in views}
-            for rnd in range(4):
-                order = list(views) if rnd % 2 == 0 else list(reversed(views))
-                for vname in order:
-                    view = views[vname]
-                    got[vname].append(_p50(lambda i, v=view, f=fn: f(v, i), max(n_queries // 4, 5)))  # type: ignore[misc]
-            rows.append(line(name, {k: statistics.median(x) for k, x in got.items()}))
-        # What a fresh view's first search costs (what a reader making a view per read pays), interleaved.
-        moments = {"as_of(last change)": last, "as_of(half way)": middle}
-        for ranking in (None, HybridRanking()):
-            store.ranking = ranking
-            first: dict[str, list[float]] = {"current": [], "as_of(last change)": [], "as_of(half way)": []}
-            for i in range(20):
-                for vname in first if i % 2 == 0 else reversed(list(first)):
-                    t = time.perf_counter()
-                    view = store if vname == "current" else store.as_of(moments[vname])
-                    view.search(("memories",), query=queries[i], limit=10)
-                    first[vname].append((time.perf_counter() - t) * 1000)
-            kind = "hnsw" if ranking is None else "hybrid hnsw"
-            rows.append(
-                line(f"first search of a new view ({kind})", {k: statistics.median(x) for k, x in first.items()})
-            )
-        store.ranking = None
+        rows += as_of_rows(store, label, n_queries, last, middle, versions)
         # Single puts replacing a value, history on (A) and off (B), interleaved in blocks of 50.
         record = _history.record
         on: list[float] = []

@@ -14,6 +14,12 @@ leaving out those changed since, then scores the past versions valid at
 Ages in hybrid ranking are measured at ``t``. Retired and superseded versions
 are hidden as they were then.
 
+The store keeps its past versions' scan data in memory (`PastVersionIndex`:
+ids, times, statuses, vectors), read from the history on the first search
+as of any moment and then only as the history grows, so a moment costs a
+vectorised mask, not a read: a new view's first search costs about what
+its later ones do.
+
     >>> from datetime import datetime, UTC
     >>> store.put(("notes",), "n1", {"text": "first draft"})
     >>> then = datetime.now(UTC)
@@ -26,9 +32,13 @@ gives a graph whose nodes read the memory of ``t``. Every write raises
 [`ReadOnlyError`][langgraph_memory.errors.ReadOnlyError].
 
 In hybrid ranking with keywords, a past version's keyword evidence comes
-from its kept value (the text a put of it indexes), scored by the keyword
-index's BM25 against the index's statistics as of ``t`` (`keywords.Corpus`),
-and so do current items': every item scores what it scored at ``t``. Reads
+from its kept value (the text a put of it indexes, read once per version
+and store), scored by the keyword index's BM25 against the index's
+statistics as of ``t`` (`keywords.Corpus`), and so do current items': every
+item scores what it scored at ``t``. Under ``noisy-or`` fusion on the
+query's scale a version's relevance bounds its final score, so past
+versions are read in order of relevance only until the rest cannot reach
+the best. Reads
 are not kept per moment, so every version ranks as unread (the ranking's
 ``access_boost_factor`` taken as 0): the answer depends on ``t`` and the
 history only, never on reads made since.
