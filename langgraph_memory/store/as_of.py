@@ -264,6 +264,9 @@ class AsOfStore(BaseStore):
                     scored.append((parts.final, it))
                 newest_first = newest_first[~has[newest_first]]
             if len(newest_first) and len(scored) < need:  # listings, and items without vectors after the scored
+                if not scored and len(unscored) >= need:  # only those newer than the current items' need-th can enter
+                    floor = sorted((it.updated_at for it in unscored), reverse=True)[need - 1]
+                    newest_first = newest_first[m.updated[newest_first] >= floor]
                 newest_first = _first(newest_first, -m.updated[newest_first], -m.item_ids[newest_first], len(past))
                 unscored.extend(
                     it for _k, it in _read_first(conn, m.ids[newest_first], op.filter, need, store._omits_expired, at)
