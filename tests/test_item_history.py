@@ -14,7 +14,7 @@ from typing import TypedDict
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langgraph.graph import END, START, StateGraph
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, PutOp
 
 from langgraph_memory import Memory
 from langgraph_memory.archive import HistoryRetention
@@ -168,6 +168,41 @@ def _one_view_while_the_memory_changes(plain: ChromaStore) -> None:
     with plain.catalog.write() as conn:
         assert history.prune(conn, older_than=time.time() + 1) == 2
     assert [h.key for h in view.search(NS, query="stops", limit=5)] == []
+
+
+@pytest.mark.parametrize("hybrid", [False, True], ids=["cosine", "hybrid"])
+def test_as_of_reads_past_the_best_past_versions_when_a_filter_rejects_them(
+    data_dir: Path, fake_embeddings: DeterministicFakeEmbedding, hybrid: bool
+) -> None:
+    # 150 past versions in scope, of which the filter keeps every 25th: the search must read beyond the first
+    # few dozen it ranks (by relevance, an upper bound of the final score) and still return the store's answer.
+    clock = [time.time()]
+    store = ChromaStore(
+        data_dir=data_dir,
+        index={"dims": FAKE_DIMS, "embed": fake_embeddings},
+        collections=None,
+        ranking=HybridRanking(clock=lambda: clock[0]) if hybrid else None,
+    )
+    words = ["carry", "momentum", "stops", "regime", "drawdown"]
+    try:
+        store.batch(
+            [PutOp(NS, f"k{i}", {"text": f"{words[i % 5]} {words[i % 3]} note {i}", "n": i % 25}) for i in range(150)]
+        )
+        clock[0] = then = _tick()
+        queries = [("carry stops", {"n": 7}), ("regime", {"n": 0}), ("momentum note", None)]
+        want = [
+            [(h.key, h.score) for h in store.search(NS, query=q, filter=f, limit=4, refresh_ttl=False)]
+            for q, f in queries
+        ]
+        store.batch([PutOp(NS, f"k{i}", {"text": f"rewritten {i}", "n": -1}) for i in range(150)])
+        view = store.as_of(then)
+        got = [[(h.key, h.score) for h in view.search(NS, query=q, filter=f, limit=4)] for q, f in queries]
+        assert [[k for k, _s in g] for g in got] == [[k for k, _s in w] for w in want]
+        for g, w in zip(got, want, strict=True):
+            assert [s for _k, s in g] == pytest.approx([s for _k, s in w], abs=1e-6)
+        assert all(len(w) == 4 for w in want)
+    finally:
+        store.close()
 
 
 def test_memory_history_finds_a_typed_item_by_its_id(data_dir: Path, fake_embeddings) -> None:

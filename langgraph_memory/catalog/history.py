@@ -31,15 +31,12 @@ so a search as of its time scores it exactly.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sqlite3
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
-
-import numpy as np
 
 from langgraph_memory.catalog.connection import both
 
@@ -54,11 +51,7 @@ __all__ = [
     "records",
     "adopt",
     "version_at",
-    "valid_at",
-    "Moment",
-    "moment_stamp",
     "PRUNED_KEY",
-    "at_moment",
     "read",
     "namespaces_at",
     "prune",
@@ -298,134 +291,8 @@ def adopt(
     return written
 
 
-def _prefix_where(prefix: Sequence[str]) -> tuple[str, tuple[Any, ...]]:
-    if not prefix:
-        return "", ()
-    joined = "\x1f".join(prefix)
-    return " AND (ns = ? OR (ns >= ? AND ns < ?))", (joined, joined + "\x1f", joined + chr(0x20))
-
-
-def valid_at(
-    conn: sqlite3.Connection, at: float, prefix: Sequence[str] = ()
-) -> list[tuple[int, float, int, str | None]]:
-    """The past versions current at ``at`` (``valid_from <= at < valid_to``) under ``prefix``, unread.
-
-    ``(history id, updated_at, item id, status)`` each, without values: a
-    search reads the values of those it ranks first only (`read()`).
-    """
-    where, params = _prefix_where(prefix)
-    rows = conn.execute(
-        both(
-            conn,
-            f"SELECT id, updated_at, item_id, status FROM item_history WHERE valid_to > ? AND valid_from <= ?{where}",
-        ),
-        (at, at, *params),
-    )
-    return [(int(r[0]), float(r[1]), int(r[2]), r[3]) for r in rows]
-
-
-@dataclass
-class Moment:
-    """The past versions valid at one moment, unread, as arrays (what a search as of it scans), and the items
-    a later change ended."""
-
-    #: history ids, ``updated_at``, item ids, whether each had no status (neither retired nor superseded),
-    #: and its namespace as stored (labels joined by ``\x1f``).
-    ids: np.ndarray
-    updated: np.ndarray
-    item_ids: np.ndarray
-    live: np.ndarray
-    ns: np.ndarray
-    #: every vector of those versions (float32 rows) and the position in ``ids`` of the version owning each.
-    vectors: np.ndarray
-    owner: np.ndarray
-    #: the items (rows of ``items``) whose version current at the moment a later change ended.
-    changed: set[int]
-    #: each vector's norm, and whether every version has one vector at most (the common case).
-    norms: np.ndarray = dataclasses.field(init=False)
-    one_each: bool = dataclasses.field(init=False)
-
-    def __post_init__(self) -> None:
-        self.norms = np.linalg.norm(self.vectors, axis=1) if len(self.vectors) else np.zeros(0, dtype=np.float32)
-        self.one_each = len(np.unique(self.owner)) == len(self.owner)
-
-    def in_prefix(self, prefix: Sequence[str]) -> np.ndarray:
-        """A mask over `ids`: the versions under ``prefix``."""
-        if not prefix:
-            return np.ones(len(self.ids), dtype=bool)
-        joined = "\x1f".join(prefix)
-        return (self.ns == joined) | np.char.startswith(self.ns, joined + "\x1f")
-
-
 #: ``meta`` key given a new random value by every `prune()` that drops versions.
 PRUNED_KEY = "history_pruned"
-# The history changes only by rows added (a higher id: ids only grow while no row is dropped) and by `prune()`,
-# which marks ``meta``: two lookups, where counting the rows ending after a moment long ago took ~3 ms at 10,000
-# items.
-_STAMP = f"SELECT (SELECT max(id) FROM item_history), (SELECT value FROM meta WHERE key = '{PRUNED_KEY}')"
-
-
-def moment_stamp(conn: sqlite3.Connection) -> tuple[Any, ...]:
-    """What changes whenever the history changes (what `at_moment()` reads, for any moment)."""
-    return tuple(conn.execute(both(conn, _STAMP)).fetchone())
-
-
-def at_moment(conn: sqlite3.Connection, at: float, prefix: Sequence[str] = ()) -> Moment:
-    """The past versions valid at ``at`` under ``prefix``, with their vectors."""
-    where, params = _prefix_where(prefix)
-    rows = conn.execute(
-        both(
-            conn,
-            "SELECT id, updated_at, item_id, status IS NULL, ns, n_vectors, vec FROM item_history"
-            f" WHERE valid_to > ? AND valid_from <= ?{where} ORDER BY id",
-        ),
-        (at, at, *params),
-    ).fetchall()
-    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    pos = {int(h): k for k, h in enumerate(ids.tolist())}
-    blobs = [bytes(r[6]) for r in rows if r[5] == 1 and r[6] is not None]
-    owner = [k for k, r in enumerate(rows) if r[5] == 1 and r[6] is not None]
-    if any(r[5] > 1 for r in rows):
-        for hid, vec in conn.execute(
-            both(
-                conn,
-                "SELECT v.history_id, v.vec FROM item_history h JOIN history_vectors v ON v.history_id = h.id"
-                " WHERE h.n_vectors > 1 AND h.valid_to > ? AND h.valid_from <= ?" + where.replace("ns", "h.ns"),
-            ),
-            (at, at, *params),
-        ):
-            blobs.append(bytes(vec))
-            owner.append(pos[int(hid)])
-    changed = conn.execute(
-        both(conn, f"SELECT item_id FROM item_history WHERE valid_to > ?{where}"), (at, *params)
-    ).fetchall()
-    return Moment(
-        ids=ids,
-        updated=np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows)),
-        item_ids=np.fromiter((r[2] for r in rows), dtype=np.int64, count=len(rows)),
-        live=np.fromiter((bool(r[3]) for r in rows), dtype=bool, count=len(rows)),
-        ns=np.array([r[4] for r in rows], dtype=str),
-        vectors=np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
-        if blobs
-        else np.zeros((0, 0), dtype=np.float32),
-        owner=np.asarray(owner, dtype=np.int64),
-        changed={int(r[0]) for r in changed},
-    )
-
-
-_KEYWORD_TOTALS = "SELECT docs, tokens FROM keyword_stats WHERE id = 1"
-_KEYWORD_LENGTHS_SINCE = (
-    "SELECT l.item_id, l.n_tokens FROM keyword_lengths l JOIN items i ON i.id = l.item_id"
-    " WHERE coalesce(i.valid_from, i.updated_at) > ?"
-)
-
-
-def keyword_totals_since(conn: sqlite3.Connection, at: float) -> tuple[int, int, list[tuple[int, int]]]:
-    """The keyword index's totals now (texts, tokens), and the (item id, tokens) of the items indexed after ``at``:
-    what an as-of search takes out to score against the statistics of its moment."""
-    docs, tokens = conn.execute(both(conn, _KEYWORD_TOTALS)).fetchone()
-    later = conn.execute(both(conn, _KEYWORD_LENGTHS_SINCE), (at,)).fetchall()
-    return int(docs), int(tokens), [(int(i), int(n)) for i, n in later]
 
 
 def read(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, PastVersion]:
@@ -481,7 +348,7 @@ def prune(
     ids = list(dict.fromkeys(doomed))
     if dry_run:
         return len(ids)
-    if ids:  # a random value, not a counter: see `moment_stamp()` (and keywords' own version mark)
+    if ids:  # a random value, not a counter: see `past_versions.moment_stamp()` (and keywords' own version mark)
         conn.execute(
             both(
                 conn,

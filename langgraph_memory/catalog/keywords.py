@@ -77,8 +77,8 @@ __all__ = [
     "rebuild",
     "KeywordMatches",
     "Corpus",
-    "terms_held",
-    "score_held",
+    "OutsideTexts",
+    "score_texts",
     "in_scope",
     "match",
     "search",
@@ -372,7 +372,7 @@ class KeywordMatches:
             self._by_id = (ids[order], scores[order])
         self.mass = mass
         #: Each scored query term with its idf, in the query's order, and the mean length scored against
-        #: (set by `match()`; what `score_held()` scores a text outside the index with).
+        #: (set by `match()`; what `score_texts()` scores a text outside the index with).
         self.weights: list[tuple[str, float]] = []
         self.avg = 1.0
         self._ranked: np.ndarray | None = None
@@ -567,9 +567,9 @@ class Corpus:
 
     A search as of a past moment scores against the items indexed then, so
     that a memory scores what it scored then: ``docs`` texts of ``tokens``
-    words; ``gone``, the ids (increasing) of items indexed now that were not
+    words; ``gone``, a mask by item id of the items indexed now that were not
     then (their postings are not counted); ``held``, for each query term, how
-    many of the texts indexed then and not now hold it (`terms_held()`).
+    many of the texts indexed then and not now hold it (`OutsideTexts`).
     """
 
     docs: int
@@ -582,39 +582,62 @@ class Corpus:
         now = 0 if rowids is None else len(rowids)
         if now and len(self.gone):
             assert rowids is not None
-            now -= int(np.count_nonzero(np.isin(rowids >> _LEN_BITS, self.gone)))
+            ids = rowids >> _LEN_BITS
+            now -= int(np.count_nonzero(self.gone[ids[ids < len(self.gone)]]))
         return now + int(self.held.get(term, 0))
 
 
-def terms_held(conn: sqlite3.Connection, texts: Mapping[int, str], terms: Sequence[str]) -> dict[int, set[str]]:
-    """Which of the query ``terms`` each text (outside the index) holds, as the index on ``conn``'s backend matches.
+class OutsideTexts:
+    """Texts outside the index, by position, matched against query terms as the index on a backend matches.
 
     On SQLite the texts go through an FTS5 table of the same tokenizer in
-    memory; on PostgreSQL through `index_terms()`, as the index's own terms are made.
+    memory; on PostgreSQL through `index_terms()`, as the index's own terms
+    are made. Not thread-safe: its owner serialises `add()` and `holding()`.
     """
-    out: dict[int, set[str]] = {k: set() for k in texts}
-    if not texts or not terms:
-        return out
-    if dialect_of(conn) == POSTGRESQL:
-        stems = {t: _stem(_fold(t)) for t in terms}
-        for k, text in texts.items():
-            have = set(index_terms(text))
-            out[k] = {t for t in terms if stems[t] in have}
-        return out
-    mem = sqlite3.connect(":memory:")
-    try:
-        mem.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize = 'porter unicode61', detail = none)")
-        mem.executemany("INSERT INTO t(rowid, text) VALUES (?, ?)", list(texts.items()))
-        for term in terms:
-            for (k,) in mem.execute("SELECT rowid FROM t WHERE t MATCH ?", (f'"{term}"',)):
-                out[int(k)].add(term)
-    finally:
-        mem.close()
-    return out
+
+    def __init__(self, postgres: bool) -> None:
+        self._pg = postgres
+        self._mem: sqlite3.Connection | None = None
+        self._stems: dict[str, list[int]] = {}
+        self._holding: dict[str, np.ndarray] = {}
+
+    def add(self, texts: Mapping[int, str]) -> None:
+        """Take in ``texts`` (position: text; a position once)."""
+        if not texts:
+            return
+        self._holding.clear()
+        if self._pg:
+            for k, text in texts.items():
+                for stem in index_terms(text):
+                    self._stems.setdefault(stem, []).append(k)
+            return
+        if self._mem is None:
+            self._mem = sqlite3.connect(":memory:", check_same_thread=False)
+            self._mem.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize = 'porter unicode61', detail = none)")
+        self._mem.executemany("INSERT INTO t(rowid, text) VALUES (?, ?)", list(texts.items()))
+
+    def holding(self, term: str) -> np.ndarray:
+        """The positions of the texts holding the query term ``term`` (kept until the next `add()`)."""
+        got = self._holding.get(term)
+        if got is None:
+            if self._pg:
+                got = np.asarray(self._stems.get(_stem(_fold(term)), []), dtype=np.int64)
+            elif self._mem is None:
+                got = np.zeros(0, dtype=np.int64)
+            else:
+                # Quoted, a term (letters and digits only) is one FTS5 token whatever it spells.
+                (joined,) = self._mem.execute(
+                    "SELECT group_concat(rowid) FROM t WHERE t MATCH ?", (f'"{term}"',)
+                ).fetchone()
+                got = np.fromstring(joined, dtype=np.int64, sep=",") if joined else np.zeros(0, dtype=np.int64)
+            self._holding[term] = got
+        return got
 
 
-def score_held(found: KeywordMatches, held: Container[str], n_tokens: int, length_norm: float = LENGTH_NORM) -> float:
-    """The BM25 score `match()` would give a text of ``n_tokens`` words holding the terms ``held``.
+def score_texts(
+    found: KeywordMatches, holding: Mapping[str, np.ndarray], n_tokens: np.ndarray, length_norm: float = LENGTH_NORM
+) -> np.ndarray:
+    """The BM25 scores `match()` would give texts of ``n_tokens`` words, ``holding[term]`` saying which hold ``term``.
 
     The same operations in the same order as for an indexed item, so a text
     scores the same float it scored when it was in the index (against the same statistics).
@@ -622,14 +645,15 @@ def score_held(found: KeywordMatches, held: Container[str], n_tokens: int, lengt
     Example:
         >>> found = KeywordMatches(np.zeros(0, dtype=np.int64), np.zeros(0), 2.0)
         >>> found.weights, found.avg = [("carry", 1.0), ("spy", 1.0)], 4.0
-        >>> round(score_held(found, {"carry"}, 4, 0.3), 6)
-        1.0
+        >>> score_texts(found, {"carry": np.array([True, False])}, np.array([4, 4]), 0.3).round(6).tolist()
+        [1.0, 0.0]
     """
-    norm = 1 + _K1 * (1 - length_norm + length_norm * (max(min(n_tokens, _LEN_MAX), 1) / found.avg))
-    total = 0.0
+    norm = 1 + _K1 * (1 - length_norm + length_norm * (np.maximum(np.minimum(n_tokens, _LEN_MAX), 1) / found.avg))
+    total = np.zeros(len(n_tokens))
     for term, idf in found.weights:
-        if term in held:
-            total += idf * (_K1 + 1) / norm
+        held = holding.get(term)
+        if held is not None and held.any():
+            total[held] += idf * (_K1 + 1) / norm[held]
     return total
 
 

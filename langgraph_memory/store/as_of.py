@@ -14,6 +14,12 @@ leaving out those changed since, then scores the past versions valid at
 Ages in hybrid ranking are measured at ``t``. Retired and superseded versions
 are hidden as they were then.
 
+The store keeps its past versions' scan data in memory (`PastVersionIndex`:
+ids, times, statuses, vectors), read from the history on the first search
+as of any moment and then only as the history grows, so a moment costs a
+vectorised mask, not a read: a new view's first search costs about what
+its later ones do.
+
     >>> from datetime import datetime, UTC
     >>> store.put(("notes",), "n1", {"text": "first draft"})
     >>> then = datetime.now(UTC)
@@ -26,9 +32,13 @@ gives a graph whose nodes read the memory of ``t``. Every write raises
 [`ReadOnlyError`][langgraph_memory.errors.ReadOnlyError].
 
 In hybrid ranking with keywords, a past version's keyword evidence comes
-from its kept value (the text a put of it indexes), scored by the keyword
-index's BM25 against the index's statistics as of ``t`` (`keywords.Corpus`),
-and so do current items': every item scores what it scored at ``t``. Reads
+from its kept value (the text a put of it indexes, read once per version
+and store), scored by the keyword index's BM25 against the index's
+statistics as of ``t`` (`keywords.Corpus`), and so do current items': every
+item scores what it scored at ``t``. Under ``noisy-or`` fusion on the
+query's scale a version's relevance bounds its final score, so past
+versions are read in order of relevance only until the rest cannot reach
+the best. Reads
 are not kept per moment, so every version ranks as unread (the ranking's
 ``access_boost_factor`` taken as 0): the answer depends on ``t`` and the
 history only, never on reads made since.
@@ -38,6 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime
 from typing import Any, Unpack
@@ -58,16 +69,21 @@ from langgraph.store.base import (
 from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog import evidence as _evidence
 from langgraph_memory.catalog import history as _history
+from langgraph_memory.catalog import item_rows as _item_rows
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import keywords as _keywords
+from langgraph_memory.catalog import past_versions as _pv
+from langgraph_memory.catalog.connection import POSTGRESQL, dialect_of
 from langgraph_memory.errors import InvalidArgumentError, ReadOnlyError
 from langgraph_memory.search import filters as _filters
+from langgraph_memory.search import neighbours as _neighbours
 from langgraph_memory.search.hybrid import Candidate, explain_candidates
 from langgraph_memory.search.plan import keep_all
 from langgraph_memory.search.ranking import HybridRanking
+from langgraph_memory.search.vectors import dot_rows
 from langgraph_memory.store.namespaces import select_namespaces, validate_namespace
 
-__all__ = ["AsOfStore"]
+__all__ = ["AsOfStore", "PastVersionIndex"]
 
 Hit = tuple[float | None, StoredItem]
 
@@ -91,23 +107,23 @@ class AsOfStore(BaseStore):
         self.store = store
         #: the moment read, in epoch seconds.
         self.at = float(at)
-        # The past versions valid at `at`, read once for every search of this view while the history's rows
-        # stay as they were (`history.moment_stamp`): reading and scoring them from the
-        # catalog was most of a search as of long ago.
-        self._moment: tuple[tuple[Any, ...], _history.Moment] | None = None
-        # Their values and indexed texts, read under the same stamp (searches with keywords only).
-        self._texts: tuple[tuple[Any, ...], dict[int, tuple[_history.PastVersion, str]]] | None = None
-        # Which of those texts hold each query term seen (under the same stamp): a term's texts are matched once.
-        self._holding: dict[str, set[int]] = {}
+        # The store's past versions masked to this moment: made again only when the history changed.
+        self._moment: _pv.Moment | None = None
+        # What of the keyword index now was indexed after `at` (a mask by item id, how many, their words),
+        # for the index's stamp.
+        self._later: tuple[tuple[Any, ...], np.ndarray, int, int] | None = None
 
-    def _past(self) -> _history.Moment:
-        """The past versions valid at `at` (read again when the history changed after it)."""
-        with self.store.catalog.read() as conn:
-            stamp = _history.moment_stamp(conn)
-            held = self._moment
-            if held is None or held[0] != stamp:
-                held = self._moment = (stamp, _history.at_moment(conn, self.at))
-        return held[1]
+    def _past(self, conn: Any | None = None) -> _pv.Moment:
+        """The past versions valid at `at` (masked again when the history changed), read on ``conn`` (a snapshot)
+        or in a snapshot of their own."""
+        if conn is None:
+            with self.store.catalog.snapshot() as conn:
+                return self._past(conn)
+        versions = self.store._past_versions.versions.current(conn)
+        m = self._moment
+        if m is None or m.versions is not versions:
+            m = self._moment = versions.at(self.at)
+        return m
 
     @property
     def moment(self) -> datetime:
@@ -227,13 +243,18 @@ class AsOfStore(BaseStore):
         if need <= 0:
             return []
         inner = op._replace(offset=0, limit=need)
-        moment = self._past()
+        seen: list[_pv.Moment] = []
 
         def omit_for(conn: Any, status_version: int | None) -> Callable[[StoredItem], bool]:
+            # In the search's own snapshot: the past versions and the current items it reads agree.
+            seen.append(self._past(conn))
             hidden = None if include_retired else store._hidden.snapshot(conn, status_version)
-            return store._cut(
-                conn, _ChangedSince(at, store._omitter(at, hidden), moment.changed), cutoff, include_undated
-            )
+            omit = _ChangedSince(at, store._omitter(at, hidden), seen[-1].changed)
+            if len(omit.skip_ids):
+                # The share of today's items unchanged since: the planner over-fetches by it at once
+                # instead of widening round after round (as for a data cut-off).
+                omit.keeps = max(0.01, 1.0 - len(omit.skip_ids) / max(_item_rows.count_items(conn), 1))
+            return store._cut(conn, omit, cutoff, include_undated)
 
         ranking = store.ranking
         hybrid = ranking is not None and qvec is not None and bool(op.query)
@@ -244,7 +265,7 @@ class AsOfStore(BaseStore):
             ranking = dataclasses.replace(ranking, clock=lambda: at, temporal=temporal)
             if ranking.keyword_weight != 0.0:
                 return self._keyword_search(
-                    op, qvec, ranking, omit_for, include_retired, moment, cutoff, include_undated
+                    op, qvec, ranking, omit_for, include_retired, self._past(), cutoff, include_undated
                 )
             current, _plan = store.hybrid.run(inner, qvec, ranking, omit_for=omit_for)
         else:
@@ -252,15 +273,18 @@ class AsOfStore(BaseStore):
         scored: list[tuple[float, StoredItem]] = [(s, it) for s, it in current if s is not None]
         unscored = [it for s, it in current if s is None]
         # Past versions current at ``at``, unread; only those ranked first have their values read (and filtered).
-        m = moment
-        past = np.flatnonzero(m.in_prefix(op.namespace_prefix) & (m.live | include_retired))
+        m = seen[-1] if seen else self._past()  # the planner found nothing to search, or none in scope
+        past = np.flatnonzero(self._in_scope(m, op.namespace_prefix, include_retired))
         newest_first = past
         with store.catalog.read() as conn:
             cut = store._cut(conn, keep_all, cutoff, include_undated)  # past versions by their item's evidence end
             if len(past) and qvec is not None:
-                best = _best_cosines(m, qvec)
+                best = _best_cosines(m, qvec, past)
                 has = ~np.isnan(best)
                 with_vec = past[has[past]]
+                if not hybrid and len(scored) >= need:  # only those above the current items' need-th can enter
+                    floor = sorted((sc for sc, _it in scored), reverse=True)[need - 1]
+                    with_vec = with_vec[best[with_vec] >= floor - 1e-9]
                 first = max(4 * need, 64)
                 order = _first(with_vec, -best[with_vec], m.item_ids[with_vec], first)
                 got = _read_first(conn, m.ids[order], op.filter, need, store._omits_expired, at, cut)
@@ -279,12 +303,22 @@ class AsOfStore(BaseStore):
                     scored.append((parts.final, it))
                 newest_first = newest_first[~has[newest_first]]
             if len(newest_first) and len(scored) < need:  # listings, and items without vectors after the scored
+                if not scored and len(unscored) >= need:  # only those newer than the current items' need-th can enter
+                    floor = sorted((it.updated_at for it in unscored), reverse=True)[need - 1]
+                    newest_first = newest_first[m.updated[newest_first] >= floor]
                 newest_first = _first(newest_first, -m.updated[newest_first], -m.item_ids[newest_first], len(past))
                 unscored.extend(
                     it
                     for _k, it in _read_first(conn, m.ids[newest_first], op.filter, need, store._omits_expired, at, cut)
                 )
         return _results(op, scored, unscored)
+
+    def _in_scope(self, m: _pv.Moment, prefix: tuple[str, ...], include_retired: bool) -> np.ndarray:
+        """A mask over the moment's past versions: under ``prefix``, shown (``include_retired``), not expired then."""
+        mask = m.in_prefix(prefix) & (m.live | include_retired)
+        if self.store._omits_expired:
+            mask &= ~(m.expires < self.at)  # NaN (no expiry) compares False
+        return mask
 
     def _keyword_search(
         self,
@@ -293,7 +327,7 @@ class AsOfStore(BaseStore):
         ranking: HybridRanking,
         omit_for: Callable[[Any, int | None], Callable[[StoredItem], bool]],
         include_retired: bool,
-        moment: _history.Moment,
+        m: _pv.Moment,
         cutoff: date | None = None,
         include_undated: bool = False,
     ) -> list[SearchItem]:
@@ -303,60 +337,191 @@ class AsOfStore(BaseStore):
         indexed now that were not then are taken out, and the past versions
         valid then put in, their texts read from their kept values as the
         writer reads a put's. Each past version in scope is scored from its
-        kept vectors and that text by the ranking that scores current items.
+        kept vectors and that text by the ranking that scores current items;
+        where each scores by itself alone, only those whose relevance (an upper
+        bound of the final score) can reach the best are read.
         """
         store, at = self.store, self.at
         assert op.query is not None
         need = op.offset + op.limit
         terms = _keywords.query_terms(op.query)
-        prefix = op.namespace_prefix
-        stamp = self._moment[0] if self._moment is not None else None
-        with store.catalog.read() as conn:
-            if self._texts is None or self._texts[0] != stamp or stamp is None:
-                self._texts = (stamp or (), _past_texts(conn, store, at))
-                self._holding = {}
-            past = self._texts[1]
-            new = [t for t in terms if t not in self._holding]
-            if new:
-                got = _keywords.terms_held(conn, {h: t for h, (_v, t) in past.items() if t}, new)
-                for term in new:
-                    self._holding[term] = {h for h, have in got.items() if term in have}
-            held: dict[int, set[str]] = {}
-            for term in terms:
-                for h in self._holding[term]:
-                    held.setdefault(h, set()).add(term)
-            corpus = _corpus_at(conn, at, past, held)
+        texts = store._past_versions.texts
+        with store.catalog.snapshot() as conn:
+            holding, n_tokens, turns = texts.of(conn, store, m, terms)
+            corpus = self._corpus(texts.lengths(conn), m, n_tokens, holding)
             found = store.hybrid._match(conn, op.query, ranking, corpus=corpus)
             cut = store._cut(conn, keep_all, cutoff, include_undated)
-        best = _best_cosines(moment, qvec)
-        sims = {h: s for h, s in zip(moment.ids.tolist(), best.tolist(), strict=True) if s == s}  # NaN: no vectors
         current, _plan = store.hybrid.run_explained(
             op._replace(offset=0, limit=need), qvec, ranking, omit_for=omit_for, corpus=corpus
         )
         ranked = [(parts, it) for parts, it in current if parts is not None]
         unscored = [it for parts, it in current if parts is None]
-        in_scope = {
-            h: v
-            for h, (v, _t) in past.items()
-            if v.namespace[: len(prefix)] == prefix
-            and (include_retired or v.status is None)
-            and _filters.matches(v.value, op.filter)
-            and not (store._omits_expired and v.expires_at is not None and v.expires_at < at)
-            and not cut(_stored(v))
-        }
-        cands = []
-        for h, v in in_scope.items():
-            if h not in sims:
-                unscored.append(_stored(v))
-                continue
-            text = past[h][1]
-            kw = _keywords.score_held(found, held.get(h, set()), _keywords.count_tokens(text), ranking.length_norm)
-            cands.append(Candidate(_stored(v), sims[h], kw, found.evidence(kw), vector=True))
-        for parts, c in explain_candidates(cands, ranking, now=at, collections=store.collections)[:need]:
-            ranked.append((parts, c.item))
+        scope = np.flatnonzero(self._in_scope(m, op.namespace_prefix, include_retired))
+        best = _best_cosines(m, qvec, scope)
+        has = ~np.isnan(best[scope])
+        scored, bare = scope[has], scope[~has]
+        rows = m.pos[scored]
+        kw = _keywords.score_texts(
+            found, {t: h[rows] for t, h in holding.items()}, np.maximum(n_tokens[rows], 0), ranking.length_norm
+        )
+        evidence = kw / found.mass if found.mass > 0 else np.zeros(len(kw))
+        sims = best[scored]
+        # Under noisy-or on the query's scale a version's score depends on itself alone (turns aside: their
+        # neighbours raise them), so the relevance bounds it.
+        alone = ranking.fusion == "noisy-or" and ranking.keyword_scale == "query"
+        if alone and not (ranking.neighbours and turns[rows].any()):
+            # Read in order of relevance, which the final score never exceeds, until the rest cannot reach.
+            bound = _relevance(sims, evidence, ranking)
+            every = np.arange(len(scored))
+            # Ordered only as far as the first reads go (a whole collection's past versions are thousands).
+            order = _first(every, -bound, m.item_ids[scored], max(4 * need, 64))
+        else:  # a score relative to the other candidates: every one is read and scored together
+            bound, order = None, np.arange(len(scored))
+        finals = [parts.final for parts, _it in ranked]  # the bar counts the current items too
+        pos, chunk = 0, max(need, 16)
+        with store.catalog.read() as conn:
+            while pos < len(scored):
+                if pos >= len(order):
+                    assert bound is not None
+                    order = _first(every, -bound, m.item_ids[scored], len(scored))  # begins as the part did
+                part = order[pos : pos + chunk] if bound is not None else order
+                pos, chunk = pos + len(part), chunk * 2
+                if bound is not None and len(finals) >= need:
+                    kth = sorted(finals, reverse=True)[need - 1]
+                    part = part[bound[part] * (1.0 + 1e-9) >= kth]
+                    if not len(part):
+                        break
+                read = _history.read(conn, m.ids[scored[part]].tolist())
+                got = []
+                for j in part.tolist():
+                    v = read.get(int(m.ids[scored[j]]))
+                    if v is None or not _filters.matches(v.value, op.filter):
+                        continue
+                    it = _stored(v)
+                    if not cut(it):  # a data cut-off
+                        got.append(Candidate(it, float(sims[j]), float(kw[j]), float(evidence[j]), vector=True))
+                for parts, c in explain_candidates(got, ranking, now=at, collections=store.collections):
+                    finals.append(parts.final)
+                    ranked.append((parts, c.item))
+            if len(bare) and len(ranked) < need:  # versions without vectors follow the scored, newest first
+                newest = _first(bare, -m.updated[bare], -m.item_ids[bare], len(bare))
+                unscored.extend(it for _k, it in _read_first(conn, m.ids[newest], op.filter, need, False, at, cut))
         # Ties broken as the hybrid search breaks them: the stronger side, the cosine, the item id.
         ranked.sort(key=lambda h: (-h[0].final, -max(h[0].cosine, h[0].keyword), -h[0].cosine, h[1].id or 0))
         return _results(op, [(parts.final, it) for parts, it in ranked], unscored, ordered=True)
+
+    def _corpus(
+        self, now: _pv.KeywordLengths, m: _pv.Moment, n_tokens: np.ndarray, holding: dict[str, np.ndarray]
+    ) -> _keywords.Corpus:
+        """The keyword index's statistics at `at`: now's, less the items indexed since, plus the past versions'."""
+        if self._later is None or self._later[0] != now.stamp:
+            later = now.since > self.at
+            ids = now.item_ids[later]
+            gone = np.zeros(int(ids.max()) + 1 if len(ids) else 0, dtype=bool)
+            gone[ids] = True
+            self._later = (now.stamp, gone, len(ids), int(now.n_tokens[later].sum()))
+        _stamp, gone, n_later, later_tokens = self._later
+        with_text = n_tokens[m.pos] >= 0  # -1: no text (a version without vectors, or no text at its paths)
+        return _keywords.Corpus(
+            docs=now.docs - n_later + int(np.count_nonzero(with_text)),
+            tokens=now.tokens - later_tokens + int(n_tokens[m.pos][with_text].sum()),
+            gone=gone,
+            held={t: int(np.count_nonzero(h & m.valid)) for t, h in holding.items()},
+        )
+
+
+class PastTexts:
+    """The texts the keyword index held for the store's past versions, read once each (from their kept values,
+    as the writer reads a put's) when a search as of a moment they were valid at first needs them; and the
+    index's lengths now, read again only when it changes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._epoch = -1
+        self._known = 0
+        # Per version position: its text's words (-1: no text; -2: not read yet), and whether it is a conversation turn.
+        self._n_tokens = np.zeros(0, dtype=np.int64)
+        self._turns = np.zeros(0, dtype=bool)
+        self._texts: _keywords.OutsideTexts | None = None
+        self._masks: dict[str, np.ndarray] = {}
+        self._lengths: _pv.KeywordLengths | None = None
+
+    def lengths(self, conn: Any) -> _pv.KeywordLengths:
+        """The keyword index's lengths now (read again when the index changed)."""
+        held = self._lengths
+        if held is None or held.stamp != _pv.keyword_stamp(conn):
+            held = self._lengths = _pv.keyword_lengths(conn)
+        return held
+
+    def of(
+        self, conn: Any, store: Any, m: _pv.Moment, terms: list[str]
+    ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+        """For every version: a mask per query term of those whose text holds it, the words of its text, whether
+        it is a turn (every version valid at ``m`` read)."""
+        v = m.versions
+        with self._lock:
+            if self._epoch != v.epoch or self._texts is None:
+                self._epoch, self._n_tokens, self._turns, self._masks = (
+                    v.epoch,
+                    np.zeros(0, dtype=np.int64),
+                    self._turns[:0],
+                    {},
+                )
+                self._texts = _keywords.OutsideTexts(dialect_of(conn) == POSTGRESQL)
+            grow = len(v.ids) - len(self._n_tokens)
+            if grow > 0:
+                self._n_tokens = np.concatenate([self._n_tokens, np.full(grow, -2, dtype=np.int64)])
+                self._turns = np.concatenate([self._turns, np.zeros(grow, dtype=bool)])
+                self._masks = {}
+            todo = m.pos[self._n_tokens[m.pos] == -2]
+            if len(todo):
+                self._read(conn, store, v, todo)
+                self._masks = {}
+            n = len(self._n_tokens)
+            for t in terms:
+                if t not in self._masks:
+                    mask = self._masks[t] = np.zeros(n, dtype=bool)
+                    mask[self._texts.holding(t)] = True
+            return {t: self._masks[t] for t in terms}, self._n_tokens, self._turns
+
+    def _read(self, conn: Any, store: Any, v: _pv.Versions, todo: np.ndarray) -> None:
+        assert self._texts is not None
+        texts: dict[int, str] = {}
+        for start in range(0, len(todo), 5000):
+            part = todo[start : start + 5000]
+            read = _history.read(conn, v.ids[part].tolist())
+            for k in part.tolist():
+                past = read[int(v.ids[k])]
+                text = None
+                if past.n_vectors:
+                    pairs = store._writer.texts_for(
+                        PutOp(past.namespace, past.key, past.value), store.collections.for_namespace(past.namespace)
+                    )
+                    text = _keywords.indexed_text(past.value, [p for p, _t in pairs], [t for _p, t in pairs])
+                self._n_tokens[k] = -1 if text is None else _keywords.count_tokens(text)
+                self._turns[k] = _neighbours.is_turn(_stored(past))
+                if text:
+                    texts[k] = text
+        self._texts.add(texts)
+
+
+class PastVersionIndex:
+    """What searches as of any moment share, one per store: its past versions as arrays, and their texts."""
+
+    def __init__(self) -> None:
+        self.versions = _pv.PastVersions()
+        self.texts = PastTexts()
+
+
+def _relevance(sims: np.ndarray, evidence: np.ndarray, ranking: HybridRanking) -> np.ndarray:
+    """`fuse()` of each cosine and keyword evidence on the query's scale, as `score_parts_many` makes relevance."""
+    half = ranking.keyword_half
+    x = evidence * evidence
+    with np.errstate(invalid="ignore", divide="ignore"):
+        keyword = np.where(evidence <= 0.0, 0.0, x / (x + half * half))
+    sim = np.clip(sims, 0.0, 1.0)
+    boost = ranking.keyword_weight * np.clip(keyword, 0.0, 1.0)
+    return np.where(boost > 0.0, sim + (1.0 - sim) * boost, sim)
 
 
 def _results(
@@ -389,7 +554,11 @@ class _ChangedSince:
     planner does not read those (as of a moment long ago, most of the best-ranked current items may be such).
     """
 
-    def __init__(self, at: float, base: Callable[[StoredItem], bool], skip_ids: set[int]) -> None:
+    #: set when some items changed since: the share of items expected to pass, which the planner plans for
+    #: (`Planner._narrow`); it reads the attribute only where it is set.
+    keeps: float
+
+    def __init__(self, at: float, base: Callable[[StoredItem], bool], skip_ids: _pv.IdSet) -> None:
         self.at = at
         self.base = base
         self.skip_ids = skip_ids
@@ -440,41 +609,6 @@ def _read_first(
     return out
 
 
-def _past_texts(conn: Any, store: Any, at: float) -> dict[int, tuple[_history.PastVersion, str]]:
-    """Every past version valid at ``at`` (all namespaces: the keyword statistics are the whole index's), by
-    history id, with the text the keyword index held for it ("" for none): the texts at its vectors' record
-    paths, as `keywords.indexed_text` reads an item's, the paths those a put of its value embeds."""
-    ids = [h for h, _u, _i, _s in _history.valid_at(conn, at)]
-    out: dict[int, tuple[_history.PastVersion, str]] = {}
-    for h, v in _history.read(conn, ids).items():
-        text = None
-        if v.n_vectors:
-            pairs = store._writer.texts_for(
-                PutOp(v.namespace, v.key, v.value), store.collections.for_namespace(v.namespace)
-            )
-            text = _keywords.indexed_text(v.value, [p for p, _t in pairs], [t for _p, t in pairs])
-        out[h] = (v, text or "")
-    return out
-
-
-def _corpus_at(
-    conn: Any, at: float, past: dict[int, tuple[_history.PastVersion, str]], held: dict[int, set[str]]
-) -> _keywords.Corpus:
-    """The keyword index's statistics at ``at``: now's, less the items indexed since, plus the past versions'."""
-    docs, tokens, later = _history.keyword_totals_since(conn, at)
-    texts = [t for _v, t in past.values() if t]
-    counts: dict[str, int] = {}
-    for terms in held.values():
-        for term in terms:
-            counts[term] = counts.get(term, 0) + 1
-    return _keywords.Corpus(
-        docs=docs - len(later) + len(texts),
-        tokens=tokens - sum(n for _i, n in later) + sum(_keywords.count_tokens(t) for t in texts),
-        gone=np.sort(np.fromiter((i for i, _n in later), dtype=np.int64, count=len(later))),
-        held=counts,
-    )
-
-
 def _stored(v: _history.PastVersion) -> StoredItem:
     """A past version as the search and get paths handle items (no access data: the history keeps none)."""
     return StoredItem(
@@ -492,11 +626,26 @@ def _stored(v: _history.PastVersion) -> StoredItem:
     )
 
 
-def _best_cosines(m: _history.Moment, qvec: np.ndarray) -> np.ndarray:
-    """Each past version's best cosine similarity of ``qvec`` with its vectors, by position (NaN: none)."""
+def _best_cosines(m: _pv.Moment, qvec: np.ndarray, scope: np.ndarray) -> np.ndarray:
+    """Each past version's best cosine similarity of ``qvec`` with its vectors, by position (NaN: none, or
+    not among the positions ``scope``)."""
     out = np.full(len(m.ids), np.nan)
-    if not len(m.owner):
+    if not len(m.owner) or not len(scope):
         return out
+    q = qvec.astype(np.float32)
+    vectors, norms, owner = m.vectors, m.norms, m.owner
+    if m.one_each and len(scope) < len(m.ids) // 2:  # a namespace of a whole collection: its rows only
+        rows = m.vector_of[scope]
+        rows = rows[rows >= 0]
+        vectors, norms, owner = vectors[rows], norms[rows], owner[rows]
+    norms = norms * (float(np.linalg.norm(q)) or 1.0)
+    norms[norms == 0] = 1.0
+    sims = dot_rows(vectors, q) / norms  # one thread: BLAS's split costs more than the product on a busy machine
+    if m.one_each:
+        out[owner] = sims
+    else:
+        np.fmax.at(out, owner, sims)
+    return out
     q = qvec.astype(np.float32)
     norms = m.norms * (float(np.linalg.norm(q)) or 1.0)
     norms[norms == 0] = 1.0

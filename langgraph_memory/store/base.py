@@ -56,7 +56,7 @@ from langgraph_memory.search.vectors import DEFAULT_BUDGET_BYTES, VectorCache
 from langgraph_memory.store._embedding_calls import aembedded, embedded, make_embeddings
 from langgraph_memory.store._writer import PreparedPut, Writer, check_vectors, dumps_value, index_paths
 from langgraph_memory.store.access import AccessLog
-from langgraph_memory.store.as_of import AsOfStore
+from langgraph_memory.store.as_of import AsOfStore, PastVersionIndex
 from langgraph_memory.store.history import Version, as_timestamp, read_history
 from langgraph_memory.store.items import Before, StoreItems
 from langgraph_memory.store.namespaces import list_namespaces, validate_namespace
@@ -354,6 +354,8 @@ class ChromaStore(UpkeepStore):
         self._hidden = _status.HiddenItems()
         # Each item's evidence end, for searches with a data cut-off (brought up to date at each such search).
         self._evidence = _evidence.EvidenceEnds()
+        # The past versions as arrays, shared by every `as_of()` view (loaded on the first search of one).
+        self._past_versions = PastVersionIndex()
         _OPEN_STORES.add(self)
 
     # ------------------------------------------------------------------ setup

@@ -88,7 +88,8 @@ def _after_cutoff(
     def omitted(it: StoredItem) -> bool:
         return ends.get(it.uid, undated) > last or omit(it)
 
-    omitted.keeps = keeps  # type: ignore[attr-defined]
+    # An as-of view's omit keeps its own share (the items unchanged since): both must pass.
+    omitted.keeps = keeps * getattr(omit, "keeps", 1.0)  # type: ignore[attr-defined]
     omitted.skip_ids = _Either(getattr(omit, "skip_ids", ()), after)  # type: ignore[attr-defined]
     return omitted
 

@@ -1,0 +1,319 @@
+"""The history's past versions as arrays in memory: what a search as of any moment scans.
+
+`catalog.history` keeps every past version in ``item_history``; reading the
+versions valid at a moment from it for each search (or each new view) was
+most of a search as of long ago. `PastVersions` reads the history once into
+arrays (`Versions`) and then only the rows added since (history rows are
+only ever added, with increasing ids, until a prune); a moment is a mask over
+them (`Versions.at()`), made in a few vectorised operations.
+
+    >>> import tempfile, pathlib
+    >>> from langgraph_memory.catalog import Catalog
+    >>> from langgraph_memory.catalog.items import ItemWrite, NamespaceIds, write_items
+    >>> cat = Catalog(pathlib.Path(tempfile.mkdtemp()) / "catalog.sqlite")
+    >>> names = NamespaceIds()
+    >>> for at, text in ((1.0, "first"), (2.0, "second")):
+    ...     with cat.write() as conn:
+    ...         _ = write_items(conn, [ItemWrite(("notes",), "k", "memories", '{"t": "%s"}' % text)], names, now=at)
+    >>> past = PastVersions()
+    >>> with cat.snapshot() as conn:
+    ...     versions = past.current(conn)
+    >>> len(versions.at(1.5).pos), len(versions.at(2.0).pos)
+    (1, 0)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from langgraph_memory.catalog.connection import both
+from langgraph_memory.catalog.history import PRUNED_KEY
+from langgraph_memory.catalog.keyword_cache import STAMP_SQL
+
+__all__ = [
+    "PastVersions",
+    "Versions",
+    "Moment",
+    "IdSet",
+    "KeywordLengths",
+    "keyword_lengths",
+    "keyword_stamp",
+    "moment_stamp",
+]
+
+# The history changes only by rows added (a higher id: ids only grow, and writers are serialised, so they commit
+# in id order) and by `prune()`, which marks ``meta``: two lookups tell whether the arrays are current.
+_STAMP = f"SELECT (SELECT max(id) FROM item_history), (SELECT value FROM meta WHERE key = '{PRUNED_KEY}')"
+_SCAN = (
+    "SELECT id, item_id, valid_from, valid_to, updated_at, expires_at, status IS NULL, ns, n_vectors, vec"
+    " FROM item_history WHERE id > ? AND id <= ? ORDER BY id"
+)
+_SCAN_VECTORS = (
+    "SELECT v.history_id, v.vec FROM history_vectors v JOIN item_history h ON h.id = v.history_id"
+    " WHERE h.id > ? AND h.id <= ? AND h.n_vectors > 1 ORDER BY v.history_id, v.idx"
+)
+
+
+def moment_stamp(conn: sqlite3.Connection) -> tuple[Any, ...]:
+    """What changes whenever the history changes: its last id and the mark of its last prune."""
+    return tuple(conn.execute(both(conn, _STAMP)).fetchone())
+
+
+@dataclass(frozen=True)
+class Versions:
+    """Every past version's scan data, as arrays in history id order (what a search as of any moment scans).
+
+    Replaced whole, never changed in place, so a search keeps reading the arrays it started with.
+    """
+
+    #: history ids (increasing), item ids, ``valid_from``, ``valid_to``, ``updated_at``, ``expires_at`` (NaN:
+    #: none), whether each had no status (neither retired nor superseded), its namespace's position in `names`.
+    ids: np.ndarray
+    item_ids: np.ndarray
+    valid_from: np.ndarray
+    valid_to: np.ndarray
+    updated: np.ndarray
+    expires: np.ndarray
+    live: np.ndarray
+    ns: np.ndarray
+    #: the namespaces, as stored (labels joined by ``\x1f``).
+    names: tuple[str, ...]
+    #: every vector (float32 rows), its norm, and the position of the version owning it.
+    vectors: np.ndarray
+    norms: np.ndarray
+    owner: np.ndarray
+    #: a new value whenever the arrays are reloaded from the start (a prune): positions change meaning.
+    epoch: int = 0
+
+    def at(self, at: float) -> Moment:
+        """The versions valid at ``at`` (``valid_from <= at < valid_to``)."""
+        valid = (self.valid_from <= at) & (at < self.valid_to)
+        pos = np.flatnonzero(valid)
+        index = np.cumsum(valid) - 1
+        vmask = valid[self.owner]
+        owner = index[self.owner[vmask]]
+        later = self.item_ids[self.valid_to > at]
+        one_each = not bool(np.any(np.diff(owner) == 0))  # owners never decrease (`_extend`)
+        vector_of = np.full(len(pos), -1, dtype=np.int64)
+        if one_each:
+            vector_of[owner] = np.arange(len(owner))
+        return Moment(
+            versions=self,
+            pos=pos,
+            valid=valid,
+            ids=self.ids[pos],
+            item_ids=self.item_ids[pos],
+            updated=self.updated[pos],
+            expires=self.expires[pos],
+            live=self.live[pos],
+            vectors=self.vectors[np.flatnonzero(vmask)],
+            norms=self.norms[vmask],
+            owner=owner,
+            one_each=one_each,
+            vector_of=vector_of,
+            changed=IdSet(later),
+        )
+
+    def nbytes(self) -> int:
+        """The memory the arrays take."""
+        return sum(
+            int(getattr(self, f.name).nbytes) for f in dataclasses.fields(self) if f.name not in ("names", "epoch")
+        )
+
+
+class IdSet:
+    """A set of item ids as a mask by id: a membership test without making a Python set of thousands."""
+
+    def __init__(self, ids: np.ndarray) -> None:
+        self._mask = np.zeros(int(ids.max()) + 1 if len(ids) else 0, dtype=bool)
+        self._mask[ids] = True
+        self._n = int(np.count_nonzero(self._mask))
+
+    def __contains__(self, item_id: object) -> bool:
+        return bool(isinstance(item_id, (int, np.integer)) and 0 <= item_id < len(self._mask) and self._mask[item_id])
+
+    def __len__(self) -> int:
+        return self._n
+
+
+@dataclass(frozen=True)
+class Moment:
+    """The past versions valid at one moment (positions in `versions`) and the items a later change ended."""
+
+    versions: Versions
+    #: positions of the versions valid then (increasing), and the same as a mask over every version.
+    pos: np.ndarray
+    valid: np.ndarray
+    #: their history ids, item ids, ``updated_at``, ``expires_at`` (NaN: none), and whether each had no status.
+    ids: np.ndarray
+    item_ids: np.ndarray
+    updated: np.ndarray
+    expires: np.ndarray
+    live: np.ndarray
+    #: their vectors, norms and owners (positions in `pos`); whether every version has one vector at most.
+    vectors: np.ndarray
+    norms: np.ndarray
+    owner: np.ndarray
+    one_each: bool
+    #: with one vector each at most: each version's vector (its row in `vectors`; -1: none).
+    vector_of: np.ndarray
+    #: the items (rows of ``items``) whose version current at the moment a later change ended.
+    changed: IdSet
+
+    def in_prefix(self, prefix: Sequence[str]) -> np.ndarray:
+        """A mask over `pos`: the versions under ``prefix``."""
+        if not prefix:
+            return np.ones(len(self.pos), dtype=bool)
+        joined = "\x1f".join(prefix)
+        under = np.array(
+            [n == joined or n.startswith(joined + "\x1f") for n in self.versions.names] or [False], dtype=bool
+        )
+        return under[self.versions.ns[self.pos]]
+
+
+_NO_VECTORS = np.zeros((0, 0), dtype=np.float32)
+
+
+class PastVersions:
+    """The history's `Versions` of one catalog, read once and then only the rows added since (all again after a prune).
+
+    A search as of a moment takes `current()` and masks it (`Versions.at()`):
+    no moment reads the catalog's history again. The arrays hold about
+    60 bytes per version beside its vectors (4 bytes per dimension).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stamp: tuple[Any, ...] | None = None
+        self._versions: Versions | None = None
+
+    def current(self, conn: sqlite3.Connection) -> Versions:
+        """The arrays as of the history ``conn`` reads (read in a snapshot: the stamp and the rows agree)."""
+        stamp = moment_stamp(conn)
+        held = self._versions
+        if held is not None and stamp == self._stamp:
+            return held
+        with self._lock:
+            held = self._versions
+            if held is None or self._stamp is None or stamp[1] != self._stamp[1] or (stamp[0] or 0) < self._stamp[0]:
+                held = _empty(0 if held is None else held.epoch + 1)
+                last = 0
+            else:
+                last = int(self._stamp[0] or 0)
+            top = int(stamp[0] or 0)
+            if top > last:
+                held = _extend(held, conn, last, top)
+            self._versions, self._stamp = held, (top, stamp[1])
+        return held
+
+
+def _empty(epoch: int) -> Versions:
+    ints, floats = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    return Versions(
+        ints, ints, floats, floats, floats, floats, np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int32), (),
+        _NO_VECTORS, np.zeros(0, dtype=np.float32), ints, epoch,
+    )  # fmt: skip
+
+
+def _extend(old: Versions, conn: sqlite3.Connection, after: int, upto: int) -> Versions:
+    """``old`` with the history rows of ids ``after < id <= upto`` appended."""
+    rows = conn.execute(both(conn, _SCAN), (after, upto)).fetchall()
+    n = len(rows)
+    names = list(old.names)
+    code = {name: k for k, name in enumerate(names)}
+    ns = np.empty(n, dtype=np.int32)
+    for k, r in enumerate(rows):
+        c = code.get(r[7])
+        if c is None:
+            c = code[r[7]] = len(names)
+            names.append(r[7])
+        ns[k] = c
+    base = len(old.ids)
+    blobs = [bytes(r[9]) for r in rows if r[8] == 1 and r[9] is not None]
+    owner = [base + k for k, r in enumerate(rows) if r[8] == 1 and r[9] is not None]
+    if any(r[8] > 1 for r in rows):
+        pos = {int(r[0]): base + k for k, r in enumerate(rows)}
+        for hid, vec in conn.execute(both(conn, _SCAN_VECTORS), (after, upto)):
+            blobs.append(bytes(vec))
+            owner.append(pos[int(hid)])
+    new_owner = np.asarray(owner, dtype=np.int64)
+    if blobs:
+        vecs = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
+        order = np.argsort(new_owner, kind="stable")  # vectors grouped by version, as the versions are ordered
+        vecs, new_owner = vecs[order], new_owner[order]
+        vectors = np.concatenate([old.vectors, vecs]) if len(old.vectors) else vecs
+        norms = np.concatenate([old.norms, np.linalg.norm(vecs, axis=1)])
+    else:
+        vectors, norms = old.vectors, old.norms
+
+    def col(k: int, dtype: Any, fill: float | None = None) -> np.ndarray:
+        got = np.fromiter((fill if r[k] is None else r[k] for r in rows), dtype=dtype, count=n)
+        return np.concatenate([getattr(old, _FIELDS[k]), got])
+
+    return Versions(
+        ids=col(0, np.int64),
+        item_ids=col(1, np.int64),
+        valid_from=col(2, np.float64),
+        valid_to=col(3, np.float64),
+        updated=col(4, np.float64),
+        expires=col(5, np.float64, np.nan),
+        live=col(6, bool),
+        ns=np.concatenate([old.ns, ns]),
+        names=tuple(names),
+        vectors=vectors,
+        norms=norms,
+        owner=np.concatenate([old.owner, new_owner]),
+        epoch=old.epoch,
+    )
+
+
+# The `Versions` field each column of `_SCAN` fills.
+_FIELDS = {0: "ids", 1: "item_ids", 2: "valid_from", 3: "valid_to", 4: "updated", 5: "expires", 6: "live"}
+
+
+_KEYWORD_TOTALS = "SELECT docs, tokens FROM keyword_stats WHERE id = 1"
+_KEYWORD_LENGTHS = (
+    "SELECT l.item_id, l.n_tokens, coalesce(i.valid_from, i.updated_at) FROM keyword_lengths l"
+    " JOIN items i ON i.id = l.item_id"
+)
+
+
+@dataclass(frozen=True)
+class KeywordLengths:
+    """The keyword index now: its totals, and each indexed item's id, length in words and since when it is current
+    (what a search as of any moment takes the items indexed after it out of)."""
+
+    stamp: tuple[Any, ...]
+    docs: int
+    tokens: int
+    item_ids: np.ndarray
+    n_tokens: np.ndarray
+    since: np.ndarray
+
+
+def keyword_lengths(conn: sqlite3.Connection) -> KeywordLengths:
+    """`KeywordLengths` of the index ``conn`` reads (call in a snapshot: the stamp, totals and rows agree)."""
+    stamp = keyword_stamp(conn)
+    docs, tokens = conn.execute(both(conn, _KEYWORD_TOTALS)).fetchone()
+    rows = conn.execute(both(conn, _KEYWORD_LENGTHS)).fetchall()
+    n = len(rows)
+    return KeywordLengths(
+        stamp,
+        int(docs),
+        int(tokens),
+        np.fromiter((r[0] for r in rows), dtype=np.int64, count=n),
+        np.fromiter((r[1] for r in rows), dtype=np.int64, count=n),
+        np.fromiter((r[2] for r in rows), dtype=np.float64, count=n),
+    )
+
+
+def keyword_stamp(conn: sqlite3.Connection) -> tuple[Any, ...]:
+    """What changes whenever the keyword index changes."""
+    return tuple(conn.execute(STAMP_SQL.of(conn)).fetchone())
