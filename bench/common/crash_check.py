@@ -26,6 +26,7 @@ from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog.connection import both
 from langgraph_memory.index._probe import WIDE, unreachable
 from langgraph_memory.index.chroma import all_collections, parse_record_id, record_id
+from langgraph_memory.store._writer import ATOMIC_PUTS
 
 DIMS = 16
 
@@ -139,7 +140,7 @@ def _check_plain(
     if pending is not None and pending["op"] in ("put", "delete"):
         for item in pending["items"]:
             in_flight[(tuple(item[0]), item[1])] = item[2] if pending["op"] == "put" else None
-    applied = {True: 0, False: 0}  # whether each in-flight item shows the new state
+    shown: dict[tuple[tuple[str, ...], str], bool] = {}  # whether each in-flight item shows the new state
     keys = list(state) + [k for k in in_flight if k not in state]
     # One batch: the same reads as a get per item, in a few statements.
     found = dict(zip(keys, store.batch([GetOp(ns, key, refresh_ttl=False) for ns, key in keys]), strict=True))
@@ -151,10 +152,10 @@ def _check_plain(
             new = in_flight[(ns, key)]
             now = None if got is None else got.value
             if now == new:
-                applied[True] += 1
+                shown[(ns, key)] = True
                 continue
             if now == value:
-                applied[False] += 1
+                shown[(ns, key)] = False
                 continue
             result.lost.append(f"{ns}/{key}: neither the acknowledged nor the in-flight value")
             continue
@@ -177,9 +178,13 @@ def _check_plain(
         if (ns, key) in state:
             continue
         got = found[(ns, key)]
-        applied[got is not None and got.value == new] += 1
-    if applied[True] and applied[False]:
-        result.torn.append(f"an interrupted batch applied to {applied[True]} of {sum(applied.values())} items")
+        shown[(ns, key)] = got is not None and got.value == new
+    # A batch of up to ATOMIC_PUTS puts is one transaction: all or nothing. A larger one commits in turns, in
+    # order: a kill leaves the puts up to some point, each whole.
+    flags = [shown[k] for k in in_flight if k in shown]
+    whole = len(flags) <= ATOMIC_PUTS
+    if (whole and any(flags) and not all(flags)) or flags != sorted(flags, reverse=True):
+        result.torn.append(f"an interrupted batch applied to {sum(flags)} of {len(flags)} items, not in order")
     # Vectors: the catalog holds the model's vector of each live item's text.
     with store.catalog.read() as conn:
         rows = conn.execute(
@@ -199,7 +204,7 @@ def _check_plain(
     for ns, key in present:
         if (_item_rows.split_ns(ns), key) not in known:
             result.orphaned.append(f"{ns}/{key}: in the catalog, never acknowledged")
-    return applied[True] > 0
+    return any(flags)
 
 
 def _check_typed(
