@@ -76,8 +76,10 @@ def replay(
             pending = rec
         elif rec["kind"] in ("ack", "resolved"):
             done = rec["kind"] == "ack" or rec.get("applied")
+            # A large batch cut short may have committed its first ``count`` puts (see `_check_plain`).
+            count = rec.get("count") if rec["kind"] == "resolved" else None
             if pending is not None and done and pending["op"] == "put":
-                for ns, key, value in pending["items"]:
+                for ns, key, value in pending["items"][:count]:
                     state[(tuple(ns), key)] = value
             elif pending is not None and done and pending["op"] == "delete":
                 for ns, key in pending["items"]:
@@ -119,7 +121,7 @@ def check(data_dir: Path, log_path: Path, *, probe: bool = False, filter_sample:
     result.rebuilt = store.vector_index.last_rebuild is not None
     try:
         state, pending, typed = replay(log_path)
-        applied = _check_plain(store, emb, state, pending, result, filter_sample)
+        count = _check_plain(store, emb, state, pending, result, filter_sample)
         made = _check_typed(mem, typed, pending, result)
         _check_index(store, result)
         _check_counts(store, result)
@@ -127,14 +129,14 @@ def check(data_dir: Path, log_path: Path, *, probe: bool = False, filter_sample:
         mem.close()
     if pending is not None:
         with log_path.open("a") as fh:
-            fh.write(json.dumps({"kind": "resolved", "applied": applied, "typed": made}) + "\n")
+            fh.write(json.dumps({"kind": "resolved", "applied": count > 0, "count": count, "typed": made}) + "\n")
     return result
 
 
 def _check_plain(
     store: Any, emb: Any, state: dict, pending: dict | None, result: CheckResult, filter_sample: int | None = None
-) -> bool:
-    """Check plain items; return whether the interrupted batch (if any) happened."""
+) -> int:
+    """Check plain items; return how many puts of the interrupted batch (if any) happened (its first ones)."""
     listed = set(store.list_namespaces(prefix=("crash",), limit=1000))
     in_flight: dict[tuple[tuple[str, ...], str], Any] = {}
     if pending is not None and pending["op"] in ("put", "delete"):
@@ -204,7 +206,7 @@ def _check_plain(
     for ns, key in present:
         if (_item_rows.split_ns(ns), key) not in known:
             result.orphaned.append(f"{ns}/{key}: in the catalog, never acknowledged")
-    return any(flags)
+    return sum(flags)
 
 
 def _check_typed(
