@@ -12,7 +12,6 @@ their searches must answer alike. Runs on both catalogs
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -159,34 +158,5 @@ def test_a_bulk_batch_that_fails_writes_nothing(tmp_path: Path) -> None:
         with pytest.raises(ValidationError):
             store.batch(bad)
         assert _rows(store) == before
-    finally:
-        store.close()
-
-
-def test_a_put_beside_a_large_batch_commits_between_its_transactions(tmp_path: Path) -> None:
-    """A large batch holds the catalog's write lock a few milliseconds at a time, so a put waits for one turn only."""
-    store = _open(tmp_path / "m")
-    n = 3000
-    try:
-        ops = [PutOp(("bulk",), f"k{i}", {"content": f"bulk item {i} {WORDS[i % len(WORDS)]}"}) for i in range(n)]
-        loader = threading.Thread(target=store.batch, args=(ops,))
-
-        def loaded() -> int:
-            with store.catalog.read() as conn:
-                return int(conn.execute("SELECT count(*) FROM items").fetchone()[0])
-
-        loader.start()
-        try:
-            seen = 0
-            while loader.is_alive() and not 0 < seen < n // 2:
-                seen = loaded()
-            assert 0 < seen < n // 2, f"the batch of {n} was only ever seen whole (last count {seen})"
-            store.put(("single",), "s", {"content": "a single put beside the load"})
-            # The put did not wait for the whole batch: it committed while most of the batch was still to come.
-            assert loaded() < n, "the put waited until the whole batch was committed"
-        finally:
-            loader.join()
-        assert loaded() == n + 1
-        assert store.get(("single",), "s") is not None and store.get(("bulk",), f"k{n - 1}") is not None
     finally:
         store.close()

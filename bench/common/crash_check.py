@@ -26,7 +26,6 @@ from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog.connection import both
 from langgraph_memory.index._probe import WIDE, unreachable
 from langgraph_memory.index.chroma import all_collections, parse_record_id, record_id
-from langgraph_memory.store._writer import ATOMIC_PUTS
 
 DIMS = 16
 
@@ -76,10 +75,8 @@ def replay(
             pending = rec
         elif rec["kind"] in ("ack", "resolved"):
             done = rec["kind"] == "ack" or rec.get("applied")
-            # A large batch cut short may have committed its first ``count`` puts (see `_check_plain`).
-            count = rec.get("count") if rec["kind"] == "resolved" else None
             if pending is not None and done and pending["op"] == "put":
-                for ns, key, value in pending["items"][:count]:
+                for ns, key, value in pending["items"]:
                     state[(tuple(ns), key)] = value
             elif pending is not None and done and pending["op"] == "delete":
                 for ns, key in pending["items"]:
@@ -121,7 +118,7 @@ def check(data_dir: Path, log_path: Path, *, probe: bool = False, filter_sample:
     result.rebuilt = store.vector_index.last_rebuild is not None
     try:
         state, pending, typed = replay(log_path)
-        count = _check_plain(store, emb, state, pending, result, filter_sample)
+        applied = _check_plain(store, emb, state, pending, result, filter_sample)
         made = _check_typed(mem, typed, pending, result)
         _check_index(store, result)
         _check_counts(store, result)
@@ -129,20 +126,20 @@ def check(data_dir: Path, log_path: Path, *, probe: bool = False, filter_sample:
         mem.close()
     if pending is not None:
         with log_path.open("a") as fh:
-            fh.write(json.dumps({"kind": "resolved", "applied": count > 0, "count": count, "typed": made}) + "\n")
+            fh.write(json.dumps({"kind": "resolved", "applied": applied, "typed": made}) + "\n")
     return result
 
 
 def _check_plain(
     store: Any, emb: Any, state: dict, pending: dict | None, result: CheckResult, filter_sample: int | None = None
-) -> int:
-    """Check plain items; return how many puts of the interrupted batch (if any) happened (its first ones)."""
+) -> bool:
+    """Check plain items; return whether the interrupted batch (if any) happened."""
     listed = set(store.list_namespaces(prefix=("crash",), limit=1000))
     in_flight: dict[tuple[tuple[str, ...], str], Any] = {}
     if pending is not None and pending["op"] in ("put", "delete"):
         for item in pending["items"]:
             in_flight[(tuple(item[0]), item[1])] = item[2] if pending["op"] == "put" else None
-    shown: dict[tuple[tuple[str, ...], str], bool] = {}  # whether each in-flight item shows the new state
+    applied = {True: 0, False: 0}  # whether each in-flight item shows the new state
     keys = list(state) + [k for k in in_flight if k not in state]
     # One batch: the same reads as a get per item, in a few statements.
     found = dict(zip(keys, store.batch([GetOp(ns, key, refresh_ttl=False) for ns, key in keys]), strict=True))
@@ -154,10 +151,10 @@ def _check_plain(
             new = in_flight[(ns, key)]
             now = None if got is None else got.value
             if now == new:
-                shown[(ns, key)] = True
+                applied[True] += 1
                 continue
             if now == value:
-                shown[(ns, key)] = False
+                applied[False] += 1
                 continue
             result.lost.append(f"{ns}/{key}: neither the acknowledged nor the in-flight value")
             continue
@@ -180,13 +177,9 @@ def _check_plain(
         if (ns, key) in state:
             continue
         got = found[(ns, key)]
-        shown[(ns, key)] = got is not None and got.value == new
-    # A batch of up to ATOMIC_PUTS puts is one transaction: all or nothing. A larger one commits in turns, in
-    # order: a kill leaves the puts up to some point, each whole.
-    flags = [shown[k] for k in in_flight if k in shown]
-    whole = len(flags) <= ATOMIC_PUTS
-    if (whole and any(flags) and not all(flags)) or flags != sorted(flags, reverse=True):
-        result.torn.append(f"an interrupted batch applied to {sum(flags)} of {len(flags)} items, not in order")
+        applied[got is not None and got.value == new] += 1
+    if applied[True] and applied[False]:
+        result.torn.append(f"an interrupted batch applied to {applied[True]} of {sum(applied.values())} items")
     # Vectors: the catalog holds the model's vector of each live item's text.
     with store.catalog.read() as conn:
         rows = conn.execute(
@@ -206,7 +199,7 @@ def _check_plain(
     for ns, key in present:
         if (_item_rows.split_ns(ns), key) not in known:
             result.orphaned.append(f"{ns}/{key}: in the catalog, never acknowledged")
-    return sum(flags)
+    return applied[True] > 0
 
 
 def _check_typed(

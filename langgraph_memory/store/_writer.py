@@ -14,9 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import threading
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,19 +34,9 @@ from langgraph_memory.registry import CollectionSpec
 from langgraph_memory.store.records import text_path
 from langgraph_memory.store.values import dumps_checked
 
-__all__ = ["ATOMIC_PUTS", "PreparedPut", "Writer", "index_paths", "dumps_value", "check_vectors"]
+__all__ = ["PreparedPut", "Writer", "index_paths", "dumps_value", "check_vectors"]
 
 logger = logging.getLogger(__name__)
-
-#: A write of at most this many puts commits in one transaction; a larger one (a bulk ``batch()``) in several.
-ATOMIC_PUTS = 64
-#: How long one transaction of a larger write may hold the catalog's write lock, about: a put that arrives
-#: meanwhile waits at most that long. One transaction of 1,000 puts held it 180-360 ms at 10,000-30,000 items
-#: (2 cores), and the single puts beside a bulk load spent 60-70% of their time waiting for it.
-BULK_HOLD_SECONDS = 0.005
-#: The fewest puts in one of those transactions: each has a fixed cost (its counts, queue and history rows, its
-#: commit), and below the catalog's bulk path (`langgraph_memory.catalog.bulk.BULK_MIN`) every put costs more.
-BULK_MIN_PUTS = 64
 
 
 class LocksItself:
@@ -164,10 +152,6 @@ class Writer:
         self._model_id: int | None = None
         #: When set, the index catches up in its thread after a commit instead of in the writer's call.
         self.catch_up: IndexCatchUp | None = None
-        # Writes of at most ATOMIC_PUTS waiting for (or holding) the catalog: a larger write lets them go
-        # between two of its transactions (a thread lock hands itself back to the thread that just let go).
-        self._small = 0
-        self._small_done = threading.Condition()
 
     def needs_reembedding(self) -> bool:
         """Whether stored vectors come from another model than this one (or a re-embedding was cut short).
@@ -261,14 +245,6 @@ class Writer:
         values for some puts, by position (their embedded text must not
         change: the vectors were made before). Returns each put's item id
         (None for a delete).
-
-        Up to `ATOMIC_PUTS` puts (and any with ``before``) commit in one
-        transaction. More commit in order, in transactions that each hold the
-        catalog's write lock about `BULK_HOLD_SECONDS`, so the puts and
-        writes of other threads and processes go between them. The call
-        returns once all are committed; if it fails or the process dies
-        part-way, the puts before the failure stay committed, each whole, and
-        the rest are not written: writing the same puts again completes it.
         """
         matrix = check_vectors(vectors, self.dims, f"{len(puts)} puts")
         pos = 0
@@ -296,61 +272,17 @@ class Writer:
             self._model_id is not None or not any(w.vectors for w in writes)
         )
         with self.catch_up.writing() if self.catch_up is not None else contextlib.nullcontext():
-            if before is None and len(writes) > ATOMIC_PUTS:
-                ids = self._commit_in_turns(writes, puts, now=now, late=late)
-            else:
-                with self._small_write():
-                    ids = self._commit_retrying(writes, puts, before, now=now, late=late)
+            try:
+                ids = self._commit(writes, puts, before, now=now, late=late)
+            except WriteConflictError:
+                if not late:
+                    raise
+                ids = self._commit(writes, puts, before, now=now, late=False)
         if self.catch_up is not None:
             self.catch_up.request({p.spec.name for p in puts}, len(puts))
         else:
             self.sync({p.spec.name for p in puts})
         return ids
-
-    def _commit_retrying(
-        self,
-        writes: list[_items.ItemWrite],
-        puts: list[PreparedPut],
-        before: Callable[[Connection], Mapping[int, dict[str, Any]] | None] | None,
-        *,
-        now: float,
-        late: bool,
-    ) -> list[int | None]:
-        try:
-            return self._commit(writes, puts, before, now=now, late=late)
-        except WriteConflictError:
-            if not late:
-                raise
-            return self._commit(writes, puts, before, now=now, late=False)
-
-    def _commit_in_turns(
-        self, writes: list[_items.ItemWrite], puts: list[PreparedPut], *, now: float, late: bool
-    ) -> list[int | None]:
-        """Commit a large write in order, in transactions of about `BULK_HOLD_SECONDS`, letting small writes go between."""
-        ids: list[int | None] = []
-        start, size = 0, BULK_MIN_PUTS
-        while start < len(writes):
-            stop = min(len(writes), start + size)
-            began = time.perf_counter()
-            ids.extend(self._commit_retrying(writes[start:stop], puts[start:stop], None, now=now, late=late))
-            took = time.perf_counter() - began
-            # The next transaction sized from this one's pace, between a few puts and the bulk path's thousand.
-            size = max(BULK_MIN_PUTS, min(1000, int((stop - start) * BULK_HOLD_SECONDS / max(took, 1e-6))))
-            start = stop
-            with self._small_done:
-                self._small_done.wait_for(lambda: not self._small, timeout=1.0)
-        return ids
-
-    @contextlib.contextmanager
-    def _small_write(self) -> Iterator[None]:
-        with self._small_done:
-            self._small += 1
-        try:
-            yield
-        finally:
-            with self._small_done:
-                self._small -= 1
-                self._small_done.notify_all()
 
     def _commit(
         self,
