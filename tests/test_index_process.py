@@ -218,3 +218,24 @@ def test_by_default_the_embedded_index_runs_in_a_child_unless_the_environment_sa
     monkeypatch.setenv("LANGGRAPH_MEMORY_INDEX_PROCESS", "maybe")
     with pytest.raises(ConfigError, match="LANGGRAPH_MEMORY_INDEX_PROCESS"):
         ChromaStore(data_dir=tmp_path / "bad", index=index)
+
+
+def test_the_child_starts_at_the_first_write_not_when_the_store_opens(
+    data_dir: Path, fake_embeddings: DeterministicFakeEmbedding
+) -> None:
+    # Started at open, it cost every CLI command its chromadb import, also the reads that never reach Chroma.
+    index = {"dims": DIMS, "embed": fake_embeddings}
+    with ChromaStore(data_dir=data_dir, index=index, index_process=True) as s:
+        s.put(("docs",), "a", {"text": "hello"})
+        assert s.wait_for_index(timeout=120)
+    with ChromaStore(data_dir=data_dir, index=index, index_process=True) as s:
+        proc = s.vector_index.handle.process  # the folder's, shared by this process's stores
+        assert proc is not None
+        started = proc.starts
+        assert s.search(("docs",), query="hello")[0].key == "a"  # a small collection is scored exactly
+        assert s.get(("docs",), "a") is not None
+        assert proc.starts == started and proc.pid is None
+        s.put(("docs",), "b", {"text": "hello again"})
+        assert s.wait_for_index(timeout=120)
+        assert proc.starts == started + 1 and proc.pid not in (None, os.getpid())
+        assert s.vector_index.count(s.collections.for_namespace(("docs",)).name) == 2

@@ -106,8 +106,6 @@ class ChromaHandle:
                 with handle.lock.hold():
                     handle.drop_client()  # an in-process client of the folder gives way to the child's
                     handle.process = ChromaProcess(handle.lock.fileno)
-            if handle.process is not None:
-                handle.process.start()  # it imports chromadb while the store opens
             return handle
 
     @classmethod
