@@ -68,11 +68,8 @@ def test_tickers_and_parameters_are_found_first_where_dense_search_misses(data_d
 
 @pytest.fixture
 def clocked(store: ChromaStore) -> ChromaStore:
-    # The mechanics at TemporalConfig's own rates and the earlier share (the ranking's defaults are chosen elsewhere);
-    # twins say the same thing, so the newer-first rule is off to see decay alone.
-    store.ranking = HybridRanking(
-        clock=lambda: NOW, temporal=TemporalConfig(), temporal_share=0.1, supersede_similarity=None
-    )
+    # The mechanics at TemporalConfig's own rates and the earlier share (the ranking's defaults are chosen elsewhere).
+    store.ranking = HybridRanking(clock=lambda: NOW, temporal=TemporalConfig(), temporal_share=0.1)
     return store
 
 
@@ -98,17 +95,14 @@ def test_older_of_two_equal_memories_ranks_lower_by_the_configured_rate(clocked:
         assert hit.score == pytest.approx(relevance * (0.9 + 0.1 * kept))
     # A faster configured rate widens the gap by exactly that rate.
     clocked.ranking = HybridRanking(
-        clock=lambda: NOW,
-        temporal=TemporalConfig(episodic_memory_decay=0.05),
-        temporal_share=0.1,
-        supersede_similarity=None,
+        clock=lambda: NOW, temporal=TemporalConfig(episodic_memory_decay=0.05), temporal_share=0.1
     )
     fast = clocked.search(("lessons",), query="volatility doubles", refresh_ttl=False)
     ratio = (0.9 + 0.1 * math.exp(-0.05 * 24 * 5)) / (0.9 + 0.1 * math.exp(-0.05 * 24))
     assert fast[1].score / fast[0].score == pytest.approx(ratio)
     # Semantic memories (research findings) decay slower than episodic ones (lessons) of the same age.
     _twins(clocked, fake_embeddings, (5, 0), ns="research")
-    clocked.ranking = HybridRanking(clock=lambda: NOW, temporal_share=0.2)  # the default rates, decay on
+    clocked.ranking = HybridRanking(clock=lambda: NOW)
     (finding,) = clocked.search(("research",), query="volatility doubles", refresh_ttl=False)
     (_young, lesson) = clocked.search(("lessons",), query="volatility doubles", refresh_ttl=False)
     assert finding.score > lesson.score

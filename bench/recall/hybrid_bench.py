@@ -3,8 +3,7 @@
     .venv/bin/python bench/recall/hybrid_bench.py                    # 100,000 items, 300 queries per case
     .venv/bin/python bench/recall/hybrid_bench.py --n 10000 --queries 100
     .venv/bin/python bench/recall/hybrid_bench.py --write            # also write bench/results/RESULTS_hybrid.md
-    .venv/bin/python bench/recall/hybrid_bench.py --n 10000 --supersede 0.55   # a third arm: the newer-first rule at 0.55
-    .venv/bin/python bench/recall/hybrid_bench.py --n 10000 --rule-off         # a third arm: the newer-first rule off
+    .venv/bin/python bench/recall/hybrid_bench.py --n 10000 --supersede 0.55   # a third arm: the near-duplicate rule on
 
 The keyword path needs text, so each item gets real-ish text: 12-40 words
 drawn from a Zipf distribution (s = 1) over the English stop words (the most
@@ -126,11 +125,6 @@ def main() -> None:
         metavar="COS",
         help="also time HybridRanking(supersede_similarity=COS), interleaved with the other two (printed only)",
     )
-    parser.add_argument(
-        "--rule-off",
-        action="store_true",
-        help="also time HybridRanking(supersede_similarity=None): what the default's newer-first rule costs",
-    )
     args = parser.parse_args()
     mach = machine(["chromadb", "langgraph"])
     print("\n".join(mach.lines()), flush=True)
@@ -158,9 +152,6 @@ def main() -> None:
     ]
     hybrid = HybridRanking()
     rule = None if args.supersede is None else HybridRanking(supersede_similarity=args.supersede)
-    if args.rule_off:
-        rule = HybridRanking(supersede_similarity=None)
-    rule_name = "rule off" if args.rule_off else f"the newer-first rule at cosine >= {args.supersede}"
     rows = []
     verdict = True
     for title, scope in cases:
@@ -200,7 +191,7 @@ def main() -> None:
         if rule is not None:
             r50 = percentile(times["rule"], 50)
             print(
-                f"  with {rule_name}: p50 {fmt_ms(r50)}"
+                f"  with the near-duplicate rule (cosine >= {args.supersede:g}): p50 {fmt_ms(r50)}"
                 f" ({r50 - h50:+.2f} ms over hybrid, {r50 - d50:+.2f} over dense),"
                 f" p95 {fmt_ms(percentile(times['rule'], 95))}",
                 flush=True,

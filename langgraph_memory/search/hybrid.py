@@ -465,7 +465,7 @@ class HybridSearch:
         now = ranking.clock()
         found = self.candidates(op, qvec, ranking, omit=omit, omit_for=omit_for, best=need, now=now, corpus=corpus)
         scored = explain_candidates(found.items, ranking, now=now, collections=self.collections, known=found.parts)
-        if ranking.supersede_similarity is not None and ranking.temporal is not None and scored:
+        if ranking.supersede_similarity is not None and scored:
             scored = self._newer_first(scored, ranking, need)
         hits: list[tuple[ScoreParts | None, StoredItem]] = [(parts, c.item) for parts, c in scored[:need]]
         if len(hits) < need:  # like the vector search: then the matching items without vectors, unscored
@@ -475,8 +475,7 @@ class HybridSearch:
     def _newer_first(
         self, scored: list[tuple[ScoreParts, Candidate]], ranking: HybridRanking, need: int
     ) -> list[tuple[ScoreParts, Candidate]]:
-        """``scored`` (best first) with older memories put below the newer ones that replace them
-        (`ranking.newer_first()`).
+        """``scored`` (best first) with older near-duplicates put below newer ones (`ranking.newer_first()`).
 
         Only the results that can change the first ``need`` are compared: those
         scoring at least ``supersede_ratio`` of the ``need``-th score (a newer

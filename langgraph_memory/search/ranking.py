@@ -29,25 +29,18 @@ keeping the score in [0, 1], higher better:
    + temporal_share * retention)``, where ``retention`` =
    ``min(1, temporal_weight(age) * importance_multiplier(accesses))``: a new
    or much-used memory keeps its relevance, an old unused one loses up to
-   ``temporal_share`` of it. The default share is 0: age alone does not lower
-   a score (at 0.2 it cost LoCoMo recall@10 more than 0.01 on two development
-   conversations, and with the next step on, the recency benchmark does best
-   without it);
-5. **newer first** (`newer_first()`, memories that are not turns, with
-   ``temporal`` set): an older result goes just below a newer one
-   (``NEWER_MARGIN``) when the two replace each other: among the results, the
-   newer is the one most like the older of all those written after it, and the
-   older the one most like the newer of all those written before it; their
-   vectors' cosine is at least ``supersede_similarity``; and the newer scores
-   at least ``supersede_ratio`` of the older's (both at least
-   ``NEWER_FLOOR``). So a restated, corrected or replaced fact comes after its
-   replacement, while another fact of the same subject keeps its place: a
-   newer memory displaces only its own closest predecessor. Recency acts only
-   there, so memories about different things keep their order whatever their
-   age. Conversation turns are left alone: a conversation is a record of what
-   was said when, and the turns of one conversation are so alike (a cosine of
-   0.7-0.8 between different statements on LoCoMo) that the rule would bury
-   the sessions questions ask about.
+   ``temporal_share`` of it;
+5. **newer first** (`newer_first()`, memories that are not turns): when two
+   results say nearly the same thing (their vectors' cosine at least
+   ``supersede_similarity``) and the newer one scores at least
+   ``supersede_ratio`` of the older's (both scoring at least ``NEWER_FLOOR``),
+   the older is put just below the newer (``NEWER_MARGIN``): a restated, corrected or replaced fact comes after its
+   replacement. Recency acts only there, so memories about different things
+   keep their order whatever their age. Conversation turns are left alone: a
+   conversation is a record of what was said when, and the turns of one
+   conversation are so alike (a cosine of 0.7-0.8 between different
+   statements on LoCoMo) that the rule would bury the sessions questions ask
+   about.
 
 Equal final scores (equal evidence) are ordered by the stronger side, then the cosine.
 
@@ -168,11 +161,12 @@ class TemporalConfig:
         return rate
 
 
-#: The rates `HybridRanking` measures retention with: `TemporalConfig`'s, with episodic memories decaying at
-#: 0.005 per hour (a day keeps 0.89, a month 0.03). They lower a score only with a ``temporal_share`` above 0,
-#: which is not the default: on ``bench/recall/recency/`` the newer-first rule alone puts the current fact
-#: first more often than any share with it, and a share of 0.2 cost LoCoMo stored as plain memories 0.012 and
-#: 0.013 recall@10 on two development conversations (``bench/results/RESULTS_recency.md``).
+#: The rates `HybridRanking` ranks with by default: `TemporalConfig`'s, with episodic memories decaying at
+#: 0.005 per hour (a day keeps 0.89, a month 0.03). Chosen with ``temporal_share = 0.2`` on
+#: ``bench/recall/recency/`` (a restated, corrected or replaced fact should outrank the one it replaced) as the
+#: best setting that costs LoCoMo no recall@10 and keeps the default 0.03 above BM25 on every conversation:
+#: 72% of its questions put the current fact first, against 28% with the earlier share 0.1 and rate 0.01
+#: (``bench/results/RESULTS_recency.md``).
 RANKING_TEMPORAL = TemporalConfig(episodic_memory_decay=0.005)
 
 
@@ -297,7 +291,7 @@ class HybridRanking:
     ``ChromaStore(ranking=HybridRanking())`` ranks every ``search(query=...)``
     this way (``Memory.open`` does by default); ``ranking=None`` (the
     ``ChromaStore`` default) keeps plain cosine similarity, identical to
-    ``InMemoryStore``. ``HybridRanking(temporal=None)`` fuses without decay or the newer-first rule;
+    ``InMemoryStore``. ``HybridRanking(temporal=None)`` fuses without decay;
     ``HybridRanking(keyword_weight=0.0, temporal=None, neighbours=0)`` ranks as plain cosine
     (``neighbours`` only changes how conversation turns rank).
     How the score is made: see `langgraph_memory.search.ranking`.
@@ -305,8 +299,8 @@ class HybridRanking:
     Examples:
         >>> from langgraph_memory.search.ranking import HybridRanking, TemporalConfig
         >>> ranking = HybridRanking(temporal=TemporalConfig(episodic_memory_decay=0.001))
-        >>> ranking.keyword_weight, ranking.temporal_share, ranking.neighbours, ranking.supersede_similarity
-        (0.95, 0.0, 2, 0.45)
+        >>> ranking.keyword_weight, ranking.temporal_share, ranking.neighbours
+        (0.95, 0.2, 2)
     """
 
     #: How far keyword evidence raises a score (see `fuse()`); 0 turns keywords off. Below 1, no memory
@@ -325,10 +319,8 @@ class HybridRanking:
     #: Decay and reinforcement rates; None: no temporal weighting. The default is `RANKING_TEMPORAL`, whose
     #: episodic rate was chosen for ranking on a recency benchmark (forgetting keeps `TemporalConfig`'s own).
     temporal: TemporalConfig | None = field(default_factory=lambda: RANKING_TEMPORAL)
-    #: The share of a score that age and use may take away (see `calculate_final_score()`). 0 by default:
-    #: recency acts through `newer_first()` instead (chosen with it by leave-one-case-out on
-    #: ``bench/recall/recency/``; a share of 0.2 cost LoCoMo recall@10 up to 0.013 on a conversation).
-    temporal_share: float = 0.0
+    #: The share of a score that age and use may take away (see `calculate_final_score()`).
+    temporal_share: float = 0.2
     #: The clock ages are measured against (seconds since the epoch), e.g. to rank "as of" a date.
     clock: Callable[[], float] = time.time
     #: How cosine and keyword evidence combine: ``"noisy-or"`` (`fuse()`, an absolute scale) or ``"zscore"``
@@ -345,18 +337,15 @@ class HybridRanking:
     #: How far the best neighbour raises a turn: towards 1 under ``noisy-or`` (below 1 keeps scores apart),
     #: ``+ neighbour_weight * best`` under ``zscore``.
     neighbour_weight: float = 0.9
-    #: Two results (not conversation turns) that are each other's closest match across time, with a cosine
-    #: of at least this, replace one another: the older goes just below the newer (`newer_first()`). None,
-    #: or ``temporal=None``: off. On ``bench/recall/recency/`` (32 cases, each a recency question and a
-    #: control) it puts the current fact above the one it replaced in 30 (23 with the default before), the
-    #: control answer first in 29 (as before), and keeps LoCoMo recall@10 within 0.01 of the ranking without
-    #: temporal weighting on every development conversation, as turns and as plain memories; chosen by
-    #: leave-one-case-out (0.45 and ``supersede_ratio=0.8`` in 27 of 32 folds; held out 28 of 32 with the
-    #: share chosen too, 30 with it at 0: ``bench/results/RESULTS_recency.md``).
-    supersede_similarity: float | None = 0.45
+    #: Two results (not conversation turns) whose vectors' cosine is at least this say the same thing: the
+    #: older goes just below the newer (`newer_first()`); None (the default): off. Leave-one-case-out on
+    #: ``bench/recall/recency/`` chose 0.55 with ``supersede_ratio=0.7``: 90.6% of held-out cases put the current
+    #: fact first, against 71.9% off, but 2 of 32 unreplaced facts of the same subject lost their place and
+    #: LoCoMo turns stored as plain memories lost 0.05-0.07 recall@10 (``bench/results/RESULTS_recency.md``).
+    supersede_similarity: float | None = None
     #: ... when the newer scores at least this share of the older's final score (a newer memory that answers
     #: the query much worse does not displace an older one that answers it).
-    supersede_ratio: float = 0.8
+    supersede_ratio: float = 0.7
 
     def __post_init__(self) -> None:
         _unit("keyword_weight", self.keyword_weight)
@@ -417,8 +406,8 @@ class ScoreParts:
     #: The key of the neighbouring turn that raised this one, and by how much (``relevance`` includes it).
     neighbour: str | None = None
     raised_by: float = 0.0
-    #: The key of the newer memory that replaces this one, which it was put below (`newer_first()`), and the
-    #: two memories' cosine.
+    #: The key of a newer memory saying nearly the same thing that this one was put below (`newer_first()`),
+    #: and the two memories' cosine.
     superseded_by: str | None = None
     superseded_similarity: float = 0.0
 
@@ -433,12 +422,12 @@ class ScoreParts:
         head = f"{self.setting}: cosine {self.cosine:.3f}, keyword {self.keyword:.3f} -> relevance {self.relevance:.3f}"
         if self.neighbour is not None:
             head += f" (raised {self.raised_by:+.3f} by neighbouring turn {self.neighbour})"
-        if self.retention is not None and self.temporal_share:
+        if self.retention is not None:
             head += f"; retention {self.retention:.3f} (share {self.temporal_share:g})"
         if self.superseded_by is not None:
             head += (
-                f"; below newer {self.superseded_by}, which replaces it: each is the other's closest match"
-                f" across time (cosine {self.superseded_similarity:.3f})"
+                f"; below newer {self.superseded_by}, which says nearly the same"
+                f" (cosine {self.superseded_similarity:.3f})"
             )
         return head + f"; final {self.final:.3f}"
 
@@ -530,19 +519,12 @@ def newer_first(
     *,
     threshold: float,
     ratio: float,
-    mutual: bool = True,
 ) -> list[tuple[float, int | None, float]]:
-    """Each result's final score after older memories are put below the newer ones that replace them.
+    """Each result's final score after older near-duplicates are put below newer ones.
 
     ``finals`` are the results' final scores, ``updated_at`` when each was
     last written, ``similarity(i, j)`` the cosine of results ``i`` and ``j``.
-    With ``mutual`` (the library's rule), ``j`` replaces ``i`` only when
-    ``j`` is, of the results newer than ``i``, the one most like it, and
-    ``i`` is, of the results older than ``j``, the one most like ``j``: a
-    newer fact displaces its own closest predecessor, not every older memory
-    of its subject (without it, any pair at ``threshold`` counts; measured,
-    that cost LoCoMo recall@10 0.05-0.07 and two control answers).
-    A result ``i`` for which such a newer result ``j`` has ``similarity(i, j) >=
+    A result ``i`` for which a newer result ``j`` has ``similarity(i, j) >=
     threshold`` and a final score at least ``ratio`` of ``i``'s gets
     ``f_j * NEWER_MARGIN * (1 - (f_j / f_i - ratio) / 2)`` for the lowest
     such ``f_j`` (if that is lower than its own ``f_i``): it ranks just below
@@ -558,31 +540,12 @@ def newer_first(
         [(0.757, 1), (0.8, None), (0.85, None)]
     """
     out: list[tuple[float, int | None, float]] = [(f, None, 0.0) for f in finals]
-    n = len(finals)
-    # Each result's closest newer and closest older result. Among equally close ones (copies of one text) the
-    # nearest in time, so that copies link in date order and each goes below the next.
-    newer: list[int | None] = [None] * n
-    older: list[int | None] = [None] * n
-    if mutual:
-        by_time = sorted(range(n), key=lambda i: updated_at[i])
-        best_newer, best_older = [-math.inf] * n, [-math.inf] * n
-        for pos, a in enumerate(by_time):
-            for b in by_time[pos + 1 :]:  # later results, oldest first: ties keep the earliest
-                if updated_at[b] > updated_at[a]:
-                    sim = similarity(a, b)
-                    if sim > best_newer[a]:
-                        best_newer[a], newer[a] = sim, b
-                    # (a runs oldest first: ``>=`` gives b the latest of equally close older results)
-                    if sim >= best_older[b]:
-                        best_older[b], older[b] = sim, a
-    order = sorted(range(n), key=lambda i: -updated_at[i])
+    order = sorted(range(len(finals)), key=lambda i: -updated_at[i])
     for pos, i in enumerate(order):
         own = out[i][0]
         best: tuple[float, int | None, float] = (own, None, 0.0)
         for j in order[:pos]:
             if own <= 0.0 or updated_at[j] <= updated_at[i] or out[j][0] < ratio * own:
-                continue
-            if mutual and (newer[i] != j or older[j] != i):
                 continue
             sim = similarity(i, j)
             # Just below the newer one, and still ordered by its own score among others put below it, at
