@@ -74,7 +74,7 @@ def test_lock_timeout_is_one_setting_everywhere(
         assert mem.store.catalog.timeout == 7.0
         saver = mem.checkpointer  # SqliteCheckpointer, or PostgresCheckpointer with the catalog on PostgreSQL
         assert (saver._pool.busy_timeout if hasattr(saver, "_pool") else saver.timeout) == 7.0
-        assert mem.archiver._lock_timeout == 7.0
+        assert mem.archiver._run_lock_file.timeout == 7.0
     with SqliteCheckpointer(tmp_path / "cp.sqlite") as saver:  # a bare path honours the config file too
         assert saver._pool.busy_timeout == 7.0
     with LineageStore(tmp_path / "lin.sqlite") as lin:
