@@ -417,6 +417,7 @@ def newest_items(
     page: int,
     unindexed_only: bool = False,
     skip: Container[int] = (),
+    current_at: float | None = None,
 ) -> Iterator[_item_rows.StoredItem]:
     """The items in ``scope`` meeting ``conds`` in the filter index, newest first, read as they are consumed.
 
@@ -424,10 +425,16 @@ def newest_items(
     an item (its value parsed) only when the caller asks for it, so a caller
     that stops early pays for what it used. ``unindexed_only`` keeps the
     items that have no vectors; the item ids in ``skip`` are passed over unparsed.
+    ``current_at`` keeps the items whose current version was already current
+    then (`StoredItem.valid_since`): a listing as of a moment long ago would
+    otherwise page through every item changed since.
     """
     where, params = _scope_where(conn, scope, conds, "i.id")
     if unindexed_only:
         where += " AND i.n_vectors = 0"
+    if current_at is not None:
+        where += " AND coalesce(i.valid_from, i.updated_at) <= ?"
+        params.append(current_at)
     sql = (
         f"SELECT {_item_rows.ITEM_COLUMNS} FROM items i JOIN namespaces n ON n.id = i.ns_id "
         f"WHERE {where} ORDER BY i.updated_at DESC, i.id DESC LIMIT ? OFFSET ?"

@@ -187,8 +187,10 @@ class Planner(PlanChoice):
             return out
         where = _scope.any_scope([s.sql for s in scopes])
         skip: Container[int] = getattr(omit, "skip_ids", ())  # known to be left out: not parsed
+        # An as-of view's omit leaves out what became current after its moment: the SQL does, before paging.
+        at: float | None = getattr(omit, "current_at", None)
         for it in _scope.newest_items(
-            conn, where, conds, page=max(need, 100), unindexed_only=unindexed_only, skip=skip
+            conn, where, conds, page=max(need, 100), unindexed_only=unindexed_only, skip=skip, current_at=at
         ):
             if _filters.matches(it.value, op.filter) and not omit(it):
                 out.append(it)

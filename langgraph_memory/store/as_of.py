@@ -559,7 +559,7 @@ class _ChangedSince:
     keeps: float
 
     def __init__(self, at: float, base: Callable[[StoredItem], bool], skip_ids: _pv.IdSet) -> None:
-        self.at = at
+        self.at = self.current_at = at  # ``current_at``: the planner's scan leaves the rest out in its SQL
         self.base = base
         self.skip_ids = skip_ids
 

@@ -91,6 +91,7 @@ def _after_cutoff(
     # An as-of view's omit keeps its own share (the items unchanged since): both must pass.
     omitted.keeps = keeps * getattr(omit, "keeps", 1.0)  # type: ignore[attr-defined]
     omitted.skip_ids = _Either(getattr(omit, "skip_ids", ()), after)  # type: ignore[attr-defined]
+    omitted.current_at = getattr(omit, "current_at", None)  # type: ignore[attr-defined]
     return omitted
 
 
