@@ -548,9 +548,10 @@ def _results(
 
 
 class _ChangedSince:
-    """Leaves out items whose current version began after ``at``, and what ``base`` leaves out.
+    """Leaves out items whose current version began after ``current_at``, and what ``base`` leaves out.
 
-    ``skip_ids``: the items a change after ``at`` replaced, known from the history without reading them; the
+    ``current_at``: the moment; the planner's scan also leaves out in its SQL what became current after it.
+    ``skip_ids``: the items a change after it replaced, known from the history without reading them; the
     planner does not read those (as of a moment long ago, most of the best-ranked current items may be such).
     """
 
@@ -559,12 +560,12 @@ class _ChangedSince:
     keeps: float
 
     def __init__(self, at: float, base: Callable[[StoredItem], bool], skip_ids: _pv.IdSet) -> None:
-        self.at = self.current_at = at  # ``current_at``: the planner's scan leaves the rest out in its SQL
+        self.current_at = at
         self.base = base
         self.skip_ids = skip_ids
 
     def __call__(self, it: StoredItem) -> bool:
-        return it.valid_since > self.at or self.base(it)
+        return it.valid_since > self.current_at or self.base(it)
 
 
 def _first(idx: np.ndarray, primary: np.ndarray, secondary: np.ndarray, k: int) -> np.ndarray:
