@@ -10,7 +10,6 @@ here by holding the index lock while the first applier waits for it.
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 
@@ -18,33 +17,11 @@ import numpy as np
 import pytest
 
 from bench.common.crash_check import index_problems
-from langgraph_memory._infra.lock import WriteLock
-from langgraph_memory.catalog.connection import both
 from langgraph_memory.index.chroma import record_id
 from langgraph_memory.store import ChromaStore
+from tests.helpers.index_order import catalog_vector, waiting_for
 
 _NS = ("u", "a")
-
-
-def _waiting_for(thread: threading.Thread, lock: WriteLock) -> bool:
-    """Whether ``thread`` is inside ``lock.hold()``, acquiring it (the frame leaves the stack once it is held)."""
-    frame = sys._current_frames().get(thread.ident or -1)
-    while frame is not None:
-        if frame.f_code is WriteLock.hold.__wrapped__.__code__ and frame.f_locals.get("self") is lock:  # type: ignore[attr-defined]
-            return True
-        frame = frame.f_back
-    return False
-
-
-def _catalog_vector(store: ChromaStore, key: str) -> tuple[int, np.ndarray] | None:
-    item = store.items.get(_NS, key)
-    if item is None or item.id is None:
-        return None
-    with store.catalog.read() as conn:
-        (row,) = conn.execute(
-            both(conn, "SELECT vec FROM vectors WHERE item_id = ? AND idx = 0"), (item.id,)
-        ).fetchall()
-    return item.id, np.frombuffer(row[0], dtype=np.float32)
 
 
 @pytest.mark.parametrize("change", ["delete", "update"])
@@ -55,12 +32,12 @@ def test_an_applier_that_read_before_a_change_does_not_undo_it_in_chroma(store: 
     lock = index.handle.lock
     with lock.hold():  # nothing reaches Chroma until the change below was applied by the second applier
         store.put(_NS, "x", {"text": "memory before"})
-        before = _catalog_vector(store, "x")
+        before = catalog_vector(store, _NS, "x")
         assert before is not None
         # The first applier: the store's catch-up thread, on its way to apply the put (having read it, if it
         # reads before it takes the lock). No other thread of the store asks for the index here.
         deadline = time.monotonic() + 60
-        while not any(_waiting_for(t, lock) for t in threading.enumerate()):
+        while not any(waiting_for(t, lock) for t in threading.enumerate()):
             assert time.monotonic() < deadline, "the catch-up thread never asked for the index"
             time.sleep(0.005)
         if change == "delete":
@@ -77,7 +54,7 @@ def test_an_applier_that_read_before_a_change_does_not_undo_it_in_chroma(store: 
     if change == "delete":
         assert got["ids"] == [], "the deleted item is back in Chroma"
     else:
-        after = _catalog_vector(store, "x")
+        after = catalog_vector(store, _NS, "x")
         assert after is not None and after[0] == before[0] and not np.allclose(after[1], before[1])
         assert got["ids"] == [rid]
         assert np.allclose(np.asarray(got["embeddings"][0]), after[1]), "Chroma kept the vector from before"
