@@ -22,6 +22,7 @@ import numpy as np
 
 from langgraph_memory._infra.chroma import ChromaHandle
 from langgraph_memory._infra.closing import warn_briefly
+from langgraph_memory.catalog import Catalog
 from langgraph_memory.catalog import applier as _applier
 from langgraph_memory.catalog import integrity as _integrity
 from langgraph_memory.catalog import item_rows as _item_rows
@@ -365,11 +366,19 @@ class IndexRepair(IndexCore):
         (chroma-core/chroma#7758). Under the log's claim they take turns, and
         the second reads the ids the first added.
         """
-        with _applier.claimed(self._log(), collection):
-            return self._repair_claimed(collection)
+        log = self._log()  # before the index lock: it reads through the catalog's own connection
+        with _applier.claimed(log, collection):
+            return self._repair_claimed(collection, log)
 
-    def _repair_claimed(self, collection: str) -> int:
-        self._chroma_name(collection, record=True)
+    def _repair_claimed(self, collection: str, log: Catalog) -> int:
+        self._chroma_name(collection, record=True)  # before the index lock (see ``_names``)
+        # One hold of the index lock from the read of Chroma's ids to the last write: a read of the catalog
+        # outside it could be older than a delete or an update another applier (the catch-up thread, an inline
+        # sync) applied before the repair's write, which then undid it (a deleted item back as a Chroma record
+        # without its item, an updated one with its old vector). The catalog is read after Chroma's ids: a record
+        # written before was committed before, so it is wanted (read in the other order, deleted as extra).
+        # The read waits on nothing that waits for the index: a SQLite reader never waits for a writer, and on a
+        # server the log has a connection of its own (a search holds the catalog's and then asks for the index).
         with self._use(write=True) as client:
             try:
                 col = self._collection(client, collection, create=True)
@@ -382,28 +391,17 @@ class IndexRepair(IndexCore):
                     if len(got["ids"]) < 10_000:
                         break
                     offset += 10_000
-            except LangGraphMemoryError:
-                raise
-            except Exception as exc:  # noqa: BLE001
-                raise self._failed(collection, exc, "repairing") from exc
-        # Read after the server's ids, and outside the index lock (see ``_names``): a record another machine
-        # applied meanwhile was committed before, so it is wanted (read in the other order, it would be deleted
-        # as extra).
-        with self.catalog.read() as conn:
-            want: dict[str, tuple[int, int]] = {}
-            for item_id, idx in _vectors.record_keys(conn, collection):
-                want[record_id(item_id, idx)] = (item_id, idx)
-            extra = [rid for rid in have if rid not in want]
-            missing = sorted({want[rid][0] for rid in want if rid not in have})
-            vectors = _item_rows.load_vectors(conn, missing)
-        with self._use(write=True) as client:
-            try:
-                col = self._collection(client, collection, create=True)
-                assert col is not None
+                with log.read() as conn:
+                    want: dict[str, tuple[int, int]] = {}
+                    for item_id, idx in _vectors.record_keys(conn, collection):
+                        want[record_id(item_id, idx)] = (item_id, idx)
+                    extra = [rid for rid in have if rid not in want]
+                    missing = sorted({want[rid][0] for rid in want if rid not in have})
+                    vectors = _item_rows.load_vectors(conn, missing)
                 for start in range(0, len(extra), 5000):
                     col.delete(ids=extra[start : start + 5000])
                 self._apply(col, {i: 0 for i in missing}, vectors)
-            except LangGraphMemoryError:
+            except LangGraphMemoryError:  # the catalog's errors among them: they say what failed
                 raise
             except Exception as exc:  # noqa: BLE001
                 raise self._failed(collection, exc, "repairing") from exc
