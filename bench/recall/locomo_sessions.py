@@ -1,6 +1,6 @@
 """LoCoMo recall through session memory and the conversation node, as an app would store a conversation.
 
-    PYTHONPATH=. .venv/bin/python bench/recall/locomo_sessions.py [--through sessions,node,direct] [--write]
+    PYTHONPATH=. .venv/bin/python bench/recall/locomo_sessions.py [--through sessions,paired,node,direct] [--write]
 
 Each development conversation (``../shared/data/locomo``) is fed in order, on a simulated clock: every turn at
 its session's date and time plus one minute per turn before it, so the 30-minute inactivity boundary ends each
@@ -19,6 +19,10 @@ Arms, each in its own data directory:
   text")``). One LoCoMo turn is one session turn, so each promoted memory is one evidence unit, as in the direct
   store; the side only labels the value (search reads the turn's chunks, and both sides are joined the same way),
   and the speaker's name stays in the text because LoCoMo's questions ask about each speaker by name.
+* **paired** (``SessionMemory, exchanges``): each LoCoMo session as exchanges, the speaker who opens it on the user
+  side and the other's reply on the assistant side, one ``add_turn(opener, reply)`` per exchange (a last turn
+  without a reply is recorded alone): how an app records a message and its answer. One memory holds two LoCoMo
+  turns, as in the node arm.
 * **node**: a LangGraph ``StateGraph`` (``MessagesState``) compiled with ``Memory.compile``: a scripted "chat" node
   answers each human message with the other speaker's actual reply, then ``conversation_node(mem.sessions)``
   records the exchange. In each LoCoMo session the speaker who opens it is the human (a chat is opened by its
@@ -26,14 +30,17 @@ Arms, each in its own data directory:
   human message never answered, which the node does not record (counted below). Recall@k there counts the
   evidence turns inside the top k memories, which hold up to 2k turns: not the same unit as the other arms.
 * **direct**: every turn put straight into a store as a conversation turn (``locomo_bench.py``'s way: kind
-  "turn", keys ``D<session>:<turn>``, index field ``text``): the reference, searched with the same default
-  ranking, and dated at its session with the clock at the last session (``locomo_bench.py``'s "hybrid +
-  temporal": its 0.741).
+  "turn", keys ``D<session>:<turn>``, index field ``text``, dated at its session): the reference, searched with
+  the same default ranking on the wall clock, and with its clock at the last session (``locomo_bench.py``'s
+  "hybrid + temporal": its 0.741).
 
 "every turn" rows promote with ``SessionConfig(promotion_threshold=0)``: the same path keeping every turn.
 "dated" rows date each memory at its turn (a put is dated now; live, promotion follows the turn within hours) and
 set the ranking's clock to the conversation's last session, as a live app asked then would rank.
-BM25 alone is the library's keyword score over the direct store's candidates.
+The last column keeps only the hits that pass the relevance threshold the graph nodes and agent tools apply
+(``MIN_RELEVANCE``; ``recall_node`` also returns 5 by default, not 10).
+BM25 alone is the library's keyword score over the direct store's candidates. For the arms whose memories hold
+two turns, recall@5 reads at most as many LoCoMo turns as recall@10 of the others.
 """
 
 from __future__ import annotations
@@ -61,6 +68,7 @@ from bench.common.locomo import CATEGORIES, DATA, EMBED_CACHE, questions, sessio
 from bench.common.report import git_state, machine, markdown_table  # noqa: E402
 from langgraph_memory import Memory, conversation_node  # noqa: E402
 from langgraph_memory.catalog.item_rows import join_ns  # noqa: E402
+from langgraph_memory.config import MIN_RELEVANCE  # noqa: E402
 from langgraph_memory.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings  # noqa: E402
 from langgraph_memory.search.ranking import HybridRanking  # noqa: E402
 from langgraph_memory.sessions import SessionConfig, SessionMemory  # noqa: E402
@@ -149,8 +157,22 @@ def _finish(arm: Arm, sessions: SessionMemory, name: str, clock: Clock, last: fl
     arm.reasons.update(s.end_reason or "open" for s in listed)
 
 
-def feed_sessions(label: str, path: Path, emb: Any, convs: dict[str, list[Turn]], config: SessionConfig) -> Arm:
-    """Each LoCoMo turn one ``add_turn``: speaker A on the user side, speaker B on the assistant side."""
+def exchanges(turns: list[Turn]) -> list[tuple[Turn, Turn | None]]:
+    """Each LoCoMo session as (opener's turn, the other's reply) pairs; a last turn without a reply stands alone."""
+    out: list[tuple[Turn, Turn | None]] = []
+    i = 0
+    while i < len(turns):
+        reply = turns[i + 1] if i + 1 < len(turns) and turns[i + 1].session == turns[i].session else None
+        out.append((turns[i], reply))
+        i += 2 if reply else 1
+    return out
+
+
+def feed_sessions(
+    label: str, path: Path, emb: Any, convs: dict[str, list[Turn]], config: SessionConfig, *, paired: bool = False
+) -> Arm:
+    """Each LoCoMo turn one ``add_turn`` (speaker A on the user side, B on the assistant side), or with ``paired``
+    each exchange one ``add_turn(opener, reply)``, as an app records a user's message and its answer."""
     started = time.perf_counter()
     mem = Memory.open(path, embeddings=emb)
     arm = Arm(label, mem, mem.store, lambda name: ("episodes", name), {})
@@ -158,14 +180,22 @@ def feed_sessions(label: str, path: Path, emb: Any, convs: dict[str, list[Turn]]
         clock = Clock()
         sessions = SessionMemory(mem.store, config, namespace=("episodes", name), clock=clock)
         first = turns[0].speaker
-        for t in turns:
-            clock.t = t.at
-            user, assistant = (t.text, "") if t.speaker == first else ("", t.text)
-            sessions.add_turn(user, assistant, thread_id=f"locomo-{name}", source=f"locomo:{name}:{t.dia_id}")
+        calls: list[tuple[float, str, str, list[str]]] = []  # (at, user, assistant, dia_ids)
+        if paired:
+            for a, b in exchanges(turns):
+                calls.append(((b or a).at, a.text, b.text if b else "", [a.dia_id] + ([b.dia_id] if b else [])))
+        else:
+            for t in turns:
+                user, assistant = (t.text, "") if t.speaker == first else ("", t.text)
+                calls.append((t.at, user, assistant, [t.dia_id]))
+        for at, user, assistant, dias in calls:
+            clock.t = at
+            sessions.add_turn(user, assistant, thread_id=f"locomo-{name}", source=f"locomo:{name}:{'+'.join(dias)}")
         arm.fed += len(turns)
         _finish(arm, sessions, name, clock, turns[-1].at)
         for it in mem.store.search(("episodes", name), limit=10_000):
-            arm.dia_ids[(name, it.key)] = [it.value["source"].split(":", 2)[2]]  # "locomo:<conversation>:<dia_id>"
+            # source "locomo:<conversation>:<dia_id>[+<dia_id>]"
+            arm.dia_ids[(name, it.key)] = it.value["source"].split(":", 2)[2].split("+")
     arm.stored = len(arm.dia_ids)
     arm.seconds = time.perf_counter() - started
     return arm
@@ -197,10 +227,7 @@ def feed_node(label: str, path: Path, emb: Any, convs: dict[str, list[Turn]], co
         builder.add_edge("conversation", END)
         graph = mem.compile(builder)
         run = {"configurable": {"thread_id": f"locomo-{name}"}}
-        i = 0
-        while i < len(turns):
-            human = turns[i]
-            answer = turns[i + 1] if i + 1 < len(turns) and turns[i + 1].session == human.session else None
+        for human, answer in exchanges(turns):
             clock.t = (answer or human).at
             graph.invoke(
                 {
@@ -209,11 +236,7 @@ def feed_node(label: str, path: Path, emb: Any, convs: dict[str, list[Turn]], co
                 },
                 run,
             )
-            if answer is None:
-                arm.unanswered += 1
-                i += 1
-            else:
-                i += 2
+            arm.unanswered += answer is None
         arm.fed += len(turns)
         _finish(arm, sessions, name, clock, turns[-1].at)
         for it in mem.store.search(("episodes", name), limit=10_000):
@@ -267,9 +290,12 @@ def date_at_turns(store: ChromaStore) -> None:
         )
 
 
-def ask(arm: Arm, asked: dict[str, list[dict[str, Any]]], clock_at: dict[str, float] | None = None) -> Scores:
-    """Every question through ``store.search`` with the store's own ranking (its clock moved only if ``clock_at``)."""
-    sc = Scores()
+def ask(
+    arm: Arm, asked: dict[str, list[dict[str, Any]]], clock_at: dict[str, float] | None = None
+) -> tuple[Scores, Scores]:
+    """Every question through ``store.search`` with the store's own ranking (its clock moved only if ``clock_at``);
+    the scores of all ten hits, and of those passing the relevance threshold the nodes and tools apply."""
+    sc, kept = Scores(), Scores()
     store = arm.store
     base = store.ranking
     for name, qs in asked.items():
@@ -277,10 +303,12 @@ def ask(arm: Arm, asked: dict[str, list[dict[str, Any]]], clock_at: dict[str, fl
             store.ranking = dataclasses.replace(base, clock=lambda t=clock_at[name]: t)
         for qa in qs:
             hits = store.search(arm.namespace(name), query=qa["question"], limit=max(KS), refresh_ttl=False)
-            ranked = [arm.dia_ids.get((name, h.key), []) for h in hits]
-            sc.add(name, CATEGORIES[qa["category"]], ranked, {e.strip() for e in qa["evidence"]})
+            evidence = {e.strip() for e in qa["evidence"]}
+            sc.add(name, CATEGORIES[qa["category"]], [arm.dia_ids.get((name, h.key), []) for h in hits], evidence)
+            passed = [h for h in hits if h.score is not None and h.score >= MIN_RELEVANCE]
+            kept.add(name, CATEGORIES[qa["category"]], [arm.dia_ids.get((name, h.key), []) for h in passed], evidence)
     store.ranking = base
-    return sc
+    return sc, kept
 
 
 def bm25_alone(arm: Arm, emb: Any, asked: dict[str, list[dict[str, Any]]]) -> Scores:
@@ -302,7 +330,9 @@ def bm25_alone(arm: Arm, emb: Any, asked: dict[str, list[dict[str, Any]]]) -> Sc
 def main() -> None:
     parser = argparse.ArgumentParser(description="LoCoMo recall@k through SessionMemory and conversation_node")
     parser.add_argument("--data", default=str(DATA))
-    parser.add_argument("--through", default="sessions,node,direct", help="comma-separated: sessions, node, direct")
+    parser.add_argument(
+        "--through", default="sessions,paired,node,direct", help="comma-separated: sessions, paired, node, direct"
+    )
     parser.add_argument("--conversations", default="", help="comma-separated conversation ids (default: all)")
     parser.add_argument("--no-keep-all", action="store_true", help="skip the arms that promote every turn")
     parser.add_argument("--write", action="store_true", help=f"append a section to {RESULTS.name}")
@@ -332,6 +362,7 @@ def main() -> None:
     emb = CachedEmbeddings(SentenceTransformerEmbeddings(), path=EMBED_CACHE)
 
     rows: dict[str, Scores] = {}
+    above: dict[str, Scores] = {}  # the same searches, only the hits scoring at least MIN_RELEVANCE
     stored: list[list[str]] = []
     settings: dict[str, Any] = {}
     for pair in args.set:
@@ -340,20 +371,27 @@ def main() -> None:
     config = SessionConfig().replace(**settings)
     keep_all = config.replace(promotion_threshold=0.0)
     plan: list[tuple[str, Callable[[], Arm]]] = []
-    if "sessions" in through:
-        plan.append(("sessions", lambda: feed_sessions("SessionMemory", tmp / "sessions", emb, convs, config)))
-        if not args.no_keep_all:
+    configs = [("", config)] + ([] if args.no_keep_all else [(", every turn", keep_all)])
+    for suffix, cfg in configs:
+        if "sessions" in through:
             plan.append(
                 (
                     "sessions",
-                    lambda: feed_sessions("SessionMemory, every turn", tmp / "sessions-all", emb, convs, keep_all),
+                    lambda s=suffix, c=cfg: feed_sessions(f"SessionMemory{s}", tmp / f"sessions{s}", emb, convs, c),
                 )
             )
-    if "node" in through:
-        plan.append(("node", lambda: feed_node("conversation_node", tmp / "node", emb, convs, config)))
-        if not args.no_keep_all:
+        if "paired" in through:
             plan.append(
-                ("node", lambda: feed_node("conversation_node, every turn", tmp / "node-all", emb, convs, keep_all))
+                (
+                    "sessions",
+                    lambda s=suffix, c=cfg: feed_sessions(
+                        f"SessionMemory, exchanges{s}", tmp / f"paired{s}", emb, convs, c, paired=True
+                    ),
+                )
+            )
+        if "node" in through:
+            plan.append(
+                ("node", lambda s=suffix, c=cfg: feed_node(f"conversation_node{s}", tmp / f"node{s}", emb, convs, c))
             )
     if "direct" in through:
         plan.append(("direct", lambda: feed_direct(tmp / "direct", emb, convs)))
@@ -362,12 +400,20 @@ def main() -> None:
         print(f"{arm.label}: {arm.fed} turns fed, {arm.stored} memories, {arm.seconds:.0f} s", flush=True)
         if kind == "direct":
             rows["BM25 alone (direct store's candidates)"] = bm25_alone(arm, emb, asked)
-            rows[f"{arm.label}, dated, clock at last session"] = ask(arm, asked, last_session)
-            rows[f"{arm.label}, wall clock"] = ask(arm, asked)
+            got = {
+                "dated, clock at last session": ask(arm, asked, last_session),
+                "wall clock": ask(arm, asked),
+            }
         else:
-            rows[f"{arm.label}, default search"] = ask(arm, asked)
+            got = {"default search": ask(arm, asked)}
             date_at_turns(arm.store)
-            rows[f"{arm.label}, dated at turns, clock at last turn"] = ask(arm, asked, last_turn)
+            got["dated at turns, clock at last turn"] = ask(arm, asked, last_turn)
+        for how, (all_hits, passed) in got.items():
+            rows[f"{arm.label}, {how}"] = all_hits
+            above[f"{arm.label}, {how}"] = passed
+            print(
+                f"  {arm.label}, {how}: recall@10 {all_hits.mean(10):.3f} ({passed.mean(10):.3f} above the threshold)"
+            )
         reasons = ", ".join(f"{r} {n}" for r, n in arm.reasons.most_common()) or "-"
         stored.append(
             [
@@ -380,21 +426,28 @@ def main() -> None:
                 f"{arm.seconds:.0f}",
             ]
         )
-        for label, sc in list(rows.items())[-2:]:
-            print(f"  {label}: recall@10 {sc.mean(10):.3f}", flush=True)
         if arm.mem is not None:
             arm.mem.close()
         else:
             arm.store.close()
 
     names = list(convs)
-    header = ["stored through", *names, "pooled r@1", "pooled r@5", "pooled r@10", "pooled hit@10"]
+    header = [
+        "stored through",
+        *names,
+        "pooled r@1",
+        "pooled r@5",
+        "pooled r@10",
+        "pooled hit@10",
+        f"r@10 of hits >= {MIN_RELEVANCE}",
+    ]
     table = [
         [
             label,
             *(f"{sc.mean(10, n):.3f}" for n in names),
             *(f"{sc.mean(k):.3f}" for k in KS),
             f"{sc.mean(10, hit=True):.3f}",
+            f"{above[label].mean(10):.3f}" if label in above else "-",
         ]
         for label, sc in rows.items()
     ]
