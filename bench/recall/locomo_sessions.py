@@ -40,7 +40,9 @@ set the ranking's clock to the conversation's last session, as a live app asked 
 The last column keeps only the hits that pass the relevance threshold the graph nodes and agent tools apply
 (``MIN_RELEVANCE``; ``recall_node`` also returns 5 by default, not 10).
 BM25 alone is the library's keyword score over the direct store's candidates. For the arms whose memories hold
-two turns, recall@5 reads at most as many LoCoMo turns as recall@10 of the others.
+two turns, "r, first 10 turns" counts the evidence among the first ten LoCoMo turns of the ranking (the
+memories' turns in order): the same reading budget as recall@10 of the arms of one turn per memory, where the two
+are equal.
 """
 
 from __future__ import annotations
@@ -75,7 +77,9 @@ from langgraph_memory.sessions import SessionConfig, SessionMemory  # noqa: E402
 from langgraph_memory.store import ChromaStore  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "RESULTS_session.md"
+MARKER = "<!-- tables -->"  # session_bench.py's own tables follow it
 KS = (1, 5, 10)
+TURNS = -10  # the key of recall over the first 10 LoCoMo turns of a ranking (see Scores.add)
 TURN_SECONDS = 60.0  # simulated time between two turns of a LoCoMo session
 DIMS = 384
 
@@ -125,6 +129,9 @@ class Scores:
             found = {d for memory in ranked[:k] for d in memory} & evidence
             recall[k] = len(found) / len(evidence)
             hit[k] = 1.0 if found else 0.0
+        # TURNS: the first 10 LoCoMo turns read, whatever memories hold them (the others' recall@10)
+        found = set([d for memory in ranked for d in memory][:10]) & evidence
+        recall[TURNS], hit[TURNS] = len(found) / len(evidence), 1.0 if found else 0.0
         self.rows.append((conv, category, recall, hit))
 
     def mean(self, k: int, conv: str | None = None, *, hit: bool = False) -> float:
@@ -439,6 +446,7 @@ def main() -> None:
         "pooled r@5",
         "pooled r@10",
         "pooled hit@10",
+        "pooled r, first 10 turns",
         f"r@10 of hits >= {MIN_RELEVANCE}",
     ]
     table = [
@@ -447,6 +455,7 @@ def main() -> None:
             *(f"{sc.mean(10, n):.3f}" for n in names),
             *(f"{sc.mean(k):.3f}" for k in KS),
             f"{sc.mean(10, hit=True):.3f}",
+            f"{sc.mean(TURNS):.3f}",
             f"{above[label].mean(10):.3f}" if label in above else "-",
         ]
         for label, sc in rows.items()
@@ -476,8 +485,13 @@ def main() -> None:
     ]
     print("\n".join(lines))
     if args.write:
-        with RESULTS.open("a") as f:
-            f.write("\n" + "\n".join(lines))
+        write_results(lines)
+
+
+def write_results(lines: list[str]) -> None:
+    """Put the section above ``session_bench.py``'s tables (it rewrites everything below its marker)."""
+    head, sep, tail = RESULTS.read_text().partition(MARKER)
+    RESULTS.write_text(head + "\n".join(lines) + "\n" + sep + tail)
 
 
 if __name__ == "__main__":
