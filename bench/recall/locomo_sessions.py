@@ -77,7 +77,8 @@ from langgraph_memory.sessions import SessionConfig, SessionMemory  # noqa: E402
 from langgraph_memory.store import ChromaStore  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "RESULTS_session.md"
-MARKER = "<!-- tables -->"  # session_bench.py's own tables follow it
+# session_bench.py rewrites everything below its "<!-- tables -->" marker; the heading above it starts its part
+ANCHOR = "## Promotion replay and latency targets"
 KS = (1, 5, 10)
 TURNS = -10  # the key of recall over the first 10 LoCoMo turns of a ranking (see Scores.add)
 TURN_SECONDS = 60.0  # simulated time between two turns of a LoCoMo session
@@ -489,8 +490,8 @@ def main() -> None:
 
 
 def write_results(lines: list[str]) -> None:
-    """Put the section above ``session_bench.py``'s tables (it rewrites everything below its marker)."""
-    head, sep, tail = RESULTS.read_text().partition(MARKER)
+    """Put the section above ``session_bench.py``'s part of the file (at the end if that part is not there)."""
+    head, sep, tail = RESULTS.read_text().partition(ANCHOR)
     RESULTS.write_text(head + "\n".join(lines) + "\n" + sep + tail)
 
 
