@@ -256,6 +256,15 @@ def feed_node(label: str, path: Path, emb: Any, convs: dict[str, list[Turn]], co
     return arm
 
 
+# A put is dated now: these date the stored turns as the replay says (created, updated and last read alike).
+DATE_BY_KEY = (
+    "UPDATE items SET created_at = ?, updated_at = ?, last_accessed_at = ?"
+    " WHERE ns_id = (SELECT id FROM namespaces WHERE ns = ?) AND key = ?"
+)
+DATE_BY_ID = "UPDATE items SET created_at = ?, updated_at = ?, last_accessed_at = ? WHERE id = ?"
+ALL_VALUES = "SELECT id, value FROM items"
+
+
 def feed_direct(path: Path, emb: Any, convs: dict[str, list[Turn]]) -> Arm:
     """Every turn put as a conversation turn (``locomo_bench.py``), dated at its session."""
     started = time.perf_counter()
@@ -267,11 +276,7 @@ def feed_direct(path: Path, emb: Any, convs: dict[str, list[Turn]]) -> Arm:
             store.batch([PutOp(ns, t.dia_id, {"text": t.text, "kind": "turn"}) for t in turns[i : i + 256]])
         session_at = {t.dia_id: session_time_of(t) for t in turns}
         with store.catalog.write() as conn:
-            conn.executemany(
-                "UPDATE items SET created_at = ?, updated_at = ?, last_accessed_at = ?"
-                " WHERE ns_id = (SELECT id FROM namespaces WHERE ns = ?) AND key = ?",
-                [(at, at, at, join_ns(ns), d) for d, at in session_at.items()],
-            )
+            conn.executemany(DATE_BY_KEY, [(at, at, at, join_ns(ns), d) for d, at in session_at.items()])
         arm.dia_ids.update({(name, t.dia_id): [t.dia_id] for t in turns})
         arm.fed += len(turns)
     arm.stored = len(arm.dia_ids)
@@ -287,9 +292,9 @@ def session_time_of(t: Turn) -> float:
 def date_at_turns(store: ChromaStore) -> None:
     """Date each promoted memory at its turn (``occurred_ts``), as live promotion would."""
     with store.catalog.write() as conn:
-        rows = conn.execute("SELECT id, value FROM items").fetchall()
+        rows = conn.execute(ALL_VALUES).fetchall()
         conn.executemany(
-            "UPDATE items SET created_at = ?, updated_at = ?, last_accessed_at = ? WHERE id = ?",
+            DATE_BY_ID,
             [
                 (v["occurred_ts"],) * 3 + (i,)
                 for i, v in ((i, json.loads(raw)) for i, raw in rows)
