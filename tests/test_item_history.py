@@ -310,3 +310,40 @@ def test_a_bundle_exported_with_its_history_brings_the_past_versions_along(
         first = want[-1]
         was = target.store.as_of(first[3]).search(ns, query="first wording", limit=1)
         assert [h.value["content"] for h in was] == ["first wording"]
+
+
+def test_a_version_10_catalog_loses_the_history_index_by_end_and_keeps_its_versions(
+    data_dir: Path, fake_embeddings: DeterministicFakeEmbedding
+) -> None:
+    from langgraph_memory.catalog.connection import POSTGRESQL, dialect_of
+
+    def has_index(store: ChromaStore) -> bool:
+        with store.catalog.read() as conn:
+            if dialect_of(conn) == POSTGRESQL:
+                return conn.execute("SELECT to_regclass('item_history_valid') IS NOT NULL").fetchone()[0]
+            return conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'item_history_valid'").fetchone()[0]
+
+    store = ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings}, collections=None)
+    store.put(NS, "n", {"text": "one"})
+    then = _tick()
+    store.put(NS, "n", {"text": "two"})
+    assert not has_index(store)
+    # What version 10 wrote: the index by end, and the version number.
+    with store.catalog.write() as conn:
+        conn.execute("CREATE INDEX item_history_valid ON item_history(valid_to, ns, valid_from, item_id)")
+        if dialect_of(conn) == POSTGRESQL:
+            conn.execute("UPDATE meta SET value = '10' WHERE key = 'schema_version'")
+        else:
+            conn.execute("PRAGMA user_version = 10")
+    assert has_index(store)
+    store.close()
+    store = ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings}, collections=None)
+    try:
+        assert not has_index(store)
+        assert [v.value["text"] for v in store.history(NS, "n")] == ["two", "one"]
+        assert store.as_of(then).get(NS, "n").value == {"text": "one"}  # type: ignore[union-attr]
+        assert store.as_of(then).list_namespaces() == [NS]
+        store.put(NS, "n", {"text": "three"})
+        assert [v.value["text"] for v in store.history(NS, "n")] == ["three", "two", "one"]
+    finally:
+        store.close()

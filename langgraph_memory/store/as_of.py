@@ -152,8 +152,10 @@ class AsOfStore(BaseStore):
             elif isinstance(op, SearchOp):
                 out.append(self._search(op))
             elif isinstance(op, ListNamespacesOp):
-                with self.store.catalog.read() as conn:
-                    out.append(select_namespaces(_history.namespaces_at(conn, self.at), op))
+                with self.store.catalog.snapshot() as conn:
+                    m = self._past(conn)
+                    past = (m.versions.names[i] for i in np.unique(m.versions.ns[m.pos]))
+                    out.append(select_namespaces(_history.namespaces_at(conn, self.at, past), op))
             else:
                 raise InvalidArgumentError(f"unknown operation type: {type(op).__name__}")
         return out

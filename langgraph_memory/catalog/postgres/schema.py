@@ -32,7 +32,7 @@ from langgraph_memory.errors import MigrationError
 
 __all__ = ["SCHEMA_VERSION", "migrate", "SCHEMA_LOCK"]
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 #: The advisory lock taken while migrating (a constant every process agrees on).
 SCHEMA_LOCK = 0x6C676D5F736368  # "lgm_sch"
 
@@ -256,14 +256,15 @@ CREATE TABLE IF NOT EXISTS item_history (
     vec         BYTEA
 );
 CREATE INDEX IF NOT EXISTS item_history_uid ON item_history(uid, valid_to);
-CREATE INDEX IF NOT EXISTS item_history_valid ON item_history(valid_to, ns, valid_from, item_id);
 CREATE TABLE IF NOT EXISTS history_vectors (
     history_id  BIGINT NOT NULL,
     idx         INTEGER NOT NULL,
     path        TEXT NOT NULL,
     vec         BYTEA NOT NULL
 );
-CREATE INDEX IF NOT EXISTS history_vectors_of ON history_vectors(history_id, idx)
+CREATE INDEX IF NOT EXISTS history_vectors_of ON history_vectors(history_id, idx);
+-- Version 11: no index of item_history by end (see the SQLite catalog's version 11).
+DROP INDEX IF EXISTS item_history_valid
 """
 
 
