@@ -17,7 +17,10 @@ are hidden as they were then.
 The store keeps its past versions' scan data in memory (`PastVersionIndex`:
 ids, times, statuses, vectors), read from the history on the first search
 as of any moment and then only as the history grows, so a moment costs a
-vectorised mask, not a read: a new view's first search costs about what
+vectorised mask, not a read. The mask, and what searches derive from it
+(each scope's versions, their texts' keyword masks), is kept for the last
+few moments and shared by every view of one (a reader may make a view per
+read at one checkpoint time): a new view's first search costs about what
 its later ones do.
 
     >>> from datetime import datetime, UTC
