@@ -283,17 +283,25 @@ class AsOfStore(BaseStore):
             if len(past) and qvec is not None:
                 best = _best_cosines(m, qvec, past)  # by position in ``past``
                 has = ~np.isnan(best)
+                take = need
                 if not hybrid and len(scored) >= need:  # only those above the current items' need-th can enter
-                    floor = sorted((sc for sc, _it in scored), reverse=True)[need - 1]
+                    current = np.fromiter((sc for sc, _it in scored), dtype=np.float64, count=len(scored))
+                    floor = -np.partition(-current, need - 1)[need - 1]
                     with_vec = np.flatnonzero(best >= floor - 1e-9)  # (NaN: False)
+                    if not op.filter and cutoff is None:
+                        # Nothing leaves out a version read (expired ones are out of scope already): only those
+                        # among the best ``need`` of both are read.
+                        union = np.concatenate([current, best[with_vec]])
+                        bar = -np.partition(-union, need - 1)[need - 1]
+                        take = int(np.count_nonzero(best[with_vec] >= bar - 1e-9))
                 else:
                     with_vec = np.flatnonzero(has)
                 first = max(4 * need, 64)
                 order = _first(with_vec, -best[with_vec], m.item_ids[past[with_vec]], first)
-                got = _read_first(conn, m.ids[past[order]], op.filter, need, store._omits_expired, at, cut)
-                if len(got) < need and len(order) < len(with_vec):  # the filter left too few of the best
+                got = _read_first(conn, m.ids[past[order]], op.filter, take, store._omits_expired, at, cut)
+                if len(got) < take and len(order) < len(with_vec):  # the filter left too few of the best
                     order = _first(with_vec, -best[with_vec], m.item_ids[past[with_vec]], len(with_vec))
-                    got = _read_first(conn, m.ids[past[order]], op.filter, need, store._omits_expired, at, cut)
+                    got = _read_first(conn, m.ids[past[order]], op.filter, take, store._omits_expired, at, cut)
                 for k, it in got:
                     sim = float(best[order[k]])
                     if not hybrid:
@@ -606,9 +614,9 @@ def _read_first(
     omit: Callable[[StoredItem], bool] = keep_all,
 ) -> list[tuple[int, StoredItem]]:
     """The first ``need`` past versions of ``ids`` (history ids, in that order) that match ``filter``, read a
-    chunk at a time; each with its position in ``ids``."""
+    chunk at a time (with a filter, a few more than ``need`` at first); each with its position in ``ids``."""
     out: list[tuple[int, StoredItem]] = []
-    pos, chunk = 0, max(need, 16)
+    pos, chunk = 0, max(need, 16 if filter else 1)
     while pos < len(ids) and len(out) < need:
         part = ids[pos : pos + chunk].tolist()
         read = _history.read(conn, part)
