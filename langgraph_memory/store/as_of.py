@@ -366,7 +366,9 @@ class AsOfStore(BaseStore):
         with store.catalog.snapshot() as conn:
             holding, n_tokens, turns = texts.of(conn, store, m, terms)
             corpus = self._corpus(texts.lengths(conn), m, n_tokens, holding)
-            found = store.hybrid._match(conn, op.query, ranking, corpus=corpus)
+            # The terms' weights, the mean length and the idf mass, which score the past versions' texts; no
+            # item is scored here (the hybrid search below scores the current ones).
+            found = store.hybrid._match(conn, op.query, ranking, np.zeros(0, dtype=np.int64), corpus)
             cut = store._cut(conn, keep_all, cutoff, include_undated)
         current, _plan = store.hybrid.run_explained(
             op._replace(offset=0, limit=need), qvec, ranking, omit_for=omit_for, corpus=corpus
