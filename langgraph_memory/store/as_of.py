@@ -379,29 +379,40 @@ class AsOfStore(BaseStore):
         best = _best_cosines(m, qvec, scope)
         has = ~np.isnan(best)
         scored, bare = scope[has], scope[~has]
+        # Every version valid then (a whole collection's search): its arrays as they are, no copies.
+        of_scored: Callable[[np.ndarray], np.ndarray] = (
+            (lambda a: a) if len(scored) == len(m.ids) else (lambda a: a[scored])
+        )
         kw = _keywords.score_texts(
-            found, {t: h[scored] for t, h in holding.items()}, np.maximum(n_tokens[scored], 0), ranking.length_norm
+            found,
+            {t: of_scored(h) for t, h in holding.items()},
+            np.maximum(of_scored(n_tokens), 0),
+            ranking.length_norm,
         )
         evidence = kw / found.mass if found.mass > 0 else np.zeros(len(kw))
         sims = best[has]
+        finals = [parts.final for parts, _it in ranked]  # the bar counts the current items too
         # Under noisy-or on the query's scale a version's score depends on itself alone (turns aside: their
         # neighbours raise them), so the relevance bounds it.
         alone = ranking.fusion == "noisy-or" and ranking.keyword_scale == "query"
-        if alone and not (ranking.neighbours and turns[scored].any()):
+        if alone and not (ranking.neighbours and of_scored(turns).any()):
             # Read in order of relevance, which the final score never exceeds, until the rest cannot reach.
             bound = _relevance(sims, evidence, ranking)
             every = np.arange(len(scored))
+            if len(finals) >= need:  # only those whose relevance reaches the current items' need-th can enter
+                every = every[bound * (1.0 + 1e-9) >= sorted(finals, reverse=True)[need - 1]]
+            item_ids = of_scored(m.item_ids)[every]
             # Ordered only as far as the first reads go (a whole collection's past versions are thousands).
-            order = _first(every, -bound, m.item_ids[scored], max(4 * need, 64))
+            order = _first(every, -bound[every], item_ids, max(4 * need, 64))
+            todo = len(every)
         else:  # a score relative to the other candidates: every one is read and scored together
-            bound, order = None, np.arange(len(scored))
-        finals = [parts.final for parts, _it in ranked]  # the bar counts the current items too
+            bound, order, todo = None, np.arange(len(scored)), len(scored)
         pos, chunk = 0, max(need, 16)
         with store.catalog.read() as conn:
-            while pos < len(scored):
+            while pos < todo:
                 if pos >= len(order):
                     assert bound is not None
-                    order = _first(every, -bound, m.item_ids[scored], len(scored))  # begins as the part did
+                    order = _first(every, -bound[every], item_ids, todo)  # begins as the part did
                 part = order[pos : pos + chunk] if bound is not None else order
                 pos, chunk = pos + len(part), chunk * 2
                 if bound is not None and len(finals) >= need:
@@ -673,6 +684,8 @@ def _best_cosines(m: _pv.Moment, qvec: np.ndarray, scope: np.ndarray) -> np.ndar
         norms = norms * qn
         norms[norms == 0] = 1.0
         sims = dot_rows(vectors, q) / norms  # one thread: BLAS's split costs more than the product on a busy machine
+        if len(rows) == len(scope) == len(m.owner):  # every vector, in order (`vector_of` rises): no gathers
+            return sims.astype(np.float64)
         out[has] = sims if part else sims[rows]
         return out
     norms = m.norms * qn
