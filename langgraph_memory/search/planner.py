@@ -382,10 +382,8 @@ class Planner(PlanChoice):
         self, scope: Scope, conds: list[Condition], filter: dict[str, Any] | None, need: int, *, first: bool
     ) -> int:
         """How many records the first HNSW round over ``scope`` asks Chroma for (``first``: the search's first round)."""
-        if first and scope.whole and not conds and not filter and scope.candidates >= scope.n_items:
+        if first and scope.whole and not conds and not filter:
             return max(need, MIN_FETCH)
-        # (An omit that keeps a share of the items, an as-of view's or a data cut-off's, narrowed the candidates
-        # (`_narrow`): over-fetched by it at once, as at 100,000 items as of half way, where 2 rounds in 3 widened.)
         # An item's records sit near one another (its fields say related things), so fewer distinct items
         # than records come back: with three fields a third of searches widened and paid a second fetch and
         # read. Asking for sqrt(records per item) times more, 3 searches in 55 widened (100,000 items, three
