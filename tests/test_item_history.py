@@ -21,7 +21,7 @@ from langgraph_memory.archive import HistoryRetention
 from langgraph_memory.catalog import history
 from langgraph_memory.errors import InvalidArgumentError, ReadOnlyError
 from langgraph_memory.search.ranking import HybridRanking
-from langgraph_memory.store import ChromaStore, Version
+from langgraph_memory.store import ChromaStore, Version, as_of
 from tests.conftest import FAKE_DIMS
 
 NS = ("notes",)
@@ -214,6 +214,25 @@ def test_views_of_one_moment_share_what_they_derive_yet_answer_for_it_after_chan
             assert found(view, NS) == found(view, ("other",)) == []
     finally:
         store.close()
+
+
+def test_a_moment_keeps_a_bounded_number_of_scopes_and_terms_and_answers_past_it(
+    plain: ChromaStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(as_of, "MOMENT_CACHE_MAX", 2)
+    plain.ranking = HybridRanking()
+    for k in range(4):
+        plain.put(("n", str(k)), "a", {"text": f"stops {k} carry"})
+    then = _tick()
+    for k in range(4):
+        plain.put(("n", str(k)), "a", {"text": "moved"})
+    view = plain.as_of(then)
+    for word in ("stops", "carry", "0", "1", "2", "3"):
+        for k in range(4):
+            got = [(h.key, h.value["text"]) for h in view.search(("n", str(k)), query=f"{word} stops")]
+            assert got == [("a", f"stops {k} carry")]
+    # Two entries kept as asked, beside the three every hybrid search keeps (texts, corpus counts, later items).
+    assert len(view._past().cache) <= 2 + 3
 
 
 @pytest.mark.parametrize("hybrid", [False, True], ids=["cosine", "hybrid"])

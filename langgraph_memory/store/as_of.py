@@ -90,6 +90,9 @@ __all__ = ["AsOfStore", "PastVersionIndex"]
 
 Hit = tuple[float | None, StoredItem]
 
+#: Entries a moment keeps for its searches (scopes, query terms' masks: each a byte or 8 per version valid then).
+MOMENT_CACHE_MAX = 256
+
 
 def _dt(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, tz=UTC)
@@ -334,7 +337,9 @@ class AsOfStore(BaseStore):
             mask = m.in_prefix(prefix) & (m.live | include_retired)
             if omits_expired:
                 mask &= ~(m.expires < self.at)  # NaN (no expiry) compares False
-            got = m.cache[key] = np.flatnonzero(mask)
+            got = np.flatnonzero(mask)
+            if len(m.cache) < MOMENT_CACHE_MAX:
+                m.cache[key] = got
         return got
 
     def _keyword_search(
@@ -516,13 +521,16 @@ class PastTexts:
                 self._read(conn, store, v, todo)
                 self._masks = {}
             n = len(self._n_tokens)
+            masks = {}
             for t in terms:
                 if t not in self._masks:
                     mask = self._masks[t] = np.zeros(n, dtype=bool)
                     mask[self._texts.holding(t)] = True
-                cache["holding", t] = self._masks[t][m.pos]
+                masks[t] = self._masks[t][m.pos]
+                if len(cache) < MOMENT_CACHE_MAX:
+                    cache["holding", t] = masks[t]
             held = cache["texts"] = (self._n_tokens[m.pos], self._turns[m.pos])
-            return {t: cache["holding", t] for t in terms}, *held
+            return masks, *held
 
     def _read(self, conn: Any, store: Any, v: _pv.Versions, todo: np.ndarray) -> None:
         assert self._texts is not None
