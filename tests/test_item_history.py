@@ -21,7 +21,7 @@ from langgraph_memory.archive import HistoryRetention
 from langgraph_memory.catalog import history
 from langgraph_memory.errors import InvalidArgumentError, ReadOnlyError
 from langgraph_memory.search.ranking import HybridRanking
-from langgraph_memory.store import ChromaStore, Version
+from langgraph_memory.store import ChromaStore, Version, as_of
 from tests.conftest import FAKE_DIMS
 
 NS = ("notes",)
@@ -168,6 +168,71 @@ def _one_view_while_the_memory_changes(plain: ChromaStore) -> None:
     with plain.catalog.write() as conn:
         assert history.prune(conn, older_than=time.time() + 1) == 2
     assert [h.key for h in view.search(NS, query="stops", limit=5)] == []
+
+
+@pytest.mark.parametrize("hybrid", [False, True], ids=["cosine", "hybrid"])
+def test_views_of_one_moment_share_what_they_derive_yet_answer_for_it_after_changes_and_prunes(
+    data_dir: Path, fake_embeddings: DeterministicFakeEmbedding, hybrid: bool
+) -> None:
+    store = ChromaStore(
+        data_dir=data_dir,
+        index={"dims": FAKE_DIMS, "embed": fake_embeddings},
+        collections=None,
+        ranking=HybridRanking() if hybrid else None,
+    )
+
+    def found(view: BaseStore, ns: tuple[str, ...]) -> list[tuple[str, str]]:
+        return [(h.key, h.value["text"]) for h in view.search(ns, query="stops", limit=5)]
+
+    try:
+        moments = []
+        for k in range(6):  # more moments than the store keeps: each view still answers for its own
+            store.put(NS, "a", {"text": f"tight stops whipsaw {k}"})
+            store.put(("other",), f"o{k}", {"text": f"stops elsewhere {k}"})
+            moments.append(_tick())
+        store.put(NS, "a", {"text": "stops moved"})  # every moment's version of "a" is now in the history
+        views = [store.as_of(t) for t in moments]
+        expected = [[("a", f"tight stops whipsaw {k}")] for k in range(6)]
+        assert [found(v, NS) for v in views] == expected
+        others = [found(v, ("other",)) for v in views]
+        assert [len(o) for o in others] == [1, 2, 3, 4, 5, 5]
+        # A second view of a moment answers as the first (from the moment they share), and after changes made
+        # since both were made, so does a third.
+        second = store.as_of(moments[0])
+        assert found(second, NS) == expected[0]
+        store.put(NS, "a", {"text": "stops again"})
+        store.put(NS, "b", {"text": "new stops"})
+        store.put(("other",), "o0", {"text": "changed"})  # its version of every moment now in the history too
+        for view in (views[0], second, store.as_of(moments[0])):
+            assert found(view, NS) == expected[0]
+            assert found(view, ("other",)) == others[0]
+        assert [found(v, NS) for v in views] == expected
+        # A prune drops what every view of the moment could read, views made before it as well as after.
+        with store.catalog.write() as conn:
+            assert history.prune(conn, older_than=time.time() + 1) == 8
+        for view in (views[0], second, store.as_of(moments[0])):
+            assert found(view, NS) == found(view, ("other",)) == []
+    finally:
+        store.close()
+
+
+def test_a_moment_keeps_a_bounded_number_of_scopes_and_terms_and_answers_past_it(
+    plain: ChromaStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(as_of, "MOMENT_CACHE_MAX", 2)
+    plain.ranking = HybridRanking()
+    for k in range(4):
+        plain.put(("n", str(k)), "a", {"text": f"stops {k} carry"})
+    then = _tick()
+    for k in range(4):
+        plain.put(("n", str(k)), "a", {"text": "moved"})
+    view = plain.as_of(then)
+    for word in ("stops", "carry", "0", "1", "2", "3"):
+        for k in range(4):
+            got = [(h.key, h.value["text"]) for h in view.search(("n", str(k)), query=f"{word} stops")]
+            assert got == [("a", f"stops {k} carry")]
+    # Two entries kept as asked, beside the three every hybrid search keeps (texts, corpus counts, later items).
+    assert len(view._past().cache) <= 2 + 3
 
 
 @pytest.mark.parametrize("hybrid", [False, True], ids=["cosine", "hybrid"])

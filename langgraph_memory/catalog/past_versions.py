@@ -27,8 +27,9 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -107,7 +108,6 @@ class Versions:
         return Moment(
             versions=self,
             pos=pos,
-            valid=valid,
             ids=self.ids[pos],
             item_ids=self.item_ids[pos],
             updated=self.updated[pos],
@@ -148,9 +148,8 @@ class Moment:
     """The past versions valid at one moment (positions in `versions`) and the items a later change ended."""
 
     versions: Versions
-    #: positions of the versions valid then (increasing), and the same as a mask over every version.
+    #: positions of the versions valid then (increasing).
     pos: np.ndarray
-    valid: np.ndarray
     #: their history ids, item ids, ``updated_at``, ``expires_at`` (NaN: none), and whether each had no status.
     ids: np.ndarray
     item_ids: np.ndarray
@@ -166,6 +165,9 @@ class Moment:
     vector_of: np.ndarray
     #: the items (rows of ``items``) whose version current at the moment a later change ended.
     changed: IdSet
+    #: what searches as of the moment derive from it alone (a scope's positions, texts' masks), kept for the next:
+    #: the moment's versions never change, so neither does what is derived from them.
+    cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def in_prefix(self, prefix: Sequence[str]) -> np.ndarray:
         """A mask over `pos`: the versions under ``prefix``."""
@@ -179,6 +181,8 @@ class Moment:
 
 
 _NO_VECTORS = np.zeros((0, 0), dtype=np.float32)
+#: Moments kept per store (`PastVersions.moment()`): each holds a copy of its versions' vectors.
+MOMENTS_KEPT = 4
 
 
 class PastVersions:
@@ -193,6 +197,10 @@ class PastVersions:
         self._lock = threading.Lock()
         self._stamp: tuple[Any, ...] | None = None
         self._versions: Versions | None = None
+        # The last moments made (`moment()`), oldest first, for the arrays they were made of.
+        self._moments: OrderedDict[float, Moment] = OrderedDict()
+        self._moments_of: Versions | None = None
+        self._moments_lock = threading.Lock()
 
     def current(self, conn: sqlite3.Connection) -> Versions:
         """The arrays as of the history ``conn`` reads (read in a snapshot: the stamp and the rows agree)."""
@@ -212,6 +220,25 @@ class PastVersions:
                 held = _extend(held, conn, last, top)
             self._versions, self._stamp = held, (top, stamp[1])
         return held
+
+    def moment(self, versions: Versions, at: float) -> Moment:
+        """``versions.at(at)``, shared by every caller asking for the same moment of the same arrays.
+
+        A reader may make a view per read at one moment (`recall_node` as of a checkpoint does): its views then
+        share one mask, and what searches cache on it, instead of each making its own. The last
+        `MOMENTS_KEPT` moments are kept.
+        """
+        with self._moments_lock:
+            if self._moments_of is not versions:  # the history changed: what was kept masks older arrays
+                self._moments.clear()
+                self._moments_of = versions
+            got = self._moments.get(at)
+            if got is None:
+                got = self._moments[at] = versions.at(at)
+                if len(self._moments) > MOMENTS_KEPT:
+                    self._moments.popitem(last=False)
+            self._moments.move_to_end(at)
+            return got
 
 
 def _empty(epoch: int) -> Versions:

@@ -189,8 +189,11 @@ class Planner(PlanChoice):
         skip: Container[int] = getattr(omit, "skip_ids", ())  # known to be left out: not parsed
         # An as-of view's omit leaves out what became current after its moment: the SQL does, before paging.
         at: float | None = getattr(omit, "current_at", None)
+        # As of a moment long ago most of the newest rows changed since: SQLite walks past them to fill a page, so
+        # the first page is only as long as asked for (the next ones grow fourfold).
+        page = need if at is not None else max(need, 100)
         for it in _scope.newest_items(
-            conn, where, conds, page=max(need, 100), unindexed_only=unindexed_only, skip=skip, current_at=at
+            conn, where, conds, page=page, unindexed_only=unindexed_only, skip=skip, current_at=at
         ):
             if _filters.matches(it.value, op.filter) and not omit(it):
                 out.append(it)

@@ -17,7 +17,10 @@ are hidden as they were then.
 The store keeps its past versions' scan data in memory (`PastVersionIndex`:
 ids, times, statuses, vectors), read from the history on the first search
 as of any moment and then only as the history grows, so a moment costs a
-vectorised mask, not a read: a new view's first search costs about what
+vectorised mask, not a read. The mask, and what searches derive from it
+(each scope's versions, their texts' keyword masks), is kept for the last
+few moments and shared by every view of one (a reader may make a view per
+read at one checkpoint time): a new view's first search costs about what
 its later ones do.
 
     >>> from datetime import datetime, UTC
@@ -87,6 +90,9 @@ __all__ = ["AsOfStore", "PastVersionIndex"]
 
 Hit = tuple[float | None, StoredItem]
 
+#: Entries a moment keeps for its searches (scopes, query terms' masks: each a byte or 8 per version valid then).
+MOMENT_CACHE_MAX = 256
+
 
 def _dt(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, tz=UTC)
@@ -107,11 +113,9 @@ class AsOfStore(BaseStore):
         self.store = store
         #: the moment read, in epoch seconds.
         self.at = float(at)
-        # The store's past versions masked to this moment: made again only when the history changed.
+        # The store's past versions masked to this moment (shared with the store's other views of it): made
+        # again only when the history changed.
         self._moment: _pv.Moment | None = None
-        # What of the keyword index now was indexed after `at` (a mask by item id, how many, their words),
-        # for the index's stamp.
-        self._later: tuple[tuple[Any, ...], np.ndarray, int, int] | None = None
 
     def _past(self, conn: Any | None = None) -> _pv.Moment:
         """The past versions valid at `at` (masked again when the history changed), read on ``conn`` (a snapshot)
@@ -119,10 +123,11 @@ class AsOfStore(BaseStore):
         if conn is None:
             with self.store.catalog.snapshot() as conn:
                 return self._past(conn)
-        versions = self.store._past_versions.versions.current(conn)
+        past = self.store._past_versions.versions
+        versions = past.current(conn)
         m = self._moment
         if m is None or m.versions is not versions:
-            m = self._moment = versions.at(self.at)
+            m = self._moment = past.moment(versions, self.at)
         return m
 
     @property
@@ -276,23 +281,32 @@ class AsOfStore(BaseStore):
         unscored = [it for s, it in current if s is None]
         # Past versions current at ``at``, unread; only those ranked first have their values read (and filtered).
         m = seen[-1] if seen else self._past()  # the planner found nothing to search, or none in scope
-        past = np.flatnonzero(self._in_scope(m, op.namespace_prefix, include_retired))
+        past = self._in_scope(m, op.namespace_prefix, include_retired)
         newest_first = past
         with store.catalog.read() as conn:
             cut = store._cut(conn, keep_all, cutoff, include_undated)  # past versions by their item's evidence end
             if len(past) and qvec is not None:
-                best = _best_cosines(m, qvec, past)
+                best = _best_cosines(m, qvec, past)  # by position in ``past``
                 has = ~np.isnan(best)
-                with_vec = past[has[past]]
+                take = need
                 if not hybrid and len(scored) >= need:  # only those above the current items' need-th can enter
-                    floor = sorted((sc for sc, _it in scored), reverse=True)[need - 1]
-                    with_vec = with_vec[best[with_vec] >= floor - 1e-9]
+                    current = np.fromiter((sc for sc, _it in scored), dtype=np.float64, count=len(scored))
+                    floor = -np.partition(-current, need - 1)[need - 1]
+                    with_vec = np.flatnonzero(best >= floor - 1e-9)  # (NaN: False)
+                    if not op.filter and cutoff is None:
+                        # Nothing leaves out a version read (expired ones are out of scope already): only those
+                        # among the best ``need`` of both are read.
+                        union = np.concatenate([current, best[with_vec]])
+                        bar = -np.partition(-union, need - 1)[need - 1]
+                        take = int(np.count_nonzero(best[with_vec] >= bar - 1e-9))
+                else:
+                    with_vec = np.flatnonzero(has)
                 first = max(4 * need, 64)
-                order = _first(with_vec, -best[with_vec], m.item_ids[with_vec], first)
-                got = _read_first(conn, m.ids[order], op.filter, need, store._omits_expired, at, cut)
-                if len(got) < need and len(order) < len(with_vec):  # the filter left too few of the best
-                    order = _first(with_vec, -best[with_vec], m.item_ids[with_vec], len(with_vec))
-                    got = _read_first(conn, m.ids[order], op.filter, need, store._omits_expired, at, cut)
+                order = _first(with_vec, -best[with_vec], m.item_ids[past[with_vec]], first)
+                got = _read_first(conn, m.ids[past[order]], op.filter, take, store._omits_expired, at, cut)
+                if len(got) < take and len(order) < len(with_vec):  # the filter left too few of the best
+                    order = _first(with_vec, -best[with_vec], m.item_ids[past[with_vec]], len(with_vec))
+                    got = _read_first(conn, m.ids[past[order]], op.filter, take, store._omits_expired, at, cut)
                 for k, it in got:
                     sim = float(best[order[k]])
                     if not hybrid:
@@ -303,7 +317,7 @@ class AsOfStore(BaseStore):
                         [Candidate(it, sim, vector=True)], ranking, now=at, collections=store.collections
                     )[0]
                     scored.append((parts.final, it))
-                newest_first = newest_first[~has[newest_first]]
+                newest_first = past[~has]
             if len(newest_first) and len(scored) < need:  # listings, and items without vectors after the scored
                 if not scored and len(unscored) >= need:  # only those newer than the current items' need-th can enter
                     floor = sorted((it.updated_at for it in unscored), reverse=True)[need - 1]
@@ -316,11 +330,19 @@ class AsOfStore(BaseStore):
         return _results(op, scored, unscored)
 
     def _in_scope(self, m: _pv.Moment, prefix: tuple[str, ...], include_retired: bool) -> np.ndarray:
-        """A mask over the moment's past versions: under ``prefix``, shown (``include_retired``), not expired then."""
-        mask = m.in_prefix(prefix) & (m.live | include_retired)
-        if self.store._omits_expired:
-            mask &= ~(m.expires < self.at)  # NaN (no expiry) compares False
-        return mask
+        """The moment's past versions (positions in it, increasing) under ``prefix``, shown (``include_retired``),
+        not expired then; kept on the moment for its next search of the same scope."""
+        omits_expired = bool(self.store._omits_expired)
+        key = ("scope", prefix, include_retired, omits_expired)
+        got: np.ndarray | None = m.cache.get(key)
+        if got is None:
+            mask = m.in_prefix(prefix) & (m.live | include_retired)
+            if omits_expired:
+                mask &= ~(m.expires < self.at)  # NaN (no expiry) compares False
+            got = np.flatnonzero(mask)
+            if len(m.cache) < MOMENT_CACHE_MAX:
+                m.cache[key] = got
+        return got
 
     def _keyword_search(
         self,
@@ -351,41 +373,53 @@ class AsOfStore(BaseStore):
         with store.catalog.snapshot() as conn:
             holding, n_tokens, turns = texts.of(conn, store, m, terms)
             corpus = self._corpus(texts.lengths(conn), m, n_tokens, holding)
-            found = store.hybrid._match(conn, op.query, ranking, corpus=corpus)
+            # The terms' weights, the mean length and the idf mass, which score the past versions' texts; no
+            # item is scored here (the hybrid search below scores the current ones).
+            found = store.hybrid._match(conn, op.query, ranking, np.zeros(0, dtype=np.int64), corpus)
             cut = store._cut(conn, keep_all, cutoff, include_undated)
         current, _plan = store.hybrid.run_explained(
             op._replace(offset=0, limit=need), qvec, ranking, omit_for=omit_for, corpus=corpus
         )
         ranked = [(parts, it) for parts, it in current if parts is not None]
         unscored = [it for parts, it in current if parts is None]
-        scope = np.flatnonzero(self._in_scope(m, op.namespace_prefix, include_retired))
+        scope = self._in_scope(m, op.namespace_prefix, include_retired)
         best = _best_cosines(m, qvec, scope)
-        has = ~np.isnan(best[scope])
+        has = ~np.isnan(best)
         scored, bare = scope[has], scope[~has]
-        rows = m.pos[scored]
+        # Every version valid then (a whole collection's search): its arrays as they are, no copies.
+        of_scored: Callable[[np.ndarray], np.ndarray] = (
+            (lambda a: a) if len(scored) == len(m.ids) else (lambda a: a[scored])
+        )
         kw = _keywords.score_texts(
-            found, {t: h[rows] for t, h in holding.items()}, np.maximum(n_tokens[rows], 0), ranking.length_norm
+            found,
+            {t: of_scored(h) for t, h in holding.items()},
+            np.maximum(of_scored(n_tokens), 0),
+            ranking.length_norm,
         )
         evidence = kw / found.mass if found.mass > 0 else np.zeros(len(kw))
-        sims = best[scored]
+        sims = best[has]
+        finals = [parts.final for parts, _it in ranked]  # the bar counts the current items too
         # Under noisy-or on the query's scale a version's score depends on itself alone (turns aside: their
         # neighbours raise them), so the relevance bounds it.
         alone = ranking.fusion == "noisy-or" and ranking.keyword_scale == "query"
-        if alone and not (ranking.neighbours and turns[rows].any()):
+        if alone and not (ranking.neighbours and of_scored(turns).any()):
             # Read in order of relevance, which the final score never exceeds, until the rest cannot reach.
             bound = _relevance(sims, evidence, ranking)
             every = np.arange(len(scored))
+            if len(finals) >= need:  # only those whose relevance reaches the current items' need-th can enter
+                every = every[bound * (1.0 + 1e-9) >= sorted(finals, reverse=True)[need - 1]]
+            item_ids = of_scored(m.item_ids)[every]
             # Ordered only as far as the first reads go (a whole collection's past versions are thousands).
-            order = _first(every, -bound, m.item_ids[scored], max(4 * need, 64))
+            order = _first(every, -bound[every], item_ids, max(4 * need, 64))
+            todo = len(every)
         else:  # a score relative to the other candidates: every one is read and scored together
-            bound, order = None, np.arange(len(scored))
-        finals = [parts.final for parts, _it in ranked]  # the bar counts the current items too
+            bound, order, todo = None, np.arange(len(scored)), len(scored)
         pos, chunk = 0, max(need, 16)
         with store.catalog.read() as conn:
-            while pos < len(scored):
+            while pos < todo:
                 if pos >= len(order):
                     assert bound is not None
-                    order = _first(every, -bound, m.item_ids[scored], len(scored))  # begins as the part did
+                    order = _first(every, -bound[every], item_ids, todo)  # begins as the part did
                 part = order[pos : pos + chunk] if bound is not None else order
                 pos, chunk = pos + len(part), chunk * 2
                 if bound is not None and len(finals) >= need:
@@ -415,20 +449,25 @@ class AsOfStore(BaseStore):
     def _corpus(
         self, now: _pv.KeywordLengths, m: _pv.Moment, n_tokens: np.ndarray, holding: dict[str, np.ndarray]
     ) -> _keywords.Corpus:
-        """The keyword index's statistics at `at`: now's, less the items indexed since, plus the past versions'."""
-        if self._later is None or self._later[0] != now.stamp:
+        """The keyword index's statistics at `at`: now's, less the items indexed since, plus the past versions'
+        (``n_tokens`` and ``holding`` by position in ``m``); what of it depends on ``m`` alone is kept on it."""
+        later_of = m.cache.get("later")
+        if later_of is None or later_of[0] != now.stamp:  # what of the index now was indexed after `at`
             later = now.since > self.at
             ids = now.item_ids[later]
             gone = np.zeros(int(ids.max()) + 1 if len(ids) else 0, dtype=bool)
             gone[ids] = True
-            self._later = (now.stamp, gone, len(ids), int(now.n_tokens[later].sum()))
-        _stamp, gone, n_later, later_tokens = self._later
-        with_text = n_tokens[m.pos] >= 0  # -1: no text (a version without vectors, or no text at its paths)
+            later_of = m.cache["later"] = (now.stamp, gone, len(ids), int(now.n_tokens[later].sum()))
+        _stamp, gone, n_later, later_tokens = later_of
+        texts = m.cache.get("with text")
+        if texts is None:
+            with_text = n_tokens >= 0  # -1: no text (a version without vectors, or no text at its paths)
+            texts = m.cache["with text"] = (int(np.count_nonzero(with_text)), int(n_tokens[with_text].sum()))
         return _keywords.Corpus(
-            docs=now.docs - n_later + int(np.count_nonzero(with_text)),
-            tokens=now.tokens - later_tokens + int(n_tokens[m.pos][with_text].sum()),
+            docs=now.docs - n_later + texts[0],
+            tokens=now.tokens - later_tokens + texts[1],
             gone=gone,
-            held={t: int(np.count_nonzero(h & m.valid)) for t, h in holding.items()},
+            held={t: int(np.count_nonzero(h)) for t, h in holding.items()},
         )
 
 
@@ -458,8 +497,12 @@ class PastTexts:
     def of(
         self, conn: Any, store: Any, m: _pv.Moment, terms: list[str]
     ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-        """For every version: a mask per query term of those whose text holds it, the words of its text, whether
-        it is a turn (every version valid at ``m`` read)."""
+        """For the versions valid at ``m``, by position in it: a mask per query term of those whose text holds it,
+        the words of each text, whether each is a turn (each read once; what is taken for ``m`` is kept on it)."""
+        cache = m.cache
+        held = cache.get("texts")
+        if held is not None and all(("holding", t) in cache for t in terms):
+            return {t: cache["holding", t] for t in terms}, *held
         v = m.versions
         with self._lock:
             if self._epoch != v.epoch or self._texts is None:
@@ -480,11 +523,16 @@ class PastTexts:
                 self._read(conn, store, v, todo)
                 self._masks = {}
             n = len(self._n_tokens)
+            masks = {}
             for t in terms:
                 if t not in self._masks:
                     mask = self._masks[t] = np.zeros(n, dtype=bool)
                     mask[self._texts.holding(t)] = True
-            return {t: self._masks[t] for t in terms}, self._n_tokens, self._turns
+                masks[t] = self._masks[t][m.pos]
+                if len(cache) < MOMENT_CACHE_MAX:
+                    cache["holding", t] = masks[t]
+            held = cache["texts"] = (self._n_tokens[m.pos], self._turns[m.pos])
+            return masks, *held
 
     def _read(self, conn: Any, store: Any, v: _pv.Versions, todo: np.ndarray) -> None:
         assert self._texts is not None
@@ -589,9 +637,9 @@ def _read_first(
     omit: Callable[[StoredItem], bool] = keep_all,
 ) -> list[tuple[int, StoredItem]]:
     """The first ``need`` past versions of ``ids`` (history ids, in that order) that match ``filter``, read a
-    chunk at a time; each with its position in ``ids``."""
+    chunk at a time (with a filter, a few more than ``need`` at first); each with its position in ``ids``."""
     out: list[tuple[int, StoredItem]] = []
-    pos, chunk = 0, max(need, 16)
+    pos, chunk = 0, max(need, 16 if filter else 1)
     while pos < len(ids) and len(out) < need:
         part = ids[pos : pos + chunk].tolist()
         read = _history.read(conn, part)
@@ -630,31 +678,28 @@ def _stored(v: _history.PastVersion) -> StoredItem:
 
 
 def _best_cosines(m: _pv.Moment, qvec: np.ndarray, scope: np.ndarray) -> np.ndarray:
-    """Each past version's best cosine similarity of ``qvec`` with its vectors, by position (NaN: none, or
-    not among the positions ``scope``)."""
-    out = np.full(len(m.ids), np.nan)
+    """The best cosine similarity of ``qvec`` with the vectors of each past version of ``scope`` (positions in
+    ``m``), in the order of ``scope`` (NaN: it has none)."""
+    out = np.full(len(scope), np.nan)
     if not len(m.owner) or not len(scope):
         return out
     q = qvec.astype(np.float32)
-    vectors, norms, owner = m.vectors, m.norms, m.owner
-    if m.one_each and len(scope) < len(m.ids) // 2:  # a namespace of a whole collection: its rows only
+    qn = float(np.linalg.norm(q)) or 1.0
+    if m.one_each:
         rows = m.vector_of[scope]
-        rows = rows[rows >= 0]
-        vectors, norms, owner = vectors[rows], norms[rows], owner[rows]
-    norms = norms * (float(np.linalg.norm(q)) or 1.0)
+        has = rows >= 0
+        rows = rows[has]
+        part = len(scope) < len(m.ids) // 2  # a namespace of a whole collection: its rows only
+        vectors, norms = (m.vectors[rows], m.norms[rows]) if part else (m.vectors, m.norms)
+        norms = norms * qn
+        norms[norms == 0] = 1.0
+        sims = dot_rows(vectors, q) / norms  # one thread: BLAS's split costs more than the product on a busy machine
+        if len(rows) == len(scope) == len(m.owner):  # every vector, in order (`vector_of` rises): no gathers
+            return sims.astype(np.float64)
+        out[has] = sims if part else sims[rows]
+        return out
+    norms = m.norms * qn
     norms[norms == 0] = 1.0
-    sims = dot_rows(vectors, q) / norms  # one thread: BLAS's split costs more than the product on a busy machine
-    if m.one_each:
-        out[owner] = sims
-    else:
-        np.fmax.at(out, owner, sims)
-    return out
-    q = qvec.astype(np.float32)
-    norms = m.norms * (float(np.linalg.norm(q)) or 1.0)
-    norms[norms == 0] = 1.0
-    sims = (m.vectors @ q) / norms
-    if m.one_each:
-        out[m.owner] = sims
-    else:
-        np.fmax.at(out, m.owner, sims)
-    return out
+    every = np.full(len(m.ids), np.nan)
+    np.fmax.at(every, m.owner, dot_rows(m.vectors, q) / norms)
+    return every[scope]
