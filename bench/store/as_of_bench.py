@@ -30,12 +30,12 @@ from typing import Any
 
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-# The package first, from PYTHONPATH (the checkout timed): history_bench puts its own checkout first on the path.
+# The package first, from PYTHONPATH (the checkout timed); then this checkout, for the shared bench module.
 from langgraph_memory.search.ranking import HybridRanking
 from langgraph_memory.store import ChromaStore
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # history_bench, beside this file
-from history_bench import DIMS, WORDS, _load  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.store
+from bench.store._history_data import DIMS, WORDS, load_store  # noqa: E402
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[float, float]:
@@ -73,7 +73,7 @@ def main() -> None:
     try:
         if not moments.exists():
             keys = [(("memories", f"u{i % 100}"), f"k{i}") for i in range(args.items)]
-            middle, _last, load = _load(store, keys, random.Random(48))
+            middle, _last, load = load_store(store, keys, random.Random(48))
             moments.write_text(json.dumps({"middle": middle}))
             print(load)
         middle = json.loads(moments.read_text())["middle"]

@@ -59,15 +59,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: it
 from langchain_core.embeddings import DeterministicFakeEmbedding  # noqa: E402
 from langgraph.store.base import PutOp  # noqa: E402
 
+from bench.store._history_data import BATCH, DIMS, LAST, WORDS, load_store, value  # noqa: E402
 from langgraph_memory.catalog import history as _history  # noqa: E402
 from langgraph_memory.search.ranking import HybridRanking  # noqa: E402
 from langgraph_memory.store import ChromaStore  # noqa: E402
 
-DIMS = 64
-BATCH = 1000
 #: Interleaved blocks of 50 single puts per arm.
 BLOCKS = 12
-WORDS = ["momentum", "carry", "value", "breakout", "volatility", "regime", "drawdown", "liquidity"]
 
 
 def _p50(fn: Callable[[int], Any], n: int) -> float:
@@ -77,10 +75,6 @@ def _p50(fn: Callable[[int], Any], n: int) -> float:
         fn(i)
         samples.append((time.perf_counter() - t) * 1000)
     return statistics.median(samples)
-
-
-def _text(rng: random.Random, n: int) -> dict[str, Any]:
-    return {"text": " ".join(rng.choice(WORDS) for _ in range(6)) + f" {n}", "kind": rng.choice(["a", "b", "c"])}
 
 
 def _history_bytes(store: ChromaStore) -> int:
@@ -189,50 +183,6 @@ def as_of_rows(
     return rows
 
 
-def _load(store: ChromaStore, keys: list[tuple[tuple[str, ...], str]], rng: random.Random) -> tuple[float, float, str]:
-    """Put every key, then change each 0-5 times, through ``store.batch()``; then build the index once.
-
-    Returns the moments half way through the changes and after the last, and how long the load took. Each key's
-    last value is kept in ``LAST`` (for the peer store).
-    """
-    catch_up = store._writer.catch_up
-    assert catch_up is not None
-    held = (catch_up.bulk_delay, catch_up.bulk_max_wait, catch_up.bulk_pending)
-    # No index pass during the load: the rebuild below writes what it would have, once.
-    catch_up.bulk_delay, catch_up.bulk_max_wait, catch_up.bulk_pending = 1e9, 1e9, 10**12
-    t0 = time.perf_counter()
-    try:
-        for start in range(0, len(keys), BATCH):
-            ops = [PutOp(ns, k, _text(rng, i)) for i, (ns, k) in enumerate(keys[start : start + BATCH], start)]
-            store.batch(ops)
-            LAST.update(((op.namespace, op.key), op.value) for op in ops)
-        changes = [k for k in keys for _ in range(rng.randint(0, 5))]
-        rng.shuffle(changes)
-        half = len(changes) // 2
-        middle = 0.0
-        done = 0
-        while done < len(changes):
-            batch = list(dict.fromkeys(changes[done : done + BATCH]))  # a key once per batch
-            ops = [PutOp(ns, k, _text(rng, done + j)) for j, (ns, k) in enumerate(batch)]
-            store.batch(ops)
-            LAST.update(((op.namespace, op.key), op.value) for op in ops)
-            done += BATCH
-            if not middle and done >= half:
-                middle = time.time()
-        last = time.time()
-        written = time.perf_counter() - t0
-    finally:
-        catch_up.bulk_delay, catch_up.bulk_max_wait, catch_up.bulk_pending = held
-    store.rebuild_index(progress=False)
-    store.wait_for_index(timeout=1800)
-    total = time.perf_counter() - t0
-    return middle, last, f"load {total:.0f} s ({written:.0f} s written, {total - written:.0f} s index build)"
-
-
-#: Each key's last value, for the peer store.
-LAST: dict[tuple[tuple[str, ...], str], dict[str, Any]] = {}
-
-
 def run(data_dir: str, n_items: int, n_queries: int, label: str, peer: Any = None) -> list[str]:
     """The tables of one catalog; ``peer`` (a `StoreBackend` of PostgresStore, empty) is loaded and timed beside."""
     rng = random.Random(48)
@@ -243,7 +193,7 @@ def run(data_dir: str, n_items: int, n_queries: int, label: str, peer: Any = Non
     try:
         keys = [(("memories", f"u{i % 100}"), f"k{i}") for i in range(n_items)]
         LAST.clear()
-        middle, last, load = _load(store, keys, rng)
+        middle, last, load = load_store(store, keys, rng)
         with store.catalog.read() as conn:
             versions, vectors = _history.count(conn)
         size = _history_bytes(store)
@@ -274,7 +224,7 @@ def run(data_dir: str, n_items: int, n_queries: int, label: str, peer: Any = Non
                     _history.record = lambda *a, **k: None  # type: ignore[assignment]
                 try:
                     sample = rng.sample(keys, 50)
-                    p = _p50(lambda i, s=sample, t=target: t.put(s[i][0], s[i][1], _text(rng, i)), 50)  # type: ignore[misc]
+                    p = _p50(lambda i, s=sample, t=target: t.put(s[i][0], s[i][1], value(rng, i)), 50)  # type: ignore[misc]
                 finally:
                     _history.record = record
                 got_put[arm].append(p)

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: it
 
 from langchain_core.embeddings import DeterministicFakeEmbedding  # noqa: E402
 
-from bench.store import history_bench as hb  # noqa: E402
+from bench.store import _history_data as hb  # noqa: E402
 from langgraph_memory.catalog import history as _history  # noqa: E402
 from langgraph_memory.store import ChromaStore  # noqa: E402
 
@@ -48,7 +48,7 @@ def main() -> None:
         )
         keys = [(("memories", f"u{i % 100}"), f"k{i}") for i in range(args.items)]
         rng = random.Random(48)
-        hb._load(store, keys, rng)
+        hb.load_store(store, keys, rng)
         path = store.catalog.path
         raw = sqlite3.connect(path, isolation_level=None)
         page_size = int(raw.execute("PRAGMA page_size").fetchone()[0])
@@ -63,7 +63,7 @@ def main() -> None:
                 _history.record = lambda *a, **k: None  # type: ignore[assignment]
             try:
                 ns, key = rng.choice(keys)
-                store.put(ns, key, hb._text(rng, i))
+                store.put(ns, key, hb.value(rng, i))
             finally:
                 _history.record = record
             store.wait_for_index(timeout=600)
