@@ -24,6 +24,7 @@ PostgreSQL database (the index stays in ``FOLDER``).
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -134,6 +135,16 @@ def applied_seq() -> int:
 loaded = [""]
 
 
+def cpu() -> tuple[float, float]:
+    """CPU seconds so far of this process (the load, the puts, the searches) and of the index's child process."""
+    pid = store.vector_index.handle.process.pid if store.vector_index.handle.process is not None else None
+    child = 0.0
+    if pid is not None:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        child = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    return time.process_time(), child
+
+
 def measure(until: Any = None, least: int = 40, most_s: float = 180.0) -> dict[str, Any]:
     """Single puts here and searches in a thread until ``until()``; every sample with its start (s from ``started``)."""
     put: list[tuple[float, float, float]] = []  # (start, seconds, of them waiting for the catalog's lock)
@@ -218,6 +229,7 @@ with store.catalog.read() as c:  # the one collection that holds items (the othe
 started = time.perf_counter()
 acked_at: list[float | None] = [None]
 head: list[int] = [0]
+cpu_at = {"start": cpu()}
 
 
 def bulk_load() -> None:
@@ -225,14 +237,26 @@ def bulk_load() -> None:
     with store.catalog.read() as conn:
         head[0] = _queue.last_seq(conn)  # the load's last change: caught up once the index applied it
     acked_at[0] = time.perf_counter() - started
+    cpu_at["acked"] = cpu()
+
+
+def cpu_s() -> dict[str, list[float]]:
+    """CPU seconds (this process, the index's child) while loading and while catching up."""
+    a, b, c = cpu_at["start"], cpu_at["acked"], cpu_at["caught"]
+    return {"loading": [b[0] - a[0], b[1] - a[1]], "catch_up": [c[0] - b[0], c[1] - b[1]]}
 
 
 if not foreground:  # the same load with nothing beside it: how long the index takes on its own
     bulk_load()
     store.wait_for_index()
     indexed = time.perf_counter() - started
+    cpu_at["caught"] = cpu()
     store.close()
-    print(json.dumps({"design": design, "foreground": False, "acked_s": acked_at[0], "indexed_s": indexed}))
+    print(
+        json.dumps(
+            {"design": design, "foreground": False, "acked_s": acked_at[0], "indexed_s": indexed, "cpu_s": cpu_s()}
+        )
+    )
     raise SystemExit(0)
 
 before_load = applied_seq()
@@ -245,6 +269,7 @@ def caught_up() -> bool:
     # Not "nothing pending": the single puts go on while the index applies, so something always is.
     if caught[0] is None and acked_at[0] is not None and applied_seq() >= head[0]:
         caught[0] = time.perf_counter() - started
+        cpu_at["caught"] = cpu()
     return caught[0] is not None
 
 
@@ -274,6 +299,7 @@ print(
             "acked_s": acked,
             "indexed_s": indexed,
             "load_changes": head[0] - before_load,
+            "cpu_s": cpu_s(),
             "strategies": strategies,
             "loading": summary(during, hi=acked),
             "catch_up": summary(during, lo=acked, hi=indexed),

@@ -200,6 +200,8 @@ def _catch_up(args: argparse.Namespace, trees: list[tuple[str, Path]], log: Any)
             f"{r['acked_s']:.1f}",
             f"{r['indexed_s'] - r['acked_s']:.1f}",
             f"{r['indexed_s']:.1f}",
+            " / ".join(f"{x:.1f}" for x in r["cpu_s"]["loading"]),
+            " / ".join(f"{x:.1f}" for x in r["cpu_s"]["catch_up"]),
         ]
         for i, (label, design, load, r) in enumerate(runs)
     ]
@@ -273,7 +275,18 @@ def _catch_up(args: argparse.Namespace, trees: list[tuple[str, Path]], log: Any)
             "Seconds from the first batch:",
             "",
             markdown_table(
-                ["run", "code", "design", "foreground", "load avg", "loading (acknowledged)", "catch-up", "indexed"],
+                [
+                    "run",
+                    "code",
+                    "design",
+                    "foreground",
+                    "load avg",
+                    "loading (acknowledged)",
+                    "catch-up",
+                    "indexed",
+                    "CPU s loading (this process / index child)",
+                    "CPU s catch-up (this process / index child)",
+                ],
                 times,
             ),
             "",
