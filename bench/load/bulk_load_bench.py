@@ -160,6 +160,7 @@ def _catch_up(args: argparse.Namespace, trees: list[tuple[str, Path]], log: Any)
     foregrounds = [f.strip() for f in args.foreground.split(",") if f.strip()]
     tmp = Path(tempfile.mkdtemp(prefix="lgm-catch-up-bench-"))
     load_start = os.getloadavg()
+    began = time.strftime("%Y-%m-%d %H:%MZ", time.gmtime())
     runs: list[tuple[str, str, float, dict[str, Any]]] = []
     try:
         pg_url = ""
@@ -260,7 +261,7 @@ def _catch_up(args: argparse.Namespace, trees: list[tuple[str, Path]], log: Any)
             f"## While loading, while the index catches up, at rest (bench/load/bulk_load_bench.py --catch-up,"
             f" catalog on {'PostgreSQL' if args.catalog == 'postgres' else 'SQLite'})",
             "",
-            f"Command: `{cmd}` ({time.strftime('%Y-%m-%d %H:%MZ', time.gmtime())}; {codes}). Machine: "
+            f"Command: `{cmd}` ({began} to {time.strftime('%H:%MZ', time.gmtime())}; {codes}). Machine: "
             f"nproc={os.cpu_count()}; CPU {cpu_model()} ({cpu_flags()}); load average "
             f"{'/'.join(f'{x:.2f}' for x in load_start)} at the start, "
             f"{'/'.join(f'{x:.2f}' for x in os.getloadavg())} at the end (a machine shared with other sessions).",
