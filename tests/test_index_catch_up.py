@@ -217,11 +217,39 @@ def test_during_a_bulk_load_a_batch_being_written_is_no_pause() -> None:
     applied = threading.Event()
     cu = IndexCatchUp(lambda names: applied.set(), bulk_writes=100, bulk_delay=0.2, bulk_max_wait=60.0)
     cu.request({"a"}, writes=500)
-    with cu.writing():  # the next batch takes longer than the pause
+    with cu.writing(500):  # the next batch takes longer than the pause
         assert not applied.wait(0.6)
     cu.request({"a"}, writes=500)
     assert applied.wait(30)  # the load paused after it: applied
     assert cu.wait(timeout=30)
+    cu.stop()
+
+
+def test_single_writes_beside_a_bulk_load_do_not_hold_back_its_pass() -> None:
+    # Agents keep putting while a load runs. Taken for the load, puts 10 ms apart left it no pause, and its last
+    # changes waited bulk_max_wait (30 s by default) for a pass, searched exactly all the while.
+    applied = threading.Event()
+    cu = IndexCatchUp(
+        lambda names: applied.set(),
+        delay=60.0,
+        max_wait=60.0,
+        max_pending=10**6,
+        bulk_writes=100,
+        bulk_delay=0.2,
+        bulk_max_wait=60.0,
+        bulk_pending=10**6,
+    )
+    with cu.writing(500):
+        pass
+    cu.request({"a"}, writes=500)  # the load's last batch
+    started = time.monotonic()
+    while not applied.is_set() and time.monotonic() - started < 20:
+        with cu.writing(1):
+            pass
+        cu.request({"a"}, writes=1)
+        applied.wait(0.01)  # the next put, 10 ms later
+    assert applied.is_set(), "no pass while single writes went on, though the load had paused"
+    assert time.monotonic() - started < 10
     cu.stop()
 
 

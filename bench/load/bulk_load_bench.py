@@ -24,13 +24,17 @@ With ``--catalog postgres`` the catalog goes to a fresh database on a
 the Chroma index stays a local folder.
 
 ``--catch-up`` measures instead what a bulk load costs the work beside it
-(``bench/load/_catch_up_child.py``): after ``--bulk`` items (default 90,000)
+(``bench/load/_catch_up_child.py``): as ``--bulk`` items (default 90,000)
 go into a store of ``--base`` (10,000), single puts and a search of every
-planner path, while the index catches up and at rest, and the time until the
-index holds everything. ``--designs`` names where the index runs
-(``thread``: ``index_process=False``, ``process``, ``default``)::
+planner path while the load runs, while the index catches up after it, and
+at rest, and the time until the index holds everything; the catch-up's
+searches also per tenth of its window. ``--designs`` names where the index
+runs (``thread``: ``index_process=False``, ``process``, ``default``);
+``--foreground on,off`` alternates runs with those puts and searches and runs
+of the load alone; ``--catalog postgres`` as above::
 
     python bench/load/bulk_load_bench.py --catch-up --before /tmp/base --designs default --write
+    python bench/load/bulk_load_bench.py --catch-up --foreground on,off --repeats 2
 """
 
 from __future__ import annotations
@@ -148,23 +152,31 @@ def _tree_state(tree: Path) -> str:
 
 
 def _catch_up(args: argparse.Namespace, trees: list[tuple[str, Path]], log: Any) -> str:
-    """Run the ``--catch-up`` loads (trees and designs alternating) and return the markdown section."""
+    """Run the ``--catch-up`` loads (trees, designs and foregrounds alternating) and return the markdown section."""
     from bench.common.report import cpu_flags, cpu_model, markdown_table
 
     child = Path(__file__).resolve().parent / "_catch_up_child.py"
     designs = [d.strip() for d in args.designs.split(",") if d.strip()]
+    foregrounds = [f.strip() for f in args.foreground.split(",") if f.strip()]
     tmp = Path(tempfile.mkdtemp(prefix="lgm-catch-up-bench-"))
     load_start = os.getloadavg()
+    began = time.strftime("%Y-%m-%d %H:%MZ", time.gmtime())
     runs: list[tuple[str, str, float, dict[str, Any]]] = []
     try:
+        pg_url = ""
+        if args.catalog == "postgres":
+            from langgraph_memory._infra.pg_cluster import create_database, drop_database, start_pgserver
+
+            pg_url = start_pgserver(tmp / "pg")
         for rep in range(args.repeats):
-            order = [(label, tree, d) for label, tree in trees for d in designs]
-            for label, tree, design in order if rep % 2 == 0 else order[::-1]:
-                folder = tmp / f"{label}-{design}-{rep}"
+            order = [(label, tree, d, f) for label, tree in trees for d in designs for f in foregrounds]
+            for label, tree, design, fg in order if rep % 2 == 0 else order[::-1]:
+                folder = tmp / f"{label}-{design}-{fg}-{rep}"
+                url = create_database(pg_url) if pg_url else ""
                 load = os.getloadavg()[0]
-                log(f"catch-up: {label} ({tree}) {design}, load {load:.1f} ...")
+                log(f"catch-up: {label} ({tree}) {design}, foreground {fg}, load {load:.1f} ...")
                 env = dict(os.environ, PYTHONPATH=str(tree), HF_HUB_OFFLINE="1")
-                argv = [str(args.base), str(args.bulk), str(args.batch), str(DIMS), design, str(folder)]
+                argv = [str(args.base), str(args.bulk), str(args.batch), str(DIMS), design, str(folder), fg, url]
                 out = subprocess.run(
                     [sys.executable, str(child), *argv], env=env, capture_output=True, text=True, check=False
                 )
@@ -174,67 +186,120 @@ def _catch_up(args: argparse.Namespace, trees: list[tuple[str, Path]], log: Any)
                 log(f"  {json.dumps(r)}")
                 runs.append((label, design, load, r))
                 shutil.rmtree(folder, ignore_errors=True)
+                if url:
+                    drop_database(url)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    head = [
-        "code",
-        "index runs",
-        "load avg",
-        "s to acknowledged",
-        "s to indexed",
-        "put p50 / p95 / max ms, loading and catching up",
-        "put p50 / p95 ms, at rest",
-        "puts over 15 ms (of them waiting for the catalog lock)",
+    on = [(label, design, load, r) for label, design, load, r in runs if r["foreground"]]
+    times = [
+        [
+            str(i + 1),
+            label,
+            design,
+            "on" if r["foreground"] else "off",
+            f"{load:.1f}",
+            f"{r['acked_s']:.1f}",
+            f"{r['indexed_s'] - r['acked_s']:.1f}",
+            f"{r['indexed_s']:.1f}",
+            " / ".join(f"{x:.1f}" for x in r["cpu_s"]["loading"]),
+            " / ".join(f"{x:.1f}" for x in r["cpu_s"]["catch_up"]),
+        ]
+        for i, (label, design, load, r) in enumerate(runs)
     ]
-    rows = []
-    paths: list[str] = []
+    head = ["run", "code", "design", "window", "puts", "p50 / p95 / max ms", "over 15 ms (share waiting for the lock)"]
+    puts = []
+    paths: list[str] = list(on[0][3]["rest"]["search_p50"]) if on else []
     search_rows = []
-    for label, design, load, r in runs:
-        d, rest = r["during"], r["rest"]
-        where = "child process" if r["index_process"] else "this process"
-        share = 100 * d["slow_put_lock_ms"] / d["slow_put_ms"] if d["slow_put_ms"] else 0.0
-        rows.append(
-            [
-                label,
-                f"{design} ({where})",
-                f"{load:.1f}",
-                f"{r['acked_s']:.1f}",
-                f"{r['indexed_s']:.1f}",
-                f"{d['put_p50']:.1f} / {d['put_p95']:.1f} / {d['put_max']:.0f}",
-                f"{rest['put_p50']:.1f} / {rest['put_p95']:.1f}",
-                f"{d['slow_puts']} of {d['puts']} ({share:.0f}% of their time)",
-            ]
-        )
-        paths = list(d["search_p50"])
-        cells = [label, design]
-        for p in paths:
-            ratio = d["search_p50"][p] / rest["search_p50"][p]
-            cells.append(f"{d['search_p50'][p]:.1f} / {rest['search_p50'][p]:.1f} ({ratio:.1f}x)")
-        search_rows.append(cells)
-    strategies = runs[-1][3]["strategies"]
-    search_head = ["code", "design"] + [f"{p} [{strategies[p]}]" if p in strategies else p for p in paths]
+    tenth_tables = []
+    for i, (label, design, _load, r) in enumerate(runs):
+        if not r["foreground"]:
+            continue
+        rest = r["rest"]
+        for window in ("loading", "catch_up", "rest"):
+            d = r[window]
+            share = 100 * d["slow_put_lock_ms"] / d["slow_put_ms"] if d["slow_put_ms"] else 0.0
+            puts.append(
+                [
+                    str(i + 1),
+                    label,
+                    design,
+                    window.replace("_", "-"),
+                    str(d["puts"]),
+                    f"{d['put_p50']:.1f} / {d['put_p95']:.1f} / {d['put_max']:.0f}",
+                    f"{d['slow_puts']} ({share:.0f}%)",
+                ]
+            )
+            cells = [str(i + 1), label, window.replace("_", "-"), str(d["search_rounds"])]
+            for p in paths:
+                ratio = d["search_p50"][p] / rest["search_p50"][p]
+                cells.append(
+                    f"{d['search_p50'][p]:.1f} ({ratio:.1f}x)" if window != "rest" else f"{d['search_p50'][p]:.1f}"
+                )
+            search_rows.append(cells)
+        rows = [
+            [f"{k + 1}", "-" if t["to_apply"] is None else f"{t['to_apply']:,}", str(t["rounds"])]
+            + [f"{t['search_p50'][p]:.1f}" for p in paths]
+            for k, t in enumerate(r["catch_up_tenths"])
+        ]
+        rest_row = ["at rest", "0", str(rest["search_rounds"])] + [f"{rest['search_p50'][p]:.1f}" for p in paths]
+        tenth_tables += [
+            f"Run {i + 1} ({label}, {design}): search p50 ms per tenth of its catch-up window "
+            f"({r['indexed_s'] - r['acked_s']:.1f} s, the load's {r['load_changes']:,} changes):",
+            "",
+            markdown_table(["tenth", "changes still to apply", "rounds", *paths], [*rows, rest_row]),
+            "",
+        ]
+    strategies = on[-1][3]["strategies"] if on else {}
+    search_head = ["run", "code", "window", "rounds"] + [
+        f"{p} [{strategies[p]}]" if p in strategies else p for p in paths
+    ]
     cmd = "python bench/load/bulk_load_bench.py " + " ".join(sys.argv[1:])
     codes = ", ".join(f"{label}: {tree.name} at {_tree_state(tree)}" for label, tree in trees)
     return "\n".join(
         [
             "",
-            "## While the index catches up (bench/load/bulk_load_bench.py --catch-up)",
+            f"## While loading, while the index catches up, at rest (bench/load/bulk_load_bench.py --catch-up,"
+            f" catalog on {'PostgreSQL' if args.catalog == 'postgres' else 'SQLite'})",
             "",
-            f"Command: `{cmd}` ({time.strftime('%Y-%m-%d %H:%MZ', time.gmtime())}; {codes}). Machine: "
+            f"Command: `{cmd}` ({began} to {time.strftime('%H:%MZ', time.gmtime())}; {codes}). Machine: "
             f"nproc={os.cpu_count()}; CPU {cpu_model()} ({cpu_flags()}); load average "
-            f"{'/'.join(f'{x:.2f}' for x in load_start)} at the start (other sessions' work on the same 2 cores).",
+            f"{'/'.join(f'{x:.2f}' for x in load_start)} at the start, "
+            f"{'/'.join(f'{x:.2f}' for x in os.getloadavg())} at the end (a machine shared with other sessions).",
             "",
             f"{args.bulk:,} items in batches of {args.batch:,} into a store of {args.base:,} (precomputed 384-d"
-            " vectors); from the first batch until the index holds everything, single puts 10 ms apart in one"
-            " thread and a search of each path 10 ms apart in another; the same afterwards, at rest. Runs"
-            " alternate between trees and designs.",
+            " vectors). Foreground on: single puts 10 ms apart in one thread, a search of each path 10 ms apart"
+            " in another, from the first batch on; each sample counts in the window it started in: *loading*"
+            " (until the last `batch()` returned), *catch-up* (until the index applied the load's last change),"
+            " *rest* (afterwards). Foreground off: the load alone, catch-up until `wait_for_index()` returned."
+            " Runs in the order listed.",
             "",
-            markdown_table(head, rows),
+            "Seconds from the first batch:",
             "",
-            "Search p50 ms while loading and catching up / at rest (ratio); [the planner's strategy at 100,000 items]:",
+            markdown_table(
+                [
+                    "run",
+                    "code",
+                    "design",
+                    "foreground",
+                    "load avg",
+                    "loading (acknowledged)",
+                    "catch-up",
+                    "indexed",
+                    "CPU s loading (this process / index child)",
+                    "CPU s catch-up (this process / index child)",
+                ],
+                times,
+            ),
+            "",
+            "Single puts per window (share of the slow puts' time spent waiting for the catalog's lock):",
+            "",
+            markdown_table(head, puts),
+            "",
+            "Search p50 ms per window (ratio to the same run's rest p50); [the planner's strategy at rest]:",
             "",
             markdown_table(search_head, search_rows),
             "",
+            *tenth_tables,
         ]
     )
 
@@ -245,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--base", type=int, default=10_000, help="--catch-up: items in the store before the load")
     ap.add_argument("--bulk", type=int, default=90_000, help="--catch-up: items of the bulk load")
     ap.add_argument("--designs", default="default", help="--catch-up: thread, process, default (comma-separated)")
+    ap.add_argument("--foreground", default="on", help="--catch-up: puts and searches beside the load: on, off, on,off")
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--catalog", choices=["sqlite", "postgres", "both"], default="sqlite")

@@ -272,7 +272,7 @@ class Writer:
         late = (before is None or isinstance(before, LocksItself)) and (
             self._model_id is not None or not any(w.vectors for w in writes)
         )
-        with self.catch_up.writing() if self.catch_up is not None else contextlib.nullcontext():
+        with self.catch_up.writing(len(puts)) if self.catch_up is not None else contextlib.nullcontext():
             try:
                 ids = self._commit(writes, puts, before, now=now, late=late)
             except WriteConflictError:
