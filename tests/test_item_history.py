@@ -18,10 +18,10 @@ from langgraph.store.base import BaseStore, PutOp
 
 from langgraph_memory import Memory
 from langgraph_memory.archive import HistoryRetention
-from langgraph_memory.catalog import history
+from langgraph_memory.catalog import history, past_versions
 from langgraph_memory.errors import InvalidArgumentError, ReadOnlyError
 from langgraph_memory.search.ranking import HybridRanking
-from langgraph_memory.store import ChromaStore, Version, as_of
+from langgraph_memory.store import ChromaStore, Version
 from tests.conftest import FAKE_DIMS
 
 NS = ("notes",)
@@ -219,7 +219,7 @@ def test_views_of_one_moment_share_what_they_derive_yet_answer_for_it_after_chan
 def test_a_moment_keeps_a_bounded_number_of_scopes_and_terms_and_answers_past_it(
     plain: ChromaStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(as_of, "MOMENT_CACHE_MAX", 2)
+    monkeypatch.setattr(past_versions, "MOMENT_CACHE_MAX", 2)
     plain.ranking = HybridRanking()
     for k in range(4):
         plain.put(("n", str(k)), "a", {"text": f"stops {k} carry"})

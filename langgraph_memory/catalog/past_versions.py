@@ -30,13 +30,15 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from langgraph_memory.catalog.connection import both
 from langgraph_memory.catalog.history import PRUNED_KEY
 from langgraph_memory.catalog.keyword_cache import STAMP_SQL
+
+_T = TypeVar("_T")
 
 __all__ = [
     "PastVersions",
@@ -169,6 +171,13 @@ class Moment:
     #: the moment's versions never change, so neither does what is derived from them.
     cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
+    def keep(self, key: Any, value: _T) -> _T:
+        """``value``, kept in `cache` under ``key`` while it holds fewer than `MOMENT_CACHE_MAX` entries (a
+        long-lived store may be asked of any number of scopes and query terms)."""
+        if len(self.cache) < MOMENT_CACHE_MAX:
+            self.cache[key] = value
+        return value
+
     def in_prefix(self, prefix: Sequence[str]) -> np.ndarray:
         """A mask over `pos`: the versions under ``prefix``."""
         if not prefix:
@@ -181,6 +190,8 @@ class Moment:
 
 
 _NO_VECTORS = np.zeros((0, 0), dtype=np.float32)
+#: Entries a moment keeps per scope or query term (`Moment.keep`): each a byte or 8 per version valid then.
+MOMENT_CACHE_MAX = 256
 #: Moments kept per store (`PastVersions.moment()`): each holds a copy of its versions' vectors.
 MOMENTS_KEPT = 4
 

@@ -90,9 +90,6 @@ __all__ = ["AsOfStore", "PastVersionIndex"]
 
 Hit = tuple[float | None, StoredItem]
 
-#: Entries a moment keeps for its searches (scopes, query terms' masks: each a byte or 8 per version valid then).
-MOMENT_CACHE_MAX = 256
-
 
 def _dt(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, tz=UTC)
@@ -339,9 +336,7 @@ class AsOfStore(BaseStore):
             mask = m.in_prefix(prefix) & (m.live | include_retired)
             if omits_expired:
                 mask &= ~(m.expires < self.at)  # NaN (no expiry) compares False
-            got = np.flatnonzero(mask)
-            if len(m.cache) < MOMENT_CACHE_MAX:
-                m.cache[key] = got
+            got = m.keep(key, np.flatnonzero(mask))
         return got
 
     def _keyword_search(
@@ -528,9 +523,7 @@ class PastTexts:
                 if t not in self._masks:
                     mask = self._masks[t] = np.zeros(n, dtype=bool)
                     mask[self._texts.holding(t)] = True
-                masks[t] = self._masks[t][m.pos]
-                if len(cache) < MOMENT_CACHE_MAX:
-                    cache["holding", t] = masks[t]
+                masks[t] = m.keep(("holding", t), self._masks[t][m.pos])
             held = cache["texts"] = (self._n_tokens[m.pos], self._turns[m.pos])
             return masks, *held
 
