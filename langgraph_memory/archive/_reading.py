@@ -123,9 +123,12 @@ def search(
                     vecs = decode_vectors(rec.get("vectors"))
                     if vecs is None:
                         continue
-                    norms = np.linalg.norm(vecs, axis=1)
-                    norms[norms == 0] = 1.0
-                    rank = float(np.max(vecs @ qv / norms))
+                    # A damaged file can hold any bytes until its checksum fails at its end: a huge
+                    # float here is reported then, as an integrity error, not as a numpy warning now.
+                    with np.errstate(over="ignore", invalid="ignore"):
+                        norms = np.linalg.norm(vecs, axis=1)
+                        norms[norms == 0] = 1.0
+                        rank = float(np.max(vecs @ qv / norms))
                 else:
                     rank = max(rec["updated_at"], rec["last_accessed_at"])
                 _push_bounded(local, (rank, -next(counter), f.name, line_no, rec, f.collection), k)
