@@ -35,12 +35,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: its langgraph_memory and bench.common
+from bench.common.locomo import CATEGORIES, DATA  # noqa: E402
 from bench.common.report import git_state, machine, markdown_table  # noqa: E402
 from bench.recall._locomo_signals import CACHE_DIR, Question, Turn, compute, load_turns, plain, unit  # noqa: E402
 from langgraph_memory.embeddings import CachedEmbeddings, SentenceTransformerEmbeddings  # noqa: E402
 from langgraph_memory.search.ranking import HybridRanking  # noqa: E402
 
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 CANDIDATES = 20
 KS = (1, 5, 10)
 OUT = Path(__file__).resolve().parents[1] / "results" / "RESULTS_ranking.md"
@@ -415,7 +415,7 @@ def whole_tables(qs: list[Q], names: list[str], convs: np.ndarray, settled: dict
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo"))
+    ap.add_argument("--data", default=str(DATA))
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--only", default="", help="only families whose name holds this")
     args = ap.parse_args()
