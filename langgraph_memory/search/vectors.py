@@ -355,6 +355,8 @@ class CollectionVectors:
 
     def _beaten(self, rows: np.ndarray, skip: np.ndarray, left_out: Container[int]) -> bool:
         rows = rows[self.alive[rows]]
+        if not len(rows):  # most blocks hold no row above the bar
+            return False
         ids = self.item_ids[rows][~np.isin(self.item_ids[rows], skip)]
         # (Rows above the bar are few: the items a search leaves out are looked up one by one.)
         return any(i not in left_out for i in ids.tolist())
