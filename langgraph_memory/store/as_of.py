@@ -596,17 +596,14 @@ def _age_weight(m: _pv.Moment, idx: np.ndarray, ranking: HybridRanking, at: floa
     cfg = ranking.temporal
     if cfg is None or not len(idx):
         return np.ones(len(idx))
-    names = m.versions.names
     codes = m.versions.ns[m.pos[idx]]
-    rates = {
-        int(c): cfg.decay_rate(collections.for_namespace(tuple(names[c].split("\x1f")) if names[c] else ()).memory_type)
-        for c in np.unique(codes).tolist()
-    }
-    rate = (
-        np.array([rates[int(c)] for c in codes.tolist()], dtype=np.float64) if len(rates) > 1 else rates[int(codes[0])]
-    )
+    # By namespace code: its collection's memory type's decay rate (kept on the moment for its next searches).
+    rate: np.ndarray | None = m.cache.get(("decay rates", cfg))
+    if rate is None:
+        types = [collections.for_namespace(tuple(n.split("\x1f")) if n else ()).memory_type for n in m.versions.names]
+        rate = m.keep(("decay rates", cfg), np.array([cfg.decay_rate(t) for t in types], dtype=np.float64))
     kept = np.minimum(
-        1.0, np.exp(-rate * np.maximum((at - m.updated[idx]) / 3600.0, 0.0)) * importance_multiplier(0, cfg)
+        1.0, np.exp(-rate[codes] * np.maximum((at - m.updated[idx]) / 3600.0, 0.0)) * importance_multiplier(0, cfg)
     )
     share = ranking.temporal_share
     return 1.0 - share + share * kept
