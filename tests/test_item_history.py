@@ -6,6 +6,7 @@ Every test here opens its data directory through fixtures, so it runs on both ca
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +21,8 @@ from langgraph_memory import Memory
 from langgraph_memory.archive import HistoryRetention
 from langgraph_memory.catalog import history, past_versions
 from langgraph_memory.errors import InvalidArgumentError, ReadOnlyError
-from langgraph_memory.search.ranking import HybridRanking
+from langgraph_memory.registry import GENERAL, CollectionRegistry
+from langgraph_memory.search.ranking import HybridRanking, TemporalConfig
 from langgraph_memory.store import ChromaStore, Version
 from tests.conftest import FAKE_DIMS
 
@@ -410,5 +412,42 @@ def test_a_version_10_catalog_loses_the_history_index_by_end_and_keeps_its_versi
         assert store.as_of(then).list_namespaces() == [NS]
         store.put(NS, "n", {"text": "three"})
         assert [v.value["text"] for v in store.history(NS, "n")] == ["three", "two", "one"]
+    finally:
+        store.close()
+
+
+def test_as_of_hybrid_weighs_each_past_version_by_its_collections_memory_type(
+    data_dir: Path, fake_embeddings: DeterministicFakeEmbedding
+) -> None:
+    # An as-of search reads only the past versions whose final score (relevance times the weight their age leaves
+    # them) reaches the best: with an age weighting that seconds change (episodic memories keep a fifth after a
+    # second, semantic ones all of it), it must weigh each by its own collection's memory type, as the store did.
+    clock = [time.time()]
+    ranking = HybridRanking(
+        clock=lambda: clock[0],
+        temporal=TemporalConfig(episodic_memory_decay=6000.0, semantic_memory_decay=0.0),
+        temporal_share=0.9,
+    )
+    store = ChromaStore(
+        data_dir=data_dir,
+        index={"dims": FAKE_DIMS, "embed": fake_embeddings},
+        collections=CollectionRegistry(general=dataclasses.replace(GENERAL, memory_type="semantic")),
+        ranking=ranking,
+    )
+
+    def found(view: BaseStore) -> list[tuple[str, float | None]]:
+        return [(h.key, h.score) for h in view.search(NS, query="stops carry", limit=4)]
+
+    try:
+        for k in range(12):
+            store.put(NS, f"k{k}", {"text": f"stops {k}" if k % 2 else f"carry trade {k}"})
+            time.sleep(0.05)  # ages apart: an episodic memory written first would keep far less than the last
+        clock[0] = then = _tick()
+        want = found(store)
+        for k in range(0, 12, 2):  # half of them change: the view ranks past versions against current items
+            store.put(NS, f"k{k}", {"text": "moved"})
+        got = found(store.as_of(then))
+        assert [k for k, _s in got] == [k for k, _s in want]
+        assert [s for _k, s in got] == pytest.approx([s for _k, s in want], abs=1e-9)
     finally:
         store.close()

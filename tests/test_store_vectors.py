@@ -243,6 +243,26 @@ def test_best_cosines_are_the_scores_rank_gives() -> None:
     assert col.best_cosines(rows[:0], q) == {}
 
 
+def test_the_sample_check_ignores_items_the_search_leaves_out() -> None:
+    """An item above the bar that HNSW's answer lacks is a miss, unless the search leaves it out anyway (an as-of
+    view's items changed since): then missing it misses nothing, and the answer is not widened for it."""
+    from langgraph_memory.search.vectors import CollectionVectors
+
+    col = CollectionVectors(2)
+    ids = np.arange(1, 101)
+    vecs = np.tile([1.0, 0.0], (100, 1)) + np.outer(np.linspace(0.0, 1.0, 100), [0.0, 1.0])  # item 1 nearest
+    col.append(ids, np.ones(100, dtype=np.int64), vecs)
+    col.sort({1: "ns"})
+    q = np.array([1.0, 0.0])
+    bar = 0.99  # only the first few items score above it
+    above = [i for i in ids.tolist() if vecs[i - 1] @ q / np.linalg.norm(vecs[i - 1]) > bar]
+    assert len(above) > 1
+    found = np.array(above[1:])  # HNSW's answer lacks the best item
+    assert col.beaten(col.everything(), q, bar, found, 100)
+    assert not col.beaten(col.everything(), q, bar, found, 100, left_out={above[0]})
+    assert col.beaten(col.everything(), q, bar, found[1:], 100, left_out={above[0]})  # another one is missed
+
+
 def test_hnsw_candidates_are_read_from_the_catalog_only_as_far_as_they_can_rank(
     data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import bisect
 import logging
 import threading
+from collections.abc import Container
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -318,7 +319,15 @@ class CollectionVectors:
             parts.append(self.item_ids[segments.rows[self.alive[segments.rows]]])
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
-    def beaten(self, segments: Segments, qvec: np.ndarray, bar: float, skip: np.ndarray, size: int) -> bool:
+    def beaten(
+        self,
+        segments: Segments,
+        qvec: np.ndarray,
+        bar: float,
+        skip: np.ndarray,
+        size: int,
+        left_out: Container[int] = (),
+    ) -> bool:
         """Whether a sample of about ``size`` of ``segments``' live rows, in blocks spread over them, holds an item scoring
         above ``bar``, other than the items in ``skip``.
 
@@ -337,16 +346,20 @@ class CollectionVectors:
             for i in range(k):
                 start = a + (b - a) * i // k
                 stop = min(start + per, b)
-                if self._beaten(start + np.nonzero(dot_rows(self.matrix[start:stop], q) > bar)[0], skip):
+                if self._beaten(start + np.nonzero(dot_rows(self.matrix[start:stop], q) > bar)[0], skip, left_out):
                     return True
         if len(segments.rows):
             rows = segments.rows[:: max(1, total // size)]
-            return self._beaten(rows[dot_rows(self.matrix[rows], q) > bar], skip)
+            return self._beaten(rows[dot_rows(self.matrix[rows], q) > bar], skip, left_out)
         return False
 
-    def _beaten(self, rows: np.ndarray, skip: np.ndarray) -> bool:
+    def _beaten(self, rows: np.ndarray, skip: np.ndarray, left_out: Container[int]) -> bool:
         rows = rows[self.alive[rows]]
-        return bool(len(rows)) and not np.isin(self.item_ids[rows], skip).all()
+        if not len(rows):  # most blocks hold no row above the bar
+            return False
+        ids = self.item_ids[rows][~np.isin(self.item_ids[rows], skip)]
+        # (Rows above the bar are few: the items a search leaves out are looked up one by one.)
+        return any(i not in left_out for i in ids.tolist())
 
     def best_cosines(self, rows: np.ndarray, qvec: np.ndarray) -> dict[int, float]:
         """Each item's best cosine over ``rows`` (live rows, e.g. from `rows_of_items()`): what `rank()` gives it.

@@ -39,9 +39,10 @@ from its kept value (the text a put of it indexes, read once per version
 and store), scored by the keyword index's BM25 against the index's
 statistics as of ``t`` (`keywords.Corpus`), and so do current items': every
 item scores what it scored at ``t``. Under ``noisy-or`` fusion on the
-query's scale a version's relevance bounds its final score, so past
-versions are read in order of relevance only until the rest cannot reach
-the best. Reads
+query's scale a version's final score is known from the arrays (its
+relevance times the weight its age leaves it), so only the past versions
+among the best are read; only those holding a query word are scored for
+keywords. Reads
 are not kept per moment, so every version ranks as unread (the ranking's
 ``access_boost_factor`` taken as 0): the answer depends on ``t`` and the
 history only, never on reads made since.
@@ -82,7 +83,7 @@ from langgraph_memory.search import filters as _filters
 from langgraph_memory.search import neighbours as _neighbours
 from langgraph_memory.search.hybrid import Candidate, explain_candidates
 from langgraph_memory.search.plan import keep_all
-from langgraph_memory.search.ranking import HybridRanking
+from langgraph_memory.search.ranking import HybridRanking, importance_multiplier
 from langgraph_memory.search.vectors import dot_rows
 from langgraph_memory.store.namespaces import select_namespaces, validate_namespace
 
@@ -380,29 +381,51 @@ class AsOfStore(BaseStore):
         scope = self._in_scope(m, op.namespace_prefix, include_retired)
         best = _best_cosines(m, qvec, scope)
         has = ~np.isnan(best)
-        scored, bare = scope[has], scope[~has]
+        if has.all():  # every version in scope has vectors: no copies
+            scored, bare, sims = scope, scope[:0], best
+        else:
+            scored, bare, sims = scope[has], scope[~has], best[has]
         # Every version valid then (a whole collection's search): its arrays as they are, no copies.
         of_scored: Callable[[np.ndarray], np.ndarray] = (
             (lambda a: a) if len(scored) == len(m.ids) else (lambda a: a[scored])
         )
-        kw = _keywords.score_texts(
-            found,
-            {t: of_scored(h) for t, h in holding.items()},
-            np.maximum(of_scored(n_tokens), 0),
-            ranking.length_norm,
-        )
-        evidence = kw / found.mass if found.mass > 0 else np.zeros(len(kw))
-        sims = best[has]
+        # Only the versions holding a weighted query term have keyword evidence: they alone are scored (each the
+        # same float as over every version), the others keep 0 (a whole collection's are tens of thousands).
+        weighted = {t: of_scored(holding[t]) for t, _idf in found.weights if t in holding}
+        held = np.flatnonzero(np.logical_or.reduce(list(weighted.values()))) if weighted else scope[:0]
+        kw, evidence = np.zeros(len(scored)), np.zeros(len(scored))
+        if len(held):
+            kw[held] = _keywords.score_texts(
+                found,
+                {t: h[held] for t, h in weighted.items()},
+                np.maximum(of_scored(n_tokens)[held], 0),
+                ranking.length_norm,
+            )
+            if found.mass > 0:
+                evidence[held] = kw[held] / found.mass
         finals = [parts.final for parts, _it in ranked]  # the bar counts the current items too
         # Under noisy-or on the query's scale a version's score depends on itself alone (turns aside: their
         # neighbours raise them), so the relevance bounds it.
         alone = ranking.fusion == "noisy-or" and ranking.keyword_scale == "query"
         if alone and not (ranking.neighbours and of_scored(turns).any()):
-            # Read in order of relevance, which the final score never exceeds, until the rest cannot reach.
-            bound = _relevance(sims, evidence, ranking)
+            # Read in order of relevance, which the final score never exceeds, until the rest cannot reach. Without
+            # keyword evidence a relevance is the cosine (clipped to [0, 1], as `_relevance` takes it).
+            bound = np.clip(sims, 0.0, 1.0)
+            bound[held] = _relevance(sims[held], evidence[held], ranking)
             every = np.arange(len(scored))
             if len(finals) >= need:  # only those whose relevance reaches the current items' need-th can enter
-                every = every[bound * (1.0 + 1e-9) >= sorted(finals, reverse=True)[need - 1]]
+                every = np.flatnonzero(bound * (1.0 + 1e-9) >= sorted(finals, reverse=True)[need - 1])
+            # Times the weight its age leaves it (a version is never accessed here), a version's relevance is its
+            # final score, to rounding (`score_parts_many`'s arithmetic on the same floats).
+            bound[every] *= _age_weight(m, scored[every], ranking, at, store.collections)
+            if not op.filter and cutoff is None:
+                # Nothing leaves out a version read (expired ones are out of scope already): only those among the
+                # best ``need`` of both are read.
+                union = np.concatenate([np.asarray(finals, dtype=np.float64), bound[every] * (1.0 - 1e-9)])
+                if len(union) >= need:
+                    every = every[bound[every] * (1.0 + 1e-9) >= -np.partition(-union, need - 1)[need - 1]]
+            elif len(finals) >= need:
+                every = every[bound[every] * (1.0 + 1e-9) >= sorted(finals, reverse=True)[need - 1]]
             item_ids = of_scored(m.item_ids)[every]
             # Ordered only as far as the first reads go (a whole collection's past versions are thousands).
             order = _first(every, -bound[every], item_ids, max(4 * need, 64))
@@ -565,6 +588,25 @@ def _relevance(sims: np.ndarray, evidence: np.ndarray, ranking: HybridRanking) -
     sim = np.clip(sims, 0.0, 1.0)
     boost = ranking.keyword_weight * np.clip(keyword, 0.0, 1.0)
     return np.where(boost > 0.0, sim + (1.0 - sim) * boost, sim)
+
+
+def _age_weight(m: _pv.Moment, idx: np.ndarray, ranking: HybridRanking, at: float, collections: Any) -> np.ndarray:
+    """What the ranking's temporal weighting leaves of the relevance of each version ``idx`` (positions in
+    ``m``) at ``at``, as `score_parts_many` weighs an item never accessed (1: no temporal weighting)."""
+    cfg = ranking.temporal
+    if cfg is None or not len(idx):
+        return np.ones(len(idx))
+    codes = m.versions.ns[m.pos[idx]]
+    # By namespace code: its collection's memory type's decay rate (kept on the moment for its next searches).
+    rate: np.ndarray | None = m.cache.get(("decay rates", cfg))
+    if rate is None:
+        types = [collections.for_namespace(tuple(n.split("\x1f")) if n else ()).memory_type for n in m.versions.names]
+        rate = m.keep(("decay rates", cfg), np.array([cfg.decay_rate(t) for t in types], dtype=np.float64))
+    kept = np.minimum(
+        1.0, np.exp(-rate[codes] * np.maximum((at - m.updated[idx]) / 3600.0, 0.0)) * importance_multiplier(0, cfg)
+    )
+    share = ranking.temporal_share
+    return 1.0 - share + share * kept
 
 
 def _results(
