@@ -144,6 +144,18 @@ class IdSet:
     def __len__(self) -> int:
         return self._n
 
+    def among(self, ids: np.ndarray) -> np.ndarray:
+        """A mask over ``ids``: which are in the set (one vectorised lookup, for the hundreds an HNSW round finds).
+
+        >>> IdSet(np.array([3, 5])).among(np.array([5, 4, 9, -1, 3])).tolist()
+        [True, False, False, False, True]
+        """
+        ids = np.asarray(ids, dtype=np.int64)
+        inside = (ids >= 0) & (ids < len(self._mask))
+        out = np.zeros(len(ids), dtype=bool)
+        out[inside] = self._mask[ids[inside]]
+        return out
+
 
 @dataclass(frozen=True)
 class Moment:
