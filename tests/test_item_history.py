@@ -272,6 +272,38 @@ def test_as_of_reads_past_the_best_past_versions_when_a_filter_rejects_them(
         store.close()
 
 
+def test_a_listing_as_of_a_moment_pages_newest_first_past_what_changed_since(plain: ChromaStore) -> None:
+    # Twelve notes, each at its own instant; then five rewritten, two retired (a new version whose value is older
+    # than it) and one written back from a store whose clock runs 30 s ahead. The listing's SQL seeks past what
+    # was updated since: it must keep what only changed status, and the item from ahead is current from its
+    # value's instant on, for gets and listings alike.
+    for i in range(12):
+        plain.put(NS, f"k{i:02}", {"text": f"note {i}"})
+        _tick()
+    then = _tick()
+    listed_then = [(h.key, h.value) for h in plain.search(NS, limit=20)]
+    for i in (11, 10, 7, 3, 0):
+        plain.put(NS, f"k{i:02}", {"text": f"rewritten {i}"})
+    plain.items.set_status([(NS, "k09"), (NS, "k05")], "retired", reason="stale")
+    collection = plain.collections.for_namespace(NS).name
+    moved = next(it for it in plain.items.iter_items(collection, with_vectors=True) if it.key == "k06")
+    plain.items.delete_items(collection, [moved])
+    ahead = time.time() + 30
+    assert plain.items.restore_items([dataclasses.replace(moved, updated_at=ahead)]) == 1
+    now = _tick()
+    view = plain.as_of(then)
+    assert [(h.key, h.value) for p in range(0, 12, 5) for h in view.search(NS, limit=5, offset=p)] == listed_then
+    assert len(listed_then) == 12
+    current = [h.key for h in plain.search(NS, limit=20)]
+    assert current[0] == "k06" and "k09" not in current
+    assert plain.as_of(now).get(NS, "k06") is None
+    assert [h.key for h in plain.as_of(now).search(NS, limit=20)] == current[1:]
+    assert plain.as_of(ahead).get(NS, "k06") is not None
+    assert [h.key for h in plain.as_of(ahead).search(NS, limit=20)] == current
+    with plain.catalog.read() as conn:
+        assert conn.execute("SELECT count(*) FROM items WHERE valid_from < updated_at").fetchone()[0] == 0
+
+
 def test_memory_history_finds_a_typed_item_by_its_id(data_dir: Path, fake_embeddings) -> None:
     with Memory.open(data_dir, embeddings=fake_embeddings) as mem:
         f = mem.store_research_finding("Carry unwinds in vol spikes", source="macro", confidence=0.7)

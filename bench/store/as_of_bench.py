@@ -1,6 +1,6 @@
 """As-of searches half way through the history against current ones, per plan, on a store loaded once and kept.
 
-    .venv/bin/python bench/store/as_of_bench.py --data-dir /tmp/asof100k [--items 100000] [--rounds 4]
+    .venv/bin/python bench/store/as_of_bench.py --data-dir /tmp/asof100k [--items 100000] [--rounds 4] [--only scan]
 
 The store is `history_bench`'s (``--items`` items over 100 namespaces, each
 changed 0 to 5 times, 64-d fake vectors), loaded by its loader into
@@ -61,6 +61,7 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--pg", help="the catalog on this PostgreSQL server")
+    ap.add_argument("--only", action="append", help="run only the rows whose name holds this (repeatable)")
     args = ap.parse_args()
     moments = Path(f"{args.data_dir}.json")
     target = args.data_dir
@@ -101,7 +102,10 @@ def main() -> None:
         print("| search p50 (ms) | current | as_of(half way) | ratio | current CPU | as_of CPU | ratio |")
         print("|---|---:|---:|---:|---:|---:|---:|")
         half = store.as_of(middle)
+        wanted = lambda name: not args.only or any(w in name for w in args.only)  # noqa: E731
         for name, ranking, fn in cases:
+            if not wanted(name):
+                continue
             store.ranking = ranking
             fn(store, 0)
             fn(half, 0)
@@ -112,12 +116,14 @@ def main() -> None:
                     into.append(_block(lambda i, v=view, f=fn: f(v, i)))  # type: ignore[misc]
             print(_line(name, cur, past), flush=True)
         for ranking in (None, HybridRanking()):  # a new view per search, as a reader making one per read
+            kind = "hybrid hnsw" if ranking else "hnsw"
+            if not wanted(f"first search of a new view ({kind})"):
+                continue
             store.ranking = ranking
             cur, past = [], []
             for i in range(40):
                 cur.append(_timed(lambda i=i: store.search(("memories",), query=queries[i])))  # type: ignore[misc]
                 past.append(_timed(lambda i=i: store.as_of(middle).search(("memories",), query=queries[i])))  # type: ignore[misc]
-            kind = "hybrid hnsw" if ranking else "hnsw"
             print(_line(f"first search of a new view ({kind})", cur, past), flush=True)
     finally:
         store.close()

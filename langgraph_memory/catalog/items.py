@@ -603,7 +603,9 @@ def restore_items(
 ) -> list[StoredItem]:
     """Write items back exactly as they were (timestamps, access data, vectors); skip live ones.
 
-    Each is current from ``now`` (default: the clock) on. Returns the items written.
+    Each is current from ``now`` (default: the clock) on, or from its ``updated_at`` when that is later (an
+    item from a store whose clock runs ahead): a version never begins before its value was written, which a
+    listing as of a moment relies on (`scope.newest_items`). Returns the items written.
     """
     now = time.time() if now is None else now
     written: list[StoredItem] = []
@@ -633,7 +635,7 @@ def restore_items(
                 it.expires_at,
                 it.ttl_minutes,
                 len(vecs),
-                now,
+                max(now, it.updated_at),
             ),
         )
         item_id = int(cur.fetchone()[0])

@@ -49,6 +49,7 @@ __all__ = [
     "keyword_lengths",
     "keyword_stamp",
     "moment_stamp",
+    "stamp_and_items",
 ]
 
 # The history changes only by rows added (a higher id: ids only grow, and writers are serialised, so they commit
@@ -64,9 +65,20 @@ _SCAN_VECTORS = (
 )
 
 
+# The stamp and the number of items now, which a search as of a moment plans with (the share unchanged since):
+# one statement, so on a server one round trip.
+_STAMP_AND_ITEMS = f"{_STAMP}, (SELECT coalesce(sum(n_items), 0) FROM collection_counts)"
+
+
 def moment_stamp(conn: sqlite3.Connection) -> tuple[Any, ...]:
     """What changes whenever the history changes: its last id and the mark of its last prune."""
     return tuple(conn.execute(both(conn, _STAMP)).fetchone())
+
+
+def stamp_and_items(conn: sqlite3.Connection) -> tuple[tuple[Any, ...], int]:
+    """`moment_stamp()`, and how many items the catalog holds now (`item_rows.count_items()`), in one read."""
+    last, pruned, n_items = conn.execute(both(conn, _STAMP_AND_ITEMS)).fetchone()
+    return (last, pruned), int(n_items)
 
 
 @dataclass(frozen=True)
@@ -144,6 +156,18 @@ class IdSet:
     def __len__(self) -> int:
         return self._n
 
+    def among(self, ids: np.ndarray) -> np.ndarray:
+        """A mask over ``ids``: which are in the set (one vectorised lookup, for the hundreds an HNSW round finds).
+
+        >>> IdSet(np.array([3, 5])).among(np.array([5, 4, 9, -1, 3])).tolist()
+        [True, False, False, False, True]
+        """
+        ids = np.asarray(ids, dtype=np.int64)
+        inside = (ids >= 0) & (ids < len(self._mask))
+        out = np.zeros(len(ids), dtype=bool)
+        out[inside] = self._mask[ids[inside]]
+        return out
+
 
 @dataclass(frozen=True)
 class Moment:
@@ -213,9 +237,10 @@ class PastVersions:
         self._moments_of: Versions | None = None
         self._moments_lock = threading.Lock()
 
-    def current(self, conn: sqlite3.Connection) -> Versions:
-        """The arrays as of the history ``conn`` reads (read in a snapshot: the stamp and the rows agree)."""
-        stamp = moment_stamp(conn)
+    def current(self, conn: sqlite3.Connection, stamp: tuple[Any, ...] | None = None) -> Versions:
+        """The arrays as of the history ``conn`` reads (read in a snapshot: the stamp and the rows agree);
+        ``stamp``: its `moment_stamp()`, when the caller read it already."""
+        stamp = moment_stamp(conn) if stamp is None else stamp
         held = self._versions
         if held is not None and stamp == self._stamp:
             return held

@@ -39,7 +39,7 @@ from __future__ import annotations
 import bisect
 import logging
 import threading
-from collections.abc import Container
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -320,16 +320,10 @@ class CollectionVectors:
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
     def beaten(
-        self,
-        segments: Segments,
-        qvec: np.ndarray,
-        bar: float,
-        skip: np.ndarray,
-        size: int,
-        left_out: Container[int] = (),
+        self, segments: Segments, qvec: np.ndarray, bar: float, ignore: Callable[[np.ndarray], np.ndarray], size: int
     ) -> bool:
         """Whether a sample of about ``size`` of ``segments``' live rows, in blocks spread over them, holds an item scoring
-        above ``bar``, other than the items in ``skip``.
+        above ``bar``, other than the items ``ignore`` marks (given item ids, a mask of those to pass over).
 
         A check of an approximate answer whose ``bar``-th best it claims is
         the collection's: any item above that bar must be in it.
@@ -346,20 +340,16 @@ class CollectionVectors:
             for i in range(k):
                 start = a + (b - a) * i // k
                 stop = min(start + per, b)
-                if self._beaten(start + np.nonzero(dot_rows(self.matrix[start:stop], q) > bar)[0], skip, left_out):
+                if self._beaten(start + np.nonzero(dot_rows(self.matrix[start:stop], q) > bar)[0], ignore):
                     return True
         if len(segments.rows):
             rows = segments.rows[:: max(1, total // size)]
-            return self._beaten(rows[dot_rows(self.matrix[rows], q) > bar], skip, left_out)
+            return self._beaten(rows[dot_rows(self.matrix[rows], q) > bar], ignore)
         return False
 
-    def _beaten(self, rows: np.ndarray, skip: np.ndarray, left_out: Container[int]) -> bool:
+    def _beaten(self, rows: np.ndarray, ignore: Callable[[np.ndarray], np.ndarray]) -> bool:
         rows = rows[self.alive[rows]]
-        if not len(rows):  # most blocks hold no row above the bar
-            return False
-        ids = self.item_ids[rows][~np.isin(self.item_ids[rows], skip)]
-        # (Rows above the bar are few: the items a search leaves out are looked up one by one.)
-        return any(i not in left_out for i in ids.tolist())
+        return bool(len(rows)) and not ignore(self.item_ids[rows]).all()
 
     def best_cosines(self, rows: np.ndarray, qvec: np.ndarray) -> dict[int, float]:
         """Each item's best cosine over ``rows`` (live rows, e.g. from `rows_of_items()`): what `rank()` gives it.

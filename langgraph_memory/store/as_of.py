@@ -73,7 +73,6 @@ from langgraph.store.base import (
 from langgraph_memory.catalog import StoredItem
 from langgraph_memory.catalog import evidence as _evidence
 from langgraph_memory.catalog import history as _history
-from langgraph_memory.catalog import item_rows as _item_rows
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.catalog import keywords as _keywords
 from langgraph_memory.catalog import past_versions as _pv
@@ -115,14 +114,14 @@ class AsOfStore(BaseStore):
         # again only when the history changed.
         self._moment: _pv.Moment | None = None
 
-    def _past(self, conn: Any | None = None) -> _pv.Moment:
+    def _past(self, conn: Any | None = None, stamp: tuple[Any, ...] | None = None) -> _pv.Moment:
         """The past versions valid at `at` (masked again when the history changed), read on ``conn`` (a snapshot)
-        or in a snapshot of their own."""
+        or in a snapshot of their own; ``stamp``: the history's, read already on ``conn``."""
         if conn is None:
             with self.store.catalog.snapshot() as conn:
                 return self._past(conn)
         past = self.store._past_versions.versions
-        versions = past.current(conn)
+        versions = past.current(conn, stamp)
         m = self._moment
         if m is None or m.versions is not versions:
             m = self._moment = past.moment(versions, self.at)
@@ -252,13 +251,14 @@ class AsOfStore(BaseStore):
 
         def omit_for(conn: Any, status_version: int | None) -> Callable[[StoredItem], bool]:
             # In the search's own snapshot: the past versions and the current items it reads agree.
-            seen.append(self._past(conn))
+            stamp, n_items = _pv.stamp_and_items(conn)
+            seen.append(self._past(conn, stamp))
             hidden = None if include_retired else store._hidden.snapshot(conn, status_version)
             omit = _ChangedSince(at, store._omitter(at, hidden), seen[-1].changed)
             if len(omit.skip_ids):
                 # The share of today's items unchanged since: the planner over-fetches by it at once
                 # instead of widening round after round (as for a data cut-off).
-                omit.keeps = max(0.01, 1.0 - len(omit.skip_ids) / max(_item_rows.count_items(conn), 1))
+                omit.keeps = max(0.01, 1.0 - len(omit.skip_ids) / max(n_items, 1))
             return store._cut(conn, omit, cutoff, include_undated)
 
         ranking = store.ranking
@@ -287,7 +287,8 @@ class AsOfStore(BaseStore):
                 best = _best_cosines(m, qvec, past)  # by position in ``past``
                 has = ~np.isnan(best)
                 take = need
-                if not hybrid and len(scored) >= need:  # only those above the current items' need-th can enter
+                bounded = not hybrid and len(scored) >= need
+                if bounded:  # only those above the current items' need-th can enter
                     current = np.fromiter((sc for sc, _it in scored), dtype=np.float64, count=len(scored))
                     floor = -np.partition(-current, need - 1)[need - 1]
                     with_vec = np.flatnonzero(best >= floor - 1e-9)  # (NaN: False)
@@ -301,7 +302,10 @@ class AsOfStore(BaseStore):
                     with_vec = np.flatnonzero(has)
                 first = max(4 * need, 64)
                 order = _first(with_vec, -best[with_vec], m.item_ids[past[with_vec]], first)
-                got = _read_first(conn, m.ids[past[order]], op.filter, take, store._omits_expired, at, cut)
+                # With a filter, the best above the current items' bar (a few dozen) are read in one statement:
+                # read in growing chunks until ``take`` matched, they took two or three.
+                chunk = len(order) if op.filter and bounded else None
+                got = _read_first(conn, m.ids[past[order]], op.filter, take, store._omits_expired, at, cut, chunk)
                 if len(got) < take and len(order) < len(with_vec):  # the filter left too few of the best
                     order = _first(with_vec, -best[with_vec], m.item_ids[past[with_vec]], len(with_vec))
                     got = _read_first(conn, m.ids[past[order]], op.filter, take, store._omits_expired, at, cut)
@@ -670,11 +674,13 @@ def _read_first(
     omit_expired: bool,
     at: float,
     omit: Callable[[StoredItem], bool] = keep_all,
+    first_chunk: int | None = None,
 ) -> list[tuple[int, StoredItem]]:
     """The first ``need`` past versions of ``ids`` (history ids, in that order) that match ``filter``, read a
-    chunk at a time (with a filter, a few more than ``need`` at first); each with its position in ``ids``."""
+    chunk at a time (``first_chunk`` at first, by default ``need``, with a filter a few more); each with its
+    position in ``ids``."""
     out: list[tuple[int, StoredItem]] = []
-    pos, chunk = 0, max(need, 16 if filter else 1)
+    pos, chunk = 0, first_chunk or max(need, 16 if filter else 1)
     while pos < len(ids) and len(out) < need:
         part = ids[pos : pos + chunk].tolist()
         read = _history.read(conn, part)
