@@ -239,6 +239,18 @@ class PgCatalog:
             with contextlib.suppress(Exception):  # already broken: nothing to release
                 conn.close()
 
+    def _idle_reader(self) -> PgConnection | None:
+        """A pooled read connection that still reaches the server (those that do not are closed), or None."""
+        while True:
+            with self._readers_lock:
+                if not self._readers:
+                    return None
+                conn = self._readers.pop()
+            if conn.alive():
+                return conn
+            with contextlib.suppress(Exception):
+                conn.close()
+
     def _writes_here(self) -> bool:
         """Whether this thread is inside `write()`: its reads must see that transaction, on its connection."""
         return self._writer == threading.get_ident()
@@ -257,10 +269,7 @@ class PgCatalog:
                 f"{self.timeout:g} s. Look for reads left open (a generator not run to its end), or raise lock_timeout."
             )
         try:
-            with self._readers_lock:
-                conn = self._readers.pop() if self._readers else None
-            if conn is None:
-                conn = self._open()
+            conn = self._idle_reader() or self._open()
             self._held.conn = conn
             try:
                 yield conn

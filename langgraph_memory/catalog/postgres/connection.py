@@ -302,6 +302,20 @@ class PgConnection:
             if result.status == pq.ExecStatus.FATAL_ERROR:
                 raise pg_errors.error_from_result(result, encoding=encoding)
 
+    def alive(self) -> bool:
+        """Whether an idle connection still reaches the server, as far as one can tell without a round trip.
+
+        A server that went away (a crash, a restart) closed the socket, and may
+        have said why: reading what has arrived sees either, so a pooled read
+        connection from before a restart is replaced instead of failing a read.
+        """
+        try:
+            self._read_answer()
+            self.raw.pgconn.consume_input()
+        except psycopg.Error:
+            return False
+        return self.raw.pgconn.status == pq.ConnStatus.OK
+
     def flush(self) -> None:
         """Send every deferred statement now."""
         if self._deferred:
