@@ -312,7 +312,9 @@ class PgCatalog:
                 yield self._connect()
             return
         with self._reader() as conn:
-            if conn.in_transaction:
+            with self._guarded("read", conn):
+                nested = conn.in_transaction  # reads the answer of the last COMMIT sent: may find the server gone
+            if nested:
                 with self._guarded("read", conn):
                     yield conn
                 return
@@ -347,8 +349,10 @@ class PgCatalog:
         Nested use in the same thread joins the outer transaction.
         """
         held: PgConnection | None = getattr(self._held, "conn", None)
-        if held is not None and held.in_transaction:
-            raise RuntimeError("a catalog write cannot start inside a read snapshot")
+        if held is not None:
+            with self._guarded("read", held):
+                if held.in_transaction:
+                    raise RuntimeError("a catalog write cannot start inside a read snapshot")
         with self._lock:
             if self._depth:
                 self._depth += 1
