@@ -21,9 +21,9 @@ from langgraph_memory import Memory
 #: the catalog, and the reads' access counts applied. (The checkpointer's async calls run in asyncio's own
 #: worker threads, which are not ours.)
 EXPECTED = {"lgm-access-flush", "lgm-index-catch-up"}
-#: On a PostgreSQL server, also: a finished read's COMMIT sent alone after a pause, and the checkpointer's
-#: connection pool (psycopg_pool's scheduler and its three workers, as LangGraph's PostgresSaver pool has).
-ON_A_SERVER = {"lgm-pg-settle", "lgm-checkpoint-scheduler", *(f"lgm-checkpoint-worker-{i}" for i in range(3))}
+#: On a PostgreSQL server, also the checkpointer's connection pool (psycopg_pool's scheduler and its three
+#: workers, as LangGraph's PostgresSaver pool has).
+ON_A_SERVER = {"lgm-checkpoint-scheduler", *(f"lgm-checkpoint-worker-{i}" for i in range(3))}
 
 
 class _State(TypedDict, total=False):

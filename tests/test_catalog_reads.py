@@ -1,8 +1,9 @@
-"""Reads of the SQLite catalog and its writes do not wait for each other across threads.
+"""Reads of the catalog and its writes do not wait for each other across threads, on SQLite and PostgreSQL.
 
 A search reads its vectors inside one read snapshot (scoring up to 100,000 of them exactly while the index
 catches up); a put is one write transaction. With one connection for both, each put waited for the whole
-search. WAL lets readers beside the writer, so each read takes a connection of its own.
+search. WAL lets SQLite readers beside the writer, PostgreSQL lets any number of connections read beside a
+writer: so on either each read takes a connection of its own.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
+import psycopg
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langgraph_memory import Memory
 from langgraph_memory.catalog.catalog import Catalog
-from langgraph_memory.errors import StoreBackendError
+from langgraph_memory.catalog.postgres.catalog import READERS, PgCatalog
+from langgraph_memory.errors import LockTimeoutError, StoreBackendError
 
 #: Longest a step may take when nothing makes it wait (a loaded, shared 2-core machine).
 PROMPT = 10.0
@@ -100,10 +103,132 @@ def test_reads_inside_a_write_see_its_changes_and_a_write_inside_a_snapshot_is_r
 def test_a_put_does_not_wait_for_a_search_in_another_thread(tmp_path: Path) -> None:
     with Memory.open(tmp_path / "memory", embeddings=DeterministicFakeEmbedding(size=16)) as mem:
         store = mem.store
-        if store.catalog.dialect != "sqlite":
-            pytest.skip("the SQLite catalog's connections")
         store.put(("notes",), "a", {"text": "momentum in rates"})
         # A search holds a read snapshot of the catalog for as long as it scores.
         _while_held(store.catalog.snapshot, lambda: store.put(("notes",), "b", {"text": "carry in fx"}))
         assert _while_held(store.catalog.write, lambda: store.get(("notes",), "b")) is not None
         assert {it.key for it in store.search(("notes",), query="carry")} == {"a", "b"}
+
+
+# The PostgreSQL catalog: the same guarantees, and its read connections a bounded pool.
+
+
+@pytest.fixture
+def pg_cat(pg_database: str) -> Iterator[PgCatalog]:
+    cat = PgCatalog(pg_database, timeout=PROMPT)
+    try:
+        yield cat
+    finally:
+        cat.close()
+
+
+def test_on_postgres_a_read_does_not_wait_for_another_threads_write_and_sees_the_last_commit(
+    pg_cat: PgCatalog,
+) -> None:
+    cat = pg_cat
+    with cat.write() as conn:
+        cat.set_meta(conn, "k", "committed")
+
+    @contextmanager
+    def uncommitted_write() -> Iterator[None]:
+        with cat.write() as conn:
+            cat.set_meta(conn, "k", "uncommitted")
+            conn.flush()  # on the server, under the write lock
+            yield
+
+    assert _while_held(uncommitted_write, lambda: cat.meta("k")) == "committed"
+    assert cat.meta("k") == "uncommitted"
+
+
+@pytest.mark.parametrize("hold", ["read", "snapshot"])
+def test_on_postgres_a_write_does_not_wait_for_another_threads_read(pg_cat: PgCatalog, hold: str) -> None:
+    cat = pg_cat
+
+    @contextmanager
+    def reading() -> Iterator[None]:
+        with getattr(cat, hold)() as conn:
+            assert cat.get_meta(conn, "k") is None  # the read has begun on the server
+            yield
+
+    def write() -> str | None:
+        with cat.write() as conn:
+            cat.set_meta(conn, "k", "v")
+        return cat.meta("k")
+
+    assert _while_held(reading, write) == "v"
+
+
+def test_on_postgres_reads_inside_a_write_see_its_changes_and_a_write_inside_a_snapshot_is_refused(
+    pg_cat: PgCatalog,
+) -> None:
+    cat = pg_cat
+    with cat.write() as conn:
+        cat.set_meta(conn, "k", "mine")
+        with cat.read() as r, cat.snapshot() as s:
+            assert r is s is conn  # this thread's transaction
+            assert cat.get_meta(r, "k") == "mine"
+    with cat.snapshot() as s:
+        assert cat.get_meta(s, "k") == "mine"
+        with cat.read() as r, cat.snapshot() as inner:
+            assert r is inner is s  # nested in a snapshot: its view
+        with pytest.raises(RuntimeError, match="inside a read snapshot"):
+            with cat.write():
+                pass
+    with cat.read() as r:  # a write inside a plain read of this thread is allowed, on the writer's connection
+        with cat.write() as w:
+            assert w is not r
+            cat.set_meta(w, "k", "again")
+        assert cat.get_meta(r, "k") == "again"
+    cat.close()
+    with pytest.raises(StoreBackendError, match="closed"):
+        with cat.read():
+            pass
+
+
+def test_on_postgres_read_connections_are_reused_and_bounded(pg_database: str) -> None:
+    with PgCatalog(pg_database, timeout=1.0) as cat:
+        for _ in range(5):
+            assert cat.meta("catalog_id") == cat.catalog_id
+        with cat.read() as first:
+            pass
+        with cat.snapshot() as again:
+            assert again is first  # one thread reading again and again: one connection
+
+        # READERS reads held by other threads: the next one waits, then gives up with a typed error.
+        holding = [threading.Event() for _ in range(READERS)]
+        release = threading.Event()
+
+        def hold(entered: threading.Event) -> None:
+            with cat.read():
+                entered.set()
+                release.wait(PROMPT)
+
+        threads = [threading.Thread(target=hold, args=(e,)) for e in holding]
+        for t in threads:
+            t.start()
+        try:
+            assert all(e.wait(PROMPT) for e in holding)
+            with pytest.raises(LockTimeoutError, match="read connections"):
+                with cat.read():
+                    pass
+            with cat.write() as conn:  # the writer's connection is not one of them
+                cat.set_meta(conn, "k", "v")
+        finally:
+            release.set()
+            for t in threads:
+                t.join()
+        assert cat.meta("k") == "v"
+        with psycopg.connect(pg_database, autocommit=True) as watcher:
+            (ours,) = watcher.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            ).fetchone()
+        assert ours == READERS + 1  # the readers, kept for the next reads, and the writer
+
+
+def test_on_postgres_a_read_in_progress_when_the_catalog_closes_closes_its_connection_after(
+    pg_cat: PgCatalog,
+) -> None:
+    with pg_cat.read() as conn:
+        pg_cat.close()
+        assert pg_cat.get_meta(conn, "catalog_id") == pg_cat.catalog_id  # the read ends as it began
+    assert conn.closed

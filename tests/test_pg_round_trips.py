@@ -18,7 +18,6 @@ from typing import Any
 import psycopg
 import pytest
 from langgraph.store.base import PutOp
-from psycopg import pq
 
 from langgraph_memory.catalog.connection import Rows
 from langgraph_memory.catalog.postgres.catalog import PgCatalog
@@ -136,24 +135,32 @@ def test_empty_transactions_send_nothing(cat: PgCatalog, monkeypatch: pytest.Mon
     assert count.sent == []
     with cat.snapshot() as conn:
         assert conn.execute("SELECT 1").fetchone()[0] == 1
-    assert len(count.sent) == 1  # BEGIN with the SELECT; the COMMIT waits for the next statement
+    assert len(count.sent) == 1  # BEGIN with the SELECT; the COMMIT leaves without waiting for its answer
 
 
-def test_a_finished_read_transaction_is_committed_by_the_next_statement_or_soon_after(
-    cat: PgCatalog, monkeypatch: pytest.MonkeyPatch
+def test_a_finished_read_transaction_ends_on_the_server_at_once_without_a_round_trip_of_its_own(
+    cat: PgCatalog, pg_database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with cat.snapshot() as conn:
+        pid = conn.raw.info.backend_pid
         conn.execute("SELECT 1").fetchone()
     count = _Count(monkeypatch)
-    with cat.snapshot() as conn:  # COMMIT of the last one, BEGIN and the SELECT: one round trip
-        conn.execute("SELECT 2").fetchone()
-    assert len(count.sent) == 1 and count.sent[0].startswith("COMMIT; BEGIN")
-    raw = conn.raw
-    deadline = time.monotonic() + 60
-    while raw.info.transaction_status != pq.TransactionStatus.IDLE:  # the settler sends it alone
-        assert time.monotonic() < deadline, "the read transaction was left open"
-        time.sleep(0.01)
-    assert len(count.sent) == 2 and count.sent[1] == "COMMIT"
+    with cat.snapshot() as again:  # BEGIN and the SELECT: one round trip; the last COMMIT's answer read first
+        assert again is conn
+        assert again.execute("SELECT 2").fetchone()[0] == 2
+    assert count.sent == ["BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT 2"], count.sent
+    # The COMMIT left with the end of the block: the server ends the snapshot with no further call of ours.
+    with psycopg.connect(pg_database, autocommit=True) as watcher:
+        deadline = time.monotonic() + 60
+        while True:
+            state = watcher.execute("SELECT state FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()[0]
+            if state == "idle":
+                break
+            assert time.monotonic() < deadline, f"the read transaction was left open ({state})"
+            time.sleep(0.01)
+    assert not conn.in_transaction
+    with cat.read() as conn:  # the answer is read before the next statement: the connection works on
+        assert conn.execute("SELECT 3").fetchone()[0] == 3
 
 
 def test_a_batch_writing_one_key_twice_or_putting_and_deleting_it_ends_as_one_by_one(

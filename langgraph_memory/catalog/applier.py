@@ -68,7 +68,9 @@ def claimed(catalog: Catalog, collection: str) -> Iterator[None]:
     """Hold the claim on ``collection``'s log for the block (at once on a catalog no other machine shares).
 
     The wait takes a write transaction of its own (its ``lock_timeout``
-    bounds it); a SQLite catalog opens none.
+    bounds it); a SQLite catalog opens none. The claim belongs to the
+    connection that took it, the writer's (reads have connections of their
+    own), so the release goes through a write too.
     """
     if not catalog.on_server:
         yield
@@ -78,5 +80,5 @@ def claimed(catalog: Catalog, collection: str) -> Iterator[None]:
     try:
         yield
     finally:
-        with catalog.read() as conn:
+        with catalog.write(ordered=False) as conn:
             release(conn, collection)

@@ -3,9 +3,12 @@
 `PgCatalog` has the interface of the SQLite `Catalog`
 (`read()`, `snapshot()`, `write()`, `get_meta()`/`set_meta()`, ``names``,
 ``catalog_id``), so the store, the typed API, sessions and ingestion run on
-either. It holds one connection behind a lock (the SQLite catalog reads through
-connections of its own beside its writer), and hands out a `PgConnection` that runs the
-catalog's named queries.
+either. Writes go through one connection behind a lock; each read takes a
+connection of its own from a small pool (`READERS`, opened as reads need
+them), so a put never waits for another thread's search, nor a search for a
+put; a read inside a write transaction of the same thread uses that
+transaction's connection (as the SQLite catalog does). Each is a
+`PgConnection`, which runs the catalog's named queries.
 
 Writes are serialized across every machine by a transaction-level advisory
 lock taken at ``BEGIN`` (the PostgreSQL counterpart of SQLite's ``BEGIN
@@ -31,9 +34,9 @@ by itself once the server is back.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -70,8 +73,9 @@ _LOCK_NOT_AVAILABLE = "55P03"
 _SERIALIZATION_FAILURE = "40001"
 _UNIQUE_VIOLATION = "23505"
 _UNTRANSLATABLE_CHARACTER = "22P05"  # "unsupported Unicode escape sequence": \u0000 in JSONB
-#: Seconds a finished read transaction may wait for the next statement to carry its COMMIT.
-SETTLE = 0.2
+#: Read connections per catalog object at most: a search, the index catching up and a reader or two beside the
+#: writer's one. Each is a server process; a read beyond these waits for one (up to ``timeout``).
+READERS = 4
 
 
 def _conninfo_keys(url: str) -> list[str]:
@@ -103,24 +107,29 @@ class PgCatalog:
         #: The address without its password: what messages and explain() show.
         self.path = redact(url)
         self.timeout = float(timeout)
+        #: The writer's connection and its transaction (reads of other threads never take it).
         self._lock = threading.RLock()
         self._depth = 0
-        self._in_snapshot = False
+        #: The thread inside `write()` (its reads see the open transaction), or None.
+        self._writer: int | None = None
         self.names = NamespaceIds()
         self._conn: PgConnection | None = None
         self._closed = False
-        self._settle = threading.Condition()
-        self._settle_at: float | None = None
-        self._settler: threading.Thread | None = None
+        #: Read connections not in use; a thread's read in progress holds its own in ``_held.conn``.
+        self._readers: list[PgConnection] = []
+        self._readers_lock = threading.Lock()
+        self._reader_slots = threading.BoundedSemaphore(READERS)
+        self._held = threading.local()
         #: This open made the catalog (a new memory): nothing before it could have shut down uncleanly.
         self.created = False
         try:
-            with self.write(migrating=True) as conn:
-                if self.get_meta(conn, "catalog_id") is None:
+            with self.write(migrating=True) as conn:  # read in the write: no read connection opened yet
+                found = self.get_meta(conn, "catalog_id")
+                if found is None:
                     self.created = True
-                    self.set_meta(conn, "catalog_id", uuid.uuid4().hex)
-            with self.read() as conn:
-                self.catalog_id: str = str(self.get_meta(conn, "catalog_id"))
+                    found = uuid.uuid4().hex
+                    self.set_meta(conn, "catalog_id", found)
+            self.catalog_id: str = str(found)
         except BaseException:
             self.close()
             raise
@@ -131,11 +140,18 @@ class PgCatalog:
     def closed(self) -> bool:
         return self._closed
 
-    def _connect(self) -> PgConnection:
+    def _check_open(self) -> None:
         if self._closed:
             raise StoreBackendError(f"the catalog {self.path} is closed; open the store again")
-        if self._conn is not None and not self._conn.closed:
-            return self._conn
+
+    def _connect(self) -> PgConnection:
+        """The writer's connection, opened if need be."""
+        self._check_open()
+        if self._conn is None or self._conn.closed:
+            self._conn = self._open()
+        return self._conn
+
+    def _open(self) -> PgConnection:
         wait = max(1, int(round(self.timeout)))
         # The address's own libpq parameters win (application_name, sslmode...); these are defaults.
         given = set(_conninfo_keys(self.url))
@@ -153,8 +169,7 @@ class PgCatalog:
             raw = psycopg.connect(conninfo, autocommit=True)
         except psycopg.Error as exc:
             raise self._translate(exc, "connect to") from None
-        self._conn = PgConnection(raw)
-        return self._conn
+        return PgConnection(raw)
 
     def _drop_connection(self) -> None:
         conn, self._conn = self._conn, None
@@ -198,48 +213,121 @@ class PgCatalog:
         return StorageError(f"could not {what} the catalog {self.path}: {first}", self.path)
 
     @contextmanager
-    def _guarded(self, what: str) -> Iterator[None]:
+    def _guarded(self, what: str, reader: PgConnection | None = None) -> Iterator[None]:
+        """Errors typed; a connection that broke is dropped (the writer's, or ``reader``)."""
         try:
             yield
         except LangGraphMemoryError:
             raise
         except (psycopg.Error, OSError) as exc:
+            conn = self._conn if reader is None else reader
             if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)) or (
-                self._conn is not None and self._conn.closed
+                conn is not None and conn.closed
             ):
-                self._drop_connection()
+                if reader is None:
+                    self._drop_connection()
+                else:
+                    self._drop_readers(reader)
             raise self._translate(exc, what) from None
+
+    def _drop_readers(self, broken: PgConnection) -> None:
+        """Close ``broken`` and the idle readers: when one lost the server, the others did too (a restart), and
+        each would fail its next read instead of connecting again."""
+        with self._readers_lock:
+            idle, self._readers = self._readers, []
+        for conn in [broken, *idle]:
+            with contextlib.suppress(Exception):  # already broken: nothing to release
+                conn.close()
+
+    def _idle_reader(self) -> PgConnection | None:
+        """A pooled read connection that still reaches the server (those that do not are closed), or None."""
+        while True:
+            with self._readers_lock:
+                if not self._readers:
+                    return None
+                conn = self._readers.pop()
+            if conn.alive():
+                return conn
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    def _writes_here(self) -> bool:
+        """Whether this thread is inside `write()`: its reads must see that transaction, on its connection."""
+        return self._writer == threading.get_ident()
+
+    @contextmanager
+    def _reader(self) -> Iterator[PgConnection]:
+        """A read connection for this thread (the one it holds already, in a nested read)."""
+        held: PgConnection | None = getattr(self._held, "conn", None)
+        if held is not None:
+            yield held
+            return
+        self._check_open()
+        if not self._reader_slots.acquire(timeout=self.timeout):
+            raise LockTimeoutError(
+                f"could not read the catalog {self.path}: its {READERS} read connections were all in use for "
+                f"{self.timeout:g} s. Look for reads left open (a generator not run to its end), or raise lock_timeout."
+            )
+        try:
+            conn = self._idle_reader() or self._open()
+            self._held.conn = conn
+            try:
+                yield conn
+            finally:
+                self._held.conn = None
+                with self._readers_lock:
+                    if self._closed or conn.closed:
+                        keep = False
+                    else:
+                        self._readers.append(conn)
+                        keep = True
+                if not keep:
+                    with contextlib.suppress(Exception):
+                        conn.close()
+        finally:
+            self._reader_slots.release()
 
     @contextmanager
     def read(self) -> Iterator[PgConnection]:
-        """The connection, for reads (inside a write transaction of this thread, that transaction's view)."""
-        with self._lock:
-            with self._guarded("read"):
-                conn = self._connect()
-                yield conn
+        """A connection for reads (inside a write transaction of this thread, that transaction's view).
+
+        Does not wait for another thread's write: it reads the last commit.
+        """
+        if self._writes_here():
+            with self._lock, self._guarded("read"):
+                yield self._connect()
+            return
+        with self._reader() as conn, self._guarded("read", conn):
+            yield conn
 
     @contextmanager
     def snapshot(self) -> Iterator[PgConnection]:
-        """The connection inside one read-only repeatable-read transaction: every statement sees one commit."""
-        with self._lock:
-            if self._depth or self._in_snapshot:
-                with self._guarded("read"):
-                    yield self._connect()
+        """A connection inside one read-only repeatable-read transaction: every statement sees one commit.
+
+        Inside a write transaction of this thread, that transaction's view;
+        nested in a snapshot of this thread, that snapshot's.
+        """
+        if self._writes_here():
+            with self._lock, self._guarded("read"):
+                yield self._connect()
+            return
+        with self._reader() as conn:
+            with self._guarded("read", conn):
+                nested = conn.in_transaction  # reads the answer of the last COMMIT sent: may find the server gone
+            if nested:
+                with self._guarded("read", conn):
+                    yield conn
                 return
-            with self._guarded("read"):
-                conn = self._connect()
-                conn.defer("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            self._in_snapshot = True
+            # BEGIN goes to the server with the first statement, and the COMMIT without waiting for its answer.
+            conn.defer("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             try:
-                with self._guarded("read"):
+                with self._guarded("read", conn):
                     yield conn
             finally:
-                self._in_snapshot = False
-                if self._conn is conn and not conn.closed and conn.in_transaction:
-                    # A read-only transaction has nothing to commit: its COMMIT goes with the next statement,
-                    # or alone once the connection sat idle for SETTLE seconds (so no snapshot is held long).
-                    conn.defer("COMMIT")
-                    self._settle_later()
+                try:
+                    conn.end_read()
+                except psycopg.Error:  # a read transaction has nothing to lose; the next read reconnects
+                    self._drop_readers(conn)
 
     @contextmanager
     def write(self, *, migrating: bool = False, ordered: bool = True, late: bool = False) -> Iterator[PgConnection]:
@@ -260,9 +348,12 @@ class PgCatalog:
 
         Nested use in the same thread joins the outer transaction.
         """
+        held: PgConnection | None = getattr(self._held, "conn", None)
+        if held is not None:
+            with self._guarded("read", held):
+                if held.in_transaction:
+                    raise RuntimeError("a catalog write cannot start inside a read snapshot")
         with self._lock:
-            if self._in_snapshot:
-                raise RuntimeError("a catalog write cannot start inside a read snapshot")
             if self._depth:
                 self._depth += 1
                 try:
@@ -291,6 +382,7 @@ class PgCatalog:
                     self._rollback(conn)
                     raise
             self._depth = 1
+            self._writer = threading.get_ident()
             conn.batching = True
             try:
                 yield conn
@@ -309,39 +401,10 @@ class PgCatalog:
                 raise
             finally:
                 self._depth = 0
+                self._writer = None
                 conn.batching = False
                 conn.order_lock = None
                 conn.guessed_new = False
-
-    def _settle_later(self) -> None:
-        with self._settle:
-            idle = self._settle_at is None
-            self._settle_at = time.monotonic() + SETTLE
-            if self._settler is None or not self._settler.is_alive():
-                self._settler = threading.Thread(target=self._settle_loop, name="lgm-pg-settle", daemon=True)
-                self._settler.start()
-            if idle:
-                # A settler already waiting finds the later time when its wait ends; woken by every read, it
-                # took the GIL whenever the reader let go of it for a round trip.
-                self._settle.notify()
-
-    def _settle_loop(self) -> None:
-        while True:
-            with self._settle:
-                while not self._closed and (self._settle_at is None or time.monotonic() < self._settle_at):
-                    wait = None if self._settle_at is None else max(self._settle_at - time.monotonic(), 0.0)
-                    self._settle.wait(wait)
-                if self._closed:
-                    return
-                self._settle_at = None
-            with self._lock:
-                conn = self._conn
-                if conn is None or conn.closed or self._depth or self._in_snapshot or not conn.only_ends_deferred():
-                    continue
-                try:
-                    conn.flush()
-                except psycopg.Error:  # the next call reconnects; a read transaction has nothing to lose
-                    self._drop_connection()
 
     def _rollback(self, conn: PgConnection) -> None:
         try:
@@ -351,16 +414,18 @@ class PgCatalog:
             self._drop_connection()
 
     def close(self) -> None:
-        """Close the connection; further calls raise [`StoreBackendError`][langgraph_memory.errors.StoreBackendError]."""
+        """Close the connections; further calls raise [`StoreBackendError`][langgraph_memory.errors.StoreBackendError].
+
+        A read in progress in another thread keeps its connection until it ends, then closes it.
+        """
         with self._lock:
             self._closed = True
             self._drop_connection()
-        with self._settle:
-            self._settle.notify()
-            settler = self._settler
-        # Closed means no thread of ours is left (the settler sees the flag and returns at once).
-        if settler is not None and settler is not threading.current_thread():
-            settler.join(self.timeout)
+        with self._readers_lock:
+            idle, self._readers = self._readers, []
+        for conn in idle:
+            with contextlib.suppress(Exception):
+                conn.close()
 
     def __enter__(self) -> PgCatalog:
         return self

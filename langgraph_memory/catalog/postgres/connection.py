@@ -24,6 +24,7 @@ import functools
 import logging
 import math
 import re
+import selectors
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -212,11 +213,14 @@ class PgConnection:
         #: Set by a put that sends its items as new without looking them up (under a late lock): a duplicate key
         #: then fails on the items' UNIQUE (ns_id, key), which the catalog reports as a write conflict.
         self.guessed_new = False
+        #: A COMMIT was sent without waiting for its answer (`end_read`): read it before the next statement.
+        self._unread = False
         configure(conn)
         self._literals = Transformer(conn)
 
     @property
     def in_transaction(self) -> bool:
+        self._read_answer()
         return bool(self._deferred) or self.raw.info.transaction_status != pq.TransactionStatus.IDLE
 
     @property
@@ -263,9 +267,54 @@ class PgConnection:
             self.order_lock = None
             self._order_checks = []
 
-    def only_ends_deferred(self) -> bool:
-        """Whether all that waits to be sent is the end of a transaction."""
-        return bool(self._deferred) and all(sql in _ENDS_TRANSACTION for sql, _ in self._deferred)
+    def end_read(self) -> None:
+        """End a read-only transaction: its ``COMMIT`` leaves now, its answer is read by the next statement.
+
+        A read transaction has nothing to commit, so nobody needs to wait for
+        the answer; sent at once, the snapshot ends on the server without a
+        round trip on the reader's path (a search is then two round trips,
+        not three) and without a thread to send it later. A transaction the
+        server never saw (its ``BEGIN`` still deferred) sends nothing.
+        """
+        if self._deferred:
+            self._deferred = []
+            return
+        self._read_answer()
+        if not self.raw.closed and self.raw.info.transaction_status != pq.TransactionStatus.IDLE:
+            self.raw.pgconn.send_query(b"COMMIT")
+            self._unread = True
+
+    def _read_answer(self) -> None:
+        """Read the answer of the COMMIT `end_read` sent (waiting, if it is not there yet, without the GIL)."""
+        if not self._unread:
+            return
+        self._unread = False
+        pgconn = self.raw.pgconn
+        pgconn.consume_input()  # OperationalError when the connection is gone
+        if pgconn.is_busy():
+            with selectors.DefaultSelector() as sel:  # bounded by the connection's TCP timeouts
+                sel.register(pgconn.socket, selectors.EVENT_READ)
+                while pgconn.is_busy():
+                    sel.select()
+                    pgconn.consume_input()
+        encoding = self.raw.info.encoding
+        while (result := pgconn.get_result()) is not None:
+            if result.status == pq.ExecStatus.FATAL_ERROR:
+                raise pg_errors.error_from_result(result, encoding=encoding)
+
+    def alive(self) -> bool:
+        """Whether an idle connection still reaches the server, as far as one can tell without a round trip.
+
+        A server that went away (a crash, a restart) closed the socket, and may
+        have said why: reading what has arrived sees either, so a pooled read
+        connection from before a restart is replaced instead of failing a read.
+        """
+        try:
+            self._read_answer()
+            self.raw.pgconn.consume_input()
+        except psycopg.Error:
+            return False
+        return self.raw.pgconn.status == pq.ConnStatus.OK
 
     def flush(self) -> None:
         """Send every deferred statement now."""
@@ -278,6 +327,7 @@ class PgConnection:
 
     def _run(self, cur: ClientCursor[Any], pg: str, params: tuple[Any, ...]) -> None:
         """``pg`` after everything deferred, in one round trip; the cursor ends on ``pg``'s result."""
+        self._read_answer()
         if not self._deferred:
             cur.execute(pg, params)
             return
@@ -327,6 +377,7 @@ class PgConnection:
         word = pg.strip().upper()
         if word not in _ENDS_TRANSACTION or not self._deferred:
             return None
+        self._read_answer()
         idle = self.raw.info.transaction_status == pq.TransactionStatus.IDLE
         if word == "ROLLBACK":
             self._deferred = []
@@ -368,6 +419,7 @@ class PgConnection:
         deferred; psycopg prepares it once it has been run a few times.
         """
         pg = sql
+        self._read_answer()
         self.flush()
         try:
             with self.raw.cursor(binary=True) as cur:
@@ -388,6 +440,7 @@ class PgConnection:
                 self._deferred.extend((self._bind(pg, args), p) for args, p in zip(params, pendings, strict=True))
                 return _Deferred(self, pendings)
             cur = ClientCursor(self.raw)
+            self._read_answer()
             self.flush()
             cur.executemany(pg, params)
         except psycopg.Error:
@@ -444,6 +497,7 @@ class PgConnection:
         interrupted (Ctrl-C is seen when it returns): it is bounded by the
         write lock's ``lock_timeout`` and the connection's TCP timeouts.
         """
+        self._read_answer()
         encoding = self.raw.info.encoding
         result = self.raw.pgconn.exec_(script.encode(encoding))  # OperationalError when the connection is gone
         if result.status == pq.ExecStatus.FATAL_ERROR:
