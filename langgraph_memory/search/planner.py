@@ -55,7 +55,7 @@ from langgraph_memory.catalog import vectors as _vectors
 from langgraph_memory.catalog.connection import Connection
 from langgraph_memory.catalog.fields import Condition
 from langgraph_memory.errors import StorageError
-from langgraph_memory.index.chroma import IndexUnavailable
+from langgraph_memory.index.chroma import IndexBusy, IndexUnavailable
 from langgraph_memory.search import filters as _filters
 from langgraph_memory.search.plan import (
     _NO_IDS,
@@ -156,6 +156,10 @@ class Planner(PlanChoice):
                     continue
                 try:
                     scored.extend(self._hnsw(conn, s, conds, op.filter, plan, qvec, need, omit))
+                except IndexBusy:
+                    # Applying changes (for up to a second a chunk); an HNSW search may miss an item too.
+                    plan.notes.append(f"{s.collection}: index busy, the best by sketch scored exactly")
+                    scored.extend(self._exact(conn, s, conds, op.filter, qvec, need, omit, coarse=True))
                 except (IndexUnavailable, StorageError):
                     plan.notes.append(f"{s.collection}: index failed, searched exactly")
                     scored.extend(self._exact(conn, s, conds, op.filter, qvec, need, omit))
@@ -211,8 +215,13 @@ class Planner(PlanChoice):
         need: int,
         omit: Omit,
         scored_ids: list[np.ndarray] | None = None,
+        *,
+        coarse: bool = False,
     ) -> list[Hit]:
-        """Score every candidate's vectors; the best ``need`` that match (the candidates' ids to ``scored_ids``)."""
+        """Score every candidate's vectors; the best ``need`` that match (the candidates' ids to ``scored_ids``).
+
+        ``coarse``: candidates in memory are first ranked by their sketch (`CollectionVectors.rank()`).
+        """
         col = self._resident(conn, scope)
         if col is None and scope.n_items <= WITH_VALUES_MAX and _scope.reads_items_with_vectors(conn):
             vecs, rows = _scope.scope_vectors_with_items(conn, scope.sql, conds)
@@ -231,7 +240,7 @@ class Planner(PlanChoice):
         # An omit that keeps a known share (a data cut-off) drops most of a short list: rank deep enough at once.
         top = max(need, math.ceil(OVERFETCH * need / max(getattr(omit, "keeps", 1.0), 1e-3)))
         while True:
-            ranked = col.rank(segments, qvec, top)
+            ranked = col.rank(segments, qvec, top, coarse=coarse)
             hits = self._materialize(conn, ranked, filter, need, omit)
             if len(hits) >= need or len(ranked) < top:
                 return hits
