@@ -23,7 +23,9 @@ Rows are normalised once, so a score is one dot product, computed on one
 thread (`dot_rows()`).
 
 Memory: 4 bytes per dimension per vector (1.5 KB at 384 dims, 154 MB for
-100,000 vectors). Collections that would take the cache over ``budget_bytes``
+100,000 vectors), and 256 bytes for its sketch (64 dimensions of a fixed
+random projection, which a search that finds the index busy ranks by
+first: see `CollectionVectors.rank()`). Collections that would take the cache over ``budget_bytes``
 are not cached; their searches read vectors from the catalog as before.
 
 Example:
