@@ -23,7 +23,9 @@ Rows are normalised once, so a score is one dot product, computed on one
 thread (`dot_rows()`).
 
 Memory: 4 bytes per dimension per vector (1.5 KB at 384 dims, 154 MB for
-100,000 vectors). Collections that would take the cache over ``budget_bytes``
+100,000 vectors), and 256 bytes for its sketch (64 dimensions of a fixed
+random projection, which a search that finds the index busy ranks by
+first: see `CollectionVectors.rank()`). Collections that would take the cache over ``budget_bytes``
 are not cached; their searches read vectors from the catalog as before.
 
 Example:
@@ -37,6 +39,7 @@ Example:
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -62,8 +65,17 @@ _TAIL_SHARE = 0.05
 _PROBE_BLOCKS = 16
 #: Item ids per base row up to which `rows_of_items()` reads a table instead of searching the sorted ids.
 _TABLE_SLOTS_PER_ROW = 4
-#: Bytes per row besides the vector: item id, namespace id, namespace rank, alive.
-_ROW_OVERHEAD = 8 + 8 + 8 + 1
+#: Dimensions of each row's sketch: the row through a fixed random projection, which `CollectionVectors.rank()`
+#: scores first when asked for a ``coarse`` ranking (64: see the constants below).
+_SKETCH_DIMS = 64
+#: Rows from which a ``coarse`` ranking scores the sketch first (fewer are scored exactly in a few ms anyway).
+_COARSE_MIN = 20_000
+#: Rows whose sketch scored best that a ``coarse`` ranking scores exactly (at least; 64 per item asked for).
+#: Measured on 100,000 clustered 384-d vectors: sketch and rescoring 3.0-3.1 ms against 11.4-11.5 ms for every row
+#: exactly, recall@10 1.000 over 30 queries between clusters (0.997 keeping 1,000).
+_COARSE_KEEP = 2_000
+#: Bytes per row besides the vector: item id, namespace id, namespace rank, alive, sketch.
+_ROW_OVERHEAD = 8 + 8 + 8 + 1 + 4 * _SKETCH_DIMS
 
 
 def _offsets(widths: np.ndarray) -> np.ndarray:
@@ -80,6 +92,13 @@ def dot_rows(matrix: np.ndarray, q: np.ndarray) -> np.ndarray:
     BLAS, 1 ms through ``einsum``; equal when the machine is quiet).
     """
     return np.einsum("ij,j->i", matrix, q)
+
+
+@functools.cache
+def _projection(dims: int) -> np.ndarray:
+    """The sketch's projection for ``dims``-dimensional rows: the same in every process (a fixed seed)."""
+    rng = np.random.default_rng(20261206)
+    return (rng.standard_normal((dims, _SKETCH_DIMS)) / np.sqrt(_SKETCH_DIMS)).astype(np.float32)
 
 
 @dataclass
@@ -113,6 +132,8 @@ class CollectionVectors:
         self.n = 0
         self.base = 0
         self.matrix = np.zeros((capacity, dims), dtype=np.float32)
+        # Kept contiguous beside the matrix: a sixth of its bytes to read (see `rank()`'s ``coarse``).
+        self.sketch = np.zeros((capacity, _SKETCH_DIMS), dtype=np.float32)
         self.item_ids = np.zeros(capacity, dtype=np.int64)
         self.ns_ids = np.zeros(capacity, dtype=np.int64)
         self.alive = np.zeros(capacity, dtype=bool)
@@ -134,6 +155,7 @@ class CollectionVectors:
     def nbytes(self) -> int:
         return int(
             self.matrix.nbytes
+            + self.sketch.nbytes
             + self.item_ids.nbytes
             + self.ns_ids.nbytes
             + self.alive.nbytes
@@ -155,9 +177,9 @@ class CollectionVectors:
         if need <= cap:
             return
         new = max(need, cap * 2)
-        for name in ("matrix", "item_ids", "ns_ids", "alive"):
+        for name in ("matrix", "sketch", "item_ids", "ns_ids", "alive"):
             old = getattr(self, name)
-            shape = (new, self.dims) if name == "matrix" else (new,)
+            shape = (new, *old.shape[1:])
             arr = np.zeros(shape, dtype=old.dtype)
             arr[: self.n] = old[: self.n]
             setattr(self, name, arr)
@@ -172,6 +194,7 @@ class CollectionVectors:
         norms[norms == 0] = 1.0
         end = self.n + k
         self.matrix[self.n : end] = vectors / norms[:, None]
+        self.sketch[self.n : end] = self.matrix[self.n : end] @ _projection(self.dims)
         self.item_ids[self.n : end] = item_ids
         self.ns_ids[self.n : end] = ns_ids
         self.alive[self.n : end] = True
@@ -202,6 +225,7 @@ class CollectionVectors:
         order = keep[np.lexsort((self.item_ids[keep], ranks))]
         k = len(order)
         self.matrix[:k] = self.matrix[order]
+        self.sketch[:k] = self.sketch[order]
         self.item_ids[:k] = self.item_ids[order]
         self.ns_ids[:k] = self.ns_ids[order]
         self.alive[:k] = True
@@ -351,6 +375,18 @@ class CollectionVectors:
         rows = rows[self.alive[rows]]
         return bool(len(rows)) and not ignore(self.item_ids[rows]).all()
 
+    def _coarse(self, segments: Segments, qs: np.ndarray, keep: int) -> np.ndarray:
+        """The ``keep`` rows of ``segments`` whose sketch scores best against ``qs`` (the query's sketch)."""
+        scores_parts, rows_parts = [], []
+        for a, b in segments.runs:
+            scores_parts.append(dot_rows(self.sketch[a:b], qs))
+            rows_parts.append(np.arange(a, b))
+        if len(segments.rows):
+            scores_parts.append(dot_rows(self.sketch[segments.rows], qs))
+            rows_parts.append(segments.rows)
+        scores, rows = np.concatenate(scores_parts), np.concatenate(rows_parts)
+        return rows[np.argpartition(-scores, keep - 1)[:keep]]
+
     def best_cosines(self, rows: np.ndarray, qvec: np.ndarray) -> dict[int, float]:
         """Each item's best cosine over ``rows`` (live rows, e.g. from `rows_of_items()`): what `rank()` gives it.
 
@@ -367,15 +403,25 @@ class CollectionVectors:
                 out[item] = score
         return out
 
-    def rank(self, segments: Segments, qvec: np.ndarray, top: int) -> list[tuple[int, float]]:
+    def rank(self, segments: Segments, qvec: np.ndarray, top: int, *, coarse: bool = False) -> list[tuple[int, float]]:
         """The best ``top`` items among ``segments`` as ``(item id, cosine)``, best first.
 
         An item scores its best row; dead rows are skipped; ties are broken by
-        item id, as the planner's other paths do.
+        item id, as the planner's other paths do. ``coarse`` (for a large
+        ``segments``): only the rows whose sketch scores best are scored
+        exactly, so an item can be missed, as HNSW can miss one; never fewer
+        than ``top`` items when ``segments`` holds that many.
         """
         if top <= 0 or not len(segments):
             return []
         q = np.asarray(qvec, dtype=np.float32)
+        keep = max(_COARSE_KEEP, 64 * top)
+        if coarse and len(segments) >= max(_COARSE_MIN, 2 * keep):
+            rows = self._coarse(segments, q @ _projection(self.dims), keep)
+            ranked = self.rank(Segments(rows=rows), q, top)
+            if len(ranked) >= top:
+                return ranked
+            # Too few live, distinct items among them: score every row.
         qn = float(np.linalg.norm(q)) or 1.0
         scores_parts, rows_parts = [], []
         for a, b in segments.runs:
