@@ -283,10 +283,14 @@ def test_a_coarse_rank_finds_the_best_and_never_fewer_than_asked() -> None:
     for q in centers[:5] + 0.5 * rng.standard_normal((5, dims)):
         assert col.rank(everything, q, 10, coarse=True) == col.rank(everything, q, 10)
     q = centers[0]
-    sketch = col.sketch[: col.n] @ (q.astype(np.float32) @ _vecs._projection(dims))
+    sketch = col.sketch[: col.n] @ (q.astype(np.float32) @ col.basis)
     col.kill_items(col.item_ids[np.argsort(-sketch)[: 2 * _vecs._COARSE_KEEP]])  # every candidate the sketch keeps
     got = col.rank(everything, q, 10, coarse=True)
     assert len(got) == 10 and got == col.rank(everything, q, 10)
+    # Rows appended after the sketch was made get theirs from the same directions: the nearest is found.
+    col.append(np.array([n], dtype=np.int64), np.ones(1, dtype=np.int64), q[None, :].astype(np.float32))
+    tail = _vecs.Segments(runs=[(0, col.n)])
+    assert col.rank(tail, q, 1, coarse=True)[0][0] == n
 
 
 def test_hnsw_candidates_are_read_from_the_catalog_only_as_far_as_they_can_rank(
