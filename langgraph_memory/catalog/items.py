@@ -552,6 +552,7 @@ class _Counts:
 
 
 def _delete_rows(conn: sqlite3.Connection, item_ids: Sequence[int]) -> None:
+    _history.keep_heads(conn, item_ids)
     for chunk in chunked(list(item_ids)):
         marks = ",".join("?" * len(chunk))
         conn.execute(both(conn, f"DELETE FROM fields WHERE item_id IN ({marks})"), tuple(chunk))
