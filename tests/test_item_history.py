@@ -412,3 +412,72 @@ def test_a_version_10_catalog_loses_the_history_index_by_end_and_keeps_its_versi
         assert [v.value["text"] for v in store.history(NS, "n")] == ["three", "two", "one"]
     finally:
         store.close()
+
+
+def test_a_version_11_catalog_links_its_versions_into_chains_and_keeps_history_and_as_of_reads(
+    data_dir: Path, fake_embeddings: DeterministicFakeEmbedding
+) -> None:
+    from langgraph_memory.catalog.connection import POSTGRESQL, dialect_of
+
+    def open_store() -> ChromaStore:
+        return ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings}, collections=None)
+
+    def texts(store: ChromaStore, key: str) -> list[tuple[str, str | None]]:
+        return [(v.value["text"], v.change) for v in store.history(NS, key)]
+
+    store = open_store()
+    moments: list[float] = []
+    for text in ("one", "two"):
+        store.put(NS, "a", {"text": text})
+        store.put(NS, "b", {"text": f"b {text}"})
+        moments.append(_tick())
+    store.delete(NS, "a")  # a key with two items: the first deleted, the second put later
+    moments.append(_tick())
+    store.put(NS, "a", {"text": "three"})
+    store.put(NS, "a", {"text": "four"})
+    store.items.set_status([(NS, "b")], "retired", reason="stale")
+    moments.append(_tick())
+    store.put(NS, "c", {"text": "c one"})
+    store.put(NS, "c", {"text": "c two"})
+    store.delete(NS, "c")  # a key with no item left
+    moments.append(_tick())
+    want = {k: texts(store, k) for k in ("a", "b", "c")}
+    want_at = [
+        {k: (got.value if (got := store.as_of(t).get(NS, k)) is not None else None) for k in ("a", "b", "c")}
+        for t in moments
+    ]
+    assert len(want["a"]) == 4 and len(want["c"]) == 2
+    # What version 11 had: no chains, an index of the history by item, and the version number.
+    with store.catalog.write() as conn:
+        conn.execute("ALTER TABLE item_history DROP COLUMN prev_id")
+        conn.execute("ALTER TABLE items DROP COLUMN history_id")
+        conn.execute("DROP TABLE history_heads")
+        conn.execute("CREATE INDEX item_history_uid ON item_history(uid, valid_to)")
+        if dialect_of(conn) == POSTGRESQL:
+            conn.execute("UPDATE meta SET value = '11' WHERE key = 'schema_version'")
+        else:
+            conn.execute("PRAGMA user_version = 11")
+    store.close()
+    store = open_store()
+    try:
+        with store.catalog.read() as conn:
+            if dialect_of(conn) == POSTGRESQL:
+                assert conn.execute("SELECT to_regclass('item_history_uid') IS NULL").fetchone()[0]
+            else:
+                assert not conn.execute(
+                    "SELECT count(*) FROM sqlite_master WHERE name = 'item_history_uid'"
+                ).fetchone()[0]
+        assert {k: texts(store, k) for k in ("a", "b", "c")} == want
+        got_at = [
+            {k: (got.value if (got := store.as_of(t).get(NS, k)) is not None else None) for k in ("a", "b", "c")}
+            for t in moments
+        ]
+        assert got_at == want_at
+        # Changes after the upgrade join the chains the migration linked.
+        store.put(NS, "a", {"text": "five"})
+        store.put(NS, "c", {"text": "c three"})
+        store.put(NS, "c", {"text": "c four"})
+        assert texts(store, "a") == [("five", None), ("four", "put"), *want["a"][1:]]
+        assert texts(store, "c") == [("c four", None), ("c three", "put"), *want["c"]]
+    finally:
+        store.close()
