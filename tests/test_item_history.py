@@ -19,6 +19,7 @@ from langgraph.store.base import BaseStore, PutOp
 from langgraph_memory import Memory
 from langgraph_memory.archive import HistoryRetention
 from langgraph_memory.catalog import history, past_versions
+from langgraph_memory.catalog.items import item_uid
 from langgraph_memory.errors import InvalidArgumentError, ReadOnlyError
 from langgraph_memory.search.ranking import HybridRanking
 from langgraph_memory.store import ChromaStore, Version
@@ -481,3 +482,24 @@ def test_a_version_11_catalog_links_its_versions_into_chains_and_keeps_history_a
         assert texts(store, "c") == [("c four", None), ("c three", "put"), *want["c"]]
     finally:
         store.close()
+
+
+def test_pruning_versions_anywhere_in_a_keys_chain_keeps_the_others_reachable(plain: ChromaStore) -> None:
+    for text in ("one", "two", "three"):
+        plain.put(NS, "n", {"text": text})
+    uid = item_uid(NS, "n")
+    old = {"value": {"text": "imported"}, "created_at": 1.0, "updated_at": 1.0, "valid_from": 1.0, "valid_to": 2.0}
+    with plain.catalog.write() as conn:
+        # Versions brought from elsewhere join the chain where it starts (the newest end): older than the rest.
+        assert history.adopt(conn, uid, "notes", "n", "memories", [{**old, "change": "put"}]) == 1
+    assert [v.value["text"] for v in plain.history(NS, "n")] == ["three", "two", "one", "imported"]
+    with plain.catalog.write() as conn:
+        assert history.prune(conn, older_than=3.0) == 1  # the imported version only, at the chain's start
+    assert [v.value["text"] for v in plain.history(NS, "n")] == ["three", "two", "one"]
+    plain.put(NS, "n", {"text": "four"})
+    with plain.catalog.write() as conn:
+        assert history.prune(conn, keep=2) == 2
+    assert [v.value["text"] for v in plain.history(NS, "n")] == ["four", "three"]
+    plain.delete(NS, "n")
+    plain.put(NS, "n", {"text": "five"})
+    assert [v.value["text"] for v in plain.history(NS, "n")] == ["five", "four", "three"]
