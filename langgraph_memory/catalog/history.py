@@ -14,7 +14,10 @@ item's ``created_at``/``updated_at``, its status then (NULL, ``retired`` or
 (`CHANGES`), and the thread and run of the LangGraph run that made the change
 (`origin()`; None outside a graph). Its vectors (float32 bytes, as
 ``vectors``) stay in its row when it has one, else go to ``history_vectors``,
-so a search as of its time scores it exactly.
+so a search as of its time scores it exactly. The versions of a key form a
+chain, each naming the one before it (``prev_id``) from the newest (the item's
+``history_id``; once its item is deleted, ``history_heads``), so keeping a
+version inserts into no index.
 
     >>> import tempfile, pathlib
     >>> from langgraph_memory.catalog import Catalog
@@ -53,6 +56,8 @@ __all__ = [
     "PastVersion",
     "origin",
     "record",
+    "keep_heads",
+    "link_chains",
     "versions",
     "records",
     "adopt",
