@@ -56,6 +56,7 @@ __all__ = [
     "PastVersion",
     "origin",
     "record",
+    "POINT",
     "keep_heads",
     "link_chains",
     "versions",
@@ -110,6 +111,15 @@ _NEW_HEAD = "UPDATE items SET history_id = ? WHERE id = ?"
 _NEW_HEADS = (
     "UPDATE items SET history_id = h.id FROM item_history h WHERE h.id BETWEEN ? AND ? AND items.id = h.item_id"
 )
+#: ``history_id``'s new value in an item's own UPDATE after `record(..., point=False)` (its parameter: what that
+#: returned). On PostgreSQL the UPDATE sees the row as it was, so the INSERT's guard says whether it kept a version.
+#: A second UPDATE of the row just for the pointer cost each put a second row version (about 150 of the ~800
+#: bytes of WAL that keeping its version added, PostgreSQL, 10,000 items).
+POINT = Sql(
+    "coalesce(?, history_id)",
+    "CASE WHEN coalesce(valid_from, updated_at) < %s THEN currval(pg_get_serial_sequence('item_history', 'id'))"
+    " ELSE history_id END",
+)
 _NEW_HEAD_PG = (
     "UPDATE items i SET history_id = currval(pg_get_serial_sequence('item_history', 'id'))"
     f" WHERE i.id = %s AND {_KEPT.replace('?', '%s')}"
@@ -156,20 +166,29 @@ def origin() -> tuple[str | None, str | None]:
 
 
 def record(
-    conn: sqlite3.Connection, item_ids: Sequence[int], change: Change, now: float, *, several: bool = True
-) -> None:
+    conn: sqlite3.Connection,
+    item_ids: Sequence[int],
+    change: Change,
+    now: float,
+    *,
+    several: bool = True,
+    point: bool = True,
+) -> Any:
     """Copy the current versions of ``item_ids`` (rows of ``items``) into the history, ended at ``now`` by ``change``.
 
     Call inside the write transaction that makes the change, before it changes the rows. Each version is linked
     to the one before it, and the item points at it (``items.history_id``). ``several=False`` says that none of
     them has more than one vector (a caller that read their rows knows): their vectors then go with their rows
-    alone, and the statement copying the others' is not run.
+    alone, and the statement copying the others' is not run. ``point=False`` (one item) leaves the pointer to
+    the caller's own UPDATE of the item, run next: it sets ``history_id`` to `POINT` with the value returned.
     """
     ids = list(dict.fromkeys(map(int, item_ids)))
     if not ids:
-        return
+        return None
     thread, run = origin()
     pg = dialect_of(conn) == POSTGRESQL
+    point = point or several or len(ids) > 1  # the vectors' copy finds the version through the pointer
+    head: Any = now if pg else None
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start : start + _CHUNK]
         keep, copy_vectors, keep_and_point = _statements(len(chunk))
@@ -178,18 +197,22 @@ def record(
             cur = conn.execute(keep.sqlite, params)
             last, n = int(cur.lastrowid or 0), cur.rowcount
             if n == 1 and len(chunk) == 1:
-                conn.execute(_NEW_HEAD, (last, chunk[0]))
+                head = last
+                if point:
+                    conn.execute(_NEW_HEAD, (last, chunk[0]))
             elif n > 0:
                 conn.execute(_NEW_HEADS, (last - n + 1, last))
         elif len(chunk) == 1:
             # Plain statements without RETURNING: the connection sends them with the transaction's next one (after
             # the write lock), so keeping a version costs no round trip of its own.
             conn.execute(keep.pg, params)
-            conn.execute(_NEW_HEAD_PG, (chunk[0], now))
+            if point:
+                conn.execute(_NEW_HEAD_PG, (chunk[0], now))
         else:
             conn.execute(keep_and_point, params)
         if several:
             conn.execute(copy_vectors.of(conn), (now, *chunk))
+    return head
 
 
 # Each version's predecessor under its key, and each key's newest version (the items' pointers stay NULL: a NULL
