@@ -124,7 +124,10 @@ _NEW_HEAD_PG = (
     "UPDATE items i SET history_id = currval(pg_get_serial_sequence('item_history', 'id'))"
     f" WHERE i.id = %s AND {_KEPT.replace('?', '%s')}"
 )
-_RECORD_AND_HEADS_PG = "WITH kept AS ({record} RETURNING id, item_id) UPDATE items SET history_id = kept.id FROM kept WHERE items.id = kept.item_id"
+_RECORD_AND_HEADS_PG = (
+    "WITH kept AS ({record} RETURNING id, item_id)"
+    " UPDATE items SET history_id = kept.id FROM kept WHERE items.id = kept.item_id"
+)
 # The vectors of a version with several: the item points at it now, unless an earlier change of the same
 # transaction at the same instant kept the version (then its vectors are there already).
 _COPY_VECTORS = (
