@@ -20,6 +20,7 @@ from langgraph.store.base import BaseStore, PutOp
 from langgraph_memory import Memory
 from langgraph_memory.archive import HistoryRetention
 from langgraph_memory.catalog import history, past_versions
+from langgraph_memory.catalog.items import item_uid
 from langgraph_memory.errors import InvalidArgumentError, ReadOnlyError
 from langgraph_memory.registry import GENERAL, CollectionRegistry
 from langgraph_memory.search.ranking import HybridRanking, TemporalConfig
@@ -483,3 +484,93 @@ def test_as_of_hybrid_weighs_each_past_version_by_its_collections_memory_type(
         assert [s for _k, s in got] == pytest.approx([s for _k, s in want], abs=1e-9)
     finally:
         store.close()
+
+
+def test_a_version_11_catalog_links_its_versions_into_chains_and_keeps_history_and_as_of_reads(
+    data_dir: Path, fake_embeddings: DeterministicFakeEmbedding
+) -> None:
+    from langgraph_memory.catalog.connection import POSTGRESQL, dialect_of
+
+    def open_store() -> ChromaStore:
+        return ChromaStore(data_dir=data_dir, index={"dims": FAKE_DIMS, "embed": fake_embeddings}, collections=None)
+
+    def texts(store: ChromaStore, key: str) -> list[tuple[str, str | None]]:
+        return [(v.value["text"], v.change) for v in store.history(NS, key)]
+
+    store = open_store()
+    moments: list[float] = []
+    for text in ("one", "two"):
+        store.put(NS, "a", {"text": text})
+        store.put(NS, "b", {"text": f"b {text}"})
+        moments.append(_tick())
+    store.delete(NS, "a")  # a key with two items: the first deleted, the second put later
+    moments.append(_tick())
+    store.put(NS, "a", {"text": "three"})
+    store.put(NS, "a", {"text": "four"})
+    store.items.set_status([(NS, "b")], "retired", reason="stale")
+    moments.append(_tick())
+    store.put(NS, "c", {"text": "c one"})
+    store.put(NS, "c", {"text": "c two"})
+    store.delete(NS, "c")  # a key with no item left
+    moments.append(_tick())
+    want = {k: texts(store, k) for k in ("a", "b", "c")}
+    want_at = [
+        {k: (got.value if (got := store.as_of(t).get(NS, k)) is not None else None) for k in ("a", "b", "c")}
+        for t in moments
+    ]
+    assert len(want["a"]) == 4 and len(want["c"]) == 2
+    # What version 11 had: no chains, an index of the history by item, and the version number.
+    with store.catalog.write() as conn:
+        conn.execute("ALTER TABLE item_history DROP COLUMN prev_id")
+        conn.execute("ALTER TABLE items DROP COLUMN history_id")
+        conn.execute("DROP TABLE history_heads")
+        conn.execute("CREATE INDEX item_history_uid ON item_history(uid, valid_to)")
+        if dialect_of(conn) == POSTGRESQL:
+            conn.execute("UPDATE meta SET value = '11' WHERE key = 'schema_version'")
+        else:
+            conn.execute("PRAGMA user_version = 11")
+    store.close()
+    store = open_store()
+    try:
+        with store.catalog.read() as conn:
+            if dialect_of(conn) == POSTGRESQL:
+                assert conn.execute("SELECT to_regclass('item_history_uid') IS NULL").fetchone()[0]
+            else:
+                assert not conn.execute(
+                    "SELECT count(*) FROM sqlite_master WHERE name = 'item_history_uid'"
+                ).fetchone()[0]
+        assert {k: texts(store, k) for k in ("a", "b", "c")} == want
+        got_at = [
+            {k: (got.value if (got := store.as_of(t).get(NS, k)) is not None else None) for k in ("a", "b", "c")}
+            for t in moments
+        ]
+        assert got_at == want_at
+        # Changes after the upgrade join the chains the migration linked.
+        store.put(NS, "a", {"text": "five"})
+        store.put(NS, "c", {"text": "c three"})
+        store.put(NS, "c", {"text": "c four"})
+        assert texts(store, "a") == [("five", None), ("four", "put"), *want["a"][1:]]
+        assert texts(store, "c") == [("c four", None), ("c three", "put"), *want["c"]]
+    finally:
+        store.close()
+
+
+def test_pruning_versions_anywhere_in_a_keys_chain_keeps_the_others_reachable(plain: ChromaStore) -> None:
+    for text in ("one", "two", "three"):
+        plain.put(NS, "n", {"text": text})
+    uid = item_uid(NS, "n")
+    old = {"value": {"text": "imported"}, "created_at": 1.0, "updated_at": 1.0, "valid_from": 1.0, "valid_to": 2.0}
+    with plain.catalog.write() as conn:
+        # Versions brought from elsewhere join the chain where it starts (the newest end): older than the rest.
+        assert history.adopt(conn, uid, "notes", "n", "memories", [{**old, "change": "put"}]) == 1
+    assert [v.value["text"] for v in plain.history(NS, "n")] == ["three", "two", "one", "imported"]
+    with plain.catalog.write() as conn:
+        assert history.prune(conn, older_than=3.0) == 1  # the imported version only, at the chain's start
+    assert [v.value["text"] for v in plain.history(NS, "n")] == ["three", "two", "one"]
+    plain.put(NS, "n", {"text": "four"})
+    with plain.catalog.write() as conn:
+        assert history.prune(conn, keep=2) == 2
+    assert [v.value["text"] for v in plain.history(NS, "n")] == ["four", "three"]
+    plain.delete(NS, "n")
+    plain.put(NS, "n", {"text": "five"})
+    assert [v.value["text"] for v in plain.history(NS, "n")] == ["five", "four", "three"]

@@ -19,7 +19,9 @@ it when the process is killed).
   retire, supersede or reinstate is followed by a version starting at its end;
 * no history row without its change: a past version's value was written (it is
   in the log), versions of a key never overlap, and each past version has
-  exactly the vectors it counts.
+  exactly the vectors it counts;
+* every past version of a key is reached by walking the key's chain of
+  versions from its newest (what ``history()`` and as-of reads do).
 """
 
 from __future__ import annotations
@@ -180,6 +182,8 @@ def _log(log_path: Path) -> tuple[dict[tuple[tuple[str, ...], str], list[dict[st
 
 def check(data_dir: Path, log_path: Path) -> HistoryCheck:
     """Reopen ``data_dir`` and check its history against ``log_path`` (see the module)."""
+    from langgraph_memory.catalog import history as _history
+
     acked, retired, n, written = _log(log_path)
     out = HistoryCheck(acknowledged=n)
     store = open_store(data_dir)
@@ -199,6 +203,8 @@ def check(data_dir: Path, log_path: Path) -> HistoryCheck:
                 "SELECT i.uid, n.ns, i.key, i.value, i.created_at, i.valid_from FROM items i"
                 " JOIN namespaces n ON n.id = i.ns_id"
             ).fetchall()
+            # An item's versions are read by walking their chain from the newest: it must reach every one kept.
+            walked = {uid: sorted(v.id for v in _history.versions(conn, uid)) for uid in {r[1] for r in rows}}
         out.versions = len(rows)
         if orphans:
             out.problems.append(f"{orphans} history vectors without their version")
@@ -213,6 +219,8 @@ def check(data_dir: Path, log_path: Path) -> HistoryCheck:
                 out.problems.append(f"version {r[0]} ends ({r[8]}) before it starts ({r[7]})")
         current = {r[0]: r for r in live}
         for uid, versions in by_uid.items():
+            if walked[uid] != sorted(int(v[0]) for v in versions):
+                out.problems.append(f"{versions[0][3]}: its chain reaches versions {walked[uid]}, not all of its own")
             for a, b in zip(versions, versions[1:], strict=False):
                 if float(b[7]) < float(a[8]):
                     out.problems.append(f"{a[3]}: versions {a[0]} and {b[0]} overlap")

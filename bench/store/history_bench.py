@@ -83,13 +83,14 @@ def _history_bytes(store: ChromaStore) -> int:
             try:
                 row = conn.execute(
                     "SELECT sum(pgsize) FROM dbstat WHERE name IN ('item_history', 'history_vectors',"
-                    " 'item_history_uid', 'item_history_valid', 'history_vectors_of')"
+                    " 'item_history_uid', 'item_history_valid', 'history_vectors_of', 'history_heads')"
                 ).fetchone()
                 return int(row[0] or 0)
             except Exception:  # no dbstat in this SQLite: the file's growth is not separable
                 return -1
         row = conn.execute(
             "SELECT pg_total_relation_size('item_history') + pg_total_relation_size('history_vectors')"
+            " + coalesce(pg_total_relation_size(to_regclass('history_heads')), 0)"
         ).fetchone()
         return int(row[0])
 

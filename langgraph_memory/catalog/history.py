@@ -14,7 +14,10 @@ item's ``created_at``/``updated_at``, its status then (NULL, ``retired`` or
 (`CHANGES`), and the thread and run of the LangGraph run that made the change
 (`origin()`; None outside a graph). Its vectors (float32 bytes, as
 ``vectors``) stay in its row when it has one, else go to ``history_vectors``,
-so a search as of its time scores it exactly.
+so a search as of its time scores it exactly. The versions of a key form a
+chain, each naming the one before it (``prev_id``) from the newest (the item's
+``history_id``; once its item is deleted, ``history_heads``), so keeping a
+version inserts into no index.
 
     >>> import tempfile, pathlib
     >>> from langgraph_memory.catalog import Catalog
@@ -39,7 +42,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from langgraph_memory.catalog.connection import Sql, both
+from langgraph_memory.catalog.connection import POSTGRESQL, Sql, both, dialect_of
+
+try:
+    from langchain_core.runnables.config import var_child_runnable_config as _RUN_CONFIG
+except ImportError:  # no LangChain: no run to come from
+    _RUN_CONFIG = None  # type: ignore[assignment]
 
 __all__ = [
     "CHANGES",
@@ -48,6 +56,9 @@ __all__ = [
     "PastVersion",
     "origin",
     "record",
+    "POINT",
+    "keep_heads",
+    "link_chains",
     "versions",
     "records",
     "adopt",
@@ -77,24 +88,51 @@ _COLS = (
 # An item with one vector (most) keeps it in its version's row: one statement per change on SQLite, where a
 # second statement copying it to history_vectors made a put replacing a value ~20% slower, against ~11% (median
 # of 5 interleaved runs, 3,000 items, 2 loaded cores).
-_WRITE_COLS = f"{_COLS}, vec"
+_WRITE_COLS = f"{_COLS}, vec, prev_id"
+# The newest past version of an item's key, where the chain of its versions starts (see `versions()`): the
+# item's ``history_id``, else the head its key kept when its last item went (`keep_heads()`, and the migration).
+_HEAD_OF_ITEM = "coalesce(i.history_id, (SELECT hh.history_id FROM history_heads hh WHERE hh.uid = i.uid))"
 # The versions the items of ``{marks}`` have now, with the status applying to them (a status row of an earlier
-# item under the key has another created_at and does not apply).
+# item under the key has another created_at and does not apply), each linked to the version before it.
 _SELECT_CURRENT = (
     "SELECT i.id, i.uid, n.ns, i.key, n.collection, i.value, i.created_at, i.updated_at, i.expires_at,"
     " (SELECT s.status FROM item_status s WHERE s.uid = i.uid AND s.item_created_at = i.created_at),"
     " coalesce(i.valid_from, i.updated_at), ?, ?, ?, ?, i.n_vectors,"
-    " CASE WHEN i.n_vectors = 1 THEN (SELECT v.vec FROM vectors v WHERE v.item_id = i.id) END"
+    f" CASE WHEN i.n_vectors = 1 THEN (SELECT v.vec FROM vectors v WHERE v.item_id = i.id) END, {_HEAD_OF_ITEM}"
     " FROM items i JOIN namespaces n ON n.id = i.ns_id WHERE i.id IN ({marks})"
 )
 # A version ended at the instant it began (two changes in one transaction) was never visible: not kept.
-_RECORD = f"INSERT INTO item_history({_WRITE_COLS}) {_SELECT_CURRENT} AND coalesce(i.valid_from, i.updated_at) < ?"
-# The vectors of a version with several, found through item_history_uid by the item's uid and the instant the
-# version ended (an item's version ended at one instant is kept once, see above), unless an earlier change of the
-# same transaction at the same instant copied them already.
+_KEPT = "coalesce(i.valid_from, i.updated_at) < ?"
+_RECORD = f"INSERT INTO item_history({_WRITE_COLS}) {_SELECT_CURRENT} AND {_KEPT}"
+# Each item then points at the version just kept. SQLite gave the rows of one statement consecutive ids (one
+# writer; the next id is the highest plus one) and says the last; PostgreSQL's session knows the last id its
+# sequence gave (one row: the same guard as the INSERT says whether it gave one), or the statement returns them.
+_NEW_HEAD = "UPDATE items SET history_id = ? WHERE id = ?"
+_NEW_HEADS = (
+    "UPDATE items SET history_id = h.id FROM item_history h WHERE h.id BETWEEN ? AND ? AND items.id = h.item_id"
+)
+#: ``history_id``'s new value in an item's own UPDATE after `record(..., point=False)` (its parameter: what that
+#: returned). On PostgreSQL the UPDATE sees the row as it was, so the INSERT's guard says whether it kept a version.
+#: A second UPDATE of the row just for the pointer cost each put a second row version (about 150 of the ~800
+#: bytes of WAL that keeping its version added, PostgreSQL, 10,000 items).
+POINT = Sql(
+    "coalesce(?, history_id)",
+    "CASE WHEN coalesce(valid_from, updated_at) < %s THEN currval(pg_get_serial_sequence('item_history', 'id'))"
+    " ELSE history_id END",
+)
+_NEW_HEAD_PG = (
+    "UPDATE items i SET history_id = currval(pg_get_serial_sequence('item_history', 'id'))"
+    f" WHERE i.id = %s AND {_KEPT.replace('?', '%s')}"
+)
+_RECORD_AND_HEADS_PG = (
+    "WITH kept AS ({record} RETURNING id, item_id)"
+    " UPDATE items SET history_id = kept.id FROM kept WHERE items.id = kept.item_id"
+)
+# The vectors of a version with several: the item points at it now, unless an earlier change of the same
+# transaction at the same instant kept the version (then its vectors are there already).
 _COPY_VECTORS = (
     "INSERT INTO history_vectors(history_id, idx, path, vec) SELECT h.id, v.idx, v.path, v.vec"
-    " FROM items i JOIN item_history h ON h.uid = i.uid AND h.valid_to = ? AND h.item_id = i.id"
+    " FROM items i JOIN item_history h ON h.id = i.history_id AND h.valid_to = ?"
     " JOIN vectors v ON v.item_id = i.id"
     " WHERE i.id IN ({marks}) AND h.n_vectors > 1"
     " AND NOT EXISTS (SELECT 1 FROM history_vectors x WHERE x.history_id = h.id)"
@@ -102,11 +140,13 @@ _COPY_VECTORS = (
 
 
 @functools.lru_cache(maxsize=64)
-def _statements(n: int) -> tuple[Sql, Sql]:
-    """`_RECORD` and `_COPY_VECTORS` for ``n`` item ids, written once per size: most changes are of one item, and
-    formatting and translating the statement anew for each took about 6 of `record()`'s 22 us (loaded machine)."""
+def _statements(n: int) -> tuple[Sql, Sql, str]:
+    """`_RECORD`, `_COPY_VECTORS` and PostgreSQL's record-and-point for ``n`` item ids, written once per size: most
+    changes are of one item, and formatting and translating the statement anew for each took about 6 of
+    `record()`'s 22 us (loaded machine)."""
     marks = ",".join("?" * n)
-    return Sql.both(_RECORD.format(marks=marks)), Sql.both(_COPY_VECTORS.format(marks=marks))
+    keep = Sql.both(_RECORD.format(marks=marks))
+    return keep, Sql.both(_COPY_VECTORS.format(marks=marks)), _RECORD_AND_HEADS_PG.format(record=keep.pg)
 
 
 def origin() -> tuple[str | None, str | None]:
@@ -116,11 +156,10 @@ def origin() -> tuple[str | None, str | None]:
     ``run_id`` in the run's metadata) or the caller put one in ``configurable`` or ``metadata`` (a local
     ``invoke(..., {"run_id": ...})`` names the callbacks' root run only, which nodes do not see).
     """
-    try:
-        from langgraph.config import get_config
-
-        config = get_config()
-    except (RuntimeError, ImportError):
+    # LangGraph's get_config() reads this variable and raises outside a run: read it directly, since raising and
+    # catching cost every change outside a graph 2-7 us (of a put's ~500).
+    config = _RUN_CONFIG.get() if _RUN_CONFIG is not None else None
+    if not config:
         return None, None
     conf = config.get("configurable") or {}
     meta = config.get("metadata") or {}
@@ -130,26 +169,88 @@ def origin() -> tuple[str | None, str | None]:
 
 
 def record(
-    conn: sqlite3.Connection, item_ids: Sequence[int], change: Change, now: float, *, several: bool = True
-) -> None:
+    conn: sqlite3.Connection,
+    item_ids: Sequence[int],
+    change: Change,
+    now: float,
+    *,
+    several: bool = True,
+    point: bool = True,
+) -> Any:
     """Copy the current versions of ``item_ids`` (rows of ``items``) into the history, ended at ``now`` by ``change``.
 
-    Call inside the write transaction that makes the change, before it changes the rows. ``several=False`` says
-    that none of them has more than one vector (a caller that read their rows knows): their vectors then go
-    with their rows alone, and the statement copying the others' is not run.
+    Call inside the write transaction that makes the change, before it changes the rows. Each version is linked
+    to the one before it, and the item points at it (``items.history_id``). ``several=False`` says that none of
+    them has more than one vector (a caller that read their rows knows): their vectors then go with their rows
+    alone, and the statement copying the others' is not run. ``point=False`` (one item) leaves the pointer to
+    the caller's own UPDATE of the item, run next: it sets ``history_id`` to `POINT` with the value returned.
     """
     ids = list(dict.fromkeys(map(int, item_ids)))
     if not ids:
-        return
+        return None
     thread, run = origin()
-    # Two plain INSERTs without RETURNING, on both backends: the PostgreSQL connection sends such statements with
-    # the transaction's next one (after the write lock), so keeping a version costs no round trip of its own.
+    pg = dialect_of(conn) == POSTGRESQL
+    point = point or several or len(ids) > 1  # the vectors' copy finds the version through the pointer
+    head: Any = now if pg else None
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start : start + _CHUNK]
-        keep, copy_vectors = _statements(len(chunk))
-        conn.execute(keep.of(conn), (now, change, thread, run, *chunk, now))
+        keep, copy_vectors, keep_and_point = _statements(len(chunk))
+        params = (now, change, thread, run, *chunk, now)
+        if not pg:
+            cur = conn.execute(keep.sqlite, params)
+            last, n = int(cur.lastrowid or 0), cur.rowcount
+            if n == 1 and len(chunk) == 1:
+                head = last
+                if point:
+                    conn.execute(_NEW_HEAD, (last, chunk[0]))
+            elif n > 0:
+                conn.execute(_NEW_HEADS, (last - n + 1, last))
+        elif len(chunk) == 1:
+            # Plain statements without RETURNING: the connection sends them with the transaction's next one (after
+            # the write lock), so keeping a version costs no round trip of its own.
+            conn.execute(keep.pg, params)
+            if point:
+                conn.execute(_NEW_HEAD_PG, (chunk[0], now))
+        else:
+            conn.execute(keep_and_point, params)
         if several:
             conn.execute(copy_vectors.of(conn), (now, *chunk))
+    return head
+
+
+# Each version's predecessor under its key, and each key's newest version (the items' pointers stay NULL: a NULL
+# points at the key's head): the chains of a catalog that kept history before them (schema version 12).
+_LINK_CHAINS = (
+    "UPDATE item_history SET prev_id = l.prev FROM (SELECT id, lag(id) OVER (PARTITION BY uid ORDER BY valid_to, id)"
+    " AS prev FROM item_history) AS l WHERE l.id = item_history.id AND l.prev IS NOT NULL",
+    "INSERT INTO history_heads(uid, history_id) SELECT uid, id FROM (SELECT uid, id, row_number() OVER"
+    " (PARTITION BY uid ORDER BY valid_to DESC, id DESC) AS n FROM item_history) AS r WHERE n = 1"
+    " ON CONFLICT(uid) DO UPDATE SET history_id = excluded.history_id",
+)
+
+
+def link_chains(conn: Any) -> None:
+    """Link the versions a catalog kept before schema version 12 into chains (run by both catalogs' migrations)."""
+    for stmt in _LINK_CHAINS:
+        conn.execute(stmt)
+
+
+def keep_heads(conn: sqlite3.Connection, item_ids: Sequence[int]) -> None:
+    """Before the rows of ``item_ids`` are deleted: their keys keep where their chains of versions start.
+
+    A key put again later gets a new item row, whose first kept version links to this head (`record()`).
+    """
+    for start in range(0, len(item_ids), _CHUNK):
+        chunk = tuple(item_ids[start : start + _CHUNK])
+        conn.execute(
+            both(
+                conn,
+                "INSERT INTO history_heads(uid, history_id) SELECT uid, history_id FROM items"
+                f" WHERE id IN ({','.join('?' * len(chunk))}) AND history_id IS NOT NULL"
+                " ON CONFLICT(uid) DO UPDATE SET history_id = excluded.history_id",
+            ),
+            chunk,
+        )
 
 
 @dataclass
@@ -200,18 +301,29 @@ def _version(row: Sequence[Any]) -> PastVersion:
 
 
 _READ = f"SELECT id, {_COLS} FROM item_history"
+# An item's versions without an index of the history by item (which cost every change a B-tree insert at a random
+# place: 1.5 of the 2.7 pages the history added to a put's commit): each version names the one before it
+# (``prev_id``), and the newest is the item's ``history_id``, else its key's head (as in `_HEAD_OF_ITEM`); the
+# walk reads one row per version.
+_CHAIN = (
+    "WITH RECURSIVE chain(id) AS ("
+    " SELECT coalesce(i.history_id, (SELECT hh.history_id FROM history_heads hh WHERE hh.uid = k.uid))"
+    " FROM (SELECT CAST(? AS TEXT) AS uid) AS k LEFT JOIN items i ON i.uid = k.uid"
+    " UNION SELECT h.prev_id FROM item_history h JOIN chain c ON h.id = c.id WHERE h.prev_id IS NOT NULL)"
+    f" {_READ} WHERE id IN (SELECT id FROM chain)"
+)
 
 
 def versions(conn: sqlite3.Connection, uid: str) -> list[PastVersion]:
     """The past versions of the item ``uid`` (every incarnation of its key), newest first."""
-    rows = conn.execute(both(conn, f"{_READ} WHERE uid = ? ORDER BY valid_to DESC, id DESC"), (uid,))
+    rows = conn.execute(both(conn, f"{_CHAIN} ORDER BY valid_to DESC, id DESC"), (uid,))
     return [_version(r) for r in rows]
 
 
 def version_at(conn: sqlite3.Connection, uid: str, at: float) -> PastVersion | None:
     """The past version of the item ``uid`` that was current at ``at``, if one was."""
     row = conn.execute(
-        both(conn, f"{_READ} WHERE uid = ? AND valid_to > ? AND valid_from <= ? ORDER BY valid_to DESC, id DESC"),
+        both(conn, f"{_CHAIN} AND valid_to > ? AND valid_from <= ? ORDER BY valid_to DESC, id DESC"),
         (uid, at, at),
     ).fetchone()
     return None if row is None else _version(row)
@@ -258,9 +370,15 @@ def adopt(
 
     ``rows`` as `records()` gives them. A version this history holds already
     (same start, end and change) is skipped, so importing twice adds nothing.
-    Its item id is 0: it was never a row of this catalog. Returns how many were written.
+    Its item id is 0: it was never a row of this catalog. The versions join the chain of the key's versions
+    (where they are in it does not matter: a read orders them by time). Returns how many were written.
     """
     held = {(v.valid_from, v.valid_to, v.change) for v in versions(conn, uid)}
+    live = conn.execute(both(conn, "SELECT history_id FROM items WHERE uid = ?"), (uid,)).fetchone()
+    head = live[0] if live is not None else None
+    if head is None:
+        row = conn.execute(both(conn, "SELECT history_id FROM history_heads WHERE uid = ?"), (uid,)).fetchone()
+        head = None if row is None else row[0]
     written = 0
     for r in rows:
         if (float(r["valid_from"]), float(r["valid_to"]), r["change"]) in held:
@@ -269,7 +387,7 @@ def adopt(
         cur = conn.execute(
             both(
                 conn,
-                f"INSERT INTO item_history({_WRITE_COLS}) VALUES ({', '.join('?' * 17)}) RETURNING id",
+                f"INSERT INTO item_history({_WRITE_COLS}) VALUES ({', '.join('?' * 18)}) RETURNING id",
             ),
             (
                 0,
@@ -289,15 +407,27 @@ def adopt(
                 r.get("run_id"),
                 len(vecs),
                 vecs[0] if len(vecs) == 1 else None,
+                head,
             ),
         )
-        hid = int(cur.fetchone()[0])
+        hid = head = int(cur.fetchone()[0])
         if len(vecs) > 1:
             conn.executemany(
                 both(conn, "INSERT INTO history_vectors(history_id, idx, path, vec) VALUES (?, ?, '', ?)"),
                 [(hid, i, v) for i, v in enumerate(vecs)],
             )
         written += 1
+    if written and live is not None:
+        conn.execute(both(conn, "UPDATE items SET history_id = ? WHERE uid = ?"), (head, uid))
+    elif written:
+        conn.execute(
+            both(
+                conn,
+                "INSERT INTO history_heads(uid, history_id) VALUES (?, ?)"
+                " ON CONFLICT(uid) DO UPDATE SET history_id = excluded.history_id",
+            ),
+            (uid, head),
+        )
     return written
 
 
@@ -371,12 +501,42 @@ def prune(
             ),
             (PRUNED_KEY, uuid.uuid4().hex),
         )
+        _relink(conn, set(ids))
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start : start + _CHUNK]
         marks = ",".join("?" * len(chunk))
         conn.execute(both(conn, f"DELETE FROM history_vectors WHERE history_id IN ({marks})"), tuple(chunk))
         conn.execute(both(conn, f"DELETE FROM item_history WHERE id IN ({marks})"), tuple(chunk))
     return len(ids)
+
+
+def _relink(conn: sqlite3.Connection, doomed: set[int]) -> None:
+    """Before the versions ``doomed`` go: whatever points at one of them points at its nearest older survivor.
+
+    Reads the whole history, the items' and the heads' pointers (pruning is a maintenance job; no index serves it).
+    """
+    prev = {int(r[0]): r[1] for r in conn.execute("SELECT id, prev_id FROM item_history")}
+
+    def survivor(hid: int | None) -> int | None:
+        while hid is not None and hid in doomed:
+            hid = prev.get(hid)
+        return hid
+
+    conn.executemany(
+        both(conn, "UPDATE item_history SET prev_id = ? WHERE id = ?"),
+        [(survivor(p), hid) for hid, p in prev.items() if p in doomed and hid not in doomed],
+    )
+    for table, key in (("items", "id"), ("history_heads", "uid")):
+        moved = [
+            (survivor(int(r[1])), r[0])
+            for r in conn.execute(f"SELECT {key}, history_id FROM {table} WHERE history_id IS NOT NULL")
+            if int(r[1]) in doomed
+        ]
+        if table == "history_heads":  # a key whose versions all go keeps no head
+            gone = [(k,) for hid, k in moved if hid is None]
+            conn.executemany(both(conn, "DELETE FROM history_heads WHERE uid = ?"), gone)
+            moved = [m for m in moved if m[0] is not None]
+        conn.executemany(both(conn, f"UPDATE {table} SET history_id = ? WHERE {key} = ?"), moved)
 
 
 def count(conn: sqlite3.Connection) -> tuple[int, int]:

@@ -75,6 +75,14 @@ _INSERT_VECTOR = Sql.both(
     "FROM (SELECT max(id) AS top FROM vectors WHERE id BETWEEN ? AND ?) AS t"
 )
 
+# A put replacing a value; the item points at the version it ended (`history.record`, ``point=False``).
+_UPDATE_ITEM = Sql(
+    "UPDATE items SET value = ?, updated_at = ?, last_accessed_at = ?, expires_at = ?, ttl_minutes = ?, n_vectors = ?,"
+    f" history_id = {_history.POINT.sqlite}, valid_from = ? WHERE id = ?",
+    "UPDATE items SET value = %s, updated_at = %s, last_accessed_at = %s, expires_at = %s, ttl_minutes = %s,"
+    f" n_vectors = %s, history_id = {_history.POINT.pg}, valid_from = %s WHERE id = %s",
+)
+
 _PG_INSERT_VECTORS = Rows.both("INSERT INTO vectors(item_id, idx, path, model_id, vec)", "(?, ?, ?, ?, ?)")
 
 
@@ -277,14 +285,10 @@ def write_items(
             if bulk is not None:
                 bulk.update(w, item_id, now, expires, had_vectors=bool(n_old))
             else:
-                _history.record(conn, [item_id], "put", now, several=n_old > 1)
+                head = _history.record(conn, [item_id], "put", now, several=n_old > 1, point=False)
                 conn.execute(
-                    both(
-                        conn,
-                        "UPDATE items SET value = ?, updated_at = ?, last_accessed_at = ?, expires_at = ?, ttl_minutes = ?,"
-                        " n_vectors = ?, valid_from = ? WHERE id = ?",
-                    ),
-                    (w.value_json, now, now, expires, w.ttl_minutes, len(w.vectors), now, item_id),
+                    _UPDATE_ITEM.of(conn),
+                    (w.value_json, now, now, expires, w.ttl_minutes, len(w.vectors), head, now, item_id),
                 )
                 conn.execute(both(conn, "DELETE FROM fields WHERE item_id = ?"), (item_id,))
                 if n_old:
@@ -552,6 +556,7 @@ class _Counts:
 
 
 def _delete_rows(conn: sqlite3.Connection, item_ids: Sequence[int]) -> None:
+    _history.keep_heads(conn, item_ids)
     for chunk in chunked(list(item_ids)):
         marks = ",".join("?" * len(chunk))
         conn.execute(both(conn, f"DELETE FROM fields WHERE item_id IN ({marks})"), tuple(chunk))

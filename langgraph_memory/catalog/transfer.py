@@ -98,6 +98,7 @@ TABLES: tuple[_Table, ...] = (
             "ttl_minutes",
             "n_vectors",
             "valid_from",
+            "history_id",
         ),
         ("id",),
     ),
@@ -169,10 +170,12 @@ TABLES: tuple[_Table, ...] = (
             "run_id",
             "n_vectors",
             "vec",
+            "prev_id",
         ),
         ("id",),
     ),
     _Table("history_vectors", ("history_id", "idx", "path", "vec"), ("history_id", "idx")),
+    _Table("history_heads", ("uid", "history_id"), ("uid",)),
     _Table(
         "sessions",
         (

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph_memory.catalog import history as _history
 from langgraph_memory.catalog import items as _items
 from langgraph_memory.errors import MigrationError
 
 __all__ = ["SCHEMA_VERSION", "migrate", "SCHEMA_LOCK"]
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 #: The advisory lock taken while migrating (a constant every process agrees on).
 SCHEMA_LOCK = 0x6C676D5F736368  # "lgm_sch"
 
@@ -255,7 +256,6 @@ CREATE TABLE IF NOT EXISTS item_history (
     n_vectors   INTEGER NOT NULL DEFAULT 0,
     vec         BYTEA
 );
-CREATE INDEX IF NOT EXISTS item_history_uid ON item_history(uid, valid_to);
 CREATE TABLE IF NOT EXISTS history_vectors (
     history_id  BIGINT NOT NULL,
     idx         INTEGER NOT NULL,
@@ -264,7 +264,15 @@ CREATE TABLE IF NOT EXISTS history_vectors (
 );
 CREATE INDEX IF NOT EXISTS history_vectors_of ON history_vectors(history_id, idx);
 -- Version 11: no index of item_history by end (see the SQLite catalog's version 11).
-DROP INDEX IF EXISTS item_history_valid
+DROP INDEX IF EXISTS item_history_valid;
+-- Version 12: chains of versions instead of an index by item (see the SQLite catalog's version 12).
+ALTER TABLE items ADD COLUMN IF NOT EXISTS history_id BIGINT;
+ALTER TABLE item_history ADD COLUMN IF NOT EXISTS prev_id BIGINT;
+CREATE TABLE IF NOT EXISTS history_heads (
+    uid         TEXT PRIMARY KEY,
+    history_id  BIGINT NOT NULL
+);
+DROP INDEX IF EXISTS item_history_uid
 """
 
 
@@ -306,6 +314,8 @@ def migrate(raw: Any, *, schema: str | None = None) -> int:
         raw.execute(_TABLES)  # one round trip: the statements carry no parameters
         if 0 < found < 7:
             _fill_prefix_counts(raw)
+        if 10 <= found < 12:
+            _history.link_chains(raw)
         raw.execute(
             "INSERT INTO meta(key, value) VALUES ('schema_version', %s) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
