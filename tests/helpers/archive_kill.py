@@ -29,12 +29,15 @@ def main() -> None:
     def hook(name: str) -> None:
         seen[name] += 1
         if name == step and seen[name] == times:
-            marker.write_text(name)
+            # Written whole, then renamed: the test reads the marker as soon as it exists (an empty file once failed).
+            marker.with_suffix(".tmp").write_text(name)
+            marker.with_suffix(".tmp").replace(marker)
             time.sleep(120)  # killed here
 
     archiver._fault = hook
     archiver.run()
-    marker.write_text("finished")
+    marker.with_suffix(".tmp").write_text("finished")
+    marker.with_suffix(".tmp").replace(marker)
 
 
 if __name__ == "__main__":
