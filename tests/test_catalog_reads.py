@@ -57,30 +57,50 @@ def _while_held(hold: Callable[[], AbstractContextManager[object]], step: Callab
     return result
 
 
-def test_a_read_does_not_wait_for_another_threads_write_and_sees_the_last_commit(tmp_path: Path) -> None:
-    with Catalog(tmp_path / "catalog.sqlite") as cat:
+@pytest.fixture(params=["sqlite", "postgres"])
+def cat(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Catalog | PgCatalog]:
+    """A catalog on each backend."""
+    if request.param == "sqlite":
+        with Catalog(tmp_path / "catalog.sqlite") as sqlite_cat:
+            yield sqlite_cat
+        return
+    pg = PgCatalog(request.getfixturevalue("pg_database"), timeout=PROMPT)
+    try:
+        yield pg
+    finally:
+        pg.close()
+
+
+def test_a_read_does_not_wait_for_another_threads_write_and_sees_the_last_commit(cat: Catalog | PgCatalog) -> None:
+    with cat.write() as conn:
+        cat.set_meta(conn, "k", "committed")
+
+    @contextmanager
+    def uncommitted_write() -> Iterator[None]:
         with cat.write() as conn:
-            cat.set_meta(conn, "k", "committed")
+            cat.set_meta(conn, "k", "uncommitted")
+            if isinstance(cat, PgCatalog):
+                conn.flush()  # on the server, under the write lock (SQLite ran the statement already)
+            yield
 
-        @contextmanager
-        def uncommitted_write() -> Iterator[None]:
-            with cat.write() as conn:
-                cat.set_meta(conn, "k", "uncommitted")
-                yield
-
-        assert _while_held(uncommitted_write, lambda: cat.meta("k")) == "committed"
-        assert cat.meta("k") == "uncommitted"  # committed when the block ended
+    assert _while_held(uncommitted_write, lambda: cat.meta("k")) == "committed"
+    assert cat.meta("k") == "uncommitted"  # committed when the block ended
 
 
-def test_a_write_does_not_wait_for_another_threads_read_snapshot(tmp_path: Path) -> None:
-    with Catalog(tmp_path / "catalog.sqlite") as cat:
+@pytest.mark.parametrize("hold", ["read", "snapshot"])
+def test_a_write_does_not_wait_for_another_threads_read(cat: Catalog | PgCatalog, hold: str) -> None:
+    @contextmanager
+    def reading() -> Iterator[None]:
+        with getattr(cat, hold)() as conn:
+            assert cat.get_meta(conn, "k") is None  # the read has begun
+            yield
 
-        def write() -> str | None:
-            with cat.write() as conn:
-                cat.set_meta(conn, "k", "v")
-            return cat.meta("k")
+    def write() -> str | None:
+        with cat.write() as conn:
+            cat.set_meta(conn, "k", "v")
+        return cat.meta("k")
 
-        assert _while_held(cat.snapshot, write) == "v"
+    assert _while_held(reading, write) == "v"
 
 
 def test_reads_inside_a_write_see_its_changes_and_a_write_inside_a_snapshot_is_refused(tmp_path: Path) -> None:
@@ -120,42 +140,6 @@ def pg_cat(pg_database: str) -> Iterator[PgCatalog]:
         yield cat
     finally:
         cat.close()
-
-
-def test_on_postgres_a_read_does_not_wait_for_another_threads_write_and_sees_the_last_commit(
-    pg_cat: PgCatalog,
-) -> None:
-    cat = pg_cat
-    with cat.write() as conn:
-        cat.set_meta(conn, "k", "committed")
-
-    @contextmanager
-    def uncommitted_write() -> Iterator[None]:
-        with cat.write() as conn:
-            cat.set_meta(conn, "k", "uncommitted")
-            conn.flush()  # on the server, under the write lock
-            yield
-
-    assert _while_held(uncommitted_write, lambda: cat.meta("k")) == "committed"
-    assert cat.meta("k") == "uncommitted"
-
-
-@pytest.mark.parametrize("hold", ["read", "snapshot"])
-def test_on_postgres_a_write_does_not_wait_for_another_threads_read(pg_cat: PgCatalog, hold: str) -> None:
-    cat = pg_cat
-
-    @contextmanager
-    def reading() -> Iterator[None]:
-        with getattr(cat, hold)() as conn:
-            assert cat.get_meta(conn, "k") is None  # the read has begun on the server
-            yield
-
-    def write() -> str | None:
-        with cat.write() as conn:
-            cat.set_meta(conn, "k", "v")
-        return cat.meta("k")
-
-    assert _while_held(reading, write) == "v"
 
 
 def test_on_postgres_reads_inside_a_write_see_its_changes_and_a_write_inside_a_snapshot_is_refused(
