@@ -246,6 +246,7 @@ def write_items(
         # A large batch reads its keys and writes its item rows in a few statements (see catalog.bulk).
         known = BulkWrites(conn, writes, names, item_uid) if _bulk.takes(writes) else None
     bulk = known if isinstance(known, BulkWrites) else None
+    added = 0
     for w in writes if known is None else known.writes:
         if known is not None:
             nid, old = known.lookup(w)
@@ -277,6 +278,7 @@ def write_items(
         if old is None and known is not None:
             item_id, n_old = known.insert(conn, w, nid, now, expires)
             counts.add(nid, w.namespace, w.collection, 1, len(w.vectors))
+            added += 1
         elif old is None:
             item_id, n_old = _insert_item(conn, w, nid, now, expires), 0
             counts.add(nid, w.namespace, w.collection, 1, len(w.vectors))
@@ -320,6 +322,9 @@ def write_items(
     counts.apply(conn)
     for collection, entries in queued.items():
         _queue.enqueue(conn, collection, entries)
+    if added and dialect_of(conn) == POSTGRESQL:
+        pg: Any = conn  # a PgConnection (the postgres package is not imported on SQLite)
+        pg.items_added += added
     return out
 
 

@@ -215,6 +215,8 @@ class PgConnection:
         self.guessed_new = False
         #: A COMMIT was sent without waiting for its answer (`end_read`): read it before the next statement.
         self._unread = False
+        #: Items the open write transaction added (`PgCatalog` keeps the planner's statistics in step with them).
+        self.items_added = 0
         configure(conn)
         self._literals = Transformer(conn)
 
