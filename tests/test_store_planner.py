@@ -182,3 +182,48 @@ def test_an_hnsw_answer_stuck_far_from_the_query_is_caught_and_scored_exactly(
     assert len(plans) == 2 * len(queries) and all(
         "sample beat HNSW's answer twice; scored exactly" in p for p in plans
     ), plans
+
+
+def test_a_search_that_finds_the_index_busy_ranks_by_sketch_and_finds_the_best(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # While this process applies a chunk of changes to Chroma, a search of a large scope gets IndexBusy: it ranks
+    # the collection in memory by sketch and scores the best rows exactly, in a few ms instead of every row.
+    # Small bounds make 1,500 items take the path 20,000 or more take by default.
+    import threading
+
+    from langgraph_memory.search import vectors as _vecs
+
+    monkeypatch.setattr(_vecs, "_COARSE_MIN", 200)
+    monkeypatch.setattr(_vecs, "_COARSE_KEEP", 100)
+    store = ChromaStore(
+        data_dir=data_dir, index={"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS), "fields": ["text"]}
+    )
+    store.planner.exact_max = 5
+    held, done = threading.Event(), threading.Event()
+
+    def apply_for_a_while() -> None:  # what `_apply_pending` does around a chunk's upsert
+        with store.vector_index.handle.lock.hold():
+            store.vector_index._applying = True
+            held.set()
+            done.wait(60)
+            store.vector_index._applying = False
+
+    try:
+        store.batch([PutOp(("notes",), f"n{i}", {"text": f"note {i}"}) for i in range(1500)])
+        store.wait_for_index()
+        assert store.explain(("notes",), query="note 1").strategy == "hnsw"
+        applier = threading.Thread(target=apply_for_a_while)
+        applier.start()
+        assert held.wait(60)
+        with caplog.at_level(logging.DEBUG, logger="langgraph_memory.store.searching"):
+            for q in ("note 3", "note 700", "note 1499"):
+                got = [h.key for h in store.search(("notes",), query=q, limit=5)]
+                assert got == _exact_answer(store, ("notes",), q, lambda v: True), q
+        done.set()
+        applier.join()
+        plans = [r.getMessage() for r in caplog.records if "hnsw over" in r.getMessage()]
+        assert len(plans) == 3 and all("index busy, the best by sketch scored exactly" in p for p in plans), plans
+    finally:
+        done.set()
+        store.close()

@@ -267,6 +267,32 @@ def test_the_sample_check_ignores_items_the_search_leaves_out() -> None:
     assert col.beaten(col.everything(), q, bar, ignoring(found[1:], {above[0]}), 100)  # another one is missed
 
 
+def test_a_coarse_rank_finds_the_best_and_never_fewer_than_asked() -> None:
+    """Ranked by sketch first, then exactly: the exact answer on clustered rows, and ``top`` items even when the
+    rows the sketch ranks best have all died (then every row is scored)."""
+    from langgraph_memory.search import vectors as _vecs
+
+    rng = np.random.default_rng(3)
+    dims, n = 96, 30_000
+    centers = rng.standard_normal((50, dims))
+    rows = centers[rng.integers(0, 50, n)] + 0.3 * rng.standard_normal((n, dims))
+    col = _vecs.CollectionVectors(dims)
+    col.append(np.arange(n, dtype=np.int64), np.ones(n, dtype=np.int64), rows.astype(np.float32))
+    col.sort({1: "ns"})
+    everything = col.everything()
+    for q in centers[:5] + 0.5 * rng.standard_normal((5, dims)):
+        assert col.rank(everything, q, 10, coarse=True) == col.rank(everything, q, 10)
+    q = centers[0]
+    sketch = col.sketch[: col.n] @ (q.astype(np.float32) @ col.basis)
+    col.kill_items(col.item_ids[np.argsort(-sketch)[: 2 * _vecs._COARSE_KEEP]])  # every candidate the sketch keeps
+    got = col.rank(everything, q, 10, coarse=True)
+    assert len(got) == 10 and got == col.rank(everything, q, 10)
+    # Rows appended after the sketch was made get theirs from the same directions: the nearest is found.
+    col.append(np.array([n], dtype=np.int64), np.ones(1, dtype=np.int64), q[None, :].astype(np.float32))
+    tail = _vecs.Segments(runs=[(0, col.n)])
+    assert col.rank(tail, q, 1, coarse=True)[0][0] == n
+
+
 def test_hnsw_candidates_are_read_from_the_catalog_only_as_far_as_they_can_rank(
     data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -55,7 +55,7 @@ from langgraph_memory.catalog import vectors as _vectors
 from langgraph_memory.catalog.connection import Connection
 from langgraph_memory.catalog.fields import Condition
 from langgraph_memory.errors import StorageError
-from langgraph_memory.index.chroma import IndexUnavailable
+from langgraph_memory.index.chroma import IndexBusy, IndexUnavailable
 from langgraph_memory.search import filters as _filters
 from langgraph_memory.search.plan import (
     _NO_IDS,
@@ -156,6 +156,10 @@ class Planner(PlanChoice):
                     continue
                 try:
                     scored.extend(self._hnsw(conn, s, conds, op.filter, plan, qvec, need, omit))
+                except IndexBusy:
+                    # Applying changes (for up to a second a chunk); an HNSW search may miss an item too.
+                    plan.notes.append(f"{s.collection}: index busy, the best by sketch scored exactly")
+                    scored.extend(self._exact(conn, s, conds, op.filter, qvec, need, omit, coarse=True))
                 except (IndexUnavailable, StorageError):
                     plan.notes.append(f"{s.collection}: index failed, searched exactly")
                     scored.extend(self._exact(conn, s, conds, op.filter, qvec, need, omit))
@@ -211,8 +215,13 @@ class Planner(PlanChoice):
         need: int,
         omit: Omit,
         scored_ids: list[np.ndarray] | None = None,
+        *,
+        coarse: bool = False,
     ) -> list[Hit]:
-        """Score every candidate's vectors; the best ``need`` that match (the candidates' ids to ``scored_ids``)."""
+        """Score every candidate's vectors; the best ``need`` that match (the candidates' ids to ``scored_ids``).
+
+        ``coarse``: candidates in memory are first ranked by their sketch (`CollectionVectors.rank()`).
+        """
         col = self._resident(conn, scope)
         if col is None and scope.n_items <= WITH_VALUES_MAX and _scope.reads_items_with_vectors(conn):
             vecs, rows = _scope.scope_vectors_with_items(conn, scope.sql, conds)
@@ -231,7 +240,7 @@ class Planner(PlanChoice):
         # An omit that keeps a known share (a data cut-off) drops most of a short list: rank deep enough at once.
         top = max(need, math.ceil(OVERFETCH * need / max(getattr(omit, "keeps", 1.0), 1e-3)))
         while True:
-            ranked = col.rank(segments, qvec, top)
+            ranked = col.rank(segments, qvec, top, coarse=coarse)
             hits = self._materialize(conn, ranked, filter, need, omit)
             if len(hits) >= need or len(ranked) < top:
                 return hits
@@ -283,10 +292,10 @@ class Planner(PlanChoice):
         recall of the HNSW answer is recorded.
         """
         unapplied = scope.heads.unapplied if scope.heads is not None else None
-        if unapplied is not None and scope.collection not in unapplied:
-            pending: list[int] = []  # read with the counts: Chroma holds every change of the collection
-        else:
-            pending = sorted(_queue.pending_items(conn, scope.collection))
+        # Read once Chroma has answered: while the index applies changes a query mostly raises `IndexBusy` and the
+        # search is scored exactly, and reading the pending ids first cost that search 50-70 ms at 60,000 pending
+        # (bench/load/bulk_load_bench.py --catch-up, 90,000 items: 95% of whole-collection searches were busy).
+        pending: list[int] | None = None if unapplied is None or scope.collection in unapplied else []
         col = self._resident(conn, scope)
         share = _share(scope)
         n = self._first_fetch(scope, conds, filter, need, first=plan.fetch == 0)
@@ -298,7 +307,7 @@ class Planner(PlanChoice):
             )
             return self._exact(conn, scope, conds, filter, qvec, need, omit)
         scope_ns = scope.ns_ids
-        pending_set = set(pending)
+        pending_set: set[int] = set()
         # Items the omit leaves out by id (as of a moment: two thirds of them may have changed since), dropped
         # before the filter index is asked about them and ignored by the check of HNSW's answer.
         left_out: Callable[[np.ndarray], np.ndarray] | None = getattr(getattr(omit, "skip_ids", None), "among", None)
@@ -306,6 +315,9 @@ class Planner(PlanChoice):
         while True:
             plan.rounds += 1
             found = self.index.query(scope.collection, qvec, n)
+            if pending is None:  # in the search's snapshot, like the counts
+                pending = sorted(_queue.pending_items(conn, scope.collection))
+                pending_set = set(pending)
             plan.fetch = max(plan.fetch, n)
             if (
                 check
