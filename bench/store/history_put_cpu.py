@@ -6,7 +6,8 @@
 On a shared, loaded machine a put's wall time measures the other work as
 much as the put (at a load average of 10 on 2 cores a 3 ms put takes 8-30
 ms). The CPU a put costs does not wait for a core: this adds, per put, the
-CPU time of the catalog's server processes (``/proc/<pid>/schedstat``) and
+CPU time of the catalog's server processes (``/proc/<pid>/schedstat`` of the
+client backends on its database: not autovacuum's, which comes when it will) and
 of the putting thread (``time.thread_time``), beside its wall p50.
 
 Loads one database as ``history_bench`` does (``--items`` keys, each changed
@@ -62,7 +63,9 @@ record = _history.record
 
 def server_ns():
     pids = mon.execute(
-        "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", (db,)
+        "SELECT pid FROM pg_stat_activity WHERE datname = %s AND backend_type = 'client backend'"
+        " AND pid <> pg_backend_pid()",
+        (db,),
     ).fetchall()
     total = 0
     for (pid,) in pids:
