@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -166,6 +167,7 @@ def _run(args: argparse.Namespace) -> None:
     with psycopg.connect(args.pg, autocommit=True) as conn:
         for name in [*([] if args.template else [template]), *(f"hput_{tag}_{n}" for n, _ in trees)]:
             conn.execute(f"DROP DATABASE IF EXISTS {name}")
+    shutil.rmtree(local, ignore_errors=True)
 
 
 def main() -> None:
