@@ -313,3 +313,57 @@ def test_values_deferred_to_the_commit_are_spelled_as_psycopg_spells_them(cat: P
             assert conn._bind("%s", (v,)) == literals.as_literal(v).decode(), v
         assert conn._bind("SELECT %s - %s", (1, -1)) == "SELECT 1 -  -1"  # never "--", a comment
         assert conn.execute("SELECT %s - %s, %s * 2", (1, -1, -2.5)).fetchone() == (2, -5.0)
+
+
+_UPSERT = "INSERT INTO meta(key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+
+
+def test_a_prepared_change_is_prepared_once_per_session_and_then_goes_with_the_commit(
+    cat: PgCatalog, pg_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The PREPARE's script fails before reaching it: the session has no such statement, and must prepare it again.
+    with pytest.raises(StorageError):
+        with cat.write() as conn:
+            conn.execute("INSERT INTO meta(key, value) VALUES (%s, %s)", ("dup", "1"))
+            conn.execute("INSERT INTO meta(key, value) VALUES (%s, %s)", ("dup", "2"))
+            conn.execute_prepared("lgm_test_upsert", _UPSERT, ("p", "never"))
+    count = _Count(monkeypatch)
+    for i in range(8):
+        with cat.write() as conn:
+            conn.execute_prepared("lgm_test_upsert", _UPSERT, ("p", f"it's {i}% done"))
+    assert len(count.sent) == 1 + 8, count.sent  # the PREPARE once, then one round trip per write
+    assert sum(s.startswith("EXECUTE lgm_test_upsert(") or "; EXECUTE lgm_test_upsert(" in s for s in count.sent) == 8
+    assert _meta(pg_database, "p") == "it's 7% done"
+    # A PREPARE outlives a rolled back transaction: the session still has it.
+    with pytest.raises(StorageError):
+        with cat.write() as conn:
+            conn.execute_prepared("lgm_test_upsert", _UPSERT, ("p", "rolled back"))
+            conn.execute("INSERT INTO meta(key, value) VALUES (%s, %s)", ("p", "duplicate key"))
+    with cat.write() as conn:
+        conn.execute_prepared("lgm_test_upsert", _UPSERT, ("q", "after the rollback"))
+        assert conn.execute("SELECT count(*) FROM pg_prepared_statements WHERE name = 'lgm_test_upsert'").fetchone()[0]
+    assert (_meta(pg_database, "p"), _meta(pg_database, "q")) == ("it's 7% done", "after the rollback")
+    with pytest.raises(ValueError, match="only a change"):
+        with cat.write() as conn:
+            conn.execute_prepared("lgm_test_read", "SELECT value FROM meta WHERE key = %s", ("p",))
+
+
+def test_a_put_replacing_a_value_keeps_its_version_through_a_plan_made_once(
+    tmp_path: Path, pg_database: str, fake_embeddings: Any
+) -> None:
+    # Planning the version's INSERT anew each time was most of what keeping it added to a put: after its first
+    # runs the session's prepared statement runs a generic plan, made once.
+    store = _store(pg_database, str(tmp_path / "s"), fake_embeddings)
+    ns = ("notes", "p")
+    try:
+        for i in range(12):
+            store.put(ns, "k", {"text": f"version {i}"})
+        with store.catalog.write() as conn:
+            generic = conn.execute(
+                "SELECT generic_plans FROM pg_prepared_statements WHERE name = 'lgm_keep_version'"
+            ).fetchone()
+        assert generic is not None and generic[0] > 0
+        kept = [(v.value["text"], v.change) for v in store.history(ns, "k")]
+        assert kept == [(f"version {i}", "put" if i < 11 else None) for i in reversed(range(12))]
+    finally:
+        store.close()
