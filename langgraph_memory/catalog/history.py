@@ -124,10 +124,6 @@ _NEW_HEAD_PG = (
     "UPDATE items i SET history_id = currval(pg_get_serial_sequence('item_history', 'id'))"
     f" WHERE i.id = %s AND {_KEPT.replace('?', '%s')}"
 )
-# PostgreSQL plans the one-item INSERT (a join and three subqueries) each time it gets it as text: planning took
-# about 0.16 ms and running it 0.06-0.1 ms (EXPLAIN, 20,000 items), most of the ~0.3 ms keeping a version added
-# to a put. Prepared once per session, it is planned for its first runs only.
-_KEEP_ONE = "lgm_keep_version"
 _RECORD_AND_HEADS_PG = (
     "WITH kept AS ({record} RETURNING id, item_id)"
     " UPDATE items SET history_id = kept.id FROM kept WHERE items.id = kept.item_id"
@@ -212,8 +208,7 @@ def record(
         elif len(chunk) == 1:
             # Plain statements without RETURNING: the connection sends them with the transaction's next one (after
             # the write lock), so keeping a version costs no round trip of its own.
-            pg_conn: Any = conn  # a PgConnection (the postgres package is not imported on SQLite)
-            pg_conn.execute_prepared(_KEEP_ONE, keep.pg, params)
+            conn.execute(keep.pg, params)
             if point:
                 conn.execute(_NEW_HEAD_PG, (chunk[0], now))
         else:

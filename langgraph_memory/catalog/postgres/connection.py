@@ -52,8 +52,7 @@ _FLUSH = (
     f"DELETE FROM meta WHERE key = {_MARK}; COMMIT"
 )
 _TOKEN = re.compile(r"(%%|%s)")
-# A change: EXECUTE runs a statement `PgConnection.execute_prepared` prepared, and it prepares only changes.
-_DML = re.compile(r"^\s*(INSERT|UPDATE|DELETE|EXECUTE)\b", re.I)
+_DML = re.compile(r"^\s*(INSERT|UPDATE|DELETE)\b", re.I)
 _RETURNING = re.compile(r"\bRETURNING\b", re.I)
 # Rows per multi-row INSERT: far below PostgreSQL's 65,535 parameters, and a statement of a few hundred kB.
 _ROWS_PER_INSERT = 500
@@ -218,8 +217,6 @@ class PgConnection:
         self._unread = False
         #: Items the open write transaction added (`PgCatalog` keeps the planner's statistics in step with them).
         self.items_added = 0
-        #: The statements `execute_prepared` prepared in this session.
-        self._prepared: set[str] = set()
         configure(conn)
         self._literals = Transformer(conn)
 
@@ -412,29 +409,6 @@ class PgConnection:
             logger.debug("catalog statement failed: %s", pg)
             raise
         return PgCursor(cur)
-
-    def execute_prepared(self, name: str, sql: str, params: Sequence[Any]) -> PgCursor:
-        """Run ``sql`` (an INSERT, UPDATE or DELETE without RETURNING, ``%s`` placeholders) as the session's
-        prepared statement ``name``, deferred as `execute` defers it.
-
-        The server parses and plans a statement sent as text each time it gets
-        it; prepared, it plans it for the first few runs and then keeps a
-        generic plan. For a short statement that costs little either way; for
-        one with joins and subqueries planning can cost more than running it.
-        The first call of a session sends ``PREPARE`` at once (with what is
-        deferred): a ``PREPARE`` outlives the transaction that sent it, even a
-        rolled back one, and a script that fails stops before its statement,
-        so the session knows which it has.
-
-            conn.execute_prepared("lgm_touch", "UPDATE items SET last_accessed_at = %s WHERE id = %s", (now, 7))
-        """
-        if name not in self._prepared:
-            if _DML.match(sql) is None or _RETURNING.search(sql) is not None:
-                raise ValueError(f"only a change without RETURNING can be prepared here, not: {sql[:80]}")
-            n = iter(range(1, len(params) + 1))
-            self.execute(f"PREPARE {name} AS " + "".join(f"${next(n)}" if t == "%s" else t for t in _split(sql)))
-            self._prepared.add(name)
-        return self.execute(f"EXECUTE {name}({', '.join(['%s'] * len(params))})", params)
 
     def fetch_binary(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """Every row of one query, its values bound by the server and its results in binary.
