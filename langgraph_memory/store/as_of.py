@@ -51,6 +51,7 @@ history only, never on reads made since.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
 import threading
 from collections.abc import Callable, Iterable
@@ -247,12 +248,22 @@ class AsOfStore(BaseStore):
         if need <= 0:
             return []
         inner = op._replace(offset=0, limit=need)
+        ranking = store.ranking
+        hybrid = ranking is not None and qvec is not None and bool(op.query)
         seen: list[_pv.Moment] = []
+        # The past versions' cosines, begun in the search's snapshot (a search with keywords begins them itself).
+        early: list[Callable[[], np.ndarray]] = []
+        soon = qvec is not None and not (hybrid and ranking is not None and ranking.keyword_weight != 0.0)
 
         def omit_for(conn: Any, status_version: int | None) -> Callable[[StoredItem], bool]:
             # In the search's own snapshot: the past versions and the current items it reads agree.
             stamp, n_items = _pv.stamp_and_items(conn)
             seen.append(self._past(conn, stamp))
+            if soon:  # scored while the planner waits for Chroma
+                assert qvec is not None
+                early.append(
+                    _cosines_soon(seen[-1], qvec, self._in_scope(seen[-1], op.namespace_prefix, include_retired))
+                )
             hidden = None if include_retired else store._hidden.snapshot(conn, status_version)
             omit = _ChangedSince(at, store._omitter(at, hidden), seen[-1].changed)
             if len(omit.skip_ids):
@@ -261,8 +272,6 @@ class AsOfStore(BaseStore):
                 omit.keeps = max(0.01, 1.0 - len(omit.skip_ids) / max(n_items, 1))
             return store._cut(conn, omit, cutoff, include_undated)
 
-        ranking = store.ranking
-        hybrid = ranking is not None and qvec is not None and bool(op.query)
         if hybrid:
             assert ranking is not None and qvec is not None and op.query
             # Reads are not kept per moment: every version ranks as unread (see the module).
@@ -284,7 +293,7 @@ class AsOfStore(BaseStore):
         with store.catalog.read() as conn:
             cut = store._cut(conn, keep_all, cutoff, include_undated)  # past versions by their item's evidence end
             if len(past) and qvec is not None:
-                best = _best_cosines(m, qvec, past)  # by position in ``past``
+                best = early[-1]() if early else _best_cosines(m, qvec, past)  # by position in ``past``
                 has = ~np.isnan(best)
                 take = need
                 bounded = not hybrid and len(scored) >= need
@@ -370,6 +379,8 @@ class AsOfStore(BaseStore):
         need = op.offset + op.limit
         terms = _keywords.query_terms(op.query)
         texts = store._past_versions.texts
+        scope = self._in_scope(m, op.namespace_prefix, include_retired)
+        cosines = _cosines_soon(m, qvec, scope)  # scored while the hybrid search below waits for Chroma
         with store.catalog.snapshot() as conn:
             holding, n_tokens, turns = texts.of(conn, store, m, terms)
             corpus = self._corpus(texts.lengths(conn), m, n_tokens, holding)
@@ -382,8 +393,7 @@ class AsOfStore(BaseStore):
         )
         ranked = [(parts, it) for parts, it in current if parts is not None]
         unscored = [it for parts, it in current if parts is None]
-        scope = self._in_scope(m, op.namespace_prefix, include_retired)
-        best = _best_cosines(m, qvec, scope)
+        best = cosines()
         has = ~np.isnan(best)
         if has.all():  # every version in scope has vectors: no copies
             scored, bare, sims = scope, scope[:0], best
@@ -716,6 +726,34 @@ def _stored(v: _history.PastVersion) -> StoredItem:
         id=v.item_id,
         valid_from=v.valid_from,
     )
+
+
+#: Past versions in scope from which `_cosines_soon()` scores them on its thread: below, handing the work over
+#: costs about what scoring them here does (a namespace's few hundred take tens of microseconds).
+_SOON_MIN = 10_000
+_soon_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_soon_lock = threading.Lock()
+
+
+def _cosines_soon(m: _pv.Moment, qvec: np.ndarray, scope: np.ndarray) -> Callable[[], np.ndarray]:
+    """`_best_cosines()` of ``scope``, begun now on a thread of its own when ``scope`` is large; call what this
+    returns for the result.
+
+    A whole collection's past versions as of half way (67,000 at 100,000 items) take 1-2 ms to score, and the
+    search then waits about as long on Chroma's answer, in the index's own process, with the GIL free: begun
+    before the Chroma query, the scoring is done by the time the answer is in. One thread serves every search;
+    a search that finds it still busy with another's scores its own on its own thread (``cancel()`` succeeds only
+    for work not begun), so concurrent searches never queue behind each other.
+    """
+    global _soon_pool
+    if len(scope) < _SOON_MIN or not len(m.owner):
+        return lambda: _best_cosines(m, qvec, scope)
+    with _soon_lock:
+        if _soon_pool is None:
+            _soon_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="as-of-cosines")
+        pool = _soon_pool
+    future = pool.submit(_best_cosines, m, qvec, scope)
+    return lambda: _best_cosines(m, qvec, scope) if future.cancel() else future.result()
 
 
 def _best_cosines(m: _pv.Moment, qvec: np.ndarray, scope: np.ndarray) -> np.ndarray:
