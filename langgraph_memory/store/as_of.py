@@ -750,7 +750,7 @@ def _cosines_soon(m: _pv.Moment, qvec: np.ndarray, scope: np.ndarray) -> Callabl
         return lambda: _best_cosines(m, qvec, scope)
     with _soon_lock:
         if _soon_pool is None:
-            _soon_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="as-of-cosines")
+            _soon_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="lgm-as-of-cosines")
         pool = _soon_pool
     future = pool.submit(_best_cosines, m, qvec, scope)
     return lambda: _best_cosines(m, qvec, scope) if future.cancel() else future.result()
