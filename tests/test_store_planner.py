@@ -189,7 +189,7 @@ def test_a_search_that_finds_the_index_busy_ranks_by_sketch_and_finds_the_best(
 ) -> None:
     # While this process applies a chunk of changes to Chroma, a search of a large scope gets IndexBusy: it ranks
     # the collection in memory by sketch and scores the best rows exactly, in a few ms instead of every row.
-    # Small bounds make 1,500 items take the path 20,000 or more take by default.
+    # Small bounds make 1,500 items take the path 5,000 or more take by default.
     import threading
 
     from langgraph_memory.search import vectors as _vecs

@@ -293,6 +293,24 @@ def test_a_coarse_rank_finds_the_best_and_never_fewer_than_asked() -> None:
     assert col.rank(tail, q, 1, coarse=True)[0][0] == n
 
 
+def test_a_filters_matches_are_ranked_by_sketch_too() -> None:
+    """A coarse rank of rows gathered one by one (a filter's matches: 6,000 of a collection of 42,000) goes
+    through the sketch, as a whole collection does, and finds the exact answer on clustered rows."""
+    from langgraph_memory.search import vectors as _vecs
+
+    rng = np.random.default_rng(5)
+    dims, n = 96, 42_000
+    centers = rng.standard_normal((50, dims))
+    rows = centers[rng.integers(0, 50, n)] + 0.3 * rng.standard_normal((n, dims))
+    col = _vecs.CollectionVectors(dims)
+    col.append(np.arange(n, dtype=np.int64), np.ones(n, dtype=np.int64), rows.astype(np.float32))
+    col.sort({1: "ns"})
+    matches = _vecs.Segments(rows=np.arange(3, n, 7))
+    for q in centers[:5] + 0.5 * rng.standard_normal((5, dims)):
+        assert col.rank(matches, q, 10, coarse=True) == col.rank(matches, q, 10)
+    assert col.sketch is not None  # made by the first coarse ranking that used it
+
+
 def test_hnsw_candidates_are_read_from_the_catalog_only_as_far_as_they_can_rank(
     data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

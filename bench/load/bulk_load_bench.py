@@ -31,10 +31,12 @@ at rest, and the time until the index holds everything; the catch-up's
 searches also per tenth of its window. ``--designs`` names where the index
 runs (``thread``: ``index_process=False``, ``process``, ``default``);
 ``--foreground on,off`` alternates runs with those puts and searches and runs
-of the load alone; ``--catalog postgres`` as above::
+of the load alone; ``--catalog postgres`` as above; ``--before`` given twice
+runs three trees in turn (the code under test, the code it changes, an older one)::
 
     python bench/load/bulk_load_bench.py --catch-up --before /tmp/base --designs default --write
     python bench/load/bulk_load_bench.py --catch-up --foreground on,off --repeats 2
+    python bench/load/bulk_load_bench.py --catch-up --before /tmp/main --before /tmp/today --repeats 2
 """
 
 from __future__ import annotations
@@ -315,14 +317,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--catalog", choices=["sqlite", "postgres", "both"], default="sqlite")
     ap.add_argument("--repeats", type=int, default=1, help="loads per tree and size (the table gives medians)")
-    ap.add_argument("--before", type=Path, help="another tree to run alternately (e.g. /work/main)")
+    ap.add_argument(
+        "--before",
+        type=Path,
+        action="append",
+        default=[],
+        help="another tree to run alternately (e.g. /work/main); repeat it for more (each labelled by its folder name)",
+    )
     ap.add_argument("--write", action="store_true", help="append the table to bench/results/RESULTS_store.md")
     args = ap.parse_args(argv)
 
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    trees = [("after", ROOT)] + ([("before", args.before.resolve())] if args.before else [])
+    befores = [p.resolve() for p in args.before]
+    trees = [("after", ROOT)] + [("before" if len(befores) == 1 else p.name, p) for p in befores]
     if args.catch_up:
         text = _catch_up(args, trees, log)
         print(text)
