@@ -2,8 +2,9 @@
 
     python bench/load/_catch_up_child.py BASE BULK BATCH DIMS DESIGN FOLDER [FOREGROUND [URL]]  # one JSON line
 
-``DESIGN`` is ``thread`` (``index_process=False``), ``process`` (``index_process=True``)
-or ``default`` (what ``ChromaStore()`` does in the tree under test). A store of
+``DESIGN`` is ``thread`` (``index_process=False``), ``process`` (``index_process=True``),
+``default`` (what ``ChromaStore()`` does in the tree under test) or ``server`` (the index on a
+``chroma run`` server on loopback, started for the run). A store of
 ``BASE`` items (precomputed clustered 384-d vectors, 50 namespaces, a filterable
 field) is loaded and indexed; then ``BULK`` more go in through ``batch()`` in a
 thread, and from its first batch until the index holds everything, this thread
@@ -62,13 +63,20 @@ class Lookup(Embeddings):
 
 
 index: Any = {"dims": dims, "embed": Lookup(), "fields": ["content"]}
-kw = {"thread": {"index_process": False}, "process": {"index_process": True}, "default": {}}[design]
+kw = {"thread": {"index_process": False}, "process": {"index_process": True}, "default": {}, "server": {}}[design]
+where: dict[str, Any] = {"data_dir": folder}
 if url:
     from langgraph_memory.config import Settings
 
-    store = ChromaStore(settings=Settings.resolve(url, local_dir=folder), index=index, **kw)
+    where = {"settings": Settings.resolve(url, local_dir=folder)}
+if design == "server":  # the index on a `chroma run` server on loopback, started for the run
+    from bench.common.chroma_server import ChromaServer
+
+    server = ChromaServer(folder / "chroma-server")
+    server.start()
+    store = ChromaStore(server.client(), index=index, **where)
 else:
-    store = ChromaStore(data_dir=folder, index=index, **kw)
+    store = ChromaStore(index=index, **kw, **where)
 
 
 class TimedLock:
@@ -137,7 +145,8 @@ loaded = [""]
 
 def cpu() -> tuple[float, float]:
     """CPU seconds so far of this process (the load, the puts, the searches) and of the index's child process."""
-    pid = store.vector_index.handle.process.pid if store.vector_index.handle.process is not None else None
+    process = getattr(store.vector_index.handle, "process", None)  # None: the index in this process or a server
+    pid = process.pid if process is not None else None
     child = 0.0
     if pid is not None:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -252,6 +261,8 @@ if not foreground:  # the same load with nothing beside it: how long the index t
     indexed = time.perf_counter() - started
     cpu_at["caught"] = cpu()
     store.close()
+    if design == "server":
+        server.stop()
     print(
         json.dumps(
             {"design": design, "foreground": False, "acked_s": acked_at[0], "indexed_s": indexed, "cpu_s": cpu_s()}
@@ -288,8 +299,10 @@ strategies = {
     for name, (prefix, filt, query) in SEARCHES.items()
     if query
 }
-in_child = store.vector_index.handle.process is not None
+in_child = getattr(store.vector_index.handle, "process", None) is not None
 store.close()
+if design == "server":
+    server.stop()
 print(
     json.dumps(
         {

@@ -29,7 +29,8 @@ go into a store of ``--base`` (10,000), single puts and a search of every
 planner path while the load runs, while the index catches up after it, and
 at rest, and the time until the index holds everything; the catch-up's
 searches also per tenth of its window. ``--designs`` names where the index
-runs (``thread``: ``index_process=False``, ``process``, ``default``);
+runs (``thread``: ``index_process=False``, ``process``, ``default``, ``server``: a
+``chroma run`` server on loopback);
 ``--foreground on,off`` alternates runs with those puts and searches and runs
 of the load alone; ``--catalog postgres`` as above; ``--before`` given twice
 runs three trees in turn (the code under test, the code it changes, an older one)::
@@ -311,7 +312,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--catch-up", action="store_true", help="puts and searches while the index catches up")
     ap.add_argument("--base", type=int, default=10_000, help="--catch-up: items in the store before the load")
     ap.add_argument("--bulk", type=int, default=90_000, help="--catch-up: items of the bulk load")
-    ap.add_argument("--designs", default="default", help="--catch-up: thread, process, default (comma-separated)")
+    ap.add_argument(
+        "--designs", default="default", help="--catch-up: thread, process, default, server (comma-separated)"
+    )
     ap.add_argument("--foreground", default="on", help="--catch-up: puts and searches beside the load: on, off, on,off")
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--batch", type=int, default=1000)
