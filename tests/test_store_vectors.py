@@ -23,6 +23,7 @@ from langgraph_memory.catalog.connection import both
 from langgraph_memory.catalog.item_rows import join_ns
 from langgraph_memory.search import plan as _plan
 from langgraph_memory.search import planner as _planner
+from langgraph_memory.search import vectors as _vecs
 from langgraph_memory.store import ChromaStore
 
 DIMS = 16
@@ -267,18 +268,22 @@ def test_the_sample_check_ignores_items_the_search_leaves_out() -> None:
     assert col.beaten(col.everything(), q, bar, ignoring(found[1:], {above[0]}), 100)  # another one is missed
 
 
-def test_a_coarse_rank_finds_the_best_and_never_fewer_than_asked() -> None:
-    """Ranked by sketch first, then exactly: the exact answer on clustered rows, and ``top`` items even when the
-    rows the sketch ranks best have all died (then every row is scored)."""
-    from langgraph_memory.search import vectors as _vecs
-
-    rng = np.random.default_rng(3)
-    dims, n = 96, 30_000
+def _clustered(n: int, dims: int, *, seed: int) -> tuple[_vecs.CollectionVectors, np.ndarray, np.random.Generator]:
+    """A collection of ``n`` rows around 50 centers in one namespace, the centers, and the generator to go on with."""
+    rng = np.random.default_rng(seed)
     centers = rng.standard_normal((50, dims))
     rows = centers[rng.integers(0, 50, n)] + 0.3 * rng.standard_normal((n, dims))
     col = _vecs.CollectionVectors(dims)
     col.append(np.arange(n, dtype=np.int64), np.ones(n, dtype=np.int64), rows.astype(np.float32))
     col.sort({1: "ns"})
+    return col, centers, rng
+
+
+def test_a_coarse_rank_finds_the_best_and_never_fewer_than_asked() -> None:
+    """Ranked by sketch first, then exactly: the exact answer on clustered rows, and ``top`` items even when the
+    rows the sketch ranks best have all died (then every row is scored)."""
+    n, dims = 30_000, 96
+    col, centers, rng = _clustered(n, dims, seed=3)
     everything = col.everything()
     for q in centers[:5] + 0.5 * rng.standard_normal((5, dims)):
         assert col.rank(everything, q, 10, coarse=True) == col.rank(everything, q, 10)
@@ -296,15 +301,8 @@ def test_a_coarse_rank_finds_the_best_and_never_fewer_than_asked() -> None:
 def test_a_filters_matches_are_ranked_by_sketch_too() -> None:
     """A coarse rank of rows gathered one by one (a filter's matches: 6,000 of a collection of 42,000) goes
     through the sketch, as a whole collection does, and finds the exact answer on clustered rows."""
-    from langgraph_memory.search import vectors as _vecs
-
-    rng = np.random.default_rng(5)
-    dims, n = 96, 42_000
-    centers = rng.standard_normal((50, dims))
-    rows = centers[rng.integers(0, 50, n)] + 0.3 * rng.standard_normal((n, dims))
-    col = _vecs.CollectionVectors(dims)
-    col.append(np.arange(n, dtype=np.int64), np.ones(n, dtype=np.int64), rows.astype(np.float32))
-    col.sort({1: "ns"})
+    n, dims = 42_000, 96
+    col, centers, rng = _clustered(n, dims, seed=5)
     matches = _vecs.Segments(rows=np.arange(3, n, 7))
     for q in centers[:5] + 0.5 * rng.standard_normal((5, dims)):
         assert col.rank(matches, q, 10, coarse=True) == col.rank(matches, q, 10)
