@@ -14,7 +14,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
+from langgraph.store.base import PutOp
 
 from langgraph_memory.catalog.catalog import Catalog
 from langgraph_memory.catalog.item_rows import VECTOR_RUN_BITS
@@ -329,3 +331,30 @@ def test_counts_that_differ_after_copying_are_a_typed_error(
             target.set_meta(conn, MIGRATED_KEY, None)
         with pytest.raises(MigrationError, match=r"lineage_nodes: 0 in the source, 1 in the target"):
             copy_catalog(source, target)
+
+
+def test_a_copy_into_postgresql_leaves_it_counting_the_tables(
+    pg_database: str, tmp_path: Path, fake_embeddings: Any
+) -> None:
+    src = tmp_path / "memory"
+    with Memory.open(src, embeddings=fake_embeddings) as mem:
+        mem.store.batch([PutOp(("memories",), f"k{i}", {"content": f"fact {i}"}) for i in range(70)])
+    tables = ("items", "vectors", "fields")
+    with Catalog(src / "catalog.sqlite") as source, PgCatalog(pg_database) as target:
+        # Autovacuum would analyze the tables too, a minute or more later: off here, so only the copy's ANALYZE counts.
+        with psycopg.connect(pg_database, autocommit=True) as admin:
+            for table in tables:
+                admin.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = off)")
+            assert copy_catalog(source, target).verified
+            counted = {
+                name: (tuples, analyzed)
+                for name, tuples, analyzed in admin.execute(
+                    "SELECT c.relname, c.reltuples, s.last_analyze FROM pg_class c"
+                    " JOIN pg_stat_user_tables s ON s.relid = c.oid WHERE c.relname = ANY(%s)",
+                    (list(tables),),
+                )
+            }
+    # Analyzed once the rows were in: the planner knows the tables' sizes (a table never analyzed says -1).
+    tuples = {name: n for name, (n, _analyzed) in counted.items()}
+    assert tuples["items"] == 70 and tuples["vectors"] == 70 and tuples["fields"] >= 70
+    assert all(analyzed is not None for _n, analyzed in counted.values())

@@ -440,22 +440,32 @@ class PgCatalog:
                 return
             self._analyzing = True  # the lock is not held while it runs: a put adding an item takes it
         try:
-            with self.read() as conn:
-                counted = self._counted
-                if counted is None:  # the first write adding items since the catalog opened
+            counted = self._counted
+            if counted is None:  # the first write adding items since the catalog opened
+                with self.read() as conn:
                     counted = int(conn.execute(_ITEMS_COUNTED).fetchone()[0])
-                analyze = self._added >= max(ANALYZE_AFTER, counted)
-                if analyze:
-                    conn.execute(_ANALYZE)
-                    counted = int(conn.execute(_ITEMS_COUNTED).fetchone()[0])
-            with self._stats_lock:
-                self._counted = counted
-                if analyze:
-                    self._added = 0
+            if self._added >= max(ANALYZE_AFTER, counted):
+                self.analyze()
+            else:
+                with self._stats_lock:
+                    self._counted = counted
         except LangGraphMemoryError as exc:
             logger.warning("could not analyze the catalog's tables after a bulk write: %s", exc)
         finally:
             self._analyzing = False
+
+    def analyze(self) -> None:
+        """Have PostgreSQL count the catalog's tables now (the planner's statistics), as after a bulk copy.
+
+        `langgraph_memory.catalog.transfer` runs it once a copy into this catalog is written: rows it inserts
+        are not puts, so nothing else would until autovacuum came by.
+        """
+        with self.read() as conn:
+            conn.execute(_ANALYZE)
+            counted = int(conn.execute(_ITEMS_COUNTED).fetchone()[0])
+        with self._stats_lock:
+            self._counted = counted
+            self._added = 0
 
     def _rollback(self, conn: PgConnection) -> None:
         try:
