@@ -7,6 +7,10 @@ and ``old``, superseded by nothing yet), a second finding ``new``, the hypothesi
 docstring gets a fresh copy of the names, but all of a module's docstrings share the one memory.
 
 An example that cannot run even so is marked `# <why>  # doctest: +SKIP`: the reason is required, on the line.
+
+Examples make their folders with ``tempfile.mkdtemp()``, as a user would copy them; here those folders are made in
+the test's ``tmp_path``, which pytest removes, instead of staying in the system's temporary folder (a run left about
+40 data directories there).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import doctest
 import importlib
 import pkgutil
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +55,17 @@ def namespace(data_dir: Path) -> tuple[dict[str, Any], Memory]:
     return names, mem
 
 
-@pytest.mark.parametrize("module_name", ["langgraph_memory", *MODULES])
-def test_docstring_examples_run(module_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)  # examples that write ./memory or ./share write here
-    monkeypatch.delenv("LANGGRAPH_MEMORY_DIR", raising=False)
+@pytest.fixture(autouse=True)
+def _temporary_folders_in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``tempfile`` makes its folders and files under ``tmp_path/tmp`` (in child processes too) while a test runs."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    monkeypatch.setenv("TMPDIR", str(folder))
+
+
+def run_examples(module_name: str, tmp_path: Path) -> list[str]:
+    """Run the examples of ``module_name``'s docstrings in the names above; return the failures' reports."""
     module = importlib.import_module(module_name)
     finder = doctest.DocTestFinder(exclude_empty=True)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
@@ -72,7 +84,22 @@ def test_docstring_examples_run(module_name: str, tmp_path: Path, monkeypatch: p
     finally:
         if mem is not None:
             mem.close()
+    return failures
+
+
+@pytest.mark.parametrize("module_name", ["langgraph_memory", *MODULES])
+def test_docstring_examples_run(module_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # examples that write ./memory or ./share write here
+    monkeypatch.delenv("LANGGRAPH_MEMORY_DIR", raising=False)
+    failures = run_examples(module_name, tmp_path)
     assert not failures, "".join(failures)
+
+
+def test_the_folders_examples_make_are_the_tests(tmp_path: Path) -> None:
+    # The module's example opens two catalogs, each in a folder of `tempfile.mkdtemp()`.
+    assert not run_examples("langgraph_memory.catalog.transfer", tmp_path)
+    made = sorted((tmp_path / "tmp").iterdir())
+    assert len(made) == 2 and all((folder / "catalog.sqlite").is_file() for folder in made)
 
 
 def test_the_package_has_docstring_examples() -> None:
