@@ -37,6 +37,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from langgraph_memory.catalog import history as _history
+
 # The writes are `items.ItemWrite`s and ``names`` an `items.NamespaceIds`; items imports this module,
 # so they are typed loosely here rather than imported back (the layout allows no cycle).
 ItemWrite = Any
@@ -55,7 +57,7 @@ _INSERT = (
 )
 _UPDATE = (
     "UPDATE items SET value = ?, updated_at = ?, last_accessed_at = ?, expires_at = ?, ttl_minutes = ?,"
-    " n_vectors = ?, valid_from = ? WHERE id = ?"
+    f" n_vectors = ?, valid_from = {_history.START_AFTER.sqlite} WHERE id = ?"
 )
 # One namespace's items among a list of keys (given as JSON): the UNIQUE (ns_id, key) index answers each.
 # CROSS JOIN keeps the keys outside: with a plain JOIN SQLite walked the namespace's items and scanned the key

@@ -57,6 +57,7 @@ __all__ = [
     "origin",
     "record",
     "POINT",
+    "START_AFTER",
     "keep_heads",
     "link_chains",
     "versions",
@@ -101,8 +102,13 @@ _SELECT_CURRENT = (
     f" CASE WHEN i.n_vectors = 1 THEN (SELECT v.vec FROM vectors v WHERE v.item_id = i.id) END, {_HEAD_OF_ITEM}"
     " FROM items i JOIN namespaces n ON n.id = i.ns_id WHERE i.id IN ({marks})"
 )
-# A version ended at the instant it began (two changes in one transaction) was never visible: not kept.
+# A version ended at the instant it began (two changes in one transaction) was never visible: not kept. Nor is one
+# that began after the change ending it (stamped by a clock behind the one that began it): see `START_AFTER`.
 _KEPT = "coalesce(i.valid_from, i.updated_at) < ?"
+#: ``valid_from`` of the version a change stamped ``?`` begins on a live item (in an UPDATE of ``items``): the
+#: change's instant, or the start of the version it ends when that is later (a clock behind the one that wrote
+#: it), so that versions of a key never overlap nor begin before their value was written.
+START_AFTER = Sql("max(?, coalesce(valid_from, updated_at))", "greatest(%s, coalesce(valid_from, updated_at))")
 _RECORD = f"INSERT INTO item_history({_WRITE_COLS}) {_SELECT_CURRENT} AND {_KEPT}"
 # Each item then points at the version just kept. SQLite gave the rows of one statement consecutive ids (one
 # writer; the next id is the highest plus one) and says the last; PostgreSQL's session knows the last id its

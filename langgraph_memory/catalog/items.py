@@ -78,9 +78,9 @@ _INSERT_VECTOR = Sql.both(
 # A put replacing a value; the item points at the version it ended (`history.record`, ``point=False``).
 _UPDATE_ITEM = Sql(
     "UPDATE items SET value = ?, updated_at = ?, last_accessed_at = ?, expires_at = ?, ttl_minutes = ?, n_vectors = ?,"
-    f" history_id = {_history.POINT.sqlite}, valid_from = ? WHERE id = ?",
+    f" history_id = {_history.POINT.sqlite}, valid_from = {_history.START_AFTER.sqlite} WHERE id = ?",
     "UPDATE items SET value = %s, updated_at = %s, last_accessed_at = %s, expires_at = %s, ttl_minutes = %s,"
-    f" n_vectors = %s, history_id = {_history.POINT.pg}, valid_from = %s WHERE id = %s",
+    f" n_vectors = %s, history_id = {_history.POINT.pg}, valid_from = {_history.START_AFTER.pg} WHERE id = %s",
 )
 
 _PG_INSERT_VECTORS = Rows.both("INSERT INTO vectors(item_id, idx, path, model_id, vec)", "(?, ?, ?, ?, ?)")
@@ -602,6 +602,10 @@ def delete_items(
     return len(rows)
 
 
+# When the last kept version of a key whose item is gone ended.
+_KEY_ENDED = "SELECT h.valid_to FROM history_heads hh JOIN item_history h ON h.id = hh.history_id WHERE hh.uid = ?"
+
+
 def restore_items(
     conn: sqlite3.Connection,
     items: Sequence[StoredItem],
@@ -615,7 +619,8 @@ def restore_items(
 
     Each is current from ``now`` (default: the clock) on, or from its ``updated_at`` when that is later (an
     item from a store whose clock runs ahead): a version never begins before its value was written, which a
-    listing as of a moment relies on (`scope.newest_items`). Returns the items written.
+    listing as of a moment relies on (`scope.newest_items`); nor before the last version of its key ended (the
+    archive move, stamped by a clock ahead of this one). Returns the items written.
     """
     now = time.time() if now is None else now
     written: list[StoredItem] = []
@@ -625,6 +630,7 @@ def restore_items(
         nid = names.ensure(conn, it.namespace, collection)
         if conn.execute(both(conn, "SELECT 1 FROM items WHERE ns_id = ? AND key = ?"), (nid, it.key)).fetchone():
             continue
+        ended = conn.execute(both(conn, _KEY_ENDED), (it.uid,)).fetchone()
         vecs = it.vectors if it.indexed else []
         value_json = json.dumps(it.value, ensure_ascii=False, separators=(",", ":"))
         cur = conn.execute(
@@ -645,7 +651,7 @@ def restore_items(
                 it.expires_at,
                 it.ttl_minutes,
                 len(vecs),
-                max(now, it.updated_at),
+                max(now, it.updated_at, ended[0] if ended else now),
             ),
         )
         item_id = int(cur.fetchone()[0])

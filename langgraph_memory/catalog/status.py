@@ -70,6 +70,11 @@ _PUT = Sql(
     "superseded_by = excluded.superseded_by, superseded_by_ns = excluded.superseded_by_ns, "
     "changed_at = excluded.changed_at",
 )
+# The version after a status change: from the change's instant, or from the version it ends if that began later.
+_NEXT_VERSION = Sql(
+    f"UPDATE items SET valid_from = {_history.START_AFTER.sqlite} WHERE id = ?",
+    f"UPDATE items SET valid_from = {_history.START_AFTER.pg} WHERE id = %s",
+)
 _ADD = Sql(
     f"INSERT OR IGNORE INTO item_status({_COLS}) VALUES ({_MARKS})",
     f"INSERT INTO item_status({_COLS}) VALUES ({_MARKS.replace('?', '%s')}) ON CONFLICT DO NOTHING",
@@ -247,6 +252,8 @@ def _new_versions(
 ) -> None:
     """A status change ends the version of each live item ``(uid, created_at)``: keep it, start the next at ``now``.
 
+    A version that began after ``now`` (stamped by a clock ahead of this one) is not kept, and the next one begins
+    when it began (`history.START_AFTER`), never before its value was written nor inside a kept version.
     ``deleting``: the items are deleted later in the transaction; their next version starts after every instant,
     so the delete keeps no second copy (`history.record` keeps only versions that began before their end).
     """
@@ -258,7 +265,7 @@ def _new_versions(
     if ids:
         _history.record(conn, ids, change, now)
         start = _history.NEVER if deleting else now
-        conn.executemany(both(conn, "UPDATE items SET valid_from = ? WHERE id = ?"), [(start, i) for i in ids])
+        conn.executemany(_NEXT_VERSION.of(conn), [(start, i) for i in ids])
 
 
 def _rows(statuses: Iterable[ItemStatus]) -> list[tuple[Any, ...]]:
@@ -313,17 +320,18 @@ def adopt(conn: sqlite3.Connection, statuses: Iterable[ItemStatus], *, dry_run: 
     return fresh
 
 
-def clear(conn: sqlite3.Connection, uids: Sequence[str], *, record: bool = True) -> int:
+def clear(conn: sqlite3.Connection, uids: Sequence[str], *, record: bool = True, now: float | None = None) -> int:
     """Remove the status of ``uids`` (reinstate, or a hard delete); return how many rows went.
 
-    A reinstated live item gets a new version (the history keeps the retired or superseded one). A hard delete
-    passes ``record=False`` and deletes the items in the same transaction: their versions are kept here, with the
-    status they had, as ended by the delete (which then finds nothing left to keep).
+    A reinstated live item gets a new version from ``now`` (default: the clock) on; the history keeps the retired
+    or superseded one. A hard delete passes ``record=False`` and deletes the items in the same transaction: their
+    versions are kept here, with the status they had, as ended by the delete (which then finds nothing left to keep).
     """
     held = get(conn, list(uids))
     if held:
         live = [(u, st.item_created_at) for u, st in held.items()]
-        _new_versions(conn, live, "restore" if record else "delete", time.time(), deleting=not record)
+        at = time.time() if now is None else now
+        _new_versions(conn, live, "restore" if record else "delete", at, deleting=not record)
     removed = 0
     for chunk in chunked(list(uids)):
         marks = ",".join("?" * len(chunk))
