@@ -720,27 +720,25 @@ def _stored(v: _history.PastVersion) -> StoredItem:
 
 def _best_cosines(m: _pv.Moment, qvec: np.ndarray, scope: np.ndarray) -> np.ndarray:
     """The best cosine similarity of ``qvec`` with the vectors of each past version of ``scope`` (positions in
-    ``m``), in the order of ``scope`` (NaN: it has none)."""
+    ``m``), in the order of ``scope`` (NaN: it has none); computed as the planner scores current items in memory
+    (`CollectionVectors.rank`: normalised rows, one dot product each, divided by the query's norm)."""
     out = np.full(len(scope), np.nan)
     if not len(m.owner) or not len(scope):
         return out
     q = qvec.astype(np.float32)
     qn = float(np.linalg.norm(q)) or 1.0
+    # One thread: BLAS's split costs more than the product on a busy machine (`dot_rows`).
     if m.one_each:
+        if len(scope) == len(m.owner) == len(m.ids):  # every version valid then, one vector each, in order: no gathers
+            return (dot_rows(m.vectors, q) / qn).astype(np.float64)
         rows = m.vector_of[scope]
         has = rows >= 0
         rows = rows[has]
-        part = len(scope) < len(m.ids) // 2  # a namespace of a whole collection: its rows only
-        vectors, norms = (m.vectors[rows], m.norms[rows]) if part else (m.vectors, m.norms)
-        norms = norms * qn
-        norms[norms == 0] = 1.0
-        sims = dot_rows(vectors, q) / norms  # one thread: BLAS's split costs more than the product on a busy machine
-        if len(rows) == len(scope) == len(m.owner):  # every vector, in order (`vector_of` rises): no gathers
-            return sims.astype(np.float64)
-        out[has] = sims if part else sims[rows]
+        if len(scope) < len(m.ids) // 2:  # a namespace of a whole collection: its rows only
+            out[has] = dot_rows(m.vectors[rows], q) / qn
+        else:
+            out[has] = (dot_rows(m.vectors, q) / qn)[rows]
         return out
-    norms = m.norms * qn
-    norms[norms == 0] = 1.0
     every = np.full(len(m.ids), np.nan)
-    np.fmax.at(every, m.owner, dot_rows(m.vectors, q) / norms)
+    np.fmax.at(every, m.owner, dot_rows(m.vectors, q) / qn)
     return every[scope]
