@@ -100,9 +100,9 @@ class Versions:
     ns: np.ndarray
     #: the namespaces, as stored (labels joined by ``\x1f``).
     names: tuple[str, ...]
-    #: every vector (float32 rows), its norm, and the position of the version owning it.
+    #: every vector (float32 rows, normalised as the search's in-memory vectors are: a cosine is one dot product;
+    #: a zero vector stays zero) and the position of the version owning it.
     vectors: np.ndarray
-    norms: np.ndarray
     owner: np.ndarray
     #: a new value whenever the arrays are reloaded from the start (a prune): positions change meaning.
     epoch: int = 0
@@ -128,7 +128,6 @@ class Versions:
             expires=self.expires[pos],
             live=self.live[pos],
             vectors=self.vectors[np.flatnonzero(vmask)],
-            norms=self.norms[vmask],
             owner=owner,
             one_each=one_each,
             vector_of=vector_of,
@@ -182,9 +181,8 @@ class Moment:
     updated: np.ndarray
     expires: np.ndarray
     live: np.ndarray
-    #: their vectors, norms and owners (positions in `pos`); whether every version has one vector at most.
+    #: their vectors (normalised) and owners (positions in `pos`); whether every version has one vector at most.
     vectors: np.ndarray
-    norms: np.ndarray
     owner: np.ndarray
     one_each: bool
     #: with one vector each at most: each version's vector (its row in `vectors`; -1: none).
@@ -281,7 +279,7 @@ def _empty(epoch: int) -> Versions:
     ints, floats = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
     return Versions(
         ints, ints, floats, floats, floats, floats, np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int32), (),
-        _NO_VECTORS, np.zeros(0, dtype=np.float32), ints, epoch,
+        _NO_VECTORS, ints, epoch,
     )  # fmt: skip
 
 
@@ -311,10 +309,12 @@ def _extend(old: Versions, conn: sqlite3.Connection, after: int, upto: int) -> V
         vecs = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
         order = np.argsort(new_owner, kind="stable")  # vectors grouped by version, as the versions are ordered
         vecs, new_owner = vecs[order], new_owner[order]
+        norms = np.linalg.norm(vecs, axis=1)
+        norms[norms == 0] = 1.0
+        vecs = vecs / norms[:, None]
         vectors = np.concatenate([old.vectors, vecs]) if len(old.vectors) else vecs
-        norms = np.concatenate([old.norms, np.linalg.norm(vecs, axis=1)])
     else:
-        vectors, norms = old.vectors, old.norms
+        vectors = old.vectors
 
     def col(k: int, dtype: Any, fill: float | None = None) -> np.ndarray:
         got = np.fromiter((fill if r[k] is None else r[k] for r in rows), dtype=dtype, count=n)
@@ -331,7 +331,6 @@ def _extend(old: Versions, conn: sqlite3.Connection, after: int, upto: int) -> V
         ns=np.concatenate([old.ns, ns]),
         names=tuple(names),
         vectors=vectors,
-        norms=norms,
         owner=np.concatenate([old.owner, new_owner]),
         epoch=old.epoch,
     )

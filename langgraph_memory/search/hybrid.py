@@ -69,6 +69,9 @@ Hit = tuple[float | None, StoredItem]
 #: A search whose scope holds at most this many scored items looks their keyword scores up in the posting lists
 #: (`keywords.match()` ``within``); a larger one scores the query's words over the whole index and walks its best.
 WITHIN_MAX = 2000
+#: Keyword statistics of another moment (`keywords.Corpus`), or what makes them inside the search's own snapshot
+#: from its connection (a search as of a past moment reads them with the rest of the search: one transaction).
+CorpusOf = _keywords.Corpus | Callable[[Any], _keywords.Corpus]
 
 
 @dataclass
@@ -226,7 +229,7 @@ class HybridSearch:
         omit_for: LateOmit | None = None,
         best: int | None = None,
         now: float | None = None,
-        corpus: _keywords.Corpus | None = None,
+        corpus: CorpusOf | None = None,
     ) -> Candidates:
         """Both searches' candidates with both scores (and the matching items that have no vectors).
 
@@ -235,22 +238,31 @@ class HybridSearch:
         candidates that can be among the ``best`` final scores are kept: a
         keyword candidate whose score could not reach the ``best``-th vector
         candidate's is neither read nor scored (`Bar`). ``corpus``: keyword
-        statistics of another moment (a search as of a past one).
+        statistics of another moment (a search as of a past one), or a function making them from the search's
+        connection, called once inside its snapshot.
         """
         depth = max(ranking.candidates, op.offset + op.limit)
         keyword: list[_KeywordSide] = []
         early: list[_keywords.KeywordMatches] = []
+        made: list[_keywords.Corpus] = []
+
+        def corpus_in(conn: Any) -> _keywords.Corpus | None:
+            if not callable(corpus):
+                return corpus
+            if not made:
+                made.append(corpus(conn))
+            return made[0]
 
         def keyword_side(conn: Any, scorer: ScopeScorer, dense: list[Hit], omit: Omit) -> None:
             matches = early[0] if early else None
             keyword.append(
-                self._keyword_side(conn, scorer, op, ranking, depth, dense, omit, best, now, matches, corpus)
+                self._keyword_side(conn, scorer, op, ranking, depth, dense, omit, best, now, matches, corpus_in(conn))
             )
 
         def match_early(conn: Any) -> None:
             # While Chroma answers the vector query (in its worker, the GIL released) the posting lists are read.
             assert op.query is not None
-            early.append(self._match(conn, op.query, ranking, corpus=corpus))
+            early.append(self._match(conn, op.query, ranking, corpus=corpus_in(conn)))
 
         wanted = bool(op.query) and ranking.keyword_weight != 0.0
         dense, plan = self.planner.run(
@@ -444,7 +456,7 @@ class HybridSearch:
         *,
         omit: Omit | None = None,
         omit_for: LateOmit | None = None,
-        corpus: _keywords.Corpus | None = None,
+        corpus: CorpusOf | None = None,
     ) -> tuple[list[Hit], Plan]:
         """Run ``op`` with hybrid ranking; return hits (best first, ``offset`` applied) and the plan."""
         hits, plan = self.run_explained(op, qvec, ranking, omit=omit, omit_for=omit_for, corpus=corpus)
@@ -458,7 +470,7 @@ class HybridSearch:
         *,
         omit: Omit | None = None,
         omit_for: LateOmit | None = None,
-        corpus: _keywords.Corpus | None = None,
+        corpus: CorpusOf | None = None,
     ) -> tuple[list[tuple[ScoreParts | None, StoredItem]], Plan]:
         """``run``, each hit with its `ScoreParts` (None: unscored)."""
         need = op.offset + op.limit

@@ -269,9 +269,7 @@ class AsOfStore(BaseStore):
             temporal = ranking.temporal and dataclasses.replace(ranking.temporal, access_boost_factor=0.0)
             ranking = dataclasses.replace(ranking, clock=lambda: at, temporal=temporal)
             if ranking.keyword_weight != 0.0:
-                return self._keyword_search(
-                    op, qvec, ranking, omit_for, include_retired, self._past(), cutoff, include_undated
-                )
+                return self._keyword_search(op, qvec, ranking, omit_for, seen, include_retired, cutoff, include_undated)
             current, _plan = store.hybrid.run(inner, qvec, ranking, omit_for=omit_for)
         else:
             current, _plan = store.planner.run(inner, qvec, omit_for=omit_for)
@@ -350,8 +348,8 @@ class AsOfStore(BaseStore):
         qvec: np.ndarray,
         ranking: HybridRanking,
         omit_for: Callable[[Any, int | None], Callable[[StoredItem], bool]],
+        seen: list[_pv.Moment],
         include_retired: bool,
-        m: _pv.Moment,
         cutoff: date | None = None,
         include_undated: bool = False,
     ) -> list[SearchItem]:
@@ -370,16 +368,28 @@ class AsOfStore(BaseStore):
         need = op.offset + op.limit
         terms = _keywords.query_terms(op.query)
         texts = store._past_versions.texts
-        with store.catalog.snapshot() as conn:
+        stats: list[tuple[Any, ...]] = []
+
+        def statistics(conn: Any) -> _keywords.Corpus:
+            # Read in the hybrid search's own snapshot (one transaction, not two: on a server each costs round
+            # trips), where ``omit_for`` took the moment first: the moment's texts, the index's statistics then.
+            assert op.query is not None
+            m = seen[-1] if seen else self._past(conn)
             holding, n_tokens, turns = texts.of(conn, store, m, terms)
             corpus = self._corpus(texts.lengths(conn), m, n_tokens, holding)
             # The terms' weights, the mean length and the idf mass, which score the past versions' texts; no
-            # item is scored here (the hybrid search below scores the current ones).
+            # item is scored here (the hybrid search scores the current ones).
             found = store.hybrid._match(conn, op.query, ranking, np.zeros(0, dtype=np.int64), corpus)
-            cut = store._cut(conn, keep_all, cutoff, include_undated)
+            stats.append((m, holding, n_tokens, turns, found, store._cut(conn, keep_all, cutoff, include_undated)))
+            return corpus
+
         current, _plan = store.hybrid.run_explained(
-            op._replace(offset=0, limit=need), qvec, ranking, omit_for=omit_for, corpus=corpus
+            op._replace(offset=0, limit=need), qvec, ranking, omit_for=omit_for, corpus=statistics
         )
+        if not stats:  # the planner found nothing to search (no current item in scope): the past versions remain
+            with store.catalog.snapshot() as conn:
+                statistics(conn)
+        m, holding, n_tokens, turns, found, cut = stats[0]
         ranked = [(parts, it) for parts, it in current if parts is not None]
         unscored = [it for parts, it in current if parts is None]
         scope = self._in_scope(m, op.namespace_prefix, include_retired)
@@ -720,27 +730,25 @@ def _stored(v: _history.PastVersion) -> StoredItem:
 
 def _best_cosines(m: _pv.Moment, qvec: np.ndarray, scope: np.ndarray) -> np.ndarray:
     """The best cosine similarity of ``qvec`` with the vectors of each past version of ``scope`` (positions in
-    ``m``), in the order of ``scope`` (NaN: it has none)."""
+    ``m``), in the order of ``scope`` (NaN: it has none); computed as the planner scores current items in memory
+    (`CollectionVectors.rank`: normalised rows, one dot product each, divided by the query's norm)."""
     out = np.full(len(scope), np.nan)
     if not len(m.owner) or not len(scope):
         return out
     q = qvec.astype(np.float32)
     qn = float(np.linalg.norm(q)) or 1.0
+    # One thread: BLAS's split costs more than the product on a busy machine (`dot_rows`).
     if m.one_each:
+        if len(scope) == len(m.owner) == len(m.ids):  # every version valid then, one vector each, in order: no gathers
+            return (dot_rows(m.vectors, q) / qn).astype(np.float64)
         rows = m.vector_of[scope]
         has = rows >= 0
         rows = rows[has]
-        part = len(scope) < len(m.ids) // 2  # a namespace of a whole collection: its rows only
-        vectors, norms = (m.vectors[rows], m.norms[rows]) if part else (m.vectors, m.norms)
-        norms = norms * qn
-        norms[norms == 0] = 1.0
-        sims = dot_rows(vectors, q) / norms  # one thread: BLAS's split costs more than the product on a busy machine
-        if len(rows) == len(scope) == len(m.owner):  # every vector, in order (`vector_of` rises): no gathers
-            return sims.astype(np.float64)
-        out[has] = sims if part else sims[rows]
+        if len(scope) < len(m.ids) // 2:  # a namespace of a whole collection: its rows only
+            out[has] = dot_rows(m.vectors[rows], q) / qn
+        else:
+            out[has] = (dot_rows(m.vectors, q) / qn)[rows]
         return out
-    norms = m.norms * qn
-    norms[norms == 0] = 1.0
     every = np.full(len(m.ids), np.nan)
-    np.fmax.at(every, m.owner, dot_rows(m.vectors, q) / norms)
+    np.fmax.at(every, m.owner, dot_rows(m.vectors, q) / qn)
     return every[scope]
