@@ -289,27 +289,6 @@ def test_a_put_of_a_key_this_process_never_put_is_one_round_trip_and_checked_aga
         b.close()
 
 
-def test_a_put_replacing_a_value_keeps_its_version_with_the_procedure_sent_with_the_commit(
-    tmp_path: Path, pg_database: str, fake_embeddings: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The version's INSERT runs in a procedure whose plan the server keeps (no text planned per put, nothing
-    # prepared on the session: a transaction-mode pooler may hand each transaction another one). Its CALL has no
-    # answer anyone waits for: it travels with the commit, as the INSERT did.
-    store = _store(pg_database, str(tmp_path / "a"), fake_embeddings)
-    ns = ("notes",)
-    try:
-        store.put(ns, "n", {"text": "one"})
-        store.put(ns, "n", {"text": "two"})
-        count = _Count(monkeypatch)
-        store.put(ns, "n", {"text": "three"})
-        calls = [s for s in count.sent if "CALL lgm_keep_version(" in s]
-        assert len(calls) == 1 and calls[0].endswith(f"COMMIT; {_FLUSH}"), count.sent
-        assert "INSERT INTO item_history" not in calls[0]
-        assert [v.value["text"] for v in store.history(ns, "n")] == ["three", "two", "one"]
-    finally:
-        store.close()
-
-
 def test_the_row_count_of_a_statement_left_for_the_commit_is_read_inside_its_transaction(cat: PgCatalog) -> None:
     # The commit runs as one script whose intermediate results are not kept: a row count read only after it
     # is refused, never given as zero.
