@@ -10,6 +10,7 @@ import pytest
 
 from langgraph_memory.catalog._schema import SCHEMA_VERSION
 from langgraph_memory.catalog.postgres.catalog import PgCatalog
+from langgraph_memory.catalog.postgres.schema import SCHEMA_VERSION as PG_SCHEMA_VERSION
 from langgraph_memory.errors import MigrationError
 from langgraph_memory.memory import Memory
 
@@ -29,6 +30,6 @@ def test_a_catalog_file_from_a_newer_release_is_a_migration_error(tmp_path: Path
 def test_a_postgres_catalog_from_a_newer_release_is_a_migration_error(pg_database: str) -> None:
     PgCatalog(pg_database, timeout=10).close()
     with psycopg.connect(pg_database, autocommit=True) as conn:
-        conn.execute("UPDATE meta SET value = %s WHERE key = 'schema_version'", (str(SCHEMA_VERSION + 1),))
+        conn.execute("UPDATE meta SET value = %s WHERE key = 'schema_version'", (str(PG_SCHEMA_VERSION + 1),))
     with pytest.raises(MigrationError, match="newer than this package's.*upgrade langgraph-chroma-memory"):
         PgCatalog(pg_database, timeout=10)

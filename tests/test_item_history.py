@@ -555,6 +555,47 @@ def test_a_version_11_catalog_links_its_versions_into_chains_and_keeps_history_a
         store.close()
 
 
+def test_a_version_12_postgres_catalog_gets_the_procedure_that_keeps_versions_and_keeps_its_history(
+    pg_database: str, tmp_path: Path, fake_embeddings: DeterministicFakeEmbedding
+) -> None:
+    from langgraph_memory.catalog.postgres.schema import SCHEMA_VERSION
+    from langgraph_memory.config import Settings
+
+    def open_store() -> ChromaStore:
+        settings = Settings.resolve(pg_database, local_dir=str(tmp_path / "local"))
+        return ChromaStore(settings=settings, index={"dims": FAKE_DIMS, "embed": fake_embeddings}, collections=None)
+
+    def texts(store: ChromaStore) -> list[tuple[str, str | None]]:
+        return [(v.value["text"], v.change) for v in store.history(NS, "n")]
+
+    store = open_store()
+    store.put(NS, "n", {"text": "one"})
+    then = _tick()
+    store.put(NS, "n", {"text": "two"})
+    # What version 12 had: no procedure (a version's INSERT went as text), and the version number.
+    with store.catalog.write() as conn:
+        conn.execute("DROP PROCEDURE lgm_keep_version")
+        conn.execute("UPDATE meta SET value = '12' WHERE key = 'schema_version'")
+    store.close()
+    store = open_store()
+    try:
+        with store.catalog.read() as conn:
+            assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(
+                SCHEMA_VERSION
+            )
+            assert conn.execute("SELECT to_regproc('lgm_keep_version') IS NOT NULL").fetchone()[0]
+        assert texts(store) == [("two", None), ("one", "put")]
+        assert store.as_of(then).get(NS, "n").value == {"text": "one"}  # type: ignore[union-attr]
+        # A put (the item's own UPDATE points at the version) and a delete (the procedure points at it) after the
+        # upgrade continue the key's chain; so does the key put again.
+        store.put(NS, "n", {"text": "three"})
+        store.delete(NS, "n")
+        store.put(NS, "n", {"text": "four"})
+        assert texts(store) == [("four", None), ("three", "delete"), ("two", "put"), ("one", "put")]
+    finally:
+        store.close()
+
+
 def test_pruning_versions_anywhere_in_a_keys_chain_keeps_the_others_reachable(plain: ChromaStore) -> None:
     for text in ("one", "two", "three"):
         plain.put(NS, "n", {"text": text})

@@ -14,8 +14,12 @@ Loads one database as ``history_bench`` does (``--items`` keys, each changed
 0-5 times; with the first tree), copies it for each tree (``CREATE DATABASE
 ... TEMPLATE``), starts a worker per tree (``PYTHONPATH`` = the tree), and
 runs blocks of 50 single puts replacing a value with the history kept and
-with `catalog.history.record` a no-op, alternating the order of the arms and
-of the trees block by block. Prints every block, then the medians. The
+with `catalog.history.record` a no-op. The trees take turns going first
+block by block, and the order of the arms flips every second block, so that
+over four blocks each arm of each tree comes once right after the other
+tree (the arm that follows the switch from one process to the other pays
+for it: flipping both orders on the same block put that cost on one arm of
+each tree, always the same). Prints every block, then the medians. The
 server must run on this machine (the workers read its processes' CPU time).
 """
 
@@ -98,7 +102,7 @@ for _ in range(4):  # warm: the session's statements, caches
     block(True), block(False)
 print("ready", flush=True)
 for line in sys.stdin:
-    arms = ("on", "off") if int(line) % 2 == 0 else ("off", "on")
+    arms = ("on", "off") if int(line) // 2 % 2 == 0 else ("off", "on")  # trees alternate on int(line) % 2
     print(json.dumps({a: block(a == "on") for a in arms}), flush=True)
 store.close()
 """

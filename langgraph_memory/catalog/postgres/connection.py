@@ -52,7 +52,8 @@ _FLUSH = (
     f"DELETE FROM meta WHERE key = {_MARK}; COMMIT"
 )
 _TOKEN = re.compile(r"(%%|%s)")
-_DML = re.compile(r"^\s*(INSERT|UPDATE|DELETE)\b", re.I)
+# A CALL is of a procedure that writes (`langgraph_memory.catalog.history.KEEP_VERSION_PROCEDURE`).
+_DML = re.compile(r"^\s*(INSERT|UPDATE|DELETE|CALL)\b", re.I)
 _RETURNING = re.compile(r"\bRETURNING\b", re.I)
 # Rows per multi-row INSERT: far below PostgreSQL's 65,535 parameters, and a statement of a few hundred kB.
 _ROWS_PER_INSERT = 500
@@ -193,10 +194,10 @@ class PgConnection:
     10-15 ms at a load average of 12 on 2 cores, against 0.1-0.3 ms when
     quiet). So statements whose results nobody waits for travel together:
     ``BEGIN`` and the write lock go with the transaction's first statement,
-    and inside a write transaction (`batching`) an ``INSERT``, ``UPDATE`` or
-    ``DELETE`` without ``RETURNING`` is bound on the client and sent with the
-    next statement that returns rows, or the ``COMMIT``, or when its
-    ``rowcount`` is read. An error of such a statement fails the
+    and inside a write transaction (`batching`) an ``INSERT``, ``UPDATE``,
+    ``DELETE`` or ``CALL`` without ``RETURNING`` is bound on the client and
+    sent with the next statement that returns rows, or the ``COMMIT``, or
+    when its ``rowcount`` is read. An error of such a statement fails the
     transaction as SQLite's would, raised by the call that sent it.
     """
 

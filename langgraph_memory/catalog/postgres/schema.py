@@ -33,7 +33,7 @@ from langgraph_memory.errors import MigrationError
 
 __all__ = ["SCHEMA_VERSION", "migrate", "SCHEMA_LOCK"]
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 #: The advisory lock taken while migrating (a constant every process agrees on).
 SCHEMA_LOCK = 0x6C676D5F736368  # "lgm_sch"
 
@@ -272,8 +272,10 @@ CREATE TABLE IF NOT EXISTS history_heads (
     uid         TEXT PRIMARY KEY,
     history_id  BIGINT NOT NULL
 );
-DROP INDEX IF EXISTS item_history_uid
+DROP INDEX IF EXISTS item_history_uid;
 """
+# Version 13: one item's version kept by a procedure, whose plan the server keeps (PostgreSQL only).
+_TABLES += _history.KEEP_VERSION_PROCEDURE
 
 
 def _fill_prefix_counts(raw: Any) -> None:
