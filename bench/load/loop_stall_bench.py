@@ -30,6 +30,7 @@ another checkout::
     .venv/bin/python bench/load/loop_stall_bench.py --model real    # the packaged MiniLM instead of fake vectors
     .venv/bin/python bench/load/loop_stall_bench.py --chroma-server # the index on a `chroma run` server (loopback)
     .venv/bin/python bench/load/loop_stall_bench.py --index-process # the embedded index driven from a child process
+    .venv/bin/python bench/load/loop_stall_bench.py --workload mix --executor-workers 2  # async calls on 2 threads
 """
 
 from __future__ import annotations
@@ -119,6 +120,15 @@ DESIGNS = {
 }
 
 
+async def _sized(work: Any, workers: int) -> Any:
+    """Await ``work`` with the loop's default executor (``asyncio.to_thread``'s) at ``workers`` threads (0: as is)."""
+    if workers:
+        from concurrent.futures import ThreadPoolExecutor
+
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(workers))
+    return await work
+
+
 def _open_store(
     design: str, tmp: Path, emb: Any, dims: int, stack: contextlib.ExitStack, pg_url: str | None = None
 ) -> Any:
@@ -172,6 +182,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tasks", type=int, default=50, help="coroutines of the mix workload")
     parser.add_argument("--seconds", type=float, default=40.0, help="duration of the mix workload")
     parser.add_argument("--pg-url", help="put the catalog on this PostgreSQL server (a fresh database per run)")
+    parser.add_argument(
+        "--executor-workers",
+        type=int,
+        default=0,
+        help="threads of the loop's default executor, where the store's async calls run (0: asyncio's default, "
+        "min(32, cores + 4))",
+    )
     parser.add_argument("--chroma-server", action="store_true", help="same as --designs server")
     parser.add_argument("--index-process", action="store_true", help="same as --designs process")
     args = parser.parse_args(argv)
@@ -209,7 +226,10 @@ def main(argv: list[str] | None = None) -> None:
                         store.search(("memories",), query="warm up")
                         store.wait_for_index()
                         gaps = asyncio.run(
-                            helper.measure_mix(store, tasks=args.tasks, seconds=args.seconds, schedstat=True)
+                            _sized(
+                                helper.measure_mix(store, tasks=args.tasks, seconds=args.seconds, schedstat=True),
+                                args.executor_workers,
+                            )
                         )
                     else:
                         gaps = asyncio.run(
