@@ -127,11 +127,12 @@ class Mixture:
             spread=rng.uniform(0.6, 1.4, clusters),
         )
 
-    def clusters(self, n: int) -> np.ndarray:
-        return self.rng.choice(len(self.weights), size=n, p=self.weights)
+    def clusters(self, n: int, rng: np.random.Generator | None = None) -> np.ndarray:
+        return (rng or self.rng).choice(len(self.weights), size=n, p=self.weights)
 
-    def draw(self, clusters: np.ndarray) -> np.ndarray:
-        """One unit float32 vector from each given cluster."""
+    def draw(self, clusters: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
+        """One unit float32 vector from each given cluster (the spread drawn from ``rng``, by default the mixture's)."""
+        rng = rng or self.rng
         g, t, c, a, e = (math.sqrt(w) for w in self.PARTS)
         out = np.empty((len(clusters), DIMS), dtype=np.float32)
         for start in range(0, len(clusters), 65_536):
@@ -141,9 +142,9 @@ class Mixture:
             low = np.empty((len(ks), DIMS))
             for tp in np.unique(topic):
                 sel = np.nonzero(topic == tp)[0]
-                coords = self.rng.standard_normal((len(sel), self.RANK), dtype=np.float32) / math.sqrt(self.RANK)
+                coords = rng.standard_normal((len(sel), self.RANK), dtype=np.float32) / math.sqrt(self.RANK)
                 low[sel] = coords @ self.bases[tp].T
-            iso = self.rng.standard_normal((len(ks), DIMS), dtype=np.float32) / math.sqrt(DIMS)
+            iso = rng.standard_normal((len(ks), DIMS), dtype=np.float32) / math.sqrt(DIMS)
             x += self.spread[ks, None] * (a * low + e * iso)
             out[start : start + len(ks)] = x / np.linalg.norm(x, axis=1, keepdims=True)
         return out
@@ -453,6 +454,27 @@ class LookupEmbeddings(Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         return self._matrix[self._row[text]].tolist()
+
+
+class MixtureEmbeddings(Embeddings):
+    """A `Mixture` vector per text, its cluster and spread seeded by the text's hash: shaped like sentence
+    embeddings (texts fall into clusters by topic), deterministic, no model, the same in every process."""
+
+    model_name = "bench-mixture-384"
+    dims = DIMS
+
+    def __init__(self, seed: int = 0) -> None:
+        self.mix = Mixture.make(seed)
+
+    def _one(self, text: str) -> list[float]:
+        rng = np.random.default_rng(int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little"))
+        return self.mix.draw(self.mix.clusters(1, rng), rng)[0].tolist()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._one(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._one(text)
 
 
 class HashEmbeddings(Embeddings):

@@ -3,18 +3,33 @@
 from __future__ import annotations
 
 import random
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
+from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from langgraph.store.base import PutOp
 
 from langgraph_memory.store import ChromaStore
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.common
+from bench.common.items import MixtureEmbeddings  # noqa: E402
+
 DIMS = 64
+#: The vectors a history bench embeds with (``--vectors``): 64-d fake ones (a hash's random draw: no
+#: neighbourhoods, the hard case for any index) or 384-d ones shaped like a sentence model's (`MixtureEmbeddings`).
+VECTORS = ("random64", "mixture384")
 BATCH = 1000
 WORDS = ["momentum", "carry", "value", "breakout", "volatility", "regime", "drawdown", "liquidity"]
 #: Each key's last value, for a peer store.
 LAST: dict[tuple[tuple[str, ...], str], dict[str, Any]] = {}
+
+
+def index_config(vectors: str) -> dict[str, Any]:
+    """The store's ``index`` for ``--vectors``: its dims and embeddings (no text fields: the whole value)."""
+    embed: Embeddings = DeterministicFakeEmbedding(size=DIMS) if vectors == "random64" else MixtureEmbeddings()
+    return {"dims": DIMS if vectors == "random64" else MixtureEmbeddings.dims, "embed": embed}
 
 
 def value(rng: random.Random, n: int) -> dict[str, Any]:

@@ -1,9 +1,11 @@
 """What keeping every version costs: put p50 with and without history, as-of against current searches, bytes per version.
 
     .venv/bin/python bench/store/history_bench.py [--items 100000] [--queries 100] [--pg URL] [--write]
+        [--vectors random64|mixture384]
 
-One collection of ``--items`` items (64-d deterministic fake vectors, so no
-model runs) over 100 namespaces, each item then changed 0 to 5 times
+One collection of ``--items`` items (``--vectors``: 64-d deterministic fake
+vectors, a hash's random draw, or 384-d ones shaped like a sentence model's,
+clustered by topic; no model runs) over 100 namespaces, each item then changed 0 to 5 times
 (uniformly; puts of new values in batches of 1,000, the bulk path), so the
 history holds about 2.5 versions per item. Every version goes through
 ``store.batch()``, so the history rows are the write path's own; the Chroma
@@ -56,10 +58,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: its langgraph_memory and bench.common
 
-from langchain_core.embeddings import DeterministicFakeEmbedding  # noqa: E402
 from langgraph.store.base import PutOp  # noqa: E402
 
-from bench.store._history_data import BATCH, DIMS, LAST, WORDS, load_store, value  # noqa: E402
+from bench.store._history_data import BATCH, LAST, VECTORS, WORDS, index_config, load_store, value  # noqa: E402
 from langgraph_memory.catalog import history as _history  # noqa: E402
 from langgraph_memory.search.ranking import HybridRanking  # noqa: E402
 from langgraph_memory.store import ChromaStore  # noqa: E402
@@ -184,11 +185,13 @@ def as_of_rows(
     return rows
 
 
-def run(data_dir: str, n_items: int, n_queries: int, label: str, peer: Any = None) -> list[str]:
+def run(data_dir: str, n_items: int, n_queries: int, label: str, vectors: str, peer: Any = None) -> list[str]:
     """The tables of one catalog; ``peer`` (a `StoreBackend` of PostgresStore, empty) is loaded and timed beside."""
     rng = random.Random(48)
     store = ChromaStore(
-        data_dir=data_dir, index={"dims": DIMS, "embed": DeterministicFakeEmbedding(size=DIMS)}, collections=None
+        data_dir=data_dir,
+        index=index_config(vectors),  # type: ignore[arg-type]
+        collections=None,
     )
     rows: list[str] = []
     try:
@@ -253,11 +256,12 @@ def main() -> None:
     ap.add_argument("--pg", help="also run with the catalog on this PostgreSQL server")
     ap.add_argument("--only-pg", action="store_true", help="with --pg: the PostgreSQL run only")
     ap.add_argument("--write", action="store_true", help="write bench/results/RESULTS_history.md")
+    ap.add_argument("--vectors", choices=VECTORS, default=VECTORS[0])
     args = ap.parse_args()
     out: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         if not (args.pg and args.only_pg):
-            out += run(str(Path(tmp) / "memory"), args.items, args.queries, "SQLite")
+            out += run(str(Path(tmp) / "memory"), args.items, args.queries, "SQLite", args.vectors)
         if args.pg:
             from bench.store._postgres import open_pgstore
             from langgraph_memory._infra.pg_cluster import create_database
@@ -268,13 +272,13 @@ def main() -> None:
             peer = open_pgstore(
                 None,
                 create_database(args.pg, f"hist_peer_{uuid.uuid4().hex[:8]}"),
-                embed=DeterministicFakeEmbedding(size=DIMS),
-                dims=DIMS,
+                embed=index_config(args.vectors)["embed"],
+                dims=index_config(args.vectors)["dims"],
                 text_field="text",
             )
             out.append("")
             try:
-                out += run(url, args.items, args.queries, "PostgreSQL", peer)
+                out += run(url, args.items, args.queries, "PostgreSQL", args.vectors, peer)
             finally:
                 peer.close()
     flags = ""
@@ -284,8 +288,8 @@ def main() -> None:
     except OSError:
         pass
     head = (
-        f"`python bench/store/history_bench.py --items {args.items}{' --pg URL' if args.pg else ''}`"
-        f"{' --only-pg' if args.only_pg else ''}; "
+        f"`python bench/store/history_bench.py --items {args.items}{' --pg URL' if args.pg else ''}"
+        f"{' --only-pg' if args.only_pg else ''} --vectors {args.vectors}`; "
         f"{os.cpu_count()} cores shared with other work (load {os.getloadavg()[0]:.1f}), CPU flags: {flags}. "
         "Each figure is a median of interleaved blocks (see the script's docstring)."
     )

@@ -44,6 +44,7 @@ __all__ = [
     "PastVersions",
     "Versions",
     "Moment",
+    "Partition",
     "IdSet",
     "KeywordLengths",
     "keyword_lengths",
@@ -106,6 +107,9 @@ class Versions:
     owner: np.ndarray
     #: a new value whenever the arrays are reloaded from the start (a prune): positions change meaning.
     epoch: int = 0
+    #: the vectors' partition (`Partition`), once there are `PARTITION_MIN` of them: what lets a search as of a
+    #: moment score a share of a large scope's vectors instead of all of them.
+    partition: Partition | None = None
 
     def at(self, at: float) -> Moment:
         """The versions valid at ``at`` (``valid_from <= at < valid_to``)."""
@@ -116,6 +120,13 @@ class Versions:
         owner = index[self.owner[vmask]]
         later = self.item_ids[self.valid_to > at]
         one_each = not bool(np.any(np.diff(owner) == 0))  # owners never decrease (`_extend`)
+        rows = np.flatnonzero(vmask)
+        bounds = None
+        if self.partition is not None and self.partition.share < 1.0:  # grouped by cluster: a cluster is a slice
+            cluster = self.partition.cluster[rows]
+            by_cluster = np.argsort(cluster, kind="stable")
+            rows, owner = rows[by_cluster], owner[by_cluster]
+            bounds = np.searchsorted(cluster[by_cluster], np.arange(len(self.partition.centroids) + 1))
         vector_of = np.full(len(pos), -1, dtype=np.int64)
         if one_each:
             vector_of[owner] = np.arange(len(owner))
@@ -127,18 +138,21 @@ class Versions:
             updated=self.updated[pos],
             expires=self.expires[pos],
             live=self.live[pos],
-            vectors=self.vectors[np.flatnonzero(vmask)],
+            vectors=self.vectors[rows],
             owner=owner,
             one_each=one_each,
             vector_of=vector_of,
             changed=IdSet(later),
+            bounds=bounds,
         )
 
     def nbytes(self) -> int:
         """The memory the arrays take."""
         return sum(
-            int(getattr(self, f.name).nbytes) for f in dataclasses.fields(self) if f.name not in ("names", "epoch")
-        )
+            int(getattr(self, f.name).nbytes)
+            for f in dataclasses.fields(self)
+            if f.name not in ("names", "epoch", "partition")
+        ) + (self.partition.cluster.nbytes + self.partition.centroids.nbytes if self.partition else 0)
 
 
 class IdSet:
@@ -182,6 +196,7 @@ class Moment:
     expires: np.ndarray
     live: np.ndarray
     #: their vectors (normalised) and owners (positions in `pos`); whether every version has one vector at most.
+    #: With a partition the vectors are grouped by cluster, else in the order of their versions.
     vectors: np.ndarray
     owner: np.ndarray
     one_each: bool
@@ -189,6 +204,8 @@ class Moment:
     vector_of: np.ndarray
     #: the items (rows of ``items``) whose version current at the moment a later change ended.
     changed: IdSet
+    #: with a partition: cluster ``c``'s vectors are ``vectors[bounds[c]:bounds[c + 1]]``.
+    bounds: np.ndarray | None = None
     #: what searches as of the moment derive from it alone (a scope's positions, texts' masks), kept for the next:
     #: the moment's versions never change, so neither does what is derived from them.
     cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -210,6 +227,118 @@ class Moment:
         )
         return under[self.versions.ns[self.pos]]
 
+    def unscored(self) -> np.ndarray:
+        """Over `pos`: -inf for the versions with vectors, NaN for the others (what a search as of the moment
+        starts its cosines from; kept for its next search)."""
+        got: np.ndarray | None = self.cache.get("unscored")
+        if got is None:
+            got = np.full(len(self.pos), np.nan)
+            got[self.owner] = -np.inf
+            got = self.keep("unscored", got)
+        return got
+
+    def probe(self, q: np.ndarray) -> list[tuple[int, int]]:
+        """The slices of `vectors` in the clusters whose centres lie nearest ``q`` (normalised), nearest first,
+        until they hold the partition's `share` of the vectors (all of them without a partition)."""
+        part = self.versions.partition
+        if part is None or self.bounds is None or part.share >= 1.0:
+            return [(0, len(self.vectors))]
+        sizes = np.diff(self.bounds)
+        order = np.argsort(-(part.centroids @ q), kind="stable")
+        enough = int(np.searchsorted(np.cumsum(sizes[order]), part.share * len(self.vectors))) + 1
+        return [(int(self.bounds[c]), int(self.bounds[c + 1])) for c in order[:enough] if sizes[c]]
+
+
+@dataclass(frozen=True, eq=False)
+class Partition:
+    """The past versions' vectors split into clusters (spherical k-means over a sample): each vector's cluster,
+    the clusters' centres (normalised rows), and the share of the vectors a search scores (`Moment.probe()`).
+
+    Made once there are `PARTITION_MIN` vectors and made again from the start each time their number doubles;
+    vectors added in between join their nearest centre. When embeddings group by topic, as a model's do, the
+    clusters nearest a query hold its nearest vectors; on vectors without such structure (random ones) they do
+    not. So the share is measured when the partition is made: the smallest of `PROBE_SHARES` whose clusters held
+    `PROBE_RECALL` of the 10 nearest neighbours of a sample of the vectors, or all of them (1.0) when none did.
+    """
+
+    centroids: np.ndarray
+    cluster: np.ndarray
+    made_of: int
+    #: the share of the vectors a search scores (1.0: all of them), and the recall measured at it.
+    share: float
+    recall: float
+
+    @classmethod
+    def of(cls, vectors: np.ndarray) -> Partition:
+        """``vectors`` (normalised rows) partitioned into about ``sqrt(n) / 8`` clusters (16 to 64: a search
+        scores a slice per cluster it probes, each a NumPy call)."""
+        n = len(vectors)
+        k = int(np.clip(np.sqrt(n) / 8, 16, 64))
+        rng = np.random.default_rng(0)  # the same vectors always split the same way: a search repeats its answer
+        sample = vectors[np.sort(rng.choice(n, min(n, 64 * k), replace=False))]
+        centroids = sample[rng.choice(len(sample), k, replace=False)].copy()
+        for _ in range(_KMEANS_ROUNDS):
+            label = np.argmax(sample @ centroids.T, axis=1)
+            order = np.argsort(label, kind="stable")
+            counts = np.bincount(label, minlength=k)
+            full = np.flatnonzero(counts)
+            sums = np.zeros_like(centroids)
+            sums[full] = np.add.reduceat(sample[order], (np.cumsum(counts) - counts)[full], axis=0)
+            norms = np.linalg.norm(sums, axis=1)
+            keep = norms > 0  # an empty cluster keeps its centre
+            centroids[keep] = sums[keep] / norms[keep, None]
+        cluster = _nearest(vectors, centroids)
+        return cls(centroids, cluster, n, *_measure_share(vectors, cluster, centroids, rng))
+
+    def extended(self, vectors: np.ndarray, new: np.ndarray) -> Partition:
+        """This partition of ``vectors`` (the old ones followed by ``new``): new vectors join their nearest centre,
+        or all are partitioned again once they are twice as many as when it was made."""
+        if len(vectors) >= 2 * self.made_of:
+            return Partition.of(vectors)
+        return dataclasses.replace(self, cluster=np.concatenate([self.cluster, _nearest(new, self.centroids)]))
+
+
+def _measure_share(
+    vectors: np.ndarray, cluster: np.ndarray, centroids: np.ndarray, rng: np.random.Generator
+) -> tuple[float, float]:
+    """The smallest of `PROBE_SHARES` at which the nearest clusters held `PROBE_RECALL` of the 10 nearest other
+    vectors of 64 vectors, within a sample of 20,000 (shares of a sample probe as they do the whole), and the
+    recall measured at it; ``(1.0, 1.0)`` when none did."""
+    rows = np.sort(rng.choice(len(vectors), min(len(vectors), 20_000), replace=False))
+    sample, label = vectors[rows], cluster[rows]
+    asked = rng.choice(len(sample), min(len(sample), 64), replace=False)
+    sims = sample[asked] @ sample.T
+    sims[np.arange(len(asked)), asked] = -np.inf  # each asks for its neighbours, not itself
+    exact = np.argpartition(-sims, 10, axis=1)[:, :10]
+    sizes = np.bincount(label, minlength=len(centroids))
+    nearest_first = np.argsort(-(sample[asked] @ centroids.T), axis=1, kind="stable")
+    for share in PROBE_SHARES:
+        found = 0
+        for i, order in enumerate(nearest_first):
+            enough = int(np.searchsorted(np.cumsum(sizes[order]), share * len(sample))) + 1
+            found += int(np.count_nonzero(np.isin(label[exact[i]], order[:enough])))
+        recall = found / exact.size
+        if recall >= PROBE_RECALL:
+            return share, recall
+    return 1.0, 1.0
+
+
+def _nearest(vectors: np.ndarray, centroids: np.ndarray) -> np.ndarray:
+    """Each vector's nearest centre, a block of rows at a time (a block's products stay a few MB)."""
+    out = np.empty(len(vectors), dtype=np.int32)
+    for start in range(0, len(vectors), 8192):
+        out[start : start + 8192] = np.argmax(vectors[start : start + 8192] @ centroids.T, axis=1)
+    return out
+
+
+#: Vectors past which the past versions' vectors are partitioned (`Partition`): below, scoring them all costs
+#: about a millisecond (at 64 dimensions; 4 at 384).
+PARTITION_MIN = 20_000
+#: The shares of the vectors a search may score (`Partition.share`), and the recall of the 10 nearest that the
+#: share taken must reach on the partition's own vectors.
+PROBE_SHARES = (1 / 32, 1 / 16, 1 / 8, 1 / 4)
+PROBE_RECALL = 0.98
+_KMEANS_ROUNDS = 8
 
 _NO_VECTORS = np.zeros((0, 0), dtype=np.float32)
 #: Entries a moment keeps per scope or query term (`Moment.keep`): each a byte or 8 per version valid then.
@@ -314,7 +443,12 @@ def _extend(old: Versions, conn: sqlite3.Connection, after: int, upto: int) -> V
         vecs = vecs / norms[:, None]
         vectors = np.concatenate([old.vectors, vecs]) if len(old.vectors) else vecs
     else:
-        vectors = old.vectors
+        vecs, vectors = old.vectors[:0], old.vectors
+    partition = old.partition
+    if partition is not None:
+        partition = partition.extended(vectors, vecs)
+    elif len(vectors) >= PARTITION_MIN:
+        partition = Partition.of(vectors)
 
     def col(k: int, dtype: Any, fill: float | None = None) -> np.ndarray:
         got = np.fromiter((fill if r[k] is None else r[k] for r in rows), dtype=dtype, count=n)
@@ -333,6 +467,7 @@ def _extend(old: Versions, conn: sqlite3.Connection, after: int, upto: int) -> V
         vectors=vectors,
         owner=np.concatenate([old.owner, new_owner]),
         epoch=old.epoch,
+        partition=partition,
     )
 
 

@@ -86,7 +86,7 @@ from langgraph_memory.search.ranking import HybridRanking, importance_multiplier
 from langgraph_memory.search.vectors import dot_rows
 from langgraph_memory.store.namespaces import select_namespaces, validate_namespace
 
-__all__ = ["AsOfStore", "PastVersionIndex"]
+__all__ = ["AsOfStore", "PastVersionIndex", "PROBED_SCOPE"]
 
 Hit = tuple[float | None, StoredItem]
 
@@ -282,31 +282,35 @@ class AsOfStore(BaseStore):
         with store.catalog.read() as conn:
             cut = store._cut(conn, keep_all, cutoff, include_undated)  # past versions by their item's evidence end
             if len(past) and qvec is not None:
-                best = _best_cosines(m, qvec, past)  # by position in ``past``
-                has = ~np.isnan(best)
-                take = need
-                bounded = not hybrid and len(scored) >= need
-                if bounded:  # only those above the current items' need-th can enter
-                    current = np.fromiter((sc for sc, _it in scored), dtype=np.float64, count=len(scored))
-                    floor = -np.partition(-current, need - 1)[need - 1]
-                    with_vec = np.flatnonzero(best >= floor - 1e-9)  # (NaN: False)
-                    if not op.filter and cutoff is None:
-                        # Nothing leaves out a version read (expired ones are out of scope already): only those
-                        # among the best ``need`` of both are read.
-                        union = np.concatenate([current, best[with_vec]])
-                        bar = -np.partition(-union, need - 1)[need - 1]
-                        take = int(np.count_nonzero(best[with_vec] >= bar - 1e-9))
-                else:
-                    with_vec = np.flatnonzero(has)
-                first = max(4 * need, 64)
-                order = _first(with_vec, -best[with_vec], m.item_ids[past[with_vec]], first)
-                # With a filter, the best above the current items' bar (a few dozen) are read in one statement:
-                # read in growing chunks until ``take`` matched, they took two or three.
-                chunk = len(order) if op.filter and bounded else None
-                got = _read_first(conn, m.ids[past[order]], op.filter, take, store._omits_expired, at, cut, chunk)
-                if len(got) < take and len(order) < len(with_vec):  # the filter left too few of the best
-                    order = _first(with_vec, -best[with_vec], m.item_ids[past[with_vec]], len(with_vec))
-                    got = _read_first(conn, m.ids[past[order]], op.filter, take, store._omits_expired, at, cut)
+                # A large scope's nearest clusters first; all of them when those leave the page short.
+                for probe in (True, False):
+                    best, complete = _best_cosines(m, qvec, past, probe)  # by position in ``past``
+                    take = need
+                    bounded = not hybrid and len(scored) >= need
+                    if bounded:  # only those above the current items' need-th can enter
+                        current = np.fromiter((sc for sc, _it in scored), dtype=np.float64, count=len(scored))
+                        floor = -np.partition(-current, need - 1)[need - 1]
+                        with_vec = np.flatnonzero(best >= floor - 1e-9)  # (NaN, -inf: False)
+                        if not op.filter and cutoff is None:
+                            # Nothing leaves out a version read (expired ones are out of scope already): only
+                            # those among the best ``need`` of both are read.
+                            union = np.concatenate([current, best[with_vec]])
+                            bar = -np.partition(-union, need - 1)[need - 1]
+                            take = int(np.count_nonzero(best[with_vec] >= bar - 1e-9))
+                    else:
+                        with_vec = np.flatnonzero(best > -np.inf)  # scored (NaN: no vector; -inf: not probed)
+                    first = max(4 * need, 64)
+                    order = _first(with_vec, -best[with_vec], m.item_ids[past[with_vec]], first)
+                    # With a filter, the best above the current items' bar (a few dozen) are read in one
+                    # statement: read in growing chunks until ``take`` matched, they took two or three.
+                    chunk = len(order) if op.filter and bounded else None
+                    omits = store._omits_expired
+                    got = _read_first(conn, m.ids[past[order]], op.filter, take, omits, at, cut, chunk)
+                    if len(got) < take and len(order) < len(with_vec):  # the filter left too few of the best
+                        order = _first(with_vec, -best[with_vec], m.item_ids[past[with_vec]], len(with_vec))
+                        got = _read_first(conn, m.ids[past[order]], op.filter, take, omits, at, cut)
+                    if complete or len(scored) + len(got) >= need:
+                        break
                 for k, it in got:
                     sim = float(best[order[k]])
                     if not hybrid:
@@ -317,7 +321,7 @@ class AsOfStore(BaseStore):
                         [Candidate(it, sim, vector=True)], ranking, now=at, collections=store.collections
                     )[0]
                     scored.append((parts.final, it))
-                newest_first = past[~has]
+                newest_first = past[np.isnan(best)]
             if len(newest_first) and len(scored) < need:  # listings, and items without vectors after the scored
                 if not scored and len(unscored) >= need:  # only those newer than the current items' need-th can enter
                     floor = sorted((it.updated_at for it in unscored), reverse=True)[need - 1]
@@ -393,87 +397,101 @@ class AsOfStore(BaseStore):
         ranked = [(parts, it) for parts, it in current if parts is not None]
         unscored = [it for parts, it in current if parts is None]
         scope = self._in_scope(m, op.namespace_prefix, include_retired)
-        best = _best_cosines(m, qvec, scope)
-        has = ~np.isnan(best)
-        if has.all():  # every version in scope has vectors: no copies
-            scored, bare, sims = scope, scope[:0], best
-        else:
-            scored, bare, sims = scope[has], scope[~has], best[has]
-        # Every version valid then (a whole collection's search): its arrays as they are, no copies.
-        of_scored: Callable[[np.ndarray], np.ndarray] = (
-            (lambda a: a) if len(scored) == len(m.ids) else (lambda a: a[scored])
-        )
-        # Only the versions holding a weighted query term have keyword evidence: they alone are scored (each the
-        # same float as over every version), the others keep 0 (a whole collection's are tens of thousands).
-        weighted = {t: of_scored(holding[t]) for t, _idf in found.weights if t in holding}
-        held = np.flatnonzero(np.logical_or.reduce(list(weighted.values()))) if weighted else scope[:0]
-        kw, evidence = np.zeros(len(scored)), np.zeros(len(scored))
-        if len(held):
-            kw[held] = _keywords.score_texts(
-                found,
-                {t: h[held] for t, h in weighted.items()},
-                np.maximum(of_scored(n_tokens)[held], 0),
-                ranking.length_norm,
-            )
-            if found.mass > 0:
-                evidence[held] = kw[held] / found.mass
-        finals = [parts.final for parts, _it in ranked]  # the bar counts the current items too
-        # Under noisy-or on the query's scale a version's score depends on itself alone (turns aside: their
-        # neighbours raise them), so the relevance bounds it.
-        alone = ranking.fusion == "noisy-or" and ranking.keyword_scale == "query"
-        if alone and not (ranking.neighbours and of_scored(turns).any()):
-            # Read in order of relevance, which the final score never exceeds, until the rest cannot reach. Without
-            # keyword evidence a relevance is the cosine (clipped to [0, 1], as `_relevance` takes it).
-            bound = np.clip(sims, 0.0, 1.0)
-            bound[held] = _relevance(sims[held], evidence[held], ranking)
-            every = np.arange(len(scored))
-            if len(finals) >= need:  # only those whose relevance reaches the current items' need-th can enter
-                every = np.flatnonzero(bound * (1.0 + 1e-9) >= sorted(finals, reverse=True)[need - 1])
-            # Times the weight its age leaves it (a version is never accessed here), a version's relevance is its
-            # final score, to rounding (`score_parts_many`'s arithmetic on the same floats).
-            bound[every] *= _age_weight(m, scored[every], ranking, at, store.collections)
-            if not op.filter and cutoff is None:
-                # Nothing leaves out a version read (expired ones are out of scope already): only those among the
-                # best ``need`` of both are read.
-                union = np.concatenate([np.asarray(finals, dtype=np.float64), bound[every] * (1.0 - 1e-9)])
-                if len(union) >= need:
-                    every = every[bound[every] * (1.0 + 1e-9) >= -np.partition(-union, need - 1)[need - 1]]
-            elif len(finals) >= need:
-                every = every[bound[every] * (1.0 + 1e-9) >= sorted(finals, reverse=True)[need - 1]]
-            item_ids = of_scored(m.item_ids)[every]
-            # Ordered only as far as the first reads go (a whole collection's past versions are thousands).
-            order = _first(every, -bound[every], item_ids, max(4 * need, 64))
-            todo = len(every)
-        else:  # a score relative to the other candidates: every one is read and scored together
-            bound, order, todo = None, np.arange(len(scored)), len(scored)
-        pos, chunk = 0, max(need, 16)
-        with store.catalog.read() as conn:
-            while pos < todo:
-                if pos >= len(order):
-                    assert bound is not None
-                    order = _first(every, -bound[every], item_ids, todo)  # begins as the part did
-                part = order[pos : pos + chunk] if bound is not None else order
-                pos, chunk = pos + len(part), chunk * 2
-                if bound is not None and len(finals) >= need:
-                    kth = sorted(finals, reverse=True)[need - 1]
-                    part = part[bound[part] * (1.0 + 1e-9) >= kth]
-                    if not len(part):
-                        break
-                read = _history.read(conn, m.ids[scored[part]].tolist())
-                got = []
-                for j in part.tolist():
-                    v = read.get(int(m.ids[scored[j]]))
-                    if v is None or not _filters.matches(v.value, op.filter):
-                        continue
-                    it = _stored(v)
-                    if not cut(it):  # a data cut-off
-                        got.append(Candidate(it, float(sims[j]), float(kw[j]), float(evidence[j]), vector=True))
-                for parts, c in explain_candidates(got, ranking, now=at, collections=store.collections):
-                    finals.append(parts.final)
-                    ranked.append((parts, c.item))
-            if len(bare) and len(ranked) < need:  # versions without vectors follow the scored, newest first
-                newest = _first(bare, -m.updated[bare], -m.item_ids[bare], len(bare))
-                unscored.extend(it for _k, it in _read_first(conn, m.ids[newest], op.filter, need, False, at, cut))
+        # A large scope's nearest clusters first; all of them when those leave the page short.
+        first_ranked, first_unscored = ranked, unscored
+        for probe in (True, False):
+            ranked, unscored = list(first_ranked), list(first_unscored)
+            # A relative fusion scores every version together: it needs them all.
+            alone = ranking.fusion == "noisy-or" and ranking.keyword_scale == "query"
+            best, complete = _best_cosines(m, qvec, scope, probe and alone)
+            has = ~np.isnan(best)
+            if has.all():  # every version in scope has vectors: no copies
+                scored, bare, sims = scope, scope[:0], best
+            else:
+                scored, bare, sims = scope[has], scope[~has], best[has]
+            # Every version valid then (a whole collection's search): its arrays as they are, no copies.
+            rows = None if len(scored) == len(m.ids) else scored
+
+            def of_scored(a: np.ndarray, rows: np.ndarray | None = rows) -> np.ndarray:
+                return a if rows is None else a[rows]
+
+            # Only the versions holding a weighted query term have keyword evidence: they alone are scored (each the
+            # same float as over every version), the others keep 0 (a whole collection's are tens of thousands).
+            weighted = {t: of_scored(holding[t]) for t, _idf in found.weights if t in holding}
+            held = np.flatnonzero(np.logical_or.reduce(list(weighted.values()))) if weighted else scope[:0]
+            kw, evidence = np.zeros(len(scored)), np.zeros(len(scored))
+            if len(held):
+                kw[held] = _keywords.score_texts(
+                    found,
+                    {t: h[held] for t, h in weighted.items()},
+                    np.maximum(of_scored(n_tokens)[held], 0),
+                    ranking.length_norm,
+                )
+                if found.mass > 0:
+                    evidence[held] = kw[held] / found.mass
+                missed = held[np.isneginf(sims[held])]  # keyword evidence in a cluster not probed: scored alone
+                if len(missed):
+                    sims[missed] = _best_cosines(m, qvec, scored[missed])[0]
+            finals = [parts.final for parts, _it in ranked]  # the bar counts the current items too
+            # Under noisy-or on the query's scale a version's score depends on itself alone (turns aside: their
+            # neighbours raise them), so the relevance bounds it.
+            if not complete and ranking.neighbours and of_scored(turns).any():
+                continue  # turns are raised by their neighbours: every version is scored
+            if alone and not (ranking.neighbours and of_scored(turns).any()):
+                # Read in order of relevance, which the final score never exceeds, until the rest cannot reach. Without
+                # keyword evidence a relevance is the cosine (clipped to [0, 1], as `_relevance` takes it).
+                bound = np.clip(sims, 0.0, 1.0)
+                bound[held] = _relevance(sims[held], evidence[held], ranking)
+                every = np.arange(len(scored)) if complete else np.flatnonzero(sims > -np.inf)
+                if len(finals) >= need:  # only those whose relevance reaches the current items' need-th can enter
+                    every = np.flatnonzero(bound * (1.0 + 1e-9) >= sorted(finals, reverse=True)[need - 1])
+                # Times the weight its age leaves it (a version is never accessed here), a version's relevance is its
+                # final score, to rounding (`score_parts_many`'s arithmetic on the same floats).
+                bound[every] *= _age_weight(m, scored[every], ranking, at, store.collections)
+                if not op.filter and cutoff is None:
+                    # Nothing leaves out a version read (expired ones are out of scope already): only those among the
+                    # best ``need`` of both are read.
+                    union = np.concatenate([np.asarray(finals, dtype=np.float64), bound[every] * (1.0 - 1e-9)])
+                    if len(union) >= need:
+                        every = every[bound[every] * (1.0 + 1e-9) >= -np.partition(-union, need - 1)[need - 1]]
+                elif len(finals) >= need:
+                    every = every[bound[every] * (1.0 + 1e-9) >= sorted(finals, reverse=True)[need - 1]]
+                item_ids = of_scored(m.item_ids)[every]
+                # Ordered only as far as the first reads go (a whole collection's past versions are thousands).
+                order = _first(every, -bound[every], item_ids, max(4 * need, 64))
+                todo = len(every)
+            else:  # a score relative to the other candidates: every one is read and scored together
+                bound, order, todo = None, np.arange(len(scored)), len(scored)
+            pos, chunk = 0, max(need, 16)
+            with store.catalog.read() as conn:
+                while pos < todo:
+                    if pos >= len(order):
+                        assert bound is not None
+                        order = _first(every, -bound[every], item_ids, todo)  # begins as the part did
+                    part = order[pos : pos + chunk] if bound is not None else order
+                    pos, chunk = pos + len(part), chunk * 2
+                    if bound is not None and len(finals) >= need:
+                        kth = sorted(finals, reverse=True)[need - 1]
+                        part = part[bound[part] * (1.0 + 1e-9) >= kth]
+                        if not len(part):
+                            break
+                    read = _history.read(conn, m.ids[scored[part]].tolist())
+                    got = []
+                    for j in part.tolist():
+                        v = read.get(int(m.ids[scored[j]]))
+                        if v is None or not _filters.matches(v.value, op.filter):
+                            continue
+                        it = _stored(v)
+                        if not cut(it):  # a data cut-off
+                            got.append(Candidate(it, float(sims[j]), float(kw[j]), float(evidence[j]), vector=True))
+                    for parts, c in explain_candidates(got, ranking, now=at, collections=store.collections):
+                        finals.append(parts.final)
+                        ranked.append((parts, c.item))
+                if len(bare) and len(ranked) < need:  # versions without vectors follow the scored, newest first
+                    newest = _first(bare, -m.updated[bare], -m.item_ids[bare], len(bare))
+                    unscored.extend(it for _k, it in _read_first(conn, m.ids[newest], op.filter, need, False, at, cut))
+            if complete or len(ranked) >= need:
+                break
         # Ties broken as the hybrid search breaks them: the stronger side, the cosine, the item id.
         ranked.sort(key=lambda h: (-h[0].final, -max(h[0].cosine, h[0].keyword), -h[0].cosine, h[1].id or 0))
         return _results(op, [(parts.final, it) for parts, it in ranked], unscored, ordered=True)
@@ -728,27 +746,61 @@ def _stored(v: _history.PastVersion) -> StoredItem:
     )
 
 
-def _best_cosines(m: _pv.Moment, qvec: np.ndarray, scope: np.ndarray) -> np.ndarray:
+def _best_cosines(m: _pv.Moment, qvec: np.ndarray, scope: np.ndarray, probe: bool = False) -> tuple[np.ndarray, bool]:
     """The best cosine similarity of ``qvec`` with the vectors of each past version of ``scope`` (positions in
-    ``m``), in the order of ``scope`` (NaN: it has none); computed as the planner scores current items in memory
-    (`CollectionVectors.rank`: normalised rows, one dot product each, divided by the query's norm)."""
+    ``m``), in the order of ``scope`` (NaN: it has none), and whether every one was scored.
+
+    Computed as the planner scores current items in memory (`CollectionVectors.rank`: normalised rows, one dot
+    product each, divided by the query's norm). With ``probe`` and a scope of `PROBED_SCOPE` versions or more,
+    only the clusters nearest the query are scored (`Moment.probe()`: the share of the vectors measured to hold
+    the nearest ones); the others' versions get -inf.
+    """
     out = np.full(len(scope), np.nan)
     if not len(m.owner) or not len(scope):
-        return out
+        return out, True
     q = qvec.astype(np.float32)
     qn = float(np.linalg.norm(q)) or 1.0
+    whole = len(scope) == len(m.ids)  # (``scope`` is increasing positions in ``m``)
     # One thread: BLAS's split costs more than the product on a busy machine (`dot_rows`).
-    if m.one_each:
-        if len(scope) == len(m.owner) == len(m.ids):  # every version valid then, one vector each, in order: no gathers
-            return (dot_rows(m.vectors, q) / qn).astype(np.float64)
+    if m.one_each and len(scope) < len(m.ids) // 2:  # a namespace of a whole collection: its rows only
         rows = m.vector_of[scope]
         has = rows >= 0
-        rows = rows[has]
-        if len(scope) < len(m.ids) // 2:  # a namespace of a whole collection: its rows only
-            out[has] = dot_rows(m.vectors[rows], q) / qn
-        else:
-            out[has] = (dot_rows(m.vectors, q) / qn)[rows]
-        return out
-    every = np.full(len(m.ids), np.nan)
-    np.fmax.at(every, m.owner, dot_rows(m.vectors, q) / qn)
-    return every[scope]
+        out[has] = dot_rows(m.vectors[rows[has]], q) / qn
+        return out, True
+    if whole and m.one_each and len(m.vectors) == len(m.ids) and m.bounds is None:
+        return (dot_rows(m.vectors, q) / qn).astype(np.float64), True  # one vector each, in order: no gathers
+    slices = m.probe(q / qn) if probe and len(scope) >= PROBED_SCOPE else [(0, len(m.vectors))]
+    complete = slices == [(0, len(m.vectors))]
+    if not complete:  # the versions with vectors not scored stay at -inf
+        unscored = m.unscored()
+        out = unscored.copy() if whole else unscored[scope]
+    # The slices' cosines side by side, then placed in one go (a search probes tens of slices).
+    sims = np.empty(sum(stop - start for start, stop in slices), dtype=np.float32)
+    at = 0
+    for start, stop in slices:
+        np.einsum("ij,j->i", m.vectors[start:stop], q, out=sims[at : at + stop - start])
+        at += stop - start
+    sims /= qn
+    owners = m.owner if complete else m.owner[_ranges(slices)]
+    if not whole:  # each position in ``m``'s place in ``scope`` (-1: out of it)
+        into = np.full(len(m.ids), -1, dtype=np.int64)
+        into[scope] = np.arange(len(scope))
+        owners = into[owners]
+        sims, owners = sims[owners >= 0], owners[owners >= 0]
+    if m.one_each:
+        out[owners] = sims
+    else:
+        np.fmax.at(out, owners, sims)
+    return out, complete
+
+
+def _ranges(slices: list[tuple[int, int]]) -> np.ndarray:
+    """The positions ``start, ..., stop - 1`` of each slice, concatenated."""
+    starts = np.array([a for a, _b in slices], dtype=np.int64)
+    widths = np.array([b - a for a, b in slices], dtype=np.int64)
+    return np.arange(int(widths.sum())) + np.repeat(starts - (np.cumsum(widths) - widths), widths)
+
+
+#: The past versions a scope needs before an as-of search scores only the clusters nearest the query
+#: (`Partition`): a smaller one is scored whole.
+PROBED_SCOPE = 20_000
