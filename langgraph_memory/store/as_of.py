@@ -405,10 +405,15 @@ class AsOfStore(BaseStore):
             alone = ranking.fusion == "noisy-or" and ranking.keyword_scale == "query"
             best, complete = _best_cosines(m, qvec, scope, probe and alone)
             has = ~np.isnan(best)
+            if not complete:  # only the versions scored take part, and those a query term holds (scored below)
+                has &= best > -np.inf
+                for t, _idf in found.weights:
+                    if t in holding:
+                        has |= holding[t][scope] & ~np.isnan(best)
             if has.all():  # every version in scope has vectors: no copies
                 scored, bare, sims = scope, scope[:0], best
             else:
-                scored, bare, sims = scope[has], scope[~has], best[has]
+                scored, bare, sims = scope[has], scope[np.isnan(best)], best[has]
             # Every version valid then (a whole collection's search): its arrays as they are, no copies.
             rows = None if len(scored) == len(m.ids) else scored
 
