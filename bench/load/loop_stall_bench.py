@@ -31,6 +31,7 @@ another checkout::
     .venv/bin/python bench/load/loop_stall_bench.py --chroma-server # the index on a `chroma run` server (loopback)
     .venv/bin/python bench/load/loop_stall_bench.py --index-process # the embedded index driven from a child process
     .venv/bin/python bench/load/loop_stall_bench.py --workload mix --executor-workers 2  # async calls on 2 threads
+    .venv/bin/python bench/load/loop_stall_bench.py --workload mix --switch-interval 0.001  # GIL handed on each 1 ms
 """
 
 from __future__ import annotations
@@ -189,9 +190,18 @@ def main(argv: list[str] | None = None) -> None:
         help="threads of the loop's default executor, where the store's async calls run (0: asyncio's default, "
         "min(32, cores + 4))",
     )
+    parser.add_argument(
+        "--switch-interval",
+        type=float,
+        default=0.0,
+        help="sys.setswitchinterval() for the run, in seconds: how long a thread holding the GIL keeps it while "
+        "another waits (0: Python's 0.005)",
+    )
     parser.add_argument("--chroma-server", action="store_true", help="same as --designs server")
     parser.add_argument("--index-process", action="store_true", help="same as --designs process")
     args = parser.parse_args(argv)
+    if args.switch_interval:
+        sys.setswitchinterval(args.switch_interval)
     designs = [d.strip() for d in args.designs.split(",") if d.strip()]
     if args.chroma_server:
         designs = ["server"]
