@@ -52,7 +52,10 @@ class Machine:
             env=env,
         )
         self.log = local_dir.parent / f"{local_dir.name}.log"
-        self._answer()  # "ready"
+
+    def ready(self) -> None:
+        """Wait for the process's "ready" (started separately, so both machines start at once)."""
+        self._answer()
 
     def _answer(self) -> Any:
         assert self.proc.stdout is not None
@@ -102,6 +105,8 @@ def machines(
     try:
         for name in ("machine-a", "machine-b"):
             opened.append(Machine(pg_database, shared_chroma_server, tmp_path / name))
+        for m in opened:
+            m.ready()
         yield opened[0], opened[1]
     finally:
         for m in opened:
