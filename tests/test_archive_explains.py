@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -52,13 +51,13 @@ def _archived_once(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]
 
 @pytest.fixture
 def archived_lesson(_archived_once: tuple[Path, str], tmp_path: Path) -> tuple[Path, str]:
-    """A lesson stored, retired ("wrong data") and archived, all from the command line (a copy per test)."""
-    if catalog_backend.active():
-        # The catalog is on the server, not in the folder: a copy of the folder would hold the archive
-        # files without the catalog they belong to, so each test makes its own.
-        return _archive_a_lesson(tmp_path / "memory")
+    """A lesson stored, retired ("wrong data") and archived, all from the command line (a copy per test).
+
+    The copy takes the catalog too where the run keeps it on a server (the copy `langgraph-memory migrate`
+    makes); storing, retiring and archiving again per test cost 10-23 s a test there.
+    """
     source, key = _archived_once
-    shutil.copytree(source, tmp_path / "memory")
+    catalog_backend.copy_data_dir(source, tmp_path / "memory")
     return tmp_path / "memory", key
 
 

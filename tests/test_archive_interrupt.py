@@ -18,6 +18,7 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langgraph_memory import Memory
+from tests.helpers import catalog_backend
 from tests.helpers.archive_data import make_lessons
 
 CLI = Path(sys.executable).with_name("langgraph-memory")
@@ -33,13 +34,22 @@ def _env() -> dict[str, str]:
     return env
 
 
+@pytest.fixture(scope="module")
+def _lessons(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A memory of N retired lessons, made once; each test archives a copy of it."""
+    source = tmp_path_factory.mktemp("archive-interrupt") / "memory"
+    emb = DeterministicFakeEmbedding(size=16)
+    with Memory.open(source, embeddings=emb) as mem:
+        make_lessons(mem.store, emb, N)
+    return source
+
+
 @pytest.mark.parametrize("ignore_sigint", [False, True], ids=["terminal", "started-with-sigint-ignored"])
 def test_ctrl_c_during_an_archive_run_says_so_exits_130_and_the_next_run_finishes(
-    data_dir: Path, ignore_sigint: bool
+    _lessons: Path, data_dir: Path, ignore_sigint: bool
 ) -> None:
     emb = DeterministicFakeEmbedding(size=16)
-    with Memory.open(data_dir, embeddings=emb) as mem:
-        make_lessons(mem.store, emb, N)
+    catalog_backend.copy_data_dir(_lessons, data_dir)
     marker = data_dir.parent / "holding"
     argv = [sys.executable, str(HELD_CLI), str(marker), "--data-dir", str(data_dir), "-v", "archive", "run"]
     if ignore_sigint:  # as a background job of a non-interactive shell starts (a script, CI): SIGINT ignored

@@ -27,8 +27,9 @@ from langgraph_memory.index._hnsw_check import check_folder, check_segment
 DIMS = 16
 N = 3000
 # The children open the data directory by its path, so with its own SQLite catalog (tests/test_bitrot.py
-# waits for the same on PostgreSQL); the structure checks themselves read only the Chroma folder.
-_CHILDREN = pytest.mark.sqlite_only("child processes open the data directory's own catalog")
+# waits for the same on PostgreSQL); the structure checks themselves read only the Chroma folder, the same
+# in both passes.
+pytestmark = pytest.mark.sqlite_only("child processes open the data directory's own catalog; checks read only Chroma")
 
 
 def _build(data_dir: Path) -> list[str]:
@@ -149,7 +150,6 @@ def _flip_ef_construction(seg: Path) -> None:
 
 
 @pytest.mark.slow
-@_CHILDREN
 @pytest.mark.parametrize("damage", ["level0", "upper-levels", "ef_construction"])
 def test_flipped_neighbour_ids_after_a_crash_are_rebuilt_not_loaded(
     template: tuple[Path, list[str]], tmp_path: Path, damage: str
@@ -173,7 +173,6 @@ PLAN = ["data_level0.bin", "link_lists.bin", "data_level0.bin", "header.bin", "l
 
 
 @pytest.mark.slow
-@_CHILDREN
 def test_random_flips_after_crashes_never_crash_lose_or_mislead(
     template: tuple[Path, list[str]], tmp_path: Path
 ) -> None:

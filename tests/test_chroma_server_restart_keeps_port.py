@@ -25,6 +25,9 @@ from chromadb.config import Settings
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "chroma_server.sh"
 
+# The script and a bare Chroma server: no data directory, so no catalog, and the same in both passes.
+pytestmark = pytest.mark.sqlite_only("a Chroma server folder and its script only: no catalog involved")
+
 
 def _script(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CHROMA_BIN": str(Path(sys.executable).parent / "chroma")}

@@ -78,6 +78,7 @@ def test_every_json_option_refuses_broken_json_alike(capsys) -> None:
         assert "Write it in single quotes for the shell" in err
 
 
+@pytest.mark.sqlite_only("arguments refused before any data directory is opened: the same in both passes")
 def test_filter_and_costs_say_the_same_clear_thing_from_the_shell(tmp_path: Path) -> None:
     data_dir = str(tmp_path / "memory")
     filtered = _cli("--data-dir", data_dir, "search", "x", "--filter", "{bad")
@@ -137,6 +138,7 @@ def test_with_json_an_error_is_a_json_object_on_stdout(tmp_path: Path) -> None:
         assert words in proc.stderr  # the human message is still on stderr
 
 
+@pytest.mark.sqlite_only("an argument refused before any data directory is opened: the same in both passes")
 def test_without_json_an_error_leaves_stdout_empty(tmp_path: Path) -> None:
     proc = _cli("--data-dir", str(tmp_path / "memory"), "search", "x", "--filter", "{bad")
     assert proc.returncode == 2 and proc.stdout == ""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import sys
+import tempfile
 import types
 from pathlib import Path
 
@@ -55,6 +56,11 @@ def test_doc_example_runs(name: str, block: str, tmp_path: Path, monkeypatch: py
     if reason:
         pytest.skip(reason.group(1))
     monkeypatch.chdir(tmp_path)
+    # Examples make folders with tempfile.mkdtemp(), as a user copies them: here under tmp_path, which pytest removes
+    # (a run left seven memories in the system's temporary folder).
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
     monkeypatch.delenv("LANGGRAPH_MEMORY_DIR", raising=False)
     monkeypatch.delenv("EMBEDDING_MODEL", raising=False)
     # A real module, as a script run with `python example.py` would be (dataclasses look their module up).

@@ -37,6 +37,7 @@ def _python(env: dict[str, str], code: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
 
 
+@pytest.mark.sqlite_only("opens a server address of its own, not the run's catalog: the same in both passes")
 def test_memory_open_on_a_server_without_the_postgres_extra_names_the_extra(tmp_path: Path) -> None:
     code = (
         "from langgraph_memory import Memory\n"
@@ -52,6 +53,7 @@ def test_memory_open_on_a_server_without_the_postgres_extra_names_the_extra(tmp_
     assert "ModuleNotFoundError" not in done.stderr
 
 
+@pytest.mark.sqlite_only("an import only, no catalog: the same in both passes")
 def test_the_postgres_checkpointer_without_the_extra_names_it(tmp_path: Path) -> None:
     code = (
         "from langgraph_memory.errors import MissingExtraError\n"

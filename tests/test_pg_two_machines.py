@@ -24,7 +24,7 @@ import pytest
 from bench.common.pg_index_check import check_server_index, checker
 from langgraph_memory.catalog import files as catalog_files
 from langgraph_memory.ingest import chunk_key, parent_key
-from tests.helpers.chroma_server import ChromaServer, chroma_server  # noqa: F401 - the fixture
+from tests.helpers.chroma_server import ChromaServer, shared_chroma_server  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.slow  # subprocesses and real servers
 
@@ -52,7 +52,10 @@ class Machine:
             env=env,
         )
         self.log = local_dir.parent / f"{local_dir.name}.log"
-        self._answer()  # "ready"
+
+    def ready(self) -> None:
+        """Wait for the process's "ready" (started separately, so both machines start at once)."""
+        self._answer()
 
     def _answer(self) -> Any:
         assert self.proc.stdout is not None
@@ -92,11 +95,18 @@ def both(a: Machine, b: Machine, cmd: str, go: Path, **args: Any) -> tuple[Any, 
 
 
 @pytest.fixture
-def machines(pg_database: str, chroma_server: ChromaServer, tmp_path: Path) -> Iterator[tuple[Machine, Machine]]:  # noqa: F811
+def machines(
+    pg_database: str,
+    shared_chroma_server: ChromaServer,  # noqa: F811
+    tmp_path: Path,
+) -> Iterator[tuple[Machine, Machine]]:
+    """Two machine processes on a new database; the module's tests share one Chroma server (none stops it)."""
     opened: list[Machine] = []
     try:
         for name in ("machine-a", "machine-b"):
-            opened.append(Machine(pg_database, chroma_server, tmp_path / name))
+            opened.append(Machine(pg_database, shared_chroma_server, tmp_path / name))
+        for m in opened:
+            m.ready()
         yield opened[0], opened[1]
     finally:
         for m in opened:
@@ -159,7 +169,7 @@ def test_one_hundred_versions_from_two_machines_are_exactly_1_to_100(
 def test_the_same_file_ingested_on_both_is_stored_once(
     machines: tuple[Machine, Machine],
     pg_database: str,
-    chroma_server: ChromaServer,  # noqa: F811
+    shared_chroma_server: ChromaServer,  # noqa: F811
     tmp_path: Path,
 ) -> None:
     a, b = machines
@@ -173,7 +183,7 @@ def test_the_same_file_ingested_on_both_is_stored_once(
     chunks = max(got_a[0]["chunks"], got_b[0]["chunks"])
     assert chunks > 1 and min(got_a[0]["chunks"], got_b[0]["chunks"]) == 0
     # One copy: one ingestion record, each chunk and parent once.
-    store = checker(pg_database, chroma_server, tmp_path / "checker")
+    store = checker(pg_database, shared_chroma_server, tmp_path / "checker")
     try:
         with store.catalog.read() as conn:
             rows = catalog_files.list_files(conn)
@@ -209,7 +219,7 @@ def test_a_session_is_promoted_once_when_both_try(machines: tuple[Machine, Machi
 def test_concurrent_writers_keep_the_server_index_whole(
     machines: tuple[Machine, Machine],
     pg_database: str,
-    chroma_server: ChromaServer,  # noqa: F811
+    shared_chroma_server: ChromaServer,  # noqa: F811
     tmp_path: Path,
 ) -> None:
     """Both machines write at once; every item then finds itself by its own vector, in Chroma and through search."""
@@ -228,4 +238,4 @@ def test_concurrent_writers_keep_the_server_index_whole(
     for t in threads:
         t.join()
     assert not errors, errors
-    check_server_index(pg_database, chroma_server, tmp_path / "checker", expect=600)
+    check_server_index(pg_database, shared_chroma_server, tmp_path / "checker", expect=600)

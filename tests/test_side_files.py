@@ -72,6 +72,10 @@ def garble_after_first_page(path: Path) -> None:
         f.write(os.urandom(size - 4096))
 
 
+# A cache or checkpointer on a file of its own, no data directory: the same in both passes, so the SQLite one only.
+_FILE_OF_ITS_OWN = pytest.mark.sqlite_only("a side file opened on its own path: no data directory, no catalog")
+
+
 def side_files_gone(path: Path) -> bool:
     return not any(path.with_name(path.name + s).exists() for s in ("-wal", "-shm"))
 
@@ -112,6 +116,7 @@ def _check_rebuilt(path: Path, expected: list[list[float]], damaged: bytes | Non
     again.close()
 
 
+@_FILE_OF_ITS_OWN
 @pytest.mark.parametrize("mode", MODES)
 def test_damaged_embedding_cache_is_moved_aside_and_rebuilt(tmp_path: Path, mode: str, warnings_of) -> None:
     path = tmp_path / "embeddings.sqlite"
@@ -124,6 +129,7 @@ def test_damaged_embedding_cache_is_moved_aside_and_rebuilt(tmp_path: Path, mode
     _check_rebuilt(path, expected, damaged, warnings_of("langgraph_memory.embeddings.cache"))
 
 
+@_FILE_OF_ITS_OWN
 def test_embedding_cache_damaged_while_open_is_replaced(tmp_path: Path, warnings_of) -> None:
     path = tmp_path / "embeddings.sqlite"
     expected = _fill_cache(path)
@@ -258,6 +264,7 @@ def _assert_names_checkpoints(exc: StorageError, path: Path) -> None:
     assert exc.path == path and str(path) in str(exc)
 
 
+@_FILE_OF_ITS_OWN
 @pytest.mark.parametrize("mode", MODES)
 def test_damaged_checkpoint_file_raises_corrupt_file_error(tmp_path: Path, mode: str) -> None:
     path = tmp_path / "checkpoints.sqlite"
@@ -298,6 +305,7 @@ ASYNC_CALLS: dict[str, Callable[[SqliteCheckpointer], Any]] = {
 }
 
 
+@_FILE_OF_ITS_OWN
 @pytest.mark.parametrize("call", list(SYNC_CALLS) + list(ASYNC_CALLS))
 def test_checkpoint_file_damaged_while_open_raises_typed_errors(tmp_path: Path, call: str) -> None:
     path = tmp_path / "checkpoints.sqlite"
@@ -353,6 +361,7 @@ def read_only_dir(tmp_path: Path) -> Iterator[Callable[[], None]]:
         yield remount
 
 
+@_FILE_OF_ITS_OWN
 def test_read_only_cache_warns_and_embeds_in_memory(tmp_path: Path, read_only_dir, warnings_of) -> None:
     folder = tmp_path / "ro"
     expected = _fill_cache(folder / "embeddings.sqlite")
@@ -367,6 +376,7 @@ def test_read_only_cache_warns_and_embeds_in_memory(tmp_path: Path, read_only_di
     assert not (folder / "new").exists()
 
 
+@_FILE_OF_ITS_OWN
 def test_read_only_checkpoint_file_raises_read_only_error(tmp_path: Path, read_only_dir) -> None:
     folder = tmp_path / "ro"
     _fill_checkpoints(folder / "checkpoints.sqlite")
@@ -399,6 +409,7 @@ def test_read_only_archive_folder_raises_read_only_error(data_dir: Path, tmp_pat
 # ------------------------------------------------------------------------ full disk
 
 
+@_FILE_OF_ITS_OWN
 def test_full_disk_cache_keeps_vectors_in_memory(tmp_path: Path, warnings_of) -> None:
     with tmpfs(tmp_path, "2m") as mnt:
         path = mnt / "embeddings.sqlite"
@@ -419,6 +430,7 @@ def test_full_disk_cache_keeps_vectors_in_memory(tmp_path: Path, warnings_of) ->
         again.close()
 
 
+@_FILE_OF_ITS_OWN
 def test_full_disk_checkpointer_raises_disk_full_error_and_recovers(tmp_path: Path) -> None:
     with tmpfs(tmp_path, "2m") as mnt:
         path = mnt / "checkpoints.sqlite"

@@ -16,6 +16,9 @@ from langgraph_memory.errors import LockTimeoutError
 
 HELPER = Path(__file__).parent / "helpers" / "sqlite_open_race.py"
 
+# SQLite files opened on paths of their own (the catalog's SQLite class too): the same in both passes.
+pytestmark = pytest.mark.sqlite_only("SQLite files opened on their own paths: no data directory's catalog")
+
 
 @pytest.mark.parametrize("kind", ["embedding-cache", "catalog", "manifest"])
 def test_processes_opening_a_new_side_file_together_all_succeed_and_leave_it_in_wal(kind: str, tmp_path: Path) -> None:

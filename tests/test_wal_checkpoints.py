@@ -7,8 +7,12 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from langgraph_memory._infra.wal_checkpoints import BACKSTOP_PAGES, WalCheckpoints
 from langgraph_memory.catalog import Catalog
+
+pytestmark = pytest.mark.sqlite_only("a SQLite catalog file opened by its path: the same in both passes")
 
 
 def _wait(predicate, timeout: float = 20.0) -> bool:
