@@ -775,10 +775,19 @@ def _best_cosines(m: _pv.Moment, qvec: np.ndarray, scope: np.ndarray, probe: boo
     if whole and m.one_each and len(m.vectors) == len(m.ids) and m.bounds is None:
         return (dot_rows(m.vectors, q) / qn).astype(np.float64), True  # one vector each, in order: no gathers
     slices = m.probe(q / qn) if probe and len(scope) >= PROBED_SCOPE else [(0, len(m.vectors))]
-    complete = slices == [(0, len(m.vectors))]
-    if not complete:  # the versions with vectors not scored stay at -inf
-        unscored = m.unscored()
-        out = unscored.copy() if whole else unscored[scope]
+    if slices == [(0, len(m.vectors))]:  # every vector
+        scores = dot_rows(m.vectors, q) / qn
+        if m.one_each:
+            rows = m.vector_of[scope]
+            has = rows >= 0
+            out[has] = scores[rows[has]]
+            return out, True
+        every = np.full(len(m.ids), np.nan)
+        np.fmax.at(every, m.owner, scores)
+        return every[scope], True
+    # The versions with vectors not scored stay at -inf.
+    unscored = m.unscored()
+    out = unscored.copy() if whole else unscored[scope]
     # The slices' cosines side by side, then placed in one go (a search probes tens of slices).
     sims = np.empty(sum(stop - start for start, stop in slices), dtype=np.float32)
     at = 0
@@ -786,7 +795,7 @@ def _best_cosines(m: _pv.Moment, qvec: np.ndarray, scope: np.ndarray, probe: boo
         np.einsum("ij,j->i", m.vectors[start:stop], q, out=sims[at : at + stop - start])
         at += stop - start
     sims /= qn
-    owners = m.owner if complete else m.owner[_ranges(slices)]
+    owners = m.owner[_ranges(slices)]
     if not whole:  # each position in ``m``'s place in ``scope`` (-1: out of it)
         into = np.full(len(m.ids), -1, dtype=np.int64)
         into[scope] = np.arange(len(scope))
@@ -796,7 +805,7 @@ def _best_cosines(m: _pv.Moment, qvec: np.ndarray, scope: np.ndarray, probe: boo
         out[owners] = sims
     else:
         np.fmax.at(out, owners, sims)
-    return out, complete
+    return out, False
 
 
 def _ranges(slices: list[tuple[int, int]]) -> np.ndarray:
