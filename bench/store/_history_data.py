@@ -17,9 +17,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: be
 from bench.common.items import MixtureEmbeddings  # noqa: E402
 
 DIMS = 64
-#: The vectors a history bench embeds with (``--vectors``): 64-d fake ones (a hash's random draw: no
-#: neighbourhoods, the hard case for any index) or 384-d ones shaped like a sentence model's (`MixtureEmbeddings`).
-VECTORS = ("random64", "mixture384")
+#: The vectors a history bench embeds with (``--vectors``): by default 384-d ones shaped like a sentence model's
+#: (`MixtureEmbeddings`: the default model's width, the store bench's mixture), or 64-d fake ones (a hash's
+#: random draw: no neighbourhoods, the hard case for any index; the history benches' vectors until 2026-12-06).
+VECTORS = ("mixture384", "random64")
 BATCH = 1000
 WORDS = ["momentum", "carry", "value", "breakout", "volatility", "regime", "drawdown", "liquidity"]
 #: Each key's last value, for a peer store.

@@ -1,11 +1,11 @@
 """As-of searches half way through the history against current ones, per plan, on a store loaded once and kept.
 
     .venv/bin/python bench/store/as_of_bench.py --data-dir /tmp/asof100k [--items 100000] [--rounds 4] [--only scan]
-        [--vectors random64|mixture384] [--recall]
+        [--vectors mixture384|random64] [--recall]
 
 The store is `history_bench`'s (``--items`` items over 100 namespaces, each
-changed 0 to 5 times; ``--vectors``: 64-d fake vectors, the default, or 384-d
-ones shaped like a sentence model's; a data dir is loaded with one kind and
+changed 0 to 5 times; ``--vectors``: 384-d vectors shaped like a sentence
+model's, the default, or 64-d fake ones; a data dir is loaded with one kind and
 reopened with the same), loaded by its loader into
 ``--data-dir`` on the first run and reopened by later ones, with the moment
 half way through the changes kept beside it (``DIR.json``); ``--pg URL``

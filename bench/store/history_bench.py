@@ -1,11 +1,12 @@
 """What keeping every version costs: put p50 with and without history, as-of against current searches, bytes per version.
 
     .venv/bin/python bench/store/history_bench.py [--items 100000] [--queries 100] [--pg URL] [--write]
-        [--vectors random64|mixture384]
+        [--vectors mixture384|random64]
 
-One collection of ``--items`` items (``--vectors``: 64-d deterministic fake
-vectors, a hash's random draw, or 384-d ones shaped like a sentence model's,
-clustered by topic; no model runs) over 100 namespaces, each item then changed 0 to 5 times
+One collection of ``--items`` items (``--vectors``: 384-d vectors shaped like
+a sentence model's, clustered by topic, the default; or 64-d deterministic
+fake ones, a hash's random draw; no model runs) over 100 namespaces, each item
+then changed 0 to 5 times
 (uniformly; puts of new values in batches of 1,000, the bulk path), so the
 history holds about 2.5 versions per item. Every version goes through
 ``store.batch()``, so the history rows are the write path's own; the Chroma
