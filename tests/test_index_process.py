@@ -25,6 +25,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langgraph_memory._infra.chroma_process import RemoteClient
 from langgraph_memory.errors import IndexProcessError
 from langgraph_memory.store import ChromaStore
+from tests.helpers.store_writer import release_together
 
 try:
     import fcntl
@@ -177,7 +178,7 @@ def test_an_index_process_and_an_embedded_writer_keep_one_index_intact(data_dir:
         )
         for target, name in ((f"process:{data_dir}", "alpha"), (str(data_dir), "beta"))
     ]
-    flag.touch()
+    release_together(procs, ["alpha", "beta"], flag)  # both have opened the store
     for p in procs:
         _out, err = p.communicate(timeout=600)
         assert p.returncode == 0, err[-3000:]

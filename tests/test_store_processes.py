@@ -13,6 +13,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langgraph_memory.errors import LockTimeoutError
 from langgraph_memory.store import ChromaStore
+from tests.helpers.store_writer import release_together
 
 HELPER = Path(__file__).parent / "helpers" / "store_writer.py"
 DIMS = 32
@@ -38,8 +39,7 @@ def test_two_processes_writing_at_once_lose_nothing_and_keep_the_index_intact(da
         )
         for name in ("alpha", "beta")
     ]
-    time.sleep(1.0)
-    flag.touch()
+    release_together(procs, ["alpha", "beta"], flag)  # both have opened the store
     for p in procs:
         out, err = p.communicate(timeout=300)
         assert p.returncode == 0, err[-3000:]

@@ -1,11 +1,15 @@
 """Subprocess writer for tests: put N items into a data directory in small batches.
 
 usage: python store_writer.py DATA_DIR|process:DATA_DIR|http://HOST:PORT@DATA_DIR PREFIX N DIMS [START_FLAG]
+
+With START_FLAG, the writer says it has opened the store (the file ``START_FLAG.PREFIX.ready``) and waits for
+START_FLAG; `release_together()` starts writers so.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,7 +35,8 @@ def main() -> None:
     else:
         store = ChromaStore(data_dir=data_dir, index=index)
     if start_flag is not None:  # start both writers together
-        deadline = time.time() + 30
+        start_flag.with_name(f"{start_flag.name}.{prefix}.ready").touch()
+        deadline = time.time() + 300
         while not start_flag.exists() and time.time() < deadline:
             time.sleep(0.01)
     for start in range(0, n, 10):
@@ -44,6 +49,18 @@ def main() -> None:
         store.search(("research",), query=f"{prefix} finding number {start}", limit=3)
     store.close()
     print(f"{prefix} wrote {n} pid={os.getpid()}")
+
+
+def release_together(procs: list[subprocess.Popen], prefixes: list[str], start_flag: Path) -> None:
+    """Wait until every writer has opened the store (or one has exited), then let them all write at once."""
+    ready = [start_flag.with_name(f"{start_flag.name}.{p}.ready") for p in prefixes]
+    deadline = time.time() + 300
+    while not all(r.exists() for r in ready):
+        gone = [p for p in procs if p.poll() is not None]
+        if gone or time.time() > deadline:
+            break  # the caller's communicate() reports the exit and its stderr
+        time.sleep(0.01)
+    start_flag.touch()
 
 
 if __name__ == "__main__":
