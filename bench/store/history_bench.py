@@ -106,10 +106,12 @@ def as_of_rows(
     rows: list[str] = []
     queries = [" ".join(rng.choice(WORDS) for _ in range(3)) for _ in range(n_queries)]
     plans: dict[str, Callable[[Any, int], Any]] = {
-        "exact (1 namespace)": lambda s, i: s.search(("memories", f"u{i % 100}"), query=queries[i], limit=10),
-        "hnsw (whole collection)": lambda s, i: s.search(("memories",), query=queries[i], limit=10),
+        "exact (1 namespace)": lambda s, i: s.search(
+            ("memories", f"u{i % 100}"), query=queries[i % len(queries)], limit=10
+        ),
+        "hnsw (whole collection)": lambda s, i: s.search(("memories",), query=queries[i % len(queries)], limit=10),
         "filtered (whole collection)": lambda s, i: s.search(
-            ("memories",), query=queries[i], filter={"kind": "a"}, limit=10
+            ("memories",), query=queries[i % len(queries)], filter={"kind": "a"}, limit=10
         ),
     }
     # Cosine (the bench store's ranking), then hybrid ranking with keywords (`Memory`'s default).
@@ -178,7 +180,7 @@ def as_of_rows(
             for vname in first if i % 2 == 0 else reversed(list(first)):
                 t = time.perf_counter()
                 view = store if vname == "current" else store.as_of(moments[vname])
-                view.search(("memories",), query=queries[i], limit=10)
+                view.search(("memories",), query=queries[i % len(queries)], limit=10)
                 first[vname].append((time.perf_counter() - t) * 1000)
         kind = "hnsw" if ranking is None else "hybrid hnsw"
         rows.append(line(f"first search of a new view ({kind})", {k: statistics.median(x) for k, x in first.items()}))
