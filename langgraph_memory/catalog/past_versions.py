@@ -245,8 +245,8 @@ class Moment:
             return [(0, len(self.vectors))]
         sizes = np.diff(self.bounds)
         order = np.argsort(-(part.centroids @ q), kind="stable")
-        enough = int(np.searchsorted(np.cumsum(sizes[order]), part.share * len(self.vectors))) + 1
-        return [(int(self.bounds[c]), int(self.bounds[c + 1])) for c in order[:enough] if sizes[c]]
+        chosen = order[: _holding(sizes[order], part.share * len(self.vectors))]
+        return [(int(self.bounds[c]), int(self.bounds[c + 1])) for c in chosen if sizes[c]]
 
 
 @dataclass(frozen=True, eq=False)
@@ -315,12 +315,17 @@ def _measure_share(
     for share in PROBE_SHARES:
         found = 0
         for i, order in enumerate(nearest_first):
-            enough = int(np.searchsorted(np.cumsum(sizes[order]), share * len(sample))) + 1
-            found += int(np.count_nonzero(np.isin(label[exact[i]], order[:enough])))
+            chosen = order[: _holding(sizes[order], share * len(sample))]
+            found += int(np.count_nonzero(np.isin(label[exact[i]], chosen)))
         recall = found / exact.size
         if recall >= PROBE_RECALL:
             return share, recall
     return 1.0, 1.0
+
+
+def _holding(sizes: np.ndarray, wanted: float) -> int:
+    """How many of the clusters of ``sizes`` (nearest first) a search probes: the first that hold ``wanted``."""
+    return int(np.searchsorted(np.cumsum(sizes), wanted)) + 1
 
 
 def _nearest(vectors: np.ndarray, centroids: np.ndarray) -> np.ndarray:

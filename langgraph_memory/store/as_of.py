@@ -282,14 +282,16 @@ class AsOfStore(BaseStore):
         with store.catalog.read() as conn:
             cut = store._cut(conn, keep_all, cutoff, include_undated)  # past versions by their item's evidence end
             if len(past) and qvec is not None:
+                bounded = not hybrid and len(scored) >= need
+                if bounded:  # only those above the current items' need-th can enter
+                    current = np.fromiter((sc for sc, _it in scored), dtype=np.float64, count=len(scored))
+                    floor = -np.partition(-current, need - 1)[need - 1]
+                first, omits = max(4 * need, 64), store._omits_expired
                 # A large scope's nearest clusters first; all of them when those leave the page short.
                 for probe in (True, False):
                     best, complete = _best_cosines(m, qvec, past, probe)  # by position in ``past``
                     take = need
-                    bounded = not hybrid and len(scored) >= need
-                    if bounded:  # only those above the current items' need-th can enter
-                        current = np.fromiter((sc for sc, _it in scored), dtype=np.float64, count=len(scored))
-                        floor = -np.partition(-current, need - 1)[need - 1]
+                    if bounded:
                         with_vec = np.flatnonzero(best >= floor - 1e-9)  # (NaN, -inf: False)
                         if not op.filter and cutoff is None:
                             # Nothing leaves out a version read (expired ones are out of scope already): only
@@ -299,12 +301,10 @@ class AsOfStore(BaseStore):
                             take = int(np.count_nonzero(best[with_vec] >= bar - 1e-9))
                     else:
                         with_vec = np.flatnonzero(best > -np.inf)  # scored (NaN: no vector; -inf: not probed)
-                    first = max(4 * need, 64)
                     order = _first(with_vec, -best[with_vec], m.item_ids[past[with_vec]], first)
                     # With a filter, the best above the current items' bar (a few dozen) are read in one
                     # statement: read in growing chunks until ``take`` matched, they took two or three.
                     chunk = len(order) if op.filter and bounded else None
-                    omits = store._omits_expired
                     got = _read_first(conn, m.ids[past[order]], op.filter, take, omits, at, cut, chunk)
                     if len(got) < take and len(order) < len(with_vec):  # the filter left too few of the best
                         order = _first(with_vec, -best[with_vec], m.item_ids[past[with_vec]], len(with_vec))
@@ -399,10 +399,11 @@ class AsOfStore(BaseStore):
         scope = self._in_scope(m, op.namespace_prefix, include_retired)
         # A large scope's nearest clusters first; all of them when those leave the page short.
         first_ranked, first_unscored = ranked, unscored
+        # Under noisy-or on the query's scale a version's score depends on itself alone (turns aside: their
+        # neighbours raise them); a relative fusion scores every version together, so it needs them all.
+        alone = ranking.fusion == "noisy-or" and ranking.keyword_scale == "query"
         for probe in (True, False):
             ranked, unscored = list(first_ranked), list(first_unscored)
-            # A relative fusion scores every version together: it needs them all.
-            alone = ranking.fusion == "noisy-or" and ranking.keyword_scale == "query"
             best, complete = _best_cosines(m, qvec, scope, probe and alone)
             has = ~np.isnan(best)
             if not complete:  # only the versions scored take part, and those a query term holds (scored below)
@@ -438,11 +439,10 @@ class AsOfStore(BaseStore):
                 if len(missed):
                     sims[missed] = _best_cosines(m, qvec, scored[missed])[0]
             finals = [parts.final for parts, _it in ranked]  # the bar counts the current items too
-            # Under noisy-or on the query's scale a version's score depends on itself alone (turns aside: their
-            # neighbours raise them), so the relevance bounds it.
-            if not complete and ranking.neighbours and of_scored(turns).any():
+            turned = bool(ranking.neighbours and of_scored(turns).any())
+            if turned and not complete:
                 continue  # turns are raised by their neighbours: every version is scored
-            if alone and not (ranking.neighbours and of_scored(turns).any()):
+            if alone and not turned:  # the relevance bounds a version's score
                 # Read in order of relevance, which the final score never exceeds, until the rest cannot reach. Without
                 # keyword evidence a relevance is the cosine (clipped to [0, 1], as `_relevance` takes it).
                 bound = np.clip(sims, 0.0, 1.0)
@@ -788,14 +788,8 @@ def _best_cosines(m: _pv.Moment, qvec: np.ndarray, scope: np.ndarray, probe: boo
     # The versions with vectors not scored stay at -inf.
     unscored = m.unscored()
     out = unscored.copy() if whole else unscored[scope]
-    # The slices' cosines side by side, then placed in one go (a search probes tens of slices).
-    sims = np.empty(sum(stop - start for start, stop in slices), dtype=np.float32)
-    at = 0
-    for start, stop in slices:
-        np.einsum("ij,j->i", m.vectors[start:stop], q, out=sims[at : at + stop - start])
-        at += stop - start
-    sims /= qn
-    owners = m.owner[_ranges(slices)]
+    sims = np.concatenate([dot_rows(m.vectors[start:stop], q) for start, stop in slices]) / qn
+    owners = np.concatenate([m.owner[start:stop] for start, stop in slices])
     if not whole:  # each position in ``m``'s place in ``scope`` (-1: out of it)
         into = np.full(len(m.ids), -1, dtype=np.int64)
         into[scope] = np.arange(len(scope))
@@ -806,13 +800,6 @@ def _best_cosines(m: _pv.Moment, qvec: np.ndarray, scope: np.ndarray, probe: boo
     else:
         np.fmax.at(out, owners, sims)
     return out, False
-
-
-def _ranges(slices: list[tuple[int, int]]) -> np.ndarray:
-    """The positions ``start, ..., stop - 1`` of each slice, concatenated."""
-    starts = np.array([a for a, _b in slices], dtype=np.int64)
-    widths = np.array([b - a for a, b in slices], dtype=np.int64)
-    return np.arange(int(widths.sum())) + np.repeat(starts - (np.cumsum(widths) - widths), widths)
 
 
 #: The past versions a scope needs before an as-of search scores only the clusters nearest the query
