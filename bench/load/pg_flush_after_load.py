@@ -15,10 +15,10 @@ p50 / p95 and what ``pg_stat_wal`` counted meanwhile: WAL written, the flushes
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ import psycopg
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import PutOp
 
+from langgraph_memory._infra.pg_cluster import create_database, drop_database
 from langgraph_memory.config import Settings
 from langgraph_memory.store import ChromaStore
 
@@ -41,7 +42,7 @@ def main() -> None:
     ap.add_argument("--base", type=int, default=10_000)
     ap.add_argument("--bulk", type=int, default=90_000)
     ap.add_argument("--puts", type=int, default=300)
-    ap.add_argument("--index-dir", help="where the Chroma index goes (default: a temporary folder on /tmp)")
+    ap.add_argument("--index-dir", help="a new folder for the run's index, removed afterwards (default: one in /tmp)")
     args = ap.parse_args()
 
     n = args.base + args.bulk + 2 * args.puts
@@ -56,12 +57,10 @@ def main() -> None:
         def embed_query(self, text: str) -> list[float]:
             return self.embed_documents([text])[0]
 
-    db = "lgm_flush_" + uuid.uuid4().hex[:8]
     with psycopg.connect(args.pg_url, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {db}")
         admin.execute("ALTER SYSTEM SET track_wal_io_timing = on")
         admin.execute("SELECT pg_reload_conf()")
-    url = args.pg_url.rsplit("/", 1)[0] + "/" + db
+    url = create_database(args.pg_url)
     folder = Path(args.index_dir or tempfile.mkdtemp(prefix="lgm-flush-"))
     store = ChromaStore(
         index={"dims": 384, "embed": Lookup(), "fields": ["content"]},
@@ -114,8 +113,8 @@ def main() -> None:
         rows.append(window("at rest"))
     finally:
         store.close()
-        with psycopg.connect(args.pg_url, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {db}")
+        drop_database(url)
+        shutil.rmtree(folder, ignore_errors=True)
     print(f"{args.bulk:,} items loaded into {args.base:,}; the index caught up {caught_up:.1f} s after the load\n")
     print("| window | seconds | put p50 / p95 ms | WAL written MB | WAL flushes | ms per flush |")
     print("|---|---:|---|---:|---:|---:|")
